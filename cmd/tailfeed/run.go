@@ -1,0 +1,78 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/hashicorp/go-hclog"
+
+	"tailfeed/config"
+	"tailfeed/internal/daemon"
+)
+
+func cmdRun(args []string, stderr io.Writer) int {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	path := fs.String("config", "", "config file")
+	if _, ok := parseFlags(fs, args, stderr); !ok || !requireConfig("run", *path, stderr) {
+		return 2
+	}
+	cfg, err := config.Load(*path)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 2
+	}
+	if tok := os.Getenv("TAILFEED_TOKEN"); tok != "" {
+		cfg.Status.Token = tok
+	}
+	log := hclog.New(&hclog.LoggerOptions{
+		Name:       "tailfeed",
+		Level:      hclog.LevelFromString(cfg.Log.Level),
+		JSONFormat: cfg.Log.Format == "json",
+		Output:     stderr,
+	})
+	d, err := daemon.New(cfg, log)
+	if err != nil {
+		if errors.Is(err, daemon.ErrConfig) {
+			fmt.Fprintln(stderr, trimConfigErr(err))
+			return 2
+		}
+		log.Error("cannot start", "error", err)
+		fmt.Fprintf(stderr, "tailfeed run: %v\n", err)
+		return 1
+	}
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+	ctx, cancel := context.WithCancel(context.Background())
+	d.Start(ctx)
+	log.Info("tailfeed running", "version", version, "status", "http://"+d.Addr()+"/feed.status", "feeds", len(cfg.Feeds))
+	sig := <-sigs
+	log.Info("stopping: draining subscribers, then the final commit", "signal", sig.String())
+	go func() {
+		s := <-sigs
+		log.Warn("second signal: exiting at once, without a final commit", "signal", s.String())
+		os.Exit(1)
+	}()
+	cancel()
+	if err := d.Stop(); err != nil {
+		log.Error("stopped with an error", "error", err)
+		return 1
+	}
+	log.Info("stopped cleanly")
+	return 0
+}
+
+// trimConfigErr drops the sentinel's prefix from a config error.
+func trimConfigErr(err error) string {
+	s := err.Error()
+	prefix := daemon.ErrConfig.Error() + ": "
+	if len(s) > len(prefix) && s[:len(prefix)] == prefix {
+		return s[len(prefix):]
+	}
+	return s
+}

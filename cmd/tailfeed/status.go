@@ -1,0 +1,183 @@
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"tailfeed/status"
+)
+
+// Exit codes of `tailfeed status` (the launcher rule).
+const (
+	exitSettled     = 0 // settled and lossless
+	exitLossy       = 1 // settled but lossy
+	exitUnreachable = 2 // unreachable or not a report
+	exitNotSettled  = 3 // not settled in time
+)
+
+func cmdStatus(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("status", flag.ContinueOnError)
+	addr := fs.String("addr", "127.0.0.1:8470", "host:port or URL of the daemon")
+	wait := fs.Duration("wait-settled", 0, "wait up to this long for the feeds to settle")
+	asJSON := fs.Bool("json", false, "print the feed.status JSON")
+	if _, ok := parseFlags(fs, args, stderr); !ok {
+		return exitUnreachable
+	}
+	u, err := statusURL(*addr)
+	if err != nil {
+		fmt.Fprintf(stderr, "tailfeed status: %v\n", err)
+		return exitUnreachable
+	}
+	deadline := time.Now().Add(*wait)
+	client := &http.Client{Timeout: 5 * time.Second}
+	for {
+		rep, raw, err := fetchReport(client, u)
+		if err != nil {
+			fmt.Fprintf(stderr, "tailfeed status: %v\n", err)
+			return exitUnreachable
+		}
+		if rep.Settled || !time.Now().Before(deadline) {
+			if *asJSON {
+				stdout.Write(raw)
+			} else {
+				printSummary(stdout, rep)
+			}
+			switch {
+			case rep.Settled && rep.Lossless:
+				return exitSettled
+			case rep.Settled:
+				fmt.Fprintf(stderr, "tailfeed status: settled but lossy: %s\n", lossReasons(rep))
+				return exitLossy
+			default:
+				fmt.Fprintf(stderr, "tailfeed status: not settled: %s\n", unsettledReasons(rep))
+				return exitNotSettled
+			}
+		}
+		time.Sleep(min(200*time.Millisecond, time.Until(deadline)))
+	}
+}
+
+func statusURL(addr string) (string, error) {
+	if !strings.Contains(addr, "://") {
+		addr = "http://" + addr
+	}
+	u, err := url.Parse(addr)
+	if err != nil || u.Host == "" {
+		return "", fmt.Errorf("bad --addr %q", addr)
+	}
+	if u.Path == "" || u.Path == "/" {
+		u.Path = "/feed.status"
+	}
+	return u.String(), nil
+}
+
+func fetchReport(c *http.Client, u string) (*status.Report, []byte, error) {
+	req, err := http.NewRequest(http.MethodGet, u, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	if tok := os.Getenv("TAILFEED_TOKEN"); tok != "" {
+		req.Header.Set("Authorization", "Bearer "+tok)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return nil, nil, fmt.Errorf("unreachable: %v", err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading %s: %v", u, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, nil, fmt.Errorf("%s answered %s", u, resp.Status)
+	}
+	var probe map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &probe); err != nil {
+		return nil, nil, fmt.Errorf("%s is not a feed.status report: %v", u, err)
+	}
+	for _, k := range []string{"settled", "lossless", "feeds"} {
+		if _, ok := probe[k]; !ok {
+			return nil, nil, fmt.Errorf("%s is not a feed.status report (no %q)", u, k)
+		}
+	}
+	var rep status.Report
+	if err := json.Unmarshal(raw, &rep); err != nil {
+		return nil, nil, fmt.Errorf("%s is not a feed.status report: %v", u, err)
+	}
+	return &rep, raw, nil
+}
+
+func printSummary(w io.Writer, r *status.Report) {
+	word := func(b bool, yes, no string) string {
+		if b {
+			return yes
+		}
+		return no
+	}
+	fmt.Fprintf(w, "%s, %s (version %d)\n", word(r.Settled, "settled", "not settled"), word(r.Lossless, "lossless", "LOSSY"), r.Version)
+	for _, f := range r.Feeds {
+		fmt.Fprintf(w, "  %s: %s, %s, %s, sequence %d, acknowledged %d, pending %d",
+			f.Feed, f.State, word(f.Settled, "settled", "not settled"), word(f.Lossless, "lossless", "LOSSY"),
+			f.Sequence, f.Acknowledged, f.PendingAcks)
+		if f.Pointer != nil {
+			fmt.Fprintf(w, ", pointer %d", f.Pointer.Offset)
+		}
+		fmt.Fprintln(w)
+		if f.Stalled != nil {
+			fmt.Fprintf(w, "    stalled: %s\n", *f.Stalled)
+		}
+		if f.Detail != nil {
+			fmt.Fprintf(w, "    detail: %s\n", *f.Detail)
+		}
+	}
+}
+
+func lossReasons(r *status.Report) string {
+	var out []string
+	for _, f := range r.Feeds {
+		if f.Lossless {
+			continue
+		}
+		var c []string
+		add := func(name string, v uint64) {
+			if v > 0 {
+				c = append(c, fmt.Sprintf("%s=%d", name, v))
+			}
+		}
+		add("dropped", f.Dropped)
+		add("refused", f.Refused)
+		add("completionFailures", f.CompletionFailures)
+		add("released", f.Released)
+		add("lostTails", f.LostTails)
+		add("deadLettered", f.DeadLettered)
+		out = append(out, fmt.Sprintf("feed %s (%s)", f.Feed, strings.Join(c, ", ")))
+	}
+	return strings.Join(out, "; ")
+}
+
+func unsettledReasons(r *status.Report) string {
+	var out []string
+	for _, f := range r.Feeds {
+		if f.Settled {
+			continue
+		}
+		why := fmt.Sprintf("feed %s: state %s, pendingAcks %d", f.Feed, f.State, f.PendingAcks)
+		if f.Stalled != nil {
+			why += ", stalled: " + *f.Stalled
+		} else if f.Paused {
+			why += ", paused"
+		}
+		if !f.Drained {
+			why += ", queues not drained"
+		}
+		out = append(out, why)
+	}
+	return strings.Join(out, "; ")
+}

@@ -1,0 +1,220 @@
+package feed
+
+import (
+	"sync/atomic"
+	"time"
+
+	"tailfeed/overload"
+)
+
+// Publisher numbers a feed's batches, hands them to every subscriber queue
+// under its overload policy, and keeps the acknowledgement window. All its
+// methods are called from the feed's source goroutine only; the atomics it
+// exposes may be read by anyone (the status report).
+type Publisher struct {
+	Feed   string
+	Queues []*Queue
+
+	maxPending int
+	win        *window
+	wake       chan struct{}
+
+	start, end []uint64 // scratch per queue
+	ackPts     []uint64
+	holds      []bool
+
+	seq      atomic.Uint64 // last sequence published (0 = none)
+	acked    atomic.Uint64 // last sequence acknowledged by every holding queue
+	pending  atomic.Int64  // lines awaiting acknowledgement
+	paused   atomic.Bool
+	pauses   atomic.Uint64
+	reason   atomic.Pointer[string] // why the feed is paused now (for logs)
+	since    atomic.Int64           // when the current pause began (unix nanos; 0 = running)
+}
+
+// NewPublisher makes a publisher over queues with a window of at most
+// maxPending lines (a batch of up to maxBatch lines is still accepted into an
+// empty window).
+func NewPublisher(feed string, queues []*Queue, maxPending, maxBatch int) *Publisher {
+	nq := len(queues)
+	return &Publisher{
+		Feed:       feed,
+		Queues:     queues,
+		maxPending: maxPending,
+		win:        newWindow(nq, maxPending+maxBatch),
+		wake:       make(chan struct{}, 1),
+		start:      make([]uint64, nq),
+		end:        make([]uint64, nq),
+		ackPts:     make([]uint64, nq),
+		holds:      make([]bool, nq),
+	}
+}
+
+// Wake is poked by the groups when they finish work (room freed, ack point
+// moved). The source waits on it.
+func (p *Publisher) Wake() chan struct{} { return p.wake }
+
+// Poke wakes the source (non-blocking).
+func (p *Publisher) Poke() { poke(p.wake) }
+
+// TryPublish offers b to every queue. It returns false, and leaves b to the
+// caller untouched (nothing numbered, queued or dropped), when the window is
+// full, a pointer-holding subscriber is fenced or dead, or a PAUSE queue has
+// no room. Otherwise it numbers the lines, queues the batch (or, per policy,
+// drops or refuses it for a queue) and records the window entry; from then on
+// the batch belongs to the queues.
+func (p *Publisher) TryPublish(b *Batch) bool {
+	n, nb := b.Len(), b.Bytes()
+	if n == 0 {
+		return true
+	}
+	if pend := int(p.pending.Load()); pend > 0 && pend+n > p.maxPending {
+		return p.pause("window full")
+	}
+	for _, q := range p.Queues {
+		if q.Stalling() {
+			return p.pause("subscriber " + q.Name + " stalled")
+		}
+	}
+	// PAUSE queues first: a refusal must leave every queue untouched.
+	for _, q := range p.Queues {
+		if q.Gate.Policy.Kind == overload.Pause && !q.HasRoom(n, nb) {
+			return p.pause("queue " + q.Name + " full")
+		}
+	}
+	p.resume()
+	b.FirstSeq = p.seq.Load() + 1
+	var take int32
+	decisions := p.ackPts // reuse as scratch: 1 = accept
+	for i, q := range p.Queues {
+		p.start[i] = q.Position()
+		d := overload.Accept
+		if q.Gate.Policy.Kind != overload.Pause {
+			d = q.Gate.Admit(q.HasRoom(n, nb), func(deadline time.Time) bool { return p.waitRoom(q, n, nb, deadline) })
+		}
+		switch d {
+		case overload.Accept:
+			decisions[i] = 1
+			take++
+		case overload.Drop:
+			decisions[i] = 0
+			q.Counters.Dropped.Add(uint64(n))
+		case overload.Skip:
+			decisions[i] = 0
+			q.Counters.Refused.Add(uint64(n))
+		}
+	}
+	b.Retain(take)
+	for i, q := range p.Queues {
+		if decisions[i] == 1 {
+			q.push(b)
+		}
+		p.end[i] = q.Position()
+	}
+	p.win.push(b, p.start, p.end)
+	p.pending.Add(int64(n))
+	p.seq.Store(b.FirstSeq + uint64(n) - 1)
+	if take == 0 {
+		b.refs.Store(1)
+		b.Release()
+	}
+	return true
+}
+
+func (p *Publisher) pause(why string) bool {
+	if !p.paused.Load() {
+		p.pauses.Add(1)
+		p.since.Store(time.Now().UnixNano())
+		p.paused.Store(true)
+	}
+	p.reason.Store(&why)
+	return false
+}
+
+// waitRoom waits until q has room for a batch or deadline passes.
+func (p *Publisher) waitRoom(q *Queue, n, nb int, deadline time.Time) bool {
+	t := time.NewTimer(time.Until(deadline))
+	defer t.Stop()
+	for {
+		if q.HasRoom(n, nb) {
+			return true
+		}
+		select {
+		case <-q.Room():
+		case <-t.C:
+			return q.HasRoom(n, nb)
+		}
+	}
+}
+
+// Acked is the result of PollAcks.
+type Acked struct {
+	Seq        uint64 // highest sequence acknowledged by every holding queue
+	Position   int64  // position to commit, valid when Positioned
+	Epoch      uint64
+	Positioned bool
+	Moved      bool
+}
+
+// PollAcks reads the ack point of every pointer-holding queue and
+// acknowledges the window entries they all passed.
+func (p *Publisher) PollAcks() Acked {
+	for i, q := range p.Queues {
+		p.holds[i] = !q.BestEffort()
+		p.ackPts[i] = q.AckPoint()
+	}
+	a := p.win.poll(p.ackPts, p.holds)
+	if a.moved {
+		p.acked.Store(a.seq)
+		p.pending.Store(int64(p.win.pending))
+	}
+	return Acked{Seq: a.seq, Position: a.pos, Epoch: a.epoch, Positioned: a.positioned, Moved: a.moved}
+}
+
+// Sequence is the last sequence published this run (0 = none).
+func (p *Publisher) Sequence() uint64 { return p.seq.Load() }
+
+// Acknowledged is the highest sequence every holding queue finished.
+func (p *Publisher) Acknowledged() uint64 { return p.acked.Load() }
+
+// Pending is the number of lines awaiting acknowledgement.
+func (p *Publisher) Pending() int64 { return p.pending.Load() }
+
+// Paused reports whether the last publish was refused.
+func (p *Publisher) Paused() bool { return p.paused.Load() }
+
+// Pauses counts pause episodes.
+func (p *Publisher) Pauses() uint64 { return p.pauses.Load() }
+
+// SetPaused marks the feed paused (a pause that is not a refused publish,
+// e.g. while waiting for an epoch barrier) or running.
+func (p *Publisher) SetPaused(v bool, why string) {
+	if v {
+		p.pause(why)
+		return
+	}
+	p.resume()
+}
+
+func (p *Publisher) resume() {
+	if p.paused.Load() {
+		p.paused.Store(false)
+		p.since.Store(0)
+	}
+}
+
+// PausedSince is when the current pause began (zero when running).
+func (p *Publisher) PausedSince() time.Time {
+	if n := p.since.Load(); n != 0 {
+		return time.Unix(0, n)
+	}
+	return time.Time{}
+}
+
+// PauseReason is why the feed was last paused.
+func (p *Publisher) PauseReason() string {
+	if r := p.reason.Load(); r != nil {
+		return *r
+	}
+	return ""
+}

@@ -1,0 +1,261 @@
+package feed
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"tailfeed/overload"
+)
+
+// SubState is a subscriber's state as the status report shows it.
+type SubState int32
+
+const (
+	Live     SubState = iota // processing normally
+	Fenced                   // failing and retrying; holds the pointer
+	Dead                     // its goroutine ended (panic quarantined); holds the pointer
+	Released                 // a backlog was given up on purpose; processing again
+	Stopped                  // shut down
+)
+
+func (s SubState) String() string {
+	switch s {
+	case Fenced:
+		return "FENCED"
+	case Dead:
+		return "DEAD"
+	case Released:
+		return "LIVE"
+	case Stopped:
+		return "STOPPED"
+	default:
+		return "LIVE"
+	}
+}
+
+// Queue is one subscriber's bounded FIFO of batches, from the feed's
+// publisher (one producer) to the subscriber's group (one consumer).
+//
+// Counters and their single writers:
+//   - position (lines given to the queue): the publisher;
+//   - dispatched (lines finished, a contiguous prefix): the group;
+//   - durable (a contiguous prefix made durable by asynchronous work): the
+//     processor's checkpoint, through DurableThrough.
+//
+// The queue's ack point is min(dispatched, durable) while a hold is taken,
+// dispatched otherwise.
+type Queue struct {
+	Name     string
+	Gate     overload.Gate
+	Counters overload.Counters
+
+	capLines, capBytes int
+
+	mu    sync.Mutex
+	items []*Batch // ring
+	head  int
+	n     int
+	lines int // lines queued now
+	bytes int // bytes queued now
+
+	ready chan struct{} // poked when a batch is pushed (consumer wake-up)
+	room  chan struct{} // poked when a batch is popped (producer wake-up)
+
+	position   atomic.Uint64
+	dispatched atomic.Uint64
+	holding    atomic.Bool
+	durable    atomic.Uint64
+	state      atomic.Int32
+	reason     atomic.Pointer[string]
+	finished   atomic.Uint64 // lines the group finished (for best-effort status)
+	since      atomic.Int64  // when the state last changed (unix nanos)
+	released   atomic.Uint64 // lines given up on purpose (admin release, DLQ purge)
+}
+
+// NewQueue makes a queue holding at most capLines lines and capBytes bytes
+// (one batch larger than capBytes is accepted into an empty queue).
+func NewQueue(name string, capLines, capBytes int, policy overload.Policy) *Queue {
+	if capLines < 1 {
+		capLines = 1
+	}
+	return &Queue{
+		Name:     name,
+		Gate:     overload.Gate{Policy: policy},
+		capLines: capLines,
+		capBytes: capBytes,
+		items:    make([]*Batch, capLines),
+		ready:    make(chan struct{}, 1),
+		room:     make(chan struct{}, 1),
+	}
+}
+
+// BestEffort reports whether the queue never holds the pointer.
+func (q *Queue) BestEffort() bool { return q.Gate.Policy.BestEffort() }
+
+// HasRoom reports whether a batch of n lines and b bytes fits now.
+func (q *Queue) HasRoom(n, b int) bool {
+	q.mu.Lock()
+	ok := q.n == 0 || (q.lines+n <= q.capLines && q.bytes+b <= q.capBytes && q.n < len(q.items))
+	q.mu.Unlock()
+	return ok
+}
+
+// push appends b; the caller checked HasRoom (the publisher is the only
+// producer, so room can only grow in between).
+func (q *Queue) push(b *Batch) {
+	q.mu.Lock()
+	q.items[(q.head+q.n)%len(q.items)] = b
+	q.n++
+	q.lines += b.Len()
+	q.bytes += b.Bytes()
+	q.mu.Unlock()
+	q.position.Add(uint64(b.Len()))
+	poke(q.ready)
+}
+
+// Pop removes the head batch, waiting until there is one or ctx is done.
+// The caller owns one reference to the batch and must Release it.
+func (q *Queue) Pop(ctx context.Context) (*Batch, error) {
+	for {
+		if b := q.TryPop(); b != nil {
+			return b, nil
+		}
+		select {
+		case <-q.ready:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// TryPop removes the head batch if there is one.
+func (q *Queue) TryPop() *Batch {
+	q.mu.Lock()
+	if q.n == 0 {
+		q.mu.Unlock()
+		return nil
+	}
+	b := q.items[q.head]
+	q.items[q.head] = nil
+	q.head = (q.head + 1) % len(q.items)
+	q.n--
+	q.lines -= b.Len()
+	q.bytes -= b.Bytes()
+	q.mu.Unlock()
+	poke(q.room)
+	return b
+}
+
+// Depth is the number of lines queued now.
+func (q *Queue) Depth() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.lines
+}
+
+// Ready is poked whenever a batch enters the queue.
+func (q *Queue) Ready() <-chan struct{} { return q.ready }
+
+// Room is poked whenever a batch leaves the queue.
+func (q *Queue) Room() <-chan struct{} { return q.room }
+
+// Position is the number of lines given to the queue this run.
+func (q *Queue) Position() uint64 { return q.position.Load() }
+
+// Dispatched is the number of leading lines the group finished.
+func (q *Queue) Dispatched() uint64 { return q.dispatched.Load() }
+
+// AddDispatched is called by the group only, once per batch (or at a fence).
+func (q *Queue) AddDispatched(n uint64) {
+	q.dispatched.Add(n)
+	q.finished.Add(n)
+}
+
+// Hold makes the ack point wait for DurableThrough as well (a processor that
+// persists asynchronously). A hold taken after a restart starts at nothing
+// durable.
+func (q *Queue) Hold() { q.holding.Store(true) }
+
+// DurableThrough reports that the first mark lines (queue order) are durable.
+// Marks only move forward.
+func (q *Queue) DurableThrough(mark uint64) {
+	for {
+		cur := q.durable.Load()
+		if mark <= cur || q.durable.CompareAndSwap(cur, mark) {
+			return
+		}
+	}
+}
+
+// AckPoint is how many leading lines of the queue are completely done.
+func (q *Queue) AckPoint() uint64 {
+	d := q.dispatched.Load()
+	if q.holding.Load() {
+		if m := q.durable.Load(); m < d {
+			return m
+		}
+	}
+	return d
+}
+
+// Finished is the number of lines the group finished this run.
+func (q *Queue) Finished() uint64 { return q.finished.Load() }
+
+// SetState records the subscriber's state and the reason (for Fenced/Dead).
+func (q *Queue) SetState(s SubState, reason string) {
+	if reason != "" {
+		q.reason.Store(&reason)
+	} else {
+		q.reason.Store(nil)
+	}
+	if SubState(q.state.Swap(int32(s))) != s {
+		q.since.Store(time.Now().UnixNano())
+	}
+}
+
+// StateSince is when the state last changed.
+func (q *Queue) StateSince() time.Time { return time.Unix(0, q.since.Load()) }
+
+// AddReleased counts lines given up on purpose.
+func (q *Queue) AddReleased(n uint64) { q.released.Add(n) }
+
+// ReleasedLines is the number of lines given up on purpose.
+func (q *Queue) ReleasedLines() uint64 { return q.released.Load() }
+
+// State returns the subscriber's state and reason.
+func (q *Queue) State() (SubState, string) {
+	s := SubState(q.state.Load())
+	if r := q.reason.Load(); r != nil {
+		return s, *r
+	}
+	return s, ""
+}
+
+// Stalling reports whether the queue holds the pointer because its subscriber
+// is fenced or dead.
+func (q *Queue) Stalling() bool {
+	s := SubState(q.state.Load())
+	return !q.BestEffort() && (s == Fenced || s == Dead)
+}
+
+// Drain empties the queue, releasing its batches, and returns the lines removed.
+func (q *Queue) Drain() int {
+	n := 0
+	for {
+		b := q.TryPop()
+		if b == nil {
+			return n
+		}
+		n += b.Len()
+		b.Release()
+	}
+}
+
+func poke(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
+}

@@ -1,0 +1,120 @@
+package feed
+
+// window is the acknowledgement window: one entry per published batch, in
+// sequence order, each remembering how far every queue's producer position
+// had reached before and after it. A head entry is acknowledged (fully or in
+// part) once every pointer-holding queue that received it has its ack point
+// past its lines. It is owned by the publisher (the source goroutine).
+type window struct {
+	nq      int
+	entries []entry  // ring
+	bounds  []uint64 // ring of 2*nq per entry: start and end producer position per queue
+	head, n int
+
+	ends []int64 // ring of line end positions indexed by sequence % len
+	// pending is the number of lines published and not yet acknowledged.
+	pending int
+}
+
+type entry struct {
+	firstSeq   uint64
+	lines      int
+	epoch      uint64
+	positioned bool
+}
+
+func newWindow(nq, maxLines int) *window {
+	w := &window{nq: nq}
+	w.grow(64)
+	w.ends = make([]int64, maxLines)
+	return w
+}
+
+func (w *window) grow(c int) {
+	ne := make([]entry, c)
+	nb := make([]uint64, c*2*w.nq)
+	for i := 0; i < w.n; i++ {
+		j := (w.head + i) % len(w.entries)
+		ne[i] = w.entries[j]
+		copy(nb[i*2*w.nq:(i+1)*2*w.nq], w.bounds[j*2*w.nq:(j+1)*2*w.nq])
+	}
+	w.entries, w.bounds, w.head = ne, nb, 0
+}
+
+// push records a published batch; start/end give, per queue, its producer
+// position before and after the batch (equal when the queue did not get it).
+func (w *window) push(b *Batch, start, end []uint64) {
+	if w.n == len(w.entries) {
+		w.grow(2 * len(w.entries))
+	}
+	i := (w.head + w.n) % len(w.entries)
+	w.entries[i] = entry{firstSeq: b.FirstSeq, lines: b.Len(), epoch: b.Epoch, positioned: b.Positioned}
+	bb := w.bounds[i*2*w.nq : (i+1)*2*w.nq]
+	copy(bb[:w.nq], start)
+	copy(bb[w.nq:], end)
+	w.n++
+	w.pending += b.Len()
+	for k, e := range b.Ends {
+		w.ends[(b.FirstSeq+uint64(k))%uint64(len(w.ends))] = e
+	}
+}
+
+// ack is the result of a poll: the highest sequence every holding queue has
+// finished, and the position to commit (if any line with a position was
+// acknowledged in this poll).
+type ack struct {
+	seq        uint64
+	pos        int64
+	epoch      uint64
+	positioned bool
+	moved      bool
+}
+
+// poll acknowledges head entries given each queue's ack point (ackPts[q];
+// holds[q] false for queues that do not hold the pointer).
+func (w *window) poll(ackPts []uint64, holds []bool) ack {
+	var a ack
+	for w.n > 0 {
+		e := &w.entries[w.head]
+		bb := w.bounds[w.head*2*w.nq : (w.head+1)*2*w.nq]
+		k := e.lines
+		for q := 0; q < w.nq; q++ {
+			if !holds[q] {
+				continue
+			}
+			start, end := bb[q], bb[w.nq+q]
+			if end == start {
+				continue // this queue did not get the batch
+			}
+			done := 0
+			if ackPts[q] > start {
+				done = int(min(ackPts[q]-start, end-start))
+			}
+			k = min(k, done)
+		}
+		if k == 0 {
+			break
+		}
+		last := e.firstSeq + uint64(k) - 1
+		a.seq, a.moved = last, true
+		if e.positioned {
+			a.pos = w.ends[last%uint64(len(w.ends))]
+			a.epoch, a.positioned = e.epoch, true
+		}
+		w.pending -= k
+		if k < e.lines {
+			// Partly acknowledged: consume its acknowledged lines and stop here.
+			e.firstSeq += uint64(k)
+			e.lines -= k
+			for q := 0; q < w.nq; q++ {
+				if bb[w.nq+q] > bb[q] {
+					bb[q] += uint64(k)
+				}
+			}
+			break
+		}
+		w.head = (w.head + 1) % len(w.entries)
+		w.n--
+	}
+	return a
+}

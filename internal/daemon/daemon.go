@@ -1,0 +1,353 @@
+// Package daemon wires a validated config into running feeds: one source
+// per feed, one group per processor, the status server, and the ordered
+// shutdown of DESIGN §5 (stop sources → let groups drain within
+// shutdownTimeoutMillis → final commit of exactly what the pointer-holding
+// groups finished → close).
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"tailfeed/config"
+	"tailfeed/feed"
+	"tailfeed/internal/fileutil"
+	"tailfeed/overload"
+	"tailfeed/pointer"
+	"tailfeed/processor"
+	"tailfeed/source/file"
+	"tailfeed/status"
+)
+
+// ErrConfig marks errors that are the config's fault (exit 2).
+var ErrConfig = errors.New("daemon: config")
+
+// Daemon is a running tailfeed.
+type Daemon struct {
+	cfg   *config.Config
+	log   hclog.Logger
+	lock  *os.File
+	feeds []*Feed
+	srv   *http.Server
+	ln    net.Listener
+
+	reports *status.Versioner
+}
+
+// Feed is one running feed.
+type Feed struct {
+	cfg    *config.Feed
+	src    *file.Source
+	pub    *feed.Publisher
+	groups []*processor.Group
+	closer []processor.Closer
+	ptr    *pointer.Pointer
+	policy overload.Kind
+	strat  file.Strategy
+	log    hclog.Logger
+
+	runDone      chan struct{}
+	cancelGroups context.CancelFunc
+}
+
+// New opens everything the config names (data dir lock, pointers, sinks,
+// the listener); nothing runs until Start.
+func New(cfg *config.Config, log hclog.Logger) (*Daemon, error) {
+	d := &Daemon{cfg: cfg, log: log, reports: status.NewVersioner()}
+	if err := d.openDataDir(); err != nil {
+		return nil, err
+	}
+	for _, fc := range cfg.Feeds {
+		f, err := d.buildFeed(fc)
+		if err != nil {
+			d.closeAll()
+			return nil, err
+		}
+		d.feeds = append(d.feeds, f)
+	}
+	ln, err := net.Listen("tcp", cfg.Status.Listen)
+	if err != nil {
+		d.closeAll()
+		return nil, fmt.Errorf("status listen %s: %w", cfg.Status.Listen, err)
+	}
+	d.ln = ln
+	return d, nil
+}
+
+func (d *Daemon) openDataDir() error {
+	dir := d.cfg.DataDir
+	for _, sub := range []string{"", "feeds", "dlq", "state"} {
+		if err := os.MkdirAll(filepath.Join(dir, sub), 0o755); err != nil {
+			return d.dataDirErr(err)
+		}
+	}
+	probe := filepath.Join(dir, ".write-test")
+	if err := os.WriteFile(probe, nil, 0o644); err != nil {
+		return d.dataDirErr(err)
+	}
+	os.Remove(probe)
+	f, err := os.OpenFile(filepath.Join(dir, "LOCK"), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return d.dataDirErr(err)
+	}
+	if err := fileutil.Lock(f); err != nil {
+		f.Close()
+		return err
+	}
+	f.Truncate(0)
+	fmt.Fprintf(f, "%d\n", os.Getpid())
+	d.lock = f
+	return nil
+}
+
+func (d *Daemon) dataDirErr(err error) error {
+	loc := d.cfg.File
+	if d.cfg.DataDirLine > 0 {
+		loc = fmt.Sprintf("%s:%d", d.cfg.File, d.cfg.DataDirLine)
+	}
+	return fmt.Errorf("%w: %s: dataDir: %v", ErrConfig, loc, err)
+}
+
+func (d *Daemon) buildFeed(fc *config.Feed) (*Feed, error) {
+	log := d.log.Named(fc.Name)
+	strat, err := file.ParseStrategy(fc.ReadStrategy)
+	if err != nil {
+		return nil, err
+	}
+	pol, _ := overload.Parse(fc.Overload.Policy)
+	f := &Feed{cfg: fc, strat: strat, policy: pol, log: log, runDone: make(chan struct{})}
+	batchLines := max(1, fc.QueueCapacity/2)
+	batchBytes := max(1, fc.QueueBytes/2)
+	var procs []*config.Processor
+	var queues []*feed.Queue
+	for _, pc := range d.cfg.Processors {
+		if pc.Feed != fc.Name {
+			continue
+		}
+		eff := pc.Policy(fc)
+		k, _ := overload.Parse(eff.Policy)
+		q := feed.NewQueue(pc.Name, fc.QueueCapacity, fc.QueueBytes, overload.Policy{
+			Kind:     k,
+			Spin:     time.Duration(eff.SpinBoundMillis) * time.Millisecond,
+			Deadline: time.Duration(eff.BlockDeadlineMillis) * time.Millisecond,
+		})
+		procs = append(procs, pc)
+		queues = append(queues, q)
+	}
+	f.pub = feed.NewPublisher(fc.Name, queues, fc.MaxPendingAcks, batchLines)
+	for i, pc := range procs {
+		g, c, err := d.buildGroup(f, pc, queues[i], log)
+		if err != nil {
+			f.close()
+			return nil, err
+		}
+		f.groups = append(f.groups, g)
+		if c != nil {
+			f.closer = append(f.closer, c)
+		}
+	}
+	if strat == file.Committed {
+		p, err := pointer.Open(filepath.Join(d.cfg.DataDir, "feeds", fc.Name+".ptr"), pointer.Options{Logger: log})
+		if err != nil {
+			f.close()
+			return nil, err
+		}
+		f.ptr = p
+	}
+	f.src = file.New(file.Config{
+		Feed:       fc.Name,
+		Path:       fc.Path,
+		Strategy:   strat,
+		MaxLine:    fc.MaxLineBytes,
+		BatchLines: batchLines,
+		BatchBytes: batchBytes,
+		Poll:       time.Duration(fc.PollIntervalMillis) * time.Millisecond,
+		RotateWait: time.Duration(fc.RotateWaitMillis) * time.Millisecond,
+		CommitSync: time.Duration(fc.CommitSyncMillis) * time.Millisecond,
+		Pointer:    f.ptr,
+		Logger:     log,
+		NoNotify:   os.Getenv("TAILFEED_NO_FSNOTIFY") != "",
+	}, f.pub)
+	return f, nil
+}
+
+func (d *Daemon) buildGroup(f *Feed, pc *config.Processor, q *feed.Queue, log hclog.Logger) (*processor.Group, processor.Closer, error) {
+	gc := processor.GroupConfig{
+		Name:  pc.Name,
+		Queue: q,
+		Retry: processor.Retry{
+			Initial:  time.Duration(pc.Retry.InitialMillis) * time.Millisecond,
+			Max:      time.Duration(pc.Retry.MaxMillis) * time.Millisecond,
+			Jitter:   pc.Retry.Jitter,
+			Attempts: pc.Retry.Attempts,
+		},
+		Logger: log,
+		Wake:   f.pub.Poke,
+	}
+	if pc.OnFailure == config.OnFailureDeadLetter {
+		gc.OnFailure = processor.DeadLetter
+	}
+	var err error
+	if pc.Match != "" && pc.Type != "count" {
+		if gc.Match, err = regexp.Compile(pc.Match); err != nil {
+			return nil, nil, err
+		}
+	}
+	if pc.Exclude != "" {
+		if gc.Exclude, err = regexp.Compile(pc.Exclude); err != nil {
+			return nil, nil, err
+		}
+	}
+	g := processor.NewGroup(gc)
+	switch pc.Type {
+	case "file":
+		mode := processor.FsyncNever
+		switch pc.Fsync {
+		case "always":
+			mode = processor.FsyncAlways
+		case "interval":
+			mode = processor.FsyncInterval
+		}
+		s, err := processor.OpenFileSink(processor.FileSinkConfig{
+			Path:       pc.Path,
+			Fsync:      mode,
+			Interval:   time.Duration(pc.FsyncIntervalMillis) * time.Millisecond,
+			Checkpoint: g,
+		})
+		if err != nil {
+			return nil, nil, fmt.Errorf("processor %s: %w", pc.Name, err)
+		}
+		g.SetBatchProcessor(s)
+		return g, s, nil
+	case "discard":
+		g.SetBatchProcessor(processor.Discard{})
+		return g, nil, nil
+	}
+	return nil, nil, fmt.Errorf("processor %s: type %s is not available yet", pc.Name, pc.Type)
+}
+
+// Start runs the sources, the groups and the status server.
+func (d *Daemon) Start(ctx context.Context) {
+	for _, f := range d.feeds {
+		f.start(ctx)
+	}
+	d.srv = status.NewServer(status.ServerConfig{
+		Token:       d.cfg.Status.Token,
+		ProtectRead: d.cfg.Status.ProtectRead,
+		Report:      d.Report,
+		Health:      d.Health,
+		Logger:      d.log.Named("http"),
+	})
+	go func() {
+		if err := d.srv.Serve(d.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			d.log.Error("status server stopped", "error", err)
+		}
+	}()
+}
+
+// Addr is the status server's listen address.
+func (d *Daemon) Addr() string { return d.ln.Addr().String() }
+
+// groupCtx is separate from the source context: groups keep draining after
+// the sources stopped.
+func (f *Feed) start(ctx context.Context) {
+	gctx, cancel := context.WithCancel(context.Background())
+	f.cancelGroups = cancel
+	for _, g := range f.groups {
+		g.Start(gctx)
+	}
+	go func() {
+		defer close(f.runDone)
+		f.src.Run(ctx)
+	}()
+}
+
+// Stop performs the ordered shutdown. It returns the first error of the
+// final commits.
+func (d *Daemon) Stop() error {
+	// Sources have been told to stop through the Start context; wait.
+	for _, f := range d.feeds {
+		<-f.runDone
+	}
+	drainCtx, cancel := context.WithTimeout(context.Background(), time.Duration(d.cfg.ShutdownTimeoutMillis)*time.Millisecond)
+	defer cancel()
+	var wg sync.WaitGroup
+	for _, f := range d.feeds {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			f.src.Drain(drainCtx)
+		}()
+	}
+	wg.Wait()
+	var first error
+	for _, f := range d.feeds {
+		if err := f.stopGroups(); err != nil && first == nil {
+			first = err
+		}
+	}
+	for _, f := range d.feeds {
+		if err := f.src.Close(); err != nil && first == nil {
+			first = fmt.Errorf("feed %s: %w", f.cfg.Name, err)
+		}
+	}
+	if d.srv != nil {
+		sctx, c := context.WithTimeout(context.Background(), time.Second)
+		d.srv.Shutdown(sctx)
+		c()
+	}
+	d.closeAll()
+	return first
+}
+
+// stopGroups stops the groups, counts what best-effort queues still held as
+// dropped, and closes the processors (a final flush).
+func (f *Feed) stopGroups() error {
+	if f.cancelGroups != nil {
+		f.cancelGroups()
+	}
+	for _, g := range f.groups {
+		<-g.Done()
+		q := g.Queue()
+		if n := q.Drain(); n > 0 && q.BestEffort() {
+			q.Counters.Dropped.Add(uint64(n))
+		}
+	}
+	var first error
+	for _, c := range f.closer {
+		if err := c.Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	f.closer = nil
+	return first
+}
+
+func (f *Feed) close() {
+	for _, c := range f.closer {
+		c.Close()
+	}
+	if f.ptr != nil {
+		f.ptr.Close()
+	}
+}
+
+func (d *Daemon) closeAll() {
+	if d.ln != nil {
+		d.ln.Close()
+	}
+	if d.lock != nil {
+		d.lock.Close()
+		d.lock = nil
+	}
+}

@@ -1,0 +1,174 @@
+package daemon
+
+import (
+	"os"
+	"strings"
+	"time"
+
+	"tailfeed/feed"
+	"tailfeed/internal/fileutil"
+	"tailfeed/source/file"
+	"tailfeed/status"
+)
+
+// Report builds the feed.status document.
+func (d *Daemon) Report() status.Report {
+	r := status.Report{Settled: true, Lossless: true, Feeds: make([]status.FeedReport, 0, len(d.feeds))}
+	for _, f := range d.feeds {
+		fr := f.report()
+		r.Settled = r.Settled && fr.Settled
+		r.Lossless = r.Lossless && fr.Lossless
+		r.Feeds = append(r.Feeds, fr)
+	}
+	return d.reports.Stamp(r)
+}
+
+// report reads one feed. The order matters: sequence first, then the read
+// position, the source state, the file, the ack points and queues, and the
+// sequence again; see the package doc of status.
+func (f *Feed) report() status.FeedReport {
+	src, pub := f.src, f.pub
+	seq1 := pub.Sequence()
+	readPos := src.ReadPos()
+	state := src.State()
+	if state == file.CaughtUp && !f.fileCaughtUp(readPos) {
+		state = file.Behind
+	}
+	fr := status.FeedReport{
+		Feed:         f.cfg.Name,
+		Path:         f.cfg.Path,
+		State:        state.String(),
+		Bounded:      f.strat.Bounded(),
+		Policy:       f.policy.String(),
+		Downgraded:   src.Downgraded(),
+		Oversized:    src.Oversized(),
+		Unterminated: src.Unterminated(),
+		LostTails:    src.LostTails(),
+		Paused:       pub.Paused(),
+		Pauses:       pub.Pauses(),
+		Epoch:        status.Hex(src.Epoch()),
+		Drained:      true,
+		Subscribers:  make([]status.SubscriberReport, 0, len(f.groups)),
+	}
+	if d := src.Detail(); d != "" {
+		fr.Detail = &d
+	}
+	var stalled []string
+	holdingDrained := true
+	for _, g := range f.groups {
+		q := g.Queue()
+		st, reason := q.State()
+		depth := q.Depth()
+		sr := status.SubscriberReport{
+			Queue:    q.Name,
+			Position: q.Position(),
+			Drained:  depth == 0,
+			State:    st.String(),
+		}
+		if q.BestEffort() {
+			sr.Dispatched = q.Finished()
+		} else {
+			sr.Dispatched = q.AckPoint()
+			if depth != 0 {
+				holdingDrained = false
+			}
+			if q.Stalling() {
+				stalled = append(stalled, reason)
+			}
+		}
+		if depth != 0 {
+			fr.Drained = false
+		}
+		if st == feed.Live || st == feed.Released {
+			fr.Consumers++
+		}
+		fr.Dropped += q.Counters.Dropped.Load()
+		fr.Refused += q.Counters.Refused.Load()
+		fr.CompletionFailures += g.CompletionFailures()
+		fr.Released += q.ReleasedLines()
+		fr.Subscribers = append(fr.Subscribers, sr)
+	}
+	fr.Acknowledged = pub.Acknowledged()
+	fr.PendingAcks = pub.Pending()
+	if len(stalled) > 0 {
+		s := strings.Join(stalled, "; ")
+		fr.Stalled = &s
+	}
+	committed := true
+	if f.ptr != nil {
+		rec := f.ptr.Record()
+		fr.Pointer = &status.PointerReport{
+			Offset:         rec.Offset,
+			Epoch:          status.Hex(rec.Epoch),
+			Commits:        rec.Commits,
+			CommitFailures: src.CommitFailures(),
+		}
+		committed = src.CommitOK() && src.SyncedSeq() >= fr.Acknowledged
+	}
+	seq2 := pub.Sequence()
+	fr.Sequence = seq2
+	srcDone := state == file.CaughtUp || state == file.WaitingForFile || state == file.EndOfStream
+	fr.Settled = srcDone && holdingDrained && fr.PendingAcks == 0 && fr.Stalled == nil && committed && seq1 == seq2
+	fr.Lossless = fr.Dropped == 0 && fr.Refused == 0 && fr.CompletionFailures == 0 && fr.Released == 0 &&
+		fr.LostTails == 0 && fr.DeadLettered == 0
+	return fr
+}
+
+// fileCaughtUp checks, when a report is built, that no byte lies past the
+// read position and that the path still names the open file (or is missing
+// with the open file read to its end).
+func (f *Feed) fileCaughtUp(readPos int64) bool {
+	dev, ino, open := f.src.FileIdentity()
+	if !open {
+		return true
+	}
+	pdev, pino, err := fileutil.DevInoPath(f.cfg.Path)
+	if err != nil {
+		if !os.IsNotExist(err) {
+			return false
+		}
+		return f.src.FileEnded()
+	}
+	if pdev != dev || pino != ino {
+		return false
+	}
+	st, err := os.Stat(f.cfg.Path)
+	if err != nil {
+		return false
+	}
+	return st.Size() <= readPos
+}
+
+// Health reports whether any feed has been stalled or paused for longer than
+// stallAlertMillis, and why.
+func (d *Daemon) Health() (bool, string) {
+	limit := time.Duration(d.cfg.Status.StallAlertMillis) * time.Millisecond
+	var why []string
+	for _, f := range d.feeds {
+		if since, reason := f.stalledSince(); !since.IsZero() && time.Since(since) > limit {
+			why = append(why, "feed "+f.cfg.Name+" stalled: "+reason)
+			continue
+		}
+		if since := f.pub.PausedSince(); !since.IsZero() && time.Since(since) > limit {
+			why = append(why, "feed "+f.cfg.Name+" paused: "+f.pub.PauseReason())
+		}
+	}
+	return len(why) == 0, strings.Join(why, "; ")
+}
+
+func (f *Feed) stalledSince() (time.Time, string) {
+	var first time.Time
+	var reason string
+	for _, g := range f.groups {
+		q := g.Queue()
+		if !q.Stalling() {
+			continue
+		}
+		since := q.StateSince()
+		if first.IsZero() || since.Before(first) {
+			_, reason = q.State()
+			first = since
+		}
+	}
+	return first, reason
+}

@@ -1,0 +1,250 @@
+package processor
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"tailfeed/feed"
+)
+
+// FsyncMode is the file sink's durability policy.
+type FsyncMode int
+
+const (
+	FsyncNever    FsyncMode = iota // survives kill -9 (page cache), not power loss
+	FsyncInterval                  // sync at most Interval after the first unsynced write
+	FsyncAlways                    // sync before the lines count as dispatched
+)
+
+// SinkFile is the file a sink writes: the seam for fault injection.
+type SinkFile interface {
+	io.Writer
+	Truncate(size int64) error
+	Sync() error
+	Close() error
+}
+
+// FileSinkConfig configures a file sink.
+type FileSinkConfig struct {
+	Path     string
+	Fsync    FsyncMode
+	Interval time.Duration
+	// Open opens the output (nil: os.OpenFile append-only, created 0644).
+	Open func(path string) (SinkFile, int64, error)
+	// Checkpoint is the group's checkpoint (required for FsyncInterval).
+	Checkpoint Checkpoint
+}
+
+// maxUnsynced bounds the bytes an interval sink keeps for a rewrite after a
+// failed fsync; past it the sink syncs inline.
+const maxUnsynced = 8 << 20
+
+// FileSink appends each line's raw bytes plus '\n' with one write(2) per
+// batch, done before the lines count as dispatched.
+//
+// On a failed or short write it truncates back to the length before the write
+// and reports nothing done; if that truncate fails the error wraps ErrFatal and
+// the subscriber stays fenced. With FsyncInterval the queue's ack point waits
+// for the fsync (a hold): a failed fsync truncates to the last synced length,
+// rewrites the lines after it and syncs again.
+type FileSink struct {
+	cfg  FileSinkConfig
+	f    SinkFile
+	size int64 // bytes in the file
+	buf  []byte
+
+	// FsyncInterval only.
+	synced     int64     // length known durable
+	unsynced   []byte    // bytes written after synced, kept for a rewrite
+	firstDirty time.Time // zero when nothing is unsynced
+	dirtyMark  uint64    // checkpoint mark through the last write
+	broken     bool      // the file's tail is in an unknown state: rewrite before anything else
+}
+
+// OpenFileSink opens (creating) the output file.
+func OpenFileSink(cfg FileSinkConfig) (*FileSink, error) {
+	open := cfg.Open
+	if open == nil {
+		open = openAppend
+	}
+	f, size, err := open(cfg.Path)
+	if err != nil {
+		return nil, err
+	}
+	s := &FileSink{cfg: cfg, f: f, size: size, synced: size}
+	if cfg.Fsync == FsyncInterval {
+		cfg.Checkpoint.Hold()
+	}
+	return s, nil
+}
+
+func openAppend(path string) (SinkFile, int64, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, 0, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, 0, err
+	}
+	return f, st.Size(), nil
+}
+
+// ProcessBatch writes b's lines with one write(2).
+func (s *FileSink) ProcessBatch(ctx context.Context, b *feed.Batch) (int, error) {
+	if s.broken {
+		if err := s.repair(); err != nil {
+			return 0, err
+		}
+	}
+	if len(b.Lines) == 0 {
+		s.markEmpty()
+		return 0, nil
+	}
+	s.buf = s.buf[:0]
+	for _, l := range b.Lines {
+		s.buf = append(s.buf, l...)
+		s.buf = append(s.buf, '\n')
+	}
+	if err := s.write(s.buf); err != nil {
+		return 0, err
+	}
+	switch s.cfg.Fsync {
+	case FsyncAlways:
+		if err := s.f.Sync(); err != nil {
+			// Never retried alone: drop the unsynced bytes; the group
+			// rewrites the batch and syncs again.
+			s.size -= int64(len(s.buf))
+			if terr := s.f.Truncate(s.size); terr != nil {
+				s.broken = true
+				return 0, fmt.Errorf("fsync %s: %w (truncate back: %v)", s.cfg.Path, err, terr)
+			}
+			return 0, fmt.Errorf("fsync %s: %w", s.cfg.Path, err)
+		}
+		s.synced = s.size
+	case FsyncInterval:
+		if s.firstDirty.IsZero() {
+			s.firstDirty = time.Now()
+		}
+		s.unsynced = append(s.unsynced, s.buf...)
+		s.dirtyMark = s.cfg.Checkpoint.Mark()
+		if len(s.unsynced) > maxUnsynced {
+			if err := s.Flush(ctx); err != nil {
+				// The lines are written; the hold keeps them unacknowledged
+				// until a later Flush succeeds.
+				return len(b.Lines), nil
+			}
+		}
+	}
+	return len(b.Lines), nil
+}
+
+// write appends p with one write(2); on a failure or short write it truncates
+// back to the length before.
+func (s *FileSink) write(p []byte) error {
+	n, err := s.f.Write(p)
+	if err == nil && n < len(p) {
+		err = io.ErrShortWrite
+	}
+	if err != nil {
+		if n > 0 {
+			if terr := s.f.Truncate(s.size); terr != nil {
+				s.broken = true // s.size stays the length the file must have
+				return fmt.Errorf("write %s: %w (truncate back failed: %v): %w", s.cfg.Path, err, terr, ErrFatal)
+			}
+		}
+		return fmt.Errorf("write %s: %w", s.cfg.Path, err)
+	}
+	s.size += int64(n)
+	return nil
+}
+
+// repair brings the file back to the length it must have after a failed
+// write or fsync whose clean-up failed.
+func (s *FileSink) repair() error {
+	if s.cfg.Fsync == FsyncInterval {
+		return s.rewrite()
+	}
+	if err := s.f.Truncate(s.size); err != nil {
+		return fmt.Errorf("truncate %s: %w: %w", s.cfg.Path, err, ErrFatal)
+	}
+	s.broken = false
+	return nil
+}
+
+// rewrite truncates to the last synced length and writes the unsynced bytes
+// again (interval), or truncates to the last good length (never/always).
+func (s *FileSink) rewrite() error {
+	if err := s.f.Truncate(s.synced); err != nil {
+		s.broken = true
+		return fmt.Errorf("truncate %s: %w", s.cfg.Path, err)
+	}
+	s.size = s.synced
+	s.broken = false
+	if len(s.unsynced) > 0 {
+		if err := s.write(s.unsynced); err != nil {
+			s.broken = true
+			return err
+		}
+	}
+	return nil
+}
+
+// markEmpty moves the durable mark over a batch that wrote nothing.
+func (s *FileSink) markEmpty() {
+	if s.cfg.Fsync != FsyncInterval {
+		return
+	}
+	if s.firstDirty.IsZero() {
+		s.cfg.Checkpoint.DurableThrough(s.cfg.Checkpoint.Mark())
+	} else {
+		s.dirtyMark = s.cfg.Checkpoint.Mark()
+	}
+}
+
+// FlushDue implements Flusher.
+func (s *FileSink) FlushDue() (time.Time, bool) {
+	if s.cfg.Fsync != FsyncInterval || s.firstDirty.IsZero() {
+		return time.Time{}, false
+	}
+	return s.firstDirty.Add(s.cfg.Interval), true
+}
+
+// Flush syncs unsynced writes and moves the durable mark. A failed fsync is
+// never retried alone: the next Flush truncates to the last synced length,
+// rewrites the bytes after it and syncs again.
+func (s *FileSink) Flush(ctx context.Context) error {
+	if s.firstDirty.IsZero() && !s.broken {
+		return nil
+	}
+	if s.broken {
+		if err := s.rewrite(); err != nil {
+			return err
+		}
+	}
+	if err := s.f.Sync(); err != nil {
+		s.broken = true
+		return fmt.Errorf("fsync %s: %w", s.cfg.Path, err)
+	}
+	s.synced = s.size
+	s.unsynced = s.unsynced[:0]
+	s.firstDirty = time.Time{}
+	s.cfg.Checkpoint.DurableThrough(s.dirtyMark)
+	return nil
+}
+
+// Close syncs (interval/always) and closes the file.
+func (s *FileSink) Close() error {
+	var err error
+	if s.cfg.Fsync != FsyncNever {
+		err = s.Flush(context.Background())
+	}
+	if cerr := s.f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}

@@ -1,0 +1,405 @@
+package processor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"tailfeed/feed"
+)
+
+// OnFailure is what a group does with a line whose retries ran out.
+type OnFailure int
+
+const (
+	Hold       OnFailure = iota // keep retrying at the cap; the feed stalls; nothing lost
+	DeadLetter                  // write the line to the ledger; it counts as processed
+)
+
+// DeadLetterer stores a line that exhausted its retries (dataDir/dlq).
+type DeadLetterer interface {
+	DeadLetter(d *feed.Delivery, attempts int, lastErr error) error
+}
+
+// GroupConfig configures a Group.
+type GroupConfig struct {
+	Name      string
+	Queue     *feed.Queue
+	Processor Processor      // may be nil when Batch is set
+	Batch     BatchProcessor // optional
+	Match     *regexp.Regexp // optional: only matching lines are processed
+	Exclude   *regexp.Regexp // optional: matching lines are skipped
+	Retry     Retry
+	OnFailure OnFailure
+	Ledger    DeadLetterer // required for DeadLetter
+	Logger    hclog.Logger
+	Wake      func() // pokes the feed's source when the ack point moved
+}
+
+// Group is one subscriber: it reads its queue on one goroutine and runs the
+// processor on every line, in order. It is the only writer of the queue's
+// dispatched counter.
+type Group struct {
+	cfg GroupConfig
+	q   *feed.Queue
+	log hclog.Logger
+
+	// Only accessed from the run goroutine.
+	view      feed.Batch // the filtered lines of the current batch
+	subv      feed.Batch // a tail of view handed to ProcessBatch after a partial success
+	cur       *feed.Batch
+	idx       []int // view index → batch index
+	d         feed.Delivery
+	mark      uint64 // queue count through the end of the current batch
+	published uint64 // dispatched count published so far
+
+	completionFailures atomic.Uint64
+	failures           atomic.Uint64
+	deadLettered       atomic.Uint64
+
+	done chan struct{}
+}
+
+// NewGroup makes a group; Start runs it.
+func NewGroup(cfg GroupConfig) *Group {
+	if cfg.Logger == nil {
+		cfg.Logger = hclog.NewNullLogger()
+	}
+	if cfg.Wake == nil {
+		cfg.Wake = func() {}
+	}
+	if cfg.Retry.Attempts < 1 {
+		cfg.Retry.Attempts = 1
+	}
+	return &Group{cfg: cfg, q: cfg.Queue, log: cfg.Logger.Named(cfg.Name), done: make(chan struct{})}
+}
+
+// SetBatchProcessor sets the processor after the group was made (a sink
+// that takes the group as its Checkpoint). Call before Start.
+func (g *Group) SetBatchProcessor(b BatchProcessor) { g.cfg.Batch = b }
+
+// SetProcessor likewise sets a per-line processor.
+func (g *Group) SetProcessor(p Processor) { g.cfg.Processor = p }
+
+// Queue is the group's queue.
+func (g *Group) Queue() *feed.Queue { return g.q }
+
+// Name is the subscriber's name.
+func (g *Group) Name() string { return g.cfg.Name }
+
+// CompletionFailures counts completions given up after their retries.
+func (g *Group) CompletionFailures() uint64 { return g.completionFailures.Load() }
+
+// Failures counts failed processing attempts.
+func (g *Group) Failures() uint64 { return g.failures.Load() }
+
+// DeadLettered counts lines this run sent to the ledger.
+func (g *Group) DeadLettered() uint64 { return g.deadLettered.Load() }
+
+// Hold implements Checkpoint.
+func (g *Group) Hold() { g.q.Hold() }
+
+// Mark implements Checkpoint.
+func (g *Group) Mark() uint64 { return g.mark }
+
+// DurableThrough implements Checkpoint.
+func (g *Group) DurableThrough(mark uint64) {
+	g.q.DurableThrough(mark)
+	g.cfg.Wake()
+}
+
+// Start runs the group until ctx is done. Done is closed when it returned.
+func (g *Group) Start(ctx context.Context) {
+	go func() {
+		defer close(g.done)
+		defer func() {
+			if r := recover(); r != nil {
+				g.publish(g.published) // exact at a stop
+				reason := fmt.Sprintf("subscriber %s dead: panic: %v", g.cfg.Name, r)
+				g.log.Error("processor panicked; subscriber quarantined", "panic", r)
+				g.q.SetState(feed.Dead, reason)
+				g.cfg.Wake()
+			}
+		}()
+		g.run(ctx)
+	}()
+}
+
+// Done is closed when the group's goroutine ended.
+func (g *Group) Done() <-chan struct{} { return g.done }
+
+func (g *Group) run(ctx context.Context) {
+	fl, _ := g.cfg.Processor.(Flusher)
+	if fl == nil {
+		fl, _ = g.cfg.Batch.(Flusher)
+	}
+	var timer *time.Timer
+	for {
+		b := g.q.TryPop()
+		if b == nil {
+			var due <-chan time.Time
+			if fl != nil {
+				if at, ok := fl.FlushDue(); ok {
+					if d := time.Until(at); d <= 0 {
+						g.flush(ctx, fl)
+						continue
+					} else {
+						if timer == nil {
+							timer = time.NewTimer(d)
+						} else {
+							timer.Reset(d)
+						}
+						due = timer.C
+					}
+				}
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-due:
+				g.flush(ctx, fl)
+				continue
+			case <-g.readyWait():
+				continue
+			}
+		}
+		ok := g.handle(ctx, b)
+		b.Release()
+		if !ok {
+			return
+		}
+		if fl != nil {
+			if at, due := fl.FlushDue(); due && !time.Now().Before(at) {
+				g.flush(ctx, fl)
+			}
+		}
+	}
+}
+
+func (g *Group) readyWait() <-chan struct{} { return g.q.Ready() }
+
+// flush runs a processor's deferred work, retrying (fenced) until it works.
+func (g *Group) flush(ctx context.Context, fl Flusher) {
+	for attempt := 1; ; attempt++ {
+		err := fl.Flush(ctx)
+		if err == nil {
+			g.unfence()
+			return
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		g.fence(err)
+		if !sleep(ctx, g.cfg.Retry.Backoff(attempt)) {
+			return
+		}
+	}
+}
+
+// handle processes one batch; false when the group must stop.
+func (g *Group) handle(ctx context.Context, b *feed.Batch) bool {
+	base := g.published
+	g.mark = base + uint64(b.Len())
+	g.cur = b
+	g.filter(b)
+	vdone := 0 // leading view lines finished
+	attempt := 1
+	lineMode := false
+	for vdone < len(g.view.Lines) || (vdone == 0 && len(g.view.Lines) == 0 && g.cfg.Batch != nil) {
+		n, err := g.step(ctx, vdone, attempt, lineMode)
+		vdone += n
+		if err == nil {
+			if n > 0 || len(g.view.Lines) == 0 {
+				attempt = 1
+			}
+			if len(g.view.Lines) == 0 {
+				break
+			}
+			continue
+		}
+		if ctx.Err() != nil {
+			g.publish(base + uint64(g.origDone(vdone, b.Len())))
+			return false
+		}
+		g.failures.Add(1)
+		if n > 0 {
+			attempt = 1
+		}
+		g.publish(base + uint64(g.origDone(vdone, b.Len()))) // exact at a fence
+		g.fence(err)
+		if attempt >= g.cfg.Retry.Attempts {
+			if !lineMode && g.cfg.Batch != nil && len(g.view.Lines)-vdone > 1 {
+				lineMode = true // find the failing line
+				attempt = 1
+				continue
+			}
+			if g.cfg.OnFailure == DeadLetter && g.cfg.Ledger != nil {
+				if g.deadLetter(ctx, b, vdone, attempt, err) {
+					vdone++
+					attempt = 1
+					continue
+				}
+				if ctx.Err() != nil {
+					return false
+				}
+			}
+			// hold: keep retrying at the cap.
+		}
+		if !sleep(ctx, g.cfg.Retry.Backoff(attempt)) {
+			return false
+		}
+		attempt++
+	}
+	g.publish(base + uint64(b.Len()))
+	g.unfence()
+	return true
+}
+
+// step runs the processor once from view line from; it returns the lines
+// finished (including their completions).
+func (g *Group) step(ctx context.Context, from, attempt int, lineMode bool) (int, error) {
+	if g.cfg.Batch != nil {
+		sub := g.sub(from, lineMode)
+		return g.cfg.Batch.ProcessBatch(ctx, sub)
+	}
+	g.d.Reset(&g.view, from)
+	g.d.Sequence = g.cur.FirstSeq + uint64(g.origDone(from, g.cur.Len()))
+	g.d.Attempt = attempt
+	if err := g.cfg.Processor.Process(ctx, &g.d); err != nil {
+		return 0, err
+	}
+	for _, c := range g.d.Completions() {
+		g.complete(ctx, c)
+	}
+	g.d.ClearCompletions()
+	return 1, nil
+}
+
+// complete runs a completion under the retry policy; when it keeps failing
+// it is given up and counted (the line still counts as dispatched).
+func (g *Group) complete(ctx context.Context, c func() error) {
+	for attempt := 1; ; attempt++ {
+		err := c()
+		if err == nil {
+			return
+		}
+		if attempt >= g.cfg.Retry.Attempts || ctx.Err() != nil {
+			g.completionFailures.Add(1)
+			g.log.Error("completion given up", "error", err, "attempts", attempt)
+			return
+		}
+		if !sleep(ctx, g.cfg.Retry.Backoff(attempt)) {
+			g.completionFailures.Add(1)
+			return
+		}
+	}
+}
+
+func (g *Group) deadLetter(ctx context.Context, b *feed.Batch, vdone, attempts int, lastErr error) bool {
+	g.d.Reset(&g.view, vdone)
+	g.d.Sequence = b.FirstSeq + uint64(g.origDone(vdone, b.Len()))
+	g.d.Attempt = attempts
+	if err := g.cfg.Ledger.DeadLetter(&g.d, attempts, lastErr); err != nil {
+		g.log.Error("dead-letter write failed; holding", "error", err)
+		return false
+	}
+	g.deadLettered.Add(1)
+	g.log.Warn("line dead-lettered", "position", g.d.Position, "error", lastErr)
+	return true
+}
+
+// sub returns the view from line from (one line in line mode). It reuses the
+// view's header, so it is valid until the next call.
+func (g *Group) sub(from int, lineMode bool) *feed.Batch {
+	if from == 0 && !lineMode {
+		return &g.view
+	}
+	s := &g.subv
+	*s = feed.Batch{Feed: g.view.Feed, Path: g.view.Path, Epoch: g.view.Epoch, Positioned: g.view.Positioned,
+		FirstSeq: g.view.FirstSeq}
+	end := len(g.view.Lines)
+	if lineMode {
+		end = from + 1
+	}
+	s.Lines = g.view.Lines[from:end]
+	s.Ends = g.view.Ends[from:end]
+	return s
+}
+
+// filter builds the view of b's lines the processor must see.
+func (g *Group) filter(b *feed.Batch) {
+	g.view.Feed, g.view.Path, g.view.Epoch, g.view.Positioned, g.view.FirstSeq = b.Feed, b.Path, b.Epoch, b.Positioned, b.FirstSeq
+	if g.cfg.Match == nil && g.cfg.Exclude == nil {
+		g.view.Lines, g.view.Ends = b.Lines, b.Ends
+		g.idx = g.idx[:0]
+		return
+	}
+	g.view.Lines, g.view.Ends, g.idx = g.view.Lines[:0], g.view.Ends[:0], g.idx[:0]
+	for i, l := range b.Lines {
+		if g.cfg.Match != nil && !g.cfg.Match.Match(l) {
+			continue
+		}
+		if g.cfg.Exclude != nil && g.cfg.Exclude.Match(l) {
+			continue
+		}
+		g.view.Lines = append(g.view.Lines, l)
+		g.view.Ends = append(g.view.Ends, b.Ends[i])
+		g.idx = append(g.idx, i)
+	}
+}
+
+// origDone maps finished view lines to the finished prefix of the batch.
+func (g *Group) origDone(vdone, n int) int {
+	if g.cfg.Match == nil && g.cfg.Exclude == nil {
+		return vdone
+	}
+	if vdone < len(g.idx) {
+		return g.idx[vdone]
+	}
+	return n
+}
+
+func (g *Group) publish(total uint64) {
+	if total > g.published {
+		g.q.AddDispatched(total - g.published)
+		g.published = total
+		g.cfg.Wake()
+	}
+}
+
+func (g *Group) fence(err error) {
+	reason := fmt.Sprintf("subscriber %s failing: %v", g.cfg.Name, err)
+	if s, r := g.q.State(); s != feed.Fenced || r != reason {
+		g.log.Warn("subscriber failing; holding the pointer", "error", err)
+		g.q.SetState(feed.Fenced, reason)
+		g.cfg.Wake()
+	}
+}
+
+func (g *Group) unfence() {
+	if s, _ := g.q.State(); s == feed.Fenced {
+		g.log.Info("subscriber recovered")
+		g.q.SetState(feed.Live, "")
+		g.cfg.Wake()
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// ErrFatal marks an error after which a processor cannot go on (e.g. a
+// failed truncate left its output in an unknown state).
+var ErrFatal = errors.New("processor: fatal")

@@ -1,0 +1,77 @@
+// Package processor runs a feed's subscribers: one Group (one goroutine, one
+// bounded queue) per configured processor, the Processor interfaces, retries
+// with backoff, holds, and the built-in processors and sinks.
+//
+// A line counts as dispatched for a queue only when its processor finished it
+// (processed, filtered, or dead-lettered), and, for a processor that persists
+// asynchronously, the queue's ack point also waits for DurableThrough. The
+// feed commits its pointer from those ack points (DESIGN §1).
+package processor
+
+import (
+	"context"
+	"math/rand/v2"
+	"time"
+
+	"tailfeed/feed"
+)
+
+// Processor handles one line at a time.
+type Processor interface {
+	Process(ctx context.Context, d *feed.Delivery) error
+}
+
+// BatchProcessor is implemented by sinks that gain from whole batches. It
+// returns how many leading lines of b it finished; on an error the group
+// retries from line done.
+type BatchProcessor interface {
+	ProcessBatch(ctx context.Context, b *feed.Batch) (done int, err error)
+}
+
+// Flusher is implemented by processors with deferred work (an fsync interval):
+// FlushDue says when Flush must run even if no more lines come.
+type Flusher interface {
+	FlushDue() (time.Time, bool)
+	Flush(ctx context.Context) error
+}
+
+// Closer is implemented by processors holding resources.
+type Closer interface {
+	Close() error
+}
+
+// Checkpoint lets a processor that persists asynchronously hold the queue's
+// ack point: after Hold, the ack point is min(dispatched, durable), and
+// DurableThrough(mark) moves durable to a Mark() taken while processing.
+type Checkpoint interface {
+	Hold()
+	// Mark is the queue line count through the end of the batch (or line)
+	// being processed now. Valid only inside Process/ProcessBatch.
+	Mark() uint64
+	DurableThrough(mark uint64)
+}
+
+// Retry is a retry policy: exponential backoff from Initial doubling to Max,
+// each delay varied by ±Jitter (a fraction), Attempts tries before onFailure.
+type Retry struct {
+	Initial  time.Duration
+	Max      time.Duration
+	Jitter   float64
+	Attempts int
+}
+
+// Backoff is the delay before try attempt+1 after try attempt (from 1) failed.
+func (r Retry) Backoff(attempt int) time.Duration {
+	d := r.Initial
+	for i := 1; i < attempt && d < r.Max; i++ {
+		d *= 2
+	}
+	if d > r.Max {
+		d = r.Max
+	}
+	if r.Jitter > 0 {
+		f := 1 + r.Jitter*(2*rand.Float64()-1)
+		d = time.Duration(float64(d) * f)
+	}
+	return d
+}

@@ -1,0 +1,57 @@
+package file
+
+// Getters for the status report and metrics; safe from any goroutine.
+
+// State is the source's state.
+func (s *Source) State() State { return State(s.state.Load()) }
+
+// Epoch is the current file's epoch.
+func (s *Source) Epoch() uint64 { return s.epoch.Load() }
+
+// Detail is the latest notable event (rotation, truncation, reset), or "".
+func (s *Source) Detail() string {
+	if d := s.detail.Load(); d != nil {
+		return *d
+	}
+	return ""
+}
+
+// ReadPos is the offset read up to in the current file.
+func (s *Source) ReadPos() int64 { return s.readPos.Load() }
+
+// Oversized counts lines delivered in pieces.
+func (s *Source) Oversized() uint64 { return s.oversized.Load() }
+
+// Unterminated is the number of bytes after the last terminator (once-read:
+// at the end; tailing: right now).
+func (s *Source) Unterminated() int64 { return s.unterminated.Load() }
+
+// Downgraded counts lines delivered without a position.
+func (s *Source) Downgraded() uint64 { return s.downgraded.Load() }
+
+// LostTails counts rotated files that were gone at a restart.
+func (s *Source) LostTails() uint64 { return s.lostTails.Load() }
+
+// CommitFailures counts failed pointer stores, msyncs and resets.
+func (s *Source) CommitFailures() uint64 { return s.commitFailures.Load() }
+
+// CommitOK reports whether the last commit attempt succeeded and is synced.
+func (s *Source) CommitOK() bool { return s.commitOK.Load() && !s.dirty.Load() }
+
+// SyncedSeq is the acknowledged sequence the last synced commit covers.
+func (s *Source) SyncedSeq() uint64 { return s.syncedSeq.Load() }
+
+// LinesRead counts lines read (batched) this run.
+func (s *Source) LinesRead() uint64 { return s.linesRead.Load() }
+
+// BytesRead counts bytes read this run.
+func (s *Source) BytesRead() uint64 { return s.bytesRead.Load() }
+
+// FileIdentity is the open file's device and inode (open false: none).
+func (s *Source) FileIdentity() (dev, ino uint64, open bool) {
+	return s.fileDev.Load(), s.fileIno.Load(), s.fileOpen.Load()
+}
+
+// FileEnded reports that the open file is read to its end and its path is
+// missing.
+func (s *Source) FileEnded() bool { return s.fileEnded.Load() }

@@ -1,0 +1,183 @@
+package file
+
+import (
+	"errors"
+	"io"
+	"os"
+	"time"
+
+	"tailfeed/feed"
+	"tailfeed/internal/fileutil"
+	"tailfeed/pointer"
+)
+
+// reader is one open input file: its descriptor, identity, epoch, read
+// buffer and splitter state. The bytes buf[start:end] are read but not yet
+// published (at most one partial line, or complete lines not yet batched);
+// buf[0] is at file offset base.
+//
+// Only accessed from the source goroutine.
+type reader struct {
+	f          *os.File
+	dev, ino   uint64
+	key        uint64
+	epoch      uint64
+	positioned bool // false: lines are delivered without a position (appended after a switch)
+
+	buf        []byte
+	base       int64
+	start, end int
+	limit      int64 // once-reads: stop at this offset; -1 to tail
+	split      Splitter
+
+	// In-memory fingerprint of the first fpLen bytes, to notice content
+	// replaced in place.
+	fpLen    int
+	fp       uint64
+	lastSize int64
+	lastMod  time.Time
+	grewAt   time.Time // when the file last grew (or was opened)
+	closeAt  time.Time // old readers: when to stop watching
+}
+
+func newReader(f *os.File, dev, ino uint64, bufSize, maxLine int) *reader {
+	return &reader{
+		f: f, dev: dev, ino: ino, key: pointer.FileKey(dev, ino),
+		positioned: true,
+		buf:        make([]byte, bufSize),
+		limit:      -1,
+		split:      Splitter{MaxLine: maxLine},
+		grewAt:     time.Now(),
+	}
+}
+
+// seek positions the reader at off (nothing buffered).
+func (r *reader) seek(off int64) {
+	r.base, r.start, r.end = off, 0, 0
+}
+
+// readPos is the offset of the next byte to read from the file.
+func (r *reader) readPos() int64 { return r.base + int64(r.end) }
+
+// consumed is the offset just after the last line taken.
+func (r *reader) consumed() int64 { return r.base + int64(r.start) }
+
+// unterminated is the number of bytes read after the last line taken.
+func (r *reader) unterminated() int64 { return int64(r.end - r.start) }
+
+// take splits the buffered bytes into b (up to maxLines/maxBytes). It
+// returns the lines found and oversized lines completed.
+func (r *reader) take(found *Found, final bool, maxLines, maxBytes int) {
+	found.Reset()
+	next := r.split.Split(r.buf[:r.end], r.start, r.base, final, maxLines, maxBytes, found)
+	r.start = next
+}
+
+// read reads more bytes into the buffer; it returns how many (0 at EOF).
+func (r *reader) read() (int, error) {
+	if r.start > 0 {
+		n := copy(r.buf, r.buf[r.start:r.end])
+		r.base += int64(r.start)
+		r.start, r.end = 0, n
+	}
+	space := r.buf[r.end:]
+	if r.limit >= 0 {
+		left := r.limit - r.readPos()
+		if left <= 0 {
+			return 0, nil
+		}
+		if int64(len(space)) > left {
+			space = space[:left]
+		}
+	}
+	if len(space) == 0 {
+		return 0, nil
+	}
+	n, err := r.f.ReadAt(space, r.readPos())
+	r.end += n
+	if n > 0 {
+		r.grewAt = time.Now()
+	}
+	if errors.Is(err, io.EOF) {
+		err = nil
+	}
+	return n, err
+}
+
+func (r *reader) close() {
+	if r.f != nil {
+		r.f.Close()
+		r.f = nil
+	}
+}
+
+// refreshFingerprint re-reads the first bytes through the descriptor. It
+// reports false when the bytes it covered before now hash differently (the
+// content was replaced in place); otherwise it grows the fingerprint up to
+// pointer.MaxFingerprint bytes.
+func (r *reader) refreshFingerprint(size int64) (bool, error) {
+	n := int(min(size, pointer.MaxFingerprint))
+	if n < r.fpLen {
+		return false, nil // shorter than what we fingerprinted: truncated
+	}
+	if n == r.fpLen && size == r.lastSize {
+		return true, nil
+	}
+	var b [pointer.MaxFingerprint]byte
+	got, err := r.f.ReadAt(b[:n], 0)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return true, err
+	}
+	if got < r.fpLen {
+		return false, nil
+	}
+	if r.fpLen > 0 && pointer.Fingerprint(b[:r.fpLen]) != r.fp {
+		return false, nil
+	}
+	r.fpLen, r.fp = got, pointer.Fingerprint(b[:got])
+	return true, nil
+}
+
+// openStable opens path so that the descriptor is the file the path named
+// both before and after the open (the open race: a file replaced between stat
+// and open is retried, never labelled with another file's identity).
+func openStable(path string, hook func()) (*os.File, uint64, uint64, error) {
+	var lastErr error
+	for try := 0; try < 8; try++ {
+		dev1, ino1, err := fileutil.DevInoPath(path)
+		if err != nil {
+			return nil, 0, 0, err
+		}
+		if hook != nil {
+			hook()
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, 0, 0, err
+		}
+		dev, ino, err := fileutil.DevIno(f)
+		if err != nil {
+			f.Close()
+			return nil, 0, 0, err
+		}
+		dev2, ino2, err2 := fileutil.DevInoPath(path)
+		if dev == dev1 && ino == ino1 && err2 == nil && dev2 == dev && ino2 == ino {
+			return f, dev, ino, nil
+		}
+		f.Close()
+		lastErr = errors.New("file: path changed while opening")
+	}
+	return nil, 0, 0, lastErr
+}
+
+// fill builds a batch from the reader's buffered lines, or returns nil.
+func fillBatch(r *reader, found *Found, final bool, maxLines, maxBytes int, feedName, path string) (*feed.Batch, int) {
+	r.take(found, final, maxLines, maxBytes)
+	if found.Len() == 0 {
+		return nil, 0
+	}
+	b := feed.NewBatch()
+	b.Feed, b.Path, b.Epoch, b.Positioned = feedName, path, r.epoch, r.positioned
+	b.SetLines(r.buf, found.Starts, found.Lens, found.Ends)
+	return b, found.Oversized
+}

@@ -1,0 +1,168 @@
+package status
+
+import (
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+)
+
+// MaxBody is the largest request body accepted (413 beyond).
+const MaxBody = 1 << 20
+
+// ServerConfig configures the HTTP server.
+type ServerConfig struct {
+	Token       string
+	ProtectRead bool
+	Report      func() Report
+	Health      func() (ok bool, reason string)
+	Logger      hclog.Logger
+	// Routes adds endpoints (pull, ack, state, admin, metrics): pattern →
+	// handler. Patterns use net/http's method-less form with {wildcards};
+	// handlers check methods with Allow.
+	Routes map[string]Route
+}
+
+// Route is an extra endpoint.
+type Route struct {
+	Methods   []string // allowed methods (405 otherwise)
+	Protected bool     // needs the token when one is set
+	ReadOnly  bool     // needs the token only with protectRead
+	Handler   http.HandlerFunc
+}
+
+// NewServer builds the HTTP server with its timeouts.
+func NewServer(cfg ServerConfig) *http.Server {
+	if cfg.Logger == nil {
+		cfg.Logger = hclog.NewNullLogger()
+	}
+	mux := http.NewServeMux()
+	s := &server{cfg: cfg}
+	routes := map[string]Route{
+		"/feed.status": {Methods: []string{http.MethodGet, http.MethodHead}, ReadOnly: true, Handler: s.status},
+		"/healthz":     {Methods: []string{http.MethodGet, http.MethodHead}, Handler: s.healthz},
+	}
+	for p, r := range cfg.Routes {
+		routes[p] = r
+	}
+	for p, r := range routes {
+		mux.Handle(p, s.wrap(r))
+	}
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		if s.cfg.Token != "" && !s.authorized(r) && s.cfg.ProtectRead {
+			WriteError(w, http.StatusUnauthorized, "missing or wrong bearer token")
+			return
+		}
+		WriteError(w, http.StatusNotFound, "no such endpoint: "+r.URL.Path)
+	})
+	return &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      60 * time.Second, // long polls wait up to 30 s
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+	}
+}
+
+type server struct {
+	cfg ServerConfig
+}
+
+// wrap applies the checks in the contract's order: token (401), method
+// (405), then the handler (body 413/400).
+func (s *server) wrap(rt Route) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		needToken := rt.Protected || (rt.ReadOnly && s.cfg.ProtectRead)
+		if needToken && s.cfg.Token != "" && !s.authorized(r) {
+			WriteError(w, http.StatusUnauthorized, "missing or wrong bearer token")
+			return
+		}
+		ok := false
+		for _, m := range rt.Methods {
+			if r.Method == m {
+				ok = true
+			}
+		}
+		if !ok {
+			w.Header().Set("Allow", strings.Join(rt.Methods, ", "))
+			WriteError(w, http.StatusMethodNotAllowed, "method "+r.Method+" not allowed")
+			return
+		}
+		rt.Handler(w, r)
+	})
+}
+
+func (s *server) authorized(r *http.Request) bool {
+	h := r.Header.Get("Authorization")
+	const prefix = "Bearer "
+	if !strings.HasPrefix(h, prefix) {
+		return false
+	}
+	got := []byte(h[len(prefix):])
+	return subtle.ConstantTimeCompare(got, []byte(s.cfg.Token)) == 1
+}
+
+func (s *server) status(w http.ResponseWriter, r *http.Request) {
+	WriteJSON(w, http.StatusOK, s.cfg.Report())
+}
+
+func (s *server) healthz(w http.ResponseWriter, r *http.Request) {
+	ok, reason := true, ""
+	if s.cfg.Health != nil {
+		ok, reason = s.cfg.Health()
+	}
+	if !ok {
+		WriteJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unhealthy", "reason": reason})
+		return
+	}
+	WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+// WriteJSON writes v as JSON with status code.
+func WriteJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.Encode(v)
+}
+
+// WriteError writes {"error": msg}.
+func WriteError(w http.ResponseWriter, code int, msg string) {
+	WriteJSON(w, code, map[string]string{"error": msg})
+}
+
+// DecodeBody decodes a JSON request body strictly into v: at most MaxBody
+// bytes (413), no unknown fields, no trailing data, not empty (400). It writes
+// the error response and returns false on failure.
+func DecodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
+	body, err := io.ReadAll(io.LimitReader(r.Body, MaxBody+1))
+	if err != nil {
+		WriteError(w, http.StatusBadRequest, "reading body: "+err.Error())
+		return false
+	}
+	if len(body) > MaxBody {
+		WriteError(w, http.StatusRequestEntityTooLarge, "body over 1 MiB")
+		return false
+	}
+	if len(strings.TrimSpace(string(body))) == 0 {
+		WriteError(w, http.StatusBadRequest, "empty body")
+		return false
+	}
+	dec := json.NewDecoder(strings.NewReader(string(body)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		WriteError(w, http.StatusBadRequest, "bad JSON body: "+err.Error())
+		return false
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		WriteError(w, http.StatusBadRequest, "bad JSON body: trailing data")
+		return false
+	}
+	return true
+}
