@@ -1,0 +1,197 @@
+package pointer
+
+import (
+	"errors"
+	"fmt"
+	"io"
+)
+
+// Store writes a record for offset into the mapping without msync: it
+// survives kill -9 (the page cache outlives the process), not a power loss,
+// until Sync. The record carries the bound file key, the commit counter + 1,
+// and a fingerprint grown from the bound input while it covers fewer than
+// MaxFingerprint bytes and the input has more.
+//
+// It goes to the slot that does not hold the newest synced record; Stores
+// between two Syncs rewrite that same slot. Moving backwards under the same
+// epoch fails with ErrBackwards and writes nothing. A Store that changes
+// nothing is a no-op, unless the last Sync failed: then the slot is
+// rewritten.
+func (p *Pointer) Store(offset int64) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return ErrClosed
+	}
+	return p.store(offset)
+}
+
+func (p *Pointer) store(offset int64) error {
+	if offset < p.cur.Offset {
+		return fmt.Errorf("%w: %d after %d under epoch %016x", ErrBackwards, offset, p.cur.Offset, p.cur.Epoch)
+	}
+	next := p.cur
+	next.Offset, next.FileKey = offset, p.key
+	p.growFingerprint(&next)
+	if sameRecord(&next, &p.cur) && !p.rewrite {
+		return nil
+	}
+	next.Commits++
+	p.cur = next
+	p.put(1 - p.syncedSlot)
+	return nil
+}
+
+// Sync flushes the mapping (msync) so that the newest stored record reaches
+// the disk. A failure is returned wrapped with ErrSync and the errno
+// (errors.Is matches both, e.g. syscall.EIO), Synced stays false, and the
+// next Store or Sync rewrites the whole slot before flushing again: a failed
+// msync is never retried alone. A Sync with nothing new is a no-op.
+func (p *Pointer) Sync() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return ErrClosed
+	}
+	return p.sync()
+}
+
+func (p *Pointer) sync() error {
+	if p.resetLeft > 0 {
+		return p.syncBoth()
+	}
+	if !p.dirty {
+		return nil
+	}
+	slot := 1 - p.syncedSlot
+	if p.rewrite {
+		p.put(slot)
+	}
+	return p.flush(slot)
+}
+
+// Commit is Store then Sync.
+func (p *Pointer) Commit(offset int64) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return ErrClosed
+	}
+	if err := p.store(offset); err != nil {
+		return err
+	}
+	return p.sync()
+}
+
+// Synced reports whether the newest stored record has been msync'ed
+// successfully.
+func (p *Pointer) Synced() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return !p.dirty && p.resetLeft == 0
+}
+
+// Reset starts epoch at offset 0 for the input f (nil: none) with fileKey:
+// the fingerprint covers f's first bytes (up to MaxFingerprint). It writes
+// the slot that does not hold the newest synced record, msyncs, then writes
+// the same record into the other slot and msyncs, so that afterwards no
+// valid slot of an older epoch remains, and a crash between the two msyncs
+// still finds (epoch, 0). f is bound, as by Bind. If a flush fails the error
+// is returned and the next Sync or Commit finishes both slots.
+func (p *Pointer) Reset(epoch uint64, f io.ReaderAt, fileKey uint64) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return ErrClosed
+	}
+	return p.reset(epoch, f, fileKey)
+}
+
+func (p *Pointer) reset(epoch uint64, f io.ReaderAt, fileKey uint64) error {
+	if epoch == 0 {
+		return ErrZeroEpoch
+	}
+	n, err := p.readHead(f)
+	if err != nil {
+		return fmt.Errorf("pointer: reset: read input: %w", err)
+	}
+	p.src, p.key = f, fileKey
+	p.cur = Record{
+		Epoch: epoch, FileKey: fileKey, FPLen: uint64(n), FP: Fingerprint(p.fp[:n]),
+		Commits: p.cur.Commits + 1, Slot: p.cur.Slot, Layout: Layout,
+	}
+	p.resetLeft, p.dirty = 2, true
+	return p.syncBoth()
+}
+
+// syncBoth writes the current record into the slots a Reset still owes,
+// each one flushed before the next, starting with the older slot.
+func (p *Pointer) syncBoth() error {
+	for p.resetLeft > 0 {
+		slot := 1 - p.syncedSlot
+		p.put(slot)
+		if err := p.flush(slot); err != nil {
+			return err
+		}
+		p.resetLeft--
+	}
+	// Both slots hold the record now; name it as Decode would (A on a tie).
+	p.syncedSlot, p.cur.Slot = 0, 'A'
+	return nil
+}
+
+// put encodes the current record into slot and marks it unsynced.
+func (p *Pointer) put(slot int) {
+	p.cur.Slot = slotName(slot)
+	encodeSlot(slotBytes(p.buf, slot), &p.cur)
+	p.dirty, p.rewrite = true, false
+}
+
+// flush msyncs after slot was written; success makes slot the synced one.
+func (p *Pointer) flush(slot int) error {
+	if err := p.m.Flush(); err != nil {
+		p.rewrite = true
+		return fmt.Errorf("%w: msync %s: %w", ErrSync, p.path, err)
+	}
+	p.syncedSlot, p.dirty = slot, false
+	return nil
+}
+
+// growFingerprint extends r's fingerprint from the bound input while it
+// covers fewer than MaxFingerprint bytes and the input has more, provided
+// the bytes it covers now are unchanged. If they changed (the input was
+// rewritten under the open descriptor) the old, shorter fingerprint is
+// kept: the next open then sees the change and re-reads, never skips.
+// Read errors leave the fingerprint as it is.
+func (p *Pointer) growFingerprint(r *Record) {
+	if p.src == nil || r.FPLen >= MaxFingerprint {
+		return
+	}
+	n, err := p.readHead(p.src)
+	if err != nil || uint64(n) <= r.FPLen {
+		return
+	}
+	if Fingerprint(p.fp[:r.FPLen]) != r.FP {
+		return
+	}
+	r.FPLen, r.FP = uint64(n), Fingerprint(p.fp[:n])
+}
+
+// readHead reads up to MaxFingerprint bytes from the start of f into p.fp
+// and returns how many it got. A nil f reads nothing.
+func (p *Pointer) readHead(f io.ReaderAt) (int, error) {
+	if f == nil {
+		return 0, nil
+	}
+	n, err := f.ReadAt(p.fp[:], 0)
+	if errors.Is(err, io.EOF) {
+		err = nil
+	}
+	return n, err
+}
+
+// sameRecord compares what a Store would change.
+func sameRecord(a, b *Record) bool {
+	return a.Offset == b.Offset && a.Epoch == b.Epoch && a.FileKey == b.FileKey &&
+		a.FPLen == b.FPLen && a.FP == b.FP
+}

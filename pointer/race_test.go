@@ -1,0 +1,5 @@
+//go:build race
+
+package pointer
+
+const raceEnabled = true
