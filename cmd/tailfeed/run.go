@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 
 	"github.com/hashicorp/go-hclog"
@@ -46,6 +47,9 @@ func cmdRun(args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "tailfeed run: %v\n", err)
 		return 1
 	}
+	if stop := startCPUProfile(os.Getenv("TAILFEED_CPUPROFILE"), log); stop != nil {
+		defer stop()
+	}
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -65,6 +69,26 @@ func cmdRun(args []string, stderr io.Writer) int {
 	}
 	log.Info("stopped cleanly")
 	return 0
+}
+
+// startCPUProfile profiles the whole run into path (env TAILFEED_CPUPROFILE,
+// for `make bench`); the returned func stops it. Empty path: nil.
+func startCPUProfile(path string, log hclog.Logger) func() {
+	if path == "" {
+		return nil
+	}
+	f, err := os.Create(path)
+	if err == nil {
+		err = pprof.StartCPUProfile(f)
+	}
+	if err != nil {
+		log.Warn("cpu profile not started", "path", path, "error", err)
+		return nil
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}
 }
 
 // trimConfigErr drops the sentinel's prefix from a config error.
