@@ -1,0 +1,207 @@
+package config
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+)
+
+// Read strategies (Feed.ReadStrategy, normalized: the alias COMMITED reads as COMMITTED).
+const (
+	StrategyCommitted    = "COMMITTED"
+	StrategyEarliest     = "EARLIEST"
+	StrategyLatest       = "LATEST"
+	StrategyOnceEarliest = "ONCE_EARLIEST"
+	StrategyOnceLatest   = "ONCE_LATEST"
+)
+
+// Overload policies (Overload.Policy, SubscriberOverload.Policy).
+const (
+	PolicyPause             = "PAUSE"
+	PolicyDropAfterSpin     = "DROP_AFTER_SPIN"
+	PolicyBlockWithDeadline = "BLOCK_WITH_DEADLINE"
+)
+
+// Processor types (Processor.Type).
+const (
+	TypeFile    = "file"
+	TypePull    = "pull"
+	TypeWebhook = "webhook"
+	TypeCount   = "count"
+	TypeDiscard = "discard"
+)
+
+// Processor.Fsync values.
+const (
+	FsyncAlways   = "always"
+	FsyncInterval = "interval"
+	FsyncNever    = "never"
+)
+
+// Processor.OnFailure values.
+const (
+	OnFailureHold       = "hold"
+	OnFailureDeadLetter = "deadLetter"
+)
+
+// Config is a whole, validated config file with every default filled in.
+type Config struct {
+	File        string // absolute path of the config file ("" when Parse got no name)
+	DataDir     string // absolute
+	DataDirLine int    // line of the dataDir key (0 when defaulted), for "FILE:LINE: dataDir: …"
+	Status      Status
+	Log         Log
+
+	ShutdownTimeoutMillis int
+
+	Feeds      []*Feed      // in file order
+	Processors []*Processor // in file order
+}
+
+// Status is the status section: the HTTP server.
+type Status struct {
+	Listen           string // host:port
+	Token            string // bearer token; "" = none
+	ProtectRead      bool   // /feed.status and /metrics need the token too
+	StallAlertMillis int
+}
+
+// Log is the log section.
+type Log struct {
+	Level  string // trace | debug | info | warn | error
+	Format string // text | json
+}
+
+// Feed is one feeds[] entry: a file to tail.
+type Feed struct {
+	Name string
+	Path string // absolute
+
+	ReadStrategy string // COMMITTED | EARLIEST | LATEST | ONCE_EARLIEST | ONCE_LATEST
+
+	MaxLineBytes       int
+	QueueCapacity      int
+	QueueBytes         int
+	MaxPendingAcks     int
+	PollIntervalMillis int
+	RotateWaitMillis   int
+	CommitSyncMillis   int
+
+	Overload Overload
+
+	Line int // line of the feed's entry
+}
+
+// Overload is a feed's overload section.
+type Overload struct {
+	Policy              string // PAUSE | DROP_AFTER_SPIN | BLOCK_WITH_DEADLINE
+	SpinBoundMillis     int
+	BlockDeadlineMillis int
+
+	// Subscribers holds per-processor overrides, keyed by processor name. Parse
+	// fills what an entry leaves out from the feed's values, so each entry is
+	// the processor's effective overload. Nil when the file sets none.
+	Subscribers map[string]SubscriberOverload
+}
+
+// SubscriberOverload is the overload of one subscriber. In a hand-built
+// Config, an empty Policy or a zero number means "the feed's" (see Policy).
+type SubscriberOverload struct {
+	Policy              string
+	SpinBoundMillis     int
+	BlockDeadlineMillis int
+}
+
+// Processor is one processors[] entry: a subscriber of one feed.
+type Processor struct {
+	Name string // also the subscriber queue's name
+	Feed string // a feeds[].name
+	Type string // file | pull | webhook | count | discard
+
+	Match   string // optional RE2 (compiled at load); count: may hold a named group "key"
+	Exclude string // optional RE2 (compiled at load)
+
+	Path                string // file: absolute output path
+	ExactlyOnce         bool   // file/count
+	Fsync               string // file: always | interval | never
+	FsyncIntervalMillis int    // file
+
+	OnFailure string // hold | deadLetter
+	Retry     Retry
+
+	AckTimeoutMillis int // pull
+	MaxInFlight      int // pull
+
+	URL           string            // webhook: http(s) URL
+	TimeoutMillis int               // webhook
+	BatchMaxLines int               // webhook
+	BatchMaxBytes int               // webhook
+	Headers       map[string]string // webhook; nil when none
+	Raw           bool              // webhook: add lineBase64
+
+	Line int // line of the processor's entry
+}
+
+// Retry is a processor's backoff after an error.
+type Retry struct {
+	InitialMillis int
+	MaxMillis     int
+	Jitter        float64 // fraction in [0, 1]
+	Attempts      int
+}
+
+// Policy returns the effective overload of processor p on feed f: its entry in
+// f.Overload.Subscribers where one exists, the feed's policy otherwise. An
+// empty policy or a zero number in the entry inherits the feed's value.
+func (p *Processor) Policy(f *Feed) SubscriberOverload {
+	eff := SubscriberOverload{
+		Policy:              f.Overload.Policy,
+		SpinBoundMillis:     f.Overload.SpinBoundMillis,
+		BlockDeadlineMillis: f.Overload.BlockDeadlineMillis,
+	}
+	o, ok := f.Overload.Subscribers[p.Name]
+	if !ok {
+		return eff
+	}
+	if o.Policy != "" {
+		eff.Policy = o.Policy
+	}
+	if o.SpinBoundMillis > 0 {
+		eff.SpinBoundMillis = o.SpinBoundMillis
+	}
+	if o.BlockDeadlineMillis > 0 {
+		eff.BlockDeadlineMillis = o.BlockDeadlineMillis
+	}
+	return eff
+}
+
+// Load reads the config file at path and parses it (see Parse). A missing or
+// unreadable file is an *Errors with one entry "FILE: message" and no line.
+func Load(path string) (*Config, error) {
+	if path == "" {
+		return nil, &Errors{{File: "<config>", Msg: "no config file given"}}
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		msg := "cannot read config file: " + err.Error()
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			msg = "cannot read config file: " + pe.Err.Error()
+		}
+		return nil, &Errors{{File: path, Msg: msg, Err: err}}
+	}
+	return Parse(data, path)
+}
+
+// Parse decodes and validates a config. file names it in errors and anchors
+// its relative paths (they are relative to file's directory; to the working
+// directory when file is ""). On any problem it returns nil and an *Errors
+// listing every problem found, sorted by line.
+func Parse(data []byte, file string) (*Config, error) {
+	d := newDecoder(file)
+	cfg := d.parse(data)
+	if errs := d.result(); len(errs) > 0 {
+		return nil, &errs
+	}
+	return cfg, nil
+}

@@ -1,0 +1,160 @@
+package config
+
+import (
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// validate checks what spans entries: unique names, references between
+// feeds and processors, and output paths. It also fills the overrides in
+// overload.subscribers from their feed.
+func (d *decoder) validate(cfg *Config, m *meta) {
+	feeds := d.uniqueFeeds(cfg, m)
+	procs := d.uniqueProcessors(cfg, m)
+	for i, p := range cfg.Processors {
+		if p.Feed == "" || feeds[p.Feed] != nil {
+			continue
+		}
+		d.errorf(m.procs[i].feedLine, "processors[%d].feed: no feed named %q%s", i, clip(p.Feed),
+			suggest(p.Feed, sortedKeys(feeds)))
+	}
+	for i, f := range cfg.Feeds {
+		d.subscribers(f, i, m.feeds[i], procs)
+	}
+	d.outputPaths(cfg, m)
+}
+
+// uniqueFeeds reports a feed name used twice and indexes the feeds by name
+// (the first of each name).
+func (d *decoder) uniqueFeeds(cfg *Config, m *meta) map[string]*Feed {
+	byName := map[string]*Feed{}
+	first := map[string]int{}
+	for i, f := range cfg.Feeds {
+		if f.Name == "" {
+			continue
+		}
+		if j, dup := first[f.Name]; dup {
+			d.errorf(m.feeds[i].nameLine, "feeds[%d].name: duplicate feed name %q (also feeds[%d], line %d)",
+				i, clip(f.Name), j, m.feeds[j].nameLine)
+			continue
+		}
+		first[f.Name] = i
+		byName[f.Name] = f
+	}
+	return byName
+}
+
+// uniqueProcessors reports a processor name used twice (across all feeds:
+// the name is the subscriber's name in the HTTP API and its dead-letter file)
+// and indexes the processors by name.
+func (d *decoder) uniqueProcessors(cfg *Config, m *meta) map[string]*Processor {
+	byName := map[string]*Processor{}
+	first := map[string]int{}
+	for i, p := range cfg.Processors {
+		if p.Name == "" {
+			continue
+		}
+		if j, dup := first[p.Name]; dup {
+			d.errorf(m.procs[i].nameLine, "processors[%d].name: duplicate processor name %q (also processors[%d], line %d)",
+				i, clip(p.Name), j, m.procs[j].nameLine)
+			continue
+		}
+		first[p.Name] = i
+		byName[p.Name] = p
+	}
+	return byName
+}
+
+// subscribers checks that each overload.subscribers key names a processor of
+// feed f, and fills what the entry leaves out from the feed's overload.
+func (d *decoder) subscribers(f *Feed, i int, fm feedMeta, procs map[string]*Processor) {
+	for _, name := range sortedKeys(f.Overload.Subscribers) {
+		so, sm := f.Overload.Subscribers[name], fm.subs[name]
+		if p := procs[name]; p == nil {
+			var names []string
+			for n, p := range procs {
+				if p.Feed == f.Name {
+					names = append(names, n)
+				}
+			}
+			sort.Strings(names)
+			d.errorf(sm.line, "feeds[%d].overload.subscribers: %q names no processor%s", i, clip(name), suggest(name, names))
+		} else if p.Feed != f.Name {
+			d.errorf(sm.line, "feeds[%d].overload.subscribers: %q is a processor of feed %q, not of %q",
+				i, clip(name), clip(p.Feed), clip(f.Name))
+		}
+		if so.Policy == "" {
+			so.Policy = f.Overload.Policy
+		}
+		if !sm.spinSet {
+			so.SpinBoundMillis = f.Overload.SpinBoundMillis
+		}
+		if !sm.blocSet {
+			so.BlockDeadlineMillis = f.Overload.BlockDeadlineMillis
+		}
+		f.Overload.Subscribers[name] = so
+	}
+}
+
+// outputPaths reports two file sinks writing one path, and a file sink
+// writing a feed's input. Paths are compared cleaned and absolute, without
+// touching the file system (symlinks are not followed).
+func (d *decoder) outputPaths(cfg *Config, m *meta) {
+	inputs := map[string]string{}
+	for _, f := range cfg.Feeds {
+		if f.Path != "" && inputs[f.Path] == "" {
+			inputs[f.Path] = describeFeed(f)
+		}
+	}
+	outputs := map[string]int{}
+	for i, p := range cfg.Processors {
+		if p.Type != TypeFile || p.Path == "" {
+			continue
+		}
+		line := m.procs[i].pathLine
+		if inState(cfg.DataDir, p.Path) {
+			d.errorf(line, "processors[%d].path: %s is tailfeed's own state under dataDir %s", i, p.Path, cfg.DataDir)
+		}
+		if feed := inputs[p.Path]; feed != "" {
+			d.errorf(line, "processors[%d].path: %s is the input of %s; a file sink cannot write the file it reads",
+				i, p.Path, feed)
+		}
+		if j, dup := outputs[p.Path]; dup {
+			d.errorf(line, "processors[%d].path: %s is already written by file processor %s (line %d); two file sinks cannot share a path",
+				i, p.Path, describeProc(cfg.Processors[j], j), m.procs[j].pathLine)
+			continue
+		}
+		outputs[p.Path] = i
+	}
+}
+
+// inState reports whether path is dataDir itself or one of the files and
+// folders tailfeed keeps there (LOCK, feeds/, dlq/, state/).
+func inState(dataDir, path string) bool {
+	if path == dataDir || path == filepath.Join(dataDir, "LOCK") {
+		return true
+	}
+	for _, sub := range []string{"feeds", "dlq", "state"} {
+		dir := filepath.Join(dataDir, sub)
+		if path == dir || strings.HasPrefix(path, dir+string(filepath.Separator)) {
+			return true
+		}
+	}
+	return false
+}
+
+func describeFeed(f *Feed) string {
+	if f.Name == "" {
+		return "a feed"
+	}
+	return fmt.Sprintf("feed %q", clip(f.Name))
+}
+
+func describeProc(p *Processor, i int) string {
+	if p.Name == "" {
+		return fmt.Sprintf("processors[%d]", i)
+	}
+	return fmt.Sprintf("%q", clip(p.Name))
+}
