@@ -38,6 +38,10 @@ type reader struct {
 	lastMod  time.Time
 	grewAt   time.Time // when the file last grew (or was opened)
 	closeAt  time.Time // old readers: when to stop watching
+	queuedAt time.Time // queued readers: when the rotation was noticed
+	// gone says why the file's content is no longer what was read
+	// (truncated, replaced in place); it is read no further.
+	gone string
 }
 
 func newReader(f *os.File, dev, ino uint64, bufSize, maxLine int) *reader {

@@ -1,0 +1,239 @@
+package file
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	"tailfeed/internal/fileutil"
+	"tailfeed/pointer"
+)
+
+// lostTailDetail is the feed's detail after a restart that found the rotated
+// file of the pointer gone.
+const lostTailDetail = "rotated file gone; its unread tail is lost"
+
+// open opens the input at start, per the read strategy.
+func (s *Source) open() error {
+	if s.ptr != nil {
+		s.epoch.Store(s.ptr.Record().Epoch)
+		if s.ptr.Fresh() && s.ptr.FreshReason() != "new pointer file" {
+			s.setDetail("pointer file reset: " + s.ptr.FreshReason())
+		}
+	} else {
+		s.epoch.Store(pointer.NewEpoch())
+	}
+	f, dev, ino, err := openStable(s.cfg.Path, s.cfg.OpenHook)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("open %s: %w", s.cfg.Path, err)
+	}
+	if s.ptr != nil && s.cfg.Strategy == Committed && s.resumeRotated(f, dev, ino) {
+		if f != nil {
+			s.queueNext(f, dev, ino)
+		}
+		return nil
+	}
+	if f == nil {
+		s.missing, s.missingSince = true, time.Now()
+		if s.cfg.Strategy.Bounded() {
+			return fmt.Errorf("open %s: %w", s.cfg.Path, fs.ErrNotExist)
+		}
+		s.setState(WaitingForFile)
+		return nil
+	}
+	return s.startFile(f, dev, ino)
+}
+
+// startFile makes f, opened at start-up, the current file, positioned per
+// the read strategy.
+func (s *Source) startFile(f *os.File, dev, ino uint64) error {
+	r := newReader(f, dev, ino, s.bufSize(), s.cfg.MaxLine)
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return err
+	}
+	size := st.Size()
+	r.lastSize, r.lastMod = size, st.ModTime()
+	switch s.cfg.Strategy {
+	case Committed:
+		if err := s.checkPointer(r, size); err != nil {
+			f.Close()
+			return err
+		}
+	case Earliest, OnceEarliest:
+		r.epoch = pointer.NewEpoch()
+		if s.cfg.Strategy == OnceEarliest {
+			r.limit = size
+		}
+	case Latest:
+		r.epoch = pointer.NewEpoch()
+		r.seek(lastLineStart(f, size, s.cfg.MaxLine))
+	case OnceLatest:
+		r.epoch = pointer.NewEpoch()
+		r.limit = size
+		r.seek(size)
+	}
+	if _, err := r.refreshFingerprint(size); err != nil {
+		s.log.Warn("reading the fingerprint failed", "error", err)
+	}
+	s.cur = r
+	s.epoch.Store(r.epoch)
+	s.setFile(r)
+	s.missing = false
+	return nil
+}
+
+// checkPointer validates the pointer against the file at the path (DESIGN
+// §3) and positions r at the committed offset.
+func (s *Source) checkPointer(r *reader, size int64) error {
+	v, err := s.ptr.Check(r.f, r.key, size)
+	if err != nil {
+		return err
+	}
+	rec := s.ptr.Record()
+	r.epoch = rec.Epoch
+	r.seek(rec.Offset)
+	switch v {
+	case pointer.Replaced, pointer.Truncated:
+		s.setDetail(fmt.Sprintf("input %s at start: %s; reading it from its start under a new epoch", v, s.cfg.Path))
+	case pointer.KeptNewKey:
+		s.log.Warn("input has a new file key but the same content; keeping the pointer", "path", s.cfg.Path)
+	}
+	return nil
+}
+
+// lastLineStart is where LATEST starts: just after the last terminator
+// before size (so a line being written is delivered whole), or size.
+func lastLineStart(f *os.File, size int64, maxLine int) int64 {
+	n := min(size, int64(min(maxLine, 64<<10)))
+	if n == 0 {
+		return size
+	}
+	b := make([]byte, n)
+	if _, err := f.ReadAt(b, size-n); err != nil {
+		return size
+	}
+	for i := len(b) - 1; i >= 0; i-- {
+		if b[i] == '\n' || b[i] == '\r' {
+			if b[i] == '\r' && i == len(b)-1 {
+				continue // may be the first half of "\r\n"
+			}
+			return size - n + int64(i) + 1
+		}
+	}
+	return size
+}
+
+// resumeRotated handles a restart after a rotation: the pointer names a
+// file other than the one at the path (f, nil when the path is missing). It
+// looks in the path's directory for the file with the pointer's key and
+// fingerprint and, when found, makes it current at the pointer's offset
+// (true); the caller queues f behind it. Found nowhere: a WARN, the
+// lost-tail detail and lostTails + 1; false lets the ordinary open-time
+// check decide about f.
+func (s *Source) resumeRotated(f *os.File, dev, ino uint64) bool {
+	rec := s.ptr.Record()
+	if rec.FileKey == 0 && rec.FPLen == 0 {
+		return false // no identity yet
+	}
+	if f != nil && pointer.FileKey(dev, ino) == rec.FileKey {
+		return false // the same file: the ordinary open-time check applies
+	}
+	old, odev, oino := findByKey(filepath.Dir(s.cfg.Path), rec)
+	if old != nil {
+		if s.resumeFrom(old, odev, oino, rec) {
+			return true
+		}
+	} else if f != nil && rec.FPLen > 0 && fingerprintMatches(f, rec) {
+		return false // the same content under a new key: the check keeps it
+	}
+	s.lostTails.Add(1)
+	s.log.Warn(lostTailDetail, "path", s.cfg.Path, "offset", rec.Offset, "fileKey", fmt.Sprintf("%016x", rec.FileKey))
+	s.setDetail(lostTailDetail)
+	s.lostTail = true
+	return false
+}
+
+// resumeFrom makes the rotated file old current at the pointer's offset.
+func (s *Source) resumeFrom(old *os.File, dev, ino uint64, rec pointer.Record) bool {
+	st, err := old.Stat()
+	if err != nil || st.Size() < rec.Offset {
+		old.Close()
+		return false
+	}
+	r := newReader(old, dev, ino, s.bufSize(), s.cfg.MaxLine)
+	r.epoch = rec.Epoch
+	r.seek(rec.Offset)
+	r.lastSize, r.lastMod = st.Size(), st.ModTime()
+	r.refreshFingerprint(st.Size())
+	s.ptr.Bind(old, r.key)
+	s.log.Info("input was rotated while stopped; reading the rotated file first", "file", old.Name(), "offset", rec.Offset)
+	s.cur = r
+	s.epoch.Store(r.epoch)
+	s.setFile(r)
+	return true
+}
+
+func fingerprintMatches(f *os.File, rec pointer.Record) bool {
+	if rec.FPLen == 0 {
+		return true
+	}
+	b := make([]byte, rec.FPLen)
+	n, _ := f.ReadAt(b, 0)
+	return uint64(n) == rec.FPLen && pointer.Fingerprint(b) == rec.FP
+}
+
+// findByKey looks in dir for the regular file with rec's file key and
+// fingerprint (an inode number reused by another file does not match).
+func findByKey(dir string, rec pointer.Record) (*os.File, uint64, uint64) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, 0, 0
+	}
+	for _, e := range ents {
+		if !e.Type().IsRegular() {
+			continue
+		}
+		p := filepath.Join(dir, e.Name())
+		dev, ino, err := fileutil.DevInoPath(p)
+		if err != nil || pointer.FileKey(dev, ino) != rec.FileKey {
+			continue
+		}
+		f, err := os.Open(p)
+		if err != nil {
+			continue
+		}
+		if d2, i2, err := fileutil.DevIno(f); err != nil || d2 != dev || i2 != ino || !fingerprintMatches(f, rec) {
+			f.Close()
+			continue
+		}
+		return f, dev, ino
+	}
+	return nil, 0, 0
+}
+
+// openAtPath tries to open a file that appeared at the path while none is
+// open. It is new: a new epoch from 0, published once the previous epoch is
+// acknowledged.
+func (s *Source) openAtPath() bool {
+	f, dev, ino, err := openStable(s.cfg.Path, s.cfg.OpenHook)
+	if err != nil {
+		if !s.missing {
+			s.missing, s.missingSince = true, time.Now()
+		}
+		return false
+	}
+	r := newReader(f, dev, ino, s.bufSize(), s.cfg.MaxLine)
+	if st, err := f.Stat(); err == nil {
+		r.lastSize, r.lastMod = st.Size(), st.ModTime()
+	}
+	r.epoch = pointer.NewEpoch()
+	s.log.Info("input file appeared; reading it from its start under a new epoch", "path", s.cfg.Path)
+	s.cur, s.barrier, s.missing = r, true, false
+	s.setFile(r)
+	return true
+}

@@ -1,0 +1,312 @@
+package file
+
+import (
+	"fmt"
+	"os"
+	"time"
+
+	"tailfeed/internal/fileutil"
+	"tailfeed/pointer"
+)
+
+// atEnd handles the end of the current file; true when there is more to do
+// at once. Before CAUGHT_UP it checks that the path still names the open
+// file and that the file did not shrink or change its first bytes; a switch
+// to the next file happens only here, once the current one is read to its
+// end.
+func (s *Source) atEnd() bool {
+	r := s.cur
+	switch s.cfg.Strategy {
+	case OnceEarliest:
+		if s.fillFrom(r, true) {
+			return true
+		}
+		s.unterminated.Store(r.unterminated())
+		s.setState(EndOfStream)
+		return false
+	case OnceLatest:
+		s.setState(EndOfStream)
+		return false
+	}
+	s.check()
+	s.unterminated.Store(r.unterminated())
+	switch {
+	case len(s.next) > 0:
+		switch s.switchDue(r, s.next[0]) {
+		case switchNow:
+			s.switchTo()
+			return true
+		case readMore:
+			return true
+		}
+	case r.gone != "":
+		// Its content changed and the path names nothing to reopen.
+		r.close()
+		s.clearFile()
+		return true
+	case s.missing && time.Since(later(r.grewAt, s.missingSince)) >= s.cfg.RotateWait:
+		s.log.Warn("input path is gone and the open file is read to its end; closing it", "path", s.cfg.Path)
+		s.retire(r)
+		s.clearFile()
+		return true
+	}
+	if s.pollOld() {
+		return true
+	}
+	s.fileEnded.Store(s.missing)
+	s.setState(CaughtUp)
+	return false
+}
+
+// check verifies, at the end of the open file and at every poll (even while
+// paused), that the open file did not shrink below the read position or
+// change its first bytes (then it is marked gone), and that the path still
+// names it. It never switches files: a file the path names now is opened at
+// once (the descriptor pins it) and queued; atEnd switches.
+func (s *Source) check() {
+	r := s.cur
+	if r == nil || s.cfg.Strategy.Bounded() {
+		return
+	}
+	if r.gone == "" {
+		if why := s.changed(r); why != "" {
+			s.markGone(r, why)
+		}
+	}
+	dev, ino, err := fileutil.DevInoPath(s.cfg.Path)
+	if err != nil {
+		if !s.missing {
+			s.missing, s.missingSince = true, time.Now()
+		}
+		s.watchAll.Store(true)
+		return
+	}
+	s.missing = false
+	atPath := dev == r.dev && ino == r.ino
+	s.watchAll.Store(!atPath || len(s.next) > 0 || len(s.old) > 0)
+	if (atPath && r.gone == "") || s.queued(dev, ino) {
+		return
+	}
+	f, fdev, fino, err := openStable(s.cfg.Path, s.cfg.OpenHook)
+	if err != nil {
+		return // gone again or replaced once more: the next check retries
+	}
+	if s.queued(fdev, fino) || (fdev == r.dev && fino == r.ino && r.gone == "") {
+		f.Close()
+		return
+	}
+	s.queueNext(f, fdev, fino)
+}
+
+// changed reports why the open file's content is no longer what was read
+// ("" when it still is): shorter than the read position, or first bytes
+// that hash differently (re-verified whenever the size or mtime moved).
+func (s *Source) changed(r *reader) string {
+	st, err := r.f.Stat()
+	if err != nil {
+		return ""
+	}
+	size := st.Size()
+	if size < r.readPos() {
+		return fmt.Sprintf("truncated (size %d < read %d)", size, r.readPos())
+	}
+	if size == r.lastSize && st.ModTime().Equal(r.lastMod) {
+		return ""
+	}
+	same, ferr := r.refreshFingerprint(size)
+	if ferr == nil && !same {
+		return "replaced in place (first bytes changed)"
+	}
+	r.lastSize, r.lastMod = size, st.ModTime()
+	return ""
+}
+
+// markGone stops reading r: its lines already read are still published,
+// then the source switches to the file the path names, from its start under
+// a new epoch.
+func (s *Source) markGone(r *reader, why string) {
+	r.gone = why
+	r.limit = r.readPos()
+	msg := fmt.Sprintf("input %s %s; reading it from its start under a new epoch", s.cfg.Path, why)
+	s.log.Warn(msg, "path", s.cfg.Path, "reason", why, "read", r.readPos())
+	s.setDetail(msg)
+}
+
+// queued reports whether a file with that identity is already queued.
+func (s *Source) queued(dev, ino uint64) bool {
+	for _, n := range s.next {
+		if n.dev == dev && n.ino == ino {
+			return true
+		}
+	}
+	return false
+}
+
+// queueNext queues a file found at the path after a rotation.
+func (s *Source) queueNext(f *os.File, dev, ino uint64) {
+	r := newReader(f, dev, ino, s.bufSize(), s.cfg.MaxLine)
+	r.queuedAt = time.Now()
+	s.log.Info("input path names a new file; queued behind the open one", "path", s.cfg.Path, "queued", len(s.next)+1)
+	s.next = append(s.next, r)
+	s.watchAll.Store(true)
+}
+
+// Decisions of switchDue.
+const (
+	stay      = iota // keep the current file (wait)
+	switchNow        // switch to the next file
+	readMore         // the current file grew: read it first
+)
+
+// switchDue decides whether to leave r for nx: at once when r's content is
+// gone; otherwise when nx has bytes or rotateWait passed since the rotation
+// was noticed and r last grew. A last read of r comes after the look at nx:
+// a writer that moved to nx finished with r first, so its lines are read
+// here rather than downgraded.
+func (s *Source) switchDue(r, nx *reader) int {
+	if r.gone != "" {
+		return switchNow
+	}
+	st, err := nx.f.Stat()
+	hasBytes := err == nil && st.Size() > 0
+	if !hasBytes && time.Since(later(r.grewAt, nx.queuedAt)) < s.cfg.RotateWait {
+		return stay
+	}
+	if n, err := s.readCur(); n > 0 || err != nil {
+		return readMore
+	}
+	return switchNow
+}
+
+// switchTo makes the first queued file current. A file with the same first
+// bytes and no shorter than the position is the same file under a new key
+// (copy-up): it keeps the epoch and position. Anything else starts a new
+// epoch at 0 behind the barrier.
+func (s *Source) switchTo() {
+	old, nx := s.cur, s.next[0]
+	s.next[0] = nil
+	s.next = s.next[1:]
+	st, err := nx.f.Stat()
+	if err == nil {
+		nx.lastSize, nx.lastMod = st.Size(), st.ModTime()
+	}
+	if err == nil && old.gone == "" && nx.key != old.key && sameContent(old, nx, st.Size()) {
+		s.log.Warn("input has a new file key but the same content; continuing at the same position",
+			"path", s.cfg.Path, "position", old.consumed())
+		nx.epoch = old.epoch
+		nx.seek(old.consumed())
+		nx.fpLen, nx.fp = old.fpLen, old.fp
+		old.close()
+		s.cur = nx
+		s.setFile(nx)
+		if s.ptr != nil {
+			s.ptr.Bind(nx.f, nx.key)
+		}
+		return
+	}
+	if old.gone != "" {
+		old.close()
+	} else {
+		s.retire(old)
+	}
+	nx.epoch = pointer.NewEpoch()
+	s.cur, s.barrier = nx, true
+	s.setFile(nx)
+	s.log.Info("switching to the next file from its start under a new epoch", "path", s.cfg.Path,
+		"previous", old.consumed())
+}
+
+// sameContent reports whether nx (size bytes) starts with the bytes old's
+// fingerprint covers and is no shorter than what old consumed.
+func sameContent(old, nx *reader, size int64) bool {
+	if old.fpLen == 0 || size < old.consumed() {
+		return false
+	}
+	b := make([]byte, old.fpLen)
+	n, _ := nx.f.ReadAt(b, 0)
+	return n == old.fpLen && pointer.Fingerprint(b) == old.fp
+}
+
+// retire keeps a switched-away file watched for rotateWait (longer while it
+// grows): lines appended to it are delivered without a position
+// (downgraded).
+func (s *Source) retire(r *reader) {
+	r.positioned = false
+	r.closeAt = time.Now().Add(s.cfg.RotateWait)
+	s.old = append(s.old, r)
+	s.watchAll.Store(true)
+}
+
+// pollOld reads lines appended to switched-away files into s.pending (one
+// batch; true when it made one) and closes those watched long enough.
+func (s *Source) pollOld() bool {
+	if s.pending != nil || len(s.old) == 0 {
+		return false
+	}
+	filled := false
+	keep := s.old[:0]
+	for _, r := range s.old {
+		if !filled {
+			filled = s.fillFrom(r, false)
+			if !filled {
+				if n, _ := r.read(); n > 0 {
+					r.closeAt = later(r.closeAt, r.grewAt.Add(s.cfg.RotateWait))
+					filled = s.fillFrom(r, false)
+				}
+			}
+		}
+		if !filled && time.Now().After(r.closeAt) {
+			// Watched long enough; a partial line left in it never ended.
+			r.close()
+			continue
+		}
+		keep = append(keep, r)
+	}
+	clear(s.old[len(keep):])
+	s.old = keep
+	if filled {
+		s.kick = true // more may follow: look again next cycle
+	}
+	return filled
+}
+
+// crossBarrier starts the current file's epoch once every line of the
+// previous epoch is acknowledged: commit, then Reset the pointer.
+func (s *Source) crossBarrier() bool {
+	s.pub.SetPaused(false, "")
+	if s.pub.Pending() > 0 {
+		s.commitStep(false)
+		if s.pub.Pending() > 0 {
+			return false
+		}
+	}
+	s.commitStep(true)
+	r := s.cur
+	if s.ptr != nil {
+		if err := s.ptr.Reset(r.epoch, r.f, r.key); err != nil {
+			s.commitFailures.Add(1)
+			s.commitOK.Store(false)
+			s.log.Error("pointer reset failed; retrying", "error", err)
+			return false
+		}
+		s.syncedSeq.Store(s.ackSeq)
+		s.commitOK.Store(true)
+		s.stored = false
+		s.dirty.Store(false)
+	}
+	if st, err := r.f.Stat(); err == nil {
+		r.refreshFingerprint(st.Size())
+		r.lastSize, r.lastMod = st.Size(), st.ModTime()
+	}
+	s.barrier = false
+	s.epoch.Store(r.epoch)
+	return true
+}
+
+// later returns the later of two times.
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}

@@ -1,0 +1,115 @@
+package file
+
+import (
+	"context"
+	"path/filepath"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+)
+
+// Wake-ups. fsnotify watches the input's directory (a watch on the file
+// would follow the inode away on a rename); an event is only a hint, sent
+// without blocking into a channel of one. Events name the path, except while
+// a rotation is in progress (the open file is not at the path, files are
+// queued or old files watched): then any event in the directory wakes the
+// source, since the writer may still append to a renamed file. The poll
+// interval covers file systems where events never arrive.
+
+// pollIfDue checks the path and the old files when an event arrived or a
+// poll interval passed since the last check.
+func (s *Source) pollIfDue() {
+	select {
+	case <-s.events:
+		s.kick = true
+	default:
+	}
+	if s.kick || time.Since(s.lastPoll) >= s.cfg.Poll {
+		s.poll()
+	}
+}
+
+// poll is one poll: check the path against the open file, read the old
+// files.
+func (s *Source) poll() {
+	s.kick = false
+	s.lastPoll = time.Now()
+	s.check()
+	s.pollOld()
+}
+
+// wait sleeps until something may have changed: a group finished work, the
+// file changed (fsnotify), the next poll, a due msync, or the stop.
+func (s *Source) wait(ctx context.Context) {
+	d := s.cfg.Poll - time.Since(s.lastPoll)
+	if s.stored {
+		d = min(d, s.cfg.CommitSync-time.Since(s.lastSync))
+	}
+	if d <= 0 {
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-s.pub.Wake():
+	case <-s.events:
+		s.kick = true
+	case <-t.C:
+	}
+}
+
+func (s *Source) startWatch() {
+	if s.cfg.NoNotify || s.cfg.Strategy.Bounded() {
+		return
+	}
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		s.log.Warn("fsnotify unavailable; polling only", "error", err)
+		return
+	}
+	if err := w.Add(filepath.Dir(s.cfg.Path)); err != nil {
+		s.log.Warn("fsnotify watch failed; polling only", "error", err)
+		w.Close()
+		return
+	}
+	s.watcher = w
+	s.watchDone = make(chan struct{})
+	go s.forward(w, filepath.Clean(s.cfg.Path))
+}
+
+// forward turns the watcher's events into wake-ups until it is closed.
+func (s *Source) forward(w *fsnotify.Watcher, name string) {
+	defer close(s.watchDone)
+	for {
+		select {
+		case ev, ok := <-w.Events:
+			if !ok {
+				return
+			}
+			if filepath.Clean(ev.Name) == name || s.watchAll.Load() {
+				poke(s.events)
+			}
+		case _, ok := <-w.Errors:
+			if !ok {
+				return
+			}
+			poke(s.events) // events may have been lost: look
+		}
+	}
+}
+
+func (s *Source) stopWatch() {
+	if s.watcher != nil {
+		s.watcher.Close()
+		<-s.watchDone
+		s.watcher = nil
+	}
+}
+
+func poke(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
+}
