@@ -29,9 +29,13 @@ func (d *Daemon) Report() status.Report {
 func (f *Feed) report() status.FeedReport {
 	src, pub := f.src, f.pub
 	seq1 := pub.Sequence()
+	// The open file's identity before the position (the source publishes a
+	// new file as BEHIND, position, identity): a CAUGHT_UP read after both
+	// means they belong together.
+	dev, ino, open := src.FileIdentity()
 	readPos := src.ReadPos()
 	state := src.State()
-	if state == file.CaughtUp && !f.fileCaughtUp(readPos) {
+	if state == file.CaughtUp && !f.fileCaughtUp(dev, ino, open, readPos) {
 		state = file.Behind
 	}
 	fr := status.FeedReport{
@@ -117,8 +121,7 @@ func (f *Feed) report() status.FeedReport {
 // fileCaughtUp checks, when a report is built, that no byte lies past the
 // read position and that the path still names the open file (or is missing
 // with the open file read to its end).
-func (f *Feed) fileCaughtUp(readPos int64) bool {
-	dev, ino, open := f.src.FileIdentity()
+func (f *Feed) fileCaughtUp(dev, ino uint64, open bool, readPos int64) bool {
 	if !open {
 		return true
 	}
