@@ -23,13 +23,19 @@ type Publisher struct {
 	ackPts     []uint64
 	holds      []bool
 
-	seq      atomic.Uint64 // last sequence published (0 = none)
-	acked    atomic.Uint64 // last sequence acknowledged by every holding queue
-	pending  atomic.Int64  // lines awaiting acknowledgement
-	paused   atomic.Bool
-	pauses   atomic.Uint64
-	reason   atomic.Pointer[string] // why the feed is paused now (for logs)
-	since    atomic.Int64           // when the current pause began (unix nanos; 0 = running)
+	// Pause reasons, made once: a refused publish allocates nothing.
+	whyWindow           string
+	whyStalled, whyFull []string
+
+	seq     atomic.Uint64 // last sequence published (0 = none)
+	acked   atomic.Uint64 // last sequence acknowledged by every holding queue
+	pending atomic.Int64  // lines awaiting acknowledgement
+	paused  atomic.Bool
+	pauses  atomic.Uint64
+	reason  atomic.Pointer[string] // why the feed is paused now (for logs)
+	since   atomic.Int64           // when the current pause began (unix nanos; 0 = running)
+
+	pausedNanos atomic.Int64 // time spent in finished pauses (nanoseconds)
 }
 
 // NewPublisher makes a publisher over queues with a window of at most
@@ -37,7 +43,7 @@ type Publisher struct {
 // empty window).
 func NewPublisher(feed string, queues []*Queue, maxPending, maxBatch int) *Publisher {
 	nq := len(queues)
-	return &Publisher{
+	p := &Publisher{
 		Feed:       feed,
 		Queues:     queues,
 		maxPending: maxPending,
@@ -47,7 +53,13 @@ func NewPublisher(feed string, queues []*Queue, maxPending, maxBatch int) *Publi
 		end:        make([]uint64, nq),
 		ackPts:     make([]uint64, nq),
 		holds:      make([]bool, nq),
+		whyWindow:  "window full",
 	}
+	for _, q := range queues {
+		p.whyStalled = append(p.whyStalled, "subscriber "+q.Name+" stalled")
+		p.whyFull = append(p.whyFull, "queue "+q.Name+" full")
+	}
+	return p
 }
 
 // Wake is poked by the groups when they finish work (room freed, ack point
@@ -69,17 +81,17 @@ func (p *Publisher) TryPublish(b *Batch) bool {
 		return true
 	}
 	if pend := int(p.pending.Load()); pend > 0 && pend+n > p.maxPending {
-		return p.pause("window full")
+		return p.pause(&p.whyWindow)
 	}
-	for _, q := range p.Queues {
+	for i, q := range p.Queues {
 		if q.Stalling() {
-			return p.pause("subscriber " + q.Name + " stalled")
+			return p.pause(&p.whyStalled[i])
 		}
 	}
 	// PAUSE queues first: a refusal must leave every queue untouched.
-	for _, q := range p.Queues {
+	for i, q := range p.Queues {
 		if q.Gate.Policy.Kind == overload.Pause && !q.HasRoom(n, nb) {
-			return p.pause("queue " + q.Name + " full")
+			return p.pause(&p.whyFull[i])
 		}
 	}
 	p.resume()
@@ -103,31 +115,38 @@ func (p *Publisher) TryPublish(b *Batch) bool {
 			decisions[i] = 0
 			q.Counters.Refused.Add(uint64(n))
 		}
+		p.end[i] = p.start[i] + decisions[i]*uint64(n)
 	}
-	b.Retain(take)
-	for i, q := range p.Queues {
-		if decisions[i] == 1 {
-			q.push(b)
-		}
-		p.end[i] = q.Position()
-	}
+	// Everything that reads b happens before the first push: once queued,
+	// a group may finish and recycle the batch at any moment.
+	last := b.FirstSeq + uint64(n) - 1
 	p.win.push(b, p.start, p.end)
 	p.pending.Add(int64(n))
-	p.seq.Store(b.FirstSeq + uint64(n) - 1)
 	if take == 0 {
 		b.refs.Store(1)
 		b.Release()
+	} else {
+		b.Retain(take)
+		for i, q := range p.Queues {
+			if decisions[i] == 1 {
+				q.push(b, n, nb)
+			}
+		}
 	}
+	p.seq.Store(last)
 	return true
 }
 
-func (p *Publisher) pause(why string) bool {
+// pause records a pause; why is never modified after it is stored.
+func (p *Publisher) pause(why *string) bool {
 	if !p.paused.Load() {
 		p.pauses.Add(1)
 		p.since.Store(time.Now().UnixNano())
 		p.paused.Store(true)
 	}
-	p.reason.Store(&why)
+	if p.reason.Load() != why {
+		p.reason.Store(why)
+	}
 	return false
 }
 
@@ -190,7 +209,7 @@ func (p *Publisher) Pauses() uint64 { return p.pauses.Load() }
 // e.g. while waiting for an epoch barrier) or running.
 func (p *Publisher) SetPaused(v bool, why string) {
 	if v {
-		p.pause(why)
+		p.pause(&why)
 		return
 	}
 	p.resume()
@@ -198,9 +217,22 @@ func (p *Publisher) SetPaused(v bool, why string) {
 
 func (p *Publisher) resume() {
 	if p.paused.Load() {
+		if n := p.since.Load(); n != 0 {
+			p.pausedNanos.Add(time.Now().UnixNano() - n)
+		}
 		p.paused.Store(false)
 		p.since.Store(0)
 	}
+}
+
+// PausedTotal is how long the feed has been paused this run, the current
+// pause included (the metrics' pause seconds).
+func (p *Publisher) PausedTotal() time.Duration {
+	d := p.pausedNanos.Load()
+	if n := p.since.Load(); n != 0 {
+		d += time.Now().UnixNano() - n
+	}
+	return time.Duration(d)
 }
 
 // PausedSince is when the current pause began (zero when running).

@@ -102,16 +102,17 @@ func (q *Queue) HasRoom(n, b int) bool {
 	return ok
 }
 
-// push appends b; the caller checked HasRoom (the publisher is the only
-// producer, so room can only grow in between).
-func (q *Queue) push(b *Batch) {
+// push appends b (n lines, nb bytes); the caller checked HasRoom (the
+// publisher is the only producer, so room can only grow in between). b is
+// not read after it is queued: the group may finish and recycle it at once.
+func (q *Queue) push(b *Batch, n, nb int) {
 	q.mu.Lock()
 	q.items[(q.head+q.n)%len(q.items)] = b
 	q.n++
-	q.lines += b.Len()
-	q.bytes += b.Bytes()
+	q.lines += n
+	q.bytes += nb
+	q.position.Add(uint64(n))
 	q.mu.Unlock()
-	q.position.Add(uint64(b.Len()))
 	poke(q.ready)
 }
 
