@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -62,7 +63,17 @@ type Group struct {
 	failures           atomic.Uint64
 	deadLettered       atomic.Uint64
 
-	done chan struct{}
+	// Release (release.go): progress is the queue count of lines finished
+	// so far (run goroutine); left is what the batch a panic interrupted
+	// still held (set by the dying goroutine, read after done is closed).
+	progress uint64
+	left     uint64
+	releases chan *releaseReq
+	relMu    sync.Mutex
+	ctx      context.Context
+
+	doneMu sync.Mutex
+	done   chan struct{}
 }
 
 // NewGroup makes a group; Start runs it.
@@ -76,7 +87,8 @@ func NewGroup(cfg GroupConfig) *Group {
 	if cfg.Retry.Attempts < 1 {
 		cfg.Retry.Attempts = 1
 	}
-	return &Group{cfg: cfg, q: cfg.Queue, log: cfg.Logger.Named(cfg.Name), done: make(chan struct{})}
+	return &Group{cfg: cfg, q: cfg.Queue, log: cfg.Logger.Named(cfg.Name), done: make(chan struct{}),
+		releases: make(chan *releaseReq)}
 }
 
 // SetBatchProcessor sets the processor after the group was made (a sink
@@ -115,11 +127,20 @@ func (g *Group) DurableThrough(mark uint64) {
 
 // Start runs the group until ctx is done. Done is closed when it returned.
 func (g *Group) Start(ctx context.Context) {
+	g.ctx = ctx
+	g.doneMu.Lock()
+	done := g.done
+	g.doneMu.Unlock()
 	go func() {
-		defer close(g.done)
+		defer close(done)
 		defer func() {
 			if r := recover(); r != nil {
-				g.publish(g.published) // exact at a stop
+				g.publish(g.progress) // exact: the hold sits before the first unfinished line
+				if g.cur != nil {
+					g.left = g.mark - g.published
+					g.cur.Release()
+					g.cur = nil
+				}
 				reason := fmt.Sprintf("subscriber %s dead: panic: %v", g.cfg.Name, r)
 				g.log.Error("processor panicked; subscriber quarantined", "panic", r)
 				g.q.SetState(feed.Dead, reason)
@@ -131,7 +152,11 @@ func (g *Group) Start(ctx context.Context) {
 }
 
 // Done is closed when the group's goroutine ended.
-func (g *Group) Done() <-chan struct{} { return g.done }
+func (g *Group) Done() <-chan struct{} {
+	g.doneMu.Lock()
+	defer g.doneMu.Unlock()
+	return g.done
+}
 
 func (g *Group) run(ctx context.Context) {
 	fl, _ := g.cfg.Processor.(Flusher)
@@ -170,6 +195,7 @@ func (g *Group) run(ctx context.Context) {
 		}
 		ok := g.handle(ctx, b)
 		b.Release()
+		g.cur = nil
 		if !ok {
 			return
 		}
@@ -195,7 +221,12 @@ func (g *Group) flush(ctx context.Context, fl Flusher) {
 			return
 		}
 		g.fence(err)
-		if !sleep(ctx, g.cfg.Retry.Backoff(attempt)) {
+		rel, ok := g.backoff(ctx, attempt)
+		if !ok {
+			return
+		}
+		if rel != nil {
+			g.giveUpUnsynced(rel)
 			return
 		}
 	}
@@ -206,6 +237,7 @@ func (g *Group) handle(ctx context.Context, b *feed.Batch) bool {
 	base := g.published
 	g.mark = base + uint64(b.Len())
 	g.cur = b
+	g.progress = base
 	g.filter(b)
 	vdone := 0 // leading view lines finished
 	attempt := 1
@@ -213,6 +245,7 @@ func (g *Group) handle(ctx context.Context, b *feed.Batch) bool {
 	for vdone < len(g.view.Lines) || (vdone == 0 && len(g.view.Lines) == 0 && g.cfg.Batch != nil) {
 		n, err := g.step(ctx, vdone, attempt, lineMode)
 		vdone += n
+		g.progress = base + uint64(g.origDone(vdone, b.Len()))
 		if err == nil {
 			if n > 0 || len(g.view.Lines) == 0 {
 				attempt = 1
@@ -250,8 +283,18 @@ func (g *Group) handle(ctx context.Context, b *feed.Batch) bool {
 			}
 			// hold: keep retrying at the cap.
 		}
-		if !sleep(ctx, g.cfg.Retry.Backoff(attempt)) {
+		rel, ok := g.backoff(ctx, attempt)
+		if !ok {
 			return false
+		}
+		if rel != nil {
+			if vdone >= len(g.view.Lines) {
+				rel.reply <- 0
+				break
+			}
+			vdone = g.abandon(b, base, vdone, rel)
+			attempt = 1
+			continue
 		}
 		attempt++
 	}

@@ -54,7 +54,10 @@ func NewServer(cfg ServerConfig) *http.Server {
 		mux.Handle(p, s.wrap(r))
 	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		if s.cfg.Token != "" && !s.authorized(r) && s.cfg.ProtectRead {
+		// The token comes before the route: an unknown path under a
+		// protected prefix answers 401 to a caller without the token.
+		protected := s.cfg.ProtectRead || strings.HasPrefix(r.URL.Path, "/admin/") || strings.HasPrefix(r.URL.Path, "/v1/")
+		if protected && s.cfg.Token != "" && !s.authorized(r) {
 			WriteError(w, http.StatusUnauthorized, "missing or wrong bearer token")
 			return
 		}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -40,8 +41,15 @@ func cmdStatus(args []string, stdout, stderr io.Writer) int {
 	for {
 		rep, raw, err := fetchReport(client, u)
 		if err != nil {
-			fmt.Fprintf(stderr, "tailfeed status: %v\n", err)
-			return exitUnreachable
+			// A daemon that is not listening yet may come up within the
+			// wait; an answer that is not a report will not improve.
+			var nr notReport
+			if errors.As(err, &nr) || !time.Now().Before(deadline) {
+				fmt.Fprintf(stderr, "tailfeed status: %v\n", err)
+				return exitUnreachable
+			}
+			time.Sleep(min(200*time.Millisecond, time.Until(deadline)))
+			continue
 		}
 		if rep.Settled || !time.Now().Before(deadline) {
 			if *asJSON {
@@ -96,22 +104,55 @@ func fetchReport(c *http.Client, u string) (*status.Report, []byte, error) {
 		return nil, nil, fmt.Errorf("reading %s: %v", u, err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return nil, nil, fmt.Errorf("%s answered %s", u, resp.Status)
+		return nil, nil, notReport{fmt.Sprintf("%s answered %s: %s", u, resp.Status, strings.TrimSpace(string(raw)))}
 	}
-	var probe map[string]json.RawMessage
+	rep, err := parseReport(raw)
+	if err != nil {
+		return nil, nil, notReport{fmt.Sprintf("%s is not a feed.status report: %v", u, err)}
+	}
+	return rep, raw, nil
+}
+
+// notReport is an answer that is not a feed.status report.
+type notReport struct{ msg string }
+
+func (e notReport) Error() string { return e.msg }
+
+// parseReport accepts a feed.status document: a JSON object with boolean
+// settled and lossless, a version and a feeds list whose entries name a
+// feed and carry their own settled and lossless.
+func parseReport(raw []byte) (*status.Report, error) {
+	var probe struct {
+		Settled  *bool                         `json:"settled"`
+		Lossless *bool                         `json:"lossless"`
+		Version  *uint64                       `json:"version"`
+		Feeds    *[]map[string]json.RawMessage `json:"feeds"`
+	}
 	if err := json.Unmarshal(raw, &probe); err != nil {
-		return nil, nil, fmt.Errorf("%s is not a feed.status report: %v", u, err)
+		return nil, err
 	}
-	for _, k := range []string{"settled", "lossless", "feeds"} {
-		if _, ok := probe[k]; !ok {
-			return nil, nil, fmt.Errorf("%s is not a feed.status report (no %q)", u, k)
+	switch {
+	case probe.Settled == nil:
+		return nil, errors.New(`no boolean "settled"`)
+	case probe.Lossless == nil:
+		return nil, errors.New(`no boolean "lossless"`)
+	case probe.Version == nil:
+		return nil, errors.New(`no "version"`)
+	case probe.Feeds == nil:
+		return nil, errors.New(`no "feeds" list`)
+	}
+	for i, f := range *probe.Feeds {
+		for _, k := range []string{"feed", "settled", "lossless"} {
+			if _, ok := f[k]; !ok {
+				return nil, fmt.Errorf("feeds[%d] has no %q", i, k)
+			}
 		}
 	}
 	var rep status.Report
 	if err := json.Unmarshal(raw, &rep); err != nil {
-		return nil, nil, fmt.Errorf("%s is not a feed.status report: %v", u, err)
+		return nil, err
 	}
-	return &rep, raw, nil
+	return &rep, nil
 }
 
 func printSummary(w io.Writer, r *status.Report) {
@@ -174,8 +215,13 @@ func unsettledReasons(r *status.Report) string {
 		} else if f.Paused {
 			why += ", paused"
 		}
-		if !f.Drained {
-			why += ", queues not drained"
+		for _, sub := range f.Subscribers {
+			if !sub.Drained {
+				why += fmt.Sprintf(", subscriber %s %s at %d of %d", sub.Queue, sub.State, sub.Dispatched, sub.Position)
+			}
+		}
+		if f.Pointer != nil && f.Pointer.CommitFailures > 0 {
+			why += fmt.Sprintf(", commitFailures %d", f.Pointer.CommitFailures)
 		}
 		out = append(out, why)
 	}

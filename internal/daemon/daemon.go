@@ -41,7 +41,10 @@ type Daemon struct {
 	srv   *http.Server
 	ln    net.Listener
 
-	reports *status.Versioner
+	reports  *status.Versioner
+	reportMu sync.Mutex // one report at a time: versions follow build order
+
+	opts Options
 }
 
 // Feed is one running feed.
@@ -63,7 +66,12 @@ type Feed struct {
 // New opens everything the config names (data dir lock, pointers, sinks,
 // the listener); nothing runs until Start.
 func New(cfg *config.Config, log hclog.Logger) (*Daemon, error) {
-	d := &Daemon{cfg: cfg, log: log, reports: status.NewVersioner()}
+	return NewWithOptions(cfg, log, Options{})
+}
+
+// NewWithOptions is New with test seams (see Options).
+func NewWithOptions(cfg *config.Config, log hclog.Logger, opts Options) (*Daemon, error) {
+	d := &Daemon{cfg: cfg, log: log, reports: status.NewVersioner(), opts: opts}
 	if err := d.openDataDir(); err != nil {
 		return nil, err
 	}
@@ -209,6 +217,9 @@ func (d *Daemon) buildGroup(f *Feed, pc *config.Processor, q *feed.Queue, log hc
 		}
 	}
 	g := processor.NewGroup(gc)
+	if build := d.opts.Processors[pc.Name]; build != nil {
+		return d.buildCustom(g, pc, build)
+	}
 	switch pc.Type {
 	case "file":
 		mode := processor.FsyncNever
@@ -241,12 +252,16 @@ func (d *Daemon) Start(ctx context.Context) {
 	for _, f := range d.feeds {
 		f.start(ctx)
 	}
+	routes := map[string]status.Route{}
+	routes["/metrics"] = d.metricsRoute()
+	routes["/admin/release/{feed}/{subscriber}"] = d.releaseRoute()
 	d.srv = status.NewServer(status.ServerConfig{
 		Token:       d.cfg.Status.Token,
 		ProtectRead: d.cfg.Status.ProtectRead,
 		Report:      d.Report,
 		Health:      d.Health,
 		Logger:      d.log.Named("http"),
+		Routes:      routes,
 	})
 	go func() {
 		if err := d.srv.Serve(d.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -319,8 +334,11 @@ func (f *Feed) stopGroups() error {
 	for _, g := range f.groups {
 		<-g.Done()
 		q := g.Queue()
-		if n := q.Drain(); n > 0 && q.BestEffort() {
-			q.Counters.Dropped.Add(uint64(n))
+		q.Drain()
+		// A best-effort queue's lines left unfinished at the stop (queued,
+		// or in the batch the group was in) count as dropped.
+		if q.BestEffort() && q.Position() > q.Finished() {
+			q.Counters.Dropped.Add(q.Position() - q.Finished())
 		}
 	}
 	var first error

@@ -11,8 +11,11 @@ import (
 	"tailfeed/status"
 )
 
-// Report builds the feed.status document.
+// Report builds the feed.status document. Reports are built one at a time,
+// so a higher version never carries an older snapshot.
 func (d *Daemon) Report() status.Report {
+	d.reportMu.Lock()
+	defer d.reportMu.Unlock()
 	r := status.Report{Settled: true, Lossless: true, Feeds: make([]status.FeedReport, 0, len(d.feeds))}
 	for _, f := range d.feeds {
 		fr := f.report()
@@ -26,6 +29,16 @@ func (d *Daemon) Report() status.Report {
 // report reads one feed. The order matters: sequence first, then the read
 // position, the source state, the file, the ack points and queues, and the
 // sequence again; see the package doc of status.
+//
+// Why that order makes a false "settled" impossible: the source stores
+// BEHIND before it moves the read position and CAUGHT_UP only once every
+// complete line read is published, so a CAUGHT_UP read after the position
+// means the lines up to that position were published before the state was
+// read; the second sequence read shows whether anything was published while
+// the report was being built; a queue's position is read before its ack
+// point, so "drained" (ack point >= position) means every line given to it
+// was finished; pendingAcks is 0 only once the publisher acknowledged every
+// line it numbered.
 func (f *Feed) report() status.FeedReport {
 	src, pub := f.src, f.pub
 	seq1 := pub.Sequence()
@@ -62,25 +75,28 @@ func (f *Feed) report() status.FeedReport {
 	for _, g := range f.groups {
 		q := g.Queue()
 		st, reason := q.State()
-		depth := q.Depth()
 		sr := status.SubscriberReport{
 			Queue:    q.Name,
-			Position: q.Position(),
-			Drained:  depth == 0,
+			Position: q.Position(), // before the ack point: see above
 			State:    st.String(),
 		}
 		if q.BestEffort() {
 			sr.Dispatched = q.Finished()
 		} else {
 			sr.Dispatched = q.AckPoint()
-			if depth != 0 {
+		}
+		// Drained: nothing queued and nothing given to it unfinished (a
+		// batch being processed has left the queue but is not done).
+		sr.Drained = sr.Dispatched >= sr.Position && q.Depth() == 0
+		if !q.BestEffort() {
+			if !sr.Drained {
 				holdingDrained = false
 			}
 			if q.Stalling() {
 				stalled = append(stalled, reason)
 			}
 		}
-		if depth != 0 {
+		if !sr.Drained {
 			fr.Drained = false
 		}
 		if st == feed.Live || st == feed.Released {

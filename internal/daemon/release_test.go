@@ -1,0 +1,205 @@
+package daemon
+
+import (
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"tailfeed/processor"
+	"tailfeed/status"
+)
+
+const holdConfig = `
+dataDir: %DIR%/state
+status: {listen: "127.0.0.1:0", token: sesame, stallAlertMillis: 100}
+shutdownTimeoutMillis: 300
+feeds:
+  - {name: app, path: %DIR%/app.log, pollIntervalMillis: 20, queueCapacity: 64}
+processors:
+  - name: archive
+    feed: app
+    type: file
+    path: %DIR%/out.log
+    retry: {initialMillis: 5, maxMillis: 20, attempts: 3}
+  - {name: other, feed: app, type: discard}
+`
+
+func stalled(f status.FeedReport) bool { return f.Stalled != nil }
+
+func (e *env) release(feed, sub string) (int, map[string]any) {
+	e.t.Helper()
+	code, body := e.do(http.MethodPost, "/admin/release/"+feed+"/"+sub, "sesame")
+	var m map[string]any
+	if err := json.Unmarshal(body, &m); err != nil {
+		e.t.Fatalf("release answered %d with a body that is not JSON: %q", code, body)
+	}
+	return code, m
+}
+
+// A sink failing with ENOSPC holds the pointer before its first unwritten
+// line: stalled with the error, paused, not settled, lossless, /healthz 503.
+// Once the disk has room again everything is delivered and the feed
+// settles, still lossless. A release while it fails gives up exactly the
+// line it is stuck on: released 1, lossless false, the pointer moves on and
+// the subscriber goes on with the next line.
+func TestFailingSinkHoldsThenReleases(t *testing.T) {
+	var failing atomic.Bool
+	e := start(t, holdConfig, Options{Processors: map[string]Build{"archive": faultySink(&failing, processor.FsyncNever)}})
+	first := numbered("a", 0, 100)
+	e.appendLines(first...)
+	f := e.waitFor("settled", 10*time.Second, settled)
+	held := e.inputSize()
+
+	failing.Store(true)
+	second := numbered("b", 0, 50)
+	e.appendLines(second...)
+	f = e.waitFor("stalled", 10*time.Second, stalled)
+	want := "subscriber archive failing: write " + e.dir + "/out.log"
+	if !strings.HasPrefix(*f.Stalled, want) || !strings.HasSuffix(*f.Stalled, "no space left on device") {
+		t.Fatalf("stalled = %q, want %q…no space left on device", *f.Stalled, want)
+	}
+	e.appendLines("more") // the next publish finds the hold and pauses
+	f = e.waitFor("paused", 10*time.Second, func(f status.FeedReport) bool { return f.Paused && f.Stalled != nil })
+	if f.Settled || !f.Lossless || f.Pointer.Offset != held || f.Released != 0 {
+		t.Fatalf("held feed: %+v pointer %+v (want offset %d)", f, f.Pointer, held)
+	}
+	if s := sub(t, f, "archive"); s.State != "FENCED" || s.Dispatched != 100 {
+		t.Fatalf("archive: %+v", s)
+	}
+	if s := sub(t, f, "other"); s.State != "LIVE" {
+		t.Fatalf("other: %+v", s)
+	}
+	waitHealth(t, e, "feed app stalled: subscriber archive failing")
+
+	failing.Store(false)
+	f = e.waitFor("settled after recovery", 10*time.Second, settled)
+	all := append(append(slices.Clone(first), second...), "more")
+	if !f.Lossless || f.Stalled != nil || f.Pointer.Offset != e.inputSize() {
+		t.Fatalf("recovered: %+v pointer %+v", f, f.Pointer)
+	}
+	sameLines(t, readLines(t, e.dir+"/out.log"), all)
+
+	// Release while it fails.
+	failing.Store(true)
+	third := numbered("c", 0, 10)
+	e.appendLines(third...)
+	e.waitFor("stalled again", 10*time.Second, stalled)
+	code, body := e.release("app", "archive")
+	if code != http.StatusOK || body["released"] != float64(1) {
+		t.Fatalf("release: %d %v", code, body)
+	}
+	failing.Store(false)
+	f = e.waitFor("settled after release", 10*time.Second, settled)
+	if f.Lossless || f.Released != 1 || f.Pointer.Offset != e.inputSize() || f.Stalled != nil {
+		t.Fatalf("released: %+v pointer %+v", f, f.Pointer)
+	}
+	if s := sub(t, f, "archive"); s.State != "LIVE" || s.Dispatched != s.Position {
+		t.Fatalf("archive after release: %+v", s)
+	}
+	sameLines(t, readLines(t, e.dir+"/out.log"), append(all, third[1:]...))
+	if r := e.report(); r.Lossless {
+		t.Fatal("top level lossless after a release")
+	}
+}
+
+func waitHealth(t *testing.T, e *env, want string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		code, body := e.do(http.MethodGet, "/healthz", "")
+		if code == http.StatusServiceUnavailable && strings.Contains(string(body), want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/healthz %d %s; want 503 with %q", code, body, want)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// A processor that panics leaves its subscriber dead (quarantined): it
+// holds the pointer before the line it died on, the feed is stalled and
+// lossless. A release gives up what it had left, restarts it, and the next
+// lines reach it.
+func TestDeadSubscriberHoldsThenReleases(t *testing.T) {
+	rec := &recorder{panicOn: "boom"}
+	rec.armed.Store(true)
+	e := start(t, holdConfig, Options{Processors: map[string]Build{"archive": rec.build}})
+	before := numbered("a", 0, 5)
+	e.appendLines(before...)
+	f := e.waitFor("settled", 10*time.Second, settled)
+	held := e.inputSize()
+	after := numbered("b", 0, 5)
+	e.appendLines(append([]string{"boom"}, after...)...)
+	f = e.waitFor("stalled", 10*time.Second, stalled)
+	if !strings.HasPrefix(*f.Stalled, "subscriber archive dead: panic: cannot handle boom") {
+		t.Fatalf("stalled = %q", *f.Stalled)
+	}
+	if s := sub(t, f, "archive"); s.State != "DEAD" || s.Dispatched != 5 {
+		t.Fatalf("archive: %+v", s)
+	}
+	if f.Settled || !f.Lossless || f.Pointer.Offset != held {
+		t.Fatalf("dead subscriber: %+v pointer %+v (want offset %d)", f, f.Pointer, held)
+	}
+	if code, _ := e.release("app", "nobody"); code != http.StatusNotFound {
+		t.Fatalf("release of an unknown subscriber: %d", code)
+	}
+	rec.armed.Store(false)
+	code, body := e.release("app", "archive")
+	n, _ := body["released"].(float64)
+	if code != http.StatusOK || n < 1 || body["state"] != "LIVE" {
+		t.Fatalf("release: %d %v", code, body)
+	}
+	later := numbered("c", 0, 3)
+	e.appendLines(later...)
+	f = e.waitFor("settled after release", 10*time.Second, func(f status.FeedReport) bool {
+		return f.Settled && f.Sequence == 14
+	})
+	if f.Lossless || f.Released != uint64(n) || f.Pointer.Offset != e.inputSize() {
+		t.Fatalf("released: %+v pointer %+v", f, f.Pointer)
+	}
+	got := rec.got()
+	if slices.Contains(got, "boom") || !slices.Equal(got[:5], before) || !slices.Equal(got[len(got)-3:], later) {
+		t.Fatalf("processed %v", got)
+	}
+	if len(got)+int(n) != 14 {
+		t.Fatalf("processed %d lines and released %d; want 14 in all", len(got), int(n))
+	}
+	if code, _ := e.release("app", "archive"); code != http.StatusConflict {
+		t.Fatalf("second release of a live subscriber: %d", code)
+	}
+}
+
+// The admin endpoint follows DESIGN §7's order: token (401), route and
+// method (404, 405); every error is a JSON {"error"}.
+func TestReleaseHTTPErrors(t *testing.T) {
+	e := start(t, holdConfig, Options{})
+	cases := []struct {
+		method, path, token string
+		code                int
+	}{
+		{"POST", "/admin/release/app/archive", "", 401},
+		{"POST", "/admin/release/app/archive", "wrong", 401},
+		{"GET", "/admin/release/app/archive", "", 401},
+		{"POST", "/admin/release/nope", "", 401},
+		{"GET", "/admin/release/app/archive", "sesame", 405},
+		{"POST", "/admin/release/nope/archive", "sesame", 404},
+		{"POST", "/admin/release/app/nope", "sesame", 404},
+		{"POST", "/admin/release/nope", "sesame", 404},
+		{"POST", "/admin/release/app/archive", "sesame", 409},
+	}
+	for _, c := range cases {
+		code, body := e.do(c.method, c.path, c.token)
+		var m map[string]string
+		if code != c.code || json.Unmarshal(body, &m) != nil || m["error"] == "" {
+			t.Errorf("%s %s (token %q): %d %s; want %d with {\"error\"}", c.method, c.path, c.token, code, body, c.code)
+		}
+	}
+	if f := e.report().Feeds[0]; f.Released != 0 || !f.Lossless {
+		t.Fatalf("failed releases changed the report: %+v", f)
+	}
+}

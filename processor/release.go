@@ -1,0 +1,134 @@
+package processor
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"tailfeed/feed"
+)
+
+// Release: giving a held subscriber's backlog up on purpose (DESIGN §5,
+// POST /admin/release/{feed}/{subscriber}). Every line given up counts in
+// the queue's released counter (the feed turns lossless: false) and counts
+// as finished for the ack point, so the pointer moves on.
+//
+//   - Fenced while processing (its retries keep failing): the line it is
+//     stuck on is abandoned and the group goes on with the next one at
+//     attempt 1. One line is released. With a processor that holds the ack
+//     point (DurableThrough), the ack point passes the abandoned line once
+//     the processor reports the later lines durable.
+//   - Fenced while flushing (an fsync that keeps failing): the written lines
+//     still waiting for their fsync are given up (the ack point jumps to
+//     dispatched); the sink retries its sync at its next due time.
+//   - Dead (its goroutine ended on a panic): what the interrupted batch had
+//     left, everything queued, and anything dispatched but not yet durable
+//     are given up; the queue is drained and a new goroutine starts on the
+//     next line published, with the same processor.
+//
+// A subscriber that is neither fenced nor dead is not held: ErrNotHeld.
+
+// ErrNotHeld is returned by Release for a subscriber that is neither fenced
+// nor dead.
+var ErrNotHeld = errors.New("processor: subscriber is not held (neither fenced nor dead)")
+
+type releaseReq struct {
+	reply chan uint64
+}
+
+// Release gives the subscriber's held backlog up and returns how many lines
+// were released. It waits (bounded by ctx) while a fenced group is inside a
+// processing attempt: the release is taken between two attempts.
+func (g *Group) Release(ctx context.Context) (uint64, error) {
+	for {
+		switch st, _ := g.q.State(); st {
+		case feed.Dead:
+			return g.releaseDead()
+		case feed.Fenced:
+			req := &releaseReq{reply: make(chan uint64, 1)}
+			t := time.NewTimer(20 * time.Millisecond)
+			select {
+			case g.releases <- req:
+				t.Stop()
+				return <-req.reply, nil
+			case <-t.C: // inside an attempt: look again
+			case <-ctx.Done():
+				t.Stop()
+				return 0, ctx.Err()
+			}
+		default:
+			return 0, ErrNotHeld
+		}
+	}
+}
+
+// backoff waits before the next attempt; it returns a release request taken
+// meanwhile, and false when ctx is done.
+func (g *Group) backoff(ctx context.Context, attempt int) (*releaseReq, bool) {
+	t := time.NewTimer(g.cfg.Retry.Backoff(attempt))
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil, true
+	case req := <-g.releases:
+		return req, true
+	case <-ctx.Done():
+		return nil, false
+	}
+}
+
+// abandon gives up view line vdone of b (the line a fenced group is stuck
+// on), publishes the prefix through it and answers the request. It returns
+// the new count of finished view lines.
+func (g *Group) abandon(b *feed.Batch, base uint64, vdone int, req *releaseReq) int {
+	pos := g.view.Ends[vdone]
+	vdone++
+	g.progress = base + uint64(g.origDone(vdone, b.Len()))
+	g.q.AddReleased(1)
+	g.publish(g.progress)
+	g.q.SetState(feed.Released, "")
+	g.log.Warn("line released on purpose; going on with the next one", "position", pos)
+	g.cfg.Wake()
+	req.reply <- 1
+	return vdone
+}
+
+// giveUpUnsynced releases the dispatched lines a failing flush holds back.
+func (g *Group) giveUpUnsynced(req *releaseReq) {
+	before := g.q.AckPoint()
+	g.q.DurableThrough(g.q.Dispatched())
+	n := g.q.AckPoint() - before
+	g.q.AddReleased(n)
+	g.q.SetState(feed.Released, "")
+	g.log.Warn("unsynced lines released on purpose", "lines", n)
+	g.cfg.Wake()
+	req.reply <- n
+}
+
+// releaseDead gives up a dead group's backlog and restarts its goroutine.
+func (g *Group) releaseDead() (uint64, error) {
+	g.relMu.Lock()
+	defer g.relMu.Unlock()
+	if st, _ := g.q.State(); st != feed.Dead {
+		return 0, ErrNotHeld // released meanwhile
+	}
+	<-g.Done() // the dying goroutine set left; from here this goroutine owns the run state
+	before := g.q.AckPoint()
+	n := g.left + uint64(g.q.Drain())
+	g.left = 0
+	g.published += n
+	g.q.AddDispatched(n)
+	g.q.DurableThrough(g.published)
+	released := g.q.AckPoint() - before
+	g.q.AddReleased(released)
+	g.q.SetState(feed.Released, "")
+	g.log.Warn("dead subscriber released on purpose; restarting it on the next line", "lines", released)
+	if g.ctx != nil && g.ctx.Err() == nil {
+		g.doneMu.Lock()
+		g.done = make(chan struct{})
+		g.doneMu.Unlock()
+		g.Start(g.ctx)
+	}
+	g.cfg.Wake()
+	return released, nil
+}
