@@ -28,7 +28,9 @@ func (s *Source) atEnd() bool {
 		s.setState(EndOfStream)
 		return false
 	}
-	s.check()
+	if !s.checked {
+		s.check() // not yet in this cycle (a poll's check came before the read)
+	}
 	s.unterminated.Store(r.unterminated())
 	switch {
 	case len(s.next) > 0:
@@ -68,6 +70,7 @@ func (s *Source) check() {
 	if r == nil || s.cfg.Strategy.Bounded() {
 		return
 	}
+	s.checked = true
 	if r.gone == "" {
 		if why := s.changed(r); why != "" {
 			s.markGone(r, why)

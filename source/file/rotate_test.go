@@ -607,3 +607,59 @@ func TestRotationsWhilePausedQueueInOrder(t *testing.T) {
 		t.Fatalf("%d epochs, want 3", len(epochs))
 	}
 }
+
+// The path's directory does not exist at start: WAITING_FOR_FILE, then the
+// directory and the file appear and are picked up (the watch is added once
+// the directory exists).
+func TestDirectoryCreatedLater(t *testing.T) {
+	base := t.TempDir()
+	dir := base + "/later"
+	r := newRig(t, base, rigOpts{strategy: file.Earliest})
+	r.path = dir + "/app.log"
+	r.start()
+	r.waitFor("WAITING_FOR_FILE", 10*time.Second, func() bool { return r.src.State() == file.WaitingForFile })
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	appendTo(t, r.path, numbered("a", 0, 3)...)
+	r.waitLines(3)
+	appendTo(t, r.path, numbered("a", 3, 2)...)
+	gs := r.waitLines(5)
+	if strings.Join(lines(gs), ",") != strings.Join(numbered("a", 0, 5), ",") {
+		t.Fatalf("lines %q", lines(gs))
+	}
+}
+
+// A path that is a symlink (as in /var/log/containers) follows its target
+// through a rename rotation of the target.
+func TestSymlinkedPathFollowsRotation(t *testing.T) {
+	base := t.TempDir()
+	target := base + "/real"
+	if err := os.Mkdir(target, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	linkDir := base + "/links"
+	if err := os.Mkdir(linkDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	appendTo(t, target+"/app.log", numbered("a", 0, 3)...)
+	if err := os.Symlink(target+"/app.log", linkDir+"/app.log"); err != nil {
+		t.Fatal(err)
+	}
+	r := newRig(t, linkDir, rigOpts{strategy: file.Committed}).start()
+	r.waitLines(3)
+	appendTo(t, target+"/app.log", "a-00003")
+	r.waitLines(4)
+	if err := os.Rename(target+"/app.log", target+"/app.log.1"); err != nil {
+		t.Fatal(err)
+	}
+	appendTo(t, target+"/app.log", numbered("b", 0, 2)...)
+	gs := r.waitLines(6)
+	r.waitSettled()
+	if got := strings.Join(lines(gs), ","); got != "a-00000,a-00001,a-00002,a-00003,b-00000,b-00001" {
+		t.Fatalf("lines %s", got)
+	}
+	if gs[4].Epoch == gs[3].Epoch {
+		t.Fatal("no new epoch after the target's rotation")
+	}
+}

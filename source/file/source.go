@@ -59,7 +59,11 @@ type Source struct {
 	missingSince time.Time // when the path was first seen missing
 	lastPoll     time.Time // the last check of the path and the old files
 	kick         bool      // an fsnotify event arrived: check at once
+	checked      bool      // check ran in this duty cycle
 	lostTail     bool      // the detail says a rotated file's tail is lost: keep it
+
+	watchDirs   []watchDir
+	watchWarned bool
 
 	// Shared with the fsnotify goroutine.
 	events    chan struct{}
@@ -126,6 +130,7 @@ func (s *Source) Run(ctx context.Context) error {
 	}
 	s.lastPoll = time.Now()
 	for ctx.Err() == nil {
+		s.checked = false
 		s.commitStep(false)
 		s.pollIfDue()
 		if s.pending != nil {

@@ -3,6 +3,7 @@ package file
 import (
 	"context"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
@@ -34,6 +35,9 @@ func (s *Source) pollIfDue() {
 func (s *Source) poll() {
 	s.kick = false
 	s.lastPoll = time.Now()
+	if s.watcher != nil {
+		s.addWatches()
+	}
 	s.check()
 	s.pollOld()
 }
@@ -68,18 +72,48 @@ func (s *Source) startWatch() {
 		s.log.Warn("fsnotify unavailable; polling only", "error", err)
 		return
 	}
-	if err := w.Add(filepath.Dir(s.cfg.Path)); err != nil {
-		s.log.Warn("fsnotify watch failed; polling only", "error", err)
-		w.Close()
-		return
+	// The path's directory, and the target's when the path is a symlink
+	// (events for writes name the target).
+	names := []string{filepath.Clean(s.cfg.Path)}
+	if t, err := filepath.EvalSymlinks(s.cfg.Path); err == nil && t != names[0] {
+		names = append(names, t)
+	}
+	for _, n := range names {
+		s.watchDirs = append(s.watchDirs, watchDir{dir: filepath.Dir(n)})
 	}
 	s.watcher = w
+	s.addWatches()
 	s.watchDone = make(chan struct{})
-	go s.forward(w, filepath.Clean(s.cfg.Path))
+	go s.forward(w, names)
+}
+
+// watchDir is a directory to watch and whether the watch is in place.
+type watchDir struct {
+	dir string
+	ok  bool
+}
+
+// addWatches adds the watches not yet in place (a directory that does not
+// exist yet is retried at every poll; polling covers it meanwhile).
+func (s *Source) addWatches() {
+	for i := range s.watchDirs {
+		d := &s.watchDirs[i]
+		if d.ok {
+			continue
+		}
+		if err := s.watcher.Add(d.dir); err != nil {
+			if !s.watchWarned {
+				s.log.Warn("fsnotify watch failed; polling until it works", "dir", d.dir, "error", err)
+				s.watchWarned = true
+			}
+			continue
+		}
+		d.ok = true
+	}
 }
 
 // forward turns the watcher's events into wake-ups until it is closed.
-func (s *Source) forward(w *fsnotify.Watcher, name string) {
+func (s *Source) forward(w *fsnotify.Watcher, names []string) {
 	defer close(s.watchDone)
 	for {
 		select {
@@ -87,7 +121,7 @@ func (s *Source) forward(w *fsnotify.Watcher, name string) {
 			if !ok {
 				return
 			}
-			if filepath.Clean(ev.Name) == name || s.watchAll.Load() {
+			if s.watchAll.Load() || slices.Contains(names, filepath.Clean(ev.Name)) {
 				poke(s.events)
 			}
 		case _, ok := <-w.Errors:

@@ -1,0 +1,176 @@
+// Package file reads one feed's log file: it splits it into lines (split.go),
+// keeps each line's byte position, and follows the file through rotation,
+// truncation, replacement and deletion without losing or repeating a line
+// it could have kept (DESIGN §4). One Source runs one goroutine per feed;
+// readers (reader.go) are its open files.
+//
+// # Files and epochs
+//
+// A reader is one open descriptor with the identity it was opened under
+// (device + inode, and the file key FNV-1a(dev, ino) stored in the pointer),
+// its epoch, a read buffer and its own splitter. Every line carries
+// (epoch, position): the position is the byte offset just after its
+// terminator in that file, so a position means nothing under another epoch.
+// Every file the source starts reading from 0 gets a new random epoch: a
+// rotated-in file, a file truncated or rewritten in place, a file that
+// appears after the path was missing. Only the same bytes under a new file
+// key (a copy-up, a rename of the same bytes plus appended ones onto the
+// path) keep the epoch and the position.
+//
+// The source holds up to three kinds of readers:
+//
+//	cur   the file being read, positioned (its lines may move the pointer)
+//	next  files the path named after a rotation, opened at once (the
+//	      descriptor pins them) and queued in the order they were seen
+//	old   switched-away files, watched for rotateWaitMillis (longer while they
+//	      grow); their new lines are delivered without a position
+//	      (downgraded)
+//
+// # The duty cycle
+//
+// Run repeats these steps; only step 8 sleeps.
+//
+//  1. Commit: poll the subscribers' ack points; store the acknowledged
+//     position into the pointer mapping when it belongs to the pointer's
+//     epoch; msync at most every commitSyncMillis.
+//  2. Poll, when an fsnotify event arrived or pollIntervalMillis passed since
+//     the last one (also while paused, at the barrier and while busy
+//     reading): check the open file (below) and read the old files.
+//  3. Publish the pending batch. Refused (a queue is full, the window is
+//     full, a subscriber holds the pointer): keep it, go to 8.
+//  4. Epoch barrier: a file switched to under a new epoch publishes nothing
+//     until every line of the previous epoch is acknowledged; then the
+//     pointer is Reset to (new epoch, file key, fingerprint, 0). Not yet:
+//     go to 8.
+//  5. No file open: WAITING_FOR_FILE; open the path if it names a file
+//     (new epoch, behind the barrier), else go to 8.
+//  6. Batch complete lines already read, or read the next chunk
+//     (BEHIND before the read position moves).
+//  7. At the end of the file (a read returned nothing): check, then
+//     switch to the next file if one is due, close a file whose path stayed
+//     missing, read the old files; otherwise CAUGHT_UP (the path was
+//     checked to name the open file just before).
+//  8. Wait for a subscriber's wake-up, an fsnotify event, the next poll, a
+//     due msync, or the stop.
+//
+// # The check
+//
+// check runs at every poll and at every end of the file before CAUGHT_UP:
+//
+//   - fstat the open descriptor: shorter than the read position means
+//     truncated; a size or mtime changed since the last check re-verifies
+//     the fingerprint of the first bytes (up to 4 KiB) through the
+//     descriptor, so a truncation followed by quick regrowth past the read
+//     position is caught unless the new first bytes equal the old. Either
+//     way the file is marked gone: read no further, its lines already read
+//     are still published, a WARN and the feed's detail give the reason.
+//   - stat the path. Missing: not a change (a rotation may be in
+//     progress). Naming the open file (and not gone), or a file already
+//     queued: nothing to do. Otherwise open it (the open race below) and
+//     queue it.
+//
+// check never switches files. The switch happens at the end of the current
+// file (step 7), so every line read from it is published first:
+//
+//   - current file gone (truncated, rewritten): switch at once;
+//   - otherwise when the next file has bytes, or rotateWaitMillis passed
+//     both since the rotation was noticed and since the current file last
+//     grew. The look at the next file comes first, then one last read of
+//     the current one: a writer that moved on to the next file had finished
+//     the old one, so its last lines are read there with their positions
+//     rather than downgraded.
+//
+// The file switched to is compared with the old one: a different key, the
+// same fingerprinted first bytes and a size no smaller than what was
+// consumed is the same file (WARN, same epoch, reading on from the position
+// after the last complete line, so a partial line is read again from its
+// start). Anything else is read from 0 under a new epoch behind the barrier;
+// the old file is retired to the old list (or closed when its content was
+// gone).
+//
+// # Cases
+//
+//	A  Rename rotation (mv A A.1; new A). The path names a new file: queued.
+//	   A.1 is read to its end, lines written to it after the rename
+//	   included; then A from 0 under a new epoch once A has bytes (or after
+//	   rotateWait). Lines of A.1 still in flight are delivered; the barrier
+//	   holds A's first line until they are all acknowledged, so their
+//	   acknowledgements never reach A's pointer. Lines appended to A.1 after
+//	   the switch are delivered without a position and counted in
+//	   downgraded. Several rotations before the switch queue several files,
+//	   read in order.
+//	B  Truncation in place (truncate -s0, > A). fstat shows a size below the
+//	   read position (or, regrown, other first bytes): WARN, detail, the rest
+//	   of what was read is published, then the same path is read from 0
+//	   under a new epoch.
+//	C  Replacement (mv B A with other content, or other bytes written over
+//	   A in place). As A (other inode) or B (same inode).
+//	D  Same content under a new key (cp A A.tmp; echo more >> A.tmp; mv
+//	   A.tmp A; or a copy-up). Kept: same epoch and position, WARN.
+//	E  Deletion. The open file is read to its end (a writer still holding
+//	   it may go on appending); once it stayed still for rotateWait it is
+//	   closed and the state is WAITING_FOR_FILE. A file created at the path
+//	   later is read from 0 under a new epoch, without a restart.
+//	F  copytruncate (cp A A.1; truncate A). B, with the loss below.
+//	G  Restart after rotation. At open the path names a file other than the
+//	   pointer's: the path's directory is searched for the pointer's file
+//	   key with a matching fingerprint; found, it is read from the offset to
+//	   its end under the pointer's epoch, then the file at the path. Not
+//	   found: WARN, detail "rotated file gone; its unread tail is lost" until
+//	   the next restart, lostTails + 1 (lossless false).
+//	H  The open race. Every open stats the path, opens it, fstats the
+//	   descriptor and stats the path again; unless all three agree the file
+//	   is closed and the open retried, so a descriptor is never labelled
+//	   with another file's identity.
+//
+// A partial line (bytes after the last terminator) belongs to its reader:
+// it is never glued to bytes of another file, and at a reopen of the same
+// content it is read again from its start, once.
+//
+// # Wake-ups
+//
+// fsnotify watches the file's directory (a watch on the file itself would
+// follow the inode away at a rename), and the target's directory too when
+// the path is a symlink at start (a retargeted symlink is followed by the
+// checks, its new directory only by polling); a directory that does not
+// exist yet is watched once it does. Events naming the path (or the
+// symlink's target) wake the source; while a rotation is in progress (the open file is not at the
+// path, files are queued, old files watched, or the path is missing) any
+// event in the directory does, since the writer may append to a renamed
+// file. An event is a hint, sent without blocking into a channel of one;
+// pollIntervalMillis covers file systems where events never arrive (NFS,
+// some FUSE and container overlays) and Config.NoNotify
+// (TAILFEED_NO_FSNOTIFY=1). An idle, caught-up feed does one fstat and one
+// stat per poll interval and nothing else.
+//
+// # Known limitations
+//
+//   - copytruncate loses the lines written between the copy and the
+//     truncate that the source had not read yet: they are in neither file
+//     the source reads (the copy is a new file that is not at the path). The
+//     source reads within its wake-up latency (fsnotify: well under a
+//     millisecond when idle; otherwise the poll interval), which bounds the
+//     window but cannot close it. The loss is not counted: nothing can tell
+//     what was there. Use rename rotation (create) where possible.
+//   - A truncation followed by regrowth past the read position with the same
+//     first bytes (up to 4 KiB) before the source looks is taken for
+//     appends: the source reads on from its old position, skipping the new
+//     bytes before it.
+//   - Rotations faster than the source looks (several renames between two
+//     wake-ups, e.g. with events unavailable) can skip a generation that
+//     was created and renamed away in between. While stopped, only the file
+//     holding the pointer and the file at the path are read after a
+//     restart; an intermediate generation (A.1 when the pointer was on what
+//     is now A.2) is not, and not counted.
+//   - A deleted file whose inode number is reused by the file created at the
+//     path while the daemon was stopped looks like the same file truncated
+//     or rewritten: it is read from 0 under a new epoch, but the old file's
+//     unread tail is not counted in lostTails.
+//   - Lines appended to a rotated file after the switch have no position:
+//     the pointer has moved to the new file, so they are read only while
+//     this run watches the old file. A stop or a kill -9 before they were
+//     delivered loses them, uncounted; an exactlyOnce sink cannot skip them
+//     (they are delivered at most once).
+//   - A switched-away file is closed rotateWaitMillis after its last growth;
+//     a writer appending to it later is not read.
+package file
