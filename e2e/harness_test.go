@@ -1,0 +1,410 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// bin is the tailfeed binary built once by TestMain.
+var bin string
+
+// TestMain builds bin/tailfeed into a temp dir once per test run. Set
+// TAILFEED_E2E_RACE=1 to build it with -race.
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "tailfeed-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		os.Exit(1)
+	}
+	bin = filepath.Join(dir, "tailfeed")
+	args := []string{"build", "-o", bin}
+	if os.Getenv("TAILFEED_E2E_RACE") != "" {
+		args = append(args, "-race")
+	}
+	args = append(args, "tailfeed/cmd/tailfeed")
+	if out, err := exec.Command("go", args...).CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "e2e: go %s: %v\n%s", strings.Join(args, " "), err, out)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// addrPlaceholder stands for the status listen address in config templates;
+// every start replaces it with a port that was free a moment ago.
+const addrPlaceholder = "{{ADDR}}"
+
+// env is one test's directory with a config template and the daemons run
+// on it, one at a time.
+type env struct {
+	t    testing.TB
+	dir  string
+	cfg  string // the config file's path
+	tmpl string
+	runs []*daemon
+}
+
+// newEnv writes nothing yet: each start writes the config with a fresh port.
+func newEnv(t testing.TB, tmpl string) *env {
+	t.Helper()
+	e := &env{t: t, dir: t.TempDir(), tmpl: tmpl}
+	e.cfg = filepath.Join(e.dir, "tailfeed.yaml")
+	t.Cleanup(e.cleanup)
+	return e
+}
+
+// path returns name inside the test directory.
+func (e *env) path(name string) string { return filepath.Join(e.dir, name) }
+
+// cleanup kills what still runs and, on failure, prints the daemons' logs.
+func (e *env) cleanup() {
+	for _, d := range e.runs {
+		if !d.exited() {
+			d.cmd.Process.Kill()
+			<-d.done
+		}
+	}
+	if !e.t.Failed() {
+		return
+	}
+	for i, d := range e.runs {
+		e.t.Logf("--- daemon run %d log (tail) ---\n%s", i, tail(d.log(), 6000))
+	}
+}
+
+// freeAddr returns 127.0.0.1:PORT for a port that was free when asked.
+func freeAddr(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+// cfgWith writes the env's config with addr and returns its path.
+func (e *env) cfgWith(addr string) string {
+	e.t.Helper()
+	if err := os.WriteFile(e.cfg, []byte(strings.ReplaceAll(e.tmpl, addrPlaceholder, addr)), 0o644); err != nil {
+		e.t.Fatal(err)
+	}
+	return e.cfg
+}
+
+// daemon is one run of `tailfeed run`.
+type daemon struct {
+	t       testing.TB
+	cmd     *exec.Cmd
+	addr    string
+	logPath string
+	done    chan struct{} // closed when the process has been waited for
+	code    int           // exit code; -1 when ended by a signal
+	started time.Time
+	ended   time.Time
+}
+
+// spawn writes the config with a fresh address and starts the daemon without
+// waiting for it to be ready.
+func (e *env) spawn() *daemon {
+	e.t.Helper()
+	addr := freeAddr(e.t)
+	e.cfgWith(addr)
+	d := &daemon{t: e.t, addr: addr, done: make(chan struct{})}
+	d.logPath = e.path(fmt.Sprintf("daemon-%d.log", len(e.runs)))
+	logf, err := os.Create(d.logPath)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	d.cmd = exec.Command(bin, "run", "--config", e.cfg)
+	d.cmd.Dir = e.dir
+	d.cmd.Stdout = logf
+	d.cmd.Stderr = logf
+	if err := d.cmd.Start(); err != nil {
+		logf.Close()
+		e.t.Fatal(err)
+	}
+	d.started = time.Now()
+	e.runs = append(e.runs, d)
+	go func() {
+		err := d.cmd.Wait()
+		d.ended = time.Now()
+		logf.Close()
+		d.code = exitCode(err)
+		close(d.done)
+	}()
+	return d
+}
+
+// start spawns a daemon and waits until /feed.status answers; it retries
+// with another port when the chosen one was taken meanwhile.
+func (e *env) start() *daemon {
+	e.t.Helper()
+	for attempt := 0; ; attempt++ {
+		d := e.spawn()
+		err := d.waitReady(60 * time.Second)
+		if err == nil {
+			return d
+		}
+		if d.exited() && strings.Contains(d.log(), "address already in use") && attempt < 5 {
+			continue
+		}
+		e.t.Fatalf("daemon did not become ready: %v\n%s", err, tail(d.log(), 4000))
+	}
+}
+
+func (d *daemon) exited() bool {
+	select {
+	case <-d.done:
+		return true
+	default:
+		return false
+	}
+}
+
+func (d *daemon) pid() int { return d.cmd.Process.Pid }
+
+func (d *daemon) log() string {
+	b, _ := os.ReadFile(d.logPath)
+	return string(b)
+}
+
+// waitReady polls /feed.status until it answers 200 or the process ends.
+func (d *daemon) waitReady(timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		if d.exited() {
+			return fmt.Errorf("exited with code %d before it was ready", d.code)
+		}
+		if _, err := d.status(); err == nil {
+			return nil
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return errors.New("not ready in time")
+}
+
+// kill sends SIGKILL and waits for the process to be gone (its locks too).
+func (d *daemon) kill() {
+	d.t.Helper()
+	if err := d.cmd.Process.Signal(syscall.SIGKILL); err != nil && !d.exited() {
+		d.t.Fatalf("kill: %v", err)
+	}
+	<-d.done
+}
+
+// signal sends sig (the process must still run).
+func (d *daemon) signal(sig os.Signal) {
+	d.t.Helper()
+	if err := d.cmd.Process.Signal(sig); err != nil {
+		d.t.Fatalf("signal %v: %v", sig, err)
+	}
+}
+
+// wait waits up to timeout for the exit and returns the exit code.
+func (d *daemon) wait(timeout time.Duration) int {
+	d.t.Helper()
+	select {
+	case <-d.done:
+		return d.code
+	case <-time.After(timeout):
+		d.t.Fatalf("daemon pid %d still runs after %v", d.pid(), timeout)
+		return 0
+	}
+}
+
+// stop sends SIGTERM and requires a clean exit (code 0).
+func (d *daemon) stop() {
+	d.t.Helper()
+	d.signal(syscall.SIGTERM)
+	if code := d.wait(60 * time.Second); code != 0 {
+		d.t.Fatalf("exit code after SIGTERM = %d, want 0\n%s", code, tail(d.log(), 4000))
+	}
+}
+
+// report is the part of feed.status the tests read; decoded from the JSON
+// field names of DESIGN §7, not from the daemon's own types.
+type report struct {
+	Settled  bool         `json:"settled"`
+	Lossless bool         `json:"lossless"`
+	Version  uint64       `json:"version"`
+	Feeds    []feedReport `json:"feeds"`
+}
+
+type feedReport struct {
+	Feed         string  `json:"feed"`
+	State        string  `json:"state"`
+	Bounded      bool    `json:"bounded"`
+	Sequence     uint64  `json:"sequence"`
+	Detail       *string `json:"detail"`
+	Settled      bool    `json:"settled"`
+	Lossless     bool    `json:"lossless"`
+	Unterminated int64   `json:"unterminated"`
+	Acknowledged uint64  `json:"acknowledged"`
+	PendingAcks  int64   `json:"pendingAcks"`
+	Stalled      *string `json:"stalled"`
+	Epoch        string  `json:"epoch"`
+	Pointer      *struct {
+		Offset  int64  `json:"offset"`
+		Epoch   string `json:"epoch"`
+		Commits uint64 `json:"commits"`
+	} `json:"pointer"`
+	Subscribers []struct {
+		Queue      string `json:"queue"`
+		Position   uint64 `json:"position"`
+		Dispatched uint64 `json:"dispatched"`
+		Drained    bool   `json:"drained"`
+		State      string `json:"state"`
+	} `json:"subscribers"`
+}
+
+var httpClient = &http.Client{Timeout: 5 * time.Second}
+
+// get fetches http://ADDR/path and returns the status code and body.
+func (d *daemon) get(path string) (int, []byte, error) {
+	resp, err := httpClient.Get("http://" + d.addr + path)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, body, err
+}
+
+func (d *daemon) status() (*report, error) {
+	code, body, err := d.get("/feed.status")
+	if err != nil {
+		return nil, err
+	}
+	if code != http.StatusOK {
+		return nil, fmt.Errorf("/feed.status: %d %s", code, body)
+	}
+	var r report
+	if err := json.Unmarshal(body, &r); err != nil {
+		return nil, fmt.Errorf("/feed.status: %v: %s", err, body)
+	}
+	return &r, nil
+}
+
+// waitFor polls /feed.status until ok holds, failing the test after timeout.
+func (d *daemon) waitFor(what string, timeout time.Duration, ok func(*report) bool) *report {
+	d.t.Helper()
+	deadline := time.Now().Add(timeout)
+	var last *report
+	var lastErr error
+	for time.Now().Before(deadline) {
+		if d.exited() {
+			d.t.Fatalf("waiting for %s: daemon exited with code %d", what, d.code)
+		}
+		r, err := d.status()
+		if err == nil && ok(r) {
+			return r
+		}
+		last, lastErr = r, err
+		time.Sleep(20 * time.Millisecond)
+	}
+	b, _ := json.Marshal(last)
+	d.t.Fatalf("no %s within %v; last report %s (error %v)", what, timeout, b, lastErr)
+	return nil
+}
+
+// waitSettled waits for the top-level settled.
+func (d *daemon) waitSettled(timeout time.Duration) *report {
+	d.t.Helper()
+	return d.waitFor("settled", timeout, func(r *report) bool { return r.Settled })
+}
+
+// cli runs the binary with args and returns stdout, stderr and the exit code.
+func cli(t testing.TB, args ...string) (string, string, int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	if ctx.Err() != nil {
+		t.Fatalf("tailfeed %s: timed out", strings.Join(args, " "))
+	}
+	return stdout.String(), stderr.String(), exitCode(err)
+}
+
+// exitCode maps a Wait error to the exit code: -1 for death by signal.
+func exitCode(err error) int {
+	if err == nil {
+		return 0
+	}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode()
+	}
+	return -2
+}
+
+// pointerRecord is `tailfeed pointer show --json`.
+type pointerRecord struct {
+	Offset            int64  `json:"offset"`
+	Epoch             string `json:"epoch"`
+	FileKey           string `json:"fileKey"`
+	FingerprintLength int64  `json:"fingerprintLength"`
+	Fingerprint       string `json:"fingerprint"`
+	Commits           uint64 `json:"commits"`
+	Slot              string `json:"slot"`
+	Layout            int    `json:"layout"`
+}
+
+// showPointer reads a pointer file with the CLI; ok is false when the file
+// does not exist yet.
+func showPointer(t testing.TB, path string) (pointerRecord, bool) {
+	t.Helper()
+	var rec pointerRecord
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		return rec, false
+	}
+	out, errOut, code := cli(t, "pointer", "show", "--json", path)
+	if code != 0 {
+		t.Fatalf("pointer show --json %s: exit %d: %s", path, code, errOut)
+	}
+	dec := json.NewDecoder(strings.NewReader(out))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&rec); err != nil {
+		t.Fatalf("pointer show --json: %v: %s", err, out)
+	}
+	return rec, true
+}
+
+// tail returns the last n bytes of s.
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return "…" + s[len(s)-n:]
+}
+
+// waitUntil polls cond every few milliseconds, failing after timeout.
+func waitUntil(t testing.TB, what string, timeout time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
