@@ -7,6 +7,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
+
 	"tailfeed/feed"
 )
 
@@ -36,6 +38,13 @@ type FileSinkConfig struct {
 	Open func(path string) (SinkFile, int64, error)
 	// Checkpoint is the group's checkpoint (required for FsyncInterval).
 	Checkpoint Checkpoint
+	// Record is the exactlyOnce side record's path
+	// (dataDir/state/<processor>.rec); "" = exactlyOnce off. See exactlyonce.go.
+	Record string
+	// OpenRecord opens the side record (nil: os.OpenFile read-write, created 0644).
+	OpenRecord func(path string) (RecordFile, error)
+	// Logger receives the exactlyOnce WARNs at open (nil: none).
+	Logger hclog.Logger
 }
 
 // maxUnsynced bounds the bytes an interval sink keeps for a rewrite after a
@@ -62,6 +71,11 @@ type FileSink struct {
 	firstDirty time.Time // zero when nothing is unsynced
 	dirtyMark  uint64    // checkpoint mark through the last write
 	broken     bool      // the file's tail is in an unknown state: rewrite before anything else
+
+	// exactlyOnce only (exactlyonce.go).
+	rec     *sideRecord
+	applied applied    // last line written (stored in rec, or to be at the next flush)
+	view    feed.Batch // the lines of a batch not applied yet
 }
 
 // OpenFileSink opens (creating) the output file.
@@ -75,6 +89,12 @@ func OpenFileSink(cfg FileSinkConfig) (*FileSink, error) {
 		return nil, err
 	}
 	s := &FileSink{cfg: cfg, f: f, size: size, synced: size}
+	if cfg.Record != "" {
+		if err := s.openRecord(); err != nil {
+			f.Close()
+			return nil, err
+		}
+	}
 	if cfg.Fsync == FsyncInterval {
 		cfg.Checkpoint.Hold()
 	}
@@ -96,6 +116,13 @@ func openAppend(path string) (SinkFile, int64, error) {
 
 // ProcessBatch writes b's lines with one write(2).
 func (s *FileSink) ProcessBatch(ctx context.Context, b *feed.Batch) (int, error) {
+	if s.rec != nil {
+		return s.processOnce(ctx, b)
+	}
+	return s.processBatch(ctx, b)
+}
+
+func (s *FileSink) processBatch(ctx context.Context, b *feed.Batch) (int, error) {
 	if s.broken {
 		if err := s.repair(); err != nil {
 			return 0, err
@@ -232,6 +259,9 @@ func (s *FileSink) Flush(ctx context.Context) error {
 	}
 	s.synced = s.size
 	s.unsynced = s.unsynced[:0]
+	if err := s.storeFlushed(); err != nil {
+		return err // firstDirty stays: the next Flush stores the record again
+	}
 	s.firstDirty = time.Time{}
 	s.cfg.Checkpoint.DurableThrough(s.dirtyMark)
 	return nil
@@ -244,6 +274,9 @@ func (s *FileSink) Close() error {
 		err = s.Flush(context.Background())
 	}
 	if cerr := s.f.Close(); err == nil {
+		err = cerr
+	}
+	if cerr := s.closeRecord(); err == nil {
 		err = cerr
 	}
 	return err

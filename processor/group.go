@@ -57,7 +57,10 @@ type Group struct {
 	idx       []int // view index → batch index
 	d         feed.Delivery
 	mark      uint64 // queue count through the end of the current batch
+	cpMark    uint64 // Mark(): queue count through the lines handed to the processor now
 	published uint64 // dispatched count published so far
+
+	replays chan *replayReq // dead-letter replays, run between batches (dlq_replay.go)
 
 	completionFailures atomic.Uint64
 	failures           atomic.Uint64
@@ -88,7 +91,7 @@ func NewGroup(cfg GroupConfig) *Group {
 		cfg.Retry.Attempts = 1
 	}
 	return &Group{cfg: cfg, q: cfg.Queue, log: cfg.Logger.Named(cfg.Name), done: make(chan struct{}),
-		releases: make(chan *releaseReq)}
+		releases: make(chan *releaseReq), replays: make(chan *replayReq)}
 }
 
 // SetBatchProcessor sets the processor after the group was made (a sink
@@ -116,8 +119,10 @@ func (g *Group) DeadLettered() uint64 { return g.deadLettered.Load() }
 // Hold implements Checkpoint.
 func (g *Group) Hold() { g.q.Hold() }
 
-// Mark implements Checkpoint.
-func (g *Group) Mark() uint64 { return g.mark }
+// Mark implements Checkpoint: the queue count through the last line handed
+// to the processor in the current call (a single line in line mode, so a
+// sink that syncs inline never reports later lines of the batch durable).
+func (g *Group) Mark() uint64 { return g.cpMark }
 
 // DurableThrough implements Checkpoint.
 func (g *Group) DurableThrough(mark uint64) {
@@ -191,6 +196,9 @@ func (g *Group) run(ctx context.Context) {
 				continue
 			case <-g.readyWait():
 				continue
+			case req := <-g.replays:
+				g.replay(ctx, req)
+				continue
 			}
 		}
 		ok := g.handle(ctx, b)
@@ -199,6 +207,7 @@ func (g *Group) run(ctx context.Context) {
 		if !ok {
 			return
 		}
+		g.pollReplay(ctx) // between batches, also while busy
 		if fl != nil {
 			if at, due := fl.FlushDue(); due && !time.Now().Before(at) {
 				g.flush(ctx, fl)
@@ -306,6 +315,11 @@ func (g *Group) handle(ctx context.Context, b *feed.Batch) bool {
 // step runs the processor once from view line from; it returns the lines
 // finished (including their completions).
 func (g *Group) step(ctx context.Context, from, attempt int, lineMode bool) (int, error) {
+	end := len(g.view.Lines)
+	if lineMode || g.cfg.Batch == nil {
+		end = from + 1
+	}
+	g.cpMark = g.mark - uint64(g.cur.Len()) + uint64(g.origDone(end, g.cur.Len()))
 	if g.cfg.Batch != nil {
 		sub := g.sub(from, lineMode)
 		return g.cfg.Batch.ProcessBatch(ctx, sub)
@@ -316,8 +330,10 @@ func (g *Group) step(ctx context.Context, from, attempt int, lineMode bool) (int
 	if err := g.cfg.Processor.Process(ctx, &g.d); err != nil {
 		return 0, err
 	}
-	for _, c := range g.d.Completions() {
-		g.complete(ctx, c)
+	// By index: a completion may register follow-up completions; they run
+	// too, in order, before the line counts as dispatched.
+	for i := 0; i < len(g.d.Completions()); i++ {
+		g.complete(ctx, g.d.Completions()[i])
 	}
 	g.d.ClearCompletions()
 	return 1, nil

@@ -216,6 +216,9 @@ func (d *Daemon) buildGroup(f *Feed, pc *config.Processor, q *feed.Queue, log hc
 			return nil, nil, err
 		}
 	}
+	if gc.Ledger, err = d.openLedger(pc, log); err != nil {
+		return nil, nil, err
+	}
 	g := processor.NewGroup(gc)
 	if build := d.opts.Processors[pc.Name]; build != nil {
 		return d.buildCustom(g, pc, build)
@@ -234,6 +237,8 @@ func (d *Daemon) buildGroup(f *Feed, pc *config.Processor, q *feed.Queue, log hc
 			Fsync:      mode,
 			Interval:   time.Duration(pc.FsyncIntervalMillis) * time.Millisecond,
 			Checkpoint: g,
+			Record:     d.exactlyOnceRecord(pc),
+			Logger:     log.Named(pc.Name),
 		})
 		if err != nil {
 			return nil, nil, fmt.Errorf("processor %s: %w", pc.Name, err)
@@ -243,6 +248,13 @@ func (d *Daemon) buildGroup(f *Feed, pc *config.Processor, q *feed.Queue, log hc
 	case "discard":
 		g.SetBatchProcessor(processor.Discard{})
 		return g, nil, nil
+	case "count":
+		c, err := d.openCount(pc, g)
+		if err != nil {
+			return nil, nil, err
+		}
+		g.SetBatchProcessor(c)
+		return g, c, nil
 	}
 	return nil, nil, fmt.Errorf("processor %s: type %s is not available yet", pc.Name, pc.Type)
 }
@@ -255,6 +267,9 @@ func (d *Daemon) Start(ctx context.Context) {
 	routes := map[string]status.Route{}
 	routes["/metrics"] = d.metricsRoute()
 	routes["/admin/release/{feed}/{subscriber}"] = d.releaseRoute()
+	for p, rt := range d.effectRoutes() {
+		routes[p] = rt
+	}
 	d.srv = status.NewServer(status.ServerConfig{
 		Token:       d.cfg.Status.Token,
 		ProtectRead: d.cfg.Status.ProtectRead,

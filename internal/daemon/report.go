@@ -106,6 +106,7 @@ func (f *Feed) report() status.FeedReport {
 		fr.Refused += q.Counters.Refused.Load()
 		fr.CompletionFailures += g.CompletionFailures()
 		fr.Released += q.ReleasedLines()
+		fr.DeadLettered += uint64(g.Ledgered()) // entries now in the ledger (read from disk at start)
 		fr.Subscribers = append(fr.Subscribers, sr)
 	}
 	fr.Acknowledged = pub.Acknowledged()

@@ -1,0 +1,359 @@
+package processor
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"tailfeed/feed"
+	"tailfeed/internal/fileutil"
+)
+
+// The dead-letter ledger (DESIGN §6): dataDir/dlq/<processor>.jsonl, one
+// JSON object per line, appended and fsynced before the line it holds counts
+// as processed:
+//
+//	{"feed":"app","path":"/var/log/app.log","epoch":"00c3a1d2e4f50617","position":1234,
+//	 "positioned":true,"attempts":6,"error":"write out.log: no space left on device",
+//	 "time":"2026-01-02T15:04:05.123456789Z","line":"text","lineBase64":"dGV4dA=="}
+//
+// `line` is the line as text (one U+FFFD per invalid UTF-8 byte, as every
+// JSON output); `lineBase64` holds the raw bytes exactly and is what a
+// replay delivers. The ledger's entries are read from disk at open, so
+// `deadLettered` (entries now in the ledgers) and `lossless: false` survive
+// a restart. An entry leaves the ledger only through a replay that processed
+// it or a purge; both rewrite the file atomically (temp file, fsync, rename,
+// fsync of the directory).
+//
+// A torn last line (a crash during the append) is cut off at open: its line
+// was not yet processed, so it is delivered again and dead-lettered again.
+// A line with a position that is already in the ledger (a re-delivery after
+// a crash) is not appended twice. A complete line that does not decode is
+// kept and counted (it may hold a line); a replay leaves it in place, a
+// purge removes it.
+
+// DeadLetterEntry is one ledger line.
+type DeadLetterEntry struct {
+	Feed       string `json:"feed"`
+	Path       string `json:"path,omitempty"`
+	Epoch      string `json:"epoch"` // 16 lowercase hex digits
+	Position   int64  `json:"position"`
+	Positioned bool   `json:"positioned"`
+	Attempts   int    `json:"attempts"`
+	Error      string `json:"error"`
+	Time       string `json:"time"` // RFC 3339, UTC, nanoseconds
+	Line       string `json:"line"`
+	LineBase64 string `json:"lineBase64"`
+}
+
+// ledgerEntry is an entry in memory: its bytes on disk (without '\n') and,
+// when they decode, the entry and its raw line.
+type ledgerEntry struct {
+	id   uint64
+	raw  []byte
+	e    *DeadLetterEntry // nil: corrupt
+	line []byte
+	key  ledgerKey
+}
+
+type ledgerKey struct {
+	feed     string
+	epoch    uint64
+	position int64
+}
+
+// Ledger is one processor's dead-letter file. Its methods are safe for
+// concurrent use: the group appends and replays, the admin API lists and
+// purges.
+type Ledger struct {
+	path string
+	log  hclog.Logger
+
+	mu      sync.Mutex
+	entries []ledgerEntry
+	keys    map[ledgerKey]int // positioned entries by (feed, epoch, position): count
+	nextID  uint64
+	size    int64 // bytes in the file
+}
+
+// OpenLedger reads the ledger at path (a missing file is an empty ledger;
+// the file is created at the first dead letter).
+func OpenLedger(path string, log hclog.Logger) (*Ledger, error) {
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	l := &Ledger{path: path, log: log, keys: map[ledgerKey]int{}}
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return l, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read dead-letter ledger %s: %w", path, err)
+	}
+	if i := bytes.LastIndexByte(data, '\n'); i+1 < len(data) {
+		log.Warn("dead-letter ledger ends in a torn entry; cutting it off (its line is delivered again)",
+			"path", path, "bytes", len(data)-i-1)
+		data = data[:i+1]
+		if err := os.Truncate(path, int64(len(data))); err != nil {
+			return nil, fmt.Errorf("truncate torn dead-letter ledger %s: %w", path, err)
+		}
+	}
+	for rest := data; len(rest) > 0; {
+		i := bytes.IndexByte(rest, '\n')
+		if i > 0 {
+			l.add(bytes.Clone(rest[:i]))
+		}
+		rest = rest[i+1:]
+	}
+	l.size = int64(len(data))
+	for _, e := range l.entries {
+		if e.e == nil {
+			log.Warn("dead-letter ledger holds an entry that does not decode; kept (purge removes it)", "path", path)
+			break
+		}
+	}
+	return l, nil
+}
+
+// add decodes raw and appends it to the in-memory entries.
+func (l *Ledger) add(raw []byte) {
+	le := ledgerEntry{id: l.nextID, raw: raw}
+	l.nextID++
+	var e DeadLetterEntry
+	if err := json.Unmarshal(raw, &e); err == nil {
+		if line, err := base64.StdEncoding.DecodeString(e.LineBase64); err == nil {
+			if ep, err := strconv.ParseUint(e.Epoch, 16, 64); err == nil {
+				le.e, le.line = &e, line
+				le.key = ledgerKey{e.Feed, ep, e.Position}
+			}
+		}
+	}
+	if le.e != nil && le.e.Positioned {
+		l.keys[le.key]++
+	}
+	l.entries = append(l.entries, le)
+}
+
+// Len is the number of entries in the ledger.
+func (l *Ledger) Len() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.entries)
+}
+
+// Path is the ledger file's path.
+func (l *Ledger) Path() string { return l.path }
+
+// DeadLetter appends d's line with its attempts and last error and fsyncs
+// the ledger. A positioned line already in the ledger is not appended again.
+func (l *Ledger) DeadLetter(d *feed.Delivery, attempts int, lastErr error) error {
+	msg := ""
+	if lastErr != nil {
+		msg = lastErr.Error()
+	}
+	e := DeadLetterEntry{
+		Feed: d.Feed, Path: d.Path, Epoch: fmt.Sprintf("%016x", d.Epoch), Position: d.Position,
+		Positioned: d.Positioned(), Attempts: attempts, Error: msg,
+		Time: time.Now().UTC().Format(time.RFC3339Nano),
+		Line: string(d.Line), LineBase64: base64.StdEncoding.EncodeToString(d.Line),
+	}
+	raw, err := json.Marshal(e)
+	if err != nil {
+		return err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if d.Positioned() && l.keys[ledgerKey{d.Feed, d.Epoch, d.Position}] > 0 {
+		return nil // dead-lettered before a crash, delivered again since
+	}
+	if err := l.appendLocked(raw); err != nil {
+		return err
+	}
+	l.add(raw)
+	return nil
+}
+
+// appendLocked appends raw and a newline and fsyncs. The file is opened per
+// append (dead letters are rare), created with an fsync of its directory.
+func (l *Ledger) appendLocked(raw []byte) error {
+	created := false
+	if _, err := os.Stat(l.path); errors.Is(err, os.ErrNotExist) {
+		created = true
+	}
+	f, err := os.OpenFile(l.path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("open dead-letter ledger: %w", err)
+	}
+	defer f.Close()
+	if created {
+		if err := fileutil.SyncDir(filepath.Dir(l.path)); err != nil {
+			return fmt.Errorf("fsync dlq directory: %w", err)
+		}
+	}
+	buf := append(bytes.Clone(raw), '\n')
+	n, err := f.Write(buf)
+	if err == nil && n < len(buf) {
+		err = io.ErrShortWrite
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if err != nil {
+		// Leave no partial entry behind: the line is retried and held.
+		f.Truncate(l.size)
+		return fmt.Errorf("append to dead-letter ledger %s: %w", l.path, err)
+	}
+	l.size += int64(n)
+	return nil
+}
+
+// LedgerItem is an entry as the admin API lists it.
+type LedgerItem struct {
+	*DeadLetterEntry
+	Corrupt string `json:"corrupt,omitempty"` // the undecodable bytes, when the entry does not decode
+}
+
+// List returns the first max entries (oldest first) and the total.
+func (l *Ledger) List(max int) ([]LedgerItem, int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := min(max, len(l.entries))
+	out := make([]LedgerItem, 0, n)
+	for _, e := range l.entries[:n] {
+		if e.e == nil {
+			out = append(out, LedgerItem{DeadLetterEntry: &DeadLetterEntry{}, Corrupt: string(e.raw)})
+			continue
+		}
+		c := *e.e
+		out = append(out, LedgerItem{DeadLetterEntry: &c})
+	}
+	return out, len(l.entries)
+}
+
+// replayItem is an entry handed to a replay.
+type replayItem struct {
+	id    uint64
+	entry DeadLetterEntry
+	line  []byte
+	epoch uint64
+}
+
+// head returns up to max decodable entries from the front, oldest first.
+func (l *Ledger) head(max int) []replayItem {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []replayItem
+	for _, e := range l.entries {
+		if len(out) >= max {
+			break
+		}
+		if e.e == nil {
+			continue
+		}
+		out = append(out, replayItem{id: e.id, entry: *e.e, line: e.line, epoch: e.key.epoch})
+	}
+	return out
+}
+
+// remove drops the entries with the given ids (those still present) and
+// rewrites the file atomically. It returns how many it removed.
+func (l *Ledger) remove(ids map[uint64]bool) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	keep := make([]ledgerEntry, 0, len(l.entries))
+	for _, e := range l.entries {
+		if !ids[e.id] {
+			keep = append(keep, e)
+		}
+	}
+	n := len(l.entries) - len(keep)
+	if n == 0 {
+		return 0, nil
+	}
+	if err := l.rewriteLocked(keep); err != nil {
+		return 0, err
+	}
+	for _, e := range l.entries {
+		if ids[e.id] && e.e != nil && e.e.Positioned {
+			if l.keys[e.key]--; l.keys[e.key] <= 0 {
+				delete(l.keys, e.key)
+			}
+		}
+	}
+	l.entries = keep
+	return n, nil
+}
+
+// Purge removes the first max entries (corrupt ones included) and returns
+// how many it removed.
+func (l *Ledger) Purge(max int) (int, error) {
+	l.mu.Lock()
+	ids := map[uint64]bool{}
+	for _, e := range l.entries[:min(max, len(l.entries))] {
+		ids[e.id] = true
+	}
+	l.mu.Unlock()
+	return l.remove(ids)
+}
+
+// rewriteLocked replaces the file with entries: temp file, fsync, rename,
+// fsync of the directory. An empty ledger removes the file.
+func (l *Ledger) rewriteLocked(entries []ledgerEntry) error {
+	dir := filepath.Dir(l.path)
+	if len(entries) == 0 {
+		if err := os.Remove(l.path); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("remove dead-letter ledger: %w", err)
+		}
+		l.size = 0
+		return fileutil.SyncDir(dir)
+	}
+	var buf bytes.Buffer
+	for _, e := range entries {
+		buf.Write(e.raw)
+		buf.WriteByte('\n')
+	}
+	if err := writeAtomic(l.path, buf.Bytes()); err != nil {
+		return fmt.Errorf("rewrite dead-letter ledger: %w", err)
+	}
+	l.size = int64(buf.Len())
+	return nil
+}
+
+// writeAtomic replaces path with data: a temp file in the same directory,
+// fsync, rename over path, fsync of the directory.
+func writeAtomic(path string, data []byte) error {
+	tmp := path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	n, err := f.Write(data)
+	if err == nil && n < len(data) {
+		err = io.ErrShortWrite
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return fileutil.SyncDir(filepath.Dir(path))
+}

@@ -1,0 +1,513 @@
+package processor
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"tailfeed/feed"
+)
+
+// eoCheckpoint is a Checkpoint for sinks tested without a group.
+type eoCheckpoint struct {
+	held    bool
+	mark    uint64
+	durable uint64
+}
+
+func (c *eoCheckpoint) Hold()        { c.held = true }
+func (c *eoCheckpoint) Mark() uint64 { return c.mark }
+func (c *eoCheckpoint) DurableThrough(m uint64) {
+	if m > c.durable {
+		c.durable = m
+	}
+}
+
+// eoBatch makes a batch of lines under epoch, the first ending at position
+// after start (each line plus '\n').
+func eoBatch(epoch uint64, start int64, lines ...string) *feed.Batch {
+	b := &feed.Batch{Feed: "app", Epoch: epoch, Positioned: true}
+	pos := start
+	for _, l := range lines {
+		pos += int64(len(l)) + 1
+		b.AppendLine([]byte(l), pos)
+	}
+	return b
+}
+
+// eoLines returns n lines "p-00000".. and their byte total with '\n'.
+func eoLines(p string, from, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("%s-%05d", p, from+i)
+	}
+	return out
+}
+
+func eoJoin(lines []string) string {
+	var b bytes.Buffer
+	for _, l := range lines {
+		b.WriteString(l)
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+type eoSink struct {
+	t    *testing.T
+	dir  string
+	out  string
+	rec  string
+	mode FsyncMode
+	cp   *eoCheckpoint
+	open func(string) (SinkFile, int64, error)
+	orec func(string) (RecordFile, error)
+}
+
+func newEOSink(t *testing.T, mode FsyncMode) *eoSink {
+	dir := t.TempDir()
+	return &eoSink{t: t, dir: dir, out: filepath.Join(dir, "out.log"), rec: filepath.Join(dir, "sink.rec"), mode: mode}
+}
+
+func (e *eoSink) openSink() *FileSink {
+	e.t.Helper()
+	e.cp = &eoCheckpoint{}
+	s, err := OpenFileSink(FileSinkConfig{Path: e.out, Fsync: e.mode, Interval: time.Hour, Checkpoint: e.cp,
+		Record: e.rec, Open: e.open, OpenRecord: e.orec})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return s
+}
+
+func (e *eoSink) output() string {
+	e.t.Helper()
+	b, err := os.ReadFile(e.out)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		e.t.Fatal(err)
+	}
+	return string(b)
+}
+
+func mustProcess(t *testing.T, s *FileSink, b *feed.Batch) {
+	t.Helper()
+	n, err := s.ProcessBatch(context.Background(), b)
+	if err != nil || n != b.Len() {
+		t.Fatalf("ProcessBatch = %d, %v; want %d, nil", n, err, b.Len())
+	}
+}
+
+// TestExactlyOnceSkipsReDeliveries: after a restart the sink skips the
+// lines its record covers and writes the rest, for every fsync mode.
+func TestExactlyOnceSkipsReDeliveries(t *testing.T) {
+	for _, mode := range []FsyncMode{FsyncNever, FsyncInterval, FsyncAlways} {
+		t.Run(modeName(mode), func(t *testing.T) {
+			e := newEOSink(t, mode)
+			a, b := eoLines("a", 0, 5), eoLines("b", 0, 5)
+			s := e.openSink()
+			b1 := eoBatch(7, 0, a...)
+			mustProcess(t, s, b1)
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			s = e.openSink()
+			// The restart re-reads from an older pointer: the first batch
+			// again (whole, then a part of it), then new lines.
+			mustProcess(t, s, eoBatch(7, 0, a...))
+			mustProcess(t, s, eoBatch(7, b1.Ends[1], a[2:]...))
+			mustProcess(t, s, eoBatch(7, b1.LastEnd(), b...))
+			s.Close()
+			if got, want := e.output(), eoJoin(append(a, b...)); got != want {
+				t.Fatalf("output\n%q\nwant\n%q", got, want)
+			}
+		})
+	}
+}
+
+// TestExactlyOnceSkipsPrefixOfBatch: a batch whose first lines were applied
+// is written from the first line that was not, and counts as done whole.
+func TestExactlyOnceSkipsPrefixOfBatch(t *testing.T) {
+	e := newEOSink(t, FsyncNever)
+	lines := eoLines("x", 0, 6)
+	s := e.openSink()
+	full := eoBatch(1, 0, lines...)
+	mustProcess(t, s, eoBatch(1, 0, lines[:4]...))
+	s.Close()
+	s = e.openSink()
+	defer s.Close()
+	mustProcess(t, s, full)
+	if got, want := e.output(), eoJoin(lines); got != want {
+		t.Fatalf("output %q, want %q", got, want)
+	}
+}
+
+// TestExactlyOnceAcrossEpochs: a new epoch's small positions are not
+// mistaken for applied lines (AlreadyApplied is false across epochs).
+func TestExactlyOnceAcrossEpochs(t *testing.T) {
+	e := newEOSink(t, FsyncNever)
+	s := e.openSink()
+	mustProcess(t, s, eoBatch(1, 0, eoLines("old", 0, 20)...))
+	mustProcess(t, s, eoBatch(2, 0, "new-1", "new-2"))
+	s.Close()
+	s = e.openSink()
+	defer s.Close()
+	mustProcess(t, s, eoBatch(2, 0, "new-1", "new-2", "new-3"))
+	want := eoJoin(eoLines("old", 0, 20)) + "new-1\nnew-2\nnew-3\n"
+	if got := e.output(); got != want {
+		t.Fatalf("output %q, want %q", got, want)
+	}
+}
+
+// TestExactlyOnceWritesLinesWithoutPosition: a replayed or downgraded line
+// (no position) is written even though its position is covered, and moves
+// only the record's length.
+func TestExactlyOnceWritesLinesWithoutPosition(t *testing.T) {
+	e := newEOSink(t, FsyncNever)
+	s := e.openSink()
+	mustProcess(t, s, eoBatch(1, 0, "a", "b", "c"))
+	replay := eoBatch(1, 0, "b")
+	replay.Positioned = false
+	mustProcess(t, s, replay)
+	s.Close()
+	s = e.openSink() // the record must cover the replayed line: no truncation
+	defer s.Close()
+	mustProcess(t, s, eoBatch(1, 0, "a", "b", "c", "d"))
+	if got, want := e.output(), "a\nb\nc\nb\nd\n"; got != want {
+		t.Fatalf("output %q, want %q", got, want)
+	}
+}
+
+// TestExactlyOnceOpenTruncatesUnrecordedTail: a crash between the output
+// write and the record store leaves a tail the record does not cover; the
+// open cuts it off, and the re-delivery writes the same bytes again.
+func TestExactlyOnceOpenTruncatesUnrecordedTail(t *testing.T) {
+	e := newEOSink(t, FsyncNever)
+	s := e.openSink()
+	mustProcess(t, s, eoBatch(1, 0, "a", "b"))
+	s.Close()
+	f, err := os.OpenFile(e.out, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString("c\nd") // written, never recorded, torn
+	f.Close()
+	s = e.openSink()
+	defer s.Close()
+	if got := e.output(); got != "a\nb\n" {
+		t.Fatalf("after open: %q, want the recorded length only", got)
+	}
+	mustProcess(t, s, eoBatch(1, 0, "a", "b", "c", "d"))
+	if got, want := e.output(), "a\nb\nc\nd\n"; got != want {
+		t.Fatalf("output %q, want %q", got, want)
+	}
+}
+
+// TestExactlyOnceRecordLonger: an output shorter than its record (it lost
+// bytes the record had seen) falls back to the other slot when that fits,
+// else runs without a record (duplicates, never a gap).
+func TestExactlyOnceRecordLonger(t *testing.T) {
+	t.Run("other slot fits", func(t *testing.T) {
+		e := newEOSink(t, FsyncNever)
+		s := e.openSink()
+		mustProcess(t, s, eoBatch(1, 0, "aa", "bb"))       // slot A: length 6
+		mustProcess(t, s, eoBatch(1, 6, "cc", "dd", "ee")) // slot B: length 15
+		s.Close()
+		if err := os.Truncate(e.out, 9); err != nil { // lost "dd\nee\n"
+			t.Fatal(err)
+		}
+		s = e.openSink()
+		defer s.Close()
+		if got := e.output(); got != "aa\nbb\n" {
+			t.Fatalf("after open: %q, want the other slot's length", got)
+		}
+		mustProcess(t, s, eoBatch(1, 0, "aa", "bb", "cc", "dd", "ee"))
+		if got, want := e.output(), "aa\nbb\ncc\ndd\nee\n"; got != want {
+			t.Fatalf("output %q, want %q", got, want)
+		}
+	})
+	t.Run("no slot fits", func(t *testing.T) {
+		e := newEOSink(t, FsyncNever)
+		s := e.openSink()
+		mustProcess(t, s, eoBatch(1, 0, "aa", "bb"))
+		mustProcess(t, s, eoBatch(1, 6, "cc"))
+		s.Close()
+		if err := os.Truncate(e.out, 3); err != nil {
+			t.Fatal(err)
+		}
+		s = e.openSink()
+		defer s.Close()
+		mustProcess(t, s, eoBatch(1, 0, "aa", "bb", "cc"))
+		if got, want := e.output(), "aa\naa\nbb\ncc\n"; got != want {
+			t.Fatalf("output %q, want %q (duplicates, never a gap)", got, want)
+		}
+	})
+}
+
+// TestExactlyOnceDamagedSlot: a torn or corrupt newest slot is ignored and
+// the other one used (its tail cut off and written again).
+func TestExactlyOnceDamagedSlot(t *testing.T) {
+	for name, damage := range map[string]func(b []byte){
+		"bad crc":   func(b []byte) { b[20] ^= 0xff },
+		"bad magic": func(b []byte) { b[0] = 'X' },
+		"zeroed":    func(b []byte) { clear(b[:64]) },
+		"version":   func(b []byte) { b[6] = 9 },
+	} {
+		t.Run(name, func(t *testing.T) {
+			e := newEOSink(t, FsyncNever)
+			s := e.openSink()
+			mustProcess(t, s, eoBatch(1, 0, "a"))      // slot A
+			mustProcess(t, s, eoBatch(1, 2, "b", "c")) // slot B, the newest
+			s.Close()
+			rec, err := os.ReadFile(e.rec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			damage(rec[recSlotB:])
+			if err := os.WriteFile(e.rec, rec, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			s = e.openSink()
+			defer s.Close()
+			mustProcess(t, s, eoBatch(1, 0, "a", "b", "c", "d"))
+			if got, want := e.output(), "a\nb\nc\nd\n"; got != want {
+				t.Fatalf("output %q, want %q", got, want)
+			}
+		})
+	}
+}
+
+// faultyRecord fails WriteAt or Sync on demand.
+type faultyRecord struct {
+	*os.File
+	failWrite, failSync *atomic.Bool
+}
+
+func (f faultyRecord) WriteAt(p []byte, off int64) (int, error) {
+	if f.failWrite.Load() {
+		return 0, &fs.PathError{Op: "write", Path: f.Name(), Err: syscall.EIO}
+	}
+	return f.File.WriteAt(p, off)
+}
+
+func (f faultyRecord) Sync() error {
+	if f.failSync.Load() {
+		return &fs.PathError{Op: "fsync", Path: f.Name(), Err: syscall.EIO}
+	}
+	return f.File.Sync()
+}
+
+// TestExactlyOnceRecordFailure: when the record cannot be stored the lines
+// do not count as done and are taken back out of the output; once the
+// record works again the retry writes them once.
+func TestExactlyOnceRecordFailure(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		mode  FsyncMode
+		write bool
+	}{
+		{"write never", FsyncNever, true},
+		{"write always", FsyncAlways, true},
+		{"fsync always", FsyncAlways, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEOSink(t, tc.mode)
+			var failWrite, failSync atomic.Bool
+			e.orec = func(p string) (RecordFile, error) {
+				f, err := openRecordFile(p)
+				if err != nil {
+					return nil, err
+				}
+				return faultyRecord{f.(*os.File), &failWrite, &failSync}, nil
+			}
+			s := e.openSink()
+			mustProcess(t, s, eoBatch(1, 0, "a"))
+			failWrite.Store(tc.write)
+			failSync.Store(!tc.write)
+			b := eoBatch(1, 2, "b", "c")
+			n, err := s.ProcessBatch(context.Background(), b)
+			if n != 0 || !errors.Is(err, syscall.EIO) {
+				t.Fatalf("ProcessBatch with a failing record = %d, %v; want 0 and EIO", n, err)
+			}
+			if got := e.output(); got != "a\n" {
+				t.Fatalf("output after the failure %q, want the lines taken back", got)
+			}
+			failWrite.Store(false)
+			failSync.Store(false)
+			mustProcess(t, s, b)
+			s.Close()
+			s = e.openSink()
+			defer s.Close()
+			mustProcess(t, s, eoBatch(1, 0, "a", "b", "c"))
+			if got, want := e.output(), "a\nb\nc\n"; got != want {
+				t.Fatalf("output %q, want %q", got, want)
+			}
+		})
+	}
+}
+
+// TestExactlyOnceIntervalRecordAtFlush: with fsync: interval the record is
+// stored at the flush, after the output's fsync, and only then does the
+// checkpoint move; a crash before the flush cuts the unflushed tail off.
+func TestExactlyOnceIntervalRecordAtFlush(t *testing.T) {
+	e := newEOSink(t, FsyncInterval)
+	s := e.openSink()
+	e.cp.mark = 2
+	mustProcess(t, s, eoBatch(1, 0, "a", "b"))
+	if err := s.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if e.cp.durable != 2 {
+		t.Fatalf("durable %d after the flush, want 2", e.cp.durable)
+	}
+	e.cp.mark = 3
+	mustProcess(t, s, eoBatch(1, 4, "c"))
+	if e.cp.durable != 2 {
+		t.Fatalf("durable %d before the flush, want 2", e.cp.durable)
+	}
+	// Crash: no flush, no close. The record still says "a\nb\n".
+	s.f.Close()
+	s.rec.f.Close()
+	if got := e.output(); got != "a\nb\nc\n" {
+		t.Fatalf("output before the restart %q", got)
+	}
+	s = e.openSink()
+	defer s.Close()
+	if got := e.output(); got != "a\nb\n" {
+		t.Fatalf("after open: %q, want the flushed length", got)
+	}
+	mustProcess(t, s, eoBatch(1, 0, "a", "b", "c"))
+	if err := s.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.output(); got != "a\nb\nc\n" {
+		t.Fatalf("output %q", got)
+	}
+}
+
+// TestExactlyOnceIntervalRecordFailureHolds: a record that cannot be synced
+// at the flush keeps the checkpoint where it was; the next flush stores it.
+func TestExactlyOnceIntervalRecordFailureHolds(t *testing.T) {
+	e := newEOSink(t, FsyncInterval)
+	var failWrite, failSync atomic.Bool
+	e.orec = func(p string) (RecordFile, error) {
+		f, err := openRecordFile(p)
+		if err != nil {
+			return nil, err
+		}
+		return faultyRecord{f.(*os.File), &failWrite, &failSync}, nil
+	}
+	s := e.openSink()
+	defer s.Close()
+	e.cp.mark = 1
+	mustProcess(t, s, eoBatch(1, 0, "a"))
+	failSync.Store(true)
+	if err := s.Flush(context.Background()); !errors.Is(err, syscall.EIO) {
+		t.Fatalf("Flush = %v, want EIO", err)
+	}
+	if e.cp.durable != 0 {
+		t.Fatalf("durable %d after a failed record sync, want 0", e.cp.durable)
+	}
+	if _, due := s.FlushDue(); !due {
+		t.Fatal("no flush due after a failed record sync")
+	}
+	failSync.Store(false)
+	if err := s.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if e.cp.durable != 1 {
+		t.Fatalf("durable %d, want 1", e.cp.durable)
+	}
+}
+
+// eoFaultyFile is a sink file whose Write or Sync fails with a given errno.
+type eoFaultyFile struct {
+	*os.File
+	writeErr, syncErr *atomic.Pointer[syscall.Errno]
+}
+
+func (f eoFaultyFile) Write(p []byte) (int, error) {
+	if e := f.writeErr.Load(); e != nil {
+		// Part of the bytes reach the file first, as a disk filling up does.
+		n, _ := f.File.Write(p[:len(p)/2])
+		return n, &fs.PathError{Op: "write", Path: f.Name(), Err: *e}
+	}
+	return f.File.Write(p)
+}
+
+func (f eoFaultyFile) Sync() error {
+	if e := f.syncErr.Load(); e != nil {
+		return &fs.PathError{Op: "fsync", Path: f.Name(), Err: *e}
+	}
+	return f.File.Sync()
+}
+
+// TestExactlyOnceSinkFaults: ENOSPC and EIO on the output's write or fsync
+// leave neither output nor record ahead: the batch is not done, and the
+// retry after the fault writes it once.
+func TestExactlyOnceSinkFaults(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		mode  FsyncMode
+		errno syscall.Errno
+		sync  bool
+	}{
+		{"ENOSPC write", FsyncNever, syscall.ENOSPC, false},
+		{"EIO write", FsyncAlways, syscall.EIO, false},
+		{"EIO fsync", FsyncAlways, syscall.EIO, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEOSink(t, tc.mode)
+			var werr, serr atomic.Pointer[syscall.Errno]
+			e.open = func(p string) (SinkFile, int64, error) {
+				f, n, err := openAppend(p)
+				if err != nil {
+					return nil, 0, err
+				}
+				return eoFaultyFile{f.(*os.File), &werr, &serr}, n, nil
+			}
+			s := e.openSink()
+			mustProcess(t, s, eoBatch(1, 0, "a"))
+			errno := tc.errno
+			if tc.sync {
+				serr.Store(&errno)
+			} else {
+				werr.Store(&errno)
+			}
+			b := eoBatch(1, 2, "bbbbbbbb", "cccccccc")
+			if n, err := s.ProcessBatch(context.Background(), b); n != 0 || !errors.Is(err, tc.errno) {
+				t.Fatalf("ProcessBatch = %d, %v; want 0, %v", n, err, tc.errno)
+			}
+			if got := e.output(); got != "a\n" {
+				t.Fatalf("output after the fault %q, want \"a\\n\"", got)
+			}
+			werr.Store(nil)
+			serr.Store(nil)
+			mustProcess(t, s, b)
+			s.Close()
+			s = e.openSink()
+			defer s.Close()
+			mustProcess(t, s, eoBatch(1, 0, "a", "bbbbbbbb", "cccccccc"))
+			if got, want := e.output(), "a\nbbbbbbbb\ncccccccc\n"; got != want {
+				t.Fatalf("output %q, want %q", got, want)
+			}
+		})
+	}
+}
+
+func modeName(m FsyncMode) string {
+	switch m {
+	case FsyncAlways:
+		return "always"
+	case FsyncInterval:
+		return "interval"
+	}
+	return "never"
+}
