@@ -184,6 +184,9 @@ func (s *FileSink) write(p []byte) error {
 				return fmt.Errorf("write %s: %w (truncate back failed: %v): %w", s.cfg.Path, err, terr, ErrFatal)
 			}
 		}
+		if pe, ok := err.(*os.PathError); ok && pe.Op == "write" && pe.Path == s.cfg.Path {
+			return err // already "write PATH: reason" (the stalled reason shows it once)
+		}
 		return fmt.Errorf("write %s: %w", s.cfg.Path, err)
 	}
 	s.size += int64(n)
