@@ -82,3 +82,17 @@ func (f *Feed) group(name string) *processor.Group {
 	}
 	return nil
 }
+
+// waitGroupDone waits until g's goroutine ended, also when a release
+// restarted it meanwhile (a new goroutine has a new done channel).
+func waitGroupDone(g *processor.Group) {
+	done := g.Done()
+	for {
+		<-done
+		next := g.Done()
+		if next == done {
+			return
+		}
+		done = next
+	}
+}

@@ -347,7 +347,7 @@ func (f *Feed) stopGroups() error {
 		f.cancelGroups()
 	}
 	for _, g := range f.groups {
-		<-g.Done()
+		waitGroupDone(g)
 		q := g.Queue()
 		q.Drain()
 		// A best-effort queue's lines left unfinished at the stop (queued,
