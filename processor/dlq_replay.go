@@ -72,15 +72,20 @@ func (g *Group) Replay(ctx context.Context, max int) (ReplayResult, error) {
 		return ReplayResult{}, ErrNoLedger
 	}
 	req := &replayReq{max: max, reply: make(chan replayReply, 1)}
+	done := g.Done()
 	select {
 	case g.replays <- req:
-	case <-g.Done():
+	case <-done:
 		return ReplayResult{Remaining: g.Ledgered()}, fmt.Errorf("subscriber %s is not running", g.cfg.Name)
 	case <-ctx.Done():
 		return ReplayResult{Remaining: g.Ledgered()}, fmt.Errorf("subscriber %s is busy: %w", g.cfg.Name, ctx.Err())
 	}
-	r := <-req.reply
-	return r.res, r.err
+	select {
+	case r := <-req.reply:
+		return r.res, r.err
+	case <-done: // the processor panicked on a replayed line
+		return ReplayResult{Remaining: g.Ledgered()}, fmt.Errorf("%w: subscriber %s died during the replay", ErrReplayIncomplete, g.cfg.Name)
+	}
 }
 
 // pollReplay serves a pending replay request without waiting.

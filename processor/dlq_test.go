@@ -315,3 +315,40 @@ func TestLedgerKeepsCorruptEntries(t *testing.T) {
 		t.Fatalf("purge = %d, %v; len %d", n, err, l.Len())
 	}
 }
+
+// panicker fails every line, then panics on each once disarmed.
+type panicker struct{ fail atomic.Bool }
+
+func (p *panicker) Process(_ context.Context, d *feed.Delivery) error {
+	if p.fail.Load() {
+		return errors.New("down")
+	}
+	panic("cannot take " + string(d.Line))
+}
+
+// TestReplayPanicDoesNotHang: a processor that panics on a replayed line
+// kills the subscriber (quarantined, DEAD); the replay returns an error
+// instead of waiting forever, and the entry stays in the ledger.
+func TestReplayPanicDoesNotHang(t *testing.T) {
+	l, err := OpenLedger(filepath.Join(t.TempDir(), "p.jsonl"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newGRig(t, GroupConfig{Name: "p", Retry: fastRetry(1), OnFailure: DeadLetter, Ledger: l})
+	p := &panicker{}
+	p.fail.Store(true)
+	r.g.SetProcessor(p)
+	r.run()
+	r.publish("x")
+	r.waitAck(1, 10*time.Second)
+	p.fail.Store(false)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	res, err := r.g.Replay(ctx, 1)
+	if !errors.Is(err, ErrReplayIncomplete) || res.Remaining != 1 {
+		t.Fatalf("replay into a panic = %+v, %v", res, err)
+	}
+	if st, _ := r.q.State(); st != feed.Dead {
+		t.Fatalf("state %v, want DEAD", st)
+	}
+}

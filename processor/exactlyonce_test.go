@@ -511,3 +511,45 @@ func modeName(m FsyncMode) string {
 	}
 	return "never"
 }
+
+// TestExactlyOnceIntervalFsyncFailure: a failed output fsync at the flush
+// stores no record and moves nothing durable; the next flush truncates to
+// the last synced length, rewrites, syncs, and only then stores the record.
+func TestExactlyOnceIntervalFsyncFailure(t *testing.T) {
+	e := newEOSink(t, FsyncInterval)
+	var werr, serr atomic.Pointer[syscall.Errno]
+	e.open = func(p string) (SinkFile, int64, error) {
+		f, n, err := openAppend(p)
+		if err != nil {
+			return nil, 0, err
+		}
+		return eoFaultyFile{f.(*os.File), &werr, &serr}, n, nil
+	}
+	s := e.openSink()
+	e.cp.mark = 1
+	mustProcess(t, s, eoBatch(1, 0, "a"))
+	if err := s.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	e.cp.mark = 3
+	mustProcess(t, s, eoBatch(1, 2, "b", "c"))
+	eio := syscall.EIO
+	serr.Store(&eio)
+	if err := s.Flush(context.Background()); !errors.Is(err, syscall.EIO) {
+		t.Fatalf("Flush = %v, want EIO", err)
+	}
+	if e.cp.durable != 1 || s.rec.cur.Length != 2 {
+		t.Fatalf("after a failed fsync: durable %d, record length %d; want 1, 2", e.cp.durable, s.rec.cur.Length)
+	}
+	serr.Store(nil)
+	if err := s.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if e.cp.durable != 3 || s.rec.cur.Length != 6 || s.rec.cur.Position != 6 {
+		t.Fatalf("after the retried flush: durable %d, record %+v", e.cp.durable, s.rec.cur)
+	}
+	s.Close()
+	if got := e.output(); got != "a\nb\nc\n" {
+		t.Fatalf("output %q", got)
+	}
+}
