@@ -1,6 +1,7 @@
 package processor
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -89,6 +90,12 @@ func OpenFileSink(cfg FileSinkConfig) (*FileSink, error) {
 		return nil, err
 	}
 	s := &FileSink{cfg: cfg, f: f, size: size, synced: size}
+	if cfg.Open == nil {
+		if err := s.cutTornTail(); err != nil {
+			f.Close()
+			return nil, err
+		}
+	}
 	if cfg.Record != "" {
 		if err := s.openRecord(); err != nil {
 			f.Close()
@@ -99,6 +106,52 @@ func OpenFileSink(cfg FileSinkConfig) (*FileSink, error) {
 		cfg.Checkpoint.Hold()
 	}
 	return s, nil
+}
+
+// cutTornTail truncates the output to just after its last '\n'. Every write
+// of this sink ends with '\n', so bytes after the last one are a batch write
+// that a crash (kill -9 ends write(2) part way) left torn; none of its lines
+// counted as dispatched, so they come again. Left in place, the torn piece
+// would glue itself to the first line written after the restart.
+func (s *FileSink) cutTornTail() error {
+	cut, err := lastLineEnd(s.cfg.Path, s.size)
+	if err != nil || cut == s.size {
+		return err
+	}
+	if err := s.f.Truncate(cut); err != nil {
+		return fmt.Errorf("truncate torn tail of %s: %w", s.cfg.Path, err)
+	}
+	if s.cfg.Logger != nil {
+		s.cfg.Logger.Warn("output ends in a torn write; cutting it off (its lines are delivered again)",
+			"path", s.cfg.Path, "bytes", s.size-cut)
+	}
+	s.size, s.synced = cut, cut
+	return nil
+}
+
+// lastLineEnd returns the offset just after the last '\n' in the first size
+// bytes of path (0 when there is none).
+func lastLineEnd(path string, size int64) (int64, error) {
+	if size == 0 {
+		return 0, nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	buf := make([]byte, 64<<10)
+	for end := size; end > 0; {
+		n := min(int64(len(buf)), end)
+		if _, err := f.ReadAt(buf[:n], end-n); err != nil {
+			return 0, fmt.Errorf("read tail of %s: %w", path, err)
+		}
+		if i := bytes.LastIndexByte(buf[:n], '\n'); i >= 0 {
+			return end - n + int64(i) + 1, nil
+		}
+		end -= n
+	}
+	return 0, nil
 }
 
 func openAppend(path string) (SinkFile, int64, error) {
