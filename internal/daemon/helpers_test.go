@@ -257,6 +257,20 @@ type faultyFile struct {
 	failing *atomic.Bool
 }
 
+// syncFaultyFile is a faultyFile whose fsyncs fail with EIO while failSync
+// is set.
+type syncFaultyFile struct {
+	faultyFile
+	failSync *atomic.Bool
+}
+
+func (f syncFaultyFile) Sync() error {
+	if f.failSync.Load() {
+		return &fs.PathError{Op: "sync", Path: f.Name(), Err: syscall.EIO}
+	}
+	return f.File.Sync()
+}
+
 func (f faultyFile) Write(p []byte) (int, error) {
 	if f.failing.Load() {
 		return 0, &fs.PathError{Op: "write", Path: f.Name(), Err: syscall.ENOSPC}
@@ -267,6 +281,11 @@ func (f faultyFile) Write(p []byte) (int, error) {
 // faultySink builds a real file sink at the processor's configured path
 // whose file fails on demand.
 func faultySink(failing *atomic.Bool, fsync processor.FsyncMode) Build {
+	return faultySyncSink(failing, nil, fsync)
+}
+
+// faultySyncSink is faultySink whose fsyncs also fail while failSync is set.
+func faultySyncSink(failing, failSync *atomic.Bool, fsync processor.FsyncMode) Build {
 	return func(pc *config.Processor, g *processor.Group) (any, error) {
 		return processor.OpenFileSink(processor.FileSinkConfig{
 			Path:       pc.Path,
@@ -282,6 +301,9 @@ func faultySink(failing *atomic.Bool, fsync processor.FsyncMode) Build {
 				if err != nil {
 					f.Close()
 					return nil, 0, err
+				}
+				if failSync != nil {
+					return syncFaultyFile{faultyFile{f, failing}, failSync}, st.Size(), nil
 				}
 				return faultyFile{f, failing}, st.Size(), nil
 			},

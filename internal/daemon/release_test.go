@@ -204,3 +204,48 @@ func TestReleaseHTTPErrors(t *testing.T) {
 		t.Fatalf("failed releases changed the report: %+v", f)
 	}
 }
+
+// An fsync that keeps failing (fsync: interval) fences the sink with its
+// written lines held (the ack point waits for the sync). A release gives
+// those unsynced lines up: released counts them, the pointer moves to the
+// end, and once syncs work again the subscriber is live and the feed
+// settles, lossy.
+func TestFailingFsyncHoldsThenReleases(t *testing.T) {
+	var failing, failSync atomic.Bool
+	e := start(t, holdConfig, Options{Processors: map[string]Build{
+		"archive": faultySyncSink(&failing, &failSync, processor.FsyncInterval)}})
+	e.appendLines(numbered("a", 0, 20)...)
+	f := e.waitFor("settled", 10*time.Second, settled)
+	held := f.Pointer.Offset
+	failSync.Store(true)
+	e.appendLines(numbered("b", 0, 30)...)
+	f = e.waitFor("stalled", 10*time.Second, stalled)
+	want := "subscriber archive failing: fsync " + e.dir + "/out.log: sync " + e.dir + "/out.log: input/output error"
+	if *f.Stalled != want {
+		t.Fatalf("stalled = %q, want %q", *f.Stalled, want)
+	}
+	if f.Settled || !f.Lossless || f.Pointer.Offset != held {
+		t.Fatalf("held by fsync: %+v pointer %+v (want offset %d)", f, f.Pointer, held)
+	}
+	if s := sub(t, f, "archive"); s.State != "FENCED" || s.Dispatched != 20 || s.Position != 50 {
+		t.Fatalf("archive: %+v", s)
+	}
+	// Normally all 30 new lines were written in one batch before the sync
+	// failed; had the read split them, the rest follow after the release.
+	code, body := e.release("app", "archive")
+	n, _ := body["released"].(float64)
+	if code != http.StatusOK || n < 1 || n > 30 {
+		t.Fatalf("release: %d %v", code, body)
+	}
+	failSync.Store(false)
+	f = e.waitFor("settled after release", 10*time.Second, settled)
+	if f.Lossless || f.Released != uint64(n) || f.Pointer.Offset != e.inputSize() {
+		t.Fatalf("released: %+v pointer %+v", f, f.Pointer)
+	}
+	if s := sub(t, f, "archive"); s.State != "LIVE" {
+		t.Fatalf("archive: %+v", s)
+	}
+	if got := readLines(t, e.dir+"/out.log"); len(got) != 50 {
+		t.Fatalf("sink has %d lines, want the 50 written", len(got))
+	}
+}
