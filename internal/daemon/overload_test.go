@@ -157,3 +157,29 @@ func TestBlockWithDeadlineRefusesAndHolds(t *testing.T) {
 	}
 	sameLines(t, readLines(t, e.dir+"/out.log"), lines)
 }
+
+// A best-effort subscriber that dies never stalls the feed: it is DEAD in
+// the report, the feed is not stalled, settles, and the pointer follows the
+// other subscriber; what the dead tap never finished counts as dropped at
+// the stop.
+func TestDeadBestEffortTapNeverStalls(t *testing.T) {
+	tap := &recorder{panicOn: "line-000010"}
+	tap.armed.Store(true)
+	e := start(t, overloadConfig(64, "      subscribers: {slow: {policy: DROP_AFTER_SPIN}}"),
+		Options{Processors: map[string]Build{"slow": tap.build}})
+	lines := numbered("line-", 0, 200)
+	e.appendLines(lines...)
+	f := e.waitFor("settled", 20*time.Second, func(f status.FeedReport) bool { return f.Settled && f.Sequence == 200 })
+	if f.Stalled != nil || f.Pointer.Offset != e.inputSize() || f.Acknowledged != 200 {
+		t.Fatalf("feed with a dead tap: %+v pointer %+v", f, f.Pointer)
+	}
+	if s := sub(t, f, "slow"); s.State != "DEAD" || f.Consumers != 1 {
+		t.Fatalf("tap %+v, consumers %d", s, f.Consumers)
+	}
+	sameLines(t, readLines(t, e.dir+"/out.log"), lines)
+	s := sub(t, f, "slow")
+	e.Stop()
+	if got := e.d.Report().Feeds[0].Dropped; got != f.Dropped+s.Position-s.Dispatched {
+		t.Fatalf("dropped after stop %d, want %d + the %d lines the tap was given and never finished", got, f.Dropped, s.Position-s.Dispatched)
+	}
+}
