@@ -1,3 +1,7 @@
+// Package e2e tests the built tailfeed binary from outside, as an operator
+// or a launcher sees it: real processes, real files in temp dirs, real
+// SIGKILL/SIGTERM, the status port, the CLI's exit codes. Set
+// TAILFEED_E2E_RACE=1 to run the daemon itself under the race detector.
 package e2e
 
 import (
