@@ -177,6 +177,9 @@ func (g *Group) run(ctx context.Context) {
 				if at, ok := fl.FlushDue(); ok {
 					if d := time.Until(at); d <= 0 {
 						g.flush(ctx, fl)
+						if ctx.Err() != nil {
+							return // a flush still failing at the stop stays due: do not spin on it
+						}
 						continue
 					} else {
 						if timer == nil {
