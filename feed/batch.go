@@ -15,7 +15,8 @@ import (
 // received it holds one reference, and the group that reads it calls Release
 // exactly once when it no longer looks at Lines. The last Release returns the
 // batch (and its buffer) to the pool, so nobody may keep a Line slice past
-// Release: copy what you keep.
+// Release: copy what you keep. The same holds for the slice Joined returns
+// (it is the batch's buffer) and for a view made with Share.
 type Batch struct {
 	Feed       string
 	Path       string
@@ -25,8 +26,9 @@ type Batch struct {
 	Lines      [][]byte // raw line bytes without terminator; views into the batch buffer
 	Ends       []int64  // Ends[i]: byte offset just after line i's terminator
 
-	buf  []byte
-	refs atomic.Int32
+	buf   []byte // every line followed by '\n'; Lines are views into it
+	whole int    // lines in buf (Joined holds only while the batch shows them all)
+	refs  atomic.Int32
 }
 
 var batchPool = sync.Pool{New: func() any { return new(Batch) }}
@@ -37,6 +39,7 @@ func NewBatch() *Batch {
 	b.Lines = b.Lines[:0]
 	b.Ends = b.Ends[:0]
 	b.buf = b.buf[:0]
+	b.whole = 0
 	b.Positioned = true
 	b.FirstSeq = 0
 	b.refs.Store(0)
@@ -47,47 +50,89 @@ func NewBatch() *Batch {
 func (b *Batch) Len() int { return len(b.Lines) }
 
 // Bytes is the number of line bytes (terminators excluded).
-func (b *Batch) Bytes() int { return len(b.buf) }
+func (b *Batch) Bytes() int { return len(b.buf) - b.whole }
+
+// Joined returns every line of b, each followed by '\n', as one slice, and
+// true; false when b is a view (filtered, or a tail after a partial
+// success) or was built without SetLines/AppendLine. It is the batch's own
+// buffer, not a copy: read-only, and valid only until the batch is
+// released. The file sink writes it with one write(2).
+func (b *Batch) Joined() ([]byte, bool) {
+	if len(b.Lines) == 0 || len(b.Lines) != b.whole {
+		return nil, false
+	}
+	return b.buf, true
+}
+
+// Share makes b a read-only view of all of src's lines (a group's
+// unfiltered view): the same header, lines, positions and buffer, so
+// Joined works on it. b holds no reference: it is valid while src is, and
+// is never released itself.
+func (b *Batch) Share(src *Batch) {
+	b.Feed, b.Path, b.Epoch, b.Positioned, b.FirstSeq = src.Feed, src.Path, src.Epoch, src.Positioned, src.FirstSeq
+	b.Lines, b.Ends, b.buf, b.whole = src.Lines, src.Ends, src.buf, src.whole
+}
 
 // SetLines copies data (a span of the file holding the lines and their
 // terminators) into the batch's own buffer and records each line as
 // data[starts[i]:starts[i]+lens[i]] ending at file position ends[i]. It is the
-// only copy a line's bytes make on their way to the subscribers.
+// only copy a line's bytes make on their way to the subscribers. In the
+// buffer every line is followed by '\n' (whatever its terminator was), so
+// that a file sink can write the buffer as it is (Joined).
+//
+// When every line is followed by a one-byte terminator and the next line
+// (the common case) the span is copied with one memmove and the
+// terminators rewritten to '\n'; otherwise line by line.
 func (b *Batch) SetLines(data []byte, starts, lens []int32, ends []int64) {
-	n := 0
-	for _, l := range lens {
-		n += int(l)
+	n, total, packed := len(starts), 0, true
+	for i, l := range lens {
+		total += int(l)
+		if i+1 < n && starts[i+1] != starts[i]+l+1 {
+			packed = false
+		}
 	}
-	if cap(b.buf) < n {
-		b.buf = make([]byte, 0, n+n/4)
+	need := total + n
+	if cap(b.buf) < need {
+		b.buf = make([]byte, 0, need+need/4)
 	}
-	b.buf = b.buf[:0]
+	b.buf = b.buf[:need]
 	b.Lines = b.Lines[:0]
-	for i, s := range starts {
-		at := len(b.buf)
-		b.buf = append(b.buf, data[s:s+lens[i]]...)
-		b.Lines = append(b.Lines, b.buf[at:len(b.buf):len(b.buf)])
+	if n > 0 && packed {
+		copy(b.buf, data[starts[0]:int(starts[n-1]+lens[n-1])])
 	}
+	at := 0
+	for i, s := range starts {
+		l := int(lens[i])
+		if !packed {
+			copy(b.buf[at:], data[s:int(s)+l])
+		}
+		b.buf[at+l] = '\n'
+		b.Lines = append(b.Lines, b.buf[at:at+l:at+l])
+		at += l + 1
+	}
+	b.whole = n
 	b.Ends = append(b.Ends[:0], ends...)
 }
 
 // AppendLine adds one line (copied) ending at position end. For tests and
 // replays; the source uses SetLines.
 func (b *Batch) AppendLine(line []byte, end int64) {
-	if cap(b.buf)-len(b.buf) < len(line) {
+	if cap(b.buf)-len(b.buf) < len(line)+1 {
 		// Growing would move earlier lines: rebuild the views.
-		nb := make([]byte, len(b.buf), 2*cap(b.buf)+len(line))
+		nb := make([]byte, len(b.buf), 2*cap(b.buf)+len(line)+1)
 		copy(nb, b.buf)
 		off := 0
 		for i, l := range b.Lines {
 			b.Lines[i] = nb[off : off+len(l) : off+len(l)]
-			off += len(l)
+			off += len(l) + 1
 		}
 		b.buf = nb
 	}
 	at := len(b.buf)
 	b.buf = append(b.buf, line...)
 	b.Lines = append(b.Lines, b.buf[at:len(b.buf):len(b.buf)])
+	b.buf = append(b.buf, '\n')
+	b.whole++
 	b.Ends = append(b.Ends, end)
 }
 

@@ -110,3 +110,76 @@ func benchLines(n, size int) (data []byte, starts, lens []int32, ends []int64) {
 	}
 	return data, starts, lens, ends
 }
+
+// TestSetLinesJoined checks the batch buffer layout the file sink writes
+// as is: every line followed by '\n', whatever its terminator, both when
+// the lines are packed (one memmove) and when they are not (CRLF, pieces).
+func TestSetLinesJoined(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		data   string
+		starts []int32
+		lens   []int32
+	}{
+		{"LF", "ab\n\ncd\n", []int32{0, 3, 4}, []int32{2, 0, 2}},
+		{"CR", "ab\rcd\r", []int32{0, 3}, []int32{2, 2}},
+		{"CRLF", "ab\r\ncd\r\n", []int32{0, 4}, []int32{2, 2}},
+		{"pieces", "abcdef\n", []int32{0, 2, 4}, []int32{2, 2, 2}},
+		{"mixed", "a\r\nb\nc\rd\n", []int32{0, 3, 5, 7}, []int32{1, 1, 1, 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ends := make([]int64, len(tc.starts))
+			var want []byte
+			for i := range tc.starts {
+				ends[i] = int64(i + 1)
+				want = append(want, tc.data[tc.starts[i]:tc.starts[i]+tc.lens[i]]...)
+				want = append(want, '\n')
+			}
+			b := feed.NewBatch()
+			b.AppendLine([]byte("stale line from a pooled batch"), 99)
+			b.SetLines([]byte(tc.data), tc.starts, tc.lens, ends)
+			got, ok := b.Joined()
+			if !ok || string(got) != string(want) {
+				t.Fatalf("Joined = %q, %v; want %q", got, ok, want)
+			}
+			for i, l := range b.Lines {
+				if w := tc.data[tc.starts[i] : tc.starts[i]+tc.lens[i]]; string(l) != w || cap(l) != len(l) {
+					t.Fatalf("line %d = %q (cap %d), want %q", i, l, cap(l), w)
+				}
+			}
+			if b.Bytes() != len(want)-len(tc.starts) {
+				t.Fatalf("Bytes = %d, want %d", b.Bytes(), len(want)-len(tc.starts))
+			}
+			var view feed.Batch
+			view.Share(b)
+			if got, ok := view.Joined(); !ok || string(got) != string(want) {
+				t.Fatalf("shared view: Joined = %q, %v", got, ok)
+			}
+			part := feed.Batch{Lines: b.Lines[1:], Ends: b.Ends[1:]}
+			if _, ok := part.Joined(); ok {
+				t.Fatal("a partial view claims to be joined")
+			}
+			b.Retain(1)
+			b.Release()
+		})
+	}
+}
+
+// TestAppendLineJoined checks that growing the buffer keeps earlier lines
+// and the layout.
+func TestAppendLineJoined(t *testing.T) {
+	b := feed.NewBatch()
+	var want []byte
+	for i := range 200 {
+		line := []byte(fmt.Sprintf("line %d %s", i, string(make([]byte, i%7))))
+		b.AppendLine(line, int64(i))
+		want = append(append(want, line...), '\n')
+	}
+	got, ok := b.Joined()
+	if !ok || string(got) != string(want) {
+		t.Fatalf("Joined mismatch after growth (ok=%v)", ok)
+	}
+	if b.Lines[0][0] != 'l' || string(b.Lines[199][:8]) != "line 199" {
+		t.Fatalf("views not rebuilt: %q %q", b.Lines[0], b.Lines[199])
+	}
+}

@@ -185,12 +185,8 @@ func (s *FileSink) processBatch(ctx context.Context, b *feed.Batch) (int, error)
 		s.markEmpty()
 		return 0, nil
 	}
-	s.buf = s.buf[:0]
-	for _, l := range b.Lines {
-		s.buf = append(s.buf, l...)
-		s.buf = append(s.buf, '\n')
-	}
-	if err := s.write(s.buf); err != nil {
+	out := s.joined(b)
+	if err := s.write(out); err != nil {
 		return 0, err
 	}
 	switch s.cfg.Fsync {
@@ -198,7 +194,7 @@ func (s *FileSink) processBatch(ctx context.Context, b *feed.Batch) (int, error)
 		if err := s.f.Sync(); err != nil {
 			// Never retried alone: drop the unsynced bytes; the group
 			// rewrites the batch and syncs again.
-			s.size -= int64(len(s.buf))
+			s.size -= int64(len(out))
 			if terr := s.f.Truncate(s.size); terr != nil {
 				s.broken = true
 				return 0, fmt.Errorf("fsync %s: %w (truncate back: %v)", s.cfg.Path, err, terr)
@@ -210,7 +206,7 @@ func (s *FileSink) processBatch(ctx context.Context, b *feed.Batch) (int, error)
 		if s.firstDirty.IsZero() {
 			s.firstDirty = time.Now()
 		}
-		s.unsynced = append(s.unsynced, s.buf...)
+		s.unsynced = append(s.unsynced, out...)
 		s.dirtyMark = s.cfg.Checkpoint.Mark()
 		if len(s.unsynced) > maxUnsynced {
 			if err := s.Flush(ctx); err != nil {
@@ -221,6 +217,21 @@ func (s *FileSink) processBatch(ctx context.Context, b *feed.Batch) (int, error)
 		}
 	}
 	return len(b.Lines), nil
+}
+
+// joined is b's lines, each followed by '\n': the batch's own buffer when
+// b shows all of it (no copy; read-only, and only until ProcessBatch
+// returns, since the group releases the batch after), else a copy in s.buf.
+func (s *FileSink) joined(b *feed.Batch) []byte {
+	if p, ok := b.Joined(); ok {
+		return p
+	}
+	s.buf = s.buf[:0]
+	for _, l := range b.Lines {
+		s.buf = append(s.buf, l...)
+		s.buf = append(s.buf, '\n')
+	}
+	return s.buf
 }
 
 // write appends p with one write(2); on a failure or short write it truncates

@@ -397,7 +397,7 @@ func (g *Group) sub(from int, lineMode bool) *feed.Batch {
 func (g *Group) filter(b *feed.Batch) {
 	g.view.Feed, g.view.Path, g.view.Epoch, g.view.Positioned, g.view.FirstSeq = b.Feed, b.Path, b.Epoch, b.Positioned, b.FirstSeq
 	if g.cfg.Match == nil && g.cfg.Exclude == nil {
-		g.view.Lines, g.view.Ends = b.Lines, b.Ends
+		g.view.Share(b) // all lines, and the buffer a sink may write at once
 		g.idx = g.idx[:0]
 		return
 	}
