@@ -444,7 +444,8 @@ func (g *Group) fence(err error) {
 }
 
 func (g *Group) unfence() {
-	if s, _ := g.q.State(); s == feed.Fenced {
+	// A fence the processor holds by itself (pull) is its own to lift.
+	if s, _ := g.q.State(); s == feed.Fenced && !g.sinkHolds() {
 		g.log.Info("subscriber recovered")
 		g.q.SetState(feed.Live, "")
 		g.cfg.Wake()

@@ -1,0 +1,325 @@
+package processor
+
+import (
+	"container/heap"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"tailfeed/feed"
+)
+
+// The pull subscriber's clock: ACK deadlines, redeliveries after a backoff
+// step, dead letters and the hold (see Pull).
+
+// setTimer puts e in the timer heap at e.due (or moves it there).
+func (p *Pull) setTimer(e *pullEntry) {
+	if e.tidx >= 0 {
+		heap.Fix(&p.timers, e.tidx)
+	} else {
+		heap.Push(&p.timers, e)
+	}
+	if p.timers[0] == e {
+		kickChan(p.kick)
+	}
+}
+
+// expire handles every timer due at now; p.mu is held.
+func (p *Pull) expire(now time.Time) {
+	changed := false
+	for len(p.timers) > 0 && !p.timers[0].due.After(now) {
+		e := heap.Pop(&p.timers).(*pullEntry)
+		switch e.state {
+		case pullOut:
+			p.out--
+			p.fail(e, now, fmt.Errorf("not acknowledged within %v", p.ackTimeout), false)
+		case pullDelayed:
+			e.state = pullReady
+			heap.Push(&p.ready, e)
+		case pullReady: // a replayed line nobody pulled
+			p.unlink(e)
+			p.finish(e, fmt.Errorf("replayed line not pulled within %v", p.ackTimeout))
+		}
+		changed = true
+	}
+	if changed {
+		p.advance()
+		p.broadcast()
+	}
+}
+
+// fail handles a failed delivery of e (already out of the heaps and the
+// out count): redelivery after a backoff step (at once for a NACK), the
+// dead-letter ledger or the hold once the attempts ran out.
+func (p *Pull) fail(e *pullEntry, now time.Time, err error, nacked bool) {
+	p.g.failures.Add(1)
+	e.lastErr = err
+	if e.replay != nil {
+		p.finish(e, fmt.Errorf("replayed line %w", err))
+		return
+	}
+	if nacked && e.id != "" {
+		delete(p.byID, e.id)
+		e.id = ""
+	}
+	if e.attempt >= p.retry.Attempts {
+		if p.onFailure == DeadLetter {
+			if e.id != "" {
+				delete(p.byID, e.id)
+				e.id = ""
+			}
+			e.state = pullDying
+			p.dying = append(p.dying, e)
+			kickChan(p.kick)
+			return
+		}
+		if !e.held {
+			e.held = true
+			p.held++
+			p.fence(e)
+		}
+	}
+	if nacked {
+		e.state = pullReady
+		heap.Push(&p.ready, e)
+		return
+	}
+	e.state = pullDelayed
+	e.due = now.Add(p.step(e.attempt))
+	p.setTimer(e)
+}
+
+// step is the backoff after failed attempt n: exponential, the jitter only
+// shortening it, so a redelivery is never later than one step.
+func (p *Pull) step(n int) time.Duration {
+	r := p.retry
+	j := r.Jitter
+	r.Jitter = 0
+	d := r.Backoff(n)
+	if j > 0 {
+		d -= time.Duration(float64(d) * j * rand.Float64())
+	}
+	return d
+}
+
+// fence makes the subscriber hold the feed (the line out of attempts).
+func (p *Pull) fence(e *pullEntry) {
+	reason := fmt.Sprintf("subscriber %s failing: line at position %d (epoch %016x) not acknowledged after %d attempts: %v",
+		p.name, e.pos, e.epoch, e.attempt, e.lastErr)
+	p.log.Warn("pull delivery out of attempts; holding the pointer", "position", e.pos, "attempts", e.attempt, "error", e.lastErr)
+	p.q.SetState(feed.Fenced, reason)
+	p.g.cfg.Wake()
+}
+
+func (p *Pull) unfence() {
+	if s, _ := p.q.State(); s == feed.Fenced {
+		p.log.Info("held pull line acknowledged; subscriber recovered")
+		p.q.SetState(feed.Live, "")
+		p.g.cfg.Wake()
+	}
+}
+
+// run is the timer goroutine: it expires deliveries, writes dead letters
+// (outside the lock: an fsync) and serves POST /admin/release while a line
+// is held.
+func (p *Pull) run() {
+	defer close(p.done)
+	t := time.NewTimer(time.Hour)
+	defer t.Stop()
+	for {
+		p.mu.Lock()
+		p.expire(time.Now())
+		work := p.dying
+		p.dying = nil
+		var next time.Time
+		if len(p.timers) > 0 {
+			next = p.timers[0].due
+		}
+		held := p.held > 0
+		p.mu.Unlock()
+		if len(work) > 0 {
+			for _, e := range work {
+				p.deadLetter(e)
+			}
+			continue
+		}
+		var tc <-chan time.Time
+		if !next.IsZero() {
+			t.Reset(time.Until(next))
+			tc = t.C
+		}
+		var rel chan *releaseReq
+		if held {
+			rel = p.g.releases
+		}
+		select {
+		case <-p.stop:
+			return
+		case <-p.kick:
+		case <-tc:
+		case req := <-rel:
+			p.release(req)
+		}
+	}
+}
+
+// deadLetter writes e to the ledger; when that fails the line is held
+// instead and tried again at its next expiry.
+func (p *Pull) deadLetter(e *pullEntry) {
+	var d feed.Delivery
+	d.Reset(&feed.Batch{Feed: e.feed, Path: e.path, Epoch: e.epoch, Positioned: e.positioned, FirstSeq: e.seq,
+		Lines: [][]byte{e.line}, Ends: []int64{e.pos}}, 0)
+	d.Attempt = e.attempt
+	err := p.ledger.DeadLetter(&d, e.attempt, e.lastErr)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err != nil {
+		p.log.Error("dead-letter write failed; holding the line", "position", e.pos, "error", err)
+		if !e.held {
+			e.held = true
+			p.held++
+			e.lastErr = fmt.Errorf("%w (dead-letter write failed: %v)", e.lastErr, err)
+			p.fence(e)
+		}
+		e.state = pullDelayed
+		e.due = time.Now().Add(p.step(e.attempt))
+		p.setTimer(e)
+		return
+	}
+	p.g.deadLettered.Add(1)
+	p.log.Warn("pull line dead-lettered", "position", e.pos, "attempts", e.attempt, "error", e.lastErr)
+	p.finish(e, nil)
+	p.advance()
+	p.broadcast()
+}
+
+// release gives the held lines up (POST /admin/release): they count as
+// done and as released, and the subscriber goes on.
+func (p *Pull) release(req *releaseReq) {
+	p.mu.Lock()
+	n := uint64(0)
+	for _, e := range p.order[p.head:] {
+		if e.held && e.state != pullDone {
+			p.unlink(e)
+			p.finish(e, nil)
+			n++
+		}
+	}
+	if n > 0 {
+		p.q.AddReleased(n)
+		p.q.SetState(feed.Released, "")
+		p.advance()
+		p.broadcast()
+	}
+	p.mu.Unlock()
+	if n > 0 {
+		p.log.Warn("held pull lines released on purpose", "lines", n)
+		p.g.cfg.Wake()
+	}
+	req.reply <- n
+}
+
+// replayBatch hands replayed dead letters out, one at a time, and waits
+// for each one's ACK (see Pull).
+func (p *Pull) replayBatch(ctx context.Context, b *feed.Batch) (int, error) {
+	for i, line := range b.Lines {
+		p.mu.Lock()
+		if p.closed {
+			p.mu.Unlock()
+			return i, ErrPullClosed
+		}
+		p.rank++
+		e := &pullEntry{rank: p.rank, epoch: b.Epoch, pos: b.Ends[i], feed: b.Feed, path: b.Path,
+			line: append([]byte(nil), line...), replay: make(chan error, 1), ridx: -1, tidx: -1,
+			due: time.Now().Add(p.ackTimeout)}
+		heap.Push(&p.ready, e)
+		p.setTimer(e)
+		p.broadcast()
+		p.mu.Unlock()
+		select {
+		case err := <-e.replay:
+			if err != nil {
+				return i, err
+			}
+		case <-ctx.Done():
+			p.mu.Lock()
+			if e.state != pullDone {
+				p.unlink(e)
+				p.finish(e, ctx.Err())
+			}
+			p.mu.Unlock()
+			return i, ctx.Err()
+		}
+	}
+	return len(b.Lines), nil
+}
+
+// sinkHolds reports whether the group's processor keeps the subscriber
+// fenced by itself (a pull line out of attempts under hold).
+func (g *Group) sinkHolds() bool {
+	h, ok := g.Sink().(interface{ holding() bool })
+	return ok && h.holding()
+}
+
+// readyHeap orders lines by queue position (replays first).
+type readyHeap []*pullEntry
+
+func (h readyHeap) Len() int           { return len(h) }
+func (h readyHeap) Less(i, j int) bool { return h.rankKey(i) < h.rankKey(j) }
+func (h readyHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].ridx, h[j].ridx = i, j
+}
+func (h *readyHeap) Push(x any) {
+	e := x.(*pullEntry)
+	e.ridx = len(*h)
+	*h = append(*h, e)
+}
+func (h *readyHeap) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	e.ridx = -1
+	return e
+}
+
+// rankKey puts replays (through 0) before every queued line.
+func (h readyHeap) rankKey(i int) uint64 {
+	if h[i].replay != nil {
+		return h[i].rank
+	}
+	return h[i].rank + 1<<62
+}
+
+// timerHeap orders entries by due time.
+type timerHeap []*pullEntry
+
+func (h timerHeap) Len() int           { return len(h) }
+func (h timerHeap) Less(i, j int) bool { return h[i].due.Before(h[j].due) }
+func (h timerHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].tidx, h[j].tidx = i, j
+}
+func (h *timerHeap) Push(x any) {
+	e := x.(*pullEntry)
+	e.tidx = len(*h)
+	*h = append(*h, e)
+}
+func (h *timerHeap) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	e.tidx = -1
+	return e
+}
+
+// kickChan wakes the timer goroutine without blocking.
+func kickChan(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
+}
