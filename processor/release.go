@@ -36,6 +36,25 @@ type releaseReq struct {
 	reply chan uint64
 }
 
+// HoldReleaser is implemented by a processor that fences its subscriber by
+// itself rather than through the group's retries (pull: a delivery out of
+// attempts). ReleaseHold gives the lines it holds up: it counts them with
+// the queue's AddReleased, lets the ack point pass them (DurableThrough),
+// lifts its fence and returns how many lines it gave up, ok true. With
+// nothing of its own held it returns ok false, and the group's fence is
+// released as usual.
+type HoldReleaser interface {
+	ReleaseHold() (released uint64, ok bool)
+}
+
+func (g *Group) holdReleaser() HoldReleaser {
+	if h, ok := g.cfg.Batch.(HoldReleaser); ok {
+		return h
+	}
+	h, _ := g.cfg.Processor.(HoldReleaser)
+	return h
+}
+
 // Release gives the subscriber's held backlog up and returns how many lines
 // were released. It waits (bounded by ctx) while a fenced group is inside a
 // processing attempt: the release is taken between two attempts.
@@ -45,6 +64,11 @@ func (g *Group) Release(ctx context.Context) (uint64, error) {
 		case feed.Dead:
 			return g.releaseDead()
 		case feed.Fenced:
+			if h := g.holdReleaser(); h != nil {
+				if n, ok := h.ReleaseHold(); ok {
+					return n, nil
+				}
+			}
 			req := &releaseReq{reply: make(chan uint64, 1)}
 			t := time.NewTimer(20 * time.Millisecond)
 			select {

@@ -1,14 +1,18 @@
 package daemon
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"tailfeed/config"
+	"tailfeed/feed"
 	"tailfeed/processor"
 	"tailfeed/status"
 )
@@ -247,5 +251,90 @@ func TestFailingFsyncHoldsThenReleases(t *testing.T) {
 	}
 	if got := readLines(t, e.dir+"/out.log"); len(got) != 50 {
 		t.Fatalf("sink has %d lines, want the 50 written", len(got))
+	}
+}
+
+// selfHolder is a processor that fences its subscriber by itself (as pull
+// does): it takes a durable hold, and from a line "hold" on it stops making
+// lines durable and keeps its subscriber FENCED (re-fencing it should the
+// group lift the fence after the batch) until released.
+type selfHolder struct {
+	g    *processor.Group
+	mu   sync.Mutex
+	held bool
+}
+
+func (s *selfHolder) ProcessBatch(_ context.Context, b *feed.Batch) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.held && slices.ContainsFunc(b.Lines, func(l []byte) bool { return string(l) == "hold" }) {
+		s.held = true
+		go s.keepFenced()
+	}
+	if !s.held {
+		s.g.DurableThrough(s.g.Mark())
+	}
+	return len(b.Lines), nil
+}
+
+func (s *selfHolder) keepFenced() {
+	for {
+		s.mu.Lock()
+		if !s.held {
+			s.mu.Unlock()
+			return
+		}
+		if st, _ := s.g.Queue().State(); st != feed.Fenced {
+			s.g.Queue().SetState(feed.Fenced, "subscriber archive failing: held by its sink")
+		}
+		s.mu.Unlock()
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func (s *selfHolder) ReleaseHold() (uint64, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.held {
+		return 0, false
+	}
+	s.held = false
+	q := s.g.Queue()
+	before := q.AckPoint()
+	q.DurableThrough(q.Dispatched())
+	n := q.AckPoint() - before
+	q.AddReleased(n)
+	q.SetState(feed.Released, "")
+	s.g.DurableThrough(q.Dispatched()) // wakes the source
+	return n, true
+}
+
+// A processor that holds the feed by itself (processor.HoldReleaser) is
+// asked to give its held lines up; the release does not wait for a retry
+// the group is not in.
+func TestReleaseOfASelfHeldSubscriber(t *testing.T) {
+	var sh selfHolder
+	e := start(t, holdConfig, Options{Processors: map[string]Build{"archive": func(_ *config.Processor, g *processor.Group) (any, error) {
+		sh.g = g
+		g.Hold()
+		return &sh, nil
+	}}})
+	e.appendLines(numbered("a", 0, 5)...)
+	f := e.waitFor("settled", 10*time.Second, settled)
+	held := f.Pointer.Offset
+	e.appendLines(append([]string{"hold"}, numbered("b", 0, 4)...)...)
+	f = e.waitFor("stalled", 10*time.Second, stalled)
+	if f.Pointer.Offset != held || !f.Lossless {
+		t.Fatalf("self-held: %+v pointer %+v", f, f.Pointer)
+	}
+	start := time.Now()
+	code, body := e.release("app", "archive")
+	n, _ := body["released"].(float64)
+	if code != http.StatusOK || n != 5 || time.Since(start) > 5*time.Second {
+		t.Fatalf("release: %d %v after %v", code, body, time.Since(start))
+	}
+	f = e.waitFor("settled after release", 10*time.Second, settled)
+	if f.Lossless || f.Released != 5 || f.Pointer.Offset != e.inputSize() {
+		t.Fatalf("released: %+v pointer %+v", f, f.Pointer)
 	}
 }
