@@ -336,28 +336,36 @@ func (g *Group) step(ctx context.Context, from, attempt int, lineMode bool) (int
 	// By index: a completion may register follow-up completions; they run
 	// too, in order, before the line counts as dispatched.
 	for i := 0; i < len(g.d.Completions()); i++ {
-		g.complete(ctx, g.d.Completions()[i])
+		if !g.complete(ctx, g.d.Completions()[i]) {
+			g.d.ClearCompletions()
+			return 0, ctx.Err() // stopped: the line is not finished
+		}
 	}
 	g.d.ClearCompletions()
 	return 1, nil
 }
 
 // complete runs a completion under the retry policy; when it keeps failing
-// it is given up and counted (the line still counts as dispatched).
-func (g *Group) complete(ctx context.Context, c func() error) {
+// it is given up and counted (the line still counts as dispatched). A stop
+// before it succeeded or ran out of attempts gives nothing up: it returns
+// false, the line does not count as dispatched and comes again after a
+// restart (at-least-once), and nothing is counted.
+func (g *Group) complete(ctx context.Context, c func() error) bool {
 	for attempt := 1; ; attempt++ {
 		err := c()
 		if err == nil {
-			return
+			return true
 		}
-		if attempt >= g.cfg.Retry.Attempts || ctx.Err() != nil {
+		if ctx.Err() != nil {
+			return false
+		}
+		if attempt >= g.cfg.Retry.Attempts {
 			g.completionFailures.Add(1)
 			g.log.Error("completion given up", "error", err, "attempts", attempt)
-			return
+			return true
 		}
 		if !sleep(ctx, g.cfg.Retry.Backoff(attempt)) {
-			g.completionFailures.Add(1)
-			return
+			return false
 		}
 	}
 }
@@ -383,7 +391,7 @@ func (g *Group) sub(from int, lineMode bool) *feed.Batch {
 	}
 	s := &g.subv
 	*s = feed.Batch{Feed: g.view.Feed, Path: g.view.Path, Epoch: g.view.Epoch, Positioned: g.view.Positioned,
-		FirstSeq: g.view.FirstSeq}
+		FirstSeq: g.cur.FirstSeq + uint64(g.origDone(from, g.cur.Len()))} // Lines[0]'s sequence
 	end := len(g.view.Lines)
 	if lineMode {
 		end = from + 1

@@ -135,6 +135,7 @@ func (p *lineProc) lines() []string {
 // batchProc is a BatchProcessor whose fn decides what each call finishes.
 type batchProc struct {
 	mu    sync.Mutex
+	first []uint64   // FirstSeq of every call
 	calls [][]string // the lines of every call
 	done  []string   // lines reported finished, in order
 	fn    func(call int, lines []string) (int, error)
@@ -147,6 +148,7 @@ func (p *batchProc) ProcessBatch(_ context.Context, b *feed.Batch) (int, error) 
 	}
 	p.mu.Lock()
 	p.calls = append(p.calls, lines)
+	p.first = append(p.first, b.FirstSeq)
 	call := len(p.calls)
 	fn := p.fn
 	p.mu.Unlock()
@@ -204,17 +206,25 @@ func TestGroupFilteredLinesCountAsProcessed(t *testing.T) {
 func TestGroupPartialBatchRetriesFromDone(t *testing.T) {
 	p := &batchProc{}
 	p.setFn(func(call int, lines []string) (int, error) {
-		if call == 1 {
+		if call == 2 {
 			return 2, errors.New("sink hiccup")
 		}
 		return len(lines), nil
 	})
 	r := startGroup(t, processor.GroupConfig{Batch: p, Retry: quickRetry(3)})
+	r.publish("l0")
 	r.publish(numbered("l", 1, 5)...)
-	r.waitDispatched(5)
+	r.waitDispatched(6)
 	calls, done := p.snapshot()
+	calls, done = calls[1:], done[1:]
 	if len(calls) != 2 || strings.Join(calls[1], "|") != "l3|l4|l5" {
 		t.Fatalf("calls %q, want the retry to start at line 3", calls)
+	}
+	p.mu.Lock()
+	first := append([]uint64(nil), p.first[1:]...)
+	p.mu.Unlock()
+	if first[0] != 2 || first[1] != 4 {
+		t.Fatalf("FirstSeq of the calls %v, want [2 4] (the sequence of each call's first line)", first)
 	}
 	if strings.Join(done, "|") != "l1|l2|l3|l4|l5" {
 		t.Fatalf("finished %q, want every line once", done)
@@ -521,4 +531,32 @@ func TestGroupStopsWhileFlushKeepsFailing(t *testing.T) {
 func waitStateG(t *testing.T, q *feed.Queue, want feed.SubState) {
 	t.Helper()
 	eventually(t, fmt.Sprintf("state %v", want), func() bool { st, _ := q.State(); return st == want })
+}
+
+// TestGroupStopDuringFailingCompletionDoesNotDispatch: a completion still
+// failing (not out of attempts) when the group stops is not given up: its
+// line does not count as dispatched (it comes again after a restart) and
+// nothing counts in CompletionFailures.
+func TestGroupStopDuringFailingCompletionDoesNotDispatch(t *testing.T) {
+	var tries atomic.Int32
+	p := &lineProc{fn: func(d *feed.Delivery) error {
+		if string(d.Line) == "b" {
+			d.OnComplete(func() error {
+				tries.Add(1)
+				return errors.New("ack endpoint down")
+			})
+		}
+		return nil
+	}}
+	r := startGroup(t, processor.GroupConfig{Processor: p, Retry: quickRetry(1 << 20)})
+	r.publish("a", "b", "c")
+	eventually(t, "completion retries", func() bool { return tries.Load() >= 3 })
+	r.stop()
+	<-r.g.Done()
+	if d := r.q.Dispatched(); d != 1 {
+		t.Fatalf("dispatched %d after a stop during b's completion, want 1 (a only)", d)
+	}
+	if n := r.g.CompletionFailures(); n != 0 {
+		t.Fatalf("CompletionFailures %d after a stop, want 0", n)
+	}
 }
