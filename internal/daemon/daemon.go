@@ -248,6 +248,20 @@ func (d *Daemon) buildGroup(f *Feed, pc *config.Processor, q *feed.Queue, log hc
 	case "discard":
 		g.SetBatchProcessor(processor.Discard{})
 		return g, nil, nil
+	case "pull":
+		p, err := d.openPull(pc, g)
+		if err != nil {
+			return nil, nil, fmt.Errorf("processor %s: %w", pc.Name, err)
+		}
+		g.SetBatchProcessor(p)
+		return g, p, nil
+	case "webhook":
+		w, err := d.openWebhook(pc, g)
+		if err != nil {
+			return nil, nil, fmt.Errorf("processor %s: %w", pc.Name, err)
+		}
+		g.SetBatchProcessor(w)
+		return g, w, nil
 	case "count":
 		c, err := d.openCount(pc, g)
 		if err != nil {
@@ -268,6 +282,9 @@ func (d *Daemon) Start(ctx context.Context) {
 	routes["/metrics"] = d.metricsRoute()
 	routes["/admin/release/{feed}/{subscriber}"] = d.releaseRoute()
 	for p, rt := range d.effectRoutes() {
+		routes[p] = rt
+	}
+	for p, rt := range d.pullRoutes() {
 		routes[p] = rt
 	}
 	d.srv = status.NewServer(status.ServerConfig{

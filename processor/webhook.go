@@ -1,0 +1,510 @@
+package processor
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"tailfeed/feed"
+)
+
+// Webhook is the `webhook` sink (DESIGN §6): it POSTs the lines as NDJSON,
+// one object per line:
+//
+//	{"id":"<feed>:<epoch>:<position>","feed":…,"epoch":"<16 hex>","position":…,"path":…,"line":"…"}
+//
+// plus "lineBase64" (the raw bytes) with `raw: true`; `line` is text with
+// one U+FFFD per invalid UTF-8 byte. Headers: Content-Type
+// application/x-ndjson, Idempotency-Key `<feed>:<epoch>:<first>-<last>`
+// (the positions of the request's first and last lines), and the configured
+// headers (which cannot replace those two). A request holds at most
+// batchMaxLines lines and batchMaxBytes bytes of body (a single larger line
+// goes alone) and never spans two epochs (a group batch has one epoch).
+//
+// Key stability. Before the first POST of a request the sink records its
+// (epoch, first, last) in dataDir/state/<processor>.rec (see
+// webhook_record.go), fsynced; after a 2xx, the applied position. Every
+// retry sends the same bytes under the same key. After a restart, lines the
+// record says were applied are skipped, and the recorded request is rebuilt
+// with exactly its range — even when the group's batches now cut it
+// differently: the sink keeps the lines of the range it already got
+// (without reporting them durable) until the rest arrives. If the rest does
+// not come within 2 s (the range cannot be rebuilt: the file was replaced,
+// the filters changed), what it has goes out under a new key, with a WARN.
+// A receiver that dedups on Idempotency-Key therefore applies every line
+// once, across retries, lost responses and kill -9.
+//
+// Failures. 2xx: done. 408, 429, 5xx, 3xx (redirects are not followed) and
+// network errors (including timeoutMillis): retried with the processor's
+// backoff, waiting at least what Retry-After says (seconds or an HTTP date,
+// at most 10 minutes); the subscriber is fenced meanwhile (the feed stalls
+// with the reason). Any other 4xx is poison and is not retried. With
+// onFailure deadLetter a poison request, and a request whose retry.attempts
+// ran out, goes to the dead-letter ledger whole (one entry per line) and
+// counts as done; with hold the same request is retried at the backoff cap
+// until it succeeds or POST /admin/release gives its lines up. The unit of
+// failure is the request, never a line of it: splitting a request could
+// change its key after the receiver applied it.
+//
+// The sink takes a checkpoint hold: the queue's ack point moves when a
+// group batch is fully acknowledged by the receiver (or dead-lettered,
+// released, filtered).
+type Webhook struct {
+	cfg    WebhookConfig
+	g      *Group
+	log    hclog.Logger
+	client *http.Client
+	rec    *whRecord
+	st     whState // the record in memory (what the next store writes)
+
+	// Only accessed from the group goroutine.
+	carry      *whChunk // lines of the recorded request, waiting for the rest
+	carrySince time.Time
+	buf        bytes.Buffer
+	enc        *json.Encoder
+	obj        whLine
+}
+
+// WebhookConfig configures a Webhook.
+type WebhookConfig struct {
+	// Group is the subscriber's group: its checkpoint hold, retry policy,
+	// onFailure, ledger, fence and counters.
+	Group         *Group
+	URL           string
+	Timeout       time.Duration // per request
+	BatchMaxLines int
+	BatchMaxBytes int
+	Headers       map[string]string
+	Raw           bool   // add lineBase64
+	Record        string // dataDir/state/<processor>.rec
+	// OpenRecord opens the record file (fault-injection seam; default: the
+	// file at Record).
+	OpenRecord func(path string) (RecordFile, error)
+	// Client sends the requests (default: its own transport; redirects are
+	// not followed).
+	Client *http.Client
+	// PartialWait is how long an incomplete recorded request waits for the
+	// rest of its lines after a restart (default 2 s).
+	PartialWait time.Duration
+	Logger      hclog.Logger
+}
+
+// whChunk is one request's lines (views into the batch, or copies).
+type whChunk struct {
+	feed, path string
+	epoch      uint64
+	positioned bool
+	lines      [][]byte
+	ends       []int64
+	body       []byte // encoded; nil until encoded
+}
+
+func (c *whChunk) key() string {
+	return fmt.Sprintf("%s:%016x:%d-%d", c.feed, c.epoch, c.ends[0], c.ends[len(c.ends)-1])
+}
+
+// whLine is one NDJSON object.
+type whLine struct {
+	ID         string  `json:"id"`
+	Feed       string  `json:"feed"`
+	Epoch      string  `json:"epoch"`
+	Position   int64   `json:"position"`
+	Path       string  `json:"path"`
+	Line       string  `json:"line"`
+	LineBase64 *string `json:"lineBase64,omitempty"`
+}
+
+const maxRetryAfter = 10 * time.Minute
+
+// OpenWebhook opens the sink's record and takes the group's checkpoint hold.
+func OpenWebhook(cfg WebhookConfig) (*Webhook, error) {
+	g := cfg.Group
+	if g == nil {
+		return nil, errors.New("webhook: no group")
+	}
+	if cfg.BatchMaxLines < 1 || cfg.BatchMaxBytes < 1 || cfg.Timeout <= 0 {
+		return nil, errors.New("webhook: batchMaxLines, batchMaxBytes and timeoutMillis must be positive")
+	}
+	if cfg.PartialWait <= 0 {
+		cfg.PartialWait = 2 * time.Second
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = g.log
+	}
+	rec, ok, err := loadWH(cfg.Record, cfg.OpenRecord)
+	if err != nil {
+		return nil, err
+	}
+	w := &Webhook{cfg: cfg, g: g, log: log, client: cfg.Client, rec: rec, st: rec.disk}
+	if !ok && rec.damaged {
+		log.Warn("webhook record has no valid slot; starting without one (lines may be sent again, under new keys)",
+			"record", cfg.Record)
+	}
+	if w.client == nil {
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		w.client = &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error {
+			return http.ErrUseLastResponse
+		}}
+	}
+	w.enc = json.NewEncoder(&w.buf)
+	w.enc.SetEscapeHTML(false)
+	if w.st.pending() {
+		log.Info("webhook resumes a recorded request", "epoch", fmt.Sprintf("%016x", w.st.BatchEpoch),
+			"first", w.st.BatchFirst, "last", w.st.BatchLast)
+	}
+	g.Hold()
+	return w, nil
+}
+
+// ProcessBatch sends b's lines in requests; it returns when all of them are
+// acknowledged by the receiver, dead-lettered or released (or carried: see
+// Webhook), and an error only when ctx ended or the record cannot be
+// written.
+func (w *Webhook) ProcessBatch(ctx context.Context, b *feed.Batch) (int, error) {
+	n := len(b.Lines)
+	if !b.Positioned {
+		// No position (downgraded lines, replayed dead letters): nothing to
+		// record, nothing to skip.
+		for i := 0; i < n; {
+			c, j := w.cut(b, i)
+			if err := w.deliver(ctx, c); err != nil {
+				return i, err
+			}
+			i = j
+		}
+		if b.FirstSeq != 0 {
+			w.durable()
+		}
+		return n, nil
+	}
+	i := w.skipApplied(b, 0)
+	for i < n {
+		if w.carry == nil && w.st.pending() && b.Epoch == w.st.BatchEpoch && b.Ends[i] == w.st.BatchFirst {
+			w.carry = &whChunk{feed: b.Feed, path: b.Path, epoch: b.Epoch, positioned: true}
+			w.carrySince = time.Now()
+		}
+		if w.carry != nil {
+			i = w.extend(b, i)
+			if !w.carryComplete() {
+				if i == n {
+					return n, nil // the rest of the recorded request comes in a later batch
+				}
+				w.log.Warn("webhook cannot rebuild the recorded request; sending what it has under a new key (the receiver may see duplicates)",
+					"first", w.st.BatchFirst, "last", w.st.BatchLast)
+			}
+			if err := w.deliver(ctx, w.carry); err != nil {
+				return i, err
+			}
+			w.carry = nil
+			i = w.skipApplied(b, i)
+			continue
+		}
+		c, j := w.cut(b, i)
+		if err := w.deliver(ctx, c); err != nil {
+			return i, err
+		}
+		i = w.skipApplied(b, j)
+	}
+	w.durable()
+	return n, nil
+}
+
+// durable reports the call's lines done, unless lines are still carried.
+func (w *Webhook) durable() {
+	if w.carry == nil {
+		w.g.DurableThrough(w.g.Mark())
+	}
+}
+
+func (w *Webhook) skipApplied(b *feed.Batch, i int) int {
+	for i < len(b.Lines) && b.AlreadyApplied(i, w.st.AppliedEpoch, w.st.AppliedPos) {
+		i++
+	}
+	return i
+}
+
+// extend copies lines of the recorded request from b (from line i) into the
+// carry and returns the index of the first line it did not take.
+func (w *Webhook) extend(b *feed.Batch, i int) int {
+	c := w.carry
+	for i < len(b.Lines) && b.Epoch == c.epoch {
+		e := b.Ends[i]
+		switch {
+		case len(c.ends) > 0 && e <= c.ends[len(c.ends)-1]:
+			i++ // carried already
+			continue
+		case e > w.st.BatchLast:
+			return i
+		}
+		c.lines = append(c.lines, bytes.Clone(b.Lines[i]))
+		c.ends = append(c.ends, e)
+		i++
+		if e == w.st.BatchLast {
+			break
+		}
+	}
+	return i
+}
+
+func (w *Webhook) carryComplete() bool {
+	c := w.carry
+	return len(c.ends) > 0 && c.ends[len(c.ends)-1] == w.st.BatchLast
+}
+
+// cut encodes the next request from line i of b and returns it with the
+// index of the line after it.
+func (w *Webhook) cut(b *feed.Batch, i int) (*whChunk, int) {
+	c := &whChunk{feed: b.Feed, path: b.Path, epoch: b.Epoch, positioned: b.Positioned}
+	w.buf.Reset()
+	j := i
+	for j < len(b.Lines) && j-i < w.cfg.BatchMaxLines {
+		prev := w.buf.Len()
+		w.encodeLine(c, b.Lines[j], b.Ends[j])
+		if w.buf.Len() > w.cfg.BatchMaxBytes && j > i {
+			w.buf.Truncate(prev)
+			break
+		}
+		j++
+	}
+	c.lines, c.ends = b.Lines[i:j], b.Ends[i:j]
+	c.body = bytes.Clone(w.buf.Bytes())
+	return c, j
+}
+
+func (w *Webhook) encode(c *whChunk) {
+	w.buf.Reset()
+	for i, l := range c.lines {
+		w.encodeLine(c, l, c.ends[i])
+	}
+	c.body = bytes.Clone(w.buf.Bytes())
+}
+
+func (w *Webhook) encodeLine(c *whChunk, line []byte, end int64) {
+	epoch := fmt.Sprintf("%016x", c.epoch)
+	w.obj = whLine{
+		ID: c.feed + ":" + epoch + ":" + strconv.FormatInt(end, 10), Feed: c.feed, Epoch: epoch,
+		Position: end, Path: c.path, Line: string(line),
+	}
+	if w.cfg.Raw {
+		s := base64.StdEncoding.EncodeToString(line)
+		w.obj.LineBase64 = &s
+	}
+	w.enc.Encode(&w.obj) // cannot fail: strings and numbers only
+}
+
+// deliver records c (positioned), then POSTs it until it is acknowledged,
+// dead-lettered or released. It fails only when ctx ends or the record
+// cannot be written.
+func (w *Webhook) deliver(ctx context.Context, c *whChunk) error {
+	if c.positioned {
+		if err := w.recordRequest(c); err != nil {
+			return err
+		}
+	}
+	if c.body == nil {
+		w.encode(c)
+	}
+	key := c.key()
+	rp := w.g.cfg.Retry
+	for attempt := 1; ; attempt++ {
+		retryAfter, poison, err := w.post(ctx, c, key)
+		if err == nil {
+			w.applied(c)
+			w.g.unfence()
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		w.g.failures.Add(1)
+		w.g.fence(err)
+		if (poison || attempt >= rp.Attempts) && w.g.cfg.OnFailure == DeadLetter && w.g.cfg.Ledger != nil {
+			if w.deadLetter(c, attempt, err) {
+				w.applied(c)
+				w.g.unfence()
+				return nil
+			}
+		}
+		delay := max(rp.Backoff(attempt), retryAfter)
+		rel, ok := w.g.webhookWait(ctx, delay)
+		if !ok {
+			return ctx.Err()
+		}
+		if rel != nil {
+			w.release(c, rel)
+			return nil
+		}
+	}
+}
+
+// post sends c once. It returns nil for a 2xx; otherwise the error, whether
+// it is poison (a 4xx other than 408 and 429) and what Retry-After asked.
+func (w *Webhook) post(ctx context.Context, c *whChunk, key string) (time.Duration, bool, error) {
+	rctx, cancel := context.WithTimeout(ctx, w.cfg.Timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(rctx, http.MethodPost, w.cfg.URL, bytes.NewReader(c.body))
+	if err != nil {
+		return 0, true, fmt.Errorf("webhook request: %w", err)
+	}
+	for k, v := range w.cfg.Headers {
+		req.Header.Set(k, v)
+	}
+	req.Header.Set("Content-Type", "application/x-ndjson")
+	req.Header.Set("Idempotency-Key", key)
+	if req.Header.Get("User-Agent") == "" {
+		req.Header.Set("User-Agent", "tailfeed")
+	}
+	resp, err := w.client.Do(req)
+	if err != nil {
+		return 0, false, fmt.Errorf("webhook POST %s (%s): %w", w.cfg.URL, key, err)
+	}
+	snippet, _ := io.ReadAll(io.LimitReader(resp.Body, 256))
+	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	resp.Body.Close()
+	code := resp.StatusCode
+	if code >= 200 && code < 300 {
+		return 0, false, nil
+	}
+	err = fmt.Errorf("webhook POST %s (%s): %s: %s", w.cfg.URL, key, resp.Status, strings.TrimSpace(string(snippet)))
+	poison := code >= 400 && code < 500 && code != http.StatusRequestTimeout && code != http.StatusTooManyRequests
+	return retryAfter(resp.Header.Get("Retry-After")), poison, err
+}
+
+// retryAfter parses a Retry-After value (seconds or an HTTP date).
+func retryAfter(v string) time.Duration {
+	if v == "" {
+		return 0
+	}
+	var d time.Duration
+	if s, err := strconv.Atoi(strings.TrimSpace(v)); err == nil {
+		d = time.Duration(s) * time.Second
+	} else if t, err := http.ParseTime(v); err == nil {
+		d = time.Until(t)
+	}
+	return min(max(d, 0), maxRetryAfter)
+}
+
+// recordRequest stores (epoch, first, last) before c's first POST, unless
+// it is the recorded request being rebuilt.
+func (w *Webhook) recordRequest(c *whChunk) error {
+	first, last := c.ends[0], c.ends[len(c.ends)-1]
+	if w.st.pending() && w.st.BatchEpoch == c.epoch && w.st.BatchFirst == first && w.st.BatchLast == last {
+		return nil
+	}
+	if w.st.pending() {
+		w.log.Warn("webhook gives up a recorded request it could not rebuild", "first", w.st.BatchFirst, "last", w.st.BatchLast)
+	}
+	next := w.st
+	next.BatchEpoch, next.BatchFirst, next.BatchLast = c.epoch, first, last
+	if err := w.rec.store(next); err != nil {
+		return err
+	}
+	w.st = w.rec.disk
+	return nil
+}
+
+// applied records that c's lines are done (positioned lines only). A failed
+// store is logged: the request was acknowledged, and a resend after a
+// restart carries the same key.
+func (w *Webhook) applied(c *whChunk) {
+	if !c.positioned {
+		return
+	}
+	next := w.st
+	next.AppliedEpoch, next.AppliedPos = c.epoch, c.ends[len(c.ends)-1]
+	if err := w.rec.store(next); err != nil {
+		w.log.Warn("webhook record not updated after an acknowledged request; a restart may send it again under the same key", "error", err)
+		next.Counter = w.st.Counter
+		w.st = next
+		return
+	}
+	w.st = w.rec.disk
+}
+
+// deadLetter writes c's lines to the ledger; false when that failed.
+func (w *Webhook) deadLetter(c *whChunk, attempts int, lastErr error) bool {
+	var d feed.Delivery
+	for i, l := range c.lines {
+		d.Reset(&feed.Batch{Feed: c.feed, Path: c.path, Epoch: c.epoch, Positioned: c.positioned,
+			Lines: [][]byte{l}, Ends: []int64{c.ends[i]}}, 0)
+		d.Attempt = attempts
+		if err := w.g.cfg.Ledger.DeadLetter(&d, attempts, lastErr); err != nil {
+			w.log.Error("dead-letter write failed; holding the request", "error", err)
+			return false
+		}
+		w.g.deadLettered.Add(1)
+	}
+	w.log.Warn("webhook request dead-lettered", "key", c.key(), "lines", len(c.lines), "error", lastErr)
+	return true
+}
+
+// release gives c's lines up (POST /admin/release while retrying).
+func (w *Webhook) release(c *whChunk, req *releaseReq) {
+	n := uint64(len(c.lines))
+	w.applied(c)
+	w.g.q.AddReleased(n)
+	w.g.q.SetState(feed.Released, "")
+	w.log.Warn("webhook request released on purpose", "key", c.key(), "lines", n)
+	w.g.cfg.Wake()
+	req.reply <- n
+}
+
+// FlushDue implements Flusher: an incomplete recorded request is sent
+// after PartialWait; lines the group finished without the sink (a dead
+// letter after a record failure) are reported at once.
+func (w *Webhook) FlushDue() (time.Time, bool) {
+	if w.carry != nil {
+		return w.carrySince.Add(w.cfg.PartialWait), true
+	}
+	if q := w.g.q; q.AckPoint() < q.Dispatched() {
+		return time.Time{}, true
+	}
+	return time.Time{}, false
+}
+
+// Flush implements Flusher; it runs between batches, when everything the
+// group dispatched is done but what the carry holds.
+func (w *Webhook) Flush(ctx context.Context) error {
+	if w.carry != nil {
+		w.log.Warn("webhook cannot rebuild the recorded request in time; sending what it has under a new key (the receiver may see duplicates)",
+			"first", w.st.BatchFirst, "last", w.st.BatchLast)
+		if err := w.deliver(ctx, w.carry); err != nil {
+			return err
+		}
+		w.carry = nil
+	}
+	w.g.DurableThrough(w.g.q.Dispatched())
+	return nil
+}
+
+// Close closes the record and idle connections.
+func (w *Webhook) Close() error {
+	w.client.CloseIdleConnections()
+	return w.rec.f.Close()
+}
+
+// webhookWait sleeps d, or until a release request comes (served on the
+// group goroutine), or ctx ends (false).
+func (g *Group) webhookWait(ctx context.Context, d time.Duration) (*releaseReq, bool) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil, true
+	case req := <-g.releases:
+		return req, true
+	case <-ctx.Done():
+		return nil, false
+	}
+}
