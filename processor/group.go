@@ -286,6 +286,7 @@ func (g *Group) handle(ctx context.Context, b *feed.Batch) bool {
 			if g.cfg.OnFailure == DeadLetter && g.cfg.Ledger != nil {
 				if g.deadLetter(ctx, b, vdone, attempt, err) {
 					vdone++
+					g.progress = base + uint64(g.origDone(vdone, b.Len())) // in the ledger: processed
 					attempt = 1
 					continue
 				}

@@ -560,3 +560,28 @@ func TestGroupStopDuringFailingCompletionDoesNotDispatch(t *testing.T) {
 		t.Fatalf("CompletionFailures %d after a stop, want 0", n)
 	}
 }
+
+// TestGroupPanicAfterDeadLetterCountsTheDeadLetter: a dead-lettered line
+// counts as processed, also when the next line panics: the hold sits after
+// it, so a restart does not deliver it again on top of its ledger entry.
+func TestGroupPanicAfterDeadLetterCountsTheDeadLetter(t *testing.T) {
+	p := &lineProc{fn: func(d *feed.Delivery) error {
+		switch string(d.Line) {
+		case "bad":
+			return errors.New("poison")
+		case "boom":
+			panic("boom")
+		}
+		return nil
+	}}
+	dl := &ledger{}
+	r := startGroup(t, processor.GroupConfig{Processor: p, Retry: quickRetry(2), OnFailure: processor.DeadLetter, Ledger: dl})
+	r.publish("ok", "bad", "boom", "never")
+	<-r.g.Done()
+	if st, _ := r.q.State(); st != feed.Dead {
+		t.Fatalf("state %v, want DEAD", st)
+	}
+	if d := r.q.Dispatched(); d != 2 {
+		t.Fatalf("dispatched %d, want 2 (ok, and bad in the ledger)", d)
+	}
+}
