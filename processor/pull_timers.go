@@ -120,9 +120,8 @@ func (p *Pull) unfence() {
 	}
 }
 
-// run is the timer goroutine: it expires deliveries, writes dead letters
-// (outside the lock: an fsync) and serves POST /admin/release while a line
-// is held.
+// run is the timer goroutine: it expires deliveries and writes dead
+// letters (outside the lock: an fsync).
 func (p *Pull) run() {
 	defer close(p.done)
 	t := time.NewTimer(time.Hour)
@@ -136,7 +135,6 @@ func (p *Pull) run() {
 		if len(p.timers) > 0 {
 			next = p.timers[0].due
 		}
-		held := p.held > 0
 		p.mu.Unlock()
 		if len(work) > 0 {
 			for _, e := range work {
@@ -149,17 +147,11 @@ func (p *Pull) run() {
 			t.Reset(time.Until(next))
 			tc = t.C
 		}
-		var rel chan *releaseReq
-		if held {
-			rel = p.g.releases
-		}
 		select {
 		case <-p.stop:
 			return
 		case <-p.kick:
 		case <-tc:
-		case req := <-rel:
-			p.release(req)
 		}
 	}
 }
@@ -194,9 +186,10 @@ func (p *Pull) deadLetter(e *pullEntry) {
 	p.broadcast()
 }
 
-// release gives the held lines up (POST /admin/release): they count as
-// done and as released, and the subscriber goes on.
-func (p *Pull) release(req *releaseReq) {
+// ReleaseHold implements HoldReleaser (POST /admin/release): the lines
+// held out of attempts are given up — they count as done and as released —
+// and the subscriber goes on. ok is false when no line is held.
+func (p *Pull) ReleaseHold() (uint64, bool) {
 	p.mu.Lock()
 	n := uint64(0)
 	for _, e := range p.order[p.head:] {
@@ -213,11 +206,12 @@ func (p *Pull) release(req *releaseReq) {
 		p.broadcast()
 	}
 	p.mu.Unlock()
-	if n > 0 {
-		p.log.Warn("held pull lines released on purpose", "lines", n)
-		p.g.cfg.Wake()
+	if n == 0 {
+		return 0, false
 	}
-	req.reply <- n
+	p.log.Warn("held pull lines released on purpose", "lines", n)
+	p.g.cfg.Wake()
+	return n, true
 }
 
 // replayBatch hands replayed dead letters out, one at a time, and waits
