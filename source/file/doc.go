@@ -61,9 +61,14 @@
 //     truncated; a size or mtime changed since the last check re-verifies
 //     the fingerprint of the first bytes (up to 4 KiB) through the
 //     descriptor, so a truncation followed by quick regrowth past the read
-//     position is caught unless the new first bytes equal the old. Either
-//     way the file is marked gone: read no further, its lines already read
-//     are still published, a WARN and the feed's detail give the reason.
+//     position is caught unless the new first bytes equal the old. A WARN
+//     and the feed's detail give the reason. If the directory holds a copy
+//     of the old content (a regular file with the same fingerprinted first
+//     bytes, at least as long as what was consumed; the newest wins), the
+//     copy becomes the current file at the consumed position under the same
+//     epoch, and the file at the path is queued. Otherwise the file is
+//     marked gone: read no further, its lines already read are still
+//     published.
 //   - stat the path. Missing: not a change (a rotation may be in
 //     progress). Naming the open file (and not gone), or a file already
 //     queued: nothing to do. Otherwise open it (the open race below) and
@@ -111,7 +116,13 @@
 //	   it may go on appending); once it stayed still for rotateWait it is
 //	   closed and the state is WAITING_FOR_FILE. A file created at the path
 //	   later is read from 0 under a new epoch, without a restart.
-//	F  copytruncate (cp A A.1; truncate A). B, with the loss below.
+//	F  copytruncate (cp A A.1; truncate A). B, except that A.1 is found as
+//	   the copy: what was not read of A is read from A.1 (same epoch, same
+//	   positions), then A from its start. Only the lines written between
+//	   the copy and the truncate that were not read are lost (below). The
+//	   same holds across a restart: a pointer file shorter than the offset
+//	   (or rewritten) with a copy in the directory is read from the copy
+//	   first.
 //	G  Restart after rotation. At open the path names a file other than the
 //	   pointer's: the path's directory is searched for the pointer's file
 //	   key with a matching fingerprint; found, it is read from the offset to
@@ -146,12 +157,18 @@
 // # Known limitations
 //
 //   - copytruncate loses the lines written between the copy and the
-//     truncate that the source had not read yet: they are in neither file
-//     the source reads (the copy is a new file that is not at the path). The
-//     source reads within its wake-up latency (fsnotify: well under a
-//     millisecond when idle; otherwise the poll interval), which bounds the
-//     window but cannot close it. The loss is not counted: nothing can tell
-//     what was there. Use rename rotation (create) where possible.
+//     truncate that the source had not read yet: they are in neither the
+//     copy nor the truncated file. The source reads within its wake-up
+//     latency (fsnotify: well under a millisecond when idle; otherwise the
+//     poll interval), which bounds the window but cannot close it. The loss
+//     is not counted: nothing can tell what was there. A copy that is
+//     compressed and deleted before the source looks is not found: then all
+//     that was unread is lost. Use rename rotation (create) where possible.
+//   - The copy is recognised by its first bytes (up to 4 KiB) and length
+//     only: another file in the directory starting with the same bytes and
+//     at least as long (a manual backup) is taken for the copy when it is
+//     the newest; from the consumed position on it is read as the file's
+//     content.
 //   - A truncation followed by regrowth past the read position with the same
 //     first bytes (up to 4 KiB) before the source looks is taken for
 //     appends: the source reads on from its old position, skipping the new

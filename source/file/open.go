@@ -141,7 +141,18 @@ func (s *Source) resumeRotated(f *os.File, dev, ino uint64) bool {
 		return false // no identity yet
 	}
 	if f != nil && pointer.FileKey(dev, ino) == rec.FileKey {
-		return false // the same file: the ordinary open-time check applies
+		// The same file; truncated or rewritten while stopped, it may have
+		// left a copy holding the unread tail (copytruncate).
+		if st, err := f.Stat(); err == nil && (st.Size() < rec.Offset || !fingerprintMatches(f, rec)) {
+			if c, cdev, cino := findCopy(filepath.Dir(s.cfg.Path), int(rec.FPLen), rec.FP, rec.Offset, func(d, i uint64) bool {
+				return d == dev && i == ino
+			}); c != nil {
+				s.log.Warn("input was truncated or rewritten while stopped; reading its copy from the pointer first",
+					"path", s.cfg.Path, "copy", c.Name(), "offset", rec.Offset)
+				return s.resumeFrom(c, cdev, cino, rec)
+			}
+		}
+		return false // the ordinary open-time check applies
 	}
 	old, odev, oino := findByKey(filepath.Dir(s.cfg.Path), rec)
 	if old != nil {
@@ -236,4 +247,45 @@ func (s *Source) openAtPath() bool {
 	s.cur, s.barrier, s.missing = r, true, false
 	s.setFile(r)
 	return true
+}
+
+// findCopy looks in dir for the copy that copytruncate (or cp before a
+// truncate) left of a file: a regular file with an identity skip does not
+// reject, at least size bytes long, whose first fpLen bytes hash to fp. The
+// most recently modified one wins. fpLen 0 identifies nothing.
+func findCopy(dir string, fpLen int, fp uint64, size int64, skip func(dev, ino uint64) bool) (*os.File, uint64, uint64) {
+	if fpLen <= 0 {
+		return nil, 0, 0
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, 0, 0
+	}
+	rec := pointer.Record{FPLen: uint64(fpLen), FP: fp}
+	var best *os.File
+	var bdev, bino uint64
+	var bmod time.Time
+	for _, e := range ents {
+		if !e.Type().IsRegular() {
+			continue
+		}
+		info, err := e.Info()
+		if err != nil || info.Size() < max(size, int64(fpLen)) || (best != nil && !info.ModTime().After(bmod)) {
+			continue
+		}
+		f, err := os.Open(filepath.Join(dir, e.Name()))
+		if err != nil {
+			continue
+		}
+		dev, ino, err := fileutil.DevIno(f)
+		if err != nil || skip(dev, ino) || !fingerprintMatches(f, rec) {
+			f.Close()
+			continue
+		}
+		if best != nil {
+			best.Close()
+		}
+		best, bdev, bino, bmod = f, dev, ino, info.ModTime()
+	}
+	return best, bdev, bino
 }

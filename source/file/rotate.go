@@ -3,6 +3,7 @@ package file
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"time"
 
 	"tailfeed/internal/fileutil"
@@ -72,9 +73,10 @@ func (s *Source) check() {
 	}
 	s.checked = true
 	if r.gone == "" {
-		if why := s.changed(r); why != "" {
+		if why := s.changed(r); why != "" && !s.readCopy(r, why) {
 			s.markGone(r, why)
 		}
+		r = s.cur
 	}
 	dev, ino, err := fileutil.DevInoPath(s.cfg.Path)
 	if err != nil {
@@ -133,6 +135,47 @@ func (s *Source) markGone(r *reader, why string) {
 	msg := fmt.Sprintf("input %s %s; reading it from its start under a new epoch", s.cfg.Path, why)
 	s.log.Warn(msg, "path", s.cfg.Path, "reason", why, "read", r.readPos())
 	s.setDetail(msg)
+}
+
+// readCopy handles a truncation or an in-place rewrite that left a copy of
+// the old content in the directory (copytruncate; cp then truncate): the
+// copy is read from what was consumed of r, under r's epoch, before the
+// file at the path is read from its start. r's unconsumed bytes are
+// dropped: the copy holds them. False when no copy is found.
+func (s *Source) readCopy(r *reader, why string) bool {
+	cf, dev, ino := findCopy(filepath.Dir(s.cfg.Path), r.fpLen, r.fp, r.consumed(), func(dev, ino uint64) bool {
+		return (dev == r.dev && ino == r.ino) || s.queued(dev, ino) || s.retired(dev, ino)
+	})
+	if cf == nil {
+		return false
+	}
+	c := newReader(cf, dev, ino, s.bufSize(), s.cfg.MaxLine)
+	c.epoch, c.fpLen, c.fp = r.epoch, r.fpLen, r.fp
+	c.seek(r.consumed())
+	if st, err := cf.Stat(); err == nil {
+		c.lastSize, c.lastMod = st.Size(), st.ModTime()
+	}
+	msg := fmt.Sprintf("input %s %s; reading its copy %s from offset %d first, then the file from its start under a new epoch",
+		s.cfg.Path, why, filepath.Base(cf.Name()), r.consumed())
+	s.log.Warn(msg, "path", s.cfg.Path, "reason", why, "copy", cf.Name(), "offset", r.consumed())
+	s.setDetail(msg)
+	r.close()
+	s.cur = c
+	s.setFile(c)
+	if s.ptr != nil && !s.barrier {
+		s.ptr.Bind(c.f, c.key)
+	}
+	return true
+}
+
+// retired reports whether a switched-away file has that identity.
+func (s *Source) retired(dev, ino uint64) bool {
+	for _, o := range s.old {
+		if o.dev == dev && o.ino == ino {
+			return true
+		}
+	}
+	return false
 }
 
 // queued reports whether a file with that identity is already queued.
