@@ -113,8 +113,9 @@
 //	D  Same content under a new key (cp A A.tmp; echo more >> A.tmp; mv
 //	   A.tmp A; or a copy-up). Kept: same epoch and position, WARN.
 //	E  Deletion. The open file is read to its end (a writer still holding
-//	   it may go on appending); once it stayed still for rotateWait it is
-//	   closed and the state is WAITING_FOR_FILE. A file created at the path
+//	   it may go on appending); rotateWait after the path was seen missing
+//	   and after the file last grew, it is closed (then watched like a
+//	   switched-away file) and the state is WAITING_FOR_FILE. A file created at the path
 //	   later is read from 0 under a new epoch, without a restart.
 //	F  copytruncate (cp A A.1; truncate A). B, except that A.1 is found as
 //	   the copy: what was not read of A is read from A.1 (same epoch, same
