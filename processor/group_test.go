@@ -500,12 +500,20 @@ func TestRetryBackoffDoublesToCapWithinJitter(t *testing.T) {
 
 // failingFlusher writes nothing, is always due for a flush, and its Flush
 // always fails (an fsync that keeps failing).
-type failingFlusher struct{ flushes atomic.Int64 }
+type failingFlusher struct {
+	flushes atomic.Int64
+	dirty   atomic.Bool
+}
 
 func (f *failingFlusher) ProcessBatch(_ context.Context, b *feed.Batch) (int, error) {
+	f.dirty.Store(true)
 	return len(b.Lines), nil
 }
-func (f *failingFlusher) FlushDue() (time.Time, bool) { return time.Now().Add(-time.Second), true }
+
+func (f *failingFlusher) FlushDue() (time.Time, bool) {
+	return time.Now().Add(-time.Second), f.dirty.Load()
+}
+
 func (f *failingFlusher) Flush(context.Context) error {
 	f.flushes.Add(1)
 	return errors.New("fsync: input/output error")
