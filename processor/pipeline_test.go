@@ -32,6 +32,7 @@ type subSpec struct {
 type pipeOpts struct {
 	queueLines int // per subscriber queue (default 1024)
 	batchLines int // per batch (default queueLines/2, as the daemon does)
+	maxPending int // maxPendingAcks (default 65536)
 	subs       []subSpec
 }
 
@@ -59,6 +60,9 @@ func startPipeline(t *testing.T, dir string, o pipeOpts) *pipeline {
 	if o.batchLines == 0 {
 		o.batchLines = o.queueLines / 2
 	}
+	if o.maxPending == 0 {
+		o.maxPending = 65536
+	}
 	p := &pipeline{t: t, in: filepath.Join(dir, "app.log"), ptrPath: filepath.Join(dir, "app.ptr")}
 	ptr, err := pointer.Open(p.ptrPath, pointer.Options{})
 	if err != nil {
@@ -68,7 +72,7 @@ func startPipeline(t *testing.T, dir string, o pipeOpts) *pipeline {
 	for _, s := range o.subs {
 		p.queues = append(p.queues, feed.NewQueue(s.name, o.queueLines, 4<<20, overload.Policy{Kind: overload.Pause}))
 	}
-	p.pub = feed.NewPublisher("app", p.queues, 65536, o.batchLines)
+	p.pub = feed.NewPublisher("app", p.queues, o.maxPending, o.batchLines)
 	gctx, gstop := context.WithCancel(context.Background())
 	p.gstop = gstop
 	for i, s := range o.subs {
@@ -350,4 +354,27 @@ func TestPointerFollowsSlowerSubscriber(t *testing.T) {
 		t.Fatalf("only %d samples of the pointer", samples)
 	}
 	t.Logf("%d samples, %d with the fast subscriber ahead of the slow one", samples, ahead)
+}
+
+// TestWindowCapPausesSource: with maxPendingAcks below what the queue
+// holds, the window is what stops the source: at most maxPendingAcks lines
+// await acknowledgement, and everything arrives once the sink goes on.
+func TestWindowCapPausesSource(t *testing.T) {
+	dir := t.TempDir()
+	size := appendInput(t, filepath.Join(dir, "app.log"), 1, 5000)
+	slow := &slowSink{t: t, next: processor.Discard{}, gate: make(chan struct{})}
+	p := startPipeline(t, dir, pipeOpts{queueLines: 1024, batchLines: 100, maxPending: 300, subs: []subSpec{{"slow",
+		func(*testing.T, *processor.Group) processor.BatchProcessor { return slow }}}})
+	eventually(t, "the window pause", func() bool { return p.pub.Paused() && p.pub.PauseReason() == "window full" })
+	if seq, pend := p.pub.Sequence(), p.pub.Pending(); seq != 300 || pend != 300 {
+		t.Fatalf("sequence %d, pending %d with maxPendingAcks 300 and nothing acknowledged, want 300 and 300", seq, pend)
+	}
+	if d := p.queues[0].Depth(); d != 200 {
+		t.Fatalf("queue depth %d, want 200 (one batch in the stuck sink)", d)
+	}
+	close(slow.gate)
+	p.waitCommitted(size)
+	if slow.pos.Load() != size {
+		t.Fatalf("sink at %d, want %d", slow.pos.Load(), size)
+	}
 }
