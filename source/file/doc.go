@@ -69,6 +69,9 @@
 //     epoch, and the file at the path is queued. Otherwise the file is
 //     marked gone: read no further, its lines already read are still
 //     published.
+//   - fstat the queued files the same way: one truncated before it was
+//     read (a second copytruncate while the first copy is still read) gets
+//     its copy queued before it.
 //   - stat the path. Missing: not a change (a rotation may be in
 //     progress). Naming the open file (and not gone), or a file already
 //     queued: nothing to do. Otherwise open it (the open race below) and

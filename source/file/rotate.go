@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"tailfeed/internal/fileutil"
@@ -78,6 +79,7 @@ func (s *Source) check() {
 		}
 		r = s.cur
 	}
+	s.checkQueued()
 	dev, ino, err := fileutil.DevInoPath(s.cfg.Path)
 	if err != nil {
 		if !s.missing {
@@ -143,9 +145,7 @@ func (s *Source) markGone(r *reader, why string) {
 // file at the path is read from its start. r's unconsumed bytes are
 // dropped: the copy holds them. False when no copy is found.
 func (s *Source) readCopy(r *reader, why string) bool {
-	cf, dev, ino := findCopy(filepath.Dir(s.cfg.Path), r.fpLen, r.fp, r.consumed(), func(dev, ino uint64) bool {
-		return (dev == r.dev && ino == r.ino) || s.queued(dev, ino) || s.retired(dev, ino)
-	})
+	cf, dev, ino := findCopy(filepath.Dir(s.cfg.Path), r.fpLen, r.fp, r.consumed(), s.known)
 	if cf == nil {
 		return false
 	}
@@ -166,6 +166,46 @@ func (s *Source) readCopy(r *reader, why string) bool {
 		s.ptr.Bind(c.f, c.key)
 	}
 	return true
+}
+
+// checkQueued looks at the files queued and not read yet. One truncated or
+// rewritten meanwhile (a second copytruncate while the source still reads
+// the first copy) may have left a copy of what it held: the copy is queued
+// before it, to be read from 0 under an epoch of its own.
+func (s *Source) checkQueued() {
+	for i := 0; i < len(s.next); i++ {
+		nx := s.next[i]
+		why := s.changed(nx)
+		if why == "" {
+			continue
+		}
+		cf, dev, ino := findCopy(filepath.Dir(s.cfg.Path), nx.fpLen, nx.fp, int64(nx.fpLen), s.known)
+		nx.fpLen, nx.fp = 0, 0
+		if st, err := nx.f.Stat(); err == nil {
+			nx.refreshFingerprint(st.Size())
+			nx.lastSize, nx.lastMod = st.Size(), st.ModTime()
+		}
+		if cf == nil {
+			s.log.Warn("a queued input file was "+why+" before it was read, and no copy of it was found; its lines are lost",
+				"path", s.cfg.Path, "file", nx.f.Name())
+			continue
+		}
+		c := newReader(cf, dev, ino, s.bufSize(), s.cfg.MaxLine)
+		c.queuedAt = nx.queuedAt
+		if st, err := cf.Stat(); err == nil {
+			c.refreshFingerprint(st.Size())
+			c.lastSize, c.lastMod = st.Size(), st.ModTime()
+		}
+		s.log.Warn("a queued input file was "+why+" before it was read; reading its copy first",
+			"path", s.cfg.Path, "copy", cf.Name())
+		s.next = slices.Insert(s.next, i, c)
+		i++
+	}
+}
+
+// known reports whether the source holds a file with that identity.
+func (s *Source) known(dev, ino uint64) bool {
+	return (s.cur != nil && s.cur.dev == dev && s.cur.ino == ino) || s.queued(dev, ino) || s.retired(dev, ino)
 }
 
 // retired reports whether a switched-away file has that identity.
@@ -192,6 +232,10 @@ func (s *Source) queued(dev, ino uint64) bool {
 func (s *Source) queueNext(f *os.File, dev, ino uint64) {
 	r := newReader(f, dev, ino, s.bufSize(), s.cfg.MaxLine)
 	r.queuedAt = time.Now()
+	if st, err := f.Stat(); err == nil {
+		r.refreshFingerprint(st.Size()) // to notice a truncation before it is read
+		r.lastSize, r.lastMod = st.Size(), st.ModTime()
+	}
 	s.log.Info("input path names a new file; queued behind the open one", "path", s.cfg.Path, "queued", len(s.next)+1)
 	s.next = append(s.next, r)
 	s.watchAll.Store(true)
