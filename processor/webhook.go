@@ -42,7 +42,9 @@ import (
 // not come within 2 s (the range cannot be rebuilt: the file was replaced,
 // the filters changed), what it has goes out under a new key, with a WARN.
 // A receiver that dedups on Idempotency-Key therefore applies every line
-// once, across retries, lost responses and kill -9.
+// once, across retries, lost responses and kill -9. (Go's HTTP transport
+// may itself resend a request whose keep-alive connection broke, since it
+// carries an Idempotency-Key: same bytes, same key.)
 //
 // Failures. 2xx: done. 408, 429, 5xx, 3xx (redirects are not followed) and
 // network errors (including timeoutMillis): retried with the processor's

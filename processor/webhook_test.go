@@ -258,6 +258,27 @@ func TestWebhookRetriesSameRequestHonouringRetryAfter(t *testing.T) {
 	}
 }
 
+func TestWebhookRequestNeverSpansTwoEpochs(t *testing.T) {
+	h := newHookServer(t, nil)
+	r := newHookRig(t, t.TempDir(), GroupConfig{Retry: fastRetry(3)}, WebhookConfig{URL: h.srv.URL})
+	r.publish("a", "b")
+	r.epoch, r.pos = 0xe2, 0 // a new file
+	r.publish("c")
+	r.waitAck(3, 10*time.Second)
+	var keys []string
+	for _, q := range h.requests() {
+		keys = append(keys, q.key)
+		for _, o := range decodeNDJSON(t, q.body) {
+			if !strings.HasPrefix(q.key, "app:"+o.Epoch+":") {
+				t.Fatalf("request %q holds a line of epoch %s", q.key, o.Epoch)
+			}
+		}
+	}
+	if fmt.Sprint(keys) != "[app:00000000000000e1:2-4 app:00000000000000e2:2-2]" {
+		t.Fatalf("keys %v", keys)
+	}
+}
+
 func TestWebhookPoisonRequestIsDeadLetteredWhole(t *testing.T) {
 	h := newHookServer(t, func(_ int, q hookReq) (int, map[string]string) {
 		if bytes.Contains(q.body, []byte("poison")) {
