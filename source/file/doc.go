@@ -32,7 +32,8 @@
 //
 //  1. Commit: poll the subscribers' ack points; store the acknowledged
 //     position into the pointer mapping when it belongs to the pointer's
-//     epoch; msync at most every commitSyncMillis.
+//     epoch; msync at most every commitSyncMillis, on a goroutine of its
+//     own so that a slow disk does not delay reading (commit.go).
 //  2. Poll, when an fsnotify event arrived or pollIntervalMillis passed since
 //     the last one (also while paused, at the barrier and while busy
 //     reading): check the open file (below) and read the old files.

@@ -19,7 +19,8 @@ const lostTailDetail = "rotated file gone; its unread tail is lost"
 // open opens the input at start, per the read strategy.
 func (s *Source) open() error {
 	if s.ptr != nil {
-		s.epoch.Store(s.ptr.Record().Epoch)
+		s.ptrEpoch = s.ptr.Record().Epoch
+		s.epoch.Store(s.ptrEpoch)
 		if s.ptr.Fresh() && s.ptr.FreshReason() != "new pointer file" {
 			s.setDetail("pointer file reset: " + s.ptr.FreshReason())
 		}
@@ -95,7 +96,7 @@ func (s *Source) checkPointer(r *reader, size int64) error {
 		return err
 	}
 	rec := s.ptr.Record()
-	r.epoch = rec.Epoch
+	r.epoch, s.ptrEpoch = rec.Epoch, rec.Epoch
 	r.seek(rec.Offset)
 	switch v {
 	case pointer.Replaced, pointer.Truncated:
@@ -177,7 +178,7 @@ func (s *Source) resumeFrom(old *os.File, dev, ino uint64, rec pointer.Record) b
 		return false
 	}
 	r := newReader(old, dev, ino, s.bufSize(), s.cfg.MaxLine)
-	r.epoch = rec.Epoch
+	r.epoch, s.ptrEpoch = rec.Epoch, rec.Epoch
 	r.seek(rec.Offset)
 	r.lastSize, r.lastMod = st.Size(), st.ModTime()
 	r.refreshFingerprint(st.Size())

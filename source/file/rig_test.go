@@ -33,6 +33,7 @@ type rigOpts struct {
 	delay      time.Duration  // per-line delay of the subscriber
 	block      chan struct{}  // every line waits until it is closed
 	notify     chan time.Time // gets the time of each delivery
+	ptrMap     func(*os.File) (pointer.Mapping, error)
 	batchLines int
 	openHook   func()
 }
@@ -78,7 +79,7 @@ func (r *rig) start() *rig {
 	r.logs = &syncBuf{}
 	log := hclog.New(&hclog.LoggerOptions{Output: r.logs, Level: hclog.Debug})
 	if r.opts.strategy == file.Committed {
-		p, err := pointer.Open(filepath.Join(r.dir, "app.ptr"), pointer.Options{Logger: log})
+		p, err := pointer.Open(filepath.Join(r.dir, "app.ptr"), pointer.Options{Logger: log, Map: r.opts.ptrMap})
 		if err != nil {
 			r.t.Fatal(err)
 		}

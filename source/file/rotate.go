@@ -379,9 +379,10 @@ func (s *Source) crossBarrier() bool {
 			s.log.Error("pointer reset failed; retrying", "error", err)
 			return false
 		}
+		s.ptrEpoch = r.epoch
 		s.syncedSeq.Store(s.ackSeq)
 		s.commitOK.Store(true)
-		s.stored = false
+		s.commit.stored = false
 		s.dirty.Store(false)
 	}
 	if st, err := r.f.Stat(); err == nil {

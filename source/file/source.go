@@ -50,10 +50,8 @@ type Source struct {
 	barrier      bool      // cur's epoch waits for every line of the previous one
 	pending      *feed.Batch
 	found        Found
-	stored       bool // a record was stored and not yet synced
-	storedSeq    uint64
-	storedPos    int64
-	lastSync     time.Time
+	commit       committer
+	ptrEpoch     uint64 // the pointer's epoch (read without its mutex)
 	ackSeq       uint64
 	missing      bool      // the path named no file at the last check
 	missingSince time.Time // when the path was first seen missing
@@ -112,6 +110,7 @@ func New(cfg Config, pub *feed.Publisher) *Source {
 		cfg.MaxLine = 1 << 20
 	}
 	s := &Source{cfg: cfg, pub: pub, ptr: cfg.Pointer, log: cfg.Logger, events: make(chan struct{}, 1)}
+	s.commit.done = make(chan error, 1)
 	s.commitOK.Store(true)
 	s.state.Store(int32(Starting))
 	return s
@@ -124,6 +123,7 @@ func (s *Source) bufSize() int { return max(1<<20, s.cfg.MaxLine+64<<10) }
 func (s *Source) Run(ctx context.Context) error {
 	s.startWatch()
 	defer s.stopWatch()
+	defer s.settleSync()
 	if err := s.open(); err != nil {
 		s.fail(err)
 		return err
@@ -201,62 +201,6 @@ func (s *Source) fillFrom(r *reader, final bool) bool {
 	}
 	s.pending = b
 	return true
-}
-
-// commitStep acknowledges what every holding queue finished, stores the new
-// position into the pointer mapping (once per duty cycle) and msyncs it at
-// most every CommitSync, or at once when force is set.
-func (s *Source) commitStep(force bool) {
-	a := s.pub.PollAcks()
-	if a.Moved {
-		s.ackSeq = a.Seq
-		switch {
-		case s.ptr == nil:
-			s.syncedSeq.Store(a.Seq) // nothing to commit
-		case a.Positioned && a.Epoch == s.ptr.Record().Epoch:
-			if err := s.ptr.Store(a.Position); err != nil {
-				s.commitFailures.Add(1)
-				s.commitOK.Store(false)
-				s.log.Error("pointer store failed", "error", err)
-			} else {
-				s.stored, s.storedSeq, s.storedPos = true, a.Seq, a.Position
-				s.dirty.Store(true)
-			}
-		case s.stored:
-			s.storedSeq = a.Seq // the store waiting for its msync covers these too
-		default:
-			// Only lines without a position (or of a finished epoch):
-			// nothing new to store; the synced record still covers them.
-			s.syncedSeq.Store(a.Seq)
-		}
-	}
-	if s.ptr == nil || !s.stored {
-		return
-	}
-	now := time.Now()
-	if !force && now.Sub(s.lastSync) < s.cfg.CommitSync {
-		return
-	}
-	s.lastSync = now
-	s.syncStored()
-}
-
-// syncStored msyncs the stored record.
-func (s *Source) syncStored() {
-	if err := s.ptr.Sync(); err != nil {
-		s.commitFailures.Add(1)
-		s.commitOK.Store(false)
-		s.log.Error("pointer msync failed; the lines stay unacknowledged on disk", "error", err)
-		// Never retried alone: the next attempt rewrites the slot.
-		if serr := s.ptr.Store(s.storedPos); serr != nil && !errors.Is(serr, pointer.ErrBackwards) {
-			s.log.Error("pointer store failed", "error", serr)
-		}
-		return
-	}
-	s.stored = false
-	s.commitOK.Store(true)
-	s.syncedSeq.Store(s.storedSeq)
-	s.dirty.Store(false)
 }
 
 // Drain keeps acknowledging and committing until every published line is

@@ -46,8 +46,8 @@ func (s *Source) poll() {
 // file changed (fsnotify), the next poll, a due msync, or the stop.
 func (s *Source) wait(ctx context.Context) {
 	d := s.cfg.Poll - time.Since(s.lastPoll)
-	if s.stored {
-		d = min(d, s.cfg.CommitSync-time.Since(s.lastSync))
+	if s.commit.stored && !s.commit.inFlight {
+		d = min(d, s.cfg.CommitSync-time.Since(s.commit.lastSync))
 	}
 	if d <= 0 {
 		return

@@ -1,0 +1,162 @@
+package file
+
+import (
+	"errors"
+	"time"
+
+	"tailfeed/feed"
+	"tailfeed/pointer"
+)
+
+// Commits (DESIGN §3). The source stores the acknowledged position into the
+// pointer's mapping at most once per duty cycle (that alone survives kill
+// -9) and msyncs it at most every commitSyncMillis. The msync runs on a
+// goroutine of its own, one at a time, so that a slow disk does not delay
+// the reading of the next line; while it runs the source does not touch the
+// pointer (whose mutex the msync holds): positions acknowledged meanwhile
+// wait in pend and are stored once it returned. An epoch switch and Close
+// wait for it and sync at once.
+
+// committer is the commit state; only accessed from the source goroutine.
+type committer struct {
+	stored    bool // a record was stored and not yet handed to an msync
+	storedSeq uint64
+	storedPos int64
+
+	inFlight  bool // an msync runs; done receives its result
+	flightSeq uint64
+	flightPos int64
+	done      chan error
+
+	pend    bool // a position acknowledged while the msync runs, not stored yet
+	pendSeq uint64
+	pendPos int64
+
+	lastSync time.Time
+}
+
+// commitStep acknowledges what every holding queue finished, stores the new
+// position, and starts an msync when one is due (force: at once, and waits
+// for it).
+func (s *Source) commitStep(force bool) {
+	s.collectSync(force)
+	a := s.pub.PollAcks()
+	if a.Moved {
+		s.ackSeq = a.Seq
+		s.acked(a)
+	}
+	c := &s.commit
+	if s.ptr == nil || !c.stored {
+		s.dirty.Store(c.stored || c.inFlight || c.pend)
+		return
+	}
+	if force {
+		c.lastSync = time.Now()
+		c.flightSeq, c.flightPos, c.stored = c.storedSeq, c.storedPos, false
+		s.synced(s.ptr.Sync())
+		return
+	}
+	if !c.inFlight && time.Since(c.lastSync) >= s.cfg.CommitSync {
+		s.startSync()
+	}
+	s.dirty.Store(true)
+}
+
+// acked records an acknowledgement that moved.
+func (s *Source) acked(a feed.Acked) {
+	c := &s.commit
+	switch {
+	case s.ptr == nil:
+		s.syncedSeq.Store(a.Seq) // nothing to commit
+	case a.Positioned && a.Epoch == s.ptrEpoch && c.inFlight:
+		c.pend, c.pendSeq, c.pendPos = true, a.Seq, a.Position
+	case a.Positioned && a.Epoch == s.ptrEpoch:
+		s.store(a.Position, a.Seq)
+	case c.pend:
+		c.pendSeq = a.Seq // lines without a position ride with the waiting store
+	case c.stored:
+		c.storedSeq = a.Seq
+	case c.inFlight:
+		c.flightSeq = a.Seq
+	default:
+		// Only lines without a position (or of a finished epoch): nothing
+		// new to store; the synced record still covers them.
+		s.syncedSeq.Store(a.Seq)
+	}
+}
+
+// store writes the record for pos (acknowledged through seq) into the
+// mapping.
+func (s *Source) store(pos int64, seq uint64) {
+	c := &s.commit
+	if err := s.ptr.Store(pos); err != nil {
+		s.commitFailures.Add(1)
+		s.commitOK.Store(false)
+		s.log.Error("pointer store failed", "error", err)
+		return
+	}
+	c.stored, c.storedSeq, c.storedPos = true, seq, pos
+}
+
+// startSync hands the stored record to an msync on its own goroutine.
+func (s *Source) startSync() {
+	c := &s.commit
+	c.lastSync = time.Now()
+	c.inFlight, c.flightSeq, c.flightPos, c.stored = true, c.storedSeq, c.storedPos, false
+	go func(p *pointer.Pointer, done chan<- error) {
+		done <- p.Sync()
+		s.pub.Poke()
+	}(s.ptr, c.done)
+}
+
+// collectSync takes the result of a running msync (waiting for it when
+// wait is set) and stores what was acknowledged meanwhile.
+func (s *Source) collectSync(wait bool) {
+	c := &s.commit
+	if !c.inFlight {
+		return
+	}
+	var err error
+	if wait {
+		err = <-c.done
+	} else {
+		select {
+		case err = <-c.done:
+		default:
+			return
+		}
+	}
+	c.inFlight = false
+	s.synced(err)
+	if c.pend {
+		c.pend = false
+		s.store(c.pendPos, c.pendSeq)
+	}
+}
+
+// synced records the result of an msync of the record for flightPos.
+func (s *Source) synced(err error) {
+	c := &s.commit
+	if err != nil {
+		s.commitFailures.Add(1)
+		s.commitOK.Store(false)
+		s.log.Error("pointer msync failed; the lines stay unacknowledged on disk", "error", err)
+		// Never retried alone: the next attempt rewrites the slot.
+		if serr := s.ptr.Store(c.flightPos); serr != nil && !errors.Is(serr, pointer.ErrBackwards) {
+			s.log.Error("pointer store failed", "error", serr)
+		}
+		if !c.stored {
+			c.stored, c.storedSeq, c.storedPos = true, c.flightSeq, c.flightPos
+		}
+		s.dirty.Store(true)
+		return
+	}
+	s.commitOK.Store(true)
+	s.syncedSeq.Store(c.flightSeq)
+	s.dirty.Store(c.stored || c.pend)
+}
+
+// settleSync waits for a running msync (the end of Run).
+func (s *Source) settleSync() {
+	s.collectSync(true)
+}
