@@ -56,14 +56,15 @@ func NewPublisher(feed string, queues []*Queue, maxPending, maxBatch int) *Publi
 		whyWindow:  "window full",
 	}
 	for _, q := range queues {
+		q.notify = p.wake
 		p.whyStalled = append(p.whyStalled, "subscriber "+q.Name+" stalled")
 		p.whyFull = append(p.whyFull, "queue "+q.Name+" full")
 	}
 	return p
 }
 
-// Wake is poked by the groups when they finish work (room freed, ack point
-// moved). The source waits on it.
+// Wake is poked when a batch leaves a queue (room freed) and by the groups
+// when they finish work (ack point moved). The source waits on it.
 func (p *Publisher) Wake() chan struct{} { return p.wake }
 
 // Poke wakes the source (non-blocking).
@@ -72,7 +73,8 @@ func (p *Publisher) Poke() { poke(p.wake) }
 // TryPublish offers b to every queue. It returns false, and leaves b to the
 // caller untouched (nothing numbered, queued or dropped), when the window is
 // full, a pointer-holding subscriber is fenced or dead, or a PAUSE queue has
-// no room. Otherwise it numbers the lines, queues the batch (or, per policy,
+// no room (after polling up to spinFor for its group to take a batch: a
+// streaming source then hardly ever parks). Otherwise it numbers the lines, queues the batch (or, per policy,
 // drops or refuses it for a queue) and records the window entry; from then on
 // the batch belongs to the queues.
 func (p *Publisher) TryPublish(b *Batch) bool {
@@ -90,7 +92,7 @@ func (p *Publisher) TryPublish(b *Batch) bool {
 	}
 	// PAUSE queues first: a refusal must leave every queue untouched.
 	for i, q := range p.Queues {
-		if q.Gate.Policy.Kind == overload.Pause && !q.HasRoom(n, nb) {
+		if q.Gate.Policy.Kind == overload.Pause && !q.roomSpin(n, nb) {
 			return p.pause(&p.whyFull[i])
 		}
 	}

@@ -2,6 +2,7 @@ package feed
 
 import (
 	"context"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -60,8 +61,9 @@ type Queue struct {
 	lines int // lines queued now
 	bytes int // bytes queued now
 
-	ready chan struct{} // poked when a batch is pushed (consumer wake-up)
-	room  chan struct{} // poked when a batch is popped (producer wake-up)
+	ready  chan struct{} // poked when a batch is pushed (consumer wake-up)
+	room   chan struct{} // poked when a batch is popped (producer wake-up)
+	notify chan struct{} // the publisher's wake-up, poked when a batch is popped too
 
 	position   atomic.Uint64
 	dispatched atomic.Uint64
@@ -146,7 +148,48 @@ func (q *Queue) TryPop() *Batch {
 	q.bytes -= b.Bytes()
 	q.mu.Unlock()
 	poke(q.room)
+	if q.notify != nil {
+		poke(q.notify) // room: the source may publish while this batch is processed
+	}
 	return b
+}
+
+// spinFor bounds how long a producer waiting for room, or a consumer
+// waiting for a batch, polls before it parks. Parking and waking a
+// goroutine costs tens of microseconds (on a virtual machine an idle vCPU
+// must be woken), about what a batch of short lines takes to write: without
+// the poll a streaming pipeline parks at every batch, on both sides, and
+// loses about a third of its throughput. An idle feed polls once per burst.
+const spinFor = 50 * time.Microsecond
+
+// roomSpin is HasRoom, polling up to spinFor for the consumer to take a
+// batch.
+func (q *Queue) roomSpin(n, b int) bool {
+	if q.HasRoom(n, b) {
+		return true
+	}
+	for start := time.Now(); time.Since(start) < spinFor; {
+		runtime.Gosched()
+		if q.HasRoom(n, b) {
+			return true
+		}
+	}
+	return false
+}
+
+// TryPopSpin is TryPop, polling up to spinFor for a batch before it gives
+// up (a group calls it before it parks).
+func (q *Queue) TryPopSpin() *Batch {
+	if b := q.TryPop(); b != nil {
+		return b
+	}
+	for start := time.Now(); time.Since(start) < spinFor; {
+		runtime.Gosched()
+		if b := q.TryPop(); b != nil {
+			return b
+		}
+	}
+	return nil
 }
 
 // Depth is the number of lines queued now.

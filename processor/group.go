@@ -170,7 +170,7 @@ func (g *Group) run(ctx context.Context) {
 	}
 	var timer *time.Timer
 	for {
-		b := g.q.TryPop()
+		b := g.q.TryPopSpin() // polls briefly before parking: see feed.spinFor
 		if b == nil {
 			var due <-chan time.Time
 			if fl != nil {

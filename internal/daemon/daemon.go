@@ -134,8 +134,10 @@ func (d *Daemon) buildFeed(fc *config.Feed) (*Feed, error) {
 	}
 	pol, _ := overload.Parse(fc.Overload.Policy)
 	f := &Feed{cfg: fc, strat: strat, policy: pol, log: log, runDone: make(chan struct{})}
-	batchLines := max(1, fc.QueueCapacity/2)
-	batchBytes := max(1, fc.QueueBytes/2)
+	// A batch may fill a queue (DESIGN §5): fewer, larger hand-offs and
+	// writes; the source publishes the next one as soon as a group takes it.
+	batchLines := max(1, fc.QueueCapacity)
+	batchBytes := max(1, fc.QueueBytes)
 	var procs []*config.Processor
 	var queues []*feed.Queue
 	for _, pc := range d.cfg.Processors {
