@@ -18,31 +18,14 @@ import (
 	"time"
 )
 
-var (
-	binOnce sync.Once
-	binPath string
-	binErr  error
-)
-
-// tailfeedBinary builds cmd/tailfeed once per test run.
+// tailfeedBinary builds cmd/tailfeed into the test's temp dir.
 func tailfeedBinary(t *testing.T) string {
 	t.Helper()
-	binOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "tailfeed-rotation-")
-		if err != nil {
-			binErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "tailfeed")
-		out, err := exec.Command("go", "build", "-o", binPath, "tailfeed/cmd/tailfeed").CombinedOutput()
-		if err != nil {
-			binErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if binErr != nil {
-		t.Fatal(binErr)
+	bin := filepath.Join(t.TempDir(), "tailfeed")
+	if out, err := exec.Command("go", "build", "-o", bin, "tailfeed/cmd/tailfeed").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	return binPath
+	return bin
 }
 
 // daemonRun is one run of the built binary.
