@@ -46,6 +46,11 @@ type FileSinkConfig struct {
 	OpenRecord func(path string) (RecordFile, error)
 	// Logger receives the exactlyOnce WARNs at open (nil: none).
 	Logger hclog.Logger
+	// SyncLines (interval only): also sync as soon as this many lines wait
+	// for their fsync; 0 = off. The daemon passes half of maxPendingAcks, so
+	// that a busy feed's acknowledgement window never fills waiting for the
+	// interval (syncing sooner than the interval is always allowed).
+	SyncLines int
 }
 
 // maxUnsynced bounds the bytes an interval sink keeps for a rewrite after a
@@ -71,6 +76,7 @@ type FileSink struct {
 	unsynced   []byte    // bytes written after synced, kept for a rewrite
 	firstDirty time.Time // zero when nothing is unsynced
 	dirtyMark  uint64    // checkpoint mark through the last write
+	syncedMark uint64    // checkpoint mark the last DurableThrough reported
 	broken     bool      // the file's tail is in an unknown state: rewrite before anything else
 
 	// exactlyOnce only (exactlyonce.go).
@@ -208,7 +214,7 @@ func (s *FileSink) processBatch(ctx context.Context, b *feed.Batch) (int, error)
 		}
 		s.unsynced = append(s.unsynced, out...)
 		s.dirtyMark = s.cfg.Checkpoint.Mark()
-		if len(s.unsynced) > maxUnsynced {
+		if len(s.unsynced) > maxUnsynced || s.cfg.SyncLines > 0 && s.dirtyMark-s.syncedMark >= uint64(s.cfg.SyncLines) {
 			if err := s.Flush(ctx); err != nil {
 				// The lines are written; the hold keeps them unacknowledged
 				// until a later Flush succeeds.
@@ -294,7 +300,8 @@ func (s *FileSink) markEmpty() {
 		return
 	}
 	if s.firstDirty.IsZero() {
-		s.cfg.Checkpoint.DurableThrough(s.cfg.Checkpoint.Mark())
+		s.syncedMark = s.cfg.Checkpoint.Mark()
+		s.cfg.Checkpoint.DurableThrough(s.syncedMark)
 	} else {
 		s.dirtyMark = s.cfg.Checkpoint.Mark()
 	}
@@ -330,6 +337,7 @@ func (s *FileSink) Flush(ctx context.Context) error {
 		return err // firstDirty stays: the next Flush stores the record again
 	}
 	s.firstDirty = time.Time{}
+	s.syncedMark = s.dirtyMark
 	s.cfg.Checkpoint.DurableThrough(s.dirtyMark)
 	return nil
 }

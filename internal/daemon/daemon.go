@@ -239,6 +239,7 @@ func (d *Daemon) buildGroup(f *Feed, pc *config.Processor, q *feed.Queue, log hc
 			Fsync:      mode,
 			Interval:   time.Duration(pc.FsyncIntervalMillis) * time.Millisecond,
 			Checkpoint: g,
+			SyncLines:  f.cfg.MaxPendingAcks / 2,
 			Record:     d.exactlyOnceRecord(pc),
 			Logger:     log.Named(pc.Name),
 		})
