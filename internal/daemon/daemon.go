@@ -340,6 +340,12 @@ func (d *Daemon) Stop() error {
 		}()
 	}
 	wg.Wait()
+	// Best-effort subscribers do not hold the window, so Drain does not wait
+	// for them; they get the same bound before what they still hold counts
+	// as dropped.
+	for _, f := range d.feeds {
+		f.drainBestEffort(drainCtx)
+	}
 	var first error
 	for _, f := range d.feeds {
 		if err := f.stopGroups(); err != nil && first == nil {
@@ -358,6 +364,29 @@ func (d *Daemon) Stop() error {
 	}
 	d.closeAll()
 	return first
+}
+
+// drainBestEffort waits, up to ctx, until every best-effort queue's group
+// finished what was given to it.
+func (f *Feed) drainBestEffort(ctx context.Context) {
+	for _, g := range f.groups {
+		q := g.Queue()
+		if !q.BestEffort() {
+			continue
+		}
+		for q.Depth() > 0 || q.Finished() < q.Position() {
+			if st, _ := q.State(); st == feed.Dead {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-g.Done():
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+	}
 }
 
 // stopGroups stops the groups, counts what best-effort queues still held as

@@ -109,8 +109,11 @@ func (f *Feed) report() status.FeedReport {
 		fr.DeadLettered += uint64(g.Ledgered()) // entries now in the ledger (read from disk at start)
 		fr.Subscribers = append(fr.Subscribers, sr)
 	}
-	fr.Acknowledged = pub.Acknowledged()
+	// Pending before acknowledged: once pending reads 0, acknowledged reads
+	// at least every sequence published before, so the commit check below
+	// (synced sequence >= acknowledged) cannot pass on a stale value.
 	fr.PendingAcks = pub.Pending()
+	fr.Acknowledged = pub.Acknowledged()
 	if len(stalled) > 0 {
 		s := strings.Join(stalled, "; ")
 		fr.Stalled = &s
