@@ -69,11 +69,9 @@ type Queue struct {
 	dispatched atomic.Uint64
 	holding    atomic.Bool
 	durable    atomic.Uint64
-	state      atomic.Int32
-	reason     atomic.Pointer[string]
-	finished   atomic.Uint64 // lines the group finished (for best-effort status)
-	since      atomic.Int64  // when the state last changed (unix nanos)
-	released   atomic.Uint64 // lines given up on purpose (admin release, DLQ purge)
+	state      atomic.Pointer[subState] // nil: Live since the queue was made
+	finished   atomic.Uint64            // lines the group finished (for best-effort status)
+	released   atomic.Uint64            // lines given up on purpose (admin release, DLQ purge)
 }
 
 // NewQueue makes a queue holding at most capLines lines and capBytes bytes
@@ -247,20 +245,41 @@ func (q *Queue) AckPoint() uint64 {
 // Finished is the number of lines the group finished this run.
 func (q *Queue) Finished() uint64 { return q.finished.Load() }
 
+// subState is a subscriber's state, its reason and when it began: one
+// immutable value, replaced whole, so a reader never sees a state with
+// another state's reason.
+type subState struct {
+	s      SubState
+	reason string
+	since  int64 // unix nanos
+}
+
 // SetState records the subscriber's state and the reason (for Fenced/Dead).
+// The time it began moves only when the state changes.
 func (q *Queue) SetState(s SubState, reason string) {
-	if reason != "" {
-		q.reason.Store(&reason)
-	} else {
-		q.reason.Store(nil)
-	}
-	if SubState(q.state.Swap(int32(s))) != s {
-		q.since.Store(time.Now().UnixNano())
+	next := &subState{s: s, reason: reason}
+	for {
+		cur := q.state.Load()
+		switch {
+		case cur != nil && cur.s == s:
+			next.since = cur.since
+		case cur == nil && s == Live:
+		default:
+			next.since = time.Now().UnixNano()
+		}
+		if q.state.CompareAndSwap(cur, next) {
+			return
+		}
 	}
 }
 
 // StateSince is when the state last changed.
-func (q *Queue) StateSince() time.Time { return time.Unix(0, q.since.Load()) }
+func (q *Queue) StateSince() time.Time {
+	if st := q.state.Load(); st != nil {
+		return time.Unix(0, st.since)
+	}
+	return time.Unix(0, 0)
+}
 
 // AddReleased counts lines given up on purpose.
 func (q *Queue) AddReleased(n uint64) { q.released.Add(n) }
@@ -270,18 +289,32 @@ func (q *Queue) ReleasedLines() uint64 { return q.released.Load() }
 
 // State returns the subscriber's state and reason.
 func (q *Queue) State() (SubState, string) {
-	s := SubState(q.state.Load())
-	if r := q.reason.Load(); r != nil {
-		return s, *r
+	if st := q.state.Load(); st != nil {
+		return st.s, st.reason
 	}
-	return s, ""
+	return Live, ""
+}
+
+// StateAt returns the subscriber's state, its reason and when it began, all
+// from one SetState.
+func (q *Queue) StateAt() (SubState, string, time.Time) {
+	if st := q.state.Load(); st != nil {
+		return st.s, st.reason, time.Unix(0, st.since)
+	}
+	return Live, "", time.Unix(0, 0)
+}
+
+// Stalls reports whether a pointer-holding subscriber in state s holds
+// the pointer: fenced or dead.
+func (q *Queue) Stalls(s SubState) bool {
+	return !q.BestEffort() && (s == Fenced || s == Dead)
 }
 
 // Stalling reports whether the queue holds the pointer because its subscriber
 // is fenced or dead.
 func (q *Queue) Stalling() bool {
-	s := SubState(q.state.Load())
-	return !q.BestEffort() && (s == Fenced || s == Dead)
+	s, _ := q.State()
+	return q.Stalls(s)
 }
 
 // Drain empties the queue, releasing its batches, and returns the lines removed.

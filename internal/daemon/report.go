@@ -92,7 +92,7 @@ func (f *Feed) report() status.FeedReport {
 			if !sr.Drained {
 				holdingDrained = false
 			}
-			if q.Stalling() {
+			if q.Stalls(st) { // st and reason from one read: never a reason of another state
 				stalled = append(stalled, reason)
 			}
 		}
@@ -184,13 +184,12 @@ func (f *Feed) stalledSince() (time.Time, string) {
 	var reason string
 	for _, g := range f.groups {
 		q := g.Queue()
-		if !q.Stalling() {
+		st, why, since := q.StateAt()
+		if !q.Stalls(st) {
 			continue
 		}
-		since := q.StateSince()
 		if first.IsZero() || since.Before(first) {
-			_, reason = q.State()
-			first = since
+			reason, first = why, since
 		}
 	}
 	return first, reason
