@@ -369,6 +369,10 @@ func TestWindowCapPausesSource(t *testing.T) {
 	if seq, pend := p.pub.Sequence(), p.pub.Pending(); seq != 300 || pend != 300 {
 		t.Fatalf("sequence %d, pending %d with maxPendingAcks 300 and nothing acknowledged, want 300 and 300", seq, pend)
 	}
+	// The group pops its first batch on its own time: wait until it is
+	// inside the stuck sink (the depth is never below 200 before the gate
+	// opens: nothing else is taken).
+	eventually(t, "the first batch in the stuck sink", func() bool { return slow.calls.Load() == 1 })
 	if d := p.queues[0].Depth(); d != 200 {
 		t.Fatalf("queue depth %d, want 200 (one batch in the stuck sink)", d)
 	}
