@@ -199,7 +199,12 @@ func (r *sideRecord) reconcile(size int64, log hclog.Logger) int64 {
 		"record", r.path, "recordLength", first.Length, "outputLength", size)
 	if other != nil && other.Length <= size {
 		log.Warn("using the record's other slot", "recordLength", other.Length)
+		// The other slot is now the one in force: the next store goes over
+		// the slot that is too long, with a counter above it, so the stale
+		// slot can never win again at a later open.
 		r.cur = *other
+		r.cur.Counter = first.Counter
+		r.newest = 1 - r.newest
 		if other.Length < size {
 			return other.Length
 		}

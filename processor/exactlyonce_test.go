@@ -233,6 +233,36 @@ func TestExactlyOnceRecordLonger(t *testing.T) {
 			t.Fatalf("output %q, want %q", got, want)
 		}
 	})
+	// The slot that is too long is A (the tie of equal counters goes to A):
+	// the store after the fallback must go over A, with a counter above it,
+	// or the next open brings the stale A back (output cut mid-line, lines
+	// skipped as applied).
+	t.Run("other slot fits, the long one is A", func(t *testing.T) {
+		e := newEOSink(t, FsyncNever)
+		s := e.openSink()
+		mustProcess(t, s, eoBatch(1, 0, "aa", "bb"))
+		mustProcess(t, s, eoBatch(1, 6, "cc"))
+		mustProcess(t, s, eoBatch(1, 9, "dd", "ee")) // A: counter 3, length 15; B: counter 2, length 9
+		s.Close()
+		if err := os.Truncate(e.out, 9); err != nil {
+			t.Fatal(err)
+		}
+		s = e.openSink()
+		mustProcess(t, s, eoBatch(2, 0, "XXXXXXXXXX"))
+		s.Close()
+		s = e.openSink()
+		defer s.Close()
+		if got, want := e.output(), "aa\nbb\ncc\nXXXXXXXXXX\n"; got != want {
+			t.Fatalf("output after a second open %q, want %q (applied %+v)", got, want, s.applied)
+		}
+		if s.applied.Epoch != 2 || s.applied.Position != 11 || s.applied.Length != 20 {
+			t.Fatalf("applied %+v, want epoch 2, position 11, length 20", s.applied)
+		}
+		mustProcess(t, s, eoBatch(2, 0, "XXXXXXXXXX", "y"))
+		if got, want := e.output(), "aa\nbb\ncc\nXXXXXXXXXX\ny\n"; got != want {
+			t.Fatalf("output %q, want %q", got, want)
+		}
+	})
 	t.Run("no slot fits", func(t *testing.T) {
 		e := newEOSink(t, FsyncNever)
 		s := e.openSink()
