@@ -3,14 +3,18 @@ package processor
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 
 	"tailfeed/feed"
+	"tailfeed/internal/fileutil"
 )
 
 // FsyncMode is the file sink's durability policy.
@@ -44,6 +48,10 @@ type FileSinkConfig struct {
 	Record string
 	// OpenRecord opens the side record (nil: os.OpenFile read-write, created 0644).
 	OpenRecord func(path string) (RecordFile, error)
+	// SyncDir fsyncs a directory (nil: fileutil.SyncDir); under fsync
+	// always or interval it makes the entry of an output it created
+	// durable before the sink is used.
+	SyncDir func(dir string) error
 	// Logger receives the exactlyOnce WARNs at open (nil: none).
 	Logger hclog.Logger
 	// SyncLines (interval only): also sync as soon as this many lines wait
@@ -85,15 +93,29 @@ type FileSink struct {
 	view    feed.Batch // the lines of a batch not applied yet
 }
 
-// OpenFileSink opens (creating) the output file.
+// OpenFileSink opens (creating) the output file. Under fsync always or
+// interval, an output it created gets its directory fsynced, so that a power
+// loss cannot take the new file's entry (and every synced line in it) away.
 func OpenFileSink(cfg FileSinkConfig) (*FileSink, error) {
 	open := cfg.Open
 	if open == nil {
 		open = openAppend
 	}
+	_, serr := os.Stat(cfg.Path)
+	created := errors.Is(serr, fs.ErrNotExist)
 	f, size, err := open(cfg.Path)
 	if err != nil {
 		return nil, err
+	}
+	if created && cfg.Fsync != FsyncNever {
+		syncDir := cfg.SyncDir
+		if syncDir == nil {
+			syncDir = fileutil.SyncDir
+		}
+		if err := syncDir(filepath.Dir(cfg.Path)); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("fsync the directory of %s: %w", cfg.Path, err)
+		}
 	}
 	s := &FileSink{cfg: cfg, f: f, size: size, synced: size}
 	if cfg.Open == nil {

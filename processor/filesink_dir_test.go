@@ -1,0 +1,58 @@
+package processor
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"syscall"
+	"testing"
+)
+
+// TestFileSinkCreateSyncsDirectory: under fsync always or interval an
+// output the sink creates gets its directory fsynced before the sink is
+// used (a power loss must not take the new file's entry away); an output
+// that exists, or fsync: never, does not; a failed directory fsync fails
+// the open.
+func TestFileSinkCreateSyncsDirectory(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		mode   FsyncMode
+		exists bool
+		want   bool
+	}{
+		{"always creates", FsyncAlways, false, true},
+		{"interval creates", FsyncInterval, false, true},
+		{"never creates", FsyncNever, false, false},
+		{"always existing", FsyncAlways, true, false},
+		{"interval existing", FsyncInterval, true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			out := filepath.Join(dir, "out.log")
+			if tc.exists {
+				if err := os.WriteFile(out, []byte("a\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var synced []string
+			s, err := OpenFileSink(FileSinkConfig{Path: out, Fsync: tc.mode, Checkpoint: &eoCheckpoint{},
+				SyncDir: func(d string) error { synced = append(synced, d); return nil }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			if got := slices.Contains(synced, dir); got != tc.want {
+				t.Fatalf("directory fsynced: %v (%q), want %v", got, synced, tc.want)
+			}
+		})
+	}
+	t.Run("failing directory fsync", func(t *testing.T) {
+		out := filepath.Join(t.TempDir(), "out.log")
+		_, err := OpenFileSink(FileSinkConfig{Path: out, Fsync: FsyncAlways,
+			SyncDir: func(string) error { return syscall.EIO }})
+		if !errors.Is(err, syscall.EIO) {
+			t.Fatalf("open = %v, want EIO", err)
+		}
+	})
+}
