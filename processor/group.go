@@ -74,6 +74,7 @@ type Group struct {
 	releases chan *releaseReq
 	relMu    sync.Mutex
 	ctx      context.Context
+	stopping bool // under relMu: a release no longer restarts the goroutine
 
 	doneMu sync.Mutex
 	done   chan struct{}

@@ -147,7 +147,7 @@ func (g *Group) releaseDead() (uint64, error) {
 	g.q.AddReleased(released)
 	g.q.SetState(feed.Released, "")
 	g.log.Warn("dead subscriber released on purpose; restarting it on the next line", "lines", released)
-	if g.ctx != nil && g.ctx.Err() == nil {
+	if !g.stopping && g.ctx != nil && g.ctx.Err() == nil {
 		g.doneMu.Lock()
 		g.done = make(chan struct{})
 		g.doneMu.Unlock()
@@ -155,4 +155,17 @@ func (g *Group) releaseDead() (uint64, error) {
 	}
 	g.cfg.Wake()
 	return released, nil
+}
+
+// Stopping marks the group as shutting down: from then on a release of a
+// dead subscriber gives its backlog up but no longer restarts its
+// goroutine. Whoever stops the group calls it before cancelling the
+// group's context and waiting for Done: a release that checked the context
+// just before the cancel would otherwise start a goroutine after the wait
+// returned, running the processor while (or after) it is closed. A release
+// under way finishes first, its new goroutine visible through Done.
+func (g *Group) Stopping() {
+	g.relMu.Lock()
+	g.stopping = true
+	g.relMu.Unlock()
 }

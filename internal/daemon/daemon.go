@@ -392,6 +392,9 @@ func (f *Feed) drainBestEffort(ctx context.Context) {
 // stopGroups stops the groups, counts what best-effort queues still held as
 // dropped, and closes the processors (a final flush).
 func (f *Feed) stopGroups() error {
+	for _, g := range f.groups {
+		g.Stopping() // no release restarts a dead group past this point
+	}
 	if f.cancelGroups != nil {
 		f.cancelGroups()
 	}
