@@ -362,11 +362,16 @@ func (s *Source) pollOld() bool {
 
 // crossBarrier starts the current file's epoch once every line of the
 // previous epoch is acknowledged: commit, then Reset the pointer.
+//
+// While it waits the feed reports paused (it reads nothing), with the reason
+// below; the pause ends once the barrier is crossed.
 func (s *Source) crossBarrier() bool {
-	s.pub.SetPaused(false, "")
 	if s.pub.Pending() > 0 {
 		s.commitStep(false)
 		if s.pub.Pending() > 0 {
+			if !s.pub.Paused() || s.pub.PauseReason() != whyBarrier {
+				s.pub.SetPaused(true, whyBarrier)
+			}
 			return false
 		}
 	}
@@ -391,8 +396,12 @@ func (s *Source) crossBarrier() bool {
 	}
 	s.barrier = false
 	s.epoch.Store(r.epoch)
+	s.pub.SetPaused(false, "")
 	return true
 }
+
+// whyBarrier is the pause reason while the epoch barrier waits.
+const whyBarrier = "epoch switch waits for the previous file's lines"
 
 // later returns the later of two times.
 func later(a, b time.Time) time.Time {

@@ -671,3 +671,44 @@ func TestSymlinkedPathFollowsRotation(t *testing.T) {
 		t.Fatal("no new epoch after the target's rotation")
 	}
 }
+
+// TestEpochBarrierReportsPaused: while the new file's first line waits for
+// every line of the old epoch to be acknowledged, the source reads nothing:
+// the feed reports paused, with the barrier as the reason; once the
+// barrier is crossed it no longer is.
+func TestEpochBarrierReportsPaused(t *testing.T) {
+	block := make(chan struct{})
+	r := newRig(t, "", rigOpts{strategy: file.Committed, block: block})
+	var unblock sync.Once
+	open := func() { unblock.Do(func() { close(block) }) }
+	appendTo(t, r.path, numbered("a", 0, 5)...)
+	r.start()
+	t.Cleanup(open) // before the rig's stop, which drains
+	r.waitFor("the first file read", 10*time.Second, func() bool { return r.src.LinesRead() >= 5 })
+	newFile := r.path + ".new"
+	appendTo(t, newFile, numbered("b", 0, 3)...)
+	bID := identity(t, newFile)
+	if err := os.Rename(newFile, r.path); err != nil {
+		t.Fatal(err)
+	}
+	r.waitFor("the switch to the new file", 10*time.Second, func() bool {
+		dev, ino, _ := r.src.FileIdentity()
+		return [2]uint64{dev, ino} == bID
+	})
+	const why = "epoch switch waits for the previous file's lines"
+	r.waitFor("paused at the barrier", 10*time.Second, func() bool {
+		return r.pub.Paused() && r.pub.PauseReason() == why
+	})
+	if r.rec.len() != 0 || r.pub.Pending() == 0 {
+		t.Fatalf("got %d lines, pending %d: the barrier should still wait", r.rec.len(), r.pub.Pending())
+	}
+	open()
+	r.waitLines(8)
+	r.waitSettled()
+	if r.pub.Paused() {
+		t.Fatalf("still paused (%q) after the barrier was crossed", r.pub.PauseReason())
+	}
+	if gs := r.rec.all(); gs[5].Line != "b-00000" || gs[5].Epoch == gs[0].Epoch {
+		t.Fatalf("first line of the new file %+v", gs[5])
+	}
+}
