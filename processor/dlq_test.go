@@ -45,6 +45,12 @@ type dlRig struct {
 
 func newDLRig(t *testing.T, onFailure OnFailure, exactlyOnce bool) *dlRig {
 	t.Helper()
+	return newDLRigFsync(t, onFailure, exactlyOnce, FsyncNever)
+}
+
+// newDLRigFsync is newDLRig with the sink's fsync policy (interval: 5 ms).
+func newDLRigFsync(t *testing.T, onFailure OnFailure, exactlyOnce bool, mode FsyncMode) *dlRig {
+	t.Helper()
 	dir := t.TempDir()
 	l, err := OpenLedger(filepath.Join(dir, "sink.jsonl"), nil)
 	if err != nil {
@@ -53,7 +59,7 @@ func newDLRig(t *testing.T, onFailure OnFailure, exactlyOnce bool) *dlRig {
 	r := &dlRig{dir: dir, out: filepath.Join(dir, "out.log"), ledger: l}
 	r.armed.Store(true)
 	r.gRig = newGRig(t, GroupConfig{Name: "sink", Retry: fastRetry(2), OnFailure: onFailure, Ledger: l})
-	cfg := FileSinkConfig{Path: r.out, Checkpoint: r.g, Open: func(p string) (SinkFile, int64, error) {
+	cfg := FileSinkConfig{Path: r.out, Checkpoint: r.g, Fsync: mode, Interval: 5 * time.Millisecond, Open: func(p string) (SinkFile, int64, error) {
 		f, n, err := openAppend(p)
 		if err != nil {
 			return nil, 0, err

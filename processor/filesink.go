@@ -204,14 +204,14 @@ func (s *FileSink) ProcessBatch(ctx context.Context, b *feed.Batch) (int, error)
 }
 
 func (s *FileSink) processBatch(ctx context.Context, b *feed.Batch) (int, error) {
+	if len(b.Lines) == 0 {
+		s.markEmpty() // writes nothing: a broken tail can wait for the next write
+		return 0, nil
+	}
 	if s.broken {
 		if err := s.repair(); err != nil {
 			return 0, err
 		}
-	}
-	if len(b.Lines) == 0 {
-		s.markEmpty()
-		return 0, nil
 	}
 	out := s.joined(b)
 	if err := s.write(out); err != nil {
@@ -316,7 +316,9 @@ func (s *FileSink) rewrite() error {
 	return nil
 }
 
-// markEmpty moves the durable mark over a batch that wrote nothing.
+// markEmpty moves the durable mark over a batch that wrote nothing (lines
+// filtered out, dead-lettered or released): at once when nothing written
+// waits for its fsync, else with the next Flush.
 func (s *FileSink) markEmpty() {
 	if s.cfg.Fsync != FsyncInterval {
 		return

@@ -288,6 +288,7 @@ func (g *Group) handle(ctx context.Context, b *feed.Batch) bool {
 				if g.deadLetter(ctx, b, vdone, attempt, err) {
 					vdone++
 					g.progress = base + uint64(g.origDone(vdone, b.Len())) // in the ledger: processed
+					g.passed(ctx)
 					attempt = 1
 					continue
 				}
@@ -307,6 +308,7 @@ func (g *Group) handle(ctx context.Context, b *feed.Batch) bool {
 				break
 			}
 			vdone = g.abandon(b, base, vdone, rel)
+			g.passed(ctx)
 			attempt = 1
 			continue
 		}
@@ -315,6 +317,28 @@ func (g *Group) handle(ctx context.Context, b *feed.Batch) bool {
 	g.publish(base + uint64(b.Len()))
 	g.unfence()
 	return true
+}
+
+// passed tells a batch processor that the lines through g.progress were
+// finished without it (dead-lettered or released): it gets an empty batch
+// whose Mark() is the queue count through them, as for a batch its filters
+// emptied, so that a processor holding the ack point lets its durable mark
+// pass them once everything before them is durable. Without it an interval
+// sink whose last write came before such a line never reported it durable
+// (nothing written after it, no flush due): the ack point stayed before the
+// line until another line was written. An error is only logged: the lines
+// are finished, and the processor's next batch carries a later mark.
+func (g *Group) passed(ctx context.Context) {
+	if g.cfg.Batch == nil {
+		return
+	}
+	g.cpMark = g.progress
+	e := &g.subv
+	*e = feed.Batch{Feed: g.view.Feed, Path: g.view.Path, Epoch: g.view.Epoch, Positioned: g.view.Positioned,
+		FirstSeq: g.cur.FirstSeq + (g.progress - (g.mark - uint64(g.cur.Len())))} // the next line's sequence (never 0)
+	if _, err := g.cfg.Batch.ProcessBatch(ctx, e); err != nil {
+		g.log.Warn("processor could not note lines finished without it", "error", err)
+	}
 }
 
 // step runs the processor once from view line from; it returns the lines

@@ -24,6 +24,14 @@ type Processor interface {
 // BatchProcessor is implemented by sinks that gain from whole batches. It
 // returns how many leading lines of b it finished; on an error the group
 // retries from line done.
+//
+// The group also calls it with an empty batch (no lines; FirstSeq is the
+// sequence of the line after them) when lines were finished without the
+// processor: filtered out, dead-lettered, or released on purpose. Mark()
+// then counts through those lines; a processor holding the ack point must
+// let its durable mark pass them once everything before them is durable,
+// or the ack point stays before them until it processes another line. An
+// empty batch must not fail.
 type BatchProcessor interface {
 	ProcessBatch(ctx context.Context, b *feed.Batch) (done int, err error)
 }
@@ -43,6 +51,8 @@ type Closer interface {
 // Checkpoint lets a processor that persists asynchronously hold the queue's
 // ack point: after Hold, the ack point is min(dispatched, durable), and
 // DurableThrough(mark) moves durable to a Mark() taken while processing.
+// Only a BatchProcessor may Hold: lines the group finishes without the
+// processor reach it as empty batches (see BatchProcessor).
 type Checkpoint interface {
 	Hold()
 	// Mark is the queue line count through the end of the batch (or line)

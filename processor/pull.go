@@ -204,6 +204,12 @@ func (p *Pull) ProcessBatch(ctx context.Context, b *feed.Batch) (int, error) {
 	if !b.Positioned && b.FirstSeq == 0 {
 		return p.replayBatch(ctx, b)
 	}
+	if len(b.Lines) == 0 { // lines finished without the pull: done once those before them are
+		p.mu.Lock()
+		p.skipTo(p.g.Mark())
+		p.mu.Unlock()
+		return 0, nil
+	}
 	base := p.g.Mark() - uint64(len(b.Lines))
 	p.mu.Lock()
 	for p.unacked >= p.maxInFlight && !p.closed {
