@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -38,9 +39,16 @@ import (
 // A torn last line (a crash during the append) is cut off at open: its line
 // was not yet processed, so it is delivered again and dead-lettered again.
 // A line with a position that is already in the ledger (a re-delivery after
-// a crash) is not appended twice. A complete line that does not decode is
-// kept and counted (it may hold a line); a replay leaves it in place, a
-// purge removes it.
+// a crash) is not appended twice, nor handed to the processor again: the
+// group (and a pull subscriber) finishes it at once, as processed — which
+// it is: it is in the ledger. So a crash that came before the pointer
+// passed a dead letter never puts its line in the output as well (where a
+// replay would write it a second time, even under exactlyOnce), and
+// `deadLettered` stays the number of entries in the ledger. The line leaves
+// the ledger only through a replay or a purge, as any other entry.
+//
+// A complete line that does not decode is kept and counted (it may hold a
+// line); a replay leaves it in place, a purge removes it.
 
 // DeadLetterEntry is one ledger line.
 type DeadLetterEntry struct {
@@ -84,6 +92,24 @@ type Ledger struct {
 	keys    map[ledgerKey]int // positioned entries by (feed, epoch, position): count
 	nextID  uint64
 	size    int64 // bytes in the file
+
+	spans map[ledgerSpan][2]int64 // lowest and highest position of the positioned entries per (feed, epoch)
+	nkeys atomic.Int64            // len(keys), read without the lock by within
+}
+
+type ledgerSpan struct {
+	feed  string
+	epoch uint64
+}
+
+// span widens the (feed, epoch) span over k's position.
+func (l *Ledger) span(k ledgerKey) {
+	sk := ledgerSpan{k.feed, k.epoch}
+	sp, ok := l.spans[sk]
+	if !ok {
+		sp = [2]int64{k.position, k.position}
+	}
+	l.spans[sk] = [2]int64{min(sp[0], k.position), max(sp[1], k.position)}
 }
 
 // OpenLedger reads the ledger at path (a missing file is an empty ledger;
@@ -92,7 +118,7 @@ func OpenLedger(path string, log hclog.Logger) (*Ledger, error) {
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
-	l := &Ledger{path: path, log: log, keys: map[ledgerKey]int{}}
+	l := &Ledger{path: path, log: log, keys: map[ledgerKey]int{}, spans: map[ledgerSpan][2]int64{}}
 	data, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return l, nil
@@ -140,8 +166,35 @@ func (l *Ledger) add(raw []byte) {
 	}
 	if le.e != nil && le.e.Positioned {
 		l.keys[le.key]++
+		l.span(le.key)
+		l.nkeys.Store(int64(len(l.keys)))
 	}
 	l.entries = append(l.entries, le)
+}
+
+// within returns the positions of b's lines that are in the ledger (a
+// re-delivery after a crash), nil when there are none: at the cost of one
+// atomic load while the ledger holds no positioned entry.
+func (l *Ledger) within(b *feed.Batch) map[int64]bool {
+	if l.nkeys.Load() == 0 || !b.Positioned || len(b.Ends) == 0 {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	sp, ok := l.spans[ledgerSpan{b.Feed, b.Epoch}]
+	if !ok || b.Ends[0] > sp[1] || b.Ends[len(b.Ends)-1] < sp[0] {
+		return nil // the usual case: the entries lie before (or after) this batch
+	}
+	var out map[int64]bool
+	for _, end := range b.Ends {
+		if end >= sp[0] && end <= sp[1] && l.keys[ledgerKey{b.Feed, b.Epoch, end}] > 0 {
+			if out == nil {
+				out = map[int64]bool{}
+			}
+			out[end] = true
+		}
+	}
+	return out
 }
 
 // Len is the number of entries in the ledger.
@@ -290,6 +343,11 @@ func (l *Ledger) remove(ids map[uint64]bool) (int, error) {
 			}
 		}
 	}
+	clear(l.spans)
+	for k := range l.keys {
+		l.span(k)
+	}
+	l.nkeys.Store(int64(len(l.keys)))
 	l.entries = keep
 	return n, nil
 }

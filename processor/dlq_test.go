@@ -51,7 +51,14 @@ func newDLRig(t *testing.T, onFailure OnFailure, exactlyOnce bool) *dlRig {
 // newDLRigFsync is newDLRig with the sink's fsync policy (interval: 5 ms).
 func newDLRigFsync(t *testing.T, onFailure OnFailure, exactlyOnce bool, mode FsyncMode) *dlRig {
 	t.Helper()
-	dir := t.TempDir()
+	return newDLRigAt(t, t.TempDir(), onFailure, exactlyOnce, mode)
+}
+
+// newDLRigAt makes the rig on the output, ledger and record in dir (a
+// restart when dir was used before; the queue counts from 0 again and the
+// same lines get the same positions).
+func newDLRigAt(t *testing.T, dir string, onFailure OnFailure, exactlyOnce bool, mode FsyncMode) *dlRig {
+	t.Helper()
 	l, err := OpenLedger(filepath.Join(dir, "sink.jsonl"), nil)
 	if err != nil {
 		t.Fatal(err)

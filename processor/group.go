@@ -54,7 +54,12 @@ type Group struct {
 	view      feed.Batch // the filtered lines of the current batch
 	subv      feed.Batch // a tail of view handed to ProcessBatch after a partial success
 	cur       *feed.Batch
-	idx       []int // view index → batch index
+	idx       []int    // view index → batch index (when mapped)
+	mapped    bool     // the view leaves lines of the batch out: idx maps it
+	lines     [][]byte // the view's lines when mapped
+	ends      []int64  // and their positions
+	dlq       *Ledger  // cfg.Ledger when it is a *Ledger: lines already in it are skipped
+	ownFilter bool     // the processor filters by itself (pull): the view is always the whole batch
 	d         feed.Delivery
 	mark      uint64 // queue count through the end of the current batch
 	cpMark    uint64 // Mark(): queue count through the lines handed to the processor now
@@ -91,8 +96,9 @@ func NewGroup(cfg GroupConfig) *Group {
 	if cfg.Retry.Attempts < 1 {
 		cfg.Retry.Attempts = 1
 	}
+	dlq, _ := cfg.Ledger.(*Ledger)
 	return &Group{cfg: cfg, q: cfg.Queue, log: cfg.Logger.Named(cfg.Name), done: make(chan struct{}),
-		releases: make(chan *releaseReq), replays: make(chan *replayReq)}
+		releases: make(chan *releaseReq), replays: make(chan *replayReq), dlq: dlq}
 }
 
 // SetBatchProcessor sets the processor after the group was made (a sink
@@ -427,31 +433,45 @@ func (g *Group) sub(from int, lineMode bool) *feed.Batch {
 	return s
 }
 
-// filter builds the view of b's lines the processor must see.
+// filter builds the view of b's lines the processor must see: all of them
+// but those its filters skip and those already in its dead-letter ledger (a
+// dead letter delivered again after a crash is processed: see dlq.go).
 func (g *Group) filter(b *feed.Batch) {
-	g.view.Feed, g.view.Path, g.view.Epoch, g.view.Positioned, g.view.FirstSeq = b.Feed, b.Path, b.Epoch, b.Positioned, b.FirstSeq
-	if g.cfg.Match == nil && g.cfg.Exclude == nil {
+	var led map[int64]bool
+	if g.dlq != nil && !g.ownFilter {
+		led = g.dlq.within(b) // nil (one atomic load) while the ledger holds no positioned entry
+	}
+	if g.cfg.Match == nil && g.cfg.Exclude == nil && led == nil {
 		g.view.Share(b) // all lines, and the buffer a sink may write at once
 		g.idx = g.idx[:0]
+		g.mapped = false
 		return
 	}
-	g.view.Lines, g.view.Ends, g.idx = g.view.Lines[:0], g.view.Ends[:0], g.idx[:0]
+	lines, ends, idx := g.lines[:0], g.ends[:0], g.idx[:0]
 	for i, l := range b.Lines {
+		if led[b.Ends[i]] {
+			continue
+		}
 		if g.cfg.Match != nil && !g.cfg.Match.Match(l) {
 			continue
 		}
 		if g.cfg.Exclude != nil && g.cfg.Exclude.Match(l) {
 			continue
 		}
-		g.view.Lines = append(g.view.Lines, l)
-		g.view.Ends = append(g.view.Ends, b.Ends[i])
-		g.idx = append(g.idx, i)
+		lines = append(lines, l)
+		ends = append(ends, b.Ends[i])
+		idx = append(idx, i)
 	}
+	g.lines, g.ends, g.idx, g.mapped = lines, ends, idx, true
+	// Its own slices: a view shared with the previous batch must not be
+	// appended to (that batch went back to the pool).
+	g.view = feed.Batch{Feed: b.Feed, Path: b.Path, Epoch: b.Epoch, Positioned: b.Positioned, FirstSeq: b.FirstSeq,
+		Lines: lines, Ends: ends}
 }
 
 // origDone maps finished view lines to the finished prefix of the batch.
 func (g *Group) origDone(vdone, n int) int {
-	if g.cfg.Match == nil && g.cfg.Exclude == nil {
+	if !g.mapped {
 		return vdone
 	}
 	if vdone < len(g.idx) {

@@ -188,7 +188,7 @@ func NewPull(cfg PullConfig) (*Pull, error) {
 		return nil, errors.New("pull: onFailure deadLetter needs a ledger")
 	}
 	// Pull filters by itself: each line needs its own queue mark.
-	g.cfg.Match, g.cfg.Exclude = nil, nil
+	g.cfg.Match, g.cfg.Exclude, g.ownFilter = nil, nil, true
 	g.Hold()
 	go p.run()
 	return p, nil
@@ -222,10 +222,14 @@ func (p *Pull) ProcessBatch(ctx context.Context, b *feed.Batch) (int, error) {
 		}
 		p.mu.Lock()
 	}
+	var led map[int64]bool // lines dead-lettered before a crash: processed
+	if p.g.dlq != nil {
+		led = p.g.dlq.within(b)
+	}
 	added := false
 	for i, line := range b.Lines {
 		through := base + uint64(i) + 1
-		if !p.wanted(line) {
+		if !p.wanted(line) || led[b.Ends[i]] {
 			p.skipTo(through)
 			continue
 		}
