@@ -35,11 +35,20 @@ func writeLines(path string, n, size int) error {
 			return err
 		}
 	}
-	if err := w.Flush(); err != nil {
-		f.Close()
-		return err
+	return finish(f, w)
+}
+
+// finish flushes and syncs a generated input, so that its writeback does
+// not run during the first measured case.
+func finish(f *os.File, w *bufio.Writer) error {
+	err := w.Flush()
+	if err == nil {
+		err = f.Sync()
 	}
-	return f.Close()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // writeSized writes about totalMiB MiB of lines whose lengths come from
@@ -66,11 +75,7 @@ func writeSized(path string, totalMiB int, length func(*rand.Rand) int) (lines i
 		w.WriteByte('\n')
 		written += int64(n)
 	}
-	if err := w.Flush(); err != nil {
-		f.Close()
-		return lines, err
-	}
-	return lines, f.Close()
+	return lines, finish(f, w)
 }
 
 // oneMiBLines are lines of exactly 1 MiB with the terminator: the longest

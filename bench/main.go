@@ -69,7 +69,7 @@ func parseFlags() options {
 	flag.BoolVar(&o.keep, "keep", false, "keep the work directory")
 	flag.IntVar(&o.lines, "lines", 2_000_000, "lines in the throughput input")
 	flag.IntVar(&o.lineBytes, "line-bytes", 100, "bytes per line, terminator included")
-	flag.IntVar(&o.runs, "runs", 3, "runs per throughput case (the best is reported)")
+	flag.IntVar(&o.runs, "runs", 5, "runs per throughput case (the best is reported)")
 	flag.IntVar(&o.bigMiB, "big-mib", 2048, "size in MiB of the peak-RSS inputs (0: skip)")
 	flag.BoolVar(&o.bigMixed, "big-mixed", true, "also run the peak-RSS case on lines of mixed lengths")
 	flag.IntVar(&o.appends, "appends", 200, "single-line appends per latency case")
