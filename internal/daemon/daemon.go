@@ -187,8 +187,21 @@ func (d *Daemon) buildFeed(fc *config.Feed) (*Feed, error) {
 		Pointer:    f.ptr,
 		Logger:     log,
 		NoNotify:   os.Getenv("TAILFEED_NO_FSNOTIFY") != "",
+		Outputs:    d.ownOutputs(),
 	}, f.pub)
 	return f, nil
+}
+
+// ownOutputs lists what the daemon writes itself (every file sink's output,
+// dataDir): a source never takes one for its input's rotated file or copy.
+func (d *Daemon) ownOutputs() []string {
+	out := []string{d.cfg.DataDir}
+	for _, pc := range d.cfg.Processors {
+		if pc.Type == "file" && pc.Path != "" {
+			out = append(out, pc.Path)
+		}
+	}
+	return out
 }
 
 func (d *Daemon) buildGroup(f *Feed, pc *config.Processor, q *feed.Queue, log hclog.Logger) (*processor.Group, processor.Closer, error) {
@@ -259,7 +272,7 @@ func (d *Daemon) buildGroup(f *Feed, pc *config.Processor, q *feed.Queue, log hc
 		g.SetBatchProcessor(p)
 		return g, p, nil
 	case "webhook":
-		w, err := d.openWebhook(pc, g)
+		w, err := d.openWebhook(pc, g, f.pub)
 		if err != nil {
 			return nil, nil, fmt.Errorf("processor %s: %w", pc.Name, err)
 		}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"tailfeed/config"
+	"tailfeed/feed"
 	"tailfeed/processor"
 	"tailfeed/status"
 )
@@ -46,10 +47,12 @@ func (d *Daemon) openPull(pc *config.Processor, g *processor.Group) (*processor.
 }
 
 // openWebhook builds a webhook sink on its group; its record is
-// dataDir/state/<processor>.rec.
-func (d *Daemon) openWebhook(pc *config.Processor, g *processor.Group) (*processor.Webhook, error) {
+// dataDir/state/<processor>.rec. It asks the feed's publisher whether the
+// source waits for a request it rebuilds after a restart.
+func (d *Daemon) openWebhook(pc *config.Processor, g *processor.Group, pub *feed.Publisher) (*processor.Webhook, error) {
 	return processor.OpenWebhook(processor.WebhookConfig{
 		Group:         g,
+		Publisher:     pub,
 		URL:           pc.URL,
 		Timeout:       time.Duration(pc.TimeoutMillis) * time.Millisecond,
 		BatchMaxLines: pc.BatchMaxLines,

@@ -145,17 +145,21 @@ func (s *Source) resumeRotated(f *os.File, dev, ino uint64) bool {
 		// The same file; truncated or rewritten while stopped, it may have
 		// left a copy holding the unread tail (copytruncate).
 		if st, err := f.Stat(); err == nil && (st.Size() < rec.Offset || !fingerprintMatches(f, rec)) {
-			if c, cdev, cino := findCopy(filepath.Dir(s.cfg.Path), int(rec.FPLen), rec.FP, rec.Offset, func(d, i uint64) bool {
+			if c, cdev, cino := s.findCopy(int(rec.FPLen), rec.FP, rec.Offset, st.ModTime(), func(d, i uint64) bool {
 				return d == dev && i == ino
 			}); c != nil {
 				s.log.Warn("input was truncated or rewritten while stopped; reading its copy from the pointer first",
 					"path", s.cfg.Path, "copy", c.Name(), "offset", rec.Offset)
-				return s.resumeFrom(c, cdev, cino, rec)
+				if !s.resumeFrom(c, cdev, cino, rec) {
+					return false
+				}
+				s.cur.snapshot(s.cur.lastSize)
+				return true
 			}
 		}
 		return false // the ordinary open-time check applies
 	}
-	old, odev, oino := findByKey(filepath.Dir(s.cfg.Path), rec)
+	old, odev, oino := findByKey(filepath.Dir(s.cfg.Path), rec, &s.outs)
 	if old != nil {
 		if s.resumeFrom(old, odev, oino, rec) {
 			return true
@@ -200,19 +204,21 @@ func fingerprintMatches(f *os.File, rec pointer.Record) bool {
 }
 
 // findByKey looks in dir for the regular file with rec's file key and
-// fingerprint (an inode number reused by another file does not match).
-func findByKey(dir string, rec pointer.Record) (*os.File, uint64, uint64) {
+// fingerprint (an inode number reused by another file does not match), not
+// one of the daemon's own outputs.
+func findByKey(dir string, rec pointer.Record, outs *outputs) (*os.File, uint64, uint64) {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, 0, 0
 	}
+	own := outs.scan(dir)
 	for _, e := range ents {
 		if !e.Type().IsRegular() {
 			continue
 		}
 		p := filepath.Join(dir, e.Name())
 		dev, ino, err := fileutil.DevInoPath(p)
-		if err != nil || pointer.FileKey(dev, ino) != rec.FileKey {
+		if err != nil || pointer.FileKey(dev, ino) != rec.FileKey || own.has(dir, e.Name(), dev, ino) {
 			continue
 		}
 		f, err := os.Open(p)
@@ -250,18 +256,23 @@ func (s *Source) openAtPath() bool {
 	return true
 }
 
-// findCopy looks in dir for the copy that copytruncate (or cp before a
-// truncate) left of a file: a regular file with an identity skip does not
-// reject, at least size bytes long, whose first fpLen bytes hash to fp. The
-// most recently modified one wins. fpLen 0 identifies nothing.
-func findCopy(dir string, fpLen int, fp uint64, size int64, skip func(dev, ino uint64) bool) (*os.File, uint64, uint64) {
+// findCopy looks in the path's directory for the copy that copytruncate (or
+// cp before a truncate) left of a file: a regular file with an identity skip
+// does not reject, not one of the daemon's own outputs, at least size bytes
+// long, modified no later than notAfter (the truncated file's mtime: a copy
+// is complete before the truncate, so a file still written after it is not
+// a copy), whose first fpLen bytes hash to fp. The most recently modified
+// one wins. fpLen 0 identifies nothing.
+func (s *Source) findCopy(fpLen int, fp uint64, size int64, notAfter time.Time, skip func(dev, ino uint64) bool) (*os.File, uint64, uint64) {
 	if fpLen <= 0 {
 		return nil, 0, 0
 	}
+	dir := filepath.Dir(s.cfg.Path)
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, 0, 0
 	}
+	own := s.outs.scan(dir)
 	rec := pointer.Record{FPLen: uint64(fpLen), FP: fp}
 	var best *os.File
 	var bdev, bino uint64
@@ -271,7 +282,8 @@ func findCopy(dir string, fpLen int, fp uint64, size int64, skip func(dev, ino u
 			continue
 		}
 		info, err := e.Info()
-		if err != nil || info.Size() < max(size, int64(fpLen)) || (best != nil && !info.ModTime().After(bmod)) {
+		if err != nil || info.Size() < max(size, int64(fpLen)) || info.ModTime().After(notAfter) ||
+			(best != nil && !info.ModTime().After(bmod)) {
 			continue
 		}
 		f, err := os.Open(filepath.Join(dir, e.Name()))
@@ -279,7 +291,7 @@ func findCopy(dir string, fpLen int, fp uint64, size int64, skip func(dev, ino u
 			continue
 		}
 		dev, ino, err := fileutil.DevIno(f)
-		if err != nil || skip(dev, ino) || !fingerprintMatches(f, rec) {
+		if err != nil || skip(dev, ino) || own.has(dir, e.Name(), dev, ino) || !fingerprintMatches(f, rec) {
 			f.Close()
 			continue
 		}

@@ -42,6 +42,12 @@ type reader struct {
 	// gone says why the file's content is no longer what was read
 	// (truncated, replaced in place); it is read no further.
 	gone string
+	// copy: found as a copytruncate copy, a snapshot read up to the size
+	// it had when found, then closed (never watched as a switched-away file).
+	copy bool
+	// crTaken: the last line taken ended at a trailing lone '\r' (the file
+	// was left for good, final); a '\n' read next completes that terminator.
+	crTaken bool
 }
 
 func newReader(f *os.File, dev, ino uint64, bufSize, maxLine int) *reader {
@@ -75,6 +81,11 @@ func (r *reader) take(found *Found, final bool, maxLines, maxBytes int) {
 	found.Reset()
 	next := r.split.Split(r.buf[:r.end], r.start, r.base, final, maxLines, maxBytes, found)
 	r.start = next
+}
+
+// snapshot makes r a copytruncate copy: read up to size, then closed.
+func (r *reader) snapshot(size int64) {
+	r.copy, r.limit = true, size
 }
 
 // read reads more bytes into the buffer; it returns how many (0 at EOF).

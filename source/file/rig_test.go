@@ -36,6 +36,9 @@ type rigOpts struct {
 	ptrMap     func(*os.File) (pointer.Mapping, error)
 	batchLines int
 	openHook   func()
+	outputs    []string                 // file.Config.Outputs
+	hold       map[string]chan struct{} // a line listed waits until its channel is closed
+	archive    string                   // the subscriber also appends every line to this file (as the file sink)
 }
 
 type rig struct {
@@ -87,7 +90,15 @@ func (r *rig) start() *rig {
 	}
 	q := feed.NewQueue("rec", 256, 1<<20, overload.Policy{Kind: overload.Pause})
 	r.pub = feed.NewPublisher("app", []*feed.Queue{q}, 4096, r.opts.batchLines)
-	r.rec = &recorder{delay: r.opts.delay, block: r.opts.block, notify: r.opts.notify}
+	r.rec = &recorder{delay: r.opts.delay, block: r.opts.block, notify: r.opts.notify, hold: r.opts.hold}
+	if r.opts.archive != "" {
+		f, err := os.OpenFile(r.opts.archive, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		r.t.Cleanup(func() { f.Close() })
+		r.rec.archive = f
+	}
 	r.group = processor.NewGroup(processor.GroupConfig{
 		Name: "rec", Queue: q, Processor: r.rec, Logger: log,
 		Retry: processor.Retry{Initial: time.Millisecond, Max: time.Millisecond, Attempts: 1},
@@ -98,6 +109,7 @@ func (r *rig) start() *rig {
 		BatchLines: r.opts.batchLines, BatchBytes: 1 << 20,
 		Poll: r.opts.poll, RotateWait: r.opts.rotateWait, CommitSync: 5 * time.Millisecond,
 		Pointer: r.ptr, Logger: log, NoNotify: r.opts.noNotify, OpenHook: r.opts.openHook,
+		Outputs: r.opts.outputs,
 	}, r.pub)
 	gctx, gstop := context.WithCancel(context.Background())
 	r.gstop = gstop
@@ -186,11 +198,13 @@ type got struct {
 
 // recorder is a Processor that keeps every delivery.
 type recorder struct {
-	delay  time.Duration
-	block  chan struct{}  // non-nil: every line waits until it is closed
-	notify chan time.Time // non-nil: gets the time of each delivery (non-blocking)
-	mu     sync.Mutex
-	got    []got
+	delay   time.Duration
+	block   chan struct{}  // non-nil: every line waits until it is closed
+	notify  chan time.Time // non-nil: gets the time of each delivery (non-blocking)
+	hold    map[string]chan struct{}
+	archive *os.File // non-nil: every line is appended to it
+	mu      sync.Mutex
+	got     []got
 }
 
 func (c *recorder) Process(ctx context.Context, d *feed.Delivery) error {
@@ -200,15 +214,24 @@ func (c *recorder) Process(ctx context.Context, d *feed.Delivery) error {
 		default:
 		}
 	}
-	if c.block != nil {
+	block := c.block
+	if h, ok := c.hold[string(d.Line)]; ok {
+		block = h
+	}
+	if block != nil {
 		select {
-		case <-c.block:
+		case <-block:
 		case <-ctx.Done():
 			return ctx.Err()
 		}
 	}
 	if c.delay > 0 {
 		time.Sleep(c.delay)
+	}
+	if c.archive != nil {
+		if _, err := c.archive.Write(append(append([]byte(nil), d.Line...), '\n')); err != nil {
+			return err
+		}
 	}
 	c.mu.Lock()
 	c.got = append(c.got, got{string(d.Line), d.Epoch, d.Position, d.Positioned(), d.Sequence})

@@ -145,16 +145,20 @@ func (s *Source) markGone(r *reader, why string) {
 // file at the path is read from its start. r's unconsumed bytes are
 // dropped: the copy holds them. False when no copy is found.
 func (s *Source) readCopy(r *reader, why string) bool {
-	cf, dev, ino := findCopy(filepath.Dir(s.cfg.Path), r.fpLen, r.fp, r.consumed(), s.known)
+	cf, dev, ino := s.findCopy(r.fpLen, r.fp, r.consumed(), modTime(r.f), s.known)
 	if cf == nil {
 		return false
 	}
 	c := newReader(cf, dev, ino, s.bufSize(), s.cfg.MaxLine)
 	c.epoch, c.fpLen, c.fp = r.epoch, r.fpLen, r.fp
 	c.seek(r.consumed())
-	if st, err := cf.Stat(); err == nil {
-		c.lastSize, c.lastMod = st.Size(), st.ModTime()
+	st, err := cf.Stat()
+	if err != nil {
+		cf.Close()
+		return false
 	}
+	c.lastSize, c.lastMod = st.Size(), st.ModTime()
+	c.snapshot(st.Size())
 	msg := fmt.Sprintf("input %s %s; reading its copy %s from offset %d first, then the file from its start under a new epoch",
 		s.cfg.Path, why, filepath.Base(cf.Name()), r.consumed())
 	s.log.Warn(msg, "path", s.cfg.Path, "reason", why, "copy", cf.Name(), "offset", r.consumed())
@@ -179,7 +183,7 @@ func (s *Source) checkQueued() {
 		if why == "" {
 			continue
 		}
-		cf, dev, ino := findCopy(filepath.Dir(s.cfg.Path), nx.fpLen, nx.fp, int64(nx.fpLen), s.known)
+		cf, dev, ino := s.findCopy(nx.fpLen, nx.fp, int64(nx.fpLen), modTime(nx.f), s.known)
 		nx.fpLen, nx.fp = 0, 0
 		if st, err := nx.f.Stat(); err == nil {
 			nx.refreshFingerprint(st.Size())
@@ -195,6 +199,7 @@ func (s *Source) checkQueued() {
 		if st, err := cf.Stat(); err == nil {
 			c.refreshFingerprint(st.Size())
 			c.lastSize, c.lastMod = st.Size(), st.ModTime()
+			c.snapshot(st.Size())
 		}
 		s.log.Warn("a queued input file was "+why+" before it was read; reading its copy first",
 			"path", s.cfg.Path, "copy", cf.Name())
@@ -280,7 +285,7 @@ func (s *Source) switchTo() {
 	if err == nil {
 		nx.lastSize, nx.lastMod = st.Size(), st.ModTime()
 	}
-	if err == nil && old.gone == "" && nx.key != old.key && sameContent(old, nx, st.Size()) {
+	if err == nil && old.gone == "" && !old.copy && nx.key != old.key && sameContent(old, nx, st.Size()) {
 		s.log.Warn("input has a new file key but the same content; continuing at the same position",
 			"path", s.cfg.Path, "position", old.consumed())
 		nx.epoch = old.epoch
@@ -294,7 +299,7 @@ func (s *Source) switchTo() {
 		}
 		return
 	}
-	if old.gone != "" {
+	if old.gone != "" || old.copy {
 		old.close()
 	} else {
 		s.retire(old)
@@ -372,6 +377,7 @@ func (s *Source) crossBarrier() bool {
 			if !s.pub.Paused() || s.pub.PauseReason() != whyBarrier {
 				s.pub.SetPaused(true, whyBarrier)
 			}
+			s.pub.SetBarrier(s.cur.epoch) // a webhook rebuilding a request of the old epoch stops waiting
 			return false
 		}
 	}
@@ -396,6 +402,7 @@ func (s *Source) crossBarrier() bool {
 	}
 	s.barrier = false
 	s.epoch.Store(r.epoch)
+	s.pub.SetBarrier(0)
 	s.pub.SetPaused(false, "")
 	return true
 }

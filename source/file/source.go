@@ -32,16 +32,22 @@ type Config struct {
 	// OpenHook runs between the stat and the open of the input (tests inject
 	// the open race through it).
 	OpenHook func()
+	// Outputs are the paths the daemon writes itself (file-sink outputs,
+	// dataDir): a file at one of them, or under one that is a directory, is
+	// never taken for a rotated file or a copytruncate copy (DESIGN §4). A
+	// directory holding the input is ignored.
+	Outputs []string
 }
 
 // Source reads one feed's file and publishes its lines. Run, Drain and
 // Close are called one after the other by one goroutine at a time; the
 // getters may be called from anywhere.
 type Source struct {
-	cfg Config
-	pub *feed.Publisher
-	ptr *pointer.Pointer
-	log hclog.Logger
+	cfg  Config
+	pub  *feed.Publisher
+	ptr  *pointer.Pointer
+	log  hclog.Logger
+	outs outputs // the daemon's own outputs: never a rotated file or a copy
 
 	// Only accessed from the goroutine running the source.
 	cur          *reader
@@ -110,6 +116,7 @@ func New(cfg Config, pub *feed.Publisher) *Source {
 		cfg.MaxLine = 1 << 20
 	}
 	s := &Source{cfg: cfg, pub: pub, ptr: cfg.Pointer, log: cfg.Logger, events: make(chan struct{}, 1)}
+	s.outs = newOutputs(cfg.Outputs, cfg.Path)
 	s.commit.done = make(chan error, 1)
 	s.commitOK.Store(true)
 	s.state.Store(int32(Starting))

@@ -1,0 +1,161 @@
+package processor
+
+import (
+	"bytes"
+	"slices"
+
+	"tailfeed/feed"
+)
+
+// Rebuilding the recorded request after a restart (see Webhook, "Key
+// stability"). The record names the request that was being sent when the
+// daemon stopped: (epoch, first, last). The source re-reads from the
+// pointer and the group may cut those lines into other batches than before,
+// so the sink keeps the request's lines as they come (the carry) and sends
+// them under the recorded key once the line ending at `last` arrived.
+//
+// The carry is given up — what it holds goes out under a new key, with a
+// WARN — only on evidence that the rest of the range cannot come, never
+// for time alone (a request given up too early goes out under a new key,
+// then the rest under another, and a receiver that dedupes on the key
+// applies the lines of the first part twice):
+//
+//  1. a line of the epoch past `last` (the lines are in file order);
+//  2. with filters, a batch whose unfiltered lines reach `last` or past it
+//     (the lines of the range it filtered out will not come);
+//  3. a batch of another epoch;
+//  4. the source waits for these very lines: at an epoch barrier (it has
+//     published every positioned line of the old epoch), or refused a batch
+//     for a full window when every line before the carry was acknowledged
+//     (the window can only move once the carry is) — and the group took
+//     every batch published before.
+//
+// Carried lines are not durable (the queue's ack point stays before the
+// first of them; everything before it is reported durable when the carry
+// starts), so waiting loses nothing: a stop or a crash leaves them behind
+// the pointer, and the next run rebuilds the request again.
+//
+// Why waiting cannot deadlock. While the carry waits, the rest of the range
+// is either still to be read and published (then it comes), or the source
+// cannot publish it:
+//   - the old file ended before the range did and the source moved to
+//     another file: the epoch barrier waits for the carry's lines, and (4)
+//     lets them go; a best-effort webhook, which the barrier does not wait
+//     for, sees (3);
+//   - the window is full: if acknowledging the carry is what it waits for,
+//     (4) lets it go; otherwise a slower subscriber holds it, and its
+//     progress (or its release) moves the window without the webhook;
+//   - another subscriber's queue is full, or it is fenced: likewise (that is
+//     the wait the carry must sit out: the rest comes after it);
+//   - the webhook's own queue never fills: the group keeps taking batches
+//     while it carries.
+//
+// The group learns of (4) without a batch: FlushDue polls the publisher
+// every CarryPoll while the carry waits (it only looks).
+//
+// What it cannot tell: a file cut short between the crash and the restart,
+// at a length between the pointer and `last`, with its first bytes
+// unchanged, looks to the source like the same file read to its end. The
+// carry then waits for the writer (the feed is not settled meanwhile,
+// pendingAcks > 0); a new line ending past `last`, or a rotation, sends it.
+// A new line ending exactly at `last` would complete the range with other
+// bytes under the old key — positions are what identify lines within an
+// epoch, so nothing can tell them apart.
+
+// startCarry starts rebuilding the recorded request at the line of b that
+// ends at its first position, and reports every line before it durable.
+func (w *Webhook) startCarry(b *feed.Batch) {
+	w.carry = &whChunk{feed: b.Feed, path: b.Path, epoch: b.Epoch, positioned: true}
+	w.carrySeq = 0
+	if seq, before, ok := w.g.lineAt(b.Epoch, w.st.BatchFirst); ok {
+		w.carrySeq = seq
+		w.g.DurableThrough(before) // skipped as applied, filtered, or sent before
+	}
+}
+
+// extend copies lines of the recorded request from b (from line i) into the
+// carry and returns the index of the first line it did not take.
+func (w *Webhook) extend(b *feed.Batch, i int) int {
+	c := w.carry
+	for i < len(b.Lines) && b.Epoch == c.epoch {
+		e := b.Ends[i]
+		switch {
+		case len(c.ends) > 0 && e <= c.ends[len(c.ends)-1]:
+			i++ // carried already
+			continue
+		case e > w.st.BatchLast:
+			return i
+		}
+		c.lines = append(c.lines, bytes.Clone(b.Lines[i]))
+		c.ends = append(c.ends, e)
+		i++
+		if e == w.st.BatchLast {
+			break
+		}
+	}
+	return i
+}
+
+func (w *Webhook) carryComplete() bool {
+	c := w.carry
+	return len(c.ends) > 0 && c.ends[len(c.ends)-1] == w.st.BatchLast
+}
+
+// rangeCovered reports evidence (2) or (3) after the carry took what b
+// held: b is of another epoch, or the group's batch, filtered lines
+// included, reaches the end of the range as far as this call covers it.
+func (w *Webhook) rangeCovered(b *feed.Batch) bool {
+	if b.Epoch != w.carry.epoch {
+		return true
+	}
+	end, ok := w.g.coveredEnd()
+	return ok && end >= w.st.BatchLast
+}
+
+// starved reports evidence (4): the source publishes nothing more until
+// the carry is acknowledged, and the group holds every batch it published.
+func (w *Webhook) starved() bool {
+	p := w.cfg.Publisher
+	if p == nil {
+		return false
+	}
+	if e := p.Barrier(); e == 0 || e == w.carry.epoch {
+		// Not at a barrier: a full window waits for the carry only when
+		// every line before it was acknowledged (and the queue holds the
+		// pointer: the window does not wait for a best-effort one).
+		acked, full := p.WindowFullAt()
+		if !full || acked+1 < w.carrySeq || w.g.q.BestEffort() {
+			return false
+		}
+	}
+	return w.g.q.Depth() == 0
+}
+
+// lineAt finds the line of the group's current batch (unfiltered) that
+// ends at pos and returns its feed sequence and the queue count before it.
+func (g *Group) lineAt(epoch uint64, pos int64) (seq, before uint64, ok bool) {
+	b := g.cur
+	if b == nil || !b.Positioned || b.Epoch != epoch {
+		return 0, 0, false
+	}
+	k, found := slices.BinarySearch(b.Ends, pos) // positions grow within a batch
+	if !found {
+		return 0, 0, false
+	}
+	return b.FirstSeq + uint64(k), g.mark - uint64(b.Len()) + uint64(k), true
+}
+
+// coveredEnd is the position of the last line of the group's current batch
+// (unfiltered) that the processor call in progress covers: Mark() counts
+// through it.
+func (g *Group) coveredEnd() (int64, bool) {
+	b := g.cur
+	if b == nil || !b.Positioned {
+		return 0, false
+	}
+	k := int(g.cpMark) - int(g.mark-uint64(b.Len()))
+	if k <= 0 || k > b.Len() {
+		return 0, false
+	}
+	return b.Ends[k-1], true
+}

@@ -1,0 +1,108 @@
+package file
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"tailfeed/internal/fileutil"
+)
+
+// outputs are the paths the daemon writes itself (Config.Outputs: file-sink
+// outputs, dataDir). A file at one of them, or under one that is a
+// directory, is never taken for the input's rotated file or copytruncate
+// copy: a file sink writing next to its input produces a file that starts
+// with the input's first bytes and is as long as what was consumed, and
+// reading it as the input's copy would feed the sink's output back to it.
+type outputs struct {
+	paths []string // cleaned; symlinks resolved as well where they resolve
+}
+
+// newOutputs keeps the outputs that do not hold the input path (a
+// directory holding the input would hide every copy of it).
+func newOutputs(list []string, input string) outputs {
+	var o outputs
+	for _, p := range list {
+		if p == "" {
+			continue
+		}
+		p = filepath.Clean(p)
+		if p != filepath.Clean(input) && under(filepath.Clean(input), p) {
+			continue
+		}
+		o.paths = append(o.paths, p)
+		if r, err := filepath.EvalSymlinks(p); err == nil && r != p {
+			o.paths = append(o.paths, r)
+		}
+	}
+	return o
+}
+
+// ownSet is the outputs as seen at the start of one directory scan.
+type ownSet struct {
+	o       *outputs
+	realDir string             // the scanned directory with symlinks resolved
+	ids     map[[2]uint64]bool // identities of the outputs that exist
+}
+
+// scan prepares the checks for one scan of dir.
+func (o *outputs) scan(dir string) ownSet {
+	set := ownSet{o: o}
+	if len(o.paths) == 0 {
+		return set
+	}
+	if r, err := filepath.EvalSymlinks(dir); err == nil {
+		set.realDir = r
+	}
+	set.ids = map[[2]uint64]bool{}
+	for _, p := range o.paths {
+		if dev, ino, err := fileutil.DevInoPath(p); err == nil {
+			set.ids[[2]uint64{dev, ino}] = true
+		}
+	}
+	return set
+}
+
+// has reports whether the entry name of the scanned directory dir, with
+// identity (dev, ino), is one of the daemon's outputs or lies under one.
+func (s ownSet) has(dir, name string, dev, ino uint64) bool {
+	if s.o == nil || len(s.o.paths) == 0 {
+		return false
+	}
+	if s.ids[[2]uint64{dev, ino}] {
+		return true
+	}
+	cands := []string{filepath.Join(dir, name)}
+	if s.realDir != "" {
+		cands = append(cands, filepath.Join(s.realDir, name))
+	}
+	for _, c := range cands {
+		for _, p := range s.o.paths {
+			if under(c, p) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// under reports whether path is dir or lies below it (both cleaned).
+func under(path, dir string) bool {
+	if path == dir {
+		return true
+	}
+	if !strings.HasSuffix(dir, string(os.PathSeparator)) {
+		dir += string(os.PathSeparator)
+	}
+	return strings.HasPrefix(path, dir)
+}
+
+// modTime is f's modification time now (the zero time when fstat fails,
+// which lets no file pass as modified before it).
+func modTime(f *os.File) time.Time {
+	if st, err := f.Stat(); err == nil {
+		return st.ModTime()
+	}
+	return time.Time{}
+}
