@@ -101,13 +101,26 @@
 //     the old one, so its last lines are read there with their positions
 //     rather than downgraded.
 //
+// A file left for good (switched away from, closed after its path stayed
+// missing, closed after its watch) has its buffer split as final first: a
+// last line ended by a lone '\r', which a tailing read keeps waiting for
+// the byte after it, is delivered (positioned when the file was current,
+// downgraded when it was switched away). A '\n' that arrives later right
+// after that '\r' completes its terminator and is skipped, not taken for an
+// empty line; the line's position is then the offset after the '\r'.
+//
 // The file switched to is compared with the old one: a different key, the
 // same fingerprinted first bytes and a size no smaller than what was
 // consumed is the same file (WARN, same epoch, reading on from the position
 // after the last complete line, so a partial line is read again from its
-// start). Anything else is read from 0 under a new epoch behind the barrier;
-// the old file is retired to the old list (or closed when its content was
-// gone).
+// start). The old descriptor is retired like any switched-away file (the
+// application may still append to it) under a fresh epoch of its own: the
+// new file carries on the old epoch and positions, and (epoch, position)
+// must name one line. Bytes the old file read past its last line that the
+// new file holds at the same offset are left to the new file. Anything else
+// is read from 0 under a new epoch behind the barrier; the old file is
+// retired to the old list (or closed when its content was gone, or when it
+// was a copy).
 //
 // # Cases
 //
@@ -127,7 +140,9 @@
 //	C  Replacement (mv B A with other content, or other bytes written over
 //	   A in place). As A (other inode) or B (same inode).
 //	D  Same content under a new key (cp A A.tmp; echo more >> A.tmp; mv
-//	   A.tmp A; or a copy-up). Kept: same epoch and position, WARN.
+//	   A.tmp A; or a copy-up). Kept: same epoch and position, WARN. Lines
+//	   the application appends to the old inode after the switch are
+//	   delivered downgraded, under a fresh epoch, while it is watched.
 //	E  Deletion. The open file is read to its end (a writer still holding
 //	   it may go on appending); rotateWait after the path was seen missing
 //	   and after the file last grew, it is closed (then watched like a

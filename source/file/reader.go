@@ -79,7 +79,16 @@ func (r *reader) unterminated() int64 { return int64(r.end - r.start) }
 // returns the lines found and oversized lines completed.
 func (r *reader) take(found *Found, final bool, maxLines, maxBytes int) {
 	found.Reset()
+	if r.crTaken && r.start < r.end {
+		if r.buf[r.start] == '\n' {
+			r.start++ // the second half of a "\r\n" whose line was taken
+		}
+		r.crTaken = false
+	}
 	next := r.split.Split(r.buf[:r.end], r.start, r.base, final, maxLines, maxBytes, found)
+	if final && next > r.start && next == r.end && r.buf[next-1] == '\r' {
+		r.crTaken = true
+	}
 	r.start = next
 }
 

@@ -1,6 +1,7 @@
 package file
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -45,10 +46,16 @@ func (s *Source) atEnd() bool {
 		}
 	case r.gone != "":
 		// Its content changed and the path names nothing to reopen.
+		if s.fillFrom(r, true) {
+			return true // a last line ended by a lone '\r'
+		}
 		r.close()
 		s.clearFile()
 		return true
 	case s.missing && time.Since(later(r.grewAt, s.missingSince)) >= s.cfg.RotateWait:
+		if s.fillFrom(r, true) {
+			return true // left for good: a last line ended by a lone '\r' is taken, positioned
+		}
 		s.log.Warn("input path is gone and the open file is read to its end; closing it", "path", s.cfg.Path)
 		s.retire(r)
 		s.clearFile()
@@ -257,9 +264,14 @@ const (
 // gone; otherwise when nx has bytes or rotateWait passed since the rotation
 // was noticed and r last grew. A last read of r comes after the look at nx:
 // a writer that moved to nx finished with r first, so its lines are read
-// here rather than downgraded.
+// here rather than downgraded. r is left for good, so its buffer is split
+// as final first: a last line ended by a lone '\r' is published, under r's
+// epoch with its position, before the switch.
 func (s *Source) switchDue(r, nx *reader) int {
 	if r.gone != "" {
+		if s.fillFrom(r, true) {
+			return readMore
+		}
 		return switchNow
 	}
 	st, err := nx.f.Stat()
@@ -267,7 +279,7 @@ func (s *Source) switchDue(r, nx *reader) int {
 	if !hasBytes && time.Since(later(r.grewAt, nx.queuedAt)) < s.cfg.RotateWait {
 		return stay
 	}
-	if n, err := s.readCur(); n > 0 || err != nil {
+	if n, err := s.readCur(); n > 0 || err != nil || s.fillFrom(r, true) {
 		return readMore
 	}
 	return switchNow
@@ -275,8 +287,11 @@ func (s *Source) switchDue(r, nx *reader) int {
 
 // switchTo makes the first queued file current. A file with the same first
 // bytes and no shorter than the position is the same file under a new key
-// (copy-up): it keeps the epoch and position. Anything else starts a new
-// epoch at 0 behind the barrier.
+// (copy-up): it keeps the epoch and position, and the old descriptor is
+// retired like any other (an application may still append to it). Anything
+// else starts a new epoch at 0 behind the barrier. A copytruncate copy is
+// closed, never retired: it is a snapshot, and the file after it is the
+// truncated one (new content, never "the same file").
 func (s *Source) switchTo() {
 	old, nx := s.cur, s.next[0]
 	s.next[0] = nil
@@ -291,7 +306,8 @@ func (s *Source) switchTo() {
 		nx.epoch = old.epoch
 		nx.seek(old.consumed())
 		nx.fpLen, nx.fp = old.fpLen, old.fp
-		old.close()
+		nx.crTaken = old.crTaken // a last line taken at a trailing '\r' before the switch
+		s.retireKept(old, nx)
 		s.cur = nx
 		s.setFile(nx)
 		if s.ptr != nil {
@@ -320,6 +336,24 @@ func sameContent(old, nx *reader, size int64) bool {
 	b := make([]byte, old.fpLen)
 	n, _ := nx.f.ReadAt(b, 0)
 	return n == old.fpLen && pointer.Fingerprint(b) == old.fp
+}
+
+// retireKept retires old after a switch to nx, the same content under a
+// new key. nx carries on old's epoch and positions, so old's later lines get
+// an epoch of their own (their (epoch, position) must not name a line of
+// nx). The bytes old read past its last line are read again from nx when nx
+// holds them: old drops them (a '\n' that follows a dropped trailing '\r'
+// in old ends that terminator).
+func (s *Source) retireKept(old, nx *reader) {
+	old.epoch = pointer.NewEpoch()
+	if rest := old.buf[old.start:old.end]; len(rest) > 0 {
+		b := make([]byte, len(rest))
+		if n, _ := nx.f.ReadAt(b, old.consumed()); n == len(b) && bytes.Equal(b, rest) {
+			old.crTaken = rest[len(rest)-1] == '\r'
+			old.start = old.end
+		}
+	}
+	s.retire(old)
 }
 
 // retire keeps a switched-away file watched for rotateWait (longer while it
@@ -351,9 +385,13 @@ func (s *Source) pollOld() bool {
 			}
 		}
 		if !filled && time.Now().After(r.closeAt) {
-			// Watched long enough; a partial line left in it never ended.
-			r.close()
-			continue
+			// Watched long enough: a last line ended by a lone '\r' is
+			// taken (closed at the next look); a partial line left in it
+			// never ended.
+			if filled = s.fillFrom(r, true); !filled {
+				r.close()
+				continue
+			}
 		}
 		keep = append(keep, r)
 	}

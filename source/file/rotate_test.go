@@ -556,6 +556,67 @@ func TestSameContentNewKeyKeepsEpoch(t *testing.T) {
 	checkIdentity(t, r)
 }
 
+// The same content under a new key (case D: cp A A.tmp; echo more >>
+// A.tmp; mv A.tmp A) while the application still appends to A's old inode:
+// the old file is watched for rotateWait like after any switch (DESIGN §4),
+// its new lines are delivered downgraded, under an epoch of their own so
+// that no (epoch, position) names two lines.
+func TestSameContentNewKeyWatchesOldFile(t *testing.T) {
+	r := newRig(t, "", rigOpts{strategy: file.Committed, rotateWait: 2 * time.Second})
+	appendTo(t, r.path, numbered("a", 0, 10)...)
+	app, err := os.OpenFile(r.path, os.O_WRONLY|os.O_APPEND, 0) // the application's descriptor
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer app.Close()
+	r.start()
+	r.waitLines(10)
+	r.waitSettled()
+	e1 := r.src.Epoch()
+	data, err := os.ReadFile(r.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmp := r.path + ".tmp"
+	if err := os.WriteFile(tmp, append(data, "b-0\n"...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, r.path); err != nil {
+		t.Fatal(err)
+	}
+	r.waitLines(11)
+	if _, err := app.WriteString("late-0\nlate-1\n"); err != nil { // to the old inode
+		t.Fatal(err)
+	}
+	r.waitLines(13)
+	r.waitSettled()
+	r.stop()
+	gs := r.rec.all()
+	c := counts(gs)
+	if len(gs) != 13 || c["late-0"] != 1 || c["late-1"] != 1 || c["b-0"] != 1 {
+		t.Fatalf("delivered %q, want a-0..9, b-0, late-0, late-1 once each", lines(gs))
+	}
+	if r.src.Downgraded() != 2 {
+		t.Fatalf("downgraded %d, want 2", r.src.Downgraded())
+	}
+	seen := map[[2]uint64]string{}
+	for _, g := range gs {
+		switch {
+		case strings.HasPrefix(g.Line, "late"):
+			if g.Positioned || g.Epoch == e1 {
+				t.Fatalf("%s delivered as %+v: want no position, an epoch other than %x", g.Line, g, e1)
+			}
+		case g.Epoch != e1 || !g.Positioned:
+			t.Fatalf("%s delivered as %+v: want epoch %x, positioned", g.Line, g, e1)
+		}
+		k := [2]uint64{g.Epoch, uint64(g.Pos)}
+		if other, ok := seen[k]; ok {
+			t.Fatalf("%s and %s share (epoch %x, position %d)", other, g.Line, g.Epoch, g.Pos)
+		}
+		seen[k] = g.Line
+	}
+}
+
 // The watcher goroutine ends with the source.
 func TestStopLeavesNoGoroutine(t *testing.T) {
 	before := runtime.NumGoroutine()
