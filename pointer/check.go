@@ -46,7 +46,9 @@ func (v Verdict) String() string {
 }
 
 // Bind makes f (with fileKey) the input the fingerprint is read from, and
-// the key the next Store records.
+// the key the next Store records. A nil f stops the growth: Stores keep the
+// fingerprint as it is (the source unbinds a descriptor whose content was
+// truncated or rewritten while lines of its epoch are still committed).
 func (p *Pointer) Bind(f io.ReaderAt, fileKey uint64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -337,6 +337,36 @@ func TestStoreGrowsFingerprint(t *testing.T) {
 	}
 }
 
+// Bind(nil, key) stops the growth: Stores keep the key and the fingerprint
+// while the input grows (a descriptor whose content is gone is unbound so).
+func TestBindNilStopsFingerprintGrowth(t *testing.T) {
+	dir := t.TempDir()
+	inPath := filepath.Join(dir, "in")
+	in, key, _ := input(t, inPath, []byte("HDR\n"))
+	p := mustOpen(t, filepath.Join(dir, "p"), Options{})
+	if v, err := p.Check(in, key, 4); v != Adopted || err != nil {
+		t.Fatalf("Check = %v, %v", v, err)
+	}
+	if err := p.Commit(4); err != nil {
+		t.Fatal(err)
+	}
+	p.Bind(nil, key)
+	appendTo(t, inPath, []byte("more bytes\n"))
+	if err := p.Commit(15); err != nil {
+		t.Fatal(err)
+	}
+	if r := p.Record(); r.Offset != 15 || r.FileKey != key || r.FPLen != 4 || r.FP != Fingerprint([]byte("HDR\n")) {
+		t.Fatalf("after Bind(nil): %+v", r)
+	}
+	p.Bind(in, key) // bound again: it grows
+	if err := p.Commit(15); err != nil {
+		t.Fatal(err)
+	}
+	if r := p.Record(); r.FPLen != 15 {
+		t.Fatalf("bound again: FPLen %d, want 15", r.FPLen)
+	}
+}
+
 func appendTo(t *testing.T, path string, b []byte) {
 	t.Helper()
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)

@@ -64,12 +64,12 @@
 //     descriptor, so a truncation followed by quick regrowth past the read
 //     position is caught unless the new first bytes equal the old. A WARN
 //     and the feed's detail give the reason. If the directory holds a copy
-//     of the old content (a regular file with the same fingerprinted first
-//     bytes, at least as long as what was consumed; the newest wins), the
-//     copy becomes the current file at the consumed position under the same
-//     epoch, and the file at the path is queued. Otherwise the file is
-//     marked gone: read no further, its lines already read are still
-//     published.
+//     of the old content (below), the copy becomes the current file at the
+//     consumed position under the same epoch, and the file at the path is
+//     queued. Otherwise the file is marked gone: read no further, its lines
+//     already read are still published, and the pointer stops growing its
+//     fingerprint from it (Bind(nil)): the bytes the descriptor shows now
+//     are not the epoch's.
 //   - fstat the queued files the same way: one truncated before it was
 //     read (a second copytruncate while the first copy is still read) gets
 //     its copy queued before it.

@@ -141,6 +141,11 @@ func (s *Source) changed(r *reader) string {
 func (s *Source) markGone(r *reader, why string) {
 	r.gone = why
 	r.limit = r.readPos()
+	if s.ptr != nil && r.epoch == s.ptrEpoch {
+		// The descriptor no longer holds the epoch's bytes: commits of its
+		// lines must not grow the fingerprint over the new content.
+		s.ptr.Bind(nil, r.key)
+	}
 	msg := fmt.Sprintf("input %s %s; reading it from its start under a new epoch", s.cfg.Path, why)
 	s.log.Warn(msg, "path", s.cfg.Path, "reason", why, "read", r.readPos())
 	s.setDetail(msg)
