@@ -119,6 +119,12 @@ type whChunk struct {
 	lines      [][]byte
 	ends       []int64
 	body       []byte // encoded; nil until encoded
+
+	// Dead-lettering: lettered leading lines are in the ledger, written
+	// with letterAttempts and letterErr (the rest get the same).
+	lettered       int
+	letterAttempts int
+	letterErr      error
 }
 
 func (c *whChunk) key() string {
@@ -304,22 +310,34 @@ func (w *Webhook) deliver(ctx context.Context, c *whChunk) error {
 	key := c.key()
 	rp := w.g.cfg.Retry
 	for attempt := 1; ; attempt++ {
-		retryAfter, poison, err := w.post(ctx, c, key)
-		if err == nil {
-			w.applied(c)
-			w.g.unfence()
-			return nil
-		}
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		w.g.failures.Add(1)
-		w.g.fence(err)
-		if (poison || attempt >= rp.Attempts) && w.g.cfg.OnFailure == DeadLetter && w.g.cfg.Ledger != nil {
-			if w.deadLetter(c, attempt, err) {
+		var retryAfter time.Duration
+		var poison bool
+		var err error
+		if c.lettered == 0 {
+			retryAfter, poison, err = w.post(ctx, c, key)
+			if err == nil {
 				w.applied(c)
 				w.g.unfence()
 				return nil
+			}
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			w.g.failures.Add(1)
+			w.g.fence(err)
+		}
+		// Once part of the request is in the ledger it is never sent again
+		// (a receiver that applied it would get those lines a second time
+		// from a replay): only the rest of the dead letter is retried.
+		if c.lettered > 0 || ((poison || attempt >= rp.Attempts) && w.g.cfg.OnFailure == DeadLetter && w.g.cfg.Ledger != nil) {
+			lerr := w.deadLetter(c, attempt, err)
+			if lerr == nil {
+				w.applied(c)
+				w.g.unfence()
+				return nil
+			}
+			if c.lettered > 0 {
+				w.g.fence(fmt.Errorf("%w (dead-letter write failed after %d of %d lines: %v)", c.letterErr, c.lettered, len(c.lines), lerr))
 			}
 		}
 		delay := max(rp.Backoff(attempt), retryAfter)
@@ -418,26 +436,34 @@ func (w *Webhook) applied(c *whChunk) {
 	w.st = w.rec.disk
 }
 
-// deadLetter writes c's lines to the ledger; false when that failed.
-func (w *Webhook) deadLetter(c *whChunk, attempts int, lastErr error) bool {
+// deadLetter writes c's lines to the ledger, from the first one not there
+// yet: a write that fails after k lines is resumed at line k+1, so no line
+// is written (or counted) twice — the ledger skips a positioned line it
+// holds already, not a line without a position.
+func (w *Webhook) deadLetter(c *whChunk, attempts int, lastErr error) error {
+	if c.lettered == 0 {
+		c.letterAttempts, c.letterErr = attempts, lastErr
+	}
 	var d feed.Delivery
-	for i, l := range c.lines {
+	for ; c.lettered < len(c.lines); c.lettered++ {
+		i := c.lettered
 		d.Reset(&feed.Batch{Feed: c.feed, Path: c.path, Epoch: c.epoch, Positioned: c.positioned,
-			Lines: [][]byte{l}, Ends: []int64{c.ends[i]}}, 0)
-		d.Attempt = attempts
-		if err := w.g.cfg.Ledger.DeadLetter(&d, attempts, lastErr); err != nil {
-			w.log.Error("dead-letter write failed; holding the request", "error", err)
-			return false
+			Lines: [][]byte{c.lines[i]}, Ends: []int64{c.ends[i]}}, 0)
+		d.Attempt = c.letterAttempts
+		if err := w.g.cfg.Ledger.DeadLetter(&d, c.letterAttempts, c.letterErr); err != nil {
+			w.log.Error("dead-letter write failed; holding the request", "lines", len(c.lines), "written", i, "error", err)
+			return err
 		}
 		w.g.deadLettered.Add(1)
 	}
-	w.log.Warn("webhook request dead-lettered", "key", c.key(), "lines", len(c.lines), "error", lastErr)
-	return true
+	w.log.Warn("webhook request dead-lettered", "key", c.key(), "lines", len(c.lines), "error", c.letterErr)
+	return nil
 }
 
-// release gives c's lines up (POST /admin/release while retrying).
+// release gives c's lines up (POST /admin/release while retrying), but
+// those already in the ledger (a dead letter that failed halfway).
 func (w *Webhook) release(c *whChunk, req *releaseReq) {
-	n := uint64(len(c.lines))
+	n := uint64(len(c.lines) - c.lettered)
 	w.applied(c)
 	w.g.q.AddReleased(n)
 	w.g.q.SetState(feed.Released, "")

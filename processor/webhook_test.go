@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -14,6 +15,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -451,5 +453,95 @@ func TestWebhookRecordSlots(t *testing.T) {
 	f.Close()
 	if _, ok, damaged := load(); ok || !damaged {
 		t.Fatalf("both slots bad: ok %v damaged %v, want no record, damaged", ok, damaged)
+	}
+}
+
+// ledgerFailsOnce fails the dead-letter write number failAt (from 1), once
+// (from then on with after).
+type ledgerFailsOnce struct {
+	*Ledger
+	calls, failAt atomic.Int32
+	after         bool
+}
+
+func (l *ledgerFailsOnce) DeadLetter(d *feed.Delivery, attempts int, lastErr error) error {
+	if n := l.calls.Add(1); n == l.failAt.Load() || l.after && n > l.failAt.Load() {
+		return errors.New("ledger: no space left on device")
+	}
+	return l.Ledger.DeadLetter(d, attempts, lastErr)
+}
+
+// A poison request whose dead letter fails after two of its four lines:
+// the next try writes the other two, and only them (no entry twice, with or
+// without a position; deadLettered 4), and the request is not sent again
+// meanwhile.
+func TestWebhookDeadLetterResumesAfterAFailedWrite(t *testing.T) {
+	for _, positioned := range []bool{true, false} {
+		t.Run(fmt.Sprintf("positioned=%v", positioned), func(t *testing.T) {
+			h := newHookServer(t, func(int, hookReq) (int, map[string]string) { return 400, nil })
+			dir := t.TempDir()
+			l, err := OpenLedger(filepath.Join(dir, "hook.jsonl"), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			flaky := &ledgerFailsOnce{Ledger: l}
+			flaky.failAt.Store(3)
+			r := newHookRig(t, dir, GroupConfig{Retry: fastRetry(5), OnFailure: DeadLetter, Ledger: flaky},
+				WebhookConfig{URL: h.srv.URL, BatchMaxLines: 4})
+			b := batchOf(r.gRig, "p0", "p1", "p2", "p3")
+			b.Positioned = positioned
+			if !r.pub.TryPublish(b) {
+				t.Fatal("publish refused")
+			}
+			r.waitAck(4, 10*time.Second)
+			items, n := l.List(10)
+			var got []string
+			for _, it := range items {
+				got = append(got, it.Line)
+			}
+			if n != 4 || fmt.Sprint(got) != "[p0 p1 p2 p3]" {
+				t.Fatalf("ledger holds %d entries %v, want p0..p3 once each", n, got)
+			}
+			if r.g.DeadLettered() != 4 {
+				t.Fatalf("deadLettered %d, want 4", r.g.DeadLettered())
+			}
+			if len(h.requests()) != 1 {
+				t.Fatalf("the poison request was sent %d times, want once", len(h.requests()))
+			}
+			if flaky.calls.Load() != 5 {
+				t.Fatalf("%d ledger writes, want 5 (2, a failed one, 2)", flaky.calls.Load())
+			}
+		})
+	}
+}
+
+// A release while a dead letter is stuck halfway gives up only the lines
+// not in the ledger: each line is either released or dead-lettered.
+func TestWebhookReleaseAfterAHalfWrittenDeadLetter(t *testing.T) {
+	h := newHookServer(t, func(int, hookReq) (int, map[string]string) { return 400, nil })
+	dir := t.TempDir()
+	l, err := OpenLedger(filepath.Join(dir, "hook.jsonl"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	flaky := &ledgerFailsOnce{Ledger: l, after: true}
+	flaky.failAt.Store(3)
+	r := newHookRig(t, dir, GroupConfig{Retry: fastRetry(5), OnFailure: DeadLetter, Ledger: flaky},
+		WebhookConfig{URL: h.srv.URL, BatchMaxLines: 4})
+	r.publish("p0", "p1", "p2", "p3")
+	waitFor(t, "the stuck dead letter", func() bool { return flaky.calls.Load() >= 4 })
+	if st, why := r.q.State(); st != feed.Fenced || !strings.Contains(why, "after 2 of 4 lines") {
+		t.Fatalf("state %v %q, want FENCED by the ledger after 2 of 4 lines", st, why)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	n, err := r.g.Release(ctx)
+	if err != nil || n != 2 {
+		t.Fatalf("release: %d, %v; want the 2 lines not in the ledger", n, err)
+	}
+	r.waitAck(4, 10*time.Second)
+	if r.q.ReleasedLines() != 2 || l.Len() != 2 || r.g.DeadLettered() != 2 || len(h.requests()) != 1 {
+		t.Fatalf("released %d, ledger %d, deadLettered %d, requests %d; want 2, 2, 2, 1",
+			r.q.ReleasedLines(), l.Len(), r.g.DeadLettered(), len(h.requests()))
 	}
 }
