@@ -120,7 +120,7 @@ func run(o options) error {
 		return err
 	}
 	if o.bigMiB > 0 {
-		if err := bigRuns(o, t); err != nil {
+		if err := bigInputs(o, t); err != nil {
 			return err
 		}
 	}

@@ -100,8 +100,11 @@ func throughput(o options, t *table) error {
 	return nil
 }
 
-// bigRuns measures the daemon's peak RSS on large inputs of long lines.
-func bigRuns(o options, t *table) error {
+// bigRuns is how many times each large input is run.
+const bigRuns = 2
+
+// bigInputs measures the daemon's peak RSS on large inputs of long lines.
+func bigInputs(o options, t *table) error {
 	kinds := []struct {
 		name   string
 		length func(*rand.Rand) int
@@ -122,17 +125,26 @@ func bigRuns(o options, t *table) error {
 			return err
 		}
 		size := int64(o.bigMiB) << 20
-		m, err := runTailfeed(o, in, size, []sinkSpec{{"out1", filepath.Join(o.dir, "big.out"), "never"}})
-		os.Remove(in)
-		if err != nil {
-			return fmt.Errorf("big input (%s): %w", k.name, err)
+		// Twice: the first run after writing GiBs often pays for the
+		// kernel's page reclaim inside write(2). Best wall, highest RSS.
+		var b bestOf
+		for range bigRuns {
+			m, err := runTailfeed(o, in, size, []sinkSpec{{"out1", filepath.Join(o.dir, "big.out"), "never"}})
+			if err != nil {
+				os.Remove(in)
+				return fmt.Errorf("big input (%s): %w", k.name, err)
+			}
+			b.add(m)
+			fmt.Fprintf(os.Stderr, "big %-8s %7.3f s  cpu %6.3f s  rss %s\n", k.name, m.wall.Seconds(), m.cpu.Seconds(), fmtMiB(m.maxRSS))
 		}
-		fmt.Fprintf(os.Stderr, "big %-8s %7.3f s  cpu %6.3f s  rss %s\n", k.name, m.wall.Seconds(), m.cpu.Seconds(), fmtMiB(m.maxRSS))
+		os.Remove(in)
+		m := b.best
+		m.maxRSS = b.maxRSS
 		t.add(row{num: "3", name: fmt.Sprintf("tailfeed → file sink, %d MiB of %s", o.bigMiB, k.name),
 			linesPerSec: fmtRate(float64(lines) / m.wall.Seconds()),
 			mbPerSec:    fmt.Sprintf("%.0f", float64(size)/1e6/m.wall.Seconds()),
 			cpu:         fmt.Sprintf("%.2f", m.cpu.Seconds()), rss: fmtMiB(m.maxRSS),
-			detail: fmt.Sprintf("%d lines, wall %.3f s", lines, m.wall.Seconds()),
+			detail: fmt.Sprintf("%d lines, wall %.3f s (best of %d)", lines, m.wall.Seconds(), bigRuns),
 			target: verdict("RSS ≤ 64 MiB", m.maxRSS <= rssLimitKiB)})
 	}
 	return nil
