@@ -80,15 +80,19 @@
 //
 // A copy is a regular file in the path's directory with the same
 // fingerprinted first bytes, at least as long as what was consumed, modified
-// no later than the truncated file (copytruncate finishes the copy before it
-// truncates, and the truncate sets the file's mtime; a file still written
-// after that is not a snapshot of the old content), and not one of the
-// daemon's own outputs (Config.Outputs: file-sink outputs and dataDir, by
-// path or by identity). The newest such file wins. A copy is a snapshot: it
-// is read up to the size it had when found, then closed; it is never
-// watched as a switched-away file. (Without these rules a file sink writing
-// next to its input was taken for the copy of a truncated input, and the
-// sink's every new line was read back, downgraded, and written again.)
+// no later than the truncation was noticed (copytruncate finishes the copy
+// before it truncates; a file written after that is not a snapshot of the
+// old content), and not one of the daemon's own outputs (Config.Outputs:
+// file-sink outputs and dataDir, by path or by identity). The newest such
+// file wins. A copy is a snapshot: it is read up to the size it had when
+// found, then closed; it is never watched as a switched-away file. (Without
+// these rules a file sink writing next to its input was taken for the copy
+// of a truncated input, and the sink's every new line was read back,
+// downgraded, and written again.) The truncated file's own mtime would be a
+// sharper bound, but a check can run while truncate(2) is still in the
+// kernel and see the new size with the old mtime (seen on ext4, Linux 6.18),
+// which rejected the real copy; the time the truncation was noticed has no
+// such race.
 //
 // check never switches files. The switch happens at the end of the current
 // file (step 7), so every line read from it is published first:
@@ -198,8 +202,9 @@
 //     that was unread is lost. Use rename rotation (create) where possible.
 //   - The copy is recognised by its first bytes (up to 4 KiB), its length
 //     and its mtime only: another file in the directory starting with the
-//     same bytes, at least as long and not newer than the truncation (a
-//     manual backup, an output of another program) is taken for the copy
+//     same bytes, at least as long and not modified since the truncation was
+//     noticed (a manual backup, an output of another program that is not
+//     declared) is taken for the copy
 //     when it is the newest; from the consumed position up to its size when
 //     found it is read as the file's content. The daemon's own outputs are
 //     never taken (Config.Outputs).

@@ -145,7 +145,7 @@ func (s *Source) resumeRotated(f *os.File, dev, ino uint64) bool {
 		// The same file; truncated or rewritten while stopped, it may have
 		// left a copy holding the unread tail (copytruncate).
 		if st, err := f.Stat(); err == nil && (st.Size() < rec.Offset || !fingerprintMatches(f, rec)) {
-			if c, cdev, cino := s.findCopy(int(rec.FPLen), rec.FP, rec.Offset, st.ModTime(), func(d, i uint64) bool {
+			if c, cdev, cino := s.findCopy(int(rec.FPLen), rec.FP, rec.Offset, time.Now(), func(d, i uint64) bool {
 				return d == dev && i == ino
 			}); c != nil {
 				s.log.Warn("input was truncated or rewritten while stopped; reading its copy from the pointer first",
@@ -259,10 +259,10 @@ func (s *Source) openAtPath() bool {
 // findCopy looks in the path's directory for the copy that copytruncate (or
 // cp before a truncate) left of a file: a regular file with an identity skip
 // does not reject, not one of the daemon's own outputs, at least size bytes
-// long, modified no later than notAfter (the truncated file's mtime: a copy
-// is complete before the truncate, so a file still written after it is not
-// a copy), whose first fpLen bytes hash to fp. The most recently modified
-// one wins. fpLen 0 identifies nothing.
+// long, modified no later than notAfter (when the truncation was noticed: a
+// copy is complete before the truncate, so a file written after that is not
+// a snapshot of the old content), whose first fpLen bytes hash to fp. The
+// most recently modified one wins. fpLen 0 identifies nothing.
 func (s *Source) findCopy(fpLen int, fp uint64, size int64, notAfter time.Time, skip func(dev, ino uint64) bool) (*os.File, uint64, uint64) {
 	if fpLen <= 0 {
 		return nil, 0, 0

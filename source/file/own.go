@@ -4,7 +4,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"tailfeed/internal/fileutil"
 )
@@ -96,13 +95,4 @@ func under(path, dir string) bool {
 		dir += string(os.PathSeparator)
 	}
 	return strings.HasPrefix(path, dir)
-}
-
-// modTime is f's modification time now (the zero time when fstat fails,
-// which lets no file pass as modified before it).
-func modTime(f *os.File) time.Time {
-	if st, err := f.Stat(); err == nil {
-		return st.ModTime()
-	}
-	return time.Time{}
 }

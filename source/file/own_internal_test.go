@@ -10,12 +10,12 @@ import (
 )
 
 // findCopy takes only a file that can be the copy: matching first bytes,
-// long enough, not modified after the truncation, not one of the daemon's
+// long enough, not modified after the truncation was noticed, not one of the daemon's
 // own outputs (by path, under a declared directory, or by identity through
 // a symlink).
 func TestFindCopyRules(t *testing.T) {
 	content := []byte("line-1\nline-2\nline-3\n")
-	trunc := time.Now().Add(-time.Hour) // when the input was truncated
+	trunc := time.Now().Add(-time.Hour) // when the truncation was noticed
 	cases := []struct {
 		name    string
 		mtime   time.Time // the candidate's
@@ -24,7 +24,7 @@ func TestFindCopyRules(t *testing.T) {
 	}{
 		{"older copy", trunc.Add(-time.Minute), nil, true},
 		{"same time", trunc, nil, true},
-		{"written after the truncation", trunc.Add(time.Second), nil, false},
+		{"modified after the truncation was noticed", trunc.Add(time.Second), nil, false},
 		{"declared output", trunc.Add(-time.Minute), func(dir string) []string {
 			return []string{filepath.Join(dir, "app.log.1")}
 		}, false},

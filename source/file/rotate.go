@@ -157,7 +157,7 @@ func (s *Source) markGone(r *reader, why string) {
 // file at the path is read from its start. r's unconsumed bytes are
 // dropped: the copy holds them. False when no copy is found.
 func (s *Source) readCopy(r *reader, why string) bool {
-	cf, dev, ino := s.findCopy(r.fpLen, r.fp, r.consumed(), modTime(r.f), s.known)
+	cf, dev, ino := s.findCopy(r.fpLen, r.fp, r.consumed(), time.Now(), s.known)
 	if cf == nil {
 		return false
 	}
@@ -195,7 +195,7 @@ func (s *Source) checkQueued() {
 		if why == "" {
 			continue
 		}
-		cf, dev, ino := s.findCopy(nx.fpLen, nx.fp, int64(nx.fpLen), modTime(nx.f), s.known)
+		cf, dev, ino := s.findCopy(nx.fpLen, nx.fp, int64(nx.fpLen), time.Now(), s.known)
 		nx.fpLen, nx.fp = 0, 0
 		if st, err := nx.f.Stat(); err == nil {
 			nx.refreshFingerprint(st.Size())
