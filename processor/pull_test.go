@@ -4,9 +4,12 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -29,7 +32,9 @@ func newPullRig(t *testing.T, cfg GroupConfig, ackTimeout time.Duration, maxInFl
 	if cfg.Name == "" {
 		cfg.Name = "consumer"
 	}
-	cfg.Ledger = l
+	if cfg.Ledger == nil {
+		cfg.Ledger = l
+	}
 	r := &pullRig{gRig: newGRig(t, cfg), ledger: l}
 	p, err := NewPull(PullConfig{Group: r.g, AckTimeout: ackTimeout, MaxInFlight: maxInFlight})
 	if err != nil {
@@ -341,5 +346,94 @@ func TestPullIDs(t *testing.T) {
 	}
 	if r.p.Ack("consumer:00000000000000000000000000000000") {
 		t.Fatal("a made-up id was acknowledged")
+	}
+}
+
+// slowLedger fails the first dead-letter write; the second one blocks until
+// the test says how it ends (nil: written); later ones fail.
+type slowLedger struct {
+	*Ledger
+	calls   atomic.Int32
+	entered chan struct{}
+	result  chan error
+}
+
+func (l *slowLedger) DeadLetter(d *feed.Delivery, attempts int, lastErr error) error {
+	switch l.calls.Add(1) {
+	case 1:
+		return errors.New("ledger: input/output error")
+	case 2:
+		l.entered <- struct{}{}
+		if err := <-l.result; err != nil {
+			return err
+		}
+		return l.Ledger.DeadLetter(d, attempts, lastErr)
+	}
+	return errors.New("ledger: input/output error")
+}
+
+// A held line (its first dead letter failed) runs out of attempts again and
+// is being written to the ledger when POST /admin/release comes: the write
+// decides its fate. Written: dead-lettered once, not released, finished
+// once. Failed: held again, and then released — never revived after it was
+// finished.
+func TestPullReleaseWaitsForADeadLetterInProgress(t *testing.T) {
+	for _, written := range []bool{true, false} {
+		t.Run(fmt.Sprintf("written=%v", written), func(t *testing.T) {
+			l, err := OpenLedger(filepath.Join(t.TempDir(), "consumer.jsonl"), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			slow := &slowLedger{Ledger: l, entered: make(chan struct{}, 1), result: make(chan error, 1)}
+			retry := Retry{Initial: 5 * time.Millisecond, Max: 5 * time.Millisecond, Attempts: 1}
+			r := newPullRig(t, GroupConfig{Retry: retry, OnFailure: DeadLetter, Ledger: slow}, time.Hour, 100)
+			t.Cleanup(func() { // a failed test must not leave the write blocked (Close waits for it)
+				select {
+				case slow.result <- errors.New("test over"):
+				default:
+				}
+			})
+			r.publish("poison")
+			r.p.Nack(r.pull(1, false)[0].DeliveryID) // out of attempts; the ledger fails: held
+			waitFor(t, "the hold", func() bool { st, _ := r.q.State(); return st == feed.Fenced })
+			r.p.Nack(r.pull(1, false)[0].DeliveryID) // out of attempts again: written, slowly
+			<-slow.entered
+			if n, ok := r.p.ReleaseHold(); ok {
+				t.Fatalf("released %d lines while the held line was being dead-lettered", n)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			type rel struct {
+				n   uint64
+				err error
+			}
+			done := make(chan rel, 1)
+			go func() { n, err := r.g.Release(ctx); done <- rel{n, err} }() // waits for the write
+			if written {
+				slow.result <- nil
+			} else {
+				slow.result <- errors.New("ledger: no space left on device")
+			}
+			got := <-done
+			r.waitAck(1, 10*time.Second)
+			r.p.mu.Lock()
+			unacked, held := r.p.unacked, r.p.held
+			r.p.mu.Unlock()
+			if unacked != 0 || held != 0 {
+				t.Fatalf("unacked %d, held %d after the line was finished, want 0, 0", unacked, held)
+			}
+			if written {
+				if !errors.Is(got.err, ErrNotHeld) || l.Len() != 1 || r.g.DeadLettered() != 1 || r.q.ReleasedLines() != 0 {
+					t.Fatalf("release %d, %v; ledger %d, deadLettered %d, released %d; want not held, 1, 1, 0",
+						got.n, got.err, l.Len(), r.g.DeadLettered(), r.q.ReleasedLines())
+				}
+			} else if got.err != nil || got.n != 1 || l.Len() != 0 || r.g.DeadLettered() != 0 || r.q.ReleasedLines() != 1 {
+				t.Fatalf("release %d, %v; ledger %d, deadLettered %d, released %d; want 1 released, 0, 0, 1",
+					got.n, got.err, l.Len(), r.g.DeadLettered(), r.q.ReleasedLines())
+			}
+			if st, _ := r.q.State(); st == feed.Fenced {
+				t.Fatal("still fenced")
+			}
+		})
 	}
 }

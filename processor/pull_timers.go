@@ -166,6 +166,9 @@ func (p *Pull) deadLetter(e *pullEntry) {
 	err := p.ledger.DeadLetter(&d, e.attempt, e.lastErr)
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if e.state != pullDying {
+		return // finished meanwhile: never finish it twice, nor revive it (see ReleaseHold)
+	}
 	if err != nil {
 		p.log.Error("dead-letter write failed; holding the line", "position", e.pos, "error", err)
 		if !e.held {
@@ -189,11 +192,17 @@ func (p *Pull) deadLetter(e *pullEntry) {
 // ReleaseHold implements HoldReleaser (POST /admin/release): the lines
 // held out of attempts are given up — they count as done and as released —
 // and the subscriber goes on. ok is false when no line is held.
+//
+// A held line that ran out of attempts again and is being written to the
+// ledger (pullDying) is left to that write, which runs outside the lock:
+// written, it is dead-lettered; failed, it is held again and a later
+// release (Group.Release keeps asking) gives it up. Releasing it meanwhile
+// finished it twice, or revived it after it was finished.
 func (p *Pull) ReleaseHold() (uint64, bool) {
 	p.mu.Lock()
 	n := uint64(0)
 	for _, e := range p.order[p.head:] {
-		if e.held && e.state != pullDone {
+		if e.held && e.state != pullDone && e.state != pullDying {
 			p.unlink(e)
 			p.finish(e, nil)
 			n++
