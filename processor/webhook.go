@@ -56,7 +56,9 @@ import (
 // with the reason). Any other 4xx is poison and is not retried. With
 // onFailure deadLetter a poison request, and a request whose retry.attempts
 // ran out, goes to the dead-letter ledger whole (one entry per line) and
-// counts as done; with hold the same request is retried at the backoff cap
+// counts as done (a ledger write that fails is retried from the first line
+// not written, and the request is not sent again once a line of it is in
+// the ledger); with hold the same request is retried at the backoff cap
 // until it succeeds or POST /admin/release gives its lines up. The unit of
 // failure is the request, never a line of it: splitting a request could
 // change its key after the receiver applied it.
@@ -74,7 +76,7 @@ type Webhook struct {
 
 	// Only accessed from the group goroutine.
 	carry     *whChunk  // lines of the recorded request, waiting for the rest
-	carrySeq  uint64    // the feed sequence of the carry's first line (0: unknown)
+	carrySeq  uint64    // the feed sequence of the carry's first line (0: unknown; a full window alone then lets it go)
 	carryLook time.Time // when Flush last looked for a reason to give the carry up
 	buf       bytes.Buffer
 	enc       *json.Encoder
@@ -406,7 +408,7 @@ func (w *Webhook) recordRequest(c *whChunk) error {
 	if w.st.pending() && w.st.BatchEpoch == c.epoch && w.st.BatchFirst == first && w.st.BatchLast == last {
 		return nil
 	}
-	if w.st.pending() {
+	if w.st.pending() && w.carry == nil { // a carry given up said why already
 		w.log.Warn("webhook gives up a recorded request it could not rebuild", "first", w.st.BatchFirst, "last", w.st.BatchLast)
 	}
 	next := w.st
