@@ -10,9 +10,9 @@ import (
 )
 
 // findCopy takes only a file that can be the copy: matching first bytes,
-// long enough, not modified after the truncation was noticed, not one of the daemon's
-// own outputs (by path, under a declared directory, or by identity through
-// a symlink).
+// long enough, not modified after the truncation was noticed, not one of
+// the daemon's own outputs (by path, by identity through a symlink; a
+// declared directory holding the input is ignored).
 func TestFindCopyRules(t *testing.T) {
 	content := []byte("line-1\nline-2\nline-3\n")
 	trunc := time.Now().Add(-time.Hour) // when the truncation was noticed
@@ -28,7 +28,7 @@ func TestFindCopyRules(t *testing.T) {
 		{"declared output", trunc.Add(-time.Minute), func(dir string) []string {
 			return []string{filepath.Join(dir, "app.log.1")}
 		}, false},
-		{"under a declared directory", trunc.Add(-time.Minute), func(dir string) []string {
+		{"a declared directory holding the input", trunc.Add(-time.Minute), func(dir string) []string {
 			return []string{dir + "/"}
 		}, true}, // a directory holding the input is ignored
 		{"declared through a symlink", trunc.Add(-time.Minute), func(dir string) []string {
