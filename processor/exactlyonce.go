@@ -5,15 +5,11 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
-	"io"
-	"os"
-	"path/filepath"
 
 	"github.com/hashicorp/go-hclog"
 
 	"tailfeed/feed"
-	"tailfeed/internal/fileutil"
+	"tailfeed/internal/slotrec"
 )
 
 // Exactly-once file output (DESIGN §2, §6 `exactlyOnce`).
@@ -46,7 +42,8 @@ import (
 //
 // Two 64-byte slots, A at byte 0 and B at byte 512 (different disk sectors);
 // a store writes the slot that does not hold the newest stored record, so a
-// torn write damages only the record being written:
+// torn write damages only the record being written. The framing (magic,
+// layout, counter, checksum, the choice of slot) is internal/slotrec's:
 //
 //	off  size  field
 //	  0     5  magic "TFREC"
@@ -61,60 +58,44 @@ import (
 //	 56     4  CRC-32C (Castagnoli) over bytes 0..55
 //	 60     4  zero
 
-// RecordFile is the side record's file: the seam for fault injection.
-type RecordFile interface {
-	io.ReaderAt
-	io.WriterAt
-	Sync() error
-	Close() error
-}
+// RecordFile is a record's file (the exactlyOnce side record, the
+// webhook's record): the seam for fault injection.
+type RecordFile = slotrec.RecordFile
 
-const (
-	recSize    = 1024
-	recSlotB   = 512
-	recSlotLen = 64
-	recMagic   = "TFREC"
-	recLayout  = 1
-	recCRCEnd  = 56
-)
+// openRecordFile opens a record file, fsyncing the directory of one it
+// creates.
+func openRecordFile(path string) (RecordFile, error) { return slotrec.OpenFile(path) }
 
-var recCastagnoli = crc32.MakeTable(crc32.Castagnoli)
+// recSlotB is the offset of a record's slot B.
+const recSlotB = slotrec.SlotB
 
-// applied is one side-record value.
+// recFormat is the side record's slot format (the table above).
+var recFormat = slotrec.Format{Name: "record", Magic: "TFREC", Layout: 1, CounterAt: 32,
+	Check: func(b []byte) error { _, err := decodeApplied(b); return err }}
+
+// applied is one side-record value (its counter is the record file's).
 type applied struct {
 	Epoch    uint64
 	Position int64
 	Length   int64
-	Counter  uint64
 }
 
+// encodeApplied writes a's payload into the slot b; the record file adds
+// the header, the counter and the checksum.
 func encodeApplied(b []byte, a applied) {
 	clear(b)
 	le := binary.LittleEndian
-	copy(b, recMagic)
-	le.PutUint16(b[6:], recLayout)
 	le.PutUint64(b[8:], a.Epoch)
 	le.PutUint64(b[16:], uint64(a.Position))
 	le.PutUint64(b[24:], uint64(a.Length))
-	le.PutUint64(b[32:], a.Counter)
-	le.PutUint32(b[recCRCEnd:], crc32.Checksum(b[:recCRCEnd], recCastagnoli))
 }
 
 func decodeApplied(b []byte) (applied, error) {
 	le := binary.LittleEndian
-	switch {
-	case string(b[:5]) != recMagic || b[5] != 0:
-		return applied{}, errors.New("bad magic")
-	case le.Uint16(b[6:]) != recLayout:
-		return applied{}, fmt.Errorf("layout %d", le.Uint16(b[6:]))
-	case crc32.Checksum(b[:recCRCEnd], recCastagnoli) != le.Uint32(b[recCRCEnd:]):
-		return applied{}, errors.New("bad checksum")
-	}
 	a := applied{
 		Epoch:    le.Uint64(b[8:]),
 		Position: int64(le.Uint64(b[16:])),
 		Length:   int64(le.Uint64(b[24:])),
-		Counter:  le.Uint64(b[32:]),
 	}
 	if a.Position < 0 || a.Length < 0 {
 		return applied{}, errors.New("negative position or length")
@@ -124,56 +105,24 @@ func decodeApplied(b []byte) (applied, error) {
 
 // sideRecord is an open side record.
 type sideRecord struct {
-	path   string
-	f      RecordFile
-	slots  [2]*applied // valid slot contents (nil: none)
-	newest int         // slot holding the newest stored record; stores go to the other
-	cur    applied     // the record in force
-	buf    [recSlotLen]byte
-}
-
-func openRecordFile(path string) (RecordFile, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
-	if err == nil {
-		if err := fileutil.SyncDir(filepath.Dir(path)); err != nil {
-			f.Close()
-			return nil, err
-		}
-		return f, nil
-	}
-	if !errors.Is(err, os.ErrExist) {
-		return nil, err
-	}
-	return os.OpenFile(path, os.O_RDWR, 0)
+	f     *slotrec.File
+	slots [2]*applied // valid slot contents as read at open (nil: none)
+	cur   applied     // the record in force
+	buf   [slotrec.SlotLen]byte
 }
 
 // loadRecord opens the record and reads both slots.
 func loadRecord(path string, open func(string) (RecordFile, error)) (*sideRecord, error) {
-	if open == nil {
-		open = openRecordFile
-	}
-	f, err := open(path)
+	f, err := slotrec.Open(path, recFormat, open)
 	if err != nil {
-		return nil, fmt.Errorf("open record %s: %w", path, err)
+		return nil, err
 	}
-	r := &sideRecord{path: path, f: f, newest: 1}
-	buf := make([]byte, recSize)
-	n, err := f.ReadAt(buf, 0)
-	if err != nil && !errors.Is(err, io.EOF) {
-		f.Close()
-		return nil, fmt.Errorf("read record %s: %w", path, err)
-	}
-	for i := range 2 {
-		at := i * recSlotB
-		if n < at+recSlotLen {
-			continue
-		}
-		if a, err := decodeApplied(buf[at : at+recSlotLen]); err == nil {
+	r := &sideRecord{f: f}
+	for i := range r.slots {
+		if b, err := f.Slot(i); err == nil {
+			a, _ := decodeApplied(b) // valid: recFormat.Check accepted it
 			r.slots[i] = &a
 		}
-	}
-	if a, b := r.slots[0], r.slots[1]; a != nil && (b == nil || int64(a.Counter-b.Counter) >= 0) {
-		r.newest = 0
 	}
 	return r, nil
 }
@@ -181,13 +130,11 @@ func loadRecord(path string, open func(string) (RecordFile, error)) (*sideRecord
 // reconcile picks the record that fits an output of size bytes and returns
 // the length the output must be truncated to (-1: leave it).
 func (r *sideRecord) reconcile(size int64, log hclog.Logger) int64 {
-	first, other := r.slots[r.newest], r.slots[1-r.newest]
-	if first == nil {
-		first, other = other, nil
-	}
-	if first == nil {
+	newest, ok := r.f.Newest()
+	if !ok {
 		return -1 // no record yet: nothing was applied under exactlyOnce
 	}
+	first, other := r.slots[newest], r.slots[1-newest]
 	r.cur = *first
 	if first.Length <= size {
 		if first.Length < size {
@@ -196,22 +143,20 @@ func (r *sideRecord) reconcile(size int64, log hclog.Logger) int64 {
 		return -1
 	}
 	log.Warn("exactlyOnce record is longer than the output; the output lost bytes it had seen",
-		"record", r.path, "recordLength", first.Length, "outputLength", size)
-	if other != nil && other.Length <= size {
+		"record", r.f.Path(), "recordLength", first.Length, "outputLength", size)
+	if other != nil && other.Length <= size && r.f.Fallback() {
 		log.Warn("using the record's other slot", "recordLength", other.Length)
 		// The other slot is now the one in force: the next store goes over
 		// the slot that is too long, with a counter above it, so the stale
 		// slot can never win again at a later open.
 		r.cur = *other
-		r.cur.Counter = first.Counter
-		r.newest = 1 - r.newest
 		if other.Length < size {
 			return other.Length
 		}
 		return -1
 	}
 	log.Warn("no usable exactlyOnce record; re-deliveries will be written again (duplicates, never a gap)")
-	r.cur = applied{Counter: first.Counter}
+	r.cur = applied{}
 	return -1
 }
 
@@ -219,19 +164,11 @@ func (r *sideRecord) reconcile(size int64, log hclog.Logger) int64 {
 // when sync is set. On failure the newest slot is unchanged (the next store
 // rewrites the same slot) and the record in force stays as it was.
 func (r *sideRecord) store(a applied, sync bool) error {
-	a.Counter = r.cur.Counter + 1
-	slot := 1 - r.newest
 	encodeApplied(r.buf[:], a)
-	if _, err := r.f.WriteAt(r.buf[:], int64(slot*recSlotB)); err != nil {
-		return fmt.Errorf("write record %s: %w", r.path, err)
+	if err := r.f.Store(r.buf[:], sync); err != nil {
+		return err
 	}
-	if sync {
-		if err := r.f.Sync(); err != nil {
-			return fmt.Errorf("fsync record %s: %w", r.path, err)
-		}
-	}
-	r.cur, r.newest = a, slot
-	r.slots[slot] = &a
+	r.cur = a
 	return nil
 }
 
@@ -323,7 +260,7 @@ func (s *FileSink) storeFlushed() error {
 		return nil
 	}
 	a := s.applied
-	a.Length, a.Counter = s.size, s.rec.cur.Counter
+	a.Length = s.size
 	if a == s.rec.cur {
 		return nil
 	}

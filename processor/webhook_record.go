@@ -3,9 +3,8 @@ package processor
 import (
 	"encoding/binary"
 	"errors"
-	"fmt"
-	"hash/crc32"
-	"io"
+
+	"tailfeed/internal/slotrec"
 )
 
 // The webhook's record, dataDir/state/<processor>.rec (version 1, 1,024
@@ -13,7 +12,8 @@ import (
 // receiver acknowledged. Two 64-byte slots, A at byte 0 and B at byte 512;
 // a store writes the slot that does not hold the newest valid record and
 // fsyncs it, so a torn write damages only the record being written and the
-// other slot is used at open.
+// other slot is used at open. The framing is internal/slotrec's, as for the
+// exactlyOnce record (whose counter sits at 32, not 48).
 //
 //	off  size  field
 //	  0     5  magic "TFWHK"
@@ -28,10 +28,9 @@ import (
 //	 56     4  CRC-32C (Castagnoli) over bytes 0..55
 //	 60     4  zero
 
-const (
-	whMagic  = "TFWHK"
-	whLayout = 1
-)
+// whFormat is the webhook record's slot format (the table above).
+var whFormat = slotrec.Format{Name: "webhook record", Magic: "TFWHK", Layout: 1, CounterAt: 48,
+	Check: func(b []byte) error { _, err := decodeWH(b); return err }}
 
 // whState is the record's content.
 type whState struct {
@@ -40,7 +39,7 @@ type whState struct {
 	BatchEpoch   uint64
 	BatchFirst   int64
 	BatchLast    int64
-	Counter      uint64
+	Counter      uint64 // the record file's counter when read or stored
 }
 
 // pending reports whether a recorded batch was not acknowledged yet.
@@ -48,37 +47,27 @@ func (s whState) pending() bool {
 	return s.BatchEpoch != 0 && !(s.BatchEpoch == s.AppliedEpoch && s.BatchLast <= s.AppliedPos)
 }
 
+// encodeWH writes s's payload into the slot b; the record file adds the
+// header, the counter and the checksum.
 func encodeWH(b []byte, s whState) {
 	clear(b)
 	le := binary.LittleEndian
-	copy(b, whMagic)
-	le.PutUint16(b[6:], whLayout)
 	le.PutUint64(b[8:], s.AppliedEpoch)
 	le.PutUint64(b[16:], uint64(s.AppliedPos))
 	le.PutUint64(b[24:], s.BatchEpoch)
 	le.PutUint64(b[32:], uint64(s.BatchFirst))
 	le.PutUint64(b[40:], uint64(s.BatchLast))
-	le.PutUint64(b[48:], s.Counter)
-	le.PutUint32(b[56:], crc32.Checksum(b[:56], recCastagnoli))
 }
 
+// decodeWH reads a slot's payload (Counter is left 0).
 func decodeWH(b []byte) (whState, error) {
 	le := binary.LittleEndian
-	switch {
-	case string(b[:5]) != whMagic || b[5] != 0:
-		return whState{}, errors.New("bad magic")
-	case le.Uint16(b[6:]) != whLayout:
-		return whState{}, fmt.Errorf("layout %d", le.Uint16(b[6:]))
-	case crc32.Checksum(b[:56], recCastagnoli) != le.Uint32(b[56:]):
-		return whState{}, errors.New("bad checksum")
-	}
 	s := whState{
 		AppliedEpoch: le.Uint64(b[8:]),
 		AppliedPos:   int64(le.Uint64(b[16:])),
 		BatchEpoch:   le.Uint64(b[24:]),
 		BatchFirst:   int64(le.Uint64(b[32:])),
 		BatchLast:    int64(le.Uint64(b[40:])),
-		Counter:      le.Uint64(b[48:]),
 	}
 	if s.AppliedPos < 0 || s.BatchFirst < 0 || s.BatchLast < s.BatchFirst {
 		return whState{}, errors.New("bad positions")
@@ -88,48 +77,26 @@ func decodeWH(b []byte) (whState, error) {
 
 // whRecord is the open record file.
 type whRecord struct {
-	path    string
-	f       RecordFile
+	f       *slotrec.File
 	damaged bool    // the file held bytes but no valid slot
-	newest  int     // slot holding the newest valid record; stores go to the other
 	disk    whState // the newest valid record on disk
-	buf     [recSlotLen]byte
+	buf     [slotrec.SlotLen]byte
 }
 
 // loadWH opens the record (creating it empty) and reads the newest valid
 // slot; ok is false when there is none.
 func loadWH(path string, open func(string) (RecordFile, error)) (r *whRecord, ok bool, err error) {
-	if open == nil {
-		open = openRecordFile
-	}
-	f, err := open(path)
+	f, err := slotrec.Open(path, whFormat, open)
 	if err != nil {
-		return nil, false, fmt.Errorf("open webhook record %s: %w", path, err)
+		return nil, false, err
 	}
-	r = &whRecord{path: path, f: f, newest: 1}
-	buf := make([]byte, recSize)
-	n, err := f.ReadAt(buf, 0)
-	if err != nil && !errors.Is(err, io.EOF) {
-		f.Close()
-		return nil, false, fmt.Errorf("read webhook record %s: %w", path, err)
+	r = &whRecord{f: f, damaged: f.Damaged()}
+	i, ok := f.Newest()
+	if ok {
+		b, _ := f.Slot(i)
+		r.disk, _ = decodeWH(b) // valid: whFormat.Check accepted it
+		r.disk.Counter = f.Counter()
 	}
-	var slots [2]*whState
-	for i := range 2 {
-		at := i * recSlotB
-		if n < at+recSlotLen {
-			continue
-		}
-		if s, err := decodeWH(buf[at : at+recSlotLen]); err == nil {
-			slots[i] = &s
-		}
-	}
-	switch a, b := slots[0], slots[1]; {
-	case a != nil && (b == nil || int64(a.Counter-b.Counter) >= 0):
-		r.newest, r.disk, ok = 0, *a, true
-	case b != nil:
-		r.newest, r.disk, ok = 1, *b, true
-	}
-	r.damaged = !ok && n > 0
 	return r, ok, nil
 }
 
@@ -137,15 +104,11 @@ func loadWH(path string, open func(string) (RecordFile, error)) (r *whRecord, ok
 // On failure the slot in force is unchanged: the next store rewrites the
 // same slot.
 func (r *whRecord) store(s whState) error {
-	s.Counter = r.disk.Counter + 1
-	slot := 1 - r.newest
 	encodeWH(r.buf[:], s)
-	if _, err := r.f.WriteAt(r.buf[:], int64(slot*recSlotB)); err != nil {
-		return fmt.Errorf("write webhook record %s: %w", r.path, err)
+	if err := r.f.Store(r.buf[:], true); err != nil {
+		return err
 	}
-	if err := r.f.Sync(); err != nil {
-		return fmt.Errorf("fsync webhook record %s: %w", r.path, err)
-	}
-	r.disk, r.newest = s, slot
+	s.Counter = r.f.Counter()
+	r.disk = s
 	return nil
 }
