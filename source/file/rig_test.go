@@ -39,6 +39,7 @@ type rigOpts struct {
 	outputs    []string                 // file.Config.Outputs
 	hold       map[string]chan struct{} // a line listed waits until its channel is closed
 	archive    string                   // the subscriber also appends every line to this file (as the file sink)
+	wrap       func(file.Publisher) file.Publisher // wraps the publisher the source sees
 }
 
 type rig struct {
@@ -104,13 +105,17 @@ func (r *rig) start() *rig {
 		Retry: processor.Retry{Initial: time.Millisecond, Max: time.Millisecond, Attempts: 1},
 		Wake:  r.pub.Poke,
 	})
+	var pub file.Publisher = r.pub
+	if r.opts.wrap != nil {
+		pub = r.opts.wrap(pub)
+	}
 	r.src = file.New(file.Config{
 		Feed: "app", Path: r.path, Strategy: r.opts.strategy, MaxLine: 1 << 16,
 		BatchLines: r.opts.batchLines, BatchBytes: 1 << 20,
 		Poll: r.opts.poll, RotateWait: r.opts.rotateWait, CommitSync: 5 * time.Millisecond,
 		Pointer: r.ptr, Logger: log, NoNotify: r.opts.noNotify, OpenHook: r.opts.openHook,
 		Outputs: r.opts.outputs,
-	}, r.pub)
+	}, pub)
 	gctx, gstop := context.WithCancel(context.Background())
 	r.gstop = gstop
 	r.group.Start(gctx)

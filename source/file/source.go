@@ -44,7 +44,7 @@ type Config struct {
 // getters may be called from anywhere.
 type Source struct {
 	cfg  Config
-	pub  *feed.Publisher
+	pub  Publisher
 	ptr  *pointer.Pointer
 	log  hclog.Logger
 	outs outputs // the daemon's own outputs: never a rotated file or a copy
@@ -96,7 +96,7 @@ type Source struct {
 }
 
 // New makes a source publishing to pub.
-func New(cfg Config, pub *feed.Publisher) *Source {
+func New(cfg Config, pub Publisher) *Source {
 	if cfg.Logger == nil {
 		cfg.Logger = hclog.NewNullLogger()
 	}
