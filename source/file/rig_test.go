@@ -36,9 +36,9 @@ type rigOpts struct {
 	ptrMap     func(*os.File) (pointer.Mapping, error)
 	batchLines int
 	openHook   func()
-	outputs    []string                 // file.Config.Outputs
-	hold       map[string]chan struct{} // a line listed waits until its channel is closed
-	archive    string                   // the subscriber also appends every line to this file (as the file sink)
+	outputs    []string                            // file.Config.Outputs
+	hold       map[string]chan struct{}            // a line listed waits until its channel is closed
+	archive    string                              // the subscriber also appends every line to this file (as the file sink)
 	wrap       func(file.Publisher) file.Publisher // wraps the publisher the source sees
 }
 
