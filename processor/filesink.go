@@ -97,9 +97,16 @@ type FileSink struct {
 // interval, an output it created gets its directory fsynced, so that a power
 // loss cannot take the new file's entry (and every synced line in it) away.
 func OpenFileSink(cfg FileSinkConfig) (*FileSink, error) {
+	syncDir := cfg.SyncDir
+	if syncDir == nil {
+		syncDir = fileutil.SyncDir
+	}
 	open := cfg.Open
 	if open == nil {
 		open = openAppend
+		if err := makeParents(cfg.Path, cfg.Fsync != FsyncNever, syncDir); err != nil {
+			return nil, err
+		}
 	}
 	_, serr := os.Stat(cfg.Path)
 	created := errors.Is(serr, fs.ErrNotExist)
@@ -108,10 +115,6 @@ func OpenFileSink(cfg FileSinkConfig) (*FileSink, error) {
 		return nil, err
 	}
 	if created && cfg.Fsync != FsyncNever {
-		syncDir := cfg.SyncDir
-		if syncDir == nil {
-			syncDir = fileutil.SyncDir
-		}
 		if err := syncDir(filepath.Dir(cfg.Path)); err != nil {
 			f.Close()
 			return nil, fmt.Errorf("fsync the directory of %s: %w", cfg.Path, err)
@@ -180,6 +183,37 @@ func lastLineEnd(path string, size int64) (int64, error) {
 		end -= n
 	}
 	return 0, nil
+}
+
+// makeParents creates the missing directories above path, as the dataDir
+// is created (an output like ./var/out/app.log needs no mkdir first); with
+// sync, each new directory's entry is fsynced in its parent, so that a power
+// loss cannot take the output's path away.
+func makeParents(path string, sync bool, syncDir func(string) error) error {
+	var missing []string
+	for dir := filepath.Dir(path); ; dir = filepath.Dir(dir) {
+		if _, err := os.Stat(dir); err == nil {
+			break
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		missing = append(missing, dir)
+		if filepath.Dir(dir) == dir {
+			break
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("create the directory of %s: %w", path, err)
+	}
+	for i := len(missing) - 1; sync && i >= 0; i-- {
+		if err := syncDir(filepath.Dir(missing[i])); err != nil {
+			return fmt.Errorf("fsync the directory of %s: %w", missing[i], err)
+		}
+	}
+	return nil
 }
 
 func openAppend(path string) (SinkFile, int64, error) {

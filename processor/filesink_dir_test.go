@@ -56,3 +56,31 @@ func TestFileSinkCreateSyncsDirectory(t *testing.T) {
 		}
 	})
 }
+
+// TestFileSinkCreatesMissingDirectories: an output under directories that
+// do not exist yet (DESIGN §7's ./var/out/app.log) gets them created; under
+// fsync always each new directory's entry is synced in its parent, under
+// never none is.
+func TestFileSinkCreatesMissingDirectories(t *testing.T) {
+	for _, mode := range []FsyncMode{FsyncAlways, FsyncNever} {
+		root := t.TempDir()
+		out := filepath.Join(root, "var", "out", "app.log")
+		var synced []string
+		s, err := OpenFileSink(FileSinkConfig{Path: out, Fsync: mode, Checkpoint: &eoCheckpoint{},
+			SyncDir: func(d string) error { synced = append(synced, d); return nil }})
+		if err != nil {
+			t.Fatalf("fsync %v: %v", mode, err)
+		}
+		s.Close()
+		if _, err := os.Stat(out); err != nil {
+			t.Fatalf("fsync %v: output not created: %v", mode, err)
+		}
+		var want []string
+		if mode == FsyncAlways {
+			want = []string{root, filepath.Join(root, "var"), filepath.Join(root, "var", "out")}
+		}
+		if !slices.Equal(synced, want) {
+			t.Errorf("fsync %v: directories synced %q, want %q", mode, synced, want)
+		}
+	}
+}
