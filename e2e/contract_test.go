@@ -1499,6 +1499,18 @@ func TestContractHTTP(t *testing.T) {
 			}
 		}
 	})
+	t.Run("token: the scheme is case-insensitive", func(t *testing.T) {
+		req, _ := http.NewRequest("GET", "http://"+d.addr+"/v1/state/counter", nil)
+		req.Header.Set("Authorization", "bearer "+ctToken)
+		resp, err := httpClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Errorf("Authorization: bearer <token>: %d, want 200 (RFC 7235: the scheme is case-insensitive)", resp.StatusCode)
+		}
+	})
 	t.Run("order: token, route and method, body", func(t *testing.T) {
 		ctExpect(t, d, "GET", "/v1/pull/ghost", "", nil, 401)
 		ctExpect(t, d, "GET", "/v1/pull/ghost", ctToken, nil, 404)

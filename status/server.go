@@ -101,14 +101,14 @@ func (s *server) wrap(rt Route) http.Handler {
 	})
 }
 
+// authorized checks "Authorization: Bearer <token>"; the scheme is
+// case-insensitive (RFC 7235 §2.1), the token compared in constant time.
 func (s *server) authorized(r *http.Request) bool {
-	h := r.Header.Get("Authorization")
-	const prefix = "Bearer "
-	if !strings.HasPrefix(h, prefix) {
+	scheme, got, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
 		return false
 	}
-	got := []byte(h[len(prefix):])
-	return subtle.ConstantTimeCompare(got, []byte(s.cfg.Token)) == 1
+	return subtle.ConstantTimeCompare([]byte(got), []byte(s.cfg.Token)) == 1
 }
 
 func (s *server) status(w http.ResponseWriter, r *http.Request) {
