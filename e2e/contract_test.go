@@ -1871,6 +1871,11 @@ processors:
     url: %[1]s/raw
     raw: true
     batchMaxLines: 100
+  - name: smallhook
+    feed: app
+    type: webhook
+    url: %[1]s/small
+    batchMaxBytes: 400
   - name: holder
     feed: held
     type: webhook
@@ -1964,6 +1969,18 @@ func TestContractWebhookAndDeadLetters(t *testing.T) {
 		}
 		if n != 14 {
 			t.Errorf("%d objects in the two webhooks' requests, want 7 each", n)
+		}
+		small := 0
+		for _, req := range h.reqs {
+			if req.path == "/small" {
+				small += len(req.objects)
+				if len(req.body) > 400 {
+					t.Errorf("a request body of %d bytes; batchMaxBytes is 400", len(req.body))
+				}
+			}
+		}
+		if small != 7 {
+			t.Errorf("%d lines in the batchMaxBytes webhook's requests, want 7", small)
 		}
 	})
 
@@ -2359,7 +2376,7 @@ func TestContractRotation(t *testing.T) {
 				t.Errorf("a webhook request spans the epochs %v: %s", epochs, req.body)
 			}
 		}
-		if got, want := strings.Join(lines, ""), "a1\na2\na3\na4\nb1\na5\nc1\nc2\nd1\nd2\nd3\ne1\nf1\n"; got != want {
+		if got, want := strings.Join(lines, ""), "a1\na2\na3\na4\nb1\na5\nc1\nc2\nd1\nd2\ng1\ng2\ng3\nd3\ne1\nf1\n"; got != want {
 			t.Errorf("webhook lines %q, want %q", got, want)
 		}
 	}()
@@ -2504,6 +2521,17 @@ func TestContractRotation(t *testing.T) {
 		}
 		pointerAt(t, epoch)
 	})
+	t.Run("rewritten in place past the old size: caught by the fingerprint", func(t *testing.T) {
+		if err := os.WriteFile(in, []byte("g1\ng2\ng3\n"), 0o644); err != nil { // O_TRUNC, then 9 > 6 bytes
+			t.Fatal(err)
+		}
+		f := expect(t, "g1\ng2\ng3\n")
+		if f.Epoch == epoch {
+			t.Errorf("epoch %s kept although other bytes were written over the file", f.Epoch)
+		}
+		epoch = f.Epoch
+		pointerAt(t, epoch)
+	})
 	s.finish()
 	d.stop()
 
@@ -2602,7 +2630,11 @@ processors:
 		if time.Now().After(deadline) {
 			t.Fatalf("not settled while the client keeps up: %+v", r.Feeds[0])
 		}
-		ctAckAll(t, d, ctPull(t, d, "puller", "max=100&wait=20ms"))
+		evs := ctPull(t, d, "puller", "max=100&wait=20ms")
+		if len(evs) > 3 {
+			t.Fatalf("a pull handed out %d deliveries; maxInFlight is 3", len(evs))
+		}
+		ctAckAll(t, d, evs)
 	}
 	r, _ = ctStatus(t, d)
 	if f := r.Feeds[0]; f.Paused || f.State != "CAUGHT_UP" || f.Pointer.Offset != in.size() || f.Acknowledged != 100 {
@@ -2614,4 +2646,51 @@ processors:
 	})
 	s.finish()
 	d.stop()
+}
+
+// TestContractBestEffortTap: a DROP_AFTER_SPIN subscriber that never keeps
+// up drops lines (counted, lossless false, `status` exit 1) but never holds
+// the pointer or `settled`: the file sink next to it gets every line and
+// the feed settles with the pointer at the end.
+func TestContractBestEffortTap(t *testing.T) {
+	e := newEnv(t, `dataDir: ./state
+status:
+  listen: {{ADDR}}
+  token: `+ctToken+`
+shutdownTimeoutMillis: 300
+feeds:
+  - name: app
+    path: ./in.log
+    queueCapacity: 4
+    overload:
+      subscribers: {tap: {policy: DROP_AFTER_SPIN}}
+processors:
+  - name: out
+    feed: app
+    type: file
+    path: ./out.log
+  - name: tap
+    feed: app
+    type: pull
+    maxInFlight: 2
+`)
+	in := newInput(t, e.path("in.log"))
+	in.appendLines(2000)
+	d := e.start()
+	s := ctSample(t, d, "tap")
+	r := ctWait(t, d, "settled", func(r *ctReport) bool { return r.Settled && r.Feeds[0].Sequence == 2000 })
+	f := r.Feeds[0]
+	if f.Dropped == 0 || f.Lossless || r.Lossless || f.Pointer.Offset != in.size() || f.Acknowledged != 2000 {
+		t.Errorf("dropped %d lossless %v/%v pointer %d acknowledged %d; want > 0, false, the pointer at %d, 2000",
+			f.Dropped, f.Lossless, r.Lossless, f.Pointer.Offset, f.Acknowledged, in.size())
+	}
+	if tap := f.sub(t, "tap"); tap.Position+f.Dropped != 2000 {
+		t.Errorf("tap: position %d + dropped %d, want 2000 (every line queued or dropped)", tap.Position, f.Dropped)
+	}
+	if out, errOut, code := cli(t, "status", "--addr", d.addr); code != 1 {
+		t.Errorf("status with drops: exit %d, want 1\n%s%s", code, out, errOut)
+	}
+	s.finish()
+	d.stop()
+	checkExactlyOnce(t, in, parseOutput(t, in, e.path("out.log")), 2000)
 }
