@@ -47,6 +47,7 @@ const (
 // Config is a whole, validated config file with every default filled in.
 type Config struct {
 	File        string // absolute path of the config file ("" when Parse got no name)
+	Name        string // the config file as Parse got it, which "FILE:LINE: …" messages name
 	DataDir     string // absolute
 	DataDirLine int    // line of the dataDir key (0 when defaulted), for "FILE:LINE: dataDir: …"
 	Status      Status

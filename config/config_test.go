@@ -76,7 +76,7 @@ func TestExampleConfig(t *testing.T) {
 	root := filepath.Dir(file)
 
 	want := DefaultConfig()
-	want.File = file
+	want.File, want.Name = file, file
 	want.DataDir = filepath.Join(root, "var", "state")
 	want.DataDirLine = cfg.DataDirLine
 	wantFeed := DefaultFeed()

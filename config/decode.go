@@ -78,7 +78,7 @@ func (d *decoder) parse(data []byte) *Config {
 		return nil
 	}
 	cfg := DefaultConfig()
-	cfg.File = d.abs
+	cfg.File, cfg.Name = d.abs, d.name
 	d.global(o, cfg)
 	m := d.entries(o, cfg)
 	d.validate(cfg, m)

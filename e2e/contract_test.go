@@ -2313,6 +2313,31 @@ func TestContractConfigErrors(t *testing.T) {
 			t.Errorf("exit %d, %d FILE:LINE lines, want 2 and one line for each of the 3 errors:\n%s", code, n, stderr)
 		}
 	})
+	t.Run("FILE is the config as named, for dataDir errors too", func(t *testing.T) {
+		// Run from the config's directory with a relative --config: every
+		// message names the file the same way, "c.yaml:LINE: …".
+		sub := t.TempDir()
+		os.WriteFile(filepath.Join(sub, "blocker"), []byte("x"), 0o644)
+		for name, doc := range map[string]string{
+			"enum.yaml":    strings.Replace(brokenBase, "readStrategy: COMMITTED", "readStrategy: NEVER", 1),
+			"datadir.yaml": strings.Replace(brokenBase, "dataDir: ./state", "dataDir: ./blocker/state", 1),
+		} {
+			os.WriteFile(filepath.Join(sub, name), []byte(doc), 0o644)
+			for _, cmd := range []string{"validate", "run"} {
+				if cmd == "validate" && name == "datadir.yaml" {
+					continue // validate checks the file only
+				}
+				c := exec.Command(bin, cmd, "--config", name)
+				c.Dir = sub
+				var stderr bytes.Buffer
+				c.Stderr = &stderr
+				err := c.Run()
+				if code := exitCode(err); code != 2 || !strings.HasPrefix(stderr.String(), name+":") {
+					t.Errorf("%s --config %s: exit %d, stderr %q; want 2 and %q", cmd, name, code, stderr.String(), name+":LINE: …")
+				}
+			}
+		}
+	})
 	t.Run("COMMITED alias", func(t *testing.T) {
 		path := filepath.Join(dir, "alias.yaml")
 		os.WriteFile(path, []byte(strings.Replace(brokenBase, "COMMITTED", "COMMITED", 1)), 0o644)

@@ -118,10 +118,15 @@ func (d *Daemon) openDataDir() error {
 	return nil
 }
 
+// dataDirErr names the config file as its other errors do (as given on
+// the command line), with the dataDir key's line.
 func (d *Daemon) dataDirErr(err error) error {
-	loc := d.cfg.File
+	loc := d.cfg.Name
+	if loc == "" {
+		loc = d.cfg.File
+	}
 	if d.cfg.DataDirLine > 0 {
-		loc = fmt.Sprintf("%s:%d", d.cfg.File, d.cfg.DataDirLine)
+		loc = fmt.Sprintf("%s:%d", loc, d.cfg.DataDirLine)
 	}
 	return fmt.Errorf("%w: %s: dataDir: %v", ErrConfig, loc, err)
 }
