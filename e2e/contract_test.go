@@ -1116,6 +1116,12 @@ func TestContractLines(t *testing.T) {
 		step(t, "ABCDEFGHIJklmnopqrst\n", []string{"ABCDEFGHIJ", "klmnopqrst"}, []int64{10, 21}, "")
 		// Exactly the limit: one line, not oversized.
 		step(t, "0123456789\n", []string{"0123456789"}, []int64{11}, "")
+		// Exactly the limit while tailing: it may still grow, so nothing
+		// yet; the terminator makes it one line (no empty piece after it).
+		step(t, "ABCDEFGHIJ", nil, nil, "")
+		step(t, "\n", []string{"ABCDEFGHIJ"}, []int64{1}, "")
+		step(t, "abcdefghij\r", nil, nil, "")
+		step(t, "\n", []string{"abcdefghij"}, []int64{1}, "")
 		r = ctWait(t, d, "settled", func(r *ctReport) bool { return r.Settled })
 		if r.Feeds[0].Oversized != 2 {
 			t.Errorf("oversized %d, want 2", r.Feeds[0].Oversized)
@@ -1901,9 +1907,10 @@ func TestContractWebhookAndDeadLetters(t *testing.T) {
 	s := ctSample(t, d)
 
 	in.appendLines(6)
-	ctAppend(t, in.path, "bad\xffbyte\n")
-	in.texts = append(in.texts, "bad\xffbyte")
-	in.ends = append(in.ends, in.size()+9)
+	const bad = "bad\xff\xfe\xe2\x82\xed\xa0\x80byte" // invalid bytes, a cut rune, a surrogate
+	ctAppend(t, in.path, bad+"\n")
+	in.texts = append(in.texts, bad)
+	in.ends = append(in.ends, in.size()+int64(len(bad))+1)
 	r := ctWait(t, d, "settled", func(r *ctReport) bool { return r.Settled && r.feed(t, "app").Sequence == 7 })
 	epoch := r.feed(t, "app").Epoch
 
