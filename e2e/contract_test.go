@@ -878,6 +878,29 @@ func TestContractPointerFile(t *testing.T) {
 		}
 	})
 
+	t.Run("each commit writes the other slot, counter + 1", func(t *testing.T) {
+		d := e.start()
+		defer d.stop()
+		var lastLetter string
+		var lastCount uint64
+		for round := range 4 {
+			in.appendLines(1) // one line: one commit
+			r := ctWait(t, d, "settled at the end", func(r *ctReport) bool {
+				return r.Settled && r.Feeds[0].Pointer.Offset == in.size()
+			})
+			_, a, b := ctReadPointer(t, ptr)
+			n, letter, other := ctNewest(t, a, b)
+			if n.offset != in.size() || n.count != r.Feeds[0].Pointer.Commits {
+				t.Errorf("round %d: slot %s offset %d counter %d; want %d and pointer.commits %d", round, letter, n.offset, n.count, in.size(), r.Feeds[0].Pointer.Commits)
+			}
+			if round > 0 && (letter == lastLetter || n.count != lastCount+1 || other.count != lastCount) {
+				t.Errorf("round %d: newest slot %s counter %d (other %d), previous %s %d: a commit writes the slot not holding the newest record, counter + 1",
+					round, letter, n.count, other.count, lastLetter, lastCount)
+			}
+			lastLetter, lastCount = letter, n.count
+		}
+	})
+
 	t.Run("same content under a new file key keeps the pointer", func(t *testing.T) {
 		data, err := os.ReadFile(in.path)
 		if err != nil {
