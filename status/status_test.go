@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 func TestHex(t *testing.T) {
@@ -18,10 +19,10 @@ func TestHex(t *testing.T) {
 	}
 }
 
-// The version starts at 1, stays while nothing changes, and increases with
-// any change of any other field.
+// The version starts where it is told (1 here), stays while nothing
+// changes, and increases with any change of any other field.
 func TestVersionerIncreasesOnEveryChange(t *testing.T) {
-	v := NewVersioner()
+	v := newVersioner(1)
 	r := Report{Settled: true, Lossless: true, Feeds: []FeedReport{{Feed: "app", Sequence: 1}}}
 	if got := v.Stamp(r).Version; got != 1 {
 		t.Fatalf("first version %d", got)
@@ -140,5 +141,21 @@ func TestServerOrder(t *testing.T) {
 			t.Errorf("unhealthy /healthz: %d %s", resp.StatusCode, body)
 		}
 		healthy.Store(true)
+	}
+}
+
+// A new run's first version is above what the previous run can have
+// reached: the versions a launcher sees never go back across a restart.
+func TestVersionerNeverGoesBackAcrossRestart(t *testing.T) {
+	r := Report{Feeds: []FeedReport{{Feed: "app"}}}
+	before := NewVersioner()
+	var last uint64
+	for i := range 1000 {
+		r.Feeds[0].Sequence = uint64(i)
+		last = before.Stamp(r).Version
+	}
+	time.Sleep(2 * time.Millisecond)
+	if first := NewVersioner().Stamp(r).Version; first <= last {
+		t.Fatalf("restart: first version %d, previous run reached %d", first, last)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"hash/fnv"
 	"sync"
+	"time"
 )
 
 // Versioner stamps reports with a version that increases whenever any other
@@ -14,8 +15,13 @@ type Versioner struct {
 	last    uint64
 }
 
-// NewVersioner starts at version 1.
-func NewVersioner() *Versioner { return &Versioner{version: 1} }
+// NewVersioner starts at the wall clock in microseconds, so the version a
+// launcher saw before a restart is below every version after it (a report
+// takes far longer than a microsecond to change, and JSON carries the value
+// exactly: it stays below 2^53 until the year 2255).
+func NewVersioner() *Versioner { return newVersioner(uint64(time.Now().UnixMicro())) }
+
+func newVersioner(start uint64) *Versioner { return &Versioner{version: max(start, 1)} }
 
 // Stamp sets r.Version.
 func (v *Versioner) Stamp(r Report) Report {
