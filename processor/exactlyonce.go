@@ -128,19 +128,21 @@ func loadRecord(path string, open func(string) (RecordFile, error)) (*sideRecord
 }
 
 // reconcile picks the record that fits an output of size bytes and returns
-// the length the output must be truncated to (-1: leave it).
-func (r *sideRecord) reconcile(size int64, log hclog.Logger) int64 {
+// the length the output must be truncated to (-1: leave it), and whether
+// it gave up the newest slot (the other slot, or no record): the caller
+// must then store the record it chose before any delivery (openRecord).
+func (r *sideRecord) reconcile(size int64, log hclog.Logger) (int64, bool) {
 	newest, ok := r.f.Newest()
 	if !ok {
-		return -1 // no record yet: nothing was applied under exactlyOnce
+		return -1, false // no record yet: nothing was applied under exactlyOnce
 	}
 	first, other := r.slots[newest], r.slots[1-newest]
 	r.cur = *first
 	if first.Length <= size {
 		if first.Length < size {
-			return first.Length
+			return first.Length, false
 		}
-		return -1
+		return -1, false
 	}
 	log.Warn("exactlyOnce record is longer than the output; the output lost bytes it had seen",
 		"record", r.f.Path(), "recordLength", first.Length, "outputLength", size)
@@ -151,13 +153,13 @@ func (r *sideRecord) reconcile(size int64, log hclog.Logger) int64 {
 		// slot can never win again at a later open.
 		r.cur = *other
 		if other.Length < size {
-			return other.Length
+			return other.Length, true
 		}
-		return -1
+		return -1, true
 	}
 	log.Warn("no usable exactlyOnce record; re-deliveries will be written again (duplicates, never a gap)")
-	r.cur = applied{}
-	return -1
+	r.cur = applied{Length: size}
+	return -1, true
 }
 
 // store writes a into the slot not holding the newest record and syncs it
@@ -182,7 +184,8 @@ func (s *FileSink) openRecord() error {
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
-	if to := rec.reconcile(s.size, log); to >= 0 {
+	to, fellBack := rec.reconcile(s.size, log)
+	if to >= 0 {
 		log.Info("truncating the output to its exactlyOnce record (an unrecorded tail will be delivered again)",
 			"path", s.cfg.Path, "from", s.size, "to", to)
 		if err := s.f.Truncate(to); err != nil {
@@ -196,6 +199,18 @@ func (s *FileSink) openRecord() error {
 			}
 		}
 		s.size, s.synced = to, to
+	}
+	if fellBack {
+		// Store the record chosen (synced, whatever the fsync policy)
+		// before any delivery: left on disk, the stale newest slot would
+		// fit again once re-deliveries were written, and a crash before the
+		// next store would truncate to it and skip lines — a gap.
+		a := rec.cur
+		a.Length = s.size
+		if err := rec.store(a, true); err != nil {
+			rec.f.Close()
+			return fmt.Errorf("store %s after giving up its newest record: %w", rec.f.Path(), err)
+		}
 	}
 	s.rec = rec
 	s.applied = rec.cur

@@ -583,3 +583,66 @@ func TestExactlyOnceIntervalFsyncFailure(t *testing.T) {
 		t.Fatalf("output %q", got)
 	}
 }
+
+// TestExactlyOnceFallbackStoredBeforeDelivery: when open gives up the
+// newest record (the output lost bytes it had seen), the record it chose
+// is on disk before any delivery. Otherwise the stale newest slot fits
+// again once the re-deliveries are written, and a kill -9 before the first
+// store makes the next open truncate to it and skip lines as applied: a
+// gap.
+func TestExactlyOnceFallbackStoredBeforeDelivery(t *testing.T) {
+	// crash writes b (the write only, then kill -9 before its record store)
+	// and reopens the sink.
+	crash := func(t *testing.T, e *eoSink, s *FileSink, b *feed.Batch) *FileSink {
+		t.Helper()
+		if n, err := s.processBatch(context.Background(), b); err != nil || n != b.Len() {
+			t.Fatal(n, err)
+		}
+		s.f.Close()
+		s.closeRecord()
+		return e.openSink()
+	}
+	t.Run("no usable record", func(t *testing.T) {
+		e := newEOSink(t, FsyncNever)
+		a := eoLines("a", 0, 10) // 8 bytes each with '\n'
+		s := e.openSink()
+		b1 := eoBatch(1, 0, a[:5]...)
+		mustProcess(t, s, b1)
+		mustProcess(t, s, eoBatch(1, b1.LastEnd(), a[5:]...)) // slots: length 40, 80
+		s.Close()
+		if err := os.Truncate(e.out, 16); err != nil { // power loss: a-00000, a-00001 survive
+			t.Fatal(err)
+		}
+		s = crash(t, e, e.openSink(), eoBatch(1, 0, a...))
+		mustProcess(t, s, eoBatch(1, 0, a...)) // delivered again
+		s.Close()
+		if got, want := e.output(), eoJoin(a[:2])+eoJoin(a); got != want {
+			t.Errorf("output\n%q\nwant every line (duplicates allowed, never a gap)\n%q", got, want)
+		}
+	})
+	t.Run("other slot", func(t *testing.T) {
+		e := newEOSink(t, FsyncNever)
+		s := e.openSink()
+		mustProcess(t, s, eoBatch(1, 0, "aa", "bb"))       // A: length 6
+		mustProcess(t, s, eoBatch(1, 6, "cc", "dd", "ee")) // B: length 15
+		s.Close()
+		if err := os.Truncate(e.out, 9); err != nil { // lost "dd\nee\n"
+			t.Fatal(err)
+		}
+		s = e.openSink() // back to A: "aa\nbb\n"
+		if s.applied.Position != 6 || s.applied.Length != 6 {
+			t.Fatalf("applied %+v after open, want A's (position 6, length 6)", s.applied)
+		}
+		// The source re-reads from its pointer: cc, dd, ee and a longer
+		// line that ends past B's length; kill -9 before the store.
+		s = crash(t, e, s, eoBatch(1, 6, "cc", "dd", "ee", "ffffffff"))
+		defer s.Close()
+		if got, want := e.output(), "aa\nbb\n"; got != want {
+			t.Fatalf("output after the crash %q, want the unrecorded tail cut (%q)", got, want)
+		}
+		mustProcess(t, s, eoBatch(1, 6, "cc", "dd", "ee", "ffffffff"))
+		if got, want := e.output(), "aa\nbb\ncc\ndd\nee\nffffffff\n"; got != want {
+			t.Fatalf("output %q, want %q", got, want)
+		}
+	})
+}

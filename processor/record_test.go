@@ -128,15 +128,20 @@ func TestExactlyOnceFallbackStoresOverTheLongSlot(t *testing.T) {
 			if err := os.Truncate(e.out, keep); err != nil {
 				t.Fatal(err)
 			}
+			// Open stores the record it fell back to (a copy of the slot in
+			// force, counter above both) over the long slot.
 			s = e.openSink()
-			mustProcess(t, s, eoBatch(2, 0, "x"))
-			s.Close()
 			after := readSlots(t, e.rec)
 			if !bytes.Equal(after[1-tc.long], good) {
 				t.Fatal("the store after the fallback overwrote the slot in force")
 			}
-			// Tear the slot just stored: the slot kept is used again.
-			tear(t, e.rec, tc.long)
+			if !bytes.Equal(after[tc.long][8:32], good[8:32]) {
+				t.Fatal("open did not store the record it fell back to over the long slot")
+			}
+			mustProcess(t, s, eoBatch(2, 0, "x"))
+			s.Close()
+			// Tear the slot just stored: the record stored at open is used.
+			tear(t, e.rec, 1-tc.long)
 			s = e.openSink()
 			defer s.Close()
 			if s.applied.Length != keep || s.applied.Epoch != 1 {
