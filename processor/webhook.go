@@ -127,6 +127,10 @@ type whChunk struct {
 	lettered       int
 	letterAttempts int
 	letterErr      error
+	// noSend: the rest of a recorded request whose first lines are in the
+	// ledger already (dead-lettered before a restart): it is only
+	// dead-lettered, never POSTed, and not recorded again.
+	noSend bool
 }
 
 func (c *whChunk) key() string {
@@ -210,6 +214,19 @@ func (w *Webhook) ProcessBatch(ctx context.Context, b *feed.Batch) (int, error) 
 	}
 	i := w.skipApplied(b, 0)
 	for {
+		if w.carry == nil && i < n && w.st.pending() && b.Epoch == w.st.BatchEpoch &&
+			b.Ends[i] >= w.st.BatchFirst && b.Ends[i] <= w.st.BatchLast && w.partlyLettered(b.Feed) {
+			// The recorded request ran out of attempts (the receiver may
+			// have applied it) and its dead letter stopped halfway: the
+			// group leaves the lettered lines out, and the rest goes to the
+			// ledger too, never to the receiver.
+			c, j := w.restOfLettered(b, i)
+			if err := w.deliver(ctx, c); err != nil {
+				return i, err
+			}
+			i = w.skipApplied(b, j)
+			continue
+		}
 		if w.carry == nil && i < n && w.st.pending() && b.Epoch == w.st.BatchEpoch && b.Ends[i] == w.st.BatchFirst {
 			w.startCarry(b)
 		}
@@ -301,7 +318,7 @@ func (w *Webhook) encodeLine(c *whChunk, line []byte, end int64) {
 // dead-lettered or released. It fails only when ctx ends or the record
 // cannot be written.
 func (w *Webhook) deliver(ctx context.Context, c *whChunk) error {
-	if c.positioned {
+	if c.positioned && !c.noSend {
 		if err := w.recordRequest(c); err != nil {
 			return err
 		}
@@ -315,7 +332,7 @@ func (w *Webhook) deliver(ctx context.Context, c *whChunk) error {
 		var retryAfter time.Duration
 		var poison bool
 		var err error
-		if c.lettered == 0 {
+		if c.lettered == 0 && !c.noSend {
 			retryAfter, poison, err = w.post(ctx, c, key)
 			if err == nil {
 				w.applied(c)
@@ -331,14 +348,14 @@ func (w *Webhook) deliver(ctx context.Context, c *whChunk) error {
 		// Once part of the request is in the ledger it is never sent again
 		// (a receiver that applied it would get those lines a second time
 		// from a replay): only the rest of the dead letter is retried.
-		if c.lettered > 0 || ((poison || attempt >= rp.Attempts) && w.g.cfg.OnFailure == DeadLetter && w.g.cfg.Ledger != nil) {
+		if c.noSend || c.lettered > 0 || ((poison || attempt >= rp.Attempts) && w.g.cfg.OnFailure == DeadLetter && w.g.cfg.Ledger != nil) {
 			lerr := w.deadLetter(c, attempt, err)
 			if lerr == nil {
 				w.applied(c)
 				w.g.unfence()
 				return nil
 			}
-			if c.lettered > 0 {
+			if c.noSend || c.lettered > 0 {
 				w.g.fence(fmt.Errorf("%w (dead-letter write failed after %d of %d lines: %v)", c.letterErr, c.lettered, len(c.lines), lerr))
 			}
 		}
@@ -443,7 +460,7 @@ func (w *Webhook) applied(c *whChunk) {
 // is written (or counted) twice — the ledger skips a positioned line it
 // holds already, not a line without a position.
 func (w *Webhook) deadLetter(c *whChunk, attempts int, lastErr error) error {
-	if c.lettered == 0 {
+	if c.lettered == 0 && c.letterErr == nil {
 		c.letterAttempts, c.letterErr = attempts, lastErr
 	}
 	var d feed.Delivery

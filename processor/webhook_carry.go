@@ -2,6 +2,7 @@ package processor
 
 import (
 	"bytes"
+	"fmt"
 	"slices"
 
 	"tailfeed/feed"
@@ -158,4 +159,35 @@ func (g *Group) coveredEnd() (int64, bool) {
 		return 0, false
 	}
 	return b.Ends[k-1], true
+}
+
+// partlyLettered reports whether the dead-letter ledger holds the first
+// line of the recorded request: its dead letter began (it is written from
+// the first line on) and the request is never sent again.
+func (w *Webhook) partlyLettered(feedName string) bool {
+	l := w.g.dlq
+	if l == nil {
+		return false
+	}
+	probe := feed.Batch{Feed: feedName, Epoch: w.st.BatchEpoch, Positioned: true, Ends: []int64{w.st.BatchFirst}}
+	return l.within(&probe) != nil
+}
+
+// restOfLettered returns the lines of b from line i through the end of the
+// recorded range, as a request to dead-letter only, and the index of the
+// line after them. It may hold part of the rest: the next batch brings the
+// others (the record still names the range, applied through the last line
+// written).
+func (w *Webhook) restOfLettered(b *feed.Batch, i int) (*whChunk, int) {
+	j := i
+	for j < len(b.Lines) && b.Ends[j] <= w.st.BatchLast {
+		j++
+	}
+	c := &whChunk{feed: b.Feed, path: b.Path, epoch: b.Epoch, positioned: true, noSend: true,
+		lines: b.Lines[i:j], ends: b.Ends[i:j], body: []byte{},
+		letterErr: fmt.Errorf("webhook request %s:%016x:%d-%d ran out of attempts and was dead-lettered in part before a restart; the rest is not sent again",
+			b.Feed, w.st.BatchEpoch, w.st.BatchFirst, w.st.BatchLast)}
+	w.log.Warn("webhook dead-letters the rest of a request dead-lettered in part before a restart",
+		"first", w.st.BatchFirst, "last", w.st.BatchLast, "lines", j-i)
+	return c, j
 }

@@ -1,0 +1,73 @@
+package processor
+
+import (
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"tailfeed/feed"
+)
+
+// A request runs out of attempts (the receiver applied it, its response was
+// lost), its dead letter fails after 2 of its 4 lines, the daemon stops.
+// After the restart the group leaves the 2 lettered lines out of the view,
+// so the recorded request cannot be rebuilt from its first line: the rest
+// must go to the ledger, never to the receiver under a new key (which
+// would apply p2 and p3 twice) — whether the rest comes in one batch or in
+// several.
+func TestWebhookHalfDeadLetterIsNotSentAfterRestart(t *testing.T) {
+	for _, split := range [][]int{{4}, {3, 1}, {1, 1, 1, 1}} {
+		t.Run(fmt.Sprint(split), func(t *testing.T) {
+			dir := t.TempDir()
+			h := newHookServer(t, func(n int, q hookReq) (int, map[string]string) {
+				if n == 0 {
+					return 0, nil // applied, response lost
+				}
+				return 200, nil
+			})
+			l, err := OpenLedger(filepath.Join(dir, "hook.jsonl"), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			flaky := &ledgerFailsOnce{Ledger: l, after: true}
+			flaky.failAt.Store(3)
+			r1 := newHookRig(t, dir, GroupConfig{Retry: fastRetry(1), OnFailure: DeadLetter, Ledger: flaky},
+				WebhookConfig{URL: h.srv.URL, BatchMaxLines: 4})
+			r1.publish("p0", "p1", "p2", "p3")
+			waitFor(t, "the stuck dead letter", func() bool { return flaky.calls.Load() >= 4 })
+			if st, why := r1.q.State(); st != feed.Fenced {
+				t.Fatalf("state %v %q, want FENCED", st, why)
+			}
+			r1.stop()
+			sent := len(h.requests())
+
+			// Run 2: the source re-reads p0..p3 (the pointer is before them).
+			r2 := newHookRig(t, dir, GroupConfig{Retry: fastRetry(3), OnFailure: DeadLetter},
+				WebhookConfig{URL: h.srv.URL, BatchMaxLines: 4})
+			lines := []string{"p0", "p1", "p2", "p3"}
+			for _, k := range split {
+				r2.publish(lines[:k]...)
+				lines = lines[k:]
+			}
+			r2.waitAck(4, 10*time.Second)
+			if got := keysAfter(h, sent); len(got) != 0 {
+				t.Fatalf("run 2 POSTed %v although the request was partly dead-lettered", got)
+			}
+			items, n := r2.ledger.List(10)
+			var got []string
+			for _, it := range items {
+				got = append(got, it.Line)
+			}
+			if n != 4 || fmt.Sprint(got) != "[p0 p1 p2 p3]" {
+				t.Fatalf("ledger holds %d entries %v, want p0..p3 once each", n, got)
+			}
+			if r2.g.DeadLettered() != 2 {
+				t.Fatalf("run 2 deadLettered %d, want 2", r2.g.DeadLettered())
+			}
+			if r2.w.st.pending() {
+				t.Fatalf("record still pending: %+v", r2.w.st)
+			}
+		})
+	}
+}
