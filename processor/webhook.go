@@ -58,7 +58,8 @@ import (
 // ran out, goes to the dead-letter ledger whole (one entry per line) and
 // counts as done (a ledger write that fails is retried from the first line
 // not written, and the request is not sent again once a line of it is in
-// the ledger); with hold the same request is retried at the backoff cap
+// the ledger — after a restart either: the rest of its recorded range goes
+// to the ledger); with hold the same request is retried at the backoff cap
 // until it succeeds or POST /admin/release gives its lines up. The unit of
 // failure is the request, never a line of it: splitting a request could
 // change its key after the receiver applied it.
