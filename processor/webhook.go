@@ -319,8 +319,14 @@ func (w *Webhook) encodeLine(c *whChunk, line []byte, end int64) {
 // dead-lettered or released. It fails only when ctx ends or the record
 // cannot be written.
 func (w *Webhook) deliver(ctx context.Context, c *whChunk) error {
+	rp := w.g.cfg.Retry
 	if c.positioned && !c.noSend {
-		if err := w.recordRequest(c); err != nil {
+		if c == w.carry {
+			rel, err := w.recordCarry(ctx, c)
+			if err != nil || rel {
+				return err
+			}
+		} else if err := w.recordRequest(c); err != nil {
 			return err
 		}
 	}
@@ -328,7 +334,6 @@ func (w *Webhook) deliver(ctx context.Context, c *whChunk) error {
 		w.encode(c)
 	}
 	key := c.key()
-	rp := w.g.cfg.Retry
 	for attempt := 1; ; attempt++ {
 		var retryAfter time.Duration
 		var poison bool
@@ -368,6 +373,36 @@ func (w *Webhook) deliver(ctx context.Context, c *whChunk) error {
 		if rel != nil {
 			w.release(c, rel)
 			return nil
+		}
+	}
+}
+
+// recordCarry records a carry given up (its new key) before its first
+// POST. The carry's lines are not in the group's view (which may be empty),
+// so a record that cannot be written is the sink's to retry (fenced), and
+// then to dead-letter (onFailure deadLetter: c becomes noSend) or, with
+// hold, to retry until POST /admin/release gives the carry up (released
+// true: done). It fails only when ctx ends.
+func (w *Webhook) recordCarry(ctx context.Context, c *whChunk) (released bool, err error) {
+	rp := w.g.cfg.Retry
+	for attempt := 1; ; attempt++ {
+		err := w.recordRequest(c)
+		if err == nil {
+			return false, nil
+		}
+		w.g.failures.Add(1)
+		w.g.fence(err)
+		if attempt >= rp.Attempts && w.g.cfg.OnFailure == DeadLetter && w.g.cfg.Ledger != nil {
+			c.noSend, c.letterAttempts, c.letterErr = true, attempt, err
+			return false, nil
+		}
+		rel, ok := w.g.webhookWait(ctx, rp.Backoff(attempt))
+		if !ok {
+			return false, ctx.Err()
+		}
+		if rel != nil {
+			w.release(c, rel)
+			return true, nil
 		}
 	}
 }
