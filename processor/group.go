@@ -261,10 +261,19 @@ func (g *Group) handle(ctx context.Context, b *feed.Batch) bool {
 	vdone := 0 // leading view lines finished
 	attempt := 1
 	lineMode := false
+	// finished is the batch's finished prefix: the lines a view left empty
+	// by the filters count only once the processor took the empty batch
+	// (until then a fence holds them).
+	finished := func() uint64 {
+		if len(g.view.Lines) == 0 {
+			return base
+		}
+		return base + uint64(g.origDone(vdone, b.Len()))
+	}
 	for vdone < len(g.view.Lines) || (vdone == 0 && len(g.view.Lines) == 0 && g.cfg.Batch != nil) {
 		n, err := g.step(ctx, vdone, attempt, lineMode)
 		vdone += n
-		g.progress = base + uint64(g.origDone(vdone, b.Len()))
+		g.progress = finished()
 		if err == nil {
 			if n > 0 || len(g.view.Lines) == 0 {
 				attempt = 1
@@ -275,14 +284,14 @@ func (g *Group) handle(ctx context.Context, b *feed.Batch) bool {
 			continue
 		}
 		if ctx.Err() != nil {
-			g.publish(base + uint64(g.origDone(vdone, b.Len())))
+			g.publish(finished())
 			return false
 		}
 		g.failures.Add(1)
 		if n > 0 {
 			attempt = 1
 		}
-		g.publish(base + uint64(g.origDone(vdone, b.Len()))) // exact at a fence
+		g.publish(finished()) // exact at a fence
 		g.fence(err)
 		if attempt >= g.cfg.Retry.Attempts {
 			if !lineMode && g.cfg.Batch != nil && len(g.view.Lines)-vdone > 1 {
@@ -290,7 +299,9 @@ func (g *Group) handle(ctx context.Context, b *feed.Batch) bool {
 				attempt = 1
 				continue
 			}
-			if g.cfg.OnFailure == DeadLetter && g.cfg.Ledger != nil {
+			// Only a line can be dead-lettered: a failure on an empty view
+			// (a batch the filters emptied) or past its last line holds.
+			if g.cfg.OnFailure == DeadLetter && g.cfg.Ledger != nil && vdone < len(g.view.Lines) {
 				if g.deadLetter(ctx, b, vdone, attempt, err) {
 					vdone++
 					g.progress = base + uint64(g.origDone(vdone, b.Len())) // in the ledger: processed
@@ -320,8 +331,11 @@ func (g *Group) handle(ctx context.Context, b *feed.Batch) bool {
 		}
 		attempt++
 	}
-	g.publish(base + uint64(b.Len()))
+	// Live first: once the ack point moves past the batch nothing is left
+	// for a fence to hold (a report would show it stalled, and a refused
+	// TryPublish would count as a pause).
 	g.unfence()
+	g.publish(base + uint64(b.Len()))
 	return true
 }
 

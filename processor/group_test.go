@@ -593,3 +593,48 @@ func TestGroupPanicAfterDeadLetterCountsTheDeadLetter(t *testing.T) {
 		t.Fatalf("dispatched %d, want 2 (ok, and bad in the ledger)", d)
 	}
 }
+
+// TestGroupEmptyViewFailureHoldsUnderDeadLetter: a batch processor that
+// fails on a batch the filters emptied (nothing to dead-letter) keeps it
+// retrying fenced under onFailure deadLetter, never DEAD, and the batch
+// passes once the processor recovers. Dead-lettering "the failing line" of
+// an empty view used to panic the subscriber.
+func TestGroupEmptyViewFailureHoldsUnderDeadLetter(t *testing.T) {
+	var fixed atomic.Bool
+	p := &batchProc{}
+	p.setFn(func(_ int, lines []string) (int, error) {
+		if len(lines) == 0 && !fixed.Load() {
+			return 0, errors.New("cannot note skipped lines")
+		}
+		return len(lines), nil
+	})
+	dl := &ledger{}
+	r := startGroup(t, processor.GroupConfig{Batch: p, Retry: quickRetry(2), OnFailure: processor.DeadLetter, Ledger: dl,
+		Match: regexp.MustCompile(`^keep`)})
+	r.publish("keep 1")
+	r.waitDispatched(1)
+	r.publish("drop 2", "drop 3") // an empty view
+	eventually(t, "the subscriber fenced", func() bool { st, _ := r.q.State(); return st == feed.Fenced })
+	n := r.g.Failures()
+	eventually(t, "more retries past the attempts", func() bool {
+		if st, why := r.q.State(); st == feed.Dead {
+			t.Fatalf("subscriber DEAD: %s", why)
+		}
+		return r.g.Failures() > n+3
+	})
+	if st, _ := r.q.State(); st != feed.Fenced || r.q.Dispatched() != 1 {
+		c, _ := p.snapshot()
+		t.Fatalf("state %v, dispatched %d while failing, want FENCED, 1 %q", st, r.q.Dispatched(), c)
+	}
+	fixed.Store(true)
+	r.waitDispatched(3)
+	if st, why := r.q.State(); st != feed.Live {
+		t.Fatalf("state %v %q once the batch passed, want LIVE", st, why)
+	}
+	r.wantAcked(3)
+	dl.mu.Lock()
+	defer dl.mu.Unlock()
+	if len(dl.lines) != 0 || r.g.DeadLettered() != 0 {
+		t.Fatalf("dead letters %q, want none (there was no line)", dl.lines)
+	}
+}
