@@ -111,7 +111,10 @@
 // the byte after it, is delivered (positioned when the file was current,
 // downgraded when it was switched away). A '\n' that arrives later right
 // after that '\r' completes its terminator and is skipped, not taken for an
-// empty line; the line's position is then the offset after the '\r'.
+// empty line; the line's position is then the offset after the '\r'. The
+// same holds after a restart: the pointer may sit just after that '\r', and
+// a reader positioned at an offset whose preceding byte (read through the
+// descriptor) is a '\r' skips a '\n' found there.
 //
 // The file switched to is compared with the old one: a different key, the
 // same fingerprinted first bytes and a size no smaller than what was
@@ -120,8 +123,15 @@
 // start). The old descriptor is retired like any switched-away file (the
 // application may still append to it) under a fresh epoch of its own: the
 // new file carries on the old epoch and positions, and (epoch, position)
-// must name one line. Bytes the old file read past its last line that the
-// new file holds at the same offset are left to the new file. Anything else
+// must name one line. A partial line pending in the old file at the switch
+// is read again by the new file from its start, and stays the old file's
+// too: the two files may end it differently (cp A A.tmp; echo >> A.tmp
+// ends it in the copy, the application ends it in the old inode). Once the
+// old file ends it, the line is left to the new file if the new file holds
+// it byte for byte, terminator included, at the same offset (one line,
+// delivered once, positioned); otherwise the old file delivers its line
+// whole, downgraded ("xy" from the copy and "xyw" from the old inode: each
+// file's own line, never "w" alone). Anything else
 // is read from 0 under a new epoch behind the barrier; the old file is
 // retired to the old list (or closed when its content was gone, or when it
 // was a copy).

@@ -1,8 +1,10 @@
 package file
 
 import (
+	"bytes"
 	"errors"
 	"io"
+	"math"
 	"os"
 	"time"
 
@@ -48,6 +50,12 @@ type reader struct {
 	// crTaken: the last line taken ended at a trailing lone '\r' (the file
 	// was left for good, final); a '\n' read next completes that terminator.
 	crTaken bool
+	// twin: a retired file whose switch kept its epoch (same content under
+	// a new key, case D) with a partial line pending; twin is the new file's
+	// descriptor. The old file's first line, once ended, is left to the new
+	// file when the new file holds it byte for byte (terminator included) at
+	// the same offset; otherwise the old file delivers it whole.
+	twin *os.File
 }
 
 func newReader(f *os.File, dev, ino uint64, bufSize, maxLine int) *reader {
@@ -61,9 +69,19 @@ func newReader(f *os.File, dev, ino uint64, bufSize, maxLine int) *reader {
 	}
 }
 
-// seek positions the reader at off (nothing buffered).
+// seek positions the reader at off (nothing buffered). Off is just after a
+// line; when the byte before it, read through the descriptor, is a '\r', that
+// line ended at a lone '\r' (taken as final when its file was left, then
+// committed there): a '\n' at off completes that terminator, not a line.
 func (r *reader) seek(off int64) {
 	r.base, r.start, r.end = off, 0, 0
+	r.crTaken = false
+	if off > 0 {
+		var b [1]byte
+		if n, _ := r.f.ReadAt(b[:], off-1); n == 1 && b[0] == '\r' {
+			r.crTaken = true
+		}
+	}
 }
 
 // readPos is the offset of the next byte to read from the file.
@@ -85,8 +103,43 @@ func (r *reader) take(found *Found, final bool, maxLines, maxBytes int) {
 		}
 		r.crTaken = false
 	}
+	if r.twin != nil {
+		r.leaveToTwin(final)
+	}
 	next := r.split.Split(r.buf[:r.end], r.start, r.base, final, maxLines, maxBytes, found)
 	if final && next > r.start && next == r.end && r.buf[next-1] == '\r' {
+		r.crTaken = true
+	}
+	r.start = next
+}
+
+// leaveToTwin skips r's first line when r.twin holds the same bytes, its
+// terminator included, at the same offset: that line is the new file's, and
+// delivered from there. It decides once, when the line has ended; a line
+// that differs (the old file's writer ended it otherwise), or a piece of an
+// oversized line, stays r's own and is delivered whole.
+func (r *reader) leaveToTwin(final bool) {
+	if r.split.inLong {
+		r.twin = nil
+		return
+	}
+	probe := r.split // a copy: the real split comes after
+	var found Found
+	next := probe.Split(r.buf[:r.end], r.start, r.base, final, 1, math.MaxInt, &found)
+	if found.Len() == 0 {
+		return // the line has not ended yet
+	}
+	twin := r.twin
+	r.twin = nil
+	n := next - r.start
+	if found.Ends[0]-r.consumed() == int64(found.Lens[0]) {
+		return // a piece: no terminator
+	}
+	b := make([]byte, n)
+	if got, _ := twin.ReadAt(b, r.consumed()); got != n || !bytes.Equal(b, r.buf[r.start:next]) {
+		return
+	}
+	if final && next == r.end && r.buf[next-1] == '\r' {
 		r.crTaken = true
 	}
 	r.start = next

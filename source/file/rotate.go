@@ -1,7 +1,6 @@
 package file
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -346,17 +345,15 @@ func sameContent(old, nx *reader, size int64) bool {
 // retireKept retires old after a switch to nx, the same content under a
 // new key. nx carries on old's epoch and positions, so old's later lines get
 // an epoch of their own (their (epoch, position) must not name a line of
-// nx). The bytes old read past its last line are read again from nx when nx
-// holds them: old drops them (a '\n' that follows a dropped trailing '\r'
-// in old ends that terminator).
+// nx). nx reads again from the start of the partial line old holds; old
+// keeps its partial line too: the two files may end it differently (a
+// copier's "echo >>" in nx, the application's own bytes in old). Once old
+// ends it, the line is left to nx if nx holds it byte for byte at the same
+// offset, else old delivers it whole (reader.leaveToTwin).
 func (s *Source) retireKept(old, nx *reader) {
 	old.epoch = pointer.NewEpoch()
-	if rest := old.buf[old.start:old.end]; len(rest) > 0 {
-		b := make([]byte, len(rest))
-		if n, _ := nx.f.ReadAt(b, old.consumed()); n == len(b) && bytes.Equal(b, rest) {
-			old.crTaken = rest[len(rest)-1] == '\r'
-			old.start = old.end
-		}
+	if old.end > old.start {
+		old.twin = nx.f
 	}
 	s.retire(old)
 }
