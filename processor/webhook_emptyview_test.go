@@ -76,3 +76,29 @@ func TestWebhookReleaseGivesUpACarryStuckOnItsRecord(t *testing.T) {
 		t.Fatalf("released %d, ledger %d, sent %v; want 2, 0, nothing", r.q.ReleasedLines(), r.ledger.Len(), keysAfter(h, sent))
 	}
 }
+
+// A stop while a carry waits is no evidence that the rest cannot come: the
+// group stops without sending it, the ack point stays before the carried
+// lines (the final commit is exact), and the record still names the
+// request, so the next run rebuilds it under its key.
+func TestWebhookStopLeavesAWaitingCarryUnacknowledged(t *testing.T) {
+	dir := t.TempDir()
+	cfg := WebhookConfig{}
+	h, before := diedBeforeApplied(t, dir, &cfg)
+	r := newHookRig(t, dir, GroupConfig{Retry: fastRetry(5)}, cfg)
+	restartLines(r, [2]int{0, 6})
+	r.waitAck(4, 10*time.Second)
+	r.stop()
+	if got := r.q.AckPoint(); got != 4 {
+		t.Fatalf("ack point %d after the stop, want 4 (lines 4-5 carried, not acknowledged)", got)
+	}
+	if k := keysAfter(h, before); len(k) != 0 {
+		t.Fatalf("the stop sent %v", k)
+	}
+	r2 := newHookRig(t, dir, GroupConfig{Retry: fastRetry(5)}, cfg)
+	restartLines(r2, [2]int{0, 10})
+	r2.waitAck(10, 10*time.Second)
+	if got := fmt.Sprint(keysAfter(h, before)); got != "[app:00000000000000e1:55-88 app:00000000000000e1:99-110]" {
+		t.Fatalf("keys after the second restart %s", got)
+	}
+}
