@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"io/fs"
 	"net/http"
@@ -14,42 +13,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
-
 	"tailfeed/config"
 	"tailfeed/processor"
 	"tailfeed/status"
 )
 
-// eoStart runs a daemon on cfgYAML in dir (%DIR% stands for dir), so that a
-// test can stop it and start another on the same data directory.
+// eoStart runs a daemon in dir; see startIn.
 func eoStart(t *testing.T, dir, cfgYAML string, opts Options) *env {
 	t.Helper()
-	text := strings.ReplaceAll(cfgYAML, "%DIR%", dir)
-	path := filepath.Join(dir, "tailfeed.yaml")
-	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := config.Load(path)
-	if err != nil {
-		t.Fatalf("config: %v\n%s", err, text)
-	}
-	e := &env{t: t, dir: dir, input: cfg.Feeds[0].Path}
-	if _, err := os.Stat(e.input); os.IsNotExist(err) {
-		if err := os.WriteFile(e.input, nil, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	log := hclog.New(&hclog.LoggerOptions{Level: hclog.Warn, Output: testWriter{t}})
-	d, err := NewWithOptions(cfg, log, opts)
-	if err != nil {
-		t.Fatalf("daemon: %v", err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	d.Start(ctx)
-	e.d, e.cancel, e.base = d, cancel, "http://"+d.Addr()
-	t.Cleanup(e.Stop)
-	return e
+	return startIn(t, dir, cfgYAML, opts)
 }
 
 // poisonSink builds a real file sink at the processor's path that fails

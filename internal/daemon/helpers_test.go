@@ -36,11 +36,17 @@ type env struct {
 	stop   sync.Once
 }
 
-// start writes cfgYAML (with %DIR% standing for the test's directory) and
+// start writes cfgYAML (with %DIR% standing for a new temp directory) and
 // runs a daemon on it; the input file is created empty when missing.
 func start(t *testing.T, cfgYAML string, opts Options) *env {
 	t.Helper()
-	dir := t.TempDir()
+	return startIn(t, t.TempDir(), cfgYAML, opts)
+}
+
+// startIn runs a daemon on cfgYAML in dir (%DIR% stands for dir), so that a
+// test can stop it and start another on the same data directory.
+func startIn(t *testing.T, dir, cfgYAML string, opts Options) *env {
+	t.Helper()
 	text := strings.ReplaceAll(cfgYAML, "%DIR%", dir)
 	path := filepath.Join(dir, "tailfeed.yaml")
 	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
