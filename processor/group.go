@@ -300,8 +300,10 @@ func (g *Group) handle(ctx context.Context, b *feed.Batch) bool {
 				continue
 			}
 			// Only a line can be dead-lettered: a failure on an empty view
-			// (a batch the filters emptied) or past its last line holds.
-			if g.cfg.OnFailure == DeadLetter && g.cfg.Ledger != nil && vdone < len(g.view.Lines) {
+			// (a batch the filters emptied) or past its last line holds, and
+			// so does a fatal one (the sink's output is in an unknown state:
+			// the fault is the sink's, not the line's).
+			if g.cfg.OnFailure == DeadLetter && g.cfg.Ledger != nil && vdone < len(g.view.Lines) && !errors.Is(err, ErrFatal) {
 				if g.deadLetter(ctx, b, vdone, attempt, err) {
 					vdone++
 					g.progress = base + uint64(g.origDone(vdone, b.Len())) // in the ledger: processed
