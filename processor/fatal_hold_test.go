@@ -84,3 +84,66 @@ func TestFatalSinkErrorHoldsUnderDeadLetter(t *testing.T) {
 		t.Fatalf("ledger holds %d entries", n)
 	}
 }
+
+// syncFailFile fails every fsync with EIO, and the truncate that follows a
+// failed fsync while truncFails is set: fsync: always cannot take its bytes
+// back out.
+type syncFailFile struct {
+	*os.File
+	failing, truncFails, justFailed *atomic.Bool
+}
+
+func (f syncFailFile) Sync() error {
+	if f.failing.Load() {
+		f.justFailed.Store(true)
+		return &fs.PathError{Op: "fsync", Path: f.Name(), Err: syscall.EIO}
+	}
+	return f.File.Sync()
+}
+
+func (f syncFailFile) Truncate(n int64) error {
+	if f.truncFails.Load() && f.justFailed.Swap(false) {
+		return &fs.PathError{Op: "truncate", Path: f.Name(), Err: syscall.EIO}
+	}
+	return f.File.Truncate(n)
+}
+
+// fsync: always whose failed fsync cannot be taken back out of the output
+// is the same unknown state: the subscriber holds rather than dead-letter a
+// line whose bytes stay in the output (a replay would write it twice).
+func TestFatalFsyncHoldsUnderDeadLetter(t *testing.T) {
+	r := newDLRig(t, DeadLetter, false)
+	var failing, truncFails, justFailed atomic.Bool
+	failing.Store(true)
+	truncFails.Store(true)
+	s, err := OpenFileSink(FileSinkConfig{Path: r.out, Checkpoint: r.g, Fsync: FsyncAlways, Open: func(p string) (SinkFile, int64, error) {
+		f, n, err := openAppend(p)
+		if err != nil {
+			return nil, 0, err
+		}
+		return syncFailFile{f.(*os.File), &failing, &truncFails, &justFailed}, n, nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	r.g.SetBatchProcessor(s)
+	r.run()
+	r.publish("a")
+	deadline := time.Now().Add(10 * time.Second)
+	for r.g.Failures() < 6 {
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d failures", r.g.Failures())
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	if n := r.ledger.Len(); n != 0 {
+		t.Fatalf("dead-lettered %d lines whose bytes may stay in the output (%q)", n, r.output())
+	}
+	failing.Store(false)
+	truncFails.Store(false)
+	r.waitAck(1, 10*time.Second)
+	if got := r.output(); got != "a\n" {
+		t.Fatalf("output %q, want %q", got, "a\n")
+	}
+}

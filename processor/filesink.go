@@ -259,7 +259,7 @@ func (s *FileSink) processBatch(ctx context.Context, b *feed.Batch) (int, error)
 			s.size -= int64(len(out))
 			if terr := s.f.Truncate(s.size); terr != nil {
 				s.broken = true
-				return 0, fmt.Errorf("fsync %s: %w (truncate back: %v)", s.cfg.Path, err, terr)
+				return 0, fmt.Errorf("fsync %s: %w (truncate back: %v): %w", s.cfg.Path, err, terr, ErrFatal)
 			}
 			return 0, fmt.Errorf("fsync %s: %w", s.cfg.Path, err)
 		}
@@ -337,7 +337,7 @@ func (s *FileSink) repair() error {
 func (s *FileSink) rewrite() error {
 	if err := s.f.Truncate(s.synced); err != nil {
 		s.broken = true
-		return fmt.Errorf("truncate %s: %w", s.cfg.Path, err)
+		return fmt.Errorf("truncate %s: %w: %w", s.cfg.Path, err, ErrFatal)
 	}
 	s.size = s.synced
 	s.broken = false

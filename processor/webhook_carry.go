@@ -185,6 +185,7 @@ func (w *Webhook) restOfLettered(b *feed.Batch, i int) (*whChunk, int) {
 	}
 	c := &whChunk{feed: b.Feed, path: b.Path, epoch: b.Epoch, positioned: true, noSend: true,
 		lines: b.Lines[i:j], ends: b.Ends[i:j], body: []byte{},
+		letterAttempts: max(1, w.g.cfg.Retry.Attempts), // the request ran out of its attempts
 		letterErr: fmt.Errorf("webhook request %s:%016x:%d-%d ran out of attempts and was dead-lettered in part before a restart; the rest is not sent again",
 			b.Feed, w.st.BatchEpoch, w.st.BatchFirst, w.st.BatchLast)}
 	w.log.Warn("webhook dead-letters the rest of a request dead-lettered in part before a restart",

@@ -62,6 +62,11 @@ func TestWebhookHalfDeadLetterIsNotSentAfterRestart(t *testing.T) {
 			if n != 4 || fmt.Sprint(got) != "[p0 p1 p2 p3]" {
 				t.Fatalf("ledger holds %d entries %v, want p0..p3 once each", n, got)
 			}
+			for _, it := range items {
+				if it.Attempts < 1 {
+					t.Fatalf("entry %s records %d attempts; the request ran out of its attempts", it.Line, it.Attempts)
+				}
+			}
 			if r2.g.DeadLettered() != 2 {
 				t.Fatalf("run 2 deadLettered %d, want 2", r2.g.DeadLettered())
 			}
