@@ -29,40 +29,35 @@ func (d *decoder) validate(cfg *Config, m *meta) {
 // uniqueFeeds reports a feed name used twice and indexes the feeds by name
 // (the first of each name).
 func (d *decoder) uniqueFeeds(cfg *Config, m *meta) map[string]*Feed {
-	byName := map[string]*Feed{}
-	first := map[string]int{}
-	for i, f := range cfg.Feeds {
-		if f.Name == "" {
-			continue
-		}
-		if j, dup := first[f.Name]; dup {
-			d.errorf(m.feeds[i].nameLine, "feeds[%d].name: duplicate feed name %q (also feeds[%d], line %d)",
-				i, clip(f.Name), j, m.feeds[j].nameLine)
-			continue
-		}
-		first[f.Name] = i
-		byName[f.Name] = f
-	}
-	return byName
+	return uniqueNames(d, cfg.Feeds, "feeds", "feed",
+		func(f *Feed) string { return f.Name }, func(i int) int { return m.feeds[i].nameLine })
 }
 
 // uniqueProcessors reports a processor name used twice (across all feeds:
 // the name is the subscriber's name in the HTTP API and its dead-letter file)
 // and indexes the processors by name.
 func (d *decoder) uniqueProcessors(cfg *Config, m *meta) map[string]*Processor {
-	byName := map[string]*Processor{}
+	return uniqueNames(d, cfg.Processors, "processors", "processor",
+		func(p *Processor) string { return p.Name }, func(i int) int { return m.procs[i].nameLine })
+}
+
+// uniqueNames reports every entry of list whose name an earlier entry
+// already has, at the line of its name, and indexes the first of each name.
+func uniqueNames[T any](d *decoder, items []T, list, kind string, name func(T) string, line func(int) int) map[string]T {
+	byName := map[string]T{}
 	first := map[string]int{}
-	for i, p := range cfg.Processors {
-		if p.Name == "" {
+	for i, it := range items {
+		n := name(it)
+		if n == "" {
 			continue
 		}
-		if j, dup := first[p.Name]; dup {
-			d.errorf(m.procs[i].nameLine, "processors[%d].name: duplicate processor name %q (also processors[%d], line %d)",
-				i, clip(p.Name), j, m.procs[j].nameLine)
+		if j, dup := first[n]; dup {
+			d.errorf(line(i), "%s[%d].name: duplicate %s name %q (also %s[%d], line %d)",
+				list, i, kind, clip(n), list, j, line(j))
 			continue
 		}
-		first[p.Name] = i
-		byName[p.Name] = p
+		first[n] = i
+		byName[n] = it
 	}
 	return byName
 }
