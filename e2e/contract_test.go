@@ -104,34 +104,10 @@ func ctExpect(t *testing.T, d *daemon, method, path, token string, body []byte, 
 func ctStart(e *env, dir string, extraEnv ...string) *daemon {
 	e.t.Helper()
 	for attempt := 0; ; attempt++ {
-		addr := freeAddr(e.t)
-		e.cfgWith(addr)
-		d := &daemon{t: e.t, addr: addr, done: make(chan struct{})}
-		d.logPath = e.path(fmt.Sprintf("daemon-%d.log", len(e.runs)))
-		logf, err := os.Create(d.logPath)
-		if err != nil {
-			e.t.Fatal(err)
-		}
-		d.cmd = exec.Command(bin, "run", "--config", e.cfg)
-		d.cmd.Dir = dir
-		d.cmd.Env = append(os.Environ(), extraEnv...)
-		d.cmd.Stdout, d.cmd.Stderr = logf, logf
-		if err := d.cmd.Start(); err != nil {
-			logf.Close()
-			e.t.Fatal(err)
-		}
-		d.started = time.Now()
-		e.runs = append(e.runs, d)
-		go func() {
-			err := d.cmd.Wait()
-			d.ended = time.Now()
-			logf.Close()
-			d.code = exitCode(err)
-			close(d.done)
-		}()
+		d := e.spawnIn(dir, extraEnv...)
 		// Ready once /healthz answers (always open, unlike /feed.status).
 		deadline := time.Now().Add(60 * time.Second)
-		err = errors.New("not ready in time")
+		err := errors.New("not ready in time")
 		for time.Now().Before(deadline) && !d.exited() {
 			if code, _, gerr := d.get("/healthz"); gerr == nil && code != 0 {
 				return d

@@ -128,6 +128,13 @@ type daemon struct {
 // waiting for it to be ready.
 func (e *env) spawn() *daemon {
 	e.t.Helper()
+	return e.spawnIn(e.dir)
+}
+
+// spawnIn is spawn with the process's working directory at dir and extra
+// environment variables.
+func (e *env) spawnIn(dir string, extraEnv ...string) *daemon {
+	e.t.Helper()
 	addr := freeAddr(e.t)
 	e.cfgWith(addr)
 	d := &daemon{t: e.t, addr: addr, done: make(chan struct{})}
@@ -137,7 +144,10 @@ func (e *env) spawn() *daemon {
 		e.t.Fatal(err)
 	}
 	d.cmd = exec.Command(bin, "run", "--config", e.cfg)
-	d.cmd.Dir = e.dir
+	d.cmd.Dir = dir
+	if len(extraEnv) > 0 {
+		d.cmd.Env = append(os.Environ(), extraEnv...)
+	}
 	d.cmd.Stdout = logf
 	d.cmd.Stderr = logf
 	if err := d.cmd.Start(); err != nil {
