@@ -37,6 +37,7 @@ type FeedReport struct {
 	Oversized          uint64             `json:"oversized"`
 	Unterminated       int64              `json:"unterminated"`
 	LostTails          uint64             `json:"lostTails"`
+	LostBytes          uint64             `json:"lostBytes"`
 	Paused             bool               `json:"paused"`
 	Pauses             uint64             `json:"pauses"`
 	Acknowledged       uint64             `json:"acknowledged"`

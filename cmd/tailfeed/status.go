@@ -197,6 +197,7 @@ func lossReasons(r *status.Report) string {
 		add("completionFailures", f.CompletionFailures)
 		add("released", f.Released)
 		add("lostTails", f.LostTails)
+		add("lostBytes", f.LostBytes)
 		add("deadLettered", f.DeadLettered)
 		out = append(out, fmt.Sprintf("feed %s (%s)", f.Feed, strings.Join(c, ", ")))
 	}

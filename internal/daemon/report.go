@@ -61,6 +61,7 @@ func (f *Feed) report() status.FeedReport {
 		Oversized:    src.Oversized(),
 		Unterminated: src.Unterminated(),
 		LostTails:    src.LostTails(),
+		LostBytes:    src.LostBytes(),
 		Paused:       pub.Paused(),
 		Pauses:       pub.Pauses(),
 		Epoch:        status.Hex(src.Epoch()),
@@ -134,7 +135,7 @@ func (f *Feed) report() status.FeedReport {
 	srcDone := state == file.CaughtUp || state == file.WaitingForFile || state == file.EndOfStream
 	fr.Settled = srcDone && holdingDrained && fr.PendingAcks == 0 && fr.Stalled == nil && committed && seq1 == seq2
 	fr.Lossless = fr.Dropped == 0 && fr.Refused == 0 && fr.CompletionFailures == 0 && fr.Released == 0 &&
-		fr.LostTails == 0 && fr.DeadLettered == 0
+		fr.LostTails == 0 && fr.LostBytes == 0 && fr.DeadLettered == 0
 	return fr
 }
 

@@ -29,8 +29,29 @@ func (s *Source) Unterminated() int64 { return s.unterminated.Load() }
 // Downgraded counts lines delivered without a position.
 func (s *Source) Downgraded() uint64 { return s.downgraded.Load() }
 
-// LostTails counts rotated files that were gone at a restart.
+// LostTails counts files whose unread tail could not be read (DESIGN §4
+// "Nothing green over a loss").
 func (s *Source) LostTails() uint64 { return s.lostTails.Load() }
+
+// LostBytes counts the bytes known to be gone, where known.
+func (s *Source) LostBytes() uint64 { return s.lostBytes.Load() }
+
+// lose counts tails lost files and bytes lost bytes under epoch and reports
+// each nonzero counter to cfg.OnLoss. Source goroutine only.
+func (s *Source) lose(tails, bytes, epoch uint64, detail string) {
+	if tails > 0 {
+		s.lostTails.Add(tails)
+		if s.cfg.OnLoss != nil {
+			s.cfg.OnLoss(Loss{Counter: "lostTails", Amount: tails, Epoch: epoch, Detail: detail})
+		}
+	}
+	if bytes > 0 {
+		s.lostBytes.Add(bytes)
+		if s.cfg.OnLoss != nil {
+			s.cfg.OnLoss(Loss{Counter: "lostBytes", Amount: bytes, Epoch: epoch, Detail: detail})
+		}
+	}
+}
 
 // CommitFailures counts failed pointer stores, msyncs and resets.
 func (s *Source) CommitFailures() uint64 { return s.commitFailures.Load() }

@@ -167,7 +167,7 @@ func (s *Source) resumeRotated(f *os.File, dev, ino uint64) bool {
 	} else if f != nil && rec.FPLen > 0 && fingerprintMatches(f, rec) {
 		return false // the same content under a new key: the check keeps it
 	}
-	s.lostTails.Add(1)
+	s.lose(1, 0, rec.Epoch, lostTailDetail)
 	s.log.Warn(lostTailDetail, "path", s.cfg.Path, "offset", rec.Offset, "fileKey", fmt.Sprintf("%016x", rec.FileKey))
 	s.setDetail(lostTailDetail)
 	s.lostTail = true

@@ -37,6 +37,20 @@ type Config struct {
 	// never taken for a rotated file or a copytruncate copy (DESIGN §4). A
 	// directory holding the input is ignored.
 	Outputs []string
+	// OnLoss, when set, is called (on the source's goroutine) for every loss
+	// the source counts, after the counter moved: the daemon appends it to
+	// the losses ledger (DESIGN §7 "Losses outlive the run").
+	OnLoss func(Loss)
+}
+
+// Loss is one counted loss: a rotated or truncated file's unread tail
+// (Counter "lostTails", Amount files) or bytes known to be gone (Counter
+// "lostBytes").
+type Loss struct {
+	Counter string
+	Amount  uint64
+	Epoch   uint64
+	Detail  string
 }
 
 // Source reads one feed's file and publishes its lines. Run, Drain and
@@ -82,6 +96,7 @@ type Source struct {
 	unterminated   atomic.Int64
 	downgraded     atomic.Uint64
 	lostTails      atomic.Uint64
+	lostBytes      atomic.Uint64
 	commitFailures atomic.Uint64
 	syncedSeq      atomic.Uint64 // acknowledged sequence the last synced commit covers
 	commitOK       atomic.Bool   // the last commit attempt succeeded and is synced
