@@ -240,7 +240,7 @@ var ctFeedKinds = map[string]string{
 	"detail": "string|null", "drained": "bool", "settled": "bool", "lossless": "bool", "policy": "policy",
 	"dropped": "uint", "refused": "uint", "downgraded": "uint", "completionFailures": "uint",
 	"released": "uint", "deadLettered": "uint", "oversized": "uint", "unterminated": "uint",
-	"lostTails": "uint", "paused": "bool", "pauses": "uint", "acknowledged": "uint",
+	"lostTails": "uint", "lostBytes": "uint", "paused": "bool", "pauses": "uint", "acknowledged": "uint",
 	"pendingAcks": "uint", "consumers": "uint", "stalled": "string|null", "epoch": "epoch",
 	"pointer": "pointer", "subscribers": "subscribers",
 }
