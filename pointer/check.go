@@ -78,6 +78,14 @@ func (p *Pointer) Check(f *os.File, fileKey uint64, size int64) (Verdict, error)
 	r := p.cur
 	if r.FileKey == 0 && r.FPLen == 0 && r.Offset == 0 {
 		p.src, p.key = f, fileKey
+		if p.epochs != "" {
+			adopted := r
+			adopted.FileKey = fileKey
+			if n, err := p.readHead(f); err == nil {
+				adopted.FPLen, adopted.FP = uint64(n), Fingerprint(p.fp[:n])
+			}
+			p.logEpoch(adopted, "adopted")
+		}
 		p.log.Debug("pointer adopted input", "path", p.path, "input", f.Name(), "epoch", hex(r.Epoch))
 		return Adopted, nil
 	}
@@ -131,7 +139,7 @@ func (p *Pointer) apply(v Verdict, reason string, f *os.File, fileKey uint64, si
 	p.log.Warn("pointer input "+v.String()+": resetting to offset 0 under a new epoch",
 		"path", p.path, "input", f.Name(), "reason", reason, "offset", old.Offset, "size", size,
 		"old_epoch", hex(old.Epoch), "new_epoch", hex(epoch))
-	return p.reset(epoch, f, fileKey)
+	return p.reset(epoch, f, fileKey, v.String())
 }
 
 // fingerprintMatches reports whether f's first FPLen bytes hash to the

@@ -104,10 +104,15 @@ func (p *Pointer) Reset(epoch uint64, f io.ReaderAt, fileKey uint64) error {
 	if p.closed {
 		return ErrClosed
 	}
-	return p.reset(epoch, f, fileKey)
+	why := "reset"
+	if f == nil && fileKey == 0 {
+		why = "forgotten"
+	}
+	return p.reset(epoch, f, fileKey, why)
 }
 
-func (p *Pointer) reset(epoch uint64, f io.ReaderAt, fileKey uint64) error {
+// reset is Reset; why names it in the epochs file.
+func (p *Pointer) reset(epoch uint64, f io.ReaderAt, fileKey uint64, why string) error {
 	if epoch == 0 {
 		return ErrZeroEpoch
 	}
@@ -120,6 +125,7 @@ func (p *Pointer) reset(epoch uint64, f io.ReaderAt, fileKey uint64) error {
 		Epoch: epoch, FileKey: fileKey, FPLen: uint64(n), FP: Fingerprint(p.fp[:n]),
 		Commits: p.cur.Commits + 1, Slot: p.cur.Slot, Layout: Layout,
 	}
+	p.logEpoch(p.cur, why) // write-ahead: before either slot holds the epoch
 	p.resetLeft, p.dirty = 2, true
 	return p.syncBoth()
 }

@@ -21,6 +21,12 @@ type Options struct {
 	// Map maps the pointer file. nil: a shared read-write mmap of its first
 	// Size bytes (mmap-go); Flush is msync(MS_SYNC).
 	Map func(f *os.File) (Mapping, error)
+	// EpochsPath, when set, is the epochs file (dataDir/feeds/<feed>.epochs,
+	// see epochs.go): the pointer's creation, each Reset and an adoption
+	// append a line to it before the pointer file is written. "": none.
+	EpochsPath string
+	// Input is the input path the epochs lines name.
+	Input string
 }
 
 // Pointer is an open, locked pointer file. Its methods are safe for
@@ -32,6 +38,9 @@ type Pointer struct {
 	m    Mapping
 	buf  []byte // m.Bytes()[:Size]
 	log  hclog.Logger
+
+	epochs string // the epochs file ("" = none)
+	input  string // the input path its lines name
 
 	cur Record      // newest stored record (maybe not yet synced)
 	key uint64      // file key the next record carries
@@ -70,7 +79,7 @@ func Open(path string, opts Options) (*Pointer, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Pointer{path: path, f: f, log: opts.Logger}
+	p := &Pointer{path: path, f: f, log: opts.Logger, epochs: opts.EpochsPath, input: opts.Input}
 	if err := p.init(created, opts.Map); err != nil {
 		if p.m != nil {
 			p.m.Close()
@@ -177,7 +186,11 @@ func (p *Pointer) startFresh(reason string, warn bool) error {
 		p.log.Info("pointer created", "path", p.path, "epoch", hex(epoch))
 	}
 	clear(p.buf)
-	return p.reset(epoch, nil, 0)
+	why := "fresh"
+	if !warn {
+		why = "created"
+	}
+	return p.reset(epoch, nil, 0, why)
 }
 
 // Record returns the newest stored record (see Synced for whether it has

@@ -172,7 +172,11 @@ func (d *Daemon) buildFeed(fc *config.Feed) (*Feed, error) {
 		}
 	}
 	if strat == file.Committed {
-		p, err := pointer.Open(filepath.Join(d.cfg.DataDir, "feeds", fc.Name+".ptr"), pointer.Options{Logger: log})
+		p, err := pointer.Open(filepath.Join(d.cfg.DataDir, "feeds", fc.Name+".ptr"), pointer.Options{
+			Logger:     log,
+			EpochsPath: filepath.Join(d.cfg.DataDir, "feeds", fc.Name+".epochs"),
+			Input:      fc.Path,
+		})
 		if err != nil {
 			f.close()
 			return nil, err

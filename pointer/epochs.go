@@ -1,0 +1,204 @@
+package pointer
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"tailfeed/internal/fileutil"
+)
+
+// The epochs file (DESIGN §4, dataDir/feeds/<feed>.epochs) maps every epoch
+// a pointer ever held back to its input file. It is JSON lines, one object
+// per line, appended (O_APPEND, mode 0600) and fsynced before the pointer
+// file itself is written (write-ahead: a crash between the two leaves a line
+// for an epoch no pointer holds, never a pointer epoch without a line):
+//
+//	{"epoch":"00c3a1d2e4f50617","fileKey":"9a0b…","fingerprintLength":4096,
+//	 "fingerprint":"5c1d…","path":"/var/log/app.log",
+//	 "time":"2026-12-01T14:03:22.123456789Z","reason":"reset"}
+//
+// epoch, fileKey and fingerprint are 16 lowercase hex digits; the
+// fingerprint covers the input's first fingerprintLength bytes at the time
+// of the line (the record grows it later, so a file matches when its first
+// fingerprintLength bytes hash to it); path is the input path the pointer
+// was opened for, "" when the record names no file (fileKey 0,
+// fingerprintLength 0); time is RFC 3339 UTC with nanoseconds; reason is
+// one of
+//
+//	created   a new pointer file (no file yet: fileKey 0)
+//	fresh     a pointer file with no valid slot started over
+//	adopted   a record with no identity was bound to its first input file
+//	          (same epoch; the line names the file)
+//	replaced  Check found another file at the path (new epoch)
+//	truncated Check found the file shorter than the offset (new epoch)
+//	reset     the source switched to a new file (epoch barrier)
+//	forgotten the file was deleted after every line of it was committed:
+//	          an empty record (fileKey 0) under a new epoch (DESIGN §4)
+//
+// An epoch may have several lines (created, then adopted): the last one
+// names its file. Readers take what parses: a torn last line (a crash
+// mid-append) is ignored. A failed append is logged at ERROR and does not
+// stop the pointer: the epochs file serves catching a sink up (DESIGN §11),
+// never the pointer's own recovery.
+
+// EpochLine is one line of an epochs file.
+type EpochLine struct {
+	Epoch   uint64
+	FileKey uint64
+	FPLen   uint64
+	FP      uint64
+	Path    string
+	Time    time.Time
+	Reason  string
+}
+
+// epochJSON is EpochLine as written.
+type epochJSON struct {
+	Epoch   string `json:"epoch"`
+	FileKey string `json:"fileKey"`
+	FPLen   uint64 `json:"fingerprintLength"`
+	FP      string `json:"fingerprint"`
+	Path    string `json:"path"`
+	Time    string `json:"time"`
+	Reason  string `json:"reason"`
+}
+
+// AppendEpoch appends l to the epochs file at path (created 0600 with its
+// directory entry synced) and fsyncs it.
+func AppendEpoch(path string, l EpochLine) error {
+	b, err := json.Marshal(epochJSON{
+		Epoch: hex(l.Epoch), FileKey: hex(l.FileKey), FPLen: l.FPLen, FP: hex(l.FP),
+		Path: l.Path, Time: l.Time.UTC().Format(time.RFC3339Nano), Reason: l.Reason,
+	})
+	if err != nil {
+		return err
+	}
+	_, statErr := os.Lstat(path)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(append(b, '\n')); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if errors.Is(statErr, os.ErrNotExist) {
+		return fileutil.SyncDir(filepath.Dir(path))
+	}
+	return nil
+}
+
+// ReadEpochs reads the epochs file at path, oldest line first. A missing
+// file is no lines and no error. A torn last line (no newline: a crash
+// mid-append) is skipped silently; another line that does not parse is
+// skipped and named in the error (FILE:LINE: reason), which comes with the
+// lines that did parse.
+func ReadEpochs(path string) ([]EpochLine, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []EpochLine
+	var bad []error
+	br := bufio.NewReader(f)
+	for n := 1; ; n++ {
+		raw, err := br.ReadBytes('\n')
+		if errors.Is(err, io.EOF) {
+			break // "" or a torn last line
+		}
+		if err != nil {
+			return out, err
+		}
+		raw = bytes.TrimSpace(raw)
+		if len(raw) == 0 {
+			continue
+		}
+		l, perr := parseEpochLine(raw)
+		if perr != nil {
+			bad = append(bad, fmt.Errorf("%s:%d: %w", path, n, perr))
+			continue
+		}
+		out = append(out, l)
+	}
+	return out, errors.Join(bad...)
+}
+
+func parseEpochLine(raw []byte) (EpochLine, error) {
+	var j epochJSON
+	if err := json.Unmarshal(raw, &j); err != nil {
+		return EpochLine{}, err
+	}
+	var l EpochLine
+	var err error
+	if l.Epoch, err = parseHex("epoch", j.Epoch); err != nil {
+		return l, err
+	}
+	if l.Epoch == 0 {
+		return l, errors.New("epoch 0")
+	}
+	if l.FileKey, err = parseHex("fileKey", j.FileKey); err != nil {
+		return l, err
+	}
+	if l.FP, err = parseHex("fingerprint", j.FP); err != nil {
+		return l, err
+	}
+	if j.FPLen > MaxFingerprint {
+		return l, fmt.Errorf("fingerprintLength %d > %d", j.FPLen, MaxFingerprint)
+	}
+	if l.Time, err = time.Parse(time.RFC3339Nano, j.Time); err != nil {
+		return l, fmt.Errorf("time: %w", err)
+	}
+	l.FPLen, l.Path, l.Reason = j.FPLen, j.Path, j.Reason
+	return l, nil
+}
+
+func parseHex(field, s string) (uint64, error) {
+	if len(s) != 16 {
+		return 0, fmt.Errorf("%s %q: want 16 hex digits", field, s)
+	}
+	v, err := strconv.ParseUint(s, 16, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%s %q: %w", field, s, err)
+	}
+	return v, nil
+}
+
+// logEpoch appends the current record's identity to the epochs file, if
+// one is configured; a failure is an ERROR, never an error of the pointer.
+// Called with p.mu held, before the record is written to the slots.
+func (p *Pointer) logEpoch(r Record, reason string) {
+	if p.epochs == "" {
+		return
+	}
+	path := p.input
+	if r.FileKey == 0 && r.FPLen == 0 {
+		path = ""
+	}
+	err := AppendEpoch(p.epochs, EpochLine{
+		Epoch: r.Epoch, FileKey: r.FileKey, FPLen: r.FPLen, FP: r.FP,
+		Path: path, Time: time.Now(), Reason: reason,
+	})
+	if err != nil {
+		p.log.Error("epochs file append failed; a sink left at this epoch cannot be mapped back to its file",
+			"epochs", p.epochs, "epoch", hex(r.Epoch), "error", err)
+	}
+}

@@ -1,0 +1,113 @@
+package pointer
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// DESIGN §4: the pointer's creation and each Reset append a line to the
+// epochs file (epoch, file key, fingerprint, path, time), fsynced, 0600,
+// before the pointer holds the epoch; an adoption names the first file of
+// an epoch created without one. ReadEpochs reads them back in order.
+func TestEpochsFileRecordsEveryEpoch(t *testing.T) {
+	dir := t.TempDir()
+	epochs := filepath.Join(dir, "app.epochs")
+	input := filepath.Join(dir, "app.log")
+	if err := os.WriteFile(input, []byte("first line\nsecond line\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	in, err := os.Open(input)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	before := time.Now()
+	p := mustOpen(t, filepath.Join(dir, "app.ptr"), Options{EpochsPath: epochs, Input: input})
+	e0 := p.Record().Epoch
+	if v, err := p.Check(in, 0x1111, 23); err != nil || v != Adopted {
+		t.Fatalf("Check = %v, %v; want adopted", v, err)
+	}
+	if err := p.Commit(23); err != nil {
+		t.Fatal(err)
+	}
+	e1 := NewEpoch()
+	if err := p.Reset(e1, in, 0x2222); err != nil {
+		t.Fatal(err)
+	}
+	e2 := NewEpoch()
+	if err := p.Reset(e2, nil, 0); err != nil {
+		t.Fatal(err)
+	}
+
+	st, err := os.Stat(epochs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Mode().Perm() != 0o600 {
+		t.Fatalf("epochs file mode %v, want 0600", st.Mode().Perm())
+	}
+	got, err := ReadEpochs(epochs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fp := Fingerprint([]byte("first line\nsecond line\n"))
+	want := []EpochLine{
+		{Epoch: e0, Reason: "created", FP: Fingerprint(nil)},
+		{Epoch: e0, FileKey: 0x1111, FPLen: 23, FP: fp, Path: input, Reason: "adopted"},
+		{Epoch: e1, FileKey: 0x2222, FPLen: 23, FP: fp, Path: input, Reason: "reset"},
+		{Epoch: e2, Reason: "forgotten", FP: Fingerprint(nil)},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("got %d lines, want %d: %+v", len(got), len(want), got)
+	}
+	for i, w := range want {
+		g := got[i]
+		if g.Time.Before(before.Add(-time.Second)) || g.Time.After(time.Now()) {
+			t.Errorf("line %d: time %v out of range", i, g.Time)
+		}
+		g.Time = time.Time{}
+		if g != w {
+			t.Errorf("line %d: %+v, want %+v", i, g, w)
+		}
+	}
+	raw := readFile(t, epochs)
+	if !strings.Contains(string(raw), `"epoch":"`+hex(e1)+`"`) ||
+		!strings.Contains(string(raw), `"fileKey":"0000000000002222"`) {
+		t.Fatalf("epochs file does not carry 16-hex epochs and keys:\n%s", raw)
+	}
+
+	// A torn last line (a crash mid-append) is ignored; a damaged line in
+	// the middle is skipped and named.
+	if err := os.WriteFile(epochs, append(append(raw, "not json\n"...), raw[:20]...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := AppendEpoch(epochs+".2", EpochLine{Epoch: 1, Time: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	got, err = ReadEpochs(epochs)
+	if len(got) != 4 || err == nil || !strings.Contains(err.Error(), epochs+":5:") {
+		t.Fatalf("damaged file: %d lines, error %v; want 4 lines and an error naming line 5", len(got), err)
+	}
+	if got, err := ReadEpochs(filepath.Join(dir, "missing.epochs")); got != nil || err != nil {
+		t.Fatalf("missing file: %v, %v", got, err)
+	}
+}
+
+// A pointer file with no valid slot starts fresh: that epoch is recorded
+// too, before the pointer holds it.
+func TestEpochsFileRecordsFreshStart(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "app.ptr")
+	if err := os.WriteFile(path, []byte("garbage"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	epochs := filepath.Join(dir, "app.epochs")
+	p := mustOpen(t, path, Options{EpochsPath: epochs, Input: "/in"})
+	got, err := ReadEpochs(epochs)
+	if err != nil || len(got) != 1 || got[0].Epoch != p.Record().Epoch || got[0].Reason != "fresh" {
+		t.Fatalf("epochs %+v, %v; want one fresh line for %016x", got, err, p.Record().Epoch)
+	}
+}
