@@ -57,7 +57,11 @@ func (s *Source) lose(tails, bytes, epoch uint64, detail string) {
 func (s *Source) CommitFailures() uint64 { return s.commitFailures.Load() }
 
 // CommitOK reports whether the last commit attempt succeeded and is synced.
-func (s *Source) CommitOK() bool { return s.commitOK.Load() && !s.dirty.Load() }
+// While the pointer still names a deleted file that is to be forgotten
+// (DESIGN §4), it is not: a kill -9 then would count the file's tail lost.
+func (s *Source) CommitOK() bool {
+	return s.commitOK.Load() && !s.dirty.Load() && !s.forgetDue.Load()
+}
 
 // SyncedSeq is the acknowledged sequence the last synced commit covers.
 func (s *Source) SyncedSeq() uint64 { return s.syncedSeq.Load() }

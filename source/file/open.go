@@ -90,7 +90,14 @@ func (s *Source) startFile(f *os.File, dev, ino uint64) error {
 
 // checkPointer validates the pointer against the file at the path (DESIGN
 // §3) and positions r at the committed offset.
+//
+// The pointer's own file truncated or rewritten while stopped (its copy, if
+// any, was looked for before: resumeRotated) with the pointer past 0 counts
+// one lost tail, even after a clean stop: lines written after the stop may
+// have been in the part that was cut (DESIGN §4 "Nothing green over a
+// loss"). How many bytes is not known: lostBytes stays.
 func (s *Source) checkPointer(r *reader, size int64) error {
+	before := s.ptr.Record()
 	v, err := s.ptr.Check(r.f, r.key, size)
 	if err != nil {
 		return err
@@ -100,6 +107,16 @@ func (s *Source) checkPointer(r *reader, size int64) error {
 	r.seek(rec.Offset)
 	switch v {
 	case pointer.Replaced, pointer.Truncated:
+		if before.Offset > 0 && (v == pointer.Truncated || r.key == before.FileKey) && !s.lostTail {
+			d := fmt.Sprintf("input %s was truncated or rewritten while stopped (%s, size %d, pointer offset %d) and no copy was found: "+
+				"lines written after the last commit may be lost; reading it from its start under a new epoch",
+				s.cfg.Path, v, size, before.Offset)
+			s.lose(1, 0, before.Epoch, d)
+			s.log.Warn(d, "path", s.cfg.Path, "epoch", fmt.Sprintf("%016x", before.Epoch))
+			s.setDetail(d)
+			s.lostTail = true
+			break
+		}
 		s.setDetail(fmt.Sprintf("input %s at start: %s; reading it from its start under a new epoch", v, s.cfg.Path))
 	case pointer.KeptNewKey:
 		s.log.Warn("input has a new file key but the same content; keeping the pointer", "path", s.cfg.Path)
@@ -252,6 +269,8 @@ func (s *Source) openAtPath() bool {
 	r.epoch = pointer.NewEpoch()
 	s.log.Info("input file appeared; reading it from its start under a new epoch", "path", s.cfg.Path)
 	s.cur, s.barrier, s.missing = r, true, false
+	s.forget = nil // the barrier's Reset moves the pointer off the deleted file
+	s.forgetDue.Store(false)
 	s.setFile(r)
 	return true
 }

@@ -40,6 +40,7 @@ type rigOpts struct {
 	hold       map[string]chan struct{}            // a line listed waits until its channel is closed
 	archive    string                              // the subscriber also appends every line to this file (as the file sink)
 	wrap       func(file.Publisher) file.Publisher // wraps the publisher the source sees
+	onLoss     func(file.Loss)                     // file.Config.OnLoss
 }
 
 type rig struct {
@@ -83,7 +84,8 @@ func (r *rig) start() *rig {
 	r.logs = &syncBuf{}
 	log := hclog.New(&hclog.LoggerOptions{Output: r.logs, Level: hclog.Debug})
 	if r.opts.strategy == file.Committed {
-		p, err := pointer.Open(filepath.Join(r.dir, "app.ptr"), pointer.Options{Logger: log, Map: r.opts.ptrMap})
+		p, err := pointer.Open(filepath.Join(r.dir, "app.ptr"), pointer.Options{Logger: log, Map: r.opts.ptrMap,
+			EpochsPath: filepath.Join(r.dir, "app.epochs"), Input: r.path})
 		if err != nil {
 			r.t.Fatal(err)
 		}
@@ -114,7 +116,7 @@ func (r *rig) start() *rig {
 		BatchLines: r.opts.batchLines, BatchBytes: 1 << 20,
 		Poll: r.opts.poll, RotateWait: r.opts.rotateWait, CommitSync: 5 * time.Millisecond,
 		Pointer: r.ptr, Logger: log, NoNotify: r.opts.noNotify, OpenHook: r.opts.openHook,
-		Outputs: r.opts.outputs,
+		Outputs: r.opts.outputs, OnLoss: r.opts.onLoss,
 	}, pub)
 	gctx, gstop := context.WithCancel(context.Background())
 	r.gstop = gstop

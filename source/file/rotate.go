@@ -56,6 +56,7 @@ func (s *Source) atEnd() bool {
 			return true // left for good: a last line ended by a lone '\r' is taken, positioned
 		}
 		s.log.Warn("input path is gone and the open file is read to its end; closing it", "path", s.cfg.Path)
+		s.noteDeleted(r)
 		s.retire(r)
 		s.clearFile()
 		return true
@@ -351,7 +352,6 @@ func sameContent(old, nx *reader, size int64) bool {
 // ends it, the line is left to nx if nx holds it byte for byte at the same
 // offset, else old delivers it whole (reader.leaveToTwin).
 func (s *Source) retireKept(old, nx *reader) {
-	old.epoch = pointer.NewEpoch()
 	if old.end > old.start {
 		old.twin = nx.f
 	}
@@ -360,8 +360,12 @@ func (s *Source) retireKept(old, nx *reader) {
 
 // retire keeps a switched-away file watched for rotateWait (longer while it
 // grows): lines appended to it are delivered without a position
-// (downgraded).
+// (downgraded), under an epoch of their own (fresh, never in a pointer) and
+// with their real byte position in the file, so that (feed, epoch,
+// position) names one line for every sink (DESIGN §4 "Epoch barrier").
+// Lines of r already published keep the epoch they were published under.
 func (s *Source) retire(r *reader) {
+	r.epoch = pointer.NewEpoch()
 	r.positioned = false
 	r.closeAt = time.Now().Add(s.cfg.RotateWait)
 	s.old = append(s.old, r)

@@ -79,6 +79,7 @@ type Source struct {
 	kick         bool      // an fsnotify event arrived: check at once
 	checked      bool      // check ran in this duty cycle
 	lostTail     bool      // the detail says a rotated file's tail is lost: keep it
+	forget       *forget   // a deleted file left cur: empty the pointer once it is all committed
 
 	watchDirs   []watchDir
 	watchWarned bool
@@ -101,6 +102,7 @@ type Source struct {
 	syncedSeq      atomic.Uint64 // acknowledged sequence the last synced commit covers
 	commitOK       atomic.Bool   // the last commit attempt succeeded and is synced
 	dirty          atomic.Bool   // a stored record waits for its msync
+	forgetDue      atomic.Bool   // s.forget is set: the pointer still names a deleted file
 	linesRead      atomic.Uint64
 	bytesRead      atomic.Uint64
 	readPos        atomic.Int64 // offset read up to in the current file
@@ -170,6 +172,7 @@ func (s *Source) Run(ctx context.Context) error {
 		}
 		if s.cur == nil {
 			s.setState(WaitingForFile)
+			s.forgetDeleted()
 			if !s.openAtPath() {
 				s.wait(ctx)
 			}
@@ -252,6 +255,7 @@ func (s *Source) Close() error {
 	s.commitStep(true)
 	var err error
 	if s.ptr != nil {
+		s.forgetAtClose()
 		if !s.commitOK.Load() {
 			err = errors.New("final pointer commit failed")
 		}

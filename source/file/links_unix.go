@@ -1,0 +1,19 @@
+//go:build unix
+
+package file
+
+import (
+	"os"
+	"syscall"
+)
+
+// deleted reports whether the open file f has no name left (st_nlink 0):
+// it was deleted, not renamed. An fstat error says no.
+func deleted(f *os.File) bool {
+	st, err := f.Stat()
+	if err != nil {
+		return false
+	}
+	sys, ok := st.Sys().(*syscall.Stat_t)
+	return ok && sys.Nlink == 0
+}
