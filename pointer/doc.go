@@ -84,4 +84,14 @@
 // appending or new file times keep the pointer; other first bytes or a new
 // file key without matching bytes mean replaced; shorter than the offset
 // means truncated; the same first bytes under a new key are the same file.
+//
+// # Epochs file
+//
+// With Options.EpochsPath set (the daemon: dataDir/feeds/<feed>.epochs),
+// the pointer's creation (or fresh start), each Reset (Check's replaced and
+// truncated, the source's epoch switch, and the empty record that forgets a
+// deleted file) and the adoption of a first input file append one JSON line
+// (epoch, file key, fingerprint, path, time, reason), fsynced, mode 0600,
+// before the pointer file holds the epoch. ReadEpochs reads it back. The
+// format is described in epochs.go.
 package pointer

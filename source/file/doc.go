@@ -24,7 +24,9 @@
 //	      descriptor pins them) and queued in the order they were seen
 //	old   switched-away files, watched for rotateWaitMillis (longer while they
 //	      grow); their new lines are delivered without a position
-//	      (downgraded)
+//	      (downgraded), under an epoch of their own (fresh at the switch,
+//	      never in a pointer) and with their real byte position in that
+//	      file, so (feed, epoch, position) names one line for every sink
 //
 // # The duty cycle
 //
@@ -161,7 +163,12 @@
 //	   it may go on appending); rotateWait after the path was seen missing
 //	   and after the file last grew, it is closed (then watched like a
 //	   switched-away file) and the state is WAITING_FOR_FILE. A file created at the path
-//	   later is read from 0 under a new epoch, without a restart.
+//	   later is read from 0 under a new epoch, without a restart. A deleted
+//	   file (st_nlink 0) closed so, or open at the stop, with every line
+//	   acknowledged and no partial line at its end is forgotten: the
+//	   pointer is Reset to an empty record under a new epoch (forget.go),
+//	   so a restart that cannot find it counts nothing. Until then the
+//	   feed is not settled.
 //	F  copytruncate (cp A A.1; truncate A). B, except that A.1 is found as
 //	   the copy: what was not read of A is read from A.1 (same epoch, same
 //	   positions), then A from its start. Only the lines written between
@@ -174,7 +181,11 @@
 //	   key with a matching fingerprint; found, it is read from the offset to
 //	   its end under the pointer's epoch, then the file at the path. Not
 //	   found: WARN, detail "rotated file gone; its unread tail is lost" until
-//	   the next restart, lostTails + 1 (lossless false).
+//	   the next restart, lostTails + 1 (lossless false). The pointer's own
+//	   file found truncated or rewritten in place, with no copy and the
+//	   pointer past 0, also counts lostTails + 1 (even after a clean stop:
+//	   what was written after it may have been cut), then it is read from 0
+//	   under a new epoch.
 //	H  The open race. Every open stats the path, opens it, fstats the
 //	   descriptor and stats the path again; unless all three agree the file
 //	   is closed and the open retried, so a descriptor is never labelled
@@ -230,8 +241,9 @@
 //     is now A.2) is not, and not counted.
 //   - A deleted file whose inode number is reused by the file created at the
 //     path while the daemon was stopped looks like the same file truncated
-//     or rewritten: it is read from 0 under a new epoch, but the old file's
-//     unread tail is not counted in lostTails.
+//     or rewritten: it is read from 0 under a new epoch and counted as a
+//     truncation at restart (lostTails + 1), whether or not the old file had
+//     an unread tail.
 //   - Lines appended to a rotated file after the switch have no position:
 //     the pointer has moved to the new file, so they are read only while
 //     this run watches the old file. A stop or a kill -9 before they were
