@@ -111,3 +111,36 @@ func TestEpochsFileRecordsFreshStart(t *testing.T) {
 		t.Fatalf("epochs %+v, %v; want one fresh line for %016x", got, err, p.Record().Epoch)
 	}
 }
+
+// Check's resets (replaced, truncated) are recorded with their reason and
+// the new file's identity.
+func TestEpochsFileRecordsCheckResets(t *testing.T) {
+	dir := t.TempDir()
+	epochs := filepath.Join(dir, "app.epochs")
+	input := filepath.Join(dir, "app.log")
+	if err := os.WriteFile(input, []byte("abc\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	in, err := os.Open(input)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	p := mustOpen(t, filepath.Join(dir, "app.ptr"), Options{EpochsPath: epochs, Input: input})
+	if _, err := p.Check(in, 7, 4); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Commit(4); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := p.Check(in, 7, 2); err != nil || v != Truncated {
+		t.Fatalf("Check = %v, %v; want truncated", v, err)
+	}
+	got, err := ReadEpochs(epochs)
+	if err != nil || len(got) != 3 {
+		t.Fatalf("epochs %+v, %v; want created, adopted, truncated", got, err)
+	}
+	if l := got[2]; l.Reason != "truncated" || l.Epoch != p.Record().Epoch || l.FileKey != 7 || l.Path != input {
+		t.Fatalf("truncation line %+v", l)
+	}
+}

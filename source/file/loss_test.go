@@ -1,7 +1,6 @@
 package file_test
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -96,6 +95,34 @@ func TestDeletedFullyReadFileStoppedBeforeClose(t *testing.T) {
 	r2.waitSettled()
 	if n := r2.src.LostTails(); n != 0 {
 		t.Fatalf("lostTails %d after a restart, want 0 (detail %q)", n, r2.src.Detail())
+	}
+}
+
+// A file renamed away (not deleted) with no new file at the path keeps the
+// pointer when it is closed: a restart finds it by its key and reads the
+// lines appended to it meanwhile, positioned.
+func TestRenamedAwayFileIsNotForgotten(t *testing.T) {
+	r := newRig(t, "", rigOpts{strategy: file.Committed})
+	appendTo(t, r.path, numbered("a", 0, 30)...)
+	r.start()
+	r.waitLines(30)
+	r.waitSettled()
+	e1, key := r.ptr.Record().Epoch, r.ptr.Record().FileKey
+	moved := r.path + ".old"
+	if err := os.Rename(r.path, moved); err != nil {
+		t.Fatal(err)
+	}
+	r.waitFor("WAITING_FOR_FILE", 10*time.Second, func() bool { return r.src.State() == file.WaitingForFile })
+	r.waitSettled()
+	r.stop()
+	if rec := r.ptr.Record(); rec.Epoch != e1 || rec.FileKey != key || rec.Offset != 240 {
+		t.Fatalf("pointer %+v after a rename away, want the file kept at 240", rec)
+	}
+	appendTo(t, moved, numbered("a", 30, 2)...)
+	r2 := newRig(t, r.dir, rigOpts{strategy: file.Committed}).start()
+	gs := r2.waitLines(2)
+	if gs[0].Line != "a-00030" || !gs[0].Positioned || gs[0].Epoch != e1 || r2.src.LostTails() != 0 {
+		t.Fatalf("after the restart: %+v, lostTails %d", gs[0], r2.src.LostTails())
 	}
 }
 
@@ -248,5 +275,4 @@ func TestDowngradedLinesHaveAnEpochOfTheirOwn(t *testing.T) {
 			t.Fatalf("epochs line %+v does not name %s", l, r.path)
 		}
 	}
-	_ = fmt.Sprint
 }
