@@ -204,7 +204,7 @@ func OpenWebhook(cfg WebhookConfig) (*Webhook, error) {
 func (w *Webhook) ProcessBatch(ctx context.Context, b *feed.Batch) (int, error) {
 	n := len(b.Lines)
 	if !b.Positioned {
-		// No position (downgraded lines, replayed dead letters): nothing to
+		// No position (downgraded lines; replays go through ReplayRequest): nothing to
 		// record, nothing to skip.
 		for i := 0; i < n; {
 			c, j := w.cut(b, i)
