@@ -197,7 +197,7 @@ func TestDLQReplayWebhookRequestWhole(t *testing.T) {
 // Into a pull subscriber, from one shell: the replay answers 202 with the
 // count at once (no client is pulling); the entries stay in the ledger
 // (deadLettered unchanged) until acknowledged; an ACK removes its entry, a
-// NACK hands it out again, and a restart before the ACK keeps it.
+// NACK hands it out again, and a kill -9 before the ACK keeps it.
 func TestDLQReplayPullAnswersAtOnce(t *testing.T) {
 	e := newEnv(t, fmt.Sprintf(pullConfigTmpl,
 		"    ackTimeoutMillis: 60000\n    onFailure: deadLetter\n    retry: {initialMillis: 10, maxMillis: 20, attempts: 2}\n"))
@@ -248,8 +248,8 @@ func TestDLQReplayPullAnswersAtOnce(t *testing.T) {
 	d.ack([]event{again})
 	checkLedger(t, d, ledger, "Q3")
 
-	// Q3 is out, unacknowledged: a restart keeps it in the ledger.
-	d.stop()
+	// Q3 is out, unacknowledged: a restart (kill -9) keeps it in the ledger.
+	d.kill()
 	d = e.start()
 	checkLedger(t, d, ledger, "Q3")
 	if more := d.pull(10, 300*time.Millisecond); len(more) != 0 {

@@ -26,7 +26,14 @@ import (
 //
 //	{"feed":"app","path":"/var/log/app.log","epoch":"00c3a1d2e4f50617","position":1234,
 //	 "positioned":true,"attempts":6,"error":"write out.log: no space left on device",
-//	 "time":"2026-01-02T15:04:05.123456789Z","line":"text","lineBase64":"dGV4dA=="}
+//	 "time":"2026-01-02T15:04:05.123456789Z","line":"text","lineBase64":"dGV4dA==",
+//	 "request":"app:00c3a1d2e4f50617:1200-1234","requestLines":3}
+//
+// `request` and `requestLines` (webhook only, omitted otherwise) name the
+// request the line was in: its Idempotency-Key and its number of lines. A
+// replay sends the entries of one request as that request, under that key
+// (dlq_replay.go). Entries written before these fields existed are read as
+// before and replayed line by line.
 //
 // `line` is the line as text (one U+FFFD per invalid UTF-8 byte, as every
 // JSON output); `lineBase64` holds the raw bytes exactly and is what a
