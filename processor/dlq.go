@@ -340,14 +340,24 @@ func (l *Ledger) head(max int) []replayItem {
 func (l *Ledger) units(max int, whole bool) [][]replayItem {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	type reqKey struct{ feed, request string }
+	var reqs map[reqKey][]int // entries of each request, in ledger order
+	if whole {
+		reqs = map[reqKey][]int{}
+		for i, e := range l.entries {
+			if e.e != nil && e.e.Request != "" {
+				k := reqKey{e.e.Feed, e.e.Request}
+				reqs[k] = append(reqs[k], i)
+			}
+		}
+	}
 	var out [][]replayItem
-	taken := map[uint64]bool{}
 	n := 0
-	for i, e := range l.entries {
+	for _, e := range l.entries {
 		if n >= max {
 			break
 		}
-		if e.e == nil || taken[e.id] {
+		if e.e == nil {
 			continue
 		}
 		if !whole || e.e.Request == "" {
@@ -355,12 +365,15 @@ func (l *Ledger) units(max int, whole bool) [][]replayItem {
 			n++
 			continue
 		}
-		var u []replayItem
-		for _, f := range l.entries[i:] {
-			if f.e != nil && f.e.Request == e.e.Request && f.e.Feed == e.e.Feed {
-				taken[f.id] = true
-				u = append(u, l.item(f))
-			}
+		k := reqKey{e.e.Feed, e.e.Request}
+		idx, ok := reqs[k]
+		if !ok {
+			continue // taken with its request's first entry
+		}
+		delete(reqs, k)
+		u := make([]replayItem, len(idx))
+		for j, i := range idx {
+			u[j] = l.item(l.entries[i])
 		}
 		out = append(out, u)
 		n += len(u)

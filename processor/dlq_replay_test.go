@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"tailfeed/feed"
 )
 
 // Dead-letter replay (DESIGN §12 "Dead-letter replay"): counted in lines,
@@ -259,5 +261,52 @@ func TestPullReplayOutOfAttemptsStaysOnce(t *testing.T) {
 	r.ack(r.pull(1, false)[0])
 	if r.ledger.Len() != 0 {
 		t.Fatalf("ledger %d entries after the ACK", r.ledger.Len())
+	}
+}
+
+// TestLedgerUnitsWholeRequests: with whole requests, the entries of one
+// request form one unit wherever they stand, max is rounded up to whole
+// units; without, every entry is a unit.
+func TestLedgerUnitsWholeRequests(t *testing.T) {
+	l, err := OpenLedger(t.TempDir()+"/x.jsonl", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	add := func(line string, pos int64, req string, n int) {
+		var d feed.Delivery
+		d.Reset(&feed.Batch{Feed: "app", Epoch: 1, Positioned: true, Lines: [][]byte{[]byte(line)}, Ends: []int64{pos}}, 0)
+		if err := l.DeadLetterRequest(&d, 1, errors.New("x"), req, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	add("a1", 3, "app:0000000000000001:3-9", 2)
+	add("b", 5, "", 0)
+	add("a2", 9, "app:0000000000000001:3-9", 2)
+	add("c", 12, "app:0000000000000001:12-12", 1)
+	show := func(us [][]replayItem) string {
+		var out []string
+		for _, u := range us {
+			var ls []string
+			for _, it := range u {
+				ls = append(ls, string(it.line))
+			}
+			out = append(out, strings.Join(ls, "+"))
+		}
+		return fmt.Sprint(out)
+	}
+	for _, c := range []struct {
+		max   int
+		whole bool
+		want  string
+	}{
+		{1, true, "[a1+a2]"},
+		{2, true, "[a1+a2]"},
+		{3, true, "[a1+a2 b]"},
+		{10, true, "[a1+a2 b c]"},
+		{3, false, "[a1 b a2]"},
+	} {
+		if got := show(l.units(c.max, c.whole)); got != c.want {
+			t.Errorf("units(%d, %v) = %s, want %s", c.max, c.whole, got, c.want)
+		}
 	}
 }
