@@ -227,6 +227,7 @@ func TestDLQReplayPullAnswersAtOnce(t *testing.T) {
 	if took > 5*time.Second {
 		t.Fatalf("the replay took %v with no client pulling", took)
 	}
+	t.Logf("replay into the pull subscriber answered %d in %v", code, took)
 	checkLedger(t, d, ledger, "Q1", "Q2", "Q3")
 	evs := d.pullN(3, 10*time.Second)
 	for i, ev := range evs {
