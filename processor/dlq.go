@@ -26,7 +26,14 @@ import (
 //
 //	{"feed":"app","path":"/var/log/app.log","epoch":"00c3a1d2e4f50617","position":1234,
 //	 "positioned":true,"attempts":6,"error":"write out.log: no space left on device",
-//	 "time":"2026-01-02T15:04:05.123456789Z","line":"text","lineBase64":"dGV4dA=="}
+//	 "time":"2026-01-02T15:04:05.123456789Z","line":"text","lineBase64":"dGV4dA==",
+//	 "request":"app:00c3a1d2e4f50617:1200-1234","requestLines":3}
+//
+// `request` and `requestLines` (webhook only, omitted otherwise) name the
+// request the line was in: its Idempotency-Key and its number of lines. A
+// replay sends the entries of one request as that request, under that key
+// (dlq_replay.go). Entries written before these fields existed are read as
+// before and replayed line by line.
 //
 // `line` is the line as text (one U+FFFD per invalid UTF-8 byte, as every
 // JSON output); `lineBase64` holds the raw bytes exactly and is what a
@@ -62,6 +69,13 @@ type DeadLetterEntry struct {
 	Time       string `json:"time"` // RFC 3339, UTC, nanoseconds
 	Line       string `json:"line"`
 	LineBase64 string `json:"lineBase64"`
+	// A webhook request dead-lettered whole (one entry per line) names
+	// itself in each of its entries: its Idempotency-Key and its number of
+	// lines. A replay sends those entries again as that one request, under
+	// that key. Entries written before these fields existed (and those of
+	// every other processor) have neither and are replayed line by line.
+	Request      string `json:"request,omitempty"`
+	RequestLines int    `json:"requestLines,omitempty"`
 }
 
 // ledgerEntry is an entry in memory: its bytes on disk (without '\n') and,
@@ -210,6 +224,13 @@ func (l *Ledger) Path() string { return l.path }
 // DeadLetter appends d's line with its attempts and last error and fsyncs
 // the ledger. A positioned line already in the ledger is not appended again.
 func (l *Ledger) DeadLetter(d *feed.Delivery, attempts int, lastErr error) error {
+	return l.DeadLetterRequest(d, attempts, lastErr, "", 0)
+}
+
+// DeadLetterRequest is DeadLetter for a line of a webhook request: the entry
+// also records the request's Idempotency-Key and number of lines, so that a
+// replay can send the request whole, under its key.
+func (l *Ledger) DeadLetterRequest(d *feed.Delivery, attempts int, lastErr error, request string, requestLines int) error {
 	msg := ""
 	if lastErr != nil {
 		msg = lastErr.Error()
@@ -219,6 +240,7 @@ func (l *Ledger) DeadLetter(d *feed.Delivery, attempts int, lastErr error) error
 		Positioned: d.Positioned(), Attempts: attempts, Error: msg,
 		Time: time.Now().UTC().Format(time.RFC3339Nano),
 		Line: string(d.Line), LineBase64: base64.StdEncoding.EncodeToString(d.Line),
+		Request: request, RequestLines: requestLines,
 	}
 	raw, err := json.Marshal(e)
 	if err != nil {
@@ -303,19 +325,77 @@ type replayItem struct {
 
 // head returns up to max decodable entries from the front, oldest first.
 func (l *Ledger) head(max int) []replayItem {
+	var out []replayItem
+	for _, u := range l.units(max, false) {
+		out = append(out, u...)
+	}
+	return out
+}
+
+// units returns the decodable entries from the front, oldest first, in
+// replay units, until they hold max lines. With whole, the entries of one
+// webhook request (same feed and request key) form one unit, wherever they
+// stand in the ledger, and max is rounded up to whole units; otherwise, and
+// for entries that name no request, a unit is one entry.
+func (l *Ledger) units(max int, whole bool) [][]replayItem {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	var out []replayItem
+	type reqKey struct{ feed, request string }
+	var reqs map[reqKey][]int // entries of each request, in ledger order
+	if whole {
+		reqs = map[reqKey][]int{}
+		for i, e := range l.entries {
+			if e.e != nil && e.e.Request != "" {
+				k := reqKey{e.e.Feed, e.e.Request}
+				reqs[k] = append(reqs[k], i)
+			}
+		}
+	}
+	var out [][]replayItem
+	n := 0
 	for _, e := range l.entries {
-		if len(out) >= max {
+		if n >= max {
 			break
 		}
 		if e.e == nil {
 			continue
 		}
-		out = append(out, replayItem{id: e.id, entry: *e.e, line: e.line, epoch: e.key.epoch})
+		if !whole || e.e.Request == "" {
+			out = append(out, []replayItem{l.item(e)})
+			n++
+			continue
+		}
+		k := reqKey{e.e.Feed, e.e.Request}
+		idx, ok := reqs[k]
+		if !ok {
+			continue // taken with its request's first entry
+		}
+		delete(reqs, k)
+		u := make([]replayItem, len(idx))
+		for j, i := range idx {
+			u[j] = l.item(l.entries[i])
+		}
+		out = append(out, u)
+		n += len(u)
 	}
 	return out
+}
+
+func (l *Ledger) item(e ledgerEntry) replayItem {
+	return replayItem{id: e.id, entry: *e.e, line: e.line, epoch: e.key.epoch}
+}
+
+// requestLines is the number of lines the request named key had, as its
+// entries already in the ledger record it (0: none records it).
+func (l *Ledger) requestLines(feedName, key string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, e := range l.entries {
+		if e.e != nil && e.e.Feed == feedName && e.e.Request == key && e.e.RequestLines > 0 {
+			return e.e.RequestLines
+		}
+	}
+	return 0
 }
 
 // remove drops the entries with the given ids (those still present) and

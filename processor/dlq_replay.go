@@ -8,16 +8,27 @@ import (
 	"tailfeed/feed"
 )
 
-// Replaying dead letters (DESIGN §6): POST /admin/dlq/{processor}/replay
+// Replaying dead letters (DESIGN §6, §12): POST /admin/dlq/{processor}/replay
 // hands the oldest entries back to the group's processor. The replay runs on
 // the group goroutine between two batches, so the processor never sees two
 // callers. A replayed line keeps its original feed, epoch and position but
 // has no window position: OnComplete and AlreadyApplied return false for it
 // (an exactlyOnce sink writes it), its Sequence is 0, and it does not move
-// the queue's counters. Each entry gets one try; the first failure ends the
-// replay. A processor with deferred work (an fsync interval, a state file)
-// is flushed before the replayed entries leave the ledger, so an entry
-// leaves only once its line was processed (and made durable).
+// the queue's counters nor a sink's stored position. Each entry gets one
+// try; the first failure ends the replay, and what it did not process stays
+// in the ledger, once. A processor with deferred work (an fsync interval, a
+// state file) is flushed before the replayed entries leave the ledger, so an
+// entry leaves only once its line was processed (and made durable).
+//
+// Counting is in lines (entries). A webhook replays the entries of one
+// dead-lettered request as that request, one POST under its original
+// Idempotency-Key (the entries name it: DeadLetterEntry.Request); max is
+// rounded up to whole requests. Entries that name no request (older
+// ledgers) go one line per request, as before.
+//
+// A pull subscriber does not run the replay: its clients take the entries
+// when they poll. Replay queues them and returns at once (Queued); each
+// leaves the ledger when a client acknowledges it (see Pull).
 
 // ErrNoLedger is returned by Replay for a group without a dead-letter ledger.
 var ErrNoLedger = errors.New("processor: subscriber has no dead-letter ledger")
@@ -29,6 +40,16 @@ var ErrReplayIncomplete = errors.New("processor: replay incomplete")
 type ReplayResult struct {
 	Replayed  int `json:"replayed"`  // entries processed and removed from the ledger
 	Remaining int `json:"remaining"` // entries left in the ledger
+	// A replay into a pull subscriber only queues the entries: Queued is
+	// how many (Queuing true); each leaves the ledger when acknowledged.
+	Queued  int  `json:"queued"`
+	Queuing bool `json:"-"`
+}
+
+// replayQueuer is a sink whose clients take replayed entries when they
+// come (pull): the replay queues them and returns at once.
+type replayQueuer interface {
+	QueueReplay(max int) (int, error)
 }
 
 type replayReq struct {
@@ -71,6 +92,10 @@ func (g *Group) Replay(ctx context.Context, max int) (ReplayResult, error) {
 	if g.Ledger() == nil {
 		return ReplayResult{}, ErrNoLedger
 	}
+	if rq, ok := g.Sink().(replayQueuer); ok {
+		n, err := rq.QueueReplay(max)
+		return ReplayResult{Queued: n, Queuing: true, Remaining: g.Ledgered()}, err
+	}
 	req := &replayReq{max: max, reply: make(chan replayReply, 1)}
 	done := g.Done()
 	select {
@@ -97,21 +122,42 @@ func (g *Group) pollReplay(ctx context.Context) {
 	}
 }
 
+// requestReplayer is a sink that replays a dead-lettered request whole
+// (webhook): b holds the request's entries, key its original
+// Idempotency-Key ("" for an entry that names no request).
+type requestReplayer interface {
+	ReplayRequest(ctx context.Context, b *feed.Batch, key string) error
+}
+
 // replay runs on the group goroutine.
 func (g *Group) replay(ctx context.Context, req *replayReq) {
 	l := g.Ledger()
-	items := l.head(req.max)
+	rr, _ := g.Sink().(requestReplayer)
+	units := l.units(req.max, rr != nil)
 	g.cpMark = g.published // replays hold no queue position
 	done := map[uint64]bool{}
 	var err error
-	for _, it := range items {
-		if err = g.replayOne(ctx, it); err != nil {
-			g.log.Warn("dead-letter replay failed", "position", it.entry.Position, "error", err)
-			break
+units:
+	for _, u := range units {
+		if rr != nil {
+			if err = g.replayRequest(ctx, rr, u); err != nil {
+				g.log.Warn("dead-letter replay failed", "request", u[0].entry.Request, "position", u[0].entry.Position, "error", err)
+				break
+			}
+			for _, it := range u {
+				done[it.id] = true
+			}
+			continue
 		}
-		done[it.id] = true
+		for _, it := range u {
+			if err = g.replayOne(ctx, it); err != nil {
+				g.log.Warn("dead-letter replay failed", "position", it.entry.Position, "error", err)
+				break units
+			}
+			done[it.id] = true
+		}
 	}
-	if len(done) > 0 {
+	if len(done) > 0 && rr == nil { // a request replayer's lines were acknowledged
 		if ferr := g.flushReplayed(ctx); ferr != nil {
 			err = ferr
 			done = nil
@@ -130,6 +176,18 @@ func (g *Group) replay(ctx context.Context, req *replayReq) {
 		err = fmt.Errorf("%w: %w", ErrReplayIncomplete, err)
 	}
 	req.reply <- replayReply{res: res, err: err}
+}
+
+// replayRequest sends one unit through a request replayer: the entries of
+// one webhook request (or one entry that names none), in ledger order.
+func (g *Group) replayRequest(ctx context.Context, rr requestReplayer, u []replayItem) error {
+	b := &g.subv
+	*b = feed.Batch{Feed: u[0].entry.Feed, Path: u[0].entry.Path, Epoch: u[0].epoch}
+	for _, it := range u {
+		b.Lines = append(b.Lines, it.line)
+		b.Ends = append(b.Ends, it.entry.Position)
+	}
+	return rr.ReplayRequest(ctx, b, u[0].entry.Request)
 }
 
 // replayOne delivers one entry's line, without a position, once.

@@ -54,11 +54,17 @@ import (
 // a timed-out delivery still counts until the line is handed out again;
 // a NACKed id is dead at once. Attempts are counted per run.
 //
-// Replayed dead letters (POST /admin/dlq/{processor}/replay) are handed out
-// like other lines, first, with sequence 0; each gets one delivery, and the
-// replay waits for its ACK: an entry leaves the ledger only once a client
-// acknowledged it. It fails (and stays in the ledger) when it is not
-// pulled and acknowledged within ackTimeout each.
+// Replayed dead letters (POST /admin/dlq/{processor}/replay, DESIGN §12)
+// are queued at once (QueueReplay: the call does not wait for a client) and
+// handed out before other lines, with sequence 0 and no queue position. An
+// entry leaves the ledger when a client acknowledges its delivery (the ACK
+// answers once the ledger was rewritten). A NACK or an ACK timeout hands it
+// out again like any line (attempt + 1, after one backoff step for a
+// timeout); after retry.attempts failed deliveries it is dropped from the
+// subscriber and stays in the ledger, once (neither dead-lettered again nor
+// held, whatever onFailure says). An entry already handed out by a replay
+// is not queued twice. A queued entry lives in memory only: after a restart
+// it is still in the ledger and not queued (replay again).
 //
 // Pull applies the processor's match/exclude itself (it takes them from
 // the group), so every line of a batch has its own queue mark; a filtered
@@ -91,6 +97,9 @@ type Pull struct {
 	sig     chan struct{} // closed and replaced whenever a waiter may proceed
 	dying   []*pullEntry  // out of attempts, to be written to the ledger
 	closed  bool
+
+	replaying map[uint64]bool // ledger ids of replayed dead letters held here
+	acked     []uint64        // ledger ids of replayed dead letters acknowledged in this settle call
 
 	kick      chan struct{}
 	stop      chan struct{}
@@ -132,12 +141,13 @@ type pullEntry struct {
 	state   pullState
 	attempt int       // deliveries handed out so far
 	id      string    // deliveryId that may still acknowledge it ("" none)
-	due     time.Time // pullOut: ACK deadline; pullDelayed: redelivery; replay: pull deadline
+	due     time.Time // pullOut: ACK deadline; pullDelayed: redelivery
 	lastErr error
-	held    bool       // out of attempts under hold
-	replay  chan error // a replayed dead letter: its result
-	ridx    int        // index in ready (-1: not in it)
-	tidx    int        // index in timers (-1: not in it)
+	held    bool   // out of attempts under hold
+	replay  bool   // a replayed dead letter (through 0)
+	lid     uint64 // a replay's ledger entry id
+	ridx    int    // index in ready (-1: not in it)
+	tidx    int    // index in timers (-1: not in it)
 }
 
 // PullEvent is one delivery as GET /v1/pull returns it.
@@ -153,7 +163,7 @@ type PullEvent struct {
 	LineBase64 *string `json:"lineBase64,omitempty"` // the raw bytes, with ?raw=1
 }
 
-// ErrPullClosed is returned to a replay waiting on a pull subscriber that
+// ErrPullClosed is returned by a replay into a pull subscriber that
 // stopped.
 var ErrPullClosed = errors.New("processor: pull subscriber closed")
 
@@ -180,7 +190,7 @@ func NewPull(cfg PullConfig) (*Pull, error) {
 		ackTimeout: cfg.AckTimeout, maxInFlight: cfg.MaxInFlight,
 		retry: g.cfg.Retry, onFailure: g.cfg.OnFailure, ledger: g.cfg.Ledger,
 		match: g.cfg.Match, exclude: g.cfg.Exclude,
-		byID: map[string]*pullEntry{}, rng: rand.NewChaCha8(seed),
+		byID: map[string]*pullEntry{}, replaying: map[uint64]bool{}, rng: rand.NewChaCha8(seed),
 		sig: make(chan struct{}), kick: make(chan struct{}, 1),
 		stop: make(chan struct{}), done: make(chan struct{}),
 	}
@@ -201,9 +211,6 @@ func (p *Pull) Name() string { return p.name }
 // as done for the queue's ack point only once acknowledged. It waits while
 // maxInFlight lines are unacknowledged.
 func (p *Pull) ProcessBatch(ctx context.Context, b *feed.Batch) (int, error) {
-	if !b.Positioned && b.FirstSeq == 0 {
-		return p.replayBatch(ctx, b)
-	}
 	if len(b.Lines) == 0 { // lines finished without the pull: done once those before them are
 		p.mu.Lock()
 		p.skipTo(p.g.Mark())
@@ -402,7 +409,6 @@ func (p *Pull) settle(ids []string, f func(*pullEntry, time.Time)) (int, []strin
 	unknown := []string{}
 	n := 0
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	now := time.Now()
 	for _, id := range ids {
 		e := p.byID[id]
@@ -419,6 +425,10 @@ func (p *Pull) settle(ids []string, f func(*pullEntry, time.Time)) (int, []strin
 		p.advance()
 		p.broadcast()
 	}
+	replayed := p.acked
+	p.acked = nil
+	p.mu.Unlock()
+	p.removeReplayed(replayed) // before the ACK is answered
 	return n, unknown
 }
 
@@ -472,8 +482,11 @@ func (p *Pull) finish(e *pullEntry, err error) {
 			p.unfence()
 		}
 	}
-	if e.replay != nil {
-		e.replay <- err
+	if e.replay {
+		delete(p.replaying, e.lid)
+		if err == nil {
+			p.acked = append(p.acked, e.lid)
+		}
 		return
 	}
 	p.unacked--
@@ -526,7 +539,7 @@ func (p *Pull) Close() error {
 		p.mu.Lock()
 		p.closed = true
 		for _, e := range append(append([]*pullEntry(nil), p.ready...), p.timers...) {
-			if e.replay != nil && e.state != pullDone {
+			if e.replay && e.state != pullDone {
 				p.unlink(e)
 				p.finish(e, ErrPullClosed)
 			}

@@ -305,32 +305,6 @@ func TestPullLineAsTextAndRaw(t *testing.T) {
 	}
 }
 
-func TestPullReplayWaitsForTheAck(t *testing.T) {
-	r := newPullRig(t, GroupConfig{Retry: slowRetry(1), OnFailure: DeadLetter}, time.Hour, 100)
-	r.publish("poison")
-	evs := r.pull(1, false)
-	r.p.Nack(evs[0].DeliveryID)
-	r.waitAck(1, 5*time.Second)
-	res := make(chan ReplayResult, 1)
-	go func() {
-		n, _ := r.g.Replay(context.Background(), 10)
-		res <- n
-	}()
-	ev := r.pull(1, false)[0]
-	if ev.Line != "poison" || ev.Sequence != 0 || ev.Position != evs[0].Position {
-		t.Fatalf("replayed event %+v", ev)
-	}
-	select {
-	case <-res:
-		t.Fatal("replay finished before the client acknowledged")
-	case <-time.After(30 * time.Millisecond):
-	}
-	r.ack(ev)
-	if got := <-res; got.Replayed != 1 || got.Remaining != 0 {
-		t.Fatalf("replay %+v", got)
-	}
-}
-
 func TestPullIDs(t *testing.T) {
 	r := newPullRig(t, GroupConfig{Retry: slowRetry(6)}, time.Hour, 1000)
 	r.publish(eoLines("l", 0, 500)...)

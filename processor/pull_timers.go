@@ -2,7 +2,6 @@ package processor
 
 import (
 	"container/heap"
-	"context"
 	"fmt"
 	"math/rand/v2"
 	"time"
@@ -37,9 +36,6 @@ func (p *Pull) expire(now time.Time) {
 		case pullDelayed:
 			e.state = pullReady
 			heap.Push(&p.ready, e)
-		case pullReady: // a replayed line nobody pulled
-			p.unlink(e)
-			p.finish(e, fmt.Errorf("replayed line not pulled within %v", p.ackTimeout))
 		}
 		changed = true
 	}
@@ -55,15 +51,18 @@ func (p *Pull) expire(now time.Time) {
 func (p *Pull) fail(e *pullEntry, now time.Time, err error, nacked bool) {
 	p.g.failures.Add(1)
 	e.lastErr = err
-	if e.replay != nil {
-		p.finish(e, fmt.Errorf("replayed line %w", err))
-		return
-	}
 	if nacked && e.id != "" {
 		delete(p.byID, e.id)
 		e.id = ""
 	}
-	if e.attempt >= p.retry.Attempts {
+	if e.replay && e.attempt >= p.retry.Attempts {
+		// Out of attempts again: it stays in the ledger, once.
+		p.log.Warn("replayed dead letter not acknowledged; it stays in the dead-letter ledger",
+			"position", e.pos, "attempts", e.attempt, "error", err)
+		p.finish(e, err)
+		return
+	}
+	if !e.replay && e.attempt >= p.retry.Attempts {
 		if p.onFailure == DeadLetter {
 			if e.id != "" {
 				delete(p.byID, e.id)
@@ -223,39 +222,62 @@ func (p *Pull) ReleaseHold() (uint64, bool) {
 	return n, true
 }
 
-// replayBatch hands replayed dead letters out, one at a time, and waits
-// for each one's ACK (see Pull).
-func (p *Pull) replayBatch(ctx context.Context, b *feed.Batch) (int, error) {
-	for i, line := range b.Lines {
-		p.mu.Lock()
-		if p.closed {
-			p.mu.Unlock()
-			return i, ErrPullClosed
+// QueueReplay queues up to max of the oldest dead letters of the ledger
+// that are not out already, for clients to pull (see Pull), and returns at
+// once how many it queued.
+func (p *Pull) QueueReplay(max int) (int, error) {
+	l := p.g.dlq
+	if l == nil {
+		return 0, ErrNoLedger
+	}
+	items := l.head(l.Len())
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return 0, ErrPullClosed
+	}
+	n := 0
+	for _, it := range items {
+		if n >= max {
+			break
+		}
+		if p.replaying[it.id] {
+			continue
 		}
 		p.rank++
-		e := &pullEntry{rank: p.rank, epoch: b.Epoch, pos: b.Ends[i], feed: b.Feed, path: b.Path,
-			line: append([]byte(nil), line...), replay: make(chan error, 1), ridx: -1, tidx: -1,
-			due: time.Now().Add(p.ackTimeout)}
+		e := &pullEntry{rank: p.rank, epoch: it.epoch, pos: it.entry.Position, positioned: it.entry.Positioned,
+			feed: it.entry.Feed, path: it.entry.Path, line: it.line, replay: true, lid: it.id, ridx: -1, tidx: -1}
+		p.replaying[it.id] = true
 		heap.Push(&p.ready, e)
-		p.setTimer(e)
-		p.broadcast()
-		p.mu.Unlock()
-		select {
-		case err := <-e.replay:
-			if err != nil {
-				return i, err
-			}
-		case <-ctx.Done():
-			p.mu.Lock()
-			if e.state != pullDone {
-				p.unlink(e)
-				p.finish(e, ctx.Err())
-			}
-			p.mu.Unlock()
-			return i, ctx.Err()
-		}
+		n++
 	}
-	return len(b.Lines), nil
+	if n > 0 {
+		p.broadcast()
+		p.log.Info("dead letters queued for replay", "entries", n)
+	}
+	return n, nil
+}
+
+// removeReplayed removes acknowledged replayed dead letters from the
+// ledger (an fsynced rewrite, outside p.mu). An entry that cannot be
+// removed stays in the ledger (its line was delivered: a later replay
+// delivers it again, never loses it).
+func (p *Pull) removeReplayed(ids []uint64) {
+	if len(ids) == 0 || p.g.dlq == nil {
+		return
+	}
+	set := make(map[uint64]bool, len(ids))
+	for _, id := range ids {
+		set[id] = true
+	}
+	n, err := p.g.dlq.remove(set)
+	if err != nil {
+		p.log.Error("acknowledged replayed dead letters stay in the ledger", "entries", len(ids), "error", err)
+	}
+	if n > 0 {
+		p.log.Info("dead letters replayed", "entries", n)
+		p.g.cfg.Wake() // deadLettered changed
+	}
 }
 
 // sinkHolds reports whether the group's processor keeps the subscriber
@@ -290,7 +312,7 @@ func (h *readyHeap) Pop() any {
 
 // rankKey puts replays (through 0) before every queued line.
 func (h readyHeap) rankKey(i int) uint64 {
-	if h[i].replay != nil {
+	if h[i].replay {
 		return h[i].rank
 	}
 	return h[i].rank + 1<<62

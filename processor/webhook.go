@@ -132,6 +132,11 @@ type whChunk struct {
 	// ledger already (dead-lettered before a restart): it is only
 	// dead-lettered, never POSTed, and not recorded again.
 	noSend bool
+	// reqKey and reqLines name the request the lines belong to in their
+	// dead letters, when that is not this chunk itself (the rest of a
+	// request dead-lettered in part before a restart).
+	reqKey   string
+	reqLines int
 }
 
 func (c *whChunk) key() string {
@@ -199,7 +204,7 @@ func OpenWebhook(cfg WebhookConfig) (*Webhook, error) {
 func (w *Webhook) ProcessBatch(ctx context.Context, b *feed.Batch) (int, error) {
 	n := len(b.Lines)
 	if !b.Positioned {
-		// No position (downgraded lines, replayed dead letters): nothing to
+		// No position (downgraded lines; replays go through ReplayRequest): nothing to
 		// record, nothing to skip.
 		for i := 0; i < n; {
 			c, j := w.cut(b, i)
@@ -499,13 +504,23 @@ func (w *Webhook) deadLetter(c *whChunk, attempts int, lastErr error) error {
 	if c.lettered == 0 && c.letterErr == nil {
 		c.letterAttempts, c.letterErr = attempts, lastErr
 	}
+	key, lines := c.key(), len(c.lines)
+	if c.reqKey != "" {
+		key, lines = c.reqKey, c.reqLines
+	}
 	var d feed.Delivery
 	for ; c.lettered < len(c.lines); c.lettered++ {
 		i := c.lettered
 		d.Reset(&feed.Batch{Feed: c.feed, Path: c.path, Epoch: c.epoch, Positioned: c.positioned,
 			Lines: [][]byte{c.lines[i]}, Ends: []int64{c.ends[i]}}, 0)
 		d.Attempt = c.letterAttempts
-		if err := w.g.cfg.Ledger.DeadLetter(&d, c.letterAttempts, c.letterErr); err != nil {
+		var err error
+		if rl, ok := w.g.cfg.Ledger.(requestLetterer); ok {
+			err = rl.DeadLetterRequest(&d, c.letterAttempts, c.letterErr, key, lines)
+		} else {
+			err = w.g.cfg.Ledger.DeadLetter(&d, c.letterAttempts, c.letterErr)
+		}
+		if err != nil {
 			w.log.Error("dead-letter write failed; holding the request", "lines", len(c.lines), "written", i, "error", err)
 			return err
 		}
@@ -513,6 +528,29 @@ func (w *Webhook) deadLetter(c *whChunk, attempts int, lastErr error) error {
 	}
 	w.log.Warn("webhook request dead-lettered", "key", c.key(), "lines", len(c.lines), "error", c.letterErr)
 	return nil
+}
+
+// requestLetterer is a ledger that records the request a line was in.
+type requestLetterer interface {
+	DeadLetterRequest(d *feed.Delivery, attempts int, lastErr error, request string, requestLines int) error
+}
+
+// ReplayRequest sends dead-lettered lines again as one request under key
+// (DESIGN §12 "Dead-letter replay"): the lines of a request dead-lettered
+// whole go out under its original Idempotency-Key, in the same NDJSON
+// objects, so a receiver that applied the request before dedupes it. An
+// empty key (an entry written before the ledger named requests) sends the
+// line alone under its own key, as before. One try: no retry, no dead
+// letter, no record (a replayed line never changes the stored position); the
+// error of a request that was not acknowledged is returned as it is.
+func (w *Webhook) ReplayRequest(ctx context.Context, b *feed.Batch, key string) error {
+	c := &whChunk{feed: b.Feed, path: b.Path, epoch: b.Epoch, lines: b.Lines, ends: b.Ends}
+	w.encode(c)
+	if key == "" {
+		key = c.key()
+	}
+	_, _, err := w.post(ctx, c, key)
+	return err
 }
 
 // release gives c's lines up (POST /admin/release while retrying), but

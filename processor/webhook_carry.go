@@ -183,8 +183,13 @@ func (w *Webhook) restOfLettered(b *feed.Batch, i int) (*whChunk, int) {
 	for j < len(b.Lines) && b.Ends[j] <= w.st.BatchLast {
 		j++
 	}
+	key := fmt.Sprintf("%s:%016x:%d-%d", b.Feed, w.st.BatchEpoch, w.st.BatchFirst, w.st.BatchLast)
+	lines := 0
+	if w.g.dlq != nil {
+		lines = w.g.dlq.requestLines(b.Feed, key)
+	}
 	c := &whChunk{feed: b.Feed, path: b.Path, epoch: b.Epoch, positioned: true, noSend: true,
-		lines: b.Lines[i:j], ends: b.Ends[i:j], body: []byte{},
+		lines: b.Lines[i:j], ends: b.Ends[i:j], body: []byte{}, reqKey: key, reqLines: lines,
 		letterAttempts: max(1, w.g.cfg.Retry.Attempts), // the request ran out of its attempts
 		letterErr: fmt.Errorf("webhook request %s:%016x:%d-%d ran out of attempts and was dead-lettered in part before a restart; the rest is not sent again",
 			b.Feed, w.st.BatchEpoch, w.st.BatchFirst, w.st.BatchLast)}

@@ -1,6 +1,7 @@
 package processor
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 	"testing"
@@ -72,6 +73,22 @@ func TestWebhookHalfDeadLetterIsNotSentAfterRestart(t *testing.T) {
 			}
 			if r2.w.st.pending() {
 				t.Fatalf("record still pending: %+v", r2.w.st)
+			}
+			// Every entry, written before and after the restart, names the
+			// original request; a replay sends it whole under its key.
+			const key = "app:00000000000000e1:3-12"
+			for _, it := range items {
+				if it.Request != key || it.RequestLines != 4 {
+					t.Fatalf("entry %s names request %q of %d lines, want %q of 4", it.Line, it.Request, it.RequestLines, key)
+				}
+			}
+			res, err := r2.g.Replay(context.Background(), 1)
+			if err != nil || res.Replayed != 4 || res.Remaining != 0 {
+				t.Fatalf("replay = %+v, %v", res, err)
+			}
+			got = keysAfter(h, sent)
+			if len(got) != 1 || got[0] != key {
+				t.Fatalf("replay POSTed %v, want one request under %s", got, key)
 			}
 		})
 	}

@@ -465,10 +465,14 @@ type ledgerFailsOnce struct {
 }
 
 func (l *ledgerFailsOnce) DeadLetter(d *feed.Delivery, attempts int, lastErr error) error {
+	return l.DeadLetterRequest(d, attempts, lastErr, "", 0)
+}
+
+func (l *ledgerFailsOnce) DeadLetterRequest(d *feed.Delivery, attempts int, lastErr error, req string, lines int) error {
 	if n := l.calls.Add(1); n == l.failAt.Load() || l.after && n > l.failAt.Load() {
 		return errors.New("ledger: no space left on device")
 	}
-	return l.Ledger.DeadLetter(d, attempts, lastErr)
+	return l.Ledger.DeadLetterRequest(d, attempts, lastErr, req, lines)
 }
 
 // A poison request whose dead letter fails after two of its four lines:

@@ -27,9 +27,11 @@ import (
 //	GET    /v1/state/{processor}                a count processor's counts
 //
 // All need the token when one is set. max is an integer 1..10000 (400
-// otherwise); an unknown processor is 404. A replay cut short by a failure
-// answers 503 with the error and what it did; entries it did not process
-// stay in the ledger.
+// otherwise); an unknown processor is 404. A replay answers 200
+// {"processor","replayed","remaining"} (lines); one cut short by a failure
+// answers 503 with the same fields and "error"; entries it did not process
+// stay in the ledger. A replay into a pull subscriber answers at once 202
+// {"processor","queued","remaining"}: its clients take the entries.
 
 const (
 	maxList     = 10000
@@ -174,6 +176,16 @@ func (d *Daemon) dlq(w http.ResponseWriter, r *http.Request) {
 	status.WriteJSON(w, http.StatusOK, DLQResult{Processor: g.Name(), Purged: n, Remaining: l.Len()})
 }
 
+// DLQReplay is the body of a replay: lines replayed (or, into a pull
+// subscriber, queued for its clients) and lines left in the ledger.
+type DLQReplay struct {
+	Processor string `json:"processor"`
+	Replayed  *int   `json:"replayed,omitempty"`
+	Queued    *int   `json:"queued,omitempty"`
+	Remaining int    `json:"remaining"`
+	Error     string `json:"error,omitempty"`
+}
+
 func (d *Daemon) dlqReplay(w http.ResponseWriter, r *http.Request) {
 	g, _, max := d.dlqTarget(w, r, math.MaxInt)
 	if g == nil {
@@ -182,7 +194,12 @@ func (d *Daemon) dlqReplay(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), replayWait)
 	defer cancel()
 	res, err := g.Replay(ctx, max)
-	out := DLQResult{Processor: g.Name(), Replayed: res.Replayed, Remaining: res.Remaining}
+	out := DLQReplay{Processor: g.Name(), Replayed: &res.Replayed, Remaining: res.Remaining}
+	if res.Queuing && err == nil {
+		out.Replayed, out.Queued = nil, &res.Queued
+		status.WriteJSON(w, http.StatusAccepted, out)
+		return
+	}
 	if err != nil {
 		out.Error = err.Error()
 		code := http.StatusServiceUnavailable
