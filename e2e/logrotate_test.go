@@ -273,6 +273,11 @@ func (row *lrRow) judge(m lrMode, v lrVariant, w *numWriter, rot *rotator) {
 	case len(row.missing) == 0 && !row.lossless:
 		bad("nothing missing but lossless false (lostTails %d, lostBytes %d): a false alarm", row.lostTails, row.lostBytes)
 	}
+	if row.duplicated > 0 {
+		// Not a failure: DESIGN §4 lets a generation scan read a file twice
+		// ("a duplicate, never a gap"); the table shows how often it did.
+		row.notes = append(row.notes, fmt.Sprintf("%d lines delivered twice", row.duplicated))
+	}
 	if !v.live && m.keepsOne && v.rotations == 2 && (row.lostTails != 1 || row.lossless) {
 		bad("rotate 1 rotated twice while stopped deletes the pointer's generation and its unread tail: lostTails %d lossless %v, want 1 and false", row.lostTails, row.lossless)
 	}
