@@ -270,6 +270,10 @@ type feedReport struct {
 	Settled      bool    `json:"settled"`
 	Lossless     bool    `json:"lossless"`
 	Unterminated int64   `json:"unterminated"`
+	Dropped      uint64  `json:"dropped"`
+	Downgraded   uint64  `json:"downgraded"`
+	LostTails    uint64  `json:"lostTails"`
+	LostBytes    uint64  `json:"lostBytes"`
 	Acknowledged uint64  `json:"acknowledged"`
 	PendingAcks  int64   `json:"pendingAcks"`
 	Stalled      *string `json:"stalled"`
