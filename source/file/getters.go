@@ -76,3 +76,9 @@ func (s *Source) FileIdentity() (dev, ino uint64, open bool) {
 // FileEnded reports that the open file is read to its end and its path is
 // missing.
 func (s *Source) FileEnded() bool { return s.fileEnded.Load() }
+
+// VerifiedMod is the open file's modification time (UnixNano) when its
+// content was last checked (size and first bytes, DESIGN §4 "Same-size
+// rewrites"). A file whose mtime differs now was written since: the feed
+// is not CAUGHT_UP until the source looked again.
+func (s *Source) VerifiedMod() int64 { return s.verifiedMod.Load() }

@@ -197,9 +197,9 @@ func (r *reader) refreshFingerprint(size int64) (bool, error) {
 	if n < r.fpLen {
 		return false, nil // shorter than what we fingerprinted: truncated
 	}
-	if n == r.fpLen && size == r.lastSize {
-		return true, nil
-	}
+	// Read even when the size is unchanged: a same-size rewrite moves only
+	// the mtime (DESIGN §4 "Same-size rewrites"); callers ask only when the
+	// size or mtime moved.
 	var b [pointer.MaxFingerprint]byte
 	got, err := r.f.ReadAt(b[:n], 0)
 	if err != nil && !errors.Is(err, io.EOF) {

@@ -84,6 +84,9 @@ func (s *Source) check() {
 			s.markGone(r, why)
 		}
 		r = s.cur
+		if r.gone == "" {
+			s.verifiedMod.Store(r.lastMod.UnixNano())
+		}
 	}
 	s.checkQueued()
 	dev, ino, err := fileutil.DevInoPath(s.cfg.Path)

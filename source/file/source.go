@@ -107,7 +107,8 @@ type Source struct {
 	fileDev        atomic.Uint64
 	fileIno        atomic.Uint64
 	fileOpen       atomic.Bool
-	fileEnded      atomic.Bool // the open file is read to its end and the path is missing
+	fileEnded      atomic.Bool  // the open file is read to its end and the path is missing
+	verifiedMod    atomic.Int64 // the open file's mtime (UnixNano) at its last content check
 }
 
 // New makes a source publishing to pub.
