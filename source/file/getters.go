@@ -2,8 +2,15 @@ package file
 
 // Getters for the status report and metrics; safe from any goroutine.
 
-// State is the source's state.
-func (s *Source) State() State { return State(s.state.Load()) }
+// State is the source's state: FAILED while the path names something that
+// is not a regular file (regular.go), even while a file left open by a
+// rotation is still read.
+func (s *Source) State() State {
+	if s.pathFailed.Load() {
+		return Failed
+	}
+	return State(s.state.Load())
+}
 
 // Epoch is the current file's epoch.
 func (s *Source) Epoch() uint64 { return s.epoch.Load() }

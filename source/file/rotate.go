@@ -7,7 +7,6 @@ import (
 	"slices"
 	"time"
 
-	"tailfeed/internal/fileutil"
 	"tailfeed/pointer"
 )
 
@@ -55,7 +54,11 @@ func (s *Source) atEnd() bool {
 		if s.fillFrom(r, true) {
 			return true // left for good: a last line ended by a lone '\r' is taken, positioned
 		}
-		s.log.Warn("input path is gone and the open file is read to its end; closing it", "path", s.cfg.Path)
+		if s.badPath != "" {
+			s.log.Warn("input path names no regular file and the open file is read to its end; closing it", "path", s.cfg.Path)
+		} else {
+			s.log.Warn("input path is gone and the open file is read to its end; closing it", "path", s.cfg.Path)
+		}
 		s.retire(r)
 		s.clearFile()
 		return true
@@ -89,8 +92,11 @@ func (s *Source) check() {
 		}
 	}
 	s.checkQueued()
-	dev, ino, err := fileutil.DevInoPath(s.cfg.Path)
+	dev, ino, err := statInput(s.cfg.Path)
 	if err != nil {
+		// Nothing there, or not a regular file (FAILED): either way the
+		// path names no file to switch to; the open one is read on.
+		s.pathErr(err)
 		if !s.missing {
 			s.missing, s.missingSince = true, time.Now()
 		}
@@ -98,6 +104,7 @@ func (s *Source) check() {
 		return
 	}
 	s.missing = false
+	s.pathFine(pathRegular)
 	atPath := dev == r.dev && ino == r.ino
 	s.watchAll.Store(!atPath || len(s.next) > 0 || len(s.old) > 0)
 	if (atPath && r.gone == "") || s.queued(dev, ino) {
@@ -105,6 +112,7 @@ func (s *Source) check() {
 	}
 	f, fdev, fino, err := openStable(s.cfg.Path, s.cfg.OpenHook)
 	if err != nil {
+		s.pathErr(err)
 		return // gone again or replaced once more: the next check retries
 	}
 	if s.queued(fdev, fino) || (fdev == r.dev && fino == r.ino && r.gone == "") {

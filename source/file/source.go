@@ -79,6 +79,9 @@ type Source struct {
 	kick         bool      // an fsnotify event arrived: check at once
 	checked      bool      // check ran in this duty cycle
 	lostTail     bool      // the detail says a rotated file's tail is lost: keep it
+	badPath      string    // why the path is not read (regular.go); "" while it is fine
+	// detailBeforeBad is the detail the path's failure replaced.
+	detailBeforeBad *string
 
 	watchDirs   []watchDir
 	watchWarned bool
@@ -109,6 +112,7 @@ type Source struct {
 	fileOpen       atomic.Bool
 	fileEnded      atomic.Bool  // the open file is read to its end and the path is missing
 	verifiedMod    atomic.Int64 // the open file's mtime (UnixNano) at its last content check
+	pathFailed     atomic.Bool  // the path names no regular file: State is FAILED
 }
 
 // New makes a source publishing to pub.
