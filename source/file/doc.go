@@ -182,6 +182,12 @@
 //	   descriptor and stats the path again; unless all three agree the file
 //	   is closed and the open retried, so a descriptor is never labelled
 //	   with another file's identity.
+//	I  A path that is not a regular file (a directory, a FIFO, a socket, a
+//	   device, a symlink loop). Never opened for reading: the stat comes
+//	   first and the open is non-blocking with an fstat check, so a FIFO
+//	   cannot block the source. FAILED, the reason in the detail, one ERROR
+//	   per reason; a file left open is read on (as at a deletion, E); a
+//	   regular file at the path (or nothing) ends the failure.
 //
 // A partial line (bytes after the last terminator) belongs to its reader:
 // it is never glued to bytes of another file, and at a reopen of the same
