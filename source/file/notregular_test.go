@@ -170,3 +170,37 @@ func TestPathBecomingFIFOOrSymlinkLoopFails(t *testing.T) {
 		})
 	}
 }
+
+// The failure's reason is the detail while it lasts, even over a lost
+// tail found at the same start; once a regular file is there, the lost
+// tail's detail (which stays until the next restart) is back.
+func TestFIFOAtPathDetailOverLostTail(t *testing.T) {
+	r := newRig(t, "", rigOpts{strategy: file.Committed})
+	appendTo(t, r.path, numbered("a", 0, 5)...)
+	r.start()
+	r.waitLines(5)
+	r.waitSettled()
+	r.stop()
+	appendTo(t, r.path, numbered("a", 5, 5)...) // unread, then gone
+	if err := os.Remove(r.path); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(r.path, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r2 := newRig(t, r.dir, rigOpts{strategy: file.Committed}).start()
+	t.Cleanup(func() { unblockFIFO(r2.path) })
+	r2.waitFor("FAILED", 5*time.Second, func() bool { return r2.src.State() == file.Failed })
+	if d := r2.src.Detail(); !strings.Contains(d, "named pipe") || r2.src.LostTails() != 1 {
+		t.Fatalf("detail %q lostTails %d: want the FIFO as the reason, one lost tail", d, r2.src.LostTails())
+	}
+	if err := os.Remove(r2.path); err != nil {
+		t.Fatal(err)
+	}
+	appendTo(t, r2.path, "b")
+	r2.waitLines(1)
+	r2.waitSettled()
+	if d := r2.src.Detail(); d != "rotated file gone; its unread tail is lost" {
+		t.Fatalf("detail %q after the failure ended, want the lost tail's", d)
+	}
+}

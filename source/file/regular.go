@@ -94,10 +94,10 @@ func (s *Source) pathFine(now string) {
 	s.pathFailed.Store(false)
 	msg := "input path " + s.cfg.Path + " " + now
 	s.log.Info(msg, "path", s.cfg.Path)
-	if s.lostTail && s.detailBeforeBad != nil {
+	if !s.lostTail {
+		s.detail.Store(&msg)
+	} else if s.detailBeforeBad != nil {
 		s.detail.Store(s.detailBeforeBad)
-	} else {
-		s.setDetail(msg)
 	}
 	s.detailBeforeBad = nil
 }

@@ -290,6 +290,10 @@ func (s *Source) setDetail(d string) {
 	if s.lostTail {
 		return
 	}
+	if s.badPath != "" {
+		s.detailBeforeBad = &d // the path's failure keeps the detail until it ends
+		return
+	}
 	s.detail.Store(&d)
 }
 
