@@ -1,6 +1,7 @@
 package file_test
 
 import (
+	"net"
 	"os"
 	"strings"
 	"syscall"
@@ -135,15 +136,23 @@ func TestDirectoryAppearingAtPathFailsOnceAndRecovers(t *testing.T) {
 	r.stopWithin(3 * time.Second)
 }
 
-// A FIFO or a symlink loop appearing at the path while running: FAILED with
-// the reason, the stop prompt.
-func TestPathBecomingFIFOOrSymlinkLoopFails(t *testing.T) {
+// A FIFO, a symlink loop, a device or a socket appearing at the path while
+// running: FAILED with the reason, logged once, the stop prompt.
+func TestPathBecomingNotRegularFails(t *testing.T) {
 	for _, c := range []struct {
 		name, why string
 		make      func(path string) error
 	}{
 		{"fifo", "named pipe", func(p string) error { return syscall.Mkfifo(p, 0o644) }},
 		{"symlink loop", "symbolic links", func(p string) error { return os.Symlink(p, p) }},
+		{"device", "character device", func(p string) error { return os.Symlink("/dev/null", p) }},
+		{"socket", "socket", func(p string) error {
+			ln, err := net.Listen("unix", p)
+			if err == nil {
+				t.Cleanup(func() { ln.Close() })
+			}
+			return err
+		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r := newRig(t, "", rigOpts{strategy: file.Earliest})
