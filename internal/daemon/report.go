@@ -140,8 +140,10 @@ func (f *Feed) report() status.FeedReport {
 }
 
 // fileCaughtUp checks, when a report is built, that no byte lies past the
-// read position and that the path still names the open file (or is missing
-// with the open file read to its end).
+// read position, that the path still names the open file (or is missing
+// with the open file read to its end), and that the file was not written
+// since the source last checked its content (its mtime moved: a same-size
+// rewrite is not CAUGHT_UP before the source re-read its first bytes).
 func (f *Feed) fileCaughtUp(dev, ino uint64, open bool, readPos int64) bool {
 	if !open {
 		return true
@@ -160,7 +162,7 @@ func (f *Feed) fileCaughtUp(dev, ino uint64, open bool, readPos int64) bool {
 	if err != nil {
 		return false
 	}
-	return st.Size() <= readPos
+	return st.Size() <= readPos && st.ModTime().UnixNano() == f.src.VerifiedMod()
 }
 
 // Health reports whether any feed has been stalled or paused for longer than

@@ -150,9 +150,12 @@
 //	   downgraded. Several rotations before the switch queue several files,
 //	   read in order.
 //	B  Truncation in place (truncate -s0, > A). fstat shows a size below the
-//	   read position (or, regrown, other first bytes): WARN, detail, the rest
+//	   read position (or, regrown, other first bytes; or, rewritten to the
+//	   same size, a new mtime and other first bytes): WARN, detail, the rest
 //	   of what was read is published, then the same path is read from 0
-//	   under a new epoch.
+//	   under a new epoch. Bytes seen past the read position are lost and
+//	   counted (lostTails + 1, lostBytes). Until a check re-read the first
+//	   bytes after the mtime moved, the report is not CAUGHT_UP.
 //	C  Replacement (mv B A with other content, or other bytes written over
 //	   A in place). As A (other inode) or B (same inode).
 //	D  Same content under a new key (cp A A.tmp; echo more >> A.tmp; mv
@@ -190,6 +193,12 @@
 //	   descriptor and stats the path again; unless all three agree the file
 //	   is closed and the open retried, so a descriptor is never labelled
 //	   with another file's identity.
+//	I  A path that is not a regular file (a directory, a FIFO, a socket, a
+//	   device, a symlink loop). Never opened for reading: the stat comes
+//	   first and the open is non-blocking with an fstat check, so a FIFO
+//	   cannot block the source. FAILED, the reason in the detail, one ERROR
+//	   per reason; a file left open is read on (as at a deletion, E); a
+//	   regular file at the path (or nothing) ends the failure.
 //
 // A partial line (bytes after the last terminator) belongs to its reader:
 // it is never glued to bytes of another file, and at a reopen of the same
@@ -215,12 +224,22 @@
 //
 //   - copytruncate loses the lines written between the copy and the
 //     truncate that the source had not read yet: they are in neither the
-//     copy nor the truncated file. The source reads within its wake-up
-//     latency (fsnotify: well under a millisecond when idle; otherwise the
-//     poll interval), which bounds the window but cannot close it. The loss
-//     is not counted: nothing can tell what was there. A copy that is
-//     compressed and deleted before the source looks is not found: then all
-//     that was unread is lost. Use rename rotation (create) where possible.
+//     copy nor the truncated file. Where the source saw the file (at a
+//     check) larger than the copy turned out to be, the difference is
+//     counted (lostTails + 1, lostBytes); a truncation with no copy found
+//     counts the size last seen minus the read position. Lines written and
+//     cut between two looks are seen by nobody and not counted: the source
+//     looks within its wake-up latency (fsnotify: well under a millisecond
+//     when idle; otherwise the poll interval), which bounds that window but
+//     cannot close it. A copy that is compressed and deleted before the
+//     source looks is not found: then all that was unread is lost. Use
+//     rename rotation (create) where possible.
+//   - A rewrite in place whose first bytes (up to 4 KiB) are unchanged, or
+//     that leaves the size and the mtime as they were (a write within one
+//     tick of the file system's timestamp clock), is not seen. Other bytes
+//     written over the start while the source is behind count what it saw
+//     past its read position as lost, though the rest may have survived
+//     (it is read again from 0 under a new epoch).
 //   - The copy is recognised by its first bytes (up to 4 KiB), its length
 //     and its mtime only: another file in the directory starting with the
 //     same bytes, at least as long and not modified since the truncation was

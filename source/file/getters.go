@@ -2,8 +2,15 @@ package file
 
 // Getters for the status report and metrics; safe from any goroutine.
 
-// State is the source's state.
-func (s *Source) State() State { return State(s.state.Load()) }
+// State is the source's state: FAILED while the path names something that
+// is not a regular file (regular.go), even while a file left open by a
+// rotation is still read.
+func (s *Source) State() State {
+	if s.pathFailed.Load() {
+		return Failed
+	}
+	return State(s.state.Load())
+}
 
 // Epoch is the current file's epoch.
 func (s *Source) Epoch() uint64 { return s.epoch.Load() }
@@ -80,3 +87,9 @@ func (s *Source) FileIdentity() (dev, ino uint64, open bool) {
 // FileEnded reports that the open file is read to its end and its path is
 // missing.
 func (s *Source) FileEnded() bool { return s.fileEnded.Load() }
+
+// VerifiedMod is the open file's modification time (UnixNano) when its
+// content was last checked (size and first bytes, DESIGN §4 "Same-size
+// rewrites"). A file whose mtime differs now was written since: the feed
+// is not CAUGHT_UP until the source looked again.
+func (s *Source) VerifiedMod() int64 { return s.verifiedMod.Load() }

@@ -28,7 +28,10 @@ func (s *Source) open() error {
 		s.epoch.Store(pointer.NewEpoch())
 	}
 	f, dev, ino, err := openStable(s.cfg.Path, s.cfg.OpenHook)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+	var bad *badPathError
+	if errors.As(err, &bad) && !s.cfg.Strategy.Bounded() {
+		s.pathBad(bad) // FAILED until a regular file is there; no file open
+	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("open %s: %w", s.cfg.Path, err)
 	}
 	if s.ptr != nil && s.cfg.Strategy == Committed && s.resumeRotated(f, dev, ino) {
@@ -257,11 +260,13 @@ func findByKey(dir string, rec pointer.Record, outs *outputs) (*os.File, uint64,
 func (s *Source) openAtPath() bool {
 	f, dev, ino, err := openStable(s.cfg.Path, s.cfg.OpenHook)
 	if err != nil {
+		s.pathErr(err)
 		if !s.missing {
 			s.missing, s.missingSince = true, time.Now()
 		}
 		return false
 	}
+	s.pathFine(pathRegular)
 	r := newReader(f, dev, ino, s.bufSize(), s.cfg.MaxLine)
 	if st, err := f.Stat(); err == nil {
 		r.lastSize, r.lastMod = st.Size(), st.ModTime()

@@ -197,9 +197,9 @@ func (r *reader) refreshFingerprint(size int64) (bool, error) {
 	if n < r.fpLen {
 		return false, nil // shorter than what we fingerprinted: truncated
 	}
-	if n == r.fpLen && size == r.lastSize {
-		return true, nil
-	}
+	// Read even when the size is unchanged: a same-size rewrite moves only
+	// the mtime (DESIGN §4 "Same-size rewrites"); callers ask only when the
+	// size or mtime moved.
 	var b [pointer.MaxFingerprint]byte
 	got, err := r.f.ReadAt(b[:n], 0)
 	if err != nil && !errors.Is(err, io.EOF) {
@@ -221,14 +221,18 @@ func (r *reader) refreshFingerprint(size int64) (bool, error) {
 func openStable(path string, hook func()) (*os.File, uint64, uint64, error) {
 	var lastErr error
 	for try := 0; try < 8; try++ {
-		dev1, ino1, err := fileutil.DevInoPath(path)
+		dev1, ino1, err := statInput(path) // never opens what is not a regular file
 		if err != nil {
 			return nil, 0, 0, err
 		}
 		if hook != nil {
 			hook()
 		}
-		f, err := os.Open(path)
+		f, err := fileutil.OpenRegular(path)
+		if errors.Is(err, fileutil.ErrNotRegular) {
+			lastErr = err // replaced since the stat: look again
+			continue
+		}
 		if err != nil {
 			return nil, 0, 0, err
 		}

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"time"
 
-	"tailfeed/internal/fileutil"
 	"tailfeed/pointer"
 )
 
@@ -55,7 +54,11 @@ func (s *Source) atEnd() bool {
 		if s.fillFrom(r, true) {
 			return true // left for good: a last line ended by a lone '\r' is taken, positioned
 		}
-		s.log.Warn("input path is gone and the open file is read to its end; closing it", "path", s.cfg.Path)
+		if s.badPath != "" {
+			s.log.Warn("input path names no regular file and the open file is read to its end; closing it", "path", s.cfg.Path)
+		} else {
+			s.log.Warn("input path is gone and the open file is read to its end; closing it", "path", s.cfg.Path)
+		}
 		s.noteDeleted(r)
 		s.retire(r)
 		s.clearFile()
@@ -85,10 +88,16 @@ func (s *Source) check() {
 			s.markGone(r, why)
 		}
 		r = s.cur
+		if r.gone == "" {
+			s.verifiedMod.Store(r.lastMod.UnixNano())
+		}
 	}
 	s.checkQueued()
-	dev, ino, err := fileutil.DevInoPath(s.cfg.Path)
+	dev, ino, err := statInput(s.cfg.Path)
 	if err != nil {
+		// Nothing there, or not a regular file (FAILED): either way the
+		// path names no file to switch to; the open one is read on.
+		s.pathErr(err)
 		if !s.missing {
 			s.missing, s.missingSince = true, time.Now()
 		}
@@ -96,6 +105,7 @@ func (s *Source) check() {
 		return
 	}
 	s.missing = false
+	s.pathFine(pathRegular)
 	atPath := dev == r.dev && ino == r.ino
 	s.watchAll.Store(!atPath || len(s.next) > 0 || len(s.old) > 0)
 	if (atPath && r.gone == "") || s.queued(dev, ino) {
@@ -103,6 +113,7 @@ func (s *Source) check() {
 	}
 	f, fdev, fino, err := openStable(s.cfg.Path, s.cfg.OpenHook)
 	if err != nil {
+		s.pathErr(err)
 		return // gone again or replaced once more: the next check retries
 	}
 	if s.queued(fdev, fino) || (fdev == r.dev && fino == r.ino && r.gone == "") {
@@ -147,6 +158,17 @@ func (s *Source) markGone(r *reader, why string) {
 		s.ptr.Bind(nil, r.key)
 	}
 	msg := fmt.Sprintf("input %s %s; reading it from its start under a new epoch", s.cfg.Path, why)
+	// No copy holds what the source saw past its read position: those
+	// bytes are gone (DESIGN §4 "Nothing green over a loss").
+	if lost := r.lastSize - r.readPos(); lost > 0 {
+		msg = fmt.Sprintf("input %s %s with no copy found; %d bytes seen past the read position %d are lost; reading it from its start under a new epoch",
+			s.cfg.Path, why, lost, r.readPos())
+		s.log.Warn(msg, "path", s.cfg.Path, "reason", why, "read", r.readPos(), "seen", r.lastSize, "lostBytes", lost)
+		s.setDetail(msg)
+		s.lostTail = true
+		s.lose(1, uint64(lost), r.epoch, msg)
+		return
+	}
 	s.log.Warn(msg, "path", s.cfg.Path, "reason", why, "read", r.readPos())
 	s.setDetail(msg)
 }
@@ -175,6 +197,16 @@ func (s *Source) readCopy(r *reader, why string) bool {
 		s.cfg.Path, why, filepath.Base(cf.Name()), r.consumed())
 	s.log.Warn(msg, "path", s.cfg.Path, "reason", why, "copy", cf.Name(), "offset", r.consumed())
 	s.setDetail(msg)
+	// The source saw the original longer than the copy turned out to be:
+	// what was written between the copy and the truncate is in neither.
+	if lost := max(r.lastSize, r.readPos()) - st.Size(); lost > 0 {
+		lmsg := fmt.Sprintf("input %s: its copy %s holds %d bytes, but the file was seen at %d; the %d bytes written between the copy and the truncation are lost",
+			s.cfg.Path, filepath.Base(cf.Name()), st.Size(), max(r.lastSize, r.readPos()), lost)
+		s.log.Warn(lmsg, "path", s.cfg.Path, "copy", cf.Name(), "lostBytes", lost)
+		s.setDetail(lmsg)
+		s.lostTail = true
+		s.lose(1, uint64(lost), r.epoch, lmsg)
+	}
 	r.close()
 	s.cur = c
 	s.setFile(c)
@@ -196,14 +228,22 @@ func (s *Source) checkQueued() {
 			continue
 		}
 		cf, dev, ino := s.findCopy(nx.fpLen, nx.fp, int64(nx.fpLen), time.Now(), s.known)
+		// Nothing of it was read: all it held is in its copy or lost. It
+		// has no epoch yet (0 in the loss), as it was never read.
+		seen := nx.lastSize
 		nx.fpLen, nx.fp = 0, 0
 		if st, err := nx.f.Stat(); err == nil {
 			nx.refreshFingerprint(st.Size())
 			nx.lastSize, nx.lastMod = st.Size(), st.ModTime()
 		}
 		if cf == nil {
-			s.log.Warn("a queued input file was "+why+" before it was read, and no copy of it was found; its lines are lost",
-				"path", s.cfg.Path, "file", nx.f.Name())
+			msg := fmt.Sprintf("a queued input file was %s before it was read, and no copy of it was found; its %d bytes are lost", why, seen)
+			s.log.Warn(msg, "path", s.cfg.Path, "file", nx.f.Name())
+			if seen > 0 {
+				s.setDetail(msg)
+				s.lostTail = true
+				s.lose(1, uint64(seen), nx.epoch, msg)
+			}
 			continue
 		}
 		c := newReader(cf, dev, ino, s.bufSize(), s.cfg.MaxLine)
@@ -212,6 +252,14 @@ func (s *Source) checkQueued() {
 			c.refreshFingerprint(st.Size())
 			c.lastSize, c.lastMod = st.Size(), st.ModTime()
 			c.snapshot(st.Size())
+			if lost := seen - st.Size(); lost > 0 {
+				msg := fmt.Sprintf("a queued input file was %s before it was read; its copy %s holds %d bytes of the %d seen, %d are lost",
+					why, filepath.Base(cf.Name()), st.Size(), seen, lost)
+				s.log.Warn(msg, "path", s.cfg.Path, "copy", cf.Name())
+				s.setDetail(msg)
+				s.lostTail = true
+				s.lose(1, uint64(lost), nx.epoch, msg)
+			}
 		}
 		s.log.Warn("a queued input file was "+why+" before it was read; reading its copy first",
 			"path", s.cfg.Path, "copy", cf.Name())

@@ -80,6 +80,9 @@ type Source struct {
 	checked      bool      // check ran in this duty cycle
 	lostTail     bool      // the detail says a rotated file's tail is lost: keep it
 	forget       *forget   // a deleted file left cur: empty the pointer once it is all committed
+	badPath      string    // why the path is not read (regular.go); "" while it is fine
+	// detailBeforeBad is the detail the path's failure replaced.
+	detailBeforeBad *string
 
 	watchDirs   []watchDir
 	watchWarned bool
@@ -109,7 +112,9 @@ type Source struct {
 	fileDev        atomic.Uint64
 	fileIno        atomic.Uint64
 	fileOpen       atomic.Bool
-	fileEnded      atomic.Bool // the open file is read to its end and the path is missing
+	fileEnded      atomic.Bool  // the open file is read to its end and the path is missing
+	verifiedMod    atomic.Int64 // the open file's mtime (UnixNano) at its last content check
+	pathFailed     atomic.Bool  // the path names no regular file: State is FAILED
 }
 
 // New makes a source publishing to pub.
@@ -287,6 +292,10 @@ func (s *Source) setState(st State) { s.state.Store(int32(st)) }
 // detail until the next restart (DESIGN §4).
 func (s *Source) setDetail(d string) {
 	if s.lostTail {
+		return
+	}
+	if s.badPath != "" {
+		s.detailBeforeBad = &d // the path's failure keeps the detail until it ends
 		return
 	}
 	s.detail.Store(&d)

@@ -1,0 +1,34 @@
+//go:build !unix
+
+package fileutil
+
+import (
+	"io/fs"
+	"os"
+)
+
+// StatPath returns zeros for the identity where the OS has none, and the
+// type of the file path names now.
+func StatPath(path string) (dev, ino uint64, typ fs.FileMode, err error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	return 0, 0, fi.Mode().Type(), nil
+}
+
+// OpenRegular opens path for reading only if it is a regular file.
+func OpenRegular(path string) (*os.File, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		f.Close()
+		if err == nil {
+			err = ErrNotRegular
+		}
+		return nil, &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	return f, nil
+}
