@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"tailfeed/internal/redact"
 )
 
 // Limits beyond "positive". They keep values inside what the other packages
@@ -267,7 +269,7 @@ func (d *decoder) webhookKeys(o *obj, p *Processor) int {
 	line, ok := o.nonEmpty("url", &p.URL)
 	if ok {
 		if err := checkURL(p.URL); err != "" {
-			d.errorf(line, "%s: %q %s", o.at("url"), clip(p.URL), err)
+			d.errorf(line, "%s: %q %s", o.at("url"), redact.URL(clip(p.URL)), redact.URL(err))
 		}
 	}
 	o.integer("timeoutMillis", &p.TimeoutMillis, 1, maxMillis)
