@@ -3,11 +3,15 @@ package e2e
 import (
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
+	"sort"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -86,6 +90,166 @@ func TestSecretsNeverShown(t *testing.T) {
 	if !strings.Contains(string(ledger), "user:***@") || !strings.Contains(d.log(), "user:***@") {
 		t.Errorf("ledger/log do not name the redacted URL:\n%s\n%s", ledger, tail(d.log(), 2000))
 	}
+}
+
+const modesConfigTmpl = `dataDir: ./state
+status:
+  listen: {{ADDR}}
+shutdownTimeoutMillis: 500
+feeds:
+  - name: app
+    path: ./in.log
+    readStrategy: COMMITTED
+processors:
+  - name: archive
+    feed: app
+    type: file
+    path: ./out/archive.log
+    exactlyOnce: true
+  - name: private
+    feed: app
+    type: file
+    path: ./out/private.log
+    mode: "0600"
+  - name: counter
+    feed: app
+    type: count
+    exactlyOnce: true
+    match: '^(?P<key>[a-z]+)-'
+  - name: hook
+    feed: app
+    type: webhook
+    url: %s/ingest
+    retry: {initialMillis: 5, maxMillis: 20, attempts: 1}
+    onFailure: deadLetter
+`
+
+// modesOf walks dir and returns every entry's permission bits.
+func modesOf(t *testing.T, dir string) map[string]os.FileMode {
+	t.Helper()
+	out := map[string]os.FileMode{}
+	err := filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		fi, err := os.Lstat(p)
+		if err != nil {
+			return err
+		}
+		out[p] = fi.Mode()
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// Every directory under dataDir is 0700 and every file in it 0600 (the
+// ledger holds raw log lines), whatever the umask lets through; a file
+// sink's output gets its mode (default 0640).
+func TestDataDirPrivate(t *testing.T) {
+	old := syscall.Umask(0o022) // the common umask, which let 0755/0644 through
+	defer syscall.Umask(old)
+	refusing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		http.Error(w, "no", http.StatusBadRequest)
+	}))
+	defer refusing.Close()
+	e := newEnv(t, fmt.Sprintf(modesConfigTmpl, refusing.URL))
+	in := newInput(t, e.path("in.log"))
+	in.appendLines(20)
+	d := e.start()
+	d.waitSettled(30 * time.Second)
+	d.stop()
+	modes := modesOf(t, e.path("state"))
+	var files []string
+	for p, m := range modes {
+		switch {
+		case m.IsDir() && m.Perm() != 0o700:
+			t.Errorf("directory %s has mode %04o, want 0700", p, m.Perm())
+		case m.IsRegular() && m.Perm() != 0o600:
+			t.Errorf("file %s has mode %04o, want 0600", p, m.Perm())
+		case m.IsRegular():
+			files = append(files, strings.TrimPrefix(p, e.path("state")+"/"))
+		}
+	}
+	sort.Strings(files)
+	t.Logf("dataDir files: %v", files)
+	for _, want := range []string{"LOCK", "feeds/app.ptr", "dlq/hook.jsonl", "state/archive.rec", "state/counter.json", "state/hook.rec"} {
+		if _, ok := modes[e.path("state/"+want)]; !ok {
+			t.Errorf("no %s in dataDir (have %v): the walk checked less than it should", want, files)
+		}
+	}
+	for name, want := range map[string]os.FileMode{"out/archive.log": 0o640, "out/private.log": 0o600} {
+		fi, err := os.Stat(e.path(name))
+		if err != nil || fi.Mode().Perm() != want {
+			t.Errorf("%s: %v, mode %v, want %04o", name, err, fi, want)
+		}
+	}
+}
+
+// A dataDir an older version created 0755 with 0644 files is made private
+// at start (with a WARN); one that group or others may write is refused
+// (exit 2, naming it), as ssh refuses loose key files; so is a LOCK that
+// is a symlink (O_NOFOLLOW).
+func TestDataDirLoose(t *testing.T) {
+	const tmpl = `dataDir: ./state
+status: {listen: "{{ADDR}}"}
+feeds:
+  - {name: app, path: ./in.log}
+processors:
+  - {name: out, feed: app, type: file, path: ./out.log}
+`
+	t.Run("readable is tightened", func(t *testing.T) {
+		e := newEnv(t, tmpl)
+		os.WriteFile(e.path("in.log"), []byte("a\n"), 0o644)
+		for _, dir := range []string{"state", "state/feeds", "state/dlq", "state/state"} {
+			os.Mkdir(e.path(dir), 0o755)
+			os.Chmod(e.path(dir), 0o755)
+		}
+		os.WriteFile(e.path("state/dlq/old.jsonl"), []byte("{}\n"), 0o644)
+		os.Chmod(e.path("state/dlq/old.jsonl"), 0o644)
+		d := e.start()
+		d.stop()
+		for p, m := range modesOf(t, e.path("state")) {
+			if m.Perm()&0o077 != 0 {
+				t.Errorf("%s still has mode %04o", p, m.Perm())
+			}
+		}
+		if log := d.log(); !strings.Contains(log, "dataDir was readable by group or others; made it private") ||
+			!strings.Contains(log, "files in dataDir were readable by group or others") {
+			t.Errorf("no WARN about the tightening:\n%s", log)
+		}
+	})
+	t.Run("group-writable is refused", func(t *testing.T) {
+		e := newEnv(t, tmpl)
+		os.WriteFile(e.path("in.log"), []byte("a\n"), 0o644)
+		os.Mkdir(e.path("state"), 0o770)
+		os.Chmod(e.path("state"), 0o770)
+		d := e.spawn()
+		if code := d.wait(30 * time.Second); code != 2 {
+			t.Fatalf("exit %d, want 2\n%s", code, d.log())
+		}
+		want := e.cfg + ":1: dataDir: " + e.path("state") + " is writable by group or others (mode 0770)"
+		if !strings.Contains(d.log(), want) {
+			t.Errorf("log %q, want %q", d.log(), want)
+		}
+	})
+	t.Run("symlinked LOCK is refused", func(t *testing.T) {
+		e := newEnv(t, tmpl)
+		os.WriteFile(e.path("in.log"), []byte("a\n"), 0o644)
+		os.Mkdir(e.path("state"), 0o700)
+		os.WriteFile(e.path("elsewhere"), nil, 0o600)
+		os.Symlink(e.path("elsewhere"), e.path("state/LOCK"))
+		d := e.spawn()
+		if code := d.wait(30 * time.Second); code != 2 {
+			t.Fatalf("exit %d, want 2\n%s", code, d.log())
+		}
+		if want := e.path("state/LOCK") + " is a symbolic link"; !strings.Contains(d.log(), want) {
+			t.Errorf("log %q, want %q", d.log(), want)
+		}
+	})
 }
 
 var _ = net.Dial
