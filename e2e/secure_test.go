@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bufio"
 	"fmt"
 	"io"
 	"io/fs"
@@ -14,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Secure by default (DESIGN §12): no secret in status, health, logs or
@@ -252,4 +255,98 @@ processors:
 	})
 }
 
-var _ = net.Dial
+const serverConfigTmpl = `dataDir: ./state
+status:
+  listen: {{ADDR}}
+  token: tok3n
+feeds:
+  - {name: app, path: ./in.log}
+processors:
+  - {name: puller, feed: app, type: pull, onFailure: deadLetter}
+`
+
+// 300 idle keep-alive connections do not make /healthz unreachable: the
+// daemon holds at most status.maxConnections (256) and closes the longest
+// idle to admit a new client. The daemon runs with 300 descriptors at
+// most (prlimit), as on a host with a low ulimit: without the cap, the
+// idle connections used them all and accept failed.
+func TestIdleConnectionsDoNotStarveHealthz(t *testing.T) {
+	e := newEnv(t, serverConfigTmpl)
+	os.WriteFile(e.path("in.log"), nil, 0o644)
+	d := e.start()
+	lim := unix.Rlimit{Cur: 300, Max: 300}
+	if err := unix.Prlimit(d.pid(), unix.RLIMIT_NOFILE, &lim, nil); err != nil {
+		t.Fatalf("prlimit: %v", err)
+	}
+	conns := make([]net.Conn, 0, 300)
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	for range 300 {
+		c, err := net.Dial("tcp", d.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, c)
+		io.WriteString(c, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+	}
+	answered := make(chan bool, len(conns))
+	for _, c := range conns {
+		go func() {
+			c.SetReadDeadline(time.Now().Add(3 * time.Second))
+			resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+			if err == nil {
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+			answered <- err == nil
+			c.SetReadDeadline(time.Time{}) // then idle, kept open
+		}()
+	}
+	n := 0
+	for range conns {
+		if <-answered {
+			n++
+		}
+	}
+	start := time.Now()
+	// A new connection, as a prober opens (not one the harness pooled).
+	fresh := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	resp, err := fresh.Get("http://" + d.addr + "/healthz")
+	if err != nil {
+		t.Fatalf("/healthz behind %d idle connections (%d answered): %v", len(conns), n, err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("/healthz: %d", resp.StatusCode)
+	}
+	t.Logf("%d of %d idle connections got their answer; /healthz answered in %v", n, len(conns), time.Since(start))
+	d.stop()
+}
+
+// GET /admin/../admin/dlq/x without the token is 401, not the mux's 307
+// to the cleaned path (which would tell the route exists).
+func TestDotSegmentsNeedTheToken(t *testing.T) {
+	e := newEnv(t, serverConfigTmpl)
+	os.WriteFile(e.path("in.log"), nil, 0o644)
+	d := e.start()
+	for _, p := range []string{"/admin/../admin/dlq/puller", "/v1/./pull/puller", "/x/../admin/dlq/puller"} {
+		conn, err := net.Dial("tcp", d.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", p)
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		conn.Close()
+		if resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("GET %s without the token: %d (Location %q), want 401", p, resp.StatusCode, resp.Header.Get("Location"))
+		}
+	}
+	d.stop()
+}

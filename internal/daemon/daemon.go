@@ -388,12 +388,13 @@ func (d *Daemon) Start(ctx context.Context) {
 		routes[p] = rt
 	}
 	d.srv = status.NewServer(status.ServerConfig{
-		Token:       d.cfg.Status.Token,
-		ProtectRead: d.cfg.Status.ProtectRead,
-		Report:      d.Report,
-		Health:      d.Health,
-		Logger:      d.log.Named("http"),
-		Routes:      routes,
+		Token:          d.cfg.Status.Token,
+		ProtectRead:    d.cfg.Status.ProtectRead,
+		MaxConnections: d.cfg.Status.MaxConnections,
+		Report:         d.Report,
+		Health:         d.Health,
+		Logger:         d.log.Named("http"),
+		Routes:         routes,
 	})
 	go func() {
 		if err := d.srv.Serve(d.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
