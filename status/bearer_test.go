@@ -80,7 +80,7 @@ func TestTokenBeforeRedirect(t *testing.T) {
 				t.Errorf("protectRead %v: GET %s with the token: %d, want the mux's redirect", protect, p, code)
 			}
 		}
-		if code := get("/healthz", ""); code != http.StatusOK {
+		if code := get("/healthz?verbose=1", ""); code != http.StatusOK {
 			t.Errorf("protectRead %v: /healthz: %d, want 200 without a token", protect, code)
 		}
 		want := http.StatusTemporaryRedirect // the open route's redirect stays open

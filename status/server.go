@@ -102,27 +102,27 @@ func (s *server) gate(next http.Handler) http.Handler {
 }
 
 // needsToken reports whether any form of r's path (as decoded, as sent,
-// and both cleaned) is a route or prefix that needs the token.
+// and each cleaned) names a route that needs the token, or, naming none, a
+// path the "/" fallback would answer 401 (under /admin/ or /v1/, or any
+// with protectRead).
 func (s *server) needsToken(r *http.Request) bool {
-	if s.cfg.ProtectRead {
-		// Everything but /healthz needs it; /healthz itself is matched
-		// below only when its path is clean.
-		if r.URL.Path != "/healthz" {
-			return true
-		}
-		return false
+	sent, _, _ := strings.Cut(r.RequestURI, "?")
+	if !strings.HasPrefix(sent, "/") {
+		sent = r.URL.Path // absolute-form or "*": the parsed path is all there is
 	}
-	for _, p := range []string{r.URL.Path, r.URL.EscapedPath(), r.RequestURI} {
+	for _, p := range []string{r.URL.Path, r.URL.EscapedPath(), sent} {
 		for _, q := range []string{p, cleanPath(p)} {
-			if strings.HasPrefix(q, "/admin/") || strings.HasPrefix(q, "/v1/") || q == "/admin" || q == "/v1" {
-				return true
-			}
 			probe := r.Clone(r.Context())
 			probe.URL.Path, probe.URL.RawPath = q, ""
-			if _, pattern := s.mux.Handler(probe); pattern != "" {
-				if rt, ok := s.routes[pattern]; ok && rt.Protected {
+			_, pattern := s.mux.Handler(probe)
+			if rt, ok := s.routes[pattern]; ok {
+				if rt.Protected || (rt.ReadOnly && s.cfg.ProtectRead) {
 					return true
 				}
+				continue
+			}
+			if s.cfg.ProtectRead || strings.HasPrefix(q, "/admin/") || strings.HasPrefix(q, "/v1/") {
+				return true
 			}
 		}
 	}
