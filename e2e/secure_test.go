@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -349,4 +350,72 @@ func TestDotSegmentsNeedTheToken(t *testing.T) {
 		}
 	}
 	d.stop()
+}
+
+// startLog runs `tailfeed run` on cfg (written with mode) until it says it
+// runs, stops it with SIGTERM and returns its log.
+func startLog(t *testing.T, cfg string, mode os.FileMode, extraEnv ...string) string {
+	t.Helper()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "tailfeed.yaml")
+	os.WriteFile(path, []byte(cfg), mode)
+	os.Chmod(path, mode)
+	os.WriteFile(filepath.Join(dir, "in.log"), nil, 0o644)
+	logPath := filepath.Join(dir, "log")
+	logf, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logf.Close()
+	cmd := exec.Command(bin, "run", "--config", path)
+	cmd.Env = append(os.Environ(), append([]string{"TAILFEED_TOKEN="}, extraEnv...)...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	read := func() string { b, _ := os.ReadFile(logPath); return string(b) }
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(read(), "tailfeed running") {
+		select {
+		case err := <-done:
+			t.Fatalf("run ended (%v) before it ran:\n%s", err, read())
+		case <-time.After(10 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatalf("not running after 30 s:\n%s", read())
+		}
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	if err := <-done; err != nil {
+		t.Fatalf("exit after SIGTERM: %v\n%s", err, read())
+	}
+	return read()
+}
+
+// run warns at start when status.listen is not loopback and no token is
+// set, and when the config file holding the token is readable by others;
+// a loopback listen and a private config get neither warning.
+func TestRunWarnsOpenAPI(t *testing.T) {
+	_, port, _ := net.SplitHostPort(freeAddr(t))
+	const rest = "feeds:\n  - {name: app, path: ./in.log}\nprocessors:\n  - {name: p, feed: app, type: discard}\n"
+	const openWarn = "status.listen is not a loopback address and no token is set"
+	const fileWarn = "the config file holds status.token and is readable by every local user"
+	log := startLog(t, "dataDir: ./state\nstatus: {listen: \"0.0.0.0:"+port+"\"}\n"+rest, 0o600)
+	if !strings.Contains(log, openWarn) || strings.Contains(log, fileWarn) {
+		t.Errorf("0.0.0.0 without a token: log\n%s\nwant only the WARN %q", log, openWarn)
+	}
+	if log := startLog(t, "dataDir: ./state\nstatus: {listen: \"0.0.0.0:"+port+"\"}\n"+rest, 0o600, "TAILFEED_TOKEN=t"); strings.Contains(log, openWarn) {
+		t.Errorf("0.0.0.0 with TAILFEED_TOKEN: log\n%s\nwant no WARN", log)
+	}
+	log = startLog(t, "dataDir: ./state\nstatus: {listen: \"127.0.0.1:"+port+"\", token: s3cret}\n"+rest, 0o644)
+	if !strings.Contains(log, fileWarn) || strings.Contains(log, openWarn) {
+		t.Errorf("token in a 0644 config: log\n%s\nwant only the WARN %q", log, fileWarn)
+	}
+	log = startLog(t, "dataDir: ./state\nstatus: {listen: \"localhost:"+port+"\", token: s3cret}\n"+rest, 0o600)
+	if strings.Contains(log, fileWarn) || strings.Contains(log, openWarn) || strings.Contains(log, "s3cret") {
+		t.Errorf("token in a 0600 config on localhost: log\n%s\nwant no WARN and no token", log)
+	}
 }
