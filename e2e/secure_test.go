@@ -240,6 +240,45 @@ processors:
 			t.Errorf("log %q, want %q", d.log(), want)
 		}
 	})
+	t.Run("owned by another user is refused", func(t *testing.T) {
+		if os.Geteuid() != 0 {
+			t.Skip("needs root to give the dataDir to another user")
+		}
+		e := newEnv(t, tmpl)
+		os.WriteFile(e.path("in.log"), []byte("a\n"), 0o644)
+		os.Mkdir(e.path("state"), 0o700)
+		if err := os.Chown(e.path("state"), 65534, 65534); err != nil {
+			t.Fatal(err)
+		}
+		d := e.spawn()
+		if code := d.wait(30 * time.Second); code != 2 {
+			t.Fatalf("exit %d, want 2\n%s", code, d.log())
+		}
+		want := e.cfg + ":1: dataDir: " + e.path("state") + " is owned by user id 65534"
+		if !strings.Contains(d.log(), want) {
+			t.Errorf("log %q, want %q", d.log(), want)
+		}
+	})
+	t.Run("another user cannot take the LOCK", func(t *testing.T) {
+		flock, err := exec.LookPath("flock")
+		if os.Geteuid() != 0 || err != nil {
+			t.Skip("needs root and flock(1) to act as another user")
+		}
+		e := newEnv(t, tmpl)
+		os.WriteFile(e.path("in.log"), []byte("a\n"), 0o644)
+		// The way down to dataDir is open to everyone, as under /var/lib.
+		os.Chmod(filepath.Dir(e.dir), 0o755)
+		os.Chmod(e.dir, 0o755)
+		d := e.start()
+		d.stop()
+		cmd := exec.Command(flock, "-n", e.path("state/LOCK"), "true")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+		out, err := cmd.CombinedOutput()
+		if err == nil {
+			t.Fatalf("user nobody took the daemon's LOCK (a held one would keep the daemon from starting)")
+		}
+		t.Logf("nobody's flock: %v: %s", err, out)
+	})
 	t.Run("symlinked LOCK is refused", func(t *testing.T) {
 		e := newEnv(t, tmpl)
 		os.WriteFile(e.path("in.log"), []byte("a\n"), 0o644)
