@@ -110,11 +110,17 @@ func (s *server) needsToken(r *http.Request) bool {
 	if !strings.HasPrefix(sent, "/") {
 		sent = r.URL.Path // absolute-form or "*": the parsed path is all there is
 	}
+	probe, u := *r, *r.URL // shallow: the mux reads the method, host and path
+	probe.URL = &u
+	seen := make(map[string]bool, 6)
 	for _, p := range []string{r.URL.Path, r.URL.EscapedPath(), sent} {
 		for _, q := range []string{p, cleanPath(p)} {
-			probe := r.Clone(r.Context())
-			probe.URL.Path, probe.URL.RawPath = q, ""
-			_, pattern := s.mux.Handler(probe)
+			if seen[q] {
+				continue
+			}
+			seen[q] = true
+			u.Path, u.RawPath = q, ""
+			_, pattern := s.mux.Handler(&probe)
 			if rt, ok := s.routes[pattern]; ok {
 				if rt.Protected || (rt.ReadOnly && s.cfg.ProtectRead) {
 					return true
