@@ -65,6 +65,7 @@ type Status struct {
 	Token            string // bearer token; "" = none
 	ProtectRead      bool   // /feed.status and /metrics need the token too
 	StallAlertMillis int
+	MaxConnections   int // concurrent connections at most; idle ones give way (DESIGN §12)
 }
 
 // Log is the log section.
@@ -126,6 +127,7 @@ type Processor struct {
 	ExactlyOnce         bool   // file/count
 	Fsync               string // file: always | interval | never
 	FsyncIntervalMillis int    // file
+	Mode                uint32 // file: the output's permission bits (0640)
 
 	OnFailure string // hold | deadLetter
 	Retry     Retry

@@ -30,7 +30,7 @@ func TestDefaults(t *testing.T) {
 	if cfg.File != "/etc/tailfeed/tailfeed.yaml" || cfg.DataDir != "/etc/tailfeed/var/state" || cfg.DataDirLine != 0 {
 		t.Errorf("File %q DataDir %q DataDirLine %d", cfg.File, cfg.DataDir, cfg.DataDirLine)
 	}
-	if want := (Status{Listen: "127.0.0.1:8470", StallAlertMillis: 60000}); cfg.Status != want {
+	if want := (Status{Listen: "127.0.0.1:8470", StallAlertMillis: 60000, MaxConnections: 256}); cfg.Status != want {
 		t.Errorf("Status = %+v, want %+v", cfg.Status, want)
 	}
 	if want := (Log{Level: "info", Format: "text"}); cfg.Log != want {
@@ -51,7 +51,7 @@ func TestDefaults(t *testing.T) {
 	}
 	wantProc := &Processor{
 		Name: "p", Feed: "app", Type: "file", Path: "/out/p.log",
-		Fsync: "never", FsyncIntervalMillis: 100, OnFailure: "hold",
+		Fsync: "never", FsyncIntervalMillis: 100, Mode: 0o640, OnFailure: "hold",
 		Retry:            Retry{InitialMillis: 1000, MaxMillis: 16000, Jitter: 0.2, Attempts: 6},
 		AckTimeoutMillis: 30000, MaxInFlight: 1000,
 		TimeoutMillis: 5000, BatchMaxLines: 500, BatchMaxBytes: 1048576,

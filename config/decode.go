@@ -9,26 +9,29 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"tailfeed/internal/redact"
 )
 
 // Limits beyond "positive". They keep values inside what the other packages
 // can hold (a millisecond count must fit a time.Duration) and allocate.
 const (
-	maxMillis = 365 * 24 * 3600 * 1000 // one year
-	maxCount  = 1 << 24                // lines, attempts, in-flight deliveries
-	maxBytes  = 1 << 30                // 1 GiB
-	maxName   = 200                    // bytes; names become file names (feeds/<feed>.ptr, dlq/<processor>.jsonl)
+	maxMillis      = 365 * 24 * 3600 * 1000 // one year
+	maxCount       = 1 << 24                // lines, attempts, in-flight deliveries
+	maxBytes       = 1 << 30                // 1 GiB
+	maxName        = 200                    // bytes; names become file names (feeds/<feed>.ptr, dlq/<processor>.jsonl)
+	maxConnections = 1 << 20                // status.maxConnections: each holds a descriptor
 )
 
 // The keys of each section. Anything else is an error.
 var (
 	topKeys       = []string{"dataDir", "status", "log", "shutdownTimeoutMillis", "feeds", "processors"}
-	statusKeys    = []string{"listen", "token", "protectRead", "stallAlertMillis"}
+	statusKeys    = []string{"listen", "token", "protectRead", "stallAlertMillis", "maxConnections"}
 	logKeys       = []string{"level", "format"}
 	feedKeys      = []string{"name", "path", "readStrategy", "maxLineBytes", "queueCapacity", "queueBytes", "maxPendingAcks", "pollIntervalMillis", "rotateWaitMillis", "commitSyncMillis", "overload"}
 	overloadKeys  = []string{"policy", "spinBoundMillis", "blockDeadlineMillis", "subscribers"}
 	subscriberKey = []string{"policy", "spinBoundMillis", "blockDeadlineMillis"}
-	processorKeys = []string{"name", "feed", "type", "match", "exclude", "path", "exactlyOnce", "fsync", "fsyncIntervalMillis", "onFailure", "retry", "ackTimeoutMillis", "maxInFlight", "url", "timeoutMillis", "batchMaxLines", "batchMaxBytes", "headers", "raw"}
+	processorKeys = []string{"name", "feed", "type", "match", "exclude", "path", "exactlyOnce", "fsync", "fsyncIntervalMillis", "mode", "onFailure", "retry", "ackTimeoutMillis", "maxInFlight", "url", "timeoutMillis", "batchMaxLines", "batchMaxBytes", "headers", "raw"}
 	retryKeys     = []string{"initialMillis", "maxMillis", "jitter", "attempts"}
 )
 
@@ -132,6 +135,7 @@ func (d *decoder) status(o *obj, s *Status) {
 	o.str("token", &s.Token)
 	o.boolean("protectRead", &s.ProtectRead)
 	o.integer("stallAlertMillis", &s.StallAlertMillis, 1, maxMillis)
+	o.integer("maxConnections", &s.MaxConnections, 1, maxConnections)
 }
 
 // checkListen returns "" for a host:port with a numeric port, else what is wrong.
@@ -259,7 +263,37 @@ func (d *decoder) fileKeys(o *obj, p *Processor) int {
 	o.boolean("exactlyOnce", &p.ExactlyOnce)
 	o.enum("fsync", &p.Fsync, fsyncs, nil)
 	o.integer("fsyncIntervalMillis", &p.FsyncIntervalMillis, 1, maxMillis)
+	d.fileMode(o, "mode", &p.Mode)
 	return line
+}
+
+// fileMode reads permission bits the way chmod does: octal digits with an
+// optional 0 or 0o prefix, quoted ("0640") or not (0640, 640, 0o640 — the
+// scalar's text, whatever number YAML made of it). At most 0777 (no
+// setuid, setgid or sticky bit), and the owner must keep read and write
+// (the sink appends, and reads its tail back after a crash).
+func (d *decoder) fileMode(o *obj, key string, dst *uint32) {
+	n, line, ok := o.get(key)
+	if !ok {
+		return
+	}
+	tag := n.ShortTag()
+	if n.Kind != yaml.ScalarNode || (tag != "!!str" && tag != "!!int") {
+		d.errorf(line, "%s: must be an octal file mode like \"0640\", got %s", o.at(key), describe(n))
+		return
+	}
+	text := strings.TrimPrefix(strings.TrimPrefix(n.Value, "0o"), "0O")
+	v, err := strconv.ParseUint(text, 8, 32)
+	switch {
+	case err != nil || text == "" || text[0] == '+':
+		d.errorf(line, "%s: must be an octal file mode like \"0640\", got %s", o.at(key), describe(n))
+	case v > 0o777:
+		d.errorf(line, "%s: %04o has bits beyond 0777 (setuid, setgid or sticky); want permission bits only, like \"0640\"", o.at(key), v)
+	case v&0o600 != 0o600:
+		d.errorf(line, "%s: %04o does not let the owner read and write the output; want 0600 at least, like \"0640\"", o.at(key), v)
+	default:
+		*dst = uint32(v)
+	}
 }
 
 // webhookKeys decodes the keys of the webhook sink; it returns the line of url.
@@ -267,7 +301,7 @@ func (d *decoder) webhookKeys(o *obj, p *Processor) int {
 	line, ok := o.nonEmpty("url", &p.URL)
 	if ok {
 		if err := checkURL(p.URL); err != "" {
-			d.errorf(line, "%s: %q %s", o.at("url"), clip(p.URL), err)
+			d.errorf(line, "%s: %q %s", o.at("url"), redact.URL(clip(p.URL)), redact.URL(err))
 		}
 	}
 	o.integer("timeoutMillis", &p.TimeoutMillis, 1, maxMillis)

@@ -13,6 +13,7 @@ func DefaultConfig() *Config {
 			Token:            "",               // no bearer token; TAILFEED_TOKEN overrides at run
 			ProtectRead:      false,            // /feed.status and /metrics open without a token
 			StallAlertMillis: 60000,            // /healthz turns 503 after 60 s stalled or paused
+			MaxConnections:   256,              // concurrent HTTP connections; idle keep-alives give way to new ones
 		},
 		Log: Log{
 			Level:  "info", // trace | debug | info | warn | error
@@ -53,6 +54,7 @@ func DefaultProcessor() Processor {
 		ExactlyOnce:         false,         // file/count: no (epoch, position) record kept
 		Fsync:               FsyncNever,    // file: survives kill -9, not power loss
 		FsyncIntervalMillis: 100,           // file, fsync interval: at most 100 ms after the first unsynced write
+		Mode:                0o640,         // file: owner rw, group r, others nothing
 		OnFailure:           OnFailureHold, // after the retries: keep retrying at the cap, feed stalls
 		Retry:               DefaultRetry(),
 		AckTimeoutMillis:    30000,   // pull: redeliver after 30 s without an ACK

@@ -60,7 +60,7 @@ type Pointer struct {
 	fp [MaxFingerprint]byte // scratch for fingerprint reads; no allocation
 }
 
-// Open opens the pointer file at path, creating it (mode 0644, Size bytes)
+// Open opens the pointer file at path, creating it (mode 0600, Size bytes)
 // if missing, takes an exclusive flock on it (a holder makes Open fail with a
 // *fileutil.LockedError), maps it and decodes the newest valid slot.
 //
@@ -93,7 +93,7 @@ func Open(path string, opts Options) (*Pointer, error) {
 // openFile opens path read-write, creating it if missing; created tells
 // which happened. A new file's directory entry is fsynced.
 func openFile(path string) (f *os.File, created bool, err error) {
-	f, err = os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+	f, err = os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 	if errors.Is(err, os.ErrExist) {
 		f, err = os.OpenFile(path, os.O_RDWR, 0)
 		return f, false, err

@@ -265,7 +265,7 @@ func (l *Ledger) appendLocked(raw []byte) error {
 	if _, err := os.Stat(l.path); errors.Is(err, os.ErrNotExist) {
 		created = true
 	}
-	f, err := os.OpenFile(l.path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	f, err := os.OpenFile(l.path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return fmt.Errorf("open dead-letter ledger: %w", err)
 	}
@@ -471,7 +471,7 @@ func (l *Ledger) rewriteLocked(entries []ledgerEntry) error {
 // fsync, rename over path, fsync of the directory.
 func writeAtomic(path string, data []byte) error {
 	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
 		return err
 	}

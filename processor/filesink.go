@@ -39,14 +39,18 @@ type FileSinkConfig struct {
 	Path     string
 	Fsync    FsyncMode
 	Interval time.Duration
-	// Open opens the output (nil: os.OpenFile append-only, created 0644).
+	// Mode is the output's permission bits (0: DefaultSinkMode). The
+	// default Open creates the output with it and sets it on an existing
+	// output whose bits differ (umask aside: the file gets exactly Mode).
+	Mode os.FileMode
+	// Open opens the output (nil: os.OpenFile append-only, with Mode).
 	Open func(path string) (SinkFile, int64, error)
 	// Checkpoint is the group's checkpoint (required for FsyncInterval).
 	Checkpoint Checkpoint
 	// Record is the exactlyOnce side record's path
 	// (dataDir/state/<processor>.rec); "" = exactlyOnce off. See exactlyonce.go.
 	Record string
-	// OpenRecord opens the side record (nil: os.OpenFile read-write, created 0644).
+	// OpenRecord opens the side record (nil: os.OpenFile read-write, created 0600).
 	OpenRecord func(path string) (RecordFile, error)
 	// SyncDir fsyncs a directory (nil: fileutil.SyncDir); under fsync
 	// always or interval it makes the entry of an output it created
@@ -101,9 +105,12 @@ func OpenFileSink(cfg FileSinkConfig) (*FileSink, error) {
 	if syncDir == nil {
 		syncDir = fileutil.SyncDir
 	}
+	if cfg.Mode == 0 {
+		cfg.Mode = DefaultSinkMode
+	}
 	open := cfg.Open
 	if open == nil {
-		open = openAppend
+		open = func(path string) (SinkFile, int64, error) { return openOutput(path, cfg.Mode, cfg.Logger) }
 		if err := makeParents(cfg.Path, cfg.Fsync != FsyncNever, syncDir); err != nil {
 			return nil, err
 		}
@@ -216,8 +223,20 @@ func makeParents(path string, sync bool, syncDir func(string) error) error {
 	return nil
 }
 
-func openAppend(path string) (SinkFile, int64, error) {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+// DefaultSinkMode is a file sink output's mode when the config sets none:
+// the owner writes, a log-reading group reads, others nothing (the lines
+// may hold what the application logged: tokens, addresses, passwords).
+const DefaultSinkMode os.FileMode = 0o640
+
+// openAppend is openOutput with DefaultSinkMode and no logger.
+func openAppend(path string) (SinkFile, int64, error) { return openOutput(path, DefaultSinkMode, nil) }
+
+// openOutput opens path append-only, creating it with mode, and gives an
+// output whose permission bits differ exactly mode (umask would only have
+// narrowed a new file; a changed `mode` applies at the next start). A
+// chmod the file's owner must do is a WARN, not a failure.
+func openOutput(path string, mode os.FileMode, log hclog.Logger) (SinkFile, int64, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, mode)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -225,6 +244,12 @@ func openAppend(path string) (SinkFile, int64, error) {
 	if err != nil {
 		f.Close()
 		return nil, 0, err
+	}
+	if st.Mode().Perm() != mode.Perm() {
+		if err := f.Chmod(mode.Perm()); err != nil && log != nil {
+			log.Warn("cannot set the output's mode", "path", path, "mode", fmt.Sprintf("%04o", mode.Perm()),
+				"current", fmt.Sprintf("%04o", st.Mode().Perm()), "error", err)
+		}
 	}
 	return f, st.Size(), nil
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"tailfeed/feed"
+	"tailfeed/internal/redact"
 )
 
 // Webhook is the `webhook` sink (DESIGN §6): it POSTs the lines as NDJSON,
@@ -72,6 +74,8 @@ type Webhook struct {
 	g      *Group
 	log    hclog.Logger
 	client *http.Client
+	shown  string   // cfg.URL with its password masked: what errors name
+	hide   []string // secrets an error must not show (the password, header values)
 	rec    *whRecord
 	st     whState // the record in memory (what the next store writes)
 
@@ -177,6 +181,7 @@ func OpenWebhook(cfg WebhookConfig) (*Webhook, error) {
 		return nil, err
 	}
 	w := &Webhook{cfg: cfg, g: g, log: log, client: cfg.Client, rec: rec, st: rec.disk}
+	w.shown, w.hide = redact.URL(cfg.URL), webhookSecrets(cfg)
 	if !ok && rec.damaged {
 		log.Warn("webhook record has no valid slot; starting without one (lines may be sent again, under new keys)",
 			"record", cfg.Record)
@@ -419,7 +424,7 @@ func (w *Webhook) post(ctx context.Context, c *whChunk, key string) (time.Durati
 	defer cancel()
 	req, err := http.NewRequestWithContext(rctx, http.MethodPost, w.cfg.URL, bytes.NewReader(c.body))
 	if err != nil {
-		return 0, true, fmt.Errorf("webhook request: %w", err)
+		return 0, true, w.secret(fmt.Errorf("webhook request to %s: %w", w.shown, err))
 	}
 	for k, v := range w.cfg.Headers {
 		req.Header.Set(k, v)
@@ -431,7 +436,7 @@ func (w *Webhook) post(ctx context.Context, c *whChunk, key string) (time.Durati
 	}
 	resp, err := w.client.Do(req)
 	if err != nil {
-		return 0, false, fmt.Errorf("webhook POST %s (%s): %w", w.cfg.URL, key, err)
+		return 0, false, w.secret(fmt.Errorf("webhook POST %s (%s): %w", w.shown, key, err))
 	}
 	snippet, _ := io.ReadAll(io.LimitReader(resp.Body, 256))
 	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
@@ -440,9 +445,42 @@ func (w *Webhook) post(ctx context.Context, c *whChunk, key string) (time.Durati
 	if code >= 200 && code < 300 {
 		return 0, false, nil
 	}
-	err = fmt.Errorf("webhook POST %s (%s): %s: %s", w.cfg.URL, key, resp.Status, strings.TrimSpace(string(snippet)))
+	err = w.secret(fmt.Errorf("webhook POST %s (%s): %s: %s", w.shown, key, resp.Status, strings.TrimSpace(string(snippet))))
 	poison := code >= 400 && code < 500 && code != http.StatusRequestTimeout && code != http.StatusTooManyRequests
 	return retryAfter(resp.Header.Get("Retry-After")), poison, err
+}
+
+// webhookSecrets lists what the sink's errors must never show: the URL's
+// password and every configured header value (a receiver may echo one in
+// its error body). Values under 4 bytes are left alone: masking "1" or
+// "on" everywhere would only garble messages.
+func webhookSecrets(cfg WebhookConfig) []string {
+	var out []string
+	if u, err := url.Parse(cfg.URL); err == nil && u.User != nil {
+		if pw, ok := u.User.Password(); ok && pw != "" {
+			out = append(out, pw)
+			if esc := (&url.URL{User: url.UserPassword("", pw)}).String(); len(esc) > 3 {
+				out = append(out, esc[3:len(esc)-1]) // the password as the URL spells it ("//:" … "@")
+			}
+		}
+	}
+	for _, v := range cfg.Headers {
+		if len(v) >= 4 {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// secret returns err with every secret of the sink masked in its text
+// (status, /healthz, logs and the dead-letter ledger show error texts);
+// errors.Is and As still see the cause.
+func (w *Webhook) secret(err error) error {
+	msg := redact.URL(err.Error())
+	for _, s := range w.hide {
+		msg = strings.ReplaceAll(msg, s, redact.Mask)
+	}
+	return &redact.Error{Msg: msg, Err: err}
 }
 
 // retryAfter parses a Retry-After value (seconds or an HTTP date).

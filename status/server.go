@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"path"
 	"strings"
 	"time"
 
@@ -22,6 +23,9 @@ type ServerConfig struct {
 	Report      func() Report
 	Health      func() (ok bool, reason string)
 	Logger      hclog.Logger
+	// MaxConnections caps the open connections (0: DefaultMaxConnections);
+	// past it, idle ones make room (see connLimit).
+	MaxConnections int
 	// Routes adds endpoints (pull, ack, state, admin, metrics): pattern →
 	// handler. Patterns use net/http's method-less form with {wildcards};
 	// handlers check methods with Allow.
@@ -53,6 +57,7 @@ func NewServer(cfg ServerConfig) *http.Server {
 	for p, r := range routes {
 		mux.Handle(p, s.wrap(r))
 	}
+	s.mux, s.routes = mux, routes
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		// The token comes before the route: an unknown path under a
 		// protected prefix answers 401 to a caller without the token.
@@ -63,8 +68,10 @@ func NewServer(cfg ServerConfig) *http.Server {
 		}
 		WriteError(w, http.StatusNotFound, "no such endpoint: "+r.URL.Path)
 	})
+	limit := newConnLimit(cfg.MaxConnections)
 	return &http.Server{
-		Handler:           mux,
+		Handler:           s.gate(mux),
+		ConnState:         limit.hook,
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      60 * time.Second, // long polls wait up to 30 s
@@ -74,7 +81,73 @@ func NewServer(cfg ServerConfig) *http.Server {
 }
 
 type server struct {
-	cfg ServerConfig
+	cfg    ServerConfig
+	mux    *http.ServeMux
+	routes map[string]Route
+}
+
+// gate checks the token on the path as the client sent it, before the
+// mux, which answers a path with "..", "." or "//" segments with a
+// redirect to its cleaned form: such a path needs the token when the path
+// it names, raw or cleaned, does (DESIGN §12: no redirect, no 404, before
+// the token check).
+func (s *server) gate(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.cfg.Token != "" && !s.authorized(r) && s.needsToken(r) {
+			WriteError(w, http.StatusUnauthorized, "missing or wrong bearer token")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// needsToken reports whether any form of r's path (as decoded, as sent,
+// and each cleaned) names a route that needs the token, or, naming none, a
+// path the "/" fallback would answer 401 (under /admin/ or /v1/, or any
+// with protectRead).
+func (s *server) needsToken(r *http.Request) bool {
+	sent, _, _ := strings.Cut(r.RequestURI, "?")
+	if !strings.HasPrefix(sent, "/") {
+		sent = r.URL.Path // absolute-form or "*": the parsed path is all there is
+	}
+	probe, u := *r, *r.URL // shallow: the mux reads the method, host and path
+	probe.URL = &u
+	seen := make(map[string]bool, 6)
+	for _, p := range []string{r.URL.Path, r.URL.EscapedPath(), sent} {
+		for _, q := range []string{p, cleanPath(p)} {
+			if seen[q] {
+				continue
+			}
+			seen[q] = true
+			u.Path, u.RawPath = q, ""
+			_, pattern := s.mux.Handler(&probe)
+			if rt, ok := s.routes[pattern]; ok {
+				if rt.Protected || (rt.ReadOnly && s.cfg.ProtectRead) {
+					return true
+				}
+				continue
+			}
+			if s.cfg.ProtectRead || strings.HasPrefix(q, "/admin/") || strings.HasPrefix(q, "/v1/") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// cleanPath is path.Clean for a URL path, as the mux cleans it.
+func cleanPath(p string) string {
+	if p == "" {
+		return "/"
+	}
+	if p[0] != '/' {
+		p = "/" + p
+	}
+	np := path.Clean(p)
+	if p[len(p)-1] == '/' && np != "/" {
+		np += "/"
+	}
+	return np
 }
 
 // wrap applies the checks in the contract's order: token (401), method

@@ -6,9 +6,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/signal"
 	"runtime/pprof"
+	"strings"
 	"syscall"
 
 	"github.com/hashicorp/go-hclog"
@@ -28,6 +30,7 @@ func cmdRun(args []string, stderr io.Writer) int {
 		fmt.Fprintln(stderr, err)
 		return 2
 	}
+	tokenInFile := cfg.Status.Token != ""
 	if tok := os.Getenv("TAILFEED_TOKEN"); tok != "" {
 		cfg.Status.Token = tok
 	}
@@ -37,6 +40,7 @@ func cmdRun(args []string, stderr io.Writer) int {
 		JSONFormat: cfg.Log.Format == "json",
 		Output:     stderr,
 	})
+	securityWarnings(cfg, *path, tokenInFile, log)
 	d, err := daemon.New(cfg, log)
 	if err != nil {
 		if errors.Is(err, daemon.ErrConfig) {
@@ -69,6 +73,38 @@ func cmdRun(args []string, stderr io.Writer) int {
 	}
 	log.Info("stopped cleanly")
 	return 0
+}
+
+// securityWarnings logs at start what leaves the daemon open (DESIGN §12):
+// a status.listen that is not loopback with no token (anyone who reaches
+// the port may release backlogs and read dead letters), and a config file
+// that holds status.token and that every local user may read.
+func securityWarnings(cfg *config.Config, path string, tokenInFile bool, log hclog.Logger) {
+	if cfg.Status.Token == "" && !loopback(cfg.Status.Listen) {
+		log.Warn("status.listen is not a loopback address and no token is set: anyone who reaches it may use the admin and pull API; set status.token or TAILFEED_TOKEN",
+			"listen", cfg.Status.Listen)
+	}
+	if tokenInFile {
+		if fi, err := os.Stat(path); err == nil && fi.Mode().Perm()&0o004 != 0 {
+			log.Warn("the config file holds status.token and is readable by every local user; chmod o-r it or pass the token in TAILFEED_TOKEN",
+				"config", path, "mode", fmt.Sprintf("%04o", fi.Mode().Perm()))
+		}
+	}
+}
+
+// loopback reports whether a host:port listens on loopback only: a
+// loopback IP or "localhost" (an empty host or a wildcard is every
+// interface; another name may resolve anywhere).
+func loopback(listen string) bool {
+	host, _, err := net.SplitHostPort(listen)
+	if err != nil {
+		return false
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // startCPUProfile profiles the whole run into path (env TAILFEED_CPUPROFILE,

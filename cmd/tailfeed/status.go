@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"tailfeed/internal/redact"
 	"tailfeed/status"
 )
 
@@ -37,7 +38,7 @@ func cmdStatus(args []string, stdout, stderr io.Writer) int {
 		return exitUnreachable
 	}
 	deadline := time.Now().Add(*wait)
-	client := &http.Client{Timeout: 5 * time.Second}
+	client := &http.Client{Timeout: 5 * time.Second, CheckRedirect: sameOrigin}
 	for {
 		rep, raw, err := fetchReport(client, u)
 		if err != nil {
@@ -84,6 +85,21 @@ func statusURL(addr string) (string, error) {
 		u.Path = "/feed.status"
 	}
 	return u.String(), nil
+}
+
+// sameOrigin follows a redirect only to the scheme, host and port the
+// request started at while a token is set (DESIGN §12: the token never
+// crosses a redirect; Go's client would send it to another port of the
+// same host); without a token, up to 10 redirects anywhere.
+func sameOrigin(req *http.Request, via []*http.Request) error {
+	if len(via) >= 10 {
+		return errors.New("stopped after 10 redirects")
+	}
+	first := via[0].URL
+	if os.Getenv("TAILFEED_TOKEN") != "" && (req.URL.Scheme != first.Scheme || req.URL.Host != first.Host) {
+		return fmt.Errorf("not following the redirect to %s: TAILFEED_TOKEN is sent only to %s://%s", redact.URL(req.URL.String()), first.Scheme, first.Host)
+	}
+	return nil
 }
 
 func fetchReport(c *http.Client, u string) (*status.Report, []byte, error) {

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"net/http"
 	"os"
@@ -92,21 +93,44 @@ func NewWithOptions(cfg *config.Config, log hclog.Logger, opts Options) (*Daemon
 	return d, nil
 }
 
+// openDataDir creates dataDir private (DESIGN §12: the directories 0700,
+// every file 0600), refuses one that another user owns or that group or
+// others may write (as ssh refuses loose key files), tightens one that
+// group or others may only read (an older version created it 0755), and
+// takes the LOCK, opened for writing and never through a symlink.
 func (d *Daemon) openDataDir() error {
 	dir := d.cfg.DataDir
 	for _, sub := range []string{"", "feeds", "dlq", "state"} {
-		if err := os.MkdirAll(filepath.Join(dir, sub), 0o755); err != nil {
+		p := filepath.Join(dir, sub)
+		if err := os.MkdirAll(p, 0o700); err != nil {
 			return d.dataDirErr(err)
 		}
+		if err := d.checkPrivate(p); err != nil {
+			return err
+		}
 	}
+	d.tightenDataDir(dir)
 	probe := filepath.Join(dir, ".write-test")
-	if err := os.WriteFile(probe, nil, 0o644); err != nil {
+	if err := os.WriteFile(probe, nil, 0o600); err != nil {
 		return d.dataDirErr(err)
 	}
 	os.Remove(probe)
-	f, err := os.OpenFile(filepath.Join(dir, "LOCK"), os.O_RDWR|os.O_CREATE, 0o644)
+	lockPath := filepath.Join(dir, "LOCK")
+	f, err := fileutil.OpenNoFollow(lockPath, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
+		if fileutil.IsSymlinkErr(err) {
+			err = fmt.Errorf("%s is a symbolic link; tailfeed takes its lock only on a regular file there", lockPath)
+		}
 		return d.dataDirErr(err)
+	}
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		f.Close()
+		if err == nil {
+			err = fmt.Errorf("%s is not a regular file", lockPath)
+		}
+		return d.dataDirErr(err)
+	} else if fi.Mode().Perm() != 0o600 {
+		f.Chmod(0o600)
 	}
 	if err := fileutil.Lock(f); err != nil {
 		f.Close()
@@ -116,6 +140,60 @@ func (d *Daemon) openDataDir() error {
 	fmt.Fprintf(f, "%d\n", os.Getpid())
 	d.lock = f
 	return nil
+}
+
+// checkPrivate refuses the directory p when another user owns it or group
+// or others may write it, and makes it 0700 when group or others may only
+// read or search it (with a WARN).
+func (d *Daemon) checkPrivate(p string) error {
+	fi, err := os.Stat(p)
+	if err != nil {
+		return d.dataDirErr(err)
+	}
+	if !fi.IsDir() {
+		return d.dataDirErr(fmt.Errorf("%s is not a directory", p))
+	}
+	if uid, ok := fileutil.Owner(fi); ok && uid != os.Geteuid() {
+		return d.dataDirErr(fmt.Errorf("%s is owned by user id %d, not by this process's user (%d); tailfeed refuses a dataDir another user controls", p, uid, os.Geteuid()))
+	}
+	perm := fi.Mode().Perm()
+	if perm&0o022 != 0 {
+		return d.dataDirErr(fmt.Errorf("%s is writable by group or others (mode %04o); tailfeed refuses a dataDir others can change (chmod 700 %s)", p, perm, p))
+	}
+	if perm&0o077 != 0 {
+		if err := os.Chmod(p, perm&0o700); err != nil {
+			return d.dataDirErr(err)
+		}
+		d.log.Warn("dataDir was readable by group or others; made it private", "path", p,
+			"mode", fmt.Sprintf("%04o", perm), "now", fmt.Sprintf("%04o", perm&0o700))
+	}
+	return nil
+}
+
+// tightenDataDir takes group and other bits off every file and directory
+// under dir (what an older version created 0644/0755), with one WARN.
+// Symlinks are left alone; a chmod that fails (a file of another user) is
+// a WARN naming it.
+func (d *Daemon) tightenDataDir(dir string) {
+	n := 0
+	filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
+		if err != nil || e.Type()&fs.ModeSymlink != 0 || p == dir {
+			return nil
+		}
+		fi, err := e.Info()
+		if err != nil || fi.Mode().Perm()&0o077 == 0 {
+			return nil
+		}
+		if err := os.Chmod(p, fi.Mode().Perm()&0o700); err != nil {
+			d.log.Warn("cannot make a file in dataDir private", "path", p, "error", err)
+			return nil
+		}
+		n++
+		return nil
+	})
+	if n > 0 {
+		d.log.Warn("files in dataDir were readable by group or others; made them private", "dataDir", dir, "files", n)
+	}
 }
 
 // dataDirErr names the config file as its other errors do (as given on
@@ -258,6 +336,7 @@ func (d *Daemon) buildGroup(f *Feed, pc *config.Processor, q *feed.Queue, log hc
 		}
 		s, err := processor.OpenFileSink(processor.FileSinkConfig{
 			Path:       pc.Path,
+			Mode:       os.FileMode(pc.Mode),
 			Fsync:      mode,
 			Interval:   time.Duration(pc.FsyncIntervalMillis) * time.Millisecond,
 			Checkpoint: g,
@@ -313,12 +392,13 @@ func (d *Daemon) Start(ctx context.Context) {
 		routes[p] = rt
 	}
 	d.srv = status.NewServer(status.ServerConfig{
-		Token:       d.cfg.Status.Token,
-		ProtectRead: d.cfg.Status.ProtectRead,
-		Report:      d.Report,
-		Health:      d.Health,
-		Logger:      d.log.Named("http"),
-		Routes:      routes,
+		Token:          d.cfg.Status.Token,
+		ProtectRead:    d.cfg.Status.ProtectRead,
+		MaxConnections: d.cfg.Status.MaxConnections,
+		Report:         d.Report,
+		Health:         d.Health,
+		Logger:         d.log.Named("http"),
+		Routes:         routes,
 	})
 	go func() {
 		if err := d.srv.Serve(d.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {

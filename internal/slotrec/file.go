@@ -19,9 +19,9 @@ type RecordFile interface {
 }
 
 // OpenFile opens path read-write (an *os.File). A file it creates (mode
-// 0644) has its directory fsynced, so that its entry survives a power loss.
+// 0600) has its directory fsynced, so that its entry survives a power loss.
 func OpenFile(path string) (RecordFile, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 	if err == nil {
 		if err := fileutil.SyncDir(filepath.Dir(path)); err != nil {
 			f.Close()

@@ -1,0 +1,75 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// `tailfeed status` never sends TAILFEED_TOKEN across a redirect to another
+// port (Go's client would: it compares host names without the port): the
+// redirect is refused (exit 2, naming it) and the other port never sees
+// the Authorization header. A redirect on the same host and port keeps the
+// token.
+func TestStatusTokenStaysOnItsOrigin(t *testing.T) {
+	var mu sync.Mutex
+	var leaked []string
+	report := `{"settled":true,"lossless":true,"version":1,"feeds":[]}`
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		if a := r.Header.Get("Authorization"); a != "" {
+			leaked = append(leaked, a)
+		}
+		mu.Unlock()
+		w.Write([]byte(report))
+	}))
+	defer other.Close()
+	var sameAuth string
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/feed.status":
+			http.Redirect(w, r, other.URL+"/feed.status", http.StatusTemporaryRedirect)
+		case "/moved":
+			http.Redirect(w, r, "/here", http.StatusTemporaryRedirect)
+		case "/here":
+			sameAuth = r.Header.Get("Authorization")
+			w.Write([]byte(report))
+		}
+	}))
+	defer front.Close()
+	run := func(addr string) (int, string) {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, bin, "status", "--addr", addr)
+		cmd.Env = append(os.Environ(), "TAILFEED_TOKEN=t0ken")
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		err := cmd.Run()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return code, stderr.String()
+	}
+	code, stderr := run(front.URL)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(leaked) > 0 {
+		t.Errorf("the other port received Authorization %q", leaked)
+	}
+	if code != 2 || !strings.Contains(stderr, "not following the redirect to "+other.URL) {
+		t.Errorf("exit %d, stderr %q; want 2 naming the refused redirect", code, stderr)
+	}
+	if code, stderr := run(front.URL + "/moved"); code != 0 || sameAuth != "Bearer t0ken" {
+		t.Errorf("same-origin redirect: exit %d (%s), Authorization %q; want 0 with the token", code, stderr, sameAuth)
+	}
+}
