@@ -24,7 +24,11 @@ import (
 // dead-lettered request as that request, one POST under its original
 // Idempotency-Key (the entries name it: DeadLetterEntry.Request); max is
 // rounded up to whole requests. Entries that name no request (older
-// ledgers) go one line per request, as before.
+// ledgers) go one line per request, as before. A part of the webhook's
+// pending request waits in the ledger for its rest (Ledger.take). The
+// entries a replay took are its own until it ends: a purge meanwhile
+// leaves them (Ledger.Purge), so `replayed` is the lines that reached the
+// processor and none of them counts as released.
 //
 // A pull subscriber does not run the replay: its clients take the entries
 // when they poll. Replay queues them and returns at once (Queued); each
