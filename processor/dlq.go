@@ -9,7 +9,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -107,6 +109,8 @@ type Ledger struct {
 	nextID  uint64
 	size    int64 // bytes in the file
 
+	taken map[uint64]bool // entries a replay in progress holds (take): a purge leaves them
+
 	spans map[ledgerSpan][2]int64 // lowest and highest position of the positioned entries per (feed, epoch)
 	nkeys atomic.Int64            // len(keys), read without the lock by within
 }
@@ -132,7 +136,7 @@ func OpenLedger(path string, log hclog.Logger) (*Ledger, error) {
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
-	l := &Ledger{path: path, log: log, keys: map[ledgerKey]int{}, spans: map[ledgerSpan][2]int64{}}
+	l := &Ledger{path: path, log: log, keys: map[ledgerKey]int{}, taken: map[uint64]bool{}, spans: map[ledgerSpan][2]int64{}}
 	data, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return l, nil
@@ -325,21 +329,60 @@ type replayItem struct {
 
 // head returns up to max decodable entries from the front, oldest first.
 func (l *Ledger) head(max int) []replayItem {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	var out []replayItem
-	for _, u := range l.units(max, false) {
+	for _, u := range l.unitsLocked(max, false, "", false) {
 		out = append(out, u...)
 	}
 	return out
 }
 
-// units returns the decodable entries from the front, oldest first, in
-// replay units, until they hold max lines. With whole, the entries of one
-// webhook request (same feed and request key) form one unit, wherever they
-// stand in the ledger, and max is rounded up to whole units; otherwise, and
-// for entries that name no request, a unit is one entry.
-func (l *Ledger) units(max int, whole bool) [][]replayItem {
+// take returns the decodable entries from the front, oldest first, in
+// replay units, until they hold max lines, and marks them taken: a purge
+// leaves them alone until untake (a replay in progress owns them). With
+// whole, the entries of one webhook request (same feed and request key)
+// form one unit, wherever they stand in the ledger, and max is rounded up
+// to whole units; otherwise, and for entries that name no request, a unit
+// is one entry.
+//
+// A request with fewer entries in the ledger than it had lines (its dead
+// letter was cut short: the ledger write failed halfway and the daemon
+// stopped) is left in the ledger, and counts in `remaining`, while it is
+// pending, the webhook's recorded request: the source re-reads its lines
+// and the webhook dead-letters the rest (restOfLettered), and only then is
+// it replayed, whole. Replayed in part under its key, it would leave the
+// ledger, the webhook would no longer see it as lettered, rebuild it whole
+// and POST it under the same key, and a receiver that dedupes on the key
+// would drop the rest. A part request that is not pending (its rest can no
+// longer come: the record moved on) is replayed as it is, under its key.
+// pending is the webhook's recorded request as pendingRequest gives it.
+func (l *Ledger) take(max int, whole bool, pending string) [][]replayItem {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	units := l.unitsLocked(max, whole, pending, true)
+	for _, u := range units {
+		for _, it := range u {
+			l.taken[it.id] = true
+		}
+	}
+	return units
+}
+
+// untake ends a replay's claim on its entries (those it did not remove).
+func (l *Ledger) untake(units [][]replayItem) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, u := range units {
+		for _, it := range u {
+			delete(l.taken, it.id)
+		}
+	}
+}
+
+// unitsLocked is take without the marks; skipTaken leaves out entries a
+// replay holds.
+func (l *Ledger) unitsLocked(max int, whole bool, pending string, skipTaken bool) [][]replayItem {
 	type reqKey struct{ feed, request string }
 	var reqs map[reqKey][]int // entries of each request, in ledger order
 	if whole {
@@ -357,7 +400,7 @@ func (l *Ledger) units(max int, whole bool) [][]replayItem {
 		if n >= max {
 			break
 		}
-		if e.e == nil {
+		if e.e == nil || (skipTaken && l.taken[e.id]) {
 			continue
 		}
 		if !whole || e.e.Request == "" {
@@ -371,6 +414,9 @@ func (l *Ledger) units(max int, whole bool) [][]replayItem {
 			continue // taken with its request's first entry
 		}
 		delete(reqs, k)
+		if rl := e.e.RequestLines; rl > 0 && len(idx) < rl && pending != "" && keyRange(e.e.Request) == pending {
+			continue // its rest is still to come (see take)
+		}
 		u := make([]replayItem, len(idx))
 		for j, i := range idx {
 			u[j] = l.item(l.entries[i])
@@ -379,6 +425,12 @@ func (l *Ledger) units(max int, whole bool) [][]replayItem {
 		n += len(u)
 	}
 	return out
+}
+
+// keyRange is a request key without its feed part (feed names hold no ':').
+func keyRange(key string) string {
+	_, r, _ := strings.Cut(key, ":")
+	return r
 }
 
 func (l *Ledger) item(e ledgerEntry) replayItem {
@@ -432,16 +484,56 @@ func (l *Ledger) remove(ids map[uint64]bool) (int, error) {
 	return n, nil
 }
 
-// Purge removes the first max entries (corrupt ones included) and returns
-// how many it removed.
+// Purge removes the oldest entries (corrupt ones included), at least max
+// of them: the entries of a webhook request leave together (max is rounded
+// up to whole requests, as for a replay), so a purge never leaves part of a
+// request to be replayed under its key. Entries a replay holds (take) are
+// left alone: that replay removes them once their lines reached the
+// processor, or gives them back. It returns how many it removed.
 func (l *Ledger) Purge(max int) (int, error) {
-	l.mu.Lock()
-	ids := map[uint64]bool{}
-	for _, e := range l.entries[:min(max, len(l.entries))] {
-		ids[e.id] = true
-	}
-	l.mu.Unlock()
+	return l.purge(max, nil)
+}
+
+// purge is Purge; skip (nil: none) names more entries to leave alone.
+func (l *Ledger) purge(max int, skip func(id uint64) bool) (int, error) {
+	ids := l.purgeIDs(max, skip)
 	return l.remove(ids)
+}
+
+// purgeIDs chooses the entries Purge removes.
+func (l *Ledger) purgeIDs(max int, skip func(id uint64) bool) map[uint64]bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	type reqKey struct{ feed, request string }
+	reqs := map[reqKey][]ledgerEntry{}
+	for _, e := range l.entries {
+		if e.e != nil && e.e.Request != "" {
+			k := reqKey{e.e.Feed, e.e.Request}
+			reqs[k] = append(reqs[k], e)
+		}
+	}
+	held := func(e ledgerEntry) bool { return l.taken[e.id] || (skip != nil && skip(e.id)) }
+	ids := map[uint64]bool{}
+	for _, e := range l.entries {
+		if len(ids) >= max {
+			break
+		}
+		if ids[e.id] || held(e) {
+			continue
+		}
+		if e.e == nil || e.e.Request == "" {
+			ids[e.id] = true
+			continue
+		}
+		unit := reqs[reqKey{e.e.Feed, e.e.Request}]
+		if slices.ContainsFunc(unit, held) {
+			continue // a replay holds part of it: all of it stays
+		}
+		for _, u := range unit {
+			ids[u.id] = true
+		}
+	}
+	return ids
 }
 
 // rewriteLocked replaces the file with entries: temp file, fsync, rename,

@@ -24,7 +24,11 @@ import (
 // dead-lettered request as that request, one POST under its original
 // Idempotency-Key (the entries name it: DeadLetterEntry.Request); max is
 // rounded up to whole requests. Entries that name no request (older
-// ledgers) go one line per request, as before.
+// ledgers) go one line per request, as before. A part of the webhook's
+// pending request waits in the ledger for its rest (Ledger.take). The
+// entries a replay took are its own until it ends: a purge meanwhile
+// leaves them (Ledger.Purge), so `replayed` is the lines that reached the
+// processor and none of them counts as released.
 //
 // A pull subscriber does not run the replay: its clients take the entries
 // when they poll. Replay queues them and returns at once (Queued); each
@@ -32,6 +36,10 @@ import (
 
 // ErrNoLedger is returned by Replay for a group without a dead-letter ledger.
 var ErrNoLedger = errors.New("processor: subscriber has no dead-letter ledger")
+
+// ErrReplayRunning is returned (wrapped) by Replay when ctx ended while the
+// replay was running: how many lines it replayed is not known yet.
+var ErrReplayRunning = errors.New("processor: replay still running")
 
 // ErrReplayIncomplete wraps the error that ended a replay early.
 var ErrReplayIncomplete = errors.New("processor: replay incomplete")
@@ -76,6 +84,23 @@ func (g *Group) Ledgered() int {
 	return 0
 }
 
+// PurgeDeadLetters removes the oldest entries of the group's ledger
+// (DELETE /admin/dlq, counted in released by the caller): at least max,
+// rounded up to whole webhook requests, none that a replay holds (those
+// reach the processor and leave the ledger as replayed). For a pull
+// subscriber it also drops the replayed entries it purged from the
+// subscriber (queued or out: a late ACK is then unknown).
+func (g *Group) PurgeDeadLetters(max int) (int, error) {
+	l := g.Ledger()
+	if l == nil {
+		return 0, ErrNoLedger
+	}
+	if p, ok := g.Sink().(*Pull); ok {
+		return p.purgeDeadLetters(max)
+	}
+	return l.Purge(max)
+}
+
 // Sink is the group's processor (a Processor or a BatchProcessor).
 func (g *Group) Sink() any {
 	if g.cfg.Batch != nil {
@@ -110,6 +135,11 @@ func (g *Group) Replay(ctx context.Context, max int) (ReplayResult, error) {
 		return r.res, r.err
 	case <-done: // the processor panicked on a replayed line
 		return ReplayResult{Remaining: g.Ledgered()}, fmt.Errorf("%w: subscriber %s died during the replay", ErrReplayIncomplete, g.cfg.Name)
+	case <-ctx.Done():
+		// The replay goes on on the group goroutine (its reply channel is
+		// buffered); what it did shows in the ledger afterwards.
+		return ReplayResult{Remaining: g.Ledgered()}, fmt.Errorf("%w: %w: subscriber %s is still replaying (%w); list the ledger for what is left",
+			ErrReplayIncomplete, ErrReplayRunning, g.cfg.Name, ctx.Err())
 	}
 }
 
@@ -127,13 +157,22 @@ func (g *Group) pollReplay(ctx context.Context) {
 // Idempotency-Key ("" for an entry that names no request).
 type requestReplayer interface {
 	ReplayRequest(ctx context.Context, b *feed.Batch, key string) error
+	// pendingRequest is the key of the request the sink recorded and has
+	// not finished ("" none): a part of it in the ledger waits for its
+	// rest (Ledger.take).
+	pendingRequest() string
 }
 
 // replay runs on the group goroutine.
 func (g *Group) replay(ctx context.Context, req *replayReq) {
 	l := g.Ledger()
 	rr, _ := g.Sink().(requestReplayer)
-	units := l.units(req.max, rr != nil)
+	pending := ""
+	if rr != nil {
+		pending = rr.pendingRequest()
+	}
+	units := l.take(req.max, rr != nil, pending)
+	defer l.untake(units)  // after remove: a purge never takes a line this replay processed
 	g.cpMark = g.published // replays hold no queue position
 	done := map[uint64]bool{}
 	var err error
@@ -171,7 +210,11 @@ units:
 		g.log.Info("dead letters replayed", "entries", n)
 		g.cfg.Wake() // deadLettered changed
 	}
-	res := ReplayResult{Replayed: n, Remaining: l.Len()}
+	// Replayed counts the lines that reached the processor (DESIGN §12),
+	// also when the ledger rewrite failed (they then stay in the ledger, and
+	// the error says so): the taken entries are this replay's alone, so no
+	// purge can have removed them meanwhile.
+	res := ReplayResult{Replayed: len(done), Remaining: l.Len()}
 	if err != nil {
 		err = fmt.Errorf("%w: %w", ErrReplayIncomplete, err)
 	}

@@ -305,8 +305,10 @@ func TestLedgerUnitsWholeRequests(t *testing.T) {
 		{10, true, "[a1+a2 b c]"},
 		{3, false, "[a1 b a2]"},
 	} {
-		if got := show(l.units(c.max, c.whole)); got != c.want {
-			t.Errorf("units(%d, %v) = %s, want %s", c.max, c.whole, got, c.want)
+		us := l.take(c.max, c.whole, "")
+		if got := show(us); got != c.want {
+			t.Errorf("take(%d, %v) = %s, want %s", c.max, c.whole, got, c.want)
 		}
+		l.untake(us)
 	}
 }

@@ -98,8 +98,11 @@ type Pull struct {
 	dying   []*pullEntry  // out of attempts, to be written to the ledger
 	closed  bool
 
-	replaying map[uint64]bool // ledger ids of replayed dead letters held here
-	acked     []uint64        // ledger ids of replayed dead letters acknowledged in this settle call
+	// Replayed dead letters held here, by ledger id: queued, out, or
+	// acknowledged until removeReplayed rewrote the ledger (a replay
+	// meanwhile must not queue them again, nor a purge count them).
+	replaying map[uint64]*pullEntry
+	acked     []uint64 // ledger ids of replayed dead letters acknowledged in this settle call
 
 	kick      chan struct{}
 	stop      chan struct{}
@@ -190,7 +193,7 @@ func NewPull(cfg PullConfig) (*Pull, error) {
 		ackTimeout: cfg.AckTimeout, maxInFlight: cfg.MaxInFlight,
 		retry: g.cfg.Retry, onFailure: g.cfg.OnFailure, ledger: g.cfg.Ledger,
 		match: g.cfg.Match, exclude: g.cfg.Exclude,
-		byID: map[string]*pullEntry{}, replaying: map[uint64]bool{}, rng: rand.NewChaCha8(seed),
+		byID: map[string]*pullEntry{}, replaying: map[uint64]*pullEntry{}, rng: rand.NewChaCha8(seed),
 		sig: make(chan struct{}), kick: make(chan struct{}, 1),
 		stop: make(chan struct{}), done: make(chan struct{}),
 	}
@@ -483,9 +486,11 @@ func (p *Pull) finish(e *pullEntry, err error) {
 		}
 	}
 	if e.replay {
-		delete(p.replaying, e.lid)
 		if err == nil {
+			// Stays in replaying until removeReplayed rewrote the ledger.
 			p.acked = append(p.acked, e.lid)
+		} else {
+			delete(p.replaying, e.lid)
 		}
 		return
 	}

@@ -2,6 +2,7 @@ package processor
 
 import (
 	"container/heap"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"time"
@@ -230,24 +231,27 @@ func (p *Pull) QueueReplay(max int) (int, error) {
 	if l == nil {
 		return 0, ErrNoLedger
 	}
-	items := l.head(l.Len())
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
 		return 0, ErrPullClosed
 	}
+	// Read under p.mu (lock order p.mu → l.mu), so the ledger and replaying
+	// agree: an acknowledged entry stays in replaying until it left the
+	// ledger (removeReplayed).
+	items := l.head(l.Len())
 	n := 0
 	for _, it := range items {
 		if n >= max {
 			break
 		}
-		if p.replaying[it.id] {
+		if p.replaying[it.id] != nil {
 			continue
 		}
 		p.rank++
 		e := &pullEntry{rank: p.rank, epoch: it.epoch, pos: it.entry.Position, positioned: it.entry.Positioned,
 			feed: it.entry.Feed, path: it.entry.Path, line: it.line, replay: true, lid: it.id, ridx: -1, tidx: -1}
-		p.replaying[it.id] = true
+		p.replaying[it.id] = e
 		heap.Push(&p.ready, e)
 		n++
 	}
@@ -271,6 +275,13 @@ func (p *Pull) removeReplayed(ids []uint64) {
 		set[id] = true
 	}
 	n, err := p.g.dlq.remove(set)
+	p.mu.Lock()
+	for id := range set {
+		// Also after a failed rewrite: the entry is in the ledger, and a
+		// later replay may queue it again.
+		delete(p.replaying, id)
+	}
+	p.mu.Unlock()
 	if err != nil {
 		p.log.Error("acknowledged replayed dead letters stay in the ledger", "entries", len(ids), "error", err)
 	}
@@ -278,6 +289,45 @@ func (p *Pull) removeReplayed(ids []uint64) {
 		p.log.Info("dead letters replayed", "entries", n)
 		p.g.cfg.Wake() // deadLettered changed
 	}
+}
+
+// errPurged ends a replayed dead letter purged from the ledger.
+var errPurged = errors.New("purged from the dead-letter ledger")
+
+// purgeDeadLetters purges the ledger (Ledger.Purge) and drops the replayed
+// entries it purged that are queued or out: a later ACK of one is unknown
+// (404), so a purged entry never counts as delivered as well as released.
+// Entries acknowledged and waiting for removeReplayed are left to it (they
+// were delivered, not released). Under p.mu, so no ACK or replay runs in
+// between.
+func (p *Pull) purgeDeadLetters(max int) (int, error) {
+	l := p.g.dlq
+	if l == nil {
+		return 0, ErrNoLedger
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	ids := l.purgeIDs(max, func(id uint64) bool {
+		e := p.replaying[id]
+		return e != nil && e.state == pullDone
+	})
+	n, err := l.remove(ids)
+	if err != nil {
+		return n, err
+	}
+	dropped := 0
+	for id := range ids {
+		if e := p.replaying[id]; e != nil && e.state != pullDone {
+			p.unlink(e)
+			p.finish(e, errPurged)
+			dropped++
+		}
+	}
+	if dropped > 0 {
+		p.log.Info("purged dead letters dropped from the replay", "entries", dropped)
+		p.broadcast()
+	}
+	return n, nil
 }
 
 // sinkHolds reports whether the group's processor keeps the subscriber

@@ -591,6 +591,17 @@ func (w *Webhook) ReplayRequest(ctx context.Context, b *feed.Batch, key string) 
 	return err
 }
 
+// pendingRequest is the Idempotency-Key of the recorded request not
+// acknowledged yet, without its feed part: `<epoch>:<first>-<last>` (""
+// none; the sink reads one feed). On the group goroutine (replays run
+// there).
+func (w *Webhook) pendingRequest() string {
+	if !w.st.pending() {
+		return ""
+	}
+	return fmt.Sprintf("%016x:%d-%d", w.st.BatchEpoch, w.st.BatchFirst, w.st.BatchLast)
+}
+
 // release gives c's lines up (POST /admin/release while retrying), but
 // those already in the ledger (a dead letter that failed halfway).
 func (w *Webhook) release(c *whChunk, req *releaseReq) {

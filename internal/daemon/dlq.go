@@ -30,13 +30,18 @@ import (
 // otherwise); an unknown processor is 404. A replay answers 200
 // {"processor","replayed","remaining"} (lines); one cut short by a failure
 // answers 503 with the same fields and "error"; entries it did not process
-// stay in the ledger. A replay into a pull subscriber answers at once 202
-// {"processor","queued","remaining"}: its clients take the entries.
+// stay in the ledger; one still running when the call gives up (replayWait)
+// answers 503 without "replayed" (it goes on; list the ledger). A replay
+// into a pull subscriber answers at once 202 {"processor","queued",
+// "remaining"} (503 with "queued" when the subscriber stopped): its clients
+// take the entries. A purge removes whole webhook requests (max rounded up)
+// and never the entries a replay holds; purged entries a pull subscriber
+// holds are dropped from it (a later ACK is unknown).
 
 const (
 	maxList     = 10000
 	defaultList = 100
-	replayWait  = 30 * time.Second // how long a replay waits for the group to be between batches
+	replayWait  = 30 * time.Second // how long a replay call waits for the group and the result
 )
 
 // openLedger opens dataDir/dlq/<processor>.jsonl. Every processor has one,
@@ -163,7 +168,7 @@ func (d *Daemon) dlq(w http.ResponseWriter, r *http.Request) {
 		status.WriteJSON(w, http.StatusOK, DLQList{Processor: g.Name(), Total: total, Entries: entries})
 		return
 	}
-	n, err := l.Purge(max)
+	n, err := g.PurgeDeadLetters(max)
 	if n > 0 {
 		g.Queue().AddReleased(uint64(n))
 		d.log.Warn("dead letters purged on purpose", "processor", g.Name(), "entries", n)
@@ -194,22 +199,33 @@ func (d *Daemon) dlqReplay(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), replayWait)
 	defer cancel()
 	res, err := g.Replay(ctx, max)
-	out := DLQReplay{Processor: g.Name(), Replayed: &res.Replayed, Remaining: res.Remaining}
-	if res.Queuing && err == nil {
+	code, out := replayAnswer(g.Name(), res, err)
+	status.WriteJSON(w, code, out)
+}
+
+// replayAnswer is the status and body of a replay: 200 {replayed,
+// remaining}; a pull subscriber 202 {queued, remaining}; cut short 503 with
+// "error" (a pull subscriber's still says queued, never replayed; a replay
+// still running when the call gave up says neither).
+func replayAnswer(name string, res processor.ReplayResult, err error) (int, DLQReplay) {
+	out := DLQReplay{Processor: name, Replayed: &res.Replayed, Remaining: res.Remaining}
+	if res.Queuing {
 		out.Replayed, out.Queued = nil, &res.Queued
-		status.WriteJSON(w, http.StatusAccepted, out)
-		return
-	}
-	if err != nil {
-		out.Error = err.Error()
-		code := http.StatusServiceUnavailable
-		if errors.Is(err, processor.ErrNoLedger) {
-			code = http.StatusNotFound
+		if err == nil {
+			return http.StatusAccepted, out
 		}
-		status.WriteJSON(w, code, out)
-		return
 	}
-	status.WriteJSON(w, http.StatusOK, out)
+	if err == nil {
+		return http.StatusOK, out
+	}
+	if errors.Is(err, processor.ErrReplayRunning) {
+		out.Replayed = nil // not known yet
+	}
+	out.Error = err.Error()
+	if errors.Is(err, processor.ErrNoLedger) {
+		return http.StatusNotFound, out
+	}
+	return http.StatusServiceUnavailable, out
 }
 
 // stater is a processor that exposes its state (count).
