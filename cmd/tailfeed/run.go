@@ -52,6 +52,16 @@ func cmdRun(args []string, stderr io.Writer) int {
 	}
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+	// SIGHUP never kills (DESIGN §12 "Signals"): terminals hang up and
+	// logrotate's postrotate sends it. Reload is not implemented yet, so it
+	// is logged and ignored, before and during a stop.
+	hups := make(chan os.Signal, 1)
+	signal.Notify(hups, syscall.SIGHUP)
+	go func() {
+		for range hups {
+			log.Warn("SIGHUP received; reload is not supported yet, ignored")
+		}
+	}()
 	ctx, cancel := context.WithCancel(context.Background())
 	d.Start(ctx)
 	log.Info("tailfeed running", "version", version, "status", "http://"+d.Addr()+"/feed.status", "feeds", len(cfg.Feeds))

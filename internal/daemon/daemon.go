@@ -72,6 +72,9 @@ func New(cfg *config.Config, log hclog.Logger) (*Daemon, error) {
 // NewWithOptions is New with test seams (see Options).
 func NewWithOptions(cfg *config.Config, log hclog.Logger, opts Options) (*Daemon, error) {
 	d := &Daemon{cfg: cfg, log: log, reports: status.NewVersioner(), opts: opts}
+	if err := d.checkPaths(); err != nil {
+		return nil, err
+	}
 	if err := d.openDataDir(); err != nil {
 		return nil, err
 	}
@@ -116,6 +119,34 @@ func (d *Daemon) openDataDir() error {
 	fmt.Fprintf(f, "%d\n", os.Getpid())
 	d.lock = f
 	return nil
+}
+
+// checkPaths refuses a feed whose path is a directory (DESIGN §12
+// "Validation": an error at run, exit 2, naming it). `validate` checks the
+// file only, so it accepts such a config. Anything else that is not a
+// regular file, and a directory that appears later, is the source's to
+// report (the feed goes FAILED).
+func (d *Daemon) checkPaths() error {
+	for i, fc := range d.cfg.Feeds {
+		if fi, err := os.Stat(fc.Path); err == nil && fi.IsDir() {
+			return fmt.Errorf("%w: %s: feeds[%d].path: %s is a directory; a feed tails one file (feed %q)",
+				ErrConfig, d.configLoc(fc.Line), i, fc.Path, fc.Name)
+		}
+	}
+	return nil
+}
+
+// configLoc is "FILE:LINE" (or FILE alone without a line), naming the
+// config file as given on the command line.
+func (d *Daemon) configLoc(line int) string {
+	loc := d.cfg.Name
+	if loc == "" {
+		loc = d.cfg.File
+	}
+	if line > 0 {
+		loc = fmt.Sprintf("%s:%d", loc, line)
+	}
+	return loc
 }
 
 // dataDirErr names the config file as its other errors do (as given on
