@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -41,6 +42,7 @@ type Daemon struct {
 	srv   *http.Server
 	ln    net.Listener
 
+	ready    atomic.Bool // every feed has opened its file or waits for it (latched)
 	reports  *status.Versioner
 	reportMu sync.Mutex // one report at a time: versions follow build order
 
@@ -59,6 +61,7 @@ type Feed struct {
 	strat  file.Strategy
 	log    hclog.Logger
 
+	wasOpen      atomic.Bool // the source was seen past STARTING, not FAILED
 	runDone      chan struct{}
 	cancelGroups context.CancelFunc
 }
@@ -330,6 +333,7 @@ func (d *Daemon) Start(ctx context.Context) {
 	for _, f := range d.feeds {
 		f.start(ctx)
 	}
+	go d.watchReady(ctx)
 	routes := map[string]status.Route{}
 	routes["/metrics"] = d.metricsRoute()
 	routes["/admin/release/{feed}/{subscriber}"] = d.releaseRoute()
@@ -344,6 +348,7 @@ func (d *Daemon) Start(ctx context.Context) {
 		ProtectRead: d.cfg.Status.ProtectRead,
 		Report:      d.Report,
 		Health:      d.Health,
+		Ready:       d.Ready,
 		Logger:      d.log.Named("http"),
 		Routes:      routes,
 	})

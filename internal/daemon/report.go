@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"context"
 	"os"
 	"strings"
 	"time"
@@ -163,12 +164,21 @@ func (f *Feed) fileCaughtUp(dev, ino uint64, open bool, readPos int64) bool {
 	return st.Size() <= readPos
 }
 
-// Health reports whether any feed has been stalled or paused for longer than
-// stallAlertMillis, and why.
+// Health reports whether any feed is FAILED (at once: no wait will mend
+// it), or has been stalled or paused for longer than stallAlertMillis, and
+// why (DESIGN §12 "Health").
 func (d *Daemon) Health() (bool, string) {
 	limit := time.Duration(d.cfg.Status.StallAlertMillis) * time.Millisecond
 	var why []string
 	for _, f := range d.feeds {
+		if f.src.State() == file.Failed {
+			reason := "feed " + f.cfg.Name + " FAILED"
+			if dt := f.src.Detail(); dt != "" {
+				reason += ": " + dt
+			}
+			why = append(why, reason)
+			continue
+		}
 		if since, reason := f.stalledSince(); !since.IsZero() && time.Since(since) > limit {
 			why = append(why, "feed "+f.cfg.Name+" stalled: "+reason)
 			continue
@@ -194,4 +204,56 @@ func (f *Feed) stalledSince() (time.Time, string) {
 		}
 	}
 	return first, reason
+}
+
+// Ready reports whether every feed has opened its file or is waiting for
+// it (DESIGN §12 "Health": /readyz). Once true it stays true: a feed that
+// fails later shows in /healthz, not here.
+func (d *Daemon) Ready() (bool, string) {
+	if d.ready.Load() {
+		return true, ""
+	}
+	var why []string
+	for _, f := range d.feeds {
+		if !f.opened() {
+			why = append(why, "feed "+f.cfg.Name+" "+f.src.State().String())
+		}
+	}
+	if len(why) > 0 {
+		return false, strings.Join(why, "; ")
+	}
+	d.ready.Store(true)
+	return true, ""
+}
+
+// opened latches once the source has been seen past STARTING and not
+// FAILED: it opened its file or waits for one to appear.
+func (f *Feed) opened() bool {
+	if f.wasOpen.Load() {
+		return true
+	}
+	switch f.src.State() {
+	case file.Starting, file.Failed:
+		return false
+	}
+	f.wasOpen.Store(true)
+	return true
+}
+
+// watchReady polls the sources until every feed has opened (then Ready
+// stays true), so a feed that opens and fails between two probes still
+// counts as having opened.
+func (d *Daemon) watchReady(ctx context.Context) {
+	t := time.NewTicker(10 * time.Millisecond)
+	defer t.Stop()
+	for {
+		if ok, _ := d.Ready(); ok {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }
