@@ -46,6 +46,10 @@ type Daemon struct {
 	reports  *status.Versioner
 	reportMu sync.Mutex // one report at a time: versions follow build order
 
+	losses   *lossLedger   // dataDir/losses.jsonl
+	lossStop chan struct{} // stops the loss recorder
+	lossDone chan struct{} // closed when the loss recorder returned
+
 	opts Options
 }
 
@@ -61,9 +65,15 @@ type Feed struct {
 	strat  file.Strategy
 	log    hclog.Logger
 
-	wasOpen      atomic.Bool // the source was seen past STARTING, not FAILED
 	runDone      chan struct{}
 	cancelGroups context.CancelFunc
+
+	wasOpen atomic.Bool // the source was seen past STARTING, not FAILED
+
+	ledger   *lossLedger        // the daemon's losses ledger
+	recorded map[subLoss]uint64 // loss counters as last appended to the ledger (under the ledger's mu)
+	baseMu   sync.Mutex
+	base     lossCounters // what DELETE /admin/losses acknowledged: subtracted in the report
 }
 
 // New opens everything the config names (data dir lock, pointers, sinks,
@@ -81,6 +91,12 @@ func NewWithOptions(cfg *config.Config, log hclog.Logger, opts Options) (*Daemon
 	if err := d.openDataDir(); err != nil {
 		return nil, err
 	}
+	losses, err := openLossLedger(cfg.DataDir, log.Named("losses"))
+	if err != nil {
+		d.closeAll()
+		return nil, err
+	}
+	d.losses = losses
 	for _, fc := range cfg.Feeds {
 		f, err := d.buildFeed(fc)
 		if err != nil {
@@ -172,7 +188,8 @@ func (d *Daemon) buildFeed(fc *config.Feed) (*Feed, error) {
 		return nil, err
 	}
 	pol, _ := overload.Parse(fc.Overload.Policy)
-	f := &Feed{cfg: fc, strat: strat, policy: pol, log: log, runDone: make(chan struct{})}
+	f := &Feed{cfg: fc, strat: strat, policy: pol, log: log, runDone: make(chan struct{}),
+		ledger: d.losses, recorded: map[subLoss]uint64{}}
 	// A batch may fill a queue (DESIGN §5): fewer, larger hand-offs and
 	// writes; the source publishes the next one as soon as a group takes it.
 	batchLines := max(1, fc.QueueCapacity)
@@ -227,6 +244,7 @@ func (d *Daemon) buildFeed(fc *config.Feed) (*Feed, error) {
 		Logger:     log,
 		NoNotify:   os.Getenv("TAILFEED_NO_FSNOTIFY") != "",
 		Outputs:    d.ownOutputs(),
+		OnLoss:     d.onLoss(fc.Name),
 	}, f.pub)
 	return f, nil
 }
@@ -334,9 +352,12 @@ func (d *Daemon) Start(ctx context.Context) {
 		f.start(ctx)
 	}
 	go d.watchReady(ctx)
+	d.lossStop, d.lossDone = make(chan struct{}), make(chan struct{})
+	go d.runLossRecorder(d.lossStop, d.lossDone)
 	routes := map[string]status.Route{}
 	routes["/metrics"] = d.metricsRoute()
 	routes["/admin/release/{feed}/{subscriber}"] = d.releaseRoute()
+	routes["/admin/losses/{feed}"] = d.lossesRoute()
 	for p, rt := range d.effectRoutes() {
 		routes[p] = rt
 	}
@@ -406,6 +427,13 @@ func (d *Daemon) Stop() error {
 			first = err
 		}
 	}
+	// Every loss is counted by now (stopGroups counts what best-effort
+	// queues still held): the last deltas reach the ledger.
+	if d.lossStop != nil {
+		close(d.lossStop)
+		<-d.lossDone
+	}
+	d.recordLosses()
 	for _, f := range d.feeds {
 		if err := f.src.Close(); err != nil && first == nil {
 			first = fmt.Errorf("feed %s: %w", f.cfg.Name, err)
@@ -482,6 +510,9 @@ func (f *Feed) close() {
 }
 
 func (d *Daemon) closeAll() {
+	if d.losses != nil {
+		d.losses.close()
+	}
 	if d.ln != nil {
 		d.ln.Close()
 	}

@@ -131,12 +131,19 @@ func (f *Feed) report() status.FeedReport {
 		}
 		committed = src.CommitOK() && src.SyncedSeq() >= fr.Acknowledged
 	}
+	// This run's counters less what an operator acknowledged (DELETE
+	// /admin/losses/{feed}); the ledger is checked by the caller.
+	b := f.lossBase()
+	fr.Dropped, fr.Refused = sub0(fr.Dropped, b.dropped), sub0(fr.Refused, b.refused)
+	fr.CompletionFailures, fr.Released = sub0(fr.CompletionFailures, b.completionFailures), sub0(fr.Released, b.released)
+	fr.LostTails, fr.LostBytes = sub0(fr.LostTails, b.lostTails), sub0(fr.LostBytes, b.lostBytes)
 	seq2 := pub.Sequence()
 	fr.Sequence = seq2
 	srcDone := state == file.CaughtUp || state == file.WaitingForFile || state == file.EndOfStream
 	fr.Settled = srcDone && holdingDrained && fr.PendingAcks == 0 && fr.Stalled == nil && committed && seq1 == seq2
 	fr.Lossless = fr.Dropped == 0 && fr.Refused == 0 && fr.CompletionFailures == 0 && fr.Released == 0 &&
-		fr.LostTails == 0 && fr.LostBytes == 0 && fr.DeadLettered == 0
+		fr.LostTails == 0 && fr.LostBytes == 0 && fr.DeadLettered == 0 &&
+		(f.ledger == nil || !f.ledger.has(f.cfg.Name)) // DESIGN §7 "Losses outlive the run"
 	return fr
 }
 
