@@ -73,13 +73,15 @@ type LossCleared struct {
 }
 
 // lossLedger is dataDir/losses.jsonl. mu serialises appends, rewrites and
-// the recorder, so a DELETE sees every delta recorded before it.
+// the recorder, so a DELETE sees every delta recorded before it; cmu
+// guards only counts, so a report never waits for an fsync.
 type lossLedger struct {
 	mu     sync.Mutex
 	path   string
-	f      *os.File       // O_APPEND
-	counts map[string]int // entries per feed now in the file
+	f      *os.File // O_APPEND
 	log    hclog.Logger
+	cmu    sync.Mutex
+	counts map[string]int // entries per feed now in the file
 }
 
 // openLossLedger reads the ledger (counting entries per feed) and opens it
@@ -153,8 +155,12 @@ func (l *lossLedger) appendLocked(entries []LossEntry) {
 		return
 	}
 	var buf bytes.Buffer
+	l.cmu.Lock()
 	for _, e := range entries {
 		l.counts[e.Feed]++
+	}
+	l.cmu.Unlock()
+	for _, e := range entries {
 		b, _ := json.Marshal(e)
 		buf.Write(b)
 		buf.WriteByte('\n')
@@ -173,8 +179,8 @@ func (l *lossLedger) appendLocked(entries []LossEntry) {
 
 // has reports whether the ledger holds an entry for feed.
 func (l *lossLedger) has(feed string) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	l.cmu.Lock()
+	defer l.cmu.Unlock()
 	return l.counts[feed] > 0
 }
 
@@ -226,7 +232,9 @@ func (l *lossLedger) clearLocked(feed string) (int, error) {
 		l.f.Close()
 	}
 	l.f = nf
+	l.cmu.Lock()
 	delete(l.counts, feed)
+	l.cmu.Unlock()
 	return removed, nil
 }
 
