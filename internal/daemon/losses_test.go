@@ -103,3 +103,47 @@ func readLedger2(t *testing.T, dir string) []LossEntry {
 	}
 	return out
 }
+
+// A lost tail (the rotated file gone at a restart) reaches the ledger
+// through the source's OnLoss, with the source's detail and the pointer's
+// epoch; the run after it, which counts nothing itself, is still lossless
+// false.
+func TestLostTailIsLedgered(t *testing.T) {
+	dir := t.TempDir()
+	cfg := `
+dataDir: %DIR%/state
+status: {listen: "127.0.0.1:0"}
+feeds:
+  - {name: app, path: %DIR%/app.log, pollIntervalMillis: 20}
+processors:
+  - {name: archive, feed: app, type: file, path: %DIR%/out.log}
+`
+	e := startIn(t, dir, cfg, Options{})
+	e.appendLines(numbered("a", 0, 10)...)
+	f := e.waitFor("settled", 10*time.Second, settled)
+	epoch := f.Epoch
+	e.Stop()
+	// Rotated while stopped, and the rotated file is gone.
+	in := filepath.Join(dir, "app.log")
+	if err := os.WriteFile(in+".new", []byte("fresh\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(in)
+	os.Rename(in+".new", in)
+
+	e = startIn(t, dir, cfg, Options{})
+	f = e.waitFor("settled", 10*time.Second, settled)
+	if f.LostTails != 1 || f.Lossless {
+		t.Fatalf("after the rotated file vanished: lostTails %d lossless %v", f.LostTails, f.Lossless)
+	}
+	e.Stop()
+	got := readLedger(t, dir)
+	if len(got) != 1 || got[0].Counter != "lostTails" || got[0].Amount != 1 || got[0].Epoch != epoch || got[0].Detail != "rotated file gone; its unread tail is lost" {
+		t.Fatalf("ledger: %+v (want one lostTails entry under epoch %s)", got, epoch)
+	}
+	e = startIn(t, dir, cfg, Options{})
+	f = e.waitFor("settled", 10*time.Second, settled)
+	if f.LostTails != 0 || f.Lossless {
+		t.Fatalf("the run after: lostTails %d lossless %v, want 0 false", f.LostTails, f.Lossless)
+	}
+}
