@@ -188,6 +188,9 @@ func TestParseRejects(t *testing.T) {
 		{"file sink in dataDir", lines("dataDir: /srv/tf", "feeds:", "  - {name: app, path: /a}", "processors:",
 			"  - {name: a, feed: app, type: file, path: /srv/tf/feeds/app.ptr}"), 5,
 			"processors[0].path: /srv/tf/feeds/app.ptr is tailfeed's own state under dataDir /srv/tf", false},
+		{"file sink on the losses ledger", lines("dataDir: /srv/tf", "feeds:", "  - {name: app, path: /a}", "processors:",
+			"  - {name: a, feed: app, type: file, path: /srv/tf/losses.jsonl}"), 5,
+			"processors[0].path: /srv/tf/losses.jsonl is tailfeed's own state under dataDir /srv/tf", false},
 
 		// feeds
 		{"empty feeds list", lines("dataDir: x", "feeds: []"), 2, "no feeds", false},

@@ -151,9 +151,9 @@ func (d *decoder) outputPaths(cfg *Config, m *meta) {
 }
 
 // inState reports whether path is dataDir itself or one of the files and
-// folders tailfeed keeps there (LOCK, feeds/, dlq/, state/).
+// folders tailfeed keeps there (LOCK, losses.jsonl, feeds/, dlq/, state/).
 func inState(dataDir, path string) bool {
-	if path == dataDir || path == filepath.Join(dataDir, "LOCK") {
+	if path == dataDir || path == filepath.Join(dataDir, "LOCK") || path == filepath.Join(dataDir, "losses.jsonl") {
 		return true
 	}
 	for _, sub := range []string{"feeds", "dlq", "state"} {
