@@ -216,9 +216,9 @@ func TestParseAccepts(t *testing.T) {
 		src   string
 		check func(t *testing.T, c *Config)
 	}{
-		{"null values take defaults", lines("dataDir:", "status: ~", "log:", "feeds:", "  - name: app", "    path: /a", "    queueCapacity: null", "processors:"),
+		{"null values take defaults", lines("dataDir:", "status: ~", "log:", "feeds:", "  - name: app", "    path: /a", "    queueCapacity: null", "processors:", "  - {name: p, feed: app, type: discard, retry: ~}"),
 			func(t *testing.T, c *Config) {
-				if c.DataDir != "/etc/var/state" || c.DataDirLine != 0 || c.Feeds[0].QueueCapacity != 1024 || len(c.Processors) != 0 {
+				if c.DataDir != "/etc/var/state" || c.DataDirLine != 0 || c.Feeds[0].QueueCapacity != 1024 || len(c.Processors) != 1 || c.Processors[0].Retry.Attempts != 6 {
 					t.Errorf("got %+v %+v", c, c.Feeds[0])
 				}
 			}},
@@ -228,7 +228,7 @@ func TestParseAccepts(t *testing.T) {
 					t.Errorf("got %+v", f)
 				}
 			}},
-		{"scalars as strings", lines("status: {token: 12345}", "feeds:", "  - {name: 2024, path: /a}"),
+		{"scalars as strings", read(lines("status: {token: 12345}", "feeds:", "  - {name: 2024, path: /a}"), "2024"),
 			func(t *testing.T, c *Config) {
 				if c.Status.Token != "12345" || c.Feeds[0].Name != "2024" {
 					t.Errorf("got %+v %+v", c.Status, c.Feeds[0])
@@ -283,7 +283,7 @@ func TestParseAccepts(t *testing.T) {
 			}},
 		{"trailing empty document", feedDoc() + "---\n",
 			func(t *testing.T, c *Config) {}},
-		{"listen on any interface, port 0", lines("status: {listen: ':0'}", "feeds:", "  - {name: a, path: /a}"),
+		{"listen on any interface, port 0", read(lines("status: {listen: ':0'}", "feeds:", "  - {name: a, path: /a}"), "a"),
 			func(t *testing.T, c *Config) {
 				if c.Status.Listen != ":0" {
 					t.Errorf("got %q", c.Status.Listen)

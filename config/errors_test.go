@@ -12,13 +12,25 @@ import (
 // lines joins its arguments into a YAML document; line N is argument N-1.
 func lines(ls ...string) string { return strings.Join(ls, "\n") + "\n" }
 
-// feedDoc is a one-feed config whose extra lines start at line 4, inside the feed.
+// feedDoc is a one-feed config whose extra lines start at line 4, inside the
+// feed; a discard processor reading the feed follows them.
 func feedDoc(extra ...string) string {
-	return lines(append([]string{
+	return read(lines(append([]string{
 		"feeds:",
 		"  - name: app",
 		"    path: /var/log/app.log",
-	}, extra...)...)
+	}, extra...)...), "app")
+}
+
+// read appends to src (which must end at its feeds list, with no
+// processors key) one discard processor for each named feed, so a config
+// test about something else is not also a feed no processor reads.
+func read(src string, feeds ...string) string {
+	src += "processors:\n"
+	for i, f := range feeds {
+		src += fmt.Sprintf("  - {name: reader%d, feed: %q, type: discard}\n", i, f)
+	}
+	return src
 }
 
 // procDoc is feedDoc plus one discard processor whose extra lines start at line 8.
@@ -68,15 +80,15 @@ func TestParseRejects(t *testing.T) {
 		{"invalid utf-8", lines("dataDir: x", "feeds:", "  - name: \xff"), 3, "UTF-8", false},
 		{"unknown alias", feedDoc("    queueCapacity: *cap"), 4, "unknown anchor 'cap'", false},
 		{"duplicate key", feedDoc("    queueCapacity: 5", "    queueCapacity: 6"), 5, `duplicate key "queueCapacity" in feeds[0] (first at line 4)`, false},
-		{"second document", lines("feeds:", "  - {name: a, path: /a}", "---", "feeds: []"), 4, "a config is one YAML document", false},
+		{"second document", lines("feeds:", "  - {name: a, path: /a}", "processors: [{name: r, feed: a, type: discard}]", "---", "feeds: []"), 5, "a config is one YAML document", false},
 		{"top level a list", "- feeds\n", 1, "the config: must be a mapping, got a list", false},
 		{"null document", "~\n", 1, "empty document", false},
 
 		// unknown keys, everywhere
-		{"unknown top key", lines("dataDri: x", "feeds:", "  - {name: a, path: /a}"), 1, `unknown key "dataDri" at top level (did you mean "dataDir"?)`, false},
+		{"unknown top key", read(lines("dataDri: x", "feeds:", "  - {name: a, path: /a}"), "a"), 1, `unknown key "dataDri" at top level (did you mean "dataDir"?)`, false},
 		{"unknown feed key", feedDoc("    queueCapacty: 5"), 4, `unknown key "queueCapacty" in feed`, false},
-		{"unknown status key", lines("status:", "  listen: 127.0.0.1:1", "  tokn: x", "feeds:", "  - {name: a, path: /a}"), 3, `unknown key "tokn" in status (did you mean "token"?)`, false},
-		{"unknown log key", lines("log: {level: info, colour: true}", "feeds:", "  - {name: a, path: /a}"), 1, `unknown key "colour" in log`, false},
+		{"unknown status key", read(lines("status:", "  listen: 127.0.0.1:1", "  tokn: x", "feeds:", "  - {name: a, path: /a}"), "a"), 3, `unknown key "tokn" in status (did you mean "token"?)`, false},
+		{"unknown log key", read(lines("log: {level: info, colour: true}", "feeds:", "  - {name: a, path: /a}"), "a"), 1, `unknown key "colour" in log`, false},
 		{"unknown overload key", feedDoc("    overload:", "      polcy: PAUSE"), 5, `unknown key "polcy" in feeds[0].overload (did you mean "policy"?)`, false},
 		{"unknown subscriber key", lines("feeds:", "  - name: app", "    path: /a", "    overload:", "      subscribers:", "        p: {polcy: PAUSE}", "processors:", "  - {name: p, feed: app, type: discard}"), 6, `unknown key "polcy" in feeds[0].overload.subscribers.p`, false},
 		{"unknown processor key", procDoc("    exactly_once: true"), 8, `unknown key "exactly_once" in processors[0]`, false},
@@ -91,7 +103,7 @@ func TestParseRejects(t *testing.T) {
 		{"mapping for list", lines("feeds: {name: a}"), 1, "feeds: must be a list, got a mapping", false},
 		{"feed not a mapping", lines("feeds:", "  - app"), 2, `feeds[0]: must be a mapping, got string "app"`, false},
 		{"string for jitter", procDoc("    retry: {jitter: lots}"), 8, `processors[0].retry.jitter: must be a number, got string "lots"`, false},
-		{"status not a mapping", lines("status: 127.0.0.1:8470", "feeds:", "  - {name: a, path: /a}"), 1, "status: must be a mapping, got string", false},
+		{"status not a mapping", read(lines("status: 127.0.0.1:8470", "feeds:", "  - {name: a, path: /a}"), "a"), 1, "status: must be a mapping, got string", false},
 
 		// enums
 		{"readStrategy", feedDoc("    readStrategy: NEWEST"), 4, `feeds[0].readStrategy: unknown value "NEWEST"; want one of COMMITTED, EARLIEST, LATEST, ONCE_EARLIEST, ONCE_LATEST`, false},
@@ -101,17 +113,17 @@ func TestParseRejects(t *testing.T) {
 		{"type", lines("feeds:", "  - {name: app, path: /a}", "processors:", "  - name: p", "    feed: app", "    type: kafka"), 6, `processors[0].type: unknown value "kafka"; want one of file, pull, webhook, count, discard`, false},
 		{"fsync", procDoc("    fsync: sometimes"), 8, `processors[0].fsync: unknown value "sometimes"; want one of always, interval, never`, false},
 		{"onFailure", procDoc("    onFailure: deadletter"), 8, `processors[0].onFailure: unknown value "deadletter"; want one of hold, deadLetter (did you mean "deadLetter"?)`, false},
-		{"log.level", lines("log: {level: verbose}", "feeds:", "  - {name: a, path: /a}"), 1, `log.level: unknown value "verbose"; want one of trace, debug, info, warn, error`, false},
-		{"log.format", lines("log:", "  format: xml", "feeds:", "  - {name: a, path: /a}"), 2, `log.format: unknown value "xml"; want one of text, json`, false},
+		{"log.level", read(lines("log: {level: verbose}", "feeds:", "  - {name: a, path: /a}"), "a"), 1, `log.level: unknown value "verbose"; want one of trace, debug, info, warn, error`, false},
+		{"log.format", read(lines("log:", "  format: xml", "feeds:", "  - {name: a, path: /a}"), "a"), 2, `log.format: unknown value "xml"; want one of text, json`, false},
 
 		// names and references
-		{"duplicate feed", lines("feeds:", "  - {name: app, path: /a}", "  - name: app", "    path: /b"), 3, `feeds[1].name: duplicate feed name "app" (also feeds[0], line 2)`, false},
+		{"duplicate feed", read(lines("feeds:", "  - {name: app, path: /a}", "  - name: app", "    path: /b"), "app"), 3, `feeds[1].name: duplicate feed name "app" (also feeds[0], line 2)`, false},
 		{"duplicate processor", procDoc("  - name: p", "    feed: app", "    type: pull"), 8, `processors[1].name: duplicate processor name "p" (also processors[0], line 5)`, false},
-		{"bad feed name", lines("feeds:", "  - name: my app", "    path: /a"), 2, `feeds[0].name: "my app" is not a valid name`, false},
+		{"bad feed name", read(lines("feeds:", "  - name: my app", "    path: /a"), "my app"), 2, `feeds[0].name: "my app" is not a valid name`, false},
 		{"dot-dot name", procDoc("  - {name: .., feed: app, type: discard}"), 8, `processors[1].name: ".." is not a valid name`, false},
 		{"dangling feed", procDoc("  - name: q", "    feed: ap", "    type: pull"), 9, `processors[1].feed: no feed named "ap" (did you mean "app"?)`, false},
 		{"subscriber names nothing", lines("feeds:", "  - name: app", "    path: /a", "    overload:", "      subscribers:", "        hook: {policy: DROP_AFTER_SPIN}", "processors:", "  - {name: p, feed: app, type: discard}"), 6, `feeds[0].overload.subscribers: "hook" names no processor`, false},
-		{"subscriber of another feed", lines("feeds:", "  - name: app", "    path: /a", "    overload:", "      subscribers: {q: {policy: DROP_AFTER_SPIN}}", "  - {name: web, path: /b}", "processors:", "  - {name: q, feed: web, type: discard}"), 5, `"q" is a processor of feed "web", not of "app"`, false},
+		{"subscriber of another feed", lines("feeds:", "  - name: app", "    path: /a", "    overload:", "      subscribers: {q: {policy: DROP_AFTER_SPIN}}", "  - {name: web, path: /b}", "processors:", "  - {name: q, feed: web, type: discard}", "  - {name: r, feed: app, type: discard}"), 5, `"q" is a processor of feed "web", not of "app"`, false},
 
 		// regexes
 		{"bad match", procDoc(`    match: "a(b"`), 8, "processors[0].match: bad regular expression: missing closing )", false},
@@ -141,14 +153,17 @@ func TestParseRejects(t *testing.T) {
 		{"jitter above 1", procDoc("    retry: {jitter: 1.5}"), 8, "processors[0].retry.jitter: must be between 0 and 1, got 1.5", false},
 		{"jitter negative", procDoc("    retry: {jitter: -0.1}"), 8, "processors[0].retry.jitter: must be between 0 and 1, got -0.1", false},
 		{"jitter nan", procDoc("    retry: {jitter: .nan}"), 8, "processors[0].retry.jitter: must be between 0 and 1", false},
-		{"shutdownTimeoutMillis zero", lines("shutdownTimeoutMillis: 0", "feeds:", "  - {name: a, path: /a}"), 1, "shutdownTimeoutMillis: must be positive", false},
-		{"stallAlertMillis over a year", lines("status: {stallAlertMillis: 31536000001}", "feeds:", "  - {name: a, path: /a}"), 1, "status.stallAlertMillis: must be at most 31536000000", false},
+		{"shutdownTimeoutMillis zero", read(lines("shutdownTimeoutMillis: 0", "feeds:", "  - {name: a, path: /a}"), "a"), 1, "shutdownTimeoutMillis: must be positive", false},
+		{"stallAlertMillis over a year", read(lines("status: {stallAlertMillis: 31536000001}", "feeds:", "  - {name: a, path: /a}"), "a"), 1, "status.stallAlertMillis: must be at most 31536000000", false},
 
 		// required keys
 		{"feed without name", lines("feeds:", "  - path: /a"), 2, "feeds[0]: missing name", false},
 		{"feed with null name", lines("feeds:", "  - name:", "    path: /a"), 2, "feeds[0]: missing name", false},
-		{"feed without path", lines("feeds:", "  - name: app"), 2, "feeds[0]: missing path", false},
-		{"feed with empty path", lines("feeds:", "  - name: app", `    path: ""`), 3, "feeds[0].path: must not be empty", false},
+		{"feed no processor reads", lines("feeds:", "  - {name: a, path: /a}", "  - name: b", "    path: /b", "processors:", "  - {name: p, feed: a, type: discard}"), 3, `feeds[1]: no processor reads feed "b"; its lines would go nowhere`, false},
+		{"feed and no processors", lines("feeds:", "  - name: app", "    path: /a"), 2, `feeds[0]: no processor reads feed "app"`, false},
+		{"only processor misspells its feed", lines("feeds:", "  - {name: app, path: /a}", "processors:", "  - {name: p, feed: ap, type: discard}"), 4, `no feed named "ap"`, false},
+		{"feed without path", read(lines("feeds:", "  - name: app"), "app"), 2, "feeds[0]: missing path", false},
+		{"feed with empty path", read(lines("feeds:", "  - name: app", `    path: ""`), "app"), 3, "feeds[0].path: must not be empty", false},
 		{"processor without name", lines("feeds:", "  - {name: app, path: /a}", "processors:", "  - feed: app", "    type: pull"), 4, "processors[0]: missing name", false},
 		{"processor without feed", lines("feeds:", "  - {name: app, path: /a}", "processors:", "  - name: p", "    type: pull"), 4, "processors[0]: missing feed", false},
 		{"processor without type", lines("feeds:", "  - {name: app, path: /a}", "processors:", "  - name: p", "    feed: app"), 4, "processors[0]: missing type (one of file, pull, webhook, count, discard)", false},
@@ -159,7 +174,7 @@ func TestParseRejects(t *testing.T) {
 		{"webhook url unparsable", procDoc(`    url: "http://a b/%zz"`), 8, `processors[0].url: "http://a b/%zz" is not a URL`, false},
 		{"webhook Idempotency-Key header", procDoc("    headers:", "      idempotency-key: x"), 9, `"idempotency-key" is set by tailfeed`, false},
 		{"webhook bad header name", procDoc("    headers: {\"X Source\": a}"), 8, `processors[0].headers: "X Source" is not a valid HTTP header name`, false},
-		{"bad listen", lines("status: {listen: localhost}", "feeds:", "  - {name: a, path: /a}"), 1, `status.listen: "localhost" is not host:port`, false},
+		{"bad listen", read(lines("status: {listen: localhost}", "feeds:", "  - {name: a, path: /a}"), "a"), 1, `status.listen: "localhost" is not host:port`, false},
 
 		// paths
 		{"two file sinks on one path", lines("feeds:", "  - {name: app, path: /var/log/app.log}", "processors:",
@@ -173,6 +188,9 @@ func TestParseRejects(t *testing.T) {
 		{"file sink in dataDir", lines("dataDir: /srv/tf", "feeds:", "  - {name: app, path: /a}", "processors:",
 			"  - {name: a, feed: app, type: file, path: /srv/tf/feeds/app.ptr}"), 5,
 			"processors[0].path: /srv/tf/feeds/app.ptr is tailfeed's own state under dataDir /srv/tf", false},
+		{"file sink on the losses ledger", lines("dataDir: /srv/tf", "feeds:", "  - {name: app, path: /a}", "processors:",
+			"  - {name: a, feed: app, type: file, path: /srv/tf/losses.jsonl}"), 5,
+			"processors[0].path: /srv/tf/losses.jsonl is tailfeed's own state under dataDir /srv/tf", false},
 
 		// feeds
 		{"empty feeds list", lines("dataDir: x", "feeds: []"), 2, "no feeds", false},

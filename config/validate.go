@@ -23,7 +23,32 @@ func (d *decoder) validate(cfg *Config, m *meta) {
 	for i, f := range cfg.Feeds {
 		d.subscribers(f, i, m.feeds[i], procs)
 	}
+	d.unread(cfg, feeds)
 	d.outputPaths(cfg, m)
+}
+
+// unread reports a feed that no processor reads (DESIGN §12 "Validation"):
+// its pointer would move past every line and the lines would go nowhere.
+// The error is at the feed's entry.
+//
+// A processor without a feed, or naming no feed, has its own error and may
+// be the one meant for this feed: then the check stays silent, so one typo
+// gives one error.
+func (d *decoder) unread(cfg *Config, feeds map[string]*Feed) {
+	read := map[string]bool{}
+	for _, p := range cfg.Processors {
+		if p.Feed == "" || feeds[p.Feed] == nil {
+			return
+		}
+		read[p.Feed] = true
+	}
+	for i, f := range cfg.Feeds {
+		if f.Name == "" || read[f.Name] {
+			continue
+		}
+		d.errorf(f.Line, "feeds[%d]: no processor reads feed %q; its lines would go nowhere (add a processor with feed: %s)",
+			i, clip(f.Name), clip(f.Name))
+	}
 }
 
 // uniqueFeeds reports a feed name used twice and indexes the feeds by name
@@ -126,9 +151,9 @@ func (d *decoder) outputPaths(cfg *Config, m *meta) {
 }
 
 // inState reports whether path is dataDir itself or one of the files and
-// folders tailfeed keeps there (LOCK, feeds/, dlq/, state/).
+// folders tailfeed keeps there (LOCK, losses.jsonl, feeds/, dlq/, state/).
 func inState(dataDir, path string) bool {
-	if path == dataDir || path == filepath.Join(dataDir, "LOCK") {
+	if path == dataDir || path == filepath.Join(dataDir, "LOCK") || path == filepath.Join(dataDir, "losses.jsonl") {
 		return true
 	}
 	for _, sub := range []string{"feeds", "dlq", "state"} {

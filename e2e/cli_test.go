@@ -77,6 +77,7 @@ func TestValidateBrokenConfigs(t *testing.T) {
 		{"bad YAML syntax", strings.Replace(brokenBase, "path: ./in.log", "path: ./in.log: x #!", 1), "YAML"},
 		{"unknown key under overload", feedBase + "    overload:\n      polcy: PAUSE #!\n", `unknown key "polcy"`},
 		{"bad overload policy", feedBase + "    overload:\n      policy: SHED #!\n", `"SHED"`},
+		{"feed no processor reads", strings.Replace(brokenBase, "processors:", "  - name: orphan #!\n    path: ./orphan.log\nprocessors:", 1), `no processor reads feed "orphan"`},
 		{"bad processor type", brokenBase + "  - name: b\n    feed: app\n    type: kafka #!\n", `"kafka"`},
 	}
 	dir := t.TempDir()

@@ -378,8 +378,11 @@ func ctCheckReport(raw []byte, bestEffort map[string]bool) []string {
 		bad := func(format string, args ...any) {
 			probs = append(probs, fmt.Sprintf("feed %s: ", f.Feed)+fmt.Sprintf(format, args...))
 		}
+		// Counters of this run force lossless false; lossless false with
+		// zero counters is a loss of an earlier run still in the losses
+		// ledger (DESIGN §7 "Losses outlive the run").
 		lossy := f.Dropped+f.Refused+f.CompletionFailures+f.Released+f.LostTails+f.DeadLettered > 0
-		if f.Lossless == lossy {
+		if f.Lossless && lossy {
 			bad("lossless %v with dropped %d refused %d completionFailures %d released %d lostTails %d deadLettered %d",
 				f.Lossless, f.Dropped, f.Refused, f.CompletionFailures, f.Released, f.LostTails, f.DeadLettered)
 		}

@@ -22,7 +22,9 @@ type ServerConfig struct {
 	ProtectRead bool
 	Report      func() Report
 	Health      func() (ok bool, reason string)
-	Logger      hclog.Logger
+	// Ready answers /readyz (DESIGN §12 "Health"); nil: always ready.
+	Ready  func() (ok bool, reason string)
+	Logger hclog.Logger
 	// MaxConnections caps the open connections (0: DefaultMaxConnections);
 	// past it, idle ones make room (see connLimit).
 	MaxConnections int
@@ -50,6 +52,8 @@ func NewServer(cfg ServerConfig) *http.Server {
 	routes := map[string]Route{
 		"/feed.status": {Methods: []string{http.MethodGet, http.MethodHead}, ReadOnly: true, Handler: s.status},
 		"/healthz":     {Methods: []string{http.MethodGet, http.MethodHead}, Handler: s.healthz},
+		"/livez":       {Methods: []string{http.MethodGet, http.MethodHead}, Handler: s.livez},
+		"/readyz":      {Methods: []string{http.MethodGet, http.MethodHead}, Handler: s.readyz},
 	}
 	for p, r := range cfg.Routes {
 		routes[p] = r
@@ -198,6 +202,26 @@ func (s *server) healthz(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+// livez answers 200 while the daemon serves (a liveness probe: a restart
+// cannot fix a bad path, so a FAILED feed does not make it fail).
+func (s *server) livez(w http.ResponseWriter, r *http.Request) {
+	WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+// readyz answers 200 once every feed has opened its file or is waiting for
+// it, and from then on; 503 with the reason before.
+func (s *server) readyz(w http.ResponseWriter, r *http.Request) {
+	ok, reason := true, ""
+	if s.cfg.Ready != nil {
+		ok, reason = s.cfg.Ready()
+	}
+	if !ok {
+		WriteJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not ready", "reason": reason})
+		return
+	}
+	WriteJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 }
 
 // WriteJSON writes v as JSON with status code.

@@ -20,6 +20,9 @@ import (
 )
 
 func cmdRun(args []string, stderr io.Writer) int {
+	hups := make(chan os.Signal, 1)
+	signal.Notify(hups, syscall.SIGHUP)
+	defer signal.Stop(hups)
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	path := fs.String("config", "", "config file")
 	if _, ok := parseFlags(fs, args, stderr); !ok || !requireConfig("run", *path, stderr) {
@@ -56,6 +59,15 @@ func cmdRun(args []string, stderr io.Writer) int {
 	}
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+	// SIGHUP never kills (DESIGN §12 "Signals"): terminals hang up and
+	// logrotate's postrotate sends it. Reload is not implemented yet, so it
+	// is logged and ignored, from the start (caught before the config is
+	// read; logged once the logger exists) through the stop.
+	go func() {
+		for range hups {
+			log.Warn("SIGHUP received; reload is not supported yet, ignored")
+		}
+	}()
 	ctx, cancel := context.WithCancel(context.Background())
 	d.Start(ctx)
 	log.Info("tailfeed running", "version", version, "status", "http://"+d.Addr()+"/feed.status", "feeds", len(cfg.Feeds))

@@ -22,6 +22,7 @@ const (
 	exitLossy       = 1 // settled but lossy
 	exitUnreachable = 2 // unreachable or not a report
 	exitNotSettled  = 3 // not settled in time
+	exitFailed      = 4 // a feed is FAILED: no wait will settle it
 )
 
 func cmdStatus(args []string, stdout, stderr io.Writer) int {
@@ -51,6 +52,17 @@ func cmdStatus(args []string, stdout, stderr io.Writer) int {
 			}
 			time.Sleep(min(200*time.Millisecond, time.Until(deadline)))
 			continue
+		}
+		// DESIGN §12 precedence: 2 (above), then 4 at once for a FAILED
+		// feed, --wait-settled or not, then 0/1/3.
+		if failed := failedReasons(rep); failed != "" {
+			if *asJSON {
+				stdout.Write(raw)
+			} else {
+				printSummary(stdout, rep)
+			}
+			fmt.Fprintf(stderr, "tailfeed status: FAILED: %s\n", failed)
+			return exitFailed
 		}
 		if rep.Settled || !time.Now().Before(deadline) {
 			if *asJSON {
@@ -196,6 +208,22 @@ func printSummary(w io.Writer, r *status.Report) {
 	}
 }
 
+// failedReasons names every FAILED feed with its detail; "" when none.
+func failedReasons(r *status.Report) string {
+	var out []string
+	for _, f := range r.Feeds {
+		if f.State != "FAILED" {
+			continue
+		}
+		why := "feed " + f.Feed
+		if f.Detail != nil {
+			why += ": " + *f.Detail
+		}
+		out = append(out, why)
+	}
+	return strings.Join(out, "; ")
+}
+
 func lossReasons(r *status.Report) string {
 	var out []string
 	for _, f := range r.Feeds {
@@ -215,6 +243,9 @@ func lossReasons(r *status.Report) string {
 		add("lostTails", f.LostTails)
 		add("lostBytes", f.LostBytes)
 		add("deadLettered", f.DeadLettered)
+		if len(c) == 0 {
+			c = append(c, "losses of an earlier run in dataDir/losses.jsonl; see GET /admin/losses/"+f.Feed)
+		}
 		out = append(out, fmt.Sprintf("feed %s (%s)", f.Feed, strings.Join(c, ", ")))
 	}
 	return strings.Join(out, "; ")

@@ -234,3 +234,32 @@ func TestStatusNotAReportExits2(t *testing.T) {
 		}
 	}
 }
+
+// A FAILED feed exits 4 at once, --wait-settled or not, before the 0/1/3
+// rule: also when the report is settled and lossy otherwise (DESIGN §12
+// precedence). A feed lossy only through the losses ledger is named with
+// where to look.
+func TestStatusFailedExits4(t *testing.T) {
+	bodies := map[string]string{
+		"/failed":       `{"settled":false,"lossless":true,"version":3,"feeds":[{"feed":"a","state":"CAUGHT_UP","settled":true,"lossless":true},{"feed":"b","state":"FAILED","detail":"open /x: is a directory","settled":false,"lossless":true}]}`,
+		"/failed-lossy": `{"settled":true,"lossless":false,"version":3,"feeds":[{"feed":"b","state":"FAILED","settled":true,"lossless":false,"dropped":3}]}`,
+		"/ledger":       `{"settled":true,"lossless":false,"version":3,"feeds":[{"feed":"c","state":"CAUGHT_UP","settled":true,"lossless":false}]}`,
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte(bodies[r.URL.Path]))
+	}))
+	defer srv.Close()
+	for _, path := range []string{"/failed", "/failed-lossy"} {
+		for _, wait := range []string{"0s", "30s"} {
+			start := time.Now()
+			code, out, stderr := runStatus(t, "--addr", srv.URL+path, "--wait-settled", wait)
+			if code != 4 || time.Since(start) > 15*time.Second || !strings.Contains(stderr, "feed b") || !strings.Contains(out, "FAILED") {
+				t.Errorf("%s --wait-settled %s: exit %d after %v, want 4 at once naming feed b\n%s%s", path, wait, code, time.Since(start), out, stderr)
+			}
+		}
+	}
+	code, _, stderr := runStatus(t, "--addr", srv.URL+"/ledger")
+	if code != 1 || !strings.Contains(stderr, "/admin/losses/c") {
+		t.Errorf("ledger-only loss: exit %d, stderr %q; want 1 pointing at /admin/losses/c", code, stderr)
+	}
+}

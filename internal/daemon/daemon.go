@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -42,8 +43,13 @@ type Daemon struct {
 	srv   *http.Server
 	ln    net.Listener
 
+	ready    atomic.Bool // every feed has opened its file or waits for it (latched)
 	reports  *status.Versioner
 	reportMu sync.Mutex // one report at a time: versions follow build order
+
+	losses   *lossLedger   // dataDir/losses.jsonl
+	lossStop chan struct{} // stops the loss recorder
+	lossDone chan struct{} // closed when the loss recorder returned
 
 	opts Options
 }
@@ -62,6 +68,13 @@ type Feed struct {
 
 	runDone      chan struct{}
 	cancelGroups context.CancelFunc
+
+	wasOpen atomic.Bool // the source was seen past STARTING, not FAILED
+
+	ledger   *lossLedger        // the daemon's losses ledger
+	recorded map[subLoss]uint64 // loss counters as last appended to the ledger (under the ledger's mu)
+	baseMu   sync.Mutex
+	base     lossCounters // what DELETE /admin/losses acknowledged: subtracted in the report
 }
 
 // New opens everything the config names (data dir lock, pointers, sinks,
@@ -73,9 +86,18 @@ func New(cfg *config.Config, log hclog.Logger) (*Daemon, error) {
 // NewWithOptions is New with test seams (see Options).
 func NewWithOptions(cfg *config.Config, log hclog.Logger, opts Options) (*Daemon, error) {
 	d := &Daemon{cfg: cfg, log: log, reports: status.NewVersioner(), opts: opts}
+	if err := d.checkPaths(); err != nil {
+		return nil, err
+	}
 	if err := d.openDataDir(); err != nil {
 		return nil, err
 	}
+	losses, err := openLossLedger(cfg.DataDir, log.Named("losses"))
+	if err != nil {
+		d.closeAll()
+		return nil, err
+	}
+	d.losses = losses
 	for _, fc := range cfg.Feeds {
 		f, err := d.buildFeed(fc)
 		if err != nil {
@@ -170,6 +192,21 @@ func (d *Daemon) checkPrivate(p string) error {
 	return nil
 }
 
+// checkPaths refuses a feed whose path is a directory (DESIGN §12
+// "Validation": an error at run, exit 2, naming it). `validate` checks the
+// file only, so it accepts such a config. Anything else that is not a
+// regular file, and a directory that appears later, is the source's to
+// report (the feed goes FAILED).
+func (d *Daemon) checkPaths() error {
+	for i, fc := range d.cfg.Feeds {
+		if fi, err := os.Stat(fc.Path); err == nil && fi.IsDir() {
+			return fmt.Errorf("%w: %s: feeds[%d].path: %s is a directory; a feed tails one file (feed %q)",
+				ErrConfig, d.configLoc(fc.Line), i, fc.Path, fc.Name)
+		}
+	}
+	return nil
+}
+
 // tightenDataDir takes group and other bits off every file and directory
 // under dir (what an older version created 0644/0755), with one WARN.
 // Symlinks are left alone; a chmod that fails (a file of another user) is
@@ -196,6 +233,19 @@ func (d *Daemon) tightenDataDir(dir string) {
 	}
 }
 
+// configLoc is "FILE:LINE" (or FILE alone without a line), naming the
+// config file as given on the command line.
+func (d *Daemon) configLoc(line int) string {
+	loc := d.cfg.Name
+	if loc == "" {
+		loc = d.cfg.File
+	}
+	if line > 0 {
+		loc = fmt.Sprintf("%s:%d", loc, line)
+	}
+	return loc
+}
+
 // dataDirErr names the config file as its other errors do (as given on
 // the command line), with the dataDir key's line.
 func (d *Daemon) dataDirErr(err error) error {
@@ -216,7 +266,8 @@ func (d *Daemon) buildFeed(fc *config.Feed) (*Feed, error) {
 		return nil, err
 	}
 	pol, _ := overload.Parse(fc.Overload.Policy)
-	f := &Feed{cfg: fc, strat: strat, policy: pol, log: log, runDone: make(chan struct{})}
+	f := &Feed{cfg: fc, strat: strat, policy: pol, log: log, runDone: make(chan struct{}),
+		ledger: d.losses, recorded: map[subLoss]uint64{}}
 	// A batch may fill a queue (DESIGN §5): fewer, larger hand-offs and
 	// writes; the source publishes the next one as soon as a group takes it.
 	batchLines := max(1, fc.QueueCapacity)
@@ -275,6 +326,7 @@ func (d *Daemon) buildFeed(fc *config.Feed) (*Feed, error) {
 		Logger:     log,
 		NoNotify:   os.Getenv("TAILFEED_NO_FSNOTIFY") != "",
 		Outputs:    d.ownOutputs(),
+		OnLoss:     d.onLoss(fc.Name),
 	}, f.pub)
 	return f, nil
 }
@@ -382,9 +434,13 @@ func (d *Daemon) Start(ctx context.Context) {
 	for _, f := range d.feeds {
 		f.start(ctx)
 	}
+	go d.watchReady(ctx)
+	d.lossStop, d.lossDone = make(chan struct{}), make(chan struct{})
+	go d.runLossRecorder(d.lossStop, d.lossDone)
 	routes := map[string]status.Route{}
 	routes["/metrics"] = d.metricsRoute()
 	routes["/admin/release/{feed}/{subscriber}"] = d.releaseRoute()
+	routes["/admin/losses/{feed}"] = d.lossesRoute()
 	for p, rt := range d.effectRoutes() {
 		routes[p] = rt
 	}
@@ -397,6 +453,7 @@ func (d *Daemon) Start(ctx context.Context) {
 		MaxConnections: d.cfg.Status.MaxConnections,
 		Report:         d.Report,
 		Health:         d.Health,
+		Ready:          d.Ready,
 		Logger:         d.log.Named("http"),
 		Routes:         routes,
 	})
@@ -454,6 +511,13 @@ func (d *Daemon) Stop() error {
 			first = err
 		}
 	}
+	// Every loss is counted by now (stopGroups counts what best-effort
+	// queues still held): the last deltas reach the ledger.
+	if d.lossStop != nil {
+		close(d.lossStop)
+		<-d.lossDone
+	}
+	d.recordLosses()
 	for _, f := range d.feeds {
 		if err := f.src.Close(); err != nil && first == nil {
 			first = fmt.Errorf("feed %s: %w", f.cfg.Name, err)
@@ -530,6 +594,9 @@ func (f *Feed) close() {
 }
 
 func (d *Daemon) closeAll() {
+	if d.losses != nil {
+		d.losses.close()
+	}
 	if d.ln != nil {
 		d.ln.Close()
 	}

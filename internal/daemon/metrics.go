@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"tailfeed/feed"
+	"tailfeed/source/file"
 	"tailfeed/status"
 )
 
@@ -46,6 +47,7 @@ var (
 	mLagBytes       = desc("feed_commit_lag_bytes", "Bytes between the read position and the pointer offset.", feedLabels)
 	mFileSize       = desc("feed_file_size_bytes", "Size of the file at the feed's path (absent when there is none).", feedLabels)
 	mOffset         = desc("feed_pointer_offset_bytes", "The pointer's offset (COMMITTED feeds only).", feedLabels)
+	mState          = desc("feed_state", "1 for the feed's current state (feed.status state), 0 for the others.", []string{"feed", "state"})
 	mReadPos        = desc("feed_read_position_bytes", "Offset read up to in the current file.", feedLabels)
 
 	mDispatched = desc("subscriber_lines_dispatched_total", "The subscriber's ack point: lines finished in queue order.", subLabels)
@@ -57,7 +59,7 @@ var (
 
 var allDescs = []*prometheus.Desc{mLinesRead, mBytesRead, mPublished, mDropped, mRefused, mReleased, mPauses,
 	mPauseSeconds, mPaused, mStalled, mSettled, mLossless, mAcked, mPending, mCommits, mCommitFailures,
-	mLagLines, mLagBytes, mFileSize, mOffset, mReadPos, mDispatched, mPosition, mDepth, mFailures, mSubState}
+	mLagLines, mLagBytes, mFileSize, mOffset, mState, mReadPos, mDispatched, mPosition, mDepth, mFailures, mSubState}
 
 // collector is the daemon's prometheus.Collector.
 type collector struct{ d *Daemon }
@@ -99,6 +101,9 @@ func (f *Feed) collect(ch chan<- prometheus.Metric) {
 	gauge(mStalled, b2f(fr.Stalled != nil))
 	gauge(mSettled, b2f(fr.Settled))
 	gauge(mLossless, b2f(fr.Lossless))
+	for _, st := range feedStates {
+		ch <- prometheus.MustNewConstMetric(mState, prometheus.GaugeValue, b2f(fr.State == st), name, st)
+	}
 	counter(mAcked, float64(fr.Acknowledged))
 	gauge(mPending, float64(fr.PendingAcks))
 	counter(mCommitFailures, float64(src.CommitFailures()))
@@ -132,6 +137,16 @@ func (f *Feed) collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(mSubState, prometheus.GaugeValue, b2f(st == feed.Fenced || st == feed.Dead), labels...)
 	}
 }
+
+// feedStates are the states tailfeed_feed_state reports, every one each
+// scrape (0 or 1), so a query sees a state leave as well as arrive.
+var feedStates = func() []string {
+	var out []string
+	for st := file.Starting; st <= file.Failed; st++ {
+		out = append(out, st.String())
+	}
+	return out
+}()
 
 func b2f(b bool) float64 {
 	if b {

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"context"
 	"os"
 	"strings"
 	"time"
@@ -130,12 +131,19 @@ func (f *Feed) report() status.FeedReport {
 		}
 		committed = src.CommitOK() && src.SyncedSeq() >= fr.Acknowledged
 	}
+	// This run's counters less what an operator acknowledged (DELETE
+	// /admin/losses/{feed}); the ledger is checked by the caller.
+	b := f.lossBase()
+	fr.Dropped, fr.Refused = sub0(fr.Dropped, b.dropped), sub0(fr.Refused, b.refused)
+	fr.CompletionFailures, fr.Released = sub0(fr.CompletionFailures, b.completionFailures), sub0(fr.Released, b.released)
+	fr.LostTails, fr.LostBytes = sub0(fr.LostTails, b.lostTails), sub0(fr.LostBytes, b.lostBytes)
 	seq2 := pub.Sequence()
 	fr.Sequence = seq2
 	srcDone := state == file.CaughtUp || state == file.WaitingForFile || state == file.EndOfStream
 	fr.Settled = srcDone && holdingDrained && fr.PendingAcks == 0 && fr.Stalled == nil && committed && seq1 == seq2
 	fr.Lossless = fr.Dropped == 0 && fr.Refused == 0 && fr.CompletionFailures == 0 && fr.Released == 0 &&
-		fr.LostTails == 0 && fr.LostBytes == 0 && fr.DeadLettered == 0
+		fr.LostTails == 0 && fr.LostBytes == 0 && fr.DeadLettered == 0 &&
+		(f.ledger == nil || !f.ledger.has(f.cfg.Name)) // DESIGN §7 "Losses outlive the run"
 	return fr
 }
 
@@ -165,12 +173,21 @@ func (f *Feed) fileCaughtUp(dev, ino uint64, open bool, readPos int64) bool {
 	return st.Size() <= readPos && st.ModTime().UnixNano() == f.src.VerifiedMod()
 }
 
-// Health reports whether any feed has been stalled or paused for longer than
-// stallAlertMillis, and why.
+// Health reports whether any feed is FAILED (at once: no wait will mend
+// it), or has been stalled or paused for longer than stallAlertMillis, and
+// why (DESIGN §12 "Health").
 func (d *Daemon) Health() (bool, string) {
 	limit := time.Duration(d.cfg.Status.StallAlertMillis) * time.Millisecond
 	var why []string
 	for _, f := range d.feeds {
+		if f.src.State() == file.Failed {
+			reason := "feed " + f.cfg.Name + " FAILED"
+			if dt := f.src.Detail(); dt != "" {
+				reason += ": " + dt
+			}
+			why = append(why, reason)
+			continue
+		}
 		if since, reason := f.stalledSince(); !since.IsZero() && time.Since(since) > limit {
 			why = append(why, "feed "+f.cfg.Name+" stalled: "+reason)
 			continue
@@ -196,4 +213,56 @@ func (f *Feed) stalledSince() (time.Time, string) {
 		}
 	}
 	return first, reason
+}
+
+// Ready reports whether every feed has opened its file or is waiting for
+// it (DESIGN §12 "Health": /readyz). Once true it stays true: a feed that
+// fails later shows in /healthz, not here.
+func (d *Daemon) Ready() (bool, string) {
+	if d.ready.Load() {
+		return true, ""
+	}
+	var why []string
+	for _, f := range d.feeds {
+		if !f.opened() {
+			why = append(why, "feed "+f.cfg.Name+" "+f.src.State().String())
+		}
+	}
+	if len(why) > 0 {
+		return false, strings.Join(why, "; ")
+	}
+	d.ready.Store(true)
+	return true, ""
+}
+
+// opened latches once the source has been seen past STARTING and not
+// FAILED: it opened its file or waits for one to appear.
+func (f *Feed) opened() bool {
+	if f.wasOpen.Load() {
+		return true
+	}
+	switch f.src.State() {
+	case file.Starting, file.Failed:
+		return false
+	}
+	f.wasOpen.Store(true)
+	return true
+}
+
+// watchReady polls the sources until every feed has opened (then Ready
+// stays true), so a feed that opens and fails between two probes still
+// counts as having opened.
+func (d *Daemon) watchReady(ctx context.Context) {
+	t := time.NewTicker(10 * time.Millisecond)
+	defer t.Stop()
+	for {
+		if ok, _ := d.Ready(); ok {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }

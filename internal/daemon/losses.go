@@ -1,0 +1,406 @@
+package daemon
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"tailfeed/internal/fileutil"
+	"tailfeed/source/file"
+	"tailfeed/status"
+)
+
+// Losses outlive the run (DESIGN §7): every counted loss is also appended to
+// dataDir/losses.jsonl, one JSON object per line, fsynced, and a feed is not
+// lossless while that ledger holds an entry for it, across restarts.
+// DELETE /admin/losses/{feed} is the operator's acknowledgement: it removes
+// the feed's entries and zeroes this run's loss counters of the feed in the
+// report (through a baseline subtracted from the live counters).
+//
+// Two ways in, neither on the hot path:
+//   - the source's losses (lostTails, lostBytes) arrive through
+//     file.Config.OnLoss, rare events, each appended and fsynced before the
+//     source goes on;
+//   - the queue and group counters (dropped, refused, completionFailures,
+//     released) are plain atomics bumped where the loss happens; a recorder
+//     reads them every lossFlushInterval and appends the delta per
+//     subscriber and counter, and once more at stop after the last count.
+//     A kill -9 can therefore lose at most the last lossFlushInterval of
+//     such entries (the README says so); an entry once written is fsynced.
+//
+// Dead letters are not duplicated here: they have their own ledger.
+
+// lossFile is the ledger's name under dataDir.
+const lossFile = "losses.jsonl"
+
+// lossFormat is the format version each ledger line carries ("v").
+const lossFormat = 1
+
+// lossFlushInterval is how often the recorder appends the counters' deltas.
+const lossFlushInterval = 100 * time.Millisecond
+
+// LossEntry is one line of losses.jsonl and of GET /admin/losses/{feed}.
+type LossEntry struct {
+	V       int    `json:"v"`       // format version (1)
+	Feed    string `json:"feed"`    // feed name
+	Counter string `json:"counter"` // dropped | refused | completionFailures | released | lostTails | lostBytes
+	Amount  uint64 `json:"amount"`  // lines (files for lostTails, bytes for lostBytes)
+	Epoch   string `json:"epoch"`   // the source's epoch when counted (16 hex digits)
+	Time    string `json:"time"`    // RFC 3339 with nanoseconds, UTC
+	Detail  string `json:"detail"`  // which subscriber, or the source's reason
+}
+
+// LossList is the body of GET /admin/losses/{feed}.
+type LossList struct {
+	Feed    string      `json:"feed"`
+	Entries []LossEntry `json:"entries"`
+}
+
+// LossCleared is the body of DELETE /admin/losses/{feed}.
+type LossCleared struct {
+	Feed    string `json:"feed"`
+	Cleared int    `json:"cleared"` // ledger entries removed
+}
+
+// lossLedger is dataDir/losses.jsonl. mu serialises appends, rewrites and
+// the recorder, so a DELETE sees every delta recorded before it; cmu
+// guards only counts, so a report never waits for an fsync.
+type lossLedger struct {
+	mu     sync.Mutex
+	path   string
+	f      *os.File // O_APPEND
+	log    hclog.Logger
+	cmu    sync.Mutex
+	counts map[string]int // entries per feed now in the file
+}
+
+// openLossLedger reads the ledger (counting entries per feed) and opens it
+// for appending, 0600. A line that does not parse (a torn write after a
+// crash) is kept and logged; it names no feed, so it counts for none.
+func openLossLedger(dataDir string, log hclog.Logger) (*lossLedger, error) {
+	l := &lossLedger{path: filepath.Join(dataDir, lossFile), counts: map[string]int{}, log: log}
+	entries, bad, err := l.read()
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range entries {
+		l.counts[e.Feed]++
+	}
+	if bad > 0 {
+		log.Warn("losses ledger has lines that do not parse; they are kept and count for no feed", "path", l.path, "lines", bad)
+	}
+	f, err := os.OpenFile(l.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("losses ledger: %w", err)
+	}
+	// A torn last line must not swallow the next entry.
+	if st, err := f.Stat(); err == nil && st.Size() > 0 {
+		last := make([]byte, 1)
+		if r, err := os.Open(l.path); err == nil {
+			if _, err := r.ReadAt(last, st.Size()-1); err == nil && last[0] != '\n' {
+				f.Write([]byte{'\n'})
+			}
+			r.Close()
+		}
+	}
+	l.f = f
+	for feed, n := range l.counts {
+		log.Warn("feed has losses recorded in an earlier run; it is not lossless until they are acknowledged (DELETE /admin/losses/"+feed+")",
+			"feed", feed, "entries", n)
+	}
+	return l, nil
+}
+
+// read parses the whole ledger; bad counts the lines that do not parse.
+func (l *lossLedger) read() (entries []LossEntry, bad int, err error) {
+	b, err := os.ReadFile(l.path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, 0, nil
+	}
+	if err != nil {
+		return nil, 0, fmt.Errorf("losses ledger: %w", err)
+	}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	for sc.Scan() {
+		line := bytes.TrimSpace(sc.Bytes())
+		if len(line) == 0 {
+			continue
+		}
+		var e LossEntry
+		if json.Unmarshal(line, &e) != nil || e.Feed == "" {
+			bad++
+			continue
+		}
+		entries = append(entries, e)
+	}
+	return entries, bad, sc.Err()
+}
+
+// appendLocked writes entries in one write and fsyncs. The entries count
+// for their feeds even when the write fails (this run knows of them; the
+// live counters show them too); the failure is logged.
+func (l *lossLedger) appendLocked(entries []LossEntry) {
+	if len(entries) == 0 {
+		return
+	}
+	var buf bytes.Buffer
+	l.cmu.Lock()
+	for _, e := range entries {
+		l.counts[e.Feed]++
+	}
+	l.cmu.Unlock()
+	for _, e := range entries {
+		b, _ := json.Marshal(e)
+		buf.Write(b)
+		buf.WriteByte('\n')
+	}
+	if l.f == nil {
+		return
+	}
+	if _, err := l.f.Write(buf.Bytes()); err != nil {
+		l.log.Error("losses ledger: append failed; the losses show in this run's counters only", "path", l.path, "error", err)
+		return
+	}
+	if err := l.f.Sync(); err != nil {
+		l.log.Error("losses ledger: fsync failed", "path", l.path, "error", err)
+	}
+}
+
+// has reports whether the ledger holds an entry for feed.
+func (l *lossLedger) has(feed string) bool {
+	l.cmu.Lock()
+	defer l.cmu.Unlock()
+	return l.counts[feed] > 0
+}
+
+// clearLocked rewrites the ledger without feed's entries (temp file, fsync,
+// rename, directory fsync) and returns how many it removed.
+func (l *lossLedger) clearLocked(feed string) (int, error) {
+	b, err := os.ReadFile(l.path)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return 0, err
+	}
+	var keep bytes.Buffer
+	removed := 0
+	for _, line := range bytes.SplitAfter(b, []byte{'\n'}) {
+		t := bytes.TrimSpace(line)
+		if len(t) == 0 {
+			continue
+		}
+		var e LossEntry
+		if json.Unmarshal(t, &e) == nil && e.Feed == feed {
+			removed++
+			continue
+		}
+		keep.Write(t)
+		keep.WriteByte('\n')
+	}
+	tmp := l.path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return 0, err
+	}
+	if _, err := f.Write(keep.Bytes()); err != nil {
+		f.Close()
+		return 0, err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return 0, err
+	}
+	f.Close()
+	if err := os.Rename(tmp, l.path); err != nil {
+		return 0, err
+	}
+	fileutil.SyncDir(filepath.Dir(l.path))
+	nf, err := os.OpenFile(l.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return 0, err
+	}
+	if l.f != nil {
+		l.f.Close()
+	}
+	l.f = nf
+	l.cmu.Lock()
+	delete(l.counts, feed)
+	l.cmu.Unlock()
+	return removed, nil
+}
+
+func (l *lossLedger) close() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.f != nil {
+		l.f.Close()
+		l.f = nil
+	}
+}
+
+// lossCounters are one feed's loss counters, summed over its subscribers.
+type lossCounters struct {
+	dropped, refused, completionFailures, released, lostTails, lostBytes uint64
+}
+
+// subLoss is what the recorder last appended for one subscriber's counter.
+type subLoss struct{ sub, counter string }
+
+// onLoss is the source's OnLoss: append the loss at once (source goroutine;
+// rare).
+func (d *Daemon) onLoss(feed string) func(file.Loss) {
+	return func(l file.Loss) {
+		d.losses.mu.Lock()
+		defer d.losses.mu.Unlock()
+		d.losses.appendLocked([]LossEntry{{
+			V: lossFormat, Feed: feed, Counter: l.Counter, Amount: l.Amount,
+			Epoch: status.Hex(l.Epoch), Time: time.Now().UTC().Format(time.RFC3339Nano), Detail: l.Detail,
+		}})
+	}
+}
+
+// recordLosses appends, for every subscriber of every feed, the growth of
+// its dropped, refused, completionFailures and released counters since the
+// last call. Only reads atomics: nothing on the hot path waits for it.
+func (d *Daemon) recordLosses() {
+	d.losses.mu.Lock()
+	defer d.losses.mu.Unlock()
+	d.recordLossesLocked()
+}
+
+func (d *Daemon) recordLossesLocked() {
+	var out []LossEntry
+	now := time.Now().UTC().Format(time.RFC3339Nano)
+	for _, f := range d.feeds {
+		epoch := status.Hex(f.src.Epoch())
+		for _, g := range f.groups {
+			q := g.Queue()
+			for _, c := range []struct {
+				name, what string
+				v          uint64
+			}{
+				{"dropped", "dropped (overload policy DROP_AFTER_SPIN, or left in a best-effort queue at stop)", q.Counters.Dropped.Load()},
+				{"refused", "refused (overload policy BLOCK_WITH_DEADLINE)", q.Counters.Refused.Load()},
+				{"completionFailures", "whose completion was given up after its retries", g.CompletionFailures()},
+				{"released", "released on purpose (admin release)", q.ReleasedLines()},
+			} {
+				k := subLoss{q.Name, c.name}
+				if last := f.recorded[k]; c.v > last {
+					out = append(out, LossEntry{V: lossFormat, Feed: f.cfg.Name, Counter: c.name, Amount: c.v - last,
+						Epoch: epoch, Time: now, Detail: fmt.Sprintf("subscriber %s: %d lines %s", q.Name, c.v-last, c.what)})
+					f.recorded[k] = c.v
+				}
+			}
+		}
+	}
+	d.losses.appendLocked(out)
+}
+
+// runLossRecorder records every lossFlushInterval until stop is closed.
+func (d *Daemon) runLossRecorder(stop <-chan struct{}, done chan<- struct{}) {
+	defer close(done)
+	t := time.NewTicker(lossFlushInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+			d.recordLosses()
+		}
+	}
+}
+
+// lossBase returns the counters a DELETE acknowledged, to subtract in the
+// report.
+func (f *Feed) lossBase() lossCounters {
+	f.baseMu.Lock()
+	defer f.baseMu.Unlock()
+	return f.base
+}
+
+// acknowledgeLosses clears feed f's ledger entries and makes its report's
+// loss counters start from 0 again. Deltas not yet recorded are recorded
+// first, and the baseline of the queue counters is what was recorded, so a
+// loss counted meanwhile is neither hidden nor lost: it shows in the
+// counters and reaches the ledger with the next flush.
+func (d *Daemon) acknowledgeLosses(f *Feed) (int, error) {
+	d.losses.mu.Lock()
+	defer d.losses.mu.Unlock()
+	d.recordLossesLocked()
+	n, err := d.losses.clearLocked(f.cfg.Name)
+	if err != nil {
+		return 0, err
+	}
+	var b lossCounters
+	for k, v := range f.recorded {
+		switch k.counter {
+		case "dropped":
+			b.dropped += v
+		case "refused":
+			b.refused += v
+		case "completionFailures":
+			b.completionFailures += v
+		case "released":
+			b.released += v
+		}
+	}
+	b.lostTails, b.lostBytes = f.src.LostTails(), f.src.LostBytes()
+	f.baseMu.Lock()
+	f.base = b
+	f.baseMu.Unlock()
+	return n, nil
+}
+
+// lossesRoute is GET/DELETE /admin/losses/{feed} (token, like the other
+// admin endpoints).
+func (d *Daemon) lossesRoute() status.Route {
+	return status.Route{
+		Methods:   []string{http.MethodGet, http.MethodDelete},
+		Protected: true,
+		Handler:   d.lossesHandler,
+	}
+}
+
+func (d *Daemon) lossesHandler(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("feed")
+	f := d.feed(name)
+	if f == nil {
+		status.WriteError(w, http.StatusNotFound, "no such feed: "+name)
+		return
+	}
+	if r.Method == http.MethodDelete {
+		n, err := d.acknowledgeLosses(f)
+		if err != nil {
+			d.log.Error("losses ledger: clearing failed", "feed", name, "error", err)
+			status.WriteError(w, http.StatusInternalServerError, "clearing the losses of feed "+name+" failed: "+err.Error())
+			return
+		}
+		d.log.Warn("losses acknowledged: ledger entries removed and the feed's loss counters start from 0", "feed", name, "entries", n)
+		status.WriteJSON(w, http.StatusOK, LossCleared{Feed: name, Cleared: n})
+		return
+	}
+	d.losses.mu.Lock()
+	entries, _, err := d.losses.read()
+	d.losses.mu.Unlock()
+	if err != nil {
+		status.WriteError(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+	out := LossList{Feed: name, Entries: []LossEntry{}}
+	for _, e := range entries {
+		if e.Feed == name {
+			out.Entries = append(out.Entries, e)
+		}
+	}
+	status.WriteJSON(w, http.StatusOK, out)
+}
