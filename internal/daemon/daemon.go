@@ -193,6 +193,8 @@ func (d *Daemon) buildFeed(fc *config.Feed) (*Feed, error) {
 		Logger:     log,
 		NoNotify:   os.Getenv("TAILFEED_NO_FSNOTIFY") != "",
 		Outputs:    d.ownOutputs(),
+
+		RotatedNames: fc.RotatedNames,
 	}, f.pub)
 	return f, nil
 }

@@ -37,6 +37,11 @@ type Config struct {
 	// never taken for a rotated file or a copytruncate copy (DESIGN §4). A
 	// directory holding the input is ignored.
 	Outputs []string
+	// RotatedNames are globs over base names (filepath.Match) that the
+	// input's rotated generations match, beside the path and beside a
+	// symlinked path's final target. Empty: the input's base name, then '.'
+	// or '-', then digits, a date, or both, optionally ".gz" (DESIGN §4).
+	RotatedNames []string
 	// OnLoss, when set, is called (on the source's goroutine) for every loss
 	// the source counts, after the counter moved: the daemon appends it to
 	// the losses ledger (DESIGN §7 "Losses outlive the run").
@@ -79,6 +84,9 @@ type Source struct {
 	kick         bool      // an fsnotify event arrived: check at once
 	checked      bool      // check ran in this duty cycle
 	lostTail     bool      // the detail says a rotated file's tail is lost: keep it
+	// genSeen: the generations (and files) the source saw while running,
+	// by identity: a scan while running never reads them again.
+	genSeen map[[2]uint64]seenGen
 
 	watchDirs   []watchDir
 	watchWarned bool

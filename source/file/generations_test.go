@@ -1,0 +1,382 @@
+package file_test
+
+import (
+	"bytes"
+	"compress/gzip"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"tailfeed/source/file"
+)
+
+// The tests of DESIGN §4 "Restart after rotation: every generation still on
+// disk", "While running, too" and "Symlinks" (issue 11 items 1, 2, 3, 15).
+
+// firstRun writes n lines "a-*" to r.path, runs the rig until they are
+// committed and stops it; it returns the pointer's epoch.
+func firstRun(t *testing.T, r *rig, n int) uint64 {
+	t.Helper()
+	appendTo(t, r.path, numbered("a", 0, n)...)
+	r.start()
+	r.waitLines(n)
+	r.waitSettled()
+	r.stop()
+	return r.ptr.Record().Epoch
+}
+
+// mustRename renames, failing the test on an error.
+func mustRename(t *testing.T, from, to string) {
+	t.Helper()
+	if err := os.Rename(from, to); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// gzipFile compresses path into path.gz and removes path (as logrotate's
+// compress does).
+func gzipFile(t *testing.T, path string) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	w := gzip.NewWriter(&b)
+	w.Write(data)
+	w.Close()
+	if err := os.WriteFile(path+".gz", b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// expectRuns checks that gs are exactly the runs of lines given, in order;
+// each run is one epoch, the runs' epochs differ, and the first run's epoch
+// is first (0: any). ends maps each run to its lines' positions (nil: not
+// checked).
+type run struct {
+	lines []string
+	ends  map[string]int64
+}
+
+func expectRuns(t *testing.T, gs []got, first uint64, runs ...run) {
+	t.Helper()
+	var want []string
+	for _, r := range runs {
+		want = append(want, r.lines...)
+	}
+	if len(gs) != len(want) {
+		t.Fatalf("got %d lines, want %d; missing %d\nfirst got: %q", len(gs), len(want), missing(gs, want), lines(gs[:min(len(gs), 5)]))
+	}
+	i := 0
+	seen := map[uint64]bool{}
+	for k, r := range runs {
+		e := gs[i].Epoch
+		if seen[e] {
+			t.Fatalf("run %d reuses the epoch %x of an earlier run", k, e)
+		}
+		seen[e] = true
+		if k == 0 && first != 0 && e != first {
+			t.Fatalf("run 0 under epoch %x, want the pointer's %x", e, first)
+		}
+		for _, l := range r.lines {
+			g := gs[i]
+			if g.Line != l || g.Epoch != e || !g.Positioned {
+				t.Fatalf("line %d: %+v, want %q under epoch %x", i, g, l, e)
+			}
+			if r.ends != nil && g.Pos != r.ends[l] {
+				t.Fatalf("line %d %q at %d, want %d", i, l, g.Pos, r.ends[l])
+			}
+			i++
+		}
+	}
+}
+
+// missing counts the lines of want never delivered.
+func missing(gs []got, want []string) int {
+	c := counts(gs)
+	n := 0
+	for _, l := range want {
+		if c[l] == 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// Item 1: logrotate create + rotate 5, two rotations while stopped. The
+// pointer's file is now app.log.2; app.log.1 is the generation written in
+// between. Both are read, oldest first, before app.log: nothing missing,
+// nothing counted lost.
+func TestRestartAfterTwoRotationsReadsTheMiddleGeneration(t *testing.T) {
+	r := newRig(t, "", rigOpts{strategy: file.Committed})
+	e1 := firstRun(t, r, 50)
+
+	appendTo(t, r.path, numbered("a", 50, 20)...)
+	mustRename(t, r.path, r.path+".1")
+	appendTo(t, r.path, numbered("m", 0, 300)...)
+	time.Sleep(20 * time.Millisecond) // the middle generation is newer by its mtime
+	mustRename(t, r.path+".1", r.path+".2")
+	mustRename(t, r.path, r.path+".1")
+	appendTo(t, r.path, numbered("b", 0, 10)...)
+
+	r2 := newRig(t, r.dir, rigOpts{strategy: file.Committed}).start()
+	r2.waitLines(330)
+	r2.waitSettled()
+	expectRuns(t, r2.rec.all(), e1,
+		run{numbered("a", 50, 20), lineEnds(t, r.path+".2")},
+		run{numbered("m", 0, 300), lineEnds(t, r.path+".1")},
+		run{numbered("b", 0, 10), lineEnds(t, r.path)})
+	if r2.src.LostTails() != 0 || r2.src.Detail() != "" {
+		t.Fatalf("lostTails %d, detail %q", r2.src.LostTails(), r2.src.Detail())
+	}
+	if rec := r2.ptr.Record(); rec.FileKey != keyOf(t, r.path) || rec.Offset != lineEnds(t, r.path)["b-00009"] {
+		t.Fatalf("pointer %+v, want the end of %s", rec, r.path)
+	}
+}
+
+// Item 1 with rotate 1: the pointer's own file is gone (its unread tail is
+// counted lost), but app.log.1, written after it, is still read before
+// app.log.
+func TestRestartRotateOneReadsTheGenerationLeft(t *testing.T) {
+	r := newRig(t, "", rigOpts{strategy: file.Committed})
+	firstRun(t, r, 50)
+
+	appendTo(t, r.path, numbered("a", 50, 20)...)
+	mustRename(t, r.path, r.path+".1")
+	appendTo(t, r.path, numbered("m", 0, 300)...)
+	mustRename(t, r.path, r.path+".1") // replaces the pointer's file
+	appendTo(t, r.path, numbered("b", 0, 10)...)
+
+	r2 := newRig(t, r.dir, rigOpts{strategy: file.Committed}).start()
+	r2.waitLines(310)
+	r2.waitSettled()
+	expectRuns(t, r2.rec.all(), 0,
+		run{numbered("m", 0, 300), lineEnds(t, r.path+".1")},
+		run{numbered("b", 0, 10), lineEnds(t, r.path)})
+	const lost = "rotated file gone; its unread tail is lost"
+	if r2.src.LostTails() != 1 || r2.src.Detail() != lost {
+		t.Fatalf("lostTails %d, detail %q; want 1 lost tail", r2.src.LostTails(), r2.src.Detail())
+	}
+}
+
+// Item 2: copytruncate + compress (no delaycompress), one rotation while
+// stopped. The unread tail is in app.log.1.gz: found by its decompressed
+// fingerprint and read from the pointer's offset under the pointer's epoch,
+// positions those of the decompressed bytes.
+func TestRestartCopyTruncateCompressedReadsTheGz(t *testing.T) {
+	r := newRig(t, "", rigOpts{strategy: file.Committed})
+	e1 := firstRun(t, r, 50)
+
+	appendTo(t, r.path, numbered("a", 50, 200)...)
+	data, err := os.ReadFile(r.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(r.path+".1", data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ends := lineEnds(t, r.path+".1")
+	if err := os.Truncate(r.path, 0); err != nil {
+		t.Fatal(err)
+	}
+	gzipFile(t, r.path+".1")
+	appendTo(t, r.path, numbered("b", 0, 10)...)
+
+	r2 := newRig(t, r.dir, rigOpts{strategy: file.Committed}).start()
+	r2.waitLines(210)
+	r2.waitSettled()
+	expectRuns(t, r2.rec.all(), e1,
+		run{numbered("a", 50, 200), ends},
+		run{numbered("b", 0, 10), lineEnds(t, r.path)})
+	if r2.src.LostTails() != 0 {
+		t.Fatalf("lostTails %d, want 0", r2.src.LostTails())
+	}
+}
+
+// Item 2, rename rotation + compress: the pointer's file is app.log.1.gz
+// now (no file with its key): found by the decompressed fingerprint alone.
+func TestRestartRenamedAndCompressedReadsTheGz(t *testing.T) {
+	r := newRig(t, "", rigOpts{strategy: file.Committed})
+	e1 := firstRun(t, r, 50)
+
+	appendTo(t, r.path, numbered("a", 50, 200)...)
+	mustRename(t, r.path, r.path+".1")
+	ends := lineEnds(t, r.path+".1")
+	appendTo(t, r.path, numbered("b", 0, 10)...) // create, then compress
+	gzipFile(t, r.path+".1")
+
+	r2 := newRig(t, r.dir, rigOpts{strategy: file.Committed}).start()
+	r2.waitLines(210)
+	r2.waitSettled()
+	expectRuns(t, r2.rec.all(), e1,
+		run{numbered("a", 50, 200), ends},
+		run{numbered("b", 0, 10), lineEnds(t, r.path)})
+	if r2.src.LostTails() != 0 {
+		t.Fatalf("lostTails %d, want 0", r2.src.LostTails())
+	}
+}
+
+// Item 2, no copy anywhere: a truncation found at restart while the pointer
+// was past 0 counts one lost tail.
+func TestRestartTruncatedWithoutCopyCountsALostTail(t *testing.T) {
+	r := newRig(t, "", rigOpts{strategy: file.Committed})
+	firstRun(t, r, 50)
+	appendTo(t, r.path, numbered("a", 50, 200)...)
+	if err := os.Truncate(r.path, 0); err != nil {
+		t.Fatal(err)
+	}
+	appendTo(t, r.path, numbered("b", 0, 10)...)
+
+	r2 := newRig(t, r.dir, rigOpts{strategy: file.Committed}).start()
+	r2.waitLines(10)
+	r2.waitSettled()
+	expectRuns(t, r2.rec.all(), 0, run{numbered("b", 0, 10), lineEnds(t, r.path)})
+	if r2.src.LostTails() != 1 {
+		t.Fatalf("lostTails %d, want 1", r2.src.LostTails())
+	}
+}
+
+// A .gz whose plain twin still exists is not read (the twin is), and one
+// that does not end cleanly is skipped: a later generation compressed while
+// stopped and another being compressed at the restart.
+func TestRestartSkipsGzWithTwinOrTorn(t *testing.T) {
+	r := newRig(t, "", rigOpts{strategy: file.Committed})
+	e1 := firstRun(t, r, 50)
+
+	appendTo(t, r.path, numbered("a", 50, 20)...)
+	mustRename(t, r.path, r.path+".1")
+	appendTo(t, r.path, numbered("m", 0, 100)...)
+	time.Sleep(20 * time.Millisecond)
+	mustRename(t, r.path+".1", r.path+".2")
+	mustRename(t, r.path, r.path+".1")
+	// gzip of app.log.1 in progress: the .gz exists, the twin too.
+	data, _ := os.ReadFile(r.path + ".1")
+	var b bytes.Buffer
+	w := gzip.NewWriter(&b)
+	w.Write(data)
+	w.Close()
+	if err := os.WriteFile(r.path+".1.gz", b.Bytes()[:b.Len()/2], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	appendTo(t, r.path, numbered("b", 0, 10)...)
+
+	r2 := newRig(t, r.dir, rigOpts{strategy: file.Committed}).start()
+	r2.waitLines(130)
+	r2.waitSettled()
+	time.Sleep(200 * time.Millisecond)
+	expectRuns(t, r2.rec.all(), e1,
+		run{numbered("a", 50, 20), nil},
+		run{numbered("m", 0, 100), lineEnds(t, r.path+".1")},
+		run{numbered("b", 0, 10), nil})
+}
+
+// symlinkRig makes dir/app.log a symlink to dir/real/current.log.
+func symlinkRig(t *testing.T, o rigOpts) (*rig, string) {
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "real"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	target := filepath.Join(dir, "real", "current.log")
+	appendTo(t, target)
+	if err := os.Symlink(filepath.Join("real", "current.log"), filepath.Join(dir, "app.log")); err != nil {
+		t.Fatal(err)
+	}
+	return newRig(t, dir, o), target
+}
+
+// Item 3a: the link's target was rotated while stopped (renamed to
+// current.log.1 beside it, a new current.log created): the rotated file is
+// found beside the target, its unread tail is read.
+func TestRestartSymlinkTargetRotated(t *testing.T) {
+	r, target := symlinkRig(t, rigOpts{strategy: file.Committed})
+	e1 := firstRun(t, r, 50)
+
+	appendTo(t, target, numbered("a", 50, 20)...)
+	mustRename(t, target, target+".1")
+	appendTo(t, target, numbered("b", 0, 10)...)
+
+	r2 := newRig(t, r.dir, rigOpts{strategy: file.Committed}).start()
+	r2.waitLines(30)
+	r2.waitSettled()
+	expectRuns(t, r2.rec.all(), e1,
+		run{numbered("a", 50, 20), lineEnds(t, target+".1")},
+		run{numbered("b", 0, 10), lineEnds(t, target)})
+	if r2.src.LostTails() != 0 {
+		t.Fatalf("lostTails %d, want 0", r2.src.LostTails())
+	}
+}
+
+// Item 3b: copytruncate of a symlink's target while the daemon is behind:
+// the copy beside the target is read from what was consumed; nothing is
+// lost.
+func TestSymlinkCopyTruncateWhileBehind(t *testing.T) {
+	block := make(chan struct{})
+	r, target := symlinkRig(t, rigOpts{strategy: file.Committed, block: block})
+	pad := strings.Repeat("x", 90)
+	var day1 []string
+	for i := 0; i < 25000; i++ { // 2.4 MB: more than the source reads ahead
+		day1 = append(day1, fmt.Sprintf("a-%05d %s", i, pad))
+	}
+	appendTo(t, target, day1...)
+	r.start()
+	r.waitFor("the source paused behind the blocked subscriber", 10*time.Second, func() bool { return r.pub.Paused() })
+	data, err := os.ReadFile(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(target+".1", data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(20 * time.Millisecond)
+	if err := os.Truncate(target, 0); err != nil {
+		t.Fatal(err)
+	}
+	appendTo(t, target, numbered("b", 0, 10)...)
+	r.waitFor("the truncation noticed", 10*time.Second, func() bool { return r.warned("truncated") })
+	close(block)
+	r.waitLines(25010)
+	r.waitSettled()
+	gs := r.rec.all()
+	expectRuns(t, gs, 0, run{day1, nil}, run{numbered("b", 0, 10), nil})
+	if r.src.LostTails() != 0 || r.src.LostBytes() != 0 {
+		t.Fatalf("lostTails %d, lostBytes %d", r.src.LostTails(), r.src.LostBytes())
+	}
+}
+
+// Item 15: several rotations between two looks (no fsnotify, a slow poll):
+// the path names a file that is not the one expected next; the
+// generation written in between is found by the scan and queued before it.
+func TestSeveralRotationsBetweenTwoLooks(t *testing.T) {
+	r := newRig(t, "", rigOpts{strategy: file.Committed, noNotify: true, poll: 1500 * time.Millisecond})
+	appendTo(t, r.path, numbered("a", 0, 50)...)
+	r.start()
+	r.waitLines(50)
+	r.waitSettled()
+	time.Sleep(100 * time.Millisecond) // just after a look: the next is 1.4 s away
+
+	appendTo(t, r.path, numbered("a", 50, 20)...)
+	mustRename(t, r.path, r.path+".1")
+	appendTo(t, r.path, numbered("m", 0, 300)...)
+	mustRename(t, r.path+".1", r.path+".2")
+	mustRename(t, r.path, r.path+".1")
+	appendTo(t, r.path, numbered("b", 0, 10)...)
+
+	r.waitLines(380)
+	r.waitSettled()
+	time.Sleep(3 * r.opts.poll)
+	r.waitSettled()
+	expectRuns(t, r.rec.all(), 0,
+		run{numbered("a", 0, 70), lineEnds(t, r.path+".2")},
+		run{numbered("m", 0, 300), lineEnds(t, r.path+".1")},
+		run{numbered("b", 0, 10), lineEnds(t, r.path)})
+	if r.src.LostTails() != 0 {
+		t.Fatalf("lostTails %d", r.src.LostTails())
+	}
+}
