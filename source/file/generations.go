@@ -146,6 +146,28 @@ type genFile struct {
 	dsize    int64  // gz: the decompressed size
 }
 
+// gzHead decompresses the first bytes of the .gz at path (up to
+// MaxFingerprint): cheap, to match a fingerprint before inspectGz reads it
+// all.
+func gzHead(path string) ([]byte, bool) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, false
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(bufio.NewReaderSize(f, 16<<10))
+	if err != nil {
+		return nil, false
+	}
+	defer zr.Close()
+	var hb [pointer.MaxFingerprint]byte
+	n, err := io.ReadFull(zr, hb[:])
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+		return nil, false
+	}
+	return append([]byte(nil), hb[:n]...), true
+}
+
 // inspectGz decompresses the .gz at path to its end: ok when it ends
 // cleanly (a .gz being written is skipped until the next look), with its
 // first decompressed bytes and its decompressed size.
@@ -160,18 +182,25 @@ func inspectGz(path string) (head []byte, dsize int64, ok bool) {
 		return nil, 0, false
 	}
 	defer zr.Close()
-	var hb [pointer.MaxFingerprint]byte
-	n, err := io.ReadFull(zr, hb[:])
-	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
-		return nil, 0, false
+	var hw headWriter
+	if _, err := io.Copy(&hw, zr); err != nil {
+		return nil, 0, false // io.ErrUnexpectedEOF: torn
 	}
-	rest := int64(0)
-	if n == len(hb) {
-		if rest, err = io.Copy(io.Discard, zr); err != nil {
-			return nil, 0, false
-		}
+	return hw.head, hw.n, true
+}
+
+// headWriter keeps the first MaxFingerprint bytes written and counts all.
+type headWriter struct {
+	head []byte
+	n    int64
+}
+
+func (w *headWriter) Write(b []byte) (int, error) {
+	if k := pointer.MaxFingerprint - len(w.head); k > 0 {
+		w.head = append(w.head, b[:min(k, len(b))]...)
 	}
-	return append([]byte(nil), hb[:n]...), int64(n) + rest, true
+	w.n += int64(len(b))
+	return len(b), nil
 }
 
 // headMatches reports whether a fingerprint of fpLen bytes matches head,
@@ -182,12 +211,14 @@ func headMatches(head []byte, fpLen uint64, fp uint64) bool {
 }
 
 // scanGenerations lists the generations modified at or after ref minus
-// mtimeSlack (every one when ref is zero), oldest first, ties by rank. skip
+// mtimeSlack (every one when ref is zero), and not created before born
+// where the file system reports creation times (zero: no such filter),
+// oldest first, ties by rank. skip
 // rejects an identity (the file at the path, the pointer's generation, files
-// the source holds); skipGz a compressed one by its decompressed first bytes
-// and size. A .gz whose plain twin exists or that does not end cleanly is
-// left out.
-func (s *Source) scanGenerations(ref time.Time, skip func(dev, ino uint64) bool, skipGz func(head []byte, dsize int64) bool) []genFile {
+// the source holds); skipGz a compressed one by its decompressed first bytes.
+// A .gz whose plain twin exists is left out; one that does not end cleanly
+// too, and it is looked at again at the next poll (retryTorn).
+func (s *Source) scanGenerations(ref, born time.Time, skip func(dev, ino uint64) bool, skipGz func(head []byte) bool) []genFile {
 	var out []genFile
 	seen := map[[2]uint64]bool{}
 	for _, gd := range s.genDirs() {
@@ -215,18 +246,28 @@ func (s *Source) scanGenerations(ref time.Time, skip func(dev, ino uint64) bool,
 			if !ref.IsZero() && info.ModTime().Before(ref.Add(-mtimeSlack)) {
 				continue
 			}
+			if !born.IsZero() {
+				// Created before the pointer's generation: an earlier one
+				// (its mtime within the slack), not a later one.
+				if b := birthTimePath(p); !b.IsZero() && b.Before(born) {
+					continue
+				}
+			}
 			g := genFile{path: p, dev: dev, ino: ino, mod: info.ModTime(), rank: rankOf(name, gd.base)}
 			if strings.HasSuffix(name, ".gz") {
 				if _, err := os.Lstat(strings.TrimSuffix(p, ".gz")); err == nil {
 					s.log.Debug("a compressed generation's plain twin still exists; reading the twin", "file", p)
 					continue
 				}
-				head, dsize, ok := inspectGz(p)
-				if !ok {
-					s.log.Info("a compressed generation does not end cleanly (being written?); skipped until the next look", "file", p)
+				if head, ok := gzHead(p); !ok || (skipGz != nil && skipGz(head)) {
+					if !ok {
+						s.noteTorn(g)
+					}
 					continue
 				}
-				if skipGz != nil && skipGz(head, dsize) {
+				head, dsize, ok := inspectGz(p)
+				if !ok {
+					s.noteTorn(g)
 					continue
 				}
 				g.gz, g.head, g.dsize = true, head, dsize
@@ -334,10 +375,10 @@ func (s *Source) findGzCopy(rec pointer.Record, skip func(dev, ino uint64) bool)
 		return nil
 	}
 	var best *genFile
-	for _, g := range s.scanGenerations(time.Time{}, skip, func(head []byte, dsize int64) bool {
-		return dsize < max(rec.Offset, int64(rec.FPLen)) || !headMatches(head, rec.FPLen, rec.FP)
+	for _, g := range s.scanGenerations(time.Time{}, time.Time{}, skip, func(head []byte) bool {
+		return !headMatches(head, rec.FPLen, rec.FP)
 	}) {
-		if g.gz && (best == nil || !g.mod.Before(best.mod)) {
+		if g.gz && g.dsize >= max(rec.Offset, int64(rec.FPLen)) && (best == nil || !g.mod.Before(best.mod)) {
 			best = &g
 		}
 	}
@@ -383,8 +424,12 @@ func (s *Source) noteSeen() {
 		s.genSeen = map[[2]uint64]seenGen{}
 	}
 	note := func(r *reader) {
-		if r != nil && r.f != nil {
-			s.genSeen[[2]uint64{r.dev, r.ino}] = seenGen{uint64(r.fpLen), r.fp}
+		if r == nil || r.f == nil {
+			return
+		}
+		id := [2]uint64{r.dev, r.ino}
+		if _, ok := s.genSeen[id]; !ok || r.gz != nil {
+			s.genSeen[id] = seenGen{uint64(r.fpLen), r.fp}
 		}
 	}
 	note(s.cur)
@@ -409,14 +454,17 @@ func (s *Source) noteSeen() {
 				continue
 			}
 			id := [2]uint64{dev, ino}
-			if _, ok := s.genSeen[id]; ok && !strings.HasSuffix(p, ".gz") {
+			if strings.HasSuffix(p, ".gz") {
+				if _, ok := s.genSeen[id]; !ok {
+					s.genSeen[id] = seenGen{}
+				}
 				continue
 			}
+			// A plain one's first bytes as they are now: a .gz of it
+			// appearing later is its twin.
 			var sg seenGen
-			if !strings.HasSuffix(p, ".gz") {
-				if b, err := readHead(p); err == nil && len(b) > 0 {
-					sg = seenGen{uint64(len(b)), pointer.Fingerprint(b)}
-				}
+			if b, err := readHead(p); err == nil && len(b) > 0 {
+				sg = seenGen{uint64(len(b)), pointer.Fingerprint(b)}
 			}
 			s.genSeen[id] = sg
 		}
@@ -466,7 +514,7 @@ func (s *Source) queueLater(fdev, fino uint64) {
 		_, ok := s.genSeen[[2]uint64{dev, ino}]
 		return ok
 	}
-	skipGz := func(head []byte, dsize int64) bool {
+	skipGz := func(head []byte) bool {
 		full := func(fpLen uint64, fp uint64) bool {
 			// A twin: the same first bytes, covering as much as the .gz has
 			// (or the whole fingerprint).
@@ -484,7 +532,7 @@ func (s *Source) queueLater(fdev, fino uint64) {
 		}
 		return false
 	}
-	gens := s.scanGenerations(ref, skip, skipGz)
+	gens := s.scanGenerations(ref, time.Time{}, skip, skipGz)
 	if len(gens) > 0 {
 		s.log.Warn("the path names a file that is not the one expected next; reading the generations written in between first",
 			"path", s.cfg.Path, "generations", len(gens))
@@ -499,4 +547,63 @@ func (r *reader) headSrc() io.ReaderAt {
 		return bytes.NewReader(r.head)
 	}
 	return r.f
+}
+
+// noteTorn remembers a .gz generation that did not end cleanly: retryTorn
+// looks at it again at every poll.
+func (s *Source) noteTorn(g genFile) {
+	for _, t := range s.torn {
+		if t.dev == g.dev && t.ino == g.ino {
+			return
+		}
+	}
+	s.log.Info("a compressed generation does not end cleanly (being written?); skipped until the next look", "file", g.path)
+	s.torn = append(s.torn, g)
+}
+
+// retryTorn looks again at the .gz generations that did not end cleanly:
+// one that does now, still the same file, with no plain twin and not the
+// twin of a file the source holds, is read beside the current file like a
+// switched-away file (its lines late and downgraded, never lost); one gone
+// is forgotten.
+func (s *Source) retryTorn() {
+	keep := s.torn[:0]
+	for _, g := range s.torn {
+		dev, ino, err := fileutil.DevInoPath(g.path)
+		if err != nil || dev != g.dev || ino != g.ino || s.known(dev, ino) {
+			continue
+		}
+		if _, err := os.Lstat(strings.TrimSuffix(g.path, ".gz")); err == nil {
+			continue // its twin is the generation
+		}
+		head, dsize, ok := inspectGz(g.path)
+		if !ok {
+			keep = append(keep, g)
+			continue
+		}
+		twin := false
+		for _, r := range append(append([]*reader{s.cur}, s.next...), s.old...) {
+			if r != nil && (uint64(r.fpLen) == uint64(len(head)) || r.fpLen == pointer.MaxFingerprint) && headMatches(head, uint64(r.fpLen), r.fp) {
+				twin = true
+			}
+		}
+		if twin {
+			continue
+		}
+		g.gz, g.head, g.dsize = true, head, dsize
+		r := s.openGen(g)
+		if r == nil {
+			continue
+		}
+		// Its place in the order is past: it is read beside the current
+		// file as a switched-away file is, its lines under an epoch of
+		// their own and without a position (downgraded), never lost.
+		s.log.Warn("a compressed generation now ends cleanly; reading it beside the current file (downgraded)", "file", g.path)
+		r.epoch, r.positioned = pointer.NewEpoch(), false
+		r.closeAt = time.Now()
+		s.old = append(s.old, r)
+		s.kick = true
+	}
+	clear(s.torn[len(keep):])
+	s.torn = keep
 }

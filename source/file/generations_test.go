@@ -380,3 +380,84 @@ func TestSeveralRotationsBetweenTwoLooks(t *testing.T) {
 		t.Fatalf("lostTails %d", r.src.LostTails())
 	}
 }
+
+// A .gz generation that does not end cleanly at the restart (no plain twin:
+// being copied in) is skipped, then read once it ends cleanly, beside the
+// current file (downgraded).
+func TestTornGzIsReadOnceComplete(t *testing.T) {
+	r := newRig(t, "", rigOpts{strategy: file.Committed})
+	e1 := firstRun(t, r, 50)
+
+	appendTo(t, r.path, numbered("a", 50, 20)...)
+	mustRename(t, r.path, r.path+".2")
+	var plain bytes.Buffer
+	for _, l := range numbered("m", 0, 100) {
+		plain.WriteString(l + "\n")
+	}
+	var gz bytes.Buffer
+	w := gzip.NewWriter(&gz)
+	w.Write(plain.Bytes())
+	w.Close()
+	if err := os.WriteFile(r.path+".1.gz", gz.Bytes()[:gz.Len()/2], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	appendTo(t, r.path, numbered("b", 0, 10)...)
+
+	r2 := newRig(t, r.dir, rigOpts{strategy: file.Committed}).start()
+	r2.waitLines(30)
+	r2.waitSettled()
+	time.Sleep(200 * time.Millisecond)
+	expectRuns(t, r2.rec.all(), e1, run{numbered("a", 50, 20), nil}, run{numbered("b", 0, 10), nil})
+
+	f, err := os.OpenFile(r.path+".1.gz", os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Write(gz.Bytes()[gz.Len()/2:])
+	f.Close()
+	r2.waitLines(130)
+	r2.waitSettled()
+	time.Sleep(200 * time.Millisecond)
+	ends := map[string]int64{}
+	var off int64
+	for _, l := range numbered("m", 0, 100) {
+		off += int64(len(l)) + 1
+		ends[l] = off
+	}
+	// Its place in the order is past: read beside the current file, its
+	// lines under an epoch of their own, downgraded.
+	gs := r2.rec.all()
+	expectRuns(t, gs[:30], e1, run{numbered("a", 50, 20), nil}, run{numbered("b", 0, 10), nil})
+	if len(gs) != 130 || r2.src.Downgraded() != 100 {
+		t.Fatalf("%d lines, downgraded %d; want 130 and 100", len(gs), r2.src.Downgraded())
+	}
+	for i, l := range numbered("m", 0, 100) {
+		g := gs[30+i]
+		if g.Line != l || g.Positioned || g.Pos != ends[l] || g.Epoch == gs[0].Epoch || g.Epoch == gs[29].Epoch || g.Epoch != gs[30].Epoch {
+			t.Fatalf("line %d: %+v, want %q at %d downgraded under an epoch of its own", 30+i, g, l, ends[l])
+		}
+	}
+}
+
+// While running, a generation the source read and that logrotate then
+// compressed (app.log.1 -> app.log.1.gz) is not read again at the next
+// rotation: the .gz is its twin by its first bytes.
+func TestCompressedGenerationNotReadTwiceWhileRunning(t *testing.T) {
+	r := newRig(t, "", rigOpts{strategy: file.Committed, rotateWait: 50 * time.Millisecond})
+	appendTo(t, r.path, numbered("a", 0, 50)...)
+	r.start()
+	r.waitLines(50)
+	mustRename(t, r.path, r.path+".1")
+	appendTo(t, r.path, numbered("b", 0, 10)...)
+	r.waitLines(60)
+	r.waitSettled()
+	gzipFile(t, r.path+".1")
+	time.Sleep(200 * time.Millisecond) // app.log.1 closed: only its twin is left
+	mustRename(t, r.path+".1.gz", r.path+".2.gz")
+	mustRename(t, r.path, r.path+".1")
+	appendTo(t, r.path, numbered("c", 0, 10)...)
+	r.waitLines(70)
+	r.waitSettled()
+	time.Sleep(300 * time.Millisecond)
+	expectRuns(t, r.rec.all(), 0, run{numbered("a", 0, 50), nil}, run{numbered("b", 0, 10), nil}, run{numbered("c", 0, 10), nil})
+}

@@ -193,6 +193,7 @@ func (s *Source) resumeRotated(f *os.File, dev, ino uint64) bool {
 			s.loseTail(rec)
 		}
 	}
+	var born time.Time
 	if g != nil {
 		s.log.Info("input was rotated while stopped; reading the pointer's file first", "file", g.f.Name(), "offset", rec.Offset)
 		g.epoch, s.ptrEpoch = rec.Epoch, rec.Epoch
@@ -201,13 +202,17 @@ func (s *Source) resumeRotated(f *os.File, dev, ino uint64) bool {
 			if st, err := g.f.Stat(); err == nil {
 				ref = st.ModTime()
 			}
+			// A later generation was created after the pointer's plain
+			// file (a .gz of it is created later than a generation after
+			// it: no such bound then).
+			born = birthTime(g.f)
 		}
 	} else {
 		ref = s.ptrModTime()
 	}
-	gens := s.scanGenerations(ref, func(d, i uint64) bool {
+	gens := s.scanGenerations(ref, born, func(d, i uint64) bool {
 		return atPath(d, i) || (g != nil && d == g.dev && i == g.ino)
-	}, func(head []byte, dsize int64) bool {
+	}, func(head []byte) bool {
 		// The pointer's generation compressed while its plain file is read.
 		return g != nil && g.gz == nil && int64(g.fpLen) == int64(len(head)) && headMatches(head, uint64(g.fpLen), g.fp)
 	})
@@ -331,7 +336,48 @@ func (s *Source) openAtPath() bool {
 	s.log.Info("input file appeared; reading it from its start under a new epoch", "path", s.cfg.Path)
 	s.cur, s.barrier, s.missing = r, true, false
 	s.setFile(r)
+	s.generationsBefore(r)
 	return true
+}
+
+// generationsBefore runs when a file appeared at the path while none was
+// open (cur is that file, just opened): generations the source never saw
+// (written and rotated while it had no file open) are read first, each under
+// a new epoch; the path's file is queued behind them.
+func (s *Source) generationsBefore(r *reader) {
+	if s.genSeen == nil {
+		return
+	}
+	gens := s.scanGenerations(time.Time{}, time.Time{}, func(d, i uint64) bool {
+		_, ok := s.genSeen[[2]uint64{d, i}]
+		return ok || (d == r.dev && i == r.ino)
+	}, func(head []byte) bool {
+		for _, sg := range s.genSeen {
+			if (sg.fpLen == uint64(len(head)) || sg.fpLen == pointer.MaxFingerprint) && headMatches(head, sg.fpLen, sg.fp) {
+				return true
+			}
+		}
+		return false
+	})
+	var first *reader
+	for len(gens) > 0 && first == nil {
+		first = s.openGen(gens[0])
+		gens = gens[1:]
+	}
+	if first == nil {
+		s.noteSeen()
+		return
+	}
+	s.log.Warn("generations the source never saw are on disk; reading them before the file at the path",
+		"path", s.cfg.Path, "first", first.f.Name())
+	first.epoch = pointer.NewEpoch()
+	s.cur = first
+	s.setFile(first)
+	s.queueGens(gens)
+	r.queuedAt = time.Now()
+	s.next = append(s.next, r)
+	s.watchAll.Store(true)
+	s.noteSeen()
 }
 
 // findCopy looks beside the path (and beside a symlinked path's final

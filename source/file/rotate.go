@@ -79,6 +79,9 @@ func (s *Source) check() {
 		return
 	}
 	s.checked = true
+	if len(s.torn) > 0 {
+		s.retryTorn()
+	}
 	if r.gone == "" {
 		if why := s.changed(r); why != "" && !s.readCopy(r, why) {
 			s.markGone(r, why)

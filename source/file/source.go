@@ -87,6 +87,7 @@ type Source struct {
 	// genSeen: the generations (and files) the source saw while running,
 	// by identity: a scan while running never reads them again.
 	genSeen map[[2]uint64]seenGen
+	torn    []genFile // .gz generations that did not end cleanly: looked at again
 
 	watchDirs   []watchDir
 	watchWarned bool
