@@ -461,3 +461,64 @@ func TestCompressedGenerationNotReadTwiceWhileRunning(t *testing.T) {
 	time.Sleep(300 * time.Millisecond)
 	expectRuns(t, r.rec.all(), 0, run{numbered("a", 0, 50), nil}, run{numbered("b", 0, 10), nil}, run{numbered("c", 0, 10), nil})
 }
+
+// logrotate dateext names (app.log-YYYYMMDD) are later generations by
+// default; other names are found through rotatedNames.
+func TestRestartGenerationNames(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		rotated []string
+		g, m    string // the pointer's generation and the one after it
+	}{
+		{"dateext", nil, "app.log-20261201", "app.log-20261202"},
+		{"dateext with a number", nil, "app.log-2026-12-01.1", "app.log-2026-12-01.2"},
+		{"rotatedNames", []string{"app.log.old*"}, "app.log.old1", "app.log.old2"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRig(t, "", rigOpts{strategy: file.Committed, rotated: tc.rotated})
+			e1 := firstRun(t, r, 50)
+			g, m := filepath.Join(r.dir, tc.g), filepath.Join(r.dir, tc.m)
+			appendTo(t, r.path, numbered("a", 50, 20)...)
+			mustRename(t, r.path, g)
+			appendTo(t, r.path, numbered("m", 0, 30)...)
+			time.Sleep(20 * time.Millisecond)
+			mustRename(t, r.path, m)
+			appendTo(t, r.path, numbered("b", 0, 10)...)
+
+			r2 := newRig(t, r.dir, rigOpts{strategy: file.Committed, rotated: tc.rotated}).start()
+			r2.waitLines(60)
+			r2.waitSettled()
+			expectRuns(t, r2.rec.all(), e1,
+				run{numbered("a", 50, 20), lineEnds(t, g)},
+				run{numbered("m", 0, 30), lineEnds(t, m)},
+				run{numbered("b", 0, 10), lineEnds(t, r.path)})
+		})
+	}
+}
+
+// A pointer that holds no file (a first run that committed nothing) still
+// reads the generations rotated since it was written before the file at
+// the path: the lines written and rotated while stopped are not skipped.
+func TestRestartEmptyRecordReadsGenerations(t *testing.T) {
+	r := newRig(t, "", rigOpts{strategy: file.Committed})
+	appendTo(t, r.path)
+	r.start()
+	r.waitSettled()
+	r.stop()
+	if rec := r.ptr.Record(); rec.FileKey != 0 || rec.FPLen != 0 {
+		t.Fatalf("record %+v after a run that read nothing, want an empty one", rec)
+	}
+	appendTo(t, r.path, numbered("a", 0, 20)...)
+	mustRename(t, r.path, r.path+".1")
+	appendTo(t, r.path, numbered("b", 0, 10)...)
+
+	r2 := newRig(t, r.dir, rigOpts{strategy: file.Committed}).start()
+	r2.waitLines(30)
+	r2.waitSettled()
+	expectRuns(t, r2.rec.all(), 0,
+		run{numbered("a", 0, 20), lineEnds(t, r.path+".1")},
+		run{numbered("b", 0, 10), lineEnds(t, r.path)})
+	if r2.src.LostTails() != 0 {
+		t.Fatalf("lostTails %d", r2.src.LostTails())
+	}
+}

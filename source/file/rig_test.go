@@ -40,6 +40,7 @@ type rigOpts struct {
 	hold       map[string]chan struct{}            // a line listed waits until its channel is closed
 	archive    string                              // the subscriber also appends every line to this file (as the file sink)
 	wrap       func(file.Publisher) file.Publisher // wraps the publisher the source sees
+	rotated    []string                            // file.Config.RotatedNames
 }
 
 type rig struct {
@@ -114,7 +115,7 @@ func (r *rig) start() *rig {
 		BatchLines: r.opts.batchLines, BatchBytes: 1 << 20,
 		Poll: r.opts.poll, RotateWait: r.opts.rotateWait, CommitSync: 5 * time.Millisecond,
 		Pointer: r.ptr, Logger: log, NoNotify: r.opts.noNotify, OpenHook: r.opts.openHook,
-		Outputs: r.opts.outputs,
+		Outputs: r.opts.outputs, RotatedNames: r.opts.rotated,
 	}, pub)
 	gctx, gstop := context.WithCancel(context.Background())
 	r.gstop = gstop
