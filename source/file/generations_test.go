@@ -581,3 +581,31 @@ func TestRestartInsideCompressedGeneration(t *testing.T) {
 		t.Fatalf("lostTails %d", r3.src.LostTails())
 	}
 }
+
+// The pointer's file copied away (cp + rm, another file system) and a new
+// file created while stopped: the copy, found by its fingerprint alone, is
+// read from the pointer first.
+func TestRestartPointerFileCopiedAway(t *testing.T) {
+	r := newRig(t, "", rigOpts{strategy: file.Committed})
+	e1 := firstRun(t, r, 50)
+	appendTo(t, r.path, numbered("a", 50, 20)...)
+	data, err := os.ReadFile(r.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(r.path+".1", data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	appendTo(t, r.path+".new", numbered("b", 0, 10)...)
+	mustRename(t, r.path+".new", r.path)
+
+	r2 := newRig(t, r.dir, rigOpts{strategy: file.Committed}).start()
+	r2.waitLines(30)
+	r2.waitSettled()
+	expectRuns(t, r2.rec.all(), e1,
+		run{numbered("a", 50, 20), lineEnds(t, r.path+".1")},
+		run{numbered("b", 0, 10), lineEnds(t, r.path)})
+	if r2.src.LostTails() != 0 {
+		t.Fatalf("lostTails %d", r2.src.LostTails())
+	}
+}

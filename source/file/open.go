@@ -187,6 +187,15 @@ func (s *Source) resumeRotated(f *os.File, dev, ino uint64) bool {
 			}
 		}
 		if g == nil {
+			// No file with its key: a copy holding its bytes (moved across
+			// file systems, cp + rm), plain or compressed.
+			if c, cdev, cino := s.findCopy(int(rec.FPLen), rec.FP, rec.Offset, time.Now(), atPath); c != nil {
+				if g = s.resumeAt(c, cdev, cino, rec); g != nil {
+					g.snapshot(g.lastSize)
+				}
+			}
+		}
+		if g == nil {
 			g = s.findGzCopy(rec, atPath)
 		}
 		if g == nil {
