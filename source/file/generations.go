@@ -87,7 +87,7 @@ const dateRe = `\d{4}-\d{2}-\d{2}(?:[-_T]\d{2,6})?`
 
 // defaultSuffix is what the default rotatedNames allows after the input's
 // base name: '.' or '-', then digits, a date, or both, optionally ".gz".
-var defaultSuffix = regexp.MustCompile(`^[.-](?:\d+|` + dateRe + `|` + dateRe + `[.-]\d+|\d+[.-]` + dateRe + `)(?:\.gz)?$`)
+var defaultSuffix = regexp.MustCompile(`^[.-](?:\d+|` + dateRe + `)(?:[._-](?:\d+|` + dateRe + `))?(?:\.gz)?$`)
 
 // rotatedName reports whether name, in a directory where the input's base
 // name is base, is one of its generations.
@@ -121,7 +121,13 @@ func rankOf(name, base string) rank {
 	if n, err := strconv.ParseInt(suf, 10, 64); err == nil && !dateDigits.MatchString(suf) {
 		return rank{num: n}
 	}
-	return rank{date: suf}
+	// Dates compare by their digits: 2026-12-02 after 20261201.
+	return rank{date: strings.Map(func(r rune) rune {
+		if r >= '0' && r <= '9' {
+			return r
+		}
+		return -1
+	}, suf) + "~"}
 }
 
 // before reports whether a generation of rank a is read before one of b.
