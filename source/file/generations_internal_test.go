@@ -13,7 +13,7 @@ func TestRotatedNameDefault(t *testing.T) {
 		"app.log.1": true, "app.log.12.gz": true, "app.log-20261201": true, "app.log-20261201.gz": true,
 		"app.log-2026-12-01": true, "app.log-2026-12-01.3.gz": true, "app.log-20261201-1733049600": true,
 		"app.log.1-20261201": true,
-		"app.log": false, "app.log.gz": false, "app.log.tmp": false, "app.log.1.bak": false,
+		"app.log":            false, "app.log.gz": false, "app.log.tmp": false, "app.log.1.bak": false,
 		"app.logx.1": false, "app.log..1": false, "app.log.1.gz.tmp": false, "other.log.1": false,
 	} {
 		if got := s.rotatedName(name, "app.log"); got != want {
