@@ -613,3 +613,16 @@ func (s *Source) retryTorn() {
 	clear(s.torn[len(keep):])
 	s.torn = keep
 }
+
+// countGzLost counts what a .gz reader could not decompress after all (it
+// ended cleanly when found, then changed): one lost tail and its bytes.
+func (s *Source) countGzLost(r *reader) {
+	if r.gzLost == 0 {
+		return
+	}
+	const why = "a compressed generation could not be decompressed to its end; its rest is lost"
+	s.lose(1, uint64(r.gzLost), r.epoch, why)
+	s.log.Warn(why, "file", r.f.Name(), "lostBytes", r.gzLost)
+	s.setDetail(why)
+	r.gzLost = 0
+}

@@ -609,3 +609,51 @@ func TestRestartPointerFileCopiedAway(t *testing.T) {
 		t.Fatalf("lostTails %d", r2.src.LostTails())
 	}
 }
+
+// A .gz that ended cleanly when found and is cut before it is read: what it
+// can no longer give is counted (lostTails, lostBytes), never green.
+func TestGzCutBeforeReadIsCounted(t *testing.T) {
+	r := newRig(t, "", rigOpts{strategy: file.Committed})
+	firstRun(t, r, 50)
+	appendTo(t, r.path, numbered("a", 50, 20)...)
+	mustRename(t, r.path, r.path+".1")
+	// A generation that compresses badly, so that its .gz is far larger than
+	// what the reader buffers when it opens it.
+	var m []string
+	for i := 0; i < 40000; i++ {
+		m = append(m, fmt.Sprintf("m-%05d %x", i, uint64(i)*0x9E3779B97F4A7C15^uint64(i*i)<<17))
+	}
+	appendTo(t, r.path, m...)
+	time.Sleep(20 * time.Millisecond)
+	mustRename(t, r.path+".1", r.path+".2")
+	mustRename(t, r.path, r.path+".1")
+	appendTo(t, r.path, numbered("b", 0, 10)...)
+	gzipFile(t, r.path+".1")
+	st, err := os.Stat(r.path + ".1.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Size() < 256<<10 {
+		t.Fatalf("the .gz is only %d bytes", st.Size())
+	}
+
+	hold := make(chan struct{})
+	r2 := newRig(t, r.dir, rigOpts{strategy: file.Committed, hold: map[string]chan struct{}{"a-00055": hold}}).start()
+	r2.waitFor("the .gz queued", 10*time.Second, func() bool { return strings.Contains(r2.logs.String(), "queued a later generation") })
+	if err := os.Truncate(r.path+".1.gz", st.Size()/2); err != nil {
+		t.Fatal(err)
+	}
+	close(hold)
+	r2.waitLine("b-00009")
+	r2.waitSettled()
+	if r2.src.LostTails() != 1 || r2.src.LostBytes() == 0 {
+		t.Fatalf("lostTails %d lostBytes %d after a .gz cut before it was read; want 1 and > 0", r2.src.LostTails(), r2.src.LostBytes())
+	}
+	c := map[string]int{}
+	for _, g := range r2.rec.all() {
+		c[strings.Fields(g.Line)[0]]++
+	}
+	if c["m-00000"] != 1 || c["m-39999"] != 0 || c["b-00009"] != 1 {
+		t.Fatalf("m-00000 %d, m-39999 %d, b-00009 %d, lostBytes %d\n%s", c["m-00000"], c["m-39999"], c["b-00009"], r2.src.LostBytes(), tailOf(r2.logs.String(), 30))
+	}
+}

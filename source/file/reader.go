@@ -60,8 +60,9 @@ type reader struct {
 	// gz: a compressed generation, read through gzip from its start (its
 	// positions are those of the decompressed bytes); head holds its first
 	// decompressed bytes (the fingerprint's). Always a snapshot.
-	gz   *gzip.Reader
-	head []byte
+	gz     *gzip.Reader
+	head   []byte
+	gzLost int64 // bytes of a .gz that could not be decompressed after all (to be counted)
 }
 
 func newReader(f *os.File, dev, ino uint64, bufSize, maxLine int) *reader {
@@ -180,12 +181,15 @@ func (r *reader) read() (int, error) {
 	var err error
 	if r.gz != nil {
 		// Sequential: the stream is at readPos.
+		// The space never passes the decompressed size (the limit): any
+		// error, an early end included, means the file changed since it
+		// was checked to end cleanly. Stop there; the bytes it held past
+		// that point are counted lost (gzLost).
 		n, err = io.ReadFull(r.gz, space)
-		if errors.Is(err, io.ErrUnexpectedEOF) {
-			err = nil
-		} else if err != nil && !errors.Is(err, io.EOF) {
-			// Changed since it was checked to end cleanly: stop here.
-			r.limit, err = r.readPos()+int64(n), nil
+		if err != nil {
+			stop := r.readPos() + int64(n)
+			r.gzLost = max(r.limit-stop, 0)
+			r.limit, err = stop, nil
 		}
 	} else {
 		n, err = r.f.ReadAt(space, r.readPos())

@@ -388,7 +388,9 @@ func (s *Source) pollOld() bool {
 		if !filled {
 			filled = s.fillFrom(r, false)
 			if !filled {
-				if n, _ := r.read(); n > 0 {
+				n, _ := r.read()
+				s.countGzLost(r)
+				if n > 0 {
 					r.closeAt = later(r.closeAt, r.grewAt.Add(s.cfg.RotateWait))
 					filled = s.fillFrom(r, false)
 				}

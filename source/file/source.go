@@ -203,6 +203,7 @@ func (s *Source) Run(ctx context.Context) error {
 // readCur reads more of the current file and accounts for it.
 func (s *Source) readCur() (int, error) {
 	n, err := s.cur.read()
+	s.countGzLost(s.cur)
 	if n > 0 {
 		// Behind before the read position moves: a report that sees the
 		// new position also sees that the lines are not published yet.
