@@ -149,6 +149,7 @@ func (s *Source) resumeRotated(f *os.File, dev, ino uint64) bool {
 	atPath := func(d, i uint64) bool { return f != nil && d == dev && i == ino }
 	var g *reader // the pointer's generation, positioned at the offset
 	var ref time.Time
+	byKey := false // g is the pointer's own file (not a copy of it)
 	switch {
 	case rec.FileKey == 0 && rec.FPLen == 0:
 		// No identity: nothing of a file is pending. A pointer that was
@@ -181,6 +182,7 @@ func (s *Source) resumeRotated(f *os.File, dev, ino uint64) bool {
 	default:
 		if old, odev, oino := s.findByKey(rec, atPath); old != nil {
 			g = s.resumeAt(old, odev, oino, rec)
+			byKey = g != nil
 		} else if f != nil && rec.FPLen > 0 && fingerprintMatches(f, rec) {
 			if st, err := f.Stat(); err == nil && st.Size() >= rec.Offset {
 				return false // the same content under a new key: the check keeps it
@@ -211,9 +213,11 @@ func (s *Source) resumeRotated(f *os.File, dev, ino uint64) bool {
 			if st, err := g.f.Stat(); err == nil {
 				ref = st.ModTime()
 			}
-			// A later generation was created after the pointer's plain
-			// file (a .gz of it is created later than a generation after
-			// it: no such bound then).
+		}
+		if byKey {
+			// A later generation was created after the pointer's own file.
+			// (A copy or a .gz of it is created later than the generations
+			// after it may be: no such bound then.)
 			born = birthTime(g.f)
 		}
 	} else {
