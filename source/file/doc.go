@@ -184,8 +184,9 @@
 //	   was past 0. Then the later generations: files matching rotatedNames,
 //	   modified at or after the reference minus 2 s (the pointer's
 //	   generation's mtime; when it is gone or the record empty, the pointer
-//	   file's), not created before the pointer's plain generation (statx
-//	   btime, where reported: an earlier generation within the slack), other
+//	   file's), not created before the pointer's own file when found by
+//	   its key (statx btime, where reported: an earlier generation within
+//	   the slack; a copy or .gz of it is born too late to bound), other
 //	   than the pointer's generation and the file at the path; a .gz whose
 //	   plain twin exists, or that does not end cleanly, is left out. They are
 //	   queued oldest first (ties by rank: a higher number, an earlier date
