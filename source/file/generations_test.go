@@ -657,3 +657,30 @@ func TestGzCutBeforeReadIsCounted(t *testing.T) {
 		t.Fatalf("m-00000 %d, m-39999 %d, b-00009 %d, lostBytes %d\n%s", c["m-00000"], c["m-39999"], c["b-00009"], r2.src.LostBytes(), tailOf(r2.logs.String(), 30))
 	}
 }
+
+// Item 15 through a symlink: the link's target rotated twice between two
+// looks; the generation in between is found beside the target.
+func TestSymlinkSeveralRotationsBetweenTwoLooks(t *testing.T) {
+	r, target := symlinkRig(t, rigOpts{strategy: file.Committed, noNotify: true, poll: 1500 * time.Millisecond})
+	appendTo(t, target, numbered("a", 0, 50)...)
+	r.start()
+	r.waitLines(50)
+	r.waitSettled()
+	time.Sleep(100 * time.Millisecond)
+
+	appendTo(t, target, numbered("a", 50, 20)...)
+	mustRename(t, target, target+".1")
+	appendTo(t, target, numbered("m", 0, 300)...)
+	mustRename(t, target+".1", target+".2")
+	mustRename(t, target, target+".1")
+	appendTo(t, target, numbered("b", 0, 10)...)
+
+	r.waitLines(380)
+	r.waitSettled()
+	time.Sleep(3 * r.opts.poll)
+	r.waitSettled()
+	expectRuns(t, r.rec.all(), 0,
+		run{numbered("a", 0, 70), lineEnds(t, target+".2")},
+		run{numbered("m", 0, 300), lineEnds(t, target+".1")},
+		run{numbered("b", 0, 10), lineEnds(t, target)})
+}
