@@ -89,6 +89,12 @@ type Feed struct {
 	RotateWaitMillis   int
 	CommitSyncMillis   int
 
+	// RotatedNames are globs over base names that a rotated generation of
+	// the input matches (filepath.Match syntax). Empty: the default, the
+	// input's base name then '.' or '-', then digits, a date, or both,
+	// optionally ".gz" (DESIGN §4).
+	RotatedNames []string
+
 	Overload Overload
 
 	Line int // line of the feed's entry

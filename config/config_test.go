@@ -228,6 +228,12 @@ func TestParseAccepts(t *testing.T) {
 					t.Errorf("got %+v", f)
 				}
 			}},
+		{"rotatedNames", feedDoc("    rotatedNames: ['app.log.[0-9]*', 'app-*.log.gz']"),
+			func(t *testing.T, c *Config) {
+				if f := c.Feeds[0]; len(f.RotatedNames) != 2 || f.RotatedNames[0] != "app.log.[0-9]*" || f.RotatedNames[1] != "app-*.log.gz" {
+					t.Errorf("got %+v", f.RotatedNames)
+				}
+			}},
 		{"scalars as strings", read(lines("status: {token: 12345}", "feeds:", "  - {name: 2024, path: /a}"), "2024"),
 			func(t *testing.T, c *Config) {
 				if c.Status.Token != "12345" || c.Feeds[0].Name != "2024" {

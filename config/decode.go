@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -28,7 +29,7 @@ var (
 	topKeys       = []string{"dataDir", "status", "log", "shutdownTimeoutMillis", "feeds", "processors"}
 	statusKeys    = []string{"listen", "token", "protectRead", "stallAlertMillis", "maxConnections"}
 	logKeys       = []string{"level", "format"}
-	feedKeys      = []string{"name", "path", "readStrategy", "maxLineBytes", "queueCapacity", "queueBytes", "maxPendingAcks", "pollIntervalMillis", "rotateWaitMillis", "commitSyncMillis", "overload"}
+	feedKeys      = []string{"name", "path", "readStrategy", "maxLineBytes", "queueCapacity", "queueBytes", "maxPendingAcks", "pollIntervalMillis", "rotateWaitMillis", "commitSyncMillis", "rotatedNames", "overload"}
 	overloadKeys  = []string{"policy", "spinBoundMillis", "blockDeadlineMillis", "subscribers"}
 	subscriberKey = []string{"policy", "spinBoundMillis", "blockDeadlineMillis"}
 	processorKeys = []string{"name", "feed", "type", "match", "exclude", "path", "exactlyOnce", "fsync", "fsyncIntervalMillis", "mode", "onFailure", "retry", "ackTimeoutMillis", "maxInFlight", "url", "timeoutMillis", "batchMaxLines", "batchMaxBytes", "headers", "raw"}
@@ -172,8 +173,41 @@ func (d *decoder) feed(n *yaml.Node, path string) (*Feed, feedMeta) {
 	o.integer("pollIntervalMillis", &f.PollIntervalMillis, 1, maxMillis)
 	o.integer("rotateWaitMillis", &f.RotateWaitMillis, 0, maxMillis)
 	o.integer("commitSyncMillis", &f.CommitSyncMillis, 1, maxMillis)
+	d.rotatedNames(o, &f.RotatedNames)
 	m.subs = d.overload(o.sub("overload", overloadKeys), &f.Overload)
 	return &f, m
+}
+
+// rotatedNames reads the optional list of globs a rotated generation's base
+// name must match (DESIGN §4). Each is a filepath.Match pattern over a base
+// name: it may not be empty nor hold a '/', and it must be well formed.
+func (d *decoder) rotatedNames(o *obj, dst *[]string) {
+	items, line, ok := o.list("rotatedNames")
+	if !ok || line == 0 {
+		return
+	}
+	if len(items) == 0 {
+		d.errorf(line, "%s: must not be an empty list (leave it out for the default)", o.at("rotatedNames"))
+		return
+	}
+	for i, it := range items {
+		it = resolve(it)
+		at := fmt.Sprintf("%s[%d]", o.at("rotatedNames"), i)
+		switch {
+		case it.Kind != yaml.ScalarNode:
+			d.errorf(it.Line, "%s: must be a string (a glob over base names), got %s", at, describe(it))
+		case it.Value == "":
+			d.errorf(it.Line, "%s: must not be empty", at)
+		case strings.ContainsRune(it.Value, '/'):
+			d.errorf(it.Line, "%s: %q holds a '/'; the globs match base names only", at, clip(it.Value))
+		default:
+			if _, err := filepath.Match(it.Value, ""); err != nil {
+				d.errorf(it.Line, "%s: bad glob %q: %v", at, clip(it.Value), err)
+				continue
+			}
+			*dst = append(*dst, it.Value)
+		}
+	}
 }
 
 // entryName reads a required name key and checks its spelling; it returns the

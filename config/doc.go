@@ -27,7 +27,9 @@
 // name, feed and type; path for file, url for webhook), names outside
 // [A-Za-z0-9._-]+, duplicate feed names, duplicate processor names, a
 // processor naming no feed, an overload.subscribers key naming no processor
-// of that feed, match/exclude that do not compile as RE2, a retry.maxMillis
+// of that feed, match/exclude that do not compile as RE2, a rotatedNames
+// entry that is not a well-formed filepath.Match glob over a base name (empty,
+// holding a '/', or malformed) or an empty rotatedNames list, a retry.maxMillis
 // below retry.initialMillis, a webhook url that is not http(s) with a host,
 // two file processors on one path, a file processor writing a feed's input
 // or tailfeed's own state in dataDir, no feeds.

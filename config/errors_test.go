@@ -125,6 +125,14 @@ func TestParseRejects(t *testing.T) {
 		{"subscriber names nothing", lines("feeds:", "  - name: app", "    path: /a", "    overload:", "      subscribers:", "        hook: {policy: DROP_AFTER_SPIN}", "processors:", "  - {name: p, feed: app, type: discard}"), 6, `feeds[0].overload.subscribers: "hook" names no processor`, false},
 		{"subscriber of another feed", lines("feeds:", "  - name: app", "    path: /a", "    overload:", "      subscribers: {q: {policy: DROP_AFTER_SPIN}}", "  - {name: web, path: /b}", "processors:", "  - {name: q, feed: web, type: discard}", "  - {name: r, feed: app, type: discard}"), 5, `"q" is a processor of feed "web", not of "app"`, false},
 
+		// rotatedNames
+		{"rotatedNames bad glob", feedDoc("    rotatedNames:", "      - 'app.log.*'", "      - 'app.log.[0-9'"), 6, `feeds[0].rotatedNames[1]: bad glob "app.log.[0-9": syntax error in pattern`, false},
+		{"rotatedNames with a slash", feedDoc("    rotatedNames: ['old/app.log.*']"), 4, `feeds[0].rotatedNames[0]: "old/app.log.*" holds a '/'; the globs match base names only`, false},
+		{"rotatedNames empty glob", feedDoc("    rotatedNames:", "      - ''"), 5, "feeds[0].rotatedNames[0]: must not be empty", false},
+		{"rotatedNames empty list", feedDoc("    rotatedNames: []"), 4, "feeds[0].rotatedNames: must not be an empty list", false},
+		{"rotatedNames not a list", feedDoc("    rotatedNames: app.log.*"), 4, "feeds[0].rotatedNames: must be a list, got string", false},
+		{"rotatedNames item a mapping", feedDoc("    rotatedNames:", "      - {a: b}"), 5, "feeds[0].rotatedNames[0]: must be a string (a glob over base names), got a mapping", false},
+
 		// regexes
 		{"bad match", procDoc(`    match: "a(b"`), 8, "processors[0].match: bad regular expression: missing closing )", false},
 		{"bad exclude", procDoc(`    exclude: '\p{Nope}'`), 8, "processors[0].exclude: bad regular expression", false},

@@ -313,20 +313,21 @@ func (d *Daemon) buildFeed(fc *config.Feed) (*Feed, error) {
 		f.ptr = p
 	}
 	f.src = file.New(file.Config{
-		Feed:       fc.Name,
-		Path:       fc.Path,
-		Strategy:   strat,
-		MaxLine:    fc.MaxLineBytes,
-		BatchLines: batchLines,
-		BatchBytes: batchBytes,
-		Poll:       time.Duration(fc.PollIntervalMillis) * time.Millisecond,
-		RotateWait: time.Duration(fc.RotateWaitMillis) * time.Millisecond,
-		CommitSync: time.Duration(fc.CommitSyncMillis) * time.Millisecond,
-		Pointer:    f.ptr,
-		Logger:     log,
-		NoNotify:   os.Getenv("TAILFEED_NO_FSNOTIFY") != "",
-		Outputs:    d.ownOutputs(),
-		OnLoss:     d.onLoss(fc.Name),
+		Feed:         fc.Name,
+		Path:         fc.Path,
+		Strategy:     strat,
+		MaxLine:      fc.MaxLineBytes,
+		BatchLines:   batchLines,
+		BatchBytes:   batchBytes,
+		Poll:         time.Duration(fc.PollIntervalMillis) * time.Millisecond,
+		RotateWait:   time.Duration(fc.RotateWaitMillis) * time.Millisecond,
+		CommitSync:   time.Duration(fc.CommitSyncMillis) * time.Millisecond,
+		Pointer:      f.ptr,
+		Logger:       log,
+		NoNotify:     os.Getenv("TAILFEED_NO_FSNOTIFY") != "",
+		Outputs:      d.ownOutputs(),
+		OnLoss:       d.onLoss(fc.Name),
+		RotatedNames: fc.RotatedNames,
 	}, f.pub)
 	return f, nil
 }

@@ -179,16 +179,43 @@
 //	   same holds across a restart: a pointer file shorter than the offset
 //	   (or rewritten) with a copy in the directory is read from the copy
 //	   first.
-//	G  Restart after rotation. At open the path names a file other than the
-//	   pointer's: the path's directory is searched for the pointer's file
-//	   key with a matching fingerprint; found, it is read from the offset to
-//	   its end under the pointer's epoch, then the file at the path. Not
-//	   found: WARN, detail "rotated file gone; its unread tail is lost" until
-//	   the next restart, lostTails + 1 (lossless false). The pointer's own
-//	   file found truncated or rewritten in place, with no copy and the
-//	   pointer past 0, also counts lostTails + 1 (even after a clean stop:
-//	   what was written after it may have been cut), then it is read from 0
-//	   under a new epoch.
+//	G  Restart after rotation (generations.go). At open the path names a
+//	   file other than the pointer's, or the pointer's file shrank or changed
+//	   its first bytes: the pointer's generation is searched for beside the
+//	   path and beside a symlinked path's final target (genDirs): the file
+//	   key with a matching fingerprint, else (a copy) a plain file or a .gz
+//	   whose first (decompressed) bytes match and that holds the offset;
+//	   found, it is read from the offset to its end under the pointer's
+//	   epoch (a .gz through gzip, the bytes before the offset decompressed
+//	   and discarded; the pointer's fingerprint is read from its first
+//	   decompressed bytes). Not found: WARN, detail "rotated file gone; its
+//	   unread tail is lost" until the next restart, lostTails + 1 (lossless
+//	   false); a truncation found at open with no copy counts so only when
+//	   the pointer was past 0 (even after a clean stop: what was written
+//	   after it may have been cut), then it is read from 0 under a new epoch. Then the later generations: files matching rotatedNames,
+//	   modified at or after the reference minus 2 s (the pointer's
+//	   generation's mtime; when it is gone or the record empty, the pointer
+//	   file's), not created before the pointer's own file when found by
+//	   its key (statx btime, where reported: an earlier generation within
+//	   the slack; a copy or .gz of it is born too late to bound), other
+//	   than the pointer's generation and the file at the path; a .gz whose
+//	   plain twin exists, or that does not end cleanly, is left out. They are
+//	   queued oldest first (ties by rank: a higher number, an earlier date
+//	   first), each read from 0 under a new epoch behind the barrier, then
+//	   the file at the path. With no pointer's generation, the first of them
+//	   is current under a new epoch at once.
+//	I  Generations while running. When check finds the path naming a file
+//	   the source does not hold, the same scan runs before that file is
+//	   queued: reference the newest file held (its mtime at the last look),
+//	   and only generations the source never saw (genSeen: the identities of
+//	   every generation present at open and at each such scan, of every file
+//	   it held, and the first bytes of each plain one, so a .gz of a file it
+//	   saw is its twin and skipped). They are queued before the file at the
+//	   path. The same runs when a file appears at the path while none is
+//	   open. A .gz skipped because it did not end cleanly is looked at again
+//	   at every poll; once whole it is read beside the current file as a
+//	   switched-away file is (its place in the order is past): downgraded,
+//	   under an epoch of its own.
 //	H  The open race. Every open stats the path, opens it, fstats the
 //	   descriptor and stats the path again; unless all three agree the file
 //	   is closed and the open retried, so a descriptor is never labelled
@@ -252,12 +279,11 @@
 //     first bytes (up to 4 KiB) before the source looks is taken for
 //     appends: the source reads on from its old position, skipping the new
 //     bytes before it.
-//   - Rotations faster than the source looks (several renames between two
-//     wake-ups, e.g. with events unavailable) can skip a generation that
-//     was created and renamed away in between. While stopped, only the file
-//     holding the pointer and the file at the path are read after a
-//     restart; an intermediate generation (A.1 when the pointer was on what
-//     is now A.2) is not, and not counted.
+//   - Generations are found only under names rotatedNames matches, beside
+//     the path or a symlink's target (not logrotate's olddir). A generation
+//     modified within 2 s before the reference and created after the
+//     pointer's file (or on a file system without birth times) is read
+//     again: a duplicate, never a gap.
 //   - A deleted file whose inode number is reused by the file created at the
 //     path while the daemon was stopped looks like the same file truncated
 //     or rewritten: it is read from 0 under a new epoch and counted as a

@@ -34,6 +34,9 @@ func (s *Source) open() error {
 	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("open %s: %w", s.cfg.Path, err)
 	}
+	if !s.cfg.Strategy.Bounded() {
+		defer s.noteSeen() // the generations present at open are never read while running
+	}
 	if s.ptr != nil && s.cfg.Strategy == Committed && s.resumeRotated(f, dev, ino) {
 		if f != nil {
 			s.queueNext(f, dev, ino)
@@ -150,68 +153,151 @@ func lastLineStart(f *os.File, size int64, maxLine int) int64 {
 }
 
 // resumeRotated handles a restart after a rotation: the pointer names a
-// file other than the one at the path (f, nil when the path is missing). It
-// looks in the path's directory for the file with the pointer's key and
-// fingerprint and, when found, makes it current at the pointer's offset
-// (true); the caller queues f behind it. Found nowhere: a WARN, the
-// lost-tail detail and lostTails + 1; false lets the ordinary open-time
-// check decide about f.
+// file other than the one at the path (f, nil when the path is missing), or
+// the path's file was truncated or rewritten while stopped. It finds the
+// pointer's generation (DESIGN §4): the file with the pointer's key and
+// fingerprint, else a copy or a .gz matching the fingerprint alone, beside
+// the path and beside a symlink's final target, and makes it current at the
+// pointer's offset. Then every later generation modified since (the
+// reference: the pointer's generation's mtime, or the pointer file's when it
+// is gone) is queued, oldest first, each to be read from its start under a
+// new epoch; true then, and the caller queues f behind them. Not found: a
+// WARN, the lost-tail detail and lostTails + 1. False when there is nothing
+// to read before f: the ordinary open-time check decides about f.
 func (s *Source) resumeRotated(f *os.File, dev, ino uint64) bool {
 	rec := s.ptr.Record()
-	if rec.FileKey == 0 && rec.FPLen == 0 {
-		return false // no identity yet
-	}
-	if f != nil && pointer.FileKey(dev, ino) == rec.FileKey {
-		// The same file; truncated or rewritten while stopped, it may have
-		// left a copy holding the unread tail (copytruncate).
-		if st, err := f.Stat(); err == nil && (st.Size() < rec.Offset || !fingerprintMatches(f, rec)) {
-			if c, cdev, cino := s.findCopy(int(rec.FPLen), rec.FP, rec.Offset, time.Now(), func(d, i uint64) bool {
-				return d == dev && i == ino
-			}); c != nil {
-				s.log.Warn("input was truncated or rewritten while stopped; reading its copy from the pointer first",
-					"path", s.cfg.Path, "copy", c.Name(), "offset", rec.Offset)
-				if !s.resumeFrom(c, cdev, cino, rec) {
-					return false
-				}
-				s.cur.snapshot(s.cur.lastSize)
-				return true
+	atPath := func(d, i uint64) bool { return f != nil && d == dev && i == ino }
+	var g *reader // the pointer's generation, positioned at the offset
+	var ref time.Time
+	byKey := false // g is the pointer's own file (not a copy of it)
+	switch {
+	case rec.FileKey == 0 && rec.FPLen == 0:
+		// No identity: nothing of a file is pending. A pointer that was
+		// used before (not fresh) still has later generations to read.
+		if s.ptr.Fresh() || rec.Offset != 0 {
+			return false
+		}
+	case f != nil && pointer.FileKey(dev, ino) == rec.FileKey:
+		st, err := f.Stat()
+		if err != nil || (st.Size() >= rec.Offset && fingerprintMatches(f, rec)) {
+			return false // the pointer's file, unchanged: the ordinary check
+		}
+		// Truncated or rewritten while stopped: a copy may hold the unread
+		// tail (copytruncate), plain or compressed.
+		if c, cdev, cino := s.findCopy(int(rec.FPLen), rec.FP, rec.Offset, time.Now(), atPath); c != nil {
+			g = s.resumeAt(c, cdev, cino, rec)
+			if g != nil {
+				g.snapshot(g.lastSize)
 			}
 		}
-		return false // the ordinary open-time check applies
-	}
-	old, odev, oino := findByKey(filepath.Dir(s.cfg.Path), rec, &s.outs)
-	if old != nil {
-		if s.resumeFrom(old, odev, oino, rec) {
-			return true
+		if g == nil {
+			g = s.findGzCopy(rec, atPath)
 		}
-	} else if f != nil && rec.FPLen > 0 && fingerprintMatches(f, rec) {
-		return false // the same content under a new key: the check keeps it
+		if g != nil {
+			s.log.Warn("input was truncated or rewritten while stopped; reading its copy from the pointer first",
+				"path", s.cfg.Path, "copy", g.f.Name(), "offset", rec.Offset)
+		} else if rec.Offset > 0 {
+			s.loseTail(rec)
+		}
+	default:
+		if old, odev, oino := s.findByKey(rec, atPath); old != nil {
+			g = s.resumeAt(old, odev, oino, rec)
+			byKey = g != nil
+		} else if f != nil && rec.FPLen > 0 && fingerprintMatches(f, rec) {
+			if st, err := f.Stat(); err == nil && st.Size() >= rec.Offset {
+				return false // the same content under a new key: the check keeps it
+			}
+		}
+		if g == nil {
+			// No file with its key: a copy holding its bytes (moved across
+			// file systems, cp + rm), plain or compressed.
+			if c, cdev, cino := s.findCopy(int(rec.FPLen), rec.FP, rec.Offset, time.Now(), atPath); c != nil {
+				if g = s.resumeAt(c, cdev, cino, rec); g != nil {
+					g.snapshot(g.lastSize)
+				}
+			}
+		}
+		if g == nil {
+			g = s.findGzCopy(rec, atPath)
+		}
+		if g == nil {
+			s.loseTail(rec)
+		}
 	}
+	var born time.Time
+	if g != nil {
+		s.log.Info("input was rotated while stopped; reading the pointer's file first", "file", g.f.Name(), "offset", rec.Offset)
+		g.epoch, s.ptrEpoch = rec.Epoch, rec.Epoch
+		ref = g.lastMod
+		if g.gz == nil {
+			if st, err := g.f.Stat(); err == nil {
+				ref = st.ModTime()
+			}
+		}
+		if byKey {
+			// A later generation was created after the pointer's own file.
+			// (A copy or a .gz of it is created later than the generations
+			// after it may be: no such bound then.)
+			born = birthTime(g.f)
+		}
+	} else {
+		ref = s.ptrModTime()
+	}
+	gens := s.scanGenerations(ref, born, func(d, i uint64) bool {
+		return atPath(d, i) || (g != nil && d == g.dev && i == g.ino)
+	}, func(head []byte) bool {
+		// The pointer's generation compressed while its plain file is read.
+		return g != nil && g.gz == nil && int64(g.fpLen) == int64(len(head)) && headMatches(head, uint64(g.fpLen), g.fp)
+	})
+	if g == nil && len(gens) == 0 {
+		return false
+	}
+	if g == nil {
+		// The first later generation starts a new epoch, behind the barrier
+		// (the pointer is Reset before its first line is published).
+		for len(gens) > 0 && g == nil {
+			g = s.openGen(gens[0])
+			gens = gens[1:]
+		}
+		if g == nil {
+			return false
+		}
+		g.epoch = pointer.NewEpoch()
+		s.barrier = true
+		s.log.Info("reading a later generation of the input first", "file", g.f.Name())
+	} else {
+		s.ptr.Bind(g.headSrc(), g.key)
+	}
+	s.cur = g
+	s.epoch.Store(g.epoch)
+	s.setFile(g)
+	s.queueGens(gens)
+	return true
+}
+
+// loseTail counts the pointer's unread tail as lost (DESIGN §4): WARN, the
+// lost-tail detail (kept until the next restart) and lostTails + 1.
+func (s *Source) loseTail(rec pointer.Record) {
 	s.lose(1, 0, rec.Epoch, lostTailDetail)
 	s.log.Warn(lostTailDetail, "path", s.cfg.Path, "offset", rec.Offset, "fileKey", fmt.Sprintf("%016x", rec.FileKey))
 	s.setDetail(lostTailDetail)
 	s.lostTail = true
-	return false
 }
 
-// resumeFrom makes the rotated file old current at the pointer's offset.
-func (s *Source) resumeFrom(old *os.File, dev, ino uint64, rec pointer.Record) bool {
+// resumeAt makes a reader of the rotated file old at the pointer's offset,
+// under the pointer's epoch; nil (old closed) when it is shorter.
+func (s *Source) resumeAt(old *os.File, dev, ino uint64, rec pointer.Record) *reader {
 	st, err := old.Stat()
 	if err != nil || st.Size() < rec.Offset {
 		old.Close()
-		return false
+		return nil
 	}
 	r := newReader(old, dev, ino, s.bufSize(), s.cfg.MaxLine)
 	r.epoch, s.ptrEpoch = rec.Epoch, rec.Epoch
 	r.seek(rec.Offset)
 	r.lastSize, r.lastMod = st.Size(), st.ModTime()
 	r.refreshFingerprint(st.Size())
-	s.ptr.Bind(old, r.key)
-	s.log.Info("input was rotated while stopped; reading the rotated file first", "file", old.Name(), "offset", rec.Offset)
-	s.cur = r
-	s.epoch.Store(r.epoch)
-	s.setFile(r)
-	return true
+	return r
 }
 
 func fingerprintMatches(f *os.File, rec pointer.Record) bool {
@@ -223,10 +309,20 @@ func fingerprintMatches(f *os.File, rec pointer.Record) bool {
 	return uint64(n) == rec.FPLen && pointer.Fingerprint(b) == rec.FP
 }
 
-// findByKey looks in dir for the regular file with rec's file key and
-// fingerprint (an inode number reused by another file does not match), not
-// one of the daemon's own outputs.
-func findByKey(dir string, rec pointer.Record, outs *outputs) (*os.File, uint64, uint64) {
+// findByKey looks beside the input (and beside a symlink's final target)
+// for the regular file with rec's file key and fingerprint (an inode number
+// reused by another file does not match), not one of the daemon's own
+// outputs nor rejected by skip.
+func (s *Source) findByKey(rec pointer.Record, skip func(dev, ino uint64) bool) (*os.File, uint64, uint64) {
+	for _, gd := range s.genDirs() {
+		if f, dev, ino := findByKeyIn(gd.dir, rec, &s.outs, skip); f != nil {
+			return f, dev, ino
+		}
+	}
+	return nil, 0, 0
+}
+
+func findByKeyIn(dir string, rec pointer.Record, outs *outputs, skip func(dev, ino uint64) bool) (*os.File, uint64, uint64) {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, 0, 0
@@ -238,7 +334,7 @@ func findByKey(dir string, rec pointer.Record, outs *outputs) (*os.File, uint64,
 		}
 		p := filepath.Join(dir, e.Name())
 		dev, ino, err := fileutil.DevInoPath(p)
-		if err != nil || pointer.FileKey(dev, ino) != rec.FileKey || own.has(dir, e.Name(), dev, ino) {
+		if err != nil || pointer.FileKey(dev, ino) != rec.FileKey || own.has(dir, e.Name(), dev, ino) || skip(dev, ino) {
 			continue
 		}
 		f, err := os.Open(p)
@@ -277,10 +373,52 @@ func (s *Source) openAtPath() bool {
 	s.forget = nil // the barrier's Reset moves the pointer off the deleted file
 	s.forgetDue.Store(false)
 	s.setFile(r)
+	s.generationsBefore(r)
 	return true
 }
 
-// findCopy looks in the path's directory for the copy that copytruncate (or
+// generationsBefore runs when a file appeared at the path while none was
+// open (cur is that file, just opened): generations the source never saw
+// (written and rotated while it had no file open) are read first, each under
+// a new epoch; the path's file is queued behind them.
+func (s *Source) generationsBefore(r *reader) {
+	if s.genSeen == nil {
+		return
+	}
+	gens := s.scanGenerations(time.Time{}, time.Time{}, func(d, i uint64) bool {
+		_, ok := s.genSeen[[2]uint64{d, i}]
+		return ok || (d == r.dev && i == r.ino)
+	}, func(head []byte) bool {
+		for _, sg := range s.genSeen {
+			if (sg.fpLen == uint64(len(head)) || sg.fpLen == pointer.MaxFingerprint) && headMatches(head, sg.fpLen, sg.fp) {
+				return true
+			}
+		}
+		return false
+	})
+	var first *reader
+	for len(gens) > 0 && first == nil {
+		first = s.openGen(gens[0])
+		gens = gens[1:]
+	}
+	if first == nil {
+		s.noteSeen()
+		return
+	}
+	s.log.Warn("generations the source never saw are on disk; reading them before the file at the path",
+		"path", s.cfg.Path, "first", first.f.Name())
+	first.epoch = pointer.NewEpoch()
+	s.cur = first
+	s.setFile(first)
+	s.queueGens(gens)
+	r.queuedAt = time.Now()
+	s.next = append(s.next, r)
+	s.watchAll.Store(true)
+	s.noteSeen()
+}
+
+// findCopy looks beside the path (and beside a symlinked path's final
+// target, DESIGN §4 "Symlinks") for the copy that copytruncate (or
 // cp before a truncate) left of a file: a regular file with an identity skip
 // does not reject, not one of the daemon's own outputs, at least size bytes
 // long, modified no later than notAfter (when the truncation was noticed: a
@@ -291,38 +429,41 @@ func (s *Source) findCopy(fpLen int, fp uint64, size int64, notAfter time.Time, 
 	if fpLen <= 0 {
 		return nil, 0, 0
 	}
-	dir := filepath.Dir(s.cfg.Path)
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, 0, 0
-	}
-	own := s.outs.scan(dir)
 	rec := pointer.Record{FPLen: uint64(fpLen), FP: fp}
 	var best *os.File
 	var bdev, bino uint64
 	var bmod time.Time
-	for _, e := range ents {
-		if !e.Type().IsRegular() {
-			continue
-		}
-		info, err := e.Info()
-		if err != nil || info.Size() < max(size, int64(fpLen)) || info.ModTime().After(notAfter) ||
-			(best != nil && !info.ModTime().After(bmod)) {
-			continue
-		}
-		f, err := os.Open(filepath.Join(dir, e.Name()))
+	for _, gd := range s.genDirs() {
+		dir := gd.dir
+		ents, err := os.ReadDir(dir)
 		if err != nil {
 			continue
 		}
-		dev, ino, err := fileutil.DevIno(f)
-		if err != nil || skip(dev, ino) || own.has(dir, e.Name(), dev, ino) || !fingerprintMatches(f, rec) {
-			f.Close()
-			continue
+		own := s.outs.scan(dir)
+		for _, e := range ents {
+			if !e.Type().IsRegular() {
+				continue
+			}
+			info, err := e.Info()
+			if err != nil || info.Size() < max(size, int64(fpLen)) || info.ModTime().After(notAfter) ||
+				(best != nil && !info.ModTime().After(bmod)) {
+				continue
+			}
+			f, err := os.Open(filepath.Join(dir, e.Name()))
+			if err != nil {
+				continue
+			}
+			dev, ino, err := fileutil.DevIno(f)
+			if err != nil || skip(dev, ino) || (best != nil && dev == bdev && ino == bino) ||
+				own.has(dir, e.Name(), dev, ino) || !fingerprintMatches(f, rec) {
+				f.Close()
+				continue
+			}
+			if best != nil {
+				best.Close()
+			}
+			best, bdev, bino, bmod = f, dev, ino, info.ModTime()
 		}
-		if best != nil {
-			best.Close()
-		}
-		best, bdev, bino, bmod = f, dev, ino, info.ModTime()
 	}
 	return best, bdev, bino
 }

@@ -2,6 +2,7 @@ package file
 
 import (
 	"bytes"
+	"compress/gzip"
 	"errors"
 	"io"
 	"math"
@@ -56,6 +57,12 @@ type reader struct {
 	// file when the new file holds it byte for byte (terminator included) at
 	// the same offset; otherwise the old file delivers it whole.
 	twin *os.File
+	// gz: a compressed generation, read through gzip from its start (its
+	// positions are those of the decompressed bytes); head holds its first
+	// decompressed bytes (the fingerprint's). Always a snapshot.
+	gz     *gzip.Reader
+	head   []byte
+	gzLost int64 // bytes of a .gz that could not be decompressed after all (to be counted)
 }
 
 func newReader(f *os.File, dev, ino uint64, bufSize, maxLine int) *reader {
@@ -170,7 +177,23 @@ func (r *reader) read() (int, error) {
 	if len(space) == 0 {
 		return 0, nil
 	}
-	n, err := r.f.ReadAt(space, r.readPos())
+	var n int
+	var err error
+	if r.gz != nil {
+		// Sequential: the stream is at readPos.
+		// The space never passes the decompressed size (the limit): any
+		// error, an early end included, means the file changed since it
+		// was checked to end cleanly. Stop there; the bytes it held past
+		// that point are counted lost (gzLost).
+		n, err = io.ReadFull(r.gz, space)
+		if err != nil {
+			stop := r.readPos() + int64(n)
+			r.gzLost = max(r.limit-stop, 0)
+			r.limit, err = stop, nil
+		}
+	} else {
+		n, err = r.f.ReadAt(space, r.readPos())
+	}
 	r.end += n
 	if n > 0 {
 		r.grewAt = time.Now()
@@ -182,6 +205,10 @@ func (r *reader) read() (int, error) {
 }
 
 func (r *reader) close() {
+	if r.gz != nil {
+		r.gz.Close()
+		r.gz = nil
+	}
 	if r.f != nil {
 		r.f.Close()
 		r.f = nil
@@ -193,6 +220,9 @@ func (r *reader) close() {
 // content was replaced in place); otherwise it grows the fingerprint up to
 // pointer.MaxFingerprint bytes.
 func (r *reader) refreshFingerprint(size int64) (bool, error) {
+	if r.gz != nil {
+		return true, nil // a snapshot: its fingerprint is its head's
+	}
 	n := int(min(size, pointer.MaxFingerprint))
 	if n < r.fpLen {
 		return false, nil // shorter than what we fingerprinted: truncated

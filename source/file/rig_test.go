@@ -41,6 +41,7 @@ type rigOpts struct {
 	archive    string                              // the subscriber also appends every line to this file (as the file sink)
 	wrap       func(file.Publisher) file.Publisher // wraps the publisher the source sees
 	onLoss     func(file.Loss)                     // file.Config.OnLoss
+	rotated    []string                            // file.Config.RotatedNames
 }
 
 type rig struct {
@@ -116,7 +117,7 @@ func (r *rig) start() *rig {
 		BatchLines: r.opts.batchLines, BatchBytes: 1 << 20,
 		Poll: r.opts.poll, RotateWait: r.opts.rotateWait, CommitSync: 5 * time.Millisecond,
 		Pointer: r.ptr, Logger: log, NoNotify: r.opts.noNotify, OpenHook: r.opts.openHook,
-		Outputs: r.opts.outputs, OnLoss: r.opts.onLoss,
+		Outputs: r.opts.outputs, OnLoss: r.opts.onLoss, RotatedNames: r.opts.rotated,
 	}, pub)
 	gctx, gstop := context.WithCancel(context.Background())
 	r.gstop = gstop

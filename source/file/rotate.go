@@ -83,6 +83,9 @@ func (s *Source) check() {
 		return
 	}
 	s.checked = true
+	if len(s.torn) > 0 {
+		s.retryTorn()
+	}
 	if r.gone == "" {
 		if why := s.changed(r); why != "" && !s.readCopy(r, why) {
 			s.markGone(r, why)
@@ -120,13 +123,18 @@ func (s *Source) check() {
 		f.Close()
 		return
 	}
+	s.queueLater(fdev, fino)
 	s.queueNext(f, fdev, fino)
+	s.noteSeen()
 }
 
 // changed reports why the open file's content is no longer what was read
 // ("" when it still is): shorter than the read position, or first bytes
 // that hash differently (re-verified whenever the size or mtime moved).
 func (s *Source) changed(r *reader) string {
+	if r.gz != nil {
+		return "" // a compressed snapshot, checked to end cleanly when found
+	}
 	st, err := r.f.Stat()
 	if err != nil {
 		return ""
@@ -432,7 +440,9 @@ func (s *Source) pollOld() bool {
 		if !filled {
 			filled = s.fillFrom(r, false)
 			if !filled {
-				if n, _ := r.read(); n > 0 {
+				n, _ := r.read()
+				s.countGzLost(r)
+				if n > 0 {
 					r.closeAt = later(r.closeAt, r.grewAt.Add(s.cfg.RotateWait))
 					filled = s.fillFrom(r, false)
 				}
@@ -476,7 +486,7 @@ func (s *Source) crossBarrier() bool {
 	s.commitStep(true)
 	r := s.cur
 	if s.ptr != nil {
-		if err := s.ptr.Reset(r.epoch, r.f, r.key); err != nil {
+		if err := s.ptr.Reset(r.epoch, r.headSrc(), r.key); err != nil {
 			s.commitFailures.Add(1)
 			s.commitOK.Store(false)
 			s.log.Error("pointer reset failed; retrying", "error", err)

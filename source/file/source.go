@@ -37,6 +37,11 @@ type Config struct {
 	// never taken for a rotated file or a copytruncate copy (DESIGN §4). A
 	// directory holding the input is ignored.
 	Outputs []string
+	// RotatedNames are globs over base names (filepath.Match) that the
+	// input's rotated generations match, beside the path and beside a
+	// symlinked path's final target. Empty: the input's base name, then '.'
+	// or '-', then digits, a date, or both, optionally ".gz" (DESIGN §4).
+	RotatedNames []string
 	// OnLoss, when set, is called (on the source's goroutine) for every loss
 	// the source counts, after the counter moved: the daemon appends it to
 	// the losses ledger (DESIGN §7 "Losses outlive the run").
@@ -83,6 +88,10 @@ type Source struct {
 	badPath      string    // why the path is not read (regular.go); "" while it is fine
 	// detailBeforeBad is the detail the path's failure replaced.
 	detailBeforeBad *string
+	// genSeen: the generations (and files) the source saw while running,
+	// by identity: a scan while running never reads them again.
+	genSeen map[[2]uint64]seenGen
+	torn    []genFile // .gz generations that did not end cleanly: looked at again
 
 	watchDirs   []watchDir
 	watchWarned bool
@@ -202,6 +211,7 @@ func (s *Source) Run(ctx context.Context) error {
 // readCur reads more of the current file and accounts for it.
 func (s *Source) readCur() (int, error) {
 	n, err := s.cur.read()
+	s.countGzLost(s.cur)
 	if n > 0 {
 		// Behind before the read position moves: a report that sees the
 		// new position also sees that the lines are not published yet.

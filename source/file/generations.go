@@ -1,0 +1,628 @@
+package file
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"tailfeed/internal/fileutil"
+	"tailfeed/pointer"
+)
+
+// Later generations (DESIGN §4 "Restart after rotation: every generation
+// still on disk", "While running, too", "Symlinks").
+//
+// A generation is a file beside the input (or beside a symlinked input's
+// final target) whose base name matches rotatedNames: logrotate's app.log.1,
+// app.log.2.gz, app.log-20261201. At open, after the pointer's own file is
+// read from the pointer to its end, every generation modified at or after
+// the reference minus mtimeSlack is read from its start, oldest first, each
+// under a new epoch, before the file at the path. While running, the same
+// scan runs whenever the path names a file not seen before; there a
+// generation the source already saw (by identity, or a .gz by the
+// fingerprint of a file it saw) is never read again.
+
+// mtimeSlack: a generation modified this long before the reference is still
+// read (coarse file-system timestamps; a writer finishing the old file just
+// after the rotation). Reading a file twice is a duplicate, never a gap.
+const mtimeSlack = 2 * time.Second
+
+// genDir is a directory searched for generations and copies, with the base
+// name the input has there.
+type genDir struct{ dir, base string }
+
+// genDirs are the path's directory under the path's base name and, when the
+// path is a symlink, the final target's directory under the target's base
+// name (DESIGN §4 "Symlinks"). The link is resolved at every call.
+func (s *Source) genDirs() []genDir {
+	dirs := []genDir{{filepath.Dir(s.cfg.Path), filepath.Base(s.cfg.Path)}}
+	if t, link := resolveLink(s.cfg.Path); link {
+		d := genDir{filepath.Dir(t), filepath.Base(t)}
+		if d != dirs[0] {
+			dirs = append(dirs, d)
+		}
+	}
+	return dirs
+}
+
+// resolveLink follows every symlink hop of p, even when the final target
+// does not exist (a dangling link still names where its generations are);
+// link is false when p is not a symlink.
+func resolveLink(p string) (target string, link bool) {
+	for hop := 0; hop < 40; hop++ {
+		fi, err := os.Lstat(p)
+		if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+			break
+		}
+		t, err := os.Readlink(p)
+		if err != nil {
+			break
+		}
+		if !filepath.IsAbs(t) {
+			t = filepath.Join(filepath.Dir(p), t)
+		}
+		p, link = filepath.Clean(t), true
+	}
+	if link {
+		if d, err := filepath.EvalSymlinks(filepath.Dir(p)); err == nil {
+			p = filepath.Join(d, filepath.Base(p))
+		}
+	}
+	return p, link
+}
+
+// dateRe is a date in a rotated name (logrotate's dateext with dashes; an
+// all-digit date such as 20261201 is matched as digits).
+const dateRe = `\d{4}-\d{2}-\d{2}(?:[-_T]\d{2,6})?`
+
+// defaultSuffix is what the default rotatedNames allows after the input's
+// base name: '.' or '-', then digits, a date, or both, optionally ".gz".
+var defaultSuffix = regexp.MustCompile(`^[.-](?:\d+|` + dateRe + `)(?:[._-](?:\d+|` + dateRe + `))?(?:\.gz)?$`)
+
+// rotatedName reports whether name, in a directory where the input's base
+// name is base, is one of its generations.
+func (s *Source) rotatedName(name, base string) bool {
+	if name == base {
+		return false
+	}
+	if len(s.cfg.RotatedNames) > 0 {
+		for _, g := range s.cfg.RotatedNames {
+			if ok, _ := filepath.Match(g, name); ok {
+				return true
+			}
+		}
+		return false
+	}
+	return strings.HasPrefix(name, base) && defaultSuffix.MatchString(name[len(base):])
+}
+
+// rank orders generations of the same mtime: a higher number first (older
+// in logrotate's numbering), an earlier date first.
+type rank struct {
+	date string // "" when the suffix is a number
+	num  int64
+}
+
+var dateDigits = regexp.MustCompile(`^(?:19|20)\d{2}(?:0[1-9]|1[0-2])(?:[0-2]\d|3[01])(?:\d{2,6})?$`)
+
+func rankOf(name, base string) rank {
+	suf := strings.TrimSuffix(strings.TrimPrefix(name, base), ".gz")
+	suf = strings.TrimLeft(suf, ".-")
+	if n, err := strconv.ParseInt(suf, 10, 64); err == nil && !dateDigits.MatchString(suf) {
+		return rank{num: n}
+	}
+	// Dates compare by their digits: 2026-12-02 after 20261201.
+	return rank{date: strings.Map(func(r rune) rune {
+		if r >= '0' && r <= '9' {
+			return r
+		}
+		return -1
+	}, suf) + "~"}
+}
+
+// before reports whether a generation of rank a is read before one of b.
+func (a rank) before(b rank) bool {
+	switch {
+	case a.date == "" && b.date == "":
+		return a.num > b.num
+	case a.date != "" && b.date != "":
+		return a.date < b.date
+	}
+	return a.date == "" // numbered ones before dated ones
+}
+
+// genFile is a generation found by a scan.
+type genFile struct {
+	path     string
+	dev, ino uint64
+	mod      time.Time
+	rank     rank
+	gz       bool
+	head     []byte // gz: the first decompressed bytes (up to MaxFingerprint)
+	dsize    int64  // gz: the decompressed size
+}
+
+// gzHead decompresses the first bytes of the .gz at path (up to
+// MaxFingerprint): cheap, to match a fingerprint before inspectGz reads it
+// all.
+func gzHead(path string) ([]byte, bool) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, false
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(bufio.NewReaderSize(f, 16<<10))
+	if err != nil {
+		return nil, false
+	}
+	defer zr.Close()
+	var hb [pointer.MaxFingerprint]byte
+	n, err := io.ReadFull(zr, hb[:])
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+		return nil, false
+	}
+	return append([]byte(nil), hb[:n]...), true
+}
+
+// inspectGz decompresses the .gz at path to its end: ok when it ends
+// cleanly (a .gz being written is skipped until the next look), with its
+// first decompressed bytes and its decompressed size.
+func inspectGz(path string) (head []byte, dsize int64, ok bool) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, 0, false
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(bufio.NewReaderSize(f, 64<<10))
+	if err != nil {
+		return nil, 0, false
+	}
+	defer zr.Close()
+	var hw headWriter
+	if _, err := io.Copy(&hw, zr); err != nil {
+		return nil, 0, false // io.ErrUnexpectedEOF: torn
+	}
+	return hw.head, hw.n, true
+}
+
+// headWriter keeps the first MaxFingerprint bytes written and counts all.
+type headWriter struct {
+	head []byte
+	n    int64
+}
+
+func (w *headWriter) Write(b []byte) (int, error) {
+	if k := pointer.MaxFingerprint - len(w.head); k > 0 {
+		w.head = append(w.head, b[:min(k, len(b))]...)
+	}
+	w.n += int64(len(b))
+	return len(b), nil
+}
+
+// headMatches reports whether a fingerprint of fpLen bytes matches head,
+// the first bytes of a file (up to MaxFingerprint). fpLen 0 matches
+// nothing.
+func headMatches(head []byte, fpLen uint64, fp uint64) bool {
+	return fpLen > 0 && fpLen <= uint64(len(head)) && pointer.Fingerprint(head[:fpLen]) == fp
+}
+
+// scanGenerations lists the generations modified at or after ref minus
+// mtimeSlack (every one when ref is zero), and not created before born
+// where the file system reports creation times (zero: no such filter),
+// oldest first, ties by rank. skip
+// rejects an identity (the file at the path, the pointer's generation, files
+// the source holds); skipGz a compressed one by its decompressed first bytes.
+// A .gz whose plain twin exists is left out; one that does not end cleanly
+// too, and it is looked at again at the next poll (retryTorn).
+func (s *Source) scanGenerations(ref, born time.Time, skip func(dev, ino uint64) bool, skipGz func(head []byte) bool) []genFile {
+	var out []genFile
+	seen := map[[2]uint64]bool{}
+	for _, gd := range s.genDirs() {
+		ents, err := os.ReadDir(gd.dir)
+		if err != nil {
+			continue
+		}
+		own := s.outs.scan(gd.dir)
+		for _, e := range ents {
+			name := e.Name()
+			if !e.Type().IsRegular() || !s.rotatedName(name, gd.base) {
+				continue
+			}
+			p := filepath.Join(gd.dir, name)
+			info, err := e.Info()
+			if err != nil {
+				continue
+			}
+			dev, ino, err := fileutil.DevInoPath(p)
+			id := [2]uint64{dev, ino}
+			if err != nil || seen[id] || own.has(gd.dir, name, dev, ino) || skip(dev, ino) {
+				continue
+			}
+			seen[id] = true
+			if !ref.IsZero() && info.ModTime().Before(ref.Add(-mtimeSlack)) {
+				continue
+			}
+			if !born.IsZero() {
+				// Created before the pointer's generation: an earlier one
+				// (its mtime within the slack), not a later one.
+				if b := birthTimePath(p); !b.IsZero() && b.Before(born) {
+					continue
+				}
+			}
+			g := genFile{path: p, dev: dev, ino: ino, mod: info.ModTime(), rank: rankOf(name, gd.base)}
+			if strings.HasSuffix(name, ".gz") {
+				if _, err := os.Lstat(strings.TrimSuffix(p, ".gz")); err == nil {
+					s.log.Debug("a compressed generation's plain twin still exists; reading the twin", "file", p)
+					continue
+				}
+				if head, ok := gzHead(p); !ok || (skipGz != nil && skipGz(head)) {
+					if !ok {
+						s.noteTorn(g)
+					}
+					continue
+				}
+				head, dsize, ok := inspectGz(p)
+				if !ok {
+					s.noteTorn(g)
+					continue
+				}
+				g.gz, g.head, g.dsize = true, head, dsize
+			}
+			out = append(out, g)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b genFile) int {
+		if c := a.mod.Compare(b.mod); c != 0 {
+			return c
+		}
+		switch {
+		case a.rank.before(b.rank):
+			return -1
+		case b.rank.before(a.rank):
+			return 1
+		}
+		return 0
+	})
+	return out
+}
+
+// openGen opens a generation as a reader from its start (not queued yet;
+// its epoch is given at the switch). Nil when it cannot be opened as the
+// file scanned.
+func (s *Source) openGen(g genFile) *reader {
+	f, err := os.Open(g.path)
+	if err != nil {
+		return nil
+	}
+	dev, ino, err := fileutil.DevIno(f)
+	if err != nil || dev != g.dev || ino != g.ino {
+		f.Close()
+		return nil
+	}
+	if g.gz {
+		r, err := s.gzReader(f, dev, ino, g.head, g.dsize, 0)
+		if err != nil {
+			f.Close()
+			return nil
+		}
+		return r
+	}
+	r := newReader(f, dev, ino, s.bufSize(), s.cfg.MaxLine)
+	if st, err := f.Stat(); err == nil {
+		r.refreshFingerprint(st.Size())
+		r.lastSize, r.lastMod = st.Size(), st.ModTime()
+	}
+	return r
+}
+
+// gzReader makes a reader of the decompressed bytes of f from off: the
+// bytes before off are decompressed and discarded. It is a snapshot of
+// dsize bytes (read to its end, then closed, never watched).
+func (s *Source) gzReader(f *os.File, dev, ino uint64, head []byte, dsize, off int64) (*reader, error) {
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return nil, err
+	}
+	zr, err := gzip.NewReader(bufio.NewReaderSize(f, 64<<10))
+	if err != nil {
+		return nil, err
+	}
+	r := newReader(f, dev, ino, s.bufSize(), s.cfg.MaxLine)
+	r.gz, r.head = zr, head
+	if off > 0 {
+		if _, err := io.CopyN(io.Discard, zr, off-1); err != nil {
+			return nil, err
+		}
+		var b [1]byte
+		if _, err := io.ReadFull(zr, b[:]); err != nil {
+			return nil, err
+		}
+		r.crTaken = b[0] == '\r'
+	}
+	r.base = off
+	r.fpLen, r.fp = len(head), pointer.Fingerprint(head)
+	if st, err := f.Stat(); err == nil {
+		r.lastSize, r.lastMod = st.Size(), st.ModTime()
+	}
+	r.snapshot(dsize)
+	return r, nil
+}
+
+// queueGens queues the generations found, in order, behind what is queued.
+func (s *Source) queueGens(gens []genFile) {
+	for _, g := range gens {
+		r := s.openGen(g)
+		if r == nil {
+			s.log.Warn("a later generation of the input could not be opened; its lines are not read", "file", g.path)
+			continue
+		}
+		r.queuedAt = time.Now()
+		s.log.Info("queued a later generation of the input", "path", s.cfg.Path, "file", g.path, "compressed", g.gz)
+		s.next = append(s.next, r)
+		s.watchAll.Store(true)
+	}
+}
+
+// findGzCopy looks beside the input (and its symlink's target) for a
+// compressed generation whose decompressed bytes start with rec's
+// fingerprint and hold at least its offset, not rejected by skip; the most
+// recently modified wins. It returns a reader at rec's offset, or nil.
+func (s *Source) findGzCopy(rec pointer.Record, skip func(dev, ino uint64) bool) *reader {
+	if rec.FPLen == 0 {
+		return nil
+	}
+	var best *genFile
+	for _, g := range s.scanGenerations(time.Time{}, time.Time{}, skip, func(head []byte) bool {
+		return !headMatches(head, rec.FPLen, rec.FP)
+	}) {
+		if g.gz && g.dsize >= max(rec.Offset, int64(rec.FPLen)) && (best == nil || !g.mod.Before(best.mod)) {
+			best = &g
+		}
+	}
+	if best == nil {
+		return nil
+	}
+	f, err := os.Open(best.path)
+	if err != nil {
+		return nil
+	}
+	dev, ino, err := fileutil.DevIno(f)
+	if err != nil || dev != best.dev || ino != best.ino {
+		f.Close()
+		return nil
+	}
+	r, err := s.gzReader(f, dev, ino, best.head, best.dsize, rec.Offset)
+	if err != nil {
+		f.Close()
+		return nil
+	}
+	return r
+}
+
+// ptrModTime is the pointer file's mtime: its last commit.
+func (s *Source) ptrModTime() time.Time {
+	if st, err := os.Stat(s.ptr.Path()); err == nil {
+		return st.ModTime()
+	}
+	return time.Time{}
+}
+
+// seen is a generation the source saw while running: never read again.
+type seenGen struct {
+	fpLen uint64 // plain files: their first bytes' fingerprint; 0 for .gz
+	fp    uint64
+}
+
+// noteSeen records the generations present now and the files the source
+// holds, so that a scan while running reads only generations it never saw
+// (a .gz of a file it saw, by its first bytes, neither).
+func (s *Source) noteSeen() {
+	if s.genSeen == nil {
+		s.genSeen = map[[2]uint64]seenGen{}
+	}
+	note := func(r *reader) {
+		if r == nil || r.f == nil {
+			return
+		}
+		id := [2]uint64{r.dev, r.ino}
+		if _, ok := s.genSeen[id]; !ok || r.gz != nil {
+			s.genSeen[id] = seenGen{uint64(r.fpLen), r.fp}
+		}
+	}
+	note(s.cur)
+	for _, r := range s.next {
+		note(r)
+	}
+	for _, r := range s.old {
+		note(r)
+	}
+	for _, gd := range s.genDirs() {
+		ents, err := os.ReadDir(gd.dir)
+		if err != nil {
+			continue
+		}
+		for _, e := range ents {
+			if !e.Type().IsRegular() || !s.rotatedName(e.Name(), gd.base) {
+				continue
+			}
+			p := filepath.Join(gd.dir, e.Name())
+			dev, ino, err := fileutil.DevInoPath(p)
+			if err != nil {
+				continue
+			}
+			id := [2]uint64{dev, ino}
+			if strings.HasSuffix(p, ".gz") {
+				if _, ok := s.genSeen[id]; !ok {
+					s.genSeen[id] = seenGen{}
+				}
+				continue
+			}
+			// A plain one's first bytes as they are now: a .gz of it
+			// appearing later is its twin.
+			var sg seenGen
+			if b, err := readHead(p); err == nil && len(b) > 0 {
+				sg = seenGen{uint64(len(b)), pointer.Fingerprint(b)}
+			}
+			s.genSeen[id] = sg
+		}
+	}
+	if len(s.genSeen) > 4096 { // a directory of many rotations: keep it bounded
+		for k := range s.genSeen {
+			delete(s.genSeen, k)
+			if len(s.genSeen) <= 2048 {
+				break
+			}
+		}
+	}
+}
+
+// readHead reads the first bytes of the file at p (up to MaxFingerprint).
+func readHead(p string) ([]byte, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b := make([]byte, pointer.MaxFingerprint)
+	n, err := io.ReadFull(f, b)
+	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+		err = nil
+	}
+	return b[:n], err
+}
+
+// queueLater runs while running, when the path names a file (fdev, fino)
+// the source does not hold: the generations written since the newest file
+// it holds, that it never saw, are queued before it (several rotations
+// between two looks, an fsnotify overflow).
+func (s *Source) queueLater(fdev, fino uint64) {
+	if s.cfg.Strategy.Bounded() || s.cur == nil {
+		return
+	}
+	newest := s.cur
+	if len(s.next) > 0 {
+		newest = s.next[len(s.next)-1]
+	}
+	ref := newest.lastMod
+	skip := func(dev, ino uint64) bool {
+		if (dev == fdev && ino == fino) || s.known(dev, ino) {
+			return true
+		}
+		_, ok := s.genSeen[[2]uint64{dev, ino}]
+		return ok
+	}
+	skipGz := func(head []byte) bool {
+		full := func(fpLen uint64, fp uint64) bool {
+			// A twin: the same first bytes, covering as much as the .gz has
+			// (or the whole fingerprint).
+			return (fpLen == uint64(len(head)) || fpLen == pointer.MaxFingerprint) && headMatches(head, fpLen, fp)
+		}
+		for _, sg := range s.genSeen {
+			if full(sg.fpLen, sg.fp) {
+				return true
+			}
+		}
+		for _, r := range append(append([]*reader{s.cur}, s.next...), s.old...) {
+			if r != nil && full(uint64(r.fpLen), r.fp) {
+				return true
+			}
+		}
+		return false
+	}
+	gens := s.scanGenerations(ref, time.Time{}, skip, skipGz)
+	if len(gens) > 0 {
+		s.log.Warn("the path names a file that is not the one expected next; reading the generations written in between first",
+			"path", s.cfg.Path, "generations", len(gens))
+		s.queueGens(gens)
+	}
+}
+
+// headSrc is what the pointer reads r's fingerprint from: the descriptor,
+// or a compressed file's first decompressed bytes.
+func (r *reader) headSrc() io.ReaderAt {
+	if r.gz != nil {
+		return bytes.NewReader(r.head)
+	}
+	return r.f
+}
+
+// noteTorn remembers a .gz generation that did not end cleanly: retryTorn
+// looks at it again at every poll.
+func (s *Source) noteTorn(g genFile) {
+	for _, t := range s.torn {
+		if t.dev == g.dev && t.ino == g.ino {
+			return
+		}
+	}
+	s.log.Info("a compressed generation does not end cleanly (being written?); skipped until the next look", "file", g.path)
+	s.torn = append(s.torn, g)
+}
+
+// retryTorn looks again at the .gz generations that did not end cleanly:
+// one that does now, still the same file, with no plain twin and not the
+// twin of a file the source holds, is read beside the current file like a
+// switched-away file (its lines late and downgraded, never lost); one gone
+// is forgotten.
+func (s *Source) retryTorn() {
+	keep := s.torn[:0]
+	for _, g := range s.torn {
+		dev, ino, err := fileutil.DevInoPath(g.path)
+		if err != nil || dev != g.dev || ino != g.ino || s.known(dev, ino) {
+			continue
+		}
+		if _, err := os.Lstat(strings.TrimSuffix(g.path, ".gz")); err == nil {
+			continue // its twin is the generation
+		}
+		head, dsize, ok := inspectGz(g.path)
+		if !ok {
+			keep = append(keep, g)
+			continue
+		}
+		twin := false
+		for _, r := range append(append([]*reader{s.cur}, s.next...), s.old...) {
+			if r != nil && (uint64(r.fpLen) == uint64(len(head)) || r.fpLen == pointer.MaxFingerprint) && headMatches(head, uint64(r.fpLen), r.fp) {
+				twin = true
+			}
+		}
+		if twin {
+			continue
+		}
+		g.gz, g.head, g.dsize = true, head, dsize
+		r := s.openGen(g)
+		if r == nil {
+			continue
+		}
+		// Its place in the order is past: it is read beside the current
+		// file as a switched-away file is, its lines under an epoch of
+		// their own and without a position (downgraded), never lost.
+		s.log.Warn("a compressed generation now ends cleanly; reading it beside the current file (downgraded)", "file", g.path)
+		r.epoch, r.positioned = pointer.NewEpoch(), false
+		r.closeAt = time.Now()
+		s.old = append(s.old, r)
+		s.kick = true
+	}
+	clear(s.torn[len(keep):])
+	s.torn = keep
+}
+
+// countGzLost counts what a .gz reader could not decompress after all (it
+// ended cleanly when found, then changed): one lost tail and its bytes.
+func (s *Source) countGzLost(r *reader) {
+	if r.gzLost == 0 {
+		return
+	}
+	const why = "a compressed generation could not be decompressed to its end; its rest is lost"
+	s.lose(1, uint64(r.gzLost), r.epoch, why)
+	s.log.Warn(why, "file", r.f.Name(), "lostBytes", r.gzLost)
+	s.setDetail(why)
+	r.gzLost = 0
+}
