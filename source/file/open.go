@@ -271,6 +271,7 @@ func (s *Source) openAtPath() bool {
 	s.cur, s.barrier, s.missing = r, true, false
 	s.forget = nil // the barrier's Reset moves the pointer off the deleted file
 	s.forgetDue.Store(false)
+	s.forgetOwed = false // and finishes an owed Reset to the empty record
 	s.setFile(r)
 	return true
 }

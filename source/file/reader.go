@@ -56,6 +56,9 @@ type reader struct {
 	// file when the new file holds it byte for byte (terminator included) at
 	// the same offset; otherwise the old file delivers it whole.
 	twin *os.File
+	// noForget: the pointer's file, deleted, found not covered by the
+	// pointer with nothing pending; it is not forgotten (forget.go).
+	noForget bool
 }
 
 func newReader(f *os.File, dev, ino uint64, bufSize, maxLine int) *reader {

@@ -79,7 +79,10 @@ type Source struct {
 	kick         bool      // an fsnotify event arrived: check at once
 	checked      bool      // check ran in this duty cycle
 	lostTail     bool      // the detail says a rotated file's tail is lost: keep it
-	forget       *forget   // a deleted file left cur: empty the pointer once it is all committed
+	forget       *forget   // the pointer's file, deleted and closed: empty the pointer once it is all committed
+	forgetOwed   bool      // a Reset to the empty record failed its msync: Sync finishes it
+	dropped      bool      // Drain released a batch that was never published
+	closing      bool      // Close runs
 
 	watchDirs   []watchDir
 	watchWarned bool
@@ -102,7 +105,7 @@ type Source struct {
 	syncedSeq      atomic.Uint64 // acknowledged sequence the last synced commit covers
 	commitOK       atomic.Bool   // the last commit attempt succeeded and is synced
 	dirty          atomic.Bool   // a stored record waits for its msync
-	forgetDue      atomic.Bool   // s.forget is set: the pointer still names a deleted file
+	forgetDue      atomic.Bool   // the pointer still names a deleted file that is to be forgotten
 	linesRead      atomic.Uint64
 	bytesRead      atomic.Uint64
 	readPos        atomic.Int64 // offset read up to in the current file
@@ -172,7 +175,7 @@ func (s *Source) Run(ctx context.Context) error {
 		}
 		if s.cur == nil {
 			s.setState(WaitingForFile)
-			s.forgetDeleted()
+			s.forgetStep()
 			if !s.openAtPath() {
 				s.wait(ctx)
 			}
@@ -234,6 +237,7 @@ func (s *Source) Drain(ctx context.Context) {
 	if s.pending != nil {
 		s.pending.Release()
 		s.pending = nil
+		s.dropped = true
 	}
 	for {
 		s.commitStep(false)
@@ -254,8 +258,13 @@ func (s *Source) Drain(ctx context.Context) {
 func (s *Source) Close() error {
 	s.commitStep(true)
 	var err error
+	s.closing = true
 	if s.ptr != nil {
-		s.forgetAtClose()
+		if s.barrier {
+			s.barrierAtClose()
+		} else {
+			s.forgetStep()
+		}
 		if !s.commitOK.Load() {
 			err = errors.New("final pointer commit failed")
 		}
