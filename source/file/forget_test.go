@@ -1,10 +1,14 @@
 package file_test
 
 import (
+	"io/fs"
 	"os"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
+	"tailfeed/pointer"
 	"tailfeed/source/file"
 )
 
@@ -166,5 +170,205 @@ func TestRenamedAwayFileLateLinesDeliveredOnce(t *testing.T) {
 				t.Errorf("after a clean stop %q was delivered again: first %+v, then %+v", g.Line, f, g)
 			}
 		}
+	}
+}
+
+// The R1 window with a successor: the file deleted and an empty file
+// created at the path (touch). The switch waits for the new file's first
+// bytes (or rotateWait); meanwhile the deleted file is forgotten, so a
+// settled feed killed -9 restarts with no lost tail, and the new file is
+// read from its start.
+func TestDeletedFileWithEmptySuccessorSettledThenKill9CountsNoLostTail(t *testing.T) {
+	r := newRig(t, "", rigOpts{strategy: file.Committed, rotateWait: time.Hour})
+	appendTo(t, r.path, numbered("a", 0, 30)...)
+	r.start()
+	r.waitLines(30)
+	r.waitSettled()
+	e1 := r.ptr.Record().Epoch
+	if err := os.Remove(r.path); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(r.path, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r.waitFor("the deleted file forgotten", 10*time.Second, func() bool {
+		rec := r.ptr.Record()
+		return rec.Epoch != e1 && rec.FileKey == 0
+	})
+	r.waitSettled()
+	r.crash()
+
+	var losses lossLog
+	r2 := newRig(t, r.dir, rigOpts{strategy: file.Committed, onLoss: losses.add}).start()
+	appendTo(t, r2.path, numbered("b", 0, 3)...)
+	gs := r2.waitLines(3)
+	r2.waitSettled()
+	if n := r2.src.LostTails(); n != 0 || len(losses.all()) != 0 || gs[0].Line != "b-00000" {
+		t.Fatalf("restart: lostTails %d, losses %+v, first line %+v; want no loss and b-00000 first", n, losses.all(), gs[0])
+	}
+}
+
+// A file renamed away and kept under the pointer's epoch (R4) stops moving
+// the pointer once another file takes it: lines appended to it after the
+// new file's barrier are downgraded, under an epoch of their own, and the
+// pointer stays on the new file.
+func TestRenamedAwayFileDowngradedOnceNewFileTakesPointer(t *testing.T) {
+	r := newRig(t, "", rigOpts{strategy: file.Committed, rotateWait: 300 * time.Millisecond})
+	appendTo(t, r.path, numbered("a", 0, 5)...)
+	r.start()
+	r.waitLines(5)
+	e1 := r.ptr.Record().Epoch
+	moved := r.path + ".old"
+	if err := os.Rename(r.path, moved); err != nil {
+		t.Fatal(err)
+	}
+	r.waitFor("WAITING_FOR_FILE", 10*time.Second, func() bool { return r.src.State() == file.WaitingForFile })
+	appendTo(t, moved, "kept-1")
+	kept := r.waitLine("kept-1")
+	if !kept.Positioned || kept.Epoch != e1 {
+		t.Fatalf("a line appended to the renamed-away file while it holds the pointer: %+v, want positioned under %016x", kept, e1)
+	}
+	appendTo(t, r.path, numbered("b", 0, 2)...)
+	b := r.waitLine("b-00001")
+	r.waitSettled()
+	appendTo(t, moved, "late-1")
+	late := r.waitLine("late-1")
+	r.waitSettled()
+	if late.Positioned || late.Epoch == e1 || late.Epoch == b.Epoch {
+		t.Fatalf("a line appended to the renamed-away file after the new file took the pointer: %+v", late)
+	}
+	st, _ := os.Stat(r.path)
+	if rec := r.ptr.Record(); rec.Epoch != b.Epoch || rec.Offset != st.Size() {
+		t.Fatalf("pointer %+v, want (%016x, %d)", rec, b.Epoch, st.Size())
+	}
+	r.stop()
+	if c := counts(r.rec.all()); len(c) != len(r.rec.all()) {
+		t.Fatalf("a line delivered twice: %v", lines(r.rec.all()))
+	}
+}
+
+// Lines a writer appends to a deleted file after it was forgotten are
+// delivered downgraded, under an epoch of their own; the pointer keeps the
+// empty record (README: a kill -9 before they are acknowledged loses them
+// uncounted).
+func TestDeletedFileLinesAfterForgetAreDowngraded(t *testing.T) {
+	r := newRig(t, "", rigOpts{strategy: file.Committed, rotateWait: time.Hour})
+	appendTo(t, r.path, numbered("a", 0, 10)...)
+	w, err := os.OpenFile(r.path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	r.start()
+	r.waitLines(10)
+	e1 := r.ptr.Record().Epoch
+	if err := os.Remove(r.path); err != nil {
+		t.Fatal(err)
+	}
+	r.waitFor("the deleted file forgotten", 10*time.Second, func() bool { return r.ptr.Record().Epoch != e1 })
+	empty := r.ptr.Record()
+	if _, err := w.WriteString("late-1\nlate-2\n"); err != nil {
+		t.Fatal(err)
+	}
+	gs := r.waitLines(12)
+	r.waitSettled()
+	for _, g := range gs[10:] {
+		if g.Positioned || g.Epoch == e1 || g.Epoch == empty.Epoch || g.Epoch != gs[10].Epoch {
+			t.Fatalf("late line %+v: want downgraded under an epoch of its own", g)
+		}
+	}
+	if rec := r.ptr.Record(); rec.Epoch != empty.Epoch || rec.FileKey != 0 || rec.Offset != 0 {
+		t.Fatalf("pointer %+v after the late lines, want the empty record %+v", rec, empty)
+	}
+	if d := r.src.Downgraded(); d != 2 {
+		t.Fatalf("downgraded %d, want 2", d)
+	}
+}
+
+// budgetMapping is a pointer mapping whose writes reach the disk only
+// through a successful Flush; once limited, only `left` more flushes
+// succeed, the rest fail with EIO (a kill -9 then keeps only what was
+// flushed: the model of a crash at a given msync).
+type budgetMapping struct {
+	f       *os.File
+	buf     []byte
+	limited atomic.Bool
+	left    atomic.Int64
+}
+
+func (m *budgetMapping) Bytes() []byte { return m.buf }
+
+func (m *budgetMapping) Flush() error {
+	if m.limited.Load() && m.left.Add(-1) < 0 {
+		return &fs.PathError{Op: "msync", Path: m.f.Name(), Err: syscall.EIO}
+	}
+	if _, err := m.f.WriteAt(m.buf, 0); err != nil {
+		return err
+	}
+	return m.f.Sync()
+}
+
+func (m *budgetMapping) Close() error { return nil }
+
+// Crash windows of the Reset that forgets a deleted file: the epochs line,
+// then the older slot (msync), then the other (msync). While the Reset is
+// not on disk the feed is not settled. A crash after the first slot reached
+// the disk restarts from the empty record (no lost tail); a crash before it
+// restarts from the record naming the deleted file and counts its tail
+// (conservative: the feed never said settled). A failed msync heals: the
+// Reset is finished by the next Sync.
+func TestDeletedFileForgetResetCrashWindows(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		flushes  int64 // flushes of the Reset that reach the disk
+		heal     bool  // the disk recovers before the crash
+		lostTail uint64
+	}{
+		{"crash before the first slot", 0, false, 1},
+		{"crash between the two slots", 1, false, 0},
+		{"msync fails, then heals", 0, true, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var m *budgetMapping
+			r := newRig(t, "", rigOpts{strategy: file.Committed, rotateWait: time.Hour,
+				ptrMap: func(f *os.File) (pointer.Mapping, error) {
+					buf := make([]byte, pointer.Size)
+					if _, err := f.ReadAt(buf, 0); err != nil {
+						return nil, err
+					}
+					m = &budgetMapping{f: f, buf: buf}
+					return m, nil
+				}})
+			appendTo(t, r.path, numbered("a", 0, 30)...)
+			r.start()
+			r.waitLines(30)
+			r.waitSettled()
+			m.left.Store(tc.flushes)
+			m.limited.Store(true)
+			if err := os.Remove(r.path); err != nil {
+				t.Fatal(err)
+			}
+			r.waitFor("the Reset's failed msync", 10*time.Second, func() bool { return r.src.CommitFailures() > 0 })
+			for i := 0; i < 10; i++ {
+				if r.src.CommitOK() {
+					t.Fatal("CommitOK while the Reset to the empty record is not on disk")
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			if tc.heal {
+				m.limited.Store(false)
+				r.waitSettled()
+				if rec := r.ptr.Record(); rec.FileKey != 0 || rec.Offset != 0 || !r.ptr.Synced() {
+					t.Fatalf("pointer %+v (synced %v) after the disk healed, want the empty record", rec, r.ptr.Synced())
+				}
+			}
+			r.crash()
+
+			r2 := newRig(t, r.dir, rigOpts{strategy: file.Committed}).start()
+			r2.waitSettled()
+			if n := r2.src.LostTails(); n != tc.lostTail {
+				t.Fatalf("restart: lostTails %d, want %d (detail %q)", n, tc.lostTail, r2.src.Detail())
+			}
+		})
 	}
 }
