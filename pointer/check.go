@@ -84,7 +84,7 @@ func (p *Pointer) Check(f *os.File, fileKey uint64, size int64) (Verdict, error)
 			if n, err := p.readHead(f); err == nil {
 				adopted.FPLen, adopted.FP = uint64(n), Fingerprint(p.fp[:n])
 			}
-			p.logEpoch(adopted, "adopted")
+			p.logEpoch(adopted, "adopted", r)
 		}
 		p.log.Debug("pointer adopted input", "path", p.path, "input", f.Name(), "epoch", hex(r.Epoch))
 		return Adopted, nil

@@ -57,8 +57,8 @@ func TestEpochsFileRecordsEveryEpoch(t *testing.T) {
 	want := []EpochLine{
 		{Epoch: e0, Reason: "created", FP: Fingerprint(nil)},
 		{Epoch: e0, FileKey: 0x1111, FPLen: 23, FP: fp, Path: input, Reason: "adopted"},
-		{Epoch: e1, FileKey: 0x2222, FPLen: 23, FP: fp, Path: input, Reason: "reset"},
-		{Epoch: e2, Reason: "forgotten", FP: Fingerprint(nil)},
+		{Epoch: e1, FileKey: 0x2222, FPLen: 23, FP: fp, Path: input, Reason: "reset", PrevEpoch: e0, PrevOffset: 23},
+		{Epoch: e2, Reason: "forgotten", FP: Fingerprint(nil), PrevEpoch: e1},
 	}
 	if len(got) != len(want) {
 		t.Fatalf("got %d lines, want %d: %+v", len(got), len(want), got)
@@ -75,7 +75,8 @@ func TestEpochsFileRecordsEveryEpoch(t *testing.T) {
 	}
 	raw := readFile(t, epochs)
 	if !strings.Contains(string(raw), `"epoch":"`+hex(e1)+`"`) ||
-		!strings.Contains(string(raw), `"fileKey":"0000000000002222"`) {
+		!strings.Contains(string(raw), `"fileKey":"0000000000002222"`) ||
+		!strings.Contains(string(raw), `"previousEpoch":"`+hex(e0)+`","previousOffset":23}`) {
 		t.Fatalf("epochs file does not carry 16-hex epochs and keys:\n%s", raw)
 	}
 
@@ -140,7 +141,8 @@ func TestEpochsFileRecordsCheckResets(t *testing.T) {
 	if err != nil || len(got) != 3 {
 		t.Fatalf("epochs %+v, %v; want created, adopted, truncated", got, err)
 	}
-	if l := got[2]; l.Reason != "truncated" || l.Epoch != p.Record().Epoch || l.FileKey != 7 || l.Path != input {
+	if l := got[2]; l.Reason != "truncated" || l.Epoch != p.Record().Epoch || l.FileKey != 7 || l.Path != input ||
+		l.PrevEpoch != got[1].Epoch || l.PrevOffset != 4 {
 		t.Fatalf("truncation line %+v", l)
 	}
 }
