@@ -233,3 +233,42 @@ func (p *Pointer) logEpoch(r Record, reason string, prev Record) {
 			"epochs", p.epochs, "epoch", hex(r.Epoch), "error", err)
 	}
 }
+
+// adoptedBefore reports whether the epochs file's last line already names
+// the file a is adopting: the same epoch, file key and path, and a
+// fingerprint that the input's first n bytes, read into p.fp, still match
+// (it may have grown since). Called with p.mu held.
+func (p *Pointer) adoptedBefore(a Record, n int) bool {
+	l, ok := lastEpochLine(p.epochs)
+	return ok && l.Epoch == a.Epoch && l.FileKey == a.FileKey && l.Path == p.input &&
+		l.FPLen <= uint64(n) && Fingerprint(p.fp[:l.FPLen]) == l.FP
+}
+
+// lastEpochLine returns the last complete line of the epochs file at path,
+// read from its last 8 KiB (false: none, or it does not parse).
+func lastEpochLine(path string) (EpochLine, bool) {
+	f, err := os.Open(path)
+	if err != nil {
+		return EpochLine{}, false
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return EpochLine{}, false
+	}
+	n := min(st.Size(), 8<<10)
+	buf := make([]byte, n)
+	if _, err := f.ReadAt(buf, st.Size()-n); err != nil && !errors.Is(err, io.EOF) {
+		return EpochLine{}, false
+	}
+	end := bytes.LastIndexByte(buf, '\n') // a torn last line is ignored
+	if end < 0 {
+		return EpochLine{}, false
+	}
+	start := bytes.LastIndexByte(buf[:end], '\n')
+	if start < 0 && n < st.Size() {
+		return EpochLine{}, false // longer than the window
+	}
+	l, err := parseEpochLine(bytes.TrimSpace(buf[start+1 : end]))
+	return l, err == nil
+}
