@@ -372,3 +372,50 @@ func TestDeletedFileForgetResetCrashWindows(t *testing.T) {
 		})
 	}
 }
+
+// A stop at the barrier while a file renamed away still holds the pointer
+// (watched under its epoch, not deleted): the stop does not move the
+// pointer to the new file, so the restart reads the renamed file from the
+// pointer (what was appended to it after the stop, positioned under its
+// epoch, once), then the new file from its start.
+func TestRenamedAwayFileHoldingPointerAtBarrierStopKeepsIt(t *testing.T) {
+	hold := make(chan struct{})
+	r := newRig(t, "", rigOpts{strategy: file.Committed, batchLines: 1, rotateWait: 2 * time.Second,
+		hold: map[string]chan struct{}{"kept-1": hold}})
+	appendTo(t, r.path, numbered("a", 0, 5)...)
+	r.start()
+	r.waitLines(5)
+	r.waitSettled()
+	e1 := r.ptr.Record().Epoch
+	moved := r.path + ".old"
+	if err := os.Rename(r.path, moved); err != nil {
+		t.Fatal(err)
+	}
+	r.waitFor("WAITING_FOR_FILE", 10*time.Second, func() bool { return r.src.State() == file.WaitingForFile })
+	w, err := os.OpenFile(moved, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	w.WriteString("kept-1\n")
+	r.waitFor("kept-1 read", 10*time.Second, func() bool { return r.src.LinesRead() == 6 })
+	appendTo(t, r.path, numbered("b", 0, 2)...)
+	r.waitFor("the barrier", 10*time.Second, func() bool { return r.pub.Paused() })
+	go func() { time.Sleep(100 * time.Millisecond); close(hold) }()
+	r.stop()
+	if rec := r.ptr.Record(); rec.Epoch != e1 || rec.Offset != 47 {
+		t.Fatalf("pointer %+v after the stop, want the renamed file's (%016x, 47)", rec, e1)
+	}
+	w.WriteString("after-stop\n")
+
+	r2 := newRig(t, r.dir, rigOpts{strategy: file.Committed}).start()
+	gs := r2.waitLines(3)
+	r2.waitSettled()
+	if gs[0].Line != "after-stop" || !gs[0].Positioned || gs[0].Epoch != e1 || gs[1].Line != "b-00000" ||
+		r2.src.LostTails() != 0 {
+		t.Fatalf("after the restart: %q (first %+v), lostTails %d", lines(gs), gs[0], r2.src.LostTails())
+	}
+	if len(r2.rec.all()) != 3 {
+		t.Fatalf("after the restart: %q, want after-stop b-00000 b-00001", lines(r2.rec.all()))
+	}
+}
