@@ -43,7 +43,9 @@ import (
 //	created   a new pointer file (no file yet: fileKey 0)
 //	fresh     a pointer file with no valid slot started over
 //	adopted   a record with no identity was bound to its first input file
-//	          (same epoch; the line names the file)
+//	          (same epoch; the line names the file); a record that stays
+//	          empty is adopted at every start, recorded again only when the
+//	          file differs from the last line's (key, path, first bytes)
 //	replaced  Check found another file at the path (new epoch)
 //	truncated Check found the file shorter than the offset (new epoch)
 //	reset     the source switched to a new file (epoch barrier)
