@@ -26,7 +26,10 @@
 //	      grow); their new lines are delivered without a position
 //	      (downgraded), under an epoch of their own (fresh at the switch,
 //	      never in a pointer) and with their real byte position in that
-//	      file, so (feed, epoch, position) names one line for every sink
+//	      file, so (feed, epoch, position) names one line for every sink.
+//	      One exception: the file that holds the pointer, left because the
+//	      path stayed missing (no file took the pointer), stays positioned
+//	      under the pointer's epoch until a new file's barrier Reset
 //
 // # The duty cycle
 //
