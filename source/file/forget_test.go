@@ -419,3 +419,36 @@ func TestRenamedAwayFileHoldingPointerAtBarrierStopKeepsIt(t *testing.T) {
 		t.Fatalf("after the restart: %q, want after-stop b-00000 b-00001", lines(r2.rec.all()))
 	}
 }
+
+// The file holding the pointer renamed away (left after rotateWait, kept
+// under the pointer's epoch) and renamed back to the path: it goes on at
+// its position under its epoch, never read again from its start.
+func TestRenamedAwayFileRenamedBackGoesOn(t *testing.T) {
+	r := newRig(t, "", rigOpts{strategy: file.Committed, rotateWait: 200 * time.Millisecond})
+	appendTo(t, r.path, numbered("a", 0, 5)...)
+	r.start()
+	r.waitLines(5)
+	r.waitSettled()
+	e1 := r.ptr.Record().Epoch
+	moved := r.path + ".tmp"
+	if err := os.Rename(r.path, moved); err != nil {
+		t.Fatal(err)
+	}
+	r.waitFor("WAITING_FOR_FILE", 10*time.Second, func() bool { return r.src.State() == file.WaitingForFile })
+	if err := os.Rename(moved, r.path); err != nil {
+		t.Fatal(err)
+	}
+	appendTo(t, r.path, "a-00005")
+	g := r.waitLine("a-00005")
+	r.waitSettled()
+	time.Sleep(200 * time.Millisecond)
+	if c := counts(r.rec.all()); len(c) != 6 || len(r.rec.all()) != 6 {
+		t.Fatalf("delivered %q, want a-00000..a-00005 once each", lines(r.rec.all()))
+	}
+	if !g.Positioned || g.Epoch != e1 || g.Pos != 48 {
+		t.Fatalf("a-00005 %+v, want positioned at 48 under %016x", g, e1)
+	}
+	if rec := r.ptr.Record(); rec.Epoch != e1 || rec.Offset != 48 {
+		t.Fatalf("pointer %+v, want (%016x, 48)", rec, e1)
+	}
+}
