@@ -81,10 +81,15 @@ func (p *Pointer) Check(f *os.File, fileKey uint64, size int64) (Verdict, error)
 		if p.epochs != "" {
 			adopted := r
 			adopted.FileKey = fileKey
-			if n, err := p.readHead(f); err == nil {
+			n, err := p.readHead(f)
+			if err == nil {
 				adopted.FPLen, adopted.FP = uint64(n), Fingerprint(p.fp[:n])
 			}
-			p.logEpoch(adopted, "adopted")
+			// Logged once: a record that stays empty (nothing committed)
+			// is adopted again at every start.
+			if err != nil || !p.adoptedBefore(adopted, n) {
+				p.logEpoch(adopted, "adopted", r)
+			}
 		}
 		p.log.Debug("pointer adopted input", "path", p.path, "input", f.Name(), "epoch", hex(r.Epoch))
 		return Adopted, nil

@@ -121,11 +121,12 @@ func (p *Pointer) reset(epoch uint64, f io.ReaderAt, fileKey uint64, why string)
 		return fmt.Errorf("pointer: reset: read input: %w", err)
 	}
 	p.src, p.key = f, fileKey
+	prev := p.cur
 	p.cur = Record{
 		Epoch: epoch, FileKey: fileKey, FPLen: uint64(n), FP: Fingerprint(p.fp[:n]),
 		Commits: p.cur.Commits + 1, Slot: p.cur.Slot, Layout: Layout,
 	}
-	p.logEpoch(p.cur, why) // write-ahead: before either slot holds the epoch
+	p.logEpoch(p.cur, why, prev) // write-ahead: before either slot holds the epoch
 	p.resetLeft, p.dirty = 2, true
 	return p.syncBoth()
 }

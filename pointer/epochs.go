@@ -23,12 +23,19 @@ import (
 //
 //	{"epoch":"00c3a1d2e4f50617","fileKey":"9a0b…","fingerprintLength":4096,
 //	 "fingerprint":"5c1d…","path":"/var/log/app.log",
-//	 "time":"2026-12-01T14:03:22.123456789Z","reason":"reset"}
+//	 "time":"2026-12-01T14:03:22.123456789Z","reason":"reset",
+//	 "previousEpoch":"7e12…","previousOffset":52311}
 //
 // epoch, fileKey and fingerprint are 16 lowercase hex digits; the
 // fingerprint covers the input's first fingerprintLength bytes at the time
 // of the line (the record grows it later, so a file matches when its first
-// fingerprintLength bytes hash to it); path is the input path the pointer
+// fingerprintLength bytes hash to it); previousEpoch and previousOffset,
+// on a line that moves the pointer off another epoch (replaced, truncated,
+// reset, forgotten), are the record it replaces: the epoch left and its
+// last committed offset — for "reset" and "forgotten" the end of that
+// epoch's positioned lines, so a sink whose last applied line is
+// (previousEpoch, previousOffset) has every line of it (DESIGN §11); both
+// are absent on the other lines; path is the input path the pointer
 // was opened for, "" when the record names no file (fileKey 0,
 // fingerprintLength 0); time is RFC 3339 UTC with nanoseconds; reason is
 // one of
@@ -36,7 +43,9 @@ import (
 //	created   a new pointer file (no file yet: fileKey 0)
 //	fresh     a pointer file with no valid slot started over
 //	adopted   a record with no identity was bound to its first input file
-//	          (same epoch; the line names the file)
+//	          (same epoch; the line names the file); a record that stays
+//	          empty is adopted at every start, recorded again only when the
+//	          file differs from the last line's (key, path, first bytes)
 //	replaced  Check found another file at the path (new epoch)
 //	truncated Check found the file shorter than the offset (new epoch)
 //	reset     the source switched to a new file (epoch barrier)
@@ -58,6 +67,10 @@ type EpochLine struct {
 	Path    string
 	Time    time.Time
 	Reason  string
+	// PrevEpoch is the epoch the line moves the pointer off (0: none) and
+	// PrevOffset that epoch's last committed offset.
+	PrevEpoch  uint64
+	PrevOffset int64
 }
 
 // epochJSON is EpochLine as written.
@@ -69,15 +82,21 @@ type epochJSON struct {
 	Path    string `json:"path"`
 	Time    string `json:"time"`
 	Reason  string `json:"reason"`
+	Prev    string `json:"previousEpoch,omitempty"`
+	PrevOff *int64 `json:"previousOffset,omitempty"`
 }
 
 // AppendEpoch appends l to the epochs file at path (created 0600 with its
 // directory entry synced) and fsyncs it.
 func AppendEpoch(path string, l EpochLine) error {
-	b, err := json.Marshal(epochJSON{
+	j := epochJSON{
 		Epoch: hex(l.Epoch), FileKey: hex(l.FileKey), FPLen: l.FPLen, FP: hex(l.FP),
 		Path: l.Path, Time: l.Time.UTC().Format(time.RFC3339Nano), Reason: l.Reason,
-	})
+	}
+	if l.PrevEpoch != 0 {
+		j.Prev, j.PrevOff = hex(l.PrevEpoch), &l.PrevOffset
+	}
+	b, err := json.Marshal(j)
 	if err != nil {
 		return err
 	}
@@ -168,6 +187,15 @@ func parseEpochLine(raw []byte) (EpochLine, error) {
 		return l, fmt.Errorf("time: %w", err)
 	}
 	l.FPLen, l.Path, l.Reason = j.FPLen, j.Path, j.Reason
+	if j.Prev != "" {
+		if l.PrevEpoch, err = parseHex("previousEpoch", j.Prev); err != nil {
+			return l, err
+		}
+		if j.PrevOff == nil || *j.PrevOff < 0 {
+			return l, errors.New("previousEpoch without a previousOffset of at least 0")
+		}
+		l.PrevOffset = *j.PrevOff
+	}
 	return l, nil
 }
 
@@ -183,9 +211,10 @@ func parseHex(field, s string) (uint64, error) {
 }
 
 // logEpoch appends the current record's identity to the epochs file, if
-// one is configured; a failure is an ERROR, never an error of the pointer.
+// one is configured, with prev, the record it replaces, when that is of
+// another epoch; a failure is an ERROR, never an error of the pointer.
 // Called with p.mu held, before the record is written to the slots.
-func (p *Pointer) logEpoch(r Record, reason string) {
+func (p *Pointer) logEpoch(r Record, reason string, prev Record) {
 	if p.epochs == "" {
 		return
 	}
@@ -193,12 +222,55 @@ func (p *Pointer) logEpoch(r Record, reason string) {
 	if r.FileKey == 0 && r.FPLen == 0 {
 		path = ""
 	}
-	err := AppendEpoch(p.epochs, EpochLine{
+	l := EpochLine{
 		Epoch: r.Epoch, FileKey: r.FileKey, FPLen: r.FPLen, FP: r.FP,
 		Path: path, Time: time.Now(), Reason: reason,
-	})
+	}
+	if prev.Epoch != 0 && prev.Epoch != r.Epoch {
+		l.PrevEpoch, l.PrevOffset = prev.Epoch, prev.Offset
+	}
+	err := AppendEpoch(p.epochs, l)
 	if err != nil {
 		p.log.Error("epochs file append failed; a sink left at this epoch cannot be mapped back to its file",
 			"epochs", p.epochs, "epoch", hex(r.Epoch), "error", err)
 	}
+}
+
+// adoptedBefore reports whether the epochs file's last line already names
+// the file a is adopting: the same epoch, file key and path, and a
+// fingerprint that the input's first n bytes, read into p.fp, still match
+// (it may have grown since). Called with p.mu held.
+func (p *Pointer) adoptedBefore(a Record, n int) bool {
+	l, ok := lastEpochLine(p.epochs)
+	return ok && l.Epoch == a.Epoch && l.FileKey == a.FileKey && l.Path == p.input &&
+		l.FPLen <= uint64(n) && Fingerprint(p.fp[:l.FPLen]) == l.FP
+}
+
+// lastEpochLine returns the last complete line of the epochs file at path,
+// read from its last 8 KiB (false: none, or it does not parse).
+func lastEpochLine(path string) (EpochLine, bool) {
+	f, err := os.Open(path)
+	if err != nil {
+		return EpochLine{}, false
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return EpochLine{}, false
+	}
+	n := min(st.Size(), 8<<10)
+	buf := make([]byte, n)
+	if _, err := f.ReadAt(buf, st.Size()-n); err != nil && !errors.Is(err, io.EOF) {
+		return EpochLine{}, false
+	}
+	end := bytes.LastIndexByte(buf, '\n') // a torn last line is ignored
+	if end < 0 {
+		return EpochLine{}, false
+	}
+	start := bytes.LastIndexByte(buf[:end], '\n')
+	if start < 0 && n < st.Size() {
+		return EpochLine{}, false // longer than the window
+	}
+	l, err := parseEpochLine(bytes.TrimSpace(buf[start+1 : end]))
+	return l, err == nil
 }

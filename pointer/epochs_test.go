@@ -57,8 +57,8 @@ func TestEpochsFileRecordsEveryEpoch(t *testing.T) {
 	want := []EpochLine{
 		{Epoch: e0, Reason: "created", FP: Fingerprint(nil)},
 		{Epoch: e0, FileKey: 0x1111, FPLen: 23, FP: fp, Path: input, Reason: "adopted"},
-		{Epoch: e1, FileKey: 0x2222, FPLen: 23, FP: fp, Path: input, Reason: "reset"},
-		{Epoch: e2, Reason: "forgotten", FP: Fingerprint(nil)},
+		{Epoch: e1, FileKey: 0x2222, FPLen: 23, FP: fp, Path: input, Reason: "reset", PrevEpoch: e0, PrevOffset: 23},
+		{Epoch: e2, Reason: "forgotten", FP: Fingerprint(nil), PrevEpoch: e1},
 	}
 	if len(got) != len(want) {
 		t.Fatalf("got %d lines, want %d: %+v", len(got), len(want), got)
@@ -75,7 +75,8 @@ func TestEpochsFileRecordsEveryEpoch(t *testing.T) {
 	}
 	raw := readFile(t, epochs)
 	if !strings.Contains(string(raw), `"epoch":"`+hex(e1)+`"`) ||
-		!strings.Contains(string(raw), `"fileKey":"0000000000002222"`) {
+		!strings.Contains(string(raw), `"fileKey":"0000000000002222"`) ||
+		!strings.Contains(string(raw), `"previousEpoch":"`+hex(e0)+`","previousOffset":23}`) {
 		t.Fatalf("epochs file does not carry 16-hex epochs and keys:\n%s", raw)
 	}
 
@@ -140,7 +141,68 @@ func TestEpochsFileRecordsCheckResets(t *testing.T) {
 	if err != nil || len(got) != 3 {
 		t.Fatalf("epochs %+v, %v; want created, adopted, truncated", got, err)
 	}
-	if l := got[2]; l.Reason != "truncated" || l.Epoch != p.Record().Epoch || l.FileKey != 7 || l.Path != input {
+	if l := got[2]; l.Reason != "truncated" || l.Epoch != p.Record().Epoch || l.FileKey != 7 || l.Path != input ||
+		l.PrevEpoch != got[1].Epoch || l.PrevOffset != 4 {
 		t.Fatalf("truncation line %+v", l)
+	}
+}
+
+// A record that stays empty (nothing committed: an empty input, a partial
+// line) is adopted again at every start: the epochs file gets one adopted
+// line for it, not one per start, while the input is the same file (its
+// first bytes unchanged, grown or not). Another file is recorded.
+func TestEpochsFileAdoptionLoggedOnce(t *testing.T) {
+	dir := t.TempDir()
+	epochs := filepath.Join(dir, "app.epochs")
+	input := filepath.Join(dir, "app.log")
+	if err := os.WriteFile(input, []byte("partial"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	adoptions := func() int {
+		got, err := ReadEpochs(epochs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, l := range got {
+			if l.Reason == "adopted" {
+				n++
+			}
+		}
+		return n
+	}
+	start := func(key uint64) {
+		t.Helper()
+		in, err := os.Open(input)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer in.Close()
+		st, _ := in.Stat()
+		p, err := Open(filepath.Join(dir, "app.ptr"), Options{EpochsPath: epochs, Input: input})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Close()
+		if v, err := p.Check(in, key, st.Size()); err != nil || v != Adopted {
+			t.Fatalf("Check = %v, %v; want adopted", v, err)
+		}
+	}
+	start(7)
+	start(7)
+	if err := os.WriteFile(input, []byte("partial line goes on"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	start(7)
+	if n := adoptions(); n != 1 {
+		t.Fatalf("%d adopted lines after three starts on the same file, want 1", n)
+	}
+	start(8) // another file key
+	if err := os.WriteFile(input, []byte("other"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	start(8) // other first bytes
+	if n := adoptions(); n != 3 {
+		t.Fatalf("%d adopted lines, want 3 (a new key, then new first bytes)", n)
 	}
 }

@@ -26,7 +26,10 @@
 //	      grow); their new lines are delivered without a position
 //	      (downgraded), under an epoch of their own (fresh at the switch,
 //	      never in a pointer) and with their real byte position in that
-//	      file, so (feed, epoch, position) names one line for every sink
+//	      file, so (feed, epoch, position) names one line for every sink.
+//	      One exception: the file that holds the pointer, left because the
+//	      path stayed missing (no file took the pointer), stays positioned
+//	      under the pointer's epoch until a new file's barrier Reset
 //
 // # The duty cycle
 //
@@ -164,14 +167,20 @@
 //	   delivered downgraded, under a fresh epoch, while it is watched.
 //	E  Deletion. The open file is read to its end (a writer still holding
 //	   it may go on appending); rotateWait after the path was seen missing
-//	   and after the file last grew, it is closed (then watched like a
-//	   switched-away file) and the state is WAITING_FOR_FILE. A file created at the path
-//	   later is read from 0 under a new epoch, without a restart. A deleted
-//	   file (st_nlink 0) closed so, or open at the stop, with every line
-//	   acknowledged and no partial line at its end is forgotten: the
-//	   pointer is Reset to an empty record under a new epoch (forget.go),
-//	   so a restart that cannot find it counts nothing. Until then the
-//	   feed is not settled.
+//	   and after the file last grew, it leaves cur and the state is
+//	   WAITING_FOR_FILE. A file created at the path later is read from 0
+//	   under a new epoch, without a restart. The file that holds the
+//	   pointer stays watched under the pointer's epoch, positioned (leave):
+//	   renamed away, a restart would resume it at the pointer, so its late
+//	   lines must not be delivered under another id first; it is downgraded
+//	   only when a new file takes the pointer (the barrier's Reset). A
+//	   deleted file (st_nlink 0) holding the pointer, read to its end with
+//	   no partial line and every line acknowledged, is forgotten at once,
+//	   open or closed, or at the stop: the pointer is Reset to an empty
+//	   record under a new epoch (forget.go), so a restart that cannot find
+//	   it counts nothing. From the moment the deletion is seen until then
+//	   the feed is not settled. A stop at the epoch barrier with every old
+//	   line committed finishes the barrier's Reset (barrierAtClose).
 //	F  copytruncate (cp A A.1; truncate A). B, except that A.1 is found as
 //	   the copy: what was not read of A is read from A.1 (same epoch, same
 //	   positions), then A from its start. Only the lines written between
@@ -296,4 +305,10 @@
 //     (they are delivered at most once).
 //   - A switched-away file is closed rotateWaitMillis after its last growth;
 //     a writer appending to it later is not read.
+//   - Lines a writer appends to a deleted file after it was forgotten are
+//     downgraded: a kill -9 before they are acknowledged loses them,
+//     uncounted.
+//   - A file renamed away, closed, and deleted while nothing watched it is
+//     counted as a lost tail at the next restart (lostTails + 1): nothing
+//     shows that no line was appended to it after it was closed.
 package file

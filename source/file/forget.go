@@ -7,113 +7,197 @@ import (
 )
 
 // Forgetting a deleted file (DESIGN §4, issue 11 item 5). A file that was
-// read to its end, committed and then deleted is not a lost tail: once it
-// is closed with every line acknowledged, the pointer is Reset to an empty
-// record (file key 0, fingerprint length 0, offset 0, new epoch), and a
-// restart that cannot find the file loses nothing. Only a deleted file
-// (st_nlink 0 on the open descriptor) is forgotten: a file renamed away
-// with no new file at the path keeps the pointer, so that a restart finds
+// read to its end, committed and then deleted is not a lost tail: the
+// pointer is Reset to an empty record (file key 0, fingerprint length 0,
+// offset 0, new epoch), and a restart that cannot find the file loses
+// nothing. Only a deleted file (st_nlink 0 on the open descriptor) is
+// forgotten: a file renamed away keeps the pointer, so that a restart finds
 // it by its key and reads what was appended to it meanwhile, positioned.
 //
-// "Closed" is one of:
-//   - rotateWait after the path went missing, the file is closed as the
-//     current file (atEnd); the Reset waits until every line published is
-//     acknowledged and the pointer covers the file's last line;
-//   - the daemon stops (Close) with the deleted file open, its every byte
-//     committed.
+// The pointer's file is the reader whose lines move the pointer (ptrFile):
+// the current file, or, once the path stayed missing for rotateWait, the
+// same file kept watched in the old list under the pointer's epoch. It is
+// forgotten as soon as it is deleted, read to its end with no partial line,
+// every line published is acknowledged and the synced record is at its end
+// (forgetStep, at the end of the file before CAUGHT_UP, while no file is
+// open, and at the stop) — not only once rotateWait closed it: from the
+// moment the deletion is seen until the Reset the feed is not settled
+// (CommitOK false), and once it is settled a kill -9 finds the empty
+// record. A pointer's file closed (rotateWait after its last growth) while
+// lines of it were still unacknowledged leaves a snapshot (epoch, end) that
+// is forgotten once they are.
 //
-// A file whose last bytes are a partial line, or with a line never
-// acknowledged, is not forgotten: a restart counts its tail lost. Until the
-// Reset happened the feed is not settled (CommitOK false), so a launcher
-// that waits for settled before a kill -9 never sees the tail counted.
+// The file stays open after the Reset (a writer may still append to it): the
+// lines read from it afterwards carry an epoch of their own and no position
+// (downgraded), like the late lines of a rotated file. A kill -9 before
+// they are acknowledged loses them uncounted (README, "What can be lost").
+//
+// Matching is on the epoch and the offset only, never the file key: a
+// record kept under a new key (same content, DESIGN §3) records that key at
+// its next Store, which may never come.
+//
+// Crash windows. The epochs file line ("forgotten", naming the forgotten
+// epoch and its end) is written before either slot; a kill -9 after it and
+// before the first slot leaves the old record: the restart counts a lost
+// tail (conservative; the feed was not settled). The Reset writes the older
+// slot, msyncs, then the other: a kill -9 between the two finds the new
+// record in the first (its commit counter is higher). A failed msync leaves
+// the Reset owed: ptrEpoch is already the empty record's, CommitOK stays
+// false, and the next step finishes it with Sync.
+//
+// A file whose last bytes are a partial line, or with a line that is never
+// acknowledged, is not forgotten: its tail is lost with it, and a restart
+// counts it.
 
-// forget is a deleted file that left cur and is to be forgotten once the
-// pointer covers it.
+// forget is the snapshot of the pointer's file, deleted and closed while
+// some of its lines were unacknowledged.
 type forget struct {
-	epoch, key uint64 // the pointer's record while it names the file
-	offset     int64  // the offset after its last line
-	next       uint64 // the empty record's epoch, once a Reset was tried
+	epoch  uint64 // the pointer's epoch while it names the file
+	offset int64  // the offset after its last line
 }
 
-// noteDeleted records, as r leaves cur for good, that r is a deleted file
-// read to its last line under the pointer's epoch: forgetDeleted empties the
-// pointer once every line of it is committed.
-func (s *Source) noteDeleted(r *reader) {
-	if s.ptr == nil || r.epoch != s.ptrEpoch || r.unterminated() != 0 || !deleted(r.f) {
-		return
+// ptrFile returns the open reader whose lines move the pointer: cur, or a
+// file kept in old under the pointer's epoch (nil: none).
+func (s *Source) ptrFile() *reader {
+	if s.ptr == nil {
+		return nil
 	}
-	s.forget = &forget{epoch: r.epoch, key: r.key, offset: r.consumed()}
-	s.forgetDue.Store(true)
+	if r := s.cur; r != nil && r.positioned && r.epoch == s.ptrEpoch {
+		return r
+	}
+	for _, o := range s.old {
+		if o.positioned && o.epoch == s.ptrEpoch {
+			return o
+		}
+	}
+	return nil
 }
 
-// forgetDeleted resets the pointer to an empty record once every line
-// published is acknowledged and the pointer covers the deleted file's last
-// line. Lines still unacknowledged: later (the source is woken when they
-// are). The pointer short of the file's end with nothing pending, or moved
-// to another record: give up, the pointer keeps naming the file.
-func (s *Source) forgetDeleted() {
-	fg := s.forget
-	if fg == nil {
-		return
-	}
-	if s.pub.Pending() > 0 || s.commit.inFlight || s.commit.pend {
-		return
-	}
-	s.commitStep(true) // sync what is stored
-	rec := s.ptr.Record()
-	retry := fg.next != 0 && rec.Epoch == fg.next // a failed Reset is finished under its epoch
-	if !retry && (rec.Epoch != fg.epoch || rec.FileKey != fg.key || rec.Offset != fg.offset) {
-		s.log.Warn("deleted input file not forgotten: the pointer does not cover its last line",
-			"path", s.cfg.Path, "offset", rec.Offset, "end", fg.offset)
-		s.forget = nil
-		s.forgetDue.Store(false)
-		return
-	}
-	if fg.next == 0 {
-		fg.next = pointer.NewEpoch()
-	}
-	if s.resetEmpty(fg.next, fg.offset) {
-		s.forget = nil
-		s.forgetDue.Store(false)
-	}
-}
-
-// forgetAtClose forgets a deleted file at the stop: one that left cur and
-// waits to be forgotten, or the current file, deleted, with every byte of it
-// committed. Called by Close after the final commit.
-func (s *Source) forgetAtClose() {
-	if s.forget != nil {
-		s.forgetDeleted()
-		return
-	}
-	r := s.cur
-	if r == nil || s.barrier || r.epoch != s.ptrEpoch || !s.ptr.Synced() || !deleted(r.f) {
-		return
+// forgettable reports whether r, the pointer's file, is deleted and read
+// to its end with no partial line (its end is r.consumed()); wait tells
+// that it is deleted and not read to its end yet.
+func forgettable(r *reader) (ok, wait bool) {
+	if r.gone != "" || r.copy || r.noForget || r.f == nil {
+		return false, false
 	}
 	st, err := r.f.Stat()
-	if err != nil {
-		return
+	if err != nil || !deletedInfo(st) {
+		return false, false
 	}
-	if rec := s.ptr.Record(); rec.Epoch == r.epoch && rec.FileKey == r.key && rec.Offset == st.Size() {
-		s.resetEmpty(pointer.NewEpoch(), rec.Offset)
+	switch {
+	case r.unterminated() > 0:
+		return false, false // a partial line: lost with the file
+	case st.Size() > r.readPos():
+		return false, true
 	}
+	return true, false
 }
 
-// resetEmpty resets the pointer to an empty record under a new epoch.
-func (s *Source) resetEmpty(epoch uint64, end int64) bool {
-	if err := s.ptr.Reset(epoch, nil, 0); err != nil {
+// forgetStep forgets the pointer's file when it is deleted and every line
+// of it is committed (see above). Not during the epoch barrier: its Reset
+// moves the pointer off the file anyway.
+func (s *Source) forgetStep() {
+	if s.ptr == nil || s.barrier {
+		return
+	}
+	if s.forgetOwed {
+		s.finishForget()
+		return
+	}
+	var r *reader
+	var epoch uint64
+	var end int64
+	switch r = s.ptrFile(); {
+	case r != nil && r == s.cur && !s.missing && len(s.next) == 0 && !s.closing:
+		// The path named it at the check just before: not deleted (no
+		// fstat at every end of the file).
+		s.forgetDue.Store(false)
+		return
+	case r != nil:
+		ok, wait := forgettable(r)
+		if !ok {
+			s.forgetDue.Store(wait)
+			return
+		}
+		epoch, end = r.epoch, r.consumed()
+	case s.forget != nil && s.forget.epoch == s.ptrEpoch:
+		epoch, end = s.forget.epoch, s.forget.offset
+	default:
+		s.forget = nil
+		s.forgetDue.Store(false)
+		return
+	}
+	s.forgetDue.Store(true)
+	if s.pending != nil || s.pub.Pending() > 0 || s.commit.inFlight || s.commit.pend {
+		return // later: the source is woken when they are acknowledged
+	}
+	s.commitStep(true) // sync what is stored
+	if !s.commitOK.Load() || !s.ptr.Synced() {
+		return // the next commit rewrites and syncs it; then again
+	}
+	rec := s.ptr.Record()
+	if rec.Epoch != epoch || rec.Offset != end {
+		s.log.Warn("deleted input file not forgotten: the pointer does not cover its last line",
+			"path", s.cfg.Path, "offset", rec.Offset, "end", end)
+		if r != nil {
+			r.noForget = true
+		}
+		s.forget = nil
+		s.forgetDue.Store(false)
+		return
+	}
+	s.forget = nil
+	next := pointer.NewEpoch()
+	err := s.ptr.Reset(next, nil, 0)
+	// Done or owed, the mapping holds the empty record: the deleted file's
+	// later lines must not move it.
+	s.ptrEpoch = next
+	s.epoch.Store(next)
+	s.commit.stored = false
+	if r != nil {
+		r.epoch, r.positioned = pointer.NewEpoch(), false
+	}
+	s.log.Info("input file deleted after every line of it was committed; the pointer records that nothing of it is pending",
+		"path", s.cfg.Path, "end", end, "epoch", fmt.Sprintf("%016x", next))
+	if err != nil {
+		s.forgetOwed = true
 		s.commitFailures.Add(1)
 		s.commitOK.Store(false)
 		s.log.Error("pointer reset after a deleted file failed; retrying", "error", err)
-		return false
+		return
 	}
-	s.log.Info("input file deleted after every line of it was committed; the pointer records that nothing of it is pending",
-		"path", s.cfg.Path, "end", end, "epoch", fmt.Sprintf("%016x", epoch))
-	s.ptrEpoch = epoch
-	s.epoch.Store(epoch)
+	s.forgotten()
+}
+
+// finishForget finishes a Reset to the empty record whose msync failed.
+func (s *Source) finishForget() {
+	if err := s.ptr.Sync(); err != nil {
+		s.commitFailures.Add(1)
+		s.commitOK.Store(false)
+		s.log.Error("pointer reset after a deleted file failed; retrying", "error", err)
+		return
+	}
+	s.forgotten()
+}
+
+// forgotten records that the empty record is synced in both slots.
+func (s *Source) forgotten() {
+	s.forgetOwed = false
 	s.syncedSeq.Store(s.ackSeq)
 	s.commitOK.Store(true)
-	s.commit.stored = false
 	s.dirty.Store(false)
-	return true
+	s.forgetDue.Store(false)
+}
+
+// noteClosed records, as the pointer's file r is closed for good, whether
+// it is to be forgotten once its lines are acknowledged.
+func (s *Source) noteClosed(r *reader) {
+	if s.ptr == nil || !r.positioned || r.epoch != s.ptrEpoch {
+		return
+	}
+	s.ptr.Bind(nil, r.key) // the descriptor is closed: the fingerprint stays
+	if ok, _ := forgettable(r); ok {
+		s.forget = &forget{epoch: r.epoch, offset: r.consumed()}
+		s.forgetDue.Store(true)
+	}
 }

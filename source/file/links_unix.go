@@ -14,6 +14,11 @@ func deleted(f *os.File) bool {
 	if err != nil {
 		return false
 	}
+	return deletedInfo(st)
+}
+
+// deletedInfo reports whether st, from an fstat, has a link count of 0.
+func deletedInfo(st os.FileInfo) bool {
 	sys, ok := st.Sys().(*syscall.Stat_t)
 	return ok && sys.Nlink == 0
 }

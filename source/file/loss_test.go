@@ -53,6 +53,9 @@ func TestDeletedFullyReadFileIsNotALostTail(t *testing.T) {
 	if err != nil || len(ep) == 0 || ep[len(ep)-1].Epoch != rec.Epoch || ep[len(ep)-1].Reason != "forgotten" {
 		t.Fatalf("epochs file %+v (%v): the empty record's epoch is not its last line", ep, err)
 	}
+	if l := ep[len(ep)-1]; l.PrevEpoch != e1 || l.PrevOffset != 240 {
+		t.Fatalf("forgotten line %+v: want the forgotten epoch %016x and its end 240", l, e1)
+	}
 
 	var losses lossLog
 	r2 := newRig(t, r.dir, rigOpts{strategy: file.Committed, onLoss: losses.add}).start()

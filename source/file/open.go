@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"tailfeed/internal/fileutil"
@@ -363,6 +364,9 @@ func (s *Source) openAtPath() bool {
 		return false
 	}
 	s.pathFine(pathRegular)
+	if s.resumeKept(f, dev, ino) {
+		return true
+	}
 	r := newReader(f, dev, ino, s.bufSize(), s.cfg.MaxLine)
 	if st, err := f.Stat(); err == nil {
 		r.lastSize, r.lastMod = st.Size(), st.ModTime()
@@ -372,6 +376,7 @@ func (s *Source) openAtPath() bool {
 	s.cur, s.barrier, s.missing = r, true, false
 	s.forget = nil // the barrier's Reset moves the pointer off the deleted file
 	s.forgetDue.Store(false)
+	s.forgetOwed = false // and finishes an owed Reset to the empty record
 	s.setFile(r)
 	s.generationsBefore(r)
 	return true
@@ -415,6 +420,27 @@ func (s *Source) generationsBefore(r *reader) {
 	s.next = append(s.next, r)
 	s.watchAll.Store(true)
 	s.noteSeen()
+}
+
+// resumeKept makes the file that holds the pointer, left when the path
+// stayed missing (leave) and still watched, current again when the path
+// names it once more (renamed back): it goes on at its position under the
+// pointer's epoch, instead of being read again from 0 under a new one.
+func (s *Source) resumeKept(f *os.File, dev, ino uint64) bool {
+	for i, o := range s.old {
+		if o.dev != dev || o.ino != ino || !o.positioned || s.ptr == nil || o.epoch != s.ptrEpoch {
+			continue
+		}
+		f.Close()
+		s.old = slices.Delete(s.old, i, i+1)
+		s.log.Info("input file is back at the path; going on at its position", "path", s.cfg.Path,
+			"position", o.consumed())
+		s.cur, s.missing = o, false
+		s.epoch.Store(o.epoch)
+		s.setFile(o)
+		return true
+	}
+	return false
 }
 
 // findCopy looks beside the path (and beside a symlinked path's final

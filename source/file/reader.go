@@ -63,6 +63,9 @@ type reader struct {
 	gz     *gzip.Reader
 	head   []byte
 	gzLost int64 // bytes of a .gz that could not be decompressed after all (to be counted)
+	// noForget: the pointer's file, deleted, found not covered by the
+	// pointer with nothing pending; it is not forgotten (forget.go).
+	noForget bool
 }
 
 func newReader(f *os.File, dev, ino uint64, bufSize, maxLine int) *reader {

@@ -59,14 +59,14 @@ func (s *Source) atEnd() bool {
 		} else {
 			s.log.Warn("input path is gone and the open file is read to its end; closing it", "path", s.cfg.Path)
 		}
-		s.noteDeleted(r)
-		s.retire(r)
+		s.leave(r)
 		s.clearFile()
 		return true
 	}
 	if s.pollOld() {
 		return true
 	}
+	s.forgetStep()
 	s.fileEnded.Store(s.missing)
 	s.setState(CaughtUp)
 	return false
@@ -192,7 +192,7 @@ func (s *Source) readCopy(r *reader, why string) bool {
 		return false
 	}
 	c := newReader(cf, dev, ino, s.bufSize(), s.cfg.MaxLine)
-	c.epoch, c.fpLen, c.fp = r.epoch, r.fpLen, r.fp
+	c.epoch, c.positioned, c.fpLen, c.fp = r.epoch, r.positioned, r.fpLen, r.fp
 	c.seek(r.consumed())
 	st, err := cf.Stat()
 	if err != nil {
@@ -218,7 +218,7 @@ func (s *Source) readCopy(r *reader, why string) bool {
 	r.close()
 	s.cur = c
 	s.setFile(c)
-	if s.ptr != nil && !s.barrier {
+	if s.ptr != nil && !s.barrier && r.positioned && r.epoch == s.ptrEpoch {
 		s.ptr.Bind(c.f, c.key)
 	}
 	return true
@@ -361,7 +361,7 @@ func (s *Source) switchTo() {
 	if err == nil {
 		nx.lastSize, nx.lastMod = st.Size(), st.ModTime()
 	}
-	if err == nil && old.gone == "" && !old.copy && nx.key != old.key && sameContent(old, nx, st.Size()) {
+	if err == nil && old.gone == "" && !old.copy && old.positioned && nx.key != old.key && sameContent(old, nx, st.Size()) {
 		s.log.Warn("input has a new file key but the same content; continuing at the same position",
 			"path", s.cfg.Path, "position", old.consumed())
 		nx.epoch = old.epoch
@@ -420,9 +420,29 @@ func (s *Source) retireKept(old, nx *reader) {
 // with their real byte position in the file, so that (feed, epoch,
 // position) names one line for every sink (DESIGN §4 "Epoch barrier").
 // Lines of r already published keep the epoch they were published under.
+// A file already downgraded (forgotten) keeps its epoch of its own.
 func (s *Source) retire(r *reader) {
-	r.epoch = pointer.NewEpoch()
-	r.positioned = false
+	if r.positioned {
+		r.epoch = pointer.NewEpoch()
+		r.positioned = false
+	}
+	r.closeAt = time.Now().Add(s.cfg.RotateWait)
+	s.old = append(s.old, r)
+	s.watchAll.Store(true)
+}
+
+// leave closes r as the current file when the path stayed missing for
+// rotateWait. The pointer's file (renamed away, or deleted with lines not
+// yet acknowledged) is kept watched under the pointer's epoch, its lines
+// positioned: no other file took the pointer, so a restart would resume it
+// at the pointer and read those lines again, under the same (epoch,
+// position). Its lines get an epoch of their own only when another file
+// takes the pointer (the barrier's Reset). Any other file is retired.
+func (s *Source) leave(r *reader) {
+	if s.ptr == nil || !r.positioned || r.epoch != s.ptrEpoch {
+		s.retire(r)
+		return
+	}
 	r.closeAt = time.Now().Add(s.cfg.RotateWait)
 	s.old = append(s.old, r)
 	s.watchAll.Store(true)
@@ -453,6 +473,7 @@ func (s *Source) pollOld() bool {
 			// taken (closed at the next look); a partial line left in it
 			// never ended.
 			if filled = s.fillFrom(r, true); !filled {
+				s.noteClosed(r)
 				r.close()
 				continue
 			}
@@ -485,18 +506,8 @@ func (s *Source) crossBarrier() bool {
 	}
 	s.commitStep(true)
 	r := s.cur
-	if s.ptr != nil {
-		if err := s.ptr.Reset(r.epoch, r.headSrc(), r.key); err != nil {
-			s.commitFailures.Add(1)
-			s.commitOK.Store(false)
-			s.log.Error("pointer reset failed; retrying", "error", err)
-			return false
-		}
-		s.ptrEpoch = r.epoch
-		s.syncedSeq.Store(s.ackSeq)
-		s.commitOK.Store(true)
-		s.commit.stored = false
-		s.dirty.Store(false)
+	if s.ptr != nil && !s.resetToCur() {
+		return false
 	}
 	if st, err := r.f.Stat(); err == nil {
 		r.refreshFingerprint(st.Size())
@@ -507,6 +518,54 @@ func (s *Source) crossBarrier() bool {
 	s.pub.SetBarrier(0)
 	s.pub.SetPaused(false, "")
 	return true
+}
+
+// resetToCur Resets the pointer to the current file's epoch at 0 (the
+// barrier). A file kept under the previous epoch (renamed away, leave)
+// gets an epoch of its own from here on: its later lines are downgraded.
+func (s *Source) resetToCur() bool {
+	r := s.cur
+	if err := s.ptr.Reset(r.epoch, r.headSrc(), r.key); err != nil {
+		s.commitFailures.Add(1)
+		s.commitOK.Store(false)
+		s.log.Error("pointer reset failed; retrying", "error", err)
+		return false
+	}
+	for _, o := range s.old {
+		if o.positioned && o.epoch == s.ptrEpoch {
+			o.epoch, o.positioned = pointer.NewEpoch(), false
+		}
+	}
+	s.ptrEpoch = r.epoch
+	s.syncedSeq.Store(s.ackSeq)
+	s.commitOK.Store(true)
+	s.commit.stored = false
+	s.dirty.Store(false)
+	s.forget, s.forgetOwed = nil, false
+	s.forgetDue.Store(false)
+	return true
+}
+
+// barrierAtClose finishes the epoch barrier at the stop (Close, after the
+// final commit) when every line of the previous epoch is acknowledged and
+// the synced record covers it: the pointer is Reset to the current file,
+// of which nothing was published yet, as crossBarrier would have done. Left
+// waiting, the pointer would name the previous file, and a restart that
+// cannot find it (deleted and recreated) would count a lost tail. Not when
+// Drain released an unpublished batch, or while a file renamed away still
+// holds the pointer (leave): then the restart resumes it at the pointer and
+// reads the current file from its start after it.
+func (s *Source) barrierAtClose() {
+	if s.dropped || s.pub.Pending() > 0 || !s.commitOK.Load() || !s.ptr.Synced() {
+		return
+	}
+	if r := s.ptrFile(); r != nil && !deleted(r.f) {
+		return
+	}
+	if s.resetToCur() {
+		s.barrier = false
+		s.epoch.Store(s.cur.epoch)
+	}
 }
 
 // whyBarrier is the pause reason while the epoch barrier waits.

@@ -84,14 +84,17 @@ type Source struct {
 	kick         bool      // an fsnotify event arrived: check at once
 	checked      bool      // check ran in this duty cycle
 	lostTail     bool      // the detail says a rotated file's tail is lost: keep it
-	forget       *forget   // a deleted file left cur: empty the pointer once it is all committed
 	badPath      string    // why the path is not read (regular.go); "" while it is fine
 	// detailBeforeBad is the detail the path's failure replaced.
 	detailBeforeBad *string
 	// genSeen: the generations (and files) the source saw while running,
 	// by identity: a scan while running never reads them again.
-	genSeen map[[2]uint64]seenGen
-	torn    []genFile // .gz generations that did not end cleanly: looked at again
+	genSeen    map[[2]uint64]seenGen
+	torn       []genFile // .gz generations that did not end cleanly: looked at again
+	forget     *forget   // the pointer's file, deleted and closed: empty the pointer once it is all committed
+	forgetOwed bool      // a Reset to the empty record failed its msync: Sync finishes it
+	dropped    bool      // Drain released a batch that was never published
+	closing    bool      // Close runs
 
 	watchDirs   []watchDir
 	watchWarned bool
@@ -114,7 +117,7 @@ type Source struct {
 	syncedSeq      atomic.Uint64 // acknowledged sequence the last synced commit covers
 	commitOK       atomic.Bool   // the last commit attempt succeeded and is synced
 	dirty          atomic.Bool   // a stored record waits for its msync
-	forgetDue      atomic.Bool   // s.forget is set: the pointer still names a deleted file
+	forgetDue      atomic.Bool   // the pointer still names a deleted file that is to be forgotten
 	linesRead      atomic.Uint64
 	bytesRead      atomic.Uint64
 	readPos        atomic.Int64 // offset read up to in the current file
@@ -186,7 +189,7 @@ func (s *Source) Run(ctx context.Context) error {
 		}
 		if s.cur == nil {
 			s.setState(WaitingForFile)
-			s.forgetDeleted()
+			s.forgetStep()
 			if !s.openAtPath() {
 				s.wait(ctx)
 			}
@@ -249,6 +252,7 @@ func (s *Source) Drain(ctx context.Context) {
 	if s.pending != nil {
 		s.pending.Release()
 		s.pending = nil
+		s.dropped = true
 	}
 	for {
 		s.commitStep(false)
@@ -269,8 +273,13 @@ func (s *Source) Drain(ctx context.Context) {
 func (s *Source) Close() error {
 	s.commitStep(true)
 	var err error
+	s.closing = true
 	if s.ptr != nil {
-		s.forgetAtClose()
+		if s.barrier {
+			s.barrierAtClose()
+		} else {
+			s.forgetStep()
+		}
 		if !s.commitOK.Load() {
 			err = errors.New("final pointer commit failed")
 		}
