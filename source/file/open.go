@@ -198,7 +198,8 @@ func (s *Source) resumeRotated(f *os.File, dev, ino uint64) bool {
 			s.log.Warn("input was truncated or rewritten while stopped; reading its copy from the pointer first",
 				"path", s.cfg.Path, "copy", g.f.Name(), "offset", rec.Offset)
 		} else if rec.Offset > 0 {
-			s.loseTail(rec)
+			s.loseTail(rec, fmt.Sprintf("input %s was truncated or rewritten while stopped (pointer offset %d) and no copy was found: "+
+				"lines written after the last commit may be lost; reading it from its start under a new epoch", s.cfg.Path, rec.Offset))
 		}
 	default:
 		if old, odev, oino := s.findByKey(rec, atPath); old != nil {
@@ -222,7 +223,7 @@ func (s *Source) resumeRotated(f *os.File, dev, ino uint64) bool {
 			g = s.findGzCopy(rec, atPath)
 		}
 		if g == nil {
-			s.loseTail(rec)
+			s.loseTail(rec, lostTailDetail)
 		}
 	}
 	var born time.Time
@@ -277,11 +278,11 @@ func (s *Source) resumeRotated(f *os.File, dev, ino uint64) bool {
 }
 
 // loseTail counts the pointer's unread tail as lost (DESIGN §4): WARN, the
-// lost-tail detail (kept until the next restart) and lostTails + 1.
-func (s *Source) loseTail(rec pointer.Record) {
-	s.lose(1, 0, rec.Epoch, lostTailDetail)
-	s.log.Warn(lostTailDetail, "path", s.cfg.Path, "offset", rec.Offset, "fileKey", fmt.Sprintf("%016x", rec.FileKey))
-	s.setDetail(lostTailDetail)
+// detail (kept until the next restart) and lostTails + 1.
+func (s *Source) loseTail(rec pointer.Record, detail string) {
+	s.lose(1, 0, rec.Epoch, detail)
+	s.log.Warn(detail, "path", s.cfg.Path, "offset", rec.Offset, "fileKey", fmt.Sprintf("%016x", rec.FileKey))
+	s.setDetail(detail)
 	s.lostTail = true
 }
 
