@@ -23,7 +23,7 @@ func seeds() map[string][]byte {
 	copy(torn[slotB+32:slotB+64], make([]byte, 32))
 	future := build(rec(10, 1), rec(20, 2))
 	binary.LittleEndian.PutUint16(future[slotB+offLayout:], 2)
-	binary.LittleEndian.PutUint32(future[slotB+offCRC:], crc32.Checksum(future[slotB:slotB+crcEnd], castagnoli))
+	binary.LittleEndian.PutUint32(future[slotB+offCRC:], crc32.Checksum(future[slotB:slotB+crcEnd], crc32.MakeTable(crc32.Castagnoli)))
 	return map[string][]byte{
 		"valid":          valid,
 		"torn_newest":    torn,

@@ -2,27 +2,27 @@ package pointer
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
-	"hash/crc32"
+
+	"tailfeed/internal/slotrec"
 )
 
 const (
 	// Size is the length of a pointer file in bytes.
-	Size = 1024
+	Size = slotrec.Size
 	// MaxFingerprint is the most bytes a fingerprint covers.
 	MaxFingerprint = 4096
 	// Layout is the only layout version this package reads and writes.
 	Layout = 1
 
-	magic    = "TFPTR"
-	slotSize = 64  // bytes of a slot that carry a record
-	slotB    = 512 // slot B starts here (slot A at 0): another disk sector
-	crcEnd   = 56  // the CRC covers bytes [0, crcEnd) of a slot
+	slotSize = slotrec.SlotLen // bytes of a slot that carry a record
+	slotB    = slotrec.SlotB   // slot B starts here (slot A at 0): another disk sector
+	crcEnd   = slotrec.CRCAt   // the CRC covers bytes [0, crcEnd) of a slot
 )
 
 // Field offsets within a slot (see the table in doc.go).
 const (
-	offMagic   = 0
 	offLayout  = 6
 	offOffset  = 8
 	offEpoch   = 16
@@ -30,10 +30,13 @@ const (
 	offFPLen   = 32
 	offFP      = 40
 	offCommits = 48
-	offCRC     = 56
+	offCRC     = slotrec.CRCAt
 )
 
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+// format frames a slot: magic, layout, the commit counter at 48 and the
+// CRC-32C at 56 (package slotrec); checkSlot rejects out-of-range fields.
+var format = slotrec.Format{Name: "pointer", Magic: "TFPTR", Layout: Layout, CounterAt: offCommits,
+	Check: checkSlot}
 
 // Record is one slot's content: the committed position in the input file and
 // the identity of that file.
@@ -51,57 +54,63 @@ type Record struct {
 // slotName maps a slot index (0, 1) to its name.
 func slotName(i int) byte { return 'A' + byte(i) }
 
-// slotBytes returns the 64 record bytes of slot i in buf.
-func slotBytes(buf []byte, i int) []byte {
-	at := i * slotB
-	return buf[at : at+slotSize : at+slotSize]
-}
+// slotBytes returns the 64 record bytes of slot i in buf (Size bytes).
+func slotBytes(buf []byte, i int) []byte { return slotrec.At(buf, i) }
 
 // encodeSlot writes r into the 64 bytes of b, checksum and zero padding
 // included.
 func encodeSlot(b []byte, r *Record) {
 	le := binary.LittleEndian
-	copy(b[offMagic:], magic)
-	b[5] = 0
-	le.PutUint16(b[offLayout:], Layout)
 	le.PutUint64(b[offOffset:], uint64(r.Offset))
 	le.PutUint64(b[offEpoch:], r.Epoch)
 	le.PutUint64(b[offFileKey:], r.FileKey)
 	le.PutUint64(b[offFPLen:], r.FPLen)
 	le.PutUint64(b[offFP:], r.FP)
-	le.PutUint64(b[offCommits:], r.Commits)
-	le.PutUint32(b[offCRC:], crc32.Checksum(b[:crcEnd], castagnoli))
-	le.PutUint32(b[offCRC+4:], 0)
+	format.Encode(b, r.Commits)
 }
 
-// decodeSlot validates the 64 bytes of a slot in bbolt's order (magic, then
-// version, then checksum, then field ranges) and returns its record.
-func decodeSlot(b []byte, slot byte) (Record, error) {
+// fields reads the record fields of the slot b.
+func fields(b []byte) Record {
 	le := binary.LittleEndian
-	if string(b[offMagic:offMagic+len(magic)]) != magic || b[5] != 0 {
-		return Record{}, fmt.Errorf("%w: bad magic %q", ErrInvalid, b[:6])
-	}
-	if v := le.Uint16(b[offLayout:]); v != Layout {
-		return Record{}, fmt.Errorf("%w: layout %d, want %d", ErrVersionMismatch, v, Layout)
-	}
-	if sum, want := crc32.Checksum(b[:crcEnd], castagnoli), le.Uint32(b[offCRC:]); sum != want {
-		return Record{}, fmt.Errorf("%w: crc %08x, stored %08x", ErrChecksum, sum, want)
-	}
-	r := Record{
+	return Record{
 		Offset:  int64(le.Uint64(b[offOffset:])),
 		Epoch:   le.Uint64(b[offEpoch:]),
 		FileKey: le.Uint64(b[offFileKey:]),
 		FPLen:   le.Uint64(b[offFPLen:]),
 		FP:      le.Uint64(b[offFP:]),
 		Commits: le.Uint64(b[offCommits:]),
-		Slot:    slot,
 		Layout:  Layout,
 	}
-	return r, checkRange(&r)
 }
 
-// checkRange rejects values no writer produces, even under a valid checksum.
-func checkRange(r *Record) error {
+// decodeSlot validates the 64 bytes of a slot in bbolt's order (magic, then
+// version, then checksum, then field ranges) and returns its record.
+func decodeSlot(b []byte, slot byte) (Record, error) {
+	if _, err := format.Decode(b); err != nil {
+		return Record{}, slotError(b, err)
+	}
+	r := fields(b)
+	r.Slot = slot
+	return r, nil
+}
+
+// slotError names slotrec's reason with this package's sentinel.
+func slotError(b []byte, err error) error {
+	le := binary.LittleEndian
+	switch {
+	case errors.Is(err, slotrec.ErrMagic):
+		return fmt.Errorf("%w: bad magic %q", ErrInvalid, b[:6])
+	case errors.Is(err, slotrec.ErrLayout):
+		return fmt.Errorf("%w: layout %d, want %d", ErrVersionMismatch, le.Uint16(b[offLayout:]), Layout)
+	case errors.Is(err, slotrec.ErrChecksum):
+		return fmt.Errorf("%w: crc %08x, stored %08x", ErrChecksum, slotrec.Sum(b), le.Uint32(b[offCRC:]))
+	}
+	return err // checkSlot's
+}
+
+// checkSlot rejects values no writer produces, even under a valid checksum.
+func checkSlot(b []byte) error {
+	r := fields(b)
 	switch {
 	case r.Offset < 0:
 		return fmt.Errorf("%w: negative offset %d", ErrInvalid, r.Offset)
@@ -113,15 +122,11 @@ func checkRange(r *Record) error {
 	return nil
 }
 
-// newer reports whether commit counter a follows b in serial-number order
-// (RFC 1982), so that a counter that wrapped past 2^64-1 still wins.
-func newer(a, b uint64) bool { return int64(a-b) > 0 }
-
 // Decode returns the newest valid record of a pointer file's bytes: the
 // valid slot with the higher commit counter (A on a tie), the other slot
-// when one is torn or corrupt. Errors: ErrShort when buf is shorter than
-// Size; ErrNoValidSlot wrapping each slot's reason (ErrInvalid,
-// ErrVersionMismatch, ErrChecksum) when neither slot is valid.
+// when one is torn or corrupt (slotrec.Pick). Errors: ErrShort when buf is
+// shorter than Size; ErrNoValidSlot wrapping each slot's reason
+// (ErrInvalid, ErrVersionMismatch, ErrChecksum) when neither slot is valid.
 func Decode(buf []byte) (Record, error) {
 	r, _, err := decode(buf)
 	return r, err
@@ -134,16 +139,13 @@ func decode(buf []byte) (Record, [2]error, error) {
 	if len(buf) < Size {
 		return Record{}, errs, fmt.Errorf("%w: %d bytes", ErrShort, len(buf))
 	}
-	a, errA := decodeSlot(slotBytes(buf, 0), 'A')
-	b, errB := decodeSlot(slotBytes(buf, 1), 'B')
-	errs = [2]error{errA, errB}
-	switch {
-	case errA == nil && errB == nil && newer(b.Commits, a.Commits):
-		return b, errs, nil
-	case errA == nil:
-		return a, errs, nil
-	case errB == nil:
-		return b, errs, nil
+	var recs [2]Record
+	for i := range recs {
+		recs[i], errs[i] = decodeSlot(slotBytes(buf, i), slotName(i))
 	}
-	return Record{}, errs, fmt.Errorf("%w (A: %w; B: %w)", ErrNoValidSlot, errA, errB)
+	i, ok := slotrec.Pick([2]uint64{recs[0].Commits, recs[1].Commits}, errs)
+	if !ok {
+		return Record{}, errs, fmt.Errorf("%w (A: %w; B: %w)", ErrNoValidSlot, errs[0], errs[1])
+	}
+	return recs[i], errs, nil
 }

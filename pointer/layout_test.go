@@ -89,7 +89,7 @@ func TestOpenDamage(t *testing.T) {
 	relayout := func(buf []byte, slot int, v uint16) []byte { // a valid slot of another layout
 		s := slotBytes(buf, slot)
 		binary.LittleEndian.PutUint16(s[offLayout:], v)
-		binary.LittleEndian.PutUint32(s[offCRC:], crc32.Checksum(s[:crcEnd], castagnoli))
+		binary.LittleEndian.PutUint32(s[offCRC:], crc32.Checksum(s[:crcEnd], crc32.MakeTable(crc32.Castagnoli)))
 		return buf
 	}
 	tests := []struct {

@@ -75,30 +75,29 @@ func Open(path string, format Format, open func(string) (RecordFile, error)) (*F
 	}
 	r := &File{path: path, format: format, f: f, held: n > 0}
 	for i := range r.slots {
-		s, at := &r.slots[i], i*SlotB
-		if n < at+SlotLen {
+		s := &r.slots[i]
+		b := At(buf[:n], i)
+		if b == nil {
 			s.err = ErrShort
 			continue
 		}
-		copy(s.b[:], buf[at:])
+		copy(s.b[:], b)
 		s.counter, s.err = format.Decode(s.b[:])
 	}
 	r.pick()
 	return r, nil
 }
 
-// pick makes the newest valid slot the record in force (A on a tie); with
+// pick makes the newest valid slot the record in force (see Pick); with
 // none valid, the first store goes to A.
 func (r *File) pick() {
 	a, b := &r.slots[0], &r.slots[1]
-	switch {
-	case a.err == nil && (b.err != nil || a.counter == b.counter || Newer(a.counter, b.counter)):
-		r.newest, r.counter, r.ok = 0, a.counter, true
-	case b.err == nil:
-		r.newest, r.counter, r.ok = 1, b.counter, true
-	default:
+	i, ok := Pick([2]uint64{a.counter, b.counter}, [2]error{a.err, b.err})
+	if !ok {
 		r.newest, r.counter, r.ok = 1, 0, false
+		return
 	}
+	r.newest, r.counter, r.ok = i, r.slots[i].counter, true
 }
 
 // Path is the record's path.

@@ -27,8 +27,11 @@
 //     payload; a slot past the end of the file is not valid.
 //   - At open the valid slot with the higher counter is the record in force
 //     (serial-number order, so a counter that wrapped past 2^64-1 still
-//     wins; A on a tie). With no valid slot there is no record, and the
-//     counter starts at 0.
+//     wins): B when it is valid and A is not or B's counter is newer, else
+//     A (so A on a tie, and on counters 2^63 apart, which have no order).
+//     With no valid slot there is no record, and the counter starts at 0.
+//     Pick applies this rule; the pointer file (package pointer) uses it
+//     and Format for its own slots, kept in a mapping rather than a File.
 //   - A store writes the slot that does not hold the record in force, with
 //     the counter + 1, then syncs (when asked). Only after that succeeds is
 //     it the record in force; a failed store leaves everything as it was and
@@ -88,7 +91,7 @@ func (f Format) Encode(b []byte, counter uint64) {
 	b[5] = 0
 	le.PutUint16(b[6:], f.Layout)
 	le.PutUint64(b[f.CounterAt:], counter)
-	le.PutUint32(b[CRCAt:], crc32.Checksum(b[:CRCAt], castagnoli))
+	le.PutUint32(b[CRCAt:], Sum(b))
 	clear(b[CRCAt+4:])
 }
 
@@ -101,7 +104,7 @@ func (f Format) Decode(b []byte) (uint64, error) {
 		return 0, ErrMagic
 	case le.Uint16(b[6:]) != f.Layout:
 		return 0, fmt.Errorf("%w %d", ErrLayout, le.Uint16(b[6:]))
-	case crc32.Checksum(b[:CRCAt], castagnoli) != le.Uint32(b[CRCAt:]):
+	case Sum(b) != le.Uint32(b[CRCAt:]):
 		return 0, ErrChecksum
 	}
 	if f.Check != nil {
@@ -110,6 +113,34 @@ func (f Format) Decode(b []byte) (uint64, error) {
 		}
 	}
 	return le.Uint64(b[f.CounterAt:]), nil
+}
+
+// Sum is the CRC-32C (Castagnoli) of the slot b's bytes 0..55: the
+// checksum a valid slot stores at CRCAt.
+func Sum(b []byte) uint32 { return crc32.Checksum(b[:CRCAt], castagnoli) }
+
+// At returns slot i (0 = A, 1 = B) of a record file's bytes buf, or nil
+// when buf ends before the slot does.
+func At(buf []byte, i int) []byte {
+	at := i * SlotB
+	if len(buf) < at+SlotLen {
+		return nil
+	}
+	return buf[at : at+SlotLen : at+SlotLen]
+}
+
+// Pick returns the slot holding the record in force, given each slot's
+// counter and why it is not valid (nil when it is): B when it is valid and
+// A is not, or both are and B's counter is Newer; else A when it is valid.
+// ok is false when neither is valid.
+func Pick(counters [2]uint64, errs [2]error) (newest int, ok bool) {
+	switch {
+	case errs[1] == nil && (errs[0] != nil || Newer(counters[1], counters[0])):
+		return 1, true
+	case errs[0] == nil:
+		return 0, true
+	}
+	return 0, false
 }
 
 // Newer reports whether counter a was stored after counter b, in
