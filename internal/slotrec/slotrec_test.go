@@ -67,6 +67,9 @@ func open(t *testing.T, path string, f Format) *File {
 // TestOpenDamage: a table of damaged files. Each picks the right slot (or
 // none), says why each slot is not valid, and the next store goes to the
 // other slot with a counter above the newest and wins at the next open.
+// This is the damage table of every two-slot format, the pointer file's
+// included (it decodes through Format and Pick); package pointer tests only
+// what it adds (its size rule, field ranges, fresh start, WARNs).
 func TestOpenDamage(t *testing.T) {
 	for _, at := range []int{32, 48} {
 		f := testFormat(at)
@@ -118,6 +121,12 @@ func TestOpenDamage(t *testing.T) {
 			{"wrapped counter: B", func() []byte { return fileBytes(f, math.MaxUint64, 0) }, true, 1, 0, [2]error{}, false},
 			{"wrapped counter: A", func() []byte { return fileBytes(f, 1, math.MaxUint64) }, true, 0, 1, [2]error{}, false},
 			{"equal counters", func() []byte { return fileBytes(f, 5, 5) }, true, 0, 5, [2]error{}, false},
+			{"counters 2^63 apart: no order, A", func() []byte { return fileBytes(f, 1, 1+1<<63) }, true, 0, 1, [2]error{}, false},
+			{"longer than Size", func() []byte {
+				b := make([]byte, Size, Size+4)
+				copy(b, fileBytes(f, 1, 2))
+				return append(b, "tail"...)
+			}, true, 1, 2, [2]error{}, false},
 		} {
 			t.Run(fmt.Sprintf("%s/counter at %d", tc.name, at), func(t *testing.T) {
 				path := filepath.Join(t.TempDir(), "x.rec")
