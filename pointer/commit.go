@@ -111,6 +111,18 @@ func (p *Pointer) Reset(epoch uint64, f io.ReaderAt, fileKey uint64) error {
 	return p.reset(epoch, f, fileKey, why)
 }
 
+// ResetAs is Reset with reason as the epochs file's reason for the new
+// epoch: "replaced" or "truncated" when the source found another file, or
+// this one cut, at open.
+func (p *Pointer) ResetAs(reason string, epoch uint64, f io.ReaderAt, fileKey uint64) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return ErrClosed
+	}
+	return p.reset(epoch, f, fileKey, reason)
+}
+
 // reset is Reset; why names it in the epochs file.
 func (p *Pointer) reset(epoch uint64, f io.ReaderAt, fileKey uint64, why string) error {
 	if epoch == 0 {

@@ -296,8 +296,8 @@ func TestStoreGrowsFingerprint(t *testing.T) {
 	inPath := filepath.Join(dir, "in")
 	in, key, _ := input(t, inPath, []byte("HDR\n"))
 	p := mustOpen(t, filepath.Join(dir, "p"), Options{})
-	if v, err := p.Check(in, key, 4); v != Adopted || err != nil {
-		t.Fatalf("Check = %v, %v", v, err)
+	if err := p.Adopt(in, key); err != nil {
+		t.Fatalf("Adopt = %v", err)
 	}
 	if err := p.Commit(4); err != nil {
 		t.Fatal(err)
@@ -344,8 +344,8 @@ func TestBindNilStopsFingerprintGrowth(t *testing.T) {
 	inPath := filepath.Join(dir, "in")
 	in, key, _ := input(t, inPath, []byte("HDR\n"))
 	p := mustOpen(t, filepath.Join(dir, "p"), Options{})
-	if v, err := p.Check(in, key, 4); v != Adopted || err != nil {
-		t.Fatalf("Check = %v, %v", v, err)
+	if err := p.Adopt(in, key); err != nil {
+		t.Fatalf("Adopt = %v", err)
 	}
 	if err := p.Commit(4); err != nil {
 		t.Fatal(err)

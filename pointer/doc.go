@@ -77,20 +77,21 @@
 //
 // # Identity of the input
 //
-// The fingerprint is read from the descriptor the source opened (Bind,
-// Check, Reset), never from the path, and grows at each Store while it
-// covers fewer than 4,096 bytes and the file is longer, as long as the bytes
-// it already covers are unchanged. Check applies DESIGN §3 at open:
-// appending or new file times keep the pointer; other first bytes or a new
-// file key without matching bytes mean replaced; shorter than the offset
-// means truncated; the same first bytes under a new key are the same file.
+// The pointer knows only bytes: which input file is the same one (DESIGN
+// §3: appended, replaced, truncated, the same bytes under a new key) is
+// decided by the source (source/file identity.go), which then binds the
+// file (Bind), adopts it for a record with no identity yet (Adopt) or
+// starts a new epoch (Reset, ResetAs). The fingerprint is read from the
+// descriptor the source bound, never from the path, and grows at each Store
+// while it covers fewer than 4,096 bytes and the file is longer, as long as
+// the bytes it already covers are unchanged.
 //
 // # Epochs file
 //
 // With Options.EpochsPath set (the daemon: dataDir/feeds/<feed>.epochs),
-// the pointer's creation (or fresh start), each Reset (Check's replaced and
-// truncated, the source's epoch switch, and the empty record that forgets a
-// deleted file) and the adoption of a first input file append one JSON line
+// the pointer's creation (or fresh start), each Reset (the source's
+// replaced and truncated, its epoch switch, and the empty record that
+// forgets a deleted file) and the adoption of a first input file append one JSON line
 // (epoch, file key, fingerprint, path, time, reason), fsynced, mode 0600,
 // before the pointer file holds the epoch. ReadEpochs reads it back. The
 // format is described in epochs.go.

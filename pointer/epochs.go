@@ -46,8 +46,8 @@ import (
 //	          (same epoch; the line names the file); a record that stays
 //	          empty is adopted at every start, recorded again only when the
 //	          file differs from the last line's (key, path, first bytes)
-//	replaced  Check found another file at the path (new epoch)
-//	truncated Check found the file shorter than the offset (new epoch)
+//	replaced  the source found another file at the path at open (new epoch)
+//	truncated the source found the file shorter than the offset (new epoch)
 //	reset     the source switched to a new file (epoch barrier)
 //	forgotten the file was deleted after every line of it was committed:
 //	          an empty record (fileKey 0) under a new epoch (DESIGN §4)

@@ -27,8 +27,8 @@ func TestEpochsFileRecordsEveryEpoch(t *testing.T) {
 	before := time.Now()
 	p := mustOpen(t, filepath.Join(dir, "app.ptr"), Options{EpochsPath: epochs, Input: input})
 	e0 := p.Record().Epoch
-	if v, err := p.Check(in, 0x1111, 23); err != nil || v != Adopted {
-		t.Fatalf("Check = %v, %v; want adopted", v, err)
+	if err := p.Adopt(in, 0x1111); err != nil {
+		t.Fatalf("Adopt = %v", err)
 	}
 	if err := p.Commit(23); err != nil {
 		t.Fatal(err)
@@ -113,9 +113,9 @@ func TestEpochsFileRecordsFreshStart(t *testing.T) {
 	}
 }
 
-// Check's resets (replaced, truncated) are recorded with their reason and
-// the new file's identity.
-func TestEpochsFileRecordsCheckResets(t *testing.T) {
+// A ResetAs (the source's replaced, truncated) is recorded with its reason
+// and the new file's identity.
+func TestEpochsFileRecordsResetReason(t *testing.T) {
 	dir := t.TempDir()
 	epochs := filepath.Join(dir, "app.epochs")
 	input := filepath.Join(dir, "app.log")
@@ -128,14 +128,14 @@ func TestEpochsFileRecordsCheckResets(t *testing.T) {
 	}
 	defer in.Close()
 	p := mustOpen(t, filepath.Join(dir, "app.ptr"), Options{EpochsPath: epochs, Input: input})
-	if _, err := p.Check(in, 7, 4); err != nil {
+	if err := p.Adopt(in, 7); err != nil {
 		t.Fatal(err)
 	}
 	if err := p.Commit(4); err != nil {
 		t.Fatal(err)
 	}
-	if v, err := p.Check(in, 7, 2); err != nil || v != Truncated {
-		t.Fatalf("Check = %v, %v; want truncated", v, err)
+	if err := p.ResetAs("truncated", NewEpoch(), in, 7); err != nil {
+		t.Fatalf("ResetAs = %v", err)
 	}
 	got, err := ReadEpochs(epochs)
 	if err != nil || len(got) != 3 {
@@ -178,14 +178,13 @@ func TestEpochsFileAdoptionLoggedOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer in.Close()
-		st, _ := in.Stat()
 		p, err := Open(filepath.Join(dir, "app.ptr"), Options{EpochsPath: epochs, Input: input})
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer p.Close()
-		if v, err := p.Check(in, key, st.Size()); err != nil || v != Adopted {
-			t.Fatalf("Check = %v, %v; want adopted", v, err)
+		if err := p.Adopt(in, key); err != nil {
+			t.Fatalf("Adopt = %v", err)
 		}
 	}
 	start(7)

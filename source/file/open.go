@@ -105,7 +105,7 @@ func (s *Source) startFile(f *os.File, dev, ino uint64) error {
 // loss"). How many bytes is not known: lostBytes stays.
 func (s *Source) checkPointer(r *reader, size int64) error {
 	before := s.ptr.Record()
-	v, err := s.ptr.Check(r.f, r.key, size)
+	v, err := checkIdentity(s.ptr, r.f, r.key, size, s.log)
 	if err != nil {
 		return err
 	}
@@ -113,8 +113,8 @@ func (s *Source) checkPointer(r *reader, size int64) error {
 	r.epoch, s.ptrEpoch = rec.Epoch, rec.Epoch
 	r.seek(rec.Offset)
 	switch v {
-	case pointer.Replaced, pointer.Truncated:
-		if before.Offset > 0 && (v == pointer.Truncated || r.key == before.FileKey) && !s.lostTail {
+	case Replaced, Truncated:
+		if before.Offset > 0 && (v == Truncated || r.key == before.FileKey) && !s.lostTail {
 			d := fmt.Sprintf("input %s was truncated or rewritten while stopped (%s, size %d, pointer offset %d) and no copy was found: "+
 				"lines written after the last commit may be lost; reading it from its start under a new epoch",
 				s.cfg.Path, v, size, before.Offset)
@@ -125,7 +125,7 @@ func (s *Source) checkPointer(r *reader, size int64) error {
 			break
 		}
 		s.setDetail(fmt.Sprintf("input %s at start: %s; reading it from its start under a new epoch", v, s.cfg.Path))
-	case pointer.KeptNewKey:
+	case KeptNewKey:
 		s.log.Warn("input has a new file key but the same content; keeping the pointer", "path", s.cfg.Path)
 	}
 	return nil

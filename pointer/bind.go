@@ -1,0 +1,42 @@
+package pointer
+
+import "io"
+
+// Bind makes f (with fileKey) the input the fingerprint is read from, and
+// the key the next Store records. A nil f stops the growth: Stores keep the
+// fingerprint as it is (the source unbinds a descriptor whose content was
+// truncated or rewritten while lines of its epoch are still committed).
+func (p *Pointer) Bind(f io.ReaderAt, fileKey uint64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.src, p.key = f, fileKey
+}
+
+// Adopt binds a record that has no identity yet (never committed: file
+// key, fingerprint length and offset all 0) to its first input f with
+// fileKey, keeping its epoch, and appends an "adopted" line naming f to the
+// epochs file, unless the last line already names it (a record that stays
+// empty is adopted again at every start). Whether the record is to be
+// adopted is the caller's decision (the source's identity check).
+func (p *Pointer) Adopt(f io.ReaderAt, fileKey uint64) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return ErrClosed
+	}
+	p.src, p.key = f, fileKey
+	if p.epochs == "" {
+		return nil
+	}
+	r := p.cur
+	adopted := r
+	adopted.FileKey = fileKey
+	n, err := p.readHead(f)
+	if err == nil {
+		adopted.FPLen, adopted.FP = uint64(n), Fingerprint(p.fp[:n])
+	}
+	if err != nil || !p.adoptedBefore(adopted, n) {
+		p.logEpoch(adopted, "adopted", r)
+	}
+	return nil
+}
