@@ -31,6 +31,10 @@
 // length ≤ 4096 (else ErrInvalid). The padding is written as zeros but not
 // checked on read.
 //
+// The framing (magic, layout, counter, CRC-32C, which slot is in force) is
+// internal/slotrec's, shared with the exactlyOnce and webhook records; this
+// package adds the fields at 8..47 and their ranges.
+//
 // # Recovery rule
 //
 // Decode takes the valid slot with the higher commit counter, compared as
