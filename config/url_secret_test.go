@@ -5,10 +5,11 @@ import (
 	"testing"
 )
 
-// REVIEW: a password holding a character that ends redact.URL's authority
-// scan ('#', '/', '\”, ' ') or a URL clipped before its '@' still shows
-// the password in the config error (run prints it to stderr = the logs).
-func TestRevBadURLErrorHidesPasswordAnySpelling(t *testing.T) {
+// A bad url's config error never shows its password (review D4; run
+// prints it to stderr = the logs), even one holding a character that
+// ended the first version's authority scan ('#', '/', '\'', ' '), in a URL
+// clipped before its '@', or in url.Parse's own detail (invalid port).
+func TestBadURLErrorHidesPasswordAnySpelling(t *testing.T) {
 	for _, url := range []string{
 		"https://svc:s3cr#tpass@hooks.example.com/in",                                               // '#' unescaped: invalid port ":s3cr"
 		"https://svc:s3cr/tpass@hooks.example.com/in",                                               // '/' unescaped
