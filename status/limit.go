@@ -12,7 +12,8 @@ const DefaultMaxConnections = 256
 
 // connLimit caps the server's open connections (DESIGN §12: idle clients
 // must not starve /healthz). It works on http.Server.ConnState, which the
-// server calls for a new connection before it serves it: past the cap, the
+// server calls for a new connection before it serves it: past the cap, a
+// connection answered with "Connection: close" (see closeUnread), else the
 // connection idle the longest (a keep-alive between requests) is closed to
 // make room; if none is idle, the oldest that has not sent a request yet;
 // if every other connection is inside a request, the newcomer is closed.
@@ -25,8 +26,9 @@ type connLimit struct {
 }
 
 type connInfo struct {
-	state http.ConnState
-	since time.Time
+	state   http.ConnState
+	since   time.Time
+	closing bool // answered with "Connection: close": only the server's linger is left
 }
 
 func newConnLimit(max int) *connLimit {
@@ -49,7 +51,7 @@ func (l *connLimit) hook(c net.Conn, st http.ConnState) {
 		}
 	case http.StateActive, http.StateIdle:
 		if ci, ok := l.conns[c]; ok {
-			ci.state, ci.since = st, time.Now()
+			ci.state, ci.since, ci.closing = st, time.Now(), false
 		}
 	case http.StateHijacked, http.StateClosed:
 		delete(l.conns, c)
@@ -60,14 +62,29 @@ func (l *connLimit) hook(c net.Conn, st http.ConnState) {
 	}
 }
 
-// pick chooses the connection to close to admit c: the longest idle, else
-// the oldest still without a request, else c itself.
+// closing marks c as answered with "Connection: close" (a request whose
+// announced body was not read): the server only lingers before it closes
+// it (up to half a second), so it may make room at once.
+func (l *connLimit) closing(c net.Conn) {
+	l.mu.Lock()
+	if ci, ok := l.conns[c]; ok {
+		ci.closing = true
+	}
+	l.mu.Unlock()
+}
+
+// pick chooses the connection to close to admit c: one already answered
+// and closing, else the longest idle, else the oldest still without a
+// request, else c itself.
 func (l *connLimit) pick(c net.Conn) net.Conn {
 	var idle, fresh net.Conn
 	var idleAt, freshAt time.Time
 	for k, ci := range l.conns {
 		if k == c {
 			continue
+		}
+		if ci.closing {
+			return k
 		}
 		switch ci.state {
 		case http.StateIdle:

@@ -1,0 +1,58 @@
+package status
+
+import (
+	"bufio"
+	"io"
+	"net"
+	"net/http"
+	"testing"
+	"time"
+)
+
+// A request whose announced body never comes cannot hold a slot (review
+// D7): the first version's server drained the body before it answered, so
+// the connection stayed StateActive for ReadTimeout (30 s), connLimit never
+// evicts an active one, and maxConnections such connections (reopened
+// every 30 s) kept /healthz unreachable. Now the answer comes at once with
+// "Connection: close".
+func TestPendingBodyCannotStarveHealthz(t *testing.T) {
+	base := serve(t, ServerConfig{MaxConnections: 4, Report: func() Report { return Report{Feeds: []FeedReport{}} }})
+	addr := base[len("http://"):]
+	for range 4 {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		io.WriteString(c, "GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n") // the 10 bytes never come
+	}
+	time.Sleep(200 * time.Millisecond) // headers read: StateActive
+	client := &http.Client{Timeout: 3 * time.Second}
+	resp, err := client.Get(base + "/healthz")
+	if err != nil {
+		t.Fatalf("/healthz behind 4 connections waiting for a body (maxConnections 4): %v", err)
+	}
+	resp.Body.Close()
+}
+
+// A 401 to a request whose body never comes is sent at once and the
+// connection closed: a client without the token cannot hold a slot for
+// ReadTimeout by announcing a body.
+func TestUnauthorizedPendingBodyAnsweredAtOnce(t *testing.T) {
+	base := serve(t, ServerConfig{Token: "tok", Report: func() Report { return Report{Feeds: []FeedReport{}} }})
+	c, err := net.Dial("tcp", base[len("http://"):])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	io.WriteString(c, "POST /admin/x HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n")
+	c.SetReadDeadline(time.Now().Add(2 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatalf("no answer within 2 s to a request whose body never comes: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized || !resp.Close {
+		t.Fatalf("status %d, close %v; want 401 and Connection: close", resp.StatusCode, resp.Close)
+	}
+}
