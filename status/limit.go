@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/hashicorp/go-hclog"
 )
 
 // DefaultMaxConnections is status.maxConnections' default.
@@ -19,10 +21,20 @@ const DefaultMaxConnections = 256
 // if every other connection is inside a request, the newcomer is closed.
 // A client whose idle keep-alive connection was closed opens another, as
 // HTTP clients do.
+//
+// The cap is also kept below what the descriptor limit (RLIMIT_NOFILE,
+// read at each new connection: it may change while the daemon runs) leaves
+// once the daemon's own files are counted for (a quarter of it, at least
+// 64): at 256 descriptors accept would fail with EMFILE before the cap of
+// 256 is reached, and the hook would never see the connection to evict an
+// idle one. Should accept still fail with EMFILE, the listener (Serve)
+// closes one connection the same way and accepts again.
 type connLimit struct {
-	max   int
-	mu    sync.Mutex
-	conns map[net.Conn]*connInfo
+	max     int
+	mu      sync.Mutex
+	conns   map[net.Conn]*connInfo
+	log     hclog.Logger
+	clamped int // the last effective cap logged below max
 }
 
 type connInfo struct {
@@ -31,11 +43,76 @@ type connInfo struct {
 	closing bool // answered with "Connection: close": only the server's linger is left
 }
 
-func newConnLimit(max int) *connLimit {
+func newConnLimit(max int, log hclog.Logger) *connLimit {
 	if max <= 0 {
 		max = DefaultMaxConnections
 	}
-	return &connLimit{max: max, conns: map[net.Conn]*connInfo{}}
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	return &connLimit{max: max, conns: map[net.Conn]*connInfo{}, log: log}
+}
+
+// effective is the cap now: max, or less when the descriptor limit leaves
+// less (with a WARN each time that changes). Called with mu held.
+func (l *connLimit) effective() int {
+	n := l.max
+	if cur, ok := fdLimit(); ok {
+		reserve := max(64, cur/4)
+		if c := max(cur-reserve, 8); c < n {
+			n = c
+		}
+	}
+	if n < l.max && n != l.clamped {
+		l.log.Warn("status.maxConnections is more than the descriptor limit (ulimit -n) leaves; connections capped lower",
+			"maxConnections", l.max, "capped", n)
+	}
+	l.clamped = n
+	return n
+}
+
+// evictOne closes one connection as pick would for a newcomer (never an
+// active one but a closing one); false when there is none.
+func (l *connLimit) evictOne() bool {
+	l.mu.Lock()
+	victim := l.pick(nil)
+	if victim != nil {
+		delete(l.conns, victim)
+	}
+	l.mu.Unlock()
+	if victim == nil {
+		return false
+	}
+	victim.Close()
+	return true
+}
+
+// servers maps a server NewServer built to its connLimit, for Serve.
+var servers sync.Map
+
+// Serve is srv.Serve(ln) for a server NewServer built, through a listener
+// that, when accept fails for want of descriptors (EMFILE, ENFILE), closes
+// the connection the cap would close and accepts again.
+func Serve(srv *http.Server, ln net.Listener) error {
+	if l, ok := servers.Load(srv); ok {
+		defer servers.Delete(srv)
+		ln = &fdListener{Listener: ln, limit: l.(*connLimit)}
+	}
+	return srv.Serve(ln)
+}
+
+type fdListener struct {
+	net.Listener
+	limit *connLimit
+}
+
+func (ln *fdListener) Accept() (net.Conn, error) {
+	for {
+		c, err := ln.Listener.Accept()
+		if err == nil || !outOfFDs(err) || !ln.limit.evictOne() {
+			return c, err // the server retries a temporary error after a pause
+		}
+	}
 }
 
 // hook is the http.Server's ConnState.
@@ -45,7 +122,7 @@ func (l *connLimit) hook(c net.Conn, st http.ConnState) {
 	switch st {
 	case http.StateNew:
 		l.conns[c] = &connInfo{state: st, since: time.Now()}
-		if len(l.conns) > l.max {
+		if len(l.conns) > l.effective() {
 			victim = l.pick(c)
 			delete(l.conns, victim)
 		}
@@ -103,7 +180,7 @@ func (l *connLimit) pick(c net.Conn) net.Conn {
 	case fresh != nil:
 		return fresh
 	}
-	return c
+	return c // nil from evictOne: none to close
 }
 
 // open is the number of connections counted now.

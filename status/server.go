@@ -75,9 +75,9 @@ func NewServer(cfg ServerConfig) *http.Server {
 		}
 		WriteError(w, http.StatusNotFound, "no such endpoint: "+r.URL.Path)
 	})
-	limit := newConnLimit(cfg.MaxConnections)
+	limit := newConnLimit(cfg.MaxConnections, cfg.Logger)
 	s.limit = limit
-	return &http.Server{
+	srv := &http.Server{
 		Handler:   s.gate(mux),
 		ConnState: limit.hook,
 		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
@@ -89,6 +89,8 @@ func NewServer(cfg ServerConfig) *http.Server {
 		IdleTimeout:       120 * time.Second,
 		MaxHeaderBytes:    64 << 10,
 	}
+	servers.Store(srv, limit)
+	return srv
 }
 
 type server struct {

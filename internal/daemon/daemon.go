@@ -353,7 +353,7 @@ func (d *Daemon) Start(ctx context.Context) {
 		Routes:         routes,
 	})
 	go func() {
-		if err := d.srv.Serve(d.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := status.Serve(d.srv, d.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			d.log.Error("status server stopped", "error", err)
 		}
 	}()
