@@ -6,21 +6,22 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"strings"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
 )
 
-// REVIEW: the issue's report (237 idle connections made /healthz
-// unreachable) came from a host where the daemon had about 256
-// descriptors. With the default status.maxConnections 256 the cap is never
-// reached there: accept fails with EMFILE first (the daemon's own files,
-// pointers and listener use some), the ConnState hook never sees the new
-// connection and cannot evict an idle one. The same test as
-// TestIdleConnectionsDoNotStarveHealthz, with 256 descriptors instead of 300.
-func TestRevIdleConnectionsLowUlimit(t *testing.T) {
+// The issue's report (237 idle connections made /healthz unreachable) came
+// from a host where the daemon had about 256 descriptors (review D8). With
+// the default status.maxConnections 256 the first version's cap was never
+// reached there: accept failed with EMFILE first (the daemon's own files,
+// pointers and listener use some), the ConnState hook never saw the new
+// connection and could not evict an idle one. Now the cap stays below what
+// the descriptor limit leaves, read at each connection (the limit is
+// lowered here while the daemon runs). The same test as
+// TestIdleConnectionsDoNotStarveHealthz, with 256 descriptors.
+func TestIdleConnectionsDoNotStarveHealthzAtLowUlimit(t *testing.T) {
 	e := newEnv(t, serverConfigTmpl)
 	os.WriteFile(e.path("in.log"), nil, 0o644)
 	d := e.start()
@@ -69,17 +70,4 @@ func TestRevIdleConnectionsLowUlimit(t *testing.T) {
 	resp.Body.Close()
 	t.Logf("%d answered", n)
 	d.stop()
-}
-
-// REVIEW: `token: ${TF_TOKEN}` keeps the token out of the file (what §11
-// recommends), yet a 0644 config gets the WARN "the config file holds
-// status.token": run decides from the expanded value.
-func TestRevNoFileWarnForEnvToken(t *testing.T) {
-	_, port, _ := net.SplitHostPort(freeAddr(t))
-	const fileWarn = "the config file holds status.token and is readable by every local user"
-	log := startLog(t, "dataDir: ./state\nstatus: {listen: \"127.0.0.1:"+port+"\", token: \"${TF_TOKEN}\"}\n"+
-		"feeds:\n  - {name: app, path: ./in.log}\nprocessors:\n  - {name: p, feed: app, type: discard}\n", 0o644, "TF_TOKEN=fromenv")
-	if strings.Contains(log, fileWarn) {
-		t.Errorf("token from ${TF_TOKEN} in a 0644 config: log\n%s\nwants no WARN (the file holds no token)", log)
-	}
 }
