@@ -105,6 +105,13 @@ func (d *Daemon) openDataDir() error {
 // yet (MkdirAll creates it, under a directory checked). It returns p with
 // every symlink resolved: nobody else can change that way.
 func (d *Daemon) checkWay(p string) (string, error) {
+	if !filepath.IsAbs(p) { // config resolves it; a relative one is the cwd's
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			return "", d.dataDirErr(err)
+		}
+		p = abs
+	}
 	euid := os.Geteuid()
 	rest := splitPath(p)
 	cur, hops := "/", 0

@@ -134,3 +134,58 @@ func TestDataDirWayThroughAnotherUsersSymlinkRefused(t *testing.T) {
 		t.Fatalf("dataDir through a symlink owned by uid 65534: New err %v; the target's etc/passwd is now %04o (was 0644)", err, fi.Mode().Perm())
 	}
 }
+
+// A dataDir that is a symlink of this user (or root) to a private
+// directory is followed: the state lands in the target.
+func TestDataDirOwnSymlinkFollowed(t *testing.T) {
+	base := t.TempDir()
+	real := filepath.Join(base, "real")
+	os.Mkdir(real, 0o700)
+	if err := os.Symlink(real, filepath.Join(base, "link")); err != nil {
+		t.Fatal(err)
+	}
+	e := startIn(t, base, `dataDir: %DIR%/link
+status: {listen: "127.0.0.1:0"}
+feeds:
+  - {name: app, path: %DIR%/in.log}
+processors:
+  - {name: d, feed: app, type: discard}
+`, Options{})
+	e.Stop()
+	if _, err := os.Stat(filepath.Join(real, "LOCK")); err != nil {
+		t.Fatalf("no LOCK in the symlink's target: %v", err)
+	}
+}
+
+// A root daemon refuses a dataDir under a directory others may write
+// without the sticky bit (they could swap dataDir for a symlink); under a
+// sticky one (as /tmp) it is accepted.
+func TestDataDirUnderWritableDirRefusedAsRoot(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the refusal is root's; others get a WARN")
+	}
+	for _, tc := range []struct {
+		mode os.FileMode
+		ok   bool
+	}{{0o777, false}, {0o777 | os.ModeSticky, true}} {
+		base := t.TempDir()
+		shared := filepath.Join(base, "shared")
+		os.Mkdir(shared, 0o755)
+		os.Chmod(shared, tc.mode)
+		in := filepath.Join(base, "in.log")
+		os.WriteFile(in, nil, 0o644)
+		cfgPath := filepath.Join(base, "tailfeed.yaml")
+		os.WriteFile(cfgPath, []byte("dataDir: "+filepath.Join(shared, "tf")+"\nstatus: {listen: \"127.0.0.1:0\"}\nfeeds:\n  - {name: app, path: "+in+"}\nprocessors:\n  - {name: d, feed: app, type: discard}\n"), 0o600)
+		cfg, err := config.Load(cfgPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := New(cfg, hclog.NewNullLogger())
+		if err == nil {
+			d.closeAll()
+		}
+		if (err == nil) != tc.ok {
+			t.Errorf("dataDir under a %v directory: New err %v, want ok %v", tc.mode, err, tc.ok)
+		}
+	}
+}
