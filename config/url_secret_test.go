@@ -7,7 +7,7 @@ import (
 
 // A bad url's config error never shows its password (review D4; run
 // prints it to stderr = the logs), even one holding a character that
-// ended the first version's authority scan ('#', '/', '\”, ' '), in a URL
+// ended the first version's authority scan (#, /, a quote, a space), in a URL
 // clipped before its '@', or in url.Parse's own detail (invalid port).
 func TestBadURLErrorHidesPasswordAnySpelling(t *testing.T) {
 	for _, url := range []string{
