@@ -484,7 +484,7 @@ func webhookSecrets(cfg WebhookConfig) []string {
 	}
 	for k, v := range cfg.Headers {
 		add(v, 4)
-		if !sensitiveHeader(k) {
+		if !SensitiveHeader(k) {
 			continue
 		}
 		words := strings.FieldsFunc(v, func(r rune) bool {
@@ -501,9 +501,9 @@ func webhookSecrets(cfg WebhookConfig) []string {
 	return out
 }
 
-// sensitiveHeader reports whether a header's value is a credential, whose
+// SensitiveHeader reports whether a header's value is a credential, whose
 // every word must be hidden (not only the whole value).
-func sensitiveHeader(name string) bool {
+func SensitiveHeader(name string) bool {
 	n := strings.ToLower(name)
 	switch n {
 	case "authorization", "proxy-authorization", "cookie":
