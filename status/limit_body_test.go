@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 )
@@ -54,5 +55,37 @@ func TestUnauthorizedPendingBodyAnsweredAtOnce(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusUnauthorized || !resp.Close {
 		t.Fatalf("status %d, close %v; want 401 and Connection: close", resp.StatusCode, resp.Close)
+	}
+}
+
+// The body's shorter read deadline ends with the body: a handler that
+// runs on after reading its body keeps its request context (the server's
+// read past the body would otherwise cancel it at the body's deadline).
+func TestBodyDeadlineEndsWithTheBody(t *testing.T) {
+	old := bodyReadTimeout
+	bodyReadTimeout = 100 * time.Millisecond
+	defer func() { bodyReadTimeout = old }()
+	base := serve(t, ServerConfig{Report: func() Report { return Report{Feeds: []FeedReport{}} }, Routes: map[string]Route{
+		"/admin/slow": {Methods: []string{"POST"}, Protected: true, Handler: func(w http.ResponseWriter, r *http.Request) {
+			var v map[string]any
+			if !DecodeBody(w, r, &v) {
+				return
+			}
+			select {
+			case <-r.Context().Done():
+				WriteError(w, http.StatusInternalServerError, "context ended: "+r.Context().Err().Error())
+			case <-time.After(500 * time.Millisecond):
+				WriteJSON(w, http.StatusOK, map[string]string{"ok": "yes"})
+			}
+		}},
+	}})
+	resp, err := http.Post(base+"/admin/slow", "application/json", strings.NewReader(`{"a":1}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("a handler running 500 ms past its body (body deadline 100 ms): %d %s", resp.StatusCode, b)
 	}
 }

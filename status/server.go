@@ -287,7 +287,7 @@ func DecodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
 
 // bodyReadTimeout bounds the time a handler waits for a request body
 // (DecodeBody's at most MaxBody bytes); the server's ReadTimeout is longer.
-const bodyReadTimeout = 10 * time.Second
+var bodyReadTimeout = 10 * time.Second
 
 // closeUnread is the response to a request that announced a body: sent
 // before the handler read that body to its end (a 401, a 405, a GET
@@ -317,6 +317,9 @@ func (b *watchedBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// watchBody gives the body bodyReadTimeout to come; once it has, the
+// server's read past the body (which watches for the client going away)
+// starts without a deadline, so a long handler keeps its context.
 func watchBody(w http.ResponseWriter, r *http.Request, limit *connLimit) *closeUnread {
 	b := &watchedBody{ReadCloser: r.Body}
 	r.Body = b
