@@ -50,7 +50,9 @@ func newConnLimit(max int, log hclog.Logger) *connLimit {
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
-	return &connLimit{max: max, conns: map[net.Conn]*connInfo{}, log: log}
+	l := &connLimit{max: max, conns: map[net.Conn]*connInfo{}, log: log}
+	l.effective() // a WARN at start when the descriptor limit caps it already
+	return l
 }
 
 // effective is the cap now: max, or less when the descriptor limit leaves
