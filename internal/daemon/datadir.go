@@ -35,7 +35,7 @@ var (
 // (with a WARN) when it holds other files too: tailfeed's own directories
 // and files in it are private either way.
 func (d *Daemon) openDataDir() error {
-	dir, err := d.checkWay(d.cfg.DataDir)
+	dir, err := d.checkWay(d.cfg.DataDir, true)
 	if err != nil {
 		return err
 	}
@@ -44,7 +44,7 @@ func (d *Daemon) openDataDir() error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return d.dataDirErr(err)
 	}
-	if dir, err = d.checkWay(dir); err != nil { // what MkdirAll created
+	if dir, err = d.checkWay(dir, false); err != nil { // what MkdirAll created (WARNs said)
 		return err
 	}
 	if err := d.checkPrivate(dir, !created); err != nil {
@@ -104,7 +104,7 @@ func (d *Daemon) openDataDir() error {
 // is a WARN. The walk stops at the first component that does not exist
 // yet (MkdirAll creates it, under a directory checked). It returns p with
 // every symlink resolved: nobody else can change that way.
-func (d *Daemon) checkWay(p string) (string, error) {
+func (d *Daemon) checkWay(p string, warn bool) (string, error) {
 	if !filepath.IsAbs(p) { // config resolves it; a relative one is the cwd's
 		abs, err := filepath.Abs(p)
 		if err != nil {
@@ -115,7 +115,7 @@ func (d *Daemon) checkWay(p string) (string, error) {
 	euid := os.Geteuid()
 	rest := splitPath(p)
 	cur, hops := "/", 0
-	if err := d.checkWayDir(cur, euid, len(rest) > 0); err != nil {
+	if err := d.checkWayDir(cur, euid, len(rest) > 0, warn); err != nil {
 		return "", err
 	}
 	for len(rest) > 0 {
@@ -158,7 +158,7 @@ func (d *Daemon) checkWay(p string) (string, error) {
 			return "", d.dataDirErr(fmt.Errorf("%s is not a directory", next))
 		}
 		cur = next
-		if err := d.checkWayDir(cur, euid, len(rest) > 0); err != nil {
+		if err := d.checkWayDir(cur, euid, len(rest) > 0, warn); err != nil {
 			return "", err
 		}
 	}
@@ -167,7 +167,7 @@ func (d *Daemon) checkWay(p string) (string, error) {
 
 // checkWayDir checks a directory on the way to dataDir for write access by
 // group or others (dataDir itself, when more is to come, is checkPrivate's).
-func (d *Daemon) checkWayDir(p string, euid int, before bool) error {
+func (d *Daemon) checkWayDir(p string, euid int, before, warn bool) error {
 	if !before {
 		return nil
 	}
@@ -186,7 +186,9 @@ func (d *Daemon) checkWayDir(p string, euid int, before bool) error {
 	if euid == 0 {
 		return d.dataDirErr(fmt.Errorf("%s; tailfeed running as root refuses it (chmod go-w %s, or choose a dataDir under a directory only root can write)", msg, p))
 	}
-	d.log.Warn("the way to dataDir is not private", "detail", msg)
+	if warn {
+		d.log.Warn("the way to dataDir is not private", "detail", msg)
+	}
 	return nil
 }
 
