@@ -110,7 +110,7 @@ type connKey struct{}
 // the token check).
 func (s *server) gate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.ContentLength != 0 {
+		if r.ContentLength < 0 || (r.ContentLength > 0 && r.ContentLength < drainMax) {
 			cw := watchBody(w, r, s.limit)
 			defer cw.check()
 			w = cw
@@ -289,9 +289,10 @@ func DecodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
 // (DecodeBody's at most MaxBody bytes); the server's ReadTimeout is longer.
 var bodyReadTimeout = 10 * time.Second
 
-// closeUnread is the response to a request that announced a body: sent
-// before the handler read that body to its end (a 401, a 405, a GET
-// /healthz with a Content-Length, an error halfway), it carries
+// closeUnread is the response to a request that announced a body under
+// drainMax bytes or of unknown length: sent before the handler read that
+// body to its end (a 401, a 405, a GET /healthz with a Content-Length, an
+// error halfway), it carries
 // "Connection: close", so the server answers at once and closes instead
 // of first waiting up to ReadTimeout to drain a body that may never come
 // (DESIGN §12: such connections would stay active, which the connection
@@ -358,3 +359,9 @@ func (w *closeUnread) Flush() {
 
 // Unwrap gives http.ResponseController the server's writer.
 func (w *closeUnread) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// drainMax is net/http's maxPostHandlerReadBytes: an unread body this
+// large or larger is not drained (the server closes the connection after
+// its answer by itself); a smaller one, or one of unknown length, would
+// be waited for.
+const drainMax = 256 << 10
