@@ -335,7 +335,8 @@ func (d *decoder) webhookKeys(o *obj, p *Processor) int {
 	line, ok := o.nonEmpty("url", &p.URL)
 	if ok {
 		if err := checkURL(p.URL); err != "" {
-			d.errorf(line, "%s: %q %s", o.at("url"), redact.URL(clip(p.URL)), redact.URL(err))
+			// Masked before clipped: a clip can cut the URL before its '@'.
+			d.errorf(line, "%s: %q %s", o.at("url"), clip(redact.RawURL(p.URL)), err)
 		}
 	}
 	o.integer("timeoutMillis", &p.TimeoutMillis, 1, maxMillis)
@@ -367,6 +368,10 @@ func (d *decoder) regex(o *obj, key string, dst *string) {
 func checkURL(s string) string {
 	u, err := url.Parse(s)
 	switch {
+	case err != nil && strings.Contains(s, "@"):
+		// url.Parse's detail may quote the password (invalid port
+		// ":<password>" for an unescaped '#'): not shown.
+		return "is not a URL (a user name or password holding one of : / ? # [ ] @ % or a space needs percent-encoding, like %23 for #)"
 	case err != nil:
 		return "is not a URL: " + strings.TrimPrefix(err.Error(), "parse "+strconv.Quote(s)+": ")
 	case u.Scheme != "http" && u.Scheme != "https":

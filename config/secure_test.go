@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// A config error quoting a bad webhook URL masks its password (DESIGN §11:
+// A config error quoting a bad webhook URL masks its userinfo (DESIGN §11:
 // no secret in a log; run prints config errors to stderr).
 func TestBadURLErrorHidesPassword(t *testing.T) {
 	for _, url := range []string{
@@ -23,8 +23,8 @@ func TestBadURLErrorHidesPassword(t *testing.T) {
 			"    url: "+url,
 		))
 		msg := errs.Error()
-		if strings.Contains(msg, "hunter22") || !strings.Contains(msg, "t.yaml:8:") || !strings.Contains(msg, "user:***@") {
-			t.Errorf("url %s: error %q, want line 8 naming user:***@ without the password", url, msg)
+		if strings.Contains(msg, "hunter22") || !strings.Contains(msg, "t.yaml:8:") || !strings.Contains(msg, "://***@host") {
+			t.Errorf("url %s: error %q, want line 8 naming ://***@host without the password", url, msg)
 		}
 	}
 }

@@ -90,8 +90,9 @@ func TestSecretsNeverShown(t *testing.T) {
 			t.Errorf("%s shows the password:\n%s", what, tail(text, 3000))
 		}
 	}
-	// Not vacuous: the URLs are named, with their userinfo redacted.
-	if !strings.Contains(string(ledger), "user:***@") || !strings.Contains(d.log(), "user:***@") {
+	// Not vacuous: the URLs are named, with their whole userinfo redacted.
+	if !strings.Contains(string(ledger), "://***@") || !strings.Contains(d.log(), "://***@") ||
+		strings.Contains(string(ledger), "user:") {
 		t.Errorf("ledger/log do not name the redacted URL:\n%s\n%s", ledger, tail(d.log(), 2000))
 	}
 }

@@ -245,7 +245,23 @@ func openOutput(path string, mode os.FileMode, log hclog.Logger) (SinkFile, int6
 		f.Close()
 		return nil, 0, err
 	}
-	if st.Mode().Perm() != mode.Perm() {
+	// The mode is the sink's file's: a device or a pipe at the path
+	// (/dev/null, /dev/stdout) or a file of another user is not tailfeed's
+	// to change (as root it would change /dev/null for the whole host).
+	uid, owned := fileutil.Owner(st)
+	switch {
+	case st.Mode().Perm() == mode.Perm():
+	case !st.Mode().IsRegular():
+		if log != nil {
+			log.Warn("the output is not a regular file; its mode is left as it is", "path", path,
+				"type", st.Mode().Type().String(), "current", fmt.Sprintf("%04o", st.Mode().Perm()))
+		}
+	case owned && uid != os.Geteuid():
+		if log != nil {
+			log.Warn("the output belongs to another user; its mode is left as it is", "path", path,
+				"uid", uid, "current", fmt.Sprintf("%04o", st.Mode().Perm()), "mode", fmt.Sprintf("%04o", mode.Perm()))
+		}
+	default:
 		if err := f.Chmod(mode.Perm()); err != nil && log != nil {
 			log.Warn("cannot set the output's mode", "path", path, "mode", fmt.Sprintf("%04o", mode.Perm()),
 				"current", fmt.Sprintf("%04o", st.Mode().Perm()), "error", err)

@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -450,26 +451,70 @@ func (w *Webhook) post(ctx context.Context, c *whChunk, key string) (time.Durati
 	return retryAfter(resp.Header.Get("Retry-After")), poison, err
 }
 
-// webhookSecrets lists what the sink's errors must never show: the URL's
-// password and every configured header value (a receiver may echo one in
-// its error body). Values under 4 bytes are left alone: masking "1" or
-// "on" everywhere would only garble messages.
+// webhookSecrets lists what the sink's errors must never show, longest
+// first: the URL's userinfo (the password, and the user name when it is
+// the whole credential, as in https://APIKEY@host/; each as written and
+// as decoded, and the Basic credential Go's client sends for it), every
+// configured header value, and each word of a sensitive header's value
+// (Authorization, Cookie, or a name holding token, key, secret, auth,
+// session, password or signature) but an Authorization scheme: a receiver
+// may echo "invalid token <tok>" for "Authorization: Bearer <tok>". Values
+// under 4 bytes (words under 6) are left alone: masking "1" or "on"
+// everywhere would only garble messages.
 func webhookSecrets(cfg WebhookConfig) []string {
 	var out []string
-	if u, err := url.Parse(cfg.URL); err == nil && u.User != nil {
-		if pw, ok := u.User.Password(); ok && pw != "" {
-			out = append(out, pw)
-			if esc := (&url.URL{User: url.UserPassword("", pw)}).String(); len(esc) > 3 {
-				out = append(out, esc[3:len(esc)-1]) // the password as the URL spells it ("//:" … "@")
-			}
-		}
-	}
-	for _, v := range cfg.Headers {
-		if len(v) >= 4 {
+	add := func(v string, min int) {
+		if len(v) >= min {
 			out = append(out, v)
 		}
 	}
+	if u, err := url.Parse(cfg.URL); err == nil && u.User != nil {
+		user := u.User.Username()
+		pw, hasPw := u.User.Password()
+		if !hasPw || pw == "" {
+			add(user, 4)
+			add(url.User(user).String(), 4) // as the URL spells it
+		} else {
+			add(pw, 4)
+			if esc := (&url.URL{User: url.UserPassword("", pw)}).String(); len(esc) > 3 {
+				add(esc[3:len(esc)-1], 4) // the password as the URL spells it ("//:" … "@")
+			}
+		}
+		add(base64.StdEncoding.EncodeToString([]byte(user+":"+pw)), 4) // Basic auth
+	}
+	for k, v := range cfg.Headers {
+		add(v, 4)
+		if !SensitiveHeader(k) {
+			continue
+		}
+		words := strings.FieldsFunc(v, func(r rune) bool {
+			return r == ' ' || r == '\t' || r == ',' || r == ';' || r == '='
+		})
+		for i, w := range words {
+			if i == 0 && len(words) > 1 && (strings.EqualFold(k, "Authorization") || strings.EqualFold(k, "Proxy-Authorization")) {
+				continue // the scheme: Bearer, Basic, Token
+			}
+			add(w, 6)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return len(out[i]) > len(out[j]) })
 	return out
+}
+
+// SensitiveHeader reports whether a header's value is a credential, whose
+// every word must be hidden (not only the whole value).
+func SensitiveHeader(name string) bool {
+	n := strings.ToLower(name)
+	switch n {
+	case "authorization", "proxy-authorization", "cookie":
+		return true
+	}
+	for _, w := range []string{"token", "key", "secret", "auth", "session", "password", "signature"} {
+		if strings.Contains(n, w) {
+			return true
+		}
+	}
+	return false
 }
 
 // secret returns err with every secret of the sink masked in its text

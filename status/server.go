@@ -1,13 +1,16 @@
 package status
 
 import (
+	"context"
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"path"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -72,23 +75,33 @@ func NewServer(cfg ServerConfig) *http.Server {
 		}
 		WriteError(w, http.StatusNotFound, "no such endpoint: "+r.URL.Path)
 	})
-	limit := newConnLimit(cfg.MaxConnections)
-	return &http.Server{
-		Handler:           s.gate(mux),
-		ConnState:         limit.hook,
+	limit := newConnLimit(cfg.MaxConnections, cfg.Logger)
+	s.limit = limit
+	srv := &http.Server{
+		Handler:   s.gate(mux),
+		ConnState: limit.hook,
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			return context.WithValue(ctx, connKey{}, c)
+		},
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      60 * time.Second, // long polls wait up to 30 s
 		IdleTimeout:       120 * time.Second,
 		MaxHeaderBytes:    64 << 10,
 	}
+	servers.Store(srv, limit)
+	return srv
 }
 
 type server struct {
 	cfg    ServerConfig
 	mux    *http.ServeMux
 	routes map[string]Route
+	limit  *connLimit
 }
+
+// connKey keys the request context's net.Conn (for the connection cap).
+type connKey struct{}
 
 // gate checks the token on the path as the client sent it, before the
 // mux, which answers a path with "..", "." or "//" segments with a
@@ -97,6 +110,11 @@ type server struct {
 // the token check).
 func (s *server) gate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength < 0 || (r.ContentLength > 0 && r.ContentLength < drainMax) {
+			cw := watchBody(w, r, s.limit)
+			defer cw.check()
+			w = cw
+		}
 		if s.cfg.Token != "" && !s.authorized(r) && s.needsToken(r) {
 			WriteError(w, http.StatusUnauthorized, "missing or wrong bearer token")
 			return
@@ -266,3 +284,84 @@ func DecodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
 	}
 	return true
 }
+
+// bodyReadTimeout bounds the time a handler waits for a request body
+// (DecodeBody's at most MaxBody bytes); the server's ReadTimeout is longer.
+var bodyReadTimeout = 10 * time.Second
+
+// closeUnread is the response to a request that announced a body under
+// drainMax bytes or of unknown length: sent before the handler read that
+// body to its end (a 401, a 405, a GET /healthz with a Content-Length, an
+// error halfway), it carries
+// "Connection: close", so the server answers at once and closes instead
+// of first waiting up to ReadTimeout to drain a body that may never come
+// (DESIGN §12: such connections would stay active, which the connection
+// cap never evicts, and starve /healthz).
+type closeUnread struct {
+	http.ResponseWriter
+	body  *watchedBody
+	sent  bool
+	limit *connLimit
+	conn  net.Conn
+}
+
+type watchedBody struct {
+	io.ReadCloser
+	eof atomic.Bool
+}
+
+func (b *watchedBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err == io.EOF {
+		b.eof.Store(true)
+	}
+	return n, err
+}
+
+// watchBody gives the body bodyReadTimeout to come; once it has, the
+// server's read past the body (which watches for the client going away)
+// starts without a deadline, so a long handler keeps its context.
+func watchBody(w http.ResponseWriter, r *http.Request, limit *connLimit) *closeUnread {
+	b := &watchedBody{ReadCloser: r.Body}
+	r.Body = b
+	http.NewResponseController(w).SetReadDeadline(time.Now().Add(bodyReadTimeout))
+	c, _ := r.Context().Value(connKey{}).(net.Conn)
+	return &closeUnread{ResponseWriter: w, body: b, limit: limit, conn: c}
+}
+
+func (w *closeUnread) check() {
+	if !w.sent {
+		w.sent = true
+		if !w.body.eof.Load() {
+			w.Header().Set("Connection", "close")
+			if w.limit != nil && w.conn != nil {
+				w.limit.closing(w.conn) // answered; the server lingers before it closes
+			}
+		}
+	}
+}
+
+func (w *closeUnread) WriteHeader(code int) {
+	w.check()
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *closeUnread) Write(p []byte) (int, error) {
+	w.check()
+	return w.ResponseWriter.Write(p)
+}
+
+// Flush lets a handler stream through the wrapper.
+func (w *closeUnread) Flush() {
+	w.check()
+	http.NewResponseController(w.ResponseWriter).Flush()
+}
+
+// Unwrap gives http.ResponseController the server's writer.
+func (w *closeUnread) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// drainMax is net/http's maxPostHandlerReadBytes: an unread body this
+// large or larger is not drained (the server closes the connection after
+// its answer by itself); a smaller one, or one of unknown length, would
+// be waited for.
+const drainMax = 256 << 10

@@ -69,7 +69,7 @@ func serve(t *testing.T, cfg ServerConfig) string {
 		t.Fatal(err)
 	}
 	srv := NewServer(cfg)
-	go srv.Serve(ln)
+	go Serve(srv, ln)
 	t.Cleanup(func() { srv.Close() })
 	return "http://" + ln.Addr().String()
 }

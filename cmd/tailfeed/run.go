@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/url"
 	"os"
 	"os/signal"
 	"runtime/pprof"
+	"sort"
 	"strings"
 	"syscall"
 
@@ -17,6 +19,7 @@ import (
 
 	"tailfeed/config"
 	"tailfeed/internal/daemon"
+	"tailfeed/processor"
 )
 
 func cmdRun(args []string, stderr io.Writer) int {
@@ -96,10 +99,30 @@ func securityWarnings(cfg *config.Config, path string, tokenInFile bool, log hcl
 		log.Warn("status.listen is not a loopback address and no token is set: anyone who reaches it may use the admin and pull API; set status.token or TAILFEED_TOKEN",
 			"listen", cfg.Status.Listen)
 	}
+	fi, err := os.Stat(path)
+	if err != nil || fi.Mode().Perm()&0o004 == 0 {
+		return
+	}
 	if tokenInFile {
-		if fi, err := os.Stat(path); err == nil && fi.Mode().Perm()&0o004 != 0 {
-			log.Warn("the config file holds status.token and is readable by every local user; chmod o-r it or pass the token in TAILFEED_TOKEN",
-				"config", path, "mode", fmt.Sprintf("%04o", fi.Mode().Perm()))
+		log.Warn("the config file holds status.token and is readable by every local user; chmod o-r it or pass the token in TAILFEED_TOKEN",
+			"config", path, "mode", fmt.Sprintf("%04o", fi.Mode().Perm()))
+	}
+	// DESIGN §11: a literal secret is accepted with a WARN naming the key;
+	// here when every local user may read it.
+	for i, p := range cfg.Processors {
+		var keys []string
+		if u, err := url.Parse(p.URL); err == nil && u.User != nil {
+			keys = append(keys, fmt.Sprintf("processors[%d].url (its userinfo)", i))
+		}
+		for k := range p.Headers {
+			if processor.SensitiveHeader(k) {
+				keys = append(keys, fmt.Sprintf("processors[%d].headers.%s", i, k))
+			}
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			log.Warn("the config file holds a secret and is readable by every local user; chmod o-r it",
+				"config", path, "mode", fmt.Sprintf("%04o", fi.Mode().Perm()), "key", k)
 		}
 	}
 }

@@ -39,7 +39,7 @@ func cmdStatus(args []string, stdout, stderr io.Writer) int {
 		return exitUnreachable
 	}
 	deadline := time.Now().Add(*wait)
-	client := &http.Client{Timeout: 5 * time.Second, CheckRedirect: sameOrigin}
+	client := &http.Client{Timeout: 5 * time.Second, CheckRedirect: tokenStaysPut}
 	for {
 		rep, raw, err := fetchReport(client, u)
 		if err != nil {
@@ -99,17 +99,17 @@ func statusURL(addr string) (string, error) {
 	return u.String(), nil
 }
 
-// sameOrigin follows a redirect only to the scheme, host and port the
-// request started at while a token is set (DESIGN §12: the token never
-// crosses a redirect; Go's client would send it to another port of the
-// same host); without a token, up to 10 redirects anywhere.
-func sameOrigin(req *http.Request, via []*http.Request) error {
+// tokenStaysPut follows no redirect while a token is set (DESIGN §12: the
+// token never crosses a redirect, to the letter: not even to the same
+// origin, which Go's client would also do for another port of the same
+// host); the refusal names where the redirect pointed, so --addr can name
+// it. Without a token, up to 10 redirects anywhere.
+func tokenStaysPut(req *http.Request, via []*http.Request) error {
 	if len(via) >= 10 {
 		return errors.New("stopped after 10 redirects")
 	}
-	first := via[0].URL
-	if os.Getenv("TAILFEED_TOKEN") != "" && (req.URL.Scheme != first.Scheme || req.URL.Host != first.Host) {
-		return fmt.Errorf("not following the redirect to %s: TAILFEED_TOKEN is sent only to %s://%s", redact.URL(req.URL.String()), first.Scheme, first.Host)
+	if os.Getenv("TAILFEED_TOKEN") != "" {
+		return fmt.Errorf("not following the redirect to %s: TAILFEED_TOKEN is never sent across a redirect (give --addr the URL it names)", redact.URL(req.URL.String()))
 	}
 	return nil
 }

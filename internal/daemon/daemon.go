@@ -9,7 +9,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"net"
 	"net/http"
 	"os"
@@ -23,7 +22,6 @@ import (
 
 	"tailfeed/config"
 	"tailfeed/feed"
-	"tailfeed/internal/fileutil"
 	"tailfeed/overload"
 	"tailfeed/pointer"
 	"tailfeed/processor"
@@ -115,83 +113,6 @@ func NewWithOptions(cfg *config.Config, log hclog.Logger, opts Options) (*Daemon
 	return d, nil
 }
 
-// openDataDir creates dataDir private (DESIGN §12: the directories 0700,
-// every file 0600), refuses one that another user owns or that group or
-// others may write (as ssh refuses loose key files), tightens one that
-// group or others may only read (an older version created it 0755), and
-// takes the LOCK, opened for writing and never through a symlink.
-func (d *Daemon) openDataDir() error {
-	dir := d.cfg.DataDir
-	for _, sub := range []string{"", "feeds", "dlq", "state"} {
-		p := filepath.Join(dir, sub)
-		if err := os.MkdirAll(p, 0o700); err != nil {
-			return d.dataDirErr(err)
-		}
-		if err := d.checkPrivate(p); err != nil {
-			return err
-		}
-	}
-	d.tightenDataDir(dir)
-	probe := filepath.Join(dir, ".write-test")
-	if err := os.WriteFile(probe, nil, 0o600); err != nil {
-		return d.dataDirErr(err)
-	}
-	os.Remove(probe)
-	lockPath := filepath.Join(dir, "LOCK")
-	f, err := fileutil.OpenNoFollow(lockPath, os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		if fileutil.IsSymlinkErr(err) {
-			err = fmt.Errorf("%s is a symbolic link; tailfeed takes its lock only on a regular file there", lockPath)
-		}
-		return d.dataDirErr(err)
-	}
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		f.Close()
-		if err == nil {
-			err = fmt.Errorf("%s is not a regular file", lockPath)
-		}
-		return d.dataDirErr(err)
-	} else if fi.Mode().Perm() != 0o600 {
-		f.Chmod(0o600)
-	}
-	if err := fileutil.Lock(f); err != nil {
-		f.Close()
-		return err
-	}
-	f.Truncate(0)
-	fmt.Fprintf(f, "%d\n", os.Getpid())
-	d.lock = f
-	return nil
-}
-
-// checkPrivate refuses the directory p when another user owns it or group
-// or others may write it, and makes it 0700 when group or others may only
-// read or search it (with a WARN).
-func (d *Daemon) checkPrivate(p string) error {
-	fi, err := os.Stat(p)
-	if err != nil {
-		return d.dataDirErr(err)
-	}
-	if !fi.IsDir() {
-		return d.dataDirErr(fmt.Errorf("%s is not a directory", p))
-	}
-	if uid, ok := fileutil.Owner(fi); ok && uid != os.Geteuid() {
-		return d.dataDirErr(fmt.Errorf("%s is owned by user id %d, not by this process's user (%d); tailfeed refuses a dataDir another user controls", p, uid, os.Geteuid()))
-	}
-	perm := fi.Mode().Perm()
-	if perm&0o022 != 0 {
-		return d.dataDirErr(fmt.Errorf("%s is writable by group or others (mode %04o); tailfeed refuses a dataDir others can change (chmod 700 %s)", p, perm, p))
-	}
-	if perm&0o077 != 0 {
-		if err := os.Chmod(p, perm&0o700); err != nil {
-			return d.dataDirErr(err)
-		}
-		d.log.Warn("dataDir was readable by group or others; made it private", "path", p,
-			"mode", fmt.Sprintf("%04o", perm), "now", fmt.Sprintf("%04o", perm&0o700))
-	}
-	return nil
-}
-
 // checkPaths refuses a feed whose path is a directory (DESIGN §12
 // "Validation": an error at run, exit 2, naming it). `validate` checks the
 // file only, so it accepts such a config. Anything else that is not a
@@ -205,32 +126,6 @@ func (d *Daemon) checkPaths() error {
 		}
 	}
 	return nil
-}
-
-// tightenDataDir takes group and other bits off every file and directory
-// under dir (what an older version created 0644/0755), with one WARN.
-// Symlinks are left alone; a chmod that fails (a file of another user) is
-// a WARN naming it.
-func (d *Daemon) tightenDataDir(dir string) {
-	n := 0
-	filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
-		if err != nil || e.Type()&fs.ModeSymlink != 0 || p == dir {
-			return nil
-		}
-		fi, err := e.Info()
-		if err != nil || fi.Mode().Perm()&0o077 == 0 {
-			return nil
-		}
-		if err := os.Chmod(p, fi.Mode().Perm()&0o700); err != nil {
-			d.log.Warn("cannot make a file in dataDir private", "path", p, "error", err)
-			return nil
-		}
-		n++
-		return nil
-	})
-	if n > 0 {
-		d.log.Warn("files in dataDir were readable by group or others; made them private", "dataDir", dir, "files", n)
-	}
 }
 
 // configLoc is "FILE:LINE" (or FILE alone without a line), naming the
@@ -459,7 +354,7 @@ func (d *Daemon) Start(ctx context.Context) {
 		Routes:         routes,
 	})
 	go func() {
-		if err := d.srv.Serve(d.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := status.Serve(d.srv, d.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			d.log.Error("status server stopped", "error", err)
 		}
 	}()

@@ -2,16 +2,23 @@
 // metrics, logs, dead letters and error messages (DESIGN §11, §12).
 package redact
 
-import "strings"
+import (
+	"net/url"
+	"strings"
+)
 
 // Mask stands for a hidden secret, as Go's HTTP client shows a URL's
 // password in its own errors.
 const Mask = "***"
 
-// URL returns s with the password of every URL's userinfo in it replaced
-// by Mask (scheme://user:***@host/…), like url.URL.Redacted but also in a
-// longer text and in a string that does not parse as a URL (a config error
-// quoting a bad URL). Text without a userinfo password comes back unchanged.
+// URL returns s with the userinfo of every URL in it (user name and
+// password: a user name alone is often the credential, as in
+// https://APIKEY@host/) replaced by Mask (scheme://***@host/…), like
+// url.URL.Redacted but for the whole userinfo, also in a longer text and
+// in a string that does not parse as a URL. The authority of a URL in a
+// text ends at the first of / ? # " ' or white space; for one URL whose
+// password may hold those, use RawURL. Text without a userinfo comes back
+// unchanged.
 func URL(s string) string {
 	var b strings.Builder
 	for {
@@ -28,13 +35,44 @@ func URL(s string) string {
 		b.WriteString(s[:start])
 		auth := s[start:end]
 		if at := strings.LastIndexByte(auth, '@'); at >= 0 {
-			if colon := strings.IndexByte(auth[:at], ':'); colon >= 0 {
-				auth = auth[:colon+1] + Mask + auth[at:]
-			}
+			auth = Mask + auth[at:]
 		}
 		b.WriteString(auth)
 		s = s[end:]
 	}
+}
+
+// RawURL returns s, the text of one URL as a user wrote it (maybe not a
+// valid one: a config error quotes it), with its userinfo masked. When s
+// parses as a URL the userinfo is what url.Parse finds; when it does not,
+// everything between "://" (or the start) and the last '@' is masked,
+// whatever characters a password holds (an unescaped # / ' or space).
+func RawURL(s string) string {
+	if !strings.Contains(s, "@") {
+		return s
+	}
+	start := 0
+	if i := strings.Index(s, "://"); i >= 0 {
+		start = i + 3
+	}
+	if u, err := url.Parse(s); err == nil && u.Host != "" {
+		if u.User == nil {
+			return s
+		}
+		end := len(s)
+		if j := strings.IndexAny(s[start:], "/?#"); j >= 0 {
+			end = start + j
+		}
+		if at := strings.LastIndexByte(s[start:end], '@'); at >= 0 {
+			return s[:start] + Mask + s[start+at:]
+		}
+		return s
+	}
+	at := strings.LastIndexByte(s, '@')
+	if at < start {
+		return s
+	}
+	return s[:start] + Mask + s[at:]
 }
 
 // Error is an error whose text had its secrets masked; Unwrap still gives

@@ -4,14 +4,14 @@ import "testing"
 
 func TestURL(t *testing.T) {
 	for in, want := range map[string]string{
-		"http://user:secret@127.0.0.1:80/x?a=b":  "http://user:***@127.0.0.1:80/x?a=b",
-		"https://user@host/p":                    "https://user@host/p",
+		"http://user:secret@127.0.0.1:80/x?a=b":  "http://***@127.0.0.1:80/x?a=b",
+		"https://user@host/p":                    "https://***@host/p",
 		"http://host:80/a@b":                     "http://host:80/a@b",
-		"http://u:p%40ss@h/":                     "http://u:***@h/",
-		"http://u:p@ss@h/":                       "http://u:***@h/",
+		"http://u:p%40ss@h/":                     "http://***@h/",
+		"http://u:p@ss@h/":                       "http://***@h/",
 		"not a url":                              "not a url",
-		"http://u:bad\x7fpw@h/ with a bad byte":  "http://u:***@h/ with a bad byte",
-		"postgres://app:pw@db:5432/x?sslmode=no": "postgres://app:***@db:5432/x?sslmode=no",
+		"http://u:bad\x7fpw@h/ with a bad byte":  "http://***@h/ with a bad byte",
+		"postgres://app:pw@db:5432/x?sslmode=no": "postgres://***@db:5432/x?sslmode=no",
 	} {
 		if got := URL(in); got != want {
 			t.Errorf("URL(%q) = %q, want %q", in, got, want)
@@ -21,8 +21,27 @@ func TestURL(t *testing.T) {
 
 func TestURLInText(t *testing.T) {
 	in := `webhook POST http://u:pw@h:1/x (k): Post "http://u:pw@h:1/x": refused; see https://a:b@c`
-	want := `webhook POST http://u:***@h:1/x (k): Post "http://u:***@h:1/x": refused; see https://a:***@c`
+	want := `webhook POST http://***@h:1/x (k): Post "http://***@h:1/x": refused; see https://***@c`
 	if got := URL(in); got != want {
 		t.Errorf("URL(%q) =\n%q, want\n%q", in, got, want)
+	}
+}
+
+// One URL as written, whatever its password holds (review D4): what
+// url.Parse finds when it parses, else everything up to the last '@'.
+func TestRawURL(t *testing.T) {
+	for in, want := range map[string]string{
+		"https://svc:s3cr#tpass@hooks.example.com/in": "https://***@hooks.example.com/in",
+		"https://svc:s3cr/tpass@hooks.example.com/in": "https://***@hooks.example.com/in",
+		"ftp://svc:s3cr'tpass@hooks.example.com/in":   "ftp://***@hooks.example.com/in",
+		"https://svc:s3cr tpass@h/in":                 "https://***@h/in",
+		"https://KEY@h/in":                            "https://***@h/in",
+		"https://h/in?mail=a@b":                       "https://h/in?mail=a@b",
+		"https://h/in":                                "https://h/in",
+		"svc:pw@h":                                    "***@h",
+	} {
+		if got := RawURL(in); got != want {
+			t.Errorf("RawURL(%q) = %q, want %q", in, got, want)
+		}
 	}
 }
