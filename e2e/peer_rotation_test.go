@@ -78,21 +78,6 @@ func (p *peer) start() *daemon {
 	}
 }
 
-// appendTo appends s to path, creating it.
-func appendTo(t testing.TB, path, s string) {
-	t.Helper()
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.WriteString(s); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
-}
-
 func rename(t testing.TB, from, to string) {
 	t.Helper()
 	if err := os.Rename(from, to); err != nil {
