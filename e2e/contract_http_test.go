@@ -44,16 +44,12 @@ processors:
 // 4xx an {"error":…} body, the pull API's max/wait/raw, single and batch
 // ACKs, a NACK redelivered within 100 ms with attempt + 1, /v1/state, and
 // /metrics in the Prometheus text format.
+//
+// The subtests on the parent's daemon change no state; those that pull,
+// ACK or NACK start their own (newHTTPRig), so each runs alone.
 func TestContractHTTP(t *testing.T) {
-	e := newEnv(t, ctHTTPConfig)
-	inPath := e.path("in.log")
-	var lines []string
-	for i := range 150 {
-		lines = append(lines, []string{"red", "green", "blue"}[i%3]+fmt.Sprintf("-%03d", i))
-	}
-	os.WriteFile(inPath, []byte(strings.Join(lines, "\n")+"\n"), 0o644)
-	d := e.start()
-	s := sample(t, d)
+	parent := newHTTPRig(t)
+	d := parent.d
 
 	huge := bytes.Repeat([]byte(" "), 2<<20)
 	t.Run("open endpoints", func(t *testing.T) {
@@ -143,8 +139,9 @@ func TestContractHTTP(t *testing.T) {
 		}
 	})
 
-	var all []event
 	t.Run("pull: default max 100, fields, raw only on request", func(t *testing.T) {
+		rig := newHTTPRig(t)
+		d, lines, inPath := rig.d, rig.lines, rig.inPath
 		waitUntil(t, "150 lines published", 20*time.Second, func() bool {
 			r, _ := statusRaw(t, d)
 			return r.Feeds[0].Sequence == 150
@@ -154,7 +151,7 @@ func TestContractHTTP(t *testing.T) {
 			t.Fatalf("pull without max: %d events, want the default 100", len(first))
 		}
 		rest := pullFrom(t, d, "puller", "max=10000&raw=1")
-		all = append(first, rest...)
+		all := append(first, rest...)
 		r, _ := statusRaw(t, d)
 		for _, ev := range all {
 			i := int(ev.Sequence) - 1
@@ -190,12 +187,14 @@ func TestContractHTTP(t *testing.T) {
 		if empty := pullFrom(t, d, "puller", "max=5"); len(empty) != 0 {
 			t.Fatalf("%d events when every line is out", len(empty))
 		}
+		ackAll(t, d, all)
+		rig.done()
 	})
 
 	t.Run("ack: single, repeated, unknown; batch", func(t *testing.T) {
-		if len(all) < 3 {
-			t.Skip("no events")
-		}
+		rig := newHTTPRig(t)
+		d := rig.d
+		all := rig.pullAll(t)
 		body := expectCode(t, d, "POST", "/v1/ack", ctToken, mustJSON(map[string]string{"deliveryId": all[0].DeliveryID}), 200)
 		var st map[string]any
 		if json.Unmarshal(body, &st); st["status"] != "acked" || len(st) != 1 {
@@ -210,12 +209,14 @@ func TestContractHTTP(t *testing.T) {
 		if json.Unmarshal(body, &b); b.Acked == nil || *b.Acked != 1 || b.Unknown == nil || strings.Join(*b.Unknown, ",") != "puller:bogus,"+all[0].DeliveryID {
 			t.Errorf("batch ACK body %s, want {\"acked\":1,\"unknown\":[\"puller:bogus\",%q]}", body, all[0].DeliveryID)
 		}
+		ackAll(t, d, all[2:])
+		rig.done()
 	})
 
 	t.Run("nack: redelivered within 100 ms with attempt + 1", func(t *testing.T) {
-		if len(all) < 3 {
-			t.Skip("no events")
-		}
+		rig := newHTTPRig(t)
+		d := rig.d
+		all := rig.pullAll(t)
 		ev := all[2]
 		expectCode(t, d, "POST", "/v1/nack", ctToken, mustJSON(map[string]string{"deliveryId": ev.DeliveryID}), 200)
 		// The daemon's own wait bounds it: within 100 ms or not at all.
@@ -226,11 +227,15 @@ func TestContractHTTP(t *testing.T) {
 		expectCode(t, d, "POST", "/v1/ack", ctToken, mustJSON(map[string]string{"deliveryId": ev.DeliveryID}), 404)
 		expectCode(t, d, "POST", "/v1/nack", ctToken, mustJSON(map[string]string{"deliveryId": ev.DeliveryID}), 404)
 		all[2] = again[0]
-		ackAll(t, d, all[2:])
+		ackAll(t, d, all)
 		waitReport(t, d, "settled", 30*time.Second, func(r *report) bool { return r.Settled })
+		rig.done()
 	})
 
 	t.Run("wait returns when a line comes", func(t *testing.T) {
+		rig := newHTTPRig(t)
+		d, inPath := rig.d, rig.inPath
+		all := rig.pullAll(t) // every line out: nothing for the pull below but the late line
 		go func() {
 			time.Sleep(200 * time.Millisecond)
 			if f, err := os.OpenFile(inPath, os.O_WRONLY|os.O_APPEND, 0); err == nil {
@@ -246,11 +251,16 @@ func TestContractHTTP(t *testing.T) {
 		if took := time.Since(start); took > 20*time.Second {
 			t.Errorf("pull with wait=30s returned after %v although a line came after 200 ms", took)
 		}
-		ackAll(t, d, evs)
-		lines = append(lines, "red-late")
+		ackAll(t, d, append(all, evs...))
+		waitReport(t, d, "settled", 30*time.Second, func(r *report) bool { return r.Settled })
+		rig.done()
 	})
 
 	t.Run("state of a count processor", func(t *testing.T) {
+		rig := newHTTPRig(t)
+		d := rig.d
+		appendTo(t, rig.inPath, "red-late\n")
+		ackAll(t, d, pullFromN(t, d, "puller", 151, ""))
 		waitReport(t, d, "settled", 30*time.Second, func(r *report) bool { return r.Settled })
 		var body []byte
 		waitUntil(t, "the counts", 20*time.Second, func() bool {
@@ -265,6 +275,7 @@ func TestContractHTTP(t *testing.T) {
 		if !hasCounts(st, want) {
 			t.Errorf("state %s does not hold the counts %v", body, want)
 		}
+		rig.done()
 	})
 
 	t.Run("metrics: Prometheus text", func(t *testing.T) {
@@ -278,8 +289,41 @@ func TestContractHTTP(t *testing.T) {
 			t.Fatalf("/metrics is not Prometheus text (%v, %d families):\n%.500s", err, len(fams), body)
 		}
 	})
-	s.finish()
-	d.stop()
+	parent.done()
+}
+
+// httpRig is a daemon on ctHTTPConfig with 150 lines red-000, green-001,
+// blue-002, … in its input, and a sampler checking every report.
+type httpRig struct {
+	d      *daemon
+	s      *sampler
+	inPath string
+	lines  []string
+}
+
+func newHTTPRig(t *testing.T) *httpRig {
+	t.Helper()
+	e := newEnv(t, ctHTTPConfig)
+	r := &httpRig{inPath: e.path("in.log")}
+	for i := range 150 {
+		r.lines = append(r.lines, []string{"red", "green", "blue"}[i%3]+fmt.Sprintf("-%03d", i))
+	}
+	os.WriteFile(r.inPath, []byte(strings.Join(r.lines, "\n")+"\n"), 0o644)
+	r.d = e.start()
+	r.s = sample(t, r.d)
+	return r
+}
+
+// pullAll pulls the 150 lines, acknowledging none.
+func (r *httpRig) pullAll(t *testing.T) []event {
+	t.Helper()
+	return pullFromN(t, r.d, "puller", 150, "")
+}
+
+// done reports what the sampler found and stops the daemon (exit 0).
+func (r *httpRig) done() {
+	r.s.finish()
+	r.d.stop()
 }
 
 // TestContractProtectReadAndEnvToken: with protectRead the status and the
