@@ -59,23 +59,12 @@ processors:
 // dataDir/dlq/<processor>.jsonl, listed, replayed (lossless again) and
 // purged (released, lossy); a hold that stalls a feed, turns /healthz 503
 // after stallAlertMillis and makes `status` exit 3, then a release (lossy,
-// `status` exit 1) after which the subscriber goes on.
+// `status` exit 1) after which the subscriber goes on. The dead-letter and
+// hold subtests each start their own daemon (newWebhookRig), so each runs
+// alone.
 func TestContractWebhookAndDeadLetters(t *testing.T) {
-	h := newHook(t)
-	e := newEnv(t, fmt.Sprintf(ctWebhookConfig, h.srv.URL))
-	in := newInput(t, e.path("in.log"))
-	in.appendLines(0)
-	os.WriteFile(e.path("held.log"), nil, 0o644)
-	d := e.start()
-	s := sample(t, d)
-
-	in.appendLines(6)
-	const bad = "bad\xff\xfe\xe2\x82\xed\xa0\x80byte" // invalid bytes, a cut rune, a surrogate
-	appendTo(t, in.path, bad+"\n")
-	in.texts = append(in.texts, bad)
-	in.ends = append(in.ends, in.size()+int64(len(bad))+1)
-	r := waitReport(t, d, "settled", 30*time.Second, func(r *report) bool { return r.Settled && r.feed(t, "app").Sequence == 7 })
-	epoch := r.feed(t, "app").Epoch
+	rig := newWebhookRig(t)
+	h, in, d, s, epoch := rig.h, rig.in, rig.d, rig.s, rig.epoch
 
 	t.Run("NDJSON requests", func(t *testing.T) {
 		h.mu.Lock()
@@ -160,8 +149,9 @@ func TestContractWebhookAndDeadLetters(t *testing.T) {
 		}
 	})
 
-	ledger := e.path("state/dlq/hook.jsonl")
 	t.Run("dead letter, list, replay", func(t *testing.T) {
+		rig := newWebhookRig(t)
+		h, in, d, s, epoch, ledger := rig.h, rig.in, rig.d, rig.s, rig.epoch, rig.ledger
 		appendTo(t, in.path, "POISON-1\n")
 		r := waitReport(t, d, "a dead letter", 30*time.Second, func(r *report) bool { return r.Settled && r.feed(t, "app").DeadLettered == 1 })
 		if f := r.feed(t, "app"); f.Lossless || r.Lossless || f.Pointer.Offset != in.size()+9 {
@@ -217,11 +207,12 @@ func TestContractWebhookAndDeadLetters(t *testing.T) {
 		if list := expectCode(t, d, "GET", "/admin/dlq/hook", ctToken, nil, 200); bytes.Contains(list, []byte("POISON-1")) {
 			t.Errorf("DLQ list after the replay still shows the entry: %s", list)
 		}
+		s.finish()
+		d.stop()
 	})
-	in.texts = append(in.texts, "POISON-1")
-	in.ends = append(in.ends, in.size()+9)
-
 	t.Run("dead letter purged: released, lossy", func(t *testing.T) {
+		rig := newWebhookRig(t)
+		h, in, d, s, ledger := rig.h, rig.in, rig.d, rig.s, rig.ledger
 		h.set(func(h *receiver) { h.poison = "POISON" })
 		appendTo(t, in.path, "POISON-2\n")
 		waitReport(t, d, "a dead letter", 30*time.Second, func(r *report) bool { return r.Settled && r.feed(t, "app").DeadLettered == 1 })
@@ -233,9 +224,13 @@ func TestContractWebhookAndDeadLetters(t *testing.T) {
 		if data, _ := os.ReadFile(ledger); len(bytes.TrimSpace(data)) != 0 {
 			t.Errorf("ledger after the purge: %q", data)
 		}
+		s.finish()
+		d.stop()
 	})
 
 	t.Run("hold: stalled, healthz 503, status 3; release", func(t *testing.T) {
+		rig := newWebhookRig(t)
+		h, e, d, s := rig.h, rig.e, rig.d, rig.s
 		appendTo(t, e.path("held.log"), "one\n")
 		r := waitReport(t, d, "feed held stalled", 30*time.Second, func(r *report) bool { return r.feed(t, "held").Stalled != nil })
 		appendTo(t, e.path("held.log"), "two\n") // its own request, after the release
@@ -269,11 +264,12 @@ func TestContractWebhookAndDeadLetters(t *testing.T) {
 			code, _, _ := request(t, d, "GET", "/healthz", "", nil)
 			return code == 200
 		})
+		s.finish()
+		d.stop()
 	})
-	in.texts = append(in.texts, "POISON-2")
-	in.ends = append(in.ends, in.size()+9)
-
 	t.Run("dead letters count across a restart", func(t *testing.T) {
+		rig := newWebhookRig(t)
+		h, e, in, d, s := rig.h, rig.e, rig.in, rig.d, rig.s
 		h.set(func(h *receiver) { h.poison = "POISON" })
 		appendTo(t, in.path, "POISON-3\n")
 		waitReport(t, d, "a dead letter", 30*time.Second, func(r *report) bool { return r.Settled && r.feed(t, "app").DeadLettered == 1 })
@@ -285,7 +281,41 @@ func TestContractWebhookAndDeadLetters(t *testing.T) {
 		if f := r.feed(t, "app"); f.DeadLettered != 1 || f.Lossless || f.Sequence != 0 {
 			t.Errorf("after a restart: deadLettered %d lossless %v sequence %d; want 1 (read from disk), false, 0", f.DeadLettered, f.Lossless, f.Sequence)
 		}
+		s.finish()
+		d.stop()
 	})
 	s.finish()
 	d.stop()
+}
+
+// webhookRig is a daemon on ctWebhookConfig against a newHook receiver,
+// settled after 7 lines on the app feed (the last one with invalid UTF-8),
+// with a sampler checking every report.
+type webhookRig struct {
+	h      *receiver
+	e      *env
+	in     *input
+	d      *daemon
+	s      *sampler
+	epoch  string // the app feed's
+	ledger string // the hook's dead-letter ledger
+}
+
+func newWebhookRig(t *testing.T) *webhookRig {
+	t.Helper()
+	h := newHook(t)
+	e := newEnv(t, fmt.Sprintf(ctWebhookConfig, h.srv.URL))
+	in := newInput(t, e.path("in.log"))
+	in.appendLines(0)
+	os.WriteFile(e.path("held.log"), nil, 0o644)
+	d := e.start()
+	s := sample(t, d)
+
+	in.appendLines(6)
+	const bad = "bad\xff\xfe\xe2\x82\xed\xa0\x80byte" // invalid bytes, a cut rune, a surrogate
+	appendTo(t, in.path, bad+"\n")
+	in.texts = append(in.texts, bad)
+	in.ends = append(in.ends, in.size()+int64(len(bad))+1)
+	r := waitReport(t, d, "settled", 30*time.Second, func(r *report) bool { return r.Settled && r.feed(t, "app").Sequence == 7 })
+	return &webhookRig{h: h, e: e, in: in, d: d, s: s, epoch: r.feed(t, "app").Epoch, ledger: e.path("state/dlq/hook.jsonl")}
 }
