@@ -41,7 +41,8 @@ processors:
 // bytes); delete and recreate; a same-content copy renamed over the path
 // (same epoch, nothing twice); a rotation while stopped (the rotated file's
 // unread tail first); and a rotated file gone while stopped (`lostTails`,
-// the exact `detail`, lossless false).
+// the exact `detail`, lossless false). The steps build on each other, so
+// they are steps of one test, not subtests: a failed step ends the test.
 func TestContractRotation(t *testing.T) {
 	h := newHook(t)
 	e := newEnv(t, fmt.Sprintf(ctRotationConfig, h.srv.URL))
@@ -113,7 +114,7 @@ func TestContractRotation(t *testing.T) {
 	d = e.start()
 	s = sample(t, d)
 	var epoch string
-	t.Run("waiting for the file", func(t *testing.T) {
+	step(t, "waiting for the file", func() {
 		r := waitReport(t, d, "WAITING_FOR_FILE", 30*time.Second, func(r *report) bool { return r.Feeds[0].State == "WAITING_FOR_FILE" })
 		if f := r.Feeds[0]; !f.Settled || f.Sequence != 0 {
 			t.Errorf("no file: settled %v sequence %d, want settled (WAITING_FOR_FILE) and 0", f.Settled, f.Sequence)
@@ -126,7 +127,7 @@ func TestContractRotation(t *testing.T) {
 			t.Errorf("pointer show while the daemon runs (it takes no lock): %v", show)
 		}
 	})
-	t.Run("rename rotation", func(t *testing.T) {
+	step(t, "rename rotation", func() {
 		appendTo(t, in, "a3\n")
 		if err := os.Rename(in, in+".1"); err != nil {
 			t.Fatal(err)
@@ -140,7 +141,7 @@ func TestContractRotation(t *testing.T) {
 		epoch = f.Epoch
 		pointerAt(t, epoch)
 	})
-	t.Run("appended to the old file after the switch: downgraded", func(t *testing.T) {
+	step(t, "appended to the old file after the switch: downgraded", func() {
 		appendTo(t, in+".1", "a5\n")
 		waitUntil(t, "a5 delivered", 20*time.Second, func() bool {
 			b, _ := os.ReadFile(out)
@@ -152,7 +153,7 @@ func TestContractRotation(t *testing.T) {
 			t.Errorf("after a downgraded line: epoch %s pointer %+v lossless %v; want %s, offset 3 (the new file), lossless", f.Epoch, f.Pointer, f.Lossless, epoch)
 		}
 	})
-	t.Run("truncation in place", func(t *testing.T) {
+	step(t, "truncation in place", func() {
 		appendTo(t, in, "b2") // a partial line, never delivered
 		waitReport(t, d, "unterminated 2", 30*time.Second, func(r *report) bool { return r.Feeds[0].Unterminated == 2 })
 		if err := os.Truncate(in, 0); err != nil {
@@ -166,7 +167,7 @@ func TestContractRotation(t *testing.T) {
 		epoch = f.Epoch
 		pointerAt(t, epoch)
 	})
-	t.Run("delete: read to its end, WAITING_FOR_FILE, recreate", func(t *testing.T) {
+	step(t, "delete: read to its end, WAITING_FOR_FILE, recreate", func() {
 		w, err := os.OpenFile(in, os.O_WRONLY|os.O_APPEND, 0)
 		if err != nil {
 			t.Fatal(err)
@@ -198,7 +199,7 @@ func TestContractRotation(t *testing.T) {
 		epoch = f.Epoch
 		pointerAt(t, epoch)
 	})
-	t.Run("same content under a new file key while tailing", func(t *testing.T) {
+	step(t, "same content under a new file key while tailing", func() {
 		data, _ := os.ReadFile(in)
 		tmp := in + ".tmp"
 		os.WriteFile(tmp, append(data, "d2\n"...), 0o644)
@@ -211,7 +212,7 @@ func TestContractRotation(t *testing.T) {
 		}
 		pointerAt(t, epoch)
 	})
-	t.Run("rewritten in place past the old size: caught by the fingerprint", func(t *testing.T) {
+	step(t, "rewritten in place past the old size: caught by the fingerprint", func() {
 		if err := os.WriteFile(in, []byte("g1\ng2\ng3\n"), 0o644); err != nil { // O_TRUNC, then 9 > 6 bytes
 			t.Fatal(err)
 		}
@@ -237,7 +238,7 @@ func TestContractRotation(t *testing.T) {
 		}
 	}
 
-	t.Run("rotation while stopped: the rotated file's tail first", func(t *testing.T) {
+	step(t, "rotation while stopped: the rotated file's tail first", func() {
 		age(in + ".1")
 		appendTo(t, in, "d3\n") // unread: the daemon is stopped
 		if err := os.Rename(in, in+".2"); err != nil {
@@ -256,7 +257,7 @@ func TestContractRotation(t *testing.T) {
 		pointerAt(t, epoch)
 	})
 
-	t.Run("rotated file gone while stopped: lostTails", func(t *testing.T) {
+	step(t, "rotated file gone while stopped: lostTails", func() {
 		age(in+".1", in+".2")
 		appendTo(t, in, "e2\n") // the unread tail that will be lost
 		// The new file gets its inode while the old one still exists, so it

@@ -142,7 +142,9 @@ func TestContractLines(t *testing.T) {
 			t.Errorf("oversized %d, want 2", r.Feeds[0].Oversized)
 		}
 	})
-	t.Run("settled: sequence, acknowledged, pointer at the end", func(t *testing.T) {
+	// Whichever steps ran (all, or the one -run picked): settled with the
+	// sequence, acknowledged and the pointer at the end.
+	if seq > 0 {
 		r := waitReport(t, d, "settled at the end", 30*time.Second, func(r *report) bool {
 			return r.Settled && r.Feeds[0].Pointer.Offset == size
 		})
@@ -155,7 +157,7 @@ func TestContractLines(t *testing.T) {
 				t.Errorf("subscriber %+v, want position = dispatched = %d, drained, LIVE", sub, seq)
 			}
 		}
-	})
+	}
 	s.finish()
 	d.stop()
 }

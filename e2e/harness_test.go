@@ -566,6 +566,19 @@ func request(t testing.TB, d *daemon, method, path, token string, body []byte) (
 	return resp.StatusCode, resp.Header, out
 }
 
+// step runs one step of a test whose steps build on each other (not
+// subtests: they could not run alone). It logs the step's name, so that a
+// failure is placed, and ends the test when the step failed, so that one
+// failure does not cascade into the later steps.
+func step(t *testing.T, name string, f func()) {
+	t.Helper()
+	t.Logf("step: %s", name)
+	f()
+	if t.Failed() {
+		t.FailNow()
+	}
+}
+
 // tail returns the last n bytes of s.
 func tail(s string, n int) string {
 	if len(s) <= n {

@@ -32,7 +32,8 @@ type receiver struct {
 	downAt     int     // go down once this many lines were applied (0: never)
 	poison     string  // a request holding this text is answered 400
 	poisonPath string  // poison applies to requests to this path only ("": any)
-	holdPath   string  // requests to this path are answered 503 ("": none)
+	holdPath   string  // requests to this path are answered 503 ("": none)…
+	holdText   string  // …when they hold this text ("": any)
 	reqs       []hookReq
 	applied    map[string][]string // key → its lines, the first time the key was processed
 	keys       []string            // keys in the order first processed
@@ -118,7 +119,7 @@ func (r *receiver) serve(w http.ResponseWriter, req *http.Request) {
 	}
 	down := r.down
 	poison := r.poison != "" && (r.poisonPath == "" || r.poisonPath == req.URL.Path) && bytes.Contains(body, []byte(r.poison))
-	hold := r.holdPath != "" && r.holdPath == req.URL.Path
+	hold := r.holdPath != "" && r.holdPath == req.URL.Path && bytes.Contains(body, []byte(r.holdText))
 	r.mu.Unlock()
 	switch {
 	case poison:
