@@ -20,6 +20,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"tailfeed/internal/testutil"
 )
 
 // peerConfig: one COMMITTED feed on logs/app.log (or what the test puts
@@ -142,11 +144,7 @@ func (p *peer) whole(d *daemon) feedReport {
 
 // numbered returns lines "<prefix>-<i>" for i in [from, to].
 func numbered(prefix string, from, to int) []string {
-	var s []string
-	for i := from; i <= to; i++ {
-		s = append(s, fmt.Sprintf("%s-%d", prefix, i))
-	}
-	return s
+	return testutil.Numbered(prefix+"-%d", from, max(0, to-from+1))
 }
 
 func joinLines(lines []string) string {
