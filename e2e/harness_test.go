@@ -170,9 +170,22 @@ func (e *env) spawnIn(dir string, extraEnv ...string) *daemon {
 // with another port when the chosen one was taken meanwhile.
 func (e *env) start() *daemon {
 	e.t.Helper()
+	return e.startWith(func() *daemon { return e.spawn() }, (*daemon).waitReady)
+}
+
+// startIn starts a daemon with the process's working directory at dir (not
+// the config's) and extra environment variables, and waits until /healthz
+// answers (always open, unlike /feed.status under protectRead).
+func (e *env) startIn(dir string, extraEnv ...string) *daemon {
+	e.t.Helper()
+	return e.startWith(func() *daemon { return e.spawnIn(dir, extraEnv...) }, (*daemon).waitListening)
+}
+
+func (e *env) startWith(spawn func() *daemon, ready func(*daemon, time.Duration) error) *daemon {
+	e.t.Helper()
 	for attempt := 0; ; attempt++ {
-		d := e.spawn()
-		err := d.waitReady(60 * time.Second)
+		d := spawn()
+		err := ready(d, 60*time.Second)
 		if err == nil {
 			return d
 		}
@@ -207,6 +220,21 @@ func (d *daemon) waitReady(timeout time.Duration) error {
 			return fmt.Errorf("exited with code %d before it was ready", d.code)
 		}
 		if _, err := d.status(); err == nil {
+			return nil
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return errors.New("not ready in time")
+}
+
+// waitListening polls /healthz until it answers (any code) or the process ends.
+func (d *daemon) waitListening(timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		if d.exited() {
+			return fmt.Errorf("exited with code %d before it was ready", d.code)
+		}
+		if code, _, err := d.get("/healthz"); err == nil && code != 0 {
 			return nil
 		}
 		time.Sleep(10 * time.Millisecond)
@@ -252,8 +280,8 @@ func (d *daemon) stop() {
 	}
 }
 
-// report is the part of feed.status the tests read; decoded from the JSON
-// field names of DESIGN §7, not from the daemon's own types.
+// report is feed.status with every field of DESIGN §7, decoded from its
+// JSON field names, not from the daemon's own types.
 type report struct {
 	Settled  bool         `json:"settled"`
 	Lossless bool         `json:"lossless"`
@@ -262,34 +290,74 @@ type report struct {
 }
 
 type feedReport struct {
-	Feed         string  `json:"feed"`
-	State        string  `json:"state"`
-	Bounded      bool    `json:"bounded"`
-	Sequence     uint64  `json:"sequence"`
-	Detail       *string `json:"detail"`
-	Settled      bool    `json:"settled"`
-	Lossless     bool    `json:"lossless"`
-	Unterminated int64   `json:"unterminated"`
-	Dropped      uint64  `json:"dropped"`
-	Downgraded   uint64  `json:"downgraded"`
-	LostTails    uint64  `json:"lostTails"`
-	LostBytes    uint64  `json:"lostBytes"`
-	Acknowledged uint64  `json:"acknowledged"`
-	PendingAcks  int64   `json:"pendingAcks"`
-	Stalled      *string `json:"stalled"`
-	Epoch        string  `json:"epoch"`
-	Pointer      *struct {
-		Offset  int64  `json:"offset"`
-		Epoch   string `json:"epoch"`
-		Commits uint64 `json:"commits"`
-	} `json:"pointer"`
-	Subscribers []struct {
-		Queue      string `json:"queue"`
-		Position   uint64 `json:"position"`
-		Dispatched uint64 `json:"dispatched"`
-		Drained    bool   `json:"drained"`
-		State      string `json:"state"`
-	} `json:"subscribers"`
+	Feed               string         `json:"feed"`
+	Path               string         `json:"path"`
+	State              string         `json:"state"`
+	Bounded            bool           `json:"bounded"`
+	Sequence           uint64         `json:"sequence"`
+	Detail             *string        `json:"detail"`
+	Drained            bool           `json:"drained"`
+	Settled            bool           `json:"settled"`
+	Lossless           bool           `json:"lossless"`
+	Policy             string         `json:"policy"`
+	Dropped            uint64         `json:"dropped"`
+	Refused            uint64         `json:"refused"`
+	Downgraded         uint64         `json:"downgraded"`
+	CompletionFailures uint64         `json:"completionFailures"`
+	Released           uint64         `json:"released"`
+	DeadLettered       uint64         `json:"deadLettered"`
+	Oversized          uint64         `json:"oversized"`
+	Unterminated       int64          `json:"unterminated"`
+	LostTails          uint64         `json:"lostTails"`
+	LostBytes          uint64         `json:"lostBytes"`
+	Paused             bool           `json:"paused"`
+	Pauses             uint64         `json:"pauses"`
+	Acknowledged       uint64         `json:"acknowledged"`
+	PendingAcks        int64          `json:"pendingAcks"`
+	Consumers          int            `json:"consumers"`
+	Stalled            *string        `json:"stalled"`
+	Epoch              string         `json:"epoch"`
+	Pointer            *pointerReport `json:"pointer"`
+	Subscribers        []subReport    `json:"subscribers"`
+}
+
+type pointerReport struct {
+	Offset         int64  `json:"offset"`
+	Epoch          string `json:"epoch"`
+	Commits        uint64 `json:"commits"`
+	CommitFailures uint64 `json:"commitFailures"`
+}
+
+type subReport struct {
+	Queue      string `json:"queue"`
+	Position   uint64 `json:"position"`
+	Dispatched uint64 `json:"dispatched"`
+	Drained    bool   `json:"drained"`
+	State      string `json:"state"`
+}
+
+// feed returns the feed called name, failing the test when there is none.
+func (r *report) feed(t testing.TB, name string) feedReport {
+	t.Helper()
+	for _, f := range r.Feeds {
+		if f.Feed == name {
+			return f
+		}
+	}
+	t.Fatalf("feed.status has no feed %q", name)
+	return feedReport{}
+}
+
+// sub returns the subscriber called name, failing the test when there is none.
+func (f feedReport) sub(t testing.TB, name string) subReport {
+	t.Helper()
+	for _, s := range f.Subscribers {
+		if s.Queue == name {
+			return s
+		}
+	}
+	t.Fatalf("feed %s has no subscriber %q", f.Feed, name)
+	return subReport{}
 }
 
 var httpClient = &http.Client{Timeout: 5 * time.Second}
@@ -320,25 +388,57 @@ func (d *daemon) status() (*report, error) {
 	return &r, nil
 }
 
+// statusRaw reads /feed.status raw and decoded; anything but a 200 with a
+// JSON report fails t.
+func statusRaw(t testing.TB, d *daemon) (*report, []byte) {
+	t.Helper()
+	code, body, err := d.get("/feed.status")
+	if err != nil || code != http.StatusOK {
+		t.Fatalf("/feed.status: %d %s %v", code, body, err)
+	}
+	var r report
+	if err := json.Unmarshal(body, &r); err != nil {
+		t.Fatalf("/feed.status: %v: %s", err, body)
+	}
+	return &r, body
+}
+
 // waitFor polls /feed.status until ok holds, failing the test after timeout.
 func (d *daemon) waitFor(what string, timeout time.Duration, ok func(*report) bool) *report {
 	d.t.Helper()
+	return waitReport(d.t, d, what, timeout, ok)
+}
+
+// waitReport is waitFor failing t, for a subtest (t.Fatal must be called
+// from the goroutine of the test it fails). A connection error is retried;
+// an answer that is not a report fails at once.
+func waitReport(t testing.TB, d *daemon, what string, timeout time.Duration, ok func(*report) bool) *report {
+	t.Helper()
 	deadline := time.Now().Add(timeout)
-	var last *report
+	var last []byte
 	var lastErr error
 	for time.Now().Before(deadline) {
 		if d.exited() {
-			d.t.Fatalf("waiting for %s: daemon exited with code %d", what, d.code)
+			t.Fatalf("waiting for %s: daemon exited with code %d\n%s", what, d.code, tail(d.log(), 3000))
 		}
-		r, err := d.status()
-		if err == nil && ok(r) {
-			return r
+		code, body, err := d.get("/feed.status")
+		if err == nil {
+			var r report
+			if code != http.StatusOK {
+				t.Fatalf("waiting for %s: /feed.status: %d %s", what, code, body)
+			}
+			if err := json.Unmarshal(body, &r); err != nil {
+				t.Fatalf("waiting for %s: /feed.status: %v: %s", what, err, body)
+			}
+			if ok(&r) {
+				return &r
+			}
+			last = body
 		}
-		last, lastErr = r, err
-		time.Sleep(20 * time.Millisecond)
+		lastErr = err
+		time.Sleep(10 * time.Millisecond)
 	}
-	b, _ := json.Marshal(last)
-	d.t.Fatalf("no %s within %v; last report %s (error %v)", what, timeout, b, lastErr)
+	t.Fatalf("no %s within %v; last report %s (error %v)", what, timeout, last, lastErr)
 	return nil
 }
 
@@ -405,6 +505,78 @@ func showPointer(t testing.TB, path string) (pointerRecord, bool) {
 		t.Fatalf("pointer show --json: %v: %s", err, out)
 	}
 	return rec, true
+}
+
+// showPointerText runs `pointer show` (text) and returns its key: value pairs.
+func showPointerText(t testing.TB, path string) map[string]string {
+	t.Helper()
+	out, errOut, code := cli(t, "pointer", "show", path)
+	if code != 0 {
+		t.Fatalf("pointer show: exit %d: %s", code, errOut)
+	}
+	kv := map[string]string{}
+	for _, l := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
+		k, v, ok := strings.Cut(l, ": ")
+		if !ok {
+			t.Fatalf("pointer show line %q is not key: value", l)
+		}
+		kv[k] = v
+	}
+	return kv
+}
+
+// appendTo appends s to path with one write.
+func appendTo(t testing.TB, path, s string) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(s); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// request sends one request to d; token "" sends no Authorization header.
+func request(t testing.TB, d *daemon, method, path, token string, body []byte) (int, http.Header, []byte) {
+	t.Helper()
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequest(method, "http://"+d.addr+path, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := (&http.Client{Timeout: 40 * time.Second}).Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	out, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, resp.Header, out
+}
+
+// step runs one step of a test whose steps build on each other (not
+// subtests: they could not run alone). It logs the step's name, so that a
+// failure is placed, and ends the test when the step failed, so that one
+// failure does not cascade into the later steps.
+func step(t *testing.T, name string, f func()) {
+	t.Helper()
+	t.Logf("step: %s", name)
+	f()
+	if t.Failed() {
+		t.FailNow()
+	}
 }
 
 // tail returns the last n bytes of s.

@@ -105,8 +105,8 @@ func TestLossLiveTruncationUnread(t *testing.T) {
 	deadline := time.Now().Add(30 * time.Second)
 	var f feedReport
 	for {
-		evs := ctPull(t, d, "slow", "max=1000&wait=100ms")
-		ctAckAll(t, d, evs)
+		evs := pullFrom(t, d, "slow", "max=1000&wait=100ms")
+		ackAll(t, d, evs)
 		r, err := d.status()
 		if err == nil && r.Settled && r.Feeds[0].Pointer != nil && r.Feeds[0].Pointer.Offset == sizeOf(app) && r.Feeds[0].Pointer.Epoch == r.Feeds[0].Epoch {
 			f = r.Feeds[0]

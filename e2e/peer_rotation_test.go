@@ -20,6 +20,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"tailfeed/internal/testutil"
 )
 
 // peerConfig: one COMMITTED feed on logs/app.log (or what the test puts
@@ -75,21 +77,6 @@ func (p *peer) start() *daemon {
 			continue
 		}
 		p.t.Fatalf("daemon did not become ready: %v\n%s", err, tail(d.log(), 4000))
-	}
-}
-
-// appendTo appends s to path, creating it.
-func appendTo(t testing.TB, path, s string) {
-	t.Helper()
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.WriteString(s); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
 	}
 }
 
@@ -157,11 +144,7 @@ func (p *peer) whole(d *daemon) feedReport {
 
 // numbered returns lines "<prefix>-<i>" for i in [from, to].
 func numbered(prefix string, from, to int) []string {
-	var s []string
-	for i := from; i <= to; i++ {
-		s = append(s, fmt.Sprintf("%s-%d", prefix, i))
-	}
-	return s
+	return testutil.Numbered(prefix+"-%d", from, max(0, to-from+1))
 }
 
 func joinLines(lines []string) string {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -37,41 +36,29 @@ processors:
     type: pull
 %s`
 
-// event is one pull event, decoded from the contract's field names.
+// event is one pull event with every field of DESIGN §9, decoded from the
+// contract's field names (lineBase64 only with raw=1).
 type event struct {
-	DeliveryID string `json:"deliveryId"`
-	Feed       string `json:"feed"`
-	Epoch      string `json:"epoch"`
-	Position   int64  `json:"position"`
-	Sequence   uint64 `json:"sequence"`
-	Attempt    int    `json:"attempt"`
-	Path       string `json:"path"`
-	Line       string `json:"line"`
+	DeliveryID string  `json:"deliveryId"`
+	Feed       string  `json:"feed"`
+	Epoch      string  `json:"epoch"`
+	Position   int64   `json:"position"`
+	Sequence   uint64  `json:"sequence"`
+	Attempt    int     `json:"attempt"`
+	Path       string  `json:"path"`
+	Line       string  `json:"line"`
+	LineBase64 *string `json:"lineBase64"`
 }
 
-// call sends an authorized request and returns the code and body.
+// call sends a request with the pull token and returns the code and body.
 func (d *daemon) call(method, path string, body any) (int, []byte) {
 	d.t.Helper()
-	var rd io.Reader
+	var b []byte
 	if body != nil {
-		b, _ := json.Marshal(body)
-		rd = bytes.NewReader(b)
+		b, _ = json.Marshal(body)
 	}
-	req, err := http.NewRequest(method, "http://"+d.addr+path, rd)
-	if err != nil {
-		d.t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+pullToken)
-	resp, err := (&http.Client{Timeout: 40 * time.Second}).Do(req)
-	if err != nil {
-		d.t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	out, err := io.ReadAll(resp.Body)
-	if err != nil {
-		d.t.Fatal(err)
-	}
-	return resp.StatusCode, out
+	code, _, out := request(d.t, d, method, path, pullToken, b)
+	return code, out
 }
 
 // pull is one GET /v1/pull/consumer.

@@ -65,11 +65,11 @@ func TestSecretsNeverShown(t *testing.T) {
 	e := newEnv(t, fmt.Sprintf(secretsConfigTmpl, dead, withPw))
 	in := newInput(t, e.path("in.log"))
 	in.appendLines(3)
-	d := ctStart(e, e.dir)
+	d := e.startIn(e.dir)
 
 	var health, report []byte
 	waitUntil(t, "/healthz 503 naming the stall", 30*time.Second, func() bool {
-		code, _, body := ctDo(t, d, "GET", "/healthz", "", nil)
+		code, _, body := request(t, d, "GET", "/healthz", "", nil)
 		health = body
 		return code == http.StatusServiceUnavailable && strings.Contains(string(body), "down")
 	})
@@ -77,7 +77,7 @@ func TestSecretsNeverShown(t *testing.T) {
 		b, _ := os.ReadFile(e.path("state/dlq/refusing.jsonl"))
 		return strings.Count(string(b), "\n") >= 3
 	})
-	code, _, report := ctDo(t, d, "GET", "/feed.status", "tok3n", nil)
+	code, _, report := request(t, d, "GET", "/feed.status", "tok3n", nil)
 	if code != 200 || !strings.Contains(string(report), `"stalled":"`) {
 		t.Fatalf("/feed.status %d, want 200 with a stalled reason: %s", code, report)
 	}

@@ -19,23 +19,27 @@ import (
 // The webhook sink against an unreliable receiver (DESIGN §6 webhook).
 
 // receiver is a webhook endpoint on 127.0.0.1 that applies requests and
-// dedups them on Idempotency-Key.
+// dedups them on Idempotency-Key, and records every request it got.
 type receiver struct {
 	t   *testing.T
 	srv *httptest.Server
 
-	mu      sync.Mutex
-	rng     *rand.Rand
-	fail    float64             // share of requests answered 503 unprocessed
-	drop    float64             // share of requests processed, then dropped unanswered
-	down    bool                // drop every request (processed first)
-	downAt  int                 // go down once this many lines were applied (0: never)
-	poison  string              // a request holding this text is answered 400
-	applied map[string][]string // key → its lines, the first time the key was processed
-	keys    []string            // keys in the order first processed
-	raw     []string            // every line of every processed request (no dedupe)
-	seen    []string            // the key of every request received, in order
-	bad     []string            // problems with a request's shape
+	mu         sync.Mutex
+	rng        *rand.Rand
+	fail       float64 // share of requests answered 503 unprocessed
+	drop       float64 // share of requests processed, then dropped unanswered
+	down       bool    // drop every request (processed first)
+	downAt     int     // go down once this many lines were applied (0: never)
+	poison     string  // a request holding this text is answered 400
+	poisonPath string  // poison applies to requests to this path only ("": any)
+	holdPath   string  // requests to this path are answered 503 ("": none)…
+	holdText   string  // …when they hold this text ("": any)
+	reqs       []hookReq
+	applied    map[string][]string // key → its lines, the first time the key was processed
+	keys       []string            // keys in the order first processed
+	raw        []string            // every line of every processed request (no dedupe)
+	seen       []string            // the key of every request received, in order
+	bad        []string            // problems with a request's shape
 }
 
 func newReceiver(t *testing.T, seed uint64) *receiver {
@@ -43,6 +47,61 @@ func newReceiver(t *testing.T, seed uint64) *receiver {
 	r.srv = httptest.NewServer(http.HandlerFunc(r.serve))
 	t.Cleanup(r.srv.Close)
 	return r
+}
+
+// hookReq is one request a receiver got, with the code it answered (0 when
+// the connection was dropped unanswered).
+type hookReq struct {
+	path    string
+	method  string
+	header  http.Header
+	objects []map[string]json.RawMessage // one per NDJSON line; nil when not JSON
+	body    []byte
+	code    int
+}
+
+// newHook is a receiver that never fails at random: a body to /ingest
+// holding "POISON" is a 400 while poison is set, and /hold answers 503
+// while holdPath is set.
+func newHook(t *testing.T) *receiver {
+	r := newReceiver(t, 1)
+	r.poison, r.poisonPath, r.holdPath = "POISON", "/ingest", "/hold"
+	return r
+}
+
+// record appends req with its answer code.
+func (r *receiver) record(req *http.Request, body []byte, code int) {
+	rec := hookReq{path: req.URL.Path, method: req.Method, header: req.Header.Clone(), body: body, code: code}
+	sc := bufio.NewScanner(bytes.NewReader(body))
+	sc.Buffer(nil, 4<<20)
+	for sc.Scan() {
+		var o map[string]json.RawMessage
+		if json.Unmarshal(sc.Bytes(), &o) != nil {
+			o = nil
+		}
+		rec.objects = append(rec.objects, o)
+	}
+	r.mu.Lock()
+	r.reqs = append(r.reqs, rec)
+	r.mu.Unlock()
+}
+
+// linesAt returns the lines of the requests to path answered 200, in order.
+func (r *receiver) linesAt(path string) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for _, q := range r.reqs {
+		if q.path != path || q.code != http.StatusOK {
+			continue
+		}
+		for _, o := range q.objects {
+			var s string
+			json.Unmarshal(o["line"], &s)
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 func (r *receiver) serve(w http.ResponseWriter, req *http.Request) {
@@ -58,13 +117,21 @@ func (r *receiver) serve(w http.ResponseWriter, req *http.Request) {
 	if r.downAt > 0 && len(r.keys) > 0 && len(r.raw) >= r.downAt {
 		r.down, r.downAt = true, 0
 	}
-	down, poison := r.down, r.poison != "" && bytes.Contains(body, []byte(r.poison))
+	down := r.down
+	poison := r.poison != "" && (r.poisonPath == "" || r.poisonPath == req.URL.Path) && bytes.Contains(body, []byte(r.poison))
+	hold := r.holdPath != "" && r.holdPath == req.URL.Path && bytes.Contains(body, []byte(r.holdText))
 	r.mu.Unlock()
 	switch {
 	case poison:
+		r.record(req, body, http.StatusBadRequest)
 		http.Error(w, "bad line", http.StatusBadRequest)
 		return
+	case hold:
+		r.record(req, body, http.StatusServiceUnavailable)
+		http.Error(w, "held", http.StatusServiceUnavailable)
+		return
 	case !down && dice < r.fail:
+		r.record(req, body, http.StatusServiceUnavailable)
 		http.Error(w, "try later", http.StatusServiceUnavailable)
 		return
 	}
@@ -77,11 +144,13 @@ func (r *receiver) serve(w http.ResponseWriter, req *http.Request) {
 	}
 	r.mu.Unlock()
 	if down || dice < r.fail+r.drop {
+		r.record(req, body, 0)
 		if conn, _, err := w.(http.Hijacker).Hijack(); err == nil {
 			conn.Close() // processed, but the response is lost
 		}
 		return
 	}
+	r.record(req, body, http.StatusOK)
 	w.WriteHeader(http.StatusOK)
 }
 

@@ -8,11 +8,12 @@ import (
 	"testing"
 
 	"tailfeed/internal/fileutil"
+	"tailfeed/internal/testutil"
 )
 
 func TestOpenLockedByChildNamesItsPid(t *testing.T) {
 	path := ptrPath(t)
-	pid := startHolder(t, path)
+	pid := testutil.StartHolder(t, holderEnv, path)
 
 	_, err := Open(path, Options{})
 	var le *fileutil.LockedError

@@ -1,12 +1,10 @@
 package pointer
 
 import (
-	"bufio"
 	"bytes"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 
@@ -36,36 +34,6 @@ func holdPointer(path string) int {
 	fmt.Println("locked")
 	io.Copy(io.Discard, os.Stdin)
 	return 0
-}
-
-// startHolder starts a child process that holds the pointer file at path
-// open until the test ends, and returns its pid.
-func startHolder(t *testing.T, path string) int {
-	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), holderEnv+"="+path)
-	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		stdin.Close()
-		if err := cmd.Wait(); err != nil {
-			t.Errorf("pointer holder: %v", err)
-		}
-	})
-	if line, err := bufio.NewReader(stdout).ReadString('\n'); err != nil || line != "locked\n" {
-		t.Fatalf("pointer holder said %q, %v", line, err)
-	}
-	return cmd.Process.Pid
 }
 
 // logBuf is an hclog logger that keeps its output for assertions.

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"tailfeed/feed"
+	"tailfeed/internal/testutil"
 	"tailfeed/overload"
 	"tailfeed/processor"
 )
@@ -99,12 +100,9 @@ func (r *groupRig) wantAcked(seq uint64) {
 	}
 }
 
+// numbered returns n lines "<prefix><i>" for i in [from, from+n).
 func numbered(prefix string, from, n int) []string {
-	out := make([]string, n)
-	for i := range out {
-		out[i] = fmt.Sprintf("%s%d", prefix, from+i)
-	}
-	return out
+	return testutil.Numbered(prefix+"%d", from, n)
 }
 
 // lineProc is a per-line Processor running fn under a lock-free log.

@@ -2,15 +2,12 @@ package main
 
 import (
 	"bytes"
-	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 )
 
 // `tailfeed status` never sends TAILFEED_TOKEN across a redirect (DESIGN
@@ -45,20 +42,10 @@ func TestStatusTokenNeverCrossesARedirect(t *testing.T) {
 		}
 	}))
 	defer front.Close()
+	t.Setenv("TAILFEED_TOKEN", "t0ken")
 	run := func(addr string) (int, string) {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, bin, "status", "--addr", addr)
-		cmd.Env = append(os.Environ(), "TAILFEED_TOKEN=t0ken")
 		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		err := cmd.Run()
-		code := 0
-		if ee, ok := err.(*exec.ExitError); ok {
-			code = ee.ExitCode()
-		} else if err != nil {
-			t.Fatal(err)
-		}
+		code := mainWith([]string{"status", "--addr", addr}, io.Discard, &stderr)
 		return code, stderr.String()
 	}
 	code, stderr := run(front.URL)

@@ -4,13 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -24,45 +22,14 @@ import (
 	"tailfeed/processor"
 )
 
-// bin is the tailfeed binary built once for the tests that assert exit codes.
-var bin string
-
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "tailfeed-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	bin = filepath.Join(dir, "tailfeed")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "building tailfeed: %v\n%s", err, out)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
-
-// runStatus runs `tailfeed status args…` and returns its exit code and output.
+// runStatus runs `tailfeed status args…` in-process (mainWith, as main
+// does) with TAILFEED_TOKEN unset and returns its exit code and output.
 func runStatus(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, append([]string{"status"}, args...)...)
-	cmd.Env = append(os.Environ(), "TAILFEED_TOKEN=")
+	t.Setenv("TAILFEED_TOKEN", "")
 	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-		return 0, stdout.String(), stderr.String()
-	case errors.As(err, &ee):
-		return ee.ExitCode(), stdout.String(), stderr.String()
-	}
-	t.Fatalf("tailfeed status: %v", err)
-	return 0, "", ""
+	code := mainWith(append([]string{"status"}, args...), &stdout, &stderr)
+	return code, stdout.String(), stderr.String()
 }
 
 // startDaemon runs an in-process daemon on a COMMITTED feed of lines

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"io/fs"
 	"net/http"
@@ -21,6 +20,7 @@ import (
 
 	"tailfeed/config"
 	"tailfeed/feed"
+	"tailfeed/internal/testutil"
 	"tailfeed/processor"
 	"tailfeed/status"
 )
@@ -109,12 +109,9 @@ func (e *env) appendLines(lines ...string) {
 	}
 }
 
+// numbered returns n lines "<prefix><i, 6 digits>" for i in [from, from+n).
 func numbered(prefix string, from, n int) []string {
-	out := make([]string, n)
-	for i := range out {
-		out[i] = fmt.Sprintf("%s%06d", prefix, from+i)
-	}
-	return out
+	return testutil.Numbered(prefix+"%06d", from, n)
 }
 
 func (e *env) inputSize() int64 {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"tailfeed/internal/testutil"
 	"tailfeed/status"
 )
 
@@ -38,17 +39,8 @@ processors:
 func sameLines(t *testing.T, got, want []string) {
 	t.Helper()
 	if !slices.Equal(got, want) {
-		t.Fatalf("sink has %d lines, want %d (first difference at %d)", len(got), len(want), firstDiff(got, want))
+		t.Fatalf("sink has %d lines, want %d (first difference at %d)", len(got), len(want), testutil.FirstDiff(got, want))
 	}
-}
-
-func firstDiff(a, b []string) int {
-	for i := range min(len(a), len(b)) {
-		if a[i] != b[i] {
-			return i
-		}
-	}
-	return min(len(a), len(b))
 }
 
 // A PAUSE subscriber that never drains pauses the feed: not settled, not

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"tailfeed/internal/testutil"
 )
 
 func openFile(t *testing.T, path string) *os.File {
@@ -22,7 +24,7 @@ func openFile(t *testing.T, path string) *os.File {
 
 func TestLockHeldByChildNamesItsPid(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "LOCK")
-	pid := startHolder(t, path)
+	pid := testutil.StartHolder(t, holderEnv, path)
 
 	err := Lock(openFile(t, path))
 	var le *LockedError

@@ -1,11 +1,9 @@
 package fileutil
 
 import (
-	"bufio"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"testing"
 )
 
@@ -34,35 +32,4 @@ func holdLock(path string) int {
 	fmt.Println("locked")
 	io.Copy(io.Discard, os.Stdin)
 	return 0
-}
-
-// startHolder starts a child process that holds the lock on path until the
-// test ends, and returns its pid.
-func startHolder(t *testing.T, path string) int {
-	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), holderEnv+"="+path)
-	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		stdin.Close()
-		if err := cmd.Wait(); err != nil {
-			t.Errorf("lock holder: %v", err)
-		}
-	})
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil || line != "locked\n" {
-		t.Fatalf("lock holder said %q, %v", line, err)
-	}
-	return cmd.Process.Pid
 }

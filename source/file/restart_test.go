@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"tailfeed/internal/testutil"
 	"tailfeed/source/file"
 )
 
@@ -312,18 +313,9 @@ func TestCopyTruncateTwiceWhileBehind(t *testing.T) {
 	r.waitSettled()
 	want := append(append(numbered("a", 0, 3000), numbered("b", 0, 500)...), numbered("c", 0, 5)...)
 	if got := lines(r.rec.all()); strings.Join(got, ",") != strings.Join(want, ",") {
-		t.Fatalf("got %d lines, want %d; first difference at %d", len(got), len(want), firstDiff(got, want))
+		t.Fatalf("got %d lines, want %d; first difference at %d", len(got), len(want), testutil.FirstDiff(got, want))
 	}
 	if gs[0].Epoch == gs[3000].Epoch || gs[3000].Epoch == gs[3504].Epoch {
 		t.Fatal("the three contents do not have three epochs")
 	}
-}
-
-func firstDiff(a, b []string) int {
-	for i := range min(len(a), len(b)) {
-		if a[i] != b[i] {
-			return i
-		}
-	}
-	return min(len(a), len(b))
 }

@@ -15,6 +15,7 @@ import (
 
 	"tailfeed/feed"
 	"tailfeed/internal/fileutil"
+	"tailfeed/internal/testutil"
 	"tailfeed/overload"
 	"tailfeed/pointer"
 	"tailfeed/processor"
@@ -305,11 +306,7 @@ func appendTo(t testing.TB, path string, lines ...string) {
 
 // numbered returns n lines "<prefix>-<i>" for i in [from, from+n).
 func numbered(prefix string, from, n int) []string {
-	out := make([]string, n)
-	for i := range out {
-		out[i] = fmt.Sprintf("%s-%05d", prefix, from+i)
-	}
-	return out
+	return testutil.Numbered(prefix+"-%05d", from, n)
 }
 
 // replaceWith writes lines to a temp file and renames it onto path.

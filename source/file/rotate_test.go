@@ -10,85 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"tailfeed/internal/testutil"
 	"tailfeed/pointer"
 	"tailfeed/source/file"
 )
-
-// rotWriter appends numbered lines through one open descriptor, like an
-// application logging; reopen makes it finish with the current file (a few
-// more lines land in it, after its rename) and continue in a new file at
-// the path. Each line names the generation of the file it went to.
-type rotWriter struct {
-	t      testing.TB
-	path   string
-	reopen chan chan struct{}
-	stop   chan struct{}
-	done   chan struct{}
-	n      atomic.Int64 // lines written
-	gen    atomic.Int64 // generation of the file written to now
-}
-
-func startWriter(t testing.TB, path string) *rotWriter {
-	w := &rotWriter{t: t, path: path, reopen: make(chan chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
-	go w.run()
-	return w
-}
-
-func (w *rotWriter) run() {
-	defer close(w.done)
-	f, err := os.OpenFile(w.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
-	if err != nil {
-		w.t.Error(err)
-		return
-	}
-	write := func() {
-		i := w.n.Load()
-		if _, err := fmt.Fprintf(f, "g%d line %07d\n", w.gen.Load(), i); err != nil {
-			w.t.Error(err)
-		}
-		w.n.Add(1)
-	}
-	for {
-		select {
-		case <-w.stop:
-			f.Close()
-			return
-		case ack := <-w.reopen:
-			for range 3 {
-				write() // after the rename: these land in the renamed file
-			}
-			f.Close()
-			w.gen.Add(1)
-			f, err = os.OpenFile(w.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
-			if err != nil {
-				w.t.Error(err)
-				return
-			}
-			close(ack)
-		default:
-			write()
-			if w.n.Load()%20 == 0 {
-				time.Sleep(200 * time.Microsecond)
-			}
-		}
-	}
-}
-
-func (w *rotWriter) rotate(to string) {
-	if err := os.Rename(w.path, to); err != nil {
-		w.t.Error(err)
-		return
-	}
-	ack := make(chan struct{})
-	w.reopen <- ack
-	<-ack
-}
-
-func (w *rotWriter) finish() int {
-	close(w.stop)
-	<-w.done
-	return int(w.n.Load())
-}
 
 // Acceptance 1: a writer appending continuously while the file is
 // rename-rotated 5 times: every line written, to any generation, is
@@ -96,7 +21,7 @@ func (w *rotWriter) finish() int {
 // their own and the exact offset after the line in that file.
 func TestRenameRotationWhileWriting(t *testing.T) {
 	r := newRig(t, "", rigOpts{strategy: file.Committed})
-	w := startWriter(t, r.path)
+	w := testutil.StartWriter(t, r.path)
 	r.start()
 	const rotations = 5
 	files := []string{}
@@ -110,11 +35,11 @@ func TestRenameRotationWhileWriting(t *testing.T) {
 			return [2]uint64{dev, ino} == id
 		})
 		to := fmt.Sprintf("%s.%d", r.path, k)
-		w.rotate(to)
+		w.Rotate(to)
 		files = append(files, to)
 	}
 	time.Sleep(60 * time.Millisecond)
-	total := w.finish()
+	total := w.Finish()
 	files = append(files, r.path)
 	gs := r.waitLines(total)
 	r.waitSettled()
