@@ -339,7 +339,7 @@ func findByKeyIn(dir string, rec pointer.Record, outs *outputs, skip func(dev, i
 		if err != nil || pointer.FileKey(dev, ino) != rec.FileKey || own.has(dir, e.Name(), dev, ino) || skip(dev, ino) {
 			continue
 		}
-		f, err := os.Open(p)
+		f, err := fileutil.OpenRegular(p)
 		if err != nil {
 			continue
 		}
@@ -476,7 +476,7 @@ func (s *Source) findCopy(fpLen int, fp uint64, size int64, notAfter time.Time, 
 				(best != nil && !info.ModTime().After(bmod)) {
 				continue
 			}
-			f, err := os.Open(filepath.Join(dir, e.Name()))
+			f, err := fileutil.OpenRegular(filepath.Join(dir, e.Name()))
 			if err != nil {
 				continue
 			}
