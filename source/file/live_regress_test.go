@@ -1,0 +1,190 @@
+package file_test
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"tailfeed/source/file"
+)
+
+// Review of h/live (issue 11 item 4). A file found at the path after a
+// rotation is rewritten (same size, other bytes) while the epoch barrier
+// waits for the old file's last line; the barrier is crossed before the
+// next poll (poll-only file system: no fsnotify). crossBarrier re-reads the
+// fingerprint, ignores that it no longer matches, and records the new
+// size and mtime as verified: the rewrite is never treated as one, the
+// reader keeps the stale in-memory fingerprint, and the first append
+// afterwards is taken for "replaced in place": every line of the new file
+// is delivered a second time under yet another epoch.
+func TestRewriteOfTheNextFileBeforeTheBarrierIsNotDeliveredTwice(t *testing.T) {
+	hold := make(chan struct{})
+	r := newRig(t, "", rigOpts{strategy: file.Committed, noNotify: true, poll: time.Second,
+		hold: map[string]chan struct{}{"a-00004": hold}})
+	appendTo(t, r.path, numbered("a", 0, 5)...)
+	r.start()
+	r.waitLines(4)
+	// Rename rotation; the new file has 5 lines.
+	if err := os.Rename(r.path, r.path+".1"); err != nil {
+		t.Fatal(err)
+	}
+	appendTo(t, r.path, numbered("x", 0, 5)...)
+	r.waitFor("the switch to the new file (barrier waiting)", 10*time.Second, func() bool {
+		return r.pub.Paused() && strings.Contains(r.pub.PauseReason(), "epoch switch")
+	})
+	time.Sleep(30 * time.Millisecond) // past one mtime tick
+	// Same-size rewrite of the new file before a line of it was read.
+	if err := os.WriteFile(r.path, []byte(strings.Join(numbered("y", 0, 5), "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	close(hold) // the old file's last line is acknowledged: the barrier is crossed at once
+	r.waitLines(10)
+	r.waitSettled()
+	time.Sleep(50 * time.Millisecond)
+	appendTo(t, r.path, "y-00005")
+	r.waitLines(11)
+	time.Sleep(3 * time.Second) // several polls
+	r.waitSettled()
+	gs := r.rec.all()
+	c := counts(gs)
+	var dup []string
+	for l, n := range c {
+		if n > 1 {
+			dup = append(dup, fmt.Sprintf("%s×%d", l, n))
+		}
+	}
+	if len(dup) > 0 || len(gs) != 11 {
+		t.Fatalf("%d deliveries, duplicates %v; detail %q\n%s", len(gs), dup, r.src.Detail(), tailOf(r.logs.String(), 12))
+	}
+}
+
+// Pre-existing, found in the same review: after a wake-up that is neither a
+// poll nor an fsnotify event (an acknowledgement, an msync's end), the source
+// reads past what it last verified without checking the file first. A file
+// truncated and written again longer than the read position is then read
+// on from the old read position under the old epoch (a fragment of a new
+// line and the new lines after it, positioned, committed), and only then
+// seen as "replaced in place" and read again from 0: those lines are
+// delivered twice, the first of them cut.
+func TestRegrowthAfterTruncationIsCheckedBeforeItIsRead(t *testing.T) {
+	hold := make(chan struct{})
+	r := newRig(t, "", rigOpts{strategy: file.Committed, noNotify: true, poll: 2 * time.Second,
+		hold: map[string]chan struct{}{"a-00004": hold}})
+	appendTo(t, r.path, numbered("a", 0, 5)...) // 40 bytes
+	r.start()
+	r.waitLines(4)
+	st, _ := os.Stat(r.path)
+	r.waitFor("all read", 5*time.Second, func() bool { return r.src.ReadPos() == st.Size() })
+	time.Sleep(300 * time.Millisecond) // let the first poll pass, so the next is ~1.7 s away
+	// Truncate and write 12 lines of 7 bytes (84 bytes): offset 40 is inside "bb-0005".
+	var nl []string
+	for i := 0; i < 12; i++ {
+		nl = append(nl, fmt.Sprintf("bb-%04d", i)[:7])
+	}
+	if err := os.WriteFile(r.path, []byte(strings.Join(nl, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	close(hold)
+	r.waitLines(5 + 12)
+	time.Sleep(3 * time.Second)
+	r.waitSettled()
+	gs := r.rec.all()
+	if len(gs) != 17 {
+		var extra []string
+		for _, g := range gs[5:] {
+			extra = append(extra, fmt.Sprintf("%q@%d/%x", g.Line, g.Pos, g.Epoch))
+		}
+		t.Fatalf("%d deliveries, want 17 (5 old + 12 new, each once): after the old lines: %v", len(gs), extra)
+	}
+}
+
+// Review of h/live (issue 11 item 11: "never opened for reading"). The
+// path itself is stat'ed and opened non-blocking, but findCopy (and
+// findByKey at a restart) still open every regular-looking entry of the
+// directory with a plain, blocking os.Open after ReadDir/lstat said it was
+// regular. An entry replaced by a FIFO in between (here: another.log and a
+// FIFO swapped atomically with renameat2(RENAME_EXCHANGE)) blocks the
+// source's goroutine in open(2) for good: it reads nothing more, and its
+// stop (SIGTERM) never returns.
+func TestFindCopyNeverBlocksOnAFIFOSwappedIn(t *testing.T) {
+	r := newRig(t, "", rigOpts{strategy: file.Earliest})
+	reg, fifo := r.dir+"/another.log", r.dir+"/another.tmp"
+	if err := os.WriteFile(reg, []byte(strings.Repeat("z", 64<<10)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	flipped := make(chan struct{})
+	go func() {
+		defer close(flipped)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			unix.Renameat2(unix.AT_FDCWD, reg, unix.AT_FDCWD, fifo, unix.RENAME_EXCHANGE)
+		}
+	}()
+	stopFlip := func() {
+		select {
+		case <-stop:
+		default:
+			close(stop)
+			<-flipped
+		}
+	}
+	t.Cleanup(func() {
+		stopFlip()
+		for _, p := range []string{reg, fifo} { // release a blocked reader so the rig can stop
+			if f, err := os.OpenFile(p, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+				f.Close()
+			}
+		}
+	})
+	appendTo(t, r.path, numbered("t0", 0, 3)...)
+	r.start()
+	want := 3
+	r.waitLines(want)
+	blocked := false
+	for i := 1; i < 300 && !blocked; i++ {
+		if err := os.Truncate(r.path, 0); err != nil {
+			t.Fatal(err)
+		}
+		appendTo(t, r.path, numbered(fmt.Sprintf("t%d", i), 0, 3)...)
+		want += 3
+		deadline := time.Now().Add(3 * time.Second)
+		for r.rec.len() < want && !blocked {
+			if time.Now().After(deadline) {
+				blocked = true
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+	}
+	stopFlip()
+	buf := make([]byte, 1<<20)
+	stacks := string(buf[:runtime.Stack(buf, true)])
+	if i := strings.Index(stacks, "file.(*Source).findCopy"); i >= 0 {
+		t.Logf("source goroutine:\n%s", stacks[max(0, i-600):min(len(stacks), i+400)])
+	}
+	if !blocked {
+		return // never blocked (the fix: fileutil.OpenRegular)
+	}
+	for _, p := range []string{reg, fifo} {
+		if fi, err := os.Lstat(p); err == nil && fi.Mode()&os.ModeNamedPipe != 0 {
+			if f, err := os.OpenFile(p, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+				f.Close() // it had a reader: the source, blocked in open(2); this releases it
+				t.Fatalf("the source stopped reading after %d lines: it was blocked opening the FIFO %s (findCopy's os.Open)", r.rec.len(), p)
+			}
+		}
+	}
+	t.Fatalf("the source stopped reading after %d lines (want %d)\n%s", r.rec.len(), want, tailOf(r.logs.String(), 10))
+}
