@@ -539,6 +539,22 @@ func (s *Source) queueLater(fdev, fino uint64) {
 		return false
 	}
 	gens := s.scanGenerations(ref, time.Time{}, skip, skipGz)
+	// A plain file whose first bytes are those of a file the source holds
+	// or saw (the same rule as for a .gz: the whole fingerprint, or the
+	// whole file) is a copy of it (cp, copytruncate), never a later
+	// generation. A shorter match is not enough: generations may share a
+	// header.
+	gens = slices.DeleteFunc(gens, func(g genFile) bool {
+		if g.gz {
+			return false
+		}
+		head, err := readHead(g.path)
+		if err != nil || len(head) == 0 || !skipGz(head) {
+			return false
+		}
+		s.log.Info("a file beside the input is a copy of one the source holds or saw; not read as a generation", "file", g.path)
+		return true
+	})
 	if len(gens) > 0 {
 		s.log.Warn("the path names a file that is not the one expected next; reading the generations written in between first",
 			"path", s.cfg.Path, "generations", len(gens))
