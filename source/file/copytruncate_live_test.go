@@ -50,10 +50,9 @@ func TestLiveCopytruncateDeliversNoLineTwice(t *testing.T) {
 						t.Fatal(err)
 					}
 				}
+				n := 100 + (round-1)*12 + 5
 				copyFile(t, r.path, r.path+".1")
-				p := fmt.Sprintf("w%d", round)
-				appendTo(t, r.path, numbered(p, 0, 5)...) // between the copy and the truncate
-				n := r.rec.len() + 5
+				appendTo(t, r.path, numbered(fmt.Sprintf("w%d", round), 0, 5)...) // between the copy and the truncate
 				r.waitLines(n)
 				if err := os.Truncate(r.path, 0); err != nil {
 					t.Fatal(err)

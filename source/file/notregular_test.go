@@ -213,3 +213,62 @@ func TestFIFOAtPathDetailOverLostTail(t *testing.T) {
 		t.Fatalf("detail %q after the failure ended, want the lost tail's", d)
 	}
 }
+
+// S2: a path that names another file at every try of the open at start (it
+// keeps being replaced while it is opened) is retried at every look, like a
+// missing or a bad path; the source never stops for good.
+func TestPathChangingWhileOpenedAtStartIsRetried(t *testing.T) {
+	var calls int
+	var r *rig
+	r = newRig(t, "", rigOpts{strategy: file.Committed, openHook: func() {
+		calls++
+		if calls > 12 {
+			return
+		}
+		tmp := r.path + ".tmp"
+		if err := os.WriteFile(tmp, []byte("a-00000\na-00001\na-00002\n"), 0o644); err != nil {
+			t.Error(err)
+		}
+		if err := os.Rename(tmp, r.path); err != nil {
+			t.Error(err)
+		}
+	}})
+	appendTo(t, r.path, numbered("a", 0, 3)...)
+	r.start()
+	r.waitLines(3)
+	r.waitSettled()
+	if n := r.rec.len(); n != 3 {
+		t.Fatalf("%d lines, want 3", n)
+	}
+}
+
+// S8: the path's failure ends with nothing at the path while the file open
+// from before is still read (a rotation left it): the detail says so, not
+// "waiting for a file".
+func TestPathGoneAfterFailureWhileFileOpenSaysItIsRead(t *testing.T) {
+	r := newRig(t, "", rigOpts{strategy: file.Earliest, rotateWait: 10 * time.Second})
+	appendTo(t, r.path, numbered("a", 0, 3)...)
+	r.start()
+	t.Cleanup(func() { unblockFIFO(r.path) })
+	r.waitLines(3)
+	r.waitSettled()
+	if err := os.Rename(r.path, r.path+".1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(r.path, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r.waitFor("FAILED", 5*time.Second, func() bool { return r.src.State() == file.Failed })
+	if err := os.Remove(r.path); err != nil {
+		t.Fatal(err)
+	}
+	r.waitFor("not FAILED", 5*time.Second, func() bool { return r.src.State() != file.Failed })
+	if _, _, open := r.src.FileIdentity(); !open {
+		t.Fatal("the renamed file is no longer open")
+	}
+	if d := r.src.Detail(); strings.Contains(d, "waiting for a file") {
+		t.Fatalf("detail %q while the file open from before is read", d)
+	}
+	appendTo(t, r.path+".1", "a-00003")
+	r.waitLines(4)
+}
