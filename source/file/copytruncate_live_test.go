@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -121,14 +122,17 @@ func TestLiveCopyFoundAtTheEndIsReadAtOnce(t *testing.T) {
 	if err := os.Truncate(r.path, 0); err != nil {
 		t.Fatal(err)
 	}
-	sawCaughtUp := false
+	// CAUGHT_UP after the copy was found (the detail names it) with its
+	// lines not read, in two looks in a row (not the instant between the
+	// detail and the switch to the copy).
+	sawCaughtUp, prev := false, false
 	close(hold)
 	deadline := time.Now().Add(10 * time.Second)
 	for r.rec.len() < 8 && time.Now().Before(deadline) {
-		if r.rec.len() >= 5 && r.src.State() == file.CaughtUp {
-			sawCaughtUp = true
-		}
-		time.Sleep(time.Millisecond)
+		now := strings.Contains(r.src.Detail(), "reading its copy") && r.src.State() == file.CaughtUp && r.src.LinesRead() < 8
+		sawCaughtUp = sawCaughtUp || (now && prev)
+		prev = now
+		time.Sleep(500 * time.Microsecond)
 	}
 	if r.rec.len() < 8 || sawCaughtUp {
 		t.Fatalf("got %d lines; CAUGHT_UP with the copy's lines unread: %v\n%s", r.rec.len(), sawCaughtUp, tailOf(r.logs.String(), 10))
