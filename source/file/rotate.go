@@ -560,6 +560,14 @@ func (s *Source) checkBeforeBarrier() {
 	}
 	why := s.changed(r)
 	if why == "" {
+		// Unchanged: the fingerprint covers what the epoch starts with (a
+		// file opened at the path was never fingerprinted; a same-content
+		// copy of it is recognised by it).
+		if st, err := r.f.Stat(); err == nil && int64(r.fpLen) < min(st.Size(), pointer.MaxFingerprint) {
+			if same, err := r.refreshFingerprint(st.Size()); err == nil && same {
+				r.lastSize, r.lastMod = st.Size(), st.ModTime()
+			}
+		}
 		return
 	}
 	c := s.rewrittenUnread(r, why)
