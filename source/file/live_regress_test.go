@@ -62,6 +62,10 @@ func TestRewriteOfTheNextFileBeforeTheBarrierIsNotDeliveredTwice(t *testing.T) {
 	if len(dup) > 0 || len(gs) != 11 {
 		t.Fatalf("%d deliveries, duplicates %v; detail %q\n%s", len(gs), dup, r.src.Detail(), tailOf(r.logs.String(), 12))
 	}
+	// The x lines were seen (40 bytes) and never read: counted lost.
+	if r.src.LostTails() != 1 || r.src.LostBytes() != 40 {
+		t.Fatalf("lostTails %d lostBytes %d, want 1 and 40", r.src.LostTails(), r.src.LostBytes())
+	}
 }
 
 // Pre-existing, found in the same review: after a wake-up that is neither a
@@ -187,4 +191,40 @@ func TestFindCopyNeverBlocksOnAFIFOSwappedIn(t *testing.T) {
 		}
 	}
 	t.Fatalf("the source stopped reading after %d lines (want %d)\n%s", r.rec.len(), want, tailOf(r.logs.String(), 10))
+}
+
+// S7: a queued file rewritten before a line of it was read, with no copy,
+// counts what was seen of it as lost under the epoch its new content is then
+// read under (never epoch 0, which names nothing).
+func TestQueuedFileRewrittenBeforeReadCountsItsLossUnderItsEpoch(t *testing.T) {
+	hold := make(chan struct{})
+	losses := &lossLog{}
+	r := newRig(t, "", rigOpts{strategy: file.Committed, noNotify: true, onLoss: losses.add,
+		hold: map[string]chan struct{}{"a-00010": hold}})
+	appendTo(t, r.path, numbered("a", 0, 3000)...) // more than the queue holds: the source cannot reach its end
+	r.start()
+	r.waitLines(10)
+	if err := os.Rename(r.path, r.path+".1"); err != nil {
+		t.Fatal(err)
+	}
+	appendTo(t, r.path, numbered("x", 0, 5)...)
+	r.waitFor("the new file queued", 5*time.Second, func() bool { return strings.Contains(r.logs.String(), "queued behind the open one") })
+	time.Sleep(30 * time.Millisecond) // past one mtime tick
+	if err := os.WriteFile(r.path, []byte(strings.Join(numbered("y", 0, 6), "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r.waitFor("the loss counted", 5*time.Second, func() bool { return len(losses.all()) > 0 })
+	close(hold)
+	r.waitLines(3006)
+	r.waitSettled()
+	var yEpoch uint64
+	for _, g := range r.rec.all() {
+		if strings.HasPrefix(g.Line, "y-") {
+			yEpoch = g.Epoch
+		}
+	}
+	ls := losses.all()
+	if len(ls) != 2 || ls[0].Epoch == 0 || ls[0].Epoch != yEpoch || r.src.LostBytes() != 40 {
+		t.Fatalf("losses %+v (lostBytes %d), want lostTails and lostBytes 40 under the y lines' epoch %x", ls, r.src.LostBytes(), yEpoch)
+	}
 }
