@@ -320,10 +320,6 @@
 //     before the new epoch's barrier is crossed is counted again at the
 //     restart: the pointer still names the truncated file past its size.
 //     Two ledger entries for one loss (an overcount, never a miss).
-//   - A regular file at the path that cannot be opened (EACCES, say) is
-//     retried at every look but not reported: the feed is not FAILED and
-//     its detail does not name the error (after a FIFO at the path, the
-//     FIFO's FAILED and detail stay until the open succeeds).
 //
 // Checks while running (decisions where the contract is silent):
 //   - Bytes read past the size the last check verified are checked (one
@@ -343,5 +339,7 @@
 //     epoch the file is then read under, never 0.
 //   - A path that names another file at every try of the open at start, or
 //     flips between a regular file and something else, is retried at every
-//     look (FAILED while it is no regular file), never a reason to stop.
+//     look (FAILED while it is no regular file), never a reason to stop. A
+//     regular file that cannot be opened (EACCES) is FAILED with the open
+//     error as detail, logged once, and retried likewise.
 package file

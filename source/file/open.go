@@ -29,19 +29,17 @@ func (s *Source) open() error {
 		s.epoch.Store(pointer.NewEpoch())
 	}
 	f, dev, ino, err := openStable(s.cfg.Path, s.cfg.OpenHook)
-	if !s.cfg.Strategy.Bounded() && (errors.Is(err, fileutil.ErrNotRegular) || errors.Is(err, errPathChanged)) {
-		// The path kept changing while it was opened: like a path that
-		// names nothing yet (or a bad one), retried at every look, never a
-		// reason to stop for good.
+	if !s.cfg.Strategy.Bounded() && err != nil && !errors.Is(err, fs.ErrNotExist) {
+		// Not a regular file, one that cannot be opened (FAILED until a
+		// readable regular file is there), or a path that kept changing
+		// while it was opened: retried at every look, no file open, never
+		// a reason to stop for good.
 		if !s.pathErr(err) {
 			s.log.Warn("input path kept changing while it was opened; trying again", "path", s.cfg.Path, "error", err)
 		}
 		f, err = nil, nil
 	}
-	var bad *badPathError
-	if errors.As(err, &bad) && !s.cfg.Strategy.Bounded() {
-		s.pathBad(bad) // FAILED until a regular file is there; no file open
-	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("open %s: %w", s.cfg.Path, err)
 	}
 	if !s.cfg.Strategy.Bounded() {

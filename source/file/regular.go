@@ -3,6 +3,7 @@ package file
 import (
 	"errors"
 	"io/fs"
+	"os"
 	"syscall"
 
 	"tailfeed/internal/fileutil"
@@ -123,6 +124,13 @@ func (s *Source) pathErr(err error) bool {
 		// A regular file when stat'ed, something else when opened (the
 		// path flips type): not read, FAILED until it settles (S2).
 		s.pathBad(&badPathError{s.cfg.Path, "is not a regular file when opened (its type keeps changing)"})
+		return true
+	}
+	var perr *os.PathError
+	if !errors.Is(err, fs.ErrNotExist) && errors.As(err, &perr) {
+		// A regular file that cannot be opened (EACCES): FAILED with the
+		// reason, logged once, until it can be (S3).
+		s.pathBad(&badPathError{s.cfg.Path, "cannot be opened: " + perr.Err.Error()})
 		return true
 	}
 	if errors.Is(err, fs.ErrNotExist) {

@@ -112,10 +112,10 @@ func (s *Source) check() {
 		return
 	}
 	s.missing = false
-	s.pathFine(pathRegular)
 	atPath := dev == r.dev && ino == r.ino
 	s.watchAll.Store(!atPath || len(s.next) > 0 || len(s.old) > 0)
 	if (atPath && r.gone == "") || s.queued(dev, ino) {
+		s.pathFine(pathRegular)
 		return
 	}
 	f, fdev, fino, err := openStable(s.cfg.Path, s.cfg.OpenHook)
@@ -123,6 +123,7 @@ func (s *Source) check() {
 		s.pathErr(err)
 		return // gone again or replaced once more: the next check retries
 	}
+	s.pathFine(pathRegular) // only once it could be opened (S3)
 	if s.queued(fdev, fino) || (fdev == r.dev && fino == r.ino && r.gone == "") {
 		f.Close()
 		return
