@@ -228,3 +228,45 @@ func TestQueuedFileRewrittenBeforeReadCountsItsLossUnderItsEpoch(t *testing.T) {
 		t.Fatalf("losses %+v (lostBytes %d), want lostTails and lostBytes 40 under the y lines' epoch %x", ls, r.src.LostBytes(), yEpoch)
 	}
 }
+
+// The same, with a copy of the next file's content left beside it before
+// the rewrite (cp, then truncate and write, as copytruncate does): the copy
+// is read first, under the new epoch, then the rewritten file from 0: every
+// line once, nothing lost.
+func TestRewriteOfTheNextFileBeforeTheBarrierReadsItsCopyFirst(t *testing.T) {
+	hold := make(chan struct{})
+	r := newRig(t, "", rigOpts{strategy: file.Committed, noNotify: true, poll: time.Second,
+		hold: map[string]chan struct{}{"a-00004": hold}})
+	appendTo(t, r.path, numbered("a", 0, 5)...)
+	r.start()
+	r.waitLines(4)
+	if err := os.Rename(r.path, r.path+".1"); err != nil {
+		t.Fatal(err)
+	}
+	appendTo(t, r.path, numbered("x", 0, 5)...)
+	r.waitFor("the switch to the new file (barrier waiting)", 10*time.Second, func() bool {
+		return r.pub.Paused() && strings.Contains(r.pub.PauseReason(), "epoch switch")
+	})
+	copyFile(t, r.path, r.dir+"/app.log.copy")
+	time.Sleep(30 * time.Millisecond) // past one mtime tick
+	if err := os.WriteFile(r.path, []byte(strings.Join(numbered("y", 0, 5), "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	close(hold)
+	r.waitLines(15)
+	time.Sleep(2500 * time.Millisecond) // several polls
+	r.waitSettled()
+	gs := r.rec.all()
+	var dup []string
+	for l, n := range counts(gs) {
+		if n > 1 {
+			dup = append(dup, fmt.Sprintf("%s×%d", l, n))
+		}
+	}
+	if len(dup) > 0 || len(gs) != 15 || r.src.LostTails() != 0 {
+		t.Fatalf("%d deliveries, duplicates %v, lostTails %d\n%s", len(gs), dup, r.src.LostTails(), tailOf(r.logs.String(), 12))
+	}
+	if got := lines(gs[5:10]); strings.Join(got, ",") != strings.Join(numbered("x", 0, 5), ",") {
+		t.Fatalf("after the old file: %v, want the x lines from the copy", got)
+	}
+}
