@@ -270,3 +270,35 @@ func TestRewriteOfTheNextFileBeforeTheBarrierReadsItsCopyFirst(t *testing.T) {
 		t.Fatalf("after the old file: %v, want the x lines from the copy", got)
 	}
 }
+
+// A file that appeared at the path while none was open is fingerprinted
+// when its epoch starts: the same content renamed over it under a new key
+// (plus a line) goes on at the same position, its first line not delivered
+// again (e2e TestContractRotation "same content under a new file key").
+func TestFileAppearedAtThePathKeepsItsPositionOverASameContentCopy(t *testing.T) {
+	r := newRig(t, "", rigOpts{strategy: file.Committed})
+	appendTo(t, r.path, numbered("a", 0, 3)...)
+	r.start()
+	r.waitLines(3)
+	r.waitSettled()
+	if err := os.Remove(r.path); err != nil {
+		t.Fatal(err)
+	}
+	r.waitFor("WAITING_FOR_FILE", 5*time.Second, func() bool { return r.src.State() == file.WaitingForFile })
+	appendTo(t, r.path, "d1")
+	r.waitLines(4)
+	r.waitSettled()
+	tmp := r.path + ".tmp"
+	if err := os.WriteFile(tmp, []byte("d1\nd2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, r.path); err != nil {
+		t.Fatal(err)
+	}
+	r.waitLines(5)
+	time.Sleep(10 * r.opts.poll)
+	r.waitSettled()
+	if got := strings.Join(lines(r.rec.all()), ","); got != "a-00000,a-00001,a-00002,d1,d2" {
+		t.Fatalf("lines %s", got)
+	}
+}
