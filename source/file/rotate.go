@@ -370,6 +370,9 @@ func (s *Source) switchDue(r, nx *reader) int {
 		return stay
 	}
 	if n, err := s.readCur(); n > 0 || err != nil || s.fillFrom(r, true) {
+		if n > 0 {
+			s.unverifiedRead(n) // checked before published, as in Run
+		}
 		return readMore
 	}
 	return switchNow
