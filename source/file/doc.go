@@ -311,4 +311,35 @@
 //   - A file renamed away, closed, and deleted while nothing watched it is
 //     counted as a lost tail at the next restart (lostTails + 1): nothing
 //     shows that no line was appended to it after it was closed.
+//   - A truncation to a size between the read position and the first 4 KiB
+//     fingerprinted goes down the "replaced in place" path: it counts the
+//     size last seen minus the read position as lost, though the bytes up to
+//     the new size may have survived (an overcount; the fingerprint covers
+//     more bytes than the file now has, so the prefix cannot be verified).
+//   - A live truncation counted lost (losses ledger) and then a kill -9
+//     before the new epoch's barrier is crossed is counted again at the
+//     restart: the pointer still names the truncated file past its size.
+//     Two ledger entries for one loss (an overcount, never a miss).
+//
+// Checks while running (decisions where the contract is silent):
+//   - Bytes read past the size the last check verified are checked (one
+//     fstat and a re-read of the first 4 KiB, once per read that crosses it,
+//     never per line) before they are published: a file truncated and
+//     written again past the read position is never read on from the old
+//     position. A file of which nothing was read is checked again when its
+//     epoch starts (the barrier).
+//   - The generation scan while running never runs for the open file
+//     truncated or rewritten in place (its copy is read by readCopy, or held
+//     nothing unread), and skips a plain file whose first bytes are those of
+//     a file the source holds or saw, over the whole fingerprint (4 KiB) or
+//     the whole file: a copy, not a later generation. A shorter match is not
+//     enough (rotated files may share a header): reading twice is a
+//     duplicate, skipping a generation would be a gap.
+//   - A loss counted for a file of which nothing was read (queued) names the
+//     epoch the file is then read under, never 0.
+//   - A path that names another file at every try of the open at start, or
+//     flips between a regular file and something else, is retried at every
+//     look (FAILED while it is no regular file), never a reason to stop. A
+//     regular file that cannot be opened (EACCES) is FAILED with the open
+//     error as detail, logged once, and retried likewise.
 package file

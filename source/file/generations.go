@@ -156,7 +156,7 @@ type genFile struct {
 // MaxFingerprint): cheap, to match a fingerprint before inspectGz reads it
 // all.
 func gzHead(path string) ([]byte, bool) {
-	f, err := os.Open(path)
+	f, err := fileutil.OpenRegular(path)
 	if err != nil {
 		return nil, false
 	}
@@ -178,7 +178,7 @@ func gzHead(path string) ([]byte, bool) {
 // cleanly (a .gz being written is skipped until the next look), with its
 // first decompressed bytes and its decompressed size.
 func inspectGz(path string) (head []byte, dsize int64, ok bool) {
-	f, err := os.Open(path)
+	f, err := fileutil.OpenRegular(path)
 	if err != nil {
 		return nil, 0, false
 	}
@@ -300,7 +300,7 @@ func (s *Source) scanGenerations(ref, born time.Time, skip func(dev, ino uint64)
 // its epoch is given at the switch). Nil when it cannot be opened as the
 // file scanned.
 func (s *Source) openGen(g genFile) *reader {
-	f, err := os.Open(g.path)
+	f, err := fileutil.OpenRegular(g.path)
 	if err != nil {
 		return nil
 	}
@@ -391,7 +391,7 @@ func (s *Source) findGzCopy(rec pointer.Record, skip func(dev, ino uint64) bool)
 	if best == nil {
 		return nil
 	}
-	f, err := os.Open(best.path)
+	f, err := fileutil.OpenRegular(best.path)
 	if err != nil {
 		return nil
 	}
@@ -487,7 +487,7 @@ func (s *Source) noteSeen() {
 
 // readHead reads the first bytes of the file at p (up to MaxFingerprint).
 func readHead(p string) ([]byte, error) {
-	f, err := os.Open(p)
+	f, err := fileutil.OpenRegular(p)
 	if err != nil {
 		return nil, err
 	}
@@ -539,6 +539,22 @@ func (s *Source) queueLater(fdev, fino uint64) {
 		return false
 	}
 	gens := s.scanGenerations(ref, time.Time{}, skip, skipGz)
+	// A plain file whose first bytes are those of a file the source holds
+	// or saw (the same rule as for a .gz: the whole fingerprint, or the
+	// whole file) is a copy of it (cp, copytruncate), never a later
+	// generation. A shorter match is not enough: generations may share a
+	// header.
+	gens = slices.DeleteFunc(gens, func(g genFile) bool {
+		if g.gz {
+			return false
+		}
+		head, err := readHead(g.path)
+		if err != nil || len(head) == 0 || !skipGz(head) {
+			return false
+		}
+		s.log.Info("a file beside the input is a copy of one the source holds or saw; not read as a generation", "file", g.path)
+		return true
+	})
 	if len(gens) > 0 {
 		s.log.Warn("the path names a file that is not the one expected next; reading the generations written in between first",
 			"path", s.cfg.Path, "generations", len(gens))

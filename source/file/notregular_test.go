@@ -1,6 +1,9 @@
 package file_test
 
 import (
+	"errors"
+	"fmt"
+	"io/fs"
 	"net"
 	"os"
 	"strings"
@@ -211,5 +214,118 @@ func TestFIFOAtPathDetailOverLostTail(t *testing.T) {
 	r2.waitSettled()
 	if d := r2.src.Detail(); d != "rotated file gone; its unread tail is lost" {
 		t.Fatalf("detail %q after the failure ended, want the lost tail's", d)
+	}
+}
+
+// S2: a path that names another file at every try of the open at start (it
+// keeps being replaced while it is opened) is retried at every look, like a
+// missing or a bad path; the source never stops for good.
+func TestPathChangingWhileOpenedAtStartIsRetried(t *testing.T) {
+	var calls int
+	var r *rig
+	r = newRig(t, "", rigOpts{strategy: file.Committed, openHook: func() {
+		calls++
+		if calls > 12 {
+			return
+		}
+		tmp := r.path + ".tmp"
+		if err := os.WriteFile(tmp, []byte("a-00000\na-00001\na-00002\n"), 0o644); err != nil {
+			t.Error(err)
+		}
+		if err := os.Rename(tmp, r.path); err != nil {
+			t.Error(err)
+		}
+	}})
+	appendTo(t, r.path, numbered("a", 0, 3)...)
+	r.start()
+	r.waitLines(3)
+	r.waitSettled()
+	if n := r.rec.len(); n != 3 {
+		t.Fatalf("%d lines, want 3", n)
+	}
+}
+
+// S8: the path's failure ends with nothing at the path while the file open
+// from before is still read (a rotation left it): the detail says so, not
+// "waiting for a file".
+func TestPathGoneAfterFailureWhileFileOpenSaysItIsRead(t *testing.T) {
+	r := newRig(t, "", rigOpts{strategy: file.Earliest, rotateWait: 10 * time.Second})
+	appendTo(t, r.path, numbered("a", 0, 3)...)
+	r.start()
+	t.Cleanup(func() { unblockFIFO(r.path) })
+	r.waitLines(3)
+	r.waitSettled()
+	if err := os.Rename(r.path, r.path+".1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(r.path, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r.waitFor("FAILED", 5*time.Second, func() bool { return r.src.State() == file.Failed })
+	if err := os.Remove(r.path); err != nil {
+		t.Fatal(err)
+	}
+	r.waitFor("not FAILED", 5*time.Second, func() bool { return r.src.State() != file.Failed })
+	if _, _, open := r.src.FileIdentity(); !open {
+		t.Fatal("the renamed file is no longer open")
+	}
+	if d := r.src.Detail(); strings.Contains(d, "waiting for a file") {
+		t.Fatalf("detail %q while the file open from before is read", d)
+	}
+	appendTo(t, r.path+".1", "a-00003")
+	r.waitLines(4)
+}
+
+// S3: a regular file at the path that cannot be opened (here a write-only
+// procfs file, which even root cannot open for reading: EACCES) makes the
+// feed FAILED with the open error in its detail, logged once, never
+// stopping it: once a readable file is there it is read. After a FIFO, the
+// detail moves from the FIFO to the open error.
+func TestRegularFileThatCannotBeOpenedFailsAndRecovers(t *testing.T) {
+	const unreadable = "/proc/sys/vm/drop_caches"
+	if f, err := os.Open(unreadable); err == nil || !errors.Is(err, fs.ErrPermission) {
+		if f != nil {
+			f.Close()
+		}
+		t.Skipf("%s can be opened for reading here (%v): no regular file that cannot be", unreadable, err)
+	}
+	for _, fifoFirst := range []bool{false, true} {
+		t.Run(fmt.Sprintf("fifoFirst=%v", fifoFirst), func(t *testing.T) {
+			r := newRig(t, "", rigOpts{strategy: file.Committed})
+			if fifoFirst {
+				if err := syscall.Mkfifo(r.path, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			} else if err := os.Symlink(unreadable, r.path); err != nil {
+				t.Fatal(err)
+			}
+			r.start()
+			t.Cleanup(func() { unblockFIFO(r.path) })
+			r.waitFor("FAILED", 5*time.Second, func() bool { return r.src.State() == file.Failed })
+			if fifoFirst {
+				if err := os.Remove(r.path); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Symlink(unreadable, r.path); err != nil {
+					t.Fatal(err)
+				}
+			}
+			r.waitFor("the open error in the detail", 5*time.Second, func() bool {
+				return r.src.State() == file.Failed && strings.Contains(r.src.Detail(), "permission denied")
+			})
+			time.Sleep(5 * r.opts.poll)
+			if n := r.errorLines(); n != map[bool]int{false: 1, true: 2}[fifoFirst] {
+				t.Fatalf("%d ERROR lines:\n%s", n, tailOf(r.logs.String(), 20))
+			}
+			if err := os.Remove(r.path); err != nil {
+				t.Fatal(err)
+			}
+			appendTo(t, r.path, numbered("a", 0, 3)...)
+			r.waitLines(3)
+			r.waitSettled()
+			if st := r.src.State(); st == file.Failed {
+				t.Fatalf("still FAILED: %q", r.src.Detail())
+			}
+		})
 	}
 }

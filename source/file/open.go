@@ -29,10 +29,17 @@ func (s *Source) open() error {
 		s.epoch.Store(pointer.NewEpoch())
 	}
 	f, dev, ino, err := openStable(s.cfg.Path, s.cfg.OpenHook)
-	var bad *badPathError
-	if errors.As(err, &bad) && !s.cfg.Strategy.Bounded() {
-		s.pathBad(bad) // FAILED until a regular file is there; no file open
-	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if !s.cfg.Strategy.Bounded() && err != nil && !errors.Is(err, fs.ErrNotExist) {
+		// Not a regular file, one that cannot be opened (FAILED until a
+		// readable regular file is there), or a path that kept changing
+		// while it was opened: retried at every look, no file open, never
+		// a reason to stop for good.
+		if !s.pathErr(err) {
+			s.log.Warn("input path kept changing while it was opened; trying again", "path", s.cfg.Path, "error", err)
+		}
+		f, err = nil, nil
+	}
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("open %s: %w", s.cfg.Path, err)
 	}
 	if !s.cfg.Strategy.Bounded() {
@@ -339,7 +346,7 @@ func findByKeyIn(dir string, rec pointer.Record, outs *outputs, skip func(dev, i
 		if err != nil || pointer.FileKey(dev, ino) != rec.FileKey || own.has(dir, e.Name(), dev, ino) || skip(dev, ino) {
 			continue
 		}
-		f, err := os.Open(p)
+		f, err := fileutil.OpenRegular(p)
 		if err != nil {
 			continue
 		}
@@ -476,7 +483,7 @@ func (s *Source) findCopy(fpLen int, fp uint64, size int64, notAfter time.Time, 
 				(best != nil && !info.ModTime().After(bmod)) {
 				continue
 			}
-			f, err := os.Open(filepath.Join(dir, e.Name()))
+			f, err := fileutil.OpenRegular(filepath.Join(dir, e.Name()))
 			if err != nil {
 				continue
 			}

@@ -248,6 +248,9 @@ func (r *reader) refreshFingerprint(size int64) (bool, error) {
 	return true, nil
 }
 
+// errPathChanged: the path named another file at every try of openStable.
+var errPathChanged = errors.New("file: path changed while opening")
+
 // openStable opens path so that the descriptor is the file the path named
 // both before and after the open (the open race: a file replaced between stat
 // and open is retried, never labelled with another file's identity).
@@ -279,7 +282,7 @@ func openStable(path string, hook func()) (*os.File, uint64, uint64, error) {
 			return f, dev, ino, nil
 		}
 		f.Close()
-		lastErr = errors.New("file: path changed while opening")
+		lastErr = errPathChanged
 	}
 	return nil, 0, 0, lastErr
 }

@@ -3,6 +3,7 @@ package file
 import (
 	"errors"
 	"io/fs"
+	"os"
 	"syscall"
 
 	"tailfeed/internal/fileutil"
@@ -104,8 +105,9 @@ func (s *Source) pathFine(now string) {
 
 // What pathFine says the path names now.
 const (
-	pathRegular = "names a regular file again; reading it"
-	pathGone    = "names nothing now; waiting for a file"
+	pathRegular  = "names a regular file again; reading it"
+	pathGone     = "names nothing now; waiting for a file"
+	pathGoneRead = "names nothing now; the file open from before is read on"
 )
 
 // pathErr classifies an error of statInput or openStable: a bad path is
@@ -118,8 +120,25 @@ func (s *Source) pathErr(err error) bool {
 		s.pathBad(bad)
 		return true
 	}
+	if errors.Is(err, fileutil.ErrNotRegular) {
+		// A regular file when stat'ed, something else when opened (the
+		// path flips type): not read, FAILED until it settles (S2).
+		s.pathBad(&badPathError{s.cfg.Path, "is not a regular file when opened (its type keeps changing)"})
+		return true
+	}
+	var perr *os.PathError
+	if !errors.Is(err, fs.ErrNotExist) && errors.As(err, &perr) {
+		// A regular file that cannot be opened (EACCES): FAILED with the
+		// reason, logged once, until it can be (S3).
+		s.pathBad(&badPathError{s.cfg.Path, "cannot be opened: " + perr.Err.Error()})
+		return true
+	}
 	if errors.Is(err, fs.ErrNotExist) {
-		s.pathFine(pathGone) // nothing there: WAITING_FOR_FILE, not FAILED
+		if s.cur != nil {
+			s.pathFine(pathGoneRead) // a file left open (a rotation) is read on
+		} else {
+			s.pathFine(pathGone) // nothing there: WAITING_FOR_FILE, not FAILED
+		}
 	}
 	return false
 }

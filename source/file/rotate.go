@@ -31,6 +31,9 @@ func (s *Source) atEnd() bool {
 	}
 	if !s.checked {
 		s.check() // not yet in this cycle (a poll's check came before the read)
+		if s.cur != r {
+			return true // a copy of it became current (readCopy): read it first
+		}
 	}
 	s.unterminated.Store(r.unterminated())
 	switch {
@@ -86,6 +89,7 @@ func (s *Source) check() {
 	if len(s.torn) > 0 {
 		s.retryTorn()
 	}
+	odev, oino := r.dev, r.ino // the open file, before a copy of it may replace it (readCopy)
 	if r.gone == "" {
 		if why := s.changed(r); why != "" && !s.readCopy(r, why) {
 			s.markGone(r, why)
@@ -108,10 +112,10 @@ func (s *Source) check() {
 		return
 	}
 	s.missing = false
-	s.pathFine(pathRegular)
 	atPath := dev == r.dev && ino == r.ino
 	s.watchAll.Store(!atPath || len(s.next) > 0 || len(s.old) > 0)
 	if (atPath && r.gone == "") || s.queued(dev, ino) {
+		s.pathFine(pathRegular)
 		return
 	}
 	f, fdev, fino, err := openStable(s.cfg.Path, s.cfg.OpenHook)
@@ -119,11 +123,17 @@ func (s *Source) check() {
 		s.pathErr(err)
 		return // gone again or replaced once more: the next check retries
 	}
+	s.pathFine(pathRegular) // only once it could be opened (S3)
 	if s.queued(fdev, fino) || (fdev == r.dev && fino == r.ino && r.gone == "") {
 		f.Close()
 		return
 	}
-	s.queueLater(fdev, fino)
+	if fdev != odev || fino != oino {
+		// Not for the open file truncated or rewritten in place: that is
+		// no rotation, and a copy of it (copytruncate) is no later
+		// generation (readCopy reads it, or nothing of it is unread).
+		s.queueLater(fdev, fino)
+	}
 	s.queueNext(f, fdev, fino)
 	s.noteSeen()
 }
@@ -147,7 +157,10 @@ func (s *Source) changed(r *reader) string {
 		return ""
 	}
 	same, ferr := r.refreshFingerprint(size)
-	if ferr == nil && !same {
+	if ferr != nil {
+		return "" // not checked: lastSize and lastMod stay, the next look checks again
+	}
+	if !same {
 		return "replaced in place (first bytes changed)"
 	}
 	r.lastSize, r.lastMod = size, st.ModTime()
@@ -235,45 +248,61 @@ func (s *Source) checkQueued() {
 		if why == "" {
 			continue
 		}
-		cf, dev, ino := s.findCopy(nx.fpLen, nx.fp, int64(nx.fpLen), time.Now(), s.known)
-		// Nothing of it was read: all it held is in its copy or lost. It
-		// has no epoch yet (0 in the loss), as it was never read.
-		seen := nx.lastSize
-		nx.fpLen, nx.fp = 0, 0
-		if st, err := nx.f.Stat(); err == nil {
-			nx.refreshFingerprint(st.Size())
-			nx.lastSize, nx.lastMod = st.Size(), st.ModTime()
+		if c := s.rewrittenUnread(nx, why); c != nil {
+			c.queuedAt = nx.queuedAt
+			s.next = slices.Insert(s.next, i, c)
+			i++
 		}
-		if cf == nil {
-			msg := fmt.Sprintf("a queued input file was %s before it was read, and no copy of it was found; its %d bytes are lost", why, seen)
-			s.log.Warn(msg, "path", s.cfg.Path, "file", nx.f.Name())
-			if seen > 0 {
-				s.setDetail(msg)
-				s.lostTail = true
-				s.lose(1, uint64(seen), nx.epoch, msg)
-			}
-			continue
-		}
-		c := newReader(cf, dev, ino, s.bufSize(), s.cfg.MaxLine)
-		c.queuedAt = nx.queuedAt
-		if st, err := cf.Stat(); err == nil {
-			c.refreshFingerprint(st.Size())
-			c.lastSize, c.lastMod = st.Size(), st.ModTime()
-			c.snapshot(st.Size())
-			if lost := seen - st.Size(); lost > 0 {
-				msg := fmt.Sprintf("a queued input file was %s before it was read; its copy %s holds %d bytes of the %d seen, %d are lost",
-					why, filepath.Base(cf.Name()), st.Size(), seen, lost)
-				s.log.Warn(msg, "path", s.cfg.Path, "copy", cf.Name())
-				s.setDetail(msg)
-				s.lostTail = true
-				s.lose(1, uint64(lost), nx.epoch, msg)
-			}
-		}
-		s.log.Warn("a queued input file was "+why+" before it was read; reading its copy first",
-			"path", s.cfg.Path, "copy", cf.Name())
-		s.next = slices.Insert(s.next, i, c)
-		i++
 	}
+}
+
+// rewrittenUnread handles a file of which nothing was read yet (queued, or
+// current behind the barrier) that was truncated or rewritten since it was
+// fingerprinted: its copy, when one is found, is returned (a snapshot, to be
+// read from 0 before it); what was seen of it and is in no copy is counted
+// lost. nx is fingerprinted afresh, to be read from 0. A queued file has no
+// epoch yet: it gets the one it will be read under, so that the loss names
+// it (never epoch 0).
+func (s *Source) rewrittenUnread(nx *reader, why string) *reader {
+	if nx.epoch == 0 {
+		nx.epoch = pointer.NewEpoch()
+	}
+	cf, dev, ino := s.findCopy(nx.fpLen, nx.fp, int64(nx.fpLen), time.Now(), s.known)
+	// Nothing of it was read: all it held is in its copy or lost.
+	seen := nx.lastSize
+	nx.fpLen, nx.fp = 0, 0
+	if st, err := nx.f.Stat(); err == nil {
+		nx.refreshFingerprint(st.Size())
+		nx.lastSize, nx.lastMod = st.Size(), st.ModTime()
+	}
+	if cf == nil {
+		msg := fmt.Sprintf("a queued input file was %s before it was read, and no copy of it was found; its %d bytes are lost", why, seen)
+		s.log.Warn(msg, "path", s.cfg.Path, "file", nx.f.Name())
+		if seen > 0 {
+			s.setDetail(msg)
+			s.lostTail = true
+			s.lose(1, uint64(seen), nx.epoch, msg)
+		}
+		return nil
+	}
+	c := newReader(cf, dev, ino, s.bufSize(), s.cfg.MaxLine)
+	c.queuedAt = time.Now()
+	if st, err := cf.Stat(); err == nil {
+		c.refreshFingerprint(st.Size())
+		c.lastSize, c.lastMod = st.Size(), st.ModTime()
+		c.snapshot(st.Size())
+		if lost := seen - st.Size(); lost > 0 {
+			msg := fmt.Sprintf("a queued input file was %s before it was read; its copy %s holds %d bytes of the %d seen, %d are lost",
+				why, filepath.Base(cf.Name()), st.Size(), seen, lost)
+			s.log.Warn(msg, "path", s.cfg.Path, "copy", cf.Name())
+			s.setDetail(msg)
+			s.lostTail = true
+			s.lose(1, uint64(lost), nx.epoch, msg)
+		}
+	}
+	s.log.Warn("a queued input file was "+why+" before it was read; reading its copy first",
+		"path", s.cfg.Path, "copy", cf.Name())
+	return c
 }
 
 // known reports whether the source holds a file with that identity.
@@ -341,6 +370,9 @@ func (s *Source) switchDue(r, nx *reader) int {
 		return stay
 	}
 	if n, err := s.readCur(); n > 0 || err != nil || s.fillFrom(r, true) {
+		if n > 0 {
+			s.unverifiedRead(n) // checked before published, as in Run
+		}
 		return readMore
 	}
 	return switchNow
@@ -357,10 +389,9 @@ func (s *Source) switchTo() {
 	old, nx := s.cur, s.next[0]
 	s.next[0] = nil
 	s.next = s.next[1:]
+	// nx's lastSize and lastMod stay those it was checked at (queued,
+	// checkQueued): crossBarrier checks it before its first read.
 	st, err := nx.f.Stat()
-	if err == nil {
-		nx.lastSize, nx.lastMod = st.Size(), st.ModTime()
-	}
 	if err == nil && old.gone == "" && !old.copy && old.positioned && nx.key != old.key && sameContent(old, nx, st.Size()) {
 		s.log.Warn("input has a new file key but the same content; continuing at the same position",
 			"path", s.cfg.Path, "position", old.consumed())
@@ -381,7 +412,9 @@ func (s *Source) switchTo() {
 	} else {
 		s.retire(old)
 	}
-	nx.epoch = pointer.NewEpoch()
+	if nx.epoch == 0 { // else given when a loss of it was counted (rewrittenUnread)
+		nx.epoch = pointer.NewEpoch()
+	}
 	s.cur, s.barrier = nx, true
 	s.setFile(nx)
 	s.log.Info("switching to the next file from its start under a new epoch", "path", s.cfg.Path,
@@ -505,19 +538,52 @@ func (s *Source) crossBarrier() bool {
 		}
 	}
 	s.commitStep(true)
+	s.checkBeforeBarrier()
 	r := s.cur
 	if s.ptr != nil && !s.resetToCur() {
 		return false
-	}
-	if st, err := r.f.Stat(); err == nil {
-		r.refreshFingerprint(st.Size())
-		r.lastSize, r.lastMod = st.Size(), st.ModTime()
 	}
 	s.barrier = false
 	s.epoch.Store(r.epoch)
 	s.pub.SetBarrier(0)
 	s.pub.SetPaused(false, "")
 	return true
+}
+
+// checkBeforeBarrier checks the current file, of which nothing was read,
+// before its epoch starts: rewritten or truncated since it was queued (a
+// poll-only file system, a rewrite less than one poll before the barrier is
+// crossed), it is handled as checkQueued would have: its copy, if any,
+// becomes current (under the new epoch, a snapshot) and the file is queued
+// behind it, fingerprinted afresh; what was seen of it and is in no copy is
+// counted lost. Never recorded as checked when it was not.
+func (s *Source) checkBeforeBarrier() {
+	r := s.cur
+	if r == nil || r.gz != nil || r.copy || r.readPos() != 0 || s.cfg.Strategy.Bounded() {
+		return
+	}
+	why := s.changed(r)
+	if why == "" {
+		// Unchanged: the fingerprint covers what the epoch starts with (a
+		// file opened at the path was never fingerprinted; a same-content
+		// copy of it is recognised by it).
+		if st, err := r.f.Stat(); err == nil && int64(r.fpLen) < min(st.Size(), pointer.MaxFingerprint) {
+			if same, err := r.refreshFingerprint(st.Size()); err == nil && same {
+				r.lastSize, r.lastMod = st.Size(), st.ModTime()
+			}
+		}
+		return
+	}
+	c := s.rewrittenUnread(r, why)
+	if c == nil {
+		return
+	}
+	c.epoch, r.epoch = r.epoch, 0
+	r.queuedAt = time.Now()
+	s.next = slices.Insert(s.next, 0, r)
+	s.cur = c
+	s.setFile(c)
+	s.watchAll.Store(true)
 }
 
 // resetToCur Resets the pointer to the current file's epoch at 0 (the

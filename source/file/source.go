@@ -203,6 +203,9 @@ func (s *Source) Run(ctx context.Context) error {
 			s.fail(fmt.Errorf("read %s: %w", s.cfg.Path, err))
 			return err
 		}
+		if n > 0 && s.unverifiedRead(n) {
+			continue
+		}
 		if n > 0 || s.atEnd() {
 			continue
 		}
@@ -337,4 +340,29 @@ func (s *Source) clearFile() {
 	s.cur = nil
 	s.fileOpen.Store(false)
 	s.fileEnded.Store(false)
+}
+
+// unverifiedRead checks the current file when a read went past the size
+// its last check verified (once per read burst that crosses it, never per
+// line): a file truncated and written again longer than the read position
+// since would otherwise be read on from the old position under the old
+// epoch. True when the read was undone (never published) and the file
+// handled as changed (its copy read first, or marked gone).
+func (s *Source) unverifiedRead(n int) bool {
+	r := s.cur
+	if s.cfg.Strategy.Bounded() || r.gone != "" || r.copy || r.gz != nil || r.readPos() <= r.lastSize {
+		return false
+	}
+	why := s.changed(r)
+	if why == "" {
+		return false
+	}
+	r.end -= n // not this file's continuation
+	s.bytesRead.Add(^uint64(n - 1))
+	s.readPos.Store(r.readPos())
+	if !s.readCopy(r, why) {
+		s.markGone(r, why)
+	}
+	s.checked = true
+	return true
 }
