@@ -101,7 +101,9 @@ type rotator struct {
 func (r *rotator) rotate() {
 	r.t.Helper()
 	if r.dateext {
-		for time.Now().Unix() <= r.lastSecond {
+		// A full second apart: a rotation that starts in the next second
+		// was once seen naming its file after the previous one's second.
+		for time.Now().Unix() <= r.lastSecond+1 {
 			time.Sleep(10 * time.Millisecond)
 		}
 	}
