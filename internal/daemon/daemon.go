@@ -12,7 +12,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"regexp"
 	"sync"
 	"sync/atomic"
@@ -22,6 +21,7 @@ import (
 
 	"tailfeed/config"
 	"tailfeed/feed"
+	"tailfeed/internal/datadir"
 	"tailfeed/overload"
 	"tailfeed/pointer"
 	"tailfeed/processor"
@@ -196,9 +196,9 @@ func (d *Daemon) buildFeed(fc *config.Feed) (*Feed, error) {
 		}
 	}
 	if strat == file.Committed {
-		p, err := pointer.Open(filepath.Join(d.cfg.DataDir, "feeds", fc.Name+".ptr"), pointer.Options{
+		p, err := pointer.Open(datadir.Pointer(d.cfg.DataDir, fc.Name), pointer.Options{
 			Logger:     log,
-			EpochsPath: filepath.Join(d.cfg.DataDir, "feeds", fc.Name+".epochs"),
+			EpochsPath: datadir.Epochs(d.cfg.DataDir, fc.Name),
 			Input:      fc.Path,
 		})
 		if err != nil {

@@ -9,18 +9,15 @@ import (
 	"strings"
 	"syscall"
 
+	"tailfeed/internal/datadir"
 	"tailfeed/internal/fileutil"
 )
 
-// ownTop are the names tailfeed keeps directly in dataDir; ownFiles, the
-// files of its own directories whose mode it may tighten (by name suffix,
-// "" for any). Nothing else under dataDir is tailfeed's: it never changes
+// tailfeed's own names in dataDir are datadir.Top and, for the files of
+// its own directories whose mode it may tighten, datadir.Suffixes. Nothing else under dataDir is tailfeed's: it never changes
 // the mode of a file it did not create (DESIGN §12 refuses a loose
 // dataDir, it does not chmod -R it).
-var (
-	ownTop   = map[string]bool{"LOCK": true, "feeds": true, "dlq": true, "state": true, "losses.jsonl": true, "losses.jsonl.tmp": true, ".write-test": true}
-	ownFiles = map[string][]string{"feeds": {".ptr", ".epochs"}, "dlq": {".jsonl", ".jsonl.tmp"}, "state": {""}}
-)
+// (datadir.Top, datadir.Suffixes)
 
 // openDataDir creates dataDir private (DESIGN §12: the directories 0700,
 // every file 0600) and takes the LOCK, opened for writing and never
@@ -50,7 +47,7 @@ func (d *Daemon) openDataDir() error {
 	if err := d.checkPrivate(dir, !created); err != nil {
 		return err
 	}
-	for _, sub := range []string{"feeds", "dlq", "state"} {
+	for _, sub := range datadir.Dirs {
 		p := filepath.Join(dir, sub)
 		if err := os.Mkdir(p, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 			return d.dataDirErr(err)
@@ -60,14 +57,14 @@ func (d *Daemon) openDataDir() error {
 		}
 	}
 	d.tightenOwn(dir)
-	probe := filepath.Join(dir, ".write-test")
+	probe := datadir.WriteProbePath(dir)
 	pf, err := fileutil.OpenNoFollow(probe, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
 		return d.dataDirErr(err)
 	}
 	pf.Close()
 	os.Remove(probe)
-	lockPath := filepath.Join(dir, "LOCK")
+	lockPath := datadir.LockPath(dir)
 	f, err := fileutil.OpenNoFollow(lockPath, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		if fileutil.IsSymlinkErr(err) {
@@ -237,7 +234,7 @@ func (d *Daemon) checkPrivate(p string, foreign bool) error {
 			return d.dataDirErr(err)
 		}
 		for _, n := range names {
-			if !ownTop[n] {
+			if !datadir.Top(n) {
 				d.log.Warn("dataDir is readable by group or others and holds files that are not tailfeed's; left its mode as it is (tailfeed's own directories and files in it are private); a dedicated directory is best",
 					"path", p, "mode", fmt.Sprintf("%04o", perm), "foreign", n)
 				return nil
@@ -258,11 +255,8 @@ func (d *Daemon) checkPrivate(p string, foreign bool) error {
 // following a symlink and changed through its descriptor, and only when it
 // is a regular file of this process's user; nothing else is touched.
 func (d *Daemon) tightenOwn(dir string) {
-	var paths []string
-	for _, n := range []string{"LOCK", "losses.jsonl"} {
-		paths = append(paths, filepath.Join(dir, n))
-	}
-	for sub, suffixes := range ownFiles {
+	paths := []string{datadir.LockPath(dir), datadir.LossesPath(dir)}
+	for sub, suffixes := range datadir.Suffixes {
 		names, err := readNames(filepath.Join(dir, sub))
 		if err != nil {
 			d.log.Warn("cannot list a directory in dataDir", "path", filepath.Join(dir, sub), "error", err)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"net/http"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"time"
@@ -14,6 +13,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"tailfeed/config"
+	"tailfeed/internal/datadir"
 	"tailfeed/processor"
 	"tailfeed/status"
 )
@@ -48,7 +48,7 @@ const (
 // whatever its onFailure: entries left by an earlier config still count
 // (lossless false) and can be replayed or purged.
 func (d *Daemon) openLedger(pc *config.Processor, log hclog.Logger) (*processor.Ledger, error) {
-	l, err := processor.OpenLedger(filepath.Join(d.cfg.DataDir, "dlq", pc.Name+".jsonl"), log.Named(pc.Name))
+	l, err := processor.OpenLedger(datadir.DeadLetters(d.cfg.DataDir, pc.Name), log.Named(pc.Name))
 	if err != nil {
 		return nil, fmt.Errorf("processor %s: %w", pc.Name, err)
 	}
@@ -60,7 +60,7 @@ func (d *Daemon) exactlyOnceRecord(pc *config.Processor) string {
 	if !pc.ExactlyOnce {
 		return ""
 	}
-	return filepath.Join(d.cfg.DataDir, "state", pc.Name+".rec")
+	return datadir.Record(d.cfg.DataDir, pc.Name)
 }
 
 // openCount builds a count processor; its state is dataDir/state/<processor>.json,
@@ -75,7 +75,7 @@ func (d *Daemon) openCount(pc *config.Processor, g *processor.Group) (*processor
 	}
 	c, err := processor.OpenCount(processor.CountConfig{
 		Name:       pc.Name,
-		Path:       filepath.Join(d.cfg.DataDir, "state", pc.Name+".json"),
+		Path:       datadir.CountState(d.cfg.DataDir, pc.Name),
 		Match:      match,
 		Interval:   time.Duration(pc.FsyncIntervalMillis) * time.Millisecond,
 		Checkpoint: g,

@@ -15,6 +15,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"tailfeed/internal/datadir"
 	"tailfeed/internal/fileutil"
 	"tailfeed/source/file"
 	"tailfeed/status"
@@ -41,7 +42,7 @@ import (
 // Dead letters are not duplicated here: they have their own ledger.
 
 // lossFile is the ledger's name under dataDir.
-const lossFile = "losses.jsonl"
+const lossFile = datadir.Losses
 
 // lossFormat is the format version each ledger line carries ("v").
 const lossFormat = 1
@@ -88,7 +89,7 @@ type lossLedger struct {
 // for appending, 0600. A line that does not parse (a torn write after a
 // crash) is kept and logged; it names no feed, so it counts for none.
 func openLossLedger(dataDir string, log hclog.Logger) (*lossLedger, error) {
-	l := &lossLedger{path: filepath.Join(dataDir, lossFile), counts: map[string]int{}, log: log}
+	l := &lossLedger{path: datadir.LossesPath(dataDir), counts: map[string]int{}, log: log}
 	entries, bad, err := l.read()
 	if err != nil {
 		return nil, err
