@@ -29,8 +29,27 @@ import (
 	"tailfeed/status"
 )
 
-// ErrConfig marks errors that are the config's fault (exit 2).
+// ErrConfig marks errors that are the config's fault (exit 2): every such
+// error is a *ConfigError, and errors.Is(err, ErrConfig) holds.
 var ErrConfig = errors.New("daemon: config")
+
+// ConfigError is an error that is the config's fault (exit 2), found at
+// start (a feed path that is a directory, an unusable dataDir). It reads
+// "FILE:LINE: key: cause", as config's own errors do; Unwrap gives the
+// cause (a *fs.PathError, a syscall.Errno).
+type ConfigError struct {
+	Loc string // FILE:LINE, or FILE without a line
+	Key string // the config key at fault: dataDir, feeds[0].path
+	Err error
+}
+
+func (e *ConfigError) Error() string { return e.Loc + ": " + e.Key + ": " + e.Err.Error() }
+
+// Unwrap returns the cause.
+func (e *ConfigError) Unwrap() error { return e.Err }
+
+// Is makes errors.Is(err, ErrConfig) hold.
+func (e *ConfigError) Is(target error) bool { return target == ErrConfig }
 
 // Daemon is a running tailfeed.
 type Daemon struct {
@@ -121,8 +140,8 @@ func NewWithOptions(cfg *config.Config, log hclog.Logger, opts Options) (*Daemon
 func (d *Daemon) checkPaths() error {
 	for i, fc := range d.cfg.Feeds {
 		if fi, err := os.Stat(fc.Path); err == nil && fi.IsDir() {
-			return fmt.Errorf("%w: %s: feeds[%d].path: %s is a directory; a feed tails one file (feed %q)",
-				ErrConfig, d.configLoc(fc.Line), i, fc.Path, fc.Name)
+			return &ConfigError{Loc: d.configLoc(fc.Line), Key: fmt.Sprintf("feeds[%d].path", i),
+				Err: fmt.Errorf("%s is a directory; a feed tails one file (feed %q)", fc.Path, fc.Name)}
 		}
 	}
 	return nil
@@ -144,14 +163,7 @@ func (d *Daemon) configLoc(line int) string {
 // dataDirErr names the config file as its other errors do (as given on
 // the command line), with the dataDir key's line.
 func (d *Daemon) dataDirErr(err error) error {
-	loc := d.cfg.Name
-	if loc == "" {
-		loc = d.cfg.File
-	}
-	if d.cfg.DataDirLine > 0 {
-		loc = fmt.Sprintf("%s:%d", loc, d.cfg.DataDirLine)
-	}
-	return fmt.Errorf("%w: %s: dataDir: %v", ErrConfig, loc, err)
+	return &ConfigError{Loc: d.configLoc(d.cfg.DataDirLine), Key: "dataDir", Err: err}
 }
 
 func (d *Daemon) buildFeed(fc *config.Feed) (*Feed, error) {
