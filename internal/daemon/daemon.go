@@ -14,7 +14,6 @@ import (
 	"os"
 	"regexp"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -60,7 +59,7 @@ type Daemon struct {
 	srv   *http.Server
 	ln    net.Listener
 
-	ready    atomic.Bool // every feed has opened its file or waits for it (latched)
+	ready    status.Readiness // every feed has opened its file or waits for it (latched)
 	reports  *status.Versioner
 	reportMu sync.Mutex // one report at a time: versions follow build order
 
@@ -85,8 +84,6 @@ type Feed struct {
 
 	runDone      chan struct{}
 	cancelGroups context.CancelFunc
-
-	wasOpen atomic.Bool // the source was seen past STARTING, not FAILED
 
 	ledger   *lossLedger        // the daemon's losses ledger
 	recorded map[subLoss]uint64 // loss counters as last appended to the ledger (under the ledger's mu)
@@ -172,8 +169,7 @@ func (d *Daemon) buildFeed(fc *config.Feed) (*Feed, error) {
 	if err != nil {
 		return nil, err
 	}
-	pol, _ := overload.Parse(fc.Overload.Policy)
-	f := &Feed{cfg: fc, strat: strat, policy: pol, log: log, runDone: make(chan struct{}),
+	f := &Feed{cfg: fc, strat: strat, policy: fc.Built.Overload, log: log, runDone: make(chan struct{}),
 		ledger: d.losses, recorded: map[subLoss]uint64{}}
 	// A batch may fill a queue (DESIGN §5): fewer, larger hand-offs and
 	// writes; the source publishes the next one as soon as a group takes it.
@@ -185,13 +181,7 @@ func (d *Daemon) buildFeed(fc *config.Feed) (*Feed, error) {
 		if pc.Feed != fc.Name {
 			continue
 		}
-		eff := pc.Policy(fc)
-		k, _ := overload.Parse(eff.Policy)
-		q := feed.NewQueue(pc.Name, fc.QueueCapacity, fc.QueueBytes, overload.Policy{
-			Kind:     k,
-			Spin:     time.Duration(eff.SpinBoundMillis) * time.Millisecond,
-			Deadline: time.Duration(eff.BlockDeadlineMillis) * time.Millisecond,
-		})
+		q := feed.NewQueue(pc.Name, fc.QueueCapacity, fc.QueueBytes, pc.Built.Overload)
 		procs = append(procs, pc)
 		queues = append(queues, q)
 	}
@@ -226,9 +216,9 @@ func (d *Daemon) buildFeed(fc *config.Feed) (*Feed, error) {
 		MaxLine:      fc.MaxLineBytes,
 		BatchLines:   batchLines,
 		BatchBytes:   batchBytes,
-		Poll:         time.Duration(fc.PollIntervalMillis) * time.Millisecond,
-		RotateWait:   time.Duration(fc.RotateWaitMillis) * time.Millisecond,
-		CommitSync:   time.Duration(fc.CommitSyncMillis) * time.Millisecond,
+		Poll:         fc.Built.Poll,
+		RotateWait:   fc.Built.RotateWait,
+		CommitSync:   fc.Built.CommitSync,
 		Pointer:      f.ptr,
 		Logger:       log,
 		NoNotify:     os.Getenv("TAILFEED_NO_FSNOTIFY") != "",
@@ -345,10 +335,8 @@ func (d *Daemon) Start(ctx context.Context) {
 	go d.watchReady(ctx)
 	d.lossStop, d.lossDone = make(chan struct{}), make(chan struct{})
 	go d.runLossRecorder(d.lossStop, d.lossDone)
-	routes := map[string]status.Route{}
-	routes["/metrics"] = d.metricsRoute()
-	routes["/admin/release/{feed}/{subscriber}"] = d.releaseRoute()
-	routes["/admin/losses/{feed}"] = d.lossesRoute()
+	routes := status.AdminRoutes(admin{d}, d.log)
+	routes["/metrics"] = status.MetricsRoute(status.Metrics{States: feedStates, Feeds: d.metrics})
 	for p, rt := range d.effectRoutes() {
 		routes[p] = rt
 	}
@@ -396,7 +384,7 @@ func (d *Daemon) Stop() error {
 	for _, f := range d.feeds {
 		<-f.runDone
 	}
-	drainCtx, cancel := context.WithTimeout(context.Background(), time.Duration(d.cfg.ShutdownTimeoutMillis)*time.Millisecond)
+	drainCtx, cancel := context.WithTimeout(context.Background(), d.cfg.Built.ShutdownTimeout)
 	defer cancel()
 	var wg sync.WaitGroup
 	for _, f := range d.feeds {
