@@ -14,7 +14,7 @@ func settledFeed() FeedSnapshot {
 	return FeedSnapshot{
 		Name: "app", Path: "/var/log/app.log", SeqBefore: 10, SeqAfter: 10,
 		State: "CAUGHT_UP", SourceDone: true, Policy: "PAUSE",
-		Subscribers: []SubscriberSnapshot{{Queue: "p", Position: 10, Dispatched: 10, State: "LIVE", Consumer: true}},
+		Subscribers:  []SubscriberSnapshot{{Queue: "p", Position: 10, Dispatched: 10, State: "LIVE", Consumer: true}},
 		Acknowledged: 10,
 		Pointer:      &PointerSnapshot{Offset: 100, Epoch: 1, Commits: 3, CommitOK: true, SyncedSeq: 10},
 	}

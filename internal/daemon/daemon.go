@@ -1,5 +1,7 @@
 // Package daemon wires a validated config into running feeds: one source
-// per feed, one group per processor, the status server, and the ordered
+// per feed, one group per processor, the status server (whose rules and
+// handlers are status's: the daemon gives it snapshots and implements
+// status.Admin; paths under dataDir are internal/datadir's), and the ordered
 // shutdown of DESIGN §5 (stop sources → let groups drain within
 // shutdownTimeoutMillis → final commit of exactly what the pointer-holding
 // groups finished → close).
