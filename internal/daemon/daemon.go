@@ -105,9 +105,15 @@ func NewWithOptions(cfg *config.Config, log hclog.Logger, opts Options) (*Daemon
 	if err := d.checkPaths(); err != nil {
 		return nil, err
 	}
-	if err := d.openDataDir(); err != nil {
+	lock, err := datadir.Open(cfg.DataDir, log)
+	if err != nil {
+		var fault *datadir.Fault
+		if errors.As(err, &fault) {
+			return nil, d.dataDirErr(fault.Err)
+		}
 		return nil, err
 	}
+	d.lock = lock
 	losses, err := openLossLedger(cfg.DataDir, log.Named("losses"))
 	if err != nil {
 		d.closeAll()
