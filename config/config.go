@@ -57,6 +57,8 @@ type Config struct {
 
 	Feeds      []*Feed      // in file order
 	Processors []*Processor // in file order
+
+	Built Built // typed values (see build)
 }
 
 // Status is the status section: the HTTP server.
@@ -98,6 +100,8 @@ type Feed struct {
 	Overload Overload
 
 	Line int // line of the feed's entry
+
+	Built FeedBuilt // typed values (see build)
 }
 
 // Overload is a feed's overload section.
@@ -149,6 +153,8 @@ type Processor struct {
 	Raw           bool              // webhook: add lineBase64
 
 	Line int // line of the processor's entry
+
+	Built ProcessorBuilt // typed values (see build)
 }
 
 // Retry is a processor's backoff after an error.
@@ -209,6 +215,10 @@ func Load(path string) (*Config, error) {
 func Parse(data []byte, file string) (*Config, error) {
 	d := newDecoder(file)
 	cfg := d.parse(data)
+	if errs := d.result(); len(errs) > 0 {
+		return nil, &errs
+	}
+	d.build(cfg)
 	if errs := d.result(); len(errs) > 0 {
 		return nil, &errs
 	}

@@ -5,6 +5,9 @@ import (
 	"path/filepath"
 	"reflect"
 	"testing"
+	"time"
+
+	"tailfeed/overload"
 )
 
 func mustParse(t *testing.T, src, file string) *Config {
@@ -36,8 +39,8 @@ func TestDefaults(t *testing.T) {
 	if want := (Log{Level: "info", Format: "text"}); cfg.Log != want {
 		t.Errorf("Log = %+v, want %+v", cfg.Log, want)
 	}
-	if cfg.ShutdownTimeoutMillis != 10000 {
-		t.Errorf("ShutdownTimeoutMillis = %d", cfg.ShutdownTimeoutMillis)
+	if cfg.ShutdownTimeoutMillis != 10000 || cfg.Built != defaultBuilt {
+		t.Errorf("ShutdownTimeoutMillis = %d, Built %+v", cfg.ShutdownTimeoutMillis, cfg.Built)
 	}
 	wantFeed := &Feed{
 		Name: "app", Path: "/var/log/app.log", ReadStrategy: "COMMITTED",
@@ -45,6 +48,7 @@ func TestDefaults(t *testing.T) {
 		PollIntervalMillis: 250, RotateWaitMillis: 5000, CommitSyncMillis: 10,
 		Overload: Overload{Policy: "PAUSE", SpinBoundMillis: 10, BlockDeadlineMillis: 100},
 		Line:     2,
+		Built:    defaultFeedBuilt,
 	}
 	if len(cfg.Feeds) != 1 || !reflect.DeepEqual(cfg.Feeds[0], wantFeed) {
 		t.Errorf("feed\n got %+v\nwant %+v", cfg.Feeds[0], wantFeed)
@@ -55,12 +59,26 @@ func TestDefaults(t *testing.T) {
 		Retry:            Retry{InitialMillis: 1000, MaxMillis: 16000, Jitter: 0.2, Attempts: 6},
 		AckTimeoutMillis: 30000, MaxInFlight: 1000,
 		TimeoutMillis: 5000, BatchMaxLines: 500, BatchMaxBytes: 1048576,
-		Line: 5,
+		Line:  5,
+		Built: defaultProcBuilt,
 	}
 	if len(cfg.Processors) != 1 || !reflect.DeepEqual(cfg.Processors[0], wantProc) {
 		t.Errorf("processor\n got %+v\nwant %+v", cfg.Processors[0], wantProc)
 	}
 }
+
+// The build step's values for the defaults: durations from the
+// milliseconds, the overload policy parsed and applied to the subscriber.
+var (
+	defaultBuilt     = Built{ShutdownTimeout: 10 * time.Second, StallAlert: time.Minute}
+	defaultFeedBuilt = FeedBuilt{Poll: 250 * time.Millisecond, RotateWait: 5 * time.Second,
+		CommitSync: 10 * time.Millisecond, Overload: overload.Pause}
+	defaultProcBuilt = ProcessorBuilt{
+		Overload:     overload.Policy{Kind: overload.Pause, Spin: 10 * time.Millisecond, Deadline: 100 * time.Millisecond},
+		RetryInitial: time.Second, RetryMax: 16 * time.Second, FsyncInterval: 100 * time.Millisecond,
+		AckTimeout: 30 * time.Second, Timeout: 5 * time.Second,
+	}
+)
 
 // TestExampleConfig parses config.example.yaml at the repo root: it must be
 // valid, set what the README says it sets, and leave the rest at the defaults.
@@ -79,9 +97,12 @@ func TestExampleConfig(t *testing.T) {
 	want.File, want.Name = file, file
 	want.DataDir = filepath.Join(root, "var", "state")
 	want.DataDirLine = cfg.DataDirLine
+	want.Built = defaultBuilt
 	wantFeed := DefaultFeed()
+	wantFeed.Built = defaultFeedBuilt
 	wantFeed.Name, wantFeed.Path, wantFeed.Line = "app", filepath.Join(root, "var/demo/app.log"), cfg.Feeds[0].Line
 	wantProc := DefaultProcessor()
+	wantProc.Built = defaultProcBuilt
 	wantProc.Name, wantProc.Feed, wantProc.Type, wantProc.Line = "archive", "app", TypeFile, cfg.Processors[0].Line
 	wantProc.Path = filepath.Join(root, "var/demo/out.log")
 	want.Feeds = []*Feed{&wantFeed}

@@ -274,8 +274,8 @@ func (d *decoder) processor(n *yaml.Node, path string) (*Processor, procMeta) {
 	if line, _ := o.enum("type", &p.Type, types, nil); line == 0 {
 		d.errorf(p.Line, "%s: missing type (one of %s)", path, strings.Join(types, ", "))
 	}
-	d.regex(o, "match", &p.Match)
-	d.regex(o, "exclude", &p.Exclude)
+	d.regex(o, "match", &p.Match, &p.Built.Match)
+	d.regex(o, "exclude", &p.Exclude, &p.Built.Exclude)
 	o.enum("onFailure", &p.OnFailure, onFailures, nil)
 	d.retry(o.sub("retry", retryKeys), &p.Retry)
 	m.pathLine = d.fileKeys(o, &p)
@@ -353,13 +353,15 @@ func (o *obj) has(key string) bool {
 	return ok
 }
 
-// regex reads an optional RE2 expression and checks that it compiles.
-func (d *decoder) regex(o *obj, key string, dst *string) {
+// regex reads an optional RE2 expression and compiles it into re (the
+// build step's value: nothing compiles it again).
+func (d *decoder) regex(o *obj, key string, dst *string, re **regexp.Regexp) {
 	line, ok := o.str(key, dst)
 	if !ok || *dst == "" {
 		return
 	}
-	if _, err := regexp.Compile(*dst); err != nil {
+	var err error
+	if *re, err = compileRegex(*dst); err != nil {
 		d.errorf(line, "%s: bad regular expression: %s", o.at(key), strings.TrimPrefix(err.Error(), "error parsing regexp: "))
 	}
 }

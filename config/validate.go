@@ -2,9 +2,9 @@ package config
 
 import (
 	"fmt"
-	"path/filepath"
 	"sort"
-	"strings"
+
+	"tailfeed/internal/datadir"
 )
 
 // validate checks what spans entries: unique names, references between
@@ -152,18 +152,7 @@ func (d *decoder) outputPaths(cfg *Config, m *meta) {
 
 // inState reports whether path is dataDir itself or one of the files and
 // folders tailfeed keeps there (LOCK, losses.jsonl, feeds/, dlq/, state/).
-func inState(dataDir, path string) bool {
-	if path == dataDir || path == filepath.Join(dataDir, "LOCK") || path == filepath.Join(dataDir, "losses.jsonl") {
-		return true
-	}
-	for _, sub := range []string{"feeds", "dlq", "state"} {
-		dir := filepath.Join(dataDir, sub)
-		if path == dir || strings.HasPrefix(path, dir+string(filepath.Separator)) {
-			return true
-		}
-	}
-	return false
-}
+func inState(dataDir, path string) bool { return datadir.Owns(dataDir, path) }
 
 func describeFeed(f *Feed) string {
 	if f.Name == "" {

@@ -1,11 +1,17 @@
-// Package status builds the feed.status report (DESIGN §7) and serves it,
-// with /healthz, /metrics and the pull, state and admin endpoints, over HTTP.
+// Package status owns the feed.status report (DESIGN §7) and the HTTP
+// server with every handler: /feed.status, /healthz, /readyz, /livez,
+// /metrics, the admin endpoints, and the routes sinks register (pull, state).
 //
 // Field names are part of the contract. A report is a consistent snapshot
 // in the sense that matters to a launcher: it never says settled while a
-// published line is unprocessed. The builder reads a feed's sequence, then
-// its ack points and counters, then the sequence again, and a feed whose
-// sequence moved in between is reported not settled.
+// published line is unprocessed. The daemon takes a FeedSnapshot per feed
+// (the sequence, then the source, the ack points and counters, then the
+// sequence again, in the order FeedSnapshot documents) and Build applies
+// the settled and lossless rules; a feed whose sequence moved in between is
+// reported not settled. The health and ready rules (Health, Readiness) and
+// the metrics (MetricsRoute) work on snapshots too, and the admin handlers
+// (AdminRoutes) on the small Admin interface the daemon implements: status
+// imports neither the daemon nor the source nor any sink.
 package status
 
 // Report is the whole feed.status document.

@@ -49,8 +49,9 @@ func cmdRun(args []string, stderr io.Writer) int {
 	securityWarnings(cfg, *path, tokenInFile, log)
 	d, err := daemon.New(cfg, log)
 	if err != nil {
-		if errors.Is(err, daemon.ErrConfig) {
-			fmt.Fprintln(stderr, trimConfigErr(err))
+		var ce *daemon.ConfigError
+		if errors.As(err, &ce) {
+			fmt.Fprintln(stderr, ce)
 			return 2
 		}
 		log.Error("cannot start", "error", err)
@@ -160,14 +161,4 @@ func startCPUProfile(path string, log hclog.Logger) func() {
 		pprof.StopCPUProfile()
 		f.Close()
 	}
-}
-
-// trimConfigErr drops the sentinel's prefix from a config error.
-func trimConfigErr(err error) string {
-	s := err.Error()
-	prefix := daemon.ErrConfig.Error() + ": "
-	if len(s) > len(prefix) && s[:len(prefix)] == prefix {
-		return s[len(prefix):]
-	}
-	return s
 }

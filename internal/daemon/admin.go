@@ -2,67 +2,85 @@ package daemon
 
 import (
 	"context"
-	"errors"
-	"net/http"
-	"time"
 
 	"tailfeed/processor"
 	"tailfeed/status"
 )
 
-// releaseWait bounds how long a release waits for a fenced group to finish
-// the attempt it is in (a webhook's timeout, a slow write).
-const releaseWait = 30 * time.Second
+// admin is the daemon's side of the admin endpoints (status.Admin).
+type admin struct{ d *Daemon }
 
-// ReleaseResult is the body of a successful POST /admin/release.
-type ReleaseResult struct {
-	Feed       string `json:"feed"`
-	Subscriber string `json:"subscriber"`
-	Released   uint64 `json:"released"` // lines given up by this call
-	Total      uint64 `json:"total"`    // lines given up for this subscriber this run
-	State      string `json:"state"`
-}
-
-// releaseRoute is POST /admin/release/{feed}/{subscriber}: give a held
-// subscriber's backlog up on purpose (DESIGN §5). It needs the token when
-// one is set. 404 for an unknown feed or subscriber, 409 for a subscriber
-// that is not held (neither fenced nor dead). No body is read.
-func (d *Daemon) releaseRoute() status.Route {
-	return status.Route{
-		Methods:   []string{http.MethodPost},
-		Protected: true,
-		Handler:   d.release,
-	}
-}
-
-func (d *Daemon) release(w http.ResponseWriter, r *http.Request) {
-	fname, sname := r.PathValue("feed"), r.PathValue("subscriber")
-	f := d.feed(fname)
+func (a admin) Subscriber(feed, name string) (status.Releasable, bool) {
+	f := a.d.feed(feed)
 	if f == nil {
-		status.WriteError(w, http.StatusNotFound, "no such feed: "+fname)
-		return
+		return nil, false
 	}
-	g := f.group(sname)
-	if g == nil {
-		status.WriteError(w, http.StatusNotFound, "feed "+fname+" has no subscriber "+sname)
-		return
+	if g := f.group(name); g != nil {
+		return releasable{g}, true
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), releaseWait)
-	defer cancel()
-	n, err := g.Release(ctx)
-	switch {
-	case errors.Is(err, processor.ErrNotHeld):
-		status.WriteError(w, http.StatusConflict, "subscriber "+sname+" of feed "+fname+" is not held (neither fenced nor dead): nothing to release")
-		return
-	case err != nil:
-		status.WriteError(w, http.StatusServiceUnavailable, "release of "+sname+" did not happen: "+err.Error())
-		return
+	return nil, true
+}
+
+func (a admin) DeadLetters(name string) status.DeadLetters {
+	g := a.d.processorGroup(name)
+	if g == nil || g.Ledger() == nil {
+		return nil
 	}
-	q := g.Queue()
-	st, _ := q.State()
-	d.log.Warn("backlog released on purpose", "feed", fname, "subscriber", sname, "lines", n)
-	status.WriteJSON(w, http.StatusOK, ReleaseResult{Feed: fname, Subscriber: sname, Released: n,
-		Total: q.ReleasedLines(), State: st.String()})
+	return deadLetters{g}
+}
+
+func (a admin) HasFeed(feed string) bool { return a.d.feed(feed) != nil }
+
+func (a admin) Losses(feed string) ([]status.LossEntry, error) {
+	a.d.losses.mu.Lock()
+	entries, _, err := a.d.losses.read()
+	a.d.losses.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	var out []status.LossEntry
+	for _, e := range entries {
+		if e.Feed == feed {
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
+
+func (a admin) AcknowledgeLosses(feed string) (int, error) {
+	return a.d.acknowledgeLosses(a.d.feed(feed))
+}
+
+// releasable is a group as status.Releasable.
+type releasable struct{ g *processor.Group }
+
+func (r releasable) Release(ctx context.Context) (uint64, error) { return r.g.Release(ctx) }
+func (r releasable) ReleasedLines() uint64                       { return r.g.Queue().ReleasedLines() }
+func (r releasable) State() string {
+	st, _ := r.g.Queue().State()
+	return st.String()
+}
+
+// deadLetters is a group's dead-letter ledger as status.DeadLetters.
+type deadLetters struct{ g *processor.Group }
+
+func (l deadLetters) Name() string { return l.g.Name() }
+func (l deadLetters) List(max int) ([]processor.LedgerItem, int) {
+	return l.g.Ledger().List(max)
+}
+func (l deadLetters) Len() int { return l.g.Ledger().Len() }
+
+// Purge removes up to max entries; they count as released.
+func (l deadLetters) Purge(max int) (int, error) {
+	n, err := l.g.PurgeDeadLetters(max)
+	if n > 0 {
+		l.g.Queue().AddReleased(uint64(n))
+	}
+	return n, err
+}
+
+func (l deadLetters) Replay(ctx context.Context, max int) (processor.ReplayResult, error) {
+	return l.g.Replay(ctx, max)
 }
 
 func (d *Daemon) feed(name string) *Feed {
@@ -77,6 +95,16 @@ func (d *Daemon) feed(name string) *Feed {
 func (f *Feed) group(name string) *processor.Group {
 	for _, g := range f.groups {
 		if g.Name() == name {
+			return g
+		}
+	}
+	return nil
+}
+
+// processorGroup finds the group of a processor by name.
+func (d *Daemon) processorGroup(name string) *processor.Group {
+	for _, f := range d.feeds {
+		if g := f.group(name); g != nil {
 			return g
 		}
 	}

@@ -1,5 +1,7 @@
 // Package daemon wires a validated config into running feeds: one source
-// per feed, one group per processor, the status server, and the ordered
+// per feed, one group per processor, the status server (whose rules and
+// handlers are status's: the daemon gives it snapshots and implements
+// status.Admin; paths under dataDir are internal/datadir's), and the ordered
 // shutdown of DESIGN §5 (stop sources → let groups drain within
 // shutdownTimeoutMillis → final commit of exactly what the pointer-holding
 // groups finished → close).
@@ -12,16 +14,15 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"regexp"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 
 	"tailfeed/config"
 	"tailfeed/feed"
+	"tailfeed/internal/datadir"
 	"tailfeed/overload"
 	"tailfeed/pointer"
 	"tailfeed/processor"
@@ -29,8 +30,27 @@ import (
 	"tailfeed/status"
 )
 
-// ErrConfig marks errors that are the config's fault (exit 2).
+// ErrConfig marks errors that are the config's fault (exit 2): every such
+// error is a *ConfigError, and errors.Is(err, ErrConfig) holds.
 var ErrConfig = errors.New("daemon: config")
+
+// ConfigError is an error that is the config's fault (exit 2), found at
+// start (a feed path that is a directory, an unusable dataDir). It reads
+// "FILE:LINE: key: cause", as config's own errors do; Unwrap gives the
+// cause (a *fs.PathError, a syscall.Errno).
+type ConfigError struct {
+	Loc string // FILE:LINE, or FILE without a line
+	Key string // the config key at fault: dataDir, feeds[0].path
+	Err error
+}
+
+func (e *ConfigError) Error() string { return e.Loc + ": " + e.Key + ": " + e.Err.Error() }
+
+// Unwrap returns the cause.
+func (e *ConfigError) Unwrap() error { return e.Err }
+
+// Is makes errors.Is(err, ErrConfig) hold.
+func (e *ConfigError) Is(target error) bool { return target == ErrConfig }
 
 // Daemon is a running tailfeed.
 type Daemon struct {
@@ -41,7 +61,7 @@ type Daemon struct {
 	srv   *http.Server
 	ln    net.Listener
 
-	ready    atomic.Bool // every feed has opened its file or waits for it (latched)
+	ready    status.Readiness // every feed has opened its file or waits for it (latched)
 	reports  *status.Versioner
 	reportMu sync.Mutex // one report at a time: versions follow build order
 
@@ -67,8 +87,6 @@ type Feed struct {
 	runDone      chan struct{}
 	cancelGroups context.CancelFunc
 
-	wasOpen atomic.Bool // the source was seen past STARTING, not FAILED
-
 	ledger   *lossLedger        // the daemon's losses ledger
 	recorded map[subLoss]uint64 // loss counters as last appended to the ledger (under the ledger's mu)
 	baseMu   sync.Mutex
@@ -87,9 +105,15 @@ func NewWithOptions(cfg *config.Config, log hclog.Logger, opts Options) (*Daemon
 	if err := d.checkPaths(); err != nil {
 		return nil, err
 	}
-	if err := d.openDataDir(); err != nil {
+	lock, err := datadir.Open(cfg.DataDir, log)
+	if err != nil {
+		var fault *datadir.Fault
+		if errors.As(err, &fault) {
+			return nil, d.dataDirErr(fault.Err)
+		}
 		return nil, err
 	}
+	d.lock = lock
 	losses, err := openLossLedger(cfg.DataDir, log.Named("losses"))
 	if err != nil {
 		d.closeAll()
@@ -121,8 +145,8 @@ func NewWithOptions(cfg *config.Config, log hclog.Logger, opts Options) (*Daemon
 func (d *Daemon) checkPaths() error {
 	for i, fc := range d.cfg.Feeds {
 		if fi, err := os.Stat(fc.Path); err == nil && fi.IsDir() {
-			return fmt.Errorf("%w: %s: feeds[%d].path: %s is a directory; a feed tails one file (feed %q)",
-				ErrConfig, d.configLoc(fc.Line), i, fc.Path, fc.Name)
+			return &ConfigError{Loc: d.configLoc(fc.Line), Key: fmt.Sprintf("feeds[%d].path", i),
+				Err: fmt.Errorf("%s is a directory; a feed tails one file (feed %q)", fc.Path, fc.Name)}
 		}
 	}
 	return nil
@@ -144,14 +168,7 @@ func (d *Daemon) configLoc(line int) string {
 // dataDirErr names the config file as its other errors do (as given on
 // the command line), with the dataDir key's line.
 func (d *Daemon) dataDirErr(err error) error {
-	loc := d.cfg.Name
-	if loc == "" {
-		loc = d.cfg.File
-	}
-	if d.cfg.DataDirLine > 0 {
-		loc = fmt.Sprintf("%s:%d", loc, d.cfg.DataDirLine)
-	}
-	return fmt.Errorf("%w: %s: dataDir: %v", ErrConfig, loc, err)
+	return &ConfigError{Loc: d.configLoc(d.cfg.DataDirLine), Key: "dataDir", Err: err}
 }
 
 func (d *Daemon) buildFeed(fc *config.Feed) (*Feed, error) {
@@ -160,8 +177,7 @@ func (d *Daemon) buildFeed(fc *config.Feed) (*Feed, error) {
 	if err != nil {
 		return nil, err
 	}
-	pol, _ := overload.Parse(fc.Overload.Policy)
-	f := &Feed{cfg: fc, strat: strat, policy: pol, log: log, runDone: make(chan struct{}),
+	f := &Feed{cfg: fc, strat: strat, policy: fc.Built.Overload, log: log, runDone: make(chan struct{}),
 		ledger: d.losses, recorded: map[subLoss]uint64{}}
 	// A batch may fill a queue (DESIGN §5): fewer, larger hand-offs and
 	// writes; the source publishes the next one as soon as a group takes it.
@@ -173,13 +189,7 @@ func (d *Daemon) buildFeed(fc *config.Feed) (*Feed, error) {
 		if pc.Feed != fc.Name {
 			continue
 		}
-		eff := pc.Policy(fc)
-		k, _ := overload.Parse(eff.Policy)
-		q := feed.NewQueue(pc.Name, fc.QueueCapacity, fc.QueueBytes, overload.Policy{
-			Kind:     k,
-			Spin:     time.Duration(eff.SpinBoundMillis) * time.Millisecond,
-			Deadline: time.Duration(eff.BlockDeadlineMillis) * time.Millisecond,
-		})
+		q := feed.NewQueue(pc.Name, fc.QueueCapacity, fc.QueueBytes, pc.Built.Overload)
 		procs = append(procs, pc)
 		queues = append(queues, q)
 	}
@@ -196,9 +206,9 @@ func (d *Daemon) buildFeed(fc *config.Feed) (*Feed, error) {
 		}
 	}
 	if strat == file.Committed {
-		p, err := pointer.Open(filepath.Join(d.cfg.DataDir, "feeds", fc.Name+".ptr"), pointer.Options{
+		p, err := pointer.Open(datadir.Pointer(d.cfg.DataDir, fc.Name), pointer.Options{
 			Logger:     log,
-			EpochsPath: filepath.Join(d.cfg.DataDir, "feeds", fc.Name+".epochs"),
+			EpochsPath: datadir.Epochs(d.cfg.DataDir, fc.Name),
 			Input:      fc.Path,
 		})
 		if err != nil {
@@ -214,9 +224,9 @@ func (d *Daemon) buildFeed(fc *config.Feed) (*Feed, error) {
 		MaxLine:      fc.MaxLineBytes,
 		BatchLines:   batchLines,
 		BatchBytes:   batchBytes,
-		Poll:         time.Duration(fc.PollIntervalMillis) * time.Millisecond,
-		RotateWait:   time.Duration(fc.RotateWaitMillis) * time.Millisecond,
-		CommitSync:   time.Duration(fc.CommitSyncMillis) * time.Millisecond,
+		Poll:         fc.Built.Poll,
+		RotateWait:   fc.Built.RotateWait,
+		CommitSync:   fc.Built.CommitSync,
 		Pointer:      f.ptr,
 		Logger:       log,
 		NoNotify:     os.Getenv("TAILFEED_NO_FSNOTIFY") != "",
@@ -232,7 +242,7 @@ func (d *Daemon) buildFeed(fc *config.Feed) (*Feed, error) {
 func (d *Daemon) ownOutputs() []string {
 	out := []string{d.cfg.DataDir}
 	for _, pc := range d.cfg.Processors {
-		if pc.Type == "file" && pc.Path != "" {
+		if pc.Type == config.TypeFile && pc.Path != "" {
 			out = append(out, pc.Path)
 		}
 	}
@@ -333,10 +343,8 @@ func (d *Daemon) Start(ctx context.Context) {
 	go d.watchReady(ctx)
 	d.lossStop, d.lossDone = make(chan struct{}), make(chan struct{})
 	go d.runLossRecorder(d.lossStop, d.lossDone)
-	routes := map[string]status.Route{}
-	routes["/metrics"] = d.metricsRoute()
-	routes["/admin/release/{feed}/{subscriber}"] = d.releaseRoute()
-	routes["/admin/losses/{feed}"] = d.lossesRoute()
+	routes := status.AdminRoutes(admin{d}, d.log)
+	routes["/metrics"] = status.MetricsRoute(status.Metrics{States: feedStates, Feeds: d.metrics})
 	for p, rt := range d.effectRoutes() {
 		routes[p] = rt
 	}
@@ -384,7 +392,7 @@ func (d *Daemon) Stop() error {
 	for _, f := range d.feeds {
 		<-f.runDone
 	}
-	drainCtx, cancel := context.WithTimeout(context.Background(), time.Duration(d.cfg.ShutdownTimeoutMillis)*time.Millisecond)
+	drainCtx, cancel := context.WithTimeout(context.Background(), d.cfg.Built.ShutdownTimeout)
 	defer cancel()
 	var wg sync.WaitGroup
 	for _, f := range d.feeds {

@@ -109,7 +109,7 @@ func TestDeadLetterAcrossRestartAndReplay(t *testing.T) {
 	if got := readLines(t, filepath.Join(dir, "out.log")); strings.Join(got, ",") != "a,b" {
 		t.Fatalf("output %q, want a, b", got)
 	}
-	var list DLQList
+	var list status.DLQList
 	e.dlqJSON(http.MethodGet, "/admin/dlq/sink", http.StatusOK, &list)
 	if list.Total != 1 || len(list.Entries) != 1 {
 		t.Fatalf("list %+v", list)
@@ -128,7 +128,7 @@ func TestDeadLetterAcrossRestartAndReplay(t *testing.T) {
 	}
 
 	armed.Store(false)
-	var res DLQResult
+	var res status.DLQResult
 	e.dlqJSON(http.MethodPost, "/admin/dlq/sink/replay", http.StatusOK, &res)
 	if res.Replayed != 1 || res.Remaining != 0 || res.Error != "" {
 		t.Fatalf("replay %+v", res)

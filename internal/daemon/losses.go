@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"net/http"
 	"os"
 	"path/filepath"
 	"sync"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"tailfeed/internal/datadir"
 	"tailfeed/internal/fileutil"
 	"tailfeed/source/file"
 	"tailfeed/status"
@@ -41,7 +41,7 @@ import (
 // Dead letters are not duplicated here: they have their own ledger.
 
 // lossFile is the ledger's name under dataDir.
-const lossFile = "losses.jsonl"
+const lossFile = datadir.Losses
 
 // lossFormat is the format version each ledger line carries ("v").
 const lossFormat = 1
@@ -49,28 +49,8 @@ const lossFormat = 1
 // lossFlushInterval is how often the recorder appends the counters' deltas.
 const lossFlushInterval = 100 * time.Millisecond
 
-// LossEntry is one line of losses.jsonl and of GET /admin/losses/{feed}.
-type LossEntry struct {
-	V       int    `json:"v"`       // format version (1)
-	Feed    string `json:"feed"`    // feed name
-	Counter string `json:"counter"` // dropped | refused | completionFailures | released | lostTails | lostBytes
-	Amount  uint64 `json:"amount"`  // lines (files for lostTails, bytes for lostBytes)
-	Epoch   string `json:"epoch"`   // the source's epoch when counted (16 hex digits)
-	Time    string `json:"time"`    // RFC 3339 with nanoseconds, UTC
-	Detail  string `json:"detail"`  // which subscriber, or the source's reason
-}
-
-// LossList is the body of GET /admin/losses/{feed}.
-type LossList struct {
-	Feed    string      `json:"feed"`
-	Entries []LossEntry `json:"entries"`
-}
-
-// LossCleared is the body of DELETE /admin/losses/{feed}.
-type LossCleared struct {
-	Feed    string `json:"feed"`
-	Cleared int    `json:"cleared"` // ledger entries removed
-}
+// LossEntry is one line of losses.jsonl (status.LossEntry).
+type LossEntry = status.LossEntry
 
 // lossLedger is dataDir/losses.jsonl. mu serialises appends, rewrites and
 // the recorder, so a DELETE sees every delta recorded before it; cmu
@@ -88,7 +68,7 @@ type lossLedger struct {
 // for appending, 0600. A line that does not parse (a torn write after a
 // crash) is kept and logged; it names no feed, so it counts for none.
 func openLossLedger(dataDir string, log hclog.Logger) (*lossLedger, error) {
-	l := &lossLedger{path: filepath.Join(dataDir, lossFile), counts: map[string]int{}, log: log}
+	l := &lossLedger{path: datadir.LossesPath(dataDir), counts: map[string]int{}, log: log}
 	entries, bad, err := l.read()
 	if err != nil {
 		return nil, err
@@ -248,9 +228,7 @@ func (l *lossLedger) close() {
 }
 
 // lossCounters are one feed's loss counters, summed over its subscribers.
-type lossCounters struct {
-	dropped, refused, completionFailures, released, lostTails, lostBytes uint64
-}
+type lossCounters = status.LossCounters
 
 // subLoss is what the recorder last appended for one subscriber's counter.
 type subLoss struct{ sub, counter string }
@@ -345,62 +323,18 @@ func (d *Daemon) acknowledgeLosses(f *Feed) (int, error) {
 	for k, v := range f.recorded {
 		switch k.counter {
 		case "dropped":
-			b.dropped += v
+			b.Dropped += v
 		case "refused":
-			b.refused += v
+			b.Refused += v
 		case "completionFailures":
-			b.completionFailures += v
+			b.CompletionFailures += v
 		case "released":
-			b.released += v
+			b.Released += v
 		}
 	}
-	b.lostTails, b.lostBytes = f.src.LostTails(), f.src.LostBytes()
+	b.LostTails, b.LostBytes = f.src.LostTails(), f.src.LostBytes()
 	f.baseMu.Lock()
 	f.base = b
 	f.baseMu.Unlock()
 	return n, nil
-}
-
-// lossesRoute is GET/DELETE /admin/losses/{feed} (token, like the other
-// admin endpoints).
-func (d *Daemon) lossesRoute() status.Route {
-	return status.Route{
-		Methods:   []string{http.MethodGet, http.MethodDelete},
-		Protected: true,
-		Handler:   d.lossesHandler,
-	}
-}
-
-func (d *Daemon) lossesHandler(w http.ResponseWriter, r *http.Request) {
-	name := r.PathValue("feed")
-	f := d.feed(name)
-	if f == nil {
-		status.WriteError(w, http.StatusNotFound, "no such feed: "+name)
-		return
-	}
-	if r.Method == http.MethodDelete {
-		n, err := d.acknowledgeLosses(f)
-		if err != nil {
-			d.log.Error("losses ledger: clearing failed", "feed", name, "error", err)
-			status.WriteError(w, http.StatusInternalServerError, "clearing the losses of feed "+name+" failed: "+err.Error())
-			return
-		}
-		d.log.Warn("losses acknowledged: ledger entries removed and the feed's loss counters start from 0", "feed", name, "entries", n)
-		status.WriteJSON(w, http.StatusOK, LossCleared{Feed: name, Cleared: n})
-		return
-	}
-	d.losses.mu.Lock()
-	entries, _, err := d.losses.read()
-	d.losses.mu.Unlock()
-	if err != nil {
-		status.WriteError(w, http.StatusInternalServerError, err.Error())
-		return
-	}
-	out := LossList{Feed: name, Entries: []LossEntry{}}
-	for _, e := range entries {
-		if e.Feed == name {
-			out.Entries = append(out.Entries, e)
-		}
-	}
-	status.WriteJSON(w, http.StatusOK, out)
 }

@@ -2,12 +2,12 @@ package daemon
 
 import (
 	"net/http"
-	"path/filepath"
 	"strconv"
 	"time"
 
 	"tailfeed/config"
 	"tailfeed/feed"
+	"tailfeed/internal/datadir"
 	"tailfeed/processor"
 	"tailfeed/status"
 )
@@ -59,7 +59,7 @@ func (d *Daemon) openWebhook(pc *config.Processor, g *processor.Group, pub *feed
 		BatchMaxBytes: pc.BatchMaxBytes,
 		Headers:       pc.Headers,
 		Raw:           pc.Raw,
-		Record:        filepath.Join(d.cfg.DataDir, "state", pc.Name+".rec"),
+		Record:        datadir.Record(d.cfg.DataDir, pc.Name),
 	})
 }
 

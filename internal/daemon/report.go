@@ -3,7 +3,6 @@ package daemon
 import (
 	"context"
 	"os"
-	"strings"
 	"time"
 
 	"tailfeed/feed"
@@ -12,37 +11,27 @@ import (
 	"tailfeed/status"
 )
 
+// The daemon takes snapshots of its feeds; status applies the rules
+// (status.Build, status.Health, status.Readiness, status.MetricsRoute).
+
 // Report builds the feed.status document. Reports are built one at a time,
 // so a higher version never carries an older snapshot.
 func (d *Daemon) Report() status.Report {
 	d.reportMu.Lock()
 	defer d.reportMu.Unlock()
-	r := status.Report{Settled: true, Lossless: true, Feeds: make([]status.FeedReport, 0, len(d.feeds))}
+	feeds := make([]status.FeedReport, 0, len(d.feeds))
 	for _, f := range d.feeds {
-		fr := f.report()
-		r.Settled = r.Settled && fr.Settled
-		r.Lossless = r.Lossless && fr.Lossless
-		r.Feeds = append(r.Feeds, fr)
+		feeds = append(feeds, f.report())
 	}
-	return d.reports.Stamp(r)
+	return d.reports.Stamp(status.Combine(feeds))
 }
 
-// report reads one feed. The order matters: sequence first, then the read
-// position, the source state, the file, the ack points and queues, and the
-// sequence again; see the package doc of status.
-//
-// Why that order makes a false "settled" impossible: the source stores
-// BEHIND before it moves the read position and CAUGHT_UP only once every
-// complete line read is published, so a CAUGHT_UP read after the position
-// means the lines up to that position were published before the state was
-// read; the second sequence read shows whether anything was published while
-// the report was being built; a queue's position is read before its ack
-// point, so "drained" (ack point >= position) means every line given to it
-// was finished; pendingAcks is 0 only once the publisher acknowledged every
-// line it numbered.
-func (f *Feed) report() status.FeedReport {
+func (f *Feed) report() status.FeedReport { return status.Build(f.snapshot()) }
+
+// snapshot reads one feed in the order status.FeedSnapshot documents.
+func (f *Feed) snapshot() status.FeedSnapshot {
 	src, pub := f.src, f.pub
-	seq1 := pub.Sequence()
+	s := status.FeedSnapshot{Name: f.cfg.Name, Path: f.cfg.Path, SeqBefore: pub.Sequence()}
 	// The open file's identity before the position (the source publishes a
 	// new file as BEHIND, position, identity): a CAUGHT_UP read after both
 	// means they belong together.
@@ -52,99 +41,46 @@ func (f *Feed) report() status.FeedReport {
 	if state == file.CaughtUp && !f.fileCaughtUp(dev, ino, open, readPos) {
 		state = file.Behind
 	}
-	fr := status.FeedReport{
-		Feed:         f.cfg.Name,
-		Path:         f.cfg.Path,
-		State:        state.String(),
-		Bounded:      f.strat.Bounded(),
-		Policy:       f.policy.String(),
-		Downgraded:   src.Downgraded(),
-		Oversized:    src.Oversized(),
-		Unterminated: src.Unterminated(),
-		LostTails:    src.LostTails(),
-		LostBytes:    src.LostBytes(),
-		Paused:       pub.Paused(),
-		Pauses:       pub.Pauses(),
-		Epoch:        status.Hex(src.Epoch()),
-		Drained:      true,
-		Subscribers:  make([]status.SubscriberReport, 0, len(f.groups)),
-	}
-	if d := src.Detail(); d != "" {
-		fr.Detail = &d
-	}
-	var stalled []string
-	holdingDrained := true
+	s.State = state.String()
+	s.SourceDone = state == file.CaughtUp || state == file.WaitingForFile || state == file.EndOfStream
+	s.Bounded, s.Policy = f.strat.Bounded(), f.policy.String()
+	s.Downgraded, s.Oversized, s.Unterminated = src.Downgraded(), src.Oversized(), src.Unterminated()
+	s.LostTails, s.LostBytes = src.LostTails(), src.LostBytes()
+	s.Paused, s.Pauses, s.Epoch, s.Detail = pub.Paused(), pub.Pauses(), src.Epoch(), src.Detail()
+	s.Subscribers = make([]status.SubscriberSnapshot, 0, len(f.groups))
 	for _, g := range f.groups {
 		q := g.Queue()
 		st, reason := q.State()
-		sr := status.SubscriberReport{
-			Queue:    q.Name,
-			Position: q.Position(), // before the ack point: see above
-			State:    st.String(),
+		ss := status.SubscriberSnapshot{
+			Queue:      q.Name,
+			Position:   q.Position(), // before the ack point
+			State:      st.String(),
+			BestEffort: q.BestEffort(),
 		}
-		if q.BestEffort() {
-			sr.Dispatched = q.Finished()
+		if ss.BestEffort {
+			ss.Dispatched = q.Finished()
 		} else {
-			sr.Dispatched = q.AckPoint()
+			ss.Dispatched = q.AckPoint()
 		}
-		// Drained: nothing queued and nothing given to it unfinished (a
-		// batch being processed has left the queue but is not done).
-		sr.Drained = sr.Dispatched >= sr.Position && q.Depth() == 0
-		if !q.BestEffort() {
-			if !sr.Drained {
-				holdingDrained = false
-			}
-			if q.Stalls(st) { // st and reason from one read: never a reason of another state
-				stalled = append(stalled, reason)
-			}
-		}
-		if !sr.Drained {
-			fr.Drained = false
-		}
-		if st == feed.Live || st == feed.Released {
-			fr.Consumers++
-		}
-		fr.Dropped += q.Counters.Dropped.Load()
-		fr.Refused += q.Counters.Refused.Load()
-		fr.CompletionFailures += g.CompletionFailures()
-		fr.Released += q.ReleasedLines()
-		fr.DeadLettered += uint64(g.Ledgered()) // entries now in the ledger (read from disk at start)
-		fr.Subscribers = append(fr.Subscribers, sr)
+		ss.Depth = q.Depth()
+		ss.Stalls, ss.StallReason = q.Stalls(st), reason // st and reason from one read
+		ss.Consumer = st == feed.Live || st == feed.Released
+		ss.Dropped, ss.Refused = q.Counters.Dropped.Load(), q.Counters.Refused.Load()
+		ss.CompletionFailures, ss.Released = g.CompletionFailures(), q.ReleasedLines()
+		ss.DeadLettered = uint64(g.Ledgered()) // entries now in the ledger (read from disk at start)
+		s.Subscribers = append(s.Subscribers, ss)
 	}
-	// Pending before acknowledged: once pending reads 0, acknowledged reads
-	// at least every sequence published before, so the commit check below
-	// (synced sequence >= acknowledged) cannot pass on a stale value.
-	fr.PendingAcks = pub.Pending()
-	fr.Acknowledged = pub.Acknowledged()
-	if len(stalled) > 0 {
-		s := strings.Join(stalled, "; ")
-		fr.Stalled = &s
-	}
-	committed := true
+	s.PendingAcks = pub.Pending() // before acknowledged
+	s.Acknowledged = pub.Acknowledged()
 	if f.ptr != nil {
 		rec := f.ptr.Record()
-		fr.Pointer = &status.PointerReport{
-			Offset:         rec.Offset,
-			Epoch:          status.Hex(rec.Epoch),
-			Commits:        rec.Commits,
-			CommitFailures: src.CommitFailures(),
-		}
-		committed = src.CommitOK() && src.SyncedSeq() >= fr.Acknowledged
+		s.Pointer = &status.PointerSnapshot{Offset: rec.Offset, Epoch: rec.Epoch, Commits: rec.Commits,
+			CommitFailures: src.CommitFailures(), CommitOK: src.CommitOK(), SyncedSeq: src.SyncedSeq()}
 	}
-	// This run's counters less what an operator acknowledged (DELETE
-	// /admin/losses/{feed}); the ledger is checked by the caller.
-	b := f.lossBase()
-	fr.Dropped, fr.Refused = sub0(fr.Dropped, b.dropped), sub0(fr.Refused, b.refused)
-	fr.CompletionFailures, fr.Released = sub0(fr.CompletionFailures, b.completionFailures), sub0(fr.Released, b.released)
-	fr.LostTails, fr.LostBytes = sub0(fr.LostTails, b.lostTails), sub0(fr.LostBytes, b.lostBytes)
-	seq2 := pub.Sequence()
-	fr.Sequence = seq2
-	srcDone := state == file.CaughtUp || state == file.WaitingForFile || state == file.EndOfStream
-	fr.Settled = srcDone && holdingDrained && fr.PendingAcks == 0 && fr.Stalled == nil && committed && seq1 == seq2
-	fr.Lossless = fr.Dropped == 0 && fr.Refused == 0 && fr.CompletionFailures == 0 && fr.Released == 0 &&
-		fr.LostTails == 0 && fr.LostBytes == 0 && fr.DeadLettered == 0 &&
-		(f.ledger == nil || !f.ledger.has(f.cfg.Name)) // DESIGN §7 "Losses outlive the run"
-	return fr
+	s.Base = f.lossBase()
+	s.SeqAfter = pub.Sequence()
+	s.Ledgered = f.ledger != nil && f.ledger.has(f.cfg.Name)
+	return s
 }
 
 // fileCaughtUp checks, when a report is built, that no byte lies past the
@@ -173,80 +109,33 @@ func (f *Feed) fileCaughtUp(dev, ino uint64, open bool, readPos int64) bool {
 	return st.Size() <= readPos && st.ModTime().UnixNano() == f.src.VerifiedMod()
 }
 
-// Health reports whether any feed is FAILED (at once: no wait will mend
-// it), or has been stalled or paused for longer than stallAlertMillis, and
-// why (DESIGN §12 "Health").
+// Health is /healthz (status.Health over every feed).
 func (d *Daemon) Health() (bool, string) {
-	limit := time.Duration(d.cfg.Status.StallAlertMillis) * time.Millisecond
-	var why []string
+	feeds := make([]status.HealthSnapshot, 0, len(d.feeds))
 	for _, f := range d.feeds {
-		if f.src.State() == file.Failed {
-			reason := "feed " + f.cfg.Name + " FAILED"
-			if dt := f.src.Detail(); dt != "" {
-				reason += ": " + dt
+		h := status.HealthSnapshot{Feed: f.cfg.Name, Failed: f.src.State() == file.Failed, Detail: f.src.Detail()}
+		for _, g := range f.groups {
+			q := g.Queue()
+			if st, why, since := q.StateAt(); q.Stalls(st) {
+				h.Stalls = append(h.Stalls, status.Stall{Since: since, Reason: why})
 			}
-			why = append(why, reason)
-			continue
 		}
-		if since, reason := f.stalledSince(); !since.IsZero() && time.Since(since) > limit {
-			why = append(why, "feed "+f.cfg.Name+" stalled: "+reason)
-			continue
-		}
-		if since := f.pub.PausedSince(); !since.IsZero() && time.Since(since) > limit {
-			why = append(why, "feed "+f.cfg.Name+" paused: "+f.pub.PauseReason())
-		}
+		h.PausedSince, h.PauseReason = f.pub.PausedSince(), f.pub.PauseReason()
+		feeds = append(feeds, h)
 	}
-	return len(why) == 0, strings.Join(why, "; ")
+	return status.Health(feeds, d.cfg.Built.StallAlert, time.Now())
 }
 
-func (f *Feed) stalledSince() (time.Time, string) {
-	var first time.Time
-	var reason string
-	for _, g := range f.groups {
-		q := g.Queue()
-		st, why, since := q.StateAt()
-		if !q.Stalls(st) {
-			continue
-		}
-		if first.IsZero() || since.Before(first) {
-			reason, first = why, since
-		}
-	}
-	return first, reason
-}
+// Ready is /readyz (status.Readiness over every feed).
+func (d *Daemon) Ready() (bool, string) { return d.ready.Check(d.readyFeeds) }
 
-// Ready reports whether every feed has opened its file or is waiting for
-// it (DESIGN §12 "Health": /readyz). Once true it stays true: a feed that
-// fails later shows in /healthz, not here.
-func (d *Daemon) Ready() (bool, string) {
-	if d.ready.Load() {
-		return true, ""
-	}
-	var why []string
+func (d *Daemon) readyFeeds() []status.ReadyFeed {
+	out := make([]status.ReadyFeed, 0, len(d.feeds))
 	for _, f := range d.feeds {
-		if !f.opened() {
-			why = append(why, "feed "+f.cfg.Name+" "+f.src.State().String())
-		}
+		st := f.src.State()
+		out = append(out, status.ReadyFeed{Feed: f.cfg.Name, State: st.String(), Open: st != file.Starting && st != file.Failed})
 	}
-	if len(why) > 0 {
-		return false, strings.Join(why, "; ")
-	}
-	d.ready.Store(true)
-	return true, ""
-}
-
-// opened latches once the source has been seen past STARTING and not
-// FAILED: it opened its file or waits for one to appear.
-func (f *Feed) opened() bool {
-	if f.wasOpen.Load() {
-		return true
-	}
-	switch f.src.State() {
-	case file.Starting, file.Failed:
-		return false
-	}
-	f.wasOpen.Store(true)
-	return true
+	return out
 }
 
 // watchReady polls the sources until every feed has opened (then Ready
@@ -266,3 +155,49 @@ func (d *Daemon) watchReady(ctx context.Context) {
 		}
 	}
 }
+
+// metrics snapshots every feed for GET /metrics.
+func (d *Daemon) metrics() []status.FeedMetrics {
+	out := make([]status.FeedMetrics, 0, len(d.feeds))
+	for _, f := range d.feeds {
+		out = append(out, f.metrics())
+	}
+	return out
+}
+
+func (f *Feed) metrics() status.FeedMetrics {
+	m := status.FeedMetrics{Report: f.report(), FileSize: -1}
+	src, pub := f.src, f.pub
+	m.ReadPos = src.ReadPos()
+	m.LinesRead, m.BytesRead = src.LinesRead(), src.BytesRead()
+	m.Pauses, m.PausedSeconds, m.Paused = pub.Pauses(), pub.PausedTotal().Seconds(), pub.Paused()
+	m.CommitFailures, m.SyncedSeq = src.CommitFailures(), src.SyncedSeq()
+	if st, err := os.Stat(f.cfg.Path); err == nil {
+		m.FileSize = st.Size()
+	}
+	if f.ptr != nil {
+		rec := f.ptr.Record()
+		m.Pointer = &status.PointerMetrics{Commits: rec.Commits, Offset: rec.Offset, Epoch: rec.Epoch, SourceEpoch: src.Epoch()}
+	}
+	for _, g := range f.groups {
+		q := g.Queue()
+		s := status.SubscriberMetrics{Name: q.Name, Dispatched: q.AckPoint()}
+		if q.BestEffort() {
+			s.Dispatched = q.Finished()
+		}
+		s.Position, s.Depth, s.Failures = q.Position(), q.Depth(), g.Failures()
+		st, _ := q.State()
+		s.Held = st == feed.Fenced || st == feed.Dead
+		m.Subscribers = append(m.Subscribers, s)
+	}
+	return m
+}
+
+// feedStates are every source state, for tailfeed_feed_state.
+var feedStates = func() []string {
+	var out []string
+	for st := file.Starting; st <= file.Failed; st++ {
+		out = append(out, st.String())
+	}
+	return out
+}()

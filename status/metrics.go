@@ -1,21 +1,17 @@
-package daemon
+package status
 
 import (
 	"net/http"
-	"os"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-
-	"tailfeed/feed"
-	"tailfeed/source/file"
-	"tailfeed/status"
 )
 
 // GET /metrics serves the Prometheus text format through client_golang's
-// registry and handler. The daemon keeps no per-line metric state: a custom
-// Collector reads the live atomics of the sources, publishers, queues and
-// groups at scrape time, so the hot path pays nothing for metrics.
+// registry and handler. Nothing keeps per-line metric state: the collector asks for
+// a snapshot of the live atomics of the sources, publishers, queues and
+// groups at scrape time (Metrics.Feeds), so the hot path pays nothing for
+// metrics.
 
 var (
 	feedLabels = []string{"feed"}
@@ -61,8 +57,53 @@ var allDescs = []*prometheus.Desc{mLinesRead, mBytesRead, mPublished, mDropped, 
 	mPauseSeconds, mPaused, mStalled, mSettled, mLossless, mAcked, mPending, mCommits, mCommitFailures,
 	mLagLines, mLagBytes, mFileSize, mOffset, mState, mReadPos, mDispatched, mPosition, mDepth, mFailures, mSubState}
 
-// collector is the daemon's prometheus.Collector.
-type collector struct{ d *Daemon }
+// FeedMetrics is one feed at a scrape: its report (settled, lossless and
+// the summed loss counters, by the report's rules) and the live values the
+// report does not carry, read after it.
+type FeedMetrics struct {
+	Report         FeedReport
+	LinesRead      uint64
+	BytesRead      uint64
+	Pauses         uint64
+	PausedSeconds  float64
+	Paused         bool
+	CommitFailures uint64
+	SyncedSeq      uint64
+	ReadPos        int64
+	FileSize       int64 // -1 when no file is at the feed's path
+	Pointer        *PointerMetrics
+	Subscribers    []SubscriberMetrics
+}
+
+// PointerMetrics is a COMMITTED feed's pointer at a scrape.
+type PointerMetrics struct {
+	Commits     uint64
+	Offset      int64
+	Epoch       uint64 // the pointer's epoch
+	SourceEpoch uint64 // the source's: another one means the pointer names the previous file
+}
+
+// SubscriberMetrics is one subscriber at a scrape.
+type SubscriberMetrics struct {
+	Name       string
+	Dispatched uint64 // its ack point (a best-effort queue's finished lines)
+	Position   uint64
+	Depth      int
+	Failures   uint64
+	Held       bool // fenced or dead
+}
+
+// Metrics configures GET /metrics.
+type Metrics struct {
+	// States are every state tailfeed_feed_state reports, each scrape (0
+	// or 1), so a query sees a state leave as well as arrive.
+	States []string
+	// Feeds snapshots every feed.
+	Feeds func() []FeedMetrics
+}
+
+// collector is a prometheus.Collector over Metrics.
+type collector struct{ m Metrics }
 
 // Describe implements prometheus.Collector.
 func (c collector) Describe(ch chan<- *prometheus.Desc) {
@@ -73,80 +114,61 @@ func (c collector) Describe(ch chan<- *prometheus.Desc) {
 
 // Collect implements prometheus.Collector: one pass over the live counters.
 func (c collector) Collect(ch chan<- prometheus.Metric) {
-	for _, f := range c.d.feeds {
-		f.collect(ch)
+	for _, f := range c.m.Feeds() {
+		c.collect(ch, f)
 	}
 }
 
-func (f *Feed) collect(ch chan<- prometheus.Metric) {
-	name := f.cfg.Name
+func (c collector) collect(ch chan<- prometheus.Metric, f FeedMetrics) {
+	fr := f.Report
+	name := fr.Feed
 	counter := func(d *prometheus.Desc, v float64) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, name)
 	}
 	gauge := func(d *prometheus.Desc, v float64) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, name)
 	}
-	fr := f.report() // settled/lossless and the summed loss counters, by the report's rules
-	src, pub := f.src, f.pub
-	readPos := src.ReadPos()
-	counter(mLinesRead, float64(src.LinesRead()))
-	counter(mBytesRead, float64(src.BytesRead()))
+	counter(mLinesRead, float64(f.LinesRead))
+	counter(mBytesRead, float64(f.BytesRead))
 	counter(mPublished, float64(fr.Sequence))
 	counter(mDropped, float64(fr.Dropped))
 	counter(mRefused, float64(fr.Refused))
 	counter(mReleased, float64(fr.Released))
-	counter(mPauses, float64(pub.Pauses()))
-	counter(mPauseSeconds, pub.PausedTotal().Seconds())
-	gauge(mPaused, b2f(pub.Paused()))
+	counter(mPauses, float64(f.Pauses))
+	counter(mPauseSeconds, f.PausedSeconds)
+	gauge(mPaused, b2f(f.Paused))
 	gauge(mStalled, b2f(fr.Stalled != nil))
 	gauge(mSettled, b2f(fr.Settled))
 	gauge(mLossless, b2f(fr.Lossless))
-	for _, st := range feedStates {
+	for _, st := range c.m.States {
 		ch <- prometheus.MustNewConstMetric(mState, prometheus.GaugeValue, b2f(fr.State == st), name, st)
 	}
 	counter(mAcked, float64(fr.Acknowledged))
 	gauge(mPending, float64(fr.PendingAcks))
-	counter(mCommitFailures, float64(src.CommitFailures()))
-	gauge(mLagLines, float64(sub0(src.LinesRead(), src.SyncedSeq())))
-	gauge(mReadPos, float64(readPos))
-	if st, err := os.Stat(f.cfg.Path); err == nil {
-		gauge(mFileSize, float64(st.Size()))
+	counter(mCommitFailures, float64(f.CommitFailures))
+	gauge(mLagLines, float64(Sub0(f.LinesRead, f.SyncedSeq)))
+	gauge(mReadPos, float64(f.ReadPos))
+	if f.FileSize >= 0 {
+		gauge(mFileSize, float64(f.FileSize))
 	}
-	if f.ptr != nil {
-		rec := f.ptr.Record()
-		counter(mCommits, float64(rec.Commits))
-		gauge(mOffset, float64(rec.Offset))
-		lag := readPos - rec.Offset
-		if rec.Epoch != src.Epoch() {
-			lag = readPos // the pointer still names the previous file
+	if p := f.Pointer; p != nil {
+		counter(mCommits, float64(p.Commits))
+		gauge(mOffset, float64(p.Offset))
+		lag := f.ReadPos - p.Offset
+		if p.Epoch != p.SourceEpoch {
+			lag = f.ReadPos // the pointer still names the previous file
 		}
 		gauge(mLagBytes, float64(max(lag, 0)))
 	}
-	for _, g := range f.groups {
-		q := g.Queue()
-		labels := []string{name, q.Name}
-		ack := q.AckPoint()
-		if q.BestEffort() {
-			ack = q.Finished()
-		}
-		ch <- prometheus.MustNewConstMetric(mDispatched, prometheus.CounterValue, float64(ack), labels...)
-		ch <- prometheus.MustNewConstMetric(mPosition, prometheus.CounterValue, float64(q.Position()), labels...)
-		ch <- prometheus.MustNewConstMetric(mDepth, prometheus.GaugeValue, float64(q.Depth()), labels...)
-		ch <- prometheus.MustNewConstMetric(mFailures, prometheus.CounterValue, float64(g.Failures()), labels...)
-		st, _ := q.State()
-		ch <- prometheus.MustNewConstMetric(mSubState, prometheus.GaugeValue, b2f(st == feed.Fenced || st == feed.Dead), labels...)
+	for _, s := range f.Subscribers {
+		labels := []string{name, s.Name}
+		ch <- prometheus.MustNewConstMetric(mDispatched, prometheus.CounterValue, float64(s.Dispatched), labels...)
+		ch <- prometheus.MustNewConstMetric(mPosition, prometheus.CounterValue, float64(s.Position), labels...)
+		ch <- prometheus.MustNewConstMetric(mDepth, prometheus.GaugeValue, float64(s.Depth), labels...)
+		ch <- prometheus.MustNewConstMetric(mFailures, prometheus.CounterValue, float64(s.Failures), labels...)
+		ch <- prometheus.MustNewConstMetric(mSubState, prometheus.GaugeValue, b2f(s.Held), labels...)
 	}
 }
-
-// feedStates are the states tailfeed_feed_state reports, every one each
-// scrape (0 or 1), so a query sees a state leave as well as arrive.
-var feedStates = func() []string {
-	var out []string
-	for st := file.Starting; st <= file.Failed; st++ {
-		out = append(out, st.String())
-	}
-	return out
-}()
 
 func b2f(b bool) float64 {
 	if b {
@@ -155,19 +177,12 @@ func b2f(b bool) float64 {
 	return 0
 }
 
-func sub0(a, b uint64) uint64 {
-	if a > b {
-		return a - b
-	}
-	return 0
-}
-
-// metricsRoute is GET /metrics: open unless status.protectRead.
-func (d *Daemon) metricsRoute() status.Route {
+// MetricsRoute is GET /metrics: open unless status.protectRead.
+func MetricsRoute(m Metrics) Route {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collector{d})
+	reg.MustRegister(collector{m})
 	h := promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
-	return status.Route{
+	return Route{
 		Methods:  []string{http.MethodGet, http.MethodHead},
 		ReadOnly: true,
 		Handler:  h.ServeHTTP,

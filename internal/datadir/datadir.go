@@ -1,0 +1,97 @@
+// Package datadir names every path tailfeed keeps under its dataDir, in
+// one place (as etcd's server/storage/datadir does):
+//
+//	<dataDir>/LOCK                   the lock file (flock; holds the PID)
+//	<dataDir>/.write-test            the write probe at start (removed at once)
+//	<dataDir>/losses.jsonl           the losses ledger (DESIGN §7)
+//	<dataDir>/losses.jsonl.tmp       its rewrite, renamed over it
+//	<dataDir>/feeds/<feed>.ptr       a COMMITTED feed's pointer
+//	<dataDir>/feeds/<feed>.epochs    the feed's epoch history
+//	<dataDir>/dlq/<processor>.jsonl  a processor's dead-letter ledger
+//	<dataDir>/state/<processor>.rec  an exactlyOnce file sink's or a webhook's record
+//	<dataDir>/state/<processor>.json a count processor's state
+//
+// Nothing else under dataDir is tailfeed's.
+package datadir
+
+import (
+	"path/filepath"
+	"strings"
+)
+
+// Names directly under dataDir.
+const (
+	Lock       = "LOCK"
+	WriteProbe = ".write-test"
+	Losses     = "losses.jsonl"
+	Feeds      = "feeds"
+	DLQ        = "dlq"
+	State      = "state"
+)
+
+// Dirs are tailfeed's directories under dataDir, created 0700 at start.
+var Dirs = []string{Feeds, DLQ, State}
+
+// Suffixes of the files tailfeed keeps in each of its directories ("" for any).
+var Suffixes = map[string][]string{
+	Feeds: {".ptr", ".epochs"},
+	DLQ:   {".jsonl", ".jsonl.tmp"},
+	State: {""},
+}
+
+// Top reports whether name (directly under dataDir) is tailfeed's.
+func Top(name string) bool {
+	switch name {
+	case Lock, WriteProbe, Losses, Losses + ".tmp", Feeds, DLQ, State:
+		return true
+	}
+	return false
+}
+
+// LockPath is dataDir/LOCK.
+func LockPath(dataDir string) string { return filepath.Join(dataDir, Lock) }
+
+// WriteProbePath is the file created and removed at start to check that
+// dataDir is writable.
+func WriteProbePath(dataDir string) string { return filepath.Join(dataDir, WriteProbe) }
+
+// LossesPath is dataDir/losses.jsonl.
+func LossesPath(dataDir string) string { return filepath.Join(dataDir, Losses) }
+
+// Pointer is dataDir/feeds/<feed>.ptr.
+func Pointer(dataDir, feed string) string { return filepath.Join(dataDir, Feeds, feed+".ptr") }
+
+// Epochs is dataDir/feeds/<feed>.epochs.
+func Epochs(dataDir, feed string) string { return filepath.Join(dataDir, Feeds, feed+".epochs") }
+
+// DeadLetters is dataDir/dlq/<processor>.jsonl.
+func DeadLetters(dataDir, processor string) string {
+	return filepath.Join(dataDir, DLQ, processor+".jsonl")
+}
+
+// Record is dataDir/state/<processor>.rec: an exactlyOnce file sink's or
+// a webhook's record.
+func Record(dataDir, processor string) string {
+	return filepath.Join(dataDir, State, processor+".rec")
+}
+
+// CountState is dataDir/state/<processor>.json: a count processor's state.
+func CountState(dataDir, processor string) string {
+	return filepath.Join(dataDir, State, processor+".json")
+}
+
+// Owns reports whether path is dataDir itself or one of the files and
+// folders tailfeed keeps there (LOCK, losses.jsonl, feeds/, dlq/, state/
+// and what they hold). Paths are compared as given (clean them first).
+func Owns(dataDir, path string) bool {
+	if path == dataDir || path == LockPath(dataDir) || path == LossesPath(dataDir) {
+		return true
+	}
+	for _, sub := range Dirs {
+		dir := filepath.Join(dataDir, sub)
+		if path == dir || strings.HasPrefix(path, dir+string(filepath.Separator)) {
+			return true
+		}
+	}
+	return false
+}
