@@ -7,7 +7,6 @@ import (
 	"math"
 	"net/http"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"time"
 
@@ -53,37 +52,6 @@ func (d *Daemon) openLedger(pc *config.Processor, log hclog.Logger) (*processor.
 		return nil, fmt.Errorf("processor %s: %w", pc.Name, err)
 	}
 	return l, nil
-}
-
-// exactlyOnceRecord is a file sink's side record path ("" without exactlyOnce).
-func (d *Daemon) exactlyOnceRecord(pc *config.Processor) string {
-	if !pc.ExactlyOnce {
-		return ""
-	}
-	return filepath.Join(d.cfg.DataDir, "state", pc.Name+".rec")
-}
-
-// openCount builds a count processor; its state is dataDir/state/<processor>.json,
-// saved at most fsyncIntervalMillis after a change.
-func (d *Daemon) openCount(pc *config.Processor, g *processor.Group) (*processor.Count, error) {
-	var match *regexp.Regexp
-	if pc.Match != "" {
-		var err error
-		if match, err = regexp.Compile(pc.Match); err != nil {
-			return nil, fmt.Errorf("processor %s: %w", pc.Name, err)
-		}
-	}
-	c, err := processor.OpenCount(processor.CountConfig{
-		Name:       pc.Name,
-		Path:       filepath.Join(d.cfg.DataDir, "state", pc.Name+".json"),
-		Match:      match,
-		Interval:   time.Duration(pc.FsyncIntervalMillis) * time.Millisecond,
-		Checkpoint: g,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("processor %s: %w", pc.Name, err)
-	}
-	return c, nil
 }
 
 // effectRoutes are the admin DLQ and state endpoints.
