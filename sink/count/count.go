@@ -10,12 +10,12 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"tailfeed/processor"
 	"time"
 	"unicode/utf8"
 
 	"tailfeed/feed"
 	"tailfeed/internal/fileutil"
+	"tailfeed/processor"
 )
 
 // Count is the `count` processor (DESIGN §6), a stateful example: it counts

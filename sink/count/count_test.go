@@ -7,9 +7,10 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"tailfeed/processor"
 	"testing"
 	"time"
+
+	"tailfeed/processor"
 )
 
 func openCountT(t *testing.T, path, match string, cp processor.Checkpoint) *Count {

@@ -5,12 +5,12 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"tailfeed/processor"
 
 	"github.com/hashicorp/go-hclog"
 
 	"tailfeed/feed"
 	"tailfeed/internal/slotrec"
+	"tailfeed/processor"
 )
 
 // Exactly-once file output (DESIGN §2, §6 `exactlyOnce`).

@@ -5,11 +5,11 @@ import (
 	"os"
 	"sync/atomic"
 	"syscall"
-	"tailfeed/processor"
 	"testing"
 	"time"
 
 	"tailfeed/feed"
+	"tailfeed/processor"
 )
 
 // tornFile writes half of every write and fails with ENOSPC while failing

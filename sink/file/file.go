@@ -9,13 +9,13 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"tailfeed/processor"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 
 	"tailfeed/feed"
 	"tailfeed/internal/fileutil"
+	"tailfeed/processor"
 )
 
 // FsyncMode is the file sink's durability policy.

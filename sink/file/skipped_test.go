@@ -2,11 +2,11 @@ package file
 
 import (
 	"context"
-	"tailfeed/processor"
 	"testing"
 	"time"
 
 	"tailfeed/feed"
+	"tailfeed/processor"
 )
 
 // Lines a group finishes without its processor — dead-lettered, or given up

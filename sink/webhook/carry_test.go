@@ -5,13 +5,13 @@ import (
 	"fmt"
 	"regexp"
 	"sync/atomic"
-	"tailfeed/processor"
 	"testing"
 	"time"
 
 	"tailfeed/feed"
 	"tailfeed/internal/slotrec"
 	"tailfeed/overload"
+	"tailfeed/processor"
 )
 
 // Lines "line-00000".."line-00009" end at 11, 22, …, 110. The first life of

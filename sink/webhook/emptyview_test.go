@@ -4,12 +4,12 @@ import (
 	"context"
 	"fmt"
 	"regexp"
-	"tailfeed/processor"
 	"testing"
 	"time"
 
 	"tailfeed/feed"
 	"tailfeed/internal/slotrec"
+	"tailfeed/processor"
 )
 
 // recordDeadFromOpen opens the record file so that every write fails.

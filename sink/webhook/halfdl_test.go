@@ -4,11 +4,11 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"tailfeed/processor"
 	"testing"
 	"time"
 
 	"tailfeed/feed"
+	"tailfeed/processor"
 )
 
 // A request runs out of attempts (the receiver applied it, its response was

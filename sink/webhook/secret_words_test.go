@@ -6,10 +6,10 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"tailfeed/processor"
 	"testing"
 
 	"tailfeed/feed"
+	"tailfeed/processor"
 )
 
 // DESIGN §12 "URLs are shown with their userinfo redacted" (review D5): a

@@ -16,11 +16,11 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"tailfeed/processor"
 	"testing"
 	"time"
 
 	"tailfeed/feed"
+	"tailfeed/processor"
 )
 
 // hookReq is one request a hookServer received.
