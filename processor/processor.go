@@ -1,6 +1,8 @@
 // Package processor runs a feed's subscribers: one Group (one goroutine, one
 // bounded queue) per configured processor, the Processor interfaces, retries
-// with backoff, holds, and the built-in processors and sinks.
+// with backoff, holds, the dead-letter ledger and its replay. The sinks live
+// in sink/<type>, each built on Host, the seam a group offers its sink
+// (seam.go); this package imports none of them.
 //
 // A line counts as dispatched for a queue only when its processor finished it
 // (processed, filtered, or dead-lettered), and, for a processor that persists
