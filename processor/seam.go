@@ -14,9 +14,10 @@ import (
 
 // Host is what a sink may ask of its group: the seam every sink in sink/ is
 // built on. *Group implements it; a sink never reaches into a group's
-// fields. Except Fence, Unfence, Wake and InLedger, a sink calls these from
-// the group goroutine (inside Process/ProcessBatch/Flush) or, for
-// DurableThrough, Fail and DeadLetter, from its own goroutine.
+// fields. Mark, LineAt, CoveredEnd and Wait are for the group goroutine
+// (inside Process, ProcessBatch or Flush); TakeFilters is for the
+// constructor, before Start; the rest may be called from any goroutine (a
+// sink's timers, an HTTP handler).
 type Host interface {
 	Checkpoint
 	Name() string
