@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"tailfeed/internal/grouptest"
 	"tailfeed/processor"
 )
 
@@ -44,7 +45,7 @@ func TestCountKeys(t *testing.T) {
 		{``, map[string]uint64{"level=info a": 1, "level=warn b": 1, "level=info c": 1, "nothing": 1, "level=\ufffdx": 1}},
 	} {
 		c := openCountT(t, filepath.Join(dir, "c.json"), tc.match, &eoCheckpoint{})
-		if _, err := c.ProcessBatch(context.Background(), eoBatch(1, 0, lines...)); err != nil {
+		if _, err := c.ProcessBatch(context.Background(), grouptest.Batch(1, 0, lines...)); err != nil {
 			t.Fatal(err)
 		}
 		if got := counts(c); !maps.Equal(got, tc.want) {
@@ -67,7 +68,7 @@ func TestCountSkipsReDeliveriesAfterCrash(t *testing.T) {
 	if !cp.held {
 		t.Fatal("count did not take the checkpoint hold")
 	}
-	b1 := eoBatch(3, 0, all[:2]...)
+	b1 := grouptest.Batch(3, 0, all[:2]...)
 	cp.mark = 2
 	c.ProcessBatch(context.Background(), b1)
 	if err := c.Flush(context.Background()); err != nil {
@@ -77,7 +78,7 @@ func TestCountSkipsReDeliveriesAfterCrash(t *testing.T) {
 		t.Fatalf("durable %d after the save, want 2", cp.durable)
 	}
 	cp.mark = 4
-	c.ProcessBatch(context.Background(), eoBatch(3, b1.LastEnd(), all[2:4]...))
+	c.ProcessBatch(context.Background(), grouptest.Batch(3, b1.LastEnd(), all[2:4]...))
 	if cp.durable != 2 {
 		t.Fatalf("durable %d before the save, want 2", cp.durable)
 	}
@@ -87,14 +88,14 @@ func TestCountSkipsReDeliveriesAfterCrash(t *testing.T) {
 	if got := counts(c); !maps.Equal(got, map[string]uint64{"a": 1, "b": 1}) {
 		t.Fatalf("counts after the restart %v, want the saved ones", got)
 	}
-	c.ProcessBatch(context.Background(), eoBatch(3, 0, all...))
+	c.ProcessBatch(context.Background(), grouptest.Batch(3, 0, all...))
 	want := map[string]uint64{"a": 3, "b": 2, "c": 1}
 	if got := counts(c); !maps.Equal(got, want) {
 		t.Fatalf("counts %v, want %v", got, want)
 	}
 	// A replayed line (no position) is counted although its position is
 	// covered.
-	replay := eoBatch(3, 0, "k=c")
+	replay := grouptest.Batch(3, 0, "k=c")
 	replay.Positioned = false
 	c.ProcessBatch(context.Background(), replay)
 	if got := counts(c)["c"]; got != 2 {
@@ -111,7 +112,7 @@ func TestCountSkipsReDeliveriesAfterCrash(t *testing.T) {
 	if err := json.Unmarshal(data, &st); err != nil {
 		t.Fatal(err)
 	}
-	if st.Feeds["app"].Epoch != "0000000000000003" || st.Feeds["app"].Position != eoBatch(3, 0, all...).LastEnd() {
+	if st.Feeds["app"].Epoch != "0000000000000003" || st.Feeds["app"].Position != grouptest.Batch(3, 0, all...).LastEnd() {
 		t.Fatalf("saved applied position %+v", st.Feeds)
 	}
 	if _, err := os.Stat(path + ".tmp"); !os.IsNotExist(err) {
@@ -123,28 +124,28 @@ func TestCountSkipsReDeliveriesAfterCrash(t *testing.T) {
 // once but the queue's ack point waits for the save.
 func TestCountHoldsTheAckPoint(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "counter.json")
-	r := newGRig(t, processor.GroupConfig{Name: "counter", Retry: fastRetry(1)})
-	c := openCountT(t, path, "", r.g) // interval: an hour
-	r.g.SetBatchProcessor(c)
-	r.run()
-	r.publish("a", "b")
+	r := grouptest.New(t, processor.GroupConfig{Name: "counter", Retry: grouptest.FastRetry(1)})
+	c := openCountT(t, path, "", r.G) // interval: an hour
+	r.G.SetBatchProcessor(c)
+	r.Run()
+	r.Publish("a", "b")
 	deadline := time.Now().Add(10 * time.Second)
-	for r.q.Dispatched() < 2 {
+	for r.Q.Dispatched() < 2 {
 		if time.Now().After(deadline) {
 			t.Fatal("not dispatched")
 		}
 		time.Sleep(time.Millisecond)
 	}
-	if r.q.AckPoint() != 0 {
-		t.Fatalf("ack point %d before the save, want 0", r.q.AckPoint())
+	if r.Q.AckPoint() != 0 {
+		t.Fatalf("ack point %d before the save, want 0", r.Q.AckPoint())
 	}
-	r.cancel()
-	<-r.g.Done()
+	r.Cancel()
+	<-r.G.Done()
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if r.q.AckPoint() != 2 {
-		t.Fatalf("ack point %d after the save, want 2", r.q.AckPoint())
+	if r.Q.AckPoint() != 2 {
+		t.Fatalf("ack point %d after the save, want 2", r.Q.AckPoint())
 	}
 }
 
@@ -154,7 +155,7 @@ func TestCountSkipsWholeAppliedBatch(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "counter.json")
 	cp := &eoCheckpoint{}
 	c := openCountT(t, path, "", cp)
-	b := eoBatch(1, 0, "x", "y")
+	b := grouptest.Batch(1, 0, "x", "y")
 	cp.mark = 2
 	c.ProcessBatch(context.Background(), b)
 	c.Flush(context.Background())

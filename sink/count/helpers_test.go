@@ -1,7 +1,5 @@
 package count
 
-import "tailfeed/feed"
-
 // From sink/file's exactlyonce_test.go.
 
 // eoCheckpoint is a Checkpoint for sinks tested without a group.
@@ -17,16 +15,4 @@ func (c *eoCheckpoint) DurableThrough(m uint64) {
 	if m > c.durable {
 		c.durable = m
 	}
-}
-
-// eoBatch makes a batch of lines under epoch, the first ending at position
-// after start (each line plus '\n').
-func eoBatch(epoch uint64, start int64, lines ...string) *feed.Batch {
-	b := &feed.Batch{Feed: "app", Epoch: epoch, Positioned: true}
-	pos := start
-	for _, l := range lines {
-		pos += int64(len(l)) + 1
-		b.AppendLine([]byte(l), pos)
-	}
-	return b
 }

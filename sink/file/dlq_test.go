@@ -15,13 +15,14 @@ import (
 	"time"
 
 	"tailfeed/feed"
+	"tailfeed/internal/grouptest"
 	"tailfeed/processor"
 )
 
 // dlRig is a group with a real file sink (optionally exactlyOnce) and a
 // ledger, the sink refusing lines with "poison" while armed.
 type dlRig struct {
-	*gRig
+	*grouptest.Rig
 	dir    string
 	out    string
 	ledger *processor.Ledger
@@ -50,8 +51,8 @@ func newDLRigAt(t *testing.T, dir string, onFailure processor.OnFailure, exactly
 	}
 	r := &dlRig{dir: dir, out: filepath.Join(dir, "out.log"), ledger: l}
 	r.armed.Store(true)
-	r.gRig = newGRig(t, processor.GroupConfig{Name: "sink", Retry: fastRetry(2), OnFailure: onFailure, Ledger: l})
-	cfg := Config{Path: r.out, Checkpoint: r.g, Fsync: mode, Interval: 5 * time.Millisecond, Open: func(p string) (SinkFile, int64, error) {
+	r.Rig = grouptest.New(t, processor.GroupConfig{Name: "sink", Retry: grouptest.FastRetry(2), OnFailure: onFailure, Ledger: l})
+	cfg := Config{Path: r.out, Checkpoint: r.G, Fsync: mode, Interval: 5 * time.Millisecond, Open: func(p string) (SinkFile, int64, error) {
 		f, n, err := openAppend(p)
 		if err != nil {
 			return nil, 0, err
@@ -66,7 +67,7 @@ func newDLRigAt(t *testing.T, dir string, onFailure processor.OnFailure, exactly
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	r.g.SetBatchProcessor(s)
+	r.G.SetBatchProcessor(s)
 	return r
 }
 
@@ -76,19 +77,19 @@ func newDLRigAt(t *testing.T, dir string, onFailure processor.OnFailure, exactly
 // delivers it and empties the ledger.
 func TestDeadLetterOneLine(t *testing.T) {
 	r := newDLRig(t, processor.DeadLetter, false)
-	r.run()
+	r.Run()
 	poison := "poison \xff\x00 line"
-	r.publish("a", poison, "b")
-	r.waitAck(3, 10*time.Second) // a fenced subscriber refuses publishes: wait
-	r.publish("c")
-	r.waitAck(4, 10*time.Second)
+	r.Publish("a", poison, "b")
+	r.WaitAck(3, 10*time.Second) // a fenced subscriber refuses publishes: wait
+	r.Publish("c")
+	r.WaitAck(4, 10*time.Second)
 	if got, want := r.output(), "a\nb\nc\n"; got != want {
 		t.Fatalf("output %q, want %q", got, want)
 	}
 	if n := r.ledger.Len(); n != 1 {
 		t.Fatalf("ledger holds %d entries, want 1", n)
 	}
-	if st, _ := r.q.State(); st != feed.Live {
+	if st, _ := r.Q.State(); st != feed.Live {
 		t.Fatalf("subscriber %v after the dead letter, want LIVE", st)
 	}
 	items, total := r.ledger.List(10)
@@ -104,12 +105,12 @@ func TestDeadLetterOneLine(t *testing.T) {
 	}
 
 	// Still failing: the entry stays.
-	res, err := r.g.Replay(context.Background(), 10)
+	res, err := r.G.Replay(context.Background(), 10)
 	if !errors.Is(err, processor.ErrReplayIncomplete) || res.Replayed != 0 || res.Remaining != 1 {
 		t.Fatalf("replay while failing = %+v, %v", res, err)
 	}
 	r.armed.Store(false)
-	res, err = r.g.Replay(context.Background(), 10)
+	res, err = r.G.Replay(context.Background(), 10)
 	if err != nil || res.Replayed != 1 || res.Remaining != 0 {
 		t.Fatalf("replay = %+v, %v", res, err)
 	}
@@ -119,7 +120,7 @@ func TestDeadLetterOneLine(t *testing.T) {
 	if _, err := os.Stat(r.ledger.Path()); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("ledger file after the last entry left: %v", err)
 	}
-	if q := r.q.Dispatched(); q != 4 {
+	if q := r.Q.Dispatched(); q != 4 {
 		t.Fatalf("dispatched %d after the replay, want 4 (a replay holds no queue position)", q)
 	}
 }
@@ -129,27 +130,27 @@ func TestDeadLetterOneLine(t *testing.T) {
 // until the fault is gone; then everything is written in order.
 func TestHoldKeepsRetrying(t *testing.T) {
 	r := newDLRig(t, processor.Hold, false)
-	r.run()
-	r.publish("a", "poison", "b")
+	r.Run()
+	r.Publish("a", "poison", "b")
 	deadline := time.Now().Add(10 * time.Second)
-	for r.g.Failures() < 6 {
+	for r.G.Failures() < 6 {
 		if time.Now().After(deadline) {
 			t.Fatal("no retries")
 		}
 		time.Sleep(time.Millisecond)
 	}
-	if st, why := r.q.State(); st != feed.Fenced || !r.q.Stalling() || !strings.Contains(why, "input/output error") {
+	if st, why := r.Q.State(); st != feed.Fenced || !r.Q.Stalling() || !strings.Contains(why, "input/output error") {
 		t.Fatalf("state %v %q, want FENCED with the reason", st, why)
 	}
-	if r.q.AckPoint() > 1 || r.ledger.Len() != 0 {
-		t.Fatalf("ack point %d, ledger %d while holding", r.q.AckPoint(), r.ledger.Len())
+	if r.Q.AckPoint() > 1 || r.ledger.Len() != 0 {
+		t.Fatalf("ack point %d, ledger %d while holding", r.Q.AckPoint(), r.ledger.Len())
 	}
 	r.armed.Store(false)
-	r.waitAck(3, 10*time.Second)
+	r.WaitAck(3, 10*time.Second)
 	if got, want := r.output(), "a\npoison\nb\n"; got != want {
 		t.Fatalf("output %q, want %q", got, want)
 	}
-	if st, _ := r.q.State(); st != feed.Live {
+	if st, _ := r.Q.State(); st != feed.Live {
 		t.Fatalf("state %v after recovery, want LIVE", st)
 	}
 }
@@ -158,11 +159,11 @@ func TestHoldKeepsRetrying(t *testing.T) {
 // exactlyOnce sink writes it although its record covers the position.
 func TestReplayWritesThroughExactlyOnce(t *testing.T) {
 	r := newDLRig(t, processor.DeadLetter, true)
-	r.run()
-	r.publish("a", "poison", "b")
-	r.waitAck(3, 10*time.Second)
+	r.Run()
+	r.Publish("a", "poison", "b")
+	r.WaitAck(3, 10*time.Second)
 	r.armed.Store(false)
-	if res, err := r.g.Replay(context.Background(), 1); err != nil || res.Replayed != 1 {
+	if res, err := r.G.Replay(context.Background(), 1); err != nil || res.Replayed != 1 {
 		t.Fatalf("replay = %+v, %v", res, err)
 	}
 	if got, want := r.output(), "a\nb\npoison\n"; got != want {
@@ -188,24 +189,24 @@ func TestDeadLetterRedeliveredAfterCrashIsSkipped(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			r := newDLRigAt(t, dir, processor.DeadLetter, tc.eo, tc.mode)
-			r.run()
-			r.publish("a", "poison")
-			r.waitAck(2, 10*time.Second)
-			r.cancel()
-			<-r.g.Done()
+			r.Run()
+			r.Publish("a", "poison")
+			r.WaitAck(2, 10*time.Second)
+			r.Cancel()
+			<-r.G.Done()
 
 			r = newDLRigAt(t, dir, processor.DeadLetter, tc.eo, tc.mode) // the restart: same output, ledger, record
 			r.armed.Store(false)
-			r.run()
-			r.publish("a", "poison")
-			r.waitAck(2, 10*time.Second)
+			r.Run()
+			r.Publish("a", "poison")
+			r.WaitAck(2, 10*time.Second)
 			if got := r.output(); got != tc.want {
 				t.Fatalf("output after the re-delivery %q, want %q (the dead letter stays in the ledger only)", got, tc.want)
 			}
 			if n := r.ledger.Len(); n != 1 {
 				t.Fatalf("ledger %d entries, want 1", n)
 			}
-			if res, err := r.g.Replay(context.Background(), 10); err != nil || res.Replayed != 1 {
+			if res, err := r.G.Replay(context.Background(), 10); err != nil || res.Replayed != 1 {
 				t.Fatalf("replay = %+v, %v", res, err)
 			}
 			if got, want := r.output(), tc.want+"poison\n"; got != want {

@@ -45,7 +45,7 @@ func TestFatalSinkErrorHoldsUnderDeadLetter(t *testing.T) {
 	var failing, noTruncate atomic.Bool
 	failing.Store(true)
 	noTruncate.Store(true)
-	s, err := Open(Config{Path: r.out, Checkpoint: r.g, Open: func(p string) (SinkFile, int64, error) {
+	s, err := Open(Config{Path: r.out, Checkpoint: r.G, Open: func(p string) (SinkFile, int64, error) {
 		f, n, err := openAppend(p)
 		if err != nil {
 			return nil, 0, err
@@ -56,28 +56,28 @@ func TestFatalSinkErrorHoldsUnderDeadLetter(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	r.g.SetBatchProcessor(s)
-	r.run()
-	r.publish("a", "b", "c")
+	r.G.SetBatchProcessor(s)
+	r.Run()
+	r.Publish("a", "b", "c")
 	deadline := time.Now().Add(10 * time.Second)
-	for r.g.Failures() < 8 {
+	for r.G.Failures() < 8 {
 		if time.Now().After(deadline) {
-			t.Fatalf("only %d failures", r.g.Failures())
+			t.Fatalf("only %d failures", r.G.Failures())
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
 	if n := r.ledger.Len(); n != 0 {
 		t.Fatalf("a broken sink dead-lettered %d lines; it must hold", n)
 	}
-	if st, _ := r.q.State(); st != feed.Fenced {
+	if st, _ := r.Q.State(); st != feed.Fenced {
 		t.Fatalf("subscriber %v while the sink is broken, want FENCED", st)
 	}
-	if got := r.q.AckPoint(); got != 0 {
+	if got := r.Q.AckPoint(); got != 0 {
 		t.Fatalf("ack point %d while nothing is written", got)
 	}
 	failing.Store(false)
 	noTruncate.Store(false)
-	r.waitAck(3, 10*time.Second)
+	r.WaitAck(3, 10*time.Second)
 	if got, want := r.output(), "a\nb\nc\n"; got != want {
 		t.Fatalf("output %q, want %q", got, want)
 	}
@@ -117,7 +117,7 @@ func TestFatalFsyncHoldsUnderDeadLetter(t *testing.T) {
 	var failing, truncFails, justFailed atomic.Bool
 	failing.Store(true)
 	truncFails.Store(true)
-	s, err := Open(Config{Path: r.out, Checkpoint: r.g, Fsync: FsyncAlways, Open: func(p string) (SinkFile, int64, error) {
+	s, err := Open(Config{Path: r.out, Checkpoint: r.G, Fsync: FsyncAlways, Open: func(p string) (SinkFile, int64, error) {
 		f, n, err := openAppend(p)
 		if err != nil {
 			return nil, 0, err
@@ -128,13 +128,13 @@ func TestFatalFsyncHoldsUnderDeadLetter(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	r.g.SetBatchProcessor(s)
-	r.run()
-	r.publish("a")
+	r.G.SetBatchProcessor(s)
+	r.Run()
+	r.Publish("a")
 	deadline := time.Now().Add(10 * time.Second)
-	for r.g.Failures() < 6 {
+	for r.G.Failures() < 6 {
 		if time.Now().After(deadline) {
-			t.Fatalf("only %d failures", r.g.Failures())
+			t.Fatalf("only %d failures", r.G.Failures())
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
@@ -143,7 +143,7 @@ func TestFatalFsyncHoldsUnderDeadLetter(t *testing.T) {
 	}
 	failing.Store(false)
 	truncFails.Store(false)
-	r.waitAck(1, 10*time.Second)
+	r.WaitAck(1, 10*time.Second)
 	if got := r.output(); got != "a\n" {
 		t.Fatalf("output %q, want %q", got, "a\n")
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"tailfeed/feed"
+	"tailfeed/internal/grouptest"
 	"tailfeed/processor"
 	"tailfeed/sink/file"
 )
@@ -182,7 +183,7 @@ func faultySink(ff *faultFile, path string, mode file.FsyncMode) func(*testing.T
 
 func waitState(t *testing.T, q *feed.Queue, want feed.SubState, reason string) {
 	t.Helper()
-	eventually(t, fmt.Sprintf("state %v with %q", want, reason), func() bool {
+	grouptest.WaitFor(t, fmt.Sprintf("state %v with %q", want, reason), func() bool {
 		st, r := q.State()
 		return st == want && strings.Contains(r, reason)
 	})
@@ -220,7 +221,7 @@ func TestFileSinkWriteFaultsTruncateRetryAndFence(t *testing.T) {
 			waitState(t, q, feed.Fenced, tc.reason)
 			fails := func() int64 { return ff.writeFails.Load() + ff.syncFails.Load() }
 			n := fails()
-			eventually(t, "three more failures", func() bool { return fails() >= n+3 })
+			grouptest.WaitFor(t, "three more failures", func() bool { return fails() >= n+3 })
 			if st, r := q.State(); st != feed.Fenced || !q.Stalling() {
 				t.Fatalf("state %v (%q) while writes keep failing, want FENCED", st, r)
 			}
@@ -230,7 +231,7 @@ func TestFileSinkWriteFaultsTruncateRetryAndFence(t *testing.T) {
 			// The source may have published every line before the first
 			// fault: lines appended while fenced are what it must refuse.
 			size3 := appendInput(t, p.in, 2501, 50)
-			eventually(t, "the feed paused while its subscriber is fenced", func() bool {
+			grouptest.WaitFor(t, "the feed paused while its subscriber is fenced", func() bool {
 				return p.pub.Pauses() > 0 && p.pub.Paused()
 			})
 			ff.check(t)
@@ -306,7 +307,7 @@ func TestFileSinkFsyncIntervalHoldsPointer(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("no fsync after new lines were written")
 	}
-	eventually(t, "the unsynced lines dispatched", func() bool { return q.Dispatched() > 3000 })
+	grouptest.WaitFor(t, "the unsynced lines dispatched", func() bool { return q.Dispatched() > 3000 })
 	if off := p.committed(); off != size1 {
 		t.Fatalf("pointer moved to %d during a blocked fsync (synced %d)", off, size1)
 	}
@@ -317,7 +318,7 @@ func TestFileSinkFsyncIntervalHoldsPointer(t *testing.T) {
 	ff.unblock()
 	waitState(t, q, feed.Fenced, "input/output error")
 	n := ff.syncFails.Load()
-	eventually(t, "three more failed fsyncs", func() bool { return ff.syncFails.Load() >= n+3 })
+	grouptest.WaitFor(t, "three more failed fsyncs", func() bool { return ff.syncFails.Load() >= n+3 })
 	if st, r := q.State(); st != feed.Fenced {
 		t.Fatalf("state %v (%q) while fsync keeps failing, want FENCED", st, r)
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"tailfeed/feed"
+	"tailfeed/internal/grouptest"
 	"tailfeed/overload"
 	"tailfeed/pointer"
 	"tailfeed/processor"
@@ -149,7 +150,7 @@ func (p *pipeline) committed() int64 {
 
 func (p *pipeline) waitCommitted(off int64) {
 	p.t.Helper()
-	eventually(p.t, fmt.Sprintf("pointer offset %d", off), func() bool { return p.committed() == off })
+	grouptest.WaitFor(p.t, fmt.Sprintf("pointer offset %d", off), func() bool { return p.committed() == off })
 }
 
 // appendInput appends lines first..first+n-1 to the input and returns its
@@ -272,7 +273,7 @@ func TestSlowConsumerPauseLosesNothing(t *testing.T) {
 
 	// While the sink is stuck the source stops reading: one batch in the
 	// sink, a full queue, one batch kept back.
-	eventually(t, "the feed paused", p.pub.Paused)
+	grouptest.WaitFor(t, "the feed paused", p.pub.Paused)
 	if seq := p.pub.Sequence(); seq > 512+1024 {
 		t.Fatalf("published %d lines into a stuck 1,024-line queue", seq)
 	}
@@ -366,14 +367,14 @@ func TestWindowCapPausesSource(t *testing.T) {
 	slow := &slowSink{t: t, next: discardAll{}, gate: make(chan struct{})}
 	p := startPipeline(t, dir, pipeOpts{queueLines: 1024, batchLines: 100, maxPending: 300, subs: []subSpec{{"slow",
 		func(*testing.T, *processor.Group) processor.BatchProcessor { return slow }}}})
-	eventually(t, "the window pause", func() bool { return p.pub.Paused() && p.pub.PauseReason() == "window full" })
+	grouptest.WaitFor(t, "the window pause", func() bool { return p.pub.Paused() && p.pub.PauseReason() == "window full" })
 	if seq, pend := p.pub.Sequence(), p.pub.Pending(); seq != 300 || pend != 300 {
 		t.Fatalf("sequence %d, pending %d with maxPendingAcks 300 and nothing acknowledged, want 300 and 300", seq, pend)
 	}
 	// The group pops its first batch on its own time: wait until it is
 	// inside the stuck sink (the depth is never below 200 before the gate
 	// opens: nothing else is taken).
-	eventually(t, "the first batch in the stuck sink", func() bool { return slow.calls.Load() == 1 })
+	grouptest.WaitFor(t, "the first batch in the stuck sink", func() bool { return slow.calls.Load() == 1 })
 	if d := p.queues[0].Depth(); d != 200 {
 		t.Fatalf("queue depth %d, want 200 (one batch in the stuck sink)", d)
 	}

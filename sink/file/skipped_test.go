@@ -23,9 +23,9 @@ func TestIntervalSinkAcksDeadLetteredLastLine(t *testing.T) {
 	for _, eo := range []bool{false, true} {
 		t.Run(map[bool]string{false: "plain", true: "exactlyOnce"}[eo], func(t *testing.T) {
 			r := newDLRigFsync(t, processor.DeadLetter, eo, FsyncInterval)
-			r.run()
-			r.publish("a", "poison")
-			r.waitAck(2, 10*time.Second)
+			r.Run()
+			r.Publish("a", "poison")
+			r.WaitAck(2, 10*time.Second)
 			if got := r.output(); got != "a\n" {
 				t.Fatalf("output %q, want %q", got, "a\n")
 			}
@@ -33,8 +33,8 @@ func TestIntervalSinkAcksDeadLetteredLastLine(t *testing.T) {
 				t.Fatalf("ledger %d entries, want 1", r.ledger.Len())
 			}
 			// A batch of only a dead letter, after everything was synced.
-			r.publish("poison again")
-			r.waitAck(3, 10*time.Second)
+			r.Publish("poison again")
+			r.WaitAck(3, 10*time.Second)
 		})
 	}
 }
@@ -43,11 +43,11 @@ func TestIntervalSinkAcksDeadLetteredLastLine(t *testing.T) {
 // release gives the stuck last line up: the ack point passes it.
 func TestIntervalSinkAcksReleasedLastLine(t *testing.T) {
 	r := newDLRigFsync(t, processor.Hold, false, FsyncInterval)
-	r.run()
-	r.publish("a", "poison")
+	r.Run()
+	r.Publish("a", "poison")
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		if st, _ := r.q.State(); st == feed.Fenced && r.g.Failures() >= 3 {
+		if st, _ := r.Q.State(); st == feed.Fenced && r.G.Failures() >= 3 {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -57,10 +57,10 @@ func TestIntervalSinkAcksReleasedLastLine(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if n, err := r.g.Release(ctx); err != nil || n != 1 {
+	if n, err := r.G.Release(ctx); err != nil || n != 1 {
 		t.Fatalf("release = %d, %v", n, err)
 	}
-	r.waitAck(2, 10*time.Second)
+	r.WaitAck(2, 10*time.Second)
 	if got := r.output(); got != "a\n" {
 		t.Fatalf("output %q, want %q", got, "a\n")
 	}

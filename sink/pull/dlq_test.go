@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"tailfeed/feed"
+	"tailfeed/internal/grouptest"
 	"tailfeed/processor"
 )
 
@@ -91,7 +92,7 @@ func TestPullPurgeDropsQueuedReplays(t *testing.T) {
 		t.Fatalf("queued %d, %v", n, err)
 	}
 	out := r.pull(1, false)[0]
-	n, err := r.g.PurgeDeadLetters(10)
+	n, err := r.G.PurgeDeadLetters(10)
 	if err != nil || n != 3 || r.ledger.Len() != 0 {
 		t.Fatalf("purge %d, %v; ledger %d", n, err, r.ledger.Len())
 	}
@@ -112,19 +113,19 @@ func TestPullPurgeDropsQueuedReplays(t *testing.T) {
 // the entry out again; a second replay does not queue what is out.
 func TestPullReplayQueuesAtOnce(t *testing.T) {
 	r := newPullRig(t, processor.GroupConfig{Retry: slowRetry(2), OnFailure: processor.DeadLetter}, time.Hour, 100)
-	r.publish("p1", "p2")
+	r.Publish("p1", "p2")
 	var evs []Event
 	for range 2 {
 		evs = r.pull(2, false)
 		r.p.NackAll([]string{evs[0].DeliveryID, evs[1].DeliveryID})
 	}
-	r.waitAck(2, 5*time.Second)
+	r.WaitAck(2, 5*time.Second)
 	if r.ledger.Len() != 2 {
 		t.Fatalf("ledger %d entries, want 2", r.ledger.Len())
 	}
 	res := make(chan processor.ReplayResult, 1)
 	go func() {
-		n, _ := r.g.Replay(context.Background(), 10)
+		n, _ := r.G.Replay(context.Background(), 10)
 		res <- n
 	}()
 	var got processor.ReplayResult
@@ -136,7 +137,7 @@ func TestPullReplayQueuesAtOnce(t *testing.T) {
 	if !got.Queuing || got.Queued != 2 || got.Remaining != 2 {
 		t.Fatalf("replay %+v, want queued 2, remaining 2", got)
 	}
-	if again, err := r.g.Replay(context.Background(), 10); err != nil || again.Queued != 0 {
+	if again, err := r.G.Replay(context.Background(), 10); err != nil || again.Queued != 0 {
 		t.Fatalf("second replay %+v, %v: queued what is out already", again, err)
 	}
 	rep := r.pull(2, false)
@@ -157,10 +158,10 @@ func TestPullReplayQueuesAtOnce(t *testing.T) {
 		t.Fatalf("redelivery after the NACK %+v", again)
 	}
 	r.ack(again)
-	if r.ledger.Len() != 0 || r.g.Ledgered() != 0 {
+	if r.ledger.Len() != 0 || r.G.Ledgered() != 0 {
 		t.Fatalf("ledger %d entries after every ACK", r.ledger.Len())
 	}
-	if q := r.q.AckPoint(); q != 2 {
+	if q := r.Q.AckPoint(); q != 2 {
 		t.Fatalf("ack point %d, want 2 (replays hold no queue position)", q)
 	}
 }
@@ -170,7 +171,7 @@ func TestPullReplayQueuesAtOnce(t *testing.T) {
 // ledger once (not dead-lettered again); a replay queues it again.
 func TestPullReplayOutOfAttemptsStaysOnce(t *testing.T) {
 	r := newPullRig(t, processor.GroupConfig{Retry: slowRetry(2), OnFailure: processor.DeadLetter}, 100*time.Millisecond, 100)
-	r.publish("p")
+	r.Publish("p")
 	for i := range 2 {
 		ev := r.pull(1, false)[0]
 		if ev.Attempt != i+1 {
@@ -178,8 +179,8 @@ func TestPullReplayOutOfAttemptsStaysOnce(t *testing.T) {
 		}
 		r.p.Nack(ev.DeliveryID)
 	}
-	r.waitAck(1, 5*time.Second)
-	if got, err := r.g.Replay(context.Background(), 10); err != nil || got.Queued != 1 {
+	r.WaitAck(1, 5*time.Second)
+	if got, err := r.G.Replay(context.Background(), 10); err != nil || got.Queued != 1 {
 		t.Fatalf("replay %+v, %v", got, err)
 	}
 	ev := r.pull(1, false)[0]
@@ -195,7 +196,7 @@ func TestPullReplayOutOfAttemptsStaysOnce(t *testing.T) {
 	if got := ledgerTexts(t, r.ledger); fmt.Sprint(got) != "[p]" {
 		t.Fatalf("ledger %v, want [p] (once)", got)
 	}
-	if got, err := r.g.Replay(context.Background(), 10); err != nil || got.Queued != 1 {
+	if got, err := r.G.Replay(context.Background(), 10); err != nil || got.Queued != 1 {
 		t.Fatalf("replay after the attempts ran out %+v, %v", got, err)
 	}
 	r.ack(r.pull(1, false)[0])
@@ -209,29 +210,29 @@ func TestPullReplayOutOfAttemptsStaysOnce(t *testing.T) {
 // acknowledged.
 func TestPullSkipsLedgerLines(t *testing.T) {
 	r := newPullRig(t, processor.GroupConfig{Retry: slowRetry(6), OnFailure: processor.DeadLetter}, time.Minute, 100)
-	if err := r.ledger.DeadLetter(ledgerDelivery("l-00001", 0xe1, 16), 6, errors.New("boom")); err != nil {
+	if err := r.ledger.DeadLetter(grouptest.Delivery("l-00001", 0xe1, 16), 6, errors.New("boom")); err != nil {
 		t.Fatal(err)
 	}
-	r.publish(eoLines("l", 0, 3)...) // ends 8, 16, 24
+	r.Publish(grouptest.Lines("l", 0, 3)...) // ends 8, 16, 24
 	evs := r.pull(2, false)
 	if evs[0].Line != "l-00000" || evs[1].Line != "l-00002" {
 		t.Fatalf("pulled %q, %q; want l-00000 and l-00002", evs[0].Line, evs[1].Line)
 	}
-	if a := r.q.AckPoint(); a != 0 {
+	if a := r.Q.AckPoint(); a != 0 {
 		t.Fatalf("ack point %d before any ACK", a)
 	}
 	r.ack(evs[0])
-	r.waitAck(2, 10*time.Second)
+	r.WaitAck(2, 10*time.Second)
 	r.ack(evs[1])
-	r.waitAck(3, 10*time.Second)
+	r.WaitAck(3, 10*time.Second)
 }
 
 // TestPullEmptyBatchPassesLines: the empty batch that notes lines finished
 // without the pull neither waits for maxInFlight nor moves the ack point
 // before the lines ahead of it are acknowledged.
 func TestPullEmptyBatchPassesLines(t *testing.T) {
-	r := newGRig(t, processor.GroupConfig{Name: "consumer", Retry: fastRetry(3)})
-	h := &markHost{Group: r.g}
+	r := grouptest.New(t, processor.GroupConfig{Name: "consumer", Retry: grouptest.FastRetry(3)})
+	h := &markHost{Group: r.G}
 	p, err := New(Config{Group: h, AckTimeout: time.Minute, MaxInFlight: 1})
 	if err != nil {
 		t.Fatal(err)
@@ -240,22 +241,22 @@ func TestPullEmptyBatchPassesLines(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	h.mark = 1 // the group is not running: this goroutine plays it
-	if n, err := p.ProcessBatch(ctx, eoBatch(1, 0, "a")); n != 1 || err != nil {
+	if n, err := p.ProcessBatch(ctx, grouptest.Batch(1, 0, "a")); n != 1 || err != nil {
 		t.Fatalf("ProcessBatch = %d, %v", n, err)
 	}
 	h.mark = 2
 	if n, err := p.ProcessBatch(ctx, &feed.Batch{Feed: "app", Epoch: 1, Positioned: true, FirstSeq: 2}); n != 0 || err != nil {
 		t.Fatalf("empty ProcessBatch = %d, %v (maxInFlight reached: it must not wait)", n, err)
 	}
-	r.q.AddDispatched(2)
-	if a := r.q.AckPoint(); a != 0 {
+	r.Q.AddDispatched(2)
+	if a := r.Q.AckPoint(); a != 0 {
 		t.Fatalf("ack point %d before a is acknowledged, want 0", a)
 	}
 	evs := p.Pull(ctx, 10, time.Second, false)
 	if len(evs) != 1 || !p.Ack(evs[0].DeliveryID) {
 		t.Fatalf("pulled %+v", evs)
 	}
-	if a := r.q.AckPoint(); a != 2 {
+	if a := r.Q.AckPoint(); a != 2 {
 		t.Fatalf("ack point %d after a is acknowledged, want 2", a)
 	}
 }

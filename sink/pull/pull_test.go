@@ -14,12 +14,13 @@ import (
 	"time"
 
 	"tailfeed/feed"
+	"tailfeed/internal/grouptest"
 	"tailfeed/processor"
 )
 
 // pullRig is a pull subscriber on a real group, queue and publisher.
 type pullRig struct {
-	*gRig
+	*grouptest.Rig
 	p      *Pull
 	ledger *processor.Ledger
 }
@@ -36,26 +37,26 @@ func newPullRig(t *testing.T, cfg processor.GroupConfig, ackTimeout time.Duratio
 	if cfg.Ledger == nil {
 		cfg.Ledger = l
 	}
-	r := &pullRig{gRig: newGRig(t, cfg), ledger: l}
-	p, err := New(Config{Group: r.g, AckTimeout: ackTimeout, MaxInFlight: maxInFlight})
+	r := &pullRig{Rig: grouptest.New(t, cfg), ledger: l}
+	p, err := New(Config{Group: r.G, AckTimeout: ackTimeout, MaxInFlight: maxInFlight})
 	if err != nil {
 		t.Fatal(err)
 	}
 	r.p = p
-	r.g.SetBatchProcessor(p)
-	r.run()
+	r.G.SetBatchProcessor(p)
+	r.Run()
 	t.Cleanup(func() { p.Close() })
 	return r
 }
 
 // pull long-polls until n events came (or fails after a while).
 func (r *pullRig) pull(n int, raw bool) []Event {
-	r.t.Helper()
+	r.T.Helper()
 	var evs []Event
 	deadline := time.Now().Add(10 * time.Second)
 	for len(evs) < n {
 		if time.Now().After(deadline) {
-			r.t.Fatalf("got %d events, want %d", len(evs), n)
+			r.T.Fatalf("got %d events, want %d", len(evs), n)
 		}
 		evs = append(evs, r.p.Pull(context.Background(), n-len(evs), time.Second, raw)...)
 	}
@@ -63,13 +64,13 @@ func (r *pullRig) pull(n int, raw bool) []Event {
 }
 
 func (r *pullRig) ack(evs ...Event) {
-	r.t.Helper()
+	r.T.Helper()
 	ids := make([]string, len(evs))
 	for i, e := range evs {
 		ids[i] = e.DeliveryID
 	}
 	if n, unknown := r.p.AckAll(ids); n != len(ids) {
-		r.t.Fatalf("acked %d of %d; unknown %v", n, len(ids), unknown)
+		r.T.Fatalf("acked %d of %d; unknown %v", n, len(ids), unknown)
 	}
 }
 
@@ -79,10 +80,10 @@ func slowRetry(attempts int) processor.Retry {
 
 func TestPullAckPointFollowsContiguousAcks(t *testing.T) {
 	r := newPullRig(t, processor.GroupConfig{Retry: slowRetry(6)}, time.Minute, 100)
-	r.publish(eoLines("l", 0, 10)...)
+	r.Publish(grouptest.Lines("l", 0, 10)...)
 	evs := r.pull(10, false)
 	for i, e := range evs {
-		if e.Line != eoLines("l", i, 1)[0] || e.Sequence != uint64(i+1) || e.Attempt != 1 || e.Feed != "app" || e.Path != "/in.log" {
+		if e.Line != grouptest.Lines("l", i, 1)[0] || e.Sequence != uint64(i+1) || e.Attempt != 1 || e.Feed != "app" || e.Path != "/in.log" {
 			t.Fatalf("event %d = %+v", i, e)
 		}
 		if e.Epoch != "00000000000000e1" {
@@ -91,16 +92,16 @@ func TestPullAckPointFollowsContiguousAcks(t *testing.T) {
 	}
 	r.ack(evs[5], evs[7])
 	time.Sleep(20 * time.Millisecond)
-	if got := r.q.AckPoint(); got != 0 {
+	if got := r.Q.AckPoint(); got != 0 {
 		t.Fatalf("ack point %d after ACKs of lines 6 and 8, want 0 (line 1 unacknowledged)", got)
 	}
 	r.ack(evs[:5]...)
-	r.waitAck(6, 5*time.Second)
-	if got := r.q.AckPoint(); got != 6 {
+	r.WaitAck(6, 5*time.Second)
+	if got := r.Q.AckPoint(); got != 6 {
 		t.Fatalf("ack point %d, want 6 (line 7 unacknowledged)", got)
 	}
 	r.ack(evs[6], evs[8], evs[9])
-	r.waitAck(10, 5*time.Second)
+	r.WaitAck(10, 5*time.Second)
 	if r.p.Ack(evs[0].DeliveryID) {
 		t.Fatal("a second ACK of the same delivery was accepted")
 	}
@@ -109,7 +110,7 @@ func TestPullAckPointFollowsContiguousAcks(t *testing.T) {
 func TestPullTimeoutRedeliversWithNextAttempt(t *testing.T) {
 	const timeout = 150 * time.Millisecond
 	r := newPullRig(t, processor.GroupConfig{Retry: slowRetry(6)}, timeout, 100)
-	r.publish("a", "b")
+	r.Publish("a", "b")
 	evs := r.pull(2, false)
 	r.ack(evs[1])
 	handed := time.Now()
@@ -125,25 +126,25 @@ func TestPullTimeoutRedeliversWithNextAttempt(t *testing.T) {
 	if r.p.Ack(evs[0].DeliveryID) {
 		t.Fatal("ACK of a delivery that was redelivered since was accepted")
 	}
-	if r.q.AckPoint() != 0 {
+	if r.Q.AckPoint() != 0 {
 		t.Fatal("ack point passed an unacknowledged line")
 	}
 	r.ack(again...)
-	r.waitAck(2, 5*time.Second)
+	r.WaitAck(2, 5*time.Second)
 }
 
 func TestPullLateAckBeforeRedeliveryCounts(t *testing.T) {
 	r := newPullRig(t, processor.GroupConfig{Retry: processor.Retry{Initial: time.Hour, Max: time.Hour, Attempts: 6}}, 30*time.Millisecond, 100)
-	r.publish("a")
+	r.Publish("a")
 	evs := r.pull(1, false)
 	time.Sleep(100 * time.Millisecond) // timed out; the next try is an hour away
 	r.ack(evs...)
-	r.waitAck(1, 5*time.Second)
+	r.WaitAck(1, 5*time.Second)
 }
 
 func TestPullNackRedeliversAtOnce(t *testing.T) {
 	r := newPullRig(t, processor.GroupConfig{Retry: processor.Retry{Initial: time.Hour, Max: time.Hour, Attempts: 6}}, time.Hour, 100)
-	r.publish("a")
+	r.Publish("a")
 	evs := r.pull(1, false)
 	if !r.p.Nack(evs[0].DeliveryID) {
 		t.Fatal("nack refused")
@@ -159,7 +160,7 @@ func TestPullNackRedeliversAtOnce(t *testing.T) {
 
 func TestPullDeadLettersAfterAttempts(t *testing.T) {
 	r := newPullRig(t, processor.GroupConfig{Retry: slowRetry(2), OnFailure: processor.DeadLetter}, time.Hour, 100)
-	r.publish("poison", "fine")
+	r.Publish("poison", "fine")
 	evs := r.pull(2, false)
 	r.ack(evs[1])
 	r.p.Nack(evs[0].DeliveryID)
@@ -168,7 +169,7 @@ func TestPullDeadLettersAfterAttempts(t *testing.T) {
 		t.Fatalf("attempt %d, want 2", again[0].Attempt)
 	}
 	r.p.Nack(again[0].DeliveryID)
-	r.waitAck(2, 5*time.Second)
+	r.WaitAck(2, 5*time.Second)
 	if n := r.ledger.Len(); n != 1 {
 		t.Fatalf("ledger holds %d entries, want 1", n)
 	}
@@ -176,8 +177,8 @@ func TestPullDeadLettersAfterAttempts(t *testing.T) {
 	if items[0].Line != "poison" || items[0].Attempts != 2 || !strings.Contains(items[0].Error, "nacked") {
 		t.Fatalf("ledger entry %+v", items[0].DeadLetterEntry)
 	}
-	if r.g.DeadLettered() != 1 {
-		t.Fatalf("deadLettered %d, want 1", r.g.DeadLettered())
+	if r.G.DeadLettered() != 1 {
+		t.Fatalf("deadLettered %d, want 1", r.G.DeadLettered())
 	}
 	if evs := r.p.Pull(context.Background(), 10, 0, false); len(evs) != 0 {
 		t.Fatalf("a dead-lettered line was handed out again: %+v", evs)
@@ -186,25 +187,25 @@ func TestPullDeadLettersAfterAttempts(t *testing.T) {
 
 func TestPullHoldFencesUntilReleased(t *testing.T) {
 	r := newPullRig(t, processor.GroupConfig{Retry: processor.Retry{Initial: 20 * time.Millisecond, Max: 20 * time.Millisecond, Attempts: 1}}, time.Hour, 2)
-	r.publish("stuck")
-	r.publish("a")
-	r.publish("b") // waits in the group: two lines unacknowledged
+	r.Publish("stuck")
+	r.Publish("a")
+	r.Publish("b") // waits in the group: two lines unacknowledged
 	evs := r.pull(2, false)
 	r.p.Nack(evs[0].DeliveryID)
-	if st, why := r.q.State(); st != feed.Fenced || !strings.Contains(why, "not acknowledged after 1 attempts") {
+	if st, why := r.Q.State(); st != feed.Fenced || !strings.Contains(why, "not acknowledged after 1 attempts") {
 		t.Fatalf("state %v %q, want FENCED with the reason", st, why)
 	}
 	// The group finishing batch b must not lift the pull's own fence.
 	r.ack(evs[1])
 	deadline := time.Now().Add(5 * time.Second)
-	for r.q.Dispatched() < 3 {
+	for r.Q.Dispatched() < 3 {
 		if time.Now().After(deadline) {
 			t.Fatal("the group did not finish batch b")
 		}
 		time.Sleep(time.Millisecond)
 	}
 	time.Sleep(10 * time.Millisecond)
-	if st, _ := r.q.State(); st != feed.Fenced {
+	if st, _ := r.Q.State(); st != feed.Fenced {
 		t.Fatalf("state %v after the group finished a batch, want still FENCED", st)
 	}
 	again := r.pull(2, false)
@@ -213,50 +214,50 @@ func TestPullHoldFencesUntilReleased(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	n, err := r.g.Release(ctx)
+	n, err := r.G.Release(ctx)
 	if err != nil || n != 1 {
 		t.Fatalf("release: %d, %v; want 1 line", n, err)
 	}
-	r.waitAck(2, 5*time.Second)
-	if st, _ := r.q.State(); st == feed.Fenced {
+	r.WaitAck(2, 5*time.Second)
+	if st, _ := r.Q.State(); st == feed.Fenced {
 		t.Fatal("still fenced after the release")
 	}
-	if r.q.ReleasedLines() != 1 {
-		t.Fatalf("released %d, want 1", r.q.ReleasedLines())
+	if r.Q.ReleasedLines() != 1 {
+		t.Fatalf("released %d, want 1", r.Q.ReleasedLines())
 	}
 	if r.p.Ack(again[0].DeliveryID) {
 		t.Fatal("ACK of a released line was accepted")
 	}
 	r.ack(again[1])
-	r.waitAck(3, 5*time.Second)
+	r.WaitAck(3, 5*time.Second)
 }
 
 func TestPullHeldLineAckedUnfences(t *testing.T) {
 	r := newPullRig(t, processor.GroupConfig{Retry: processor.Retry{Initial: time.Millisecond, Max: time.Millisecond, Attempts: 1}}, time.Hour, 100)
-	r.publish("stuck")
+	r.Publish("stuck")
 	evs := r.pull(1, false)
 	r.p.Nack(evs[0].DeliveryID)
 	again := r.pull(1, false)
-	if st, _ := r.q.State(); st != feed.Fenced {
+	if st, _ := r.Q.State(); st != feed.Fenced {
 		t.Fatalf("state %v, want FENCED", st)
 	}
 	r.ack(again...)
-	r.waitAck(1, 5*time.Second)
-	if st, _ := r.q.State(); st != feed.Live {
+	r.WaitAck(1, 5*time.Second)
+	if st, _ := r.Q.State(); st != feed.Live {
 		t.Fatalf("state %v after the held line's ACK, want LIVE", st)
 	}
 }
 
 func TestPullMaxInFlight(t *testing.T) {
 	r := newPullRig(t, processor.GroupConfig{Retry: slowRetry(6)}, time.Hour, 3)
-	r.publish(eoLines("l", 0, 5)...)
+	r.Publish(grouptest.Lines("l", 0, 5)...)
 	evs := r.pull(3, false)
 	if more := r.p.Pull(context.Background(), 100, 50*time.Millisecond, false); len(more) != 0 {
 		t.Fatalf("%d more deliveries beyond maxInFlight 3", len(more))
 	}
 	r.ack(evs[0])
 	more := r.pull(1, false)
-	if more[0].Line != eoLines("l", 3, 1)[0] {
+	if more[0].Line != grouptest.Lines("l", 3, 1)[0] {
 		t.Fatalf("next delivery %q", more[0].Line)
 	}
 	if r.p.InFlight() != 3 {
@@ -266,23 +267,23 @@ func TestPullMaxInFlight(t *testing.T) {
 
 func TestPullFiltersCountAsDone(t *testing.T) {
 	r := newPullRig(t, processor.GroupConfig{Retry: slowRetry(6), Match: regexp.MustCompile("keep")}, time.Hour, 100)
-	r.publish("drop0", "keep1", "drop2", "keep3", "drop4")
+	r.Publish("drop0", "keep1", "drop2", "keep3", "drop4")
 	evs := r.pull(2, false)
 	if evs[0].Line != "keep1" || evs[1].Line != "keep3" || evs[0].Sequence != 2 || evs[1].Sequence != 4 {
 		t.Fatalf("events %+v", evs)
 	}
 	r.ack(evs[0])
-	r.waitAck(3, 5*time.Second)
+	r.WaitAck(3, 5*time.Second)
 	r.ack(evs[1])
-	r.waitAck(5, 5*time.Second)
-	r.publish("drop5") // a batch with no line for the client
-	r.waitAck(6, 5*time.Second)
+	r.WaitAck(5, 5*time.Second)
+	r.Publish("drop5") // a batch with no line for the client
+	r.WaitAck(6, 5*time.Second)
 }
 
 func TestPullLineAsTextAndRaw(t *testing.T) {
 	r := newPullRig(t, processor.GroupConfig{Retry: slowRetry(6)}, time.Hour, 100)
 	raw := "a\xffb\xc3\x28c\x00é"
-	r.publish(raw)
+	r.Publish(raw)
 	evs := r.pull(1, true)
 	js, err := json.Marshal(evs[0])
 	if err != nil {
@@ -298,7 +299,7 @@ func TestPullLineAsTextAndRaw(t *testing.T) {
 		t.Fatalf("lineBase64 decodes to %q, want %q", b, raw)
 	}
 	r.ack(evs...)
-	r.publish("")
+	r.Publish("")
 	evs = r.pull(1, false)
 	js, _ = json.Marshal(evs[0])
 	if strings.Contains(string(js), "lineBase64") {
@@ -308,7 +309,7 @@ func TestPullLineAsTextAndRaw(t *testing.T) {
 
 func TestPullIDs(t *testing.T) {
 	r := newPullRig(t, processor.GroupConfig{Retry: slowRetry(6)}, time.Hour, 1000)
-	r.publish(eoLines("l", 0, 500)...)
+	r.Publish(grouptest.Lines("l", 0, 500)...)
 	seen := map[string]bool{}
 	for _, e := range r.pull(500, false) {
 		if seen[e.DeliveryID] || !regexp.MustCompile(`^consumer:[0-9a-f]{32}$`).MatchString(e.DeliveryID) {
@@ -368,9 +369,9 @@ func TestPullReleaseWaitsForADeadLetterInProgress(t *testing.T) {
 				default:
 				}
 			})
-			r.publish("poison")
+			r.Publish("poison")
 			r.p.Nack(r.pull(1, false)[0].DeliveryID) // out of attempts; the ledger fails: held
-			waitFor(t, "the hold", func() bool { st, _ := r.q.State(); return st == feed.Fenced })
+			grouptest.WaitFor(t, "the hold", func() bool { st, _ := r.Q.State(); return st == feed.Fenced })
 			r.p.Nack(r.pull(1, false)[0].DeliveryID) // out of attempts again: written, slowly
 			<-slow.entered
 			if n, ok := r.p.ReleaseHold(); ok {
@@ -383,14 +384,14 @@ func TestPullReleaseWaitsForADeadLetterInProgress(t *testing.T) {
 				err error
 			}
 			done := make(chan rel, 1)
-			go func() { n, err := r.g.Release(ctx); done <- rel{n, err} }() // waits for the write
+			go func() { n, err := r.G.Release(ctx); done <- rel{n, err} }() // waits for the write
 			if written {
 				slow.result <- nil
 			} else {
 				slow.result <- errors.New("ledger: no space left on device")
 			}
 			got := <-done
-			r.waitAck(1, 10*time.Second)
+			r.WaitAck(1, 10*time.Second)
 			r.p.mu.Lock()
 			unacked, held := r.p.unacked, r.p.held
 			r.p.mu.Unlock()
@@ -398,15 +399,15 @@ func TestPullReleaseWaitsForADeadLetterInProgress(t *testing.T) {
 				t.Fatalf("unacked %d, held %d after the line was finished, want 0, 0", unacked, held)
 			}
 			if written {
-				if !errors.Is(got.err, processor.ErrNotHeld) || l.Len() != 1 || r.g.DeadLettered() != 1 || r.q.ReleasedLines() != 0 {
+				if !errors.Is(got.err, processor.ErrNotHeld) || l.Len() != 1 || r.G.DeadLettered() != 1 || r.Q.ReleasedLines() != 0 {
 					t.Fatalf("release %d, %v; ledger %d, deadLettered %d, released %d; want not held, 1, 1, 0",
-						got.n, got.err, l.Len(), r.g.DeadLettered(), r.q.ReleasedLines())
+						got.n, got.err, l.Len(), r.G.DeadLettered(), r.Q.ReleasedLines())
 				}
-			} else if got.err != nil || got.n != 1 || l.Len() != 0 || r.g.DeadLettered() != 0 || r.q.ReleasedLines() != 1 {
+			} else if got.err != nil || got.n != 1 || l.Len() != 0 || r.G.DeadLettered() != 0 || r.Q.ReleasedLines() != 1 {
 				t.Fatalf("release %d, %v; ledger %d, deadLettered %d, released %d; want 1 released, 0, 0, 1",
-					got.n, got.err, l.Len(), r.g.DeadLettered(), r.q.ReleasedLines())
+					got.n, got.err, l.Len(), r.G.DeadLettered(), r.Q.ReleasedLines())
 			}
-			if st, _ := r.q.State(); st == feed.Fenced {
+			if st, _ := r.Q.State(); st == feed.Fenced {
 				t.Fatal("still fenced")
 			}
 		})

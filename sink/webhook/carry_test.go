@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"tailfeed/feed"
+	"tailfeed/internal/grouptest"
 	"tailfeed/internal/slotrec"
 	"tailfeed/overload"
 	"tailfeed/processor"
@@ -53,7 +54,7 @@ func diedBeforeApplied(t *testing.T, dir string, cfg *WebhookConfig) (*hookServe
 	}
 	r1 := newHookRig(t, dir, processor.GroupConfig{Retry: processor.Retry{Initial: time.Hour, Max: time.Hour, Attempts: 5}}, first)
 	restartLines(r1, [2]int{0, 10})
-	waitFor(t, "the failed record", func() bool { st, _ := r1.q.State(); return st == feed.Fenced })
+	waitFor(t, "the failed record", func() bool { st, _ := r1.Q.State(); return st == feed.Fenced })
 	r1.stop()
 	if got := fmt.Sprint(keysAfter(h, 0)); got != "[app:00000000000000e1:11-44 app:00000000000000e1:55-88]" {
 		t.Fatalf("first life sent %s", got)
@@ -103,12 +104,12 @@ func quiet(t *testing.T, h *hookServer, n int, what string) {
 }
 
 // batchOf makes the rig's next batch without publishing it.
-func batchOf(r *gRig, lines ...string) *feed.Batch {
+func batchOf(r *grouptest.Rig, lines ...string) *feed.Batch {
 	b := feed.NewBatch()
-	b.Feed, b.Path, b.Epoch = "app", "/in.log", r.epoch
+	b.Feed, b.Path, b.Epoch = "app", "/in.log", r.Epoch
 	for _, l := range lines {
-		r.pos += int64(len(l)) + 1
-		b.AppendLine([]byte(l), r.pos)
+		r.Pos += int64(len(l)) + 1
+		b.AppendLine([]byte(l), r.Pos)
 	}
 	return b
 }
@@ -121,19 +122,19 @@ func TestWebhookRebuildWaitsForALateRest(t *testing.T) {
 	dir := t.TempDir()
 	cfg := WebhookConfig{}
 	h, before := diedBeforeApplied(t, dir, &cfg)
-	r := newHookRig(t, dir, processor.GroupConfig{Retry: fastRetry(5)}, cfg)
+	r := newHookRig(t, dir, processor.GroupConfig{Retry: grouptest.FastRetry(5)}, cfg)
 	restartLines(r, [2]int{0, 6})
-	r.waitAck(4, 10*time.Second)
+	r.WaitAck(4, 10*time.Second)
 	quiet(t, h, before, "rest not come yet")
-	if got := r.q.AckPoint(); got != 4 {
+	if got := r.Q.AckPoint(); got != 4 {
 		t.Fatalf("ack point %d while lines 4-5 are carried, want 4", got)
 	}
 	restartLines(r, [2]int{6, 10})
-	r.waitAck(10, 10*time.Second)
+	r.WaitAck(10, 10*time.Second)
 	if got := fmt.Sprint(keysAfter(h, before)); got != "[app:00000000000000e1:55-88 app:00000000000000e1:99-110]" {
 		t.Fatalf("keys after the restart %s", got)
 	}
-	appliedOnce(t, h, eoLines("line", 0, 10))
+	appliedOnce(t, h, grouptest.Lines("line", 0, 10))
 }
 
 // A batch of another epoch (the file was replaced) proves the rest will
@@ -143,12 +144,12 @@ func TestWebhookRebuildGivesUpOnAnotherEpoch(t *testing.T) {
 	dir := t.TempDir()
 	cfg := WebhookConfig{}
 	h, before := diedBeforeApplied(t, dir, &cfg)
-	r := newHookRig(t, dir, processor.GroupConfig{Retry: fastRetry(5)}, cfg)
+	r := newHookRig(t, dir, processor.GroupConfig{Retry: grouptest.FastRetry(5)}, cfg)
 	restartLines(r, [2]int{0, 6})
 	quiet(t, h, before, "same epoch, rest not come yet")
-	r.epoch, r.pos = 0xe2, 0
-	r.publish("x")
-	r.waitAck(7, 10*time.Second)
+	r.Epoch, r.Pos = 0xe2, 0
+	r.Publish("x")
+	r.WaitAck(7, 10*time.Second)
 	if got := fmt.Sprint(keysAfter(h, before)); got != "[app:00000000000000e1:55-66 app:00000000000000e2:2-2]" {
 		t.Fatalf("keys after the restart %s", got)
 	}
@@ -161,11 +162,11 @@ func TestWebhookRebuildGivesUpAtEpochBarrier(t *testing.T) {
 	dir := t.TempDir()
 	cfg := WebhookConfig{}
 	h, before := diedBeforeApplied(t, dir, &cfg)
-	r := newHookRig(t, dir, processor.GroupConfig{Retry: fastRetry(5)}, cfg)
+	r := newHookRig(t, dir, processor.GroupConfig{Retry: grouptest.FastRetry(5)}, cfg)
 	restartLines(r, [2]int{0, 6}) // the old file ends at 66 (it was cut short)
 	quiet(t, h, before, "no barrier yet")
-	r.pub.SetBarrier(0xe2)
-	r.waitAck(6, 10*time.Second)
+	r.Pub.SetBarrier(0xe2)
+	r.WaitAck(6, 10*time.Second)
 	if got := fmt.Sprint(keysAfter(h, before)); got != "[app:00000000000000e1:55-66]" {
 		t.Fatalf("keys after the restart %s", got)
 	}
@@ -177,26 +178,26 @@ func TestWebhookRebuildGivesUpWhenItHoldsAFullWindow(t *testing.T) {
 	dir := t.TempDir()
 	cfg := WebhookConfig{}
 	h, before := diedBeforeApplied(t, dir, &cfg)
-	r := newHookRigWith(t, dir, processor.GroupConfig{Retry: fastRetry(5)}, cfg, func(g *gRig) {
-		g.pub = feed.NewPublisher("app", []*feed.Queue{g.q}, 5, 512)
+	r := newHookRigWith(t, dir, processor.GroupConfig{Retry: grouptest.FastRetry(5)}, cfg, func(g *grouptest.Rig) {
+		g.Pub = feed.NewPublisher("app", []*feed.Queue{g.Q}, 5, 512)
 	})
-	all := eoLines("line", 0, 10)
-	r.publish(all[:6]...) // into an empty window
-	r.waitAck(4, 10*time.Second)
-	r.pub.PollAcks()
-	rest := batchOf(r.gRig, all[6:]...)
-	if r.pub.TryPublish(rest) {
+	all := grouptest.Lines("line", 0, 10)
+	r.Publish(all[:6]...) // into an empty window
+	r.WaitAck(4, 10*time.Second)
+	r.Pub.PollAcks()
+	rest := batchOf(r.Rig, all[6:]...)
+	if r.Pub.TryPublish(rest) {
 		t.Fatal("the window took 2 + 4 lines over 5")
 	}
 	waitFor(t, "the carried lines", func() bool { return len(h.requests()) > before })
 	deadline := time.Now().Add(10 * time.Second)
-	for r.pub.PollAcks(); !r.pub.TryPublish(rest); r.pub.PollAcks() {
+	for r.Pub.PollAcks(); !r.Pub.TryPublish(rest); r.Pub.PollAcks() {
 		if time.Now().After(deadline) {
 			t.Fatal("the window never opened")
 		}
 		time.Sleep(time.Millisecond)
 	}
-	r.waitAck(10, 10*time.Second)
+	r.WaitAck(10, 10*time.Second)
 	if got := fmt.Sprint(keysAfter(h, before)); got != "[app:00000000000000e1:55-66 app:00000000000000e1:77-110]" {
 		t.Fatalf("keys after the restart %s", got)
 	}
@@ -209,30 +210,30 @@ func TestWebhookRebuildWaitsOutAWindowAnotherSubscriberHolds(t *testing.T) {
 	cfg := WebhookConfig{}
 	h, before := diedBeforeApplied(t, dir, &cfg)
 	slow := feed.NewQueue("slow", 1024, 1<<20, overload.Policy{Kind: overload.Pause})
-	r := newHookRigWith(t, dir, processor.GroupConfig{Retry: fastRetry(5)}, cfg, func(g *gRig) {
-		g.pub = feed.NewPublisher("app", []*feed.Queue{g.q, slow}, 6, 512)
+	r := newHookRigWith(t, dir, processor.GroupConfig{Retry: grouptest.FastRetry(5)}, cfg, func(g *grouptest.Rig) {
+		g.Pub = feed.NewPublisher("app", []*feed.Queue{g.Q, slow}, 6, 512)
 	})
-	all := eoLines("line", 0, 10)
-	r.publish(all[:6]...)
-	r.waitAck(4, 10*time.Second)
-	r.pub.PollAcks()
-	rest := batchOf(r.gRig, all[6:]...)
-	if r.pub.TryPublish(rest) {
+	all := grouptest.Lines("line", 0, 10)
+	r.Publish(all[:6]...)
+	r.WaitAck(4, 10*time.Second)
+	r.Pub.PollAcks()
+	rest := batchOf(r.Rig, all[6:]...)
+	if r.Pub.TryPublish(rest) {
 		t.Fatal("the window took 6 + 4 lines over 6")
 	}
 	quiet(t, h, before, "the slow subscriber holds the window")
 	// The slow subscriber finishes its 6 lines: the window opens to 2 + 4.
 	slow.TryPop().Release()
 	slow.AddDispatched(6)
-	r.pub.PollAcks()
-	if !r.pub.TryPublish(rest) {
+	r.Pub.PollAcks()
+	if !r.Pub.TryPublish(rest) {
 		t.Fatal("the window did not open")
 	}
-	r.waitAck(10, 10*time.Second)
+	r.WaitAck(10, 10*time.Second)
 	if got := fmt.Sprint(keysAfter(h, before)); got != "[app:00000000000000e1:55-88 app:00000000000000e1:99-110]" {
 		t.Fatalf("keys after the restart %s", got)
 	}
-	appliedOnce(t, h, eoLines("line", 0, 10))
+	appliedOnce(t, h, grouptest.Lines("line", 0, 10))
 }
 
 // With filters (changed since the crash: lines 6 and 7 now excluded), a
@@ -242,14 +243,14 @@ func TestWebhookRebuildGivesUpWhenFiltersCoverTheRange(t *testing.T) {
 	dir := t.TempDir()
 	cfg := WebhookConfig{}
 	h, before := diedBeforeApplied(t, dir, &cfg)
-	r := newHookRig(t, dir, processor.GroupConfig{Retry: fastRetry(5), Exclude: regexp.MustCompile(`line-0000[67]`)}, cfg)
+	r := newHookRig(t, dir, processor.GroupConfig{Retry: grouptest.FastRetry(5), Exclude: regexp.MustCompile(`line-0000[67]`)}, cfg)
 	restartLines(r, [2]int{0, 6}, [2]int{6, 8})
-	r.waitAck(8, 10*time.Second)
+	r.WaitAck(8, 10*time.Second)
 	if got := fmt.Sprint(keysAfter(h, before)); got != "[app:00000000000000e1:55-66]" {
 		t.Fatalf("keys after the restart %s", got)
 	}
 	restartLines(r, [2]int{8, 10})
-	r.waitAck(10, 10*time.Second)
+	r.WaitAck(10, 10*time.Second)
 	if got := fmt.Sprint(keysAfter(h, before)); got != "[app:00000000000000e1:55-66 app:00000000000000e1:99-110]" {
 		t.Fatalf("keys after the restart %s", got)
 	}

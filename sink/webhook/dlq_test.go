@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"tailfeed/feed"
+	"tailfeed/internal/grouptest"
 	"tailfeed/processor"
 )
 
@@ -65,16 +66,16 @@ func TestReplayKeepsAPartlyLetteredRequestUntilWhole(t *testing.T) {
 	}
 	flaky := &ledgerFailsOnce{Ledger: l, after: true}
 	flaky.failAt.Store(3) // the 3rd line's write fails (ENOSPC), and every later one
-	r1 := newHookRig(t, dir, processor.GroupConfig{Retry: fastRetry(1), OnFailure: processor.DeadLetter, Ledger: flaky},
+	r1 := newHookRig(t, dir, processor.GroupConfig{Retry: grouptest.FastRetry(1), OnFailure: processor.DeadLetter, Ledger: flaky},
 		WebhookConfig{URL: h.srv.URL, BatchMaxLines: 4})
-	r1.publish("p0", "p1", "p2", "p3")
+	r1.Publish("p0", "p1", "p2", "p3")
 	waitFor(t, "the stuck dead letter", func() bool { return flaky.calls.Load() >= 4 })
 	r1.stop()
 
 	mu.Lock()
 	run2 = true
 	mu.Unlock()
-	r2 := newHookRig(t, dir, processor.GroupConfig{Retry: fastRetry(3), OnFailure: processor.DeadLetter},
+	r2 := newHookRig(t, dir, processor.GroupConfig{Retry: grouptest.FastRetry(3), OnFailure: processor.DeadLetter},
 		WebhookConfig{URL: h.srv.URL, BatchMaxLines: 4})
 	items, n := r2.ledger.List(10)
 	if n != 2 || items[0].RequestLines != 4 {
@@ -82,16 +83,16 @@ func TestReplayKeepsAPartlyLetteredRequestUntilWhole(t *testing.T) {
 	}
 	// The operator replays right after the restart (the group is between
 	// batches: the source has not re-read p0..p3 yet).
-	res, err := r2.g.Replay(context.Background(), 10)
+	res, err := r2.G.Replay(context.Background(), 10)
 	t.Logf("replay after restart: %+v, %v; POSTs %v", res, err, keysAfter(h, 0))
 	if err != nil || res.Replayed != 0 || res.Remaining != 2 {
 		t.Fatalf("replay of a part request still pending = %+v, %v; want replayed 0, remaining 2 (it waits for its rest)", res, err)
 	}
 	// Then the source re-reads the request.
-	r2.publish("p0", "p1", "p2", "p3")
-	r2.waitAck(4, 10*time.Second)
+	r2.Publish("p0", "p1", "p2", "p3")
+	r2.WaitAck(4, 10*time.Second)
 	// Whatever is still in the ledger is replayed once more.
-	if res, err := r2.g.Replay(context.Background(), 10); err != nil {
+	if res, err := r2.G.Replay(context.Background(), 10); err != nil {
 		t.Fatalf("second replay %+v, %v", res, err)
 	}
 	if got := rcv.lines(); fmt.Sprint(got) != "[p0 p1 p2 p3]" {
@@ -125,10 +126,10 @@ func TestPurgeDuringWebhookReplayLeavesTheReplayedLines(t *testing.T) {
 		<-release
 		return 200, nil
 	})
-	r := newHookRig(t, t.TempDir(), processor.GroupConfig{Retry: fastRetry(1), OnFailure: processor.DeadLetter},
+	r := newHookRig(t, t.TempDir(), processor.GroupConfig{Retry: grouptest.FastRetry(1), OnFailure: processor.DeadLetter},
 		WebhookConfig{URL: h.srv.URL, BatchMaxLines: 3})
-	r.publish("x1", "x2", "x3")
-	r.waitAck(3, 10*time.Second)
+	r.Publish("x1", "x2", "x3")
+	r.WaitAck(3, 10*time.Second)
 	poison.Lock()
 	bad = false
 	poison.Unlock()
@@ -138,7 +139,7 @@ func TestPurgeDuringWebhookReplayLeavesTheReplayedLines(t *testing.T) {
 	}
 	done := make(chan out, 1)
 	go func() {
-		res, err := r.g.Replay(context.Background(), 10)
+		res, err := r.G.Replay(context.Background(), 10)
 		done <- out{res, err}
 	}()
 	<-inReplay
@@ -170,9 +171,9 @@ func TestReplaySendsAPartRequestThatIsNoLongerPending(t *testing.T) {
 	}
 	letterRequest(t, l, "p0", 3, "app:00000000000000e1:3-12", 4)
 	letterRequest(t, l, "p1", 6, "app:00000000000000e1:3-12", 4)
-	r := newHookRig(t, dir, processor.GroupConfig{Retry: fastRetry(1), OnFailure: processor.DeadLetter},
+	r := newHookRig(t, dir, processor.GroupConfig{Retry: grouptest.FastRetry(1), OnFailure: processor.DeadLetter},
 		WebhookConfig{URL: h.srv.URL, BatchMaxLines: 4})
-	res, err := r.g.Replay(context.Background(), 10)
+	res, err := r.G.Replay(context.Background(), 10)
 	if err != nil || res.Replayed != 2 || res.Remaining != 0 {
 		t.Fatalf("replay %+v, %v; want replayed 2, remaining 0", res, err)
 	}
@@ -205,16 +206,16 @@ func TestWebhookReplayStopsAtTheFirstFailure(t *testing.T) {
 		}
 		return 503, nil
 	})
-	r := newHookRig(t, t.TempDir(), processor.GroupConfig{Retry: fastRetry(2), OnFailure: processor.DeadLetter},
+	r := newHookRig(t, t.TempDir(), processor.GroupConfig{Retry: grouptest.FastRetry(2), OnFailure: processor.DeadLetter},
 		WebhookConfig{URL: h.srv.URL, BatchMaxLines: 1})
-	r.publish("a", "b", "c", "d")
-	r.waitAck(4, 10*time.Second)
+	r.Publish("a", "b", "c", "d")
+	r.WaitAck(4, 10*time.Second)
 	if got := ledgerTexts(t, r.ledger); fmt.Sprint(got) != "[a b c d]" {
 		t.Fatalf("ledger %v before the replay", got)
 	}
 	before := len(h.requests())
 	accept.Store(1)
-	res, err := r.g.Replay(context.Background(), 100)
+	res, err := r.G.Replay(context.Background(), 100)
 	if !errors.Is(err, processor.ErrReplayIncomplete) || !strings.Contains(err.Error(), "503") {
 		t.Fatalf("replay error %v, want incomplete with the 503", err)
 	}
@@ -224,15 +225,15 @@ func TestWebhookReplayStopsAtTheFirstFailure(t *testing.T) {
 	if got := ledgerTexts(t, r.ledger); fmt.Sprint(got) != "[b c d]" {
 		t.Fatalf("ledger %v after the replay, want [b c d] (each once)", got)
 	}
-	if r.g.Ledgered() != 3 {
-		t.Fatalf("Ledgered %d, want 3", r.g.Ledgered())
+	if r.G.Ledgered() != 3 {
+		t.Fatalf("Ledgered %d, want 3", r.G.Ledgered())
 	}
 	if sent := len(h.requests()) - before; sent != 2 {
 		t.Fatalf("the replay sent %d requests, want 2 (a, then b once: one try)", sent)
 	}
 	// With the receiver healthy, the rest goes.
 	accept.Store(100)
-	res, err = r.g.Replay(context.Background(), 100)
+	res, err = r.G.Replay(context.Background(), 100)
 	if err != nil || res.Replayed != 3 || res.Remaining != 0 {
 		t.Fatalf("second replay %+v, %v", res, err)
 	}
@@ -255,10 +256,10 @@ func TestWebhookReplaySendsTheRequestWhole(t *testing.T) {
 		return 200, nil
 	})
 	dir := t.TempDir()
-	r := newHookRig(t, dir, processor.GroupConfig{Retry: fastRetry(3), OnFailure: processor.DeadLetter},
+	r := newHookRig(t, dir, processor.GroupConfig{Retry: grouptest.FastRetry(3), OnFailure: processor.DeadLetter},
 		WebhookConfig{URL: h.srv.URL, BatchMaxLines: 3})
-	r.publish("x1", "x2", "x3")
-	r.waitAck(3, 10*time.Second)
+	r.Publish("x1", "x2", "x3")
+	r.WaitAck(3, 10*time.Second)
 	orig := h.requests()
 	if len(orig) != 1 || orig[0].key != "app:00000000000000e1:3-9" {
 		t.Fatalf("requests %d, key %q", len(orig), orig[0].key)
@@ -277,7 +278,7 @@ func TestWebhookReplaySendsTheRequestWhole(t *testing.T) {
 		t.Fatal(err)
 	}
 	poison.Store(false)
-	res, err := r.g.Replay(context.Background(), 1)
+	res, err := r.G.Replay(context.Background(), 1)
 	if err != nil || res.Replayed != 3 || res.Remaining != 0 {
 		t.Fatalf("replay max=1 = %+v, %v; want the whole request: replayed 3, remaining 0", res, err)
 	}
@@ -305,8 +306,8 @@ func TestWebhookReplayOldEntriesLineByLine(t *testing.T) {
 	if err := os.WriteFile(dir+"/hook.jsonl", []byte(old), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	r := newHookRig(t, dir, processor.GroupConfig{Retry: fastRetry(3), OnFailure: processor.DeadLetter}, WebhookConfig{URL: h.srv.URL})
-	res, err := r.g.Replay(context.Background(), 1)
+	r := newHookRig(t, dir, processor.GroupConfig{Retry: grouptest.FastRetry(3), OnFailure: processor.DeadLetter}, WebhookConfig{URL: h.srv.URL})
+	res, err := r.G.Replay(context.Background(), 1)
 	if err != nil || res.Replayed != 1 || res.Remaining != 1 {
 		t.Fatalf("replay max=1 = %+v, %v", res, err)
 	}

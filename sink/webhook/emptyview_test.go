@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"tailfeed/feed"
+	"tailfeed/internal/grouptest"
 	"tailfeed/internal/slotrec"
 	"tailfeed/processor"
 )
@@ -44,9 +45,9 @@ func carryStuckOnRecord(t *testing.T, gc processor.GroupConfig) (*hookRig, *hook
 // attempts: the group never dead-letters a line of the empty view (it used
 // to, indexing line 0 of no lines: DEAD on a panic).
 func TestWebhookCarryRecordFailureDeadLettersTheCarry(t *testing.T) {
-	r, h, sent := carryStuckOnRecord(t, processor.GroupConfig{Retry: fastRetry(2), OnFailure: processor.DeadLetter})
-	r.waitAck(10, 10*time.Second)
-	if st, why := r.q.State(); st == feed.Dead {
+	r, h, sent := carryStuckOnRecord(t, processor.GroupConfig{Retry: grouptest.FastRetry(2), OnFailure: processor.DeadLetter})
+	r.WaitAck(10, 10*time.Second)
+	if st, why := r.Q.State(); st == feed.Dead {
 		t.Fatalf("subscriber DEAD: %s", why)
 	}
 	items, n := r.ledger.List(10)
@@ -65,17 +66,17 @@ func TestWebhookCarryRecordFailureDeadLettersTheCarry(t *testing.T) {
 // With onFailure hold a release gives the stuck carry up (its two lines),
 // although the group's view is empty.
 func TestWebhookReleaseGivesUpACarryStuckOnItsRecord(t *testing.T) {
-	r, h, sent := carryStuckOnRecord(t, processor.GroupConfig{Retry: fastRetry(2)})
-	waitFor(t, "the fence", func() bool { st, _ := r.q.State(); return st == feed.Fenced })
+	r, h, sent := carryStuckOnRecord(t, processor.GroupConfig{Retry: grouptest.FastRetry(2)})
+	waitFor(t, "the fence", func() bool { st, _ := r.Q.State(); return st == feed.Fenced })
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	n, err := r.g.Release(ctx)
+	n, err := r.G.Release(ctx)
 	if err != nil || n != 2 {
 		t.Fatalf("release: %d, %v; want the 2 carried lines", n, err)
 	}
-	r.waitAck(10, 10*time.Second)
-	if r.q.ReleasedLines() != 2 || r.ledger.Len() != 0 || len(keysAfter(h, sent)) != 0 {
-		t.Fatalf("released %d, ledger %d, sent %v; want 2, 0, nothing", r.q.ReleasedLines(), r.ledger.Len(), keysAfter(h, sent))
+	r.WaitAck(10, 10*time.Second)
+	if r.Q.ReleasedLines() != 2 || r.ledger.Len() != 0 || len(keysAfter(h, sent)) != 0 {
+		t.Fatalf("released %d, ledger %d, sent %v; want 2, 0, nothing", r.Q.ReleasedLines(), r.ledger.Len(), keysAfter(h, sent))
 	}
 }
 
@@ -87,19 +88,19 @@ func TestWebhookStopLeavesAWaitingCarryUnacknowledged(t *testing.T) {
 	dir := t.TempDir()
 	cfg := WebhookConfig{}
 	h, before := diedBeforeApplied(t, dir, &cfg)
-	r := newHookRig(t, dir, processor.GroupConfig{Retry: fastRetry(5)}, cfg)
+	r := newHookRig(t, dir, processor.GroupConfig{Retry: grouptest.FastRetry(5)}, cfg)
 	restartLines(r, [2]int{0, 6})
-	r.waitAck(4, 10*time.Second)
+	r.WaitAck(4, 10*time.Second)
 	r.stop()
-	if got := r.q.AckPoint(); got != 4 {
+	if got := r.Q.AckPoint(); got != 4 {
 		t.Fatalf("ack point %d after the stop, want 4 (lines 4-5 carried, not acknowledged)", got)
 	}
 	if k := keysAfter(h, before); len(k) != 0 {
 		t.Fatalf("the stop sent %v", k)
 	}
-	r2 := newHookRig(t, dir, processor.GroupConfig{Retry: fastRetry(5)}, cfg)
+	r2 := newHookRig(t, dir, processor.GroupConfig{Retry: grouptest.FastRetry(5)}, cfg)
 	restartLines(r2, [2]int{0, 10})
-	r2.waitAck(10, 10*time.Second)
+	r2.WaitAck(10, 10*time.Second)
 	if got := fmt.Sprint(keysAfter(h, before)); got != "[app:00000000000000e1:55-88 app:00000000000000e1:99-110]" {
 		t.Fatalf("keys after the second restart %s", got)
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"tailfeed/feed"
+	"tailfeed/internal/grouptest"
 	"tailfeed/processor"
 )
 
@@ -34,25 +35,25 @@ func TestWebhookHalfDeadLetterIsNotSentAfterRestart(t *testing.T) {
 			}
 			flaky := &ledgerFailsOnce{Ledger: l, after: true}
 			flaky.failAt.Store(3)
-			r1 := newHookRig(t, dir, processor.GroupConfig{Retry: fastRetry(1), OnFailure: processor.DeadLetter, Ledger: flaky},
+			r1 := newHookRig(t, dir, processor.GroupConfig{Retry: grouptest.FastRetry(1), OnFailure: processor.DeadLetter, Ledger: flaky},
 				WebhookConfig{URL: h.srv.URL, BatchMaxLines: 4})
-			r1.publish("p0", "p1", "p2", "p3")
+			r1.Publish("p0", "p1", "p2", "p3")
 			waitFor(t, "the stuck dead letter", func() bool { return flaky.calls.Load() >= 4 })
-			if st, why := r1.q.State(); st != feed.Fenced {
+			if st, why := r1.Q.State(); st != feed.Fenced {
 				t.Fatalf("state %v %q, want FENCED", st, why)
 			}
 			r1.stop()
 			sent := len(h.requests())
 
 			// Run 2: the source re-reads p0..p3 (the pointer is before them).
-			r2 := newHookRig(t, dir, processor.GroupConfig{Retry: fastRetry(3), OnFailure: processor.DeadLetter},
+			r2 := newHookRig(t, dir, processor.GroupConfig{Retry: grouptest.FastRetry(3), OnFailure: processor.DeadLetter},
 				WebhookConfig{URL: h.srv.URL, BatchMaxLines: 4})
 			lines := []string{"p0", "p1", "p2", "p3"}
 			for _, k := range split {
-				r2.publish(lines[:k]...)
+				r2.Publish(lines[:k]...)
 				lines = lines[k:]
 			}
-			r2.waitAck(4, 10*time.Second)
+			r2.WaitAck(4, 10*time.Second)
 			if got := keysAfter(h, sent); len(got) != 0 {
 				t.Fatalf("run 2 POSTed %v although the request was partly dead-lettered", got)
 			}
@@ -69,8 +70,8 @@ func TestWebhookHalfDeadLetterIsNotSentAfterRestart(t *testing.T) {
 					t.Fatalf("entry %s records %d attempts; the request ran out of its attempts", it.Line, it.Attempts)
 				}
 			}
-			if r2.g.DeadLettered() != 2 {
-				t.Fatalf("run 2 deadLettered %d, want 2", r2.g.DeadLettered())
+			if r2.G.DeadLettered() != 2 {
+				t.Fatalf("run 2 deadLettered %d, want 2", r2.G.DeadLettered())
 			}
 			if r2.w.st.pending() {
 				t.Fatalf("record still pending: %+v", r2.w.st)
@@ -83,7 +84,7 @@ func TestWebhookHalfDeadLetterIsNotSentAfterRestart(t *testing.T) {
 					t.Fatalf("entry %s names request %q of %d lines, want %q of 4", it.Line, it.Request, it.RequestLines, key)
 				}
 			}
-			res, err := r2.g.Replay(context.Background(), 1)
+			res, err := r2.G.Replay(context.Background(), 1)
 			if err != nil || res.Replayed != 4 || res.Remaining != 0 {
 				t.Fatalf("replay = %+v, %v", res, err)
 			}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"tailfeed/feed"
+	"tailfeed/internal/grouptest"
 	"tailfeed/processor"
 )
 
@@ -24,10 +25,10 @@ func TestWebhookUserOnlyCredentialHidden(t *testing.T) {
 	}))
 	defer srv.Close()
 	u := strings.Replace(srv.URL, "http://", "http://sk_live_Zq9SECRETKEY@", 1)
-	r := newHookRig(t, t.TempDir(), processor.GroupConfig{Retry: fastRetry(2)}, WebhookConfig{URL: u})
-	r.publish("a")
+	r := newHookRig(t, t.TempDir(), processor.GroupConfig{Retry: grouptest.FastRetry(2)}, WebhookConfig{URL: u})
+	r.Publish("a")
 	var why string
-	waitFor(t, "fenced", func() bool { st, w := r.q.State(); why = w; return st == feed.Fenced })
+	waitFor(t, "fenced", func() bool { st, w := r.Q.State(); why = w; return st == feed.Fenced })
 	if strings.Contains(why, "SECRETKEY") {
 		t.Fatalf("fenced reason shows the URL's userinfo: %s", why)
 	}
@@ -44,11 +45,11 @@ func TestWebhookEchoedBearerTokenHidden(t *testing.T) {
 		http.Error(w, "invalid token "+tok, http.StatusUnauthorized)
 	}))
 	defer srv.Close()
-	r := newHookRig(t, t.TempDir(), processor.GroupConfig{Retry: fastRetry(2)}, WebhookConfig{URL: srv.URL,
+	r := newHookRig(t, t.TempDir(), processor.GroupConfig{Retry: grouptest.FastRetry(2)}, WebhookConfig{URL: srv.URL,
 		Headers: map[string]string{"Authorization": "Bearer hdrSECRETtoken"}})
-	r.publish("a")
+	r.Publish("a")
 	var why string
-	waitFor(t, "fenced", func() bool { st, w := r.q.State(); why = w; return st == feed.Fenced })
+	waitFor(t, "fenced", func() bool { st, w := r.Q.State(); why = w; return st == feed.Fenced })
 	if strings.Contains(why, "hdrSECRETtoken") {
 		t.Fatalf("fenced reason shows the header's token: %s", why)
 	}

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"tailfeed/feed"
+	"tailfeed/internal/grouptest"
 	"tailfeed/processor"
 )
 
@@ -109,7 +110,7 @@ func decodeNDJSON(t *testing.T, body []byte) []hookObj {
 
 // hookRig is a webhook sink on a real group; dir keeps its record.
 type hookRig struct {
-	*gRig
+	*grouptest.Rig
 	w      *Webhook
 	ledger *processor.Ledger
 	dir    string
@@ -122,7 +123,7 @@ func newHookRig(t *testing.T, dir string, gc processor.GroupConfig, cfg WebhookC
 
 // newHookRigWith is newHookRig; setup (when set) may replace the rig's
 // publisher before the sink opens.
-func newHookRigWith(t *testing.T, dir string, gc processor.GroupConfig, cfg WebhookConfig, setup func(*gRig)) *hookRig {
+func newHookRigWith(t *testing.T, dir string, gc processor.GroupConfig, cfg WebhookConfig, setup func(*grouptest.Rig)) *hookRig {
 	t.Helper()
 	l, err := processor.OpenLedger(filepath.Join(dir, "hook.jsonl"), nil)
 	if err != nil {
@@ -132,14 +133,14 @@ func newHookRigWith(t *testing.T, dir string, gc processor.GroupConfig, cfg Webh
 		gc.Ledger = l
 	}
 	gc.Name = "hook"
-	r := &hookRig{gRig: newGRig(t, gc), ledger: l, dir: dir}
+	r := &hookRig{Rig: grouptest.New(t, gc), ledger: l, dir: dir}
 	if setup != nil {
-		setup(r.gRig)
+		setup(r.Rig)
 	}
-	cfg.Group = r.g
+	cfg.Group = r.G
 	cfg.Record = filepath.Join(dir, "hook.rec")
 	if cfg.Publisher == nil {
-		cfg.Publisher = r.pub
+		cfg.Publisher = r.Pub
 	}
 	if cfg.Timeout == 0 {
 		cfg.Timeout = 5 * time.Second
@@ -155,16 +156,16 @@ func newHookRigWith(t *testing.T, dir string, gc processor.GroupConfig, cfg Webh
 		t.Fatal(err)
 	}
 	r.w = w
-	r.g.SetBatchProcessor(w)
-	r.run()
+	r.G.SetBatchProcessor(w)
+	r.Run()
 	t.Cleanup(func() { r.stop() })
 	return r
 }
 
 // stop ends the group (as a daemon stop or a kill would) and closes the sink.
 func (r *hookRig) stop() {
-	r.cancel()
-	<-r.g.Done()
+	r.Cancel()
+	<-r.G.Done()
 	r.w.Close()
 }
 
@@ -181,13 +182,13 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 
 func TestWebhookBodyAndHeaders(t *testing.T) {
 	h := newHookServer(t, nil)
-	r := newHookRig(t, t.TempDir(), processor.GroupConfig{Retry: fastRetry(3)}, WebhookConfig{
+	r := newHookRig(t, t.TempDir(), processor.GroupConfig{Retry: grouptest.FastRetry(3)}, WebhookConfig{
 		URL: h.srv.URL + "/ingest", Raw: true,
 		Headers: map[string]string{"X-Source": "tailfeed", "Idempotency-Key": "mine", "Content-Type": "text/plain"},
 	})
 	lines := []string{"plain", "a\xffb\xc3\x28", "", "tab\tquote\"<&>"}
-	r.publish(lines...)
-	r.waitAck(4, 10*time.Second)
+	r.Publish(lines...)
+	r.WaitAck(4, 10*time.Second)
 	reqs := h.requests()
 	if len(reqs) != 1 {
 		t.Fatalf("%d requests, want 1", len(reqs))
@@ -221,10 +222,10 @@ func TestWebhookBodyAndHeaders(t *testing.T) {
 
 func TestWebhookCutsRequestsByLinesAndBytes(t *testing.T) {
 	h := newHookServer(t, nil)
-	r := newHookRig(t, t.TempDir(), processor.GroupConfig{Retry: fastRetry(3)}, WebhookConfig{URL: h.srv.URL, BatchMaxLines: 2, BatchMaxBytes: 250})
+	r := newHookRig(t, t.TempDir(), processor.GroupConfig{Retry: grouptest.FastRetry(3)}, WebhookConfig{URL: h.srv.URL, BatchMaxLines: 2, BatchMaxBytes: 250})
 	long := strings.Repeat("x", 400)
-	r.publish("a", "b", "c", long, "d", "e")
-	r.waitAck(6, 10*time.Second)
+	r.Publish("a", "b", "c", long, "d", "e")
+	r.WaitAck(6, 10*time.Second)
 	var keys []string
 	var count []int
 	for _, q := range h.requests() {
@@ -251,14 +252,14 @@ func TestWebhookRetriesSameRequestHonouringRetryAfter(t *testing.T) {
 		}
 		return 200, nil
 	})
-	r := newHookRig(t, t.TempDir(), processor.GroupConfig{Retry: fastRetry(10)}, WebhookConfig{URL: h.srv.URL})
-	r.publish("a", "b")
-	waitFor(t, "the fence", func() bool { st, _ := r.q.State(); return st == feed.Fenced })
-	_, why := r.q.State()
+	r := newHookRig(t, t.TempDir(), processor.GroupConfig{Retry: grouptest.FastRetry(10)}, WebhookConfig{URL: h.srv.URL})
+	r.Publish("a", "b")
+	waitFor(t, "the fence", func() bool { st, _ := r.Q.State(); return st == feed.Fenced })
+	_, why := r.Q.State()
 	if !strings.Contains(why, "503") {
 		t.Fatalf("fence reason %q does not name the 503", why)
 	}
-	r.waitAck(2, 10*time.Second)
+	r.WaitAck(2, 10*time.Second)
 	reqs := h.requests()
 	if len(reqs) != 3 {
 		t.Fatalf("%d requests, want 3", len(reqs))
@@ -271,18 +272,18 @@ func TestWebhookRetriesSameRequestHonouringRetryAfter(t *testing.T) {
 	if gap := reqs[1].at.Sub(reqs[0].at); gap < 900*time.Millisecond {
 		t.Fatalf("retried %v after a 503 with Retry-After: 1", gap)
 	}
-	if st, _ := r.q.State(); st != feed.Live {
+	if st, _ := r.Q.State(); st != feed.Live {
 		t.Fatalf("state %v after success, want LIVE", st)
 	}
 }
 
 func TestWebhookRequestNeverSpansTwoEpochs(t *testing.T) {
 	h := newHookServer(t, nil)
-	r := newHookRig(t, t.TempDir(), processor.GroupConfig{Retry: fastRetry(3)}, WebhookConfig{URL: h.srv.URL})
-	r.publish("a", "b")
-	r.epoch, r.pos = 0xe2, 0 // a new file
-	r.publish("c")
-	r.waitAck(3, 10*time.Second)
+	r := newHookRig(t, t.TempDir(), processor.GroupConfig{Retry: grouptest.FastRetry(3)}, WebhookConfig{URL: h.srv.URL})
+	r.Publish("a", "b")
+	r.Epoch, r.Pos = 0xe2, 0 // a new file
+	r.Publish("c")
+	r.WaitAck(3, 10*time.Second)
 	var keys []string
 	for _, q := range h.requests() {
 		keys = append(keys, q.key)
@@ -304,10 +305,10 @@ func TestWebhookPoisonRequestIsDeadLetteredWhole(t *testing.T) {
 		}
 		return 200, nil
 	})
-	r := newHookRig(t, t.TempDir(), processor.GroupConfig{Retry: fastRetry(5), OnFailure: processor.DeadLetter},
+	r := newHookRig(t, t.TempDir(), processor.GroupConfig{Retry: grouptest.FastRetry(5), OnFailure: processor.DeadLetter},
 		WebhookConfig{URL: h.srv.URL, BatchMaxLines: 2})
-	r.publish("a", "b", "poison", "c", "d", "e")
-	r.waitAck(6, 10*time.Second)
+	r.Publish("a", "b", "poison", "c", "d", "e")
+	r.WaitAck(6, 10*time.Second)
 	poisoned := 0
 	for _, q := range h.requests() {
 		if bytes.Contains(q.body, []byte("poison")) {
@@ -321,31 +322,31 @@ func TestWebhookPoisonRequestIsDeadLetteredWhole(t *testing.T) {
 	if n != 2 || items[0].Line != "poison" || items[1].Line != "c" || !strings.Contains(items[0].Error, "400") {
 		t.Fatalf("ledger %d entries: %+v", n, items)
 	}
-	if r.g.DeadLettered() != 2 {
-		t.Fatalf("deadLettered %d, want 2", r.g.DeadLettered())
+	if r.G.DeadLettered() != 2 {
+		t.Fatalf("deadLettered %d, want 2", r.G.DeadLettered())
 	}
 }
 
 func TestWebhookHoldUntilRelease(t *testing.T) {
 	h := newHookServer(t, func(int, hookReq) (int, map[string]string) { return 422, nil })
-	r := newHookRig(t, t.TempDir(), processor.GroupConfig{Retry: fastRetry(2)}, WebhookConfig{URL: h.srv.URL})
-	r.publish("a", "b", "c")
+	r := newHookRig(t, t.TempDir(), processor.GroupConfig{Retry: grouptest.FastRetry(2)}, WebhookConfig{URL: h.srv.URL})
+	r.Publish("a", "b", "c")
 	waitFor(t, "several tries", func() bool { return len(h.requests()) >= 4 })
-	if st, why := r.q.State(); st != feed.Fenced || !strings.Contains(why, "422") {
+	if st, why := r.Q.State(); st != feed.Fenced || !strings.Contains(why, "422") {
 		t.Fatalf("state %v %q, want FENCED by the 422", st, why)
 	}
-	if r.q.AckPoint() != 0 {
+	if r.Q.AckPoint() != 0 {
 		t.Fatal("the ack point passed a held request")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	n, err := r.g.Release(ctx)
+	n, err := r.G.Release(ctx)
 	if err != nil || n != 3 {
 		t.Fatalf("release: %d, %v; want the request's 3 lines", n, err)
 	}
-	r.waitAck(3, 10*time.Second)
-	if r.q.ReleasedLines() != 3 || r.ledger.Len() != 0 {
-		t.Fatalf("released %d, ledger %d", r.q.ReleasedLines(), r.ledger.Len())
+	r.WaitAck(3, 10*time.Second)
+	if r.Q.ReleasedLines() != 3 || r.ledger.Len() != 0 {
+		t.Fatalf("released %d, ledger %d", r.Q.ReleasedLines(), r.ledger.Len())
 	}
 }
 
@@ -363,9 +364,9 @@ func collapse(reqs []hookReq) []hookReq {
 
 // restartLines publishes lines 0..9 of a run split as the batches say.
 func restartLines(r *hookRig, batches ...[2]int) {
-	all := eoLines("line", 0, 10)
+	all := grouptest.Lines("line", 0, 10)
 	for _, b := range batches {
-		r.publish(all[b[0]:b[1]]...)
+		r.Publish(all[b[0]:b[1]]...)
 	}
 }
 
@@ -382,7 +383,7 @@ func TestWebhookRestartRebuildsTheRecordedRequest(t *testing.T) {
 		return 200, nil
 	})
 	cfg := WebhookConfig{URL: h.srv.URL, BatchMaxLines: 4}
-	r1 := newHookRig(t, dir, processor.GroupConfig{Retry: fastRetry(1000)}, cfg)
+	r1 := newHookRig(t, dir, processor.GroupConfig{Retry: grouptest.FastRetry(1000)}, cfg)
 	restartLines(r1, [2]int{0, 10})
 	waitFor(t, "the lost response", func() bool { return len(h.requests()) >= 2 })
 	r1.stop()
@@ -397,9 +398,9 @@ func TestWebhookRestartRebuildsTheRecordedRequest(t *testing.T) {
 
 	// The restart re-reads from line 0 in other batches: lines 0–3 are
 	// skipped, 4–7 are rebuilt across two batches under the same key.
-	r2 := newHookRig(t, dir, processor.GroupConfig{Retry: fastRetry(1000)}, cfg)
+	r2 := newHookRig(t, dir, processor.GroupConfig{Retry: grouptest.FastRetry(1000)}, cfg)
 	restartLines(r2, [2]int{0, 3}, [2]int{3, 6}, [2]int{6, 10})
-	r2.waitAck(10, 10*time.Second)
+	r2.WaitAck(10, 10*time.Second)
 	// Go's transport may resend the stuck request by itself, after the
 	// snapshot above: the same bytes under the same key, which is harmless.
 	after := collapse(h.requests()[len(before):])
@@ -491,14 +492,14 @@ func TestWebhookDeadLetterResumesAfterAFailedWrite(t *testing.T) {
 			}
 			flaky := &ledgerFailsOnce{Ledger: l}
 			flaky.failAt.Store(3)
-			r := newHookRig(t, dir, processor.GroupConfig{Retry: fastRetry(5), OnFailure: processor.DeadLetter, Ledger: flaky},
+			r := newHookRig(t, dir, processor.GroupConfig{Retry: grouptest.FastRetry(5), OnFailure: processor.DeadLetter, Ledger: flaky},
 				WebhookConfig{URL: h.srv.URL, BatchMaxLines: 4})
-			b := batchOf(r.gRig, "p0", "p1", "p2", "p3")
+			b := batchOf(r.Rig, "p0", "p1", "p2", "p3")
 			b.Positioned = positioned
-			if !r.pub.TryPublish(b) {
+			if !r.Pub.TryPublish(b) {
 				t.Fatal("publish refused")
 			}
-			r.waitAck(4, 10*time.Second)
+			r.WaitAck(4, 10*time.Second)
 			items, n := l.List(10)
 			var got []string
 			for _, it := range items {
@@ -507,8 +508,8 @@ func TestWebhookDeadLetterResumesAfterAFailedWrite(t *testing.T) {
 			if n != 4 || fmt.Sprint(got) != "[p0 p1 p2 p3]" {
 				t.Fatalf("ledger holds %d entries %v, want p0..p3 once each", n, got)
 			}
-			if r.g.DeadLettered() != 4 {
-				t.Fatalf("deadLettered %d, want 4", r.g.DeadLettered())
+			if r.G.DeadLettered() != 4 {
+				t.Fatalf("deadLettered %d, want 4", r.G.DeadLettered())
 			}
 			if len(h.requests()) != 1 {
 				t.Fatalf("the poison request was sent %d times, want once", len(h.requests()))
@@ -531,22 +532,22 @@ func TestWebhookReleaseAfterAHalfWrittenDeadLetter(t *testing.T) {
 	}
 	flaky := &ledgerFailsOnce{Ledger: l, after: true}
 	flaky.failAt.Store(3)
-	r := newHookRig(t, dir, processor.GroupConfig{Retry: fastRetry(5), OnFailure: processor.DeadLetter, Ledger: flaky},
+	r := newHookRig(t, dir, processor.GroupConfig{Retry: grouptest.FastRetry(5), OnFailure: processor.DeadLetter, Ledger: flaky},
 		WebhookConfig{URL: h.srv.URL, BatchMaxLines: 4})
-	r.publish("p0", "p1", "p2", "p3")
+	r.Publish("p0", "p1", "p2", "p3")
 	waitFor(t, "the stuck dead letter", func() bool { return flaky.calls.Load() >= 4 })
-	if st, why := r.q.State(); st != feed.Fenced || !strings.Contains(why, "after 2 of 4 lines") {
+	if st, why := r.Q.State(); st != feed.Fenced || !strings.Contains(why, "after 2 of 4 lines") {
 		t.Fatalf("state %v %q, want FENCED by the ledger after 2 of 4 lines", st, why)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	n, err := r.g.Release(ctx)
+	n, err := r.G.Release(ctx)
 	if err != nil || n != 2 {
 		t.Fatalf("release: %d, %v; want the 2 lines not in the ledger", n, err)
 	}
-	r.waitAck(4, 10*time.Second)
-	if r.q.ReleasedLines() != 2 || l.Len() != 2 || r.g.DeadLettered() != 2 || len(h.requests()) != 1 {
+	r.WaitAck(4, 10*time.Second)
+	if r.Q.ReleasedLines() != 2 || l.Len() != 2 || r.G.DeadLettered() != 2 || len(h.requests()) != 1 {
 		t.Fatalf("released %d, ledger %d, deadLettered %d, requests %d; want 2, 2, 2, 1",
-			r.q.ReleasedLines(), l.Len(), r.g.DeadLettered(), len(h.requests()))
+			r.Q.ReleasedLines(), l.Len(), r.G.DeadLettered(), len(h.requests()))
 	}
 }
