@@ -90,18 +90,15 @@ func (p *Pull) fail(e *pullEntry, now time.Time, err error, nacked bool) {
 	p.setTimer(e)
 }
 
-// fence makes the subscriber hold the feed (the line out of attempts).
+// fence makes the subscriber hold the feed (the line out of attempts); the
+// group logs it once, with the reason.
 func (p *Pull) fence(e *pullEntry) {
-	p.log.Warn("pull delivery out of attempts; holding the pointer", "position", e.pos, "attempts", e.attempt, "error", e.lastErr)
 	p.h.Fence(fmt.Errorf("line at position %d (epoch %016x) not acknowledged after %d attempts: %v",
 		e.pos, e.epoch, e.attempt, e.lastErr))
 }
 
 func (p *Pull) unfence() {
-	if s, _ := p.q.State(); s == feed.Fenced {
-		p.log.Info("held pull line acknowledged")
-		p.h.Unfence()
-	}
+	p.h.Unfence() // logs "subscriber recovered" when it was fenced
 }
 
 // run is the timer goroutine: it expires deliveries and writes dead
