@@ -5,7 +5,8 @@
 // for that (internal/daemon/sinks.go) and builds every configured
 // processor through Lookup. A sink is built on processor.Host, the narrow
 // seam to its group: adding a sink touches neither processor/ nor the
-// daemon's code, only that import list.
+// daemon's code, only that import list (and, until the config's build
+// step takes its decoders from here, config's list of types and keys).
 package sink
 
 import (
