@@ -2,6 +2,7 @@ package sink_test
 
 import (
 	"net/http"
+	"net/http/httptest"
 	"testing"
 
 	"tailfeed/sink"
@@ -35,8 +36,18 @@ func TestRegisterLookupRoutes(t *testing.T) {
 		}
 		return nil
 	})
-	if _, ok := rs["/test/echo/{name}"]; !ok {
+	rt, ok := rs["/test/echo/{name}"]
+	if !ok {
 		t.Fatalf("routes %v lack the type's", rs)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/test/echo/{name}", rt.Handler)
+	for name, want := range map[string]int{"here": http.StatusOK, "nobody": http.StatusNotFound} {
+		rec := httptest.NewRecorder()
+		mux.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/test/echo/"+name, nil))
+		if rec.Code != want {
+			t.Fatalf("GET /test/echo/%s = %d, want %d", name, rec.Code, want)
+		}
 	}
 	defer func() {
 		if recover() == nil {
