@@ -190,10 +190,10 @@ func (l *Ledger) add(raw []byte) {
 	l.entries = append(l.entries, le)
 }
 
-// within returns the positions of b's lines that are in the ledger (a
+// Within returns the positions of b's lines that are in the ledger (a
 // re-delivery after a crash), nil when there are none: at the cost of one
 // atomic load while the ledger holds no positioned entry.
-func (l *Ledger) within(b *feed.Batch) map[int64]bool {
+func (l *Ledger) Within(b *feed.Batch) map[int64]bool {
 	if l.nkeys.Load() == 0 || !b.Positioned || len(b.Ends) == 0 {
 		return nil
 	}
@@ -327,6 +327,24 @@ type replayItem struct {
 	epoch uint64
 }
 
+// ReplayItem is a ledger entry as Head hands it out.
+type ReplayItem struct {
+	ID    uint64 // the entry's id in this run (Remove, PurgeIDs)
+	Entry DeadLetterEntry
+	Line  []byte
+	Epoch uint64
+}
+
+// Head returns up to max decodable entries from the front, oldest first.
+func (l *Ledger) Head(max int) []ReplayItem {
+	items := l.head(max)
+	out := make([]ReplayItem, len(items))
+	for i, it := range items {
+		out[i] = ReplayItem{ID: it.id, Entry: it.entry, Line: it.line, Epoch: it.epoch}
+	}
+	return out
+}
+
 // head returns up to max decodable entries from the front, oldest first.
 func (l *Ledger) head(max int) []replayItem {
 	l.mu.Lock()
@@ -437,9 +455,9 @@ func (l *Ledger) item(e ledgerEntry) replayItem {
 	return replayItem{id: e.id, entry: *e.e, line: e.line, epoch: e.key.epoch}
 }
 
-// requestLines is the number of lines the request named key had, as its
+// RequestLines is the number of lines the request named key had, as its
 // entries already in the ledger record it (0: none records it).
-func (l *Ledger) requestLines(feedName, key string) int {
+func (l *Ledger) RequestLines(feedName, key string) int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, e := range l.entries {
@@ -450,9 +468,9 @@ func (l *Ledger) requestLines(feedName, key string) int {
 	return 0
 }
 
-// remove drops the entries with the given ids (those still present) and
+// Remove drops the entries with the given ids (those still present) and
 // rewrites the file atomically. It returns how many it removed.
-func (l *Ledger) remove(ids map[uint64]bool) (int, error) {
+func (l *Ledger) Remove(ids map[uint64]bool) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	keep := make([]ledgerEntry, 0, len(l.entries))
@@ -496,12 +514,12 @@ func (l *Ledger) Purge(max int) (int, error) {
 
 // purge is Purge; skip (nil: none) names more entries to leave alone.
 func (l *Ledger) purge(max int, skip func(id uint64) bool) (int, error) {
-	ids := l.purgeIDs(max, skip)
-	return l.remove(ids)
+	ids := l.PurgeIDs(max, skip)
+	return l.Remove(ids)
 }
 
-// purgeIDs chooses the entries Purge removes.
-func (l *Ledger) purgeIDs(max int, skip func(id uint64) bool) map[uint64]bool {
+// PurgeIDs chooses the entries Purge removes.
+func (l *Ledger) PurgeIDs(max int, skip func(id uint64) bool) map[uint64]bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	type reqKey struct{ feed, request string }
@@ -552,38 +570,9 @@ func (l *Ledger) rewriteLocked(entries []ledgerEntry) error {
 		buf.Write(e.raw)
 		buf.WriteByte('\n')
 	}
-	if err := writeAtomic(l.path, buf.Bytes()); err != nil {
+	if err := fileutil.WriteAtomic(l.path, buf.Bytes()); err != nil {
 		return fmt.Errorf("rewrite dead-letter ledger: %w", err)
 	}
 	l.size = int64(buf.Len())
 	return nil
-}
-
-// writeAtomic replaces path with data: a temp file in the same directory,
-// fsync, rename over path, fsync of the directory.
-func writeAtomic(path string, data []byte) error {
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return err
-	}
-	n, err := f.Write(data)
-	if err == nil && n < len(data) {
-		err = io.ErrShortWrite
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	return fileutil.SyncDir(filepath.Dir(path))
 }

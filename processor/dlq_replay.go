@@ -95,8 +95,8 @@ func (g *Group) PurgeDeadLetters(max int) (int, error) {
 	if l == nil {
 		return 0, ErrNoLedger
 	}
-	if p, ok := g.Sink().(*Pull); ok {
-		return p.purgeDeadLetters(max)
+	if p, ok := g.Sink().(DeadLetterPurger); ok {
+		return p.PurgeDeadLetters(max)
 	}
 	return l.Purge(max)
 }
@@ -152,24 +152,24 @@ func (g *Group) pollReplay(ctx context.Context) {
 	}
 }
 
-// requestReplayer is a sink that replays a dead-lettered request whole
+// RequestReplayer is a sink that replays a dead-lettered request whole
 // (webhook): b holds the request's entries, key its original
 // Idempotency-Key ("" for an entry that names no request).
-type requestReplayer interface {
+type RequestReplayer interface {
 	ReplayRequest(ctx context.Context, b *feed.Batch, key string) error
-	// pendingRequest is the key of the request the sink recorded and has
+	// PendingRequest is the key of the request the sink recorded and has
 	// not finished ("" none): a part of it in the ledger waits for its
 	// rest (Ledger.take).
-	pendingRequest() string
+	PendingRequest() string
 }
 
 // replay runs on the group goroutine.
 func (g *Group) replay(ctx context.Context, req *replayReq) {
 	l := g.Ledger()
-	rr, _ := g.Sink().(requestReplayer)
+	rr, _ := g.Sink().(RequestReplayer)
 	pending := ""
 	if rr != nil {
-		pending = rr.pendingRequest()
+		pending = rr.PendingRequest()
 	}
 	units := l.take(req.max, rr != nil, pending)
 	defer l.untake(units)  // after remove: a purge never takes a line this replay processed
@@ -202,7 +202,7 @@ units:
 			done = nil
 		}
 	}
-	n, rerr := l.remove(done)
+	n, rerr := l.Remove(done)
 	if rerr != nil && err == nil {
 		err = rerr
 	}
@@ -223,7 +223,7 @@ units:
 
 // replayRequest sends one unit through a request replayer: the entries of
 // one webhook request (or one entry that names none), in ledger order.
-func (g *Group) replayRequest(ctx context.Context, rr requestReplayer, u []replayItem) error {
+func (g *Group) replayRequest(ctx context.Context, rr RequestReplayer, u []replayItem) error {
 	b := &g.subv
 	*b = feed.Batch{Feed: u[0].entry.Feed, Path: u[0].entry.Path, Epoch: u[0].epoch}
 	for _, it := range u {

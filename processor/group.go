@@ -76,7 +76,7 @@ type Group struct {
 	// still held (set by the dying goroutine, read after done is closed).
 	progress uint64
 	left     uint64
-	releases chan *releaseReq
+	releases chan *ReleaseRequest
 	relMu    sync.Mutex
 	ctx      context.Context
 	stopping bool // under relMu: a release no longer restarts the goroutine
@@ -98,7 +98,7 @@ func NewGroup(cfg GroupConfig) *Group {
 	}
 	dlq, _ := cfg.Ledger.(*Ledger)
 	return &Group{cfg: cfg, q: cfg.Queue, log: cfg.Logger.Named(cfg.Name), done: make(chan struct{}),
-		releases: make(chan *releaseReq), replays: make(chan *replayReq), dlq: dlq}
+		releases: make(chan *ReleaseRequest), replays: make(chan *replayReq), dlq: dlq}
 }
 
 // SetBatchProcessor sets the processor after the group was made (a sink
@@ -455,7 +455,7 @@ func (g *Group) sub(from int, lineMode bool) *feed.Batch {
 func (g *Group) filter(b *feed.Batch) {
 	var led map[int64]bool
 	if g.dlq != nil && !g.ownFilter {
-		led = g.dlq.within(b) // nil (one atomic load) while the ledger holds no positioned entry
+		led = g.dlq.Within(b) // nil (one atomic load) while the ledger holds no positioned entry
 	}
 	if g.cfg.Match == nil && g.cfg.Exclude == nil && led == nil {
 		g.view.Share(b) // all lines, and the buffer a sink may write at once
@@ -515,10 +515,8 @@ func (g *Group) fence(err error) {
 
 func (g *Group) unfence() {
 	// A fence the processor holds by itself (pull) is its own to lift.
-	if s, _ := g.q.State(); s == feed.Fenced && !g.sinkHolds() {
-		g.log.Info("subscriber recovered")
-		g.q.SetState(feed.Live, "")
-		g.cfg.Wake()
+	if !g.sinkHolds() {
+		g.Unfence()
 	}
 }
 

@@ -636,3 +636,27 @@ func TestGroupEmptyViewFailureHoldsUnderDeadLetter(t *testing.T) {
 		t.Fatalf("dead letters %q, want none (there was no line)", dl.lines)
 	}
 }
+
+// TestRetryStepNeverLaterThanOneStep: the pull's redelivery delay (DESIGN
+// §6: no later than one backoff step after the ack timeout) is the same
+// doubling as Backoff, its jitter only shortening it.
+func TestRetryStepNeverLaterThanOneStep(t *testing.T) {
+	r := processor.Retry{Initial: time.Second, Max: 16 * time.Second, Attempts: 6}
+	for i, want := range []time.Duration{1, 2, 4, 8, 16, 16} {
+		if got := r.Step(i + 1); got != want*time.Second {
+			t.Fatalf("Step(%d) = %v, want %v", i+1, got, want*time.Second)
+		}
+	}
+	r.Jitter = 0.2
+	shorter := false
+	for range 1000 {
+		d := r.Step(5)
+		if d < 12800*time.Millisecond || d > 16*time.Second {
+			t.Fatalf("Step(5) with 20%% jitter = %v, outside 12.8s..16s", d)
+		}
+		shorter = shorter || d < 16*time.Second
+	}
+	if !shorter {
+		t.Fatal("Step never varied: the jitter is not applied")
+	}
+}

@@ -1,6 +1,8 @@
 // Package processor runs a feed's subscribers: one Group (one goroutine, one
 // bounded queue) per configured processor, the Processor interfaces, retries
-// with backoff, holds, and the built-in processors and sinks.
+// with backoff, holds, the dead-letter ledger and its replay. The sinks live
+// in sink/<type>, each built on Host, the seam a group offers its sink
+// (seam.go); this package imports none of them.
 //
 // A line counts as dispatched for a queue only when its processor finished it
 // (processed, filtered, or dead-lettered), and, for a processor that persists
@@ -70,18 +72,27 @@ type Retry struct {
 	Attempts int
 }
 
-// Backoff is the delay before try attempt+1 after try attempt (from 1) failed.
+// Backoff is the delay before try attempt+1 after try attempt (from 1)
+// failed, varied by ±Jitter.
 func (r Retry) Backoff(attempt int) time.Duration {
+	return r.delay(attempt, 2*rand.Float64()-1)
+}
+
+// Step is Backoff with the jitter only shortening the delay: a wait of
+// Step(n) never ends later than one full step (pull redeliveries).
+func (r Retry) Step(attempt int) time.Duration {
+	return r.delay(attempt, -rand.Float64())
+}
+
+// delay is the step after attempt, times 1+Jitter*u (u in [-1, 1]).
+func (r Retry) delay(attempt int, u float64) time.Duration {
 	d := r.Initial
 	for i := 1; i < attempt && d < r.Max; i++ {
 		d *= 2
 	}
-	if d > r.Max {
-		d = r.Max
-	}
+	d = min(d, r.Max)
 	if r.Jitter > 0 {
-		f := 1 + r.Jitter*(2*rand.Float64()-1)
-		d = time.Duration(float64(d) * f)
+		d = time.Duration(float64(d) * (1 + r.Jitter*u))
 	}
 	return d
 }

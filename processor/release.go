@@ -32,10 +32,6 @@ import (
 // nor dead.
 var ErrNotHeld = errors.New("processor: subscriber is not held (neither fenced nor dead)")
 
-type releaseReq struct {
-	reply chan uint64
-}
-
 // HoldReleaser is implemented by a processor that fences its subscriber by
 // itself rather than through the group's retries (pull: a delivery out of
 // attempts). ReleaseHold gives the lines it holds up: it counts them with
@@ -69,7 +65,7 @@ func (g *Group) Release(ctx context.Context) (uint64, error) {
 					return n, nil
 				}
 			}
-			req := &releaseReq{reply: make(chan uint64, 1)}
+			req := &ReleaseRequest{reply: make(chan uint64, 1)}
 			t := time.NewTimer(20 * time.Millisecond)
 			select {
 			case g.releases <- req:
@@ -88,23 +84,14 @@ func (g *Group) Release(ctx context.Context) (uint64, error) {
 
 // backoff waits before the next attempt; it returns a release request taken
 // meanwhile, and false when ctx is done.
-func (g *Group) backoff(ctx context.Context, attempt int) (*releaseReq, bool) {
-	t := time.NewTimer(g.cfg.Retry.Backoff(attempt))
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil, true
-	case req := <-g.releases:
-		return req, true
-	case <-ctx.Done():
-		return nil, false
-	}
+func (g *Group) backoff(ctx context.Context, attempt int) (*ReleaseRequest, bool) {
+	return g.Wait(ctx, g.cfg.Retry.Backoff(attempt))
 }
 
 // abandon gives up view line vdone of b (the line a fenced group is stuck
 // on), publishes the prefix through it and answers the request. It returns
 // the new count of finished view lines.
-func (g *Group) abandon(b *feed.Batch, base uint64, vdone int, req *releaseReq) int {
+func (g *Group) abandon(b *feed.Batch, base uint64, vdone int, req *ReleaseRequest) int {
 	pos := g.view.Ends[vdone]
 	vdone++
 	g.progress = base + uint64(g.origDone(vdone, b.Len()))
@@ -118,7 +105,7 @@ func (g *Group) abandon(b *feed.Batch, base uint64, vdone int, req *releaseReq) 
 }
 
 // giveUpUnsynced releases the dispatched lines a failing flush holds back.
-func (g *Group) giveUpUnsynced(req *releaseReq) {
+func (g *Group) giveUpUnsynced(req *ReleaseRequest) {
 	before := g.q.AckPoint()
 	g.q.DurableThrough(g.q.Dispatched())
 	n := g.q.AckPoint() - before

@@ -2,6 +2,7 @@ package status
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"testing"
@@ -23,7 +24,7 @@ func TestReplayAnswerSaysQueuedForAPullSubscriber(t *testing.T) {
 	}{
 		{processor.ReplayResult{Queued: 2, Queuing: true, Remaining: 2}, nil, http.StatusAccepted,
 			`{"processor":"p","queued":2,"remaining":2}`},
-		{processor.ReplayResult{Queuing: true, Remaining: 2}, processor.ErrPullClosed, http.StatusServiceUnavailable,
+		{processor.ReplayResult{Queuing: true, Remaining: 2}, errors.New("processor: pull subscriber closed"), http.StatusServiceUnavailable,
 			`{"processor":"p","queued":0,"remaining":2,"error":"processor: pull subscriber closed"}`},
 		{processor.ReplayResult{Replayed: 3}, nil, http.StatusOK,
 			`{"processor":"p","replayed":3,"remaining":0}`},

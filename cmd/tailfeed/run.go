@@ -19,7 +19,7 @@ import (
 
 	"tailfeed/config"
 	"tailfeed/internal/daemon"
-	"tailfeed/processor"
+	"tailfeed/internal/redact"
 )
 
 func cmdRun(args []string, stderr io.Writer) int {
@@ -116,7 +116,7 @@ func securityWarnings(cfg *config.Config, path string, tokenInFile bool, log hcl
 			keys = append(keys, fmt.Sprintf("processors[%d].url (its userinfo)", i))
 		}
 		for k := range p.Headers {
-			if processor.SensitiveHeader(k) {
+			if redact.SensitiveHeader(k) {
 				keys = append(keys, fmt.Sprintf("processors[%d].headers.%s", i, k))
 			}
 		}

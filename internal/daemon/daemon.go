@@ -14,7 +14,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"regexp"
 	"sync"
 	"time"
 
@@ -26,6 +25,7 @@ import (
 	"tailfeed/overload"
 	"tailfeed/pointer"
 	"tailfeed/processor"
+	"tailfeed/sink"
 	"tailfeed/source/file"
 	"tailfeed/status"
 )
@@ -250,32 +250,30 @@ func (d *Daemon) ownOutputs() []string {
 }
 
 func (d *Daemon) buildGroup(f *Feed, pc *config.Processor, q *feed.Queue, log hclog.Logger) (*processor.Group, processor.Closer, error) {
+	typ, ok := sink.Lookup(pc.Type)
+	if !ok && d.opts.Processors[pc.Name] == nil {
+		return nil, nil, fmt.Errorf("processor %s: type %s is not available yet", pc.Name, pc.Type)
+	}
 	gc := processor.GroupConfig{
 		Name:  pc.Name,
 		Queue: q,
 		Retry: processor.Retry{
-			Initial:  time.Duration(pc.Retry.InitialMillis) * time.Millisecond,
-			Max:      time.Duration(pc.Retry.MaxMillis) * time.Millisecond,
+			Initial:  pc.Built.RetryInitial,
+			Max:      pc.Built.RetryMax,
 			Jitter:   pc.Retry.Jitter,
 			Attempts: pc.Retry.Attempts,
 		},
 		Logger: log,
 		Wake:   f.pub.Poke,
 	}
-	if pc.OnFailure == config.OnFailureDeadLetter {
+	if pc.Built.DeadLetter {
 		gc.OnFailure = processor.DeadLetter
 	}
 	var err error
-	if pc.Match != "" && pc.Type != "count" {
-		if gc.Match, err = regexp.Compile(pc.Match); err != nil {
-			return nil, nil, err
-		}
+	if !typ.OwnMatch {
+		gc.Match = pc.Built.Match
 	}
-	if pc.Exclude != "" {
-		if gc.Exclude, err = regexp.Compile(pc.Exclude); err != nil {
-			return nil, nil, err
-		}
-	}
+	gc.Exclude = pc.Built.Exclude
 	if gc.Ledger, err = d.openLedger(pc, log); err != nil {
 		return nil, nil, err
 	}
@@ -283,56 +281,12 @@ func (d *Daemon) buildGroup(f *Feed, pc *config.Processor, q *feed.Queue, log hc
 	if build := d.opts.Processors[pc.Name]; build != nil {
 		return d.buildCustom(g, pc, build)
 	}
-	switch pc.Type {
-	case "file":
-		mode := processor.FsyncNever
-		switch pc.Fsync {
-		case "always":
-			mode = processor.FsyncAlways
-		case "interval":
-			mode = processor.FsyncInterval
-		}
-		s, err := processor.OpenFileSink(processor.FileSinkConfig{
-			Path:       pc.Path,
-			Mode:       os.FileMode(pc.Mode),
-			Fsync:      mode,
-			Interval:   time.Duration(pc.FsyncIntervalMillis) * time.Millisecond,
-			Checkpoint: g,
-			SyncLines:  f.cfg.MaxPendingAcks / 2,
-			Record:     d.exactlyOnceRecord(pc),
-			Logger:     log.Named(pc.Name),
-		})
-		if err != nil {
-			return nil, nil, fmt.Errorf("processor %s: %w", pc.Name, err)
-		}
-		g.SetBatchProcessor(s)
-		return g, s, nil
-	case "discard":
-		g.SetBatchProcessor(processor.Discard{})
-		return g, nil, nil
-	case "pull":
-		p, err := d.openPull(pc, g)
-		if err != nil {
-			return nil, nil, fmt.Errorf("processor %s: %w", pc.Name, err)
-		}
-		g.SetBatchProcessor(p)
-		return g, p, nil
-	case "webhook":
-		w, err := d.openWebhook(pc, g, f.pub)
-		if err != nil {
-			return nil, nil, fmt.Errorf("processor %s: %w", pc.Name, err)
-		}
-		g.SetBatchProcessor(w)
-		return g, w, nil
-	case "count":
-		c, err := d.openCount(pc, g)
-		if err != nil {
-			return nil, nil, err
-		}
-		g.SetBatchProcessor(c)
-		return g, c, nil
+	p, err := typ.New(sink.Env{Group: g, Config: pc, Feed: f.cfg, Publisher: f.pub, DataDir: d.cfg.DataDir,
+		Logger: log.Named(pc.Name)})
+	if err != nil {
+		return nil, nil, fmt.Errorf("processor %s: %w", pc.Name, err)
 	}
-	return nil, nil, fmt.Errorf("processor %s: type %s is not available yet", pc.Name, pc.Type)
+	return d.setProcessor(g, pc, p)
 }
 
 // Start runs the sources, the groups and the status server.
@@ -348,7 +302,7 @@ func (d *Daemon) Start(ctx context.Context) {
 	for p, rt := range d.effectRoutes() {
 		routes[p] = rt
 	}
-	for p, rt := range d.pullRoutes() {
+	for p, rt := range sink.Routes(d.sinkOf) {
 		routes[p] = rt
 	}
 	d.srv = status.NewServer(status.ServerConfig{

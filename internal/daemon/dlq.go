@@ -29,30 +29,6 @@ func (d *Daemon) openLedger(pc *config.Processor, log hclog.Logger) (*processor.
 	return l, nil
 }
 
-// exactlyOnceRecord is a file sink's side record path ("" without exactlyOnce).
-func (d *Daemon) exactlyOnceRecord(pc *config.Processor) string {
-	if !pc.ExactlyOnce {
-		return ""
-	}
-	return datadir.Record(d.cfg.DataDir, pc.Name)
-}
-
-// openCount builds a count processor; its state is dataDir/state/<processor>.json,
-// saved at most fsyncIntervalMillis after a change.
-func (d *Daemon) openCount(pc *config.Processor, g *processor.Group) (*processor.Count, error) {
-	c, err := processor.OpenCount(processor.CountConfig{
-		Name:       pc.Name,
-		Path:       datadir.CountState(d.cfg.DataDir, pc.Name),
-		Match:      pc.Built.Match,
-		Interval:   pc.Built.FsyncInterval,
-		Checkpoint: g,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("processor %s: %w", pc.Name, err)
-	}
-	return c, nil
-}
-
 // effectRoutes is GET /v1/state/{processor}.
 func (d *Daemon) effectRoutes() map[string]status.Route {
 	return map[string]status.Route{

@@ -10,6 +10,7 @@ import (
 	"tailfeed/config"
 	"tailfeed/pointer"
 	"tailfeed/processor"
+	"tailfeed/sink/file"
 	"tailfeed/status"
 )
 
@@ -17,9 +18,9 @@ import (
 // record, when set, makes it exactlyOnce.
 func intervalPoisonSink(armed *atomic.Bool, record string) Build {
 	return func(pc *config.Processor, g *processor.Group) (any, error) {
-		return processor.OpenFileSink(processor.FileSinkConfig{Path: pc.Path, Checkpoint: g, Record: record,
-			Fsync: processor.FsyncInterval, Interval: 10 * time.Millisecond,
-			Open: func(path string) (processor.SinkFile, int64, error) {
+		return file.Open(file.Config{Path: pc.Path, Checkpoint: g, Record: record,
+			Fsync: file.FsyncInterval, Interval: 10 * time.Millisecond,
+			Open: func(path string) (file.SinkFile, int64, error) {
 				f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 				if err != nil {
 					return nil, 0, err

@@ -15,6 +15,8 @@ import (
 
 	"tailfeed/config"
 	"tailfeed/processor"
+	"tailfeed/sink/count"
+	"tailfeed/sink/file"
 	"tailfeed/status"
 )
 
@@ -29,11 +31,11 @@ func eoStart(t *testing.T, dir, cfgYAML string, opts Options) *env {
 // take one specific line); record, when set, makes it exactlyOnce.
 func poisonSink(armed *atomic.Bool, record string) Build {
 	return func(pc *config.Processor, g *processor.Group) (any, error) {
-		return processor.OpenFileSink(processor.FileSinkConfig{
+		return file.Open(file.Config{
 			Path:       pc.Path,
 			Checkpoint: g,
 			Record:     record,
-			Open: func(path string) (processor.SinkFile, int64, error) {
+			Open: func(path string) (file.SinkFile, int64, error) {
 				f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 				if err != nil {
 					return nil, 0, err
@@ -223,7 +225,7 @@ func TestCountStateEndpoint(t *testing.T) {
 	e := eoStart(t, dir, countConfig, Options{})
 	e.appendLines("level=info a", "level=warn b", "no level", "level=info c", "level=info skip")
 	e.waitFor("settled", 10*time.Second, settled)
-	var st processor.CountState
+	var st count.CountState
 	e.dlqJSON(http.MethodGet, "/v1/state/counter", http.StatusOK, &st)
 	if len(st.Counts) != 2 || st.Counts["info"] != 2 || st.Counts["warn"] != 1 {
 		t.Fatalf("counts %v", st.Counts)
@@ -262,17 +264,17 @@ processors:
 func TestExactlyOnceSinkENOSPCHolds(t *testing.T) {
 	dir := t.TempDir()
 	var failing atomic.Bool
-	build := faultySink(&failing, processor.FsyncNever)
+	build := faultySink(&failing, file.FsyncNever)
 	opts := Options{Processors: map[string]Build{"archive": func(pc *config.Processor, g *processor.Group) (any, error) {
 		s, err := build(pc, g)
 		if err != nil {
 			return nil, err
 		}
-		s.(*processor.FileSink).Close()
+		s.(*file.Sink).Close()
 		// The same sink with its side record.
-		return processor.OpenFileSink(processor.FileSinkConfig{Path: pc.Path, Checkpoint: g,
+		return file.Open(file.Config{Path: pc.Path, Checkpoint: g,
 			Record: filepath.Join(dir, "state", "state", pc.Name+".rec"),
-			Open: func(path string) (processor.SinkFile, int64, error) {
+			Open: func(path string) (file.SinkFile, int64, error) {
 				f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 				if err != nil {
 					return nil, 0, err

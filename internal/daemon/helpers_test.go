@@ -22,6 +22,7 @@ import (
 	"tailfeed/feed"
 	"tailfeed/internal/testutil"
 	"tailfeed/processor"
+	"tailfeed/sink/file"
 	"tailfeed/status"
 )
 
@@ -283,19 +284,19 @@ func (f faultyFile) Write(p []byte) (int, error) {
 
 // faultySink builds a real file sink at the processor's configured path
 // whose file fails on demand.
-func faultySink(failing *atomic.Bool, fsync processor.FsyncMode) Build {
+func faultySink(failing *atomic.Bool, fsync file.FsyncMode) Build {
 	return faultySyncSink(failing, nil, fsync)
 }
 
 // faultySyncSink is faultySink whose fsyncs also fail while failSync is set.
-func faultySyncSink(failing, failSync *atomic.Bool, fsync processor.FsyncMode) Build {
+func faultySyncSink(failing, failSync *atomic.Bool, fsync file.FsyncMode) Build {
 	return func(pc *config.Processor, g *processor.Group) (any, error) {
-		return processor.OpenFileSink(processor.FileSinkConfig{
+		return file.Open(file.Config{
 			Path:       pc.Path,
 			Fsync:      fsync,
 			Interval:   20 * time.Millisecond,
 			Checkpoint: g,
-			Open: func(path string) (processor.SinkFile, int64, error) {
+			Open: func(path string) (file.SinkFile, int64, error) {
 				f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 				if err != nil {
 					return nil, 0, err

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"tailfeed/processor"
+	"tailfeed/sink/file"
 	"tailfeed/status"
 )
 
@@ -43,7 +43,7 @@ func readLedger(t *testing.T, dir string) []LossEntry {
 func TestReleaseIsLedgeredAcrossRestart(t *testing.T) {
 	dir := t.TempDir()
 	var failing atomic.Bool
-	opts := Options{Processors: map[string]Build{"archive": faultySink(&failing, processor.FsyncNever)}}
+	opts := Options{Processors: map[string]Build{"archive": faultySink(&failing, file.FsyncNever)}}
 	e := startIn(t, dir, holdConfig, opts)
 	failing.Store(true)
 	e.appendLines(numbered("a", 0, 5)...)

@@ -27,6 +27,11 @@ func (d *Daemon) buildCustom(g *processor.Group, pc *config.Processor, build Bui
 	if err != nil {
 		return nil, nil, fmt.Errorf("processor %s: %w", pc.Name, err)
 	}
+	return d.setProcessor(g, pc, p)
+}
+
+// setProcessor makes p the group's processor.
+func (d *Daemon) setProcessor(g *processor.Group, pc *config.Processor, p any) (*processor.Group, processor.Closer, error) {
 	switch v := p.(type) {
 	case processor.BatchProcessor:
 		g.SetBatchProcessor(v)

@@ -14,6 +14,7 @@ import (
 	"tailfeed/config"
 	"tailfeed/feed"
 	"tailfeed/processor"
+	"tailfeed/sink/file"
 	"tailfeed/status"
 )
 
@@ -52,7 +53,7 @@ func (e *env) release(feed, sub string) (int, map[string]any) {
 // the subscriber goes on with the next line.
 func TestFailingSinkHoldsThenReleases(t *testing.T) {
 	var failing atomic.Bool
-	e := start(t, holdConfig, Options{Processors: map[string]Build{"archive": faultySink(&failing, processor.FsyncNever)}})
+	e := start(t, holdConfig, Options{Processors: map[string]Build{"archive": faultySink(&failing, file.FsyncNever)}})
 	first := numbered("a", 0, 100)
 	e.appendLines(first...)
 	f := e.waitFor("settled", 10*time.Second, settled)
@@ -217,7 +218,7 @@ func TestReleaseHTTPErrors(t *testing.T) {
 func TestFailingFsyncHoldsThenReleases(t *testing.T) {
 	var failing, failSync atomic.Bool
 	e := start(t, holdConfig, Options{Processors: map[string]Build{
-		"archive": faultySyncSink(&failing, &failSync, processor.FsyncInterval)}})
+		"archive": faultySyncSink(&failing, &failSync, file.FsyncInterval)}})
 	e.appendLines(numbered("a", 0, 20)...)
 	f := e.waitFor("settled", 10*time.Second, settled)
 	held := f.Pointer.Offset

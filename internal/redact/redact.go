@@ -86,3 +86,19 @@ func (e *Error) Error() string { return e.Msg }
 
 // Unwrap returns the cause.
 func (e *Error) Unwrap() error { return e.Err }
+
+// SensitiveHeader reports whether a header's value is a credential, whose
+// every word must be hidden (not only the whole value).
+func SensitiveHeader(name string) bool {
+	n := strings.ToLower(name)
+	switch n {
+	case "authorization", "proxy-authorization", "cookie":
+		return true
+	}
+	for _, w := range []string{"token", "key", "secret", "auth", "session", "password", "signature"} {
+		if strings.Contains(n, w) {
+			return true
+		}
+	}
+	return false
+}

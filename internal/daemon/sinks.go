@@ -1,0 +1,25 @@
+package daemon
+
+// The sink types a config may name: each package registers itself with
+// tailfeed/sink (its constructor and any HTTP routes). A new sink is one
+// more line here.
+import (
+	_ "tailfeed/sink/count"
+	_ "tailfeed/sink/discard"
+	_ "tailfeed/sink/file"
+	_ "tailfeed/sink/pull"
+	_ "tailfeed/sink/webhook"
+)
+
+// sinkOf is the sink of the processor called name (nil: none), for the
+// routes a sink type serves.
+func (d *Daemon) sinkOf(name string) any {
+	for _, f := range d.feeds {
+		for _, g := range f.groups {
+			if g.Name() == name {
+				return g.Sink()
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,202 @@
+package processor
+
+import (
+	"context"
+	"errors"
+	"regexp"
+	"slices"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"tailfeed/feed"
+)
+
+// Host is what a sink may ask of its group: the seam every sink in sink/ is
+// built on. *Group implements it; a sink never reaches into a group's
+// fields. Mark, LineAt, CoveredEnd and Wait are for the group goroutine
+// (inside Process, ProcessBatch or Flush); TakeFilters is for the
+// constructor, before Start; the rest may be called from any goroutine (a
+// sink's timers, an HTTP handler).
+type Host interface {
+	Checkpoint
+	Name() string
+	Logger() hclog.Logger
+	Queue() *feed.Queue
+	Retry() Retry
+	OnFailure() OnFailure
+	// DeadLetters reports whether lines out of attempts go to the ledger
+	// (onFailure deadLetter, and the group has one).
+	DeadLetters() bool
+	// TakeFilters hands the group's match/exclude to a sink that filters by
+	// itself (each line then gets its own queue mark). Call before Start.
+	TakeFilters() (match, exclude *regexp.Regexp)
+	// Fail counts a failed attempt; Fence holds the feed at this subscriber
+	// ("subscriber <name> failing: <err>"); Unfence lifts any fence.
+	Fail()
+	Fence(err error)
+	Unfence()
+	Wake()
+	// Wait sleeps d; it returns a release request taken meanwhile (POST
+	// /admin/release), and false when ctx ended.
+	Wait(ctx context.Context, d time.Duration) (*ReleaseRequest, bool)
+	// GiveUp answers r: n lines were given up on purpose.
+	GiveUp(r *ReleaseRequest, n uint64)
+	// DeadLetter writes a line to the group's ledger and counts it; a
+	// request name and its line count are recorded when request != "".
+	DeadLetter(d *feed.Delivery, attempts int, lastErr error, request string, requestLines int) error
+	// Ledger is the group's dead-letter ledger (nil when it has none).
+	Ledger() *Ledger
+	// InLedger returns the positions of b's lines in the ledger (nil: none).
+	InLedger(b *feed.Batch) map[int64]bool
+	// LineAt finds the line of the current batch (unfiltered) ending at pos:
+	// its feed sequence and the queue count before it.
+	LineAt(epoch uint64, pos int64) (seq, before uint64, ok bool)
+	// CoveredEnd is the position of the last line of the current batch
+	// (unfiltered) that the processor call in progress covers.
+	CoveredEnd() (int64, bool)
+}
+
+var _ Host = (*Group)(nil)
+
+// FenceHolder is a sink that fences its subscriber by itself (pull: a line
+// out of attempts under hold); the group does not lift that fence.
+type FenceHolder interface {
+	HoldsFence() bool
+}
+
+// DeadLetterPurger is a sink that holds replayed dead letters itself
+// (pull): it purges the ledger and drops the entries it purged.
+type DeadLetterPurger interface {
+	PurgeDeadLetters(max int) (int, error)
+}
+
+// ReleaseRequest is a request to give held lines up, taken by Wait.
+type ReleaseRequest struct {
+	reply chan uint64
+}
+
+// ErrNoDeadLetter is returned by DeadLetter for a group without a ledger.
+var ErrNoDeadLetter = errors.New("processor: no dead-letter ledger")
+
+// Logger is the group's logger (named after the subscriber).
+func (g *Group) Logger() hclog.Logger { return g.log }
+
+// Retry is the group's retry policy.
+func (g *Group) Retry() Retry { return g.cfg.Retry }
+
+// OnFailure is what the group does with a line out of attempts.
+func (g *Group) OnFailure() OnFailure { return g.cfg.OnFailure }
+
+// DeadLetters implements Host.
+func (g *Group) DeadLetters() bool { return g.cfg.OnFailure == DeadLetter && g.cfg.Ledger != nil }
+
+// TakeFilters implements Host.
+func (g *Group) TakeFilters() (match, exclude *regexp.Regexp) {
+	match, exclude = g.cfg.Match, g.cfg.Exclude
+	g.cfg.Match, g.cfg.Exclude, g.ownFilter = nil, nil, true
+	return match, exclude
+}
+
+// Fail implements Host.
+func (g *Group) Fail() { g.failures.Add(1) }
+
+// Fence implements Host.
+func (g *Group) Fence(err error) { g.fence(err) }
+
+// Unfence implements Host: it lifts the fence whoever set it.
+func (g *Group) Unfence() {
+	if s, _ := g.q.State(); s == feed.Fenced {
+		g.log.Info("subscriber recovered")
+		g.q.SetState(feed.Live, "")
+		g.cfg.Wake()
+	}
+}
+
+// Wake pokes the feed's source (the ack point or the state changed).
+func (g *Group) Wake() { g.cfg.Wake() }
+
+// Wait implements Host.
+func (g *Group) Wait(ctx context.Context, d time.Duration) (*ReleaseRequest, bool) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil, true
+	case req := <-g.releases:
+		return req, true
+	case <-ctx.Done():
+		return nil, false
+	}
+}
+
+// GiveUp implements Host.
+func (g *Group) GiveUp(r *ReleaseRequest, n uint64) {
+	g.q.AddReleased(n)
+	g.q.SetState(feed.Released, "")
+	g.cfg.Wake()
+	r.reply <- n
+}
+
+// requestLetterer is a ledger that records the request a line was in.
+type requestLetterer interface {
+	DeadLetterRequest(d *feed.Delivery, attempts int, lastErr error, request string, requestLines int) error
+}
+
+// DeadLetter implements Host.
+func (g *Group) DeadLetter(d *feed.Delivery, attempts int, lastErr error, request string, requestLines int) error {
+	if g.cfg.Ledger == nil {
+		return ErrNoDeadLetter
+	}
+	var err error
+	if rl, ok := g.cfg.Ledger.(requestLetterer); ok && request != "" {
+		err = rl.DeadLetterRequest(d, attempts, lastErr, request, requestLines)
+	} else {
+		err = g.cfg.Ledger.DeadLetter(d, attempts, lastErr)
+	}
+	if err == nil {
+		g.deadLettered.Add(1)
+	}
+	return err
+}
+
+// InLedger implements Host.
+func (g *Group) InLedger(b *feed.Batch) map[int64]bool {
+	if g.dlq == nil {
+		return nil
+	}
+	return g.dlq.Within(b)
+}
+
+// LineAt implements Host.
+func (g *Group) LineAt(epoch uint64, pos int64) (seq, before uint64, ok bool) {
+	b := g.cur
+	if b == nil || !b.Positioned || b.Epoch != epoch {
+		return 0, 0, false
+	}
+	k, found := slices.BinarySearch(b.Ends, pos) // positions grow within a batch
+	if !found {
+		return 0, 0, false
+	}
+	return b.FirstSeq + uint64(k), g.mark - uint64(b.Len()) + uint64(k), true
+}
+
+// CoveredEnd implements Host.
+func (g *Group) CoveredEnd() (int64, bool) {
+	b := g.cur
+	if b == nil || !b.Positioned {
+		return 0, false
+	}
+	k := int(g.cpMark) - int(g.mark-uint64(b.Len()))
+	if k <= 0 || k > b.Len() {
+		return 0, false
+	}
+	return b.Ends[k-1], true
+}
+
+// sinkHolds reports whether the group's processor keeps the subscriber
+// fenced by itself.
+func (g *Group) sinkHolds() bool {
+	h, ok := g.Sink().(FenceHolder)
+	return ok && h.HoldsFence()
+}

@@ -1,0 +1,24 @@
+package count
+
+import (
+	"tailfeed/internal/datadir"
+	"tailfeed/sink"
+)
+
+func init() {
+	sink.Register("count", sink.Type{New: open, OwnMatch: true})
+}
+
+// open builds a count processor; its state is dataDir/state/<processor>.json,
+// saved at most fsyncIntervalMillis after a change. It applies match
+// itself (the group does not filter a count processor by it).
+func open(env sink.Env) (any, error) {
+	pc := env.Config
+	return OpenCount(CountConfig{
+		Name:       pc.Name,
+		Path:       datadir.CountState(env.DataDir, pc.Name),
+		Match:      pc.Built.Match,
+		Interval:   pc.Built.FsyncInterval,
+		Checkpoint: env.Group,
+	})
+}

@@ -1,0 +1,513 @@
+package pull
+
+import (
+	"bytes"
+	"container/heap"
+	"context"
+	crand "crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"tailfeed/feed"
+	"tailfeed/processor"
+)
+
+// Pull is the `pull` subscriber: it keeps the lines its group hands it
+// and lends them to HTTP clients, which acknowledge every delivery (GET
+// /v1/pull/{subscriber}, POST /v1/ack, POST /v1/nack: http.go). It takes a
+// checkpoint hold, so the pointer follows the slowest client: the ack point
+// moves only as the contiguous prefix of acknowledged, dead-lettered or
+// filtered lines grows. A delivery not acknowledged within ackTimeout is
+// handed out again after one backoff step (Retry.Step); out of attempts,
+// onFailure applies. See the package doc.
+type Pull struct {
+	h           processor.Host
+	q           *feed.Queue
+	name        string
+	log         hclog.Logger
+	ackTimeout  time.Duration
+	maxInFlight int
+	retry       processor.Retry
+	onFailure   processor.OnFailure
+	match       *regexp.Regexp
+	exclude     *regexp.Regexp
+
+	mu      sync.Mutex
+	order   []*pullEntry // lines in queue order, from the oldest one not done
+	head    int          // order[:head] are gone
+	ready   readyHeap    // lines waiting to be handed out
+	timers  timerHeap    // ack deadlines, backoff ends, replay deadlines
+	byID    map[string]*pullEntry
+	unacked int    // lines of order not done
+	out     int    // deliveries handed out and not acknowledged (nor timed out)
+	held    int    // lines out of attempts under onFailure hold
+	durable uint64 // the mark last reported through DurableThrough
+	rank    uint64 // insertion counter (order among replays)
+	rng     *rand.ChaCha8
+	sig     chan struct{} // closed and replaced whenever a waiter may proceed
+	dying   []*pullEntry  // out of attempts, to be written to the ledger
+	closed  bool
+
+	// Replayed dead letters held here, by ledger id: queued, out, or
+	// acknowledged until removeReplayed rewrote the ledger (a replay
+	// meanwhile must not queue them again, nor a purge count them).
+	replaying map[uint64]*pullEntry
+	acked     []uint64 // ledger ids of replayed dead letters acknowledged in this settle call
+
+	kick      chan struct{}
+	stop      chan struct{}
+	done      chan struct{}
+	closeOnce sync.Once
+}
+
+// Config configures a Pull.
+type Config struct {
+	// Group is the subscriber's group. Pull takes its checkpoint hold, its
+	// retry policy, onFailure, ledger and filters.
+	Group       processor.Host
+	AckTimeout  time.Duration
+	MaxInFlight int
+	Logger      hclog.Logger
+}
+
+type pullState uint8
+
+const (
+	pullReady   pullState = iota // waiting to be handed out
+	pullOut                      // handed out, waiting for its ACK until due
+	pullDelayed                  // failed; handed out again at due
+	pullDying                    // out of attempts, being dead-lettered
+	pullDone                     // acknowledged, dead-lettered or released
+)
+
+// pullEntry is one line held by the subscriber.
+type pullEntry struct {
+	through    uint64 // queue mark through this line and the filtered lines after it (0: a replay)
+	rank       uint64 // ready order: through, or the insertion counter for a replay
+	seq        uint64
+	epoch      uint64
+	pos        int64
+	positioned bool
+	feed, path string
+	line       []byte
+
+	state   pullState
+	attempt int       // deliveries handed out so far
+	id      string    // deliveryId that may still acknowledge it ("" none)
+	due     time.Time // pullOut: ACK deadline; pullDelayed: redelivery
+	lastErr error
+	held    bool   // out of attempts under hold
+	replay  bool   // a replayed dead letter (through 0)
+	lid     uint64 // a replay's ledger entry id
+	ridx    int    // index in ready (-1: not in it)
+	tidx    int    // index in timers (-1: not in it)
+}
+
+// Event is one delivery as GET /v1/pull returns it.
+type Event struct {
+	DeliveryID string  `json:"deliveryId"`
+	Feed       string  `json:"feed"`
+	Epoch      string  `json:"epoch"` // 16 lowercase hex digits
+	Position   int64   `json:"position"`
+	Sequence   uint64  `json:"sequence"`
+	Attempt    int     `json:"attempt"`
+	Path       string  `json:"path"`
+	Line       string  `json:"line"`                 // text: one U+FFFD per invalid UTF-8 byte (encoding/json)
+	LineBase64 *string `json:"lineBase64,omitempty"` // the raw bytes, with ?raw=1
+}
+
+// ErrClosed is returned by a replay into a pull subscriber that
+// stopped.
+var ErrClosed = errors.New("processor: pull subscriber closed")
+
+// New makes the pull subscriber of cfg.Group and starts its timer
+// goroutine (Close stops it). Call before the group starts.
+func New(cfg Config) (*Pull, error) {
+	g := cfg.Group
+	if g == nil {
+		return nil, errors.New("pull: no group")
+	}
+	if cfg.AckTimeout <= 0 || cfg.MaxInFlight < 1 {
+		return nil, fmt.Errorf("pull: ackTimeout %v and maxInFlight %d must be positive", cfg.AckTimeout, cfg.MaxInFlight)
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = g.Logger()
+	}
+	var seed [32]byte
+	if _, err := crand.Read(seed[:]); err != nil {
+		return nil, fmt.Errorf("pull: seed deliveryIds: %w", err)
+	}
+	p := &Pull{
+		h: g, q: g.Queue(), name: g.Name(), log: log,
+		ackTimeout: cfg.AckTimeout, maxInFlight: cfg.MaxInFlight,
+		retry: g.Retry(), onFailure: g.OnFailure(),
+		byID: map[string]*pullEntry{}, replaying: map[uint64]*pullEntry{}, rng: rand.NewChaCha8(seed),
+		sig: make(chan struct{}), kick: make(chan struct{}, 1),
+		stop: make(chan struct{}), done: make(chan struct{}),
+	}
+	if p.onFailure == processor.DeadLetter && !g.DeadLetters() {
+		return nil, errors.New("pull: onFailure deadLetter needs a ledger")
+	}
+	// Pull filters by itself: each line needs its own queue mark.
+	p.match, p.exclude = g.TakeFilters()
+	g.Hold()
+	go p.run()
+	return p, nil
+}
+
+// Name is the subscriber's name (the prefix of its deliveryIds).
+func (p *Pull) Name() string { return p.name }
+
+// ProcessBatch takes b's lines in (copies) and returns at once; they count
+// as done for the queue's ack point only once acknowledged. It waits while
+// maxInFlight lines are unacknowledged.
+func (p *Pull) ProcessBatch(ctx context.Context, b *feed.Batch) (int, error) {
+	if len(b.Lines) == 0 { // lines finished without the pull: done once those before them are
+		p.mu.Lock()
+		p.skipTo(p.h.Mark())
+		p.mu.Unlock()
+		return 0, nil
+	}
+	base := p.h.Mark() - uint64(len(b.Lines))
+	p.mu.Lock()
+	for p.unacked >= p.maxInFlight && !p.closed {
+		ch := p.sig
+		p.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
+		p.mu.Lock()
+	}
+	led := p.h.InLedger(b) // lines dead-lettered before a crash: processed
+	added := false
+	for i, line := range b.Lines {
+		through := base + uint64(i) + 1
+		if !p.wanted(line) || led[b.Ends[i]] {
+			p.skipTo(through)
+			continue
+		}
+		e := &pullEntry{
+			through: through, rank: through, seq: b.FirstSeq + uint64(i),
+			epoch: b.Epoch, pos: b.Ends[i], positioned: b.Positioned,
+			feed: b.Feed, path: b.Path, line: bytes.Clone(line), ridx: -1, tidx: -1,
+		}
+		p.order = append(p.order, e)
+		heap.Push(&p.ready, e)
+		p.unacked++
+		added = true
+	}
+	if added {
+		p.broadcast()
+	}
+	p.mu.Unlock()
+	return len(b.Lines), nil
+}
+
+func (p *Pull) wanted(line []byte) bool {
+	if p.match != nil && !p.match.Match(line) {
+		return false
+	}
+	return p.exclude == nil || !p.exclude.Match(line)
+}
+
+// skipTo records a filtered line: done once every line before it is.
+func (p *Pull) skipTo(through uint64) {
+	if p.head < len(p.order) {
+		p.order[len(p.order)-1].through = through
+		return
+	}
+	p.report(through)
+}
+
+// report moves the queue's durable mark.
+func (p *Pull) report(through uint64) {
+	if through > p.durable {
+		p.durable = through
+		p.h.DurableThrough(through)
+	}
+}
+
+// Pull hands out up to max waiting lines, waiting up to wait (or until ctx
+// ends) for the first one. It returns an empty list when none came.
+func (p *Pull) Pull(ctx context.Context, max int, wait time.Duration, raw bool) []Event {
+	deadline := time.Now().Add(wait)
+	var timer *time.Timer
+	for {
+		p.mu.Lock()
+		now := time.Now()
+		p.expire(now)
+		picked := p.handout(now, max)
+		ch, closed := p.sig, p.closed
+		p.mu.Unlock()
+		if len(picked) > 0 || closed || !now.Before(deadline) {
+			return p.events(picked, raw)
+		}
+		if timer == nil {
+			timer = time.NewTimer(time.Until(deadline))
+			defer timer.Stop()
+		}
+		select {
+		case <-ch:
+		case <-timer.C:
+		case <-ctx.Done():
+			return p.events(picked, raw)
+		}
+	}
+}
+
+// handed is a delivery as handed out (its id and attempt at that moment).
+type handed struct {
+	e       *pullEntry
+	id      string
+	attempt int
+}
+
+// handout takes up to max ready lines out, within maxInFlight.
+func (p *Pull) handout(now time.Time, max int) []handed {
+	n := min(max, p.maxInFlight-p.out)
+	if n <= 0 || len(p.ready) == 0 {
+		return nil
+	}
+	out := make([]handed, 0, min(n, len(p.ready)))
+	for len(out) < n && len(p.ready) > 0 {
+		e := heap.Pop(&p.ready).(*pullEntry)
+		if e.id != "" {
+			delete(p.byID, e.id) // the timed-out delivery's late ACK no longer counts
+		}
+		e.id = p.newID()
+		p.byID[e.id] = e
+		e.attempt++
+		e.state = pullOut
+		e.due = now.Add(p.ackTimeout)
+		p.setTimer(e)
+		p.out++
+		out = append(out, handed{e, e.id, e.attempt})
+	}
+	return out
+}
+
+func (p *Pull) events(hs []handed, raw bool) []Event {
+	evs := make([]Event, len(hs))
+	for i, h := range hs {
+		e := h.e // line, epoch, position… never change once taken in
+		evs[i] = Event{
+			DeliveryID: h.id, Feed: e.feed, Epoch: fmt.Sprintf("%016x", e.epoch), Position: e.pos,
+			Sequence: e.seq, Attempt: h.attempt, Path: e.path, Line: string(e.line),
+		}
+		if raw {
+			s := base64.StdEncoding.EncodeToString(e.line)
+			evs[i].LineBase64 = &s
+		}
+	}
+	return evs
+}
+
+// newID is `<subscriber>:<32 hex digits>`; p.mu is held.
+func (p *Pull) newID() string {
+	var r [16]byte
+	p.rng.Read(r[:])
+	var sb strings.Builder
+	sb.Grow(len(p.name) + 33)
+	sb.WriteString(p.name)
+	sb.WriteByte(':')
+	var h [32]byte
+	hex.Encode(h[:], r[:])
+	sb.Write(h[:])
+	return sb.String()
+}
+
+// IDSubscriber returns the subscriber named in a deliveryId ("" when id
+// has no subscriber part).
+func IDSubscriber(id string) string {
+	i := strings.IndexByte(id, ':')
+	if i <= 0 {
+		return ""
+	}
+	return id[:i]
+}
+
+// Ack acknowledges one delivery; false when the id is unknown, already
+// acknowledged, or no longer valid.
+func (p *Pull) Ack(id string) bool {
+	n, _ := p.AckAll([]string{id})
+	return n == 1
+}
+
+// AckAll acknowledges deliveries and returns how many it acknowledged and
+// the ids it did not know (unknown, already acknowledged, no longer valid).
+func (p *Pull) AckAll(ids []string) (int, []string) {
+	return p.settle(ids, p.ack)
+}
+
+// Nack gives one delivery back: its line is handed out again at once, with
+// the next attempt. False when the id is not a delivery waiting for its ACK.
+func (p *Pull) Nack(id string) bool {
+	n, _ := p.NackAll([]string{id})
+	return n == 1
+}
+
+// NackAll is Nack for several ids, like AckAll.
+func (p *Pull) NackAll(ids []string) (int, []string) {
+	return p.settle(ids, p.nack)
+}
+
+func (p *Pull) settle(ids []string, f func(*pullEntry, time.Time)) (int, []string) {
+	unknown := []string{}
+	n := 0
+	p.mu.Lock()
+	now := time.Now()
+	for _, id := range ids {
+		e := p.byID[id]
+		if e == nil || p.closed {
+			unknown = append(unknown, id)
+			continue
+		}
+		delete(p.byID, id)
+		e.id = ""
+		f(e, now)
+		n++
+	}
+	if n > 0 {
+		p.advance()
+		p.broadcast()
+	}
+	replayed := p.acked
+	p.acked = nil
+	p.mu.Unlock()
+	p.removeReplayed(replayed) // before the ACK is answered
+	return n, unknown
+}
+
+// ack finishes e (its id was just removed).
+func (p *Pull) ack(e *pullEntry, _ time.Time) {
+	p.unlink(e)
+	p.finish(e, nil)
+}
+
+// nack fails e's delivery and makes its line ready at once.
+func (p *Pull) nack(e *pullEntry, now time.Time) {
+	if e.state != pullOut {
+		// A late id of a delivery that already timed out: it failed already;
+		// only hurry the redelivery.
+		if e.state == pullDelayed {
+			p.unlink(e)
+			e.state = pullReady
+			heap.Push(&p.ready, e)
+		}
+		return
+	}
+	p.unlink(e)
+	p.fail(e, now, errors.New("nacked by the client"), true)
+}
+
+// unlink takes e out of the heaps and the out count.
+func (p *Pull) unlink(e *pullEntry) {
+	if e.state == pullOut {
+		p.out--
+	}
+	if e.tidx >= 0 {
+		heap.Remove(&p.timers, e.tidx)
+	}
+	if e.ridx >= 0 {
+		heap.Remove(&p.ready, e.ridx)
+	}
+}
+
+// finish marks e done (acknowledged, dead-lettered or released); err is a
+// replay's failure.
+func (p *Pull) finish(e *pullEntry, err error) {
+	if e.id != "" {
+		delete(p.byID, e.id)
+		e.id = ""
+	}
+	e.state = pullDone
+	if e.held {
+		e.held = false
+		p.held--
+		if p.held == 0 {
+			p.unfence()
+		}
+	}
+	if e.replay {
+		if err == nil {
+			// Stays in replaying until removeReplayed rewrote the ledger.
+			p.acked = append(p.acked, e.lid)
+		} else {
+			delete(p.replaying, e.lid)
+		}
+		return
+	}
+	p.unacked--
+}
+
+// advance drops the done prefix of order and reports it durable.
+func (p *Pull) advance() {
+	var through uint64
+	for p.head < len(p.order) && p.order[p.head].state == pullDone {
+		through = p.order[p.head].through
+		p.order[p.head] = nil
+		p.head++
+	}
+	if p.head == len(p.order) {
+		p.order, p.head = p.order[:0], 0
+	} else if p.head > 1024 && p.head > len(p.order)/2 {
+		p.order = append(p.order[:0], p.order[p.head:]...)
+		p.head = 0
+	}
+	if through > 0 {
+		p.report(through)
+	}
+}
+
+func (p *Pull) broadcast() {
+	close(p.sig)
+	p.sig = make(chan struct{})
+}
+
+// HoldsFence implements processor.FenceHolder: a line out of attempts
+// under hold keeps the subscriber fenced.
+func (p *Pull) HoldsFence() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.held > 0
+}
+
+// InFlight is the number of deliveries out waiting for their ACK.
+func (p *Pull) InFlight() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.out
+}
+
+// Close stops the timer goroutine, ends long polls and fails waiting
+// replays. Unacknowledged lines stay unacknowledged: the pointer does not
+// pass them, and the next run delivers them again. Close is idempotent.
+func (p *Pull) Close() error {
+	p.closeOnce.Do(func() {
+		p.mu.Lock()
+		p.closed = true
+		for _, e := range append(append([]*pullEntry(nil), p.ready...), p.timers...) {
+			if e.replay && e.state != pullDone {
+				p.unlink(e)
+				p.finish(e, ErrClosed)
+			}
+		}
+		p.broadcast()
+		p.mu.Unlock()
+		close(p.stop)
+		<-p.done
+	})
+	return nil
+}

@@ -1,0 +1,375 @@
+package pull
+
+import (
+	"container/heap"
+	"errors"
+	"fmt"
+	"time"
+
+	"tailfeed/feed"
+	"tailfeed/processor"
+)
+
+// The pull subscriber's clock: ACK deadlines, redeliveries after a backoff
+// step, dead letters and the hold (see Pull).
+
+// setTimer puts e in the timer heap at e.due (or moves it there).
+func (p *Pull) setTimer(e *pullEntry) {
+	if e.tidx >= 0 {
+		heap.Fix(&p.timers, e.tidx)
+	} else {
+		heap.Push(&p.timers, e)
+	}
+	if p.timers[0] == e {
+		kickChan(p.kick)
+	}
+}
+
+// expire handles every timer due at now; p.mu is held.
+func (p *Pull) expire(now time.Time) {
+	changed := false
+	for len(p.timers) > 0 && !p.timers[0].due.After(now) {
+		e := heap.Pop(&p.timers).(*pullEntry)
+		switch e.state {
+		case pullOut:
+			p.out--
+			p.fail(e, now, fmt.Errorf("not acknowledged within %v", p.ackTimeout), false)
+		case pullDelayed:
+			e.state = pullReady
+			heap.Push(&p.ready, e)
+		}
+		changed = true
+	}
+	if changed {
+		p.advance()
+		p.broadcast()
+	}
+}
+
+// fail handles a failed delivery of e (already out of the heaps and the
+// out count): redelivery after a backoff step (at once for a NACK), the
+// dead-letter ledger or the hold once the attempts ran out.
+func (p *Pull) fail(e *pullEntry, now time.Time, err error, nacked bool) {
+	p.h.Fail()
+	e.lastErr = err
+	if nacked && e.id != "" {
+		delete(p.byID, e.id)
+		e.id = ""
+	}
+	if e.replay && e.attempt >= p.retry.Attempts {
+		// Out of attempts again: it stays in the ledger, once.
+		p.log.Warn("replayed dead letter not acknowledged; it stays in the dead-letter ledger",
+			"position", e.pos, "attempts", e.attempt, "error", err)
+		p.finish(e, err)
+		return
+	}
+	if !e.replay && e.attempt >= p.retry.Attempts {
+		if p.onFailure == processor.DeadLetter {
+			if e.id != "" {
+				delete(p.byID, e.id)
+				e.id = ""
+			}
+			e.state = pullDying
+			p.dying = append(p.dying, e)
+			kickChan(p.kick)
+			return
+		}
+		if !e.held {
+			e.held = true
+			p.held++
+			p.fence(e)
+		}
+	}
+	if nacked {
+		e.state = pullReady
+		heap.Push(&p.ready, e)
+		return
+	}
+	e.state = pullDelayed
+	e.due = now.Add(p.retry.Step(e.attempt))
+	p.setTimer(e)
+}
+
+// fence makes the subscriber hold the feed (the line out of attempts); the
+// group logs it once, with the reason.
+func (p *Pull) fence(e *pullEntry) {
+	p.h.Fence(fmt.Errorf("line at position %d (epoch %016x) not acknowledged after %d attempts: %v",
+		e.pos, e.epoch, e.attempt, e.lastErr))
+}
+
+func (p *Pull) unfence() {
+	p.h.Unfence() // logs "subscriber recovered" when it was fenced
+}
+
+// run is the timer goroutine: it expires deliveries and writes dead
+// letters (outside the lock: an fsync).
+func (p *Pull) run() {
+	defer close(p.done)
+	t := time.NewTimer(time.Hour)
+	defer t.Stop()
+	for {
+		p.mu.Lock()
+		p.expire(time.Now())
+		work := p.dying
+		p.dying = nil
+		var next time.Time
+		if len(p.timers) > 0 {
+			next = p.timers[0].due
+		}
+		p.mu.Unlock()
+		if len(work) > 0 {
+			for _, e := range work {
+				p.deadLetter(e)
+			}
+			continue
+		}
+		var tc <-chan time.Time
+		if !next.IsZero() {
+			t.Reset(time.Until(next))
+			tc = t.C
+		}
+		select {
+		case <-p.stop:
+			return
+		case <-p.kick:
+		case <-tc:
+		}
+	}
+}
+
+// deadLetter writes e to the ledger; when that fails the line is held
+// instead and tried again at its next expiry.
+func (p *Pull) deadLetter(e *pullEntry) {
+	var d feed.Delivery
+	d.Reset(&feed.Batch{Feed: e.feed, Path: e.path, Epoch: e.epoch, Positioned: e.positioned, FirstSeq: e.seq,
+		Lines: [][]byte{e.line}, Ends: []int64{e.pos}}, 0)
+	d.Attempt = e.attempt
+	err := p.h.DeadLetter(&d, e.attempt, e.lastErr, "", 0)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if e.state != pullDying {
+		return // finished meanwhile: never finish it twice, nor revive it (see ReleaseHold)
+	}
+	if err != nil {
+		p.log.Error("dead-letter write failed; holding the line", "position", e.pos, "error", err)
+		if !e.held {
+			e.held = true
+			p.held++
+			e.lastErr = fmt.Errorf("%w (dead-letter write failed: %v)", e.lastErr, err)
+			p.fence(e)
+		}
+		e.state = pullDelayed
+		e.due = time.Now().Add(p.retry.Step(e.attempt))
+		p.setTimer(e)
+		return
+	}
+	p.log.Warn("pull line dead-lettered", "position", e.pos, "attempts", e.attempt, "error", e.lastErr)
+	p.finish(e, nil)
+	p.advance()
+	p.broadcast()
+}
+
+// ReleaseHold implements HoldReleaser (POST /admin/release): the lines
+// held out of attempts are given up — they count as done and as released —
+// and the subscriber goes on. ok is false when no line is held.
+//
+// A held line that ran out of attempts again and is being written to the
+// ledger (pullDying) is left to that write, which runs outside the lock:
+// written, it is dead-lettered; failed, it is held again and a later
+// release (Group.Release keeps asking) gives it up. Releasing it meanwhile
+// finished it twice, or revived it after it was finished.
+func (p *Pull) ReleaseHold() (uint64, bool) {
+	p.mu.Lock()
+	n := uint64(0)
+	for _, e := range p.order[p.head:] {
+		if e.held && e.state != pullDone && e.state != pullDying {
+			p.unlink(e)
+			p.finish(e, nil)
+			n++
+		}
+	}
+	if n > 0 {
+		p.q.AddReleased(n)
+		p.q.SetState(feed.Released, "")
+		p.advance()
+		p.broadcast()
+	}
+	p.mu.Unlock()
+	if n == 0 {
+		return 0, false
+	}
+	p.log.Warn("held pull lines released on purpose", "lines", n)
+	p.h.Wake()
+	return n, true
+}
+
+// QueueReplay queues up to max of the oldest dead letters of the ledger
+// that are not out already, for clients to pull (see Pull), and returns at
+// once how many it queued.
+func (p *Pull) QueueReplay(max int) (int, error) {
+	l := p.h.Ledger()
+	if l == nil {
+		return 0, processor.ErrNoLedger
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return 0, ErrClosed
+	}
+	// Read under p.mu (lock order p.mu → l.mu), so the ledger and replaying
+	// agree: an acknowledged entry stays in replaying until it left the
+	// ledger (removeReplayed).
+	items := l.Head(l.Len())
+	n := 0
+	for _, it := range items {
+		if n >= max {
+			break
+		}
+		if p.replaying[it.ID] != nil {
+			continue
+		}
+		p.rank++
+		e := &pullEntry{rank: p.rank, epoch: it.Epoch, pos: it.Entry.Position, positioned: it.Entry.Positioned,
+			feed: it.Entry.Feed, path: it.Entry.Path, line: it.Line, replay: true, lid: it.ID, ridx: -1, tidx: -1}
+		p.replaying[it.ID] = e
+		heap.Push(&p.ready, e)
+		n++
+	}
+	if n > 0 {
+		p.broadcast()
+		p.log.Info("dead letters queued for replay", "entries", n)
+	}
+	return n, nil
+}
+
+// removeReplayed removes acknowledged replayed dead letters from the
+// ledger (an fsynced rewrite, outside p.mu). An entry that cannot be
+// removed stays in the ledger (its line was delivered: a later replay
+// delivers it again, never loses it).
+func (p *Pull) removeReplayed(ids []uint64) {
+	l := p.h.Ledger()
+	if len(ids) == 0 || l == nil {
+		return
+	}
+	set := make(map[uint64]bool, len(ids))
+	for _, id := range ids {
+		set[id] = true
+	}
+	n, err := l.Remove(set)
+	p.mu.Lock()
+	for id := range set {
+		// Also after a failed rewrite: the entry is in the ledger, and a
+		// later replay may queue it again.
+		delete(p.replaying, id)
+	}
+	p.mu.Unlock()
+	if err != nil {
+		p.log.Error("acknowledged replayed dead letters stay in the ledger", "entries", len(ids), "error", err)
+	}
+	if n > 0 {
+		p.log.Info("dead letters replayed", "entries", n)
+		p.h.Wake() // deadLettered changed
+	}
+}
+
+// errPurged ends a replayed dead letter purged from the ledger.
+var errPurged = errors.New("purged from the dead-letter ledger")
+
+// PurgeDeadLetters implements processor.DeadLetterPurger: it purges the ledger (Ledger.Purge) and drops the replayed
+// entries it purged that are queued or out: a later ACK of one is unknown
+// (404), so a purged entry never counts as delivered as well as released.
+// Entries acknowledged and waiting for removeReplayed are left to it (they
+// were delivered, not released). Under p.mu, so no ACK or replay runs in
+// between.
+func (p *Pull) PurgeDeadLetters(max int) (int, error) {
+	l := p.h.Ledger()
+	if l == nil {
+		return 0, processor.ErrNoLedger
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	ids := l.PurgeIDs(max, func(id uint64) bool {
+		e := p.replaying[id]
+		return e != nil && e.state == pullDone
+	})
+
+	n, err := l.Remove(ids)
+	if err != nil {
+		return n, err
+	}
+	dropped := 0
+	for id := range ids {
+		if e := p.replaying[id]; e != nil && e.state != pullDone {
+			p.unlink(e)
+			p.finish(e, errPurged)
+			dropped++
+		}
+	}
+	if dropped > 0 {
+		p.log.Info("purged dead letters dropped from the replay", "entries", dropped)
+		p.broadcast()
+	}
+	return n, nil
+}
+
+// readyHeap orders lines by queue position (replays first).
+type readyHeap []*pullEntry
+
+func (h readyHeap) Len() int           { return len(h) }
+func (h readyHeap) Less(i, j int) bool { return h.rankKey(i) < h.rankKey(j) }
+func (h readyHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].ridx, h[j].ridx = i, j
+}
+func (h *readyHeap) Push(x any) {
+	e := x.(*pullEntry)
+	e.ridx = len(*h)
+	*h = append(*h, e)
+}
+func (h *readyHeap) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	e.ridx = -1
+	return e
+}
+
+// rankKey puts replays (through 0) before every queued line.
+func (h readyHeap) rankKey(i int) uint64 {
+	if h[i].replay {
+		return h[i].rank
+	}
+	return h[i].rank + 1<<62
+}
+
+// timerHeap orders entries by due time.
+type timerHeap []*pullEntry
+
+func (h timerHeap) Len() int           { return len(h) }
+func (h timerHeap) Less(i, j int) bool { return h[i].due.Before(h[j].due) }
+func (h timerHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].tidx, h[j].tidx = i, j
+}
+func (h *timerHeap) Push(x any) {
+	e := x.(*pullEntry)
+	e.tidx = len(*h)
+	*h = append(*h, e)
+}
+func (h *timerHeap) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	e.tidx = -1
+	return e
+}
+
+// kickChan wakes the timer goroutine without blocking.
+func kickChan(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
+}

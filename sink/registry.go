@@ -1,0 +1,99 @@
+// Package sink is the registry of sink types. Each type lives in its own
+// package under sink/ (file, count, pull, webhook, discard) and registers
+// itself from an init function, the way Prometheus' service discovery
+// mechanisms call discovery.RegisterConfig; internal/daemon imports them
+// for that (internal/daemon/sinks.go) and builds every configured
+// processor through Lookup. A sink is built on processor.Host, the narrow
+// seam to its group: adding a sink touches neither processor/ nor the
+// daemon's code, only that import list (and, until the config's build
+// step takes its decoders from here, config's list of types and keys).
+package sink
+
+import (
+	"fmt"
+	"sort"
+	"sync"
+
+	"github.com/hashicorp/go-hclog"
+
+	"tailfeed/config"
+	"tailfeed/feed"
+	"tailfeed/processor"
+	"tailfeed/status"
+)
+
+// Env is what a sink's constructor gets.
+type Env struct {
+	Group     processor.Host    // the subscriber's group: the sink's only handle on it
+	Config    *config.Processor // the processor's entry
+	Feed      *config.Feed      // the feed it reads
+	Publisher *feed.Publisher   // the feed's publisher
+	DataDir   string
+	Logger    hclog.Logger // named after the processor
+}
+
+// Type is one sink type.
+type Type struct {
+	// New builds the sink: a processor.BatchProcessor or a
+	// processor.Processor, and optionally a processor.Closer (closed at
+	// stop), processor.Flusher, processor.FenceHolder and so on.
+	New func(env Env) (any, error)
+	// Routes, optional, are the HTTP routes the type serves (pull's
+	// /v1/pull). sinkOf finds the sink of a processor by name (nil: none).
+	Routes func(sinkOf func(name string) any) map[string]status.Route
+	// OwnMatch: the sink applies `match` itself (count: its named group
+	// `key`); the group filters only by `exclude`.
+	OwnMatch bool
+}
+
+var (
+	mu    sync.Mutex
+	types = map[string]Type{}
+)
+
+// Register makes a sink type available under name (the config's `type`).
+// It panics on a second registration of a name, as http.Handle does.
+func Register(name string, t Type) {
+	mu.Lock()
+	defer mu.Unlock()
+	if _, dup := types[name]; dup {
+		panic(fmt.Sprintf("sink: type %q registered twice", name))
+	}
+	if t.New == nil {
+		panic(fmt.Sprintf("sink: type %q has no constructor", name))
+	}
+	types[name] = t
+}
+
+// Lookup returns the sink type registered under name.
+func Lookup(name string) (Type, bool) {
+	mu.Lock()
+	defer mu.Unlock()
+	t, ok := types[name]
+	return t, ok
+}
+
+// Routes collects the HTTP routes of every registered type.
+func Routes(sinkOf func(name string) any) map[string]status.Route {
+	mu.Lock()
+	names := make([]string, 0, len(types))
+	for n := range types {
+		names = append(names, n)
+	}
+	mu.Unlock()
+	sort.Strings(names)
+	out := map[string]status.Route{}
+	for _, n := range names {
+		t, _ := Lookup(n)
+		if t.Routes == nil {
+			continue
+		}
+		for p, r := range t.Routes(sinkOf) {
+			if _, dup := out[p]; dup {
+				panic(fmt.Sprintf("sink: route %s registered twice (type %s)", p, n))
+			}
+			out[p] = r
+		}
+	}
+	return out
+}

@@ -1,0 +1,165 @@
+package webhook
+
+import (
+	"bytes"
+	"fmt"
+
+	"tailfeed/feed"
+)
+
+// Rebuilding the recorded request after a restart (see Webhook, "Key
+// stability"). The record names the request that was being sent when the
+// daemon stopped: (epoch, first, last). The source re-reads from the
+// pointer and the group may cut those lines into other batches than before,
+// so the sink keeps the request's lines as they come (the carry) and sends
+// them under the recorded key once the line ending at `last` arrived.
+//
+// The carry is given up — what it holds goes out under a new key, with a
+// WARN — only on evidence that the rest of the range cannot come, never
+// for time alone (a request given up too early goes out under a new key,
+// then the rest under another, and a receiver that dedupes on the key
+// applies the lines of the first part twice):
+//
+//  1. a line of the epoch past `last` (the lines are in file order);
+//  2. with filters, a batch whose unfiltered lines reach `last` or past it
+//     (the lines of the range it filtered out will not come);
+//  3. a batch of another epoch;
+//  4. the source waits for these very lines: at an epoch barrier (it has
+//     published every positioned line of the old epoch), or refused a batch
+//     for a full window when every line before the carry was acknowledged
+//     (the window can only move once the carry is) — and the group took
+//     every batch published before.
+//
+// Carried lines are not durable (the queue's ack point stays before the
+// first of them; everything before it is reported durable when the carry
+// starts), so waiting loses nothing: a stop or a crash leaves them behind
+// the pointer, and the next run rebuilds the request again.
+//
+// Why waiting cannot deadlock. While the carry waits, the rest of the range
+// is either still to be read and published (then it comes), or the source
+// cannot publish it:
+//   - the old file ended before the range did and the source moved to
+//     another file: the epoch barrier waits for the carry's lines, and (4)
+//     lets them go; a best-effort webhook, which the barrier does not wait
+//     for, sees (3);
+//   - the window is full: if acknowledging the carry is what it waits for,
+//     (4) lets it go; otherwise a slower subscriber holds it, and its
+//     progress (or its release) moves the window without the webhook;
+//   - another subscriber's queue is full, or it is fenced: likewise (that is
+//     the wait the carry must sit out: the rest comes after it);
+//   - the webhook's own queue never fills: the group keeps taking batches
+//     while it carries.
+//
+// The group learns of (4) without a batch: FlushDue polls the publisher
+// every CarryPoll while the carry waits (it only looks).
+//
+// What it cannot tell: a file cut short between the crash and the restart,
+// at a length between the pointer and `last`, with its first bytes
+// unchanged, looks to the source like the same file read to its end. The
+// carry then waits for the writer (the feed is not settled meanwhile,
+// pendingAcks > 0); a new line ending past `last`, or a rotation, sends it.
+// A new line ending exactly at `last` would complete the range with other
+// bytes under the old key — positions are what identify lines within an
+// epoch, so nothing can tell them apart.
+
+// startCarry starts rebuilding the recorded request at the line of b that
+// ends at its first position, and reports every line before it durable.
+func (w *Webhook) startCarry(b *feed.Batch) {
+	w.carry = &whChunk{feed: b.Feed, path: b.Path, epoch: b.Epoch, positioned: true}
+	w.carrySeq = 0
+	if seq, before, ok := w.h.LineAt(b.Epoch, w.st.BatchFirst); ok {
+		w.carrySeq = seq
+		w.h.DurableThrough(before) // skipped as applied, filtered, or sent before
+	}
+}
+
+// extend copies lines of the recorded request from b (from line i) into the
+// carry and returns the index of the first line it did not take.
+func (w *Webhook) extend(b *feed.Batch, i int) int {
+	c := w.carry
+	for i < len(b.Lines) && b.Epoch == c.epoch {
+		e := b.Ends[i]
+		switch {
+		case len(c.ends) > 0 && e <= c.ends[len(c.ends)-1]:
+			i++ // carried already
+			continue
+		case e > w.st.BatchLast:
+			return i
+		}
+		c.lines = append(c.lines, bytes.Clone(b.Lines[i]))
+		c.ends = append(c.ends, e)
+		i++
+		if e == w.st.BatchLast {
+			break
+		}
+	}
+	return i
+}
+
+func (w *Webhook) carryComplete() bool {
+	c := w.carry
+	return len(c.ends) > 0 && c.ends[len(c.ends)-1] == w.st.BatchLast
+}
+
+// rangeCovered reports evidence (2) or (3) after the carry took what b
+// held: b is of another epoch, or the group's batch, filtered lines
+// included, reaches the end of the range as far as this call covers it.
+func (w *Webhook) rangeCovered(b *feed.Batch) bool {
+	if b.Epoch != w.carry.epoch {
+		return true
+	}
+	end, ok := w.h.CoveredEnd()
+	return ok && end >= w.st.BatchLast
+}
+
+// starved reports evidence (4): the source publishes nothing more until
+// the carry is acknowledged, and the group holds every batch it published.
+func (w *Webhook) starved() bool {
+	p := w.cfg.Publisher
+	if p == nil {
+		return false
+	}
+	if e := p.Barrier(); e == 0 || e == w.carry.epoch {
+		// Not at a barrier: a full window waits for the carry only when
+		// every line before it was acknowledged (and the queue holds the
+		// pointer: the window does not wait for a best-effort one).
+		acked, full := p.WindowFullAt()
+		if !full || acked+1 < w.carrySeq || w.h.Queue().BestEffort() {
+			return false
+		}
+	}
+	return w.h.Queue().Depth() == 0
+}
+
+// partlyLettered reports whether the dead-letter ledger holds the first
+// line of the recorded request: its dead letter began (it is written from
+// the first line on) and the request is never sent again.
+func (w *Webhook) partlyLettered(feedName string) bool {
+	probe := feed.Batch{Feed: feedName, Epoch: w.st.BatchEpoch, Positioned: true, Ends: []int64{w.st.BatchFirst}}
+	return w.h.InLedger(&probe) != nil
+}
+
+// restOfLettered returns the lines of b from line i through the end of the
+// recorded range, as a request to dead-letter only, and the index of the
+// line after them. It may hold part of the rest: the next batch brings the
+// others (the record still names the range, applied through the last line
+// written).
+func (w *Webhook) restOfLettered(b *feed.Batch, i int) (*whChunk, int) {
+	j := i
+	for j < len(b.Lines) && b.Ends[j] <= w.st.BatchLast {
+		j++
+	}
+	key := fmt.Sprintf("%s:%016x:%d-%d", b.Feed, w.st.BatchEpoch, w.st.BatchFirst, w.st.BatchLast)
+	lines := 0
+	if l := w.h.Ledger(); l != nil {
+		lines = l.RequestLines(b.Feed, key)
+	}
+	c := &whChunk{feed: b.Feed, path: b.Path, epoch: b.Epoch, positioned: true, noSend: true,
+		lines: b.Lines[i:j], ends: b.Ends[i:j], body: []byte{}, reqKey: key, reqLines: lines,
+		letterAttempts: max(1, w.h.Retry().Attempts), // the request ran out of its attempts
+		letterErr: fmt.Errorf("webhook request %s:%016x:%d-%d ran out of attempts and was dead-lettered in part before a restart; the rest is not sent again",
+			b.Feed, w.st.BatchEpoch, w.st.BatchFirst, w.st.BatchLast)}
+	w.log.Warn("webhook dead-letters the rest of a request dead-lettered in part before a restart",
+		"first", w.st.BatchFirst, "last", w.st.BatchLast, "lines", j-i)
+	return c, j
+}
