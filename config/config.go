@@ -46,10 +46,13 @@ const (
 
 // Config is a whole, validated config file with every default filled in.
 type Config struct {
-	File        string // absolute path of the config file ("" when Parse got no name)
-	Name        string // the config file as Parse got it, which "FILE:LINE: …" messages name
-	DataDir     string // absolute
-	DataDirLine int    // line of the dataDir key (0 when defaulted), for "FILE:LINE: dataDir: …"
+	File    string // absolute path of the config file ("" when Parse got no name)
+	Name    string // the config file as Parse got it, which "FILE:LINE: …" messages name
+	DataDir string // absolute
+	// Instance names this sidecar in every engine-side identity (DESIGN
+	// §11); default: the host name, its other characters replaced by '-'.
+	Instance    string
+	DataDirLine int // line of the dataDir key (0 when defaulted), for "FILE:LINE: dataDir: …"
 	Status      Status
 	Log         Log
 

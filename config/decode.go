@@ -26,7 +26,7 @@ const (
 
 // The keys of each section. Anything else is an error.
 var (
-	topKeys       = []string{"dataDir", "status", "log", "shutdownTimeoutMillis", "feeds", "processors"}
+	topKeys       = []string{"instance", "dataDir", "status", "log", "shutdownTimeoutMillis", "feeds", "processors"}
 	statusKeys    = []string{"listen", "token", "protectRead", "stallAlertMillis", "maxConnections"}
 	logKeys       = []string{"level", "format"}
 	feedKeys      = []string{"name", "path", "readStrategy", "maxLineBytes", "queueCapacity", "queueBytes", "maxPendingAcks", "pollIntervalMillis", "rotateWaitMillis", "commitSyncMillis", "rotatedNames", "overload"}
@@ -101,6 +101,9 @@ func (d *decoder) global(o *obj, cfg *Config) {
 		l.enum("format", &cfg.Log.Format, formats, nil)
 	}
 	o.integer("shutdownTimeoutMillis", &cfg.ShutdownTimeoutMillis, 1, maxMillis)
+	if line, ok := o.str("instance", &cfg.Instance); ok && (!validName.MatchString(cfg.Instance) || len(cfg.Instance) > maxName) {
+		d.errorf(line, "instance: %q must be 1 to %d of [A-Za-z0-9._-] (it names this sidecar in every engine-side identity)", cfg.Instance, maxName)
+	}
 }
 
 // entries decodes the feeds and processors lists.

@@ -1,5 +1,7 @@
 package config
 
+import "os"
+
 // Every default of the schema lives in this file (DESIGN §7). Parse starts
 // each section from these values and overlays what the file sets.
 
@@ -7,7 +9,8 @@ package config
 // a config must name at least one feed. File and DataDir are resolved by Parse.
 func DefaultConfig() *Config {
 	return &Config{
-		DataDir: "./var/state", // LOCK, feeds/<feed>.ptr, dlq/, state/ (relative to the config file)
+		Instance: defaultInstance(), // this sidecar's name in engine-side identities (DESIGN §11)
+		DataDir:  "./var/state",     // LOCK, feeds/<feed>.ptr, dlq/, state/ (relative to the config file)
 		Status: Status{
 			Listen:           "127.0.0.1:8470", // HTTP status/pull/admin server, loopback only
 			Token:            "",               // no bearer token; TAILFEED_TOKEN overrides at run
@@ -75,4 +78,23 @@ func DefaultRetry() Retry {
 		Jitter:        0.2,   // ± fraction of each backoff
 		Attempts:      6,     // before onFailure applies
 	}
+}
+
+// defaultInstance is the host name with every character outside
+// [A-Za-z0-9._-] replaced by '-', or "tailfeed" when there is none.
+func defaultInstance() string {
+	h, err := os.Hostname()
+	if err != nil || h == "" {
+		return "tailfeed"
+	}
+	b := []byte(h)
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			b[i] = '-'
+		}
+	}
+	if len(b) > maxName {
+		b = b[:maxName]
+	}
+	return string(b)
 }
