@@ -29,6 +29,7 @@ type Env struct {
 	Feed      *config.Feed      // the feed it reads
 	Publisher *feed.Publisher   // the feed's publisher
 	DataDir   string
+	Instance  string       // the sidecar's instance (DESIGN §11), in every engine-side identity
 	Logger    hclog.Logger // named after the processor
 }
 

@@ -281,7 +281,7 @@ func (d *Daemon) buildGroup(f *Feed, pc *config.Processor, q *feed.Queue, log hc
 	if build := d.opts.Processors[pc.Name]; build != nil {
 		return d.buildCustom(g, pc, build)
 	}
-	p, err := typ.New(sink.Env{Group: g, Config: pc, Feed: f.cfg, Publisher: f.pub, DataDir: d.cfg.DataDir,
+	p, err := typ.New(sink.Env{Group: g, Config: pc, Feed: f.cfg, Publisher: f.pub, DataDir: d.cfg.DataDir, Instance: d.cfg.Instance,
 		Logger: log.Named(pc.Name)})
 	if err != nil {
 		return nil, nil, fmt.Errorf("processor %s: %w", pc.Name, err)
