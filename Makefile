@@ -17,7 +17,7 @@ test: vet build
 	$(GO) test -race -count=1 -timeout 15m ./...
 
 bench: build
-	$(GO) run ./bench
+	$(GO) run ./tools/bench
 
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzSplit -fuzztime 60s ./source/file
