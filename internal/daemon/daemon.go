@@ -299,7 +299,7 @@ func (d *Daemon) Start(ctx context.Context) {
 	go d.runLossRecorder(d.lossStop, d.lossDone)
 	routes := status.AdminRoutes(admin{d}, d.log)
 	routes["/metrics"] = status.MetricsRoute(status.Metrics{States: feedStates, Feeds: d.metrics})
-	for p, rt := range d.effectRoutes() {
+	for p, rt := range status.StateRoutes(d.stateOf) {
 		routes[p] = rt
 	}
 	for p, rt := range sink.Routes(d.sinkOf) {
