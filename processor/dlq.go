@@ -26,10 +26,15 @@ import (
 // JSON object per line, appended and fsynced before the line it holds counts
 // as processed:
 //
-//	{"feed":"app","path":"/var/log/app.log","epoch":"00c3a1d2e4f50617","position":1234,
+//	{"v":1,"feed":"app","path":"/var/log/app.log","epoch":"00c3a1d2e4f50617","position":1234,
 //	 "positioned":true,"attempts":6,"error":"write out.log: no space left on device",
 //	 "time":"2026-01-02T15:04:05.123456789Z","line":"text","lineBase64":"dGV4dA==",
 //	 "request":"app:00c3a1d2e4f50617:1200-1234","requestLines":3}
+//
+// `v` is the entry's format version, LedgerFormat; an entry without it
+// (written before it existed) is version 1. A ledger holding an entry of a
+// newer version does not open (ErrLedgerVersion): an older tailfeed cannot
+// replay what it does not understand, and must not purge it either.
 //
 // `request` and `requestLines` (webhook only, omitted otherwise) name the
 // request the line was in: its Idempotency-Key and its number of lines. A
@@ -59,8 +64,17 @@ import (
 // A complete line that does not decode is kept and counted (it may hold a
 // line); a replay leaves it in place, a purge removes it.
 
+// LedgerFormat is the format version of the ledger entries this tailfeed
+// writes and the newest it reads.
+const LedgerFormat = 1
+
+// ErrLedgerVersion means a dead-letter ledger holds an entry of a format
+// newer than LedgerFormat.
+var ErrLedgerVersion = errors.New("processor: dead-letter ledger format newer than this tailfeed reads")
+
 // DeadLetterEntry is one ledger line.
 type DeadLetterEntry struct {
+	V          int    `json:"v"` // format version; 0 (absent) reads as 1
 	Feed       string `json:"feed"`
 	Path       string `json:"path,omitempty"`
 	Epoch      string `json:"epoch"` // 16 lowercase hex digits
@@ -152,9 +166,13 @@ func OpenLedger(path string, log hclog.Logger) (*Ledger, error) {
 			return nil, fmt.Errorf("truncate torn dead-letter ledger %s: %w", path, err)
 		}
 	}
-	for rest := data; len(rest) > 0; {
+	for n, rest := 1, data; len(rest) > 0; n++ {
 		i := bytes.IndexByte(rest, '\n')
 		if i > 0 {
+			if v := entryVersion(rest[:i]); v > LedgerFormat {
+				return nil, fmt.Errorf("%w: %s line %d: version %d, this tailfeed reads up to %d",
+					ErrLedgerVersion, path, n, v, LedgerFormat)
+			}
 			l.add(bytes.Clone(rest[:i]))
 		}
 		rest = rest[i+1:]
@@ -167,6 +185,21 @@ func OpenLedger(path string, log hclog.Logger) (*Ledger, error) {
 		}
 	}
 	return l, nil
+}
+
+// entryVersion is the "v" of a ledger entry: 1 without one, 0 when the
+// entry does not decode (kept as corrupt).
+func entryVersion(raw []byte) int {
+	var e struct {
+		V *int `json:"v"`
+	}
+	if json.Unmarshal(raw, &e) != nil {
+		return 0
+	}
+	if e.V == nil {
+		return 1
+	}
+	return *e.V
 }
 
 // add decodes raw and appends it to the in-memory entries.
@@ -239,7 +272,7 @@ func (l *Ledger) DeadLetterRequest(d *feed.Delivery, attempts int, lastErr error
 	if lastErr != nil {
 		msg = lastErr.Error()
 	}
-	e := DeadLetterEntry{
+	e := DeadLetterEntry{V: LedgerFormat,
 		Feed: d.Feed, Path: d.Path, Epoch: fmt.Sprintf("%016x", d.Epoch), Position: d.Position,
 		Positioned: d.Positioned(), Attempts: attempts, Error: msg,
 		Time: time.Now().UTC().Format(time.RFC3339Nano),
