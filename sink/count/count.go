@@ -52,8 +52,18 @@ type CountApplied struct {
 	Position int64  `json:"position"`
 }
 
+// StateFormat is the format version of the state files this tailfeed
+// writes and the newest it reads.
+const StateFormat = 1
+
+// ErrStateVersion means a state file is of a format newer than StateFormat.
+var ErrStateVersion = errors.New("count: state file format newer than this tailfeed reads")
+
 // CountState is the state file and the body of GET /v1/state/{processor}.
+// V is the format version: a file without it (written before it existed)
+// is version 1; a newer one is refused (ErrStateVersion).
 type CountState struct {
+	V         int                     `json:"v"`
 	Processor string                  `json:"processor"`
 	Type      string                  `json:"type"`
 	Counts    map[string]uint64       `json:"counts"`
@@ -80,6 +90,10 @@ func OpenCount(cfg CountConfig) (*Count, error) {
 		var st CountState
 		if err := json.Unmarshal(data, &st); err != nil {
 			return nil, fmt.Errorf("count state %s does not decode: %w", cfg.Path, err)
+		}
+		if st.V > StateFormat {
+			return nil, fmt.Errorf("%w: %s: version %d, this tailfeed reads up to %d",
+				ErrStateVersion, cfg.Path, st.V, StateFormat)
 		}
 		for k, v := range st.Counts {
 			c.counts[k] = v
@@ -202,7 +216,7 @@ func (c *Count) Flush(context.Context) error {
 func (c *Count) State() any {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	st := CountState{Processor: c.cfg.Name, Type: "count",
+	st := CountState{V: StateFormat, Processor: c.cfg.Name, Type: "count",
 		Counts: make(map[string]uint64, len(c.counts)), Feeds: make(map[string]CountApplied, len(c.feeds))}
 	for k, v := range c.counts {
 		st.Counts[k] = v

@@ -14,7 +14,13 @@
 // position ≤ the saved one) is skipped when it is delivered again after a
 // restart: the counts after any number of kill -9 equal a clean run's.
 // Count keeps its (epoch, position) and skips re-deliveries whatever
-// `exactlyOnce` says. GET /v1/state/{processor} serves the same JSON.
+// `exactlyOnce` says. GET /v1/state/{processor} serves the same JSON:
+//
+//	{"v":1,"processor":"counter","type":"count","counts":{"red":51},
+//	 "feeds":{"app":{"epoch":"00c3a1d2e4f50617","position":1234}}}
+//
+// "v" is the format version (StateFormat): a file without it reads as 1, a
+// newer one is refused at open (ErrStateVersion, naming the file).
 //
 // Keys are text: an invalid UTF-8 byte becomes U+FFFD (as in every JSON
 // output), so a key reads back from the state file exactly as it was
