@@ -397,17 +397,12 @@ func (l *Ledger) head(max int) []replayItem {
 // to whole units; otherwise, and for entries that name no request, a unit
 // is one entry.
 //
-// A request with fewer entries in the ledger than it had lines (its dead
-// letter was cut short: the ledger write failed halfway and the daemon
-// stopped) is left in the ledger, and counts in `remaining`, while it is
-// pending, the webhook's recorded request: the source re-reads its lines
-// and the webhook dead-letters the rest (restOfLettered), and only then is
-// it replayed, whole. Replayed in part under its key, it would leave the
-// ledger, the webhook would no longer see it as lettered, rebuild it whole
-// and POST it under the same key, and a receiver that dedupes on the key
-// would drop the rest. A part request that is not pending (its rest can no
-// longer come: the record moved on) is replayed as it is, under its key.
-// pending is the webhook's recorded request as pendingRequest gives it.
+// A request with fewer entries than lines (its dead letter was cut short)
+// stays in the ledger, counted in `remaining`, while it is pending (the
+// webhook's recorded request, as pendingRequest gives it): the webhook
+// dead-letters the rest first, so that the request is replayed whole under
+// its key. One that is not pending (its rest can no longer come) is
+// replayed as it is, under its key.
 func (l *Ledger) take(max int, whole bool, pending string) [][]replayItem {
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -345,11 +345,8 @@ func (g *Group) handle(ctx context.Context, b *feed.Batch) bool {
 // finished without it (dead-lettered or released): it gets an empty batch
 // whose Mark() is the queue count through them, as for a batch its filters
 // emptied, so that a processor holding the ack point lets its durable mark
-// pass them once everything before them is durable. Without it an interval
-// sink whose last write came before such a line never reported it durable
-// (nothing written after it, no flush due): the ack point stayed before the
-// line until another line was written. An error is only logged: the lines
-// are finished, and the processor's next batch carries a later mark.
+// pass them once everything before them is durable. An error is only
+// logged: the lines are finished, and the next batch carries a later mark.
 func (g *Group) passed(ctx context.Context) {
 	if g.cfg.Batch == nil {
 		return

@@ -13,17 +13,10 @@ import "strings"
 //  4. PendingAcks before Acknowledged, then the pointer;
 //  5. Base, SeqAfter, and Ledgered last.
 //
-// Why that order makes a false "settled" impossible: the source stores
-// BEHIND before it moves the read position and CAUGHT_UP only once every
-// complete line read is published, so a CAUGHT_UP read after the position
-// means the lines up to that position were published before the state was
-// read; the second sequence read shows whether anything was published while
-// the snapshot was taken; a queue's position is read before its ack point,
-// so "drained" (ack point >= position) means every line given to it was
-// finished; pendingAcks is 0 only once the publisher acknowledged every
-// line it numbered, and once it reads 0 acknowledged reads at least every
-// sequence published before, so the commit check (synced sequence >=
-// acknowledged) cannot pass on a stale value.
+// Each value is read after the ones it vouches for (a CAUGHT_UP state for
+// the position, an ack point for the queue's position, acknowledged for
+// pendingAcks), so a snapshot taken while lines move can show the feed
+// unsettled, never falsely settled.
 type FeedSnapshot struct {
 	Name, Path   string
 	SeqBefore    uint64

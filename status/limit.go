@@ -22,13 +22,10 @@ const DefaultMaxConnections = 256
 // A client whose idle keep-alive connection was closed opens another, as
 // HTTP clients do.
 //
-// The cap is also kept below what the descriptor limit (RLIMIT_NOFILE,
-// read at each new connection: it may change while the daemon runs) leaves
-// once the daemon's own files are counted for (a quarter of it, at least
-// 64): at 256 descriptors accept would fail with EMFILE before the cap of
-// 256 is reached, and the hook would never see the connection to evict an
-// idle one. Should accept still fail with EMFILE, the listener (Serve)
-// closes one connection the same way and accepts again.
+// The cap stays below what RLIMIT_NOFILE (read at each new connection)
+// leaves after the daemon's own files (a quarter of it, at least 64), so
+// accept does not fail with EMFILE first; should it still, the listener
+// (Serve) closes one connection the same way and accepts again.
 type connLimit struct {
 	max     int
 	mu      sync.Mutex

@@ -6,7 +6,7 @@ import (
 	"tailfeed/pointer"
 )
 
-// Forgetting a deleted file (DESIGN §4, issue 11 item 5). A file that was
+// Forgetting a deleted file (DESIGN §4). A file that was
 // read to its end, committed and then deleted is not a lost tail: the
 // pointer is Reset to an empty record (file key 0, fingerprint length 0,
 // offset 0, new epoch), and a restart that cannot find the file loses
