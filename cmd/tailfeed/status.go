@@ -124,12 +124,12 @@ func fetchReport(c *http.Client, u string) (*status.Report, []byte, error) {
 	}
 	resp, err := c.Do(req)
 	if err != nil {
-		return nil, nil, fmt.Errorf("unreachable: %v", err)
+		return nil, nil, fmt.Errorf("unreachable: %w", err)
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
 	if err != nil {
-		return nil, nil, fmt.Errorf("reading %s: %v", u, err)
+		return nil, nil, fmt.Errorf("reading %s: %w", u, err)
 	}
 	if resp.StatusCode != http.StatusOK {
 		return nil, nil, notReport{fmt.Sprintf("%s answered %s: %s", u, resp.Status, strings.TrimSpace(string(raw)))}
