@@ -21,12 +21,15 @@ import (
 // file itself is written (write-ahead: a crash between the two leaves a line
 // for an epoch no pointer holds, never a pointer epoch without a line):
 //
-//	{"epoch":"00c3a1d2e4f50617","fileKey":"9a0b…","fingerprintLength":4096,
+//	{"v":1,"epoch":"00c3a1d2e4f50617","fileKey":"9a0b…","fingerprintLength":4096,
 //	 "fingerprint":"5c1d…","path":"/var/log/app.log",
 //	 "time":"2026-12-01T14:03:22.123456789Z","reason":"reset",
 //	 "previousEpoch":"7e12…","previousOffset":52311}
 //
-// epoch, fileKey and fingerprint are 16 lowercase hex digits; the
+// v is the line's format version (EpochsFormat): a line without it (an
+// older tailfeed's) is version 1; a line of a newer version is skipped and
+// named in ReadEpochs' error, as a line that does not parse. epoch,
+// fileKey and fingerprint are 16 lowercase hex digits; the
 // fingerprint covers the input's first fingerprintLength bytes at the time
 // of the line (the record grows it later, so a file matches when its first
 // fingerprintLength bytes hash to it); previousEpoch and previousOffset,
@@ -73,8 +76,13 @@ type EpochLine struct {
 	PrevOffset int64
 }
 
+// EpochsFormat is the format version of the epochs lines this tailfeed
+// writes and the newest it reads.
+const EpochsFormat = 1
+
 // epochJSON is EpochLine as written.
 type epochJSON struct {
+	V       int    `json:"v"` // format version; 0 (absent) reads as 1
 	Epoch   string `json:"epoch"`
 	FileKey string `json:"fileKey"`
 	FPLen   uint64 `json:"fingerprintLength"`
@@ -89,7 +97,7 @@ type epochJSON struct {
 // AppendEpoch appends l to the epochs file at path (created 0600 with its
 // directory entry synced) and fsyncs it.
 func AppendEpoch(path string, l EpochLine) error {
-	j := epochJSON{
+	j := epochJSON{V: EpochsFormat,
 		Epoch: hex(l.Epoch), FileKey: hex(l.FileKey), FPLen: l.FPLen, FP: hex(l.FP),
 		Path: l.Path, Time: l.Time.UTC().Format(time.RFC3339Nano), Reason: l.Reason,
 	}
@@ -165,6 +173,9 @@ func parseEpochLine(raw []byte) (EpochLine, error) {
 	var j epochJSON
 	if err := json.Unmarshal(raw, &j); err != nil {
 		return EpochLine{}, err
+	}
+	if j.V > EpochsFormat {
+		return EpochLine{}, fmt.Errorf("version %d, this tailfeed reads up to %d", j.V, EpochsFormat)
 	}
 	var l EpochLine
 	var err error
