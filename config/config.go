@@ -62,6 +62,8 @@ type Config struct {
 	Processors []*Processor // in file order
 
 	Built Built // typed values (see build)
+
+	raw map[string]string // values by key as written, before ${VAR} expansion (see Written)
 }
 
 // Status is the status section: the HTTP server.

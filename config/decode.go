@@ -77,6 +77,7 @@ func (d *decoder) parse(data []byte) *Config {
 	if top == nil {
 		return nil
 	}
+	d.expandEnv(top, map[*yaml.Node]bool{})
 	o := d.object(top, "", top.Line, topKeys)
 	if o == nil {
 		return nil
@@ -86,6 +87,7 @@ func (d *decoder) parse(data []byte) *Config {
 	d.global(o, cfg)
 	m := d.entries(o, cfg)
 	d.validate(cfg, m)
+	cfg.raw = d.written
 	return cfg
 }
 

@@ -30,6 +30,9 @@ type decoder struct {
 	dropped int  // errors beyond maxErrors, not kept
 	visits  int  // mapping pairs walked so far
 	over    bool // maxVisits reached: stop walking
+
+	raw     map[*yaml.Node]string // scalars as written, before ${VAR} expansion (env.go)
+	written map[string]string     // the same by key ("status.token"), for those read
 }
 
 func newDecoder(file string) *decoder {
@@ -268,7 +271,14 @@ func (o *obj) get(key string) (n *yaml.Node, line int, ok bool) {
 	if !found || isNull(e.val) {
 		return nil, 0, false
 	}
-	return resolve(e.val), e.key.Line, true
+	n = resolve(e.val)
+	if r, ok := o.d.raw[n]; ok {
+		if o.d.written == nil {
+			o.d.written = map[string]string{}
+		}
+		o.d.written[o.at(key)] = r
+	}
+	return n, e.key.Line, true
 }
 
 // str sets *dst from any scalar (numbers and booleans are taken as written).
