@@ -29,6 +29,14 @@ const (
 	TypeWebhook = "webhook"
 	TypeCount   = "count"
 	TypeDiscard = "discard"
+	TypeStdout  = "stdout"
+)
+
+// Processor.Format values (file, stdout): the line's bytes, or
+// internal/ndjson's object per line.
+const (
+	FormatRaw  = "raw"
+	FormatJSON = "json"
 )
 
 // Processor.Fsync values.
@@ -143,6 +151,7 @@ type Processor struct {
 	Fsync               string // file: always | interval | never
 	FsyncIntervalMillis int    // file
 	Mode                uint32 // file: the output's permission bits (0640)
+	Format              string // file, stdout: raw | json ("" = raw)
 
 	OnFailure string // hold | deadLetter
 	Retry     Retry
