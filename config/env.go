@@ -56,6 +56,10 @@ func (d *decoder) expandEnv(n *yaml.Node, seen map[*yaml.Node]bool) {
 		v, err := expand(n.Value, os.LookupEnv)
 		if err != "" {
 			d.errorf(n.Line, "%s", err)
+			if d.envFailed == nil {
+				d.envFailed = map[*yaml.Node]bool{}
+			}
+			d.envFailed[n] = true
 			return
 		}
 		if d.raw == nil {

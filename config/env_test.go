@@ -119,3 +119,24 @@ func TestHasReference(t *testing.T) {
 		}
 	}
 }
+
+// TestEnvUnsetOnlyError: an unset variable is the one error at its line,
+// not also a type error about the unexpanded text, nor a "missing" key.
+func TestEnvUnsetOnlyError(t *testing.T) {
+	_, err := Parse([]byte(lines(
+		"feeds:",
+		"  - name: app",
+		"    path: ${TF_SURELY_UNSET_P}",
+		"    queueCapacity: ${TF_SURELY_UNSET_QC}",
+		"processors:",
+		"  - name: d",
+		"    feed: app",
+		"    type: ${TF_SURELY_UNSET_T}",
+	)), "c.yaml")
+	want := "c.yaml:3: environment variable TF_SURELY_UNSET_P is not set (referenced as ${TF_SURELY_UNSET_P}; give a default with ${TF_SURELY_UNSET_P:-value})\n" +
+		"c.yaml:4: environment variable TF_SURELY_UNSET_QC is not set (referenced as ${TF_SURELY_UNSET_QC}; give a default with ${TF_SURELY_UNSET_QC:-value})\n" +
+		"c.yaml:8: environment variable TF_SURELY_UNSET_T is not set (referenced as ${TF_SURELY_UNSET_T}; give a default with ${TF_SURELY_UNSET_T:-value})"
+	if err == nil || err.Error() != want {
+		t.Fatalf("err =\n%v\nwant\n%s", err, want)
+	}
+}
