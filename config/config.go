@@ -29,6 +29,14 @@ const (
 	TypeWebhook = "webhook"
 	TypeCount   = "count"
 	TypeDiscard = "discard"
+	TypeStdout  = "stdout"
+)
+
+// Processor.Format values (file, stdout): the line's bytes, or
+// internal/ndjson's object per line.
+const (
+	FormatRaw  = "raw"
+	FormatJSON = "json"
 )
 
 // Processor.Fsync values.
@@ -62,6 +70,8 @@ type Config struct {
 	Processors []*Processor // in file order
 
 	Built Built // typed values (see build)
+
+	raw map[string]string // values by key as written, before ${VAR} expansion (see Written)
 }
 
 // Status is the status section: the HTTP server.
@@ -141,6 +151,7 @@ type Processor struct {
 	Fsync               string // file: always | interval | never
 	FsyncIntervalMillis int    // file
 	Mode                uint32 // file: the output's permission bits (0640)
+	Format              string // file, stdout: raw | json ("" = raw)
 
 	OnFailure string // hold | deadLetter
 	Retry     Retry

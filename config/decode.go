@@ -32,7 +32,7 @@ var (
 	feedKeys      = []string{"name", "path", "readStrategy", "maxLineBytes", "queueCapacity", "queueBytes", "maxPendingAcks", "pollIntervalMillis", "rotateWaitMillis", "commitSyncMillis", "rotatedNames", "overload"}
 	overloadKeys  = []string{"policy", "spinBoundMillis", "blockDeadlineMillis", "subscribers"}
 	subscriberKey = []string{"policy", "spinBoundMillis", "blockDeadlineMillis"}
-	processorKeys = []string{"name", "feed", "type", "match", "exclude", "path", "exactlyOnce", "fsync", "fsyncIntervalMillis", "mode", "onFailure", "retry", "ackTimeoutMillis", "maxInFlight", "url", "timeoutMillis", "batchMaxLines", "batchMaxBytes", "headers", "raw"}
+	processorKeys = []string{"name", "feed", "type", "match", "exclude", "path", "exactlyOnce", "fsync", "fsyncIntervalMillis", "mode", "onFailure", "retry", "ackTimeoutMillis", "maxInFlight", "url", "timeoutMillis", "batchMaxLines", "batchMaxBytes", "headers", "raw", "format"}
 	retryKeys     = []string{"initialMillis", "maxMillis", "jitter", "attempts"}
 )
 
@@ -41,11 +41,12 @@ var (
 	strategies      = []string{StrategyCommitted, StrategyEarliest, StrategyLatest, StrategyOnceEarliest, StrategyOnceLatest}
 	strategyAliases = map[string]string{"COMMITED": StrategyCommitted}
 	policies        = []string{PolicyPause, PolicyDropAfterSpin, PolicyBlockWithDeadline}
-	types           = []string{TypeFile, TypePull, TypeWebhook, TypeCount, TypeDiscard}
+	types           = []string{TypeFile, TypePull, TypeWebhook, TypeCount, TypeDiscard, TypeStdout}
 	fsyncs          = []string{FsyncAlways, FsyncInterval, FsyncNever}
 	onFailures      = []string{OnFailureHold, OnFailureDeadLetter}
 	levels          = []string{"trace", "debug", "info", "warn", "error"}
 	formats         = []string{"text", "json"}
+	outFormats      = []string{FormatRaw, FormatJSON}
 )
 
 var validName = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
@@ -77,6 +78,7 @@ func (d *decoder) parse(data []byte) *Config {
 	if top == nil {
 		return nil
 	}
+	d.expandEnv(top, map[*yaml.Node]bool{})
 	o := d.object(top, "", top.Line, topKeys)
 	if o == nil {
 		return nil
@@ -86,6 +88,7 @@ func (d *decoder) parse(data []byte) *Config {
 	d.global(o, cfg)
 	m := d.entries(o, cfg)
 	d.validate(cfg, m)
+	cfg.raw = d.written
 	return cfg
 }
 
@@ -285,6 +288,9 @@ func (d *decoder) processor(n *yaml.Node, path string) (*Processor, procMeta) {
 	o.integer("ackTimeoutMillis", &p.AckTimeoutMillis, 1, maxMillis)
 	o.integer("maxInFlight", &p.MaxInFlight, 1, maxCount)
 	urlLine := d.webhookKeys(o, &p)
+	if line, ok := o.enum("format", &p.Format, outFormats, nil); ok && p.Type != TypeFile && p.Type != TypeStdout && p.Type != "" {
+		d.errorf(line, "%s: format applies to file and stdout processors, not %s", o.at("format"), p.Type)
+	}
 	switch {
 	case p.Type == TypeFile && m.pathLine == 0:
 		d.errorf(p.Line, "%s: a file processor needs path (the output file)", path)

@@ -30,6 +30,11 @@ type decoder struct {
 	dropped int  // errors beyond maxErrors, not kept
 	visits  int  // mapping pairs walked so far
 	over    bool // maxVisits reached: stop walking
+
+	raw     map[*yaml.Node]string // scalars as written, before ${VAR} expansion (env.go)
+	written map[string]string     // the same by key ("status.token"), for those read
+
+	envFailed map[*yaml.Node]bool // scalars whose ${VAR} could not be expanded (reported)
 }
 
 func newDecoder(file string) *decoder {
@@ -268,14 +273,24 @@ func (o *obj) get(key string) (n *yaml.Node, line int, ok bool) {
 	if !found || isNull(e.val) {
 		return nil, 0, false
 	}
-	return resolve(e.val), e.key.Line, true
+	n = resolve(e.val)
+	if o.d.envFailed[n] {
+		return nil, e.key.Line, false // reported at its line; nothing else to say about it
+	}
+	if r, ok := o.d.raw[n]; ok {
+		if o.d.written == nil {
+			o.d.written = map[string]string{}
+		}
+		o.d.written[o.at(key)] = r
+	}
+	return n, e.key.Line, true
 }
 
 // str sets *dst from any scalar (numbers and booleans are taken as written).
 func (o *obj) str(key string, dst *string) (line int, ok bool) {
 	n, line, ok := o.get(key)
 	if !ok {
-		return 0, false
+		return line, false // line: 0 when absent; a failed ${VAR} was reported
 	}
 	if n.Kind != yaml.ScalarNode {
 		o.d.errorf(line, "%s: must be a string, got %s", o.at(key), describe(n))
@@ -317,7 +332,7 @@ func (o *obj) filePath(key string, dst *string) (line int, ok bool) {
 func (o *obj) integer(key string, dst *int, min, max int) (line int, ok bool) {
 	n, line, ok := o.get(key)
 	if !ok {
-		return 0, false
+		return line, false // line: 0 when absent; a failed ${VAR} was reported
 	}
 	v, ok, why := parseInt(n)
 	if !ok {
@@ -368,7 +383,7 @@ var bigInt = regexp.MustCompile(`^[-+]?[0-9_]+$`)
 func (o *obj) boolean(key string, dst *bool) (line int, ok bool) {
 	n, line, ok := o.get(key)
 	if !ok {
-		return 0, false
+		return line, false // line: 0 when absent; a failed ${VAR} was reported
 	}
 	if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!bool" {
 		switch strings.ToLower(n.Value) {
@@ -388,7 +403,7 @@ func (o *obj) boolean(key string, dst *bool) (line int, ok bool) {
 func (o *obj) number(key string, dst *float64, min, max float64) (line int, ok bool) {
 	n, line, ok := o.get(key)
 	if !ok {
-		return 0, false
+		return line, false // line: 0 when absent; a failed ${VAR} was reported
 	}
 	var v float64
 	var err error = strconv.ErrSyntax

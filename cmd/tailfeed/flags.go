@@ -4,7 +4,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"strings"
 )
 
 // parseFlags parses args with fs, allowing flags after positional arguments;
@@ -25,10 +24,14 @@ func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer) ([]string, bo
 	}
 }
 
-func requireConfig(name, path string, stderr io.Writer) bool {
-	if strings.TrimSpace(path) == "" {
-		fmt.Fprintf(stderr, "tailfeed %s: --config FILE is required\n", name)
+// requireConfig resolves the config file (configPath) into *path, or
+// prints where it looked.
+func requireConfig(name string, path *string, stderr io.Writer) bool {
+	p, err := configPath(*path)
+	if err != nil {
+		fmt.Fprintf(stderr, "tailfeed %s: %v\n", name, err)
 		return false
 	}
+	*path = p
 	return true
 }

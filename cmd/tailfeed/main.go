@@ -13,11 +13,12 @@ import (
 var version = "0.1.0-dev"
 
 const usage = `usage:
-  tailfeed run --config FILE
-  tailfeed validate --config FILE
-  tailfeed status --addr HOST:PORT|URL [--wait-settled DURATION] [--json]
+  tailfeed run [--config FILE]
+  tailfeed validate [--config FILE]
+  tailfeed status [--addr HOST:PORT|URL] [--wait-settled DURATION] [--json]
   tailfeed pointer show FILE [--json]
   tailfeed version
+  tailfeed help [COMMAND]
 `
 
 func main() {
@@ -29,6 +30,14 @@ func mainWith(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stderr, usage)
 		return 2
 	}
+	if helpArg(args[1:]) {
+		return cmdHelp(args[:1], stdout, stderr)
+	}
+	return dispatch(args, stdout, stderr)
+}
+
+// dispatch runs the command args[0].
+func dispatch(args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "run":
 		return cmdRun(args[1:], stderr)
@@ -41,9 +50,10 @@ func mainWith(args []string, stdout, stderr io.Writer) int {
 	case "version", "--version", "-version":
 		fmt.Fprintf(stdout, "tailfeed %s\n", version)
 		return 0
-	case "help", "-h", "--help":
-		fmt.Fprint(stdout, usage)
-		return 0
+	case "help":
+		return cmdHelp(args[1:], stdout, stderr)
+	case "-h", "-help", "--help":
+		return cmdHelp(nil, stdout, stderr)
 	}
 	fmt.Fprintf(stderr, "tailfeed: unknown command %q\n%s", args[0], usage)
 	return 2

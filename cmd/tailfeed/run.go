@@ -27,8 +27,8 @@ func cmdRun(args []string, stderr io.Writer) int {
 	signal.Notify(hups, syscall.SIGHUP)
 	defer signal.Stop(hups)
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
-	path := fs.String("config", "", "config file")
-	if _, ok := parseFlags(fs, args, stderr); !ok || !requireConfig("run", *path, stderr) {
+	path := fs.String("config", "", "the config file (default: $TAILFEED_CONFIG, else ./tailfeed.yaml, else /etc/tailfeed/tailfeed.yaml)")
+	if _, ok := parseFlags(fs, args, stderr); !ok || !requireConfig("run", path, stderr) {
 		return 2
 	}
 	cfg, err := config.Load(*path)
@@ -36,7 +36,7 @@ func cmdRun(args []string, stderr io.Writer) int {
 		fmt.Fprintln(stderr, err)
 		return 2
 	}
-	tokenInFile := cfg.Status.Token != ""
+	tokenInFile := literalToken(cfg)
 	if tok := os.Getenv("TAILFEED_TOKEN"); tok != "" {
 		cfg.Status.Token = tok
 	}
@@ -74,7 +74,7 @@ func cmdRun(args []string, stderr io.Writer) int {
 	}()
 	ctx, cancel := context.WithCancel(context.Background())
 	d.Start(ctx)
-	log.Info("tailfeed running", "version", version, "status", "http://"+d.Addr()+"/feed.status", "feeds", len(cfg.Feeds))
+	log.Info("tailfeed running", "version", version, "config", *path, "status", "http://"+d.Addr()+"/feed.status", "feeds", len(cfg.Feeds))
 	sig := <-sigs
 	log.Info("stopping: draining subscribers, then the final commit", "signal", sig.String())
 	go func() {
@@ -112,11 +112,14 @@ func securityWarnings(cfg *config.Config, path string, tokenInFile bool, log hcl
 	// here when every local user may read it.
 	for i, p := range cfg.Processors {
 		var keys []string
-		if u, err := url.Parse(p.URL); err == nil && u.User != nil {
-			keys = append(keys, fmt.Sprintf("processors[%d].url (its userinfo)", i))
+		// Values are looked at as the file wrote them: a secret that comes
+		// from a ${VAR} reference is not in the file.
+		key := fmt.Sprintf("processors[%d].url", i)
+		if u, err := url.Parse(p.URL); err == nil && u.User != nil && !config.HasReference(userinfo(cfg.Written(key, p.URL))) {
+			keys = append(keys, key+" (its userinfo)")
 		}
-		for k := range p.Headers {
-			if redact.SensitiveHeader(k) {
+		for k, v := range p.Headers {
+			if redact.SensitiveHeader(k) && !config.HasReference(cfg.Written(fmt.Sprintf("processors[%d].headers.%s", i, k), v)) {
 				keys = append(keys, fmt.Sprintf("processors[%d].headers.%s", i, k))
 			}
 		}
@@ -126,6 +129,28 @@ func securityWarnings(cfg *config.Config, path string, tokenInFile bool, log hcl
 				"config", path, "mode", fmt.Sprintf("%04o", fi.Mode().Perm()), "key", k)
 		}
 	}
+}
+
+// literalToken reports whether the config file itself holds status.token:
+// a ${VAR} reference is not a token held by the file (DESIGN §12).
+func literalToken(cfg *config.Config) bool {
+	return cfg.Status.Token != "" && !config.HasReference(cfg.Written("status.token", cfg.Status.Token))
+}
+
+// userinfo is the text between a URL's "//" and the last '@' before its
+// path ("" when there is none), as written.
+func userinfo(raw string) string {
+	_, rest, ok := strings.Cut(raw, "//")
+	if !ok {
+		return ""
+	}
+	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+		rest = rest[:i]
+	}
+	if i := strings.LastIndexByte(rest, '@'); i >= 0 {
+		return rest[:i]
+	}
+	return ""
 }
 
 // loopback reports whether a host:port listens on loopback only: a

@@ -49,3 +49,41 @@ processors:
 		}
 	}
 }
+
+// A secret that comes from a ${VAR} reference is not a literal secret of
+// the file: no WARN for it, whatever the file's mode; nor does a
+// status.token written as ${TF_TOKEN} count as a token in the file.
+func TestRunNoWarnForEnvSecrets(t *testing.T) {
+	t.Setenv("TF_TEST_PASS", "pa55word")
+	t.Setenv("TF_TEST_KEY", "k3yvalue")
+	t.Setenv("TF_TEST_TOKEN", "t0ken")
+	dir := t.TempDir()
+	path := filepath.Join(dir, "tailfeed.yaml")
+	os.WriteFile(path, []byte(`status: {token: "${TF_TEST_TOKEN}"}
+feeds:
+  - {name: app, path: /var/log/app.log}
+processors:
+  - name: hook
+    feed: app
+    type: webhook
+    url: "https://svc:${TF_TEST_PASS}@hooks.example.com/in"
+    headers: {X-Api-Key: "${TF_TEST_KEY}", Authorization: "Bearer abc"}
+`), 0o644)
+	os.Chmod(path, 0o644)
+	cfg, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Status.Token != "t0ken" || literalToken(cfg) {
+		t.Fatalf("token %q literal %v: a ${VAR} token is not in the file", cfg.Status.Token, literalToken(cfg))
+	}
+	var buf bytes.Buffer
+	securityWarnings(cfg, path, literalToken(cfg), hclog.New(&hclog.LoggerOptions{Output: &buf}))
+	log := buf.String()
+	if strings.Contains(log, "processors[0].url") || strings.Contains(log, "X-Api-Key") || strings.Contains(log, "status.token") {
+		t.Errorf("WARN for a secret from the environment:\n%s", log)
+	}
+	if !strings.Contains(log, "key=processors[0].headers.Authorization") {
+		t.Errorf("no WARN for the literal Authorization header:\n%s", log)
+	}
+}

@@ -291,6 +291,7 @@ func (d *Daemon) buildGroup(f *Feed, pc *config.Processor, q *feed.Queue, log hc
 
 // Start runs the sources, the groups and the status server.
 func (d *Daemon) Start(ctx context.Context) {
+	d.logStart()
 	for _, f := range d.feeds {
 		f.start(ctx)
 	}

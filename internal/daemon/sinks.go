@@ -8,6 +8,7 @@ import (
 	_ "tailfeed/sink/discard"
 	_ "tailfeed/sink/file"
 	_ "tailfeed/sink/pull"
+	_ "tailfeed/sink/stdout"
 	_ "tailfeed/sink/webhook"
 )
 

@@ -3,4 +3,11 @@
 // fsync policy (always, interval, never), and, with exactlyOnce, keeps a
 // side record (exactlyonce.go: its layout and the rules at open) so that a
 // restart neither duplicates nor loses a line of the output.
+//
+// With `format: json` it writes internal/ndjson's object per line (the
+// webhook's) instead of the raw bytes. Everything else is about the bytes
+// written, whatever they are: one write per batch, the truncations, the
+// fsyncs, the torn-tail cut (every object ends with '\n'; JSON escapes a
+// newline in a line) and the exactlyOnce record, whose length is the
+// output's, JSON included.
 package file

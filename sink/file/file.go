@@ -15,6 +15,7 @@ import (
 
 	"tailfeed/feed"
 	"tailfeed/internal/fileutil"
+	"tailfeed/internal/ndjson"
 	"tailfeed/processor"
 )
 
@@ -59,6 +60,11 @@ type Config struct {
 	SyncDir func(dir string) error
 	// Logger receives the exactlyOnce WARNs at open (nil: none).
 	Logger hclog.Logger
+	// JSON writes internal/ndjson's object per line (`format: json`)
+	// instead of the line's bytes; everything else (one write per batch,
+	// truncation, fsync, the exactlyOnce record's length) is about the
+	// bytes written, whatever they are.
+	JSON bool
 	// SyncLines (interval only): also sync as soon as this many lines wait
 	// for their fsync; 0 = off. The daemon passes half of maxPendingAcks, so
 	// that a busy feed's acknowledgement window never fills waiting for the
@@ -83,6 +89,7 @@ type Sink struct {
 	f    SinkFile
 	size int64 // bytes in the file
 	buf  []byte
+	json *ndjson.BatchEncoder // format json; nil: raw
 
 	// FsyncInterval only.
 	synced     int64     // length known durable
@@ -129,6 +136,9 @@ func Open(cfg Config) (*Sink, error) {
 		}
 	}
 	s := &Sink{cfg: cfg, f: f, size: size, synced: size}
+	if cfg.JSON {
+		s.json = &ndjson.BatchEncoder{}
+	}
 	if cfg.Open == nil {
 		if err := s.cutTornTail(); err != nil {
 			f.Close()
@@ -327,6 +337,9 @@ func (s *Sink) processBatch(ctx context.Context, b *feed.Batch) (int, error) {
 // b shows all of it (no copy; read-only, and only until ProcessBatch
 // returns, since the group releases the batch after), else a copy in s.buf.
 func (s *Sink) joined(b *feed.Batch) []byte {
+	if s.json != nil {
+		return s.json.Encode(b)
+	}
 	if p, ok := b.Joined(); ok {
 		return p
 	}

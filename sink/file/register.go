@@ -3,6 +3,7 @@ package file
 import (
 	"os"
 
+	"tailfeed/config"
 	"tailfeed/internal/datadir"
 	"tailfeed/sink"
 )
@@ -35,5 +36,6 @@ func open(env sink.Env) (any, error) {
 		SyncLines:  env.Feed.MaxPendingAcks / 2,
 		Record:     record,
 		Logger:     env.Logger,
+		JSON:       pc.Format == config.FormatJSON,
 	})
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"tailfeed/feed"
+	"tailfeed/internal/ndjson"
 	"tailfeed/internal/redact"
 	"tailfeed/internal/slotrec"
 	"tailfeed/processor"
@@ -111,16 +112,9 @@ func (c *whChunk) key() string {
 	return fmt.Sprintf("%s:%016x:%d-%d", c.feed, c.epoch, c.ends[0], c.ends[len(c.ends)-1])
 }
 
-// whLine is one NDJSON object.
-type whLine struct {
-	ID         string  `json:"id"`
-	Feed       string  `json:"feed"`
-	Epoch      string  `json:"epoch"`
-	Position   int64   `json:"position"`
-	Path       string  `json:"path"`
-	Line       string  `json:"line"`
-	LineBase64 *string `json:"lineBase64,omitempty"`
-}
+// whLine is one NDJSON object (internal/ndjson's, shared with the file
+// and stdout sinks' format json).
+type whLine = ndjson.Object
 
 const maxRetryAfter = 10 * time.Minute
 
@@ -156,8 +150,7 @@ func OpenWebhook(cfg WebhookConfig) (*Webhook, error) {
 			return http.ErrUseLastResponse
 		}}
 	}
-	w.enc = json.NewEncoder(&w.buf)
-	w.enc.SetEscapeHTML(false)
+	w.enc = ndjson.NewEncoder(&w.buf)
 	if w.st.pending() {
 		log.Info("webhook resumes a recorded request", "epoch", fmt.Sprintf("%016x", w.st.BatchEpoch),
 			"first", w.st.BatchFirst, "last", w.st.BatchLast)
@@ -277,15 +270,7 @@ func (w *Webhook) encode(c *whChunk) {
 }
 
 func (w *Webhook) encodeLine(c *whChunk, line []byte, end int64) {
-	epoch := fmt.Sprintf("%016x", c.epoch)
-	w.obj = whLine{
-		ID: c.feed + ":" + epoch + ":" + strconv.FormatInt(end, 10), Feed: c.feed, Epoch: epoch,
-		Position: end, Path: c.path, Line: string(line),
-	}
-	if w.cfg.Raw {
-		s := base64.StdEncoding.EncodeToString(line)
-		w.obj.LineBase64 = &s
-	}
+	w.obj.Fill(c.feed, c.path, c.epoch, end, line, w.cfg.Raw)
 	w.enc.Encode(&w.obj) // cannot fail: strings and numbers only
 }
 
