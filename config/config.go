@@ -24,11 +24,12 @@ const (
 
 // Processor types (Processor.Type).
 const (
-	TypeFile    = "file"
-	TypePull    = "pull"
-	TypeWebhook = "webhook"
-	TypeCount   = "count"
-	TypeDiscard = "discard"
+	TypeFile     = "file"
+	TypePull     = "pull"
+	TypeWebhook  = "webhook"
+	TypeCount    = "count"
+	TypeDiscard  = "discard"
+	TypePostgres = "postgres"
 )
 
 // Processor.Fsync values.
@@ -154,6 +155,10 @@ type Processor struct {
 	BatchMaxBytes int               // webhook
 	Headers       map[string]string // webhook; nil when none
 	Raw           bool              // webhook: add lineBase64
+
+	DSN         string // postgres: the connection string (a secret: never shown)
+	Table       string // postgres: [schema.]table
+	CreateTable bool   // postgres: create the table and its unique key when missing
 
 	Line int // line of the processor's entry
 
