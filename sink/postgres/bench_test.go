@@ -28,7 +28,6 @@ const (
 	benchLineBytes = 100
 )
 
-
 func benchSetup(b *testing.B) (*pgtest.Cluster, *pgx.Conn) {
 	b.Helper()
 	c := pgtest.Start(b, pgtest.Options{})
