@@ -102,7 +102,7 @@ func BenchmarkPlainPgxInsert(b *testing.B) {
 	b.ResetTimer()
 	start := time.Now()
 	for i := 0; i < b.N; i++ {
-		if _, err := conn.Exec(ctx, sql, "bench", "app", "00000000000000e1", "/var/log/app.log", data[i].ends, data[i].lines); err != nil {
+		if _, err := conn.Exec(ctx, sql, "bench", "app", "00000000000000e1", "/var/log/app.log", data[i].ends, data[i].lines, time.Now()); err != nil {
 			b.Fatal(err)
 		}
 	}
