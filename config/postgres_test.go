@@ -24,6 +24,10 @@ func TestPostgresKeys(t *testing.T) {
 		{head + lines("  - name: pg", "    feed: app", "    type: postgres", "    dsn: password=hunter22", "    table: \"Logs; drop\""),
 			"c.yaml:8: processors[0].table: \"Logs; drop\" is not a table name"},
 		{head + lines("  - {name: pg, feed: app, type: postgres, dsn: \"password=hunter22\", table: t, createTable: 3}"), "c.yaml:4: processors[0].createTable:"},
+		{head + lines("  - name: pg", "    feed: app", "    type: postgres", "    table: t", "    dsn: host=db port=notaport password=hunter22"),
+			"c.yaml:8: processors[0].dsn: cannot parse the connection string: invalid port"},
+		{head + lines("  - name: pg", "    feed: app", "    type: postgres", "    table: t", "    dsn: postgres://u:hunter22@db:notaport/x"),
+			"c.yaml:8: processors[0].dsn: cannot parse the connection string:"},
 	} {
 		_, err := Parse([]byte(c.yaml), "c.yaml")
 		if err == nil || !strings.Contains(err.Error(), c.want) {

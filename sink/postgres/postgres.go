@@ -58,6 +58,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"tailfeed/config"
 	"tailfeed/feed"
 	"tailfeed/internal/redact"
 	"tailfeed/processor"
@@ -119,7 +120,7 @@ func Open(cfg Config) (*Sink, error) {
 	cc, err := pgx.ParseConfig(cfg.DSN)
 	if err != nil {
 		// pgx's parse errors may quote the DSN: say only what kind it is.
-		return nil, fmt.Errorf("postgres: %s: cannot parse the connection string: %s", cfg.DSNKey, s.mask(err.Error()))
+		return nil, fmt.Errorf("postgres: %s: cannot parse the connection string: %s", cfg.DSNKey, s.mask(config.DSNProblem(err, cfg.DSN)))
 	}
 	if cc.Password != "" {
 		log.Warn("the postgres DSN holds a literal password; prefer a ${ENV} reference or a .pgpass file", "key", cfg.DSNKey)
@@ -358,6 +359,8 @@ func (s *Sink) mask(msg string) string {
 
 // secret returns err with the DSN's secrets masked in its text (status,
 // logs and dead letters show error texts); errors.As still sees the cause.
+// pgx lists each address it tried on a line of its own: one line here.
 func (s *Sink) secret(err error) error {
-	return &redact.Error{Msg: s.mask(err.Error()), Err: err}
+	msg := strings.ReplaceAll(strings.TrimSpace(err.Error()), "\n\t", "; ")
+	return &redact.Error{Msg: s.mask(strings.ReplaceAll(msg, "\n", " ")), Err: err}
 }
