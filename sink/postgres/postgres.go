@@ -102,8 +102,8 @@ type recKey struct {
 	epoch uint64
 }
 
-// Open parses the DSN and tries to connect; a server that is down is no
-// error here (the first batch waits for it, fenced).
+// Open parses the DSN; it does not connect (the first batch does, and
+// waits for a server that is down, fenced with the reason).
 func Open(cfg Config) (*Sink, error) {
 	if cfg.Group == nil {
 		return nil, errors.New("postgres: no group")
@@ -136,11 +136,9 @@ func Open(cfg Config) (*Sink, error) {
 	s.ident = pgx.Identifier(parts)
 	s.table = s.ident.Sanitize()
 	s.insert = insertSQL(s.table)
-	ctx, cancel := context.WithTimeout(context.Background(), cfg.Timeout)
-	defer cancel()
-	if err := s.connect(ctx); err != nil {
-		log.Warn("postgres not reachable at start; the feed waits for it", "error", err)
-	}
+	// No connection yet: the first batch connects (a server that is down
+	// then fences the subscriber with the reason), so a slow or
+	// unreachable server never delays the daemon's start.
 	return s, nil
 }
 
@@ -225,8 +223,8 @@ func (s *Sink) ProcessBatch(ctx context.Context, b *feed.Batch) (int, error) {
 			return done, ctx.Err()
 		}
 		if rel != nil {
-			s.log.Warn("postgres batch released on purpose", "lines", n)
-			s.h.GiveUp(rel, uint64(n))
+			s.log.Warn("postgres batch released on purpose", "lines", n-done)
+			s.h.GiveUp(rel, uint64(n-done))
 			return n, nil
 		}
 	}

@@ -326,3 +326,24 @@ func TestBadDSN(t *testing.T) {
 		t.Fatalf("err %v", err)
 	}
 }
+
+// TestMissingTableHolds: without createTable a missing table is the
+// engine's state, not the lines' fault: the subscriber is fenced with the
+// server's reason and nothing is dead-lettered (onFailure deadLetter,
+// attempts run out); once the table exists the lines land.
+func TestMissingTableHolds(t *testing.T) {
+	c := pgtest.Start(t, pgtest.Options{})
+	r := newRig(t, processor.GroupConfig{Retry: grouptest.FastRetry(2), OnFailure: processor.DeadLetter},
+		Config{DSN: c.DSN("sslmode=disable"), Table: "later"})
+	r.Publish("m-1", "m-2")
+	grouptest.WaitFor(t, "the fence", func() bool {
+		st, why := r.Q.State()
+		return st == feed.Fenced && strings.Contains(why, `relation "later" does not exist`) && r.G.Failures() >= 4
+	})
+	if r.ledger.Len() != 0 {
+		t.Fatalf("%d dead letters for a missing table", r.ledger.Len())
+	}
+	c.Psql(CreateSQL("later"))
+	r.WaitAck(2, 10*time.Second)
+	wantOnce(t, rows(t, c, "later"), []string{"m-1", "m-2"})
+}
