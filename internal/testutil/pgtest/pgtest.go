@@ -151,8 +151,8 @@ func Start(t testing.TB, opt Options) *Cluster {
 	}
 	f.WriteString(conf)
 	f.Close()
+	t.Cleanup(c.stopQuiet) // also when the start fails halfway
 	c.StartServer()
-	t.Cleanup(c.stopQuiet)
 	return c
 }
 
