@@ -49,6 +49,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"strings"
 	"time"
@@ -125,6 +126,10 @@ func Open(cfg Config) (*Sink, error) {
 	if cc.Password != "" {
 		log.Warn("the postgres DSN holds a literal password; prefer a ${ENV} reference or a .pgpass file", "key", cfg.DSNKey)
 		s.hide = append(s.hide, cc.Password)
+	}
+	if host, ok := unverified(cc); ok {
+		log.Warn("the postgres DSN does not verify the server's certificate (sslmode is not verify-full or verify-ca): the password and the lines may go to whoever answers; set sslmode=verify-full and sslrootcert",
+			"key", cfg.DSNKey, "host", host)
 	}
 	if cc.ConnectTimeout == 0 || cc.ConnectTimeout > cfg.Timeout {
 		cc.ConnectTimeout = cfg.Timeout
@@ -300,6 +305,27 @@ func rejected(err error) bool {
 		return true
 	}
 	return pe.Code == "42501" // insufficient privilege
+}
+
+// unverified reports a connection to a host that is neither a Unix socket
+// nor loopback (DESIGN §11: a certificate is verified, or the sink says it
+// is not) without a verified certificate: sslmode disable, allow, prefer
+// (pgx's default) or require. verify-ca (pgx checks the chain itself) and
+// verify-full count as verified.
+func unverified(cc *pgx.ConnConfig) (string, bool) {
+	cfgs := append([]*pgconn.FallbackConfig{{Host: cc.Host, Port: cc.Port, TLSConfig: cc.TLSConfig}}, cc.Fallbacks...)
+	for _, f := range cfgs {
+		if strings.HasPrefix(f.Host, "/") || f.Host == "localhost" {
+			continue
+		}
+		if ip := net.ParseIP(f.Host); ip != nil && ip.IsLoopback() {
+			continue
+		}
+		if f.TLSConfig == nil || (f.TLSConfig.InsecureSkipVerify && f.TLSConfig.VerifyPeerCertificate == nil) {
+			return f.Host, true
+		}
+	}
+	return "", false
 }
 
 // copyColumns are the columns COPY fills.

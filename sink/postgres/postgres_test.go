@@ -347,3 +347,35 @@ func TestMissingTableHolds(t *testing.T) {
 	r.WaitAck(2, 10*time.Second)
 	wantOnce(t, rows(t, c, "later"), []string{"m-1", "m-2"})
 }
+
+// TestUnverifiedTLSWarns: a DSN to a remote host whose certificate is not
+// verified (pgx's default sslmode=prefer, require, disable) is a WARN at
+// start naming the key; verify-full, and a socket or loopback host, are not.
+func TestUnverifiedTLSWarns(t *testing.T) {
+	ca := otherCA(t)
+	r := grouptest.New(t, processor.GroupConfig{Name: "pg"})
+	for _, c := range []struct {
+		dsn  string
+		warn bool
+	}{
+		{"host=db.example user=t", true},
+		{"host=db.example user=t sslmode=require", true},
+		{"postgres://t@db.example/logs?sslmode=disable", true},
+		{"host=db.example user=t sslmode=verify-full sslrootcert=" + ca, false},
+		{"host=db.example user=t sslmode=verify-ca sslrootcert=" + ca, false},
+		{"host=127.0.0.1 user=t sslmode=disable", false},
+		{"host=/run/postgresql user=t", false},
+	} {
+		logs := &syncBuf{}
+		log := hclog.New(&hclog.LoggerOptions{Output: logs})
+		s, err := Open(Config{Group: r.G, DSN: c.dsn, Table: "t", DSNKey: "processors[pg].dsn", Logger: log})
+		if err != nil {
+			t.Fatalf("%s: %v", c.dsn, err)
+		}
+		s.Close()
+		got := strings.Contains(logs.String(), "does not verify the server's certificate") && strings.Contains(logs.String(), "processors[pg].dsn")
+		if got != c.warn {
+			t.Errorf("%s: warned %v, want %v\n%s", c.dsn, got, c.warn, logs.String())
+		}
+	}
+}
