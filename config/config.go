@@ -24,12 +24,13 @@ const (
 
 // Processor types (Processor.Type).
 const (
-	TypeFile    = "file"
-	TypePull    = "pull"
-	TypeWebhook = "webhook"
-	TypeCount   = "count"
-	TypeDiscard = "discard"
-	TypeStdout  = "stdout"
+	TypeFile     = "file"
+	TypePull     = "pull"
+	TypeWebhook  = "webhook"
+	TypeCount    = "count"
+	TypeDiscard  = "discard"
+	TypeStdout   = "stdout"
+	TypePostgres = "postgres"
 )
 
 // Processor.Format values (file, stdout): the line's bytes, or
@@ -165,6 +166,10 @@ type Processor struct {
 	BatchMaxBytes int               // webhook
 	Headers       map[string]string // webhook; nil when none
 	Raw           bool              // webhook: add lineBase64
+
+	DSN         string // postgres: the connection string (a secret: never shown)
+	Table       string // postgres: [schema.]table
+	CreateTable bool   // postgres: create the table and its unique key when missing
 
 	Line int // line of the processor's entry
 

@@ -32,7 +32,7 @@ var (
 	feedKeys      = []string{"name", "path", "readStrategy", "maxLineBytes", "queueCapacity", "queueBytes", "maxPendingAcks", "pollIntervalMillis", "rotateWaitMillis", "commitSyncMillis", "rotatedNames", "overload"}
 	overloadKeys  = []string{"policy", "spinBoundMillis", "blockDeadlineMillis", "subscribers"}
 	subscriberKey = []string{"policy", "spinBoundMillis", "blockDeadlineMillis"}
-	processorKeys = []string{"name", "feed", "type", "match", "exclude", "path", "exactlyOnce", "fsync", "fsyncIntervalMillis", "mode", "onFailure", "retry", "ackTimeoutMillis", "maxInFlight", "url", "timeoutMillis", "batchMaxLines", "batchMaxBytes", "headers", "raw", "format"}
+	processorKeys = []string{"name", "feed", "type", "match", "exclude", "path", "exactlyOnce", "fsync", "fsyncIntervalMillis", "mode", "onFailure", "retry", "ackTimeoutMillis", "maxInFlight", "url", "timeoutMillis", "batchMaxLines", "batchMaxBytes", "headers", "raw", "format", "dsn", "table", "createTable"}
 	retryKeys     = []string{"initialMillis", "maxMillis", "jitter", "attempts"}
 )
 
@@ -41,7 +41,7 @@ var (
 	strategies      = []string{StrategyCommitted, StrategyEarliest, StrategyLatest, StrategyOnceEarliest, StrategyOnceLatest}
 	strategyAliases = map[string]string{"COMMITED": StrategyCommitted}
 	policies        = []string{PolicyPause, PolicyDropAfterSpin, PolicyBlockWithDeadline}
-	types           = []string{TypeFile, TypePull, TypeWebhook, TypeCount, TypeDiscard, TypeStdout}
+	types           = []string{TypeFile, TypePull, TypeWebhook, TypeCount, TypeDiscard, TypeStdout, TypePostgres}
 	fsyncs          = []string{FsyncAlways, FsyncInterval, FsyncNever}
 	onFailures      = []string{OnFailureHold, OnFailureDeadLetter}
 	levels          = []string{"trace", "debug", "info", "warn", "error"}
@@ -291,6 +291,7 @@ func (d *decoder) processor(n *yaml.Node, path string) (*Processor, procMeta) {
 	if line, ok := o.enum("format", &p.Format, outFormats, nil); ok && p.Type != TypeFile && p.Type != TypeStdout && p.Type != "" {
 		d.errorf(line, "%s: format applies to file and stdout processors, not %s", o.at("format"), p.Type)
 	}
+	d.postgresKeys(o, &p, path)
 	switch {
 	case p.Type == TypeFile && m.pathLine == 0:
 		d.errorf(p.Line, "%s: a file processor needs path (the output file)", path)

@@ -14,7 +14,9 @@
 //     with events disabled (TAILFEED_NO_FSNOTIFY=1: poll only);
 //  5. the idle CPU of a caught-up daemon;
 //  6. the Go micro-benchmarks of the splitter, the publisher/queue hand-off
-//     and the pointer commit.
+//     and the pointer commit;
+//  7. lines/s into PostgreSQL: the postgres sink next to a plain pgx client
+//     (tools/bench/postgres.go).
 //
 // Inputs are generated under -dir (default ./var/bench, removed at the end
 // unless -keep). Throughput cases run -runs times each, interleaved, and
@@ -129,6 +131,9 @@ func run(o options) error {
 	}
 	if o.gobench {
 		if err := goBenchmarks(t); err != nil {
+			return err
+		}
+		if err := postgresBench(t); err != nil {
 			return err
 		}
 	}

@@ -1,0 +1,40 @@
+package config
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestPostgresKeys: a postgres processor needs dsn and table (FILE:LINE
+// errors), a table is a plain lower-case [schema.]name, and no error shows
+// the DSN (a secret).
+func TestPostgresKeys(t *testing.T) {
+	head := lines("feeds:", "  - {name: app, path: /a}", "processors:")
+	ok := head + lines("  - name: pg", "    feed: app", "    type: postgres",
+		"    dsn: host=db user=t password=hunter22 dbname=logs sslmode=verify-full",
+		"    table: logs.lines", "    createTable: true")
+	cfg := mustParse(t, ok, "c.yaml")
+	p := cfg.Processors[0]
+	if p.Type != TypePostgres || p.Table != "logs.lines" || !p.CreateTable || !strings.Contains(p.DSN, "dbname=logs") {
+		t.Fatalf("decoded %+v", p)
+	}
+	for _, c := range []struct{ yaml, want string }{
+		{head + lines("  - {name: pg, feed: app, type: postgres, table: t}"), "c.yaml:4: processors[0]: a postgres processor needs dsn"},
+		{head + lines("  - {name: pg, feed: app, type: postgres, dsn: \"password=hunter22\"}"), "c.yaml:4: processors[0]: a postgres processor needs table"},
+		{head + lines("  - name: pg", "    feed: app", "    type: postgres", "    dsn: password=hunter22", "    table: \"Logs; drop\""),
+			"c.yaml:8: processors[0].table: \"Logs; drop\" is not a table name"},
+		{head + lines("  - {name: pg, feed: app, type: postgres, dsn: \"password=hunter22\", table: t, createTable: 3}"), "c.yaml:4: processors[0].createTable:"},
+		{head + lines("  - name: pg", "    feed: app", "    type: postgres", "    table: t", "    dsn: host=db port=notaport password=hunter22"),
+			"c.yaml:8: processors[0].dsn: cannot parse the connection string: invalid port"},
+		{head + lines("  - name: pg", "    feed: app", "    type: postgres", "    table: t", "    dsn: postgres://u:hunter22@db:notaport/x"),
+			"c.yaml:8: processors[0].dsn: cannot parse the connection string:"},
+	} {
+		_, err := Parse([]byte(c.yaml), "c.yaml")
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("err %v, want %q", err, c.want)
+		}
+		if err != nil && strings.Contains(err.Error(), "hunter22") {
+			t.Errorf("error shows the DSN's password: %v", err)
+		}
+	}
+}
