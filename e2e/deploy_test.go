@@ -38,7 +38,11 @@ func lookTool(t *testing.T, name, pkg string) string {
 	t.Helper()
 	p, err := exec.LookPath(name)
 	if err != nil {
-		t.Skipf("%s is not installed (Debian package %s; .ci/run installs prometheus when it may): skipping", name, pkg)
+		hint := ""
+		if pkg == "prometheus" {
+			hint = "; .ci/run installs it when it runs as root with apt-get"
+		}
+		t.Skipf("%s is not installed (Debian package %s%s): skipping", name, pkg, hint)
 	}
 	return p
 }
