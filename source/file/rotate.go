@@ -200,29 +200,40 @@ func (s *Source) markGone(r *reader, why string) {
 // file at the path is read from its start. r's unconsumed bytes are
 // dropped: the copy holds them. False when no copy is found.
 func (s *Source) readCopy(r *reader, why string) bool {
-	cf, dev, ino := s.findCopy(r.fpLen, r.fp, r.consumed(), time.Now(), s.known)
-	if cf == nil {
+	var c *reader
+	var size int64 // the copy's (decompressed) size
+	if cf, dev, ino := s.findCopy(r.fpLen, r.fp, r.consumed(), time.Now(), s.known); cf != nil {
+		c = newReader(cf, dev, ino, s.bufSize(), s.cfg.MaxLine)
+		c.seek(r.consumed())
+		st, err := cf.Stat()
+		if err != nil {
+			cf.Close()
+			return false
+		}
+		size = st.Size()
+		c.lastSize, c.lastMod = st.Size(), st.ModTime()
+		c.snapshot(st.Size())
+	} else if r.fpLen > 0 {
+		// copytruncate + compress: the copy is already app.log.1.gz.
+		c = s.findGzCopy(pointer.Record{FPLen: uint64(r.fpLen), FP: r.fp, Offset: r.consumed()}, s.known)
+		if c == nil {
+			return false
+		}
+		size = c.limit
+	} else {
 		return false
 	}
-	c := newReader(cf, dev, ino, s.bufSize(), s.cfg.MaxLine)
+	cf := c.f
 	c.epoch, c.positioned, c.fpLen, c.fp = r.epoch, r.positioned, r.fpLen, r.fp
-	c.seek(r.consumed())
-	st, err := cf.Stat()
-	if err != nil {
-		cf.Close()
-		return false
-	}
-	c.lastSize, c.lastMod = st.Size(), st.ModTime()
-	c.snapshot(st.Size())
 	msg := fmt.Sprintf("input %s %s; reading its copy %s from offset %d first, then the file from its start under a new epoch",
 		s.cfg.Path, why, filepath.Base(cf.Name()), r.consumed())
 	s.log.Warn(msg, "path", s.cfg.Path, "reason", why, "copy", cf.Name(), "offset", r.consumed())
 	s.setDetail(msg)
 	// The source saw the original longer than the copy turned out to be:
 	// what was written between the copy and the truncate is in neither.
-	if lost := max(r.lastSize, r.readPos()) - st.Size(); lost > 0 {
+	if lost := max(r.lastSize, r.readPos()) - size; lost > 0 {
 		lmsg := fmt.Sprintf("input %s: its copy %s holds %d bytes, but the file was seen at %d; the %d bytes written between the copy and the truncation are lost",
-			s.cfg.Path, filepath.Base(cf.Name()), st.Size(), max(r.lastSize, r.readPos()), lost)
+			s.cfg.Path, filepath.Base(cf.Name()), size, max(r.lastSize, r.readPos()), lost)
 		s.log.Warn(lmsg, "path", s.cfg.Path, "copy", cf.Name(), "lostBytes", lost)
 		s.setDetail(lmsg)
 		s.lostTail = true
@@ -232,7 +243,7 @@ func (s *Source) readCopy(r *reader, why string) bool {
 	s.cur = c
 	s.setFile(c)
 	if s.ptr != nil && !s.barrier && r.positioned && r.epoch == s.ptrEpoch {
-		s.ptr.Bind(c.f, c.key)
+		s.ptr.Bind(c.headSrc(), c.key)
 	}
 	return true
 }
