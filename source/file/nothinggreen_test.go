@@ -31,14 +31,17 @@ func gzipTo(t *testing.T, src, dst string) {
 	}
 }
 
-// logrotate create+compress (no delaycompress): app.log -> app.log.1, a new
+// Guarantee (DESIGN §2, §4): a file forgotten after every line of it was
+// committed is not read again after a clean stop, even once compressed.
+// Regression (review of issue 11, D1). logrotate create+compress (no
+// delaycompress): app.log -> app.log.1, a new
 // empty app.log, app.log.1 -> app.log.1.gz, app.log.1 removed. Every line of
 // the old file was delivered and committed; the daemon forgets the deleted
 // file (empty record) while it waits for the new file's first bytes. A clean
 // stop, then a restart: the scan with the empty record's reference (the
 // pointer file's mtime) reads app.log.1.gz again from its start. DESIGN §2:
 // duplicates only after a crash.
-func TestReviewForgottenThenGzGenerationReadAgainAfterCleanStop(t *testing.T) {
+func TestForgottenFileGzNotReadAgainAfterCleanStop(t *testing.T) {
 	r := newRig(t, "", rigOpts{strategy: file.Committed, rotateWait: time.Hour})
 	appendTo(t, r.path, numbered("a", 0, 50)...)
 	r.start()
@@ -65,7 +68,9 @@ func TestReviewForgottenThenGzGenerationReadAgainAfterCleanStop(t *testing.T) {
 	}
 }
 
-// One lost tail, counted again at every restart. The input is removed (with
+// Guarantee (DESIGN §7 "Losses outlive the run"): one lost tail is counted
+// once, not again at every restart. Regression (review of issue 11, D2).
+// The input is removed (with
 // lines after the last commit, or simply unseen) while tailfeed is stopped
 // and nothing is at the path: the first restart counts the pointer's unread
 // tail lost (right), but the pointer keeps naming the vanished file, so the
@@ -73,7 +78,7 @@ func TestReviewForgottenThenGzGenerationReadAgainAfterCleanStop(t *testing.T) {
 // loss with DELETE /admin/losses) counts the same tail again: a second
 // ledger entry for one loss, and a feed turned lossy again after its loss
 // was acknowledged.
-func TestReviewLostTailCountedAgainAtEveryRestart(t *testing.T) {
+func TestLostTailCountedOnceAcrossRestarts(t *testing.T) {
 	r := newRig(t, "", rigOpts{strategy: file.Committed})
 	appendTo(t, r.path, numbered("a", 0, 20)...)
 	r.start()
@@ -102,7 +107,9 @@ func TestReviewLostTailCountedAgainAtEveryRestart(t *testing.T) {
 	}
 }
 
-// Live copytruncate + compress (no delaycompress): logrotate copies app.log
+// Guarantee (DESIGN §4): a live copytruncate's unread lines are read from
+// its copy even when the copy is already compressed. Regression (review of
+// issue 11, D3). Live copytruncate + compress (no delaycompress): logrotate copies app.log
 // to app.log.1, truncates app.log, compresses app.log.1 to app.log.1.gz and
 // removes app.log.1. Lines appended before the copy that tailfeed had not
 // read yet are all in app.log.1.gz (nothing was written between the copy and
@@ -110,7 +117,7 @@ func TestReviewLostTailCountedAgainAtEveryRestart(t *testing.T) {
 // findCopy): none is found, the lines are never read, and since tailfeed
 // last saw the file at its read position nothing is counted: lossless with
 // 30 lines missing that are on disk.
-func TestReviewLiveCopytruncateCompressLosesUnreadLines(t *testing.T) {
+func TestLiveCopytruncateCompressReadsGzCopy(t *testing.T) {
 	r := newRig(t, "", rigOpts{strategy: file.Committed, noNotify: true, poll: 1500 * time.Millisecond})
 	appendTo(t, r.path, numbered("a", 0, 20)...)
 	var losses lossLog
@@ -148,10 +155,10 @@ func TestReviewLiveCopytruncateCompressLosesUnreadLines(t *testing.T) {
 	}
 }
 
-// A FIFO at the path at restart, the pointer naming the rotated file: the
+// Guarantee: a FIFO at the path at restart, the pointer naming the rotated file: the
 // rotated file's tail is read, the feed is FAILED, the stop works, and a
 // regular file replacing the FIFO is read from its start.
-func TestReviewFifoAtRestartWithRotatedPointer(t *testing.T) {
+func TestFifoAtRestartReadsRotatedTailAndRecovers(t *testing.T) {
 	r := newRig(t, "", rigOpts{strategy: file.Committed})
 	appendTo(t, r.path, numbered("a", 0, 10)...)
 	r.start()
@@ -191,12 +198,14 @@ func TestReviewFifoAtRestartWithRotatedPointer(t *testing.T) {
 	}
 }
 
-// A compressed generation still being written at restart (logrotate's
+// Guarantee (DESIGN §7 state): the feed is not CAUGHT_UP (nor settled) while
+// a compressed generation is unread because it is still being written.
+// Regression (review of issue 11, D4). A compressed generation still being written at restart (logrotate's
 // compress running, the plain file already unlinked or written by a
 // pipeline) is skipped "until the next look" (noteTorn/retryTorn), but
 // nothing in the state knows it: the feed reports CAUGHT_UP with nothing
 // pending (settled) while a generation's lines are unread.
-func TestReviewTornGzPendingButCaughtUp(t *testing.T) {
+func TestTornGzKeepsFeedBehind(t *testing.T) {
 	r := newRig(t, "", rigOpts{strategy: file.Committed})
 	appendTo(t, r.path, numbered("a", 0, 10)...)
 	r.start()
@@ -235,9 +244,10 @@ func TestReviewTornGzPendingButCaughtUp(t *testing.T) {
 	}
 }
 
-// copytruncate + compress + delaycompress, two runs while stopped: the first
+// Guarantee (DESIGN §4): every generation of two copytruncates while stopped
+// is read once, none lost. copytruncate + compress + delaycompress, two runs while stopped: the first
 // copy ends up as app.log.2.gz, the second copy is app.log.1.
-func TestReviewCopytruncateTwiceStoppedGz(t *testing.T) {
+func TestCopytruncateTwiceWhileStoppedGzLosesNothing(t *testing.T) {
 	r := newRig(t, "", rigOpts{strategy: file.Committed})
 	appendTo(t, r.path, numbered("a", 0, 10)...)
 	r.start()
