@@ -51,6 +51,9 @@ import (
 //	reset     the source switched to a new file (epoch barrier)
 //	forgotten the file was deleted after every line of it was committed:
 //	          an empty record (fileKey 0) under a new epoch (DESIGN §4)
+//	lost      the file's unread tail was counted lost at start (ledger
+//	          first) and nothing else was opened: an empty record under a
+//	          new epoch, so that the next start does not count it again
 //
 // An epoch may have several lines (created, then adopted): the last one
 // names its file. Readers take what parses: a torn last line (a crash

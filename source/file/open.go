@@ -111,16 +111,10 @@ func (s *Source) startFile(f *os.File, dev, ino uint64) error {
 // have been in the part that was cut (DESIGN §4 "Nothing green over a
 // loss"). How many bytes is not known: lostBytes stays.
 func (s *Source) checkPointer(r *reader, size int64) error {
-	before := s.ptr.Record()
-	v, err := checkIdentity(s.ptr, r.f, r.key, size, s.log)
-	if err != nil {
-		return err
-	}
-	rec := s.ptr.Record()
-	r.epoch, s.ptrEpoch = rec.Epoch, rec.Epoch
-	r.seek(rec.Offset)
-	switch v {
-	case Replaced, Truncated:
+	counted := false
+	v, err := checkIdentity(s.ptr, r.f, r.key, size, s.log, func(v Verdict, before pointer.Record) {
+		// Counted before the Reset (S3): the ledger entry is fsynced while
+		// the pointer still names the cut file.
 		if before.Offset > 0 && (v == Truncated || r.key == before.FileKey) && !s.lostTail {
 			d := fmt.Sprintf("input %s was truncated or rewritten while stopped (%s, size %d, pointer offset %d) and no copy was found: "+
 				"lines written after the last commit may be lost; reading it from its start under a new epoch",
@@ -129,9 +123,20 @@ func (s *Source) checkPointer(r *reader, size int64) error {
 			s.log.Warn(d, "path", s.cfg.Path, "epoch", fmt.Sprintf("%016x", before.Epoch))
 			s.setDetail(d)
 			s.lostTail = true
-			break
+			counted = true
 		}
-		s.setDetail(fmt.Sprintf("input %s at start: %s; reading it from its start under a new epoch", v, s.cfg.Path))
+	})
+	if err != nil {
+		return err
+	}
+	rec := s.ptr.Record()
+	r.epoch, s.ptrEpoch = rec.Epoch, rec.Epoch
+	r.seek(rec.Offset)
+	switch v {
+	case Replaced, Truncated:
+		if !counted {
+			s.setDetail(fmt.Sprintf("input %s at start: %s; reading it from its start under a new epoch", v, s.cfg.Path))
+		}
 	case KeptNewKey:
 		s.log.Warn("input has a new file key but the same content; keeping the pointer", "path", s.cfg.Path)
 	}
@@ -178,6 +183,7 @@ func (s *Source) resumeRotated(f *os.File, dev, ino uint64) bool {
 	var g *reader // the pointer's generation, positioned at the offset
 	var ref time.Time
 	byKey := false // g is the pointer's own file (not a copy of it)
+	lost := false  // the pointer's unread tail was counted lost here
 	switch {
 	case rec.FileKey == 0 && rec.FPLen == 0:
 		// No identity: nothing of a file is pending. A pointer that was
@@ -231,6 +237,7 @@ func (s *Source) resumeRotated(f *os.File, dev, ino uint64) bool {
 		}
 		if g == nil {
 			s.loseTail(rec, lostTailDetail)
+			lost = true
 		}
 	}
 	var born time.Time
@@ -259,6 +266,9 @@ func (s *Source) resumeRotated(f *os.File, dev, ino uint64) bool {
 		return g != nil && g.gz == nil && int64(g.fpLen) == int64(len(head)) && headMatches(head, uint64(g.fpLen), g.fp)
 	})
 	if g == nil && len(gens) == 0 {
+		if lost && f == nil {
+			s.forgetLost(rec)
+		}
 		return false
 	}
 	if g == nil {
@@ -291,6 +301,28 @@ func (s *Source) loseTail(rec pointer.Record, detail string) {
 	s.log.Warn(detail, "path", s.cfg.Path, "offset", rec.Offset, "fileKey", fmt.Sprintf("%016x", rec.FileKey))
 	s.setDetail(detail)
 	s.lostTail = true
+}
+
+// forgetLost moves the pointer off a file whose unread tail was just
+// counted lost (loseTail) when nothing else is opened at start (no file at
+// the path, no generation to read): a Reset to the empty record under a new
+// epoch, its epochs line "lost" naming the record left. Otherwise the next
+// restart finds the same record, cannot find its file either, and counts the
+// same tail again (a second ledger entry; a loss the operator acknowledged
+// coming back). The loss is counted first (OnLoss returns once the ledger
+// entry is fsynced): a kill -9 between the two counts it again at the next
+// start, never not at all. A file opened instead moves the pointer off by
+// its own Reset (checkIdentity's "replaced", or the barrier's).
+func (s *Source) forgetLost(rec pointer.Record) {
+	next := pointer.NewEpoch()
+	if err := s.ptr.ResetAs("lost", next, nil, 0); err != nil {
+		s.commitFailures.Add(1)
+		s.log.Error("pointer reset after a lost tail failed; the next restart may count it again", "error", err)
+	}
+	s.ptrEpoch = next
+	s.epoch.Store(next)
+	s.log.Info("the pointer records that nothing of the lost file is pending", "path", s.cfg.Path,
+		"lostEpoch", fmt.Sprintf("%016x", rec.Epoch), "epoch", fmt.Sprintf("%016x", next))
 }
 
 // resumeAt makes a reader of the rotated file old at the pointer's offset,
