@@ -265,6 +265,9 @@ func (s *Source) resumeRotated(f *os.File, dev, ino uint64) bool {
 		// The pointer's generation compressed while its plain file is read.
 		return g != nil && g.gz == nil && int64(g.fpLen) == int64(len(head)) && headMatches(head, uint64(g.fpLen), g.fp)
 	})
+	if g == nil && rec.FileKey == 0 && rec.FPLen == 0 {
+		gens = s.dropForgotten(rec, gens)
+	}
 	if g == nil && len(gens) == 0 {
 		if lost && f == nil {
 			s.forgetLost(rec)
@@ -301,6 +304,43 @@ func (s *Source) loseTail(rec pointer.Record, detail string) {
 	s.log.Warn(detail, "path", s.cfg.Path, "offset", rec.Offset, "fileKey", fmt.Sprintf("%016x", rec.FileKey))
 	s.setDetail(detail)
 	s.lostTail = true
+}
+
+// dropForgotten leaves out of gens, found at start for an empty record
+// (ref: the pointer file's mtime, the moment it was emptied), the file the
+// record was emptied for: a file forgotten once every line of it was
+// committed (or one whose tail was counted lost) that was compressed or
+// copied under a generation's name within mtimeSlack of the Reset is not a
+// later generation (D1: read again from its start after a clean stop). It
+// is recognised by the epochs file's line for the record's epoch, which
+// names the file left (its first bytes' fingerprint and its end): a
+// generation whose (decompressed) first bytes match that fingerprint and
+// whose size is at most that end is that file, or a prefix of it. One that
+// is longer (lines appended after it was forgotten, delivered downgraded)
+// is read again from its start: duplicates, never a gap. No epochs file, or
+// no such line: every generation is read (duplicates).
+func (s *Source) dropForgotten(rec pointer.Record, gens []genFile) []genFile {
+	left, ok := s.ptr.Left(rec.Epoch)
+	if !ok || left.PrevFPLen == 0 {
+		return gens
+	}
+	return slices.DeleteFunc(gens, func(g genFile) bool {
+		head, size := g.head, g.dsize
+		if !g.gz {
+			b, err := readHead(g.path)
+			st, serr := os.Stat(g.path)
+			if err != nil || serr != nil {
+				return false
+			}
+			head, size = b, st.Size()
+		}
+		if size > left.PrevOffset || !headMatches(head, left.PrevFPLen, left.PrevFP) {
+			return false
+		}
+		s.log.Info("a generation is the file the pointer forgot (every line of it committed); not read again",
+			"file", g.path, "end", left.PrevOffset)
+		return true
+	})
 }
 
 // forgetLost moves the pointer off a file whose unread tail was just
