@@ -148,8 +148,10 @@ type genFile struct {
 	mod      time.Time
 	rank     rank
 	gz       bool
-	head     []byte // gz: the first decompressed bytes (up to MaxFingerprint)
-	dsize    int64  // gz: the decompressed size
+	head     []byte    // gz: the first decompressed bytes (up to MaxFingerprint)
+	dsize    int64     // gz: the decompressed size
+	size     int64     // torn: the compressed size last seen
+	grewAt   time.Time // torn: when it was first seen or last grew
 }
 
 // gzHead decompresses the first bytes of the .gz at path (up to
@@ -580,26 +582,59 @@ func (s *Source) noteTorn(g genFile) {
 		}
 	}
 	s.log.Info("a compressed generation does not end cleanly (being written?); skipped until the next look", "file", g.path)
+	if st, err := os.Stat(g.path); err == nil {
+		g.size = st.Size()
+	}
+	g.grewAt = time.Now()
 	s.torn = append(s.torn, g)
+	s.tornN.Store(int32(len(s.torn)))
 }
+
+// tornWait is the least time a torn .gz that does not grow is waited for
+// before it is counted lost: a compressor stalls for a moment under load.
+const tornWait = 10 * time.Second
 
 // retryTorn looks again at the .gz generations that did not end cleanly:
 // one that does now, still the same file, with no plain twin and not the
 // twin of a file the source holds, is read beside the current file like a
-// switched-away file (its lines late and downgraded, never lost); one gone
-// is forgotten.
+// switched-away file (its lines late and downgraded, never lost). One that
+// is gone with no plain twin, or that stayed torn for rotateWait (at least
+// tornWait) after it last grew, is counted lost (DESIGN §4 "Nothing green over a loss"): its
+// lines were never read. Until then the feed is not CAUGHT_UP.
 func (s *Source) retryTorn() {
 	keep := s.torn[:0]
+	defer func() {
+		clear(s.torn[len(keep):])
+		s.torn = keep
+		s.tornN.Store(int32(len(s.torn)))
+	}()
 	for _, g := range s.torn {
+		plain := false
+		if _, err := os.Lstat(strings.TrimSuffix(g.path, ".gz")); err == nil {
+			plain = true
+		}
 		dev, ino, err := fileutil.DevInoPath(g.path)
-		if err != nil || dev != g.dev || ino != g.ino || s.known(dev, ino) {
+		if err != nil || dev != g.dev || ino != g.ino {
+			if p, ok := s.tornMoved(g); ok && !plain {
+				g.path = p
+				keep = append(keep, g)
+			} else if !plain {
+				s.loseTorn(g, "a compressed generation that did not end cleanly is gone; its lines were never read")
+			}
 			continue
 		}
-		if _, err := os.Lstat(strings.TrimSuffix(g.path, ".gz")); err == nil {
-			continue // its twin is the generation
+		if plain || s.known(dev, ino) {
+			continue // its twin is the generation, or the source holds it
 		}
 		head, dsize, ok := inspectGz(g.path)
 		if !ok {
+			if st, err := os.Stat(g.path); err == nil && st.Size() != g.size {
+				g.size, g.grewAt = st.Size(), time.Now()
+			}
+			if time.Since(g.grewAt) >= max(s.cfg.RotateWait, tornWait) {
+				s.loseTorn(g, "a compressed generation stayed torn (it does not end cleanly, no growth for rotateWaitMillis and at least 10 s); its lines are not read")
+				continue
+			}
 			keep = append(keep, g)
 			continue
 		}
@@ -626,8 +661,37 @@ func (s *Source) retryTorn() {
 		s.old = append(s.old, r)
 		s.kick = true
 	}
-	clear(s.torn[len(keep):])
-	s.torn = keep
+}
+
+// tornMoved returns where the torn .gz g is now when it is no longer at
+// its path but beside the input under another generation name (rotated on:
+// app.log.1.gz to app.log.2.gz): it stays waited for there.
+func (s *Source) tornMoved(g genFile) (string, bool) {
+	for _, gd := range s.genDirs() {
+		ents, err := os.ReadDir(gd.dir)
+		if err != nil {
+			continue
+		}
+		for _, e := range ents {
+			if !e.Type().IsRegular() || !s.rotatedName(e.Name(), gd.base) {
+				continue
+			}
+			p := filepath.Join(gd.dir, e.Name())
+			if dev, ino, err := fileutil.DevInoPath(p); err == nil && dev == g.dev && ino == g.ino {
+				return p, true
+			}
+		}
+	}
+	return "", false
+}
+
+// loseTorn counts a torn .gz generation that is never read: one lost tail
+// (its decompressed size is unknown: lostBytes stays).
+func (s *Source) loseTorn(g genFile, why string) {
+	s.lose(1, 0, s.epoch.Load(), why)
+	s.log.Warn(why, "file", g.path)
+	s.setDetail(why)
+	s.lostTail = true
 }
 
 // countGzLost counts what a .gz reader could not decompress after all (it

@@ -281,3 +281,44 @@ func TestCopytruncateTwiceWhileStoppedGzLosesNothing(t *testing.T) {
 		t.Fatalf("delivered %d distinct (want %d): %v; losses %+v", len(c), len(want), lines(r2.rec.all()), l.all())
 	}
 }
+
+// Guarantee (DESIGN §4 "Nothing green over a loss"): a torn .gz that
+// disappears without its plain twin is never read: it counts one lost tail,
+// and the feed, BEHIND while it waited, is CAUGHT_UP again (lossy).
+// Regression (review of issue 11, D4).
+func TestTornGzGoneCountsLostTail(t *testing.T) {
+	r := newRig(t, "", rigOpts{strategy: file.Committed})
+	appendTo(t, r.path, numbered("a", 0, 10)...)
+	r.start()
+	r.waitLines(10)
+	r.waitSettled()
+	r.stop()
+	if err := os.Rename(r.path, r.path+".2"); err != nil {
+		t.Fatal(err)
+	}
+	var zb bytes.Buffer
+	zw := gzip.NewWriter(&zb)
+	zw.Write([]byte(strings.Join(numbered("b", 0, 200), "\n") + "\n"))
+	zw.Close()
+	full := zb.Bytes()
+	if err := os.WriteFile(r.path+".1.gz", full[:len(full)/2], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	appendTo(t, r.path, numbered("c", 0, 3)...)
+	var l lossLog
+	r2 := newRig(t, r.dir, rigOpts{strategy: file.Committed, onLoss: l.add}).start()
+	r2.waitLines(3)
+	time.Sleep(300 * time.Millisecond)
+	if st := r2.src.State(); st != file.Behind || !r2.src.TornPending() {
+		t.Fatalf("state %v, torn pending %v while a torn .gz is unread; want BEHIND and true", st, r2.src.TornPending())
+	}
+	if len(l.all()) != 0 {
+		t.Fatalf("counted before the torn .gz was gone: %+v", l.all())
+	}
+	os.Remove(r.path + ".1.gz")
+	r2.waitFor("the lost tail", 5*time.Second, func() bool { return r2.src.LostTails() == 1 })
+	r2.waitSettled()
+	if got := l.all(); len(got) != 1 || got[0].Counter != "lostTails" || r2.src.State() != file.CaughtUp || r2.src.TornPending() {
+		t.Fatalf("losses %+v, state %v, torn pending %v; want one lost tail and CAUGHT_UP", got, r2.src.State(), r2.src.TornPending())
+	}
+}

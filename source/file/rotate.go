@@ -71,6 +71,13 @@ func (s *Source) atEnd() bool {
 	}
 	s.forgetStep()
 	s.fileEnded.Store(s.missing)
+	if len(s.torn) > 0 {
+		// A compressed generation is being written (or stays torn): its
+		// lines are unread, so not CAUGHT_UP (D4); retryTorn looks again
+		// at every poll and counts it lost past its bound.
+		s.setState(Behind)
+		return false
+	}
 	s.setState(CaughtUp)
 	return false
 }

@@ -91,6 +91,7 @@ type Source struct {
 	// by identity: a scan while running never reads them again.
 	genSeen    map[[2]uint64]seenGen
 	torn       []genFile // .gz generations that did not end cleanly: looked at again
+	tornN      atomic.Int32 // len(torn), for the report (TornPending)
 	forget     *forget   // the pointer's file, deleted and closed: empty the pointer once it is all committed
 	forgetOwed bool      // a Reset to the empty record failed its msync: Sync finishes it
 	dropped    bool      // Drain released a batch that was never published
@@ -188,7 +189,17 @@ func (s *Source) Run(ctx context.Context) error {
 			continue
 		}
 		if s.cur == nil {
-			s.setState(WaitingForFile)
+			if len(s.torn) > 0 {
+				s.retryTorn()
+			}
+			if s.pollOld() {
+				continue // a completed .gz (retryTorn) is read while no file is open
+			}
+			if len(s.torn) > 0 {
+				s.setState(Behind) // a generation is unread: not WAITING_FOR_FILE (settled)
+			} else {
+				s.setState(WaitingForFile)
+			}
 			s.forgetStep()
 			if !s.openAtPath() {
 				s.wait(ctx)
