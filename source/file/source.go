@@ -91,7 +91,6 @@ type Source struct {
 	// by identity: a scan while running never reads them again.
 	genSeen    map[[2]uint64]seenGen
 	torn       []genFile // .gz generations that did not end cleanly: looked at again
-	tornN      atomic.Int32 // len(torn), for the report (TornPending)
 	forget     *forget   // the pointer's file, deleted and closed: empty the pointer once it is all committed
 	forgetOwed bool      // a Reset to the empty record failed its msync: Sync finishes it
 	dropped    bool      // Drain released a batch that was never published
@@ -105,6 +104,8 @@ type Source struct {
 	watcher   *fsnotify.Watcher
 	watchDone chan struct{}
 	watchAll  atomic.Bool // wake on any event in the directory, not only the path's
+
+	tornN atomic.Int32 // len(torn), for the report (TornPending)
 
 	state          atomic.Int32
 	epoch          atomic.Uint64
