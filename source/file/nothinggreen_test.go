@@ -322,3 +322,47 @@ func TestTornGzGoneCountsLostTail(t *testing.T) {
 		t.Fatalf("losses %+v, state %v, torn pending %v; want one lost tail and CAUGHT_UP", got, r2.src.State(), r2.src.TornPending())
 	}
 }
+
+// Guarantee (DESIGN §4): a queued file copytruncated before it was read
+// has its copy read first even when the copy is already compressed
+// (copytruncate + compress). Regression (review of issue 11, D3 extended to
+// rewrittenUnread).
+func TestQueuedFileCopytruncateCompressReadsGzCopy(t *testing.T) {
+	block := make(chan struct{})
+	r := newRig(t, "", rigOpts{strategy: file.Committed, block: block})
+	appendTo(t, r.path, numbered("a", 0, 3000)...)
+	var l lossLog
+	r.opts.onLoss = l.add
+	r.start()
+	r.waitFor("the feed paused", 10*time.Second, r.pub.Paused)
+	copyTruncate(t, r.path, r.path+".1")
+	appendTo(t, r.path, numbered("b", 0, 500)...)
+	r.waitFor("the file queued behind its copy", 10*time.Second, func() bool {
+		return strings.Contains(r.logs.String(), "queued behind the open one")
+	})
+	time.Sleep(200 * time.Millisecond) // a few polls: the queued file's fingerprint covers b
+	// copytruncate + compress: the copy of the queued file is a .gz at once.
+	data, err := os.ReadFile(r.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var zb bytes.Buffer
+	zw := gzip.NewWriter(&zb)
+	zw.Write(data)
+	zw.Close()
+	if err := os.WriteFile(r.path+".2.gz", zb.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(r.path, 0); err != nil {
+		t.Fatal(err)
+	}
+	appendTo(t, r.path, numbered("c", 0, 5)...)
+	r.waitFor("the compressed copy found", 10*time.Second, func() bool { return r.warned("reading its copy first") })
+	close(block)
+	r.waitLines(3505)
+	r.waitSettled()
+	want := append(append(numbered("a", 0, 3000), numbered("b", 0, 500)...), numbered("c", 0, 5)...)
+	if got := lines(r.rec.all()); strings.Join(got, ",") != strings.Join(want, ",") || len(l.all()) != 0 {
+		t.Fatalf("got %d lines, want %d; losses %+v", len(got), len(want), l.all())
+	}
+}

@@ -285,6 +285,7 @@ func (s *Source) rewrittenUnread(nx *reader, why string) *reader {
 	if nx.epoch == 0 {
 		nx.epoch = pointer.NewEpoch()
 	}
+	fpLen, fp := nx.fpLen, nx.fp
 	cf, dev, ino := s.findCopy(nx.fpLen, nx.fp, int64(nx.fpLen), time.Now(), s.known)
 	// Nothing of it was read: all it held is in its copy or lost.
 	seen := nx.lastSize
@@ -293,7 +294,25 @@ func (s *Source) rewrittenUnread(nx *reader, why string) *reader {
 		nx.refreshFingerprint(st.Size())
 		nx.lastSize, nx.lastMod = st.Size(), st.ModTime()
 	}
-	if cf == nil {
+	var c *reader
+	var size int64 // the copy's (decompressed) size
+	if cf != nil {
+		c = newReader(cf, dev, ino, s.bufSize(), s.cfg.MaxLine)
+		if st, err := cf.Stat(); err == nil {
+			c.refreshFingerprint(st.Size())
+			c.lastSize, c.lastMod = st.Size(), st.ModTime()
+			c.snapshot(st.Size())
+			size = st.Size()
+		} else {
+			size = seen // unknown: nothing counted
+		}
+	} else if fpLen > 0 {
+		// copytruncate + compress: the copy is already a .gz (as readCopy).
+		if c = s.findGzCopy(pointer.Record{FPLen: uint64(fpLen), FP: fp}, s.known); c != nil {
+			size = c.limit
+		}
+	}
+	if c == nil {
 		msg := fmt.Sprintf("a queued input file was %s before it was read, and no copy of it was found; its %d bytes are lost", why, seen)
 		s.log.Warn(msg, "path", s.cfg.Path, "file", nx.f.Name())
 		if seen > 0 {
@@ -303,23 +322,17 @@ func (s *Source) rewrittenUnread(nx *reader, why string) *reader {
 		}
 		return nil
 	}
-	c := newReader(cf, dev, ino, s.bufSize(), s.cfg.MaxLine)
 	c.queuedAt = time.Now()
-	if st, err := cf.Stat(); err == nil {
-		c.refreshFingerprint(st.Size())
-		c.lastSize, c.lastMod = st.Size(), st.ModTime()
-		c.snapshot(st.Size())
-		if lost := seen - st.Size(); lost > 0 {
-			msg := fmt.Sprintf("a queued input file was %s before it was read; its copy %s holds %d bytes of the %d seen, %d are lost",
-				why, filepath.Base(cf.Name()), st.Size(), seen, lost)
-			s.log.Warn(msg, "path", s.cfg.Path, "copy", cf.Name())
-			s.setDetail(msg)
-			s.lostTail = true
-			s.lose(1, uint64(lost), nx.epoch, msg)
-		}
+	if lost := seen - size; lost > 0 {
+		msg := fmt.Sprintf("a queued input file was %s before it was read; its copy %s holds %d bytes of the %d seen, %d are lost",
+			why, filepath.Base(c.f.Name()), size, seen, lost)
+		s.log.Warn(msg, "path", s.cfg.Path, "copy", c.f.Name())
+		s.setDetail(msg)
+		s.lostTail = true
+		s.lose(1, uint64(lost), nx.epoch, msg)
 	}
 	s.log.Warn("a queued input file was "+why+" before it was read; reading its copy first",
-		"path", s.cfg.Path, "copy", cf.Name())
+		"path", s.cfg.Path, "copy", c.f.Name())
 	return c
 }
 
