@@ -3,6 +3,7 @@ package file
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"compress/gzip"
 	"errors"
 	"io"
@@ -422,7 +423,14 @@ func (s *Source) ptrModTime() time.Time {
 type seenGen struct {
 	fpLen uint64 // plain files: their first bytes' fingerprint; 0 for .gz
 	fp    uint64
+	look  uint64 // the last noteSeen that found it (held, or on disk)
 }
+
+// seenCap bounds genSeen: past it, entries of files no longer held nor on
+// disk are dropped, the longest gone first; an entry of a file still there
+// is never dropped (S4: it would be read again as a generation never seen),
+// so the map holds at most max(seenCap/2, the generations on disk).
+const seenCap = 4096
 
 // noteSeen records the generations present now and the files the source
 // holds, so that a scan while running reads only generations it never saw
@@ -431,13 +439,18 @@ func (s *Source) noteSeen() {
 	if s.genSeen == nil {
 		s.genSeen = map[[2]uint64]seenGen{}
 	}
+	s.seenLook++
+	look := s.seenLook
 	note := func(r *reader) {
 		if r == nil || r.f == nil {
 			return
 		}
 		id := [2]uint64{r.dev, r.ino}
-		if _, ok := s.genSeen[id]; !ok || r.gz != nil {
-			s.genSeen[id] = seenGen{uint64(r.fpLen), r.fp}
+		if sg, ok := s.genSeen[id]; !ok || r.gz != nil {
+			s.genSeen[id] = seenGen{uint64(r.fpLen), r.fp, look}
+		} else {
+			sg.look = look
+			s.genSeen[id] = sg
 		}
 	}
 	note(s.cur)
@@ -463,26 +476,33 @@ func (s *Source) noteSeen() {
 			}
 			id := [2]uint64{dev, ino}
 			if strings.HasSuffix(p, ".gz") {
-				if _, ok := s.genSeen[id]; !ok {
-					s.genSeen[id] = seenGen{}
-				}
+				sg := s.genSeen[id]
+				sg.look = look
+				s.genSeen[id] = sg
 				continue
 			}
 			// A plain one's first bytes as they are now: a .gz of it
 			// appearing later is its twin.
-			var sg seenGen
+			sg := seenGen{look: look}
 			if b, err := readHead(p); err == nil && len(b) > 0 {
-				sg = seenGen{uint64(len(b)), pointer.Fingerprint(b)}
+				sg.fpLen, sg.fp = uint64(len(b)), pointer.Fingerprint(b)
 			}
 			s.genSeen[id] = sg
 		}
 	}
-	if len(s.genSeen) > 4096 { // a directory of many rotations: keep it bounded
-		for k := range s.genSeen {
-			delete(s.genSeen, k)
-			if len(s.genSeen) <= 2048 {
+	if len(s.genSeen) > seenCap { // a directory of many rotations: keep it bounded
+		gone := make([][2]uint64, 0, len(s.genSeen))
+		for k, sg := range s.genSeen {
+			if sg.look != look {
+				gone = append(gone, k)
+			}
+		}
+		slices.SortFunc(gone, func(a, b [2]uint64) int { return cmp.Compare(s.genSeen[a].look, s.genSeen[b].look) })
+		for _, k := range gone {
+			if len(s.genSeen) <= seenCap/2 {
 				break
 			}
+			delete(s.genSeen, k)
 		}
 	}
 }

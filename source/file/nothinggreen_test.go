@@ -3,6 +3,7 @@ package file_test
 import (
 	"bytes"
 	"compress/gzip"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -364,5 +365,32 @@ func TestQueuedFileCopytruncateCompressReadsGzCopy(t *testing.T) {
 	want := append(append(numbered("a", 0, 3000), numbered("b", 0, 500)...), numbered("c", 0, 5)...)
 	if got := lines(r.rec.all()); strings.Join(got, ",") != strings.Join(want, ",") || len(l.all()) != 0 {
 		t.Fatalf("got %d lines, want %d; losses %+v", len(got), len(want), l.all())
+	}
+}
+
+// Guarantee (DESIGN §4 "While running, too"): a generation the source saw
+// is never read again while running, even in a directory of more than 4096
+// generations (the bound on what it remembers drops files no longer on
+// disk first, never one still there). Regression (review of issue 11, S4).
+func TestSeenGenerationsNotReadAgainInALargeDirectory(t *testing.T) {
+	r := newRig(t, "", rigOpts{strategy: file.Committed})
+	for i := 1; i <= 4200; i++ {
+		if err := os.WriteFile(fmt.Sprintf("%s.%d", r.path, i), []byte(fmt.Sprintf("old-%05d\n", i)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	appendTo(t, r.path, "a-00000")
+	r.start()
+	r.waitLines(1)
+	r.waitSettled()
+	if err := os.Remove(r.path); err != nil {
+		t.Fatal(err)
+	}
+	r.waitFor("WAITING_FOR_FILE", 10*time.Second, func() bool { return r.src.State() == file.WaitingForFile })
+	appendTo(t, r.path, "b-00000")
+	r.waitFor("b-00000", 10*time.Second, func() bool { return counts(r.rec.all())["b-00000"] > 0 })
+	r.waitSettled()
+	if got := lines(r.rec.all()); len(got) != 2 {
+		t.Fatalf("delivered %d lines, want 2 (a-00000, b-00000): generations seen at start read again, first %q", len(got), got[:min(4, len(got))])
 	}
 }

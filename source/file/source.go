@@ -105,7 +105,8 @@ type Source struct {
 	watchDone chan struct{}
 	watchAll  atomic.Bool // wake on any event in the directory, not only the path's
 
-	tornN atomic.Int32 // len(torn), for the report (TornPending)
+	tornN    atomic.Int32 // len(torn), for the report (TornPending)
+	seenLook uint64       // noteSeen calls, for the age of genSeen's entries
 
 	state          atomic.Int32
 	epoch          atomic.Uint64
