@@ -394,3 +394,49 @@ func TestSeenGenerationsNotReadAgainInALargeDirectory(t *testing.T) {
 		t.Fatalf("delivered %d lines, want 2 (a-00000, b-00000): generations seen at start read again, first %q", len(got), got[:min(4, len(got))])
 	}
 }
+
+// Guarantee (DESIGN §4 "Nothing green over a loss", no false alarm): at a
+// restart whose pointer's file is a .gz still being written (its plain file
+// already unlinked), the source waits for it instead of counting the
+// unread tail lost at once, then reads it from the pointer, positioned.
+// Regression (review of issue 11, S1).
+func TestTornPointerGzAtRestartIsAwaitedNotCounted(t *testing.T) {
+	r := newRig(t, "", rigOpts{strategy: file.Committed})
+	appendTo(t, r.path, numbered("a", 0, 10)...)
+	r.start()
+	r.waitLines(10)
+	r.waitSettled()
+	r.stop()
+	appendTo(t, r.path, numbered("a", 10, 10)...) // the unread tail
+	if err := os.Rename(r.path, r.path+".1"); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(r.path + ".1")
+	var zb bytes.Buffer
+	zw := gzip.NewWriter(&zb)
+	zw.Write(data)
+	zw.Close()
+	full := zb.Bytes()
+	if err := os.WriteFile(r.path+".1.gz", full[:len(full)/2], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(r.path + ".1")
+	appendTo(t, r.path, numbered("c", 0, 3)...)
+
+	var l lossLog
+	r2 := newRig(t, r.dir, rigOpts{strategy: file.Committed, onLoss: l.add}).start()
+	time.Sleep(700 * time.Millisecond)
+	if st := r2.src.State(); st == file.CaughtUp || st == file.WaitingForFile {
+		t.Fatalf("state %v while the pointer's .gz is being written", st)
+	}
+	if err := os.WriteFile(r.path+".1.gz", full, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r2.waitFor("c-00002", 15*time.Second, func() bool { return counts(r2.rec.all())["c-00002"] > 0 })
+	r2.waitSettled()
+	want := append(numbered("a", 10, 10), numbered("c", 0, 3)...)
+	if got := lines(r2.rec.all()); strings.Join(got, ",") != strings.Join(want, ",") || len(l.all()) != 0 || r2.src.Downgraded() != 0 {
+		t.Log(r2.logs.String())
+		t.Fatalf("got %q (downgraded %d), losses %+v; want %q, none", got, r2.src.Downgraded(), l.all(), want)
+	}
+}

@@ -1,12 +1,14 @@
 package file
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"tailfeed/internal/fileutil"
@@ -301,6 +303,7 @@ func (s *Source) resumeRotated(f *os.File, dev, ino uint64) bool {
 // detail (kept until the next restart) and lostTails + 1.
 func (s *Source) loseTail(rec pointer.Record, detail string) {
 	s.lose(1, 0, rec.Epoch, detail)
+	s.dropTornOf(rec)
 	s.log.Warn(detail, "path", s.cfg.Path, "offset", rec.Offset, "fileKey", fmt.Sprintf("%016x", rec.FileKey))
 	s.setDetail(detail)
 	s.lostTail = true
@@ -341,6 +344,99 @@ func (s *Source) dropForgotten(rec pointer.Record, gens []genFile) []genFile {
 			"file", g.path, "end", left.PrevOffset)
 		return true
 	})
+}
+
+// awaitTornPointerGen runs before open: when the pointer's generation is,
+// by its decompressed first bytes, a .gz that does not end cleanly and has
+// no plain twin (a compressor still writing it, the plain file already
+// unlinked), the source waits for it (state STARTING: not settled) until it
+// ends cleanly, is gone, stops growing for max(rotateWait, tornWait), or
+// the run is stopped. Opening at once would count the pointer's unread tail
+// lost although it is about to be on disk (S1: a false alarm, then the
+// .gz read anyway), and moving the pointer on before it is read would leave
+// it to no restart.
+func (s *Source) awaitTornPointerGen(ctx context.Context) {
+	if s.ptr == nil || s.cfg.Strategy != Committed {
+		return
+	}
+	rec := s.ptr.Record()
+	if rec.FPLen == 0 || s.ptr.Fresh() {
+		return
+	}
+	torn := func() (string, int64) {
+		for _, gd := range s.genDirs() {
+			ents, err := os.ReadDir(gd.dir)
+			if err != nil {
+				continue
+			}
+			for _, e := range ents {
+				name := e.Name()
+				if !e.Type().IsRegular() || !strings.HasSuffix(name, ".gz") || !s.rotatedName(name, gd.base) {
+					continue
+				}
+				p := filepath.Join(gd.dir, name)
+				if _, err := os.Lstat(strings.TrimSuffix(p, ".gz")); err == nil {
+					continue // its plain twin is read
+				}
+				st, err := os.Stat(p)
+				if err != nil {
+					continue
+				}
+				// Its first bytes are the pointer's, or too few of them are
+				// written yet to tell (then only while it is fresh: a torn
+				// .gz left for long is not waited for).
+				head, ok := gzHead(p)
+				short := !ok || uint64(len(head)) < rec.FPLen
+				if short && time.Since(st.ModTime()) >= max(s.cfg.RotateWait, tornWait) {
+					continue
+				}
+				if !short && !headMatches(head, rec.FPLen, rec.FP) {
+					continue
+				}
+				if _, _, ok := inspectGz(p); ok {
+					continue
+				}
+				return p, st.Size()
+			}
+		}
+		return "", 0
+	}
+	p, size := torn()
+	if p == "" {
+		return
+	}
+	s.log.Info("the pointer's file is a compressed generation still being written; waiting for it before opening", "file", p)
+	grew := time.Now()
+	poll := s.cfg.Poll
+	if poll <= 0 {
+		poll = 250 * time.Millisecond
+	}
+	for time.Since(grew) < max(s.cfg.RotateWait, tornWait) {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(poll):
+		}
+		np, nsize := torn()
+		if np == "" {
+			return
+		}
+		if np != p || nsize != size {
+			p, size, grew = np, nsize, time.Now()
+		}
+	}
+	s.log.Warn("the pointer's compressed generation stayed torn; opening without it", "file", p)
+}
+
+// dropTornOf forgets the torn .gz generations whose decompressed first
+// bytes are rec's: the pointer's generation whose tail was just counted
+// lost (loseTail) is not counted a second time once it stays torn.
+func (s *Source) dropTornOf(rec pointer.Record) {
+	s.torn = slices.DeleteFunc(s.torn, func(g genFile) bool {
+		head, ok := gzHead(g.path)
+		return ok && headMatches(head, rec.FPLen, rec.FP)
+	})
+	s.tornN.Store(int32(len(s.torn)))
 }
 
 // forgetLost moves the pointer off a file whose unread tail was just

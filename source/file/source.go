@@ -168,6 +168,7 @@ func (s *Source) Run(ctx context.Context) error {
 	s.startWatch()
 	defer s.stopWatch()
 	defer s.settleSync()
+	s.awaitTornPointerGen(ctx)
 	if err := s.open(); err != nil {
 		s.fail(err)
 		return err
