@@ -5,10 +5,12 @@ import (
 	"compress/gzip"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"tailfeed/pointer"
 	"tailfeed/source/file"
 )
 
@@ -438,5 +440,63 @@ func TestTornPointerGzAtRestartIsAwaitedNotCounted(t *testing.T) {
 	if got := lines(r2.rec.all()); strings.Join(got, ",") != strings.Join(want, ",") || len(l.all()) != 0 || r2.src.Downgraded() != 0 {
 		t.Log(r2.logs.String())
 		t.Fatalf("got %q (downgraded %d), losses %+v; want %q, none", got, r2.src.Downgraded(), l.all(), want)
+	}
+}
+
+// Guarantee (crash window, S3 and D2): a loss counted at start is in the
+// ledger (OnLoss returned) before the pointer moves off the lost file: at
+// the moment OnLoss runs, the pointer file on disk still holds the lost
+// epoch, so a kill -9 between the two counts the loss again at the next
+// start (two entries), never not at all.
+func TestLossAtStartRecordedBeforeThePointerMoves(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cut  func(t *testing.T, path string)
+	}{
+		{"truncated while stopped", func(t *testing.T, path string) {
+			if err := os.Truncate(path, 0); err != nil {
+				t.Fatal(err)
+			}
+			appendTo(t, path, "x")
+		}},
+		{"deleted while stopped, nothing at the path", func(t *testing.T, path string) {
+			if err := os.Remove(path); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRig(t, "", rigOpts{strategy: file.Committed})
+			appendTo(t, r.path, numbered("a", 0, 20)...)
+			r.start()
+			r.waitLines(20)
+			r.waitSettled()
+			r.stop()
+			before, err := pointer.Inspect(filepath.Join(r.dir, "app.ptr"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.cut(t, r.path)
+			var onDisk []uint64
+			var l lossLog
+			onLoss := func(x file.Loss) {
+				rec, err := pointer.Inspect(filepath.Join(r.dir, "app.ptr"))
+				if err != nil {
+					t.Error(err)
+				}
+				onDisk = append(onDisk, rec.Epoch)
+				l.add(x)
+			}
+			r2 := newRig(t, r.dir, rigOpts{strategy: file.Committed, onLoss: onLoss}).start()
+			r2.waitSettled()
+			r2.stop()
+			if len(l.all()) != 1 || len(onDisk) != 1 || onDisk[0] != before.Epoch || l.all()[0].Epoch != before.Epoch {
+				t.Fatalf("losses %+v, pointer epochs on disk while counting %x; want one loss under %x, counted while the pointer still held it", l.all(), onDisk, before.Epoch)
+			}
+			after, err := pointer.Inspect(filepath.Join(r.dir, "app.ptr"))
+			if err != nil || after.Epoch == before.Epoch {
+				t.Fatalf("the pointer still holds the lost epoch after the start (%v): the next start counts it again", err)
+			}
+		})
 	}
 }
