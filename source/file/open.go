@@ -363,6 +363,11 @@ func (s *Source) awaitTornPointerGen(ctx context.Context) {
 	if rec.FPLen == 0 || s.ptr.Fresh() {
 		return
 	}
+	if dev, ino, err := fileutil.DevInoPath(s.cfg.Path); err == nil && pointer.FileKey(dev, ino) == rec.FileKey {
+		if st, err := os.Stat(s.cfg.Path); err == nil && st.Size() >= rec.Offset {
+			return // the pointer's file is at the path (open checks its first bytes)
+		}
+	}
 	torn := func() (string, int64) {
 		for _, gd := range s.genDirs() {
 			ents, err := os.ReadDir(gd.dir)
