@@ -31,12 +31,14 @@ import (
 // of the line (the record grows it later, so a file matches when its first
 // fingerprintLength bytes hash to it); previousEpoch and previousOffset,
 // on a line that moves the pointer off another epoch (replaced, truncated,
-// reset, forgotten, lost), are the record it replaces: the epoch left and its
-// last committed offset (with previousFileKey, previousFingerprintLength and
-// previousFingerprint, that record's identity, when it had one) — for "reset" and "forgotten" the end of that
+// reset, forgotten, lost), are the record it replaces: the epoch left and
+// its last committed offset — for "reset" and "forgotten" the end of that
 // epoch's positioned lines, so a sink whose last applied line is
 // (previousEpoch, previousOffset) has every line of it (DESIGN §11); both
-// are absent on the other lines; path is the input path the pointer
+// are absent on the other lines; previousFileKey,
+// previousFingerprintLength and previousFingerprint (with them, when the
+// record left named a file) are that record's identity: a restart with an
+// empty record does not read that file again as a later generation; path is the input path the pointer
 // was opened for, "" when the record names no file (fileKey 0,
 // fingerprintLength 0); time is RFC 3339 UTC with nanoseconds; reason is
 // one of
