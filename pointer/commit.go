@@ -113,7 +113,8 @@ func (p *Pointer) Reset(epoch uint64, f io.ReaderAt, fileKey uint64) error {
 
 // ResetAs is Reset with reason as the epochs file's reason for the new
 // epoch: "replaced" or "truncated" when the source found another file, or
-// this one cut, at open.
+// this one cut, at open; "lost" when it empties the record of a file whose
+// unread tail it counted lost at open.
 func (p *Pointer) ResetAs(reason string, epoch uint64, f io.ReaderAt, fileKey uint64) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()

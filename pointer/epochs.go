@@ -34,11 +34,14 @@ import (
 // of the line (the record grows it later, so a file matches when its first
 // fingerprintLength bytes hash to it); previousEpoch and previousOffset,
 // on a line that moves the pointer off another epoch (replaced, truncated,
-// reset, forgotten), are the record it replaces: the epoch left and its
-// last committed offset — for "reset" and "forgotten" the end of that
+// reset, forgotten, lost), are the record it replaces: the epoch left and
+// its last committed offset — for "reset" and "forgotten" the end of that
 // epoch's positioned lines, so a sink whose last applied line is
 // (previousEpoch, previousOffset) has every line of it (DESIGN §11); both
-// are absent on the other lines; path is the input path the pointer
+// are absent on the other lines; previousFileKey,
+// previousFingerprintLength and previousFingerprint (with them, when the
+// record left named a file) are that record's identity: a restart with an
+// empty record does not read that file again as a later generation; path is the input path the pointer
 // was opened for, "" when the record names no file (fileKey 0,
 // fingerprintLength 0); time is RFC 3339 UTC with nanoseconds; reason is
 // one of
@@ -54,6 +57,9 @@ import (
 //	reset     the source switched to a new file (epoch barrier)
 //	forgotten the file was deleted after every line of it was committed:
 //	          an empty record (fileKey 0) under a new epoch (DESIGN §4)
+//	lost      the file's unread tail was counted lost at start (ledger
+//	          first) and nothing else was opened: an empty record under a
+//	          new epoch, so that the next start does not count it again
 //
 // An epoch may have several lines (created, then adopted): the last one
 // names its file. Readers take what parses: a torn last line (a crash
@@ -74,6 +80,13 @@ type EpochLine struct {
 	// PrevOffset that epoch's last committed offset.
 	PrevEpoch  uint64
 	PrevOffset int64
+	// PrevFileKey, PrevFPLen and PrevFP are the identity of the record left
+	// (with PrevEpoch): for "forgotten" and "lost" the file of which nothing
+	// is pending, so that a restart does not read it again as a later
+	// generation (DESIGN §4).
+	PrevFileKey uint64
+	PrevFPLen   uint64
+	PrevFP      uint64
 }
 
 // EpochsFormat is the format version of the epochs lines this tailfeed
@@ -92,6 +105,9 @@ type epochJSON struct {
 	Reason  string `json:"reason"`
 	Prev    string `json:"previousEpoch,omitempty"`
 	PrevOff *int64 `json:"previousOffset,omitempty"`
+	PrevKey string `json:"previousFileKey,omitempty"`
+	PrevFPL uint64 `json:"previousFingerprintLength,omitempty"`
+	PrevFP  string `json:"previousFingerprint,omitempty"`
 }
 
 // AppendEpoch appends l to the epochs file at path (created 0600 with its
@@ -103,6 +119,9 @@ func AppendEpoch(path string, l EpochLine) error {
 	}
 	if l.PrevEpoch != 0 {
 		j.Prev, j.PrevOff = hex(l.PrevEpoch), &l.PrevOffset
+		if l.PrevFPLen > 0 || l.PrevFileKey != 0 {
+			j.PrevKey, j.PrevFPL, j.PrevFP = hex(l.PrevFileKey), l.PrevFPLen, hex(l.PrevFP)
+		}
 	}
 	b, err := json.Marshal(j)
 	if err != nil {
@@ -206,6 +225,18 @@ func parseEpochLine(raw []byte) (EpochLine, error) {
 			return l, errors.New("previousEpoch without a previousOffset of at least 0")
 		}
 		l.PrevOffset = *j.PrevOff
+		if j.PrevKey != "" {
+			if l.PrevFileKey, err = parseHex("previousFileKey", j.PrevKey); err != nil {
+				return l, err
+			}
+			if l.PrevFP, err = parseHex("previousFingerprint", j.PrevFP); err != nil {
+				return l, err
+			}
+			if j.PrevFPL > MaxFingerprint {
+				return l, fmt.Errorf("previousFingerprintLength %d > %d", j.PrevFPL, MaxFingerprint)
+			}
+			l.PrevFPLen = j.PrevFPL
+		}
 	}
 	return l, nil
 }
@@ -239,12 +270,33 @@ func (p *Pointer) logEpoch(r Record, reason string, prev Record) {
 	}
 	if prev.Epoch != 0 && prev.Epoch != r.Epoch {
 		l.PrevEpoch, l.PrevOffset = prev.Epoch, prev.Offset
+		l.PrevFileKey, l.PrevFPLen, l.PrevFP = prev.FileKey, prev.FPLen, prev.FP
 	}
 	err := AppendEpoch(p.epochs, l)
 	if err != nil {
 		p.log.Error("epochs file append failed; a sink left at this epoch cannot be mapped back to its file",
 			"epochs", p.epochs, "epoch", hex(r.Epoch), "error", err)
 	}
+}
+
+// Left returns the epochs file's last line that moved the pointer onto
+// epoch from another one (reason forgotten, lost, reset, …), with the
+// identity of the record it left; false when there is none (no epochs
+// file configured, none such line, or it cannot be read).
+func (p *Pointer) Left(epoch uint64) (EpochLine, bool) {
+	p.mu.Lock()
+	path := p.epochs
+	p.mu.Unlock()
+	if path == "" {
+		return EpochLine{}, false
+	}
+	lines, _ := ReadEpochs(path)
+	for i := len(lines) - 1; i >= 0; i-- {
+		if lines[i].Epoch == epoch && lines[i].PrevEpoch != 0 {
+			return lines[i], true
+		}
+	}
+	return EpochLine{}, false
 }
 
 // adoptedBefore reports whether the epochs file's last line already names

@@ -57,8 +57,10 @@ func TestEpochsFileRecordsEveryEpoch(t *testing.T) {
 	want := []EpochLine{
 		{Epoch: e0, Reason: "created", FP: Fingerprint(nil)},
 		{Epoch: e0, FileKey: 0x1111, FPLen: 23, FP: fp, Path: input, Reason: "adopted"},
-		{Epoch: e1, FileKey: 0x2222, FPLen: 23, FP: fp, Path: input, Reason: "reset", PrevEpoch: e0, PrevOffset: 23},
-		{Epoch: e2, Reason: "forgotten", FP: Fingerprint(nil), PrevEpoch: e1},
+		{Epoch: e1, FileKey: 0x2222, FPLen: 23, FP: fp, Path: input, Reason: "reset", PrevEpoch: e0, PrevOffset: 23,
+			PrevFileKey: 0x1111, PrevFPLen: 23, PrevFP: fp},
+		{Epoch: e2, Reason: "forgotten", FP: Fingerprint(nil), PrevEpoch: e1,
+			PrevFileKey: 0x2222, PrevFPLen: 23, PrevFP: fp},
 	}
 	if len(got) != len(want) {
 		t.Fatalf("got %d lines, want %d: %+v", len(got), len(want), got)
@@ -76,8 +78,17 @@ func TestEpochsFileRecordsEveryEpoch(t *testing.T) {
 	raw := readFile(t, epochs)
 	if !strings.Contains(string(raw), `"epoch":"`+hex(e1)+`"`) ||
 		!strings.Contains(string(raw), `"fileKey":"0000000000002222"`) ||
-		!strings.Contains(string(raw), `"previousEpoch":"`+hex(e0)+`","previousOffset":23}`) {
+		!strings.Contains(string(raw), `"previousEpoch":"`+hex(e0)+`","previousOffset":23,"previousFileKey":"0000000000001111","previousFingerprintLength":23,"previousFingerprint":"`+hex(fp)+`"}`) {
 		t.Fatalf("epochs file does not carry 16-hex epochs and keys:\n%s", raw)
+	}
+
+	// The line that emptied the record names the file it left (D1: a
+	// restart does not read that file again as a later generation).
+	if l, ok := p.Left(e2); !ok || l.Reason != "forgotten" || l.PrevFileKey != 0x2222 || l.PrevFPLen != 23 || l.PrevFP != fp {
+		t.Fatalf("Left(forgotten epoch) = %+v, %v; want the identity of the file left", l, ok)
+	}
+	if _, ok := p.Left(e0); ok {
+		t.Fatalf("Left(created epoch) found a line; want none")
 	}
 
 	// A torn last line (a crash mid-append) is ignored; a damaged line in

@@ -38,6 +38,9 @@ func (f *Feed) snapshot() status.FeedSnapshot {
 	dev, ino, open := src.FileIdentity()
 	readPos := src.ReadPos()
 	state := src.State()
+	if (state == file.CaughtUp || state == file.WaitingForFile) && src.TornPending() {
+		state = file.Behind // a compressed generation is unread (DESIGN §7 state)
+	}
 	if state == file.CaughtUp && !f.fileCaughtUp(dev, ino, open, readPos) {
 		state = file.Behind
 	}

@@ -213,6 +213,27 @@
 //	   first), each read from 0 under a new epoch behind the barrier, then
 //	   the file at the path. With no pointer's generation, the first of them
 //	   is current under a new epoch at once.
+//	   An empty record (a file forgotten, or a tail counted lost) is scanned
+//	   from the pointer file's mtime, the moment it was emptied; the file it
+//	   was emptied for, compressed or copied under a generation's name
+//	   within the 2 s slack, is recognised by the epochs file's line for the
+//	   record's epoch (previousFingerprint, previousOffset) and not read
+//	   again: a generation whose (decompressed) first bytes match and whose
+//	   size is at most that end. Longer (lines appended after it was
+//	   forgotten) it is read again: duplicates. With no epochs file every
+//	   generation is read (duplicates).
+//	   A lost tail counted at open with nothing else to open (no file at the
+//	   path, no generation) Resets the pointer to an empty record under a
+//	   new epoch (epochs reason "lost"), after the ledger entry: the next
+//	   restart does not count it again. A kill -9 between the two counts it
+//	   twice (never not at all); a file opened instead moves the pointer by
+//	   its own Reset (replaced, or the barrier's), with the same window.
+//	   A .gz whose first decompressed bytes are the pointer's (or too few to
+//	   tell, modified within the bound), with no plain twin and not ending
+//	   cleanly, is waited for before the open decides (STARTING, not
+//	   settled): until it ends cleanly, is gone, or does not grow for
+//	   max(rotateWaitMillis, 10 s). Then it is read from the pointer as
+//	   above; still torn, its tail counts lost, once.
 //	I  Generations while running. When check finds the path naming a file
 //	   the source does not hold, the same scan runs before that file is
 //	   queued: reference the newest file held (its mtime at the last look),
@@ -224,7 +245,18 @@
 //	   open. A .gz skipped because it did not end cleanly is looked at again
 //	   at every poll; once whole it is read beside the current file as a
 //	   switched-away file is (its place in the order is past): downgraded,
-//	   under an epoch of its own.
+//	   under an epoch of its own. While one is waited for the feed is BEHIND
+//	   (never CAUGHT_UP nor WAITING_FOR_FILE, so never settled; the report
+//	   sees TornPending). One that is gone with no plain twin (not renamed
+//	   to another generation name), or that does not grow for
+//	   max(rotateWaitMillis, 10 s) while still torn, counts one lost tail
+//	   (lostBytes unknown) and is no longer waited for: if it ends cleanly
+//	   later it is not read (counted, never silent).
+//	   genSeen is bounded: past 4096 entries, those of files neither held
+//	   nor on disk at the last scan are dropped, the longest gone first; an
+//	   entry of a file still on disk is never dropped (it would be read
+//	   again as never seen), so the map holds max(2048, the generations on
+//	   disk) entries.
 //	H  The open race. Every open stats the path, opens it, fstats the
 //	   descriptor and stats the path again; unless all three agree the file
 //	   is closed and the open retried, so a descriptor is never labelled
@@ -267,9 +299,12 @@
 //     cut between two looks are seen by nobody and not counted: the source
 //     looks within its wake-up latency (fsnotify: well under a millisecond
 //     when idle; otherwise the poll interval), which bounds that window but
-//     cannot close it. A copy that is compressed and deleted before the
-//     source looks is not found: then all that was unread is lost. Use
-//     rename rotation (create) where possible.
+//     cannot close it. A copy that is compressed and its plain file deleted
+//     before the source looks is found as the .gz (readCopy, and for a
+//     queued file rewrittenUnread, through findGzCopy); one compressed in a
+//     format not read (bz2, xz, zstd) is not: then all that was unread is
+//     lost, counted only where the source saw it. Use rename rotation
+//     (create) where possible.
 //   - A rewrite in place whose first bytes (up to 4 KiB) are unchanged, or
 //     that leaves the size and the mtime as they were (a write within one
 //     tick of the file system's timestamp clock), is not seen. Other bytes

@@ -3,6 +3,7 @@ package file
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"compress/gzip"
 	"errors"
 	"io"
@@ -148,8 +149,10 @@ type genFile struct {
 	mod      time.Time
 	rank     rank
 	gz       bool
-	head     []byte // gz: the first decompressed bytes (up to MaxFingerprint)
-	dsize    int64  // gz: the decompressed size
+	head     []byte    // gz: the first decompressed bytes (up to MaxFingerprint)
+	dsize    int64     // gz: the decompressed size
+	size     int64     // torn: the compressed size last seen
+	grewAt   time.Time // torn: when it was first seen or last grew
 }
 
 // gzHead decompresses the first bytes of the .gz at path (up to
@@ -420,7 +423,14 @@ func (s *Source) ptrModTime() time.Time {
 type seenGen struct {
 	fpLen uint64 // plain files: their first bytes' fingerprint; 0 for .gz
 	fp    uint64
+	look  uint64 // the last noteSeen that found it (held, or on disk)
 }
+
+// seenCap bounds genSeen: past it, entries of files no longer held nor on
+// disk are dropped, the longest gone first; an entry of a file still there
+// is never dropped (S4: it would be read again as a generation never seen),
+// so the map holds at most max(seenCap/2, the generations on disk).
+const seenCap = 4096
 
 // noteSeen records the generations present now and the files the source
 // holds, so that a scan while running reads only generations it never saw
@@ -429,13 +439,18 @@ func (s *Source) noteSeen() {
 	if s.genSeen == nil {
 		s.genSeen = map[[2]uint64]seenGen{}
 	}
+	s.seenLook++
+	look := s.seenLook
 	note := func(r *reader) {
 		if r == nil || r.f == nil {
 			return
 		}
 		id := [2]uint64{r.dev, r.ino}
-		if _, ok := s.genSeen[id]; !ok || r.gz != nil {
-			s.genSeen[id] = seenGen{uint64(r.fpLen), r.fp}
+		if sg, ok := s.genSeen[id]; !ok || r.gz != nil {
+			s.genSeen[id] = seenGen{uint64(r.fpLen), r.fp, look}
+		} else {
+			sg.look = look
+			s.genSeen[id] = sg
 		}
 	}
 	note(s.cur)
@@ -461,26 +476,33 @@ func (s *Source) noteSeen() {
 			}
 			id := [2]uint64{dev, ino}
 			if strings.HasSuffix(p, ".gz") {
-				if _, ok := s.genSeen[id]; !ok {
-					s.genSeen[id] = seenGen{}
-				}
+				sg := s.genSeen[id]
+				sg.look = look
+				s.genSeen[id] = sg
 				continue
 			}
 			// A plain one's first bytes as they are now: a .gz of it
 			// appearing later is its twin.
-			var sg seenGen
+			sg := seenGen{look: look}
 			if b, err := readHead(p); err == nil && len(b) > 0 {
-				sg = seenGen{uint64(len(b)), pointer.Fingerprint(b)}
+				sg.fpLen, sg.fp = uint64(len(b)), pointer.Fingerprint(b)
 			}
 			s.genSeen[id] = sg
 		}
 	}
-	if len(s.genSeen) > 4096 { // a directory of many rotations: keep it bounded
-		for k := range s.genSeen {
-			delete(s.genSeen, k)
-			if len(s.genSeen) <= 2048 {
+	if len(s.genSeen) > seenCap { // a directory of many rotations: keep it bounded
+		gone := make([][2]uint64, 0, len(s.genSeen))
+		for k, sg := range s.genSeen {
+			if sg.look != look {
+				gone = append(gone, k)
+			}
+		}
+		slices.SortFunc(gone, func(a, b [2]uint64) int { return cmp.Compare(s.genSeen[a].look, s.genSeen[b].look) })
+		for _, k := range gone {
+			if len(s.genSeen) <= seenCap/2 {
 				break
 			}
+			delete(s.genSeen, k)
 		}
 	}
 }
@@ -580,26 +602,59 @@ func (s *Source) noteTorn(g genFile) {
 		}
 	}
 	s.log.Info("a compressed generation does not end cleanly (being written?); skipped until the next look", "file", g.path)
+	if st, err := os.Stat(g.path); err == nil {
+		g.size = st.Size()
+	}
+	g.grewAt = time.Now()
 	s.torn = append(s.torn, g)
+	s.tornN.Store(int32(len(s.torn)))
 }
+
+// tornWait is the least time a torn .gz that does not grow is waited for
+// before it is counted lost: a compressor stalls for a moment under load.
+const tornWait = 10 * time.Second
 
 // retryTorn looks again at the .gz generations that did not end cleanly:
 // one that does now, still the same file, with no plain twin and not the
 // twin of a file the source holds, is read beside the current file like a
-// switched-away file (its lines late and downgraded, never lost); one gone
-// is forgotten.
+// switched-away file (its lines late and downgraded, never lost). One that
+// is gone with no plain twin, or that stayed torn for rotateWait (at least
+// tornWait) after it last grew, is counted lost (DESIGN §4 "Nothing green over a loss"): its
+// lines were never read. Until then the feed is not CAUGHT_UP.
 func (s *Source) retryTorn() {
 	keep := s.torn[:0]
+	defer func() {
+		clear(s.torn[len(keep):])
+		s.torn = keep
+		s.tornN.Store(int32(len(s.torn)))
+	}()
 	for _, g := range s.torn {
+		plain := false
+		if _, err := os.Lstat(strings.TrimSuffix(g.path, ".gz")); err == nil {
+			plain = true
+		}
 		dev, ino, err := fileutil.DevInoPath(g.path)
-		if err != nil || dev != g.dev || ino != g.ino || s.known(dev, ino) {
+		if err != nil || dev != g.dev || ino != g.ino {
+			if p, ok := s.tornMoved(g); ok && !plain {
+				g.path = p
+				keep = append(keep, g)
+			} else if !plain {
+				s.loseTorn(g, "a compressed generation that did not end cleanly is gone; its lines were never read")
+			}
 			continue
 		}
-		if _, err := os.Lstat(strings.TrimSuffix(g.path, ".gz")); err == nil {
-			continue // its twin is the generation
+		if plain || s.known(dev, ino) {
+			continue // its twin is the generation, or the source holds it
 		}
 		head, dsize, ok := inspectGz(g.path)
 		if !ok {
+			if st, err := os.Stat(g.path); err == nil && st.Size() != g.size {
+				g.size, g.grewAt = st.Size(), time.Now()
+			}
+			if time.Since(g.grewAt) >= max(s.cfg.RotateWait, tornWait) {
+				s.loseTorn(g, "a compressed generation stayed torn (it does not end cleanly, no growth for rotateWaitMillis and at least 10 s); its lines are not read")
+				continue
+			}
 			keep = append(keep, g)
 			continue
 		}
@@ -626,8 +681,37 @@ func (s *Source) retryTorn() {
 		s.old = append(s.old, r)
 		s.kick = true
 	}
-	clear(s.torn[len(keep):])
-	s.torn = keep
+}
+
+// tornMoved returns where the torn .gz g is now when it is no longer at
+// its path but beside the input under another generation name (rotated on:
+// app.log.1.gz to app.log.2.gz): it stays waited for there.
+func (s *Source) tornMoved(g genFile) (string, bool) {
+	for _, gd := range s.genDirs() {
+		ents, err := os.ReadDir(gd.dir)
+		if err != nil {
+			continue
+		}
+		for _, e := range ents {
+			if !e.Type().IsRegular() || !s.rotatedName(e.Name(), gd.base) {
+				continue
+			}
+			p := filepath.Join(gd.dir, e.Name())
+			if dev, ino, err := fileutil.DevInoPath(p); err == nil && dev == g.dev && ino == g.ino {
+				return p, true
+			}
+		}
+	}
+	return "", false
+}
+
+// loseTorn counts a torn .gz generation that is never read: one lost tail
+// (its decompressed size is unknown: lostBytes stays).
+func (s *Source) loseTorn(g genFile, why string) {
+	s.lose(1, 0, s.epoch.Load(), why)
+	s.log.Warn(why, "file", g.path)
+	s.setDetail(why)
+	s.lostTail = true
 }
 
 // countGzLost counts what a .gz reader could not decompress after all (it

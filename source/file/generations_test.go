@@ -406,8 +406,7 @@ func TestTornGzIsReadOnceComplete(t *testing.T) {
 
 	r2 := newRig(t, r.dir, rigOpts{strategy: file.Committed}).start()
 	r2.waitLines(30)
-	r2.waitSettled()
-	time.Sleep(200 * time.Millisecond)
+	time.Sleep(200 * time.Millisecond) // not settled: the torn .gz is unread (BEHIND)
 	expectRuns(t, r2.rec.all(), e1, run{numbered("a", 50, 20), nil}, run{numbered("b", 0, 10), nil})
 
 	f, err := os.OpenFile(r.path+".1.gz", os.O_WRONLY|os.O_APPEND, 0)

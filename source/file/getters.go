@@ -36,6 +36,10 @@ func (s *Source) Unterminated() int64 { return s.unterminated.Load() }
 // Downgraded counts lines delivered without a position.
 func (s *Source) Downgraded() uint64 { return s.downgraded.Load() }
 
+// TornPending reports whether a compressed generation that did not end
+// cleanly is waited for (its lines unread): the feed is not CAUGHT_UP.
+func (s *Source) TornPending() bool { return s.tornN.Load() > 0 }
+
 // LostTails counts files whose unread tail could not be read (DESIGN §4
 // "Nothing green over a loss").
 func (s *Source) LostTails() uint64 { return s.lostTails.Load() }

@@ -64,7 +64,11 @@ func (v Verdict) String() string {
 // they and KeptNewKey are WARNs on log. Every verdict binds f and fileKey.
 // An error reading f returns 0 and leaves the pointer alone; a failed reset
 // returns the verdict with the error (the next Sync or Commit finishes it).
-func checkIdentity(p *pointer.Pointer, f *os.File, fileKey uint64, size int64, log hclog.Logger) (Verdict, error) {
+// beforeReset (nil: none) runs with the verdict and the record replaced
+// before a Replaced or Truncated reset: a loss it counts (fsynced ledger)
+// is recorded before the pointer forgets the file, so a kill -9 between the
+// two counts it again at the restart rather than never.
+func checkIdentity(p *pointer.Pointer, f *os.File, fileKey uint64, size int64, log hclog.Logger, beforeReset func(Verdict, pointer.Record)) (Verdict, error) {
 	r := p.Record()
 	if r.FileKey == 0 && r.FPLen == 0 && r.Offset == 0 {
 		if err := p.Adopt(f, fileKey); err != nil {
@@ -88,6 +92,9 @@ func checkIdentity(p *pointer.Pointer, f *os.File, fileKey uint64, size int64, l
 			"path", p.Path(), "input", f.Name(), "reason", reason, "offset", r.Offset,
 			"epoch", hex16(r.Epoch), "old_key", hex16(r.FileKey), "new_key", hex16(fileKey))
 		return v, nil
+	}
+	if beforeReset != nil {
+		beforeReset(v, r)
 	}
 	epoch := pointer.NewEpoch()
 	log.Warn("pointer input "+v.String()+": resetting to offset 0 under a new epoch",

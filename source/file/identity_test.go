@@ -49,7 +49,7 @@ func (fd *idFeed) run(commit int64) (Verdict, pointer.Record, pointer.Record) {
 	defer p.Close()
 	before := p.Record()
 	f, key, size := idOpenInput(fd.t, fd.in)
-	v, err := checkIdentity(p, f, key, size, fd.log)
+	v, err := checkIdentity(p, f, key, size, fd.log, nil)
 	if err != nil {
 		fd.t.Fatalf("checkIdentity: %v", err)
 	}
@@ -201,7 +201,7 @@ func TestCheckReadsTheDescriptorNotThePath(t *testing.T) {
 	fd.write(idOthers)
 
 	p := fd.open(pointer.Options{})
-	if v, err := checkIdentity(p, f, key, size, fd.log); v != Kept || err != nil {
+	if v, err := checkIdentity(p, f, key, size, fd.log, nil); v != Kept || err != nil {
 		t.Fatalf("checkIdentity(old descriptor) = %v, %v; want kept", v, err)
 	}
 }
@@ -213,7 +213,7 @@ func TestCheckEmptyFingerprint(t *testing.T) {
 	fd.write(nil)
 	p := fd.open(pointer.Options{})
 	f, key, _ := idOpenInput(t, fd.in)
-	if v, _ := checkIdentity(p, f, key, 0, fd.log); v != Adopted {
+	if v, _ := checkIdentity(p, f, key, 0, fd.log, nil); v != Adopted {
 		t.Fatalf("checkIdentity = %v", v)
 	}
 	if err := p.Store(0); err != nil { // records the key, not the offset
@@ -227,7 +227,7 @@ func TestCheckEmptyFingerprint(t *testing.T) {
 	if r := p.Record(); r.FPLen != 0 || r.FileKey != key || r.Offset != 14 {
 		t.Fatalf("Record = %+v", r)
 	}
-	if v, err := checkIdentity(p, f, key, 20, fd.log); v != Kept || err != nil {
+	if v, err := checkIdentity(p, f, key, 20, fd.log, nil); v != Kept || err != nil {
 		t.Fatalf("same key, FPLen 0: %v %v", v, err)
 	}
 	other := filepath.Join(fd.dir, "other")
@@ -235,7 +235,7 @@ func TestCheckEmptyFingerprint(t *testing.T) {
 		t.Fatal(err)
 	}
 	g, gkey, gsize := idOpenInput(t, other)
-	if v, err := checkIdentity(p, g, gkey, gsize, fd.log); v != Replaced || err != nil || !fd.log.warned("no fingerprint to match") {
+	if v, err := checkIdentity(p, g, gkey, gsize, fd.log, nil); v != Replaced || err != nil || !fd.log.warned("no fingerprint to match") {
 		t.Fatalf("other key, FPLen 0: %v %v\n%s", v, err, fd.log.String())
 	}
 }
@@ -248,13 +248,13 @@ func TestCheckResetsAreInTheEpochsFile(t *testing.T) {
 	fd.write([]byte("abc\n"))
 	p := fd.open(pointer.Options{EpochsPath: epochs, Input: fd.in})
 	in, key, _ := idOpenInput(t, fd.in)
-	if v, err := checkIdentity(p, in, key, 4, fd.log); err != nil || v != Adopted {
+	if v, err := checkIdentity(p, in, key, 4, fd.log, nil); err != nil || v != Adopted {
 		t.Fatalf("checkIdentity = %v, %v; want adopted", v, err)
 	}
 	if err := p.Commit(4); err != nil {
 		t.Fatal(err)
 	}
-	if v, err := checkIdentity(p, in, key, 2, fd.log); err != nil || v != Truncated {
+	if v, err := checkIdentity(p, in, key, 2, fd.log, nil); err != nil || v != Truncated {
 		t.Fatalf("checkIdentity = %v, %v; want truncated", v, err)
 	}
 	got, err := pointer.ReadEpochs(epochs)

@@ -1,12 +1,14 @@
 package file
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"tailfeed/internal/fileutil"
@@ -111,16 +113,10 @@ func (s *Source) startFile(f *os.File, dev, ino uint64) error {
 // have been in the part that was cut (DESIGN §4 "Nothing green over a
 // loss"). How many bytes is not known: lostBytes stays.
 func (s *Source) checkPointer(r *reader, size int64) error {
-	before := s.ptr.Record()
-	v, err := checkIdentity(s.ptr, r.f, r.key, size, s.log)
-	if err != nil {
-		return err
-	}
-	rec := s.ptr.Record()
-	r.epoch, s.ptrEpoch = rec.Epoch, rec.Epoch
-	r.seek(rec.Offset)
-	switch v {
-	case Replaced, Truncated:
+	counted := false
+	v, err := checkIdentity(s.ptr, r.f, r.key, size, s.log, func(v Verdict, before pointer.Record) {
+		// Counted before the Reset (S3): the ledger entry is fsynced while
+		// the pointer still names the cut file.
 		if before.Offset > 0 && (v == Truncated || r.key == before.FileKey) && !s.lostTail {
 			d := fmt.Sprintf("input %s was truncated or rewritten while stopped (%s, size %d, pointer offset %d) and no copy was found: "+
 				"lines written after the last commit may be lost; reading it from its start under a new epoch",
@@ -129,9 +125,20 @@ func (s *Source) checkPointer(r *reader, size int64) error {
 			s.log.Warn(d, "path", s.cfg.Path, "epoch", fmt.Sprintf("%016x", before.Epoch))
 			s.setDetail(d)
 			s.lostTail = true
-			break
+			counted = true
 		}
-		s.setDetail(fmt.Sprintf("input %s at start: %s; reading it from its start under a new epoch", v, s.cfg.Path))
+	})
+	if err != nil {
+		return err
+	}
+	rec := s.ptr.Record()
+	r.epoch, s.ptrEpoch = rec.Epoch, rec.Epoch
+	r.seek(rec.Offset)
+	switch v {
+	case Replaced, Truncated:
+		if !counted {
+			s.setDetail(fmt.Sprintf("input %s at start: %s; reading it from its start under a new epoch", v, s.cfg.Path))
+		}
 	case KeptNewKey:
 		s.log.Warn("input has a new file key but the same content; keeping the pointer", "path", s.cfg.Path)
 	}
@@ -178,6 +185,7 @@ func (s *Source) resumeRotated(f *os.File, dev, ino uint64) bool {
 	var g *reader // the pointer's generation, positioned at the offset
 	var ref time.Time
 	byKey := false // g is the pointer's own file (not a copy of it)
+	lost := false  // the pointer's unread tail was counted lost here
 	switch {
 	case rec.FileKey == 0 && rec.FPLen == 0:
 		// No identity: nothing of a file is pending. A pointer that was
@@ -231,6 +239,7 @@ func (s *Source) resumeRotated(f *os.File, dev, ino uint64) bool {
 		}
 		if g == nil {
 			s.loseTail(rec, lostTailDetail)
+			lost = true
 		}
 	}
 	var born time.Time
@@ -258,7 +267,13 @@ func (s *Source) resumeRotated(f *os.File, dev, ino uint64) bool {
 		// The pointer's generation compressed while its plain file is read.
 		return g != nil && g.gz == nil && int64(g.fpLen) == int64(len(head)) && headMatches(head, uint64(g.fpLen), g.fp)
 	})
+	if g == nil && rec.FileKey == 0 && rec.FPLen == 0 {
+		gens = s.dropForgotten(rec, gens)
+	}
 	if g == nil && len(gens) == 0 {
+		if lost && f == nil {
+			s.forgetLost(rec)
+		}
 		return false
 	}
 	if g == nil {
@@ -288,9 +303,167 @@ func (s *Source) resumeRotated(f *os.File, dev, ino uint64) bool {
 // detail (kept until the next restart) and lostTails + 1.
 func (s *Source) loseTail(rec pointer.Record, detail string) {
 	s.lose(1, 0, rec.Epoch, detail)
+	s.dropTornOf(rec)
 	s.log.Warn(detail, "path", s.cfg.Path, "offset", rec.Offset, "fileKey", fmt.Sprintf("%016x", rec.FileKey))
 	s.setDetail(detail)
 	s.lostTail = true
+}
+
+// dropForgotten leaves out of gens, found at start for an empty record
+// (ref: the pointer file's mtime, the moment it was emptied), the file the
+// record was emptied for: a file forgotten once every line of it was
+// committed (or one whose tail was counted lost) that was compressed or
+// copied under a generation's name within mtimeSlack of the Reset is not a
+// later generation (D1: read again from its start after a clean stop). It
+// is recognised by the epochs file's line for the record's epoch, which
+// names the file left (its first bytes' fingerprint and its end): a
+// generation whose (decompressed) first bytes match that fingerprint and
+// whose size is at most that end is that file, or a prefix of it. One that
+// is longer (lines appended after it was forgotten, delivered downgraded)
+// is read again from its start: duplicates, never a gap. No epochs file, or
+// no such line: every generation is read (duplicates).
+func (s *Source) dropForgotten(rec pointer.Record, gens []genFile) []genFile {
+	left, ok := s.ptr.Left(rec.Epoch)
+	if !ok || left.PrevFPLen == 0 {
+		return gens
+	}
+	return slices.DeleteFunc(gens, func(g genFile) bool {
+		head, size := g.head, g.dsize
+		if !g.gz {
+			b, err := readHead(g.path)
+			st, serr := os.Stat(g.path)
+			if err != nil || serr != nil {
+				return false
+			}
+			head, size = b, st.Size()
+		}
+		if size > left.PrevOffset || !headMatches(head, left.PrevFPLen, left.PrevFP) {
+			return false
+		}
+		s.log.Info("a generation is the file the pointer forgot (every line of it committed); not read again",
+			"file", g.path, "end", left.PrevOffset)
+		return true
+	})
+}
+
+// awaitTornPointerGen runs before open: when the pointer's generation is,
+// by its decompressed first bytes, a .gz that does not end cleanly and has
+// no plain twin (a compressor still writing it, the plain file already
+// unlinked), the source waits for it (state STARTING: not settled) until it
+// ends cleanly, is gone, stops growing for max(rotateWait, tornWait), or
+// the run is stopped. Opening at once would count the pointer's unread tail
+// lost although it is about to be on disk (S1: a false alarm, then the
+// .gz read anyway), and moving the pointer on before it is read would leave
+// it to no restart.
+func (s *Source) awaitTornPointerGen(ctx context.Context) {
+	if s.ptr == nil || s.cfg.Strategy != Committed {
+		return
+	}
+	rec := s.ptr.Record()
+	if rec.FPLen == 0 || s.ptr.Fresh() {
+		return
+	}
+	if dev, ino, err := fileutil.DevInoPath(s.cfg.Path); err == nil && pointer.FileKey(dev, ino) == rec.FileKey {
+		if st, err := os.Stat(s.cfg.Path); err == nil && st.Size() >= rec.Offset {
+			return // the pointer's file is at the path (open checks its first bytes)
+		}
+	}
+	torn := func() (string, int64) {
+		for _, gd := range s.genDirs() {
+			ents, err := os.ReadDir(gd.dir)
+			if err != nil {
+				continue
+			}
+			for _, e := range ents {
+				name := e.Name()
+				if !e.Type().IsRegular() || !strings.HasSuffix(name, ".gz") || !s.rotatedName(name, gd.base) {
+					continue
+				}
+				p := filepath.Join(gd.dir, name)
+				if _, err := os.Lstat(strings.TrimSuffix(p, ".gz")); err == nil {
+					continue // its plain twin is read
+				}
+				st, err := os.Stat(p)
+				if err != nil {
+					continue
+				}
+				// Its first bytes are the pointer's, or too few of them are
+				// written yet to tell (then only while it is fresh: a torn
+				// .gz left for long is not waited for).
+				head, ok := gzHead(p)
+				short := !ok || uint64(len(head)) < rec.FPLen
+				if short && time.Since(st.ModTime()) >= max(s.cfg.RotateWait, tornWait) {
+					continue
+				}
+				if !short && !headMatches(head, rec.FPLen, rec.FP) {
+					continue
+				}
+				if _, _, ok := inspectGz(p); ok {
+					continue
+				}
+				return p, st.Size()
+			}
+		}
+		return "", 0
+	}
+	p, size := torn()
+	if p == "" {
+		return
+	}
+	s.log.Info("the pointer's file is a compressed generation still being written; waiting for it before opening", "file", p)
+	grew := time.Now()
+	poll := s.cfg.Poll
+	if poll <= 0 {
+		poll = 250 * time.Millisecond
+	}
+	for time.Since(grew) < max(s.cfg.RotateWait, tornWait) {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(poll):
+		}
+		np, nsize := torn()
+		if np == "" {
+			return
+		}
+		if np != p || nsize != size {
+			p, size, grew = np, nsize, time.Now()
+		}
+	}
+	s.log.Warn("the pointer's compressed generation stayed torn; opening without it", "file", p)
+}
+
+// dropTornOf forgets the torn .gz generations whose decompressed first
+// bytes are rec's: the pointer's generation whose tail was just counted
+// lost (loseTail) is not counted a second time once it stays torn.
+func (s *Source) dropTornOf(rec pointer.Record) {
+	s.torn = slices.DeleteFunc(s.torn, func(g genFile) bool {
+		head, ok := gzHead(g.path)
+		return ok && headMatches(head, rec.FPLen, rec.FP)
+	})
+	s.tornN.Store(int32(len(s.torn)))
+}
+
+// forgetLost moves the pointer off a file whose unread tail was just
+// counted lost (loseTail) when nothing else is opened at start (no file at
+// the path, no generation to read): a Reset to the empty record under a new
+// epoch, its epochs line "lost" naming the record left. Otherwise the next
+// restart finds the same record, cannot find its file either, and counts the
+// same tail again (a second ledger entry; a loss the operator acknowledged
+// coming back). The loss is counted first (OnLoss returns once the ledger
+// entry is fsynced): a kill -9 between the two counts it again at the next
+// start, never not at all. A file opened instead moves the pointer off by
+// its own Reset (checkIdentity's "replaced", or the barrier's).
+func (s *Source) forgetLost(rec pointer.Record) {
+	next := pointer.NewEpoch()
+	if err := s.ptr.ResetAs("lost", next, nil, 0); err != nil {
+		s.commitFailures.Add(1)
+		s.log.Error("pointer reset after a lost tail failed; the next restart may count it again", "error", err)
+	}
+	s.ptrEpoch = next
+	s.epoch.Store(next)
+	s.log.Info("the pointer records that nothing of the lost file is pending", "path", s.cfg.Path,
+		"lostEpoch", fmt.Sprintf("%016x", rec.Epoch), "epoch", fmt.Sprintf("%016x", next))
 }
 
 // resumeAt makes a reader of the rotated file old at the pointer's offset,

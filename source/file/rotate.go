@@ -71,6 +71,13 @@ func (s *Source) atEnd() bool {
 	}
 	s.forgetStep()
 	s.fileEnded.Store(s.missing)
+	if len(s.torn) > 0 {
+		// A compressed generation is being written (or stays torn): its
+		// lines are unread, so not CAUGHT_UP (D4); retryTorn looks again
+		// at every poll and counts it lost past its bound.
+		s.setState(Behind)
+		return false
+	}
 	s.setState(CaughtUp)
 	return false
 }
@@ -200,29 +207,40 @@ func (s *Source) markGone(r *reader, why string) {
 // file at the path is read from its start. r's unconsumed bytes are
 // dropped: the copy holds them. False when no copy is found.
 func (s *Source) readCopy(r *reader, why string) bool {
-	cf, dev, ino := s.findCopy(r.fpLen, r.fp, r.consumed(), time.Now(), s.known)
-	if cf == nil {
+	var c *reader
+	var size int64 // the copy's (decompressed) size
+	if cf, dev, ino := s.findCopy(r.fpLen, r.fp, r.consumed(), time.Now(), s.known); cf != nil {
+		c = newReader(cf, dev, ino, s.bufSize(), s.cfg.MaxLine)
+		c.seek(r.consumed())
+		st, err := cf.Stat()
+		if err != nil {
+			cf.Close()
+			return false
+		}
+		size = st.Size()
+		c.lastSize, c.lastMod = st.Size(), st.ModTime()
+		c.snapshot(st.Size())
+	} else if r.fpLen > 0 {
+		// copytruncate + compress: the copy is already app.log.1.gz.
+		c = s.findGzCopy(pointer.Record{FPLen: uint64(r.fpLen), FP: r.fp, Offset: r.consumed()}, s.known)
+		if c == nil {
+			return false
+		}
+		size = c.limit
+	} else {
 		return false
 	}
-	c := newReader(cf, dev, ino, s.bufSize(), s.cfg.MaxLine)
+	cf := c.f
 	c.epoch, c.positioned, c.fpLen, c.fp = r.epoch, r.positioned, r.fpLen, r.fp
-	c.seek(r.consumed())
-	st, err := cf.Stat()
-	if err != nil {
-		cf.Close()
-		return false
-	}
-	c.lastSize, c.lastMod = st.Size(), st.ModTime()
-	c.snapshot(st.Size())
 	msg := fmt.Sprintf("input %s %s; reading its copy %s from offset %d first, then the file from its start under a new epoch",
 		s.cfg.Path, why, filepath.Base(cf.Name()), r.consumed())
 	s.log.Warn(msg, "path", s.cfg.Path, "reason", why, "copy", cf.Name(), "offset", r.consumed())
 	s.setDetail(msg)
 	// The source saw the original longer than the copy turned out to be:
 	// what was written between the copy and the truncate is in neither.
-	if lost := max(r.lastSize, r.readPos()) - st.Size(); lost > 0 {
+	if lost := max(r.lastSize, r.readPos()) - size; lost > 0 {
 		lmsg := fmt.Sprintf("input %s: its copy %s holds %d bytes, but the file was seen at %d; the %d bytes written between the copy and the truncation are lost",
-			s.cfg.Path, filepath.Base(cf.Name()), st.Size(), max(r.lastSize, r.readPos()), lost)
+			s.cfg.Path, filepath.Base(cf.Name()), size, max(r.lastSize, r.readPos()), lost)
 		s.log.Warn(lmsg, "path", s.cfg.Path, "copy", cf.Name(), "lostBytes", lost)
 		s.setDetail(lmsg)
 		s.lostTail = true
@@ -232,7 +250,7 @@ func (s *Source) readCopy(r *reader, why string) bool {
 	s.cur = c
 	s.setFile(c)
 	if s.ptr != nil && !s.barrier && r.positioned && r.epoch == s.ptrEpoch {
-		s.ptr.Bind(c.f, c.key)
+		s.ptr.Bind(c.headSrc(), c.key)
 	}
 	return true
 }
@@ -267,6 +285,7 @@ func (s *Source) rewrittenUnread(nx *reader, why string) *reader {
 	if nx.epoch == 0 {
 		nx.epoch = pointer.NewEpoch()
 	}
+	fpLen, fp := nx.fpLen, nx.fp
 	cf, dev, ino := s.findCopy(nx.fpLen, nx.fp, int64(nx.fpLen), time.Now(), s.known)
 	// Nothing of it was read: all it held is in its copy or lost.
 	seen := nx.lastSize
@@ -275,7 +294,25 @@ func (s *Source) rewrittenUnread(nx *reader, why string) *reader {
 		nx.refreshFingerprint(st.Size())
 		nx.lastSize, nx.lastMod = st.Size(), st.ModTime()
 	}
-	if cf == nil {
+	var c *reader
+	var size int64 // the copy's (decompressed) size
+	if cf != nil {
+		c = newReader(cf, dev, ino, s.bufSize(), s.cfg.MaxLine)
+		if st, err := cf.Stat(); err == nil {
+			c.refreshFingerprint(st.Size())
+			c.lastSize, c.lastMod = st.Size(), st.ModTime()
+			c.snapshot(st.Size())
+			size = st.Size()
+		} else {
+			size = seen // unknown: nothing counted
+		}
+	} else if fpLen > 0 {
+		// copytruncate + compress: the copy is already a .gz (as readCopy).
+		if c = s.findGzCopy(pointer.Record{FPLen: uint64(fpLen), FP: fp}, s.known); c != nil {
+			size = c.limit
+		}
+	}
+	if c == nil {
 		msg := fmt.Sprintf("a queued input file was %s before it was read, and no copy of it was found; its %d bytes are lost", why, seen)
 		s.log.Warn(msg, "path", s.cfg.Path, "file", nx.f.Name())
 		if seen > 0 {
@@ -285,23 +322,17 @@ func (s *Source) rewrittenUnread(nx *reader, why string) *reader {
 		}
 		return nil
 	}
-	c := newReader(cf, dev, ino, s.bufSize(), s.cfg.MaxLine)
 	c.queuedAt = time.Now()
-	if st, err := cf.Stat(); err == nil {
-		c.refreshFingerprint(st.Size())
-		c.lastSize, c.lastMod = st.Size(), st.ModTime()
-		c.snapshot(st.Size())
-		if lost := seen - st.Size(); lost > 0 {
-			msg := fmt.Sprintf("a queued input file was %s before it was read; its copy %s holds %d bytes of the %d seen, %d are lost",
-				why, filepath.Base(cf.Name()), st.Size(), seen, lost)
-			s.log.Warn(msg, "path", s.cfg.Path, "copy", cf.Name())
-			s.setDetail(msg)
-			s.lostTail = true
-			s.lose(1, uint64(lost), nx.epoch, msg)
-		}
+	if lost := seen - size; lost > 0 {
+		msg := fmt.Sprintf("a queued input file was %s before it was read; its copy %s holds %d bytes of the %d seen, %d are lost",
+			why, filepath.Base(c.f.Name()), size, seen, lost)
+		s.log.Warn(msg, "path", s.cfg.Path, "copy", c.f.Name())
+		s.setDetail(msg)
+		s.lostTail = true
+		s.lose(1, uint64(lost), nx.epoch, msg)
 	}
 	s.log.Warn("a queued input file was "+why+" before it was read; reading its copy first",
-		"path", s.cfg.Path, "copy", cf.Name())
+		"path", s.cfg.Path, "copy", c.f.Name())
 	return c
 }
 

@@ -105,6 +105,9 @@ type Source struct {
 	watchDone chan struct{}
 	watchAll  atomic.Bool // wake on any event in the directory, not only the path's
 
+	tornN    atomic.Int32 // len(torn), for the report (TornPending)
+	seenLook uint64       // noteSeen calls, for the age of genSeen's entries
+
 	state          atomic.Int32
 	epoch          atomic.Uint64
 	detail         atomic.Pointer[string]
@@ -165,6 +168,7 @@ func (s *Source) Run(ctx context.Context) error {
 	s.startWatch()
 	defer s.stopWatch()
 	defer s.settleSync()
+	s.awaitTornPointerGen(ctx)
 	if err := s.open(); err != nil {
 		s.fail(err)
 		return err
@@ -188,7 +192,17 @@ func (s *Source) Run(ctx context.Context) error {
 			continue
 		}
 		if s.cur == nil {
-			s.setState(WaitingForFile)
+			if len(s.torn) > 0 {
+				s.retryTorn()
+			}
+			if s.pollOld() {
+				continue // a completed .gz (retryTorn) is read while no file is open
+			}
+			if len(s.torn) > 0 {
+				s.setState(Behind) // a generation is unread: not WAITING_FOR_FILE (settled)
+			} else {
+				s.setState(WaitingForFile)
+			}
 			s.forgetStep()
 			if !s.openAtPath() {
 				s.wait(ctx)
