@@ -1,0 +1,138 @@
+package processor
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"runtime"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"tailfeed/feed"
+)
+
+// goid is the calling goroutine's id (from its stack header).
+func goid() uint64 {
+	var buf [64]byte
+	b := buf[:runtime.Stack(buf[:], false)]
+	b = bytes.TrimPrefix(b, []byte("goroutine "))
+	id, _ := strconv.ParseUint(string(b[:bytes.IndexByte(b, ' ')]), 10, 64)
+	return id
+}
+
+// supervisors counts the goroutines running a group (in supervise).
+func supervisors() int {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			return bytes.Count(buf[:n], []byte("processor.(*Group).supervise("))
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+}
+
+// oneRunner panics on "boom" and records which goroutines ran it and how
+// many ran it at once.
+type oneRunner struct {
+	mu      sync.Mutex
+	ids     map[uint64]bool
+	running atomic.Int32
+	most    atomic.Int32
+}
+
+func (p *oneRunner) Process(_ context.Context, d *feed.Delivery) error {
+	n := p.running.Add(1)
+	defer p.running.Add(-1)
+	for m := p.most.Load(); n > m && !p.most.CompareAndSwap(m, n); m = p.most.Load() {
+	}
+	p.mu.Lock()
+	p.ids[goid()] = true
+	p.mu.Unlock()
+	if string(d.Line) == "boom" {
+		panic("boom")
+	}
+	return nil
+}
+
+// TestReleaseRacingRecoveryRunsOneGoroutine: releases of a dead group
+// issued while the group is still recovering from its panic (several
+// releasers spinning on POST /admin/release as the panic happens) never
+// run two group goroutines: the processor runs on one goroutine for the
+// group's whole life, one call at a time, and each death is released
+// exactly once. (A release used to start a new goroutine from the HTTP
+// goroutine, with a context kept in the group.)
+func TestReleaseRacingRecoveryRunsOneGoroutine(t *testing.T) {
+	p := &oneRunner{ids: map[uint64]bool{}}
+	r := newGRig(t, GroupConfig{Name: "p", Retry: fastRetry(1)})
+	r.g.SetProcessor(p)
+	before := supervisors()
+	r.run()
+
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var most atomic.Int32 // group goroutines seen at once
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if n := int32(supervisors() - before); n > most.Load() {
+				most.Store(n)
+			}
+			time.Sleep(100 * time.Microsecond)
+		}
+	}()
+	var released, answers atomic.Uint64
+	for i := 0; i < 4; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				n, err := r.g.Release(context.Background())
+				switch {
+				case err == nil:
+					released.Add(n)
+					answers.Add(1)
+				case !errors.Is(err, ErrNotHeld):
+					t.Errorf("release: %v", err)
+					return
+				}
+				runtime.Gosched()
+			}
+		}()
+	}
+	const rounds = 30
+	for i := 1; i <= rounds; i++ {
+		r.publish("a", "boom", "b") // dies on boom; b is what the dead batch left
+		r.waitAck(uint64(3*i), 10*time.Second)
+	}
+	close(stop)
+	wg.Wait()
+	if released.Load() != 2*rounds || answers.Load() != rounds || r.q.ReleasedLines() != 2*rounds {
+		t.Fatalf("released %d lines in %d answers (queue counts %d), want %d in %d",
+			released.Load(), answers.Load(), r.q.ReleasedLines(), 2*rounds, rounds)
+	}
+	p.mu.Lock()
+	ids := len(p.ids)
+	p.mu.Unlock()
+	if ids != 1 || p.most.Load() != 1 || most.Load() != 1 {
+		t.Fatalf("the processor ran on %d goroutines, %d at once; %d group goroutines at once; want 1, 1, 1",
+			ids, p.most.Load(), most.Load())
+	}
+	if st, _ := r.q.State(); st != feed.Released {
+		t.Fatalf("state %v, want RELEASED", st)
+	}
+}
