@@ -337,7 +337,7 @@ func TestGroupPanicInProcessMarksDeadWithExactDispatch(t *testing.T) {
 	r := startGroup(t, processor.GroupConfig{Processor: p, Retry: quickRetry(3)})
 	r.publish(numbered("l", 1, 3)...)
 	r.publish(numbered("l", 4, 10)...) // l8 is the 5th line of this batch
-	waitStateG(t, r.q, feed.Dead) // the panic was recovered; the group is parked, quarantined
+	waitStateG(t, r.q, feed.Dead)      // the panic was recovered; the group is parked, quarantined
 	st, reason := r.q.State()
 	if st != feed.Dead || !strings.Contains(reason, "panic: boom") || !strings.Contains(reason, "sub") {
 		t.Fatalf("state %v reason %q, want DEAD with the panic", st, reason)
