@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"tailfeed/feed"
+	"tailfeed/overload"
 )
 
 // goid is the calling goroutine's id (from its stack header).
@@ -134,5 +135,49 @@ func TestReleaseRacingRecoveryRunsOneGoroutine(t *testing.T) {
 	}
 	if st, _ := r.q.State(); st != feed.Released {
 		t.Fatalf("state %v, want RELEASED", st)
+	}
+}
+
+// blockProc finishes every line but "stuck", on which it waits for the stop.
+type blockProc struct{ entered chan struct{} }
+
+func (p blockProc) Process(ctx context.Context, d *feed.Delivery) error {
+	if string(d.Line) == "stuck" {
+		close(p.entered)
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	return nil
+}
+
+// TestBestEffortLeftAtStopCountsAsDropped: the lines a best-effort
+// queue's group did not finish when it stopped (the rest of its batch and
+// everything queued) are counted as dropped by the group, as its goroutine
+// ends (the publisher counts only its own drops: one writer per counter).
+func TestBestEffortLeftAtStopCountsAsDropped(t *testing.T) {
+	q := feed.NewQueue("tap", 1024, 1<<20, overload.Policy{Kind: overload.DropAfterSpin})
+	pub := feed.NewPublisher("app", []*feed.Queue{q}, 65536, 512)
+	p := blockProc{entered: make(chan struct{})}
+	g := NewGroup(GroupConfig{Name: "tap", Queue: q, Processor: p, Retry: fastRetry(1)})
+	ctx, cancel := context.WithCancel(context.Background())
+	g.Start(ctx)
+	var pos int64
+	for _, lines := range [][]string{{"a", "b"}, {"c", "stuck", "d"}, {"e", "f", "g"}} {
+		b := feed.NewBatch()
+		b.Feed, b.Path, b.Epoch = "app", "/in.log", 1
+		for _, l := range lines {
+			pos += int64(len(l)) + 1
+			b.AppendLine([]byte(l), pos)
+		}
+		if !pub.TryPublish(b) {
+			t.Fatal("publish refused")
+		}
+	}
+	<-p.entered
+	cancel()
+	<-g.Done()
+	if q.Finished() != 3 || q.Dropped() != 5 || q.Counters.Dropped.Load() != 0 {
+		t.Fatalf("finished %d, dropped %d (publisher %d); want 3 (a, b, c), 5 (stuck, d, e, f, g), 0",
+			q.Finished(), q.Dropped(), q.Counters.Dropped.Load())
 	}
 }
