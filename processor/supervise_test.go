@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -180,4 +182,39 @@ func TestBestEffortLeftAtStopCountsAsDropped(t *testing.T) {
 		t.Fatalf("finished %d, dropped %d (publisher %d); want 3 (a, b, c), 5 (stuck, d, e, f, g), 0",
 			q.Finished(), q.Dropped(), q.Counters.Dropped.Load())
 	}
+}
+
+// TestReplayPanicAnswersAndParks: a processor that panics on a replayed
+// dead letter quarantines its subscriber; the replay is answered at once
+// (incomplete: it died), the entry stays in the ledger, and a replay asked
+// while the subscriber is dead is refused (not running) by the parked
+// group, until a release lets it run again.
+func TestReplayPanicAnswersAndParks(t *testing.T) {
+	l, err := OpenLedger(filepath.Join(t.TempDir(), "p.jsonl"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d feed.Delivery
+	d.Reset(eoBatch(1, 0, "boom"), 0)
+	if err := l.DeadLetter(&d, 1, errors.New("x")); err != nil {
+		t.Fatal(err)
+	}
+	r := newGRig(t, GroupConfig{Name: "p", Retry: fastRetry(1), OnFailure: DeadLetter, Ledger: l})
+	r.g.SetProcessor(boomProc{})
+	r.run()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	res, err := r.g.Replay(ctx, 10)
+	if !errors.Is(err, ErrReplayIncomplete) || !strings.Contains(err.Error(), "died during the replay") || res.Remaining != 1 {
+		t.Fatalf("replay = %+v, %v; want incomplete, died, 1 remaining", res, err)
+	}
+	r.waitDead()
+	if _, err := r.g.Replay(ctx, 10); err == nil || !strings.Contains(err.Error(), "not running") {
+		t.Fatalf("replay into a dead subscriber: %v, want not running", err)
+	}
+	if n, err := r.g.Release(ctx); err != nil || n != 0 {
+		t.Fatalf("release = %d, %v; want 0 lines (nothing queued), nil", n, err)
+	}
+	r.publish("a")
+	r.waitAck(1, 10*time.Second)
 }
