@@ -77,6 +77,9 @@ func TestReleaseRacingRecoveryRunsOneGoroutine(t *testing.T) {
 
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
+	var stopOnce sync.Once
+	halt := func() { stopOnce.Do(func() { close(stop); wg.Wait() }) }
+	defer halt() // before the rig's cleanup stops the group
 	var most atomic.Int32 // group goroutines seen at once
 	wg.Add(1)
 	go func() {
@@ -121,9 +124,11 @@ func TestReleaseRacingRecoveryRunsOneGoroutine(t *testing.T) {
 	for i := 1; i <= rounds; i++ {
 		r.publish("a", "boom", "b") // dies on boom; b is what the dead batch left
 		r.waitAck(uint64(3*i), 10*time.Second)
+		for st, _ := r.q.State(); st != feed.Released; st, _ = r.q.State() {
+			time.Sleep(100 * time.Microsecond) // the ack point moves just before the state
+		}
 	}
-	close(stop)
-	wg.Wait()
+	halt()
 	if released.Load() != 2*rounds || answers.Load() != rounds || r.q.ReleasedLines() != 2*rounds {
 		t.Fatalf("released %d lines in %d answers (queue counts %d), want %d in %d",
 			released.Load(), answers.Load(), r.q.ReleasedLines(), 2*rounds, rounds)

@@ -25,6 +25,9 @@ func TestPullHoldStateHasOneWriter(t *testing.T) {
 	r := newPullRig(t, processor.GroupConfig{Retry: retry}, time.Millisecond, 1<<16)
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
+	var stopOnce sync.Once
+	halt := func() { stopOnce.Do(func() { close(stop); wg.Wait() }) }
+	defer halt() // before the rig's cleanup stops the group
 	var violations atomic.Int64
 	var lastViolation atomic.Value
 	wg.Add(3)
@@ -97,8 +100,7 @@ func TestPullHoldStateHasOneWriter(t *testing.T) {
 		time.Sleep(100 * time.Microsecond)
 	}
 	time.Sleep(50 * time.Millisecond)
-	close(stop)
-	wg.Wait()
+	halt()
 	if v := violations.Load(); v > 0 {
 		t.Fatalf("%d times a held line did not show: last %v", v, lastViolation.Load())
 	}
