@@ -79,7 +79,7 @@ func TestReleaseRacingRecoveryRunsOneGoroutine(t *testing.T) {
 	var wg sync.WaitGroup
 	var stopOnce sync.Once
 	halt := func() { stopOnce.Do(func() { close(stop); wg.Wait() }) }
-	defer halt() // before the rig's cleanup stops the group
+	defer halt()          // before the rig's cleanup stops the group
 	var most atomic.Int32 // group goroutines seen at once
 	wg.Add(1)
 	go func() {
