@@ -43,7 +43,7 @@ type GroupConfig struct {
 
 // Group is one subscriber: it reads its queue on one goroutine and runs the
 // processor on every line, in order. It is the only writer of the queue's
-// dispatched counter.
+// dispatched counter, and (state.go) of its state and released counter.
 type Group struct {
 	cfg GroupConfig
 	q   *feed.Queue
