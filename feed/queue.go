@@ -43,7 +43,12 @@ func (s SubState) String() string {
 //   - position (lines given to the queue): the publisher;
 //   - dispatched (lines finished, a contiguous prefix): the group;
 //   - durable (a contiguous prefix made durable by asynchronous work): the
-//     processor's checkpoint, through DurableThrough.
+//     processor's checkpoint, through DurableThrough;
+//   - Counters (dropped, refused by the overload policy): the publisher;
+//   - left (lines a best-effort queue's group did not finish when it
+//     stopped), state and released: the group.
+//
+// Dropped is the publisher's drops plus left.
 //
 // The queue's ack point is min(dispatched, durable) while a hold is taken,
 // dispatched otherwise.
@@ -72,6 +77,7 @@ type Queue struct {
 	state      atomic.Pointer[subState] // nil: Live since the queue was made
 	finished   atomic.Uint64            // lines the group finished (for best-effort status)
 	released   atomic.Uint64            // lines given up on purpose (admin release, DLQ purge)
+	left       atomic.Uint64            // lines left unfinished in a best-effort queue at stop
 }
 
 // NewQueue makes a queue holding at most capLines lines and capBytes bytes
@@ -281,7 +287,16 @@ func (q *Queue) StateSince() time.Time {
 	return time.Unix(0, 0)
 }
 
-// AddReleased counts lines given up on purpose.
+// LeftAtStop counts n lines a best-effort queue's group did not finish
+// when it stopped (they count as dropped). The group calls it once, as its
+// goroutine ends.
+func (q *Queue) LeftAtStop(n uint64) { q.left.Add(n) }
+
+// Dropped is the lines dropped for this queue: by the overload policy
+// (Counters.Dropped) and left in a best-effort queue at stop.
+func (q *Queue) Dropped() uint64 { return q.Counters.Dropped.Load() + q.left.Load() }
+
+// AddReleased counts lines given up on purpose (the group only).
 func (q *Queue) AddReleased(n uint64) { q.released.Add(n) }
 
 // ReleasedLines is the number of lines given up on purpose.

@@ -67,7 +67,7 @@ func (p Policy) BestEffort() bool { return p.Kind == DropAfterSpin }
 // Counters are one queue's loss counters. The publisher (the feed's source
 // goroutine) is their only writer; anyone may read them.
 type Counters struct {
-	Dropped atomic.Uint64 // lines dropped under DROP_AFTER_SPIN (and left in a best-effort queue at shutdown)
+	Dropped atomic.Uint64 // lines dropped under DROP_AFTER_SPIN (feed.Queue.Dropped adds those left at shutdown)
 	Refused atomic.Uint64 // lines refused under BLOCK_WITH_DEADLINE
 }
 

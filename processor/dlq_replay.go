@@ -85,7 +85,7 @@ func (g *Group) Ledgered() int {
 }
 
 // PurgeDeadLetters removes the oldest entries of the group's ledger
-// (DELETE /admin/dlq, counted in released by the caller): at least max,
+// (DELETE /admin/dlq, counted in released here): at least max,
 // rounded up to whole webhook requests, none that a replay holds (those
 // reach the processor and leave the ledger as replayed). For a pull
 // subscriber it also drops the replayed entries it purged from the
@@ -95,10 +95,17 @@ func (g *Group) PurgeDeadLetters(max int) (int, error) {
 	if l == nil {
 		return 0, ErrNoLedger
 	}
+	var n int
+	var err error
 	if p, ok := g.Sink().(DeadLetterPurger); ok {
-		return p.PurgeDeadLetters(max)
+		n, err = p.PurgeDeadLetters(max)
+	} else {
+		n, err = l.Purge(max)
 	}
-	return l.Purge(max)
+	if n > 0 {
+		g.purged(uint64(n))
+	}
+	return n, err
 }
 
 // Sink is the group's processor (a Processor or a BatchProcessor).
@@ -165,6 +172,7 @@ type RequestReplayer interface {
 
 // replay runs on the group goroutine.
 func (g *Group) replay(ctx context.Context, req *replayReq) {
+	g.replaying = req // answered by recovered if the processor panics
 	l := g.Ledger()
 	rr, _ := g.Sink().(RequestReplayer)
 	pending := ""
@@ -218,6 +226,7 @@ units:
 	if err != nil {
 		err = fmt.Errorf("%w: %w", ErrReplayIncomplete, err)
 	}
+	g.replaying = nil
 	req.reply <- replayReply{res: res, err: err}
 }
 

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -44,7 +43,7 @@ type GroupConfig struct {
 
 // Group is one subscriber: it reads its queue on one goroutine and runs the
 // processor on every line, in order. It is the only writer of the queue's
-// dispatched counter.
+// dispatched counter, and (state.go) of its state and released counter.
 type Group struct {
 	cfg GroupConfig
 	q   *feed.Queue
@@ -72,17 +71,18 @@ type Group struct {
 	deadLettered       atomic.Uint64
 
 	// Release (release.go): progress is the queue count of lines finished
-	// so far (run goroutine); left is what the batch a panic interrupted
-	// still held (set by the dying goroutine, read after done is closed).
-	progress uint64
-	left     uint64
-	releases chan *ReleaseRequest
-	relMu    sync.Mutex
-	ctx      context.Context
-	stopping bool // under relMu: a release no longer restarts the goroutine
+	// so far; left is what the batch a panic interrupted still held;
+	// replaying is the replay in progress (answered if it panics). All
+	// run goroutine only.
+	progress  uint64
+	left      uint64
+	replaying *replayReq
+	releases  chan *ReleaseRequest
+	stopping  atomic.Bool // a release no longer restarts the run loop
 
-	doneMu sync.Mutex
-	done   chan struct{}
+	st subState // the fences and the queue's state (state.go)
+
+	done chan struct{} // closed when the group's goroutine ended
 }
 
 // NewGroup makes a group; Start runs it.
@@ -137,38 +137,97 @@ func (g *Group) DurableThrough(mark uint64) {
 	g.cfg.Wake()
 }
 
-// Start runs the group until ctx is done. Done is closed when it returned.
+// Start runs the group's goroutine until ctx is done; Done is closed when
+// it returned. The goroutine supervises itself: a panic in the processor
+// is recovered (the subscriber is quarantined DEAD, holding the pointer
+// before the first line it did not finish), then the goroutine parks until
+// a release (Release) gives the backlog up and it runs on, or ctx ends.
+// There is never more than one goroutine per group, and no one else takes
+// over its run state.
 func (g *Group) Start(ctx context.Context) {
-	g.ctx = ctx
-	g.doneMu.Lock()
-	done := g.done
-	g.doneMu.Unlock()
-	go func() {
-		defer close(done)
-		defer func() {
-			if r := recover(); r != nil {
-				g.publish(g.progress) // exact: the hold sits before the first unfinished line
-				if g.cur != nil {
-					g.left = g.mark - g.published
-					g.cur.Release()
-					g.cur = nil
-				}
-				reason := fmt.Sprintf("subscriber %s dead: panic: %v", g.cfg.Name, r)
-				g.log.Error("processor panicked; subscriber quarantined", "panic", r)
-				g.q.SetState(feed.Dead, reason)
-				g.cfg.Wake()
-			}
-		}()
-		g.run(ctx)
-	}()
+	go g.supervise(ctx)
 }
 
-// Done is closed when the group's goroutine ended.
-func (g *Group) Done() <-chan struct{} {
-	g.doneMu.Lock()
-	defer g.doneMu.Unlock()
-	return g.done
+func (g *Group) supervise(ctx context.Context) {
+	var last *ReleaseRequest // a release answered after the goroutine ended (stopping)
+	defer func() {
+		// A best-effort queue's lines left unfinished at the stop (queued,
+		// or in the batch the group was in) count as dropped.
+		if q := g.q; q.BestEffort() && q.Position() > q.Finished() {
+			q.LeftAtStop(q.Position() - q.Finished())
+		}
+		close(g.done)
+		if last != nil {
+			last.reply <- last.n
+		}
+	}()
+	for g.runSafe(ctx) {
+		req, ok := g.park(ctx)
+		if !ok {
+			return
+		}
+		req.n = g.releaseDead()
+		if g.stopping.Load() {
+			// Past Stopping nothing runs the processor again (it is being
+			// closed): the release gives the backlog up, the goroutine ends.
+			last = req
+			return
+		}
+		req.reply <- req.n
+	}
 }
+
+// runSafe runs the group until ctx ends (false), or until a panic in the
+// processor, recovered here: the subscriber is quarantined DEAD (true).
+func (g *Group) runSafe(ctx context.Context) (dead bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			g.recovered(r)
+			dead = true
+		}
+	}()
+	g.run(ctx)
+	return false
+}
+
+// recovered quarantines the subscriber after the panic r: what it finished
+// is published exactly (the hold sits before the first unfinished line),
+// the interrupted batch is given back (left counts what it still held) and
+// a replay under way is answered.
+func (g *Group) recovered(r any) {
+	g.publish(g.progress)
+	if g.cur != nil {
+		g.left = g.mark - g.published
+		g.cur.Release()
+		g.cur = nil
+	}
+	if rq := g.replaying; rq != nil {
+		g.replaying = nil
+		rq.reply <- replayReply{res: ReplayResult{Remaining: g.Ledgered()},
+			err: fmt.Errorf("%w: subscriber %s died during the replay", ErrReplayIncomplete, g.cfg.Name)}
+	}
+	g.log.Error("processor panicked; subscriber quarantined", "panic", r)
+	g.die(fmt.Sprintf("subscriber %s dead: panic: %v", g.cfg.Name, r))
+}
+
+// park waits, DEAD, for a release (true) or the end of ctx (false). A
+// replay asked meanwhile is refused: the subscriber is not running.
+func (g *Group) park(ctx context.Context) (*ReleaseRequest, bool) {
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, false
+		case req := <-g.releases:
+			return req, true
+		case req := <-g.replays:
+			req.reply <- replayReply{res: ReplayResult{Remaining: g.Ledgered()},
+				err: fmt.Errorf("subscriber %s is not running", g.cfg.Name)}
+		}
+	}
+}
+
+// Done is closed when the group's goroutine ended (its context is done).
+func (g *Group) Done() <-chan struct{} { return g.done }
 
 func (g *Group) run(ctx context.Context) {
 	fl, _ := g.cfg.Processor.(Flusher)
@@ -498,22 +557,6 @@ func (g *Group) publish(total uint64) {
 		g.q.AddDispatched(total - g.published)
 		g.published = total
 		g.cfg.Wake()
-	}
-}
-
-func (g *Group) fence(err error) {
-	reason := fmt.Sprintf("subscriber %s failing: %v", g.cfg.Name, err)
-	if s, r := g.q.State(); s != feed.Fenced || r != reason {
-		g.log.Warn("subscriber failing; holding the pointer", "error", err)
-		g.q.SetState(feed.Fenced, reason)
-		g.cfg.Wake()
-	}
-}
-
-func (g *Group) unfence() {
-	// A fence the processor holds by itself (pull) is its own to lift.
-	if !g.sinkHolds() {
-		g.Unfence()
 	}
 }
 

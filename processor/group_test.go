@@ -337,11 +337,7 @@ func TestGroupPanicInProcessMarksDeadWithExactDispatch(t *testing.T) {
 	r := startGroup(t, processor.GroupConfig{Processor: p, Retry: quickRetry(3)})
 	r.publish(numbered("l", 1, 3)...)
 	r.publish(numbered("l", 4, 10)...) // l8 is the 5th line of this batch
-	select {
-	case <-r.g.Done():
-	case <-time.After(10 * time.Second):
-		t.Fatal("the group did not end after the panic")
-	}
+	waitStateG(t, r.q, feed.Dead)      // the panic was recovered; the group is parked, quarantined
 	st, reason := r.q.State()
 	if st != feed.Dead || !strings.Contains(reason, "panic: boom") || !strings.Contains(reason, "sub") {
 		t.Fatalf("state %v reason %q, want DEAD with the panic", st, reason)
@@ -372,7 +368,7 @@ func TestGroupPanicInProcessBatchAfterPartialSuccess(t *testing.T) {
 	r := startGroup(t, processor.GroupConfig{Batch: p, Retry: quickRetry(3)})
 	r.publish(numbered("l", 1, 2)...)
 	r.publish(numbered("l", 3, 6)...)
-	<-r.g.Done()
+	waitStateG(t, r.q, feed.Dead)
 	st, reason := r.q.State()
 	if st != feed.Dead || !strings.Contains(reason, "panic: at l7") {
 		t.Fatalf("state %v reason %q", st, reason)
@@ -583,7 +579,7 @@ func TestGroupPanicAfterDeadLetterCountsTheDeadLetter(t *testing.T) {
 	dl := &ledger{}
 	r := startGroup(t, processor.GroupConfig{Processor: p, Retry: quickRetry(2), OnFailure: processor.DeadLetter, Ledger: dl})
 	r.publish("ok", "bad", "boom", "never")
-	<-r.g.Done()
+	waitStateG(t, r.q, feed.Dead)
 	if st, _ := r.q.State(); st != feed.Dead {
 		t.Fatalf("state %v, want DEAD", st)
 	}

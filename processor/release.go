@@ -21,24 +21,34 @@ import (
 //   - Fenced while flushing (an fsync that keeps failing): the written lines
 //     still waiting for their fsync are given up (the ack point jumps to
 //     dispatched); the sink retries its sync at its next due time.
-//   - Dead (its goroutine ended on a panic): what the interrupted batch had
-//     left, everything queued, and anything dispatched but not yet durable
-//     are given up; the queue is drained and a new goroutine starts on the
-//     next line published, with the same processor.
+//   - Dead (a panic was recovered; the group's goroutine is parked): what
+//     the interrupted batch had left, everything queued, and anything
+//     dispatched but not yet durable are given up; the queue is drained and
+//     the same goroutine runs on from the next line published, with the
+//     same processor.
 //
-// A subscriber that is neither fenced nor dead is not held: ErrNotHeld.
+// Release only sends a message and waits for the answer: the group's
+// goroutine (or, for a sink's own hold, the sink under its lock) does the
+// work, and the group's state table (state.go) records it. A subscriber
+// that is neither fenced nor dead is not held: ErrNotHeld. A group whose
+// goroutine ended (stopped) is not released: ErrStopped.
 
 // ErrNotHeld is returned by Release for a subscriber that is neither fenced
 // nor dead.
 var ErrNotHeld = errors.New("processor: subscriber is not held (neither fenced nor dead)")
 
+// ErrStopped is returned by Release once the group's goroutine ended.
+var ErrStopped = errors.New("processor: subscriber stopped")
+
 // HoldReleaser is implemented by a processor that fences its subscriber by
 // itself rather than through the group's retries (pull: a delivery out of
-// attempts). ReleaseHold gives the lines it holds up: it counts them with
-// the queue's AddReleased, lets the ack point pass them (DurableThrough),
-// lifts its fence and returns how many lines it gave up, ok true. With
-// nothing of its own held it returns ok false, and the group's fence is
-// released as usual.
+// attempts, held with Host.HoldFence). ReleaseHold gives the lines it holds
+// up: it reports them with Host.ReleaseHeld (the group counts them, lifts
+// the hold and shows RELEASED), lets the ack point pass them
+// (DurableThrough) and returns how many lines it gave up, ok true. It never
+// writes the queue's state or counters itself.
+// With nothing of its own held it returns ok false, and the group's fence
+// is released as usual.
 type HoldReleaser interface {
 	ReleaseHold() (released uint64, ok bool)
 }
@@ -57,14 +67,14 @@ func (g *Group) holdReleaser() HoldReleaser {
 func (g *Group) Release(ctx context.Context) (uint64, error) {
 	for {
 		switch st, _ := g.q.State(); st {
-		case feed.Dead:
-			return g.releaseDead()
-		case feed.Fenced:
-			if h := g.holdReleaser(); h != nil {
+		case feed.Dead, feed.Fenced:
+			if h := g.holdReleaser(); h != nil && st == feed.Fenced {
 				if n, ok := h.ReleaseHold(); ok {
 					return n, nil
 				}
 			}
+			// Taken by the group goroutine between two attempts (Wait) or
+			// while it is parked dead (park); look again meanwhile.
 			req := &ReleaseRequest{reply: make(chan uint64, 1)}
 			t := time.NewTimer(20 * time.Millisecond)
 			select {
@@ -72,6 +82,9 @@ func (g *Group) Release(ctx context.Context) (uint64, error) {
 				t.Stop()
 				return <-req.reply, nil
 			case <-t.C: // inside an attempt: look again
+			case <-g.done:
+				t.Stop()
+				return 0, ErrStopped
 			case <-ctx.Done():
 				t.Stop()
 				return 0, ctx.Err()
@@ -95,11 +108,9 @@ func (g *Group) abandon(b *feed.Batch, base uint64, vdone int, req *ReleaseReque
 	pos := g.view.Ends[vdone]
 	vdone++
 	g.progress = base + uint64(g.origDone(vdone, b.Len()))
-	g.q.AddReleased(1)
+	g.released(1) // counted before the ack point passes the line
 	g.publish(g.progress)
-	g.q.SetState(feed.Released, "")
 	g.log.Warn("line released on purpose; going on with the next one", "position", pos)
-	g.cfg.Wake()
 	req.reply <- 1
 	return vdone
 }
@@ -109,21 +120,14 @@ func (g *Group) giveUpUnsynced(req *ReleaseRequest) {
 	before := g.q.AckPoint()
 	g.q.DurableThrough(g.q.Dispatched())
 	n := g.q.AckPoint() - before
-	g.q.AddReleased(n)
-	g.q.SetState(feed.Released, "")
+	g.released(n)
 	g.log.Warn("unsynced lines released on purpose", "lines", n)
-	g.cfg.Wake()
 	req.reply <- n
 }
 
-// releaseDead gives up a dead group's backlog and restarts its goroutine.
-func (g *Group) releaseDead() (uint64, error) {
-	g.relMu.Lock()
-	defer g.relMu.Unlock()
-	if st, _ := g.q.State(); st != feed.Dead {
-		return 0, ErrNotHeld // released meanwhile
-	}
-	<-g.Done() // the dying goroutine set left; from here this goroutine owns the run state
+// releaseDead gives up a dead group's backlog, on the group's goroutine
+// (parked: see supervise), and returns the lines released.
+func (g *Group) releaseDead() uint64 {
 	before := g.q.AckPoint()
 	n := g.left + uint64(g.q.Drain())
 	g.left = 0
@@ -131,28 +135,13 @@ func (g *Group) releaseDead() (uint64, error) {
 	g.q.AddDispatched(n)
 	g.q.DurableThrough(g.published)
 	released := g.q.AckPoint() - before
-	g.q.AddReleased(released)
-	g.q.SetState(feed.Released, "")
+	g.released(released)
 	g.log.Warn("dead subscriber released on purpose; restarting it on the next line", "lines", released)
-	if !g.stopping && g.ctx != nil && g.ctx.Err() == nil {
-		g.doneMu.Lock()
-		g.done = make(chan struct{})
-		g.doneMu.Unlock()
-		g.Start(g.ctx)
-	}
-	g.cfg.Wake()
-	return released, nil
+	return released
 }
 
 // Stopping marks the group as shutting down: from then on a release of a
-// dead subscriber gives its backlog up but no longer restarts its
-// goroutine. Whoever stops the group calls it before cancelling the
-// group's context and waiting for Done: a release that checked the context
-// just before the cancel would otherwise start a goroutine after the wait
-// returned, running the processor while (or after) it is closed. A release
-// under way finishes first, its new goroutine visible through Done.
-func (g *Group) Stopping() {
-	g.relMu.Lock()
-	g.stopping = true
-	g.relMu.Unlock()
-}
+// dead subscriber gives its backlog up, and the group's goroutine ends
+// instead of running the processor again (it is about to be closed).
+// Whoever stops the group calls it before cancelling the group's context.
+func (g *Group) Stopping() { g.stopping.Store(true) }

@@ -20,23 +20,16 @@ func (boomProc) Process(_ context.Context, d *feed.Delivery) error {
 
 // TestReleaseAfterStoppingDoesNotRestart: once the group is marked
 // stopping, a release of the dead subscriber gives its backlog up but
-// starts no goroutine, even while the group's context is not cancelled
-// yet (the window in which a release used to start a goroutine after the
-// daemon's wait for Done returned, running the processor while it was
-// being closed).
+// the processor does not run again: the group's goroutine ends, even while
+// the group's context is not cancelled yet (the window in which a release
+// used to start a goroutine after the daemon's wait for Done returned,
+// running the processor while it was being closed).
 func TestReleaseAfterStoppingDoesNotRestart(t *testing.T) {
 	r := newGRig(t, GroupConfig{Name: "p", Retry: fastRetry(1)})
 	r.g.SetProcessor(boomProc{})
 	r.run()
 	r.publish("a", "boom", "b")
-	select {
-	case <-r.g.Done():
-	case <-time.After(10 * time.Second):
-		t.Fatal("the group did not die on the panic")
-	}
-	if st, _ := r.q.State(); st != feed.Dead {
-		t.Fatalf("state %v, want DEAD", st)
-	}
+	r.waitDead()
 	r.g.Stopping()
 	n, err := r.g.Release(context.Background())
 	if err != nil || n != 2 {
@@ -59,7 +52,7 @@ func TestReleaseBeforeStoppingRestarts(t *testing.T) {
 	r.g.SetProcessor(boomProc{})
 	r.run()
 	r.publish("a", "boom")
-	<-r.g.Done()
+	r.waitDead()
 	if n, err := r.g.Release(context.Background()); err != nil || n != 1 {
 		t.Fatalf("release = %d, %v", n, err)
 	}
@@ -70,4 +63,19 @@ func TestReleaseBeforeStoppingRestarts(t *testing.T) {
 	}
 	r.publish("c")
 	r.waitAck(3, 10*time.Second)
+}
+
+// waitDead waits until the group recovered a panic and parked, DEAD.
+func (r *gRig) waitDead() {
+	r.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if st, _ := r.q.State(); st == feed.Dead {
+			return
+		}
+		if time.Now().After(deadline) {
+			r.t.Fatal("the group did not die on the panic")
+		}
+		time.Sleep(time.Millisecond)
+	}
 }

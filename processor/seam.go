@@ -3,6 +3,7 @@ package processor
 import (
 	"context"
 	"errors"
+	"fmt"
 	"regexp"
 	"slices"
 	"time"
@@ -32,10 +33,21 @@ type Host interface {
 	// itself (each line then gets its own queue mark). Call before Start.
 	TakeFilters() (match, exclude *regexp.Regexp)
 	// Fail counts a failed attempt; Fence holds the feed at this subscriber
-	// ("subscriber <name> failing: <err>"); Unfence lifts any fence.
+	// for the group's retries ("subscriber <name> failing: <err>"), Unfence
+	// lifts that fence (a sink retrying inside ProcessBatch, as the group
+	// does). A sink never writes the queue's state or counters itself.
 	Fail()
 	Fence(err error)
 	Unfence()
+	// HoldFence holds the feed at this subscriber for the sink itself, from
+	// any goroutine (pull: a line out of attempts under onFailure hold);
+	// the group does not lift it when a batch succeeds. LiftHold lifts it.
+	// ReleaseHeld reports n held lines given up on purpose (POST
+	// /admin/release, through HoldReleaser): the group counts them as
+	// released, lifts every fence and shows the subscriber RELEASED.
+	HoldFence(err error)
+	LiftHold()
+	ReleaseHeld(n uint64)
 	Wake()
 	// Wait sleeps d; it returns a release request taken meanwhile (POST
 	// /admin/release), and false when ctx ended.
@@ -59,12 +71,6 @@ type Host interface {
 
 var _ Host = (*Group)(nil)
 
-// FenceHolder is a sink that fences its subscriber by itself (pull: a line
-// out of attempts under hold); the group does not lift that fence.
-type FenceHolder interface {
-	HoldsFence() bool
-}
-
 // DeadLetterPurger is a sink that holds replayed dead letters itself
 // (pull): it purges the ledger and drops the entries it purged.
 type DeadLetterPurger interface {
@@ -74,6 +80,7 @@ type DeadLetterPurger interface {
 // ReleaseRequest is a request to give held lines up, taken by Wait.
 type ReleaseRequest struct {
 	reply chan uint64
+	n     uint64 // the answer, sent after the group's goroutine ended (see supervise)
 }
 
 // ErrNoDeadLetter is returned by DeadLetter for a group without a ledger.
@@ -104,14 +111,23 @@ func (g *Group) Fail() { g.failures.Add(1) }
 // Fence implements Host.
 func (g *Group) Fence(err error) { g.fence(err) }
 
-// Unfence implements Host: it lifts the fence whoever set it.
-func (g *Group) Unfence() {
-	if s, _ := g.q.State(); s == feed.Fenced {
-		g.log.Info("subscriber recovered")
-		g.q.SetState(feed.Live, "")
-		g.cfg.Wake()
+// Unfence implements Host: it lifts the retries' fence.
+func (g *Group) Unfence() { g.unfence() }
+
+// HoldFence implements Host.
+func (g *Group) HoldFence(err error) {
+	reason := fmt.Sprintf("subscriber %s failing: %v", g.cfg.Name, err)
+	if s, r := g.q.State(); s != feed.Fenced || r != reason {
+		g.log.Warn("subscriber failing; holding the pointer", "error", err)
 	}
+	g.setFence(&g.st.hold, reason)
 }
+
+// LiftHold implements Host.
+func (g *Group) LiftHold() { g.setFence(&g.st.hold, "") }
+
+// ReleaseHeld implements Host.
+func (g *Group) ReleaseHeld(n uint64) { g.released(n) }
 
 // Wake pokes the feed's source (the ack point or the state changed).
 func (g *Group) Wake() { g.cfg.Wake() }
@@ -132,9 +148,7 @@ func (g *Group) Wait(ctx context.Context, d time.Duration) (*ReleaseRequest, boo
 
 // GiveUp implements Host.
 func (g *Group) GiveUp(r *ReleaseRequest, n uint64) {
-	g.q.AddReleased(n)
-	g.q.SetState(feed.Released, "")
-	g.cfg.Wake()
+	g.released(n)
 	r.reply <- n
 }
 
@@ -192,11 +206,4 @@ func (g *Group) CoveredEnd() (int64, bool) {
 		return 0, false
 	}
 	return b.Ends[k-1], true
-}
-
-// sinkHolds reports whether the group's processor keeps the subscriber
-// fenced by itself.
-func (g *Group) sinkHolds() bool {
-	h, ok := g.Sink().(FenceHolder)
-	return ok && h.HoldsFence()
 }

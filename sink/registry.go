@@ -37,7 +37,7 @@ type Env struct {
 type Type struct {
 	// New builds the sink: a processor.BatchProcessor or a
 	// processor.Processor, and optionally a processor.Closer (closed at
-	// stop), processor.Flusher, processor.FenceHolder and so on.
+	// stop), processor.Flusher, processor.HoldReleaser and so on.
 	New func(env Env) (any, error)
 	// Routes, optional, are the HTTP routes the type serves (pull's
 	// /v1/pull). sinkOf finds the sink of a processor by name (nil: none).

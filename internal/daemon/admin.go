@@ -70,14 +70,8 @@ func (l deadLetters) List(max int) ([]processor.LedgerItem, int) {
 }
 func (l deadLetters) Len() int { return l.g.Ledger().Len() }
 
-// Purge removes up to max entries; they count as released.
-func (l deadLetters) Purge(max int) (int, error) {
-	n, err := l.g.PurgeDeadLetters(max)
-	if n > 0 {
-		l.g.Queue().AddReleased(uint64(n))
-	}
-	return n, err
-}
+// Purge removes up to max entries; the group counts them as released.
+func (l deadLetters) Purge(max int) (int, error) { return l.g.PurgeDeadLetters(max) }
 
 func (l deadLetters) Replay(ctx context.Context, max int) (processor.ReplayResult, error) {
 	return l.g.Replay(ctx, max)
@@ -109,18 +103,4 @@ func (d *Daemon) processorGroup(name string) *processor.Group {
 		}
 	}
 	return nil
-}
-
-// waitGroupDone waits until g's goroutine ended, also when a release
-// restarted it meanwhile (a new goroutine has a new done channel).
-func waitGroupDone(g *processor.Group) {
-	done := g.Done()
-	for {
-		<-done
-		next := g.Done()
-		if next == done {
-			return
-		}
-		done = next
-	}
 }

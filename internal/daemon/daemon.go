@@ -414,8 +414,8 @@ func (f *Feed) drainBestEffort(ctx context.Context) {
 	}
 }
 
-// stopGroups stops the groups, counts what best-effort queues still held as
-// dropped, and closes the processors (a final flush).
+// stopGroups stops the groups (each counts what its best-effort queue still
+// held as dropped as it ends), and closes the processors (a final flush).
 func (f *Feed) stopGroups() error {
 	for _, g := range f.groups {
 		g.Stopping() // no release restarts a dead group past this point
@@ -424,14 +424,8 @@ func (f *Feed) stopGroups() error {
 		f.cancelGroups()
 	}
 	for _, g := range f.groups {
-		waitGroupDone(g)
-		q := g.Queue()
-		q.Drain()
-		// A best-effort queue's lines left unfinished at the stop (queued,
-		// or in the batch the group was in) count as dropped.
-		if q.BestEffort() && q.Position() > q.Finished() {
-			q.Counters.Dropped.Add(q.Position() - q.Finished())
-		}
+		<-g.Done()
+		g.Queue().Drain()
 	}
 	var first error
 	for _, c := range f.closer {

@@ -266,7 +266,7 @@ func (d *Daemon) recordLossesLocked() {
 				name, what string
 				v          uint64
 			}{
-				{"dropped", "dropped (overload policy DROP_AFTER_SPIN, or left in a best-effort queue at stop)", q.Counters.Dropped.Load()},
+				{"dropped", "dropped (overload policy DROP_AFTER_SPIN, or left in a best-effort queue at stop)", q.Dropped()},
 				{"refused", "refused (overload policy BLOCK_WITH_DEADLINE)", q.Counters.Refused.Load()},
 				{"completionFailures", "whose completion was given up after its retries", g.CompletionFailures()},
 				{"released", "released on purpose (admin release)", q.ReleasedLines()},

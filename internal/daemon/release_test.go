@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"slices"
 	"strings"
@@ -257,8 +258,9 @@ func TestFailingFsyncHoldsThenReleases(t *testing.T) {
 
 // selfHolder is a processor that fences its subscriber by itself (as pull
 // does): it takes a durable hold, and from a line "hold" on it stops making
-// lines durable and keeps its subscriber FENCED (re-fencing it should the
-// group lift the fence after the batch) until released.
+// lines durable and holds its subscriber FENCED (Host.HoldFence: the group
+// does not lift that fence after the batch) until released. It never
+// writes the queue's state.
 type selfHolder struct {
 	g    *processor.Group
 	mu   sync.Mutex
@@ -270,27 +272,12 @@ func (s *selfHolder) ProcessBatch(_ context.Context, b *feed.Batch) (int, error)
 	defer s.mu.Unlock()
 	if !s.held && slices.ContainsFunc(b.Lines, func(l []byte) bool { return string(l) == "hold" }) {
 		s.held = true
-		go s.keepFenced()
+		s.g.HoldFence(errors.New("held by its sink"))
 	}
 	if !s.held {
 		s.g.DurableThrough(s.g.Mark())
 	}
 	return len(b.Lines), nil
-}
-
-func (s *selfHolder) keepFenced() {
-	for {
-		s.mu.Lock()
-		if !s.held {
-			s.mu.Unlock()
-			return
-		}
-		if st, _ := s.g.Queue().State(); st != feed.Fenced {
-			s.g.Queue().SetState(feed.Fenced, "subscriber archive failing: held by its sink")
-		}
-		s.mu.Unlock()
-		time.Sleep(time.Millisecond)
-	}
 }
 
 func (s *selfHolder) ReleaseHold() (uint64, bool) {
@@ -302,10 +289,8 @@ func (s *selfHolder) ReleaseHold() (uint64, bool) {
 	s.held = false
 	q := s.g.Queue()
 	before := q.AckPoint()
-	q.DurableThrough(q.Dispatched())
-	n := q.AckPoint() - before
-	q.AddReleased(n)
-	q.SetState(feed.Released, "")
+	n := q.Dispatched() - before
+	s.g.ReleaseHeld(n)                 // the group counts them and lifts the hold
 	s.g.DurableThrough(q.Dispatched()) // wakes the source
 	return n, true
 }

@@ -68,7 +68,7 @@ func (f *Feed) snapshot() status.FeedSnapshot {
 		ss.Depth = q.Depth()
 		ss.Stalls, ss.StallReason = q.Stalls(st), reason // st and reason from one read
 		ss.Consumer = st == feed.Live || st == feed.Released
-		ss.Dropped, ss.Refused = q.Counters.Dropped.Load(), q.Counters.Refused.Load()
+		ss.Dropped, ss.Refused = q.Dropped(), q.Counters.Refused.Load()
 		ss.CompletionFailures, ss.Released = g.CompletionFailures(), q.ReleasedLines()
 		ss.DeadLettered = uint64(g.Ledgered()) // entries now in the ledger (read from disk at start)
 		s.Subscribers = append(s.Subscribers, ss)

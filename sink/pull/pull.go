@@ -476,14 +476,6 @@ func (p *Pull) broadcast() {
 	p.sig = make(chan struct{})
 }
 
-// HoldsFence implements processor.FenceHolder: a line out of attempts
-// under hold keeps the subscriber fenced.
-func (p *Pull) HoldsFence() bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.held > 0
-}
-
 // InFlight is the number of deliveries out waiting for their ACK.
 func (p *Pull) InFlight() int {
 	p.mu.Lock()

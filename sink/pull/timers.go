@@ -93,12 +93,12 @@ func (p *Pull) fail(e *pullEntry, now time.Time, err error, nacked bool) {
 // fence makes the subscriber hold the feed (the line out of attempts); the
 // group logs it once, with the reason.
 func (p *Pull) fence(e *pullEntry) {
-	p.h.Fence(fmt.Errorf("line at position %d (epoch %016x) not acknowledged after %d attempts: %v",
+	p.h.HoldFence(fmt.Errorf("line at position %d (epoch %016x) not acknowledged after %d attempts: %v",
 		e.pos, e.epoch, e.attempt, e.lastErr))
 }
 
 func (p *Pull) unfence() {
-	p.h.Unfence() // logs "subscriber recovered" when it was fenced
+	p.h.LiftHold() // logs "subscriber recovered" when it was fenced
 }
 
 // run is the timer goroutine: it expires deliveries and writes dead
@@ -170,8 +170,9 @@ func (p *Pull) deadLetter(e *pullEntry) {
 }
 
 // ReleaseHold implements HoldReleaser (POST /admin/release): the lines
-// held out of attempts are given up — they count as done and as released —
-// and the subscriber goes on. ok is false when no line is held.
+// held out of attempts are given up — they count as done, and the group
+// counts them as released (Host.ReleaseHeld) — and the subscriber goes on.
+// ok is false when no line is held.
 //
 // A held line that ran out of attempts again and is being written to the
 // ledger (pullDying) is left to that write, which runs outside the lock:
@@ -189,8 +190,7 @@ func (p *Pull) ReleaseHold() (uint64, bool) {
 		}
 	}
 	if n > 0 {
-		p.q.AddReleased(n)
-		p.q.SetState(feed.Released, "")
+		p.h.ReleaseHeld(n) // counted before the ack point passes them
 		p.advance()
 		p.broadcast()
 	}
