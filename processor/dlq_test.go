@@ -185,7 +185,5 @@ func TestReplayPanicDoesNotHang(t *testing.T) {
 	if !errors.Is(err, ErrReplayIncomplete) || res.Remaining != 1 {
 		t.Fatalf("replay into a panic = %+v, %v", res, err)
 	}
-	if st, _ := r.q.State(); st != feed.Dead {
-		t.Fatalf("state %v, want DEAD", st)
-	}
+	r.waitDead() // the supervisor parks it DEAD after answering the replay
 }
