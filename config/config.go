@@ -131,7 +131,7 @@ type SubscriberOverload struct {
 type Processor struct {
 	Name string // also the subscriber queue's name
 	Feed string // a feeds[].name
-	Type string // file | pull | webhook | count | discard
+	Type string // file | pull | webhook | count | discard | nats
 
 	Match   string // optional RE2 (compiled at load); count: may hold a named group "key"
 	Exclude string // optional RE2 (compiled at load)
@@ -154,6 +154,8 @@ type Processor struct {
 	BatchMaxBytes int               // webhook
 	Headers       map[string]string // webhook; nil when none
 	Raw           bool              // webhook: add lineBase64
+
+	Nats NatsConfig // nats: stream, subject, createStream, tls, credsFile, token (config/nats.go)
 
 	Line int // line of the processor's entry
 
