@@ -174,7 +174,7 @@ func TestParseRejects(t *testing.T) {
 		{"feed with empty path", read(lines("feeds:", "  - name: app", `    path: ""`), "app"), 3, "feeds[0].path: must not be empty", false},
 		{"processor without name", lines("feeds:", "  - {name: app, path: /a}", "processors:", "  - feed: app", "    type: pull"), 4, "processors[0]: missing name", false},
 		{"processor without feed", lines("feeds:", "  - {name: app, path: /a}", "processors:", "  - name: p", "    type: pull"), 4, "processors[0]: missing feed", false},
-		{"processor without type", lines("feeds:", "  - {name: app, path: /a}", "processors:", "  - name: p", "    feed: app"), 4, "processors[0]: missing type (one of file, pull, webhook, count, discard)", false},
+		{"processor without type", lines("feeds:", "  - {name: app, path: /a}", "processors:", "  - name: p", "    feed: app"), 4, "processors[0]: missing type (one of file, pull, webhook, count, discard, nats)", false},
 		{"file without path", lines("feeds:", "  - {name: app, path: /a}", "processors:", "  - name: p", "    feed: app", "    type: file"), 4, "processors[0]: a file processor needs path", false},
 		{"webhook without url", lines("feeds:", "  - {name: app, path: /a}", "processors:", "  - name: p", "    feed: app", "    type: webhook"), 4, "processors[0]: a webhook processor needs url", false},
 		{"webhook url not http", procDoc("    url: ftp://host/x"), 8, `processors[0].url: "ftp://host/x" must be an http:// or https:// URL`, false},
