@@ -413,6 +413,9 @@ func (s *Sink) publishChained(ctx context.Context, b *feed.Batch, subj, epoch st
 	for i < len(b.Lines) && rec.has && b.AlreadyApplied(i, rec.epoch, rec.position) {
 		i++
 	}
+	if i > 0 {
+		s.log.Info("nats skips lines its subject holds", "subject", subj, "lines", i)
+	}
 	for ; i < len(b.Lines); i++ {
 		pctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 		ack, err := s.js.PublishMsg(pctx, s.message(b, subj, epoch, i), jetstream.WithExpectLastSequencePerSubject(rec.seq))
