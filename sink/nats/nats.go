@@ -22,7 +22,11 @@
 // publishes one at a time (one round trip per line). At start, after every
 // reconnect and after a rejected expectation the sink reads the last
 // message of the subject: its tailfeed-epoch and tailfeed-position headers
-// are the record, and deliveries AlreadyApplied under it are skipped.
+// are the record, and deliveries AlreadyApplied under it are skipped. A
+// line without a position (a dead-letter replay, a downgraded line) has no
+// Nats-Msg-Id and no tailfeed-position; under exactlyOnce it carries the
+// record instead (tailfeed-applied-epoch, tailfeed-applied-position), so a
+// replay never moves the record back.
 //
 // Failures: a connection failure, a timeout, JetStream unavailable or a
 // missing stream wrap processor.ErrFatal, so the group retries them at its
@@ -60,6 +64,11 @@ const (
 	HeaderEpoch    = "tailfeed-epoch"
 	HeaderPosition = "tailfeed-position"
 	HeaderPath     = "tailfeed-path"
+	// On an exactlyOnce message without a position (a dead-letter replay,
+	// a downgraded line): the sink's record when it was published, so the
+	// subject's last message still tells a restart what it holds.
+	HeaderAppliedEpoch    = "tailfeed-applied-epoch"
+	HeaderAppliedPosition = "tailfeed-applied-position"
 )
 
 // Config configures a Sink.
@@ -422,8 +431,13 @@ func (s *Sink) publishChained(ctx context.Context, b *feed.Batch, subj, epoch st
 		s.behind(rec, b, i, subj)
 	}
 	for ; i < len(b.Lines); i++ {
+		m := s.message(b, subj, epoch, i)
+		if !b.Positioned && rec.has {
+			m.Header[HeaderAppliedEpoch] = []string{fmt.Sprintf("%016x", rec.epoch)}
+			m.Header[HeaderAppliedPosition] = []string{strconv.FormatInt(rec.position, 10)}
+		}
 		pctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
-		ack, err := s.js.PublishMsg(pctx, s.message(b, subj, epoch, i), jetstream.WithExpectLastSequencePerSubject(rec.seq))
+		ack, err := s.js.PublishMsg(pctx, m, jetstream.WithExpectLastSequencePerSubject(rec.seq))
 		cancel()
 		if err != nil {
 			if ctx.Err() != nil {
@@ -489,6 +503,10 @@ func (s *Sink) record(ctx context.Context, subj string) (*record, error) {
 		r.seq = m.Sequence
 		ep, err1 := strconv.ParseUint(m.Header.Get(HeaderEpoch), 16, 64)
 		pos, err2 := strconv.ParseInt(m.Header.Get(HeaderPosition), 10, 64)
+		if m.Header.Get(HeaderPosition) == "" { // a line without a position: the record it carried
+			ep, err1 = strconv.ParseUint(m.Header.Get(HeaderAppliedEpoch), 16, 64)
+			pos, err2 = strconv.ParseInt(m.Header.Get(HeaderAppliedPosition), 10, 64)
+		}
 		if err1 == nil && err2 == nil {
 			r.epoch, r.position, r.has = ep, pos, true
 		}

@@ -332,3 +332,38 @@ func TestPathToken(t *testing.T) {
 		}
 	}
 }
+
+// exactlyOnce: a line without a position (a dead-letter replay, a
+// downgraded line) published on the subject does not erase the record: it
+// carries the sink's record in tailfeed-applied-epoch/-position, so a
+// restart after it still skips what the stream holds.
+func TestExactlyOnceUnpositionedKeepsRecord(t *testing.T) {
+	srv := natstest.Start(t, natstest.Options{})
+	_, js := srv.Connect(t)
+	ctx := context.Background()
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "LOGS", Subjects: []string{"logs.>"}, Duplicates: 100 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	r1 := newRig(t, processor.GroupConfig{}, Config{URL: srv.URL(), ExactlyOnce: true})
+	a := grouptest.Lines("a", 0, 10)
+	r1.Publish(a...)
+	r1.WaitAck(10, 10*time.Second)
+	r1.Cancel()
+	<-r1.G.Done()
+	rb := &feed.Batch{Feed: "app", Path: "/in.log", Epoch: r1.Epoch, Lines: [][]byte{[]byte("replayed")}, Ends: []int64{8}}
+	if n, err := r1.s.ProcessBatch(ctx, rb); n != 1 || err != nil {
+		t.Fatalf("replay: %d, %v", n, err)
+	}
+	st, _ := js.Stream(ctx, "LOGS")
+	m, err := st.GetLastMsgForSubject(ctx, "logs.host1.app")
+	if err != nil || m.Header.Get(HeaderPosition) != "" || m.Header.Get("tailfeed-applied-position") != fmt.Sprint(r1.Pos) {
+		t.Fatalf("replayed message headers %v (%v), want no %s and the record %d", m.Header, err, HeaderPosition, r1.Pos)
+	}
+	time.Sleep(200 * time.Millisecond) // past the duplicate window
+	r2 := newRig(t, processor.GroupConfig{}, Config{URL: srv.URL(), ExactlyOnce: true})
+	r2.Publish(a...)
+	bl := grouptest.Lines("b", 0, 3)
+	r2.Publish(bl...)
+	r2.WaitAck(13, 10*time.Second)
+	wantLines(t, bodies(natstest.Messages(t, js, "LOGS")), a, []string{"replayed"}, bl)
+}
