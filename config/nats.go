@@ -76,7 +76,7 @@ func (d *decoder) natsKeys(o *obj, p *Processor, path string, urlLine int) {
 		d.errorf(p.Line, "%s: a nats processor needs url (like nats://127.0.0.1:4222)", path)
 	default:
 		if err := checkNatsURL(p.URL); err != "" {
-			d.errorf(urlLine, "%s.url: %q %s", path, clip(redact.RawURL(p.URL)), err)
+			d.errorf(urlLine, "%s.url: %q %s", path, clip(redact.URLList(p.URL)), err)
 		}
 	}
 	if n.streamLine == 0 {

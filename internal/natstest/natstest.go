@@ -69,6 +69,9 @@ func (s *Server) URL() string {
 	return fmt.Sprintf("%s://127.0.0.1:%d", scheme, s.opts.Port)
 }
 
+// SetToken changes the token the server requires from its next Start.
+func (s *Server) SetToken(tok string) { s.opts.Authorization = tok }
+
 // Start (re)starts the server on its port and store.
 func (s *Server) Start() {
 	s.t.Helper()

@@ -94,13 +94,15 @@ type Sink struct {
 	log    hclog.Logger
 	nc     *nats.Conn
 	js     jetstream.JetStream
-	shown  string // cfg.URL with userinfo masked
+	shown  string   // cfg.URL with userinfo masked
+	hide   []string // secrets an error must not show (the token, URL credentials)
 	stream jetstream.Stream
 
 	gen atomic.Uint64 // +1 per reconnect: records read before are stale
 
 	// exactlyOnce: per subject, the last message this sink knows stored.
 	recs map[string]*record
+	opts []nats.Option
 }
 
 type record struct {
@@ -128,16 +130,20 @@ func Open(cfg Config) (*Sink, error) {
 	if log == nil {
 		log = cfg.Group.Logger()
 	}
-	s := &Sink{cfg: cfg, log: log, shown: redact.URL(cfg.URL), recs: map[string]*record{}}
+	s := &Sink{cfg: cfg, log: log, shown: redact.URLList(cfg.URL), recs: map[string]*record{}}
+	s.hide = redact.URLSecrets(cfg.URL)
+	if cfg.Token != "" {
+		s.hide = append(s.hide, cfg.Token)
+	}
 	opts := []nats.Option{
 		nats.Name("tailfeed " + cfg.Instance + " " + cfg.Group.Name()),
 		nats.RetryOnFailedConnect(true),
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(500 * time.Millisecond),
 		nats.Timeout(cfg.Timeout),
-		nats.ReconnectHandler(func(*nats.Conn) {
+		nats.ReconnectHandler(func(nc *nats.Conn) {
 			s.gen.Add(1)
-			log.Info("nats reconnected", "url", redact.URL(s.nc.ConnectedUrlRedacted()))
+			log.Info("nats reconnected", "url", redact.URLList(nc.ConnectedUrlRedacted()))
 		}),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
 			s.gen.Add(1)
@@ -166,19 +172,29 @@ func Open(cfg Config) (*Sink, error) {
 		log.Warn("nats token is written literally in the config (processors[].token); keep the config file private")
 		opts = append(opts, nats.Token(cfg.Token))
 	}
-	nc, err := nats.Connect(cfg.URL, opts...)
-	if err != nil {
-		return nil, s.secret(fmt.Errorf("nats connect %s: %w", s.shown, err))
-	}
-	s.nc = nc
-	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(cfg.Window+1),
-		jetstream.WithPublishAsyncTimeout(cfg.Timeout), jetstream.WithDefaultTimeout(cfg.Timeout))
-	if err != nil {
-		nc.Close()
+	s.opts = opts
+	if err := s.connect(); err != nil {
 		return nil, err
 	}
-	s.js = js
 	return s, nil
+}
+
+// connect makes the connection (retrying in the background while the
+// server is down) and its JetStream context.
+func (s *Sink) connect() error {
+	nc, err := nats.Connect(s.cfg.URL, s.opts...)
+	if err != nil {
+		return s.secret(fmt.Errorf("nats connect %s: %w", s.shown, err))
+	}
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(s.cfg.Window+1),
+		jetstream.WithPublishAsyncTimeout(s.cfg.Timeout), jetstream.WithDefaultTimeout(s.cfg.Timeout))
+	if err != nil {
+		nc.Close()
+		return err
+	}
+	s.nc, s.js, s.stream = nc, js, nil
+	s.gen.Add(1)
+	return nil
 }
 
 func tlsConfig(t *config.NatsTLS) (*tls.Config, error) {
@@ -207,19 +223,36 @@ func tlsConfig(t *config.NatsTLS) (*tls.Config, error) {
 // secret masks the sink's secrets (the URL's userinfo, the token) in err.
 func (s *Sink) secret(err error) error {
 	msg := redact.URL(err.Error())
-	if s.cfg.Token != "" {
-		msg = strings.ReplaceAll(msg, s.cfg.Token, redact.Mask)
+	for _, h := range s.hide {
+		msg = strings.ReplaceAll(msg, h, redact.Mask)
 	}
 	return &redact.Error{Msg: msg, Err: err}
 }
 
-// unavailable wraps err as a failure of the engine, not of a line.
+// unavailable marks err as a failure of the engine, not of a line: it is
+// processor.ErrFatal to errors.Is (held at the cap, never dead-lettered).
 func (s *Sink) unavailable(err error) error {
-	return fmt.Errorf("%w: %w", s.secret(err), processor.ErrFatal)
+	return unavailableError{s.secret(err)}
 }
+
+type unavailableError struct{ error }
+
+func (e unavailableError) Unwrap() error        { return e.error }
+func (e unavailableError) Is(target error) bool { return target == processor.ErrFatal }
 
 // ready checks the connection and finds (or creates) the stream.
 func (s *Sink) ready(ctx context.Context) error {
+	if s.nc.IsClosed() {
+		// The library gave up (an authorization failure closes the
+		// connection for good): a new one, at the group's backoff.
+		last := s.nc.LastError()
+		if err := s.connect(); err != nil {
+			return s.unavailable(err)
+		}
+		if s.nc.Status() != nats.CONNECTED && last != nil && s.nc.LastError() == nil {
+			return s.unavailable(fmt.Errorf("nats %s: reconnecting (%v)", s.shown, last))
+		}
+	}
 	if st := s.nc.Status(); st != nats.CONNECTED {
 		cause := "no connection yet"
 		if e := s.nc.LastError(); e != nil {

@@ -367,3 +367,43 @@ func TestExactlyOnceUnpositionedKeepsRecord(t *testing.T) {
 	r2.WaitAck(13, 10*time.Second)
 	wantLines(t, bodies(natstest.Messages(t, js, "LOGS")), a, []string{"replayed"}, bl)
 }
+
+// Credentials in the URL (nats://TOKEN@host, a list of servers) never show
+// in the fence reason (feed.status, /healthz, logs).
+func TestURLCredentialsNotShown(t *testing.T) {
+	srv := natstest.Start(t, natstest.Options{Token: "right-token"})
+	host := strings.TrimPrefix(srv.URL(), "nats://")
+	r := newRig(t, processor.GroupConfig{OnFailure: processor.DeadLetter, Retry: grouptest.FastRetry(2)},
+		Config{URL: "nats://WR0NGTOKEN@" + host + ",nats://us3r:pa55word@" + host, CreateStream: true})
+	r.Publish("one")
+	waitFenced(t, r, "nats")
+	_, why := r.Q.State()
+	if strings.Contains(why, "WR0NGTOKEN") || strings.Contains(why, "pa55word") {
+		t.Fatalf("reason shows a credential: %q", why)
+	}
+	t.Logf("reason: %s", why)
+	if strings.Contains(why, "processor: fatal") {
+		t.Errorf("reason shows the internal marker: %q", why)
+	}
+	r2 := newRig(t, processor.GroupConfig{}, Config{URL: "nats://right-token@" + host, CreateStream: true, Stream: "L2", Subject: "l2.{feed}"})
+	r2.Publish("two")
+	r2.WaitAck(1, 10*time.Second)
+}
+
+// A refused credential closes the library's connection for good; the sink
+// makes a new one at the group's backoff, so once the server takes the
+// credential the feed resumes by itself.
+func TestRefusedCredentialRecovers(t *testing.T) {
+	srv := natstest.Start(t, natstest.Options{Token: "old-token"})
+	r := newRig(t, processor.GroupConfig{OnFailure: processor.DeadLetter, Retry: grouptest.FastRetry(2)},
+		Config{URL: srv.URL(), Token: "new-token", CreateStream: true})
+	r.Publish("one", "two")
+	waitFenced(t, r, "Authorization Violation")
+	srv.Stop()
+	srv.SetToken("new-token")
+	srv.Start()
+	r.WaitAck(2, 20*time.Second)
+	if r.ledger.Len() != 0 {
+		t.Fatalf("%d dead letters", r.ledger.Len())
+	}
+}
