@@ -171,7 +171,8 @@ func TestNatsServerRestart(t *testing.T) {
 	in.appendLines(3000)
 	r := d.waitFor("stalled on nats", 60*time.Second, func(r *report) bool {
 		f := r.feed(t, "app")
-		return f.Stalled != nil && strings.Contains(*f.Stalled, "nats")
+		return f.Stalled != nil && strings.Contains(*f.Stalled, "subscriber exact failing: nats nats://127.0.0.1") &&
+			strings.Contains(*f.Stalled, "reconnecting")
 	})
 	t.Logf("while the server is down: stalled %q", *r.feed(t, "app").Stalled)
 	srv.Start()

@@ -98,7 +98,8 @@ type Sink struct {
 	hide   []string // secrets an error must not show (the token, URL credentials)
 	stream jetstream.Stream
 
-	gen atomic.Uint64 // +1 per reconnect: records read before are stale
+	gen     atomic.Uint64          // +1 per reconnect: records read before are stale
+	lastErr atomic.Pointer[string] // the last failed (re)connect attempt's error
 
 	// exactlyOnce: per subject, the last message this sink knows stored.
 	recs map[string]*record
@@ -145,11 +146,20 @@ func Open(cfg Config) (*Sink, error) {
 			s.gen.Add(1)
 			log.Info("nats reconnected", "url", redact.URLList(nc.ConnectedUrlRedacted()))
 		}),
+		nats.ReconnectErrHandler(func(_ *nats.Conn, err error) {
+			if err != nil {
+				msg := s.secret(err).Error()
+				s.lastErr.Store(&msg)
+			}
+		}),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
 			s.gen.Add(1)
+			msg := "the connection was lost"
 			if err != nil {
-				log.Warn("nats disconnected", "error", s.secret(err))
+				msg = s.secret(err).Error()
 			}
+			s.lastErr.Store(&msg)
+			log.Warn("nats disconnected", "error", msg)
 		}),
 	}
 	if cfg.TLS != nil {
@@ -254,9 +264,11 @@ func (s *Sink) ready(ctx context.Context) error {
 		}
 	}
 	if st := s.nc.Status(); st != nats.CONNECTED {
-		cause := "no connection yet"
+		cause := "not connected yet"
 		if e := s.nc.LastError(); e != nil {
 			cause = e.Error()
+		} else if e := s.lastErr.Load(); e != nil {
+			cause = *e
 		}
 		return s.unavailable(fmt.Errorf("nats %s: %s (%s)", s.shown, strings.ToLower(st.String()), cause))
 	}
