@@ -380,7 +380,7 @@ func (s *Sink) publishAsync(ctx context.Context, b *feed.Batch, subj, epoch stri
 	wait := func() bool { // waits for the oldest future; false: stop publishing
 		f := futs[0]
 		futs = futs[1:]
-		err := s.await(ctx, f)
+		err := s.await(ctx, f, subj)
 		if err == nil && first == nil {
 			acked++
 			return true
@@ -404,7 +404,7 @@ func (s *Sink) publishAsync(ctx context.Context, b *feed.Batch, subj, epoch stri
 				wait()
 			}
 			if first == nil {
-				first = s.classify(err)
+				first = s.classify(err, subj)
 			}
 			break
 		}
@@ -420,14 +420,14 @@ func (s *Sink) publishAsync(ctx context.Context, b *feed.Batch, subj, epoch stri
 }
 
 // await waits for one publish ack.
-func (s *Sink) await(ctx context.Context, f jetstream.PubAckFuture) error {
+func (s *Sink) await(ctx context.Context, f jetstream.PubAckFuture, subj string) error {
 	t := time.NewTimer(s.cfg.Timeout + time.Second) // the library times it out first
 	defer t.Stop()
 	select {
 	case <-f.Ok():
 		return nil
 	case err := <-f.Err():
-		return s.classify(err)
+		return s.classify(err, subj)
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-t.C:
@@ -437,7 +437,7 @@ func (s *Sink) await(ctx context.Context, f jetstream.PubAckFuture) error {
 
 // classify turns a publish error into a line's rejection (plain) or an
 // unavailable engine (ErrFatal: retried at the cap, never dead-lettered).
-func (s *Sink) classify(err error) error {
+func (s *Sink) classify(err error, subj string) error {
 	if errors.Is(err, nats.ErrMaxPayload) {
 		return s.secret(fmt.Errorf("nats rejected the message: %w", err))
 	}
@@ -453,6 +453,7 @@ func (s *Sink) classify(err error) error {
 	}
 	if errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, nats.ErrNoResponders) {
 		s.stream = nil // look for it again
+		return s.unavailable(fmt.Errorf("nats publish to %s: no stream takes subject %s (is it among stream %q's subjects?): %w", s.shown, subj, s.cfg.Stream, err))
 	}
 	return s.unavailable(fmt.Errorf("nats publish to %s: %w", s.shown, err))
 }
@@ -494,7 +495,7 @@ func (s *Sink) publishChained(ctx context.Context, b *feed.Batch, subj, epoch st
 				s.log.Warn("nats subject moved under the sink (another writer, a restore, a lost ack); re-reading its last message",
 					"subject", subj, "expected", rec.seq)
 			}
-			return i, s.classify(err)
+			return i, s.classify(err, subj)
 		}
 		if ack.Duplicate {
 			delete(s.recs, subj) // stored before: the subject's last may be later

@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -406,4 +408,57 @@ func TestRefusedCredentialRecovers(t *testing.T) {
 	if r.ledger.Len() != 0 {
 		t.Fatalf("%d dead letters", r.ledger.Len())
 	}
+}
+
+// A stream that exists but does not take the sink's subject holds the
+// feed with a reason that says so (never a dead letter).
+func TestSubjectOutsideStreamHolds(t *testing.T) {
+	srv := natstest.Start(t, natstest.Options{})
+	_, js := srv.Connect(t)
+	if _, err := js.CreateStream(context.Background(), jetstream.StreamConfig{Name: "LOGS", Subjects: []string{"other.>"}}); err != nil {
+		t.Fatal(err)
+	}
+	r := newRig(t, processor.GroupConfig{OnFailure: processor.DeadLetter, Retry: grouptest.FastRetry(2)}, Config{URL: srv.URL()})
+	r.Publish("one")
+	waitFenced(t, r, "no stream takes subject logs.host1.app")
+	time.Sleep(50 * time.Millisecond)
+	if r.ledger.Len() != 0 {
+		t.Fatalf("%d dead letters", r.ledger.Len())
+	}
+}
+
+// insecureSkipVerify and a literal token are WARNed at start, the token
+// itself never logged.
+func TestStartWarnings(t *testing.T) {
+	srv := natstest.Start(t, natstest.Options{TLS: true, Token: "s3cret-token"})
+	var buf syncBuffer
+	log := hclog.New(&hclog.LoggerOptions{Output: &buf, Level: hclog.Info})
+	r := newRig(t, processor.GroupConfig{}, Config{URL: srv.URL(), CreateStream: true, Token: "s3cret-token",
+		TLS: &config.NatsTLS{InsecureSkipVerify: true}, Logger: log})
+	r.Publish("one")
+	r.WaitAck(1, 10*time.Second)
+	out := buf.String()
+	if !strings.Contains(out, "[WARN]  nats tls.insecureSkipVerify is true") || !strings.Contains(out, "[WARN]  nats token is written literally") {
+		t.Errorf("start warnings missing:\n%s", out)
+	}
+	if strings.Contains(out, "s3cret-token") {
+		t.Errorf("the log shows the token:\n%s", out)
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
