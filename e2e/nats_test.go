@@ -203,6 +203,9 @@ func TestNatsSkewedRestore(t *testing.T) {
 	d := e.start()
 	d.waitSettled(60 * time.Second)
 	d.stop()
+	if strings.Contains(d.log(), "nats disconnected") {
+		t.Errorf("a clean stop logs its own close as a lost connection:\n%s", tail(d.log(), 2000))
+	}
 
 	ctx := context.Background()
 	st, err := js.Stream(ctx, "EXACT")

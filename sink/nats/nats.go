@@ -100,6 +100,7 @@ type Sink struct {
 
 	gen     atomic.Uint64          // +1 per reconnect: records read before are stale
 	lastErr atomic.Pointer[string] // the last failed (re)connect attempt's error
+	closing atomic.Bool            // Close was called: a disconnect is ours
 
 	// exactlyOnce: per subject, the last message this sink knows stored.
 	recs map[string]*record
@@ -159,7 +160,9 @@ func Open(cfg Config) (*Sink, error) {
 				msg = s.secret(err).Error()
 			}
 			s.lastErr.Store(&msg)
-			log.Warn("nats disconnected", "error", msg)
+			if !s.closing.Load() {
+				log.Warn("nats disconnected", "error", msg)
+			}
 		}),
 	}
 	if cfg.TLS != nil {
@@ -568,6 +571,7 @@ func (s *Sink) record(ctx context.Context, subj string) (*record, error) {
 // Close closes the connection (pending acks are not awaited: their lines
 // were not counted).
 func (s *Sink) Close() error {
+	s.closing.Store(true)
 	s.nc.Close()
 	return nil
 }
