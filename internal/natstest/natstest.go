@@ -21,9 +21,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nkeys"
 )
 
 // Server is one embedded server; Stop and Start keep its port and store.
@@ -33,6 +35,8 @@ type Server struct {
 	srv  *server.Server
 	// CAFile is the PEM CA that signed the server's certificate (TLS only).
 	CAFile string
+	// CredsFile is a user's credentials file (Creds only).
+	CredsFile string
 }
 
 // Options tune a server.
@@ -40,6 +44,9 @@ type Options struct {
 	TLS        bool   // serve TLS only, with a certificate for 127.0.0.1 from a fresh CA
 	Token      string // require this token
 	MaxPayload int32  // 0: the default (1 MiB)
+	// Creds runs the server in operator mode (JWT): one account with
+	// JetStream and one user, whose credentials go to CredsFile.
+	Creds bool
 }
 
 // Start starts a server; the test's cleanup stops it.
@@ -55,9 +62,60 @@ func Start(t testing.TB, o Options) *Server {
 		s.CAFile = ca
 		s.opts.TLS, s.opts.TLSConfig, s.opts.TLSTimeout = true, cfg, 2
 	}
+	if o.Creds {
+		s.CredsFile = makeCreds(t, dir, &s.opts)
+	}
 	s.Start()
 	t.Cleanup(s.Stop)
 	return s
+}
+
+// makeCreds makes an operator, an account with JetStream and a user; the
+// server trusts the operator and knows the account; the user's
+// credentials file is returned.
+func makeCreds(t testing.TB, dir string, opts *server.Options) string {
+	must := func(err error) {
+		if err != nil {
+			t.Helper()
+			t.Fatal(err)
+		}
+	}
+	okp, err := nkeys.CreateOperator()
+	must(err)
+	opub, _ := okp.PublicKey()
+	oc := jwt.NewOperatorClaims(opub)
+	skp, err := nkeys.CreateAccount() // the system account JetStream needs
+	must(err)
+	spub, _ := skp.PublicKey()
+	oc.SystemAccount = spub
+	_, err = oc.Encode(okp)
+	must(err)
+	sjwt, err := jwt.NewAccountClaims(spub).Encode(okp)
+	must(err)
+	akp, err := nkeys.CreateAccount()
+	must(err)
+	apub, _ := akp.PublicKey()
+	ac := jwt.NewAccountClaims(apub)
+	ac.Limits.JetStreamLimits = jwt.JetStreamLimits{MemoryStorage: -1, DiskStorage: -1, Streams: -1, Consumer: -1}
+	ajwt, err := ac.Encode(okp)
+	must(err)
+	ukp, err := nkeys.CreateUser()
+	must(err)
+	upub, _ := ukp.PublicKey()
+	ujwt, err := jwt.NewUserClaims(upub).Encode(akp)
+	must(err)
+	seed, _ := ukp.Seed()
+	creds, err := jwt.FormatUserConfig(ujwt, seed)
+	must(err)
+	path := filepath.Join(dir, "user.creds")
+	must(os.WriteFile(path, creds, 0o600))
+	r := &server.MemAccResolver{}
+	must(r.Store(apub, ajwt))
+	must(r.Store(spub, sjwt))
+	opts.TrustedOperators = []*jwt.OperatorClaims{oc}
+	opts.SystemAccount = spub
+	opts.AccountResolver = r
+	return path
 }
 
 // URL is the client URL (tls:// for a TLS server).
@@ -76,14 +134,14 @@ func (s *Server) SetToken(tok string) { s.opts.Authorization = tok }
 func (s *Server) Start() {
 	s.t.Helper()
 	var err error
-	for try := 0; try < 50; try++ { // the port may linger a moment after a stop
+	for try := 0; try < 10; try++ { // the port may linger a moment after a stop
 		opts := s.opts
 		s.srv, err = server.NewServer(&opts)
 		if err != nil {
 			s.t.Fatalf("nats server: %v", err)
 		}
 		go s.srv.Start()
-		if s.srv.ReadyForConnections(10 * time.Second) {
+		if s.srv.ReadyForConnections(5 * time.Second) {
 			return
 		}
 		s.srv.Shutdown()
@@ -105,6 +163,9 @@ func (s *Server) Stop() {
 func (s *Server) Connect(t testing.TB) (*nats.Conn, jetstream.JetStream) {
 	t.Helper()
 	opts := []nats.Option{nats.Token(s.opts.Authorization)}
+	if s.CredsFile != "" {
+		opts = []nats.Option{nats.UserCredentials(s.CredsFile)}
+	}
 	if s.CAFile != "" {
 		opts = append(opts, nats.RootCAs(s.CAFile))
 	}

@@ -462,3 +462,21 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// credsFile against a real server in operator (JWT) mode: the user's
+// credentials publish; without them the server refuses, which holds.
+func TestCredsFile(t *testing.T) {
+	srv := natstest.Start(t, natstest.Options{Creds: true})
+	r := newRig(t, processor.GroupConfig{}, Config{URL: srv.URL(), CreateStream: true, CredsFile: srv.CredsFile})
+	r.Publish("one", "two")
+	r.WaitAck(2, 10*time.Second)
+	_, js := srv.Connect(t)
+	wantLines(t, bodies(natstest.Messages(t, js, "LOGS")), []string{"one", "two"})
+	r2 := newRig(t, processor.GroupConfig{OnFailure: processor.DeadLetter, Retry: grouptest.FastRetry(2)},
+		Config{URL: srv.URL(), Stream: "LOGS", Subject: "logs.other"})
+	r2.Publish("three")
+	waitFenced(t, r2, "nats")
+	if r2.ledger.Len() != 0 {
+		t.Fatalf("%d dead letters", r2.ledger.Len())
+	}
+}
