@@ -480,6 +480,9 @@ func (s *Sink) publishChained(ctx context.Context, b *feed.Batch, subj, epoch st
 		s.behind(rec, b, i, subj)
 	}
 	for ; i < len(b.Lines); i++ {
+		if rec.has && b.AlreadyApplied(i, rec.epoch, rec.position) {
+			continue // the subject holds it (seen on a re-read after a duplicate)
+		}
 		m := s.message(b, subj, epoch, i)
 		if !b.Positioned && rec.has {
 			m.Header[HeaderAppliedEpoch] = []string{fmt.Sprintf("%016x", rec.epoch)}
