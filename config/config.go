@@ -142,7 +142,7 @@ type SubscriberOverload struct {
 type Processor struct {
 	Name string // also the subscriber queue's name
 	Feed string // a feeds[].name
-	Type string // file | pull | webhook | count | discard
+	Type string // file | pull | webhook | count | discard | nats
 
 	Match   string // optional RE2 (compiled at load); count: may hold a named group "key"
 	Exclude string // optional RE2 (compiled at load)
@@ -167,9 +167,10 @@ type Processor struct {
 	Headers       map[string]string // webhook; nil when none
 	Raw           bool              // webhook: add lineBase64
 
-	DSN         string // postgres: the connection string (a secret: never shown)
-	Table       string // postgres: [schema.]table
-	CreateTable bool   // postgres: create the table and its unique key when missing
+	DSN         string     // postgres: the connection string (a secret: never shown)
+	Table       string     // postgres: [schema.]table
+	CreateTable bool       // postgres: create the table and its unique key when missing
+	Nats        NatsConfig // nats: stream, subject, createStream, tls, credsFile, token (config/nats.go)
 
 	Line int // line of the processor's entry
 

@@ -32,8 +32,10 @@ var (
 	feedKeys      = []string{"name", "path", "readStrategy", "maxLineBytes", "queueCapacity", "queueBytes", "maxPendingAcks", "pollIntervalMillis", "rotateWaitMillis", "commitSyncMillis", "rotatedNames", "overload"}
 	overloadKeys  = []string{"policy", "spinBoundMillis", "blockDeadlineMillis", "subscribers"}
 	subscriberKey = []string{"policy", "spinBoundMillis", "blockDeadlineMillis"}
-	processorKeys = []string{"name", "feed", "type", "match", "exclude", "path", "exactlyOnce", "fsync", "fsyncIntervalMillis", "mode", "onFailure", "retry", "ackTimeoutMillis", "maxInFlight", "url", "timeoutMillis", "batchMaxLines", "batchMaxBytes", "headers", "raw", "format", "dsn", "table", "createTable"}
-	retryKeys     = []string{"initialMillis", "maxMillis", "jitter", "attempts"}
+	processorKeys = []string{"name", "feed", "type", "match", "exclude", "path", "exactlyOnce", "fsync", "fsyncIntervalMillis", "mode", "onFailure", "retry", "ackTimeoutMillis", "maxInFlight", "url", "timeoutMillis", "batchMaxLines", "batchMaxBytes", "headers", "raw", "format",
+		"dsn", "table", "createTable", // postgres (config/postgres.go)
+		"stream", "subject", "createStream", "tls", "credsFile", "token"} // nats (config/nats.go)
+	retryKeys = []string{"initialMillis", "maxMillis", "jitter", "attempts"}
 )
 
 // The values of each enum.
@@ -41,7 +43,7 @@ var (
 	strategies      = []string{StrategyCommitted, StrategyEarliest, StrategyLatest, StrategyOnceEarliest, StrategyOnceLatest}
 	strategyAliases = map[string]string{"COMMITED": StrategyCommitted}
 	policies        = []string{PolicyPause, PolicyDropAfterSpin, PolicyBlockWithDeadline}
-	types           = []string{TypeFile, TypePull, TypeWebhook, TypeCount, TypeDiscard, TypeStdout, TypePostgres}
+	types           = []string{TypeFile, TypePull, TypeWebhook, TypeCount, TypeDiscard, TypeStdout, TypePostgres, TypeNats}
 	fsyncs          = []string{FsyncAlways, FsyncInterval, FsyncNever}
 	onFailures      = []string{OnFailureHold, OnFailureDeadLetter}
 	levels          = []string{"trace", "debug", "info", "warn", "error"}
@@ -292,6 +294,7 @@ func (d *decoder) processor(n *yaml.Node, path string) (*Processor, procMeta) {
 		d.errorf(line, "%s: format applies to file and stdout processors, not %s", o.at("format"), p.Type)
 	}
 	d.postgresKeys(o, &p, path)
+	d.natsKeys(o, &p, path, urlLine)
 	switch {
 	case p.Type == TypeFile && m.pathLine == 0:
 		d.errorf(p.Line, "%s: a file processor needs path (the output file)", path)
@@ -343,7 +346,7 @@ func (d *decoder) fileMode(o *obj, key string, dst *uint32) {
 // webhookKeys decodes the keys of the webhook sink; it returns the line of url.
 func (d *decoder) webhookKeys(o *obj, p *Processor) int {
 	line, ok := o.nonEmpty("url", &p.URL)
-	if ok {
+	if ok && p.Type != TypeNats { // nats checks its own (config/nats.go)
 		if err := checkURL(p.URL); err != "" {
 			// Masked before clipped: a clip can cut the URL before its '@'.
 			d.errorf(line, "%s: %q %s", o.at("url"), clip(redact.RawURL(p.URL)), err)

@@ -87,6 +87,11 @@
 //   - webhook headers must be valid HTTP header names, values without CR, LF
 //     or NUL, not repeated ignoring case, and not Idempotency-Key, which the
 //     sink sets per batch (DESIGN §6).
+//   - nats (config/nats.go): url one or more comma-separated nats://, tls://,
+//     ws:// or wss:// URLs; stream a JetStream name; subject a publish subject
+//     over {instance} {feed} {path} {epoch}, holding {instance} with
+//     exactlyOnce; credsFile or token, not both; tls certFile with keyFile;
+//     two nats processors of one feed on one stream are an error.
 //   - YAML anchors, aliases and merge keys (<<) work; explicit keys win over
 //     merged ones. A trailing empty document ("---" at the end) is ignored.
 //   - match on a count processor may hold a named group "key"; nothing else

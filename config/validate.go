@@ -25,6 +25,7 @@ func (d *decoder) validate(cfg *Config, m *meta) {
 	}
 	d.unread(cfg, feeds)
 	d.outputPaths(cfg, m)
+	d.natsStreams(cfg)
 }
 
 // unread reports a feed that no processor reads (DESIGN §12 "Validation"):

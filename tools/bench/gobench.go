@@ -15,6 +15,7 @@ func goBenchmarks(t *table) error {
 		{"./source/file", "^BenchmarkSplit$"},
 		{"./feed", "^BenchmarkPublishDispatch$"},
 		{"./pointer", "^Benchmark(Store|Commit)$"},
+		{"./sink/nats", "^BenchmarkNatsThroughput$"}, // lines/s into JetStream: the sink next to a plain nats.go client
 	}
 	for _, s := range sets {
 		cmd := exec.Command("go", "test", "-run", "^$", "-bench", s.pattern, "-benchmem", "-count", "1", s.pkg)
