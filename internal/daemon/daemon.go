@@ -216,6 +216,7 @@ func (d *Daemon) buildFeed(fc *config.Feed) (*Feed, error) {
 		queues = append(queues, q)
 	}
 	f.pub = feed.NewPublisher(fc.Name, queues, fc.MaxPendingAcks, batchLines)
+	d.applyHolds(f)
 	for i, pc := range procs {
 		g, c, err := d.buildGroup(f, pc, queues[i], log)
 		if err != nil {

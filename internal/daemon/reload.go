@@ -436,9 +436,11 @@ func (f *Feed) addCarry(s *status.FeedSnapshot) {
 	s.LostTails += c.lostTails
 	s.LostBytes += c.lostBytes
 	for _, h := range f.held {
-		row := status.SubscriberSnapshot{Queue: h.name, Position: h.lines, State: "held"}
+		// A removed subscriber is STOPPED (the contract's states): it holds
+		// until released, then its lines count as released.
+		row := status.SubscriberSnapshot{Queue: h.name, Position: h.lines, State: feed.Stopped.String()}
 		if h.released.Load() {
-			row.State, row.Dispatched = feed.Released.String(), h.lines
+			row.Dispatched = h.lines
 			s.Carry.Released += h.lines
 		} else {
 			row.Stalls = true
@@ -611,12 +613,7 @@ func (r heldRelease) ReleasedLines() uint64 {
 	return 0
 }
 
-func (r heldRelease) State() string {
-	if r.h.released.Load() {
-		return feed.Released.String()
-	}
-	return "held"
-}
+func (r heldRelease) State() string { return feed.Stopped.String() }
 
 func (f *Feed) activeHoldCount() int {
 	n := 0
