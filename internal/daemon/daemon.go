@@ -80,6 +80,7 @@ type Daemon struct {
 	runCtx   context.Context
 	rl       reloadState
 	holds    *holdStore
+	skips    map[string]uint64 // processor → lines to skip, while a reload builds a feed
 }
 
 // Feed is one running feed.
@@ -103,6 +104,9 @@ type Feed struct {
 	final                 status.FeedSnapshot // at its stop by a reload
 	finalRead, finalBytes uint64
 	finalPaused           float64
+	finalAcked, finalSeq  uint64            // acknowledged and published at that stop
+	finalAck              map[string]uint64 // each subscriber's finished lines at that stop
+	finalCommitted        bool              // its final commit succeeded
 
 	ledger   *lossLedger        // the daemon's losses ledger
 	recorded map[subLoss]uint64 // loss counters as last appended to the ledger (under the ledger's mu)
@@ -297,6 +301,7 @@ func (d *Daemon) buildGroup(f *Feed, pc *config.Processor, q *feed.Queue, log hc
 		gc.Match = pc.Built.Match
 	}
 	gc.Exclude = pc.Built.Exclude
+	gc.Skip = d.skips[pc.Name] // a feed restarted by a reload (reload.go)
 	if gc.Ledger, err = d.openLedger(pc, log); err != nil {
 		return nil, nil, err
 	}

@@ -333,6 +333,7 @@ func (d *Daemon) acknowledgeLosses(f *Feed) (int, error) {
 		}
 	}
 	b.LostTails, b.LostBytes = f.src.LostTails(), f.src.LostBytes()
+	f.carryInto(&b) // what earlier instances (before a reload) counted
 	f.baseMu.Lock()
 	f.base = b
 	f.baseMu.Unlock()

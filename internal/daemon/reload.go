@@ -205,7 +205,11 @@ func (d *Daemon) reload() error {
 			feeds = append(feeds, f)
 			continue
 		}
+		if ok {
+			d.skips = skipsFor(f, fc, procsOf(cfg, fc.Name))
+		}
 		nf, err := d.buildFeed(fc)
+		d.skips = nil
 		if err != nil {
 			d.log.Error("reload: feed not restarted", "feed", fc.Name, "error", err)
 			if firstErr == nil {
@@ -277,13 +281,49 @@ func (d *Daemon) stopFeed(f *Feed, removed map[string]bool) error {
 		d.log.Warn("removed subscriber holds lines it did not finish; the feed stalls until POST /admin/release/"+f.cfg.Name+"/"+g.Name(),
 			"feed", f.cfg.Name, "subscriber", g.Name(), "lines", n)
 	}
+	f.finalAcked, f.finalSeq = f.pub.Acknowledged(), f.pub.Sequence()
+	f.finalAck = map[string]uint64{}
+	for _, g := range f.groups {
+		q := g.Queue()
+		if q.BestEffort() {
+			f.finalAck[g.Name()] = q.Finished()
+		} else {
+			f.finalAck[g.Name()] = q.AckPoint()
+		}
+	}
 	f.final = f.snapshot()
 	f.finalRead, f.finalBytes = f.src.LinesRead(), f.src.BytesRead()
 	f.finalPaused = f.pub.PausedTotal().Seconds()
-	if err := f.src.Close(); err != nil && first == nil {
+	err := f.src.Close()
+	f.finalCommitted = err == nil && f.ptr != nil
+	if err != nil && first == nil {
 		first = fmt.Errorf("feed %s: %w", f.cfg.Name, err)
 	}
 	return first
+}
+
+// skipsFor is, for each processor of the restarted feed fc, how many of
+// the lines it re-reads from the pointer to finish without processing: a
+// kept or changed processor skips what it had finished past the final
+// commit (it receives first the lines it did not finish), a new one every
+// line the stopped instance had published (it subscribes from the next
+// line). Only when the restart resumes exactly at the final commit: a
+// COMMITTED feed whose commit succeeded and whose path did not change.
+func skipsFor(old *Feed, fc *config.Feed, procs []*config.Processor) map[string]uint64 {
+	if !old.finalCommitted || old.cfg.Path != fc.Path || fc.ReadStrategy != config.StrategyCommitted {
+		return nil
+	}
+	out := map[string]uint64{}
+	for _, pc := range procs {
+		ack, ok := old.finalAck[pc.Name]
+		if !ok {
+			ack = old.finalSeq
+		}
+		if ack > old.finalAcked {
+			out[pc.Name] = ack - old.finalAcked
+		}
+	}
+	return out
 }
 
 // movePointerAside renames a stopped feed's pointer (and epoch history) to
@@ -623,4 +663,21 @@ func (f *Feed) activeHoldCount() int {
 		}
 	}
 	return n
+}
+
+// carryInto adds to an acknowledged baseline what the feed's earlier
+// instances counted and its released holds.
+func (f *Feed) carryInto(b *status.LossCounters) {
+	c := f.carry
+	b.Dropped += c.loss.Dropped
+	b.Refused += c.loss.Refused
+	b.CompletionFailures += c.loss.CompletionFailures
+	b.Released += c.loss.Released
+	b.LostTails += c.lostTails
+	b.LostBytes += c.lostBytes
+	for _, h := range f.held {
+		if h.released.Load() {
+			b.Released += h.lines
+		}
+	}
 }

@@ -123,6 +123,20 @@ func TestReloadRemovedSubscriberHolds(t *testing.T) {
 	if !strings.Contains(*f.Stalled, "removed subscriber slow holds 20 lines") {
 		t.Fatalf("after restart: %q", *f.Stalled)
 	}
+	// Adding the processor back re-reads nothing: it gets the lines
+	// published after the reload; the hold stays.
+	e.waitFor("re-read", 10*time.Second, func(f status.FeedReport) bool { return f.Sequence == 20 })
+	e.rewrite(reloadBase + "  - {name: slow, feed: app, type: file, path: %DIR%/slow.log}\n")
+	if code, body := e.reload(); code != http.StatusOK {
+		t.Fatalf("reload: %d %s", code, body)
+	}
+	e.appendLines("c1", "c2")
+	e.waitFor("slow back", 10*time.Second, func(f status.FeedReport) bool {
+		return f.Sequence == 22 && sub(t, f, "slow").Drained && f.Stalled != nil
+	})
+	if got := readLines(t, filepath.Join(dir, "slow.log")); strings.Join(got, ",") != "c1,c2" {
+		t.Fatalf("slow added back got %v; want [c1 c2]", got)
+	}
 	code, body := e.do(http.MethodPost, "/admin/release/app/slow", "sesame")
 	if code != http.StatusOK || !strings.Contains(string(body), `"released":20`) {
 		t.Fatalf("release: %d %s", code, body)
@@ -131,7 +145,29 @@ func TestReloadRemovedSubscriberHolds(t *testing.T) {
 	if f.Lossless || f.Released != 20 {
 		t.Fatalf("after release: lossless %v released %d", f.Lossless, f.Released)
 	}
-	if code, _ := e.do(http.MethodPost, "/admin/release/app/slow", "sesame"); code != http.StatusNotFound {
+	// Counters are never reset by a reload (this one restarts the feed).
+	e.rewrite(reloadBase)
+	if code, body := e.reload(); code != http.StatusOK {
+		t.Fatalf("reload: %d %s", code, body)
+	}
+	f = e.waitFor("settled after a reload", 10*time.Second, settled)
+	if f.Lossless || f.Released != 20 {
+		t.Fatalf("after a reload: lossless %v released %d", f.Lossless, f.Released)
+	}
+	// Acknowledged losses stay acknowledged across a reload.
+	if code, body := e.do(http.MethodDelete, "/admin/losses/app", "sesame"); code != http.StatusOK {
+		t.Fatalf("DELETE losses: %d %s", code, body)
+	}
+	e.rewrite(reloadBase + "  - {name: slow, feed: app, type: file, path: %DIR%/slow.log}\n")
+	if code, body := e.reload(); code != http.StatusOK {
+		t.Fatalf("reload: %d %s", code, body)
+	}
+	f = e.waitFor("settled after a reload", 10*time.Second, settled)
+	if !f.Lossless || f.Released != 0 {
+		t.Fatalf("after DELETE and a reload: lossless %v released %d", f.Lossless, f.Released)
+	}
+	// The hold is gone; the slow added back is live, not held.
+	if code, _ := e.do(http.MethodPost, "/admin/release/app/slow", "sesame"); code != http.StatusConflict {
 		t.Fatalf("a second release: %d", code)
 	}
 }
@@ -285,4 +321,37 @@ func freePort(t *testing.T) string {
 	addr := l.Addr().String()
 	l.Close()
 	return addr
+}
+
+// TestReloadRestartRedeliversNothing: a subscriber that is behind holds the
+// pointer; a reload that restarts the feed (a processor added) re-reads
+// from the pointer, yet the added processor gets only the lines published
+// after the reload and the caught-up one gets no line twice; the slow one
+// keeps its position and gets, after the reload, exactly what it had not
+// finished.
+func TestReloadRestartRedeliversNothing(t *testing.T) {
+	cfg := reloadBase + "  - {name: slow, feed: app, type: discard}\n"
+	b := newBlocker()
+	seen := &recorder{}
+	e := start(t, cfg, Options{Processors: map[string]Build{"slow": b.build}})
+	e.appendLines(numbered("a", 0, 20)...)
+	e.waitFor("archive done", 10*time.Second, func(f status.FeedReport) bool { return sub(t, f, "archive").Drained && f.Sequence == 20 })
+	// slow takes its first batch and blocks: it finished nothing.
+	e.rewrite(cfg + "  - {name: added, feed: app, type: file, path: %DIR%/added.log}\n")
+	e.d.opts.Processors["slow"] = seen.build
+	if code, body := e.reload(); code != http.StatusOK {
+		t.Fatalf("reload: %d %s", code, body)
+	}
+	e.appendLines(numbered("b", 0, 5)...)
+	e.waitFor("settled", 10*time.Second, func(f status.FeedReport) bool { return f.Settled && len(f.Subscribers) == 3 })
+	if got := readLines(t, filepath.Join(e.dir, "added.log")); strings.Join(got, ",") != strings.Join(numbered("b", 0, 5), ",") {
+		t.Errorf("added got %v; want only the lines published after the reload", got)
+	}
+	want := append(numbered("a", 0, 20), numbered("b", 0, 5)...)
+	if got := readLines(t, filepath.Join(e.dir, "out.log")); strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Errorf("archive got %d lines (%v…); want each line once", len(got), got[:min(len(got), 25)])
+	}
+	if got := seen.got(); strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Errorf("slow's new instance got %d lines; want the 20 it had not finished, then the 5 new ones", len(got))
+	}
 }
