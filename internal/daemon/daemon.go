@@ -168,15 +168,7 @@ func NewWithOptions(cfg *config.Config, log hclog.Logger, opts Options) (*Daemon
 // file only, so it accepts such a config. Anything else that is not a
 // regular file, and a directory that appears later, is the source's to
 // report (the feed goes FAILED).
-func (d *Daemon) checkPaths() error {
-	for i, fc := range d.cfg.Feeds {
-		if fi, err := os.Stat(fc.Path); err == nil && fi.IsDir() {
-			return &ConfigError{Loc: d.configLoc(fc.Line), Key: fmt.Sprintf("feeds[%d].path", i),
-				Err: fmt.Errorf("%s is a directory; a feed tails one file (feed %q)", fc.Path, fc.Name)}
-		}
-	}
-	return nil
-}
+func (d *Daemon) checkPaths() error { return d.checkPathsOf(d.cfg) }
 
 // configLoc is "FILE:LINE" (or FILE alone without a line), naming the
 // config file as given on the command line.

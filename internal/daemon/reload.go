@@ -248,7 +248,8 @@ func (d *Daemon) reload() error {
 	return firstErr
 }
 
-// checkPathsOf is checkPaths for a config read at a reload.
+// checkPathsOf is checkPaths for cfg (the running one, or one read at a
+// reload, where a directory path is a reload error).
 func (d *Daemon) checkPathsOf(cfg *config.Config) error {
 	for i, fc := range cfg.Feeds {
 		if fi, err := os.Stat(fc.Path); err == nil && fi.IsDir() {

@@ -70,6 +70,14 @@ func TestReloadInvalidRunsOnUnchanged(t *testing.T) {
 	if code, body := e.reload(); code != http.StatusBadRequest || !strings.Contains(body, "dataDir") {
 		t.Fatalf("dataDir change: %d %s", code, body)
 	}
+	// A feed path that is a directory is a reload error.
+	if err := os.Mkdir(filepath.Join(e.dir, "adir"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	e.rewrite(strings.Replace(reloadBase, "%DIR%/app.log", "%DIR%/adir", 1))
+	if code, body := e.reload(); code != http.StatusBadRequest || !strings.Contains(body, "is a directory") {
+		t.Fatalf("directory path: %d %s", code, body)
+	}
 	e.rewrite(reloadBase)
 	if code, body := e.reload(); code != http.StatusOK || !strings.Contains(body, `"reloaded"`) {
 		t.Fatalf("reload: %d %s", code, body)
