@@ -205,7 +205,13 @@ func TestReloadFeedPathChange(t *testing.T) {
 	got := readLines(t, filepath.Join(e.dir, "out.log"))
 	if len(got) != 12 || got[11] != "n2" {
 		t.Fatalf("out: %v", got)
-	}
+	}	// The pointer moved aside is tailfeed's: a restart accepts the dataDir
+	// and resumes the new path from its own pointer.
+	e.Stop()
+	e = startIn(t, e.dir, strings.Replace(reloadBase, "%DIR%/app.log", "%DIR%/new.log", 1), Options{})
+	e.waitFor("settled after a restart", 10*time.Second, func(f status.FeedReport) bool {
+		return f.Settled && f.Pointer != nil && f.Pointer.Offset == 6 && f.Sequence == 0
+	})
 }
 
 func TestReloadMovesListen(t *testing.T) {
@@ -362,4 +368,46 @@ func TestReloadRestartRedeliversNothing(t *testing.T) {
 	if got := seen.got(); strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Errorf("slow's new instance got %d lines; want the 20 it had not finished, then the 5 new ones", len(got))
 	}
+}
+
+// TestReloadProcessorStateByTarget: a changed processor keeps its durable
+// state (the exactlyOnce record) while its target is unchanged; a new
+// target moves it aside to state/<processor>.<time>.old/.
+func TestReloadProcessorStateByTarget(t *testing.T) {
+	cfg := strings.Replace(reloadBase, "path: %DIR%/out.log}", "path: %DIR%/out.log, exactlyOnce: true}", 1)
+	e := start(t, cfg, Options{})
+	e.appendLines(numbered("a", 0, 5)...)
+	e.waitFor("settled", 10*time.Second, settled)
+	rec := datadir.Record(filepath.Join(e.dir, "state"), "archive")
+	if _, err := os.Stat(rec); err != nil {
+		t.Fatalf("no record: %v", err)
+	}
+	// Same target, another setting: the record stays.
+	e.rewrite(strings.Replace(cfg, "exactlyOnce: true}", "exactlyOnce: true, fsync: never}", 1))
+	if code, body := e.reload(); code != http.StatusOK {
+		t.Fatalf("reload: %d %s", code, body)
+	}
+	if _, err := os.Stat(rec); err != nil {
+		t.Fatalf("record gone with an unchanged target: %v", err)
+	}
+	olds, _ := filepath.Glob(filepath.Join(e.dir, "state", "state", "archive.*.old"))
+	if len(olds) != 0 {
+		t.Fatalf("moved aside with an unchanged target: %v", olds)
+	}
+	// Another path: moved aside, and the processor starts as new.
+	e.rewrite(strings.Replace(cfg, "%DIR%/out.log", "%DIR%/out2.log", 1))
+	if code, body := e.reload(); code != http.StatusOK {
+		t.Fatalf("reload: %d %s", code, body)
+	}
+	olds, _ = filepath.Glob(filepath.Join(e.dir, "state", "state", "archive.*.old", "archive.rec"))
+	if len(olds) != 1 {
+		t.Fatalf("record not moved aside: %v", olds)
+	}
+	e.appendLines("b1")
+	e.waitFor("settled", 10*time.Second, func(f status.FeedReport) bool { return f.Settled && f.Sequence == 1 })
+	if got := readLines(t, filepath.Join(e.dir, "out2.log")); strings.Join(got, ",") != "b1" {
+		t.Fatalf("out2.log %v", got)
+	}	// What was moved aside is tailfeed's: a restart accepts the dataDir.
+	e.Stop()
+	startIn(t, e.dir, strings.Replace(cfg, "%DIR%/out.log", "%DIR%/out2.log", 1), Options{})
 }
