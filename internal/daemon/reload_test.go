@@ -205,7 +205,8 @@ func TestReloadFeedPathChange(t *testing.T) {
 	got := readLines(t, filepath.Join(e.dir, "out.log"))
 	if len(got) != 12 || got[11] != "n2" {
 		t.Fatalf("out: %v", got)
-	} // The pointer moved aside is tailfeed's: a restart accepts the dataDir
+	}
+	// The pointer moved aside is tailfeed's: a restart accepts the dataDir
 	// and resumes the new path from its own pointer.
 	e.Stop()
 	e = startIn(t, e.dir, strings.Replace(reloadBase, "%DIR%/app.log", "%DIR%/new.log", 1), Options{})
@@ -407,7 +408,8 @@ func TestReloadProcessorStateByTarget(t *testing.T) {
 	e.waitFor("settled", 10*time.Second, func(f status.FeedReport) bool { return f.Settled && f.Sequence == 1 })
 	if got := readLines(t, filepath.Join(e.dir, "out2.log")); strings.Join(got, ",") != "b1" {
 		t.Fatalf("out2.log %v", got)
-	} // What was moved aside is tailfeed's: a restart accepts the dataDir.
+	}
+	// What was moved aside is tailfeed's: a restart accepts the dataDir.
 	e.Stop()
 	startIn(t, e.dir, strings.Replace(cfg, "%DIR%/out.log", "%DIR%/out2.log", 1), Options{})
 }
