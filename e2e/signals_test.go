@@ -35,8 +35,8 @@ func TestRunRefusesDirectoryPath(t *testing.T) {
 }
 
 // TestSIGHUPDoesNotKill: SIGHUP (a terminal hang-up, logrotate's
-// postrotate) is logged and ignored: the daemon keeps running and serving,
-// and a later SIGTERM still stops it cleanly (DESIGN §12 "Signals").
+// postrotate) reloads the unchanged config: the daemon keeps running and
+// serving, and a later SIGTERM still stops it cleanly (DESIGN §12 "Signals").
 func TestSIGHUPDoesNotKill(t *testing.T) {
 	e := newEnv(t, strings.Replace(brokenBase, "127.0.0.1:1", addrPlaceholder, 1))
 	os.WriteFile(e.path("in.log"), []byte("one\ntwo\n"), 0o644)
@@ -44,9 +44,9 @@ func TestSIGHUPDoesNotKill(t *testing.T) {
 	d.waitSettled(30 * time.Second)
 	d.signal(syscall.SIGHUP)
 	waitUntil(t, "the SIGHUP log line", 10*time.Second, func() bool {
-		return strings.Contains(d.log(), "SIGHUP received; reload is not supported yet, ignored")
+		return strings.Contains(d.log(), "SIGHUP received: reloading the config")
 	})
-	d.signal(syscall.SIGHUP) // a second one is ignored too
+	d.signal(syscall.SIGHUP) // a second one reloads too
 	time.Sleep(200 * time.Millisecond)
 	if d.exited() {
 		t.Fatalf("daemon exited after SIGHUP with code %d", d.code)

@@ -39,6 +39,8 @@ type Publisher struct {
 
 	barrier atomic.Uint64 // the epoch the source waits to start at an epoch barrier (0 = none)
 	fullAt  atomic.Uint64 // the acknowledged sequence at the last refusal for a full window
+
+	held atomic.Bool // a removed subscriber holds the pointer: nothing is acknowledged (SetHeld)
 }
 
 // NewPublisher makes a publisher over queues with a window of at most
@@ -184,6 +186,9 @@ type Acked struct {
 // PollAcks reads the ack point of every pointer-holding queue and
 // acknowledges the window entries they all passed.
 func (p *Publisher) PollAcks() Acked {
+	if p.held.Load() {
+		return Acked{Seq: p.acked.Load()}
+	}
 	for i, q := range p.Queues {
 		p.holds[i] = !q.BestEffort()
 		p.ackPts[i] = q.AckPoint()
@@ -194,6 +199,15 @@ func (p *Publisher) PollAcks() Acked {
 		p.pending.Store(int64(p.win.pending))
 	}
 	return Acked{Seq: a.seq, Position: a.pos, Epoch: a.epoch, Positioned: a.positioned, Moved: a.moved}
+}
+
+// SetHeld makes the publisher acknowledge nothing (true) while a removed
+// subscriber still holds lines it did not finish (DESIGN §12 "Reload"):
+// the pointer stays, the window fills and the feed pauses, as behind a
+// dead subscriber. SetHeld(false) lets the acknowledgements catch up.
+func (p *Publisher) SetHeld(v bool) {
+	p.held.Store(v)
+	poke(p.wake)
 }
 
 // Sequence is the last sequence published this run (0 = none).

@@ -34,6 +34,11 @@ type GroupConfig struct {
 	Batch     BatchProcessor // optional
 	Match     *regexp.Regexp // optional: only matching lines are processed
 	Exclude   *regexp.Regexp // optional: matching lines are skipped
+	// Skip finishes the lines of sequence 1..Skip without processing them
+	// (a feed restarted by a reload re-reads from its pointer: lines this
+	// subscriber finished, or that were published before it was added,
+	// are not delivered again). Not for a processor that filters itself.
+	Skip      uint64
 	Retry     Retry
 	OnFailure OnFailure
 	Ledger    DeadLetterer // required for DeadLetter
@@ -513,7 +518,11 @@ func (g *Group) filter(b *feed.Batch) {
 	if g.dlq != nil && !g.ownFilter {
 		led = g.dlq.Within(b) // nil (one atomic load) while the ledger holds no positioned entry
 	}
-	if g.cfg.Match == nil && g.cfg.Exclude == nil && led == nil {
+	skip := uint64(0)
+	if !g.ownFilter && b.FirstSeq > 0 && b.FirstSeq <= g.cfg.Skip {
+		skip = g.cfg.Skip
+	}
+	if g.cfg.Match == nil && g.cfg.Exclude == nil && led == nil && skip == 0 {
 		g.view.Share(b) // all lines, and the buffer a sink may write at once
 		g.idx = g.idx[:0]
 		g.mapped = false
@@ -521,6 +530,9 @@ func (g *Group) filter(b *feed.Batch) {
 	}
 	lines, ends, idx := g.lines[:0], g.ends[:0], g.idx[:0]
 	for i, l := range b.Lines {
+		if b.FirstSeq+uint64(i) <= skip {
+			continue
+		}
 		if led[b.Ends[i]] {
 			continue
 		}

@@ -40,6 +40,9 @@ type FeedSnapshot struct {
 	Base         LossCounters     // what DELETE /admin/losses/{feed} acknowledged
 	SeqAfter     uint64
 	Ledgered     bool // the losses ledger holds an entry for the feed (DESIGN §7)
+	// Carry is what the feed's earlier instances counted this run: a
+	// reload that restarts a feed never resets its counters (DESIGN §12).
+	Carry LossCounters
 }
 
 // SubscriberSnapshot is one subscriber queue.
@@ -79,6 +82,10 @@ type LossCounters struct {
 func Build(s FeedSnapshot) FeedReport {
 	fr := header(s)
 	holdingDrained, stalled := subscriberRows(&fr, s.Subscribers)
+	fr.Dropped += s.Carry.Dropped
+	fr.Refused += s.Carry.Refused
+	fr.CompletionFailures += s.Carry.CompletionFailures
+	fr.Released += s.Carry.Released
 	fr.PendingAcks, fr.Acknowledged = s.PendingAcks, s.Acknowledged
 	if len(stalled) > 0 {
 		r := strings.Join(stalled, "; ")

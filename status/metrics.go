@@ -55,7 +55,7 @@ var (
 
 var allDescs = []*prometheus.Desc{mLinesRead, mBytesRead, mPublished, mDropped, mRefused, mReleased, mPauses,
 	mPauseSeconds, mPaused, mStalled, mSettled, mLossless, mAcked, mPending, mCommits, mCommitFailures,
-	mLagLines, mLagBytes, mFileSize, mOffset, mState, mReadPos, mDispatched, mPosition, mDepth, mFailures, mSubState}
+	mLagLines, mLagBytes, mFileSize, mOffset, mState, mReadPos, mDispatched, mPosition, mDepth, mFailures, mSubState, mReloads}
 
 // FeedMetrics is one feed at a scrape: its report (settled, lossless and
 // the summed loss counters, by the report's rules) and the live values the
@@ -100,6 +100,9 @@ type Metrics struct {
 	States []string
 	// Feeds snapshots every feed.
 	Feeds func() []FeedMetrics
+	// Reloads counts successful and failed reloads this run (nil: none
+	// reported); both label values exist from the start.
+	Reloads func() (ok, failed uint64)
 }
 
 // collector is a prometheus.Collector over Metrics.
@@ -116,6 +119,11 @@ func (c collector) Describe(ch chan<- *prometheus.Desc) {
 func (c collector) Collect(ch chan<- prometheus.Metric) {
 	for _, f := range c.m.Feeds() {
 		c.collect(ch, f)
+	}
+	if c.m.Reloads != nil {
+		ok, failed := c.m.Reloads()
+		ch <- prometheus.MustNewConstMetric(mReloads, prometheus.CounterValue, float64(ok), "ok")
+		ch <- prometheus.MustNewConstMetric(mReloads, prometheus.CounterValue, float64(failed), "error")
 	}
 }
 

@@ -20,6 +20,8 @@ type Report struct {
 	Lossless bool         `json:"lossless"`
 	Version  uint64       `json:"version"`
 	Feeds    []FeedReport `json:"feeds"`
+	// Config is the running config file and its reloads (DESIGN §12).
+	Config *ConfigReport `json:"config,omitempty"`
 }
 
 // FeedReport is one feed.

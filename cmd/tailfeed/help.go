@@ -26,7 +26,8 @@ var helps = map[string]helpText{
 processors that read it, committing the feed's pointer only after every
 subscriber processed the line. Serves feed.status, health, metrics, pull and
 admin on status.listen. SIGTERM/SIGINT stop it (drain, final commit); a second
-signal exits at once. Without --config it reads $TAILFEED_CONFIG, else
+signal exits at once. SIGHUP (or POST /admin/reload) reloads the config file:
+an invalid one changes nothing. Without --config it reads $TAILFEED_CONFIG, else
 ./tailfeed.yaml, else /etc/tailfeed/tailfeed.yaml. TAILFEED_TOKEN overrides
 status.token.`,
 		exits: `  0  stopped cleanly after SIGTERM/SIGINT

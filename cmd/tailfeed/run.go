@@ -63,17 +63,17 @@ func cmdRun(args []string, stderr io.Writer) int {
 	}
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
-	// SIGHUP never kills (DESIGN §12 "Signals"): terminals hang up and
-	// logrotate's postrotate sends it. Reload is not implemented yet, so it
-	// is logged and ignored, from the start (caught before the config is
-	// read; logged once the logger exists) through the stop.
-	go func() {
-		for range hups {
-			log.Warn("SIGHUP received; reload is not supported yet, ignored")
-		}
-	}()
 	ctx, cancel := context.WithCancel(context.Background())
 	d.Start(ctx)
+	// SIGHUP reloads the config file and never kills (DESIGN §12
+	// "Signals"): caught from before the config is read through the stop; a
+	// reload failure leaves the daemon running on its config.
+	go func() {
+		for range hups {
+			log.Info("SIGHUP received: reloading the config")
+			d.Reload(context.Background())
+		}
+	}()
 	log.Info("tailfeed running", "version", version, "config", *path, "status", "http://"+d.Addr()+"/feed.status", "feeds", len(cfg.Feeds))
 	sig := <-sigs
 	log.Info("stopping: draining subscribers, then the final commit", "signal", sig.String())

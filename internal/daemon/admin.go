@@ -15,6 +15,9 @@ func (a admin) Subscriber(feed, name string) (status.Releasable, bool) {
 	if f == nil {
 		return nil, false
 	}
+	if h := f.activeHold(name); h != nil {
+		return heldRelease{a.d, f, h}, true
+	}
 	if g := f.group(name); g != nil {
 		return releasable{g}, true
 	}
@@ -78,7 +81,7 @@ func (l deadLetters) Replay(ctx context.Context, max int) (processor.ReplayResul
 }
 
 func (d *Daemon) feed(name string) *Feed {
-	for _, f := range d.feeds {
+	for _, f := range d.feedList() {
 		if f.cfg.Name == name {
 			return f
 		}
@@ -97,7 +100,7 @@ func (f *Feed) group(name string) *processor.Group {
 
 // processorGroup finds the group of a processor by name.
 func (d *Daemon) processorGroup(name string) *processor.Group {
-	for _, f := range d.feeds {
+	for _, f := range d.feedList() {
 		if g := f.group(name); g != nil {
 			return g
 		}

@@ -61,6 +61,8 @@ type Daemon struct {
 	srv   *http.Server
 	ln    net.Listener
 
+	routes map[string]status.Route
+
 	ready    status.Readiness // every feed has opened its file or waits for it (latched)
 	reports  *status.Versioner
 	reportMu sync.Mutex // one report at a time: versions follow build order
@@ -70,6 +72,15 @@ type Daemon struct {
 	lossDone chan struct{} // closed when the loss recorder returned
 
 	opts Options
+
+	// Reload (reload.go): mu guards feeds, cfg, srv and ln, which a reload
+	// replaces; reloadMu makes reloads and the stop one at a time.
+	mu       sync.RWMutex
+	reloadMu sync.Mutex
+	runCtx   context.Context
+	rl       reloadState
+	holds    *holdStore
+	skips    map[string]uint64 // processor → lines to skip, while a reload builds a feed
 }
 
 // Feed is one running feed.
@@ -86,6 +97,16 @@ type Feed struct {
 
 	runDone      chan struct{}
 	cancelGroups context.CancelFunc
+
+	cancelSrc             context.CancelFunc  // stops this feed's source alone (a reload)
+	carry                 carried             // counters of the feed's earlier instances this run
+	held                  []*hold             // removed subscribers that hold the pointer
+	final                 status.FeedSnapshot // at its stop by a reload
+	finalRead, finalBytes uint64
+	finalPaused           float64
+	finalAcked, finalSeq  uint64            // acknowledged and published at that stop
+	finalAck              map[string]uint64 // each subscriber's finished lines at that stop
+	finalCommitted        bool              // its final commit succeeded
 
 	ledger   *lossLedger        // the daemon's losses ledger
 	recorded map[subLoss]uint64 // loss counters as last appended to the ledger (under the ledger's mu)
@@ -120,6 +141,11 @@ func NewWithOptions(cfg *config.Config, log hclog.Logger, opts Options) (*Daemon
 		return nil, err
 	}
 	d.losses = losses
+	d.rl.loadedAt = time.Now()
+	if d.holds, err = openHolds(cfg.DataDir); err != nil {
+		d.closeAll()
+		return nil, err
+	}
 	for _, fc := range cfg.Feeds {
 		f, err := d.buildFeed(fc)
 		if err != nil {
@@ -142,15 +168,7 @@ func NewWithOptions(cfg *config.Config, log hclog.Logger, opts Options) (*Daemon
 // file only, so it accepts such a config. Anything else that is not a
 // regular file, and a directory that appears later, is the source's to
 // report (the feed goes FAILED).
-func (d *Daemon) checkPaths() error {
-	for i, fc := range d.cfg.Feeds {
-		if fi, err := os.Stat(fc.Path); err == nil && fi.IsDir() {
-			return &ConfigError{Loc: d.configLoc(fc.Line), Key: fmt.Sprintf("feeds[%d].path", i),
-				Err: fmt.Errorf("%s is a directory; a feed tails one file (feed %q)", fc.Path, fc.Name)}
-		}
-	}
-	return nil
-}
+func (d *Daemon) checkPaths() error { return d.checkPathsOf(d.cfg) }
 
 // configLoc is "FILE:LINE" (or FILE alone without a line), naming the
 // config file as given on the command line.
@@ -194,6 +212,7 @@ func (d *Daemon) buildFeed(fc *config.Feed) (*Feed, error) {
 		queues = append(queues, q)
 	}
 	f.pub = feed.NewPublisher(fc.Name, queues, fc.MaxPendingAcks, batchLines)
+	d.applyHolds(f)
 	for i, pc := range procs {
 		g, c, err := d.buildGroup(f, pc, queues[i], log)
 		if err != nil {
@@ -274,6 +293,7 @@ func (d *Daemon) buildGroup(f *Feed, pc *config.Processor, q *feed.Queue, log hc
 		gc.Match = pc.Built.Match
 	}
 	gc.Exclude = pc.Built.Exclude
+	gc.Skip = d.skips[pc.Name] // a feed restarted by a reload (reload.go)
 	if gc.Ledger, err = d.openLedger(pc, log); err != nil {
 		return nil, nil, err
 	}
@@ -291,6 +311,7 @@ func (d *Daemon) buildGroup(f *Feed, pc *config.Processor, q *feed.Queue, log hc
 
 // Start runs the sources, the groups and the status server.
 func (d *Daemon) Start(ctx context.Context) {
+	d.runCtx = ctx
 	d.logStart()
 	for _, f := range d.feeds {
 		f.start(ctx)
@@ -299,32 +320,46 @@ func (d *Daemon) Start(ctx context.Context) {
 	d.lossStop, d.lossDone = make(chan struct{}), make(chan struct{})
 	go d.runLossRecorder(d.lossStop, d.lossDone)
 	routes := status.AdminRoutes(admin{d}, d.log)
-	routes["/metrics"] = status.MetricsRoute(status.Metrics{States: feedStates, Feeds: d.metrics})
+	routes["/metrics"] = status.MetricsRoute(status.Metrics{States: feedStates, Feeds: d.metrics, Reloads: d.reloadCounts})
+	routes["/admin/reload"] = status.ReloadRoute(d.Reload)
 	for p, rt := range status.StateRoutes(d.stateOf) {
 		routes[p] = rt
 	}
 	for p, rt := range sink.Routes(d.sinkOf) {
 		routes[p] = rt
 	}
-	d.srv = status.NewServer(status.ServerConfig{
-		Token:          d.cfg.Status.Token,
-		ProtectRead:    d.cfg.Status.ProtectRead,
-		MaxConnections: d.cfg.Status.MaxConnections,
+	d.routes = routes
+	d.srv = d.newServer(d.cfg)
+	d.serve(d.srv, d.ln)
+}
+
+func (d *Daemon) newServer(cfg *config.Config) *http.Server {
+	return status.NewServer(status.ServerConfig{
+		Token:          cfg.Status.Token,
+		ProtectRead:    cfg.Status.ProtectRead,
+		MaxConnections: cfg.Status.MaxConnections,
 		Report:         d.Report,
 		Health:         d.Health,
 		Ready:          d.Ready,
 		Logger:         d.log.Named("http"),
-		Routes:         routes,
+		Routes:         d.routes,
 	})
+}
+
+func (d *Daemon) serve(srv *http.Server, ln net.Listener) {
 	go func() {
-		if err := status.Serve(d.srv, d.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := status.Serve(srv, ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			d.log.Error("status server stopped", "error", err)
 		}
 	}()
 }
 
 // Addr is the status server's listen address.
-func (d *Daemon) Addr() string { return d.ln.Addr().String() }
+func (d *Daemon) Addr() string {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	return d.ln.Addr().String()
+}
 
 // groupCtx is separate from the source context: groups keep draining after
 // the sources stopped.
@@ -334,15 +369,20 @@ func (f *Feed) start(ctx context.Context) {
 	for _, g := range f.groups {
 		g.Start(gctx)
 	}
+	sctx, scancel := context.WithCancel(ctx)
+	f.cancelSrc = scancel
 	go func() {
 		defer close(f.runDone)
-		f.src.Run(ctx)
+		defer scancel()
+		f.src.Run(sctx)
 	}()
 }
 
 // Stop performs the ordered shutdown. It returns the first error of the
 // final commits.
 func (d *Daemon) Stop() error {
+	d.reloadMu.Lock() // a reload in progress finishes first
+	defer d.reloadMu.Unlock()
 	// Sources have been told to stop through the Start context; wait.
 	for _, f := range d.feeds {
 		<-f.runDone

@@ -258,7 +258,7 @@ func (d *Daemon) recordLosses() {
 func (d *Daemon) recordLossesLocked() {
 	var out []LossEntry
 	now := time.Now().UTC().Format(time.RFC3339Nano)
-	for _, f := range d.feeds {
+	for _, f := range d.feedList() {
 		epoch := status.Hex(f.src.Epoch())
 		for _, g := range f.groups {
 			q := g.Queue()
@@ -333,6 +333,7 @@ func (d *Daemon) acknowledgeLosses(f *Feed) (int, error) {
 		}
 	}
 	b.LostTails, b.LostBytes = f.src.LostTails(), f.src.LostBytes()
+	f.carryInto(&b) // what earlier instances (before a reload) counted
 	f.baseMu.Lock()
 	f.base = b
 	f.baseMu.Unlock()

@@ -19,11 +19,11 @@ import (
 func (d *Daemon) Report() status.Report {
 	d.reportMu.Lock()
 	defer d.reportMu.Unlock()
-	feeds := make([]status.FeedReport, 0, len(d.feeds))
-	for _, f := range d.feeds {
+	feeds := make([]status.FeedReport, 0, 0)
+	for _, f := range d.feedList() {
 		feeds = append(feeds, f.report())
 	}
-	return d.reports.Stamp(status.Combine(feeds))
+	return d.reports.Stamp(d.withConfig(status.Combine(feeds)))
 }
 
 func (f *Feed) report() status.FeedReport { return status.Build(f.snapshot()) }
@@ -83,6 +83,7 @@ func (f *Feed) snapshot() status.FeedSnapshot {
 	s.Base = f.lossBase()
 	s.SeqAfter = pub.Sequence()
 	s.Ledgered = f.ledger != nil && f.ledger.has(f.cfg.Name)
+	f.addCarry(&s)
 	return s
 }
 
@@ -114,8 +115,8 @@ func (f *Feed) fileCaughtUp(dev, ino uint64, open bool, readPos int64) bool {
 
 // Health is /healthz (status.Health over every feed).
 func (d *Daemon) Health() (bool, string) {
-	feeds := make([]status.HealthSnapshot, 0, len(d.feeds))
-	for _, f := range d.feeds {
+	feeds := make([]status.HealthSnapshot, 0, 0)
+	for _, f := range d.feedList() {
 		h := status.HealthSnapshot{Feed: f.cfg.Name, Failed: f.src.State() == file.Failed, Detail: f.src.Detail()}
 		for _, g := range f.groups {
 			q := g.Queue()
@@ -126,15 +127,15 @@ func (d *Daemon) Health() (bool, string) {
 		h.PausedSince, h.PauseReason = f.pub.PausedSince(), f.pub.PauseReason()
 		feeds = append(feeds, h)
 	}
-	return status.Health(feeds, d.cfg.Built.StallAlert, time.Now())
+	return status.Health(feeds, d.config().Built.StallAlert, time.Now())
 }
 
 // Ready is /readyz (status.Readiness over every feed).
 func (d *Daemon) Ready() (bool, string) { return d.ready.Check(d.readyFeeds) }
 
 func (d *Daemon) readyFeeds() []status.ReadyFeed {
-	out := make([]status.ReadyFeed, 0, len(d.feeds))
-	for _, f := range d.feeds {
+	out := make([]status.ReadyFeed, 0, 0)
+	for _, f := range d.feedList() {
 		st := f.src.State()
 		out = append(out, status.ReadyFeed{Feed: f.cfg.Name, State: st.String(), Open: st != file.Starting && st != file.Failed})
 	}
@@ -161,8 +162,8 @@ func (d *Daemon) watchReady(ctx context.Context) {
 
 // metrics snapshots every feed for GET /metrics.
 func (d *Daemon) metrics() []status.FeedMetrics {
-	out := make([]status.FeedMetrics, 0, len(d.feeds))
-	for _, f := range d.feeds {
+	out := make([]status.FeedMetrics, 0, 0)
+	for _, f := range d.feedList() {
 		out = append(out, f.metrics())
 	}
 	return out
@@ -172,8 +173,8 @@ func (f *Feed) metrics() status.FeedMetrics {
 	m := status.FeedMetrics{Report: f.report(), FileSize: -1}
 	src, pub := f.src, f.pub
 	m.ReadPos = src.ReadPos()
-	m.LinesRead, m.BytesRead = src.LinesRead(), src.BytesRead()
-	m.Pauses, m.PausedSeconds, m.Paused = pub.Pauses(), pub.PausedTotal().Seconds(), pub.Paused()
+	m.LinesRead, m.BytesRead = src.LinesRead()+f.carry.linesRead, src.BytesRead()+f.carry.bytesRead
+	m.Pauses, m.PausedSeconds, m.Paused = pub.Pauses()+f.carry.pauses, pub.PausedTotal().Seconds()+f.carry.pausedSeconds, pub.Paused()
 	m.CommitFailures, m.SyncedSeq = src.CommitFailures(), src.SyncedSeq()
 	if st, err := os.Stat(f.cfg.Path); err == nil {
 		m.FileSize = st.Size()

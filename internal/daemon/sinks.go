@@ -17,7 +17,7 @@ import (
 // sinkOf is the sink of the processor called name (nil: none), for the
 // routes a sink type serves.
 func (d *Daemon) sinkOf(name string) any {
-	for _, f := range d.feeds {
+	for _, f := range d.feedList() {
 		for _, g := range f.groups {
 			if g.Name() == name {
 				return g.Sink()

@@ -10,6 +10,9 @@
 //	<dataDir>/dlq/<processor>.jsonl  a processor's dead-letter ledger
 //	<dataDir>/state/<processor>.rec  an exactlyOnce file sink's or a webhook's record
 //	<dataDir>/state/<processor>.json a count processor's state
+//	<dataDir>/state/removed.json     removed subscribers' holds (DESIGN §12 "Reload")
+//	<dataDir>/state/<processor>.<time>.old/  a changed processor's state moved aside at a reload
+//	<dataDir>/feeds/<feed>.ptr.<epoch>.old   a feed's pointer moved aside when its path changed
 //
 // Nothing else under dataDir is tailfeed's.
 package datadir
@@ -34,7 +37,7 @@ var Dirs = []string{Feeds, DLQ, State}
 
 // Suffixes of the files tailfeed keeps in each of its directories ("" for any).
 var Suffixes = map[string][]string{
-	Feeds: {".ptr", ".epochs"},
+	Feeds: {".ptr", ".epochs", ".old"},
 	DLQ:   {".jsonl", ".jsonl.tmp"},
 	State: {""},
 }
@@ -94,4 +97,20 @@ func Owns(dataDir, path string) bool {
 		}
 	}
 	return false
+}
+
+// RemovedHolds is dataDir/state/removed.json: what removed subscribers
+// still hold, until released (DESIGN §12 "Reload").
+func RemovedHolds(dataDir string) string { return filepath.Join(dataDir, State, "removed.json") }
+
+// StateAside is dataDir/state/<processor>.<time>.old: where a reload moves
+// a processor's durable state when its target changed.
+func StateAside(dataDir, processor, time string) string {
+	return filepath.Join(dataDir, State, processor+"."+time+".old")
+}
+
+// PointerAside is dataDir/feeds/<feed>.ptr.<epoch>.old: where a reload
+// moves a feed's pointer when its path changed.
+func PointerAside(dataDir, feed, epoch string) string {
+	return filepath.Join(dataDir, Feeds, feed+".ptr."+epoch+".old")
 }

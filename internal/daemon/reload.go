@@ -1,0 +1,684 @@
+package daemon
+
+// Live reload (DESIGN §12 "Reload"): SIGHUP and POST /admin/reload re-read
+// the config file, validate it whole, and apply the difference.
+//
+// How the difference is applied (decisions where the contract is silent):
+//   - A feed is restarted — stopped as at shutdown (sources stopped, queues
+//     drained within shutdownTimeoutMillis, final commit, pointer closed and
+//     unlocked), then built and started again from its pointer — when its
+//     own settings changed or any of its processors was added, removed or
+//     changed. Feeds that nothing touched keep running untouched. So a
+//     changed processor's new instance receives first the lines the old
+//     one did not finish (they lie past the final commit), and a new
+//     processor subscribes from the next line its feed publishes (after a
+//     drain that finished, the line after the pointer). Lines another
+//     subscriber of a restarted feed finished past the final commit (a
+//     drain cut short) are delivered to it again: at least once.
+//   - Counters are carried into the restarted feed (never reset).
+//   - A removed processor that did not finish what it was given holds the
+//     feed: its lines are recorded in dataDir/state/removed.json and, until
+//     POST /admin/release/<feed>/<name>, the restarted feed acknowledges
+//     nothing (the pointer stays; the window fills and the feed pauses)
+//     and reports stalled "removed subscriber <name> holds N lines". The
+//     release counts N in released (a losses ledger entry: lossless false).
+//   - status.listen moves by binding the new address first; the other
+//     status settings (token, protectRead, maxConnections) take effect with
+//     it, otherwise at the next restart (a WARN says so).
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"tailfeed/config"
+	"tailfeed/feed"
+	"tailfeed/internal/datadir"
+	"tailfeed/processor"
+	"tailfeed/status"
+)
+
+// reloadState is feed.status's "config".
+type reloadState struct {
+	mu         sync.Mutex
+	loadedAt   time.Time
+	ok, failed uint64
+	lastError  *string
+}
+
+func (d *Daemon) reloadCounts() (ok, failed uint64) {
+	d.rl.mu.Lock()
+	defer d.rl.mu.Unlock()
+	return d.rl.ok, d.rl.failed
+}
+
+// withConfig adds the top-level "config" to a report.
+func (d *Daemon) withConfig(r status.Report) status.Report {
+	cfg := d.config()
+	d.rl.mu.Lock()
+	defer d.rl.mu.Unlock()
+	path := cfg.Name
+	if path == "" {
+		path = cfg.File
+	}
+	r.Config = &status.ConfigReport{Path: path, LoadedAt: d.rl.loadedAt.UTC().Format(time.RFC3339),
+		Reloads: d.rl.ok, ReloadFailures: d.rl.failed, LastError: d.rl.lastError}
+	return r
+}
+
+// feedList is the running feeds (a reload replaces the slice, never
+// changes it in place).
+func (d *Daemon) feedList() []*Feed {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	return d.feeds
+}
+
+// config is the running config.
+func (d *Daemon) config() *config.Config {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	return d.cfg
+}
+
+// Reload re-reads the config file and applies the difference; on any error
+// the daemon runs on unchanged (what a feed restart could not rebuild is
+// logged). The error lists every FILE:LINE: message.
+func (d *Daemon) Reload(ctx context.Context) error {
+	d.reloadMu.Lock()
+	defer d.reloadMu.Unlock()
+	if d.runCtx == nil || d.runCtx.Err() != nil {
+		return errors.New("the daemon is not running (starting or stopping)")
+	}
+	err := d.reload()
+	d.rl.mu.Lock()
+	if err != nil {
+		d.rl.failed++
+		msg := err.Error()
+		d.rl.lastError = &msg
+	} else {
+		d.rl.ok++
+		d.rl.lastError = nil
+		d.rl.loadedAt = time.Now()
+	}
+	d.rl.mu.Unlock()
+	if err != nil {
+		for _, line := range strings.Split(err.Error(), "\n") {
+			d.log.Error("reload failed; running on the unchanged config", "error", line)
+		}
+		return err
+	}
+	d.log.Info("config reloaded", "config", d.config().Name)
+	return nil
+}
+
+func (d *Daemon) reload() error {
+	old := d.cfg
+	name := old.Name
+	if name == "" {
+		name = old.File
+	}
+	cfg, err := config.Load(name)
+	if err != nil {
+		return err
+	}
+	if tok := os.Getenv("TAILFEED_TOKEN"); tok != "" {
+		cfg.Status.Token = tok
+	}
+	if cfg.DataDir != old.DataDir {
+		return &ConfigError{Loc: d.configLoc(cfg.DataDirLine), Key: "dataDir",
+			Err: fmt.Errorf("cannot change at a reload (running with %s; restart to move it)", old.DataDir)}
+	}
+	if err := d.checkPathsOf(cfg); err != nil {
+		return err
+	}
+	var ln net.Listener
+	if cfg.Status.Listen != old.Status.Listen {
+		if ln, err = net.Listen("tcp", cfg.Status.Listen); err != nil {
+			return fmt.Errorf("status listen %s: %w", cfg.Status.Listen, err)
+		}
+	} else if cfg.Status.Token != old.Status.Token || cfg.Status.ProtectRead != old.Status.ProtectRead ||
+		cfg.Status.MaxConnections != old.Status.MaxConnections {
+		d.log.Warn("status.token, status.protectRead and status.maxConnections change with status.listen or at the next restart; kept")
+	}
+
+	oldFeeds := map[string]*Feed{}
+	for _, f := range d.feeds {
+		oldFeeds[f.cfg.Name] = f
+	}
+	newFeeds := map[string]*config.Feed{}
+	for _, fc := range cfg.Feeds {
+		newFeeds[fc.Name] = fc
+	}
+	// Stop what goes or changes.
+	stopped := map[string]*Feed{}
+	var firstErr error
+	for _, f := range d.feeds {
+		fc, keep := newFeeds[f.cfg.Name]
+		if keep && sameFeed(f.cfg, fc) && sameProcessors(procsOf(old, f.cfg.Name), procsOf(cfg, fc.Name)) {
+			continue
+		}
+		removed := map[string]bool{}
+		if keep {
+			for _, pc := range procsOf(old, f.cfg.Name) {
+				if findProc(cfg, fc.Name, pc.Name) == nil {
+					removed[pc.Name] = true
+				}
+			}
+		}
+		if err := d.stopFeed(f, removed); err != nil && firstErr == nil {
+			firstErr = err
+		}
+		stopped[f.cfg.Name] = f
+		if !keep {
+			d.log.Info("feed removed", "feed", f.cfg.Name)
+			continue
+		}
+		if fc.Path != f.cfg.Path {
+			d.movePointerAside(f)
+		}
+		for _, pc := range procsOf(old, f.cfg.Name) {
+			if npc := findProc(cfg, fc.Name, pc.Name); npc != nil && targetChanged(pc, npc) {
+				d.moveStateAside(pc.Name)
+			}
+		}
+	}
+	d.recordLosses() // the stopped feeds' last deltas
+	// Build and start what is new or changed, on the new config.
+	d.mu.Lock()
+	d.cfg = cfg
+	d.mu.Unlock()
+	var feeds []*Feed
+	for _, fc := range cfg.Feeds {
+		f, ok := oldFeeds[fc.Name]
+		if ok && stopped[fc.Name] == nil {
+			feeds = append(feeds, f)
+			continue
+		}
+		if ok {
+			d.skips = skipsFor(f, fc, procsOf(cfg, fc.Name))
+		}
+		nf, err := d.buildFeed(fc)
+		d.skips = nil
+		if err != nil {
+			d.log.Error("reload: feed not restarted", "feed", fc.Name, "error", err)
+			if firstErr == nil {
+				firstErr = fmt.Errorf("feed %s: %w", fc.Name, err)
+			}
+			continue
+		}
+		if ok {
+			nf.inherit(f)
+			d.log.Info("feed restarted with its new settings", "feed", fc.Name, "path", fc.Path)
+		} else {
+			d.log.Info("feed added", "feed", fc.Name, "path", fc.Path)
+		}
+		nf.start(d.runCtx)
+		feeds = append(feeds, nf)
+	}
+	var oldSrv *http.Server
+	d.mu.Lock()
+	d.feeds = feeds
+	if ln != nil {
+		oldSrv = d.srv
+		d.srv, d.ln = d.newServer(cfg), ln
+		d.serve(d.srv, ln)
+	}
+	d.mu.Unlock()
+	if oldSrv != nil {
+		d.log.Info("status server moved", "from", old.Status.Listen, "to", ln.Addr().String())
+		// The reload request itself may be on the old server: shut it down
+		// once this handler returned.
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			oldSrv.Shutdown(ctx)
+		}()
+	}
+	return firstErr
+}
+
+// checkPathsOf is checkPaths for cfg (the running one, or one read at a
+// reload, where a directory path is a reload error).
+func (d *Daemon) checkPathsOf(cfg *config.Config) error {
+	for i, fc := range cfg.Feeds {
+		if fi, err := os.Stat(fc.Path); err == nil && fi.IsDir() {
+			return &ConfigError{Loc: d.configLoc(fc.Line), Key: fmt.Sprintf("feeds[%d].path", i),
+				Err: fmt.Errorf("%s is a directory; a feed tails one file (feed %q)", fc.Path, fc.Name)}
+		}
+	}
+	return nil
+}
+
+// stopFeed stops one feed as at shutdown. A removed (named) pointer-holding
+// subscriber that did not finish what it was given becomes a hold.
+func (d *Daemon) stopFeed(f *Feed, removed map[string]bool) error {
+	f.cancelSrc()
+	<-f.runDone
+	ctx, cancel := context.WithTimeout(context.Background(), d.cfg.Built.ShutdownTimeout)
+	f.src.Drain(ctx)
+	f.drainBestEffort(ctx)
+	cancel()
+	first := f.stopGroups()
+	for _, g := range f.groups {
+		q := g.Queue()
+		if !removed[g.Name()] || q.BestEffort() || q.Position() <= q.AckPoint() {
+			continue
+		}
+		n := q.Position() - q.AckPoint()
+		if err := d.holds.add(holdEntry{Feed: f.cfg.Name, Subscriber: g.Name(), Lines: n}); err != nil && first == nil {
+			first = err
+		}
+		d.log.Warn("removed subscriber holds lines it did not finish; the feed stalls until POST /admin/release/"+f.cfg.Name+"/"+g.Name(),
+			"feed", f.cfg.Name, "subscriber", g.Name(), "lines", n)
+	}
+	f.finalAcked, f.finalSeq = f.pub.Acknowledged(), f.pub.Sequence()
+	f.finalAck = map[string]uint64{}
+	for _, g := range f.groups {
+		q := g.Queue()
+		if q.BestEffort() {
+			f.finalAck[g.Name()] = q.Finished()
+		} else {
+			f.finalAck[g.Name()] = q.AckPoint()
+		}
+	}
+	f.final = f.snapshot()
+	f.finalRead, f.finalBytes = f.src.LinesRead(), f.src.BytesRead()
+	f.finalPaused = f.pub.PausedTotal().Seconds()
+	err := f.src.Close()
+	f.finalCommitted = err == nil && f.ptr != nil
+	if err != nil && first == nil {
+		first = fmt.Errorf("feed %s: %w", f.cfg.Name, err)
+	}
+	return first
+}
+
+// skipsFor is, for each processor of the restarted feed fc, how many of
+// the lines it re-reads from the pointer to finish without processing: a
+// kept or changed processor skips what it had finished past the final
+// commit (it receives first the lines it did not finish), a new one every
+// line the stopped instance had published (it subscribes from the next
+// line). Only when the restart resumes exactly at the final commit: a
+// COMMITTED feed whose commit succeeded and whose path did not change.
+func skipsFor(old *Feed, fc *config.Feed, procs []*config.Processor) map[string]uint64 {
+	if !old.finalCommitted || old.cfg.Path != fc.Path || fc.ReadStrategy != config.StrategyCommitted {
+		return nil
+	}
+	out := map[string]uint64{}
+	for _, pc := range procs {
+		ack, ok := old.finalAck[pc.Name]
+		if !ok {
+			ack = old.finalSeq
+		}
+		if ack > old.finalAcked {
+			out[pc.Name] = ack - old.finalAcked
+		}
+	}
+	return out
+}
+
+// movePointerAside renames a stopped feed's pointer (and epoch history) to
+// feeds/<feed>.ptr.<epoch>.old: its new path starts as a new feed.
+func (d *Daemon) movePointerAside(f *Feed) {
+	epoch := status.Hex(f.src.Epoch())
+	if f.final.Pointer != nil {
+		epoch = status.Hex(f.final.Pointer.Epoch)
+	}
+	from := datadir.Pointer(d.cfg.DataDir, f.cfg.Name)
+	if _, err := os.Stat(from); err != nil {
+		return
+	}
+	to := datadir.PointerAside(d.cfg.DataDir, f.cfg.Name, epoch)
+	if err := os.Rename(from, to); err != nil {
+		d.log.Error("reload: pointer not moved aside", "feed", f.cfg.Name, "error", err)
+		return
+	}
+	ep := datadir.Epochs(d.cfg.DataDir, f.cfg.Name)
+	if _, err := os.Stat(ep); err == nil {
+		os.Rename(ep, ep+"."+epoch+".old")
+	}
+	d.log.Warn("feed path changed: its pointer moved aside; the new path starts as a new feed", "feed", f.cfg.Name,
+		"pointer", to)
+}
+
+// moveStateAside moves a processor's durable state to
+// state/<processor>.<time>.old/ (its target changed).
+func (d *Daemon) moveStateAside(name string) {
+	var files []string
+	for _, p := range []string{datadir.Record(d.cfg.DataDir, name), datadir.CountState(d.cfg.DataDir, name),
+		datadir.DeadLetters(d.cfg.DataDir, name)} {
+		if _, err := os.Stat(p); err == nil {
+			files = append(files, p)
+		}
+	}
+	if len(files) == 0 {
+		return
+	}
+	dir := datadir.StateAside(d.cfg.DataDir, name, time.Now().UTC().Format("20060102T150405.000000000Z"))
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		d.log.Error("reload: state not moved aside", "processor", name, "error", err)
+		return
+	}
+	for _, p := range files {
+		if err := os.Rename(p, filepath.Join(dir, filepath.Base(p))); err != nil {
+			d.log.Error("reload: state not moved aside", "processor", name, "file", p, "error", err)
+		}
+	}
+	d.log.Warn("processor target changed: its state moved aside; it starts as new", "processor", name, "to", dir)
+}
+
+// sameFeed compares two feeds' settings (not their lines).
+func sameFeed(a, b *config.Feed) bool {
+	x, y := *a, *b
+	x.Line, y.Line = 0, 0
+	x.Built, y.Built = config.FeedBuilt{}, config.FeedBuilt{}
+	return reflect.DeepEqual(x, y)
+}
+
+func sameProcessor(a, b *config.Processor) bool {
+	x, y := *a, *b
+	x.Line, y.Line = 0, 0
+	x.Built, y.Built = config.ProcessorBuilt{}, config.ProcessorBuilt{}
+	return reflect.DeepEqual(x, y)
+}
+
+func sameProcessors(a, b []*config.Processor) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if !sameProcessor(a[i], b[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func procsOf(cfg *config.Config, feed string) []*config.Processor {
+	var out []*config.Processor
+	for _, pc := range cfg.Processors {
+		if pc.Feed == feed {
+			out = append(out, pc)
+		}
+	}
+	return out
+}
+
+func findProc(cfg *config.Config, feed, name string) *config.Processor {
+	for _, pc := range procsOf(cfg, feed) {
+		if pc.Name == name {
+			return pc
+		}
+	}
+	return nil
+}
+
+// targetChanged: a processor's durable state belongs to its target (file
+// path, webhook url, postgres dsn/table); another type is another target.
+func targetChanged(a, b *config.Processor) bool {
+	if a.Type != b.Type {
+		return true
+	}
+	switch a.Type {
+	case config.TypeFile:
+		return a.Path != b.Path
+	case config.TypeWebhook:
+		return a.URL != b.URL
+	case config.TypePostgres:
+		return a.DSN != b.DSN || a.Table != b.Table
+	}
+	return false
+}
+
+// carried is what a feed's earlier instances counted this run.
+type carried struct {
+	loss                                                status.LossCounters
+	downgraded, oversized, pauses, linesRead, bytesRead uint64
+	lostTails, lostBytes                                uint64
+	pausedSeconds                                       float64
+}
+
+// inherit carries the stopped instance's counters and acknowledged losses.
+func (f *Feed) inherit(old *Feed) {
+	s := old.final
+	c := &f.carry
+	c.loss = s.Carry
+	for _, sub := range s.Subscribers {
+		c.loss.Dropped += sub.Dropped
+		c.loss.Refused += sub.Refused
+		c.loss.CompletionFailures += sub.CompletionFailures
+		c.loss.Released += sub.Released
+	}
+	c.downgraded, c.oversized, c.pauses = s.Downgraded, s.Oversized, s.Pauses
+	c.lostTails, c.lostBytes = s.LostTails, s.LostBytes
+	c.linesRead = old.carry.linesRead + old.finalRead
+	c.bytesRead = old.carry.bytesRead + old.finalBytes
+	c.pausedSeconds = old.carry.pausedSeconds + old.finalPaused
+	f.base = old.lossBase()
+}
+
+// addCarry adds the carried counters and the holds' rows to a snapshot.
+func (f *Feed) addCarry(s *status.FeedSnapshot) {
+	c := f.carry
+	s.Carry = c.loss
+	s.Downgraded += c.downgraded
+	s.Oversized += c.oversized
+	s.Pauses += c.pauses
+	s.LostTails += c.lostTails
+	s.LostBytes += c.lostBytes
+	for _, h := range f.held {
+		// A removed subscriber is STOPPED (the contract's states): it holds
+		// until released, then its lines count as released.
+		row := status.SubscriberSnapshot{Queue: h.name, Position: h.lines, State: feed.Stopped.String()}
+		if h.released.Load() {
+			row.Dispatched = h.lines
+			s.Carry.Released += h.lines
+		} else {
+			row.Stalls = true
+			row.StallReason = fmt.Sprintf("removed subscriber %s holds %d lines", h.name, h.lines)
+		}
+		s.Subscribers = append(s.Subscribers, row)
+	}
+}
+
+// hold is a removed subscriber's hold on a running feed.
+type hold struct {
+	name     string
+	lines    uint64
+	released atomic.Bool
+}
+
+// holdEntry is one hold in dataDir/state/removed.json.
+type holdEntry struct {
+	Feed       string `json:"feed"`
+	Subscriber string `json:"subscriber"`
+	Lines      uint64 `json:"lines"`
+}
+
+// holdStore is dataDir/state/removed.json.
+type holdStore struct {
+	mu      sync.Mutex
+	path    string
+	entries []holdEntry
+}
+
+func openHolds(dataDir string) (*holdStore, error) {
+	s := &holdStore{path: datadir.RemovedHolds(dataDir)}
+	data, err := os.ReadFile(s.path)
+	if errors.Is(err, os.ErrNotExist) {
+		return s, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var doc struct {
+		Holds []holdEntry `json:"holds"`
+	}
+	if err := json.Unmarshal(data, &doc); err != nil {
+		return nil, fmt.Errorf("%s: %w", s.path, err)
+	}
+	s.entries = doc.Holds
+	return s, nil
+}
+
+func (s *holdStore) saveLocked() error {
+	doc := struct {
+		Holds []holdEntry `json:"holds"`
+	}{Holds: s.entries}
+	if doc.Holds == nil {
+		doc.Holds = []holdEntry{}
+	}
+	data, _ := json.Marshal(doc)
+	tmp := s.path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(append(data, '\n'))
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return os.Rename(tmp, s.path)
+}
+
+// add records a hold (a subscriber removed again adds to what it held).
+func (s *holdStore) add(e holdEntry) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := range s.entries {
+		if s.entries[i].Feed == e.Feed && s.entries[i].Subscriber == e.Subscriber {
+			s.entries[i].Lines += e.Lines
+			return s.saveLocked()
+		}
+	}
+	s.entries = append(s.entries, e)
+	return s.saveLocked()
+}
+
+func (s *holdStore) remove(feed, sub string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := s.entries[:0]
+	for _, e := range s.entries {
+		if e.Feed != feed || e.Subscriber != sub {
+			out = append(out, e)
+		}
+	}
+	s.entries = out
+	return s.saveLocked()
+}
+
+func (s *holdStore) forFeed(feed string) []holdEntry {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []holdEntry
+	for _, e := range s.entries {
+		if e.Feed == feed {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// applyHolds makes a feed being built hold for every removed subscriber
+// that still holds it.
+func (d *Daemon) applyHolds(f *Feed) {
+	if d.holds == nil {
+		return
+	}
+	for _, e := range d.holds.forFeed(f.cfg.Name) {
+		f.held = append(f.held, &hold{name: e.Subscriber, lines: e.Lines})
+	}
+	if len(f.held) > 0 {
+		f.pub.SetHeld(true)
+	}
+}
+
+// activeHold is the feed's unreleased hold of subscriber name (nil: none).
+func (f *Feed) activeHold(name string) *hold {
+	for _, h := range f.held {
+		if h.name == name && !h.released.Load() {
+			return h
+		}
+	}
+	return nil
+}
+
+// heldRelease is a removed subscriber's hold as status.Releasable.
+type heldRelease struct {
+	d *Daemon
+	f *Feed
+	h *hold
+}
+
+func (r heldRelease) Release(ctx context.Context) (uint64, error) {
+	if !r.h.released.CompareAndSwap(false, true) {
+		return 0, processor.ErrNotHeld
+	}
+	if err := r.d.holds.remove(r.f.cfg.Name, r.h.name); err != nil {
+		r.h.released.Store(false)
+		return 0, err
+	}
+	r.d.losses.mu.Lock()
+	r.d.losses.appendLocked([]LossEntry{{V: lossFormat, Feed: r.f.cfg.Name, Counter: "released", Amount: r.h.lines,
+		Epoch: status.Hex(r.f.src.Epoch()), Time: time.Now().UTC().Format(time.RFC3339Nano),
+		Detail: "removed subscriber " + r.h.name + " released"}})
+	r.d.losses.mu.Unlock()
+	if r.f.activeHoldCount() == 0 {
+		r.f.pub.SetHeld(false)
+	}
+	return r.h.lines, nil
+}
+
+func (r heldRelease) ReleasedLines() uint64 {
+	if r.h.released.Load() {
+		return r.h.lines
+	}
+	return 0
+}
+
+func (r heldRelease) State() string { return feed.Stopped.String() }
+
+func (f *Feed) activeHoldCount() int {
+	n := 0
+	for _, h := range f.held {
+		if !h.released.Load() {
+			n++
+		}
+	}
+	return n
+}
+
+// carryInto adds to an acknowledged baseline what the feed's earlier
+// instances counted and its released holds.
+func (f *Feed) carryInto(b *status.LossCounters) {
+	c := f.carry
+	b.Dropped += c.loss.Dropped
+	b.Refused += c.loss.Refused
+	b.CompletionFailures += c.loss.CompletionFailures
+	b.Released += c.loss.Released
+	b.LostTails += c.lostTails
+	b.LostBytes += c.lostBytes
+	for _, h := range f.held {
+		if h.released.Load() {
+			b.Released += h.lines
+		}
+	}
+}
