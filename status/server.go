@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"log"
 	"net"
 	"net/http"
 	"path"
@@ -97,9 +98,26 @@ func NewServer(cfg ServerConfig) *http.Server {
 	}
 	if cfg.TLS != nil {
 		srv.TLSConfig = cfg.TLS.Config()
+		// net/http reports each failed handshake (a client with a wrong
+		// CA, a port scan): in the daemon's log format, at DEBUG.
+		srv.ErrorLog = log.New(serverLog{cfg.Logger}, "", 0)
 	}
 	servers.Store(srv, limit)
 	return srv
+}
+
+// serverLog is net/http's error log through the daemon's logger: a TLS
+// handshake error at DEBUG, anything else at WARN.
+type serverLog struct{ l hclog.Logger }
+
+func (s serverLog) Write(p []byte) (int, error) {
+	msg := strings.TrimSpace(string(p))
+	if strings.Contains(msg, "TLS handshake error") {
+		s.l.Debug(msg)
+	} else {
+		s.l.Warn(msg)
+	}
+	return len(p), nil
 }
 
 type server struct {
