@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -212,5 +213,48 @@ func TestClient(t *testing.T) {
 	}
 	if _, err := Client(Files{CAFile: key}, nil); err == nil || !strings.Contains(err.Error(), "no PEM certificate") {
 		t.Errorf("a key as CA file: %v", err)
+	}
+}
+
+// A client certificate rewritten on disk is presented from the next
+// handshake, without building the client again.
+func TestClientCertificateReloads(t *testing.T) {
+	dir := t.TempDir()
+	ca, clients, other := tlstest.NewCA(t, "ca"), tlstest.NewCA(t, "clients"), tlstest.NewCA(t, "other")
+	crt, key, caFile := ca.Files(t, dir, "server")
+	s, err := NewServer(crt, key, tlstest.Write(t, dir, "clients.crt", clients.PEM), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := serve(t, s.Config())
+	c, k := other.Issue(t, "me")
+	ccrt, ckey := tlstest.Write(t, dir, "me.crt", c), tlstest.Write(t, dir, "me.key", k)
+	cfg, err := Client(Files{CAFile: caFile, CertFile: ccrt, KeyFile: ckey}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	try := func() error {
+		conn, err := tls.Dial("tcp", addr, cfg)
+		if err == nil {
+			// TLS 1.3: a refusal shows on the first read; a timeout
+			// means the server took the certificate and waits.
+			conn.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+			_, err = conn.Read(make([]byte, 1))
+			conn.Close()
+		}
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			return nil
+		}
+		return err
+	}
+	if err := try(); err == nil || !strings.Contains(err.Error(), "remote error: tls:") {
+		t.Fatalf("another CA's certificate: %v; want refused", err)
+	}
+	c, k = clients.Issue(t, "me")
+	os.WriteFile(ckey, k, 0o600)
+	os.WriteFile(ccrt, c, 0o600)
+	if err := try(); err != nil {
+		t.Fatalf("after the rewrite: %v", err)
 	}
 }
