@@ -82,6 +82,24 @@ type Status struct {
 	ProtectRead      bool   // /feed.status and /metrics need the token too
 	StallAlertMillis int
 	MaxConnections   int // concurrent connections at most; idle ones give way (DESIGN §12)
+	TLS              ServerTLS
+}
+
+// ServerTLS is status.tls (DESIGN §12 "TLS for the HTTP API"): HTTPS when
+// CertFile is set; with ClientCAFile, clients need a certificate it signed
+// (but on the probes). Paths are absolute; the files are read at run.
+type ServerTLS struct {
+	CertFile, KeyFile, ClientCAFile string
+	Line                            int // line of the tls key (0: absent)
+}
+
+// ClientTLS is a processor's tls (DESIGN §11 "TLS and authentication"):
+// CAFile verifies the server ("": the system's roots), CertFile and
+// KeyFile are a client certificate. Paths are absolute; read at run.
+type ClientTLS struct {
+	CAFile, CertFile, KeyFile string
+	InsecureSkipVerify        bool
+	Line                      int // line of the tls key (0: absent)
 }
 
 // Log is the log section.
@@ -166,6 +184,7 @@ type Processor struct {
 	BatchMaxBytes int               // webhook
 	Headers       map[string]string // webhook; nil when none
 	Raw           bool              // webhook: add lineBase64
+	TLS           ClientTLS         // webhook
 
 	DSN         string     // postgres: the connection string (a secret: never shown)
 	Table       string     // postgres: [schema.]table

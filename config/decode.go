@@ -27,14 +27,16 @@ const (
 // The keys of each section. Anything else is an error.
 var (
 	topKeys       = []string{"instance", "dataDir", "status", "log", "shutdownTimeoutMillis", "feeds", "processors"}
-	statusKeys    = []string{"listen", "token", "protectRead", "stallAlertMillis", "maxConnections"}
+	statusKeys    = []string{"listen", "token", "protectRead", "stallAlertMillis", "maxConnections", "tls"}
+	serverTLSKeys = []string{"certFile", "keyFile", "clientCAFile"}
+	clientTLSKeys = []string{"caFile", "certFile", "keyFile", "insecureSkipVerify"}
 	logKeys       = []string{"level", "format"}
 	feedKeys      = []string{"name", "path", "readStrategy", "maxLineBytes", "queueCapacity", "queueBytes", "maxPendingAcks", "pollIntervalMillis", "rotateWaitMillis", "commitSyncMillis", "rotatedNames", "overload"}
 	overloadKeys  = []string{"policy", "spinBoundMillis", "blockDeadlineMillis", "subscribers"}
 	subscriberKey = []string{"policy", "spinBoundMillis", "blockDeadlineMillis"}
-	processorKeys = []string{"name", "feed", "type", "match", "exclude", "path", "exactlyOnce", "fsync", "fsyncIntervalMillis", "mode", "onFailure", "retry", "ackTimeoutMillis", "maxInFlight", "url", "timeoutMillis", "batchMaxLines", "batchMaxBytes", "headers", "raw", "format",
+	processorKeys = []string{"name", "feed", "type", "match", "exclude", "path", "exactlyOnce", "fsync", "fsyncIntervalMillis", "mode", "onFailure", "retry", "ackTimeoutMillis", "maxInFlight", "url", "timeoutMillis", "batchMaxLines", "batchMaxBytes", "headers", "raw", "format", "tls",
 		"dsn", "table", "createTable", // postgres (config/postgres.go)
-		"stream", "subject", "createStream", "tls", "credsFile", "token"} // nats (config/nats.go)
+		"stream", "subject", "createStream", "credsFile", "token"} // nats (config/nats.go)
 	retryKeys = []string{"initialMillis", "maxMillis", "jitter", "attempts"}
 )
 
@@ -145,6 +147,39 @@ func (d *decoder) status(o *obj, s *Status) {
 	o.boolean("protectRead", &s.ProtectRead)
 	o.integer("stallAlertMillis", &s.StallAlertMillis, 1, maxMillis)
 	o.integer("maxConnections", &s.MaxConnections, 1, maxConnections)
+	d.serverTLS(o, &s.TLS)
+}
+
+// serverTLS reads status.tls: certFile and keyFile together, clientCAFile
+// only with them.
+func (d *decoder) serverTLS(o *obj, t *ServerTLS) {
+	s := o.sub("tls", serverTLSKeys)
+	if s == nil {
+		return
+	}
+	_, t.Line, _ = o.get("tls")
+	c, _ := s.filePath("certFile", &t.CertFile)
+	k, _ := s.filePath("keyFile", &t.KeyFile)
+	s.filePath("clientCAFile", &t.ClientCAFile)
+	if c == 0 || k == 0 {
+		d.errorf(t.Line, "%s: HTTPS needs both certFile and keyFile (PEM files)", o.at("tls"))
+	}
+}
+
+// clientTLS reads a processor's tls: certFile and keyFile together.
+func (d *decoder) clientTLS(o *obj, t *ClientTLS) {
+	s := o.sub("tls", clientTLSKeys)
+	if s == nil {
+		return
+	}
+	_, t.Line, _ = o.get("tls")
+	s.filePath("caFile", &t.CAFile)
+	c, _ := s.filePath("certFile", &t.CertFile)
+	k, _ := s.filePath("keyFile", &t.KeyFile)
+	s.boolean("insecureSkipVerify", &t.InsecureSkipVerify)
+	if (c == 0) != (k == 0) {
+		d.errorf(t.Line, "%s: a client certificate needs both certFile and keyFile", o.at("tls"))
+	}
 }
 
 // checkListen returns "" for a host:port with a numeric port, else what is wrong.
@@ -357,6 +392,7 @@ func (d *decoder) webhookKeys(o *obj, p *Processor) int {
 	o.integer("batchMaxBytes", &p.BatchMaxBytes, 1, maxBytes)
 	p.Headers = d.headers(o.sub("headers", nil))
 	o.boolean("raw", &p.Raw)
+	d.clientTLS(o, &p.TLS)
 	return line
 }
 

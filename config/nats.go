@@ -55,15 +55,11 @@ func (d *decoder) natsKeys(o *obj, p *Processor, path string, urlLine int) {
 	o.boolean("createStream", &n.CreateStream)
 	o.filePath("credsFile", &n.CredsFile)
 	o.nonEmpty("token", &n.Token)
-	if t := o.sub("tls", natsTLSKeys); t != nil {
-		n.TLS = &NatsTLS{}
-		t.filePath("caFile", &n.TLS.CAFile)
-		certLine, _ := t.filePath("certFile", &n.TLS.CertFile)
-		keyLine, _ := t.filePath("keyFile", &n.TLS.KeyFile)
-		t.boolean("insecureSkipVerify", &n.TLS.InsecureSkipVerify)
-		if (n.TLS.CertFile == "") != (n.TLS.KeyFile == "") {
-			d.errorf(max(certLine, keyLine), "%s: certFile and keyFile go together (a client certificate needs its key)", t.path)
-		}
+	// tls is decoded once for every processor type (decoder.clientTLS, which
+	// runs before this): the nats sink takes the same keys.
+	if p.TLS.Line != 0 {
+		n.TLS = &NatsTLS{CAFile: p.TLS.CAFile, CertFile: p.TLS.CertFile, KeyFile: p.TLS.KeyFile,
+			InsecureSkipVerify: p.TLS.InsecureSkipVerify}
 	}
 	if p.Type != TypeNats {
 		return

@@ -42,7 +42,7 @@ func TestNatsKeys(t *testing.T) {
 		{proc(ok[0], ok[1], "    subject: logs.{host}"), "holds unknown variable {host}"},
 		{proc(ok[0], ok[1], "    subject: logs.{feed}", "    exactlyOnce: true"), "c.yaml:9: processors[0].subject: exactlyOnce needs a subject holding {instance}"},
 		{proc(ok[0], ok[1], ok[2], "    token: t", "    credsFile: /c"), "credsFile and token exclude each other"},
-		{proc(ok[0], ok[1], ok[2], "    tls: {certFile: /c}"), "certFile and keyFile go together"},
+		{proc(ok[0], ok[1], ok[2], "    tls: {certFile: /c}"), "a client certificate needs both certFile and keyFile"},
 		{proc(ok[0], ok[1], ok[2], "    tls: {ca: /c}"), `c.yaml:10: unknown key "ca" in processors[0].tls`},
 		{proc(ok...) + lines("  - {name: m, feed: app, type: nats, url: 'nats://h:1', stream: LOGS, subject: x}"),
 			"c.yaml:10: processors[1].stream: nats processor \"n\" also publishes feed \"app\" into stream \"LOGS\" (line 8)"},

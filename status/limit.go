@@ -1,6 +1,7 @@
 package status
 
 import (
+	"crypto/tls"
 	"net"
 	"net/http"
 	"sync"
@@ -96,6 +97,11 @@ func Serve(srv *http.Server, ln net.Listener) error {
 	if l, ok := servers.Load(srv); ok {
 		defer servers.Delete(srv)
 		ln = &fdListener{Listener: ln, limit: l.(*connLimit)}
+	}
+	if srv.TLSConfig != nil {
+		// HTTP/1.1 over TLS: the server handshakes each connection under
+		// its header timeout; the connection cap sees the *tls.Conn.
+		ln = tls.NewListener(ln, srv.TLSConfig)
 	}
 	return srv.Serve(ln)
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"log"
 	"net"
 	"net/http"
 	"path"
@@ -14,6 +15,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+
+	"tailfeed/internal/tlsconfig"
 )
 
 // MaxBody is the largest request body accepted (413 beyond).
@@ -35,6 +38,10 @@ type ServerConfig struct {
 	// handler. Patterns use net/http's method-less form with {wildcards};
 	// handlers check methods with Allow.
 	Routes map[string]Route
+	// TLS serves HTTPS (status.tls; nil: plain HTTP). When it requires
+	// client certificates, every request but the probes (/livez, /readyz,
+	// /healthz) needs one its CA signed, checked before the token.
+	TLS *tlsconfig.Server
 }
 
 // Route is an extra endpoint.
@@ -89,8 +96,28 @@ func NewServer(cfg ServerConfig) *http.Server {
 		IdleTimeout:       120 * time.Second,
 		MaxHeaderBytes:    64 << 10,
 	}
+	if cfg.TLS != nil {
+		srv.TLSConfig = cfg.TLS.Config()
+		// net/http reports each failed handshake (a client with a wrong
+		// CA, a port scan): in the daemon's log format, at DEBUG.
+		srv.ErrorLog = log.New(serverLog{cfg.Logger}, "", 0)
+	}
 	servers.Store(srv, limit)
 	return srv
+}
+
+// serverLog is net/http's error log through the daemon's logger: a TLS
+// handshake error at DEBUG, anything else at WARN.
+type serverLog struct{ l hclog.Logger }
+
+func (s serverLog) Write(p []byte) (int, error) {
+	msg := strings.TrimSpace(string(p))
+	if strings.Contains(msg, "TLS handshake error") {
+		s.l.Debug(msg)
+	} else {
+		s.l.Warn(msg)
+	}
+	return len(p), nil
 }
 
 type server struct {
@@ -115,12 +142,37 @@ func (s *server) gate(next http.Handler) http.Handler {
 			defer cw.check()
 			w = cw
 		}
+		if s.cfg.TLS != nil && s.cfg.TLS.RequireClientCert() && !verifiedClient(r) && !probePath(r) {
+			WriteError(w, http.StatusUnauthorized, "a client certificate signed by status.tls.clientCAFile is required (only /livez, /readyz and /healthz answer without one)")
+			return
+		}
 		if s.cfg.Token != "" && !s.authorized(r) && s.needsToken(r) {
 			WriteError(w, http.StatusUnauthorized, "missing or wrong bearer token")
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// verifiedClient reports whether r came with a client certificate that
+// verified against the client CA (the handshake refuses one that does not).
+func verifiedClient(r *http.Request) bool {
+	return r.TLS != nil && len(r.TLS.VerifiedChains) > 0
+}
+
+// probePath reports whether r asks for a probe exactly (/livez, /readyz,
+// /healthz), as sent and as decoded: a kubelet probes without a client
+// certificate. A path that only cleans to a probe is not one.
+func probePath(r *http.Request) bool {
+	sent, _, _ := strings.Cut(r.RequestURI, "?")
+	if sent != r.URL.Path {
+		return false
+	}
+	switch sent {
+	case "/livez", "/readyz", "/healthz":
+		return true
+	}
+	return false
 }
 
 // needsToken reports whether any form of r's path (as decoded, as sent,

@@ -48,11 +48,13 @@ path passes here and fails at run). The file is found as for run.`,
 		flags: []string{"--help"},
 	},
 	"status": {
-		synopsis: "tailfeed status [--addr HOST:PORT|URL] [--wait-settled DURATION] [--json]",
+		synopsis: "tailfeed status [--addr HOST:PORT|URL] [--wait-settled DURATION] [--json] [--ca FILE] [--cert FILE --key FILE]",
 		about: `Asks a running daemon for its feed.status and applies the launcher rule:
 is the run complete (settled) and whole (lossless)? Prints a summary (or the
 JSON with --json); stderr says why when it is not 0. TAILFEED_TOKEN, when set,
-is sent as a bearer token.`,
+is sent as a bearer token. For a daemon with status.tls: --ca verifies its
+certificate (HOST:PORT then means https), --cert/--key present a client
+certificate when it sets clientCAFile.`,
 		exits: `  0  every feed settled and lossless
   1  settled but lossy
   2  unreachable, or the answer is not a feed.status report

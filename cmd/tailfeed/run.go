@@ -74,7 +74,7 @@ func cmdRun(args []string, stderr io.Writer) int {
 			d.Reload(context.Background())
 		}
 	}()
-	log.Info("tailfeed running", "version", version, "config", *path, "status", "http://"+d.Addr()+"/feed.status", "feeds", len(cfg.Feeds))
+	log.Info("tailfeed running", "version", version, "config", *path, "status", d.Scheme()+"://"+d.Addr()+"/feed.status", "feeds", len(cfg.Feeds))
 	sig := <-sigs
 	log.Info("stopping: draining subscribers, then the final commit", "signal", sig.String())
 	go func() {
@@ -98,6 +98,10 @@ func cmdRun(args []string, stderr io.Writer) int {
 func securityWarnings(cfg *config.Config, path string, tokenInFile bool, log hclog.Logger) {
 	if cfg.Status.Token == "" && !loopback(cfg.Status.Listen) {
 		log.Warn("status.listen is not a loopback address and no token is set: anyone who reaches it may use the admin and pull API; set status.token or TAILFEED_TOKEN",
+			"listen", cfg.Status.Listen)
+	}
+	if cfg.Status.TLS.CertFile == "" && !loopback(cfg.Status.Listen) {
+		log.Warn("status.listen is not a loopback address and status.tls is not set: tokens, pulled lines and dead letters cross the network in clear text; set status.tls",
 			"listen", cfg.Status.Listen)
 	}
 	fi, err := os.Stat(path)

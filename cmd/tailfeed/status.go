@@ -1,6 +1,8 @@
 package main
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -13,6 +15,7 @@ import (
 	"time"
 
 	"tailfeed/internal/redact"
+	"tailfeed/internal/tlsconfig"
 	"tailfeed/status"
 )
 
@@ -30,24 +33,38 @@ func cmdStatus(args []string, stdout, stderr io.Writer) int {
 	addr := fs.String("addr", "127.0.0.1:8470", "host:port or URL of the daemon")
 	wait := fs.Duration("wait-settled", 0, "wait up to this long for the feeds to settle")
 	asJSON := fs.Bool("json", false, "print the feed.status JSON")
+	ca := fs.String("ca", "", "PEM CA file that verifies the daemon's certificate (status.tls); implies https")
+	cert := fs.String("cert", "", "PEM client certificate, for a daemon with status.tls.clientCAFile (with --key)")
+	key := fs.String("key", "", "PEM key of --cert")
 	if _, ok := parseFlags(fs, args, stderr); !ok {
 		return exitUnreachable
 	}
-	u, err := statusURL(*addr)
+	secure := *ca != "" || *cert != "" || *key != ""
+	u, err := statusURL(*addr, secure)
 	if err != nil {
 		fmt.Fprintf(stderr, "tailfeed status: %v\n", err)
 		return exitUnreachable
 	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	if tr.TLSClientConfig, err = tlsconfig.Client(tlsconfig.Files{CAFile: *ca, CertFile: *cert, KeyFile: *key}, nil); err != nil {
+		fmt.Fprintf(stderr, "tailfeed status: --ca/--cert/--key: %v\n", err)
+		return exitUnreachable
+	}
 	deadline := time.Now().Add(*wait)
-	client := &http.Client{Timeout: 5 * time.Second, CheckRedirect: tokenStaysPut}
+	client := &http.Client{Timeout: 5 * time.Second, CheckRedirect: tokenStaysPut, Transport: tr}
 	for {
 		rep, raw, err := fetchReport(client, u)
 		if err != nil {
 			// A daemon that is not listening yet may come up within the
-			// wait; an answer that is not a report will not improve.
+			// wait; an answer that is not a report, or a certificate that
+			// does not verify, will not improve.
 			var nr notReport
-			if errors.As(err, &nr) || !time.Now().Before(deadline) {
+			tlsErr := explainTLS(err)
+			if errors.As(err, &nr) || tlsErr != "" || !time.Now().Before(deadline) {
 				fmt.Fprintf(stderr, "tailfeed status: %v\n", err)
+				if tlsErr != "" {
+					fmt.Fprintf(stderr, "tailfeed status: %s\n", tlsErr)
+				}
 				return exitUnreachable
 			}
 			time.Sleep(min(200*time.Millisecond, time.Until(deadline)))
@@ -85,9 +102,15 @@ func cmdStatus(args []string, stdout, stderr io.Writer) int {
 	}
 }
 
-func statusURL(addr string) (string, error) {
+// statusURL makes --addr a URL: host:port is http, or https with --ca,
+// --cert or --key (secure).
+func statusURL(addr string, secure bool) (string, error) {
 	if !strings.Contains(addr, "://") {
-		addr = "http://" + addr
+		if secure {
+			addr = "https://" + addr
+		} else {
+			addr = "http://" + addr
+		}
 	}
 	u, err := url.Parse(addr)
 	if err != nil || u.Host == "" {
@@ -97,6 +120,31 @@ func statusURL(addr string) (string, error) {
 		u.Path = "/feed.status"
 	}
 	return u.String(), nil
+}
+
+// explainTLS says in words what a TLS failure means and what to do; ""
+// when err is not one.
+func explainTLS(err error) string {
+	var unknown x509.UnknownAuthorityError
+	var host x509.HostnameError
+	var invalid x509.CertificateInvalidError
+	var rec tls.RecordHeaderError
+	var verify *tls.CertificateVerificationError
+	switch {
+	case errors.As(err, &unknown):
+		return "certificate signed by unknown authority: the daemon's certificate (status.tls.certFile) is not signed by the CA given to --ca (or, without --ca, by one the system trusts); pass --ca with the CA file that signed it"
+	case errors.As(err, &host):
+		return "the daemon's certificate does not name the host of --addr; use a name or IP address the certificate lists"
+	case errors.As(err, &invalid):
+		return "the daemon's certificate is not valid (expired, not yet valid, or not for a server)"
+	case errors.As(err, &rec):
+		return "the daemon does not speak TLS at this address (status.tls is not set there); use an http:// --addr without --ca"
+	case errors.As(err, &verify):
+		return "the daemon's certificate does not verify"
+	case strings.Contains(err.Error(), "remote error: tls:"):
+		return "the daemon refused the TLS handshake (a client certificate its status.tls.clientCAFile did not sign?); check --cert and --key"
+	}
+	return ""
 }
 
 // tokenStaysPut follows no redirect while a token is set (DESIGN §12: the
@@ -132,7 +180,11 @@ func fetchReport(c *http.Client, u string) (*status.Report, []byte, error) {
 		return nil, nil, fmt.Errorf("reading %s: %w", u, err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return nil, nil, notReport{fmt.Sprintf("%s answered %s: %s", u, resp.Status, strings.TrimSpace(string(raw)))}
+		msg := fmt.Sprintf("%s answered %s: %s", u, resp.Status, strings.TrimSpace(string(raw)))
+		if resp.StatusCode == http.StatusBadRequest && strings.Contains(string(raw), "HTTP request to an HTTPS server") {
+			msg += " (the daemon serves HTTPS: use an https:// --addr, or --ca)"
+		}
+		return nil, nil, notReport{msg}
 	}
 	rep, err := parseReport(raw)
 	if err != nil {

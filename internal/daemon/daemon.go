@@ -22,6 +22,7 @@ import (
 	"tailfeed/config"
 	"tailfeed/feed"
 	"tailfeed/internal/datadir"
+	"tailfeed/internal/tlsconfig"
 	"tailfeed/overload"
 	"tailfeed/pointer"
 	"tailfeed/processor"
@@ -60,6 +61,7 @@ type Daemon struct {
 	feeds []*Feed
 	srv   *http.Server
 	ln    net.Listener
+	tls   *tlsconfig.Server // status.tls; nil: plain HTTP
 
 	routes map[string]status.Route
 
@@ -125,6 +127,24 @@ func NewWithOptions(cfg *config.Config, log hclog.Logger, opts Options) (*Daemon
 	d := &Daemon{cfg: cfg, log: log, reports: status.NewVersioner(), opts: opts}
 	if err := d.checkPaths(); err != nil {
 		return nil, err
+	}
+	if t := cfg.Status.TLS; t.CertFile != "" {
+		srv, err := tlsconfig.NewServer(t.CertFile, t.KeyFile, t.ClientCAFile, log.Named("http"))
+		if err != nil {
+			return nil, &ConfigError{Loc: d.configLoc(t.Line), Key: "status.tls", Err: err}
+		}
+		d.tls = srv
+	}
+	for i, pc := range cfg.Processors {
+		// The files a processor's tls names are read here too, so a
+		// missing or bad one is a config error at its line (exit 2).
+		t := pc.TLS
+		if t.Line == 0 {
+			continue
+		}
+		if _, err := tlsconfig.Client(tlsconfig.Files{CAFile: t.CAFile, CertFile: t.CertFile, KeyFile: t.KeyFile}, nil); err != nil {
+			return nil, &ConfigError{Loc: d.configLoc(t.Line), Key: fmt.Sprintf("processors[%d].tls", i), Err: err}
+		}
 	}
 	lock, err := datadir.Open(cfg.DataDir, log)
 	if err != nil {
@@ -343,6 +363,7 @@ func (d *Daemon) newServer(cfg *config.Config) *http.Server {
 		Ready:          d.Ready,
 		Logger:         d.log.Named("http"),
 		Routes:         d.routes,
+		TLS:            d.tls,
 	})
 }
 
@@ -359,6 +380,24 @@ func (d *Daemon) Addr() string {
 	d.mu.RLock()
 	defer d.mu.RUnlock()
 	return d.ln.Addr().String()
+}
+
+// Scheme is "https" when status.tls is set, else "http".
+func (d *Daemon) Scheme() string {
+	if d.tls != nil {
+		return "https"
+	}
+	return "http"
+}
+
+// ReloadCertificates re-reads status.tls's files now (for a reload: they
+// are also re-read by themselves when they change on disk). On an error
+// the certificates in use stay. Without status.tls: nil.
+func (d *Daemon) ReloadCertificates() error {
+	if d.tls == nil {
+		return nil
+	}
+	return d.tls.Reload()
 }
 
 // groupCtx is separate from the source context: groups keep draining after

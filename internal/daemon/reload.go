@@ -100,6 +100,11 @@ func (d *Daemon) Reload(ctx context.Context) error {
 	if d.runCtx == nil || d.runCtx.Err() != nil {
 		return errors.New("the daemon is not running (starting or stopping)")
 	}
+	// Certificate files are re-read at every reload (DESIGN §12), whatever
+	// else it changes; one that does not load keeps the old pair (a WARN).
+	if err := d.ReloadCertificates(); err != nil {
+		d.log.Warn("status.tls: certificate not re-read; the previous one stays in use", "error", err)
+	}
 	err := d.reload()
 	d.rl.mu.Lock()
 	if err != nil {
@@ -141,6 +146,10 @@ func (d *Daemon) reload() error {
 	}
 	if err := d.checkPathsOf(cfg); err != nil {
 		return err
+	}
+	if ot, nt := old.Status.TLS, cfg.Status.TLS; ot.CertFile != nt.CertFile || ot.KeyFile != nt.KeyFile || ot.ClientCAFile != nt.ClientCAFile {
+		return &ConfigError{Loc: d.configLoc(nt.Line), Key: "status.tls",
+			Err: errors.New("cannot change at a reload (the files it names are re-read; restart to name others)")}
 	}
 	var ln net.Listener
 	if cfg.Status.Listen != old.Status.Listen {

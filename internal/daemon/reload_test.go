@@ -70,6 +70,16 @@ func TestReloadInvalidRunsOnUnchanged(t *testing.T) {
 	if code, body := e.reload(); code != http.StatusBadRequest || !strings.Contains(body, "dataDir") {
 		t.Fatalf("dataDir change: %d %s", code, body)
 	}
+	// status.tls cannot change at a reload (its files are re-read instead).
+	for _, f := range []string{"c.pem", "k.pem"} {
+		if err := os.WriteFile(filepath.Join(e.dir, f), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.rewrite(strings.Replace(reloadBase, "token: sesame}", "token: sesame, tls: {certFile: %DIR%/c.pem, keyFile: %DIR%/k.pem}}", 1))
+	if code, body := e.reload(); code != http.StatusBadRequest || !strings.Contains(body, "status.tls") || !strings.Contains(body, "cannot change at a reload") {
+		t.Fatalf("status.tls change: %d %s", code, body)
+	}
 	// A feed path that is a directory is a reload error.
 	if err := os.Mkdir(filepath.Join(e.dir, "adir"), 0o755); err != nil {
 		t.Fatal(err)

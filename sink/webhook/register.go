@@ -1,7 +1,14 @@
 package webhook
 
 import (
+	"fmt"
+	"net/http"
+
+	"github.com/hashicorp/go-hclog"
+
+	"tailfeed/config"
 	"tailfeed/internal/datadir"
+	"tailfeed/internal/tlsconfig"
 	"tailfeed/sink"
 )
 
@@ -14,7 +21,12 @@ func init() {
 // source waits for a request it rebuilds after a restart.
 func open(env sink.Env) (any, error) {
 	pc := env.Config
+	client, err := Client(pc.TLS, env.Logger)
+	if err != nil {
+		return nil, err
+	}
 	return OpenWebhook(WebhookConfig{
+		Client:        client,
 		Group:         env.Group,
 		Publisher:     env.Publisher,
 		URL:           pc.URL,
@@ -25,4 +37,29 @@ func open(env sink.Env) (any, error) {
 		Raw:           pc.Raw,
 		Record:        datadir.Record(env.DataDir, pc.Name),
 	})
+}
+
+// Client is the sink's HTTP client for a processor's tls (nil without
+// one: OpenWebhook's default). Redirects are not followed.
+// insecureSkipVerify is logged at WARN.
+func Client(t config.ClientTLS, log hclog.Logger) (*http.Client, error) {
+	if t.Line == 0 && t.CAFile == "" && t.CertFile == "" && !t.InsecureSkipVerify {
+		return nil, nil
+	}
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	tc, err := tlsconfig.Client(tlsconfig.Files{CAFile: t.CAFile, CertFile: t.CertFile, KeyFile: t.KeyFile,
+		InsecureSkipVerify: t.InsecureSkipVerify}, log)
+	if err != nil {
+		return nil, fmt.Errorf("webhook tls: %w", err)
+	}
+	if t.InsecureSkipVerify {
+		log.Warn("tls.insecureSkipVerify is true: the receiver's certificate is not verified; anyone on the path can read and alter the lines")
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.TLSClientConfig = tc
+	return &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error {
+		return http.ErrUseLastResponse
+	}}, nil
 }

@@ -3,6 +3,8 @@ package webhook
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -313,7 +315,10 @@ func (w *Webhook) deliver(ctx context.Context, c *whChunk) error {
 		// Once part of the request is in the ledger it is never sent again
 		// (a receiver that applied it would get those lines a second time
 		// from a replay): only the rest of the dead letter is retried.
-		if c.noSend || c.lettered > 0 || ((poison || attempt >= rp.Attempts) && w.h.DeadLetters()) {
+		// A certificate that does not verify is the connection's fault,
+		// not the lines': retried at the backoff cap, never dead-lettered
+		// (DESIGN §11 "TLS and authentication").
+		if c.noSend || c.lettered > 0 || ((poison || attempt >= rp.Attempts && !tlsFailure(err)) && w.h.DeadLetters()) {
 			lerr := w.deadLetter(c, attempt, err)
 			if lerr == nil {
 				w.applied(c)
@@ -458,6 +463,17 @@ func (w *Webhook) secret(err error) error {
 		msg = strings.ReplaceAll(msg, s, redact.Mask)
 	}
 	return &redact.Error{Msg: msg, Err: err}
+}
+
+// tlsFailure reports whether err is a TLS handshake failure: a server
+// certificate that does not verify, or the server refusing ours.
+func tlsFailure(err error) bool {
+	var verify *tls.CertificateVerificationError
+	var unknown x509.UnknownAuthorityError
+	var host x509.HostnameError
+	var invalid x509.CertificateInvalidError
+	return err != nil && (errors.As(err, &verify) || errors.As(err, &unknown) || errors.As(err, &host) ||
+		errors.As(err, &invalid) || strings.Contains(err.Error(), "remote error: tls:"))
 }
 
 // retryAfter parses a Retry-After value (seconds or an HTTP date).

@@ -1,0 +1,255 @@
+// Package tlsconfig builds the TLS settings tailfeed uses as a client (the
+// webhook sink; later the kafka and nats sinks: DESIGN §11 "TLS and
+// authentication") and as a server (the HTTP API's status.tls: DESIGN §12
+// "TLS for the HTTP API").
+//
+// Certificate files are re-read when they change on disk: a server
+// handshake, and a client's certificate request, stat the files and load
+// them again when their identity, size or modification time changed (a
+// Kubernetes Secret's symlink swap, a cert-manager rewrite, a renamed-over
+// file). A set that does not load (the key not yet written for the new
+// certificate, a half-written file) keeps the last good one in use, with a
+// WARN once per change; Reload re-reads at once (SIGHUP, POST
+// /admin/reload) and returns the error.
+//
+// Decisions where the contract is silent: TLS 1.2 is the minimum; an empty
+// caFile uses the system's roots; a client's caFile is read once, when the
+// client is built (a rotated CA is picked up by a restart or a reload).
+package tlsconfig
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"sync"
+
+	"github.com/hashicorp/go-hclog"
+)
+
+// Files are the TLS files of a client: `tls: {caFile, certFile, keyFile,
+// insecureSkipVerify}`.
+type Files struct {
+	CAFile             string // PEM roots that verify the server ("": the system's)
+	CertFile           string // PEM client certificate (with KeyFile), optional
+	KeyFile            string
+	InsecureSkipVerify bool // the server's certificate is not verified (WARN at start)
+}
+
+// Client builds a client configuration. A server certificate that does
+// not verify fails the connection (never skipped, unless
+// InsecureSkipVerify). The client certificate is re-read when its files
+// change.
+func Client(f Files, log hclog.Logger) (*tls.Config, error) {
+	if (f.CertFile == "") != (f.KeyFile == "") {
+		return nil, errors.New("certFile and keyFile go together")
+	}
+	c := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: f.InsecureSkipVerify}
+	if f.CAFile != "" {
+		pool, err := LoadPool(f.CAFile)
+		if err != nil {
+			return nil, err
+		}
+		c.RootCAs = pool
+	}
+	if f.CertFile != "" {
+		w, err := newKeyPair(f.CertFile, f.KeyFile, log)
+		if err != nil {
+			return nil, err
+		}
+		c.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+			return w.current(), nil
+		}
+	}
+	return c, nil
+}
+
+// LoadPool reads a PEM file of CA certificates.
+func LoadPool(file string) (*x509.CertPool, error) {
+	pem, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("reading CA file: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("CA file %s holds no PEM certificate", file)
+	}
+	return pool, nil
+}
+
+// Server serves status.tls: a certificate and key, and optionally the CA
+// that signs client certificates. Its Config hands every handshake the
+// current files' settings.
+type Server struct {
+	certFile, keyFile, caFile string
+	log                       hclog.Logger
+
+	mu     sync.Mutex
+	cfg    *tls.Config // current
+	loaded []fs.FileInfo
+	failed []fs.FileInfo // the file set that last failed to load (warned once)
+}
+
+// NewServer loads the files; an error names what is wrong with them.
+func NewServer(certFile, keyFile, clientCAFile string, log hclog.Logger) (*Server, error) {
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	s := &Server{certFile: certFile, keyFile: keyFile, caFile: clientCAFile, log: log}
+	if err := s.Reload(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// RequireClientCert reports whether clients must present a certificate
+// the client CA signed (the HTTP layer enforces it per route: probes are
+// exempt).
+func (s *Server) RequireClientCert() bool { return s.caFile != "" }
+
+// Config is the tls.Config to serve with: each handshake gets the current
+// files' configuration (re-read first when they changed on disk).
+func (s *Server) Config() *tls.Config {
+	return &tls.Config{
+		MinVersion: tls.VersionTLS12,
+		NextProtos: []string{"http/1.1"},
+		GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
+			return s.current(), nil
+		},
+	}
+}
+
+func (s *Server) files() []string {
+	f := []string{s.certFile, s.keyFile}
+	if s.caFile != "" {
+		f = append(f, s.caFile)
+	}
+	return f
+}
+
+// Reload reads the files now. On an error the configuration in use stays.
+func (s *Server) Reload() error {
+	infos, _ := statAll(s.files())
+	cfg, err := s.load()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	s.cfg, s.loaded, s.failed = cfg, infos, nil
+	return nil
+}
+
+func (s *Server) load() (*tls.Config, error) {
+	cert, err := tls.LoadX509KeyPair(s.certFile, s.keyFile)
+	if err != nil {
+		return nil, fmt.Errorf("certFile %s / keyFile %s: %w", s.certFile, s.keyFile, err)
+	}
+	c := &tls.Config{MinVersion: tls.VersionTLS12, NextProtos: []string{"http/1.1"}, Certificates: []tls.Certificate{cert}}
+	if s.caFile != "" {
+		pool, err := LoadPool(s.caFile)
+		if err != nil {
+			return nil, fmt.Errorf("clientCAFile: %w", err)
+		}
+		c.ClientCAs = pool
+		// The certificate is checked when given; routes other than the
+		// probes refuse a request without one (status.Server).
+		c.ClientAuth = tls.VerifyClientCertIfGiven
+	}
+	return c, nil
+}
+
+// current re-reads the files when they changed since the last load (or
+// the last failed attempt) and returns the configuration in use.
+func (s *Server) current() *tls.Config {
+	infos, err := statAll(s.files())
+	s.mu.Lock()
+	if err != nil || sameSet(infos, s.loaded) || sameSet(infos, s.failed) {
+		cfg := s.cfg
+		s.mu.Unlock()
+		return cfg
+	}
+	s.mu.Unlock()
+	cfg, lerr := s.load()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if lerr != nil {
+		if !sameSet(infos, s.failed) {
+			s.log.Warn("status.tls: the changed certificate files do not load; serving the previous ones", "error", lerr)
+		}
+		s.failed = infos
+		return s.cfg
+	}
+	s.cfg, s.loaded, s.failed = cfg, infos, nil
+	s.log.Info("status.tls: certificate files changed on disk; reloaded", "certFile", s.certFile)
+	return cfg
+}
+
+// keyPair is a certificate and key re-read when their files change.
+type keyPair struct {
+	certFile, keyFile string
+	log               hclog.Logger
+
+	mu             sync.Mutex
+	cert           *tls.Certificate
+	loaded, failed []fs.FileInfo
+}
+
+func newKeyPair(certFile, keyFile string, log hclog.Logger) (*keyPair, error) {
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	k := &keyPair{certFile: certFile, keyFile: keyFile, log: log}
+	infos, _ := statAll([]string{certFile, keyFile})
+	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return nil, fmt.Errorf("certFile %s / keyFile %s: %w", certFile, keyFile, err)
+	}
+	k.cert, k.loaded = &cert, infos
+	return k, nil
+}
+
+func (k *keyPair) current() *tls.Certificate {
+	infos, err := statAll([]string{k.certFile, k.keyFile})
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if err != nil || sameSet(infos, k.loaded) || sameSet(infos, k.failed) {
+		return k.cert
+	}
+	cert, lerr := tls.LoadX509KeyPair(k.certFile, k.keyFile)
+	if lerr != nil {
+		k.log.Warn("tls: the changed client certificate files do not load; using the previous ones", "error", lerr)
+		k.failed = infos
+		return k.cert
+	}
+	k.cert, k.loaded, k.failed = &cert, infos, nil
+	return k.cert
+}
+
+func statAll(files []string) ([]fs.FileInfo, error) {
+	out := make([]fs.FileInfo, len(files))
+	for i, f := range files {
+		fi, err := os.Stat(f)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = fi
+	}
+	return out, nil
+}
+
+// sameSet reports whether a and b describe the same files unchanged: the
+// same identity (device and inode), size and modification time.
+func sameSet(a, b []fs.FileInfo) bool {
+	if len(a) != len(b) || a == nil {
+		return false
+	}
+	for i := range a {
+		if !os.SameFile(a[i], b[i]) || a[i].Size() != b[i].Size() || !a[i].ModTime().Equal(b[i].ModTime()) {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,260 @@
+package tlsconfig
+
+import (
+	"bytes"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"tailfeed/internal/tlsconfig/tlstest"
+)
+
+// serve accepts TLS connections on 127.0.0.1 with cfg and completes their
+// handshakes; it returns the address.
+func serve(t *testing.T, cfg *tls.Config) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tl := tls.NewListener(ln, cfg)
+	t.Cleanup(func() { tl.Close() })
+	go func() {
+		for {
+			c, err := tl.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				if c.(*tls.Conn).Handshake() == nil {
+					c.Read(make([]byte, 1)) // until the client closes
+				}
+			}()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+// dial handshakes with addr trusting pemCA; it returns the handshake error.
+func dial(addr string, pemCA []byte, cert *tls.Certificate) error {
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(pemCA)
+	cfg := &tls.Config{RootCAs: roots}
+	if cert != nil {
+		cfg.Certificates = []tls.Certificate{*cert}
+	}
+	c, err := tls.Dial("tcp", addr, cfg)
+	if err != nil {
+		return err
+	}
+	c.Close()
+	return nil
+}
+
+type logBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *logBuf) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuf) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// A server certificate rewritten in place is served from the next
+// handshake; files that do not load (a certificate that does not match
+// its key) keep the previous one in use, with one WARN however many
+// handshakes see them; Reload reports that error.
+func TestServerReloadsChangedFiles(t *testing.T) {
+	dir := t.TempDir()
+	ca1, ca2 := tlstest.NewCA(t, "one"), tlstest.NewCA(t, "two")
+	c1, k1 := ca1.Issue(t, "s1")
+	crt, key := tlstest.Write(t, dir, "s.crt", c1), tlstest.Write(t, dir, "s.key", k1)
+	var logs logBuf
+	s, err := NewServer(crt, key, "", hclog.New(&hclog.LoggerOptions{Output: &logs}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := serve(t, s.Config())
+	if err := dial(addr, ca1.PEM, nil); err != nil {
+		t.Fatalf("first certificate: %v", err)
+	}
+	c2, k2 := ca2.Issue(t, "s2")
+	os.WriteFile(key, k2, 0o600)
+	os.WriteFile(crt, c2, 0o600)
+	if err := dial(addr, ca2.PEM, nil); err != nil {
+		t.Fatalf("after the rewrite, the new CA: %v", err)
+	}
+	var unknown x509.UnknownAuthorityError
+	if err := dial(addr, ca1.PEM, nil); !errors.As(err, &unknown) {
+		t.Fatalf("after the rewrite, the old CA: %v; want unknown authority", err)
+	}
+	// A certificate whose key is not (yet) the one on disk.
+	c3, _ := ca1.Issue(t, "s3")
+	os.WriteFile(crt, c3, 0o600)
+	for range 3 {
+		if err := dial(addr, ca2.PEM, nil); err != nil {
+			t.Fatalf("with files that do not load, the previous certificate: %v", err)
+		}
+	}
+	if n := strings.Count(logs.String(), "do not load"); n != 1 {
+		t.Errorf("%d WARNs about the bad files; want 1:\n%s", n, logs.String())
+	}
+	if err := s.Reload(); err == nil {
+		t.Errorf("Reload of a mismatched pair: no error")
+	}
+	if err := dial(addr, ca2.PEM, nil); err != nil {
+		t.Fatalf("after a failed Reload, the previous certificate: %v", err)
+	}
+}
+
+// With a client CA, a client certificate another CA signed fails the
+// handshake; none at all passes it (the HTTP layer refuses it per route).
+func TestServerClientCA(t *testing.T) {
+	dir := t.TempDir()
+	ca, clients, other := tlstest.NewCA(t, "ca"), tlstest.NewCA(t, "clients"), tlstest.NewCA(t, "other")
+	crt, key, _ := ca.Files(t, dir, "server")
+	cca := tlstest.Write(t, dir, "clients.crt", clients.PEM)
+	s, err := NewServer(crt, key, cca, nil)
+	if err != nil || !s.RequireClientCert() {
+		t.Fatalf("NewServer: %v", err)
+	}
+	addr := serve(t, s.Config())
+	pair := func(ca *tlstest.CA) *tls.Certificate {
+		c, k := ca.Issue(t, "client")
+		p, err := tls.X509KeyPair(c, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &p
+	}
+	if err := dial(addr, ca.PEM, pair(clients)); err != nil {
+		t.Errorf("client CA's certificate: %v", err)
+	}
+	if err := dial(addr, ca.PEM, nil); err != nil {
+		t.Errorf("no certificate: %v (the handshake passes; routes decide)", err)
+	}
+	// TLS 1.3 reports the refusal on the first read.
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(ca.PEM)
+	// GetClientCertificate sends it whatever CAs the server names (as
+	// `tailfeed status --cert` does).
+	bad := pair(other)
+	c, err := tls.Dial("tcp", addr, &tls.Config{RootCAs: roots,
+		GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return bad, nil }})
+	if err == nil {
+		_, err = c.Read(make([]byte, 1))
+		c.Close()
+	}
+	if err == nil || !strings.Contains(err.Error(), "remote error: tls:") {
+		t.Errorf("another CA's client certificate: %v; want a TLS alert", err)
+	}
+}
+
+// Client verifies the server against caFile: another CA's certificate is
+// an unknown authority (never skipped) unless InsecureSkipVerify.
+func TestClient(t *testing.T) {
+	dir := t.TempDir()
+	ca, other := tlstest.NewCA(t, "ca"), tlstest.NewCA(t, "other")
+	crt, key, caFile := ca.Files(t, dir, "server")
+	s, err := NewServer(crt, key, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := serve(t, s.Config())
+	try := func(f Files) error {
+		cfg, err := Client(f, nil)
+		if err != nil {
+			t.Fatalf("Client(%+v): %v", f, err)
+		}
+		c, err := tls.Dial("tcp", addr, cfg)
+		if err == nil {
+			c.Close()
+		}
+		return err
+	}
+	if err := try(Files{CAFile: caFile}); err != nil {
+		t.Errorf("right CA: %v", err)
+	}
+	otherFile := tlstest.Write(t, dir, "other.crt", other.PEM)
+	var unknown x509.UnknownAuthorityError
+	if err := try(Files{CAFile: otherFile}); !errors.As(err, &unknown) {
+		t.Errorf("wrong CA: %v; want unknown authority", err)
+	}
+	if err := try(Files{CAFile: otherFile, InsecureSkipVerify: true}); err != nil {
+		t.Errorf("insecureSkipVerify: %v", err)
+	}
+	for _, f := range []Files{
+		{CAFile: filepath.Join(dir, "missing.crt")},
+		{CAFile: crt + "x"},
+		{CertFile: crt},
+		{CertFile: crt, KeyFile: caFile},
+	} {
+		if _, err := Client(f, nil); err == nil {
+			t.Errorf("Client(%+v): no error", f)
+		}
+	}
+	if _, err := Client(Files{CAFile: key}, nil); err == nil || !strings.Contains(err.Error(), "no PEM certificate") {
+		t.Errorf("a key as CA file: %v", err)
+	}
+}
+
+// A client certificate rewritten on disk is presented from the next
+// handshake, without building the client again.
+func TestClientCertificateReloads(t *testing.T) {
+	dir := t.TempDir()
+	ca, clients, other := tlstest.NewCA(t, "ca"), tlstest.NewCA(t, "clients"), tlstest.NewCA(t, "other")
+	crt, key, caFile := ca.Files(t, dir, "server")
+	s, err := NewServer(crt, key, tlstest.Write(t, dir, "clients.crt", clients.PEM), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := serve(t, s.Config())
+	c, k := other.Issue(t, "me")
+	ccrt, ckey := tlstest.Write(t, dir, "me.crt", c), tlstest.Write(t, dir, "me.key", k)
+	cfg, err := Client(Files{CAFile: caFile, CertFile: ccrt, KeyFile: ckey}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	try := func() error {
+		conn, err := tls.Dial("tcp", addr, cfg)
+		if err == nil {
+			// TLS 1.3: a refusal shows on the first read; a timeout
+			// means the server took the certificate and waits.
+			conn.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+			_, err = conn.Read(make([]byte, 1))
+			conn.Close()
+		}
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			return nil
+		}
+		return err
+	}
+	if err := try(); err == nil || !strings.Contains(err.Error(), "remote error: tls:") {
+		t.Fatalf("another CA's certificate: %v; want refused", err)
+	}
+	c, k = clients.Issue(t, "me")
+	os.WriteFile(ckey, k, 0o600)
+	os.WriteFile(ccrt, c, 0o600)
+	if err := try(); err != nil {
+		t.Fatalf("after the rewrite: %v", err)
+	}
+}
