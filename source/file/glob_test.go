@@ -1,0 +1,233 @@
+package file_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"tailfeed/feed"
+	"tailfeed/overload"
+	"tailfeed/source/file"
+)
+
+func TestPatternMatch(t *testing.T) {
+	cases := []struct {
+		pat, name string
+		want      bool
+	}{
+		{"/a/**/*.log", "/a/x.log", true},
+		{"/a/**/*.log", "/a/b/c/x.log", true},
+		{"/a/**/*.log", "/a/b/c/x.txt", false},
+		{"/a/*.log", "/a/b/x.log", false},
+		{"/a/*/x.log", "/a/b/x.log", true},
+		{"/a/[ab].log", "/a/b.log", true},
+		{"/a/?.log", "/a/bb.log", false},
+		{"/a/**", "/a/b/c", true},
+	}
+	for _, c := range cases {
+		p, err := file.CompilePattern(c.pat)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := p.Match(c.name); got != c.want {
+			t.Errorf("%s ~ %s = %v, want %v", c.pat, c.name, got, c.want)
+		}
+	}
+	p, _ := file.CompilePattern("/a/b*/c/*.log")
+	if !p.MayHoldMatches("/a/bx") || !p.MayHoldMatches("/a/bx/c") || p.MayHoldMatches("/a/x") || p.MayHoldMatches("/a/bx/c/d") {
+		t.Error("MayHoldMatches")
+	}
+	if _, err := file.CompilePattern("/a/x**/y"); err == nil {
+		t.Error("x** accepted")
+	}
+}
+
+// globRig runs a Glob over dir with a recording subscriber.
+type globRig struct {
+	t      *testing.T
+	dir    string
+	data   string
+	g      *file.Glob
+	pub    *feed.Publisher
+	mu     sync.Mutex
+	lines  map[string][]string
+	cancel context.CancelFunc
+	stopQ  context.CancelFunc
+	done   chan struct{}
+	qdone  chan struct{}
+}
+
+func newGlobRig(t *testing.T, dir, data, pattern string, maxOpen int) *globRig {
+	r := &globRig{t: t, dir: dir, data: data, lines: map[string][]string{}}
+	q := feed.NewQueue("rec", 4096, 8<<20, overload.Policy{Kind: overload.Pause})
+	r.pub = feed.NewPublisher("f", []*feed.Queue{q}, 65536, 512)
+	g, err := file.NewGlob(file.GlobConfig{
+		Stream: file.Config{Feed: "f", Path: pattern, Poll: 50 * time.Millisecond, RotateWait: 200 * time.Millisecond,
+			CommitSync: 5 * time.Millisecond, BatchLines: 512, Outputs: []string{data}},
+		PointerDir:    filepath.Join(data, "feeds", "f"),
+		EpochsPath:    filepath.Join(data, "feeds", "f.epochs"),
+		ScanInterval:  200 * time.Millisecond,
+		MaxOpenFiles:  maxOpen,
+		CloseInactive: 300 * time.Millisecond,
+		ForgetAfter:   300 * time.Millisecond,
+	}, r.pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.g = g
+	qctx, qc := context.WithCancel(context.Background())
+	r.stopQ, r.qdone = qc, make(chan struct{})
+	go func() {
+		defer close(r.qdone)
+		for {
+			b, err := q.Pop(qctx)
+			if err != nil {
+				return
+			}
+			r.mu.Lock()
+			for _, l := range b.Lines {
+				r.lines[b.Path] = append(r.lines[b.Path], string(l))
+			}
+			r.mu.Unlock()
+			q.AddDispatched(uint64(b.Len()))
+			b.Release()
+		}
+	}()
+	ctx, cancel := context.WithCancel(context.Background())
+	r.cancel, r.done = cancel, make(chan struct{})
+	go func() {
+		defer close(r.done)
+		g.Run(ctx)
+	}()
+	return r
+}
+
+func (r *globRig) stop() {
+	r.cancel()
+	<-r.done
+	ctx, c := context.WithTimeout(context.Background(), 5*time.Second)
+	r.g.Drain(ctx)
+	c()
+	if err := r.g.Close(); err != nil {
+		r.t.Error(err)
+	}
+	r.stopQ()
+	<-r.qdone
+}
+
+func (r *globRig) count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, l := range r.lines {
+		n += len(l)
+	}
+	return n
+}
+
+func (r *globRig) waitLines(n int, d time.Duration) {
+	r.t.Helper()
+	end := time.Now().Add(d)
+	for time.Now().Before(end) {
+		if r.count() >= n {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	r.t.Fatalf("got %d lines, want %d", r.count(), n)
+}
+
+func writeLines(t *testing.T, path, tag string, n int) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&b, "%s %d\n", tag, i)
+	}
+	f.WriteString(b.String())
+	f.Close()
+}
+
+func TestGlobNestedNewFilesBoundedOpen(t *testing.T) {
+	dir, data := t.TempDir(), t.TempDir()
+	for i := 0; i < 40; i++ {
+		writeLines(t, filepath.Join(dir, fmt.Sprintf("d%d", i%4), fmt.Sprintf("f%d.log", i)), fmt.Sprintf("f%d", i), 50)
+	}
+	writeLines(t, filepath.Join(dir, "skip.txt"), "x", 5)
+	r := newGlobRig(t, dir, data, filepath.Join(dir, "**", "*.log"), 8)
+	for i := 40; i < 60; i++ {
+		writeLines(t, filepath.Join(dir, "new", fmt.Sprintf("n%d", i%3), "deep", fmt.Sprintf("f%d.log", i)), fmt.Sprintf("f%d", i), 50)
+	}
+	r.waitLines(60*50, 20*time.Second)
+	time.Sleep(300 * time.Millisecond)
+	r.stop()
+	if r.count() != 60*50 {
+		t.Fatalf("lines %d", r.count())
+	}
+	for p, ls := range r.lines {
+		for i, l := range ls {
+			if !strings.HasSuffix(l, fmt.Sprintf(" %d", i)) || !strings.HasPrefix(l, strings.TrimSuffix(filepath.Base(p), ".log")+" ") {
+				t.Fatalf("%s: line %d is %q", p, i, l)
+			}
+		}
+	}
+	ptrs, _ := filepath.Glob(filepath.Join(data, "feeds", "f", "*.ptr"))
+	if len(ptrs) != 60 {
+		t.Fatalf("pointers: %d", len(ptrs))
+	}
+	// A restart reads nothing again.
+	r2 := newGlobRig(t, dir, data, filepath.Join(dir, "**", "*.log"), 8)
+	writeLines(t, filepath.Join(dir, "d0", "f0.log"), "f0", 1)
+	r2.waitLines(1, 10*time.Second)
+	time.Sleep(500 * time.Millisecond)
+	r2.stop()
+	if r2.count() != 1 || r2.lines[filepath.Join(dir, "d0", "f0.log")][0] != "f0 0" {
+		t.Fatalf("restart delivered %v", r2.lines)
+	}
+}
+
+func TestGlobRenameTinyFileForget(t *testing.T) {
+	dir, data := t.TempDir(), t.TempDir()
+	a := filepath.Join(dir, "a.log")
+	writeLines(t, a, "a", 10)
+	os.WriteFile(filepath.Join(dir, "tiny.log"), []byte("123456789\n"), 0o644)
+	r := newGlobRig(t, dir, data, filepath.Join(dir, "*.log"), 16)
+	r.waitLines(11, 10*time.Second)
+	// Rename within the glob: no re-read; appends continue under a.log.
+	b := filepath.Join(dir, "b.log")
+	if err := os.Rename(a, b); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(500 * time.Millisecond)
+	writeLines(t, b, "late", 2)
+	r.waitLines(13, 10*time.Second)
+	// Deleted and finished: its pointer is forgotten.
+	os.Remove(filepath.Join(dir, "tiny.log"))
+	time.Sleep(1500 * time.Millisecond)
+	files := r.g.Files()
+	r.stop()
+	if got := r.count(); got != 13 {
+		t.Fatalf("lines %d: %v", got, r.lines)
+	}
+	if l := r.lines[a]; len(l) != 12 || l[10] != "late 0" {
+		t.Fatalf("a.log lines %v", l)
+	}
+	if r.lines[filepath.Join(dir, "tiny.log")][0] != "123456789" {
+		t.Fatal("tiny file not read")
+	}
+	ptrs, _ := filepath.Glob(filepath.Join(data, "feeds", "f", "*.ptr"))
+	if len(ptrs) != 1 {
+		t.Fatalf("pointers left: %v (files %+v)", ptrs, files)
+	}
+}
