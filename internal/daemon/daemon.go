@@ -75,7 +75,8 @@ type Daemon struct {
 // Feed is one running feed.
 type Feed struct {
 	cfg    *config.Feed
-	src    *file.Source
+	src    feedSource // a *file.Source, or the glob
+	glob   *file.Glob // a glob feed's source (DESIGN §10); nil for one file
 	pub    *feed.Publisher
 	groups []*processor.Group
 	closer []processor.Closer
@@ -144,6 +145,9 @@ func NewWithOptions(cfg *config.Config, log hclog.Logger, opts Options) (*Daemon
 // report (the feed goes FAILED).
 func (d *Daemon) checkPaths() error {
 	for i, fc := range d.cfg.Feeds {
+		if config.IsGlob(fc.Path) {
+			continue
+		}
 		if fi, err := os.Stat(fc.Path); err == nil && fi.IsDir() {
 			return &ConfigError{Loc: d.configLoc(fc.Line), Key: fmt.Sprintf("feeds[%d].path", i),
 				Err: fmt.Errorf("%s is a directory; a feed tails one file (feed %q)", fc.Path, fc.Name)}
@@ -205,6 +209,29 @@ func (d *Daemon) buildFeed(fc *config.Feed) (*Feed, error) {
 			f.closer = append(f.closer, c)
 		}
 	}
+	stream := file.Config{
+		Feed:         fc.Name,
+		Path:         fc.Path,
+		Strategy:     strat,
+		MaxLine:      fc.MaxLineBytes,
+		BatchLines:   batchLines,
+		BatchBytes:   batchBytes,
+		Poll:         fc.Built.Poll,
+		RotateWait:   fc.Built.RotateWait,
+		CommitSync:   fc.Built.CommitSync,
+		Logger:       log,
+		NoNotify:     noFSNotify(),
+		Outputs:      d.ownOutputs(),
+		OnLoss:       d.onLoss(fc.Name),
+		RotatedNames: fc.RotatedNames,
+	}
+	if config.IsGlob(fc.Path) {
+		if err := d.buildGlob(f, fc, stream, log); err != nil {
+			f.close()
+			return nil, err
+		}
+		return f, nil
+	}
 	if strat == file.Committed {
 		p, err := pointer.Open(datadir.Pointer(d.cfg.DataDir, fc.Name), pointer.Options{
 			Logger:     log,
@@ -217,23 +244,8 @@ func (d *Daemon) buildFeed(fc *config.Feed) (*Feed, error) {
 		}
 		f.ptr = p
 	}
-	f.src = file.New(file.Config{
-		Feed:         fc.Name,
-		Path:         fc.Path,
-		Strategy:     strat,
-		MaxLine:      fc.MaxLineBytes,
-		BatchLines:   batchLines,
-		BatchBytes:   batchBytes,
-		Poll:         fc.Built.Poll,
-		RotateWait:   fc.Built.RotateWait,
-		CommitSync:   fc.Built.CommitSync,
-		Pointer:      f.ptr,
-		Logger:       log,
-		NoNotify:     os.Getenv("TAILFEED_NO_FSNOTIFY") != "",
-		Outputs:      d.ownOutputs(),
-		OnLoss:       d.onLoss(fc.Name),
-		RotatedNames: fc.RotatedNames,
-	}, f.pub)
+	stream.Pointer = f.ptr
+	f.src = file.New(stream, f.pub)
 	return f, nil
 }
 
@@ -310,6 +322,7 @@ func (d *Daemon) Start(ctx context.Context) {
 		ProtectRead:    d.cfg.Status.ProtectRead,
 		MaxConnections: d.cfg.Status.MaxConnections,
 		Report:         d.Report,
+		ReportFiles:    d.ReportFiles,
 		Health:         d.Health,
 		Ready:          d.Ready,
 		Logger:         d.log.Named("http"),

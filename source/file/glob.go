@@ -82,7 +82,7 @@ type Glob struct {
 }
 
 type globTotals struct {
-	lines, bytes, downgraded, oversized, lostTails, lostBytes, commitFailures, commits uint64
+	lines, bytes, downgraded, oversized, lostTails, lostBytes, commitFailures uint64
 }
 
 type streamState int
@@ -117,6 +117,7 @@ type gstream struct {
 	offset    int64 // the pointer's offset when closed
 	epoch     uint64
 	reopen    bool // changed while stopping: open again
+	commits   uint64 // its pointer's commit counter when closed
 	unacked   bool // closed with lines unacknowledged (a drain cut short): never forgotten
 }
 
@@ -639,6 +640,9 @@ func (g *Glob) closed(s *gstream) {
 	g.acc.lostTails += src.LostTails()
 	g.acc.lostBytes += src.LostBytes()
 	g.acc.commitFailures += src.CommitFailures()
+	if src.ptr != nil {
+		s.commits = src.ptr.Record().Commits
+	}
 	s.offset = src.ReadPos()
 	s.epoch = src.Epoch()
 	s.unacked = s.sp.Pending() > 0
@@ -722,7 +726,7 @@ func (g *Glob) loadPointers() {
 			g.log.Warn("unreadable stream pointer ignored", "pointer", p, "error", err)
 			continue
 		}
-		s := &gstream{ptrPath: p, key: rec.FileKey, offset: rec.Offset, epoch: rec.Epoch, gone: true, goneAt: time.Now()}
+		s := &gstream{ptrPath: p, key: rec.FileKey, offset: rec.Offset, epoch: rec.Epoch, commits: rec.Commits, gone: true, goneAt: time.Now()}
 		if rec.FileKey == 0 {
 			// Finished and forgotten by its source: deleted after forgetAfter.
 			s.key = rec.Epoch ^ 1<<63

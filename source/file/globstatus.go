@@ -176,3 +176,29 @@ func (g *Glob) SyncedSeq() uint64 {
 
 // Detail is "" (per-file events are logged).
 func (g *Glob) Detail() string { return "" }
+
+// Epoch is 0: a glob feed has one epoch per file (DESIGN §10 "Status").
+func (g *Glob) Epoch() uint64 { return 0 }
+
+// ReadPos is 0: positions are per file (Files).
+func (g *Glob) ReadPos() int64 { return 0 }
+
+// Unterminated sums the open files' bytes after their last terminator.
+func (g *Glob) Unterminated() int64 {
+	return int64(g.sum(0, func(s *Source) uint64 { return uint64(s.Unterminated()) }))
+}
+
+// Commits sums the commit counters of every tracked file's pointer.
+func (g *Glob) Commits() uint64 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var n uint64
+	for _, s := range g.byKey {
+		if s.src != nil && s.src.ptr != nil {
+			n += s.src.ptr.Record().Commits
+		} else {
+			n += s.commits
+		}
+	}
+	return n
+}
