@@ -29,7 +29,7 @@ func TestGlobKeys(t *testing.T) {
 func TestGlobErrors(t *testing.T) {
 	for _, c := range []struct{ yaml, want string }{
 		{"    path: /a/x**/*.log\n", "tailfeed.yaml:3: feeds[0].path: bad glob"},
-		{"    path: /a/*.log\n    exclude: ["/a/[.log"]\n", "tailfeed.yaml:4: feeds[0].exclude[0]: bad glob"},
+		{"    path: /a/*.log\n    exclude: [\"/a/[.log\"]\n", "tailfeed.yaml:4: feeds[0].exclude[0]: bad glob"},
 		{"    path: /a/b.log\n    exclude: [/a/c.log]\n", "tailfeed.yaml:4: feeds[0].exclude: exclude needs a glob path"},
 		{"    path: /a/*.log\n    readStrategy: ONCE_EARLIEST\n", "tailfeed.yaml:4: feeds[0].readStrategy: ONCE_EARLIEST is not supported"},
 		{"    path: /a/*.log\n    maxOpenFiles: 1\n", "tailfeed.yaml:4: feeds[0].maxOpenFiles"},
