@@ -77,6 +77,7 @@ type Glob struct {
 	acc      globTotals // counters of closed sources
 	maxSlots int
 	loaded   []loaded // a previous run's pointers not yet matched to a file
+	ghosts   uint64   // map keys of gone streams whose key a new file took
 
 	filesSkipped atomic.Uint64
 }
@@ -376,7 +377,7 @@ func (g *Glob) scan(ctx context.Context) {
 		if keys[k] != f.path {
 			continue
 		}
-		if s := g.byKey[k]; s != nil && g.sameFile(s, f) {
+		if s := g.byKey[k]; s != nil && !(s.gone && g.retired[k]) && g.sameFile(s, f) {
 			if s.path != f.path {
 				// Renamed within the glob: the stream follows its file.
 				if g.byPath[s.path] == s {
@@ -391,12 +392,17 @@ func (g *Glob) scan(ctx context.Context) {
 			continue
 		}
 		if s := g.byKey[k]; s != nil {
-			// The key with other first bytes: inode reuse, a new file.
+			// The key with other first bytes (inode reuse), or a retired
+			// key: a new file. The old stream stays tracked, gone, until
+			// it is forgotten.
 			delete(g.byKey, k)
 			if !s.gone {
 				s.gone, s.goneAt = true, now
 			}
+			g.ghosts++
+			g.byKey[1<<63|g.ghosts] = s
 		}
+		delete(g.retired, k) // a new stream from here on
 		prev := g.byPath[f.path]
 		s := &gstream{path: f.path, first: f.path, key: k, size: f.size, mod: f.mod, activeAt: now}
 		if ptr := g.ptrFor(k, f); ptr != "" {
@@ -729,7 +735,8 @@ func (g *Glob) loadPointers() {
 		s := &gstream{ptrPath: p, key: rec.FileKey, offset: rec.Offset, epoch: rec.Epoch, commits: rec.Commits, gone: true, goneAt: time.Now()}
 		if rec.FileKey == 0 {
 			// Finished and forgotten by its source: deleted after forgetAfter.
-			s.key = rec.Epoch ^ 1<<63
+			g.ghosts++
+			s.key = 1<<63 | 1<<62 | g.ghosts
 		}
 		g.loaded = append(g.loaded, loaded{s: s, rec: rec})
 	}

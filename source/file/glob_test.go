@@ -231,3 +231,29 @@ func TestGlobRenameTinyFileForget(t *testing.T) {
 		t.Fatalf("pointers left: %v (files %+v)", ptrs, files)
 	}
 }
+
+// A closed stream's file (same inode) rewritten with other first bytes is
+// a new stream read from its start; a deleted file's key is retired.
+func TestGlobSameKeyOtherContent(t *testing.T) {
+	dir, data := t.TempDir(), t.TempDir()
+	p := filepath.Join(dir, "x.log")
+	writeLines(t, p, "old", 5)
+	r := newGlobRig(t, dir, data, filepath.Join(dir, "*.log"), 16)
+	r.waitLines(5, 10*time.Second)
+	time.Sleep(800 * time.Millisecond) // closeInactive (300ms) closes it
+	if c := r.g.Counts(); c.Open != 0 {
+		t.Fatalf("still open: %+v", c)
+	}
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_TRUNC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString("new 0\nnew 1\nnew 2\nnew 3\nnew 4\nnew 5\nnew 6\n")
+	f.Close()
+	r.waitLines(12, 10*time.Second)
+	time.Sleep(300 * time.Millisecond)
+	r.stop()
+	if got := r.lines[p]; len(got) != 12 || got[5] != "new 0" {
+		t.Fatalf("lines %v", got)
+	}
+}
