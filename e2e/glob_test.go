@@ -356,3 +356,108 @@ func TestGlobKill9(t *testing.T) {
 	}
 	t.Logf("20 files, 5 kills: %d lines, none missing, %d re-delivered", want, dups)
 }
+
+// TestGlobFairness (issue 13 acceptance 3): one file appended at full speed
+// for as long as the quiet files are written (capped at 400 MB, input and
+// output, to spare the shared disk) while 50 others get one line per
+// 100 ms: every quiet line is delivered within 1 s (p99).
+func TestGlobFairness(t *testing.T) {
+	e := newEnv(t, fmt.Sprintf(globConfig, 1024, 300000, 86400000))
+	in := e.path("in")
+	os.MkdirAll(in, 0o755)
+	for q := 0; q < 50; q++ {
+		os.WriteFile(filepath.Join(in, fmt.Sprintf("q%02d.log", q)), nil, 0o644)
+	}
+	os.WriteFile(filepath.Join(in, "busy.log"), nil, 0o644)
+	d := e.start()
+	out := e.path("out.log")
+	stop := make(chan struct{})
+	var busyBytes atomic.Int64
+	var wg, quiet sync.WaitGroup
+	wg.Add(1)
+	go func() { // the busy file: 256 KiB writes back to back
+		defer wg.Done()
+		f, err := os.OpenFile(filepath.Join(in, "busy.log"), os.O_WRONLY|os.O_APPEND, 0)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer f.Close()
+		chunk := bytes.Repeat([]byte("busy 0 padding padding padding padding padding padding padding padding padding\n"), 256<<10/80)
+		start := time.Now()
+		defer func() { t.Logf("busy file: %d MB in %v", busyBytes.Load()>>20, time.Since(start).Round(time.Millisecond)) }()
+		for busyBytes.Load() < 200<<20 {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			f.Write(chunk)
+			busyBytes.Add(int64(len(chunk)))
+		}
+	}()
+	const rounds = 40
+	for q := 0; q < 50; q++ {
+		quiet.Add(1)
+		go func() {
+			defer quiet.Done()
+			p := filepath.Join(in, fmt.Sprintf("q%02d.log", q))
+			for i := 0; i < rounds; i++ {
+				appendTo(t, p, fmt.Sprintf("q%02d %d %d\n", q, i, time.Now().UnixNano()))
+				time.Sleep(100 * time.Millisecond)
+			}
+		}()
+	}
+	go func() { quiet.Wait(); close(stop) }()
+	// Tail the output, timing every quiet line's arrival.
+	var lat []time.Duration
+	var off int64
+	var part []byte
+	deadline := time.Now().Add(90 * time.Second)
+	for len(lat) < 50*rounds && time.Now().Before(deadline) {
+		f, err := os.Open(out)
+		if err == nil {
+			buf := make([]byte, 4<<20)
+			for {
+				n, _ := f.ReadAt(buf, off)
+				if n == 0 {
+					break
+				}
+				off += int64(n)
+				now := time.Now()
+				data := append(part, buf[:n]...)
+				last := bytes.LastIndexByte(data, '\n')
+				for _, l := range bytes.Split(data[:last+1], []byte{'\n'}) {
+					if len(l) > 0 && l[0] == 'q' {
+						fs := strings.Fields(string(l))
+						ns, _ := strconv.ParseInt(fs[2], 10, 64)
+						lat = append(lat, now.Sub(time.Unix(0, ns)))
+					}
+				}
+				part = append([]byte(nil), data[last+1:]...)
+			}
+			f.Close()
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	quiet.Wait()
+	wg.Wait()
+	d.stop()
+	if len(lat) != 50*rounds {
+		t.Fatalf("%d quiet lines delivered, want %d", len(lat), 50*rounds)
+	}
+	sortDurations(lat)
+	p99 := lat[len(lat)*99/100]
+	t.Logf("quiet lines: p50 %v p99 %v max %v (busy output %d MB)", lat[len(lat)/2], p99, lat[len(lat)-1], off>>20)
+	if p99 > time.Second {
+		t.Fatalf("p99 %v > 1s", p99)
+	}
+}
+
+func sortDurations(d []time.Duration) {
+	for i := 1; i < len(d); i++ {
+		for j := i; j > 0 && d[j] < d[j-1]; j-- {
+			d[j], d[j-1] = d[j-1], d[j]
+		}
+	}
+}
