@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -60,6 +61,7 @@ type globRig struct {
 	stopQ  context.CancelFunc
 	done   chan struct{}
 	qdone  chan struct{}
+	hold   atomic.Bool // the subscriber does not finish batches while set
 }
 
 func newGlobRig(t *testing.T, dir, data, pattern string, maxOpen int) *globRig {
@@ -94,6 +96,9 @@ func newGlobRig(t *testing.T, dir, data, pattern string, maxOpen int) *globRig {
 				r.lines[b.Path] = append(r.lines[b.Path], string(l))
 			}
 			r.mu.Unlock()
+			for r.hold.Load() && qctx.Err() == nil {
+				time.Sleep(5 * time.Millisecond)
+			}
 			q.AddDispatched(uint64(b.Len()))
 			b.Release()
 		}
@@ -255,5 +260,43 @@ func TestGlobSameKeyOtherContent(t *testing.T) {
 	r.stop()
 	if got := r.lines[p]; len(got) != 12 || got[5] != "new 0" {
 		t.Fatalf("lines %v", got)
+	}
+}
+
+// Issue 13 acceptance 5: a finished, deleted file's pointer is removed
+// after forgetAfter (300 ms here), never while a line of it is
+// unacknowledged.
+func TestGlobForgetWaitsForAcks(t *testing.T) {
+	dir, data := t.TempDir(), t.TempDir()
+	keep, gone := filepath.Join(dir, "keep.log"), filepath.Join(dir, "gone.log")
+	writeLines(t, keep, "keep", 3)
+	r := newGlobRig(t, dir, data, filepath.Join(dir, "*.log"), 16)
+	r.waitLines(3, 10*time.Second)
+	r.hold.Store(true)
+	writeLines(t, gone, "gone", 3)
+	r.waitLines(6, 10*time.Second)
+	if err := os.Remove(gone); err != nil {
+		t.Fatal(err)
+	}
+	ptrs := func() int {
+		p, _ := filepath.Glob(filepath.Join(data, "feeds", "f", "*.ptr"))
+		return len(p)
+	}
+	time.Sleep(1500 * time.Millisecond) // 5× forgetAfter, lines unacknowledged
+	if n := ptrs(); n != 2 {
+		t.Fatalf("%d pointers while gone.log's lines are unacknowledged, want 2", n)
+	}
+	r.hold.Store(false)
+	end := time.Now().Add(10 * time.Second)
+	for ptrs() != 1 && time.Now().Before(end) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	files := r.g.Files()
+	r.stop()
+	if n := ptrs(); n != 1 {
+		t.Fatalf("%d pointers after the acknowledgement and forgetAfter, want 1 (files %+v)", n, files)
+	}
+	if len(files) != 1 || files[0].Path != keep {
+		t.Fatalf("files %+v", files)
 	}
 }
