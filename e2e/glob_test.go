@@ -385,7 +385,9 @@ func TestGlobFairness(t *testing.T) {
 		defer f.Close()
 		chunk := bytes.Repeat([]byte("busy 0 padding padding padding padding padding padding padding padding padding\n"), 256<<10/80)
 		start := time.Now()
-		defer func() { t.Logf("busy file: %d MB in %v", busyBytes.Load()>>20, time.Since(start).Round(time.Millisecond)) }()
+		defer func() {
+			t.Logf("busy file: %d MB in %v", busyBytes.Load()>>20, time.Since(start).Round(time.Millisecond))
+		}()
 		for busyBytes.Load() < 200<<20 {
 			select {
 			case <-stop:

@@ -117,9 +117,9 @@ type gstream struct {
 	size, mod int64 // at the last look
 	offset    int64 // the pointer's offset when closed
 	epoch     uint64
-	reopen    bool // changed while stopping: open again
+	reopen    bool   // changed while stopping: open again
 	commits   uint64 // its pointer's commit counter when closed
-	unacked   bool // closed with lines unacknowledged (a drain cut short): never forgotten
+	unacked   bool   // closed with lines unacknowledged (a drain cut short): never forgotten
 }
 
 // NewGlob makes a glob source publishing to pub.
