@@ -76,8 +76,9 @@ type Glob struct {
 	startAt  time.Time
 	acc      globTotals // counters of closed sources
 	maxSlots int
-	loaded   []loaded // a previous run's pointers not yet matched to a file
-	ghosts   uint64   // map keys of gone streams whose key a new file took
+	loaded   []loaded        // a previous run's pointers not yet matched to a file
+	ctx      context.Context // Run's
+	ghosts   uint64          // map keys of gone streams whose key a new file took
 
 	filesSkipped atomic.Uint64
 }
@@ -114,12 +115,14 @@ type gstream struct {
 	activeAt time.Time // last read progress or change seen
 	lastRead uint64
 
-	size, mod int64 // at the last look
-	offset    int64 // the pointer's offset when closed
-	epoch     uint64
-	reopen    bool   // changed while stopping: open again
-	commits   uint64 // its pointer's commit counter when closed
-	unacked   bool   // closed with lines unacknowledged (a drain cut short): never forgotten
+	size, mod   int64 // at the last look
+	offset      int64 // the pointer's offset when closed
+	epoch       uint64
+	reopen      bool   // changed while stopping: open again
+	commits     uint64 // its pointer's commit counter when closed
+	behind      bool   // stopped with bytes unread: queued again once closed
+	src0dropped bool   // its source dropped a batch it never published: queued again
+	unacked     bool   // closed with lines unacknowledged (a drain cut short): never forgotten
 }
 
 // NewGlob makes a glob source publishing to pub.
@@ -170,7 +173,7 @@ func NewGlob(cfg GlobConfig, pub *feed.Publisher) (*Glob, error) {
 
 // Run discovers, schedules and watches until ctx is done.
 func (g *Glob) Run(ctx context.Context) error {
-	g.startAt = time.Now()
+	g.startAt, g.ctx = time.Now(), ctx
 	if g.cfg.PointerDir != "" {
 		if err := os.MkdirAll(g.cfg.PointerDir, 0o700); err != nil {
 			return err
@@ -241,10 +244,13 @@ func (g *Glob) drainEvents(ctx context.Context) {
 		case name := <-g.events:
 			g.mu.Lock()
 			s := g.byPath[name]
-			if s != nil && s.st == stOpen {
+			switch {
+			case s != nil && s.st == stOpen:
 				poke(s.src.events)
 				s.activeAt = time.Now()
-			} else {
+			case s != nil && !s.gone && g.lookAt(s):
+				// A write to a closed file: no rescan needed.
+			default:
 				rescan = true
 			}
 			g.mu.Unlock()
@@ -256,6 +262,26 @@ func (g *Glob) drainEvents(ctx context.Context) {
 	if rescan {
 		g.scan(ctx)
 	}
+}
+
+// lookAt checks a tracked stream's file at its path (an fsnotify event
+// named it); false when the path no longer names it (a rescan decides).
+func (g *Glob) lookAt(s *gstream) bool {
+	st, err := os.Stat(s.path)
+	if err != nil || !st.Mode().IsRegular() {
+		return false
+	}
+	dev, ino, err := fileutil.DevInoPath(s.path)
+	if err != nil || pointer.FileKey(dev, ino) != s.key {
+		return false
+	}
+	f := found{path: s.path, dev: dev, ino: ino, size: st.Size(), mod: st.ModTime().UnixNano()}
+	if !g.sameFile(s, f) {
+		return false
+	}
+	g.seen(s, f, time.Now())
+	g.schedule(g.ctx)
+	return true
 }
 
 // found is one matching regular file at one scan.
@@ -555,7 +581,10 @@ func (g *Glob) preempt() {
 			continue
 		}
 		st := s.src.State()
-		if st == CaughtUp || st == WaitingForFile || now.Sub(s.openedAt) > time.Second {
+		done := st == CaughtUp || st == WaitingForFile
+		if done || (!s.gone && now.Sub(s.openedAt) > time.Second) {
+			// A file with unread bytes takes its turn again later (closed
+			// queues it); a gone one is never stopped before its end.
 			g.stop(s)
 			need--
 		}
@@ -622,6 +651,8 @@ func (g *Glob) openPointer(s *gstream) (*pointer.Pointer, error) {
 // stop ends s's Source: the run, then (on a goroutine) the drain of its
 // published lines and the final commit; closed takes it back.
 func (g *Glob) stop(s *gstream) {
+	st := s.src.State()
+	s.behind = st != CaughtUp && st != WaitingForFile
 	s.st = stStopping
 	s.cancel()
 	go func() {
@@ -652,11 +683,12 @@ func (g *Glob) closed(s *gstream) {
 	s.offset = src.ReadPos()
 	s.epoch = src.Epoch()
 	s.unacked = s.sp.Pending() > 0
+	s.src0dropped = src.dropped
 	g.mux.remove(s.sp)
 	s.src, s.sp = nil, nil
 	s.st = stClosed
 	g.open--
-	if s.reopen && !s.gone {
+	if (s.reopen || s.behind || s.src0dropped) && !s.gone {
 		g.enqueue(s)
 	}
 }

@@ -300,3 +300,30 @@ func TestGlobForgetWaitsForAcks(t *testing.T) {
 		t.Fatalf("files %+v", files)
 	}
 }
+
+// A file whose stream gives up its slot with bytes unread (another file
+// waits for the only slot) is read on when its turn comes again, though it
+// does not change any more.
+func TestGlobPreemptedStreamResumes(t *testing.T) {
+	dir, data := t.TempDir(), t.TempDir()
+	writeLines(t, filepath.Join(dir, "a.log"), "a", 20000)
+	writeLines(t, filepath.Join(dir, "b.log"), "b", 20000)
+	r := newGlobRig(t, dir, data, filepath.Join(dir, "*.log"), 2) // one slot
+	r.hold.Store(true)
+	time.Sleep(1500 * time.Millisecond) // the first stream runs past its turn with its lines held
+	r.hold.Store(false)
+	r.waitLines(40000, 20*time.Second)
+	time.Sleep(200 * time.Millisecond)
+	r.stop()
+	for _, tag := range []string{"a", "b"} {
+		ls := r.lines[filepath.Join(dir, tag+".log")]
+		for i, l := range ls {
+			if l != fmt.Sprintf("%s %d", tag, i) {
+				t.Fatalf("%s: line %d is %q", tag, i, l)
+			}
+		}
+		if len(ls) != 20000 {
+			t.Fatalf("%s: %d lines", tag, len(ls))
+		}
+	}
+}
