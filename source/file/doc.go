@@ -342,6 +342,7 @@
 //     look (FAILED while it is no regular file), never a reason to stop. A
 //     regular file that cannot be opened (EACCES) is FAILED with the open
 //     error as detail, logged once, and retried likewise.//
+//
 // # Many files per feed (globs, DESIGN §10)
 //
 // A feed whose path holds '*', '?' or '[' is read by a Glob (glob.go), not
