@@ -341,7 +341,7 @@
 //     flips between a regular file and something else, is retried at every
 //     look (FAILED while it is no regular file), never a reason to stop. A
 //     regular file that cannot be opened (EACCES) is FAILED with the open
-//     error as detail, logged once, and retried likewise.//
+//     error as detail, logged once, and retried likewise.
 //
 // # Many files per feed (globs, DESIGN §10)
 //
