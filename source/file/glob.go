@@ -596,6 +596,11 @@ func (g *Glob) start(ctx context.Context, s *gstream) error {
 	c := g.cfg.Stream
 	c.Path, c.DeliveryPath, c.Pinned = s.path, s.first, true
 	c.NoNotify = true // the glob's watcher wakes it
+	if g.watcher != nil {
+		// Events wake the stream; its own look at the file is a fallback
+		// (at most once a second: thousands of open files stay cheap).
+		c.Poll = max(c.Poll, time.Second)
+	}
 	c.Pointer = nil
 	switch {
 	case g.cfg.PointerDir != "":

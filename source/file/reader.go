@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"sync"
 	"time"
 
 	"tailfeed/feed"
@@ -27,7 +28,8 @@ type reader struct {
 	epoch      uint64
 	positioned bool // false: lines are delivered without a position (appended after a switch)
 
-	buf        []byte
+	buf        []byte // nil while released (idle, see releaseBuf)
+	bufLen     int
 	base       int64
 	start, end int
 	limit      int64 // once-reads: stop at this offset; -1 to tail
@@ -70,9 +72,10 @@ type reader struct {
 
 func newReader(f *os.File, dev, ino uint64, bufSize, maxLine int) *reader {
 	return &reader{
+		bufLen: bufSize,
 		f: f, dev: dev, ino: ino, key: pointer.FileKey(dev, ino),
 		positioned: true,
-		buf:        make([]byte, bufSize),
+		buf:        getBuf(bufSize),
 		limit:      -1,
 		split:      Splitter{MaxLine: maxLine},
 		grewAt:     time.Now(),
@@ -162,6 +165,9 @@ func (r *reader) snapshot(size int64) {
 
 // read reads more bytes into the buffer; it returns how many (0 at EOF).
 func (r *reader) read() (int, error) {
+	if r.buf == nil {
+		r.buf = getBuf(r.bufLen)
+	}
 	if r.start > 0 {
 		n := copy(r.buf, r.buf[r.start:r.end])
 		r.base += int64(r.start)
@@ -297,4 +303,31 @@ func fillBatch(r *reader, found *Found, final bool, maxLines, maxBytes int, feed
 	b.Feed, b.Path, b.Epoch, b.Positioned = feedName, path, r.epoch, r.positioned
 	b.SetLines(r.buf, found.Starts, found.Lens, found.Ends)
 	return b, found.Oversized
+}
+
+// Read buffers are pooled: a glob feed's caught-up streams give theirs back
+// while they wait (releaseBuf), so memory grows with busy files, not with
+// open ones.
+var bufPool sync.Map // buffer length → *sync.Pool
+
+func getBuf(n int) []byte {
+	if p, ok := bufPool.Load(n); ok {
+		if b, ok := p.(*sync.Pool).Get().(*[]byte); ok {
+			return *b
+		}
+	}
+	return make([]byte, n)
+}
+
+// releaseBuf gives the buffer back while nothing is buffered.
+func (r *reader) releaseBuf() {
+	if r.buf == nil || r.start != r.end {
+		return
+	}
+	p, _ := bufPool.LoadOrStore(len(r.buf), &sync.Pool{})
+	b := r.buf
+	r.buf = nil
+	r.base += int64(r.end)
+	r.start, r.end = 0, 0
+	p.(*sync.Pool).Put(&b)
 }

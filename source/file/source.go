@@ -223,6 +223,9 @@ func (s *Source) Run(ctx context.Context) error {
 		if n > 0 || s.atEnd() {
 			continue
 		}
+		if s.cfg.Pinned {
+			s.cur.releaseBuf() // a glob stream waits without its buffer
+		}
 		s.wait(ctx)
 	}
 	return nil
