@@ -597,9 +597,10 @@ func (g *Glob) start(ctx context.Context, s *gstream) error {
 	c.Path, c.DeliveryPath, c.Pinned = s.path, s.first, true
 	c.NoNotify = true // the glob's watcher wakes it
 	if g.watcher != nil {
-		// Events wake the stream; its own look at the file is a fallback
-		// (at most once a second: thousands of open files stay cheap).
-		c.Poll = max(c.Poll, time.Second)
+		// Events wake the stream; while its file is where it was, its own
+		// look is a fallback at the rescan interval (thousands of open
+		// files stay idle). Rotations and deletions poll at Poll.
+		c.IdlePoll = g.cfg.ScanInterval
 	}
 	c.Pointer = nil
 	switch {

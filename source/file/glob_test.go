@@ -327,3 +327,17 @@ func TestGlobPreemptedStreamResumes(t *testing.T) {
 		}
 	}
 }
+
+// A glob stream's buffer starts small and grows for a long line.
+func TestGlobLongLine(t *testing.T) {
+	dir, data := t.TempDir(), t.TempDir()
+	long := strings.Repeat("z", 700<<10)
+	os.WriteFile(filepath.Join(dir, "l.log"), []byte("a\n"+long+"\nb\n"), 0o644)
+	r := newGlobRig(t, dir, data, filepath.Join(dir, "*.log"), 16)
+	r.waitLines(3, 10*time.Second)
+	r.stop()
+	got := r.lines[filepath.Join(dir, "l.log")]
+	if len(got) != 3 || got[1] != long || got[2] != "b" {
+		t.Fatalf("%d lines", len(got))
+	}
+}

@@ -70,12 +70,21 @@ type reader struct {
 	noForget bool
 }
 
+// newReader makes a reader of f. A negative bufSize (a glob stream) makes
+// the buffer lazy: allocated at the first read, 64 KiB, doubled while a
+// line does not fit, up to -bufSize.
 func newReader(f *os.File, dev, ino uint64, bufSize, maxLine int) *reader {
+	var buf []byte
+	if bufSize > 0 {
+		buf = getBuf(bufSize)
+	} else {
+		bufSize = -bufSize
+	}
 	return &reader{
 		bufLen: bufSize,
-		f: f, dev: dev, ino: ino, key: pointer.FileKey(dev, ino),
+		f:      f, dev: dev, ino: ino, key: pointer.FileKey(dev, ino),
 		positioned: true,
-		buf:        getBuf(bufSize),
+		buf:        buf,
 		limit:      -1,
 		split:      Splitter{MaxLine: maxLine},
 		grewAt:     time.Now(),
@@ -166,12 +175,19 @@ func (r *reader) snapshot(size int64) {
 // read reads more bytes into the buffer; it returns how many (0 at EOF).
 func (r *reader) read() (int, error) {
 	if r.buf == nil {
-		r.buf = getBuf(r.bufLen)
+		r.buf = getBuf(min(r.bufLen, 64<<10))
 	}
 	if r.start > 0 {
 		n := copy(r.buf, r.buf[r.start:r.end])
 		r.base += int64(r.start)
 		r.start, r.end = 0, n
+	}
+	if r.end == len(r.buf) && len(r.buf) < r.bufLen {
+		// A lazy buffer full of one partial line: grow it.
+		nb := getBuf(min(2*len(r.buf), r.bufLen))
+		copy(nb, r.buf[:r.end])
+		putBuf(r.buf)
+		r.buf = nb
 	}
 	space := r.buf[r.end:]
 	if r.limit >= 0 {
@@ -324,10 +340,14 @@ func (r *reader) releaseBuf() {
 	if r.buf == nil || r.start != r.end {
 		return
 	}
-	p, _ := bufPool.LoadOrStore(len(r.buf), &sync.Pool{})
 	b := r.buf
 	r.buf = nil
 	r.base += int64(r.end)
 	r.start, r.end = 0, 0
+	putBuf(b)
+}
+
+func putBuf(b []byte) {
+	p, _ := bufPool.LoadOrStore(len(b), &sync.Pool{})
 	p.(*sync.Pool).Put(&b)
 }

@@ -54,6 +54,10 @@ type Config struct {
 	// one at the path (a glob feed's stream, DESIGN §10): a different file
 	// at the path counts as the path missing.
 	Pinned bool
+	// IdlePoll, when longer than Poll, is the poll interval while the file
+	// is at its path and no rotation is in progress (a glob stream: the
+	// glob's watcher wakes it on every change).
+	IdlePoll time.Duration
 }
 
 // Loss is one counted loss: a rotated or truncated file's unread tail
@@ -171,7 +175,15 @@ func New(cfg Config, pub Publisher) *Source {
 	return s
 }
 
-func (s *Source) bufSize() int { return max(1<<20, s.cfg.MaxLine+64<<10) }
+// bufSize is the read buffer's size. A glob stream's (negative: see
+// newReader) starts small and grows to it.
+func (s *Source) bufSize() int {
+	n := max(1<<20, s.cfg.MaxLine+64<<10)
+	if s.cfg.Pinned {
+		return -n
+	}
+	return n
+}
 
 // Run reads until ctx is done or the source fails. One pass of the loop is
 // one duty cycle (see doc.go for the steps).
