@@ -369,9 +369,10 @@
 //     to its end, then closed rotateWaitMillis after its last growth), and
 //     a stream of its own for the Glob. A stream's pointer is
 //     dataDir/feeds/<feed>/<epoch>.ptr, named by the epoch it was created
-//     with (created as new-*.tmp, renamed once its epoch is known: a crash
-//     in between leaves a tmp file no line was published under, removed at
-//     the next start). Its file key and fingerprint identify the file.
+//     with (chosen first, pointer.Options.Epoch). Its file key and
+//     fingerprint identify the file. A new pointer costs fsyncs (its
+//     directory, both slots, the epochs file): it is opened on the
+//     stream's goroutine, never the manager's, so streams share them.
 //   - Identity: the file key confirmed by the pointer's fingerprint; the
 //     same key with other first bytes is a new stream; a key whose file was
 //     seen deleted (or out of the glob) is retired: a file that later shows

@@ -122,6 +122,7 @@ type gstream struct {
 	commits     uint64 // its pointer's commit counter when closed
 	behind      bool   // stopped with bytes unread: queued again once closed
 	src0dropped bool   // its source dropped a batch it never published: queued again
+	newEpoch    uint64 // the epoch a new stream's pointer file is named by and starts with
 	unacked     bool   // closed with lines unacknowledged (a drain cut short): never forgotten
 }
 
@@ -603,14 +604,15 @@ func (g *Glob) start(ctx context.Context, s *gstream) error {
 		c.IdlePoll = g.cfg.ScanInterval
 	}
 	c.Pointer = nil
+	withPtr := g.cfg.PointerDir != ""
 	switch {
-	case g.cfg.PointerDir != "":
+	case withPtr:
 		c.Strategy = Committed
-		p, err := g.openPointer(s)
-		if err != nil {
-			return err
+		if s.ptrPath == "" {
+			epoch := pointer.NewEpoch()
+			s.ptrPath = filepath.Join(g.cfg.PointerDir, hex16(epoch)+".ptr")
+			s.newEpoch = epoch
 		}
-		c.Pointer = p
 	case s.fromEnd:
 		c.Strategy = Latest
 	default:
@@ -624,34 +626,26 @@ func (g *Glob) start(ctx context.Context, s *gstream) error {
 	s.st, s.openedAt, s.activeAt, s.reopen = stOpen, time.Now(), time.Now(), false
 	s.lastRead = 0
 	g.open++
+	opts := pointer.Options{Logger: g.log, EpochsPath: g.cfg.EpochsPath, Input: s.path, Epoch: s.newEpoch}
+	ptrPath := s.ptrPath
 	go func(src *Source, done chan struct{}) {
 		defer close(done)
+		if withPtr {
+			// Opened here, not on the manager's goroutine: a new pointer
+			// costs fsyncs (its directory, both slots, the epochs file),
+			// and streams opening at once share them.
+			p, err := pointer.Open(ptrPath, opts)
+			if err != nil {
+				src.fail(fmt.Errorf("stream pointer %s: %w", ptrPath, err))
+				return
+			}
+			g.mu.Lock()
+			src.ptr, src.cfg.Pointer = p, p
+			g.mu.Unlock()
+		}
 		src.Run(rctx)
 	}(s.src, s.runDone)
 	return nil
-}
-
-// openPointer opens s's pointer file, creating it (named by its epoch)
-// for a new stream.
-func (g *Glob) openPointer(s *gstream) (*pointer.Pointer, error) {
-	opts := pointer.Options{Logger: g.log, EpochsPath: g.cfg.EpochsPath, Input: s.path}
-	if s.ptrPath != "" {
-		return pointer.Open(s.ptrPath, opts)
-	}
-	tmp := filepath.Join(g.cfg.PointerDir, fmt.Sprintf("new-%016x.tmp", pointer.NewEpoch()))
-	p, err := pointer.Open(tmp, opts)
-	if err != nil {
-		return nil, err
-	}
-	final := filepath.Join(g.cfg.PointerDir, hex16(p.Record().Epoch)+".ptr")
-	if err := os.Rename(tmp, final); err != nil {
-		p.Close()
-		os.Remove(tmp)
-		return nil, err
-	}
-	fileutil.SyncDir(g.cfg.PointerDir)
-	s.ptrPath = final
-	return p, nil
 }
 
 // stop ends s's Source: the run, then (on a goroutine) the drain of its
