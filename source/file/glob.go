@@ -78,7 +78,8 @@ type Glob struct {
 	maxSlots int
 	loaded   []loaded        // a previous run's pointers not yet matched to a file
 	ctx      context.Context // Run's
-	ghosts   uint64          // map keys of gone streams whose key a new file took
+	lastHK   time.Time
+	ghosts   uint64 // map keys of gone streams whose key a new file took
 
 	filesSkipped atomic.Uint64
 }
@@ -698,6 +699,13 @@ func (g *Glob) closed(s *gstream) {
 func (g *Glob) housekeep(ctx context.Context) {
 	now := time.Now()
 	g.mu.Lock()
+	if len(g.queue) == 0 && now.Sub(g.lastHK) < time.Second {
+		// Nothing waits for a slot: once a second is enough (thousands
+		// of idle files).
+		g.mu.Unlock()
+		return
+	}
+	g.lastHK = now
 	for _, s := range g.byKey {
 		if s.st != stOpen {
 			continue
