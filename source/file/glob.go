@@ -689,9 +689,17 @@ func (g *Glob) closed(s *gstream) {
 	s.src, s.sp = nil, nil
 	s.st = stClosed
 	g.open--
-	if (s.reopen || s.behind || s.src0dropped) && !s.gone {
+	if (s.reopen || s.behind || s.src0dropped || g.grownSince(s)) && !s.gone {
 		g.enqueue(s)
 	}
+}
+
+// grownSince: s's file (still at s.path) differs in size from where its
+// source stopped reading (a change seen while it was open and about to
+// close is not lost).
+func (g *Glob) grownSince(s *gstream) bool {
+	st, err := os.Stat(s.path)
+	return err == nil && st.Size() != s.offset && exists(s.path, s.key)
 }
 
 // housekeep closes inactive and finished streams, forgets old pointers and
@@ -699,7 +707,7 @@ func (g *Glob) closed(s *gstream) {
 func (g *Glob) housekeep(ctx context.Context) {
 	now := time.Now()
 	g.mu.Lock()
-	if len(g.queue) == 0 && now.Sub(g.lastHK) < time.Second {
+	if len(g.queue) == 0 && now.Sub(g.lastHK) < min(time.Second, g.cfg.CloseInactive/2, g.cfg.ForgetAfter/2) {
 		// Nothing waits for a slot: once a second is enough (thousands
 		// of idle files).
 		g.mu.Unlock()
