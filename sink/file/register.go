@@ -3,6 +3,7 @@ package file
 import (
 	"os"
 
+	"tailfeed/config"
 	"tailfeed/internal/datadir"
 	"tailfeed/sink"
 )
@@ -34,6 +35,7 @@ func open(env sink.Env) (any, error) {
 		Checkpoint: env.Group,
 		SyncLines:  env.Feed.MaxPendingAcks / 2,
 		Record:     record,
+		PerEpoch:   config.IsGlob(env.Feed.Path),
 		Logger:     env.Logger,
 	})
 }
