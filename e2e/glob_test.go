@@ -284,7 +284,13 @@ func TestGlobIdentity(t *testing.T) {
 // multi-file ingestion (20 files, bursts): no line missing, per-file order
 // of first deliveries kept.
 func TestGlobKill9(t *testing.T) {
-	e := newEnv(t, fmt.Sprintf(globConfig, 64, 300000, 86400000))
+	e := newEnv(t, fmt.Sprintf(globConfig, 64, 300000, 86400000)+`  - name: exact
+    feed: app
+    type: file
+    path: ./exact.log
+    exactlyOnce: true
+    fsync: never
+`)
 	in := e.path("in")
 	const files, per = 20, 50
 	next := make([]int, files)
@@ -354,7 +360,31 @@ func TestGlobKill9(t *testing.T) {
 			t.Fatalf("%s: %d distinct lines, want %d", tag, len(seen), next[f])
 		}
 	}
-	t.Logf("20 files, 5 kills: %d lines, none missing, %d re-delivered", want, dups)
+	// exactlyOnce: per input file, the output's lines are the file's bytes.
+	perFile := map[string]*bytes.Buffer{}
+	exact, _ := os.ReadFile(e.path("exact.log"))
+	for _, l := range bytes.SplitAfter(exact, []byte{'\n'}) {
+		if len(l) == 0 {
+			continue
+		}
+		tag, _, _ := bytes.Cut(l, []byte{' '})
+		if perFile[string(tag)] == nil {
+			perFile[string(tag)] = &bytes.Buffer{}
+		}
+		perFile[string(tag)].Write(l)
+	}
+	for f := 0; f < files; f++ {
+		tag := fmt.Sprintf("g%02d", f)
+		in, _ := os.ReadFile(filepath.Join(in, fmt.Sprintf("d%d", f%3), tag+".log"))
+		if got := perFile[tag]; got == nil || !bytes.Equal(got.Bytes(), in) {
+			n := 0
+			if got != nil {
+				n = got.Len()
+			}
+			t.Fatalf("exactlyOnce output of %s: %d bytes, input %d bytes; not byte-identical", tag, n, len(in))
+		}
+	}
+	t.Logf("20 files, 5 kills: %d lines, none missing, %d re-delivered to the plain sink, exactlyOnce byte-identical per file", want, dups)
 }
 
 // TestGlobFairness (issue 13 acceptance 3): one file appended at full speed

@@ -766,6 +766,7 @@ func (g *Glob) loadPointers() {
 	if err != nil {
 		return
 	}
+	var adopted map[uint64]pointer.EpochLine
 	for _, e := range ents {
 		p := filepath.Join(g.cfg.PointerDir, e.Name())
 		if strings.HasPrefix(e.Name(), "new-") && strings.HasSuffix(e.Name(), ".tmp") {
@@ -780,6 +781,18 @@ func (g *Glob) loadPointers() {
 			g.log.Warn("unreadable stream pointer ignored", "pointer", p, "error", err)
 			continue
 		}
+		if rec.FileKey == 0 && rec.Offset == 0 {
+			// Never committed (or forgotten): the epochs file names the
+			// file it was adopted for, if any; such a pointer is taken
+			// again by that file, its epoch kept (a sink's record of it
+			// still skips what was written under it).
+			if adopted == nil {
+				adopted = g.adoptedEpochs()
+			}
+			if a, ok := adopted[rec.Epoch]; ok {
+				rec.FileKey, rec.FPLen, rec.FP = a.FileKey, a.FPLen, a.FP
+			}
+		}
 		s := &gstream{ptrPath: p, key: rec.FileKey, offset: rec.Offset, epoch: rec.Epoch, commits: rec.Commits, gone: true, goneAt: time.Now()}
 		if rec.FileKey == 0 {
 			// Finished and forgotten by its source: deleted after forgetAfter.
@@ -788,6 +801,27 @@ func (g *Glob) loadPointers() {
 		}
 		g.loaded = append(g.loaded, loaded{s: s, rec: rec})
 	}
+}
+
+// adoptedEpochs maps each epoch to its last line in the epochs file when
+// that line names a file (adopted for it, or reset to it).
+func (g *Glob) adoptedEpochs() map[uint64]pointer.EpochLine {
+	out := map[uint64]pointer.EpochLine{}
+	if g.cfg.EpochsPath == "" {
+		return out
+	}
+	lines, err := pointer.ReadEpochs(g.cfg.EpochsPath)
+	if err != nil {
+		g.log.Warn("cannot read the epochs file", "path", g.cfg.EpochsPath, "error", err)
+	}
+	for _, l := range lines {
+		if l.FileKey != 0 {
+			out[l.Epoch] = l
+		} else {
+			delete(out, l.Epoch)
+		}
+	}
+	return out
 }
 
 type loaded struct {
