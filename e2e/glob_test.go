@@ -261,7 +261,14 @@ func TestGlobIdentity(t *testing.T) {
 	waitUntil(t, "all lines", 30*time.Second, func() bool { return globLines(out) >= 151+10+10+20 })
 	d.waitSettled(30 * time.Second)
 	time.Sleep(500 * time.Millisecond)
+	_, metrics, _ := d.get("/metrics")
 	d.stop()
+	for _, m := range []string{`tailfeed_feed_files_tracked{feed="app"}`, `tailfeed_feed_files_open{feed="app"}`,
+		`tailfeed_feed_files_behind{feed="app"} 0`, `tailfeed_feed_files_skipped_total{feed="app"} 0`} {
+		if !bytes.Contains(metrics, []byte(m)) {
+			t.Errorf("metrics lack %s", m)
+		}
+	}
 	got := perTag(t, out)
 	for tag, want := range map[string]int{"a": 60, "b": 60, "gone": 50, "reuse": 20} {
 		ns := got[tag]
