@@ -26,14 +26,6 @@ func (d *decoder) globFeed(o *obj, f *Feed, pathLine int) {
 		if err := checkGlob(f.Path); err != "" {
 			d.errorf(pathLine, "%s: %s", o.at("path"), err)
 		}
-		switch f.ReadStrategy {
-		case StrategyOnceEarliest, StrategyOnceLatest:
-			_, line, _ := o.get("readStrategy")
-			if line == 0 {
-				line = pathLine
-			}
-			d.errorf(line, "%s: %s is not supported for a glob path (use COMMITTED, EARLIEST or LATEST)", o.at("readStrategy"), f.ReadStrategy)
-		}
 	}
 	items, line, ok := o.list("exclude")
 	if !ok || line == 0 {

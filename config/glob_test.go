@@ -31,7 +31,6 @@ func TestGlobErrors(t *testing.T) {
 		{"    path: /a/x**/*.log\n", "tailfeed.yaml:3: feeds[0].path: bad glob"},
 		{"    path: /a/*.log\n    exclude: [\"/a/[.log\"]\n", "tailfeed.yaml:4: feeds[0].exclude[0]: bad glob"},
 		{"    path: /a/b.log\n    exclude: [/a/c.log]\n", "tailfeed.yaml:4: feeds[0].exclude: exclude needs a glob path"},
-		{"    path: /a/*.log\n    readStrategy: ONCE_EARLIEST\n", "tailfeed.yaml:4: feeds[0].readStrategy: ONCE_EARLIEST is not supported"},
 		{"    path: /a/*.log\n    maxOpenFiles: 1\n", "tailfeed.yaml:4: feeds[0].maxOpenFiles"},
 	} {
 		src := "feeds:\n  - name: app\n" + c.yaml + "processors:\n  - {name: p, feed: app, type: file, path: /out/p.log}\n"

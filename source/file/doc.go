@@ -406,8 +406,9 @@
 //
 // Not done yet (decisions and gaps): copies held back for rotateWaitMillis
 // (a copytruncate's copy under a new key inside the glob is a new stream,
-// read from its start: a duplicate, never a gap); ONCE_* strategies are
-// refused for a glob path; a stream's rotated generations are not searched
+// read from its start: a duplicate, never a gap); ONCE_EARLIEST reads a
+// file to its size when its stream opens, not when it was matched; a
+// stream's rotated generations are not searched
 // for beyond the Source's own lookup at open; fairness is per batch under
 // a mutex, not a strict round-robin.
 package file

@@ -85,7 +85,7 @@ type Glob struct {
 }
 
 type globTotals struct {
-	lines, bytes, downgraded, oversized, lostTails, lostBytes, commitFailures uint64
+	lines, bytes, downgraded, oversized, lostTails, lostBytes, commitFailures, unterminated uint64
 }
 
 type streamState int
@@ -124,6 +124,7 @@ type gstream struct {
 	behind      bool   // stopped with bytes unread: queued again once closed
 	src0dropped bool   // its source dropped a batch it never published: queued again
 	newEpoch    uint64 // the epoch a new stream's pointer file is named by and starts with
+	done        bool   // ONCE_EARLIEST: read to its size and closed for good
 	unacked     bool   // closed with lines unacknowledged (a drain cut short): never forgotten
 }
 
@@ -172,6 +173,9 @@ func NewGlob(cfg GlobConfig, pub *feed.Publisher) (*Glob, error) {
 	g.mux = newMux(pub)
 	return g, nil
 }
+
+// bounded: a ONCE_* feed.
+func (g *Glob) bounded() bool { return g.cfg.Stream.Strategy.Bounded() }
 
 // Run discovers, schedules and watches until ctx is done.
 func (g *Glob) Run(ctx context.Context) error {
@@ -431,6 +435,12 @@ func (g *Glob) scan(ctx context.Context) {
 			g.byKey[1<<63|g.ghosts] = s
 		}
 		delete(g.retired, k) // a new stream from here on
+		if g.bounded() && g.started {
+			continue // ONCE_*: only the files matched at start
+		}
+		if g.cfg.Stream.Strategy == OnceLatest {
+			continue // delivers nothing
+		}
 		prev := g.byPath[f.path]
 		s := &gstream{path: f.path, first: f.path, key: k, size: f.size, mod: f.mod, activeAt: now}
 		if ptr := g.ptrFor(k, f); ptr != "" {
@@ -502,6 +512,9 @@ func globHeadMatches(path string, rec pointer.Record) bool {
 
 // seen records a look at a tracked stream's file.
 func (g *Glob) seen(s *gstream, f found, now time.Time) {
+	if s.done {
+		return
+	}
 	changed := f.size != s.size || f.mod != s.mod
 	s.size, s.mod = f.size, f.mod
 	if !changed {
@@ -614,6 +627,8 @@ func (g *Glob) start(ctx context.Context, s *gstream) error {
 			s.ptrPath = filepath.Join(g.cfg.PointerDir, hex16(epoch)+".ptr")
 			s.newEpoch = epoch
 		}
+	case g.bounded():
+		c.Strategy = OnceEarliest
 	case s.fromEnd:
 		c.Strategy = Latest
 	default:
@@ -689,6 +704,10 @@ func (g *Glob) closed(s *gstream) {
 	s.src, s.sp = nil, nil
 	s.st = stClosed
 	g.open--
+	if s.done {
+		g.acc.unterminated += uint64(max(src.Unterminated(), 0))
+		return
+	}
 	if (s.reopen || s.behind || s.src0dropped || g.grownSince(s)) && !s.gone {
 		g.enqueue(s)
 	}
@@ -723,6 +742,9 @@ func (g *Glob) housekeep(ctx context.Context) {
 		}
 		st := s.src.State()
 		switch {
+		case st == EndOfStream && s.sp.Pending() == 0:
+			s.done = true // ONCE_EARLIEST: read to its size
+			g.stop(s)
 		case st == Failed:
 			g.stop(s)
 		case st == WaitingForFile && s.sp.Pending() == 0:

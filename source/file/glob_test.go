@@ -65,13 +65,17 @@ type globRig struct {
 }
 
 func newGlobRig(t *testing.T, dir, data, pattern string, maxOpen int) *globRig {
+	return newGlobRigS(t, dir, data, pattern, maxOpen, file.Committed)
+}
+
+func newGlobRigS(t *testing.T, dir, data, pattern string, maxOpen int, strat file.Strategy) *globRig {
 	r := &globRig{t: t, dir: dir, data: data, lines: map[string][]string{}}
 	q := feed.NewQueue("rec", 4096, 8<<20, overload.Policy{Kind: overload.Pause})
 	r.pub = feed.NewPublisher("f", []*feed.Queue{q}, 65536, 512)
 	g, err := file.NewGlob(file.GlobConfig{
-		Stream: file.Config{Feed: "f", Path: pattern, Poll: 50 * time.Millisecond, RotateWait: 200 * time.Millisecond,
+		Stream: file.Config{Feed: "f", Path: pattern, Strategy: strat, Poll: 50 * time.Millisecond, RotateWait: 200 * time.Millisecond,
 			CommitSync: 5 * time.Millisecond, BatchLines: 512, Outputs: []string{data}},
-		PointerDir:    filepath.Join(data, "feeds", "f"),
+		PointerDir:    ptrDir(strat, data),
 		EpochsPath:    filepath.Join(data, "feeds", "f.epochs"),
 		ScanInterval:  200 * time.Millisecond,
 		MaxOpenFiles:  maxOpen,
@@ -339,5 +343,35 @@ func TestGlobLongLine(t *testing.T) {
 	got := r.lines[filepath.Join(dir, "l.log")]
 	if len(got) != 3 || got[1] != long || got[2] != "b" {
 		t.Fatalf("%d lines", len(got))
+	}
+}
+
+func ptrDir(s file.Strategy, data string) string {
+	if s != file.Committed {
+		return ""
+	}
+	return filepath.Join(data, "feeds", "f")
+}
+
+// ONCE_EARLIEST on a glob: every file matched at start read to its size,
+// later files ignored, END_OF_STREAM once all are done.
+func TestGlobOnceEarliest(t *testing.T) {
+	dir, data := t.TempDir(), t.TempDir()
+	for i := 0; i < 5; i++ {
+		writeLines(t, filepath.Join(dir, fmt.Sprintf("f%d.log", i)), fmt.Sprintf("f%d", i), 20)
+	}
+	os.WriteFile(filepath.Join(dir, "part.log"), []byte("whole\npart"), 0o644)
+	r := newGlobRigS(t, dir, data, filepath.Join(dir, "*.log"), 4, file.OnceEarliest)
+	r.waitLines(101, 10*time.Second)
+	writeLines(t, filepath.Join(dir, "late.log"), "late", 3)
+	end := time.Now().Add(10 * time.Second)
+	for r.g.State() != file.EndOfStream && time.Now().Before(end) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(500 * time.Millisecond)
+	st, unterm := r.g.State(), r.g.Unterminated()
+	r.stop()
+	if st != file.EndOfStream || r.count() != 101 || unterm != 4 {
+		t.Fatalf("state %v, %d lines, unterminated %d", st, r.count(), unterm)
 	}
 }

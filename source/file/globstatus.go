@@ -23,6 +23,14 @@ func (g *Glob) State() State {
 	if !g.started {
 		return Starting
 	}
+	if g.bounded() {
+		for _, s := range g.byKey {
+			if !s.done {
+				return Behind
+			}
+		}
+		return EndOfStream
+	}
 	live := 0
 	for _, s := range g.byKey {
 		if s.gone && s.st == stClosed {
@@ -185,7 +193,7 @@ func (g *Glob) ReadPos() int64 { return 0 }
 
 // Unterminated sums the open files' bytes after their last terminator.
 func (g *Glob) Unterminated() int64 {
-	return int64(g.sum(0, func(s *Source) uint64 { return uint64(s.Unterminated()) }))
+	return int64(g.sum(g.acc.unterminated, func(s *Source) uint64 { return uint64(max(s.Unterminated(), 0)) }))
 }
 
 // Commits sums the commit counters of every tracked file's pointer.
