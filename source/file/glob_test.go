@@ -90,21 +90,30 @@ func newGlobRigS(t *testing.T, dir, data, pattern string, maxOpen int, strat fil
 	r.stopQ, r.qdone = qc, make(chan struct{})
 	go func() {
 		defer close(r.qdone)
-		for {
-			b, err := q.Pop(qctx)
-			if err != nil {
-				return
+		// Lines are recorded as they are taken; while hold is set they are
+		// not acknowledged (the subscriber keeps taking batches).
+		var unacked uint64
+		for qctx.Err() == nil {
+			b := q.TryPop()
+			if b == nil {
+				if !r.hold.Load() && unacked > 0 {
+					q.AddDispatched(unacked)
+					unacked = 0
+				}
+				time.Sleep(time.Millisecond)
+				continue
 			}
 			r.mu.Lock()
 			for _, l := range b.Lines {
 				r.lines[b.Path] = append(r.lines[b.Path], string(l))
 			}
 			r.mu.Unlock()
-			for r.hold.Load() && qctx.Err() == nil {
-				time.Sleep(5 * time.Millisecond)
-			}
-			q.AddDispatched(uint64(b.Len()))
+			unacked += uint64(b.Len())
 			b.Release()
+			if !r.hold.Load() {
+				q.AddDispatched(unacked)
+				unacked = 0
+			}
 		}
 	}()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -373,5 +382,39 @@ func TestGlobOnceEarliest(t *testing.T) {
 	r.stop()
 	if st != file.EndOfStream || r.count() != 101 || unterm != 4 {
 		t.Fatalf("state %v, %d lines, unterminated %d", st, r.count(), unterm)
+	}
+}
+
+// The epoch barrier per path: a new file at a path is published only
+// after every line of the file previously there is acknowledged; other
+// paths are not held.
+func TestGlobPathBarrier(t *testing.T) {
+	dir, data := t.TempDir(), t.TempDir()
+	app, other := filepath.Join(dir, "app.log"), filepath.Join(dir, "other.log")
+	writeLines(t, app, "old", 5)
+	r := newGlobRig(t, dir, data, filepath.Join(dir, "*.log"), 16)
+	r.hold.Store(true)
+	r.waitLines(5, 10*time.Second)
+	if err := os.Rename(app, filepath.Join(dir, "app.log.1")); err != nil {
+		t.Fatal(err)
+	}
+	writeLines(t, app, "new", 3)
+	writeLines(t, other, "other", 2)
+	time.Sleep(1200 * time.Millisecond)
+	r.mu.Lock()
+	got := append([]string(nil), r.lines[app]...)
+	otherN := len(r.lines[other])
+	r.mu.Unlock()
+	if len(got) != 5 {
+		t.Fatalf("app.log lines while the old file's are unacknowledged: %v", got)
+	}
+	if otherN != 2 {
+		t.Fatalf("other.log: %d lines; another path is not held by app.log's barrier", otherN)
+	}
+	r.hold.Store(false)
+	r.waitLines(10, 10*time.Second)
+	r.stop()
+	if l := r.lines[app]; len(l) != 8 || l[5] != "new 0" {
+		t.Fatalf("app.log lines %v", l)
 	}
 }
