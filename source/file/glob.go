@@ -324,14 +324,16 @@ func (g *Glob) walk() []found {
 		if g.own(dir) {
 			return
 		}
-		ents, err := os.ReadDir(dir)
-		if err != nil {
-			return
-		}
+		// Watched before it is listed: a file created in between is seen
+		// by the listing or by an event.
 		if g.watcher != nil && !g.watched[dir] {
 			if err := g.watcher.Add(dir); err == nil {
 				g.watched[dir] = true
 			}
+		}
+		ents, err := os.ReadDir(dir)
+		if err != nil {
+			return
 		}
 		for _, e := range ents {
 			p := filepath.Join(dir, e.Name())
