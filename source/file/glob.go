@@ -248,6 +248,13 @@ func (g *Glob) drainEvents(ctx context.Context) {
 	for {
 		select {
 		case name := <-g.events:
+			if g.watched[name] {
+				// An event naming a watched directory (removed, renamed,
+				// recreated): watch it again at the rescan.
+				delete(g.watched, name)
+				rescan = true
+				continue
+			}
 			g.mu.Lock()
 			s := g.byPath[name]
 			switch {

@@ -77,7 +77,7 @@ func newGlobRigS(t *testing.T, dir, data, pattern string, maxOpen int, strat fil
 			CommitSync: 5 * time.Millisecond, BatchLines: 512, Outputs: []string{data}},
 		PointerDir:    ptrDir(strat, data),
 		EpochsPath:    filepath.Join(data, "feeds", "f.epochs"),
-		ScanInterval:  200 * time.Millisecond,
+		ScanInterval:  globRigScan,
 		MaxOpenFiles:  maxOpen,
 		CloseInactive: 300 * time.Millisecond,
 		ForgetAfter:   300 * time.Millisecond,
@@ -355,6 +355,9 @@ func TestGlobLongLine(t *testing.T) {
 	}
 }
 
+// globRigScan is the rig's rescan interval.
+var globRigScan = 200 * time.Millisecond
+
 func ptrDir(s file.Strategy, data string) string {
 	if s != file.Committed {
 		return ""
@@ -417,4 +420,23 @@ func TestGlobPathBarrier(t *testing.T) {
 	if l := r.lines[app]; len(l) != 8 || l[5] != "new 0" {
 		t.Fatalf("app.log lines %v", l)
 	}
+}
+
+// A directory removed and created again is watched again: files created
+// in it later are found by their events, not only by the rescan.
+func TestGlobDirRecreated(t *testing.T) {
+	dir, data := t.TempDir(), t.TempDir()
+	sub := filepath.Join(dir, "sub")
+	writeLines(t, filepath.Join(sub, "a.log"), "a", 1)
+	globRigScan = time.Minute // events only
+	defer func() { globRigScan = 200 * time.Millisecond }()
+	r := newGlobRig(t, dir, data, filepath.Join(dir, "**", "*.log"), 16)
+	r.waitLines(1, 10*time.Second)
+	os.RemoveAll(sub)
+	time.Sleep(300 * time.Millisecond)
+	writeLines(t, filepath.Join(sub, "b.log"), "b", 1)
+	time.Sleep(300 * time.Millisecond)
+	writeLines(t, filepath.Join(sub, "c.log"), "c", 1)
+	r.waitLines(3, 10*time.Second)
+	r.stop()
 }
