@@ -404,9 +404,15 @@
 //     forgetAfterMillis later (a deleted file's pointer was already emptied
 //     by its Source, see Forgetting above).
 //
-// Not done yet (decisions and gaps): copies held back for rotateWaitMillis
-// (a copytruncate's copy under a new key inside the glob is a new stream,
-// read from its start: a duplicate, never a gap); ONCE_EARLIEST reads a
+//   - Copies: once running, a new file whose first bytes match a tracked
+//     file's fingerprint is held back for rotateWaitMillis; if that file is
+//     truncated or gone by then, the new one is its copy (copytruncate):
+//     never read as a stream of its own (the original's stream reads its
+//     unread tail from it, §4 readCopy, when its name matches rotatedNames);
+//     otherwise it is a new stream from its start. A new empty file waits
+//     for its first bytes before this decision.
+//
+// Not done yet (decisions and gaps): ONCE_EARLIEST reads a
 // file to its size when its stream opens, not when it was matched; a
 // stream's rotated generations are not searched
 // for beyond the Source's own lookup at open; fairness is per batch under

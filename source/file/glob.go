@@ -119,13 +119,17 @@ type gstream struct {
 	size, mod   int64 // at the last look
 	offset      int64 // the pointer's offset when closed
 	epoch       uint64
-	reopen      bool   // changed while stopping: open again
-	commits     uint64 // its pointer's commit counter when closed
-	behind      bool   // stopped with bytes unread: queued again once closed
-	src0dropped bool   // its source dropped a batch it never published: queued again
-	newEpoch    uint64 // the epoch a new stream's pointer file is named by and starts with
-	done        bool   // ONCE_EARLIEST: read to its size and closed for good
-	unacked     bool   // closed with lines unacknowledged (a drain cut short): never forgotten
+	reopen      bool      // changed while stopping: open again
+	commits     uint64    // its pointer's commit counter when closed
+	behind      bool      // stopped with bytes unread: queued again once closed
+	src0dropped bool      // its source dropped a batch it never published: queued again
+	newEpoch    uint64    // the epoch a new stream's pointer file is named by and starts with
+	empty       bool      // a new file with no bytes yet: admitted when it has some
+	copyOf      *gstream  // held back as a possible copy of this stream's file
+	heldUntil   time.Time // until when
+	fpLen, fp   uint64    // the pointer's fingerprint when closed
+	done        bool      // ONCE_EARLIEST: read to its size and closed for good
+	unacked     bool      // closed with lines unacknowledged (a drain cut short): never forgotten
 }
 
 // NewGlob makes a glob source publishing to pub.
@@ -463,7 +467,7 @@ func (g *Glob) scan(ctx context.Context) {
 		}
 		g.byKey[k] = s
 		g.byPath[f.path] = s
-		g.enqueue(s)
+		g.admit(s, f, now)
 	}
 	// Tracked streams whose file is not matched any more.
 	for k, s := range g.byKey {
@@ -536,10 +540,97 @@ func (g *Glob) seen(s *gstream, f found, now time.Time) {
 	case stStopping:
 		s.reopen = true
 	case stClosed:
-		if f.size != s.offset || g.cfg.PointerDir == "" {
+		switch {
+		case s.copyOf != nil:
+			// Held back as a possible copy: housekeep decides.
+		case s.empty:
+			s.empty = false
+			g.admit(s, f, now)
+		case f.size != s.offset || g.cfg.PointerDir == "":
 			g.enqueue(s)
 		}
 	}
+}
+
+// admit queues a new stream, except (once running) an empty file, which
+// waits for its first bytes, and a file whose first bytes match a tracked
+// file's fingerprint, held back for rotateWaitMillis: if that file is
+// truncated or disappears meanwhile, the new one is its copy (a
+// copytruncate), whose unread tail that file's stream reads (§4); else it is
+// a new stream from its start (DESIGN §10).
+func (g *Glob) admit(s *gstream, f found, now time.Time) {
+	if !g.started || s.ptrPath != "" || g.bounded() {
+		g.enqueue(s)
+		return
+	}
+	if f.size == 0 {
+		s.empty = true
+		return
+	}
+	if c := g.copyCandidate(s, f); c != nil {
+		s.copyOf, s.heldUntil = c, now.Add(g.cfg.Stream.RotateWait)
+		g.log.Debug("new file holds a tracked file's first bytes; held back", "path", f.path, "of", c.path)
+		return
+	}
+	g.enqueue(s)
+}
+
+// copyCandidate is a tracked file whose fingerprint f's first bytes match.
+func (g *Glob) copyCandidate(self *gstream, f found) *gstream {
+	fh, err := os.Open(f.path)
+	if err != nil {
+		return nil
+	}
+	defer fh.Close()
+	head := make([]byte, pointer.MaxFingerprint)
+	n, _ := fh.ReadAt(head, 0)
+	head = head[:n]
+	sums := map[uint64]uint64{}
+	for _, c := range g.byKey {
+		if c == self || c.gone || c.done || c.copyOf != nil {
+			continue
+		}
+		fpLen, fp := c.fpLen, c.fp
+		if c.src != nil && c.src.ptr != nil {
+			rec := c.src.ptr.Record()
+			fpLen, fp = rec.FPLen, rec.FP
+		}
+		if fpLen == 0 || fpLen > uint64(len(head)) {
+			continue
+		}
+		sum, ok := sums[fpLen]
+		if !ok {
+			sum = pointer.Fingerprint(head[:fpLen])
+			sums[fpLen] = sum
+		}
+		if sum == fp {
+			return c
+		}
+	}
+	return nil
+}
+
+// decideHeld ends the hold of a possible copy.
+func (g *Glob) decideHeld(s *gstream, now time.Time) {
+	if s.copyOf == nil || now.Before(s.heldUntil) {
+		return
+	}
+	c := s.copyOf
+	s.copyOf = nil
+	off := c.offset
+	if c.src != nil && c.src.ptr != nil {
+		off = c.src.ptr.Record().Offset
+	}
+	st, err := os.Stat(c.path)
+	if c.gone || err != nil || !exists(c.path, c.key) || st.Size() < off {
+		// Its original was truncated or went away: a copy. The original's
+		// stream reads its unread tail from it; it is not read again.
+		s.done = true
+		g.log.Info("new file is a copy of a truncated or gone file; its tail is read by that file's stream",
+			"path", s.path, "of", c.path)
+		return
+	}
+	g.enqueue(s)
 }
 
 func (g *Glob) enqueue(s *gstream) {
@@ -703,7 +794,8 @@ func (g *Glob) closed(s *gstream) {
 	g.acc.lostBytes += src.LostBytes()
 	g.acc.commitFailures += src.CommitFailures()
 	if src.ptr != nil {
-		s.commits = src.ptr.Record().Commits
+		rec := src.ptr.Record()
+		s.commits, s.fpLen, s.fp = rec.Commits, rec.FPLen, rec.FP
 	}
 	s.offset = src.ReadPos()
 	s.epoch = src.Epoch()
@@ -762,6 +854,9 @@ func (g *Glob) housekeep(ctx context.Context) {
 		case st == CaughtUp && now.Sub(s.activeAt) >= g.cfg.CloseInactive:
 			g.stop(s)
 		}
+	}
+	for _, s := range g.byKey {
+		g.decideHeld(s, now)
 	}
 	g.forget(now)
 	g.schedule(ctx)

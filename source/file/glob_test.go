@@ -440,3 +440,40 @@ func TestGlobDirRecreated(t *testing.T) {
 	r.waitLines(3, 10*time.Second)
 	r.stop()
 }
+
+// A copytruncate inside the glob: the copy (a new key with the original's
+// first bytes) is held back, found to be the truncated file's copy and not
+// read again; the original's stream reads on. A new file with another
+// file's first bytes whose original stays is read after the hold.
+func TestGlobCopyTruncate(t *testing.T) {
+	dir, data := t.TempDir(), t.TempDir()
+	app := filepath.Join(dir, "app.log")
+	writeLines(t, app, "a", 10)
+	writeLines(t, filepath.Join(dir, "x.log"), "x", 10)
+	r := newGlobRig(t, dir, data, filepath.Join(dir, "*.log*"), 16)
+	r.waitLines(20, 10*time.Second)
+	time.Sleep(100 * time.Millisecond) // committed: the fingerprint covers the file
+	old, _ := os.ReadFile(app)
+	if err := os.WriteFile(filepath.Join(dir, "app.log.1"), old, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(app, 0); err != nil {
+		t.Fatal(err)
+	}
+	writeLines(t, app, "b", 2)
+	// A copy whose original stays: a new file, read after the hold.
+	x, _ := os.ReadFile(filepath.Join(dir, "x.log"))
+	os.WriteFile(filepath.Join(dir, "dup.log"), x, 0o644)
+	r.waitLines(32, 10*time.Second)
+	time.Sleep(500 * time.Millisecond)
+	r.stop()
+	if n := len(r.lines[filepath.Join(dir, "app.log.1")]); n != 0 {
+		t.Fatalf("the copy was read again: %d lines", n)
+	}
+	if l := r.lines[app]; len(l) != 12 || l[10] != "b 0" {
+		t.Fatalf("app.log lines %v", l)
+	}
+	if n := len(r.lines[filepath.Join(dir, "dup.log")]); n != 10 {
+		t.Fatalf("dup.log: %d lines, want 10", n)
+	}
+}
