@@ -355,6 +355,7 @@
 //     the whole path. Symlinks are followed to regular files; symlinked
 //     directories are not descended (no loops). Anything under the daemon's
 //     own outputs (file sinks, dataDir) is never matched.
+//
 //   - Discovery: a walk from the pattern's longest literal directory,
 //     descending only directories that can still lead to a match, at
 //     start, on fsnotify events (one watcher for the feed, every such
@@ -362,6 +363,7 @@
 //     later are included), and every scanIntervalMillis. An event naming a
 //     file of an open stream only wakes that stream; one naming a closed
 //     stream's file stats that file alone; anything else rescans.
+//
 //   - Streams: each matched file is one stream, run by a Source of its own
 //     (the single-file machinery: reader, splitter, identity checks,
 //     commit, forget) in Pinned mode: it follows the file it opened, never
@@ -373,12 +375,14 @@
 //     fingerprint identify the file. A new pointer costs fsyncs (its
 //     directory, both slots, the epochs file): it is opened on the
 //     stream's goroutine, never the manager's, so streams share them.
+//
 //   - Identity: the file key confirmed by the pointer's fingerprint; the
 //     same key with other first bytes is a new stream; a key whose file was
 //     seen deleted (or out of the glob) is retired: a file that later shows
 //     up with it is new whatever its bytes. A rename within the glob keeps
 //     the stream (Delivery.Path stays the first path). At a start, a
 //     previous run's pointer is taken by key + fingerprint alone.
+//
 //   - Publishing (mux.go): every stream publishes through the feed's one
 //     Publisher under one mutex; the mux remembers each published batch's
 //     stream, epoch, end position and last sequence, and hands the
@@ -386,9 +390,11 @@
 //     whole batch, so each stream commits only its own positions (the
 //     commit rule per stream; never ahead, at most one batch behind).
 //     Wake-ups of the feed reach every open stream.
+//
 //   - Order: a new file at a path is not opened before the stream that was
 //     at that path is read to its end with every line acknowledged (the
 //     epoch barrier per path); files at other paths interleave.
+//
 //   - Bounds: at most maxOpenFiles/2 streams are open (one input and one
 //     pointer descriptor each; all of maxOpenFiles without a pointer).
 //     Streams wanting a slot queue FIFO; when one waits, open streams that
@@ -397,8 +403,10 @@
 //     the rest and memory grows with open files, not tracked ones. A
 //     caught-up stream unchanged for closeInactiveMillis closes; a change
 //     (event or rescan) reopens it with its identity checked again.
+//
 //   - Fairness inside the slots is per batch: each stream publishes at most
 //     one batch per call and then competes again for the mutex.
+//
 //   - Forgetting: a stream whose file is gone, closed after reading it to
 //     its end with nothing unacknowledged, has its pointer deleted
 //     forgetAfterMillis later (a deleted file's pointer was already emptied
