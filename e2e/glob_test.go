@@ -207,7 +207,7 @@ func TestGlobThousandFiles(t *testing.T) {
 	}
 	f := g.Feeds[0]
 	if f.FilesTracked != 1000 || f.FilesSkipped != 1 || f.FilesBehind != 0 || f.Epoch != nil || len(f.Files) != 1000 ||
-		!f.Settled || !f.Lossless || f.FilesOpen > 32 {
+		!f.Settled || !f.Lossless || f.FilesOpen > 30 {
 		t.Fatalf("status: tracked %d skipped %d behind %d open %d epoch %v files %d settled %v lossless %v",
 			f.FilesTracked, f.FilesSkipped, f.FilesBehind, f.FilesOpen, f.Epoch, len(f.Files), f.Settled, f.Lossless)
 	}

@@ -395,8 +395,10 @@
 //     at that path is read to its end with every line acknowledged (the
 //     epoch barrier per path); files at other paths interleave.
 //
-//   - Bounds: at most maxOpenFiles/2 streams are open (one input and one
-//     pointer descriptor each; all of maxOpenFiles without a pointer).
+//   - Bounds: at most (maxOpenFiles - reserve)/2 streams are open (one
+//     input and one pointer descriptor each; without a pointer, one), the
+//     reserve (maxOpenFiles/16, at least 1) left for short looks: the
+//     manager's fingerprint checks, a stream's search for a copy.
 //     Streams wanting a slot queue FIFO; when one waits, open streams that
 //     are caught up, or have had their slot for a second, give it up (a
 //     stream with bytes unread queues again), so one file cannot starve

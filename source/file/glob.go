@@ -173,7 +173,11 @@ func NewGlob(cfg GlobConfig, pub *feed.Publisher) (*Glob, error) {
 	if cfg.PointerDir != "" {
 		per = 2
 	}
-	g.maxSlots = max(1, g.cfg.MaxOpenFiles/per)
+	// A reserve of maxOpenFiles/16 (at least one) is kept for short looks:
+	// the fingerprint checks of new or changed files, a stream's search
+	// for its file's copy or generations.
+	reserve := max(1, g.cfg.MaxOpenFiles/16)
+	g.maxSlots = max(1, (g.cfg.MaxOpenFiles-reserve)/per)
 	g.mux = newMux(pub)
 	return g, nil
 }
