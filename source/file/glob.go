@@ -78,6 +78,8 @@ type Glob struct {
 	maxSlots int
 	loaded   []loaded        // a previous run's pointers not yet matched to a file
 	ctx      context.Context // Run's
+	life     context.Context // ended by Close: drains of streams still stopping end
+	endLife  context.CancelFunc
 	lastHK   time.Time
 	ghosts   uint64 // map keys of gone streams whose key a new file took
 
@@ -179,6 +181,7 @@ func NewGlob(cfg GlobConfig, pub *feed.Publisher) (*Glob, error) {
 	reserve := max(1, g.cfg.MaxOpenFiles/16)
 	g.maxSlots = max(1, (g.cfg.MaxOpenFiles-reserve)/per)
 	g.mux = newMux(pub)
+	g.life, g.endLife = context.WithCancel(context.Background())
 	return g, nil
 }
 
@@ -777,7 +780,7 @@ func (g *Glob) stop(s *gstream) {
 	s.cancel()
 	go func() {
 		<-s.runDone
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		ctx, cancel := context.WithTimeout(g.life, time.Minute)
 		s.src.Drain(ctx)
 		cancel()
 		s.src.Close()
@@ -1034,6 +1037,9 @@ func (g *Glob) Drain(ctx context.Context) {
 
 // Close makes every open stream's final commit and closes its files.
 func (g *Glob) Close() error {
+	// Past the shutdown bound (Drain came first): streams still stopping
+	// make their final commit of what is acknowledged now.
+	g.endLife()
 	// Streams still stopping finish on their own goroutines.
 	for {
 		g.mu.Lock()
