@@ -24,8 +24,10 @@ type Built struct {
 type FeedBuilt struct {
 	Poll       time.Duration // pollIntervalMillis
 	RotateWait time.Duration // rotateWaitMillis
-	CommitSync time.Duration // commitSyncMillis
-	Overload   overload.Kind // overload.policy
+
+	ScanInterval, CloseInactive, ForgetAfter time.Duration // glob feeds
+	CommitSync                               time.Duration // commitSyncMillis
+	Overload                                 overload.Kind // overload.policy
 }
 
 // ProcessorBuilt are a processor's typed values.
@@ -58,7 +60,8 @@ func (d *decoder) build(cfg *Config) {
 			d.errorf(f.Line, "feeds[%d].overload.policy: %v", i, err)
 		}
 		f.Built = FeedBuilt{Poll: millis(f.PollIntervalMillis), RotateWait: millis(f.RotateWaitMillis),
-			CommitSync: millis(f.CommitSyncMillis), Overload: k}
+			CommitSync: millis(f.CommitSyncMillis), Overload: k, ScanInterval: millis(f.ScanIntervalMillis),
+			CloseInactive: millis(f.CloseInactiveMillis), ForgetAfter: millis(f.ForgetAfterMillis)}
 	}
 	for i, p := range cfg.Processors {
 		b := &p.Built

@@ -129,6 +129,14 @@ type Feed struct {
 	// optionally ".gz" (DESIGN §4).
 	RotatedNames []string
 
+	// Glob feeds (DESIGN §10): Exclude holds absolute globs over whole
+	// paths; the rest are ignored by a single-file feed.
+	Exclude             []string
+	ScanIntervalMillis  int
+	MaxOpenFiles        int
+	CloseInactiveMillis int
+	ForgetAfterMillis   int
+
 	Overload Overload
 
 	Line int // line of the feed's entry

@@ -46,6 +46,7 @@ func TestDefaults(t *testing.T) {
 		Name: "app", Path: "/var/log/app.log", ReadStrategy: "COMMITTED",
 		MaxLineBytes: 1048576, QueueCapacity: 1024, QueueBytes: 4194304, MaxPendingAcks: 65536,
 		PollIntervalMillis: 250, RotateWaitMillis: 5000, CommitSyncMillis: 10,
+		ScanIntervalMillis: 10000, MaxOpenFiles: 1024, CloseInactiveMillis: 300000, ForgetAfterMillis: 86400000,
 		Overload: Overload{Policy: "PAUSE", SpinBoundMillis: 10, BlockDeadlineMillis: 100},
 		Line:     2,
 		Built:    defaultFeedBuilt,
@@ -72,7 +73,8 @@ func TestDefaults(t *testing.T) {
 var (
 	defaultBuilt     = Built{ShutdownTimeout: 10 * time.Second, StallAlert: time.Minute}
 	defaultFeedBuilt = FeedBuilt{Poll: 250 * time.Millisecond, RotateWait: 5 * time.Second,
-		CommitSync: 10 * time.Millisecond, Overload: overload.Pause}
+		CommitSync: 10 * time.Millisecond, Overload: overload.Pause,
+		ScanInterval: 10 * time.Second, CloseInactive: 5 * time.Minute, ForgetAfter: 24 * time.Hour}
 	defaultProcBuilt = ProcessorBuilt{
 		Overload:     overload.Policy{Kind: overload.Pause, Spin: 10 * time.Millisecond, Deadline: 100 * time.Millisecond},
 		RetryInitial: time.Second, RetryMax: 16 * time.Second, FsyncInterval: 100 * time.Millisecond,

@@ -31,7 +31,7 @@ var (
 	serverTLSKeys = []string{"certFile", "keyFile", "clientCAFile"}
 	clientTLSKeys = []string{"caFile", "certFile", "keyFile", "insecureSkipVerify"}
 	logKeys       = []string{"level", "format"}
-	feedKeys      = []string{"name", "path", "readStrategy", "maxLineBytes", "queueCapacity", "queueBytes", "maxPendingAcks", "pollIntervalMillis", "rotateWaitMillis", "commitSyncMillis", "rotatedNames", "overload"}
+	feedKeys      = []string{"name", "path", "readStrategy", "maxLineBytes", "queueCapacity", "queueBytes", "maxPendingAcks", "pollIntervalMillis", "rotateWaitMillis", "commitSyncMillis", "rotatedNames", "overload", "exclude", "scanIntervalMillis", "maxOpenFiles", "closeInactiveMillis", "forgetAfterMillis"}
 	overloadKeys  = []string{"policy", "spinBoundMillis", "blockDeadlineMillis", "subscribers"}
 	subscriberKey = []string{"policy", "spinBoundMillis", "blockDeadlineMillis"}
 	processorKeys = []string{"name", "feed", "type", "match", "exclude", "path", "exactlyOnce", "fsync", "fsyncIntervalMillis", "mode", "onFailure", "retry", "ackTimeoutMillis", "maxInFlight", "url", "timeoutMillis", "batchMaxLines", "batchMaxBytes", "headers", "raw", "format", "tls",
@@ -217,6 +217,7 @@ func (d *decoder) feed(n *yaml.Node, path string) (*Feed, feedMeta) {
 	o.integer("rotateWaitMillis", &f.RotateWaitMillis, 0, maxMillis)
 	o.integer("commitSyncMillis", &f.CommitSyncMillis, 1, maxMillis)
 	d.rotatedNames(o, &f.RotatedNames)
+	d.globFeed(o, &f, m.pathLine)
 	m.subs = d.overload(o.sub("overload", overloadKeys), &f.Overload)
 	return &f, m
 }

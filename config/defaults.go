@@ -29,15 +29,19 @@ func DefaultConfig() *Config {
 // DefaultFeed returns the defaults of one feeds[] entry (Name and Path have none).
 func DefaultFeed() Feed {
 	return Feed{
-		ReadStrategy:       StrategyCommitted, // resume at the pointer: at-least-once
-		MaxLineBytes:       1048576,           // 1 MiB; longer lines are delivered in pieces
-		QueueCapacity:      1024,              // lines per subscriber queue
-		QueueBytes:         4194304,           // 4 MiB per subscriber queue
-		MaxPendingAcks:     65536,             // lines awaiting acknowledgement before the source pauses
-		PollIntervalMillis: 250,               // poll fallback when fsnotify events don't arrive
-		RotateWaitMillis:   5000,              // how long a rotated-away file is still read/watched
-		CommitSyncMillis:   10,                // msync of the pointer at most every 10 ms
-		Overload:           DefaultOverload(),
+		ReadStrategy:        StrategyCommitted, // resume at the pointer: at-least-once
+		MaxLineBytes:        1048576,           // 1 MiB; longer lines are delivered in pieces
+		QueueCapacity:       1024,              // lines per subscriber queue
+		QueueBytes:          4194304,           // 4 MiB per subscriber queue
+		MaxPendingAcks:      65536,             // lines awaiting acknowledgement before the source pauses
+		PollIntervalMillis:  250,               // poll fallback when fsnotify events don't arrive
+		RotateWaitMillis:    5000,              // how long a rotated-away file is still read/watched
+		CommitSyncMillis:    10,                // msync of the pointer at most every 10 ms
+		ScanIntervalMillis:  10000,             // glob: rescan fallback
+		MaxOpenFiles:        1024,              // glob: open inputs + their pointers
+		CloseInactiveMillis: 300000,            // glob: close a caught-up file unchanged this long
+		ForgetAfterMillis:   86400000,          // glob: delete a finished, gone file's pointer after
+		Overload:            DefaultOverload(),
 	}
 }
 

@@ -27,6 +27,10 @@ type Options struct {
 	EpochsPath string
 	// Input is the input path the epochs lines name.
 	Input string
+	// Epoch, when not 0, is the epoch of the record a new file (one Open
+	// creates) starts with: a glob feed names each stream's pointer file
+	// after its first epoch (DESIGN §10). 0: a random one.
+	Epoch uint64
 }
 
 // Pointer is an open, locked pointer file. Its methods are safe for
@@ -39,8 +43,9 @@ type Pointer struct {
 	buf  []byte // m.Bytes()[:Size]
 	log  hclog.Logger
 
-	epochs string // the epochs file ("" = none)
-	input  string // the input path its lines name
+	epochs   string // the epochs file ("" = none)
+	newEpoch uint64 // Options.Epoch
+	input    string // the input path its lines name
 
 	cur Record      // newest stored record (maybe not yet synced)
 	key uint64      // file key the next record carries
@@ -79,7 +84,7 @@ func Open(path string, opts Options) (*Pointer, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Pointer{path: path, f: f, log: opts.Logger, epochs: opts.EpochsPath, input: opts.Input}
+	p := &Pointer{path: path, f: f, log: opts.Logger, epochs: opts.EpochsPath, input: opts.Input, newEpoch: opts.Epoch}
 	if err := p.init(created, opts.Map); err != nil {
 		if p.m != nil {
 			p.m.Close()
@@ -179,6 +184,9 @@ func (p *Pointer) load() error {
 func (p *Pointer) startFresh(reason string, warn bool) error {
 	p.fresh, p.freshReason = true, reason
 	epoch := NewEpoch()
+	if !warn && p.newEpoch != 0 {
+		epoch = p.newEpoch
+	}
 	if warn {
 		p.log.Warn("pointer unusable, starting fresh at offset 0 (lines are re-read, never skipped)",
 			"path", p.path, "reason", reason, "epoch", hex(epoch))

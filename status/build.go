@@ -39,7 +39,8 @@ type FeedSnapshot struct {
 	Pointer      *PointerSnapshot // nil unless COMMITTED
 	Base         LossCounters     // what DELETE /admin/losses/{feed} acknowledged
 	SeqAfter     uint64
-	Ledgered     bool // the losses ledger holds an entry for the feed (DESIGN §7)
+	Ledgered     bool          // the losses ledger holds an entry for the feed (DESIGN §7)
+	Glob         *GlobSnapshot // a glob feed's files (nil: a single-file feed)
 	// Carry is what the feed's earlier instances counted this run: a
 	// reload that restarts a feed never resets its counters (DESIGN §12).
 	Carry LossCounters
@@ -97,6 +98,7 @@ func Build(s FeedSnapshot) FeedReport {
 	fr.Settled = s.SourceDone && holdingDrained && fr.PendingAcks == 0 && fr.Stalled == nil &&
 		committed && s.SeqBefore == s.SeqAfter
 	fr.Lossless = lossless(fr) && !s.Ledgered // DESIGN §7 "Losses outlive the run"
+	fr.Glob = s.Glob
 	return fr
 }
 

@@ -168,6 +168,7 @@ func (c collector) collect(ch chan<- prometheus.Metric, f FeedMetrics) {
 		}
 		gauge(mLagBytes, float64(max(lag, 0)))
 	}
+	collectGlob(ch, name, fr.Glob)
 	for _, s := range f.Subscribers {
 		labels := []string{name, s.Name}
 		ch <- prometheus.MustNewConstMetric(mDispatched, prometheus.CounterValue, float64(s.Dispatched), labels...)

@@ -55,6 +55,8 @@ type FeedReport struct {
 	Epoch              string             `json:"epoch"`
 	Pointer            *PointerReport     `json:"pointer"`
 	Subscribers        []SubscriberReport `json:"subscribers"`
+
+	Glob *GlobSnapshot `json:"-"` // a glob feed's files (glob.go writes them)
 }
 
 // PointerReport is a COMMITTED feed's pointer.

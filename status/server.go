@@ -27,6 +27,9 @@ type ServerConfig struct {
 	Token       string
 	ProtectRead bool
 	Report      func() Report
+	// ReportFiles, when set, answers GET /feed.status?files=1 (a glob
+	// feed's files listed, DESIGN §10).
+	ReportFiles func() Report
 	Health      func() (ok bool, reason string)
 	// Ready answers /readyz (DESIGN §12 "Health"); nil: always ready.
 	Ready  func() (ok bool, reason string)
@@ -259,6 +262,10 @@ func (s *server) authorized(r *http.Request) bool {
 }
 
 func (s *server) status(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Query().Get("files") == "1" && s.cfg.ReportFiles != nil {
+		WriteJSON(w, http.StatusOK, s.cfg.ReportFiles())
+		return
+	}
 	WriteJSON(w, http.StatusOK, s.cfg.Report())
 }
 

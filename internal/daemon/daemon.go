@@ -88,7 +88,8 @@ type Daemon struct {
 // Feed is one running feed.
 type Feed struct {
 	cfg    *config.Feed
-	src    *file.Source
+	src    feedSource // a *file.Source, or the glob
+	glob   *file.Glob // a glob feed's source (DESIGN §10); nil for one file
 	pub    *feed.Publisher
 	groups []*processor.Group
 	closer []processor.Closer
@@ -244,6 +245,29 @@ func (d *Daemon) buildFeed(fc *config.Feed) (*Feed, error) {
 			f.closer = append(f.closer, c)
 		}
 	}
+	stream := file.Config{
+		Feed:         fc.Name,
+		Path:         fc.Path,
+		Strategy:     strat,
+		MaxLine:      fc.MaxLineBytes,
+		BatchLines:   batchLines,
+		BatchBytes:   batchBytes,
+		Poll:         fc.Built.Poll,
+		RotateWait:   fc.Built.RotateWait,
+		CommitSync:   fc.Built.CommitSync,
+		Logger:       log,
+		NoNotify:     noFSNotify(),
+		Outputs:      d.ownOutputs(),
+		OnLoss:       d.onLoss(fc.Name),
+		RotatedNames: fc.RotatedNames,
+	}
+	if config.IsGlob(fc.Path) {
+		if err := d.buildGlob(f, fc, stream, log); err != nil {
+			f.close()
+			return nil, err
+		}
+		return f, nil
+	}
 	if strat == file.Committed {
 		p, err := pointer.Open(datadir.Pointer(d.cfg.DataDir, fc.Name), pointer.Options{
 			Logger:     log,
@@ -256,23 +280,8 @@ func (d *Daemon) buildFeed(fc *config.Feed) (*Feed, error) {
 		}
 		f.ptr = p
 	}
-	f.src = file.New(file.Config{
-		Feed:         fc.Name,
-		Path:         fc.Path,
-		Strategy:     strat,
-		MaxLine:      fc.MaxLineBytes,
-		BatchLines:   batchLines,
-		BatchBytes:   batchBytes,
-		Poll:         fc.Built.Poll,
-		RotateWait:   fc.Built.RotateWait,
-		CommitSync:   fc.Built.CommitSync,
-		Pointer:      f.ptr,
-		Logger:       log,
-		NoNotify:     os.Getenv("TAILFEED_NO_FSNOTIFY") != "",
-		Outputs:      d.ownOutputs(),
-		OnLoss:       d.onLoss(fc.Name),
-		RotatedNames: fc.RotatedNames,
-	}, f.pub)
+	stream.Pointer = f.ptr
+	f.src = file.New(stream, f.pub)
 	return f, nil
 }
 
@@ -359,6 +368,7 @@ func (d *Daemon) newServer(cfg *config.Config) *http.Server {
 		ProtectRead:    cfg.Status.ProtectRead,
 		MaxConnections: cfg.Status.MaxConnections,
 		Report:         d.Report,
+		ReportFiles:    d.ReportFiles,
 		Health:         d.Health,
 		Ready:          d.Ready,
 		Logger:         d.log.Named("http"),

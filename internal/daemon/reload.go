@@ -261,6 +261,9 @@ func (d *Daemon) reload() error {
 // reload, where a directory path is a reload error).
 func (d *Daemon) checkPathsOf(cfg *config.Config) error {
 	for i, fc := range cfg.Feeds {
+		if config.IsGlob(fc.Path) {
+			continue // a glob's matches are checked one by one (DESIGN §10)
+		}
 		if fi, err := os.Stat(fc.Path); err == nil && fi.IsDir() {
 			return &ConfigError{Loc: d.configLoc(fc.Line), Key: fmt.Sprintf("feeds[%d].path", i),
 				Err: fmt.Errorf("%s is a directory; a feed tails one file (feed %q)", fc.Path, fc.Name)}
@@ -301,7 +304,7 @@ func (d *Daemon) stopFeed(f *Feed, removed map[string]bool) error {
 			f.finalAck[g.Name()] = q.AckPoint()
 		}
 	}
-	f.final = f.snapshot()
+	f.final = f.snapshot(false)
 	f.finalRead, f.finalBytes = f.src.LinesRead(), f.src.BytesRead()
 	f.finalPaused = f.pub.PausedTotal().Seconds()
 	err := f.src.Close()

@@ -26,23 +26,39 @@ func (d *Daemon) Report() status.Report {
 	return d.reports.Stamp(d.withConfig(status.Combine(feeds)))
 }
 
-func (f *Feed) report() status.FeedReport { return status.Build(f.snapshot()) }
+func (f *Feed) report() status.FeedReport { return status.Build(f.snapshot(false)) }
+
+// ReportFiles is Report with every glob feed's files (?files=1).
+func (d *Daemon) ReportFiles() status.Report {
+	d.reportMu.Lock()
+	defer d.reportMu.Unlock()
+	feeds := make([]status.FeedReport, 0, len(d.feeds))
+	for _, f := range d.feeds {
+		feeds = append(feeds, status.Build(f.snapshot(true)))
+	}
+	return d.reports.Stamp(status.Combine(feeds))
+}
 
 // snapshot reads one feed in the order status.FeedSnapshot documents.
-func (f *Feed) snapshot() status.FeedSnapshot {
+func (f *Feed) snapshot(files bool) status.FeedSnapshot {
 	src, pub := f.src, f.pub
 	s := status.FeedSnapshot{Name: f.cfg.Name, Path: f.cfg.Path, SeqBefore: pub.Sequence()}
-	// The open file's identity before the position (the source publishes a
-	// new file as BEHIND, position, identity): a CAUGHT_UP read after both
-	// means they belong together.
-	dev, ino, open := src.FileIdentity()
-	readPos := src.ReadPos()
-	state := src.State()
-	if (state == file.CaughtUp || state == file.WaitingForFile) && src.TornPending() {
-		state = file.Behind // a compressed generation is unread (DESIGN §7 state)
-	}
-	if state == file.CaughtUp && !f.fileCaughtUp(dev, ino, open, readPos) {
-		state = file.Behind
+	var state file.State
+	if one, ok := src.(*file.Source); ok {
+		// The open file's identity before the position (the source publishes a
+		// new file as BEHIND, position, identity): a CAUGHT_UP read after both
+		// means they belong together.
+		dev, ino, open := one.FileIdentity()
+		readPos := src.ReadPos()
+		state = src.State()
+		if (state == file.CaughtUp || state == file.WaitingForFile) && one.TornPending() {
+			state = file.Behind // a compressed generation is unread (DESIGN §7 state)
+		}
+		if state == file.CaughtUp && !f.fileCaughtUp(dev, ino, open, readPos) {
+			state = file.Behind
+		}
+	} else {
+		state = src.State() // the glob checks every file's size itself
 	}
 	s.State = state.String()
 	s.SourceDone = state == file.CaughtUp || state == file.WaitingForFile || state == file.EndOfStream
@@ -80,6 +96,9 @@ func (f *Feed) snapshot() status.FeedSnapshot {
 		s.Pointer = &status.PointerSnapshot{Offset: rec.Offset, Epoch: rec.Epoch, Commits: rec.Commits,
 			CommitFailures: src.CommitFailures(), CommitOK: src.CommitOK(), SyncedSeq: src.SyncedSeq()}
 	}
+	if f.glob != nil {
+		f.globSnapshot(&s, files)
+	}
 	s.Base = f.lossBase()
 	s.SeqAfter = pub.Sequence()
 	s.Ledgered = f.ledger != nil && f.ledger.has(f.cfg.Name)
@@ -101,7 +120,7 @@ func (f *Feed) fileCaughtUp(dev, ino uint64, open bool, readPos int64) bool {
 		if !os.IsNotExist(err) {
 			return false
 		}
-		return f.src.FileEnded()
+		return f.src.(*file.Source).FileEnded()
 	}
 	if pdev != dev || pino != ino {
 		return false
@@ -110,7 +129,7 @@ func (f *Feed) fileCaughtUp(dev, ino uint64, open bool, readPos int64) bool {
 	if err != nil {
 		return false
 	}
-	return st.Size() <= readPos && st.ModTime().UnixNano() == f.src.VerifiedMod()
+	return st.Size() <= readPos && st.ModTime().UnixNano() == f.src.(*file.Source).VerifiedMod()
 }
 
 // Health is /healthz (status.Health over every feed).
@@ -176,7 +195,7 @@ func (f *Feed) metrics() status.FeedMetrics {
 	m.LinesRead, m.BytesRead = src.LinesRead()+f.carry.linesRead, src.BytesRead()+f.carry.bytesRead
 	m.Pauses, m.PausedSeconds, m.Paused = pub.Pauses()+f.carry.pauses, pub.PausedTotal().Seconds()+f.carry.pausedSeconds, pub.Paused()
 	m.CommitFailures, m.SyncedSeq = src.CommitFailures(), src.SyncedSeq()
-	if st, err := os.Stat(f.cfg.Path); err == nil {
+	if st, err := os.Stat(f.cfg.Path); err == nil && f.glob == nil {
 		m.FileSize = st.Size()
 	}
 	if f.ptr != nil {

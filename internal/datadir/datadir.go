@@ -7,6 +7,7 @@
 //	<dataDir>/losses.jsonl.tmp       its rewrite, renamed over it
 //	<dataDir>/feeds/<feed>.ptr       a COMMITTED feed's pointer
 //	<dataDir>/feeds/<feed>.epochs    the feed's epoch history
+//	<dataDir>/feeds/<feed>/<epoch>.ptr a glob feed's per-file pointers (DESIGN §10)
 //	<dataDir>/dlq/<processor>.jsonl  a processor's dead-letter ledger
 //	<dataDir>/state/<processor>.rec  an exactlyOnce file sink's or a webhook's record
 //	<dataDir>/state/<processor>.json a count processor's state
@@ -63,6 +64,9 @@ func LossesPath(dataDir string) string { return filepath.Join(dataDir, Losses) }
 
 // Pointer is dataDir/feeds/<feed>.ptr.
 func Pointer(dataDir, feed string) string { return filepath.Join(dataDir, Feeds, feed+".ptr") }
+
+// GlobPointers is dataDir/feeds/<feed>/, a glob feed's pointer directory.
+func GlobPointers(dataDir, feed string) string { return filepath.Join(dataDir, Feeds, feed) }
 
 // Epochs is dataDir/feeds/<feed>.epochs.
 func Epochs(dataDir, feed string) string { return filepath.Join(dataDir, Feeds, feed+".epochs") }

@@ -35,6 +35,7 @@ type Count struct {
 	mu     sync.Mutex // guards state against State() from the HTTP server
 	counts map[string]uint64
 	feeds  map[string]CountApplied
+	epochs map[string]map[string]int64 // glob feeds: epoch → position (epochs.go)
 }
 
 // CountConfig configures a count processor.
@@ -44,6 +45,9 @@ type CountConfig struct {
 	Match      *regexp.Regexp       // nil: count whole lines
 	Interval   time.Duration        // longest a change waits for its save
 	Checkpoint processor.Checkpoint // the group
+	// Glob names the feeds whose paths are globs: their applied positions
+	// are kept per epoch (epochs.go).
+	Glob map[string]bool
 }
 
 // CountApplied is the last line a count applied for one feed.
@@ -68,6 +72,9 @@ type CountState struct {
 	Type      string                  `json:"type"`
 	Counts    map[string]uint64       `json:"counts"`
 	Feeds     map[string]CountApplied `json:"feeds"`
+	// Epochs: per glob feed, the position after the last applied line of
+	// each epoch (16 hex digits).
+	Epochs map[string]map[string]int64 `json:"epochs,omitempty"`
 }
 
 // OpenCount loads the saved state (none: all counts zero) and takes the
@@ -76,7 +83,7 @@ func OpenCount(cfg CountConfig) (*Count, error) {
 	if cfg.Interval <= 0 {
 		cfg.Interval = 100 * time.Millisecond
 	}
-	c := &Count{cfg: cfg, key: -1, counts: map[string]uint64{}, feeds: map[string]CountApplied{}}
+	c := &Count{cfg: cfg, key: -1, counts: map[string]uint64{}, feeds: map[string]CountApplied{}, epochs: map[string]map[string]int64{}}
 	if cfg.Match != nil {
 		c.key = cfg.Match.SubexpIndex("key")
 	}
@@ -104,6 +111,9 @@ func OpenCount(cfg CountConfig) (*Count, error) {
 			}
 			c.feeds[f] = a
 		}
+		if err := c.loadEpochs(cfg.Path, st.Epochs); err != nil {
+			return nil, err
+		}
 	}
 	cfg.Checkpoint.Hold()
 	return c, nil
@@ -119,6 +129,10 @@ func (c *Count) ProcessBatch(_ context.Context, b *feed.Batch) (int, error) {
 		epoch, _ = strconv.ParseUint(a.Epoch, 16, 64)
 		pos = a.Position
 	}
+	glob := c.cfg.Glob[b.Feed]
+	if glob {
+		epoch, pos, _ = c.appliedFor(b)
+	}
 	changed := false
 	for i, l := range b.Lines {
 		if b.AlreadyApplied(i, epoch, pos) {
@@ -131,6 +145,9 @@ func (c *Count) ProcessBatch(_ context.Context, b *feed.Batch) (int, error) {
 	}
 	if changed && b.Positioned {
 		c.feeds[b.Feed] = CountApplied{Epoch: fmt.Sprintf("%016x", b.Epoch), Position: b.LastEnd()}
+		if glob {
+			c.noteEpoch(b)
+		}
 	}
 	mark := c.cfg.Checkpoint.Mark()
 	switch {
@@ -223,6 +240,16 @@ func (c *Count) State() any {
 	}
 	for f, a := range c.feeds {
 		st.Feeds[f] = a
+	}
+	for f, m := range c.epochs {
+		if st.Epochs == nil {
+			st.Epochs = map[string]map[string]int64{}
+		}
+		cp := make(map[string]int64, len(m))
+		for e, p := range m {
+			cp[e] = p
+		}
+		st.Epochs[f] = cp
 	}
 	return st
 }

@@ -1,6 +1,7 @@
 package count
 
 import (
+	"tailfeed/config"
 	"tailfeed/internal/datadir"
 	"tailfeed/sink"
 )
@@ -20,5 +21,6 @@ func open(env sink.Env) (any, error) {
 		Match:      pc.Built.Match,
 		Interval:   pc.Built.FsyncInterval,
 		Checkpoint: env.Group,
+		Glob:       map[string]bool{env.Feed.Name: config.IsGlob(env.Feed.Path)},
 	})
 }

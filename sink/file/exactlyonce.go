@@ -177,6 +177,9 @@ func (r *sideRecord) store(a applied, sync bool) error {
 
 // openRecord loads the side record and makes the output agree with it.
 func (s *Sink) openRecord() error {
+	if s.cfg.PerEpoch {
+		return s.openRecord2()
+	}
 	rec, err := loadRecord(s.cfg.Record, s.cfg.OpenRecord)
 	if err != nil {
 		return err
@@ -272,6 +275,9 @@ func (s *Sink) next(b *feed.Batch, prev applied) applied {
 // storeFlushed stores the record after an interval flush synced the output
 // (everything written so far, so the length is the output's).
 func (s *Sink) storeFlushed() error {
+	if s.rec2 != nil {
+		return s.storeFlushed2()
+	}
 	if s.rec == nil {
 		return nil
 	}
@@ -289,6 +295,9 @@ func (s *Sink) storeFlushed() error {
 
 // closeRecord closes the side record.
 func (s *Sink) closeRecord() error {
+	if s.rec2 != nil {
+		return s.rec2.f.Close()
+	}
 	if s.rec == nil {
 		return nil
 	}

@@ -52,6 +52,9 @@ type Config struct {
 	// Record is the exactlyOnce side record's path
 	// (dataDir/state/<processor>.rec); "" = exactlyOnce off. See exactlyonce.go.
 	Record string
+	// PerEpoch: the record keeps one applied position per epoch (layout 2,
+	// record2.go): the feed is a glob, its files' lines interleave.
+	PerEpoch bool
 	// OpenRecord opens the side record (nil: os.OpenFile read-write, created 0600).
 	OpenRecord func(path string) (RecordFile, error)
 	// SyncDir fsyncs a directory (nil: fileutil.SyncDir); under fsync
@@ -101,8 +104,9 @@ type Sink struct {
 
 	// exactlyOnce only (exactlyonce.go).
 	rec     *sideRecord
-	applied applied    // last line written (stored in rec, or to be at the next flush)
-	view    feed.Batch // the lines of a batch not applied yet
+	rec2    *epochRecord // PerEpoch (perepoch.go)
+	applied applied      // last line written (stored in rec, or to be at the next flush)
+	view    feed.Batch   // the lines of a batch not applied yet
 }
 
 // Open opens (creating) the output file. Under fsync always or
@@ -283,6 +287,9 @@ func openOutput(path string, mode os.FileMode, log hclog.Logger) (SinkFile, int6
 
 // ProcessBatch writes b's lines with one write(2).
 func (s *Sink) ProcessBatch(ctx context.Context, b *feed.Batch) (int, error) {
+	if s.rec2 != nil {
+		return s.processOnce2(ctx, b)
+	}
 	if s.rec != nil {
 		return s.processOnce(ctx, b)
 	}

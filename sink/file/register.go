@@ -35,6 +35,7 @@ func open(env sink.Env) (any, error) {
 		Checkpoint: env.Group,
 		SyncLines:  env.Feed.MaxPendingAcks / 2,
 		Record:     record,
+		PerEpoch:   config.IsGlob(env.Feed.Path),
 		Logger:     env.Logger,
 		JSON:       pc.Format == config.FormatJSON,
 	})

@@ -377,4 +377,89 @@
 //     look (FAILED while it is no regular file), never a reason to stop. A
 //     regular file that cannot be opened (EACCES) is FAILED with the open
 //     error as detail, logged once, and retried likewise.
+//
+// # Many files per feed (globs, DESIGN §10)
+//
+// A feed whose path holds '*', '?' or '[' is read by a Glob (glob.go), not
+// a Source. Design:
+//
+//   - Matching (match.go): the pattern's '/'-separated segments are
+//     filepath.Match patterns; a segment "**" matches any number of
+//     directories, zero included (doublestar semantics, a small matcher of
+//     our own rather than a dependency). exclude globs are matched against
+//     the whole path. Symlinks are followed to regular files; symlinked
+//     directories are not descended (no loops). Anything under the daemon's
+//     own outputs (file sinks, dataDir) is never matched.
+//
+//   - Discovery: a walk from the pattern's longest literal directory,
+//     descending only directories that can still lead to a match, at
+//     start, on fsnotify events (one watcher for the feed, every such
+//     directory watched as soon as the walk sees it, so directories created
+//     later are included), and every scanIntervalMillis. An event naming a
+//     file of an open stream only wakes that stream; one naming a closed
+//     stream's file stats that file alone; anything else rescans.
+//
+//   - Streams: each matched file is one stream, run by a Source of its own
+//     (the single-file machinery: reader, splitter, identity checks,
+//     commit, forget) in Pinned mode: it follows the file it opened, never
+//     the path — another file at the path is the path missing for it (read
+//     to its end, then closed rotateWaitMillis after its last growth), and
+//     a stream of its own for the Glob. A stream's pointer is
+//     dataDir/feeds/<feed>/<epoch>.ptr, named by the epoch it was created
+//     with (chosen first, pointer.Options.Epoch). Its file key and
+//     fingerprint identify the file. A new pointer costs fsyncs (its
+//     directory, both slots, the epochs file): it is opened on the
+//     stream's goroutine, never the manager's, so streams share them.
+//
+//   - Identity: the file key confirmed by the pointer's fingerprint; the
+//     same key with other first bytes is a new stream; a key whose file was
+//     seen deleted (or out of the glob) is retired: a file that later shows
+//     up with it is new whatever its bytes. A rename within the glob keeps
+//     the stream (Delivery.Path stays the first path). At a start, a
+//     previous run's pointer is taken by key + fingerprint alone.
+//
+//   - Publishing (mux.go): every stream publishes through the feed's one
+//     Publisher under one mutex; the mux remembers each published batch's
+//     stream, epoch, end position and last sequence, and hands the
+//     acknowledgement to that stream once every holding queue finished the
+//     whole batch, so each stream commits only its own positions (the
+//     commit rule per stream; never ahead, at most one batch behind).
+//     Wake-ups of the feed reach every open stream.
+//
+//   - Order: a new file at a path is not opened before the stream that was
+//     at that path is read to its end with every line acknowledged (the
+//     epoch barrier per path); files at other paths interleave.
+//
+//   - Bounds: at most (maxOpenFiles - reserve)/2 streams are open (one
+//     input and one pointer descriptor each; without a pointer, one), the
+//     reserve (maxOpenFiles/16, at least 1) left for short looks: the
+//     manager's fingerprint checks, a stream's search for a copy.
+//     Streams wanting a slot queue FIFO; when one waits, open streams that
+//     are caught up, or have had their slot for a second, give it up (a
+//     stream with bytes unread queues again), so one file cannot starve
+//     the rest and memory grows with open files, not tracked ones. A
+//     caught-up stream unchanged for closeInactiveMillis closes; a change
+//     (event or rescan) reopens it with its identity checked again.
+//
+//   - Fairness inside the slots is per batch: each stream publishes at most
+//     one batch per call and then competes again for the mutex.
+//
+//   - Forgetting: a stream whose file is gone, closed after reading it to
+//     its end with nothing unacknowledged, has its pointer deleted
+//     forgetAfterMillis later (a deleted file's pointer was already emptied
+//     by its Source, see Forgetting above).
+//
+//   - Copies: once running, a new file whose first bytes match a tracked
+//     file's fingerprint is held back for rotateWaitMillis; if that file is
+//     truncated or gone by then, the new one is its copy (copytruncate):
+//     never read as a stream of its own (the original's stream reads its
+//     unread tail from it, §4 readCopy, when its name matches rotatedNames);
+//     otherwise it is a new stream from its start. A new empty file waits
+//     for its first bytes before this decision.
+//
+// Not done yet (decisions and gaps): ONCE_EARLIEST reads a
+// file to its size when its stream opens, not when it was matched; a
+// stream's rotated generations are not searched
+// for beyond the Source's own lookup at open; fairness is per batch under
+// a mutex, not a strict round-robin.
 package file

@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"sync"
 	"time"
 
 	"tailfeed/feed"
@@ -27,7 +28,8 @@ type reader struct {
 	epoch      uint64
 	positioned bool // false: lines are delivered without a position (appended after a switch)
 
-	buf        []byte
+	buf        []byte // nil while released (idle, see releaseBuf)
+	bufLen     int
 	base       int64
 	start, end int
 	limit      int64 // once-reads: stop at this offset; -1 to tail
@@ -68,11 +70,21 @@ type reader struct {
 	noForget bool
 }
 
+// newReader makes a reader of f. A negative bufSize (a glob stream) makes
+// the buffer lazy: allocated at the first read, 64 KiB, doubled while a
+// line does not fit, up to -bufSize.
 func newReader(f *os.File, dev, ino uint64, bufSize, maxLine int) *reader {
+	var buf []byte
+	if bufSize > 0 {
+		buf = getBuf(bufSize)
+	} else {
+		bufSize = -bufSize
+	}
 	return &reader{
-		f: f, dev: dev, ino: ino, key: pointer.FileKey(dev, ino),
+		bufLen: bufSize,
+		f:      f, dev: dev, ino: ino, key: pointer.FileKey(dev, ino),
 		positioned: true,
-		buf:        make([]byte, bufSize),
+		buf:        buf,
 		limit:      -1,
 		split:      Splitter{MaxLine: maxLine},
 		grewAt:     time.Now(),
@@ -162,10 +174,20 @@ func (r *reader) snapshot(size int64) {
 
 // read reads more bytes into the buffer; it returns how many (0 at EOF).
 func (r *reader) read() (int, error) {
+	if r.buf == nil {
+		r.buf = getBuf(min(r.bufLen, 64<<10))
+	}
 	if r.start > 0 {
 		n := copy(r.buf, r.buf[r.start:r.end])
 		r.base += int64(r.start)
 		r.start, r.end = 0, n
+	}
+	if r.end == len(r.buf) && len(r.buf) < r.bufLen {
+		// A lazy buffer full of one partial line: grow it.
+		nb := getBuf(min(2*len(r.buf), r.bufLen))
+		copy(nb, r.buf[:r.end])
+		putBuf(r.buf)
+		r.buf = nb
 	}
 	space := r.buf[r.end:]
 	if r.limit >= 0 {
@@ -297,4 +319,35 @@ func fillBatch(r *reader, found *Found, final bool, maxLines, maxBytes int, feed
 	b.Feed, b.Path, b.Epoch, b.Positioned = feedName, path, r.epoch, r.positioned
 	b.SetLines(r.buf, found.Starts, found.Lens, found.Ends)
 	return b, found.Oversized
+}
+
+// Read buffers are pooled: a glob feed's caught-up streams give theirs back
+// while they wait (releaseBuf), so memory grows with busy files, not with
+// open ones.
+var bufPool sync.Map // buffer length → *sync.Pool
+
+func getBuf(n int) []byte {
+	if p, ok := bufPool.Load(n); ok {
+		if b, ok := p.(*sync.Pool).Get().(*[]byte); ok {
+			return *b
+		}
+	}
+	return make([]byte, n)
+}
+
+// releaseBuf gives the buffer back while nothing is buffered.
+func (r *reader) releaseBuf() {
+	if r.buf == nil || r.start != r.end {
+		return
+	}
+	b := r.buf
+	r.buf = nil
+	r.base += int64(r.end)
+	r.start, r.end = 0, 0
+	putBuf(b)
+}
+
+func putBuf(b []byte) {
+	p, _ := bufPool.LoadOrStore(len(b), &sync.Pool{})
+	p.(*sync.Pool).Put(&b)
 }

@@ -118,6 +118,16 @@ func (s *Source) check() {
 		s.watchAll.Store(true)
 		return
 	}
+	if s.cfg.Pinned && (dev != r.dev || ino != r.ino) {
+		// A glob stream follows its file, not its path: another file at
+		// the path is another stream (the glob source's), and this one is
+		// read to its end as if the path were missing.
+		if !s.missing {
+			s.missing, s.missingSince = true, time.Now()
+		}
+		s.watchAll.Store(true)
+		return
+	}
 	s.missing = false
 	atPath := dev == r.dev && ino == r.ino
 	s.watchAll.Store(!atPath || len(s.next) > 0 || len(s.old) > 0)

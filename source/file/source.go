@@ -46,6 +46,18 @@ type Config struct {
 	// the source counts, after the counter moved: the daemon appends it to
 	// the losses ledger (DESIGN §7 "Losses outlive the run").
 	OnLoss func(Loss)
+	// DeliveryPath, when set, is the Delivery.Path of every line instead of
+	// Path (a glob feed's stream keeps the path it was first matched under
+	// after a rename, DESIGN §10).
+	DeliveryPath string
+	// Pinned: the source reads the one file it opened and never another
+	// one at the path (a glob feed's stream, DESIGN §10): a different file
+	// at the path counts as the path missing.
+	Pinned bool
+	// IdlePoll, when longer than Poll, is the poll interval while the file
+	// is at its path and no rotation is in progress (a glob stream: the
+	// glob's watcher wakes it on every change).
+	IdlePoll time.Duration
 }
 
 // Loss is one counted loss: a rotated or truncated file's unread tail
@@ -67,6 +79,8 @@ type Source struct {
 	ptr  *pointer.Pointer
 	log  hclog.Logger
 	outs outputs // the daemon's own outputs: never a rotated file or a copy
+
+	deliveryPath string // Delivery.Path of the lines
 
 	// Only accessed from the goroutine running the source.
 	cur          *reader
@@ -154,13 +168,25 @@ func New(cfg Config, pub Publisher) *Source {
 	}
 	s := &Source{cfg: cfg, pub: pub, ptr: cfg.Pointer, log: cfg.Logger, events: make(chan struct{}, 1)}
 	s.outs = newOutputs(cfg.Outputs, cfg.Path)
+	s.deliveryPath = cfg.Path
+	if cfg.DeliveryPath != "" {
+		s.deliveryPath = cfg.DeliveryPath
+	}
 	s.commit.done = make(chan error, 1)
 	s.commitOK.Store(true)
 	s.state.Store(int32(Starting))
 	return s
 }
 
-func (s *Source) bufSize() int { return max(1<<20, s.cfg.MaxLine+64<<10) }
+// bufSize is the read buffer's size. A glob stream's (negative: see
+// newReader) starts small and grows to it.
+func (s *Source) bufSize() int {
+	n := max(1<<20, s.cfg.MaxLine+64<<10)
+	if s.cfg.Pinned {
+		return -n
+	}
+	return n
+}
 
 // Run reads until ctx is done or the source fails. One pass of the loop is
 // one duty cycle (see doc.go for the steps).
@@ -204,7 +230,7 @@ func (s *Source) Run(ctx context.Context) error {
 				s.setState(WaitingForFile)
 			}
 			s.forgetStep()
-			if !s.openAtPath() {
+			if s.cfg.Pinned || !s.openAtPath() {
 				s.wait(ctx)
 			}
 			continue
@@ -222,6 +248,9 @@ func (s *Source) Run(ctx context.Context) error {
 		}
 		if n > 0 || s.atEnd() {
 			continue
+		}
+		if s.cfg.Pinned {
+			s.cur.releaseBuf() // a glob stream waits without its buffer
 		}
 		s.wait(ctx)
 	}
@@ -247,7 +276,7 @@ func (s *Source) fillFrom(r *reader, final bool) bool {
 	if r.start == r.end {
 		return false
 	}
-	b, over := fillBatch(r, &s.found, final, s.cfg.BatchLines, s.cfg.BatchBytes, s.cfg.Feed, s.cfg.Path)
+	b, over := fillBatch(r, &s.found, final, s.cfg.BatchLines, s.cfg.BatchBytes, s.cfg.Feed, s.deliveryPath)
 	if b == nil {
 		return false
 	}

@@ -25,9 +25,19 @@ func (s *Source) pollIfDue() {
 		s.kick = true
 	default:
 	}
-	if s.kick || time.Since(s.lastPoll) >= s.cfg.Poll {
+	if s.kick || time.Since(s.lastPoll) >= s.pollEvery() {
 		s.poll()
 	}
+}
+
+// pollEvery is the poll interval now: IdlePoll (a glob stream, woken by
+// the glob's watcher) while its file is at its path and no rotation is
+// in progress, else Poll.
+func (s *Source) pollEvery() time.Duration {
+	if s.cfg.IdlePoll > s.cfg.Poll && s.cur != nil && !s.missing && len(s.old) == 0 && len(s.next) == 0 {
+		return s.cfg.IdlePoll
+	}
+	return s.cfg.Poll
 }
 
 // poll is one poll: check the path against the open file, read the old
@@ -45,7 +55,7 @@ func (s *Source) poll() {
 // wait sleeps until something may have changed: a group finished work, the
 // file changed (fsnotify), the next poll, a due msync, or the stop.
 func (s *Source) wait(ctx context.Context) {
-	d := s.cfg.Poll - time.Since(s.lastPoll)
+	d := s.pollEvery() - time.Since(s.lastPoll)
 	if s.commit.stored && !s.commit.inFlight {
 		d = min(d, s.cfg.CommitSync-time.Since(s.commit.lastSync))
 	}

@@ -137,6 +137,9 @@ func run(o options) error {
 			return err
 		}
 	}
+	if err := globCases(o, t); err != nil {
+		return err
+	}
 	t.print(os.Stdout)
 	fmt.Printf("\nbench finished in %s\n", time.Since(started).Round(time.Second))
 	if o.profile != "" {

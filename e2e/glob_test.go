@@ -1,0 +1,502 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Glob feeds (DESIGN §10, issue 13).
+
+const globConfig = `dataDir: ./state
+status:
+  listen: {{ADDR}}
+feeds:
+  - name: app
+    path: ./in/**/*.log
+    exclude: [./in/**/skip-*.log]
+    maxOpenFiles: %d
+    rotateWaitMillis: 300
+    scanIntervalMillis: 1000
+    closeInactiveMillis: %d
+    forgetAfterMillis: %d
+    queueCapacity: 512
+processors:
+  - name: out
+    feed: app
+    type: file
+    path: ./out.log
+    fsync: never
+`
+
+// globStatus decodes the glob part of /feed.status (?files=1).
+type globStatus struct {
+	Feeds []struct {
+		Feed         string          `json:"feed"`
+		Settled      bool            `json:"settled"`
+		Lossless     bool            `json:"lossless"`
+		State        string          `json:"state"`
+		Epoch        *string         `json:"epoch"`
+		Pointer      json.RawMessage `json:"pointer"`
+		FilesTracked int             `json:"filesTracked"`
+		FilesOpen    int             `json:"filesOpen"`
+		FilesBehind  int             `json:"filesBehind"`
+		FilesSkipped uint64          `json:"filesSkipped"`
+		Files        []struct {
+			Path, FileKey, Epoch, State string
+			Offset, Size                int64
+		} `json:"files"`
+	} `json:"feeds"`
+}
+
+func getGlobStatus(t testing.TB, d *daemon) globStatus {
+	t.Helper()
+	code, body, err := d.get("/feed.status?files=1")
+	if err != nil || code != 200 {
+		t.Fatalf("status: %d %v %s", code, err, body)
+	}
+	var g globStatus
+	if err := json.Unmarshal(body, &g); err != nil {
+		t.Fatalf("%v: %s", err, body)
+	}
+	return g
+}
+
+// inputFDs counts the daemon's descriptors on input files and glob pointers.
+func inputFDs(pid int, in, ptrs string) int {
+	dir := fmt.Sprintf("/proc/%d/fd", pid)
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, e := range ents {
+		l, err := os.Readlink(filepath.Join(dir, e.Name()))
+		if err != nil {
+			continue
+		}
+		if (strings.HasPrefix(l, in+"/") && !isDirLink(l)) || strings.HasPrefix(l, ptrs+"/") {
+			n++
+		}
+	}
+	return n
+}
+
+func isDirLink(p string) bool {
+	st, err := os.Stat(strings.TrimSuffix(p, " (deleted)"))
+	return err == nil && st.IsDir()
+}
+
+func writeFileLines(t testing.TB, path, tag string, from, n int) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for i := from; i < from+n; i++ {
+		fmt.Fprintf(&b, "%s %d\n", tag, i)
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(b.String()); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+}
+
+// perTag splits the output's lines "TAG N" by tag, in output order.
+func perTag(t testing.TB, path string) map[string][]int {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	out := map[string][]int{}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		tag, num, ok := strings.Cut(sc.Text(), " ")
+		if !ok {
+			t.Fatalf("odd line %q", sc.Text())
+		}
+		n, err := strconv.Atoi(num)
+		if err != nil {
+			t.Fatalf("odd line %q", sc.Text())
+		}
+		out[tag] = append(out[tag], n)
+	}
+	return out
+}
+
+func globLines(path string) int {
+	data, _ := os.ReadFile(path)
+	return bytes.Count(data, []byte{'\n'})
+}
+
+// TestGlobThousandFiles (issue 13 acceptance 1): 1,000 files matched by
+// **/*.log, 100 lines each, 200 created while running in nested
+// directories created while running: every line once, per-file order kept,
+// descriptors on inputs and pointers never above maxOpenFiles (64).
+func TestGlobThousandFiles(t *testing.T) {
+	e := newEnv(t, fmt.Sprintf(globConfig, 64, 300000, 86400000))
+	in := e.path("in")
+	for i := 0; i < 800; i++ {
+		writeFileLines(t, filepath.Join(in, fmt.Sprintf("d%02d", i%20), fmt.Sprintf("f%04d.log", i)), fmt.Sprintf("f%04d", i), 0, 100)
+	}
+	writeFileLines(t, filepath.Join(in, "d00", "skip-me.log"), "skip", 0, 10)
+	if err := os.Mkdir(filepath.Join(in, "dir.log"), 0o755); err != nil { // a non-regular match
+		t.Fatal(err)
+	}
+	d := e.start()
+	var maxFD atomic.Int64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if n := int64(inputFDs(d.pid(), in, e.path("state/feeds/app"))); n > maxFD.Load() {
+				maxFD.Store(n)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
+	for i := 800; i < 1000; i++ {
+		dir := filepath.Join(in, "new", fmt.Sprintf("n%d", i%10), "deeper")
+		writeFileLines(t, filepath.Join(dir, fmt.Sprintf("f%04d.log", i)), fmt.Sprintf("f%04d", i), 0, 100)
+	}
+	out := e.path("out.log")
+	waitUntil(t, "100,000 lines delivered", 120*time.Second, func() bool { return globLines(out) >= 100000 })
+	d.waitSettled(60 * time.Second)
+	close(stop)
+	wg.Wait()
+	g := getGlobStatus(t, d)
+	d.stop()
+	got := perTag(t, out)
+	if len(got) != 1000 {
+		t.Fatalf("%d files delivered, want 1000", len(got))
+	}
+	for tag, ns := range got {
+		if len(ns) != 100 {
+			t.Fatalf("%s: %d lines, want 100", tag, len(ns))
+		}
+		for i, n := range ns {
+			if n != i {
+				t.Fatalf("%s: line %d is %d (order or duplicate)", tag, i, n)
+			}
+		}
+	}
+	if m := maxFD.Load(); m > 64 || m == 0 {
+		t.Fatalf("descriptors on inputs and pointers peaked at %d, want 1..64", m)
+	}
+	f := g.Feeds[0]
+	if f.FilesTracked != 1000 || f.FilesSkipped != 1 || f.FilesBehind != 0 || f.Epoch != nil || len(f.Files) != 1000 ||
+		!f.Settled || !f.Lossless || f.FilesOpen > 30 {
+		t.Fatalf("status: tracked %d skipped %d behind %d open %d epoch %v files %d settled %v lossless %v",
+			f.FilesTracked, f.FilesSkipped, f.FilesBehind, f.FilesOpen, f.Epoch, len(f.Files), f.Settled, f.Lossless)
+	}
+	if !bytes.Contains(f.Pointer, []byte(`"offset":null`)) || !bytes.Contains(f.Pointer, []byte(`"epoch":null`)) {
+		t.Fatalf("pointer %s", f.Pointer)
+	}
+	t.Logf("1,000 files: peak descriptors on inputs+pointers %d (maxOpenFiles 64)", maxFD.Load())
+}
+
+// TestGlobIdentity (issue 13 acceptance 2): a rename inside the glob keeps
+// its pointer (no re-read); a rename out of the glob is read to its end; a
+// new file reusing a deleted file's inode with other content is read from
+// its start; a 10-byte file is read.
+func TestGlobIdentity(t *testing.T) {
+	e := newEnv(t, fmt.Sprintf(globConfig, 64, 300000, 86400000))
+	in := e.path("in")
+	writeFileLines(t, filepath.Join(in, "a.log"), "a", 0, 50)
+	writeFileLines(t, filepath.Join(in, "b.log"), "b", 0, 50)
+	writeFileLines(t, filepath.Join(in, "gone.log"), "gone", 0, 50)
+	if err := os.WriteFile(filepath.Join(in, "tiny.log"), []byte("tiny 1234\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d := e.start()
+	out := e.path("out.log")
+	waitUntil(t, "first lines", 30*time.Second, func() bool { return globLines(out) >= 151 })
+	d.waitSettled(30 * time.Second)
+
+	// Rename within the glob, then append: no re-read.
+	if err := os.Rename(filepath.Join(in, "a.log"), filepath.Join(in, "sub", "a2.log")); err != nil {
+		os.MkdirAll(filepath.Join(in, "sub"), 0o755)
+		if err := os.Rename(filepath.Join(in, "a.log"), filepath.Join(in, "sub", "a2.log")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(200 * time.Millisecond)
+	writeFileLines(t, filepath.Join(in, "sub", "a2.log"), "a", 50, 10)
+	// Rename out of the glob, then append at once: read to its end.
+	bOut := filepath.Join(in, "b.old")
+	if err := os.Rename(filepath.Join(in, "b.log"), bOut); err != nil {
+		t.Fatal(err)
+	}
+	writeFileLines(t, bOut, "b", 50, 10)
+	// Delete a finished file and create one that may reuse its inode.
+	var st syscall.Stat_t
+	syscall.Stat(filepath.Join(in, "gone.log"), &st)
+	oldIno := st.Ino
+	os.Remove(filepath.Join(in, "gone.log"))
+	time.Sleep(300 * time.Millisecond)
+	writeFileLines(t, filepath.Join(in, "reuse.log"), "reuse", 0, 20)
+	syscall.Stat(filepath.Join(in, "reuse.log"), &st)
+	waitUntil(t, "all lines", 30*time.Second, func() bool { return globLines(out) >= 151+10+10+20 })
+	d.waitSettled(30 * time.Second)
+	time.Sleep(500 * time.Millisecond)
+	_, metrics, _ := d.get("/metrics")
+	d.stop()
+	for _, m := range []string{`tailfeed_feed_files_tracked{feed="app"}`, `tailfeed_feed_files_open{feed="app"}`,
+		`tailfeed_feed_files_behind{feed="app"} 0`, `tailfeed_feed_files_skipped_total{feed="app"} 0`} {
+		if !bytes.Contains(metrics, []byte(m)) {
+			t.Errorf("metrics lack %s", m)
+		}
+	}
+	got := perTag(t, out)
+	for tag, want := range map[string]int{"a": 60, "b": 60, "gone": 50, "reuse": 20} {
+		ns := got[tag]
+		if len(ns) != want {
+			t.Fatalf("%s: %d lines, want %d: %v", tag, len(ns), want, ns)
+		}
+		for i, n := range ns {
+			if n != i {
+				t.Fatalf("%s: line %d is %d", tag, i, n)
+			}
+		}
+	}
+	if ns := got["tiny"]; len(ns) != 1 || ns[0] != 1234 {
+		t.Fatalf("10-byte file: %v", ns)
+	}
+	t.Logf("inode of the deleted file %d, of the new one %d (reused: %v)", oldIno, st.Ino, oldIno == st.Ino)
+}
+
+// TestGlobKill9 (issue 13 acceptance 4): kill -9 five times during
+// multi-file ingestion (20 files, bursts): no line missing, per-file order
+// of first deliveries kept.
+func TestGlobKill9(t *testing.T) {
+	e := newEnv(t, fmt.Sprintf(globConfig, 64, 300000, 86400000)+`  - name: exact
+    feed: app
+    type: file
+    path: ./exact.log
+    exactlyOnce: true
+    fsync: never
+`)
+	in := e.path("in")
+	const files, per = 20, 50
+	next := make([]int, files)
+	burst := func() {
+		for f := 0; f < files; f++ {
+			writeFileLines(t, filepath.Join(in, fmt.Sprintf("d%d", f%3), fmt.Sprintf("g%02d.log", f)), fmt.Sprintf("g%02d", f), next[f], per)
+			next[f] += per
+		}
+	}
+	burst()
+	out := e.path("out.log")
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() { // bursts all along, the daemon running or not
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(5 * time.Millisecond):
+				burst()
+			}
+		}
+	}()
+	for k := 0; k < 5; k++ {
+		d := e.start()
+		before := globLines(out)
+		waitUntil(t, "lines during the run", 30*time.Second, func() bool { return globLines(out) > before+2000 })
+		time.Sleep(time.Duration(k*37) * time.Millisecond)
+		d.kill()
+	}
+	close(stop)
+	<-done
+	d := e.start()
+	want := files * next[0]
+	waitUntil(t, "every line", 120*time.Second, func() bool {
+		got := perTag(t, out)
+		n := 0
+		for _, ns := range got {
+			seen := map[int]bool{}
+			for _, v := range ns {
+				seen[v] = true
+			}
+			n += len(seen)
+		}
+		return n >= want
+	})
+	d.waitSettled(30 * time.Second)
+	d.stop()
+	got := perTag(t, out)
+	dups := 0
+	for f := 0; f < files; f++ {
+		tag := fmt.Sprintf("g%02d", f)
+		seen := map[int]bool{}
+		maxSeen := -1
+		for _, v := range got[tag] {
+			if seen[v] {
+				dups++
+				continue
+			}
+			if v != maxSeen+1 {
+				t.Fatalf("%s: first delivery of %d after %d (gap or order)", tag, v, maxSeen)
+			}
+			seen[v], maxSeen = true, v
+		}
+		if len(seen) != next[f] {
+			t.Fatalf("%s: %d distinct lines, want %d", tag, len(seen), next[f])
+		}
+	}
+	// exactlyOnce: per input file, the output's lines are the file's bytes.
+	perFile := map[string]*bytes.Buffer{}
+	exact, _ := os.ReadFile(e.path("exact.log"))
+	for _, l := range bytes.SplitAfter(exact, []byte{'\n'}) {
+		if len(l) == 0 {
+			continue
+		}
+		tag, _, _ := bytes.Cut(l, []byte{' '})
+		if perFile[string(tag)] == nil {
+			perFile[string(tag)] = &bytes.Buffer{}
+		}
+		perFile[string(tag)].Write(l)
+	}
+	for f := 0; f < files; f++ {
+		tag := fmt.Sprintf("g%02d", f)
+		in, _ := os.ReadFile(filepath.Join(in, fmt.Sprintf("d%d", f%3), tag+".log"))
+		if got := perFile[tag]; got == nil || !bytes.Equal(got.Bytes(), in) {
+			n := 0
+			if got != nil {
+				n = got.Len()
+			}
+			t.Fatalf("exactlyOnce output of %s: %d bytes, input %d bytes; not byte-identical", tag, n, len(in))
+		}
+	}
+	t.Logf("20 files, 5 kills: %d lines, none missing, %d re-delivered to the plain sink, exactlyOnce byte-identical per file", want, dups)
+}
+
+// TestGlobFairness (issue 13 acceptance 3): one file appended at full speed
+// for as long as the quiet files are written (capped at 400 MB, input and
+// output, to spare the shared disk) while 50 others get one line per
+// 100 ms: every quiet line is delivered within 1 s (p99).
+func TestGlobFairness(t *testing.T) {
+	e := newEnv(t, fmt.Sprintf(globConfig, 1024, 300000, 86400000))
+	in := e.path("in")
+	os.MkdirAll(in, 0o755)
+	for q := 0; q < 50; q++ {
+		os.WriteFile(filepath.Join(in, fmt.Sprintf("q%02d.log", q)), nil, 0o644)
+	}
+	os.WriteFile(filepath.Join(in, "busy.log"), nil, 0o644)
+	d := e.start()
+	out := e.path("out.log")
+	stop := make(chan struct{})
+	var busyBytes atomic.Int64
+	var wg, quiet sync.WaitGroup
+	wg.Add(1)
+	go func() { // the busy file: 256 KiB writes back to back
+		defer wg.Done()
+		f, err := os.OpenFile(filepath.Join(in, "busy.log"), os.O_WRONLY|os.O_APPEND, 0)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer f.Close()
+		chunk := bytes.Repeat([]byte("busy 0 padding padding padding padding padding padding padding padding padding\n"), 256<<10/80)
+		start := time.Now()
+		defer func() {
+			t.Logf("busy file: %d MB in %v", busyBytes.Load()>>20, time.Since(start).Round(time.Millisecond))
+		}()
+		for busyBytes.Load() < 200<<20 {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			f.Write(chunk)
+			busyBytes.Add(int64(len(chunk)))
+		}
+	}()
+	const rounds = 40
+	for q := 0; q < 50; q++ {
+		quiet.Add(1)
+		go func() {
+			defer quiet.Done()
+			p := filepath.Join(in, fmt.Sprintf("q%02d.log", q))
+			for i := 0; i < rounds; i++ {
+				appendTo(t, p, fmt.Sprintf("q%02d %d %d\n", q, i, time.Now().UnixNano()))
+				time.Sleep(100 * time.Millisecond)
+			}
+		}()
+	}
+	go func() { quiet.Wait(); close(stop) }()
+	// Tail the output, timing every quiet line's arrival.
+	var lat []time.Duration
+	var off int64
+	var part []byte
+	deadline := time.Now().Add(90 * time.Second)
+	for len(lat) < 50*rounds && time.Now().Before(deadline) {
+		f, err := os.Open(out)
+		if err == nil {
+			buf := make([]byte, 4<<20)
+			for {
+				n, _ := f.ReadAt(buf, off)
+				if n == 0 {
+					break
+				}
+				off += int64(n)
+				now := time.Now()
+				data := append(part, buf[:n]...)
+				last := bytes.LastIndexByte(data, '\n')
+				for _, l := range bytes.Split(data[:last+1], []byte{'\n'}) {
+					if len(l) > 0 && l[0] == 'q' {
+						fs := strings.Fields(string(l))
+						ns, _ := strconv.ParseInt(fs[2], 10, 64)
+						lat = append(lat, now.Sub(time.Unix(0, ns)))
+					}
+				}
+				part = append([]byte(nil), data[last+1:]...)
+			}
+			f.Close()
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	quiet.Wait()
+	wg.Wait()
+	d.stop()
+	if len(lat) != 50*rounds {
+		t.Fatalf("%d quiet lines delivered, want %d", len(lat), 50*rounds)
+	}
+	sortDurations(lat)
+	p99 := lat[len(lat)*99/100]
+	t.Logf("quiet lines: p50 %v p99 %v max %v (busy output %d MB)", lat[len(lat)/2], p99, lat[len(lat)-1], off>>20)
+	if p99 > time.Second {
+		t.Fatalf("p99 %v > 1s", p99)
+	}
+}
+
+func sortDurations(d []time.Duration) {
+	for i := 1; i < len(d); i++ {
+		for j := i; j > 0 && d[j] < d[j-1]; j-- {
+			d[j], d[j-1] = d[j-1], d[j]
+		}
+	}
+}

@@ -1,0 +1,82 @@
+package daemon
+
+import (
+	"context"
+	"os"
+
+	"github.com/hashicorp/go-hclog"
+
+	"tailfeed/config"
+	"tailfeed/internal/datadir"
+	"tailfeed/source/file"
+	"tailfeed/status"
+)
+
+// feedSource is what the daemon needs of a feed's source: a *file.Source
+// (one file) or a *file.Glob (a glob path, DESIGN §10).
+type feedSource interface {
+	Run(ctx context.Context) error
+	Drain(ctx context.Context)
+	Close() error
+	State() file.State
+	Detail() string
+	Epoch() uint64
+	ReadPos() int64
+	Downgraded() uint64
+	Oversized() uint64
+	Unterminated() int64
+	LostTails() uint64
+	LostBytes() uint64
+	CommitFailures() uint64
+	CommitOK() bool
+	SyncedSeq() uint64
+	LinesRead() uint64
+	BytesRead() uint64
+}
+
+var (
+	_ feedSource = (*file.Source)(nil)
+	_ feedSource = (*file.Glob)(nil)
+)
+
+// buildGlob makes a glob feed's source: one stream per matched file, each
+// with its pointer under dataDir/feeds/<feed>/ when COMMITTED.
+func (d *Daemon) buildGlob(f *Feed, fc *config.Feed, stream file.Config, log hclog.Logger) error {
+	gc := file.GlobConfig{
+		Stream:        stream,
+		Exclude:       fc.Exclude,
+		ScanInterval:  fc.Built.ScanInterval,
+		MaxOpenFiles:  fc.MaxOpenFiles,
+		CloseInactive: fc.Built.CloseInactive,
+		ForgetAfter:   fc.Built.ForgetAfter,
+	}
+	if f.strat == file.Committed {
+		gc.PointerDir = datadir.GlobPointers(d.cfg.DataDir, fc.Name)
+		gc.EpochsPath = datadir.Epochs(d.cfg.DataDir, fc.Name)
+	}
+	g, err := file.NewGlob(gc, f.pub)
+	if err != nil {
+		return err
+	}
+	f.glob, f.src = g, g
+	return nil
+}
+
+// globSnapshot fills a glob feed's part of a snapshot.
+func (f *Feed) globSnapshot(s *status.FeedSnapshot, files bool) {
+	g := f.glob
+	c := g.Counts()
+	s.Glob = &status.GlobSnapshot{Tracked: c.Tracked, Open: c.Open, Behind: c.Behind, Skipped: c.Skipped}
+	if files {
+		s.Glob.Files = []status.FileReport{}
+		for _, fs := range g.Files() {
+			s.Glob.Files = append(s.Glob.Files, status.FileReport(fs))
+		}
+	}
+	if f.strat == file.Committed {
+		s.Pointer = &status.PointerSnapshot{Commits: g.Commits(), CommitFailures: g.CommitFailures(),
+			CommitOK: g.CommitOK(), SyncedSeq: g.SyncedSeq()}
+	}
+}
+
+func noFSNotify() bool { return os.Getenv("TAILFEED_NO_FSNOTIFY") != "" }

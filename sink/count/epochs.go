@@ -1,0 +1,58 @@
+package count
+
+import (
+	"fmt"
+	"strconv"
+
+	"tailfeed/feed"
+)
+
+// Per-epoch applied positions (DESIGN §10 "Sinks and streams"): a glob
+// feed's files interleave, so a count keeps, besides the last applied line
+// per feed (Feeds), the position after the last applied line of every epoch
+// of a glob feed (Epochs: feed → epoch as 16 hex → position), and skips a
+// re-delivered line by its own epoch's entry. At most maxEpochs entries per
+// feed are kept: past that an arbitrary one is dropped (its re-deliveries,
+// should any come, are counted again: an overcount, never a miss).
+
+const maxEpochs = 4000
+
+// appliedFor is the position recorded for b's epoch in a glob feed (ok
+// false: none), under c.mu.
+func (c *Count) appliedFor(b *feed.Batch) (epoch uint64, pos int64, ok bool) {
+	m := c.epochs[b.Feed]
+	if m == nil {
+		return 0, 0, false
+	}
+	p, ok := m[fmt.Sprintf("%016x", b.Epoch)]
+	return b.Epoch, p, ok
+}
+
+// noteEpoch records b's last position under its epoch, under c.mu.
+func (c *Count) noteEpoch(b *feed.Batch) {
+	m := c.epochs[b.Feed]
+	if m == nil {
+		m = map[string]int64{}
+		c.epochs[b.Feed] = m
+	}
+	m[fmt.Sprintf("%016x", b.Epoch)] = b.LastEnd()
+	for k := range m {
+		if len(m) <= maxEpochs {
+			break
+		}
+		delete(m, k)
+	}
+}
+
+// loadEpochs checks and takes the saved per-epoch positions.
+func (c *Count) loadEpochs(path string, saved map[string]map[string]int64) error {
+	for f, m := range saved {
+		for e := range m {
+			if _, err := strconv.ParseUint(e, 16, 64); err != nil || len(e) != 16 {
+				return fmt.Errorf("count state %s: feed %s: bad epoch %q", path, f, e)
+			}
+		}
+		c.epochs[f] = m
+	}
+	return nil
+}

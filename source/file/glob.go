@@ -1,0 +1,1075 @@
+package file
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+	"github.com/hashicorp/go-hclog"
+
+	"tailfeed/feed"
+	"tailfeed/internal/fileutil"
+	"tailfeed/pointer"
+)
+
+// GlobConfig configures a Glob: a feed whose path is a glob (DESIGN §10).
+type GlobConfig struct {
+	// Stream is the template of every stream's Source (Path, Pointer,
+	// DeliveryPath and Pinned are the glob's to set). Stream.Path is the
+	// pattern.
+	Stream        Config
+	Exclude       []string // globs over whole paths
+	PointerDir    string   // dataDir/feeds/<feed>; "" unless COMMITTED
+	EpochsPath    string
+	ScanInterval  time.Duration
+	MaxOpenFiles  int
+	CloseInactive time.Duration
+	ForgetAfter   time.Duration
+}
+
+// FileStatus is one tracked file in GET /feed.status?files=1.
+type FileStatus struct {
+	Path    string `json:"path"`
+	FileKey string `json:"fileKey"`
+	Epoch   string `json:"epoch"`
+	Offset  int64  `json:"offset"`
+	Size    int64  `json:"size"`
+	State   string `json:"state"`
+}
+
+// Glob reads every file a pattern matches, one stream each, through one
+// publisher. Run, Drain and Close as for Source; the getters are safe from
+// any goroutine.
+type Glob struct {
+	cfg  GlobConfig
+	pat  *Pattern
+	excl []*Pattern
+	outs []string
+	log  hclog.Logger
+	mux  *mux
+	pub  *feed.Publisher
+
+	// Manager goroutine only, read by the getters under mu.
+	mu       sync.Mutex
+	byPath   map[string]*gstream
+	byKey    map[uint64]*gstream
+	retired  map[uint64]bool // keys whose file was seen deleted: a new file with one is new
+	skipped  map[string]bool
+	open     int // streams holding a slot (running or stopping)
+	queue    []*gstream
+	started  bool
+	scanned  bool
+	stopped  chan *gstream
+	watcher  *fsnotify.Watcher
+	watched  map[string]bool
+	events   chan string
+	kick     chan struct{}
+	startAt  time.Time
+	acc      globTotals // counters of closed sources
+	maxSlots int
+	loaded   []loaded        // a previous run's pointers not yet matched to a file
+	ctx      context.Context // Run's
+	life     context.Context // ended by Close: drains of streams still stopping end
+	endLife  context.CancelFunc
+	lastHK   time.Time
+	ghosts   uint64 // map keys of gone streams whose key a new file took
+
+	filesSkipped atomic.Uint64
+}
+
+type globTotals struct {
+	lines, bytes, downgraded, oversized, lostTails, lostBytes, commitFailures, unterminated uint64
+}
+
+type streamState int
+
+const (
+	stClosed   streamState = iota // tracked, no descriptor
+	stQueued                      // waits for a slot
+	stOpen                        // its Source runs
+	stStopping                    // its Source drains and closes
+)
+
+type gstream struct {
+	path    string // where the file is now
+	first   string // the path it was first matched under (Delivery.Path)
+	key     uint64
+	ptrPath string
+	st      streamState
+	gone    bool      // deleted or out of the glob
+	goneAt  time.Time // when it was seen gone
+	after   *gstream  // per-path barrier: the stream previously at path
+	fromEnd bool      // LATEST, present at start
+
+	src      *Source
+	sp       *streamPub
+	cancel   context.CancelFunc
+	runDone  chan struct{}
+	openedAt time.Time
+	activeAt time.Time // last read progress or change seen
+	lastRead uint64
+
+	size, mod   int64 // at the last look
+	offset      int64 // the pointer's offset when closed
+	epoch       uint64
+	reopen      bool      // changed while stopping: open again
+	commits     uint64    // its pointer's commit counter when closed
+	behind      bool      // stopped with bytes unread: queued again once closed
+	src0dropped bool      // its source dropped a batch it never published: queued again
+	newEpoch    uint64    // the epoch a new stream's pointer file is named by and starts with
+	empty       bool      // a new file with no bytes yet: admitted when it has some
+	copyOf      *gstream  // held back as a possible copy of this stream's file
+	heldUntil   time.Time // until when
+	fpLen, fp   uint64    // the pointer's fingerprint when closed
+	done        bool      // ONCE_EARLIEST: read to its size and closed for good
+	unacked     bool      // closed with lines unacknowledged (a drain cut short): never forgotten
+}
+
+// NewGlob makes a glob source publishing to pub.
+func NewGlob(cfg GlobConfig, pub *feed.Publisher) (*Glob, error) {
+	pat, err := CompilePattern(cfg.Stream.Path)
+	if err != nil {
+		return nil, err
+	}
+	g := &Glob{cfg: cfg, pat: pat, log: cfg.Stream.Logger, pub: pub,
+		byPath: map[string]*gstream{}, byKey: map[uint64]*gstream{}, retired: map[uint64]bool{},
+		skipped: map[string]bool{}, watched: map[string]bool{}, stopped: make(chan *gstream, 64),
+		events: make(chan string, 1024), kick: make(chan struct{}, 1)}
+	if g.log == nil {
+		g.log = hclog.NewNullLogger()
+	}
+	for _, e := range cfg.Exclude {
+		p, err := CompilePattern(e)
+		if err != nil {
+			return nil, fmt.Errorf("exclude: %w", err)
+		}
+		g.excl = append(g.excl, p)
+	}
+	for _, o := range cfg.Stream.Outputs {
+		g.outs = append(g.outs, filepath.Clean(o))
+	}
+	if cfg.ScanInterval <= 0 {
+		g.cfg.ScanInterval = 10 * time.Second
+	}
+	if cfg.MaxOpenFiles <= 0 {
+		g.cfg.MaxOpenFiles = 1024
+	}
+	if cfg.CloseInactive <= 0 {
+		g.cfg.CloseInactive = 5 * time.Minute
+	}
+	if cfg.ForgetAfter <= 0 {
+		g.cfg.ForgetAfter = 24 * time.Hour
+	}
+	// One input and one pointer descriptor per open stream; a rotation
+	// inside a stream is not possible (streams are pinned to their file).
+	per := 1
+	if cfg.PointerDir != "" {
+		per = 2
+	}
+	// A reserve of maxOpenFiles/16 (at least one) is kept for short looks:
+	// the fingerprint checks of new or changed files, a stream's search
+	// for its file's copy or generations.
+	reserve := max(1, g.cfg.MaxOpenFiles/16)
+	g.maxSlots = max(1, (g.cfg.MaxOpenFiles-reserve)/per)
+	g.mux = newMux(pub)
+	g.life, g.endLife = context.WithCancel(context.Background())
+	return g, nil
+}
+
+// bounded: a ONCE_* feed.
+func (g *Glob) bounded() bool { return g.cfg.Stream.Strategy.Bounded() }
+
+// Run discovers, schedules and watches until ctx is done.
+func (g *Glob) Run(ctx context.Context) error {
+	g.startAt, g.ctx = time.Now(), ctx
+	if g.cfg.PointerDir != "" {
+		if err := os.MkdirAll(g.cfg.PointerDir, 0o700); err != nil {
+			return err
+		}
+		g.loadPointers()
+	}
+	if !g.cfg.Stream.NoNotify {
+		if w, err := fsnotify.NewWatcher(); err == nil {
+			g.watcher = w
+			go g.forward(w)
+		} else {
+			g.log.Warn("fsnotify unavailable; discovery by rescan only", "error", err)
+		}
+	}
+	g.scan(ctx)
+	g.mu.Lock()
+	g.started = true
+	g.mu.Unlock()
+	g.logStart()
+	scanT := time.NewTicker(g.cfg.ScanInterval)
+	defer scanT.Stop()
+	tick := time.NewTicker(min(g.cfg.Stream.Poll, 250*time.Millisecond))
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			g.stopAll()
+			return nil
+		case <-scanT.C:
+			g.scan(ctx)
+		case <-g.kick:
+			g.drainEvents(ctx)
+		case s := <-g.stopped:
+			g.closed(s)
+		case <-tick.C:
+			g.housekeep(ctx)
+		}
+	}
+}
+
+// forward turns fsnotify events into rescans (coalesced) and wake-ups of
+// the stream whose file the event names.
+func (g *Glob) forward(w *fsnotify.Watcher) {
+	for {
+		select {
+		case ev, ok := <-w.Events:
+			if !ok {
+				return
+			}
+			select {
+			case g.events <- ev.Name:
+			default:
+			}
+			poke(g.kick)
+		case _, ok := <-w.Errors:
+			if !ok {
+				return
+			}
+			poke(g.kick)
+		}
+	}
+}
+
+func (g *Glob) drainEvents(ctx context.Context) {
+	rescan := false
+	for {
+		select {
+		case name := <-g.events:
+			if g.watched[name] {
+				// An event naming a watched directory (removed, renamed,
+				// recreated): watch it again at the rescan.
+				delete(g.watched, name)
+				rescan = true
+				continue
+			}
+			g.mu.Lock()
+			s := g.byPath[name]
+			switch {
+			case s != nil && s.st == stOpen:
+				poke(s.src.events)
+				s.activeAt = time.Now()
+			case s != nil && !s.gone && g.lookAt(s):
+				// A write to a closed file: no rescan needed.
+			default:
+				rescan = true
+			}
+			g.mu.Unlock()
+			continue
+		default:
+		}
+		break
+	}
+	if rescan {
+		g.scan(ctx)
+	}
+}
+
+// lookAt checks a tracked stream's file at its path (an fsnotify event
+// named it); false when the path no longer names it (a rescan decides).
+func (g *Glob) lookAt(s *gstream) bool {
+	st, err := os.Stat(s.path)
+	if err != nil || !st.Mode().IsRegular() {
+		return false
+	}
+	dev, ino, err := fileutil.DevInoPath(s.path)
+	if err != nil || pointer.FileKey(dev, ino) != s.key {
+		return false
+	}
+	f := found{path: s.path, dev: dev, ino: ino, size: st.Size(), mod: st.ModTime().UnixNano()}
+	if !g.sameFile(s, f) {
+		return false
+	}
+	g.seen(s, f, time.Now())
+	g.schedule(g.ctx)
+	return true
+}
+
+// found is one matching regular file at one scan.
+type found struct {
+	path      string
+	dev, ino  uint64
+	size, mod int64
+}
+
+func (g *Glob) own(p string) bool {
+	for _, o := range g.outs {
+		if p == o || under(p, o) {
+			return true
+		}
+	}
+	return false
+}
+
+func (g *Glob) excluded(p string) bool {
+	for _, e := range g.excl {
+		if e.Match(p) {
+			return true
+		}
+	}
+	return false
+}
+
+// walk lists the matching files below root, watching every directory that
+// may hold matches (symlinked directories are not descended).
+func (g *Glob) walk() []found {
+	var out []found
+	var visit func(dir string)
+	visit = func(dir string) {
+		if g.own(dir) {
+			return
+		}
+		// Watched before it is listed: a file created in between is seen
+		// by the listing or by an event.
+		if g.watcher != nil && !g.watched[dir] {
+			if err := g.watcher.Add(dir); err == nil {
+				g.watched[dir] = true
+			}
+		}
+		ents, err := os.ReadDir(dir)
+		if err != nil {
+			return
+		}
+		for _, e := range ents {
+			p := filepath.Join(dir, e.Name())
+			if e.IsDir() && g.pat.MayHoldMatches(p) {
+				visit(p)
+			}
+			if !g.pat.Match(p) || g.excluded(p) || g.own(p) {
+				continue
+			}
+			st, err := os.Stat(p)
+			if err != nil || !st.Mode().IsRegular() {
+				g.skip(p, st, err)
+				continue
+			}
+			dev, ino, err := fileutil.DevInoPath(p)
+			if err != nil {
+				continue
+			}
+			out = append(out, found{path: p, dev: dev, ino: ino, size: st.Size(), mod: st.ModTime().UnixNano()})
+		}
+	}
+	root := g.pat.Root()
+	for d := root; ; d = filepath.Dir(d) {
+		// A root that does not exist yet: watch the nearest ancestor.
+		if _, err := os.Stat(d); err == nil {
+			if d != root {
+				if g.watcher != nil && !g.watched[d] && g.watcher.Add(d) == nil {
+					g.watched[d] = true
+				}
+			}
+			break
+		}
+		if d == "/" || d == "." {
+			break
+		}
+	}
+	visit(root)
+	sort.Slice(out, func(i, j int) bool { return out[i].path < out[j].path })
+	return out
+}
+
+func (g *Glob) skip(p string, st fs.FileInfo, err error) {
+	if g.skipped[p] {
+		return
+	}
+	g.skipped[p] = true
+	g.filesSkipped.Add(1)
+	why := "not a regular file"
+	if err != nil {
+		why = err.Error()
+	} else if st.IsDir() {
+		why = "a directory"
+	}
+	g.log.Warn("glob match skipped: not a regular file", "path", p, "why", why)
+}
+
+// scan matches the pattern and reconciles the tracked streams with it.
+func (g *Glob) scan(ctx context.Context) {
+	list := g.walk()
+	now := time.Now()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	here := make(map[string]found, len(list))
+	keys := make(map[uint64]string, len(list))
+	for _, f := range list {
+		k := pointer.FileKey(f.dev, f.ino)
+		if _, dup := keys[k]; dup {
+			continue // the same file under several paths: the first in sort order
+		}
+		keys[k] = f.path
+		here[f.path] = f
+	}
+	for _, f := range list {
+		k := pointer.FileKey(f.dev, f.ino)
+		if keys[k] != f.path {
+			continue
+		}
+		if s := g.byKey[k]; s != nil && !(s.gone && g.retired[k]) && g.sameFile(s, f) {
+			if s.path != f.path {
+				// Renamed within the glob: the stream follows its file.
+				if g.byPath[s.path] == s {
+					delete(g.byPath, s.path)
+				}
+				g.log.Debug("file renamed within the glob", "from", s.path, "to", f.path)
+				s.path = f.path
+				g.byPath[f.path] = s
+			}
+			s.gone = false
+			g.seen(s, f, now)
+			continue
+		}
+		if s := g.byKey[k]; s != nil {
+			// The key with other first bytes (inode reuse), or a retired
+			// key: a new file. The old stream stays tracked, gone, until
+			// it is forgotten.
+			delete(g.byKey, k)
+			if !s.gone {
+				s.gone, s.goneAt = true, now
+			}
+			g.ghosts++
+			g.byKey[1<<63|g.ghosts] = s
+		}
+		delete(g.retired, k) // a new stream from here on
+		if g.bounded() && g.started {
+			continue // ONCE_*: only the files matched at start
+		}
+		if g.cfg.Stream.Strategy == OnceLatest {
+			continue // delivers nothing
+		}
+		prev := g.byPath[f.path]
+		s := &gstream{path: f.path, first: f.path, key: k, size: f.size, mod: f.mod, activeAt: now}
+		if ptr := g.ptrFor(k, f); ptr != "" {
+			s.ptrPath = ptr
+		}
+		if !g.started && g.cfg.Stream.Strategy == Latest {
+			s.fromEnd = true
+		}
+		if prev != nil && prev != s && (prev.st != stClosed || prev.gone) {
+			s.after = prev
+		}
+		g.byKey[k] = s
+		g.byPath[f.path] = s
+		g.admit(s, f, now)
+	}
+	// Tracked streams whose file is not matched any more.
+	for k, s := range g.byKey {
+		if p, ok := keys[k]; ok && p == s.path {
+			continue
+		}
+		if _, ok := keys[k]; ok {
+			continue
+		}
+		if !s.gone {
+			s.gone, s.goneAt = true, now
+			if !exists(s.path, s.key) {
+				g.retired[k] = true
+			}
+			if s.st == stOpen {
+				poke(s.src.events)
+			}
+		}
+	}
+	g.scanned = true
+	g.schedule(ctx)
+}
+
+func exists(path string, key uint64) bool {
+	dev, ino, err := fileutil.DevInoPath(path)
+	return err == nil && pointer.FileKey(dev, ino) == key
+}
+
+// sameFile: is f the file s tracks (its key, and first bytes matching the
+// pointer's fingerprint)? A retired key is never the same file again.
+func (g *Glob) sameFile(s *gstream, f found) bool {
+	if s.ptrPath == "" || s.st == stOpen || s.st == stStopping || (f.size == s.size && f.mod == s.mod) {
+		return true
+	}
+	rec, err := pointer.Inspect(s.ptrPath)
+	if err != nil || rec.FileKey == 0 {
+		return true
+	}
+	return globHeadMatches(f.path, rec)
+}
+
+func globHeadMatches(path string, rec pointer.Record) bool {
+	fh, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer fh.Close()
+	st, err := fh.Stat()
+	if err != nil {
+		return false
+	}
+	ok, err := sameHead(fh, &rec, st.Size())
+	return err == nil && ok
+}
+
+// seen records a look at a tracked stream's file.
+func (g *Glob) seen(s *gstream, f found, now time.Time) {
+	if s.done {
+		return
+	}
+	changed := f.size != s.size || f.mod != s.mod
+	s.size, s.mod = f.size, f.mod
+	if !changed {
+		return
+	}
+	s.activeAt = now
+	switch s.st {
+	case stOpen:
+		poke(s.src.events)
+	case stStopping:
+		s.reopen = true
+	case stClosed:
+		switch {
+		case s.copyOf != nil:
+			// Held back as a possible copy: housekeep decides.
+		case s.empty:
+			s.empty = false
+			g.admit(s, f, now)
+		case f.size != s.offset || g.cfg.PointerDir == "":
+			g.enqueue(s)
+		}
+	}
+}
+
+// admit queues a new stream, except (once running) an empty file, which
+// waits for its first bytes, and a file whose first bytes match a tracked
+// file's fingerprint, held back for rotateWaitMillis: if that file is
+// truncated or disappears meanwhile, the new one is its copy (a
+// copytruncate), whose unread tail that file's stream reads (§4); else it is
+// a new stream from its start (DESIGN §10).
+func (g *Glob) admit(s *gstream, f found, now time.Time) {
+	if !g.started || s.ptrPath != "" || g.bounded() {
+		g.enqueue(s)
+		return
+	}
+	if f.size == 0 {
+		s.empty = true
+		return
+	}
+	if c := g.copyCandidate(s, f); c != nil {
+		s.copyOf, s.heldUntil = c, now.Add(g.cfg.Stream.RotateWait)
+		g.log.Debug("new file holds a tracked file's first bytes; held back", "path", f.path, "of", c.path)
+		return
+	}
+	g.enqueue(s)
+}
+
+// copyCandidate is a tracked file whose fingerprint f's first bytes match.
+func (g *Glob) copyCandidate(self *gstream, f found) *gstream {
+	fh, err := os.Open(f.path)
+	if err != nil {
+		return nil
+	}
+	defer fh.Close()
+	head := make([]byte, pointer.MaxFingerprint)
+	n, _ := fh.ReadAt(head, 0)
+	head = head[:n]
+	sums := map[uint64]uint64{}
+	for _, c := range g.byKey {
+		if c == self || c.gone || c.done || c.copyOf != nil {
+			continue
+		}
+		fpLen, fp := c.fpLen, c.fp
+		if c.src != nil && c.src.ptr != nil {
+			rec := c.src.ptr.Record()
+			fpLen, fp = rec.FPLen, rec.FP
+		}
+		if fpLen == 0 || fpLen > uint64(len(head)) {
+			continue
+		}
+		sum, ok := sums[fpLen]
+		if !ok {
+			sum = pointer.Fingerprint(head[:fpLen])
+			sums[fpLen] = sum
+		}
+		if sum == fp {
+			return c
+		}
+	}
+	return nil
+}
+
+// decideHeld ends the hold of a possible copy.
+func (g *Glob) decideHeld(s *gstream, now time.Time) {
+	if s.copyOf == nil || now.Before(s.heldUntil) {
+		return
+	}
+	c := s.copyOf
+	s.copyOf = nil
+	off := c.offset
+	if c.src != nil && c.src.ptr != nil {
+		off = c.src.ptr.Record().Offset
+	}
+	st, err := os.Stat(c.path)
+	if c.gone || err != nil || !exists(c.path, c.key) || st.Size() < off {
+		// Its original was truncated or went away: a copy. The original's
+		// stream reads its unread tail from it; it is not read again.
+		s.done = true
+		g.log.Info("new file is a copy of a truncated or gone file; its tail is read by that file's stream",
+			"path", s.path, "of", c.path)
+		return
+	}
+	g.enqueue(s)
+}
+
+func (g *Glob) enqueue(s *gstream) {
+	if s.st != stClosed {
+		return
+	}
+	s.st = stQueued
+	g.queue = append(g.queue, s)
+}
+
+// schedule opens queued streams while slots are free, and closes caught-up
+// streams when others wait.
+func (g *Glob) schedule(ctx context.Context) {
+	if len(g.queue) > 0 && g.open >= g.maxSlots {
+		g.preempt()
+	}
+	for len(g.queue) > 0 && g.open < g.maxSlots {
+		i := -1
+		for j, s := range g.queue {
+			if s.after == nil || g.barrierDone(s.after) {
+				i = j
+				break
+			}
+		}
+		if i < 0 {
+			return
+		}
+		s := g.queue[i]
+		g.queue = append(g.queue[:i], g.queue[i+1:]...)
+		s.after = nil
+		if err := g.start(ctx, s); err != nil {
+			g.log.Error("cannot open a matched file", "path", s.path, "error", err)
+			s.st = stClosed
+		}
+	}
+}
+
+// barrierDone: every line of the stream previously at a path is
+// acknowledged and it is read to its end (DESIGN §10 "Order").
+func (g *Glob) barrierDone(p *gstream) bool {
+	switch p.st {
+	case stClosed:
+		return true
+	case stQueued:
+		return false
+	case stStopping:
+		return false
+	}
+	st := p.src.State()
+	return p.sp.Pending() == 0 && (st == CaughtUp || st == WaitingForFile)
+}
+
+// preempt stops caught-up streams (or ones that ran a full turn) so that
+// waiting ones get a slot.
+func (g *Glob) preempt() {
+	need := len(g.queue)
+	now := time.Now()
+	for _, s := range g.byKey {
+		if need == 0 {
+			return
+		}
+		if s.st != stOpen {
+			continue
+		}
+		st := s.src.State()
+		done := st == CaughtUp || st == WaitingForFile
+		if done || (!s.gone && now.Sub(s.openedAt) > time.Second) {
+			// A file with unread bytes takes its turn again later (closed
+			// queues it); a gone one is never stopped before its end.
+			g.stop(s)
+			need--
+		}
+	}
+}
+
+// start opens s's pointer and runs its Source.
+func (g *Glob) start(ctx context.Context, s *gstream) error {
+	c := g.cfg.Stream
+	c.Path, c.DeliveryPath, c.Pinned = s.path, s.first, true
+	c.NoNotify = true // the glob's watcher wakes it
+	if g.watcher != nil {
+		// Events wake the stream; while its file is where it was, its own
+		// look is a fallback at the rescan interval (thousands of open
+		// files stay idle). Rotations and deletions poll at Poll.
+		c.IdlePoll = g.cfg.ScanInterval
+	}
+	c.Pointer = nil
+	withPtr := g.cfg.PointerDir != ""
+	switch {
+	case withPtr:
+		c.Strategy = Committed
+		if s.ptrPath == "" {
+			epoch := pointer.NewEpoch()
+			s.ptrPath = filepath.Join(g.cfg.PointerDir, hex16(epoch)+".ptr")
+			s.newEpoch = epoch
+		}
+	case g.bounded():
+		c.Strategy = OnceEarliest
+	case s.fromEnd:
+		c.Strategy = Latest
+	default:
+		c.Strategy = Earliest
+	}
+	s.fromEnd = false
+	s.sp = g.mux.add()
+	s.src = New(c, s.sp)
+	rctx, cancel := context.WithCancel(ctx)
+	s.cancel, s.runDone = cancel, make(chan struct{})
+	s.st, s.openedAt, s.activeAt, s.reopen = stOpen, time.Now(), time.Now(), false
+	s.lastRead = 0
+	g.open++
+	opts := pointer.Options{Logger: g.log, EpochsPath: g.cfg.EpochsPath, Input: s.path, Epoch: s.newEpoch}
+	ptrPath := s.ptrPath
+	go func(src *Source, done chan struct{}) {
+		defer close(done)
+		if withPtr {
+			// Opened here, not on the manager's goroutine: a new pointer
+			// costs fsyncs (its directory, both slots, the epochs file),
+			// and streams opening at once share them.
+			p, err := pointer.Open(ptrPath, opts)
+			if err != nil {
+				src.fail(fmt.Errorf("stream pointer %s: %w", ptrPath, err))
+				return
+			}
+			g.mu.Lock()
+			src.ptr, src.cfg.Pointer = p, p
+			g.mu.Unlock()
+		}
+		src.Run(rctx)
+	}(s.src, s.runDone)
+	return nil
+}
+
+// stop ends s's Source: the run, then (on a goroutine) the drain of its
+// published lines and the final commit; closed takes it back.
+func (g *Glob) stop(s *gstream) {
+	st := s.src.State()
+	s.behind = st != CaughtUp && st != WaitingForFile
+	s.st = stStopping
+	s.cancel()
+	go func() {
+		<-s.runDone
+		ctx, cancel := context.WithTimeout(g.life, time.Minute)
+		s.src.Drain(ctx)
+		cancel()
+		s.src.Close()
+		g.stopped <- s
+	}()
+}
+
+// closed books a stopped stream.
+func (g *Glob) closed(s *gstream) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	src := s.src
+	g.acc.lines += src.LinesRead()
+	g.acc.bytes += src.BytesRead()
+	g.acc.downgraded += src.Downgraded()
+	g.acc.oversized += src.Oversized()
+	g.acc.lostTails += src.LostTails()
+	g.acc.lostBytes += src.LostBytes()
+	g.acc.commitFailures += src.CommitFailures()
+	if src.ptr != nil {
+		rec := src.ptr.Record()
+		s.commits, s.fpLen, s.fp = rec.Commits, rec.FPLen, rec.FP
+	}
+	s.offset = src.ReadPos()
+	s.epoch = src.Epoch()
+	s.unacked = s.sp.Pending() > 0
+	s.src0dropped = src.dropped
+	g.mux.remove(s.sp)
+	s.src, s.sp = nil, nil
+	s.st = stClosed
+	g.open--
+	if s.done {
+		g.acc.unterminated += uint64(max(src.Unterminated(), 0))
+		return
+	}
+	if (s.reopen || s.behind || s.src0dropped || g.grownSince(s)) && !s.gone {
+		g.enqueue(s)
+	}
+}
+
+// grownSince: s's file (still at s.path) differs in size from where its
+// source stopped reading (a change seen while it was open and about to
+// close is not lost).
+func (g *Glob) grownSince(s *gstream) bool {
+	st, err := os.Stat(s.path)
+	return err == nil && st.Size() != s.offset && exists(s.path, s.key)
+}
+
+// housekeep closes inactive and finished streams, forgets old pointers and
+// runs the scheduler.
+func (g *Glob) housekeep(ctx context.Context) {
+	now := time.Now()
+	g.mu.Lock()
+	if len(g.queue) == 0 && now.Sub(g.lastHK) < min(time.Second, g.cfg.CloseInactive/2, g.cfg.ForgetAfter/2) {
+		// Nothing waits for a slot: once a second is enough (thousands
+		// of idle files).
+		g.mu.Unlock()
+		return
+	}
+	g.lastHK = now
+	for _, s := range g.byKey {
+		if s.st != stOpen {
+			continue
+		}
+		if n := s.src.BytesRead(); n != s.lastRead {
+			s.lastRead, s.activeAt = n, now
+		}
+		st := s.src.State()
+		switch {
+		case st == EndOfStream && s.sp.Pending() == 0:
+			s.done = true // ONCE_EARLIEST: read to its size
+			g.stop(s)
+		case st == Failed:
+			g.stop(s)
+		case st == WaitingForFile && s.sp.Pending() == 0:
+			// Pinned: its file is read to its end and gone from the path.
+			g.stop(s)
+		case st == CaughtUp && now.Sub(s.activeAt) >= g.cfg.CloseInactive:
+			g.stop(s)
+		}
+	}
+	for _, s := range g.byKey {
+		g.decideHeld(s, now)
+	}
+	g.forget(now)
+	g.schedule(ctx)
+	g.mu.Unlock()
+}
+
+// forget deletes the pointers of streams gone, closed and finished for
+// forgetAfter (DESIGN §10 "Forgetting"), and drops them from tracking.
+func (g *Glob) forget(now time.Time) {
+	for k, s := range g.byKey {
+		if !s.gone || s.st != stClosed || s.unacked || now.Sub(s.goneAt) < g.cfg.ForgetAfter {
+			continue
+		}
+		if s.ptrPath != "" {
+			if err := os.Remove(s.ptrPath); err != nil && !errors.Is(err, os.ErrNotExist) {
+				g.log.Warn("cannot delete a forgotten pointer", "path", s.ptrPath, "error", err)
+				continue
+			}
+			g.log.Debug("pointer forgotten", "path", s.path, "pointer", s.ptrPath)
+		}
+		delete(g.byKey, k)
+		if g.byPath[s.path] == s {
+			delete(g.byPath, s.path)
+		}
+	}
+}
+
+// loadPointers reads the pointers a previous run left: each names its file
+// by key and fingerprint. Unfinished creations (new-*.tmp: no line was
+// published under them) are removed.
+func (g *Glob) loadPointers() {
+	ents, err := os.ReadDir(g.cfg.PointerDir)
+	if err != nil {
+		return
+	}
+	var adopted map[uint64]pointer.EpochLine
+	for _, e := range ents {
+		p := filepath.Join(g.cfg.PointerDir, e.Name())
+		if strings.HasPrefix(e.Name(), "new-") && strings.HasSuffix(e.Name(), ".tmp") {
+			os.Remove(p)
+			continue
+		}
+		if !strings.HasSuffix(e.Name(), ".ptr") {
+			continue
+		}
+		rec, err := pointer.Inspect(p)
+		if err != nil {
+			g.log.Warn("unreadable stream pointer ignored", "pointer", p, "error", err)
+			continue
+		}
+		if rec.FileKey == 0 && rec.Offset == 0 {
+			// Never committed (or forgotten): the epochs file names the
+			// file it was adopted for, if any; such a pointer is taken
+			// again by that file, its epoch kept (a sink's record of it
+			// still skips what was written under it).
+			if adopted == nil {
+				adopted = g.adoptedEpochs()
+			}
+			if a, ok := adopted[rec.Epoch]; ok {
+				rec.FileKey, rec.FPLen, rec.FP = a.FileKey, a.FPLen, a.FP
+			}
+		}
+		s := &gstream{ptrPath: p, key: rec.FileKey, offset: rec.Offset, epoch: rec.Epoch, commits: rec.Commits, gone: true, goneAt: time.Now()}
+		if rec.FileKey == 0 {
+			// Finished and forgotten by its source: deleted after forgetAfter.
+			g.ghosts++
+			s.key = 1<<63 | 1<<62 | g.ghosts
+		}
+		g.loaded = append(g.loaded, loaded{s: s, rec: rec})
+	}
+}
+
+// adoptedEpochs maps each epoch to its last line in the epochs file when
+// that line names a file (adopted for it, or reset to it).
+func (g *Glob) adoptedEpochs() map[uint64]pointer.EpochLine {
+	out := map[uint64]pointer.EpochLine{}
+	if g.cfg.EpochsPath == "" {
+		return out
+	}
+	lines, err := pointer.ReadEpochs(g.cfg.EpochsPath)
+	if err != nil {
+		g.log.Warn("cannot read the epochs file", "path", g.cfg.EpochsPath, "error", err)
+	}
+	for _, l := range lines {
+		if l.FileKey != 0 {
+			out[l.Epoch] = l
+		} else {
+			delete(out, l.Epoch)
+		}
+	}
+	return out
+}
+
+type loaded struct {
+	s   *gstream
+	rec pointer.Record
+}
+
+// ptrFor finds a previous run's pointer for a new key: its key and first
+// bytes (identity at a restart is key + fingerprint alone, DESIGN §10).
+func (g *Glob) ptrFor(k uint64, f found) string {
+	if g.retired[k] {
+		return ""
+	}
+	for i, l := range g.loaded {
+		if l.rec.FileKey == k && globHeadMatches(f.path, l.rec) {
+			g.loaded = append(g.loaded[:i], g.loaded[i+1:]...)
+			return l.s.ptrPath
+		}
+	}
+	return ""
+}
+
+func (g *Glob) logStart() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	behind := 0
+	for _, s := range g.byKey {
+		if s.st == stQueued || s.st == stOpen {
+			behind++
+		}
+	}
+	// Pointers of a previous run that matched no file: tracked as gone.
+	for _, l := range g.loaded {
+		g.byKey[l.s.key] = l.s
+	}
+	g.loaded = nil
+	g.log.Info("glob feed started", "pattern", g.pat.String(), "filesTracked", len(g.byKey), "filesWithUnreadBytes", behind)
+}
+
+// stopAll cancels every running source (the feed stops).
+func (g *Glob) stopAll() {
+	g.mu.Lock()
+	var run []*gstream
+	for _, s := range g.byKey {
+		if s.st == stOpen || s.st == stStopping {
+			run = append(run, s)
+		}
+	}
+	g.mu.Unlock()
+	for _, s := range run {
+		s.cancel()
+		<-s.runDone
+	}
+	if g.watcher != nil {
+		g.watcher.Close()
+	}
+}
+
+// Drain waits until every published line is acknowledged (every open
+// stream's final commit then covers it) or ctx is done.
+func (g *Glob) Drain(ctx context.Context) {
+	g.mu.Lock()
+	var run []*gstream
+	for _, s := range g.byKey {
+		if s.st == stOpen {
+			run = append(run, s)
+		}
+	}
+	g.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, s := range run {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.src.Drain(ctx)
+		}()
+	}
+	wg.Wait()
+}
+
+// Close makes every open stream's final commit and closes its files.
+func (g *Glob) Close() error {
+	// Past the shutdown bound (Drain came first): streams still stopping
+	// make their final commit of what is acknowledged now.
+	g.endLife()
+	// Streams still stopping finish on their own goroutines.
+	for {
+		g.mu.Lock()
+		stopping := 0
+		for _, s := range g.byKey {
+			if s.st == stStopping {
+				stopping++
+			}
+		}
+		g.mu.Unlock()
+		if stopping == 0 {
+			break
+		}
+		g.closed(<-g.stopped)
+	}
+	g.mu.Lock()
+	var run []*gstream
+	for _, s := range g.byKey {
+		if s.st == stOpen && s.src != nil {
+			run = append(run, s)
+		}
+	}
+	g.mu.Unlock()
+	var first error
+	for _, s := range run {
+		if err := s.src.Close(); err != nil && first == nil {
+			first = fmt.Errorf("%s: %w", s.path, err)
+		}
+		g.closed(s)
+	}
+	g.mux.close()
+	return first
+}

@@ -1,0 +1,212 @@
+package file
+
+import (
+	"os"
+	"sort"
+)
+
+// Getters of a glob feed for the status report and metrics (DESIGN §10
+// "Status"); safe from any goroutine.
+
+// GlobCounts are a glob feed's file counts.
+type GlobCounts struct {
+	Tracked, Open, Behind int
+	Skipped               uint64
+}
+
+// State is CAUGHT_UP when every tracked file is read to its end, BEHIND
+// while one is not, WAITING_FOR_FILE while nothing matches, STARTING before
+// the first scan.
+func (g *Glob) State() State {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.started {
+		return Starting
+	}
+	if g.bounded() {
+		for _, s := range g.byKey {
+			if !s.done {
+				return Behind
+			}
+		}
+		return EndOfStream
+	}
+	live := 0
+	for _, s := range g.byKey {
+		if s.gone && s.st == stClosed {
+			continue
+		}
+		live++
+		if g.behindLocked(s) {
+			return Behind
+		}
+	}
+	if len(g.queue) > 0 {
+		return Behind
+	}
+	if live == 0 {
+		return WaitingForFile
+	}
+	return CaughtUp
+}
+
+// behindLocked: s has bytes not read (or not yet known to be read).
+func (g *Glob) behindLocked(s *gstream) bool {
+	switch s.st {
+	case stQueued, stStopping:
+		return true
+	case stOpen:
+		st := s.src.State()
+		if st != CaughtUp && st != WaitingForFile {
+			return true
+		}
+		if st == CaughtUp {
+			fi, err := os.Stat(s.path)
+			return err == nil && fi.Size() > s.src.ReadPos()
+		}
+		return false
+	}
+	if s.gone {
+		return false
+	}
+	fi, err := os.Stat(s.path)
+	return err == nil && (fi.Size() != s.size || fi.ModTime().UnixNano() != s.mod)
+}
+
+// Counts are the file counts.
+func (g *Glob) Counts() GlobCounts {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var c GlobCounts
+	for _, s := range g.byKey {
+		c.Tracked++
+		if s.st == stOpen || s.st == stStopping {
+			c.Open++
+		}
+		if g.behindLocked(s) {
+			c.Behind++
+		}
+	}
+	c.Behind += 0
+	c.Skipped = g.filesSkipped.Load()
+	return c
+}
+
+// Files lists every tracked file, sorted by path.
+func (g *Glob) Files() []FileStatus {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := make([]FileStatus, 0, len(g.byKey))
+	for _, s := range g.byKey {
+		f := FileStatus{Path: s.path, FileKey: hex16(s.key), Epoch: hex16(s.epoch), Offset: s.offset, Size: s.size}
+		switch {
+		case s.st == stOpen:
+			f.Epoch, f.Offset = hex16(s.src.Epoch()), s.src.ReadPos()
+			f.State = CaughtUp.String()
+			if g.behindLocked(s) {
+				f.State = Behind.String()
+			}
+		case s.gone && s.st == stClosed:
+			f.State = "GONE"
+		case g.behindLocked(s):
+			f.State = Behind.String()
+		default:
+			f.State = "CLOSED"
+		}
+		if fi, err := os.Stat(s.path); err == nil && !s.gone {
+			f.Size = fi.Size()
+		}
+		out = append(out, f)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out
+}
+
+// sum adds a getter over the open sources to the closed ones' total.
+func (g *Glob) sum(closed uint64, get func(*Source) uint64) uint64 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	n := closed
+	for _, s := range g.byKey {
+		if s.src != nil {
+			n += get(s.src)
+		}
+	}
+	return n
+}
+
+func (g *Glob) LinesRead() uint64 { return g.sum(g.acc.lines, (*Source).LinesRead) }
+func (g *Glob) BytesRead() uint64 { return g.sum(g.acc.bytes, (*Source).BytesRead) }
+func (g *Glob) Downgraded() uint64 {
+	return g.sum(g.acc.downgraded, (*Source).Downgraded)
+}
+func (g *Glob) Oversized() uint64 { return g.sum(g.acc.oversized, (*Source).Oversized) }
+func (g *Glob) LostTails() uint64 { return g.sum(g.acc.lostTails, (*Source).LostTails) }
+func (g *Glob) LostBytes() uint64 { return g.sum(g.acc.lostBytes, (*Source).LostBytes) }
+func (g *Glob) CommitFailures() uint64 {
+	return g.sum(g.acc.commitFailures, (*Source).CommitFailures)
+}
+
+// CommitOK: every open stream's last commit succeeded and is synced.
+func (g *Glob) CommitOK() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, s := range g.byKey {
+		if s.st == stStopping {
+			return false
+		}
+		if s.src != nil && !s.src.CommitOK() {
+			return false
+		}
+	}
+	return true
+}
+
+// SyncedSeq is the acknowledged sequence every stream's synced commit
+// covers: the feed's acknowledged sequence when every commit is synced.
+func (g *Glob) SyncedSeq() uint64 {
+	if g.CommitOK() {
+		return g.pub.Acknowledged()
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var m uint64
+	first := true
+	for _, s := range g.byKey {
+		if s.src != nil && !s.src.CommitOK() {
+			if v := s.src.SyncedSeq(); first || v < m {
+				m, first = v, false
+			}
+		}
+	}
+	return m
+}
+
+// Detail is "" (per-file events are logged).
+func (g *Glob) Detail() string { return "" }
+
+// Epoch is 0: a glob feed has one epoch per file (DESIGN §10 "Status").
+func (g *Glob) Epoch() uint64 { return 0 }
+
+// ReadPos is 0: positions are per file (Files).
+func (g *Glob) ReadPos() int64 { return 0 }
+
+// Unterminated sums the open files' bytes after their last terminator.
+func (g *Glob) Unterminated() int64 {
+	return int64(g.sum(g.acc.unterminated, func(s *Source) uint64 { return uint64(max(s.Unterminated(), 0)) }))
+}
+
+// Commits sums the commit counters of every tracked file's pointer.
+func (g *Glob) Commits() uint64 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var n uint64
+	for _, s := range g.byKey {
+		if s.src != nil && s.src.ptr != nil {
+			n += s.src.ptr.Record().Commits
+		} else {
+			n += s.commits
+		}
+	}
+	return n
+}

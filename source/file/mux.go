@@ -1,0 +1,175 @@
+package file
+
+import (
+	"sync"
+
+	"tailfeed/feed"
+)
+
+// mux shares one feed.Publisher between the streams of a glob feed. Each
+// stream's Source sees a streamPub of its own: its publishes go to the
+// feed's publisher under one mutex (in the order they come, one batch per
+// call, so no stream can hold the others back for more than a batch), and
+// its acknowledgements are its own batches' (the mux keeps every published
+// batch's stream, last sequence, epoch and end position in a FIFO and hands
+// a batch to its stream once every holding queue finished it). A batch
+// partly acknowledged counts once it is acknowledged whole: the commit is
+// conservative, never ahead.
+type mux struct {
+	mu   sync.Mutex
+	pub  *feed.Publisher
+	fifo []muxEntry
+	head int
+
+	streams map[*streamPub]struct{}
+	stop    chan struct{}
+	done    chan struct{}
+}
+
+type muxEntry struct {
+	sp         *streamPub
+	last       uint64
+	n          int64
+	epoch      uint64
+	pos        int64
+	positioned bool
+}
+
+func newMux(pub *feed.Publisher) *mux {
+	m := &mux{pub: pub, streams: map[*streamPub]struct{}{}, stop: make(chan struct{}), done: make(chan struct{})}
+	go m.pump()
+	return m
+}
+
+// pump turns the feed's wake-ups into wake-ups of every stream.
+func (m *mux) pump() {
+	defer close(m.done)
+	for {
+		select {
+		case <-m.stop:
+			return
+		case <-m.pub.Wake():
+		}
+		m.mu.Lock()
+		m.pollLocked()
+		for sp := range m.streams {
+			poke(sp.wake)
+		}
+		m.mu.Unlock()
+	}
+}
+
+func (m *mux) close() {
+	close(m.stop)
+	<-m.done
+}
+
+func (m *mux) add() *streamPub {
+	sp := &streamPub{m: m, wake: make(chan struct{}, 1)}
+	m.mu.Lock()
+	m.streams[sp] = struct{}{}
+	m.mu.Unlock()
+	return sp
+}
+
+func (m *mux) remove(sp *streamPub) {
+	m.mu.Lock()
+	delete(m.streams, sp)
+	m.mu.Unlock()
+}
+
+// pollLocked acknowledges the feed's window and hands finished batches to
+// their streams.
+func (m *mux) pollLocked() {
+	a := m.pub.PollAcks()
+	seq := m.pub.Acknowledged()
+	if a.Moved {
+		seq = a.Seq
+	}
+	for m.head < len(m.fifo) && m.fifo[m.head].last <= seq {
+		e := m.fifo[m.head]
+		m.fifo[m.head] = muxEntry{}
+		m.head++
+		sp := e.sp
+		sp.pending -= e.n
+		sp.ack.Seq, sp.ack.Moved = e.last, true
+		if e.positioned {
+			sp.ack.Position, sp.ack.Epoch, sp.ack.Positioned = e.pos, e.epoch, true
+		} else if !sp.ack.Positioned {
+			sp.ack.Epoch = e.epoch
+		}
+		poke(sp.wake)
+	}
+	if m.head > 1024 && m.head*2 > len(m.fifo) {
+		n := copy(m.fifo, m.fifo[m.head:])
+		m.fifo = m.fifo[:n]
+		m.head = 0
+	}
+}
+
+// pendingAll is every stream's unacknowledged lines.
+func (m *mux) pendingAll() int64 { return m.pub.Pending() }
+
+// streamPub is one stream's view of the feed's publisher (Publisher).
+type streamPub struct {
+	m       *mux
+	wake    chan struct{}
+	pending int64      // under m.mu
+	ack     feed.Acked // acknowledgements not yet polled, under m.mu
+	barrier bool
+}
+
+func (sp *streamPub) TryPublish(b *feed.Batch) bool {
+	n := b.Len()
+	if n == 0 {
+		return true
+	}
+	e := muxEntry{sp: sp, n: int64(n), epoch: b.Epoch, pos: b.LastEnd(), positioned: b.Positioned}
+	m := sp.m
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.pub.TryPublish(b) { // b is the feed's from here on when true
+		return false
+	}
+	e.last = m.pub.Sequence()
+	m.fifo = append(m.fifo, e)
+	sp.pending += e.n
+	return true
+}
+
+func (sp *streamPub) PollAcks() feed.Acked {
+	m := sp.m
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.pollLocked()
+	a := sp.ack
+	sp.ack.Moved = false
+	if a.Moved {
+		// The next poll reports only what moves after this one.
+		sp.ack = feed.Acked{Seq: a.Seq, Position: a.Position, Epoch: a.Epoch}
+	}
+	return a
+}
+
+func (sp *streamPub) Pending() int64 {
+	sp.m.mu.Lock()
+	defer sp.m.mu.Unlock()
+	return sp.pending
+}
+
+func (sp *streamPub) Wake() chan struct{} { return sp.wake }
+func (sp *streamPub) Poke()               { poke(sp.wake) }
+
+// A stream's barrier pauses that stream only; the feed's paused state is
+// its publisher's (a refused publish).
+func (sp *streamPub) SetPaused(v bool, why string) {}
+func (sp *streamPub) Paused() bool                 { return sp.barrier || sp.m.pub.Paused() }
+func (sp *streamPub) PauseReason() string {
+	if sp.barrier {
+		return whyBarrier
+	}
+	return sp.m.pub.PauseReason()
+}
+func (sp *streamPub) SetBarrier(epoch uint64) { sp.barrier = epoch != 0 }
+
+var _ Publisher = (*streamPub)(nil)

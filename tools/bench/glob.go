@@ -1,0 +1,310 @@
+package main
+
+// Case 7: glob feeds (DESIGN §10, issue 13 item 6).
+//
+//	7a  F files × L lines of -line-bytes present at start, read to the
+//	    end by a glob feed → file sink: lines/s as a ratio to the plain-Go
+//	    loop reading the same files one after the other in one process;
+//	    target ≥ 0.5×.
+//	7b  N caught-up files: idle CPU over -glob-idle (target ≤ 1 % of one
+//	    core), peak RSS (≤ 64 MiB), descriptors (≤ maxOpenFiles).
+//	7c  new-file discovery: from a file's creation to its first line in
+//	    the output, p99 ≤ 50 ms with fsnotify.
+
+import (
+	"bufio"
+	"bytes"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+)
+
+var (
+	globOn        = flag.Bool("glob", true, "run the glob cases (7)")
+	globFiles     = flag.Int("glob-files", 1000, "glob throughput: files")
+	globLines     = flag.Int("glob-lines", 2000, "glob throughput: lines per file")
+	globIdleFiles = flag.Int("glob-idle-files", 10000, "glob idle case: caught-up files")
+	globIdle      = flag.Duration("glob-idle", 30*time.Second, "glob idle case: CPU window")
+	globNew       = flag.Int("glob-new", 200, "glob discovery: new files created one by one")
+	globMaxOpen   = 1024
+)
+
+func globCases(o options, t *table) error {
+	if !*globOn {
+		return nil
+	}
+	if err := globThroughput(o, t); err != nil {
+		return fmt.Errorf("glob throughput: %w", err)
+	}
+	if err := globIdleCase(o, t); err != nil {
+		return fmt.Errorf("glob idle: %w", err)
+	}
+	if err := globDiscovery(o, t); err != nil {
+		return fmt.Errorf("glob discovery: %w", err)
+	}
+	return nil
+}
+
+// writeGlobConfig writes a config with one COMMITTED glob feed over
+// dir/in/**/*.log and a file sink.
+func writeGlobConfig(o options, out string) (cfg, state string, err error) {
+	state = filepath.Join(o.dir, "gstate")
+	if err := os.RemoveAll(state); err != nil {
+		return "", "", err
+	}
+	os.Remove(out)
+	var b strings.Builder
+	fmt.Fprintf(&b, "dataDir: %q\nstatus: {listen: \"127.0.0.1:0\"}\nlog: {level: warn}\n", state)
+	fmt.Fprintf(&b, "feeds:\n  - name: bench\n    path: %q\n    readStrategy: COMMITTED\n    maxOpenFiles: %d\n",
+		filepath.Join(o.dir, "gin", "**", "*.log"), globMaxOpen)
+	fmt.Fprintf(&b, "processors:\n  - name: out\n    feed: bench\n    type: file\n    path: %q\n    fsync: never\n", out)
+	cfg = filepath.Join(o.dir, "glob.yaml")
+	return cfg, state, os.WriteFile(cfg, []byte(b.String()), 0o644)
+}
+
+// makeGlobInput writes files × lines lines under dir/gin (100 per
+// directory) and returns the total size.
+func makeGlobInput(o options, files, lines int) (int64, []string, error) {
+	in := filepath.Join(o.dir, "gin")
+	if err := os.RemoveAll(in); err != nil {
+		return 0, nil, err
+	}
+	body := strings.Repeat("x", max(o.lineBytes-12, 1))
+	var total int64
+	var paths []string
+	for f := 0; f < files; f++ {
+		p := filepath.Join(in, fmt.Sprintf("d%03d", f/100), fmt.Sprintf("f%05d.log", f))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return 0, nil, err
+		}
+		fh, err := os.Create(p)
+		if err != nil {
+			return 0, nil, err
+		}
+		w := bufio.NewWriterSize(fh, 1<<20)
+		for i := 0; i < lines; i++ {
+			n, _ := fmt.Fprintf(w, "%s %010d\n", body, i)
+			total += int64(n)
+		}
+		if err := w.Flush(); err != nil {
+			return 0, nil, err
+		}
+		fh.Close()
+		paths = append(paths, p)
+	}
+	return total, paths, nil
+}
+
+// plainMany is the plain-Go loop over many files: each read with a 1 MiB
+// buffer, split with bytes.IndexByte, every line written to one buffered
+// output.
+func plainMany(paths []string, out string) (time.Duration, error) {
+	start := time.Now()
+	of, err := os.Create(out)
+	if err != nil {
+		return 0, err
+	}
+	w := bufio.NewWriterSize(of, 1<<20)
+	buf := make([]byte, 1<<20)
+	for _, p := range paths {
+		f, err := os.Open(p)
+		if err != nil {
+			return 0, err
+		}
+		rest := 0
+		for {
+			n, err := f.Read(buf[rest:])
+			data := buf[:rest+n]
+			at := 0
+			for {
+				i := bytes.IndexByte(data[at:], '\n')
+				if i < 0 {
+					break
+				}
+				w.Write(data[at : at+i+1])
+				at += i + 1
+			}
+			rest = copy(buf, data[at:])
+			if err != nil || n == 0 {
+				break
+			}
+		}
+		f.Close()
+	}
+	if err := w.Flush(); err != nil {
+		return 0, err
+	}
+	of.Close()
+	return time.Since(start), nil
+}
+
+func globThroughput(o options, t *table) error {
+	total, paths, err := makeGlobInput(o, *globFiles, *globLines)
+	if err != nil {
+		return err
+	}
+	lines := float64(*globFiles * *globLines)
+	out := filepath.Join(o.dir, "glob.out")
+	var bestPlain, bestDaemon time.Duration
+	var best measured
+	for r := 0; r < o.runs; r++ {
+		d, err := plainMany(paths, out)
+		if err != nil {
+			return err
+		}
+		if bestPlain == 0 || d < bestPlain {
+			bestPlain = d
+		}
+		os.Remove(out)
+		cfg, state, err := writeGlobConfig(o, out)
+		if err != nil {
+			return err
+		}
+		p, err := startDaemon(o.bin, cfg, state)
+		if err != nil {
+			return err
+		}
+		end, err := p.waitSizes([]string{out}, total, 10*time.Minute)
+		if err != nil {
+			p.kill()
+			return err
+		}
+		m := measured{wall: end.Sub(p.start)}
+		if err := p.stop(); err != nil {
+			return err
+		}
+		m.cpu, m.maxRSS = usage(p.cmd.ProcessState)
+		if bestDaemon == 0 || m.wall < bestDaemon {
+			bestDaemon, best = m.wall, m
+		}
+		os.Remove(out)
+	}
+	x := bestPlain.Seconds() / bestDaemon.Seconds()
+	t.add(row{num: "7", name: fmt.Sprintf("plain-Go loop over %d files × %d lines", *globFiles, *globLines),
+		linesPerSec: fmtRate(lines / bestPlain.Seconds()), mbPerSec: fmt.Sprintf("%.0f", float64(total)/1e6/bestPlain.Seconds()),
+		xPlain: "1.00", detail: fmt.Sprintf("wall %.3f s", bestPlain.Seconds())})
+	t.add(row{num: "7", name: fmt.Sprintf("tailfeed glob feed (**/*.log, %d files present at start) → file sink", *globFiles),
+		linesPerSec: fmtRate(lines / bestDaemon.Seconds()), mbPerSec: fmt.Sprintf("%.0f", float64(total)/1e6/bestDaemon.Seconds()),
+		xPlain: fmt.Sprintf("%.2f", x), cpu: fmt.Sprintf("%.2f", best.cpu.Seconds()), rss: fmtMiB(best.maxRSS),
+		detail: fmt.Sprintf("wall %.3f s, start to last line", bestDaemon.Seconds()), target: verdict("≥ 0.5× plain", x >= 0.5)})
+	return os.RemoveAll(filepath.Join(o.dir, "gin"))
+}
+
+// fdCount is the number of open descriptors of pid.
+func fdCount(pid int) int {
+	ents, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	return len(ents)
+}
+
+func globIdleCase(o options, t *table) error {
+	n := *globIdleFiles
+	total, _, err := makeGlobInput(o, n, 1)
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(filepath.Join(o.dir, "gin"))
+	out := filepath.Join(o.dir, "glob.out")
+	defer os.Remove(out)
+	cfg, state, err := writeGlobConfig(o, out)
+	if err != nil {
+		return err
+	}
+	p, err := startDaemon(o.bin, cfg, state)
+	if err != nil {
+		return err
+	}
+	defer p.kill()
+	if _, err := p.waitSizes([]string{out}, total, 10*time.Minute); err != nil {
+		return err
+	}
+	time.Sleep(2 * time.Second) // the last commits and closes
+	pid := p.cmd.Process.Pid
+	maxFD := fdCount(pid)
+	stopFD := make(chan struct{})
+	fdDone := make(chan struct{})
+	go func() {
+		defer close(fdDone)
+		for {
+			select {
+			case <-stopFD:
+				return
+			case <-time.After(100 * time.Millisecond):
+				maxFD = max(maxFD, fdCount(pid))
+			}
+		}
+	}()
+	pct, err := idleCPU(pid, *globIdle)
+	close(stopFD)
+	<-fdDone
+	if err != nil {
+		return err
+	}
+	if err := p.stop(); err != nil {
+		return err
+	}
+	_, rss := usage(p.cmd.ProcessState)
+	ok := pct <= 1 && rss <= 64<<10 && maxFD <= globMaxOpen+32
+	t.add(row{num: "7", name: fmt.Sprintf("glob feed, %d caught-up files: idle CPU, RSS, descriptors", n),
+		rss: fmtMiB(rss), detail: fmt.Sprintf("%.3f %% of one core over %s; %d descriptors at most (all of the process; maxOpenFiles %d)", pct, *globIdle, maxFD, globMaxOpen),
+		target: verdict("≤ 1 %, RSS ≤ 64 MiB, fds ≤ maxOpenFiles (+ the daemon's own)", ok)})
+	return nil
+}
+
+func globDiscovery(o options, t *table) error {
+	in := filepath.Join(o.dir, "gin")
+	if err := os.RemoveAll(in); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Join(in, "d"), 0o755); err != nil {
+		return err
+	}
+	defer os.RemoveAll(in)
+	out := filepath.Join(o.dir, "glob.out")
+	defer os.Remove(out)
+	cfg, state, err := writeGlobConfig(o, out)
+	if err != nil {
+		return err
+	}
+	p, err := startDaemon(o.bin, cfg, state)
+	if err != nil {
+		return err
+	}
+	defer p.kill()
+	if _, err := p.waitSizes([]string{out}, 0, time.Minute); err != nil {
+		return err
+	}
+	w, err := newGrowWatch(out)
+	if err != nil {
+		return err
+	}
+	defer w.close()
+	line := strings.Repeat("y", 88)
+	var want int64
+	var lat []time.Duration
+	for i := 0; i < *globNew; i++ {
+		time.Sleep(5 * time.Millisecond)
+		rec := fmt.Sprintf("%s %010d\n", line, i)
+		want += int64(len(rec))
+		t0 := time.Now()
+		if err := os.WriteFile(filepath.Join(in, "d", fmt.Sprintf("new%05d.log", i)), []byte(rec), 0o644); err != nil {
+			return err
+		}
+		if err := w.waitSize(want, t0.Add(10*time.Second)); err != nil {
+			return fmt.Errorf("new file %d: %w", i, err)
+		}
+		lat = append(lat, time.Since(t0))
+	}
+	if err := p.stop(); err != nil {
+		return err
+	}
+	slices.Sort(lat)
+	p50, p99 := percentile(lat, 0.50), percentile(lat, 0.99)
+	t.add(row{num: "7", name: "glob feed: new file created → its first line delivered, fsnotify",
+		detail: fmt.Sprintf("p50 %s, p99 %s, max %s (n=%d)", fmtMs(p50), fmtMs(p99), fmtMs(lat[len(lat)-1]), len(lat)),
+		target: verdict("p99 ≤ 50 ms", p99 <= 50*time.Millisecond)})
+	return nil
+}
