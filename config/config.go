@@ -155,6 +155,8 @@ type Processor struct {
 	Headers       map[string]string // webhook; nil when none
 	Raw           bool              // webhook: add lineBase64
 
+	Kafka Kafka // kafka (config/kafka.go)
+
 	Line int // line of the processor's entry
 
 	Built ProcessorBuilt // typed values (see build)

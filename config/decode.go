@@ -285,6 +285,7 @@ func (d *decoder) processor(n *yaml.Node, path string) (*Processor, procMeta) {
 	o.integer("ackTimeoutMillis", &p.AckTimeoutMillis, 1, maxMillis)
 	o.integer("maxInFlight", &p.MaxInFlight, 1, maxCount)
 	urlLine := d.webhookKeys(o, &p)
+	d.kafkaKeys(o, &p, path)
 	switch {
 	case p.Type == TypeFile && m.pathLine == 0:
 		d.errorf(p.Line, "%s: a file processor needs path (the output file)", path)
