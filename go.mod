@@ -11,6 +11,7 @@ require (
 	github.com/prometheus/common v0.74.0
 	github.com/twmb/franz-go v1.22.3
 	github.com/twmb/franz-go/pkg/kadm v1.20.0
+	github.com/twmb/franz-go/pkg/kfake v0.0.0-20260918054303-01f206a7e32c
 	go.uber.org/goleak v1.3.0
 	golang.org/x/sys v0.50.0
 	gopkg.in/yaml.v3 v3.0.1

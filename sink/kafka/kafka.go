@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -66,6 +69,8 @@ type Sink struct {
 	// committed position per (feed, epoch) (exactlyOnce only).
 	stored map[feedEpoch]int64
 	keys   map[string]bool // offsets keys of this processor seen (for the WARN on strangers)
+
+	hook connHook // the last connection error, for the stall's reason
 
 	fileKeys map[uint64]string // epoch → file key (16 hex), from the epochs file
 
@@ -138,7 +143,8 @@ func (s *Sink) clientOpts() []kgo.Opt {
 	opts = append(opts,
 		kgo.DefaultProduceTopic(s.cfg.Topic),
 		kgo.RequiredAcks(kgo.AllISRAcks()), // with the idempotent producer (kgo's default)
-		kgo.RecordDeliveryTimeout(s.cfg.Timeout),
+		kgo.MaxBufferedRecords(1<<20),      // a group batch goes in whole
+		kgo.WithHooks(&s.hook),
 		kgo.ProducerLinger(0), // a batch is flushed whole: nothing to wait for
 		kgo.ProduceRequestTimeout(s.cfg.Timeout),
 		kgo.UnknownTopicRetries(2),
@@ -466,15 +472,9 @@ func (s *Sink) send(ctx context.Context, b *feed.Batch, from int) (int, error) {
 	if s.cfg.ExactlyOnce {
 		return 0, s.sendTxn(ctx, b, ptrs)
 	}
-	res := s.cl.ProduceSync(ctx, ptrs...)
-	var failed map[*kgo.Record]error
-	for _, r := range res {
-		if r.Err != nil {
-			if failed == nil {
-				failed = map[*kgo.Record]error{}
-			}
-			failed[r.Record] = r.Err
-		}
+	failed, err := s.produce(ctx, ptrs)
+	if err != nil {
+		return 0, err
 	}
 	if failed == nil {
 		return len(ptrs), nil
@@ -485,6 +485,62 @@ func (s *Sink) send(ctx context.Context, b *feed.Batch, from int) (int, error) {
 		}
 	}
 	return len(ptrs), nil
+}
+
+// produce hands the records to kgo and waits for every one to be
+// acknowledged or failed. kgo's idempotent producer retries by itself and
+// fails a record only when that is safe (a request sent without a
+// response is not), so while the brokers are away the records wait in the
+// client: after Timeout without an answer the subscriber is fenced with
+// the reason (the last connection error) and the wait goes on. ctx ending
+// (a stop) closes the client, which fails what is left. It returns the
+// records that failed (nil: none).
+func (s *Sink) produce(ctx context.Context, ptrs []*kgo.Record) (map[*kgo.Record]error, error) {
+	var (
+		mu     sync.Mutex
+		failed map[*kgo.Record]error
+		left   atomic.Int64
+		done   = make(chan struct{})
+	)
+	left.Store(int64(len(ptrs)))
+	promise := func(r *kgo.Record, err error) {
+		if err != nil {
+			mu.Lock()
+			if failed == nil {
+				failed = map[*kgo.Record]error{}
+			}
+			failed[r] = err
+			mu.Unlock()
+		}
+		if left.Add(-1) == 0 {
+			close(done)
+		}
+	}
+	for _, p := range ptrs {
+		s.cl.Produce(ctx, p, promise)
+	}
+	timer := time.NewTimer(s.cfg.Timeout)
+	defer timer.Stop()
+	for {
+		select {
+		case <-done:
+			mu.Lock()
+			defer mu.Unlock()
+			return failed, nil
+		case <-timer.C:
+			s.h.Fail()
+			s.h.Fence(s.wrap(fmt.Errorf("no acknowledgement for %d records within %s, waiting for the brokers%s",
+				left.Load(), s.cfg.Timeout, s.lastConnErr())))
+			timer.Reset(s.cfg.Timeout)
+		case <-ctx.Done():
+			s.reset() // fails what kgo still holds: no record outlives the batch's lines
+			select {
+			case <-done:
+			case <-time.After(s.cfg.Timeout):
+			}
+			return nil, ctx.Err()
+		}
+	}
 }
 
 // sendTxn produces the records and the offsets record in one transaction
@@ -504,10 +560,21 @@ func (s *Sink) sendTxn(ctx context.Context, b *feed.Batch, ptrs []*kgo.Record) e
 			Value: v}
 		ptrs = append(ptrs, &s.offsets)
 	}
-	res := s.cl.ProduceSync(ctx, ptrs...)
-	perr := res.FirstErr()
+	failed, err := s.produce(ctx, ptrs)
+	if err != nil {
+		return err // stopped: the client is closed, the transaction never commits
+	}
+	var perr error
+	for _, p := range ptrs { // the first failure in order
+		if e, bad := failed[p]; bad {
+			perr = e
+			break
+		}
+	}
 	if perr == nil {
-		err := s.cl.EndTransaction(ctx, kgo.TryCommit)
+		actx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+		defer cancel()
+		err := s.cl.EndTransaction(actx, kgo.TryCommit)
 		if err == nil {
 			if b.Positioned {
 				s.stored[fk] = b.LastEnd()
@@ -517,17 +584,20 @@ func (s *Sink) sendTxn(ctx context.Context, b *feed.Batch, ptrs []*kgo.Record) e
 		s.reset() // committed or not: the offsets topic will say
 		return s.wrap(fmt.Errorf("commit: %w", err))
 	}
-	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.Timeout)
+	xctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.Timeout)
 	defer cancel()
-	if err := s.cl.AbortBufferedRecords(actx); err != nil {
+	if err := s.cl.AbortBufferedRecords(xctx); err != nil {
 		s.reset()
-	} else if err := s.cl.EndTransaction(actx, kgo.TryAbort); err != nil {
+	} else if err := s.cl.EndTransaction(xctx, kgo.TryAbort); err != nil {
 		s.reset()
 	}
 	return s.wrap(perr)
 }
 
 func (s *Sink) wrap(err error) error {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("kafka produce to %q: no acknowledgement within %s (brokers unreachable or unavailable): %w", s.cfg.Topic, s.cfg.Timeout, err)
+	}
 	return fmt.Errorf("kafka produce to %q: %w", s.cfg.Topic, err)
 }
 
@@ -549,6 +619,28 @@ func (s *Sink) fileKey(epoch uint64) string {
 		s.fileKeys[epoch] = ""
 	}
 	return k
+}
+
+// connHook keeps the last failed connection's error.
+type connHook struct{ last atomic.Pointer[string] }
+
+// OnBrokerConnect implements kgo.HookBrokerConnect.
+func (h *connHook) OnBrokerConnect(m kgo.BrokerMetadata, _ time.Duration, _ net.Conn, err error) {
+	if err == nil {
+		h.last.Store(nil)
+		return
+	}
+	msg := fmt.Sprintf("%s:%d: %v", m.Host, m.Port, err)
+	h.last.Store(&msg)
+}
+
+// lastConnErr is ": last connection error: …" when the last connection
+// attempt failed, else "".
+func (s *Sink) lastConnErr() string {
+	if p := s.hook.last.Load(); p != nil {
+		return "; last connection error: " + *p
+	}
+	return ""
 }
 
 // hex16 appends v as 16 lowercase hex digits.
