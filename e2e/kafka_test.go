@@ -1,0 +1,153 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// The kafka sink's end-to-end tests run the built binary against franz-go's
+// kfake cluster, started in the test process and reached over real TCP on
+// 127.0.0.1: no Kafka broker can be installed on these machines.
+
+const kafkaConfig = `dataDir: ./state
+instance: e2e-host
+status:
+  listen: {{ADDR}}
+feeds:
+  - name: app
+    path: ./in.log
+    readStrategy: COMMITTED
+    queueCapacity: 2048
+processors:
+  - name: exact
+    feed: app
+    type: kafka
+    brokers: [{{BROKER}}]
+    topic: logs
+    offsetsTopic: offs
+    exactlyOnce: true
+    retry: {initialMillis: 50, maxMillis: 500}
+  - name: plain
+    feed: app
+    type: kafka
+    brokers: [{{BROKER}}]
+    topic: logs-plain
+    retry: {initialMillis: 50, maxMillis: 500}
+`
+
+// TestKafkaKill9 (issue 14, acceptance 1): kill -9 the daemon ten times in
+// the middle of bursts, restart into the backlog each time, then finish
+// with a clean run. Read back read-committed, the exactlyOnce sink's topic
+// holds every line exactly once; the plain sink's topic every line at least
+// once (its duplicates show the kills caused re-deliveries).
+func TestKafkaKill9(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "logs", "logs-plain"), kfake.SeedTopics(1, "offs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	broker := c.ListenAddrs()[0]
+	admCl, err := kgo.NewClient(kgo.SeedBrokers(broker))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admCl.Close()
+	adm := kadm.NewClient(admCl)
+	e := newEnv(t, strings.ReplaceAll(kafkaConfig, "{{BROKER}}", broker))
+	in := newInput(t, e.path("in.log"))
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 14))
+
+	in.appendLines(2000)
+	var log strings.Builder
+	for k := range 10 {
+		var d *daemon
+		if k%2 == 1 {
+			d = e.start()
+		} else {
+			d = e.spawn()
+		}
+		from := kafkaEnd(t, adm, "logs-plain") + kafkaEnd(t, adm, "logs")
+		burst := 8000 + rng.IntN(6000)
+		in.appendLines(burst)
+		after := int64(100 + rng.IntN(burst))
+		waitUntil(t, fmt.Sprintf("kill %d: %d records produced", k, after), 60*time.Second, func() bool {
+			return kafkaEnd(t, adm, "logs-plain")+kafkaEnd(t, adm, "logs")-from >= after || d.exited()
+		})
+		d.kill()
+		if d.code != -1 {
+			t.Fatalf("kill %d: daemon exited with code %d before the kill\n%s", k, d.code, tail(d.log(), 3000))
+		}
+		fmt.Fprintf(&log, "kill %d after %d records of the burst of %d lines\n", k, after, burst)
+	}
+	d := e.start()
+	d.waitSettled(180 * time.Second)
+	d.stop()
+	total := len(in.texts)
+	t.Logf("%d lines, 10 kills:\n%s", total, log.String())
+
+	exact := kafkaCount(t, broker, "logs", total)
+	plain := kafkaCount(t, broker, "logs-plain", total)
+	dups := 0
+	for i, s := range in.texts {
+		if exact[s] != 1 {
+			t.Errorf("exactlyOnce: line %d landed %d times", i, exact[s])
+		}
+		if plain[s] < 1 {
+			t.Errorf("plain: line %d lost", i)
+		}
+		dups += max(plain[s]-1, 0)
+	}
+	if len(exact) != total {
+		t.Errorf("exactlyOnce topic holds %d distinct values, want %d", len(exact), total)
+	}
+	t.Logf("exactlyOnce: %d lines exactly once; plain: %d duplicates (at-least-once)", total, dups)
+}
+
+// kafkaEnd is the sum of topic's end offsets (records and transaction
+// markers alike: it only serves to see progress).
+func kafkaEnd(t *testing.T, adm *kadm.Client, topic string) int64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	o, err := adm.ListEndOffsets(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	o.Each(func(l kadm.ListedOffset) { n += l.Offset })
+	return n
+}
+
+// kafkaCount reads topic to its end, read-committed, and counts each value.
+func kafkaCount(t *testing.T, broker, topic string, want int) map[string]int {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(broker), kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	out := map[string]int{}
+	n := 0
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		fs := cl.PollFetches(ctx)
+		cancel()
+		got := 0
+		fs.EachRecord(func(r *kgo.Record) { out[string(r.Value)]++; got++ })
+		n += got
+		if n >= want && got == 0 {
+			break
+		}
+	}
+	return out
+}
