@@ -61,8 +61,10 @@ func init() {
 // when p is a kafka processor.
 func (d *decoder) kafkaKeys(o *obj, p *Processor, path string) {
 	k := &p.Kafka
-	k.Key = defaultKafkaKey
-	k.OffsetsTopic = DefaultOffsetsTopic
+	if p.Type == TypeKafka {
+		k.Key = defaultKafkaKey
+		k.OffsetsTopic = DefaultOffsetsTopic
+	}
 	items, brokersLine, _ := o.list("brokers")
 	for i, it := range items {
 		it = resolve(it)

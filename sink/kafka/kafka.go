@@ -209,7 +209,7 @@ func (s *Sink) topics(ctx context.Context) error {
 	}
 	have, err := adm.ListTopics(ctx, want...)
 	if err != nil {
-		return fmt.Errorf("kafka metadata: %w", err)
+		return fmt.Errorf("kafka metadata: %w%s", err, s.lastConnErr())
 	}
 	for _, t := range want {
 		if d, ok := have[t]; ok && d.Err == nil {
