@@ -68,7 +68,6 @@ type Sink struct {
 	// stored is the offsets topic's record for this processor: the last
 	// committed position per (feed, epoch) (exactlyOnce only).
 	stored map[feedEpoch]int64
-	keys   map[string]bool // offsets keys of this processor seen (for the WARN on strangers)
 
 	hook connHook // the last connection error, for the stall's reason
 
@@ -124,7 +123,7 @@ func Open(cfg Config) (*Sink, error) {
 	if log == nil {
 		log = cfg.Group.Logger()
 	}
-	s := &Sink{cfg: cfg, h: cfg.Group, log: log, stored: map[feedEpoch]int64{}, keys: map[string]bool{}, fileKeys: map[uint64]string{}}
+	s := &Sink{cfg: cfg, h: cfg.Group, log: log, stored: map[feedEpoch]int64{}, fileKeys: map[uint64]string{}}
 	if cfg.ExactlyOnce {
 		s.txID = cfg.TransactionalID
 		if s.txID == "" {
