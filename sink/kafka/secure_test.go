@@ -8,6 +8,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"fmt"
 	"math/big"
 	"net"
 	"os"
@@ -134,5 +135,24 @@ func TestKafkaSASL(t *testing.T) {
 				t.Fatalf("the reason shows the password: %s", why)
 			}
 		})
+	}
+}
+
+type warnings []string
+
+func (w *warnings) Warn(msg string, args ...any) { *w = append(*w, fmt.Sprint(append([]any{msg}, args...)...)) }
+
+// TestKafkaWarnings: a literal SASL password and insecureSkipVerify are
+// WARNs at start naming the key; the password itself is never logged.
+func TestKafkaWarnings(t *testing.T) {
+	var w warnings
+	_, err := ConnOpts(config.Kafka{Brokers: []string{"127.0.0.1:1"}, TLS: &config.KafkaTLS{InsecureSkipVerify: true},
+		SASL: &config.KafkaSASL{Mechanism: "PLAIN", Username: "u", Password: "hunter2-literal", PasswordLine: 9}}, &w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := strings.Join(w, "\n")
+	if !strings.Contains(all, "insecureSkipVerify") || !strings.Contains(all, "sasl.password") || strings.Contains(all, "hunter2") {
+		t.Fatalf("warnings:\n%s", all)
 	}
 }
