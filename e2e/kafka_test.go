@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"net"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -272,4 +274,78 @@ func kafkaRecords(t *testing.T, broker, topic string, want int) []*kgo.Record {
 		}
 	}
 	return out
+}
+
+const kafkaRestartConfig = `dataDir: ./state
+instance: e2e-host
+status:
+  listen: {{ADDR}}
+feeds:
+  - name: app
+    path: ./in.log
+    readStrategy: COMMITTED
+processors:
+  - name: exact
+    feed: app
+    type: kafka
+    brokers: [{{BROKER}}]
+    topic: logs
+    offsetsTopic: offs
+    exactlyOnce: true
+    timeoutMillis: 1000
+    onFailure: deadLetter
+    retry: {initialMillis: 50, maxMillis: 500, attempts: 2}
+`
+
+// TestKafkaEngineRestart (issue 14, acceptance 2): the kfake cluster is
+// closed mid-run and a new one started on the same port from the same
+// data directory (kfake persists its log there). Meanwhile /feed.status
+// shows the feed stalled with the reason, nothing is dead-lettered
+// although onFailure is deadLetter; the feed resumes by itself and the
+// topic ends with every line exactly once.
+func TestKafkaEngineRestart(t *testing.T) {
+	_, port, _ := net.SplitHostPort(freeAddr(t))
+	p, _ := strconv.Atoi(port)
+	data := t.TempDir()
+	start := func() *kfake.Cluster {
+		c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.Ports(p), kfake.DataDir(data), kfake.SeedTopics(1, "logs", "offs"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	c := start()
+	broker := c.ListenAddrs()[0]
+	e := newEnv(t, strings.ReplaceAll(kafkaRestartConfig, "{{BROKER}}", broker))
+	in := newInput(t, e.path("in.log"))
+	in.appendLines(5000)
+	d := e.start()
+	d.waitSettled(60 * time.Second)
+
+	c.Close()
+	in.appendLines(5000)
+	r := d.waitFor("stalled on the broker", 60*time.Second, func(r *report) bool {
+		f := r.Feeds[0]
+		return f.Stalled != nil && strings.Contains(*f.Stalled, "kafka")
+	})
+	f := r.Feeds[0]
+	t.Logf("stalled: %s", *f.Stalled)
+	time.Sleep(2 * time.Second) // several attempts at the cap
+	r = d.waitFor("a report", time.Second, func(*report) bool { return true })
+	if f := r.Feeds[0]; f.DeadLettered != 0 || f.Settled {
+		t.Fatalf("broker down: deadLettered %d settled %v; want a hold", f.DeadLettered, f.Settled)
+	}
+	c2 := start()
+	defer c2.Close()
+	r = d.waitSettled(60 * time.Second)
+	if f := r.Feeds[0]; f.Stalled != nil || !f.Lossless || f.DeadLettered != 0 {
+		t.Fatalf("after the restart: stalled %v lossless %v deadLettered %d", f.Stalled, f.Lossless, f.DeadLettered)
+	}
+	d.stop()
+	got := kafkaCount(t, broker, "logs", len(in.texts))
+	for i, s := range in.texts {
+		if got[s] != 1 {
+			t.Fatalf("line %d landed %d times", i, got[s])
+		}
+	}
 }
