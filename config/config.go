@@ -199,6 +199,8 @@ type Processor struct {
 	CreateTable bool       // postgres: create the table and its unique key when missing
 	Nats        NatsConfig // nats: stream, subject, createStream, tls, credsFile, token (config/nats.go)
 
+	Kafka Kafka // kafka (config/kafka.go)
+
 	Line int // line of the processor's entry
 
 	Built ProcessorBuilt // typed values (see build)

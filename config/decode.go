@@ -331,6 +331,7 @@ func (d *decoder) processor(n *yaml.Node, path string) (*Processor, procMeta) {
 	}
 	d.postgresKeys(o, &p, path)
 	d.natsKeys(o, &p, path, urlLine)
+	d.kafkaKeys(o, &p, path)
 	switch {
 	case p.Type == TypeFile && m.pathLine == 0:
 		d.errorf(p.Line, "%s: a file processor needs path (the output file)", path)

@@ -110,7 +110,7 @@ func TestParseRejects(t *testing.T) {
 		{"readStrategy case", feedDoc("    readStrategy: committed"), 4, `(did you mean "COMMITTED"?)`, false},
 		{"overload policy", feedDoc("    overload: {policy: DROP}"), 4, `feeds[0].overload.policy: unknown value "DROP"`, false},
 		{"subscriber policy", lines("feeds:", "  - name: app", "    path: /a", "    overload:", "      subscribers:", "        p: {policy: SPIN}", "processors:", "  - {name: p, feed: app, type: discard}"), 6, `feeds[0].overload.subscribers.p.policy: unknown value "SPIN"`, false},
-		{"type", lines("feeds:", "  - {name: app, path: /a}", "processors:", "  - name: p", "    feed: app", "    type: kafka"), 6, `processors[0].type: unknown value "kafka"; want one of file, pull, webhook, count, discard`, false},
+		{"type", lines("feeds:", "  - {name: app, path: /a}", "processors:", "  - name: p", "    feed: app", "    type: kinesis"), 6, `processors[0].type: unknown value "kinesis"; want one of file, pull, webhook, count, discard, stdout, postgres, nats, kafka`, false},
 		{"fsync", procDoc("    fsync: sometimes"), 8, `processors[0].fsync: unknown value "sometimes"; want one of always, interval, never`, false},
 		{"onFailure", procDoc("    onFailure: deadletter"), 8, `processors[0].onFailure: unknown value "deadletter"; want one of hold, deadLetter (did you mean "deadLetter"?)`, false},
 		{"log.level", read(lines("log: {level: verbose}", "feeds:", "  - {name: a, path: /a}"), "a"), 1, `log.level: unknown value "verbose"; want one of trace, debug, info, warn, error`, false},

@@ -78,7 +78,7 @@ func TestValidateBrokenConfigs(t *testing.T) {
 		{"unknown key under overload", feedBase + "    overload:\n      polcy: PAUSE #!\n", `unknown key "polcy"`},
 		{"bad overload policy", feedBase + "    overload:\n      policy: SHED #!\n", `"SHED"`},
 		{"feed no processor reads", strings.Replace(brokenBase, "processors:", "  - name: orphan #!\n    path: ./orphan.log\nprocessors:", 1), `no processor reads feed "orphan"`},
-		{"bad processor type", brokenBase + "  - name: b\n    feed: app\n    type: kafka #!\n", `"kafka"`},
+		{"bad processor type", brokenBase + "  - name: b\n    feed: app\n    type: kinesis #!\n", `"kinesis"`},
 	}
 	dir := t.TempDir()
 	for i, tc := range tests {

@@ -7,6 +7,7 @@ import (
 	_ "tailfeed/sink/count"
 	_ "tailfeed/sink/discard"
 	_ "tailfeed/sink/file"
+	_ "tailfeed/sink/kafka"
 	_ "tailfeed/sink/nats"
 	_ "tailfeed/sink/postgres"
 	_ "tailfeed/sink/pull"

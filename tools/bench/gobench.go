@@ -15,7 +15,8 @@ func goBenchmarks(t *table) error {
 		{"./source/file", "^BenchmarkSplit$"},
 		{"./feed", "^BenchmarkPublishDispatch$"},
 		{"./pointer", "^Benchmark(Store|Commit)$"},
-		{"./sink/nats", "^BenchmarkNatsThroughput$"}, // lines/s into JetStream: the sink next to a plain nats.go client
+		{"./sink/nats", "^BenchmarkNatsThroughput$"},   // lines/s into JetStream: the sink next to a plain nats.go client
+		{"./sink/kafka", "^BenchmarkKafkaThroughput$"}, // into kfake over TCP, next to a plain kgo producer
 	}
 	for _, s := range sets {
 		cmd := exec.Command("go", "test", "-run", "^$", "-bench", s.pattern, "-benchmem", "-count", "1", s.pkg)
