@@ -82,7 +82,7 @@ type Daemon struct {
 	runCtx   context.Context
 	rl       reloadState
 	holds    *holdStore
-	skips    map[string]uint64 // processor → lines to skip, while a reload builds a feed
+	skips    map[string]feed.Mark // processor → the re-read it skips, while a reload builds a feed
 }
 
 // Feed is one running feed.
@@ -106,9 +106,8 @@ type Feed struct {
 	final                 status.FeedSnapshot // at its stop by a reload
 	finalRead, finalBytes uint64
 	finalPaused           float64
-	finalAcked, finalSeq  uint64            // acknowledged and published at that stop
-	finalAck              map[string]uint64 // each subscriber's finished lines at that stop
-	finalCommitted        bool              // its final commit succeeded
+	finalAcked, finalSeq  uint64               // acknowledged and published at that stop
+	finalAck              map[string]feed.Mark // each subscriber's finished lines at that stop ("": all published)
 
 	ledger   *lossLedger        // the daemon's losses ledger
 	recorded map[subLoss]uint64 // loss counters as last appended to the ledger (under the ledger's mu)

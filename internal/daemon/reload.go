@@ -215,7 +215,7 @@ func (d *Daemon) reload() error {
 			continue
 		}
 		if ok {
-			d.skips = skipsFor(f, fc, procsOf(cfg, fc.Name))
+			d.skips = skipsFor(f, procsOf(cfg, fc.Name))
 		}
 		nf, err := d.buildFeed(fc)
 		d.skips = nil
@@ -292,46 +292,45 @@ func (d *Daemon) stopFeed(f *Feed, removed map[string]bool) error {
 			"feed", f.cfg.Name, "subscriber", g.Name(), "lines", n)
 	}
 	f.finalAcked, f.finalSeq = f.pub.Acknowledged(), f.pub.Sequence()
-	f.finalAck = map[string]uint64{}
-	for _, g := range f.groups {
+	// What each subscriber finished, as a place in the file: the restarted
+	// feed's instance skips the re-read up to it (skipsFor). A best-effort
+	// queue's unfinished lines were counted dropped as it stopped: it skips
+	// everything it was given, so what is counted lost is not delivered.
+	f.finalAck = map[string]feed.Mark{"": f.pub.Through(-1, 0)}
+	for i, g := range f.groups {
 		q := g.Queue()
 		if q.BestEffort() {
-			f.finalAck[g.Name()] = q.Finished()
+			f.finalAck[g.Name()] = f.pub.Through(i, q.Position())
 		} else {
-			f.finalAck[g.Name()] = q.AckPoint()
+			f.finalAck[g.Name()] = f.pub.Through(i, q.AckPoint())
 		}
 	}
 	f.final = f.snapshot()
 	f.finalRead, f.finalBytes = f.src.LinesRead(), f.src.BytesRead()
 	f.finalPaused = f.pub.PausedTotal().Seconds()
 	err := f.src.Close()
-	f.finalCommitted = err == nil && f.ptr != nil
 	if err != nil && first == nil {
 		first = fmt.Errorf("feed %s: %w", f.cfg.Name, err)
 	}
 	return first
 }
 
-// skipsFor is, for each processor of the restarted feed fc, how many of
-// the lines it re-reads from the pointer to finish without processing: a
-// kept or changed processor skips what it had finished past the final
-// commit (it receives first the lines it did not finish), a new one every
-// line the stopped instance had published (it subscribes from the next
-// line). Only when the restart resumes exactly at the final commit: a
-// COMMITTED feed whose commit succeeded and whose path did not change.
-func skipsFor(old *Feed, fc *config.Feed, procs []*config.Processor) map[string]uint64 {
-	if !old.finalCommitted || old.cfg.Path != fc.Path || fc.ReadStrategy != config.StrategyCommitted {
-		return nil
-	}
-	out := map[string]uint64{}
+// skipsFor is, for each processor of the restarted feed fc, where in its
+// file the lines it re-reads from the pointer stop being finished without
+// processing: a kept or changed processor skips what it had finished (it
+// receives first the lines it did not finish), a new one every line the
+// stopped instance had published (it subscribes from the next line). The
+// place is (epoch, position), so a re-read that is not the same lines (a
+// copytruncate, another path, a failed final commit that leaves the
+// pointer further back) skips exactly what was finished, never more.
+func skipsFor(old *Feed, procs []*config.Processor) map[string]feed.Mark {
+	out := map[string]feed.Mark{}
 	for _, pc := range procs {
-		ack, ok := old.finalAck[pc.Name]
+		m, ok := old.finalAck[pc.Name]
 		if !ok {
-			ack = old.finalSeq
+			m = old.finalAck[""]
 		}
-		if ack > old.finalAcked {
-			out[pc.Name] = ack - old.finalAcked
-		}
+		out[pc.Name] = m
 	}
 	return out
 }
