@@ -15,6 +15,11 @@ package daemon
 //     drain that finished, the line after the pointer). Lines another
 //     subscriber of a restarted feed finished past the final commit (a
 //     drain cut short) are delivered to it again: at least once.
+//   - The stopped feeds are rebuilt only once every new one built; if one
+//     does not build (a sink's output cannot be opened), what the stops
+//     moved aside is put back, the stopped feeds are rebuilt from the old
+//     config and started (each skips what its subscribers finished), and
+//     the reload fails: the daemon runs on unchanged.
 //   - Counters are carried into the restarted feed (never reset).
 //   - A removed processor that did not finish what it was given holds the
 //     feed: its lines are recorded in dataDir/state/removed.json and, until
@@ -169,8 +174,11 @@ func (d *Daemon) reload() error {
 	for _, fc := range cfg.Feeds {
 		newFeeds[fc.Name] = fc
 	}
-	// Stop what goes or changes.
+	// Stop what goes or changes. undo lists what the stops changed on disk
+	// (pointers and state moved aside, holds recorded): a reload that
+	// cannot build its new feeds undoes it and restarts the old ones.
 	stopped := map[string]*Feed{}
+	var undo []func()
 	var firstErr error
 	for _, f := range d.feeds {
 		fc, keep := newFeeds[f.cfg.Name]
@@ -185,28 +193,55 @@ func (d *Daemon) reload() error {
 				}
 			}
 		}
-		if err := d.stopFeed(f, removed); err != nil && firstErr == nil {
+		held, err := d.stopFeed(f, removed)
+		if err != nil && firstErr == nil {
 			firstErr = err
+		}
+		for _, e := range held {
+			undo = append(undo, func() { d.holds.undo(e) })
 		}
 		stopped[f.cfg.Name] = f
 		if !keep {
-			d.log.Info("feed removed", "feed", f.cfg.Name)
 			continue
 		}
 		if fc.Path != f.cfg.Path {
-			d.movePointerAside(f)
+			if u := d.movePointerAside(f); u != nil {
+				undo = append(undo, u)
+			}
 		}
 		for _, pc := range procsOf(old, f.cfg.Name) {
 			if npc := findProc(cfg, fc.Name, pc.Name); npc != nil && targetChanged(pc, npc) {
-				d.moveStateAside(pc.Name)
+				if u := d.moveStateAside(pc.Name); u != nil {
+					undo = append(undo, u)
+				}
 			}
 		}
 	}
 	d.recordLosses() // the stopped feeds' last deltas
-	// Build and start what is new or changed, on the new config.
+	// Build what is new or changed, on the new config; start it only once
+	// all of it built.
 	d.mu.Lock()
 	d.cfg = cfg
 	d.mu.Unlock()
+	built, err := d.buildFeeds(cfg, oldFeeds, stopped, false)
+	if err != nil {
+		// Run on unchanged: undo what the stops changed on disk and
+		// rebuild the stopped feeds from the old config (each resumes from
+		// its pointer and skips what its subscribers finished).
+		d.log.Error("reload: a feed could not be built; restarting the stopped feeds on the unchanged config", "error", err)
+		for i := len(undo) - 1; i >= 0; i-- {
+			undo[i]()
+		}
+		d.mu.Lock()
+		d.cfg = old
+		d.mu.Unlock()
+		built, _ = d.buildFeeds(old, oldFeeds, stopped, true)
+		if ln != nil {
+			ln.Close()
+			ln = nil
+		}
+		cfg, firstErr = old, err
+	}
 	var feeds []*Feed
 	for _, fc := range cfg.Feeds {
 		f, ok := oldFeeds[fc.Name]
@@ -214,26 +249,27 @@ func (d *Daemon) reload() error {
 			feeds = append(feeds, f)
 			continue
 		}
-		if ok {
-			d.skips = skipsFor(f, procsOf(cfg, fc.Name))
-		}
-		nf, err := d.buildFeed(fc)
-		d.skips = nil
-		if err != nil {
-			d.log.Error("reload: feed not restarted", "feed", fc.Name, "error", err)
-			if firstErr == nil {
-				firstErr = fmt.Errorf("feed %s: %w", fc.Name, err)
-			}
+		nf := built[fc.Name]
+		if nf == nil {
 			continue
 		}
-		if ok {
-			nf.inherit(f)
+		switch {
+		case cfg == old:
+			d.log.Info("feed restarted with its unchanged settings", "feed", fc.Name, "path", fc.Path)
+		case ok:
 			d.log.Info("feed restarted with its new settings", "feed", fc.Name, "path", fc.Path)
-		} else {
+		default:
 			d.log.Info("feed added", "feed", fc.Name, "path", fc.Path)
 		}
 		nf.start(d.runCtx)
 		feeds = append(feeds, nf)
+	}
+	if cfg != old {
+		for name := range stopped {
+			if newFeeds[name] == nil {
+				d.log.Info("feed removed", "feed", name)
+			}
+		}
 	}
 	var oldSrv *http.Server
 	d.mu.Lock()
@@ -257,6 +293,46 @@ func (d *Daemon) reload() error {
 	return firstErr
 }
 
+// buildFeeds builds (does not start) every feed of cfg that is new or was
+// stopped, each inheriting its stopped instance's counters and skipping
+// what its subscribers finished. Unless all is set, the first failure
+// closes what was built and is returned; with all set, a feed that does not
+// build is logged and left out (the rollback of a failed reload).
+func (d *Daemon) buildFeeds(cfg *config.Config, oldFeeds, stopped map[string]*Feed, all bool) (map[string]*Feed, error) {
+	built := map[string]*Feed{}
+	var firstErr error
+	for _, fc := range cfg.Feeds {
+		f, ok := oldFeeds[fc.Name]
+		if ok && stopped[fc.Name] == nil {
+			continue
+		}
+		if ok {
+			d.skips = skipsFor(f, procsOf(cfg, fc.Name))
+		}
+		nf, err := d.buildFeed(fc)
+		d.skips = nil
+		if err != nil {
+			err = fmt.Errorf("feed %s: %w", fc.Name, err)
+			if !all {
+				for _, b := range built {
+					b.close()
+				}
+				return nil, err
+			}
+			d.log.Error("reload: feed not restarted", "feed", fc.Name, "error", err)
+			if firstErr == nil {
+				firstErr = err
+			}
+			continue
+		}
+		if ok {
+			nf.inherit(f)
+		}
+		built[fc.Name] = nf
+	}
+	return built, firstErr
+}
+
 // checkPathsOf is checkPaths for cfg (the running one, or one read at a
 // reload, where a directory path is a reload error).
 func (d *Daemon) checkPathsOf(cfg *config.Config) error {
@@ -271,7 +347,7 @@ func (d *Daemon) checkPathsOf(cfg *config.Config) error {
 
 // stopFeed stops one feed as at shutdown. A removed (named) pointer-holding
 // subscriber that did not finish what it was given becomes a hold.
-func (d *Daemon) stopFeed(f *Feed, removed map[string]bool) error {
+func (d *Daemon) stopFeed(f *Feed, removed map[string]bool) (held []holdEntry, _ error) {
 	f.cancelSrc()
 	<-f.runDone
 	ctx, cancel := context.WithTimeout(context.Background(), d.cfg.Built.ShutdownTimeout)
@@ -285,8 +361,11 @@ func (d *Daemon) stopFeed(f *Feed, removed map[string]bool) error {
 			continue
 		}
 		n := q.Position() - q.AckPoint()
-		if err := d.holds.add(holdEntry{Feed: f.cfg.Name, Subscriber: g.Name(), Lines: n}); err != nil && first == nil {
+		e := holdEntry{Feed: f.cfg.Name, Subscriber: g.Name(), Lines: n}
+		if err := d.holds.add(e); err != nil && first == nil {
 			first = err
+		} else if err == nil {
+			held = append(held, e)
 		}
 		d.log.Warn("removed subscriber holds lines it did not finish; the feed stalls until POST /admin/release/"+f.cfg.Name+"/"+g.Name(),
 			"feed", f.cfg.Name, "subscriber", g.Name(), "lines", n)
@@ -312,7 +391,7 @@ func (d *Daemon) stopFeed(f *Feed, removed map[string]bool) error {
 	if err != nil && first == nil {
 		first = fmt.Errorf("feed %s: %w", f.cfg.Name, err)
 	}
-	return first
+	return held, first
 }
 
 // skipsFor is, for each processor of the restarted feed fc, where in its
@@ -336,32 +415,45 @@ func skipsFor(old *Feed, procs []*config.Processor) map[string]feed.Mark {
 }
 
 // movePointerAside renames a stopped feed's pointer (and epoch history) to
-// feeds/<feed>.ptr.<epoch>.old: its new path starts as a new feed.
-func (d *Daemon) movePointerAside(f *Feed) {
+// feeds/<feed>.ptr.<epoch>.old: its new path starts as a new feed. It
+// returns how to put them back (nil: nothing moved).
+func (d *Daemon) movePointerAside(f *Feed) func() {
 	epoch := status.Hex(f.src.Epoch())
 	if f.final.Pointer != nil {
 		epoch = status.Hex(f.final.Pointer.Epoch)
 	}
 	from := datadir.Pointer(d.cfg.DataDir, f.cfg.Name)
 	if _, err := os.Stat(from); err != nil {
-		return
+		return nil
 	}
 	to := datadir.PointerAside(d.cfg.DataDir, f.cfg.Name, epoch)
 	if err := os.Rename(from, to); err != nil {
 		d.log.Error("reload: pointer not moved aside", "feed", f.cfg.Name, "error", err)
-		return
+		return nil
 	}
 	ep := datadir.Epochs(d.cfg.DataDir, f.cfg.Name)
+	epMoved := false
 	if _, err := os.Stat(ep); err == nil {
-		os.Rename(ep, ep+"."+epoch+".old")
+		epMoved = os.Rename(ep, ep+"."+epoch+".old") == nil
 	}
 	d.log.Warn("feed path changed: its pointer moved aside; the new path starts as a new feed", "feed", f.cfg.Name,
 		"pointer", to)
+	return func() {
+		os.Remove(from) // what a failed build may have created
+		if err := os.Rename(to, from); err != nil {
+			d.log.Error("reload: pointer not moved back", "feed", f.cfg.Name, "error", err)
+		}
+		if epMoved {
+			os.Remove(ep)
+			os.Rename(ep+"."+epoch+".old", ep)
+		}
+	}
 }
 
 // moveStateAside moves a processor's durable state to
-// state/<processor>.<time>.old/ (its target changed).
-func (d *Daemon) moveStateAside(name string) {
+// state/<processor>.<time>.old/ (its target changed). It returns how to
+// put it back (nil: nothing moved).
+func (d *Daemon) moveStateAside(name string) func() {
 	var files []string
 	for _, p := range []string{datadir.Record(d.cfg.DataDir, name), datadir.CountState(d.cfg.DataDir, name),
 		datadir.DeadLetters(d.cfg.DataDir, name)} {
@@ -370,19 +462,31 @@ func (d *Daemon) moveStateAside(name string) {
 		}
 	}
 	if len(files) == 0 {
-		return
+		return nil
 	}
 	dir := datadir.StateAside(d.cfg.DataDir, name, time.Now().UTC().Format("20060102T150405.000000000Z"))
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		d.log.Error("reload: state not moved aside", "processor", name, "error", err)
-		return
+		return nil
 	}
+	var moved []string
 	for _, p := range files {
 		if err := os.Rename(p, filepath.Join(dir, filepath.Base(p))); err != nil {
 			d.log.Error("reload: state not moved aside", "processor", name, "file", p, "error", err)
+		} else {
+			moved = append(moved, p)
 		}
 	}
 	d.log.Warn("processor target changed: its state moved aside; it starts as new", "processor", name, "to", dir)
+	return func() {
+		for _, p := range moved {
+			os.Remove(p) // what a failed build may have created
+			if err := os.Rename(filepath.Join(dir, filepath.Base(p)), p); err != nil {
+				d.log.Error("reload: state not moved back", "processor", name, "file", p, "error", err)
+			}
+		}
+		os.Remove(dir)
+	}
 }
 
 // sameFeed compares two feeds' settings (not their lines).
@@ -578,6 +682,23 @@ func (s *holdStore) add(e holdEntry) error {
 	}
 	s.entries = append(s.entries, e)
 	return s.saveLocked()
+}
+
+// undo takes back a hold add recorded (a reload rolled back).
+func (s *holdStore) undo(e holdEntry) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := range s.entries {
+		if s.entries[i].Feed == e.Feed && s.entries[i].Subscriber == e.Subscriber {
+			if s.entries[i].Lines <= e.Lines {
+				s.entries = append(s.entries[:i], s.entries[i+1:]...)
+			} else {
+				s.entries[i].Lines -= e.Lines
+			}
+			s.saveLocked()
+			return
+		}
+	}
 }
 
 func (s *holdStore) remove(feed, sub string) error {

@@ -68,3 +68,49 @@ func TestReloadSkipIsByPositionNotCount(t *testing.T) {
 		t.Errorf("added got %v, want the lines published after the reload (n1..n5)", added)
 	}
 }
+
+// A reload whose new processor validates but cannot be built (its output
+// path is a directory) fails and the daemon runs on unchanged (review 2:
+// the feed used to be stopped and dropped, with feed.status green).
+func TestReloadBuildFailureKeepsFeedRunning(t *testing.T) {
+	e := start(t, reloadBase, Options{})
+	e.appendLines(numbered("a", 0, 5)...)
+	e.waitFor("settled", 10*time.Second, settled)
+	os.Mkdir(filepath.Join(e.dir, "adir"), 0o755)
+	e.rewrite(reloadBase + "  - {name: added, feed: app, type: file, path: %DIR%/adir}\n")
+	code, body := e.reload()
+	t.Logf("reload: %d %s", code, body)
+	e.appendLines(numbered("b", 0, 5)...)
+	time.Sleep(500 * time.Millisecond)
+	r := e.report()
+	if len(r.Feeds) != 1 {
+		t.Errorf("feed.status lists %d feeds after the failed reload (settled=%v lossless=%v); want app still running", len(r.Feeds), r.Settled, r.Lossless)
+	}
+	if n := len(readLines(t, filepath.Join(e.dir, "out.log"))); n != 10 {
+		t.Errorf("archive has %d lines after the failed reload; want 10 (running on unchanged)", n)
+	}
+}
+
+// A failed build after the feed's path changed puts its pointer back: the
+// feed resumes on its old path from its pointer (no line again, none lost).
+func TestReloadBuildFailureRestoresPointer(t *testing.T) {
+	e := start(t, reloadBase, Options{})
+	e.appendLines(numbered("a", 0, 5)...)
+	e.waitFor("settled", 10*time.Second, settled)
+	os.Mkdir(filepath.Join(e.dir, "adir"), 0o755)
+	e.rewrite(strings.Replace(reloadBase, "%DIR%/app.log", "%DIR%/other.log", 1) +
+		"  - {name: added, feed: app, type: file, path: %DIR%/adir}\n")
+	if code, body := e.reload(); code == http.StatusOK {
+		t.Fatalf("reload: %d %s, want a failure", code, body)
+	}
+	e.appendLines(numbered("b", 0, 5)...)
+	e.waitFor("settled", 10*time.Second, func(f status.FeedReport) bool { return f.Settled && sub(t, f, "archive").Dispatched >= 5 })
+	got := readLines(t, filepath.Join(e.dir, "out.log"))
+	want := append(numbered("a", 0, 5), numbered("b", 0, 5)...)
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Errorf("out.log = %v, want %v", got, want)
+	}
+	if m, _ := filepath.Glob(filepath.Join(e.dir, "state", "feeds", "*.old")); len(m) != 0 {
+		t.Errorf("pointer left aside: %v", m)
+	}
+}
