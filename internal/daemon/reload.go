@@ -558,6 +558,13 @@ type carried struct {
 	downgraded, oversized, pauses, linesRead, bytesRead uint64
 	lostTails, lostBytes                                uint64
 	pausedSeconds                                       float64
+	// seq is the sequences the earlier instances published: the restarted
+	// instance numbers on from it, so sequence, acknowledged, and every
+	// subscriber's position and dispatched never go back (each re-read
+	// line is published again under a new sequence).
+	seq, commitFailures uint64
+	unterminated        int64
+	failures            map[string]uint64 // per subscriber
 }
 
 // inherit carries the stopped instance's counters and acknowledged losses.
@@ -576,6 +583,15 @@ func (f *Feed) inherit(old *Feed) {
 	c.linesRead = old.carry.linesRead + old.finalRead
 	c.bytesRead = old.carry.bytesRead + old.finalBytes
 	c.pausedSeconds = old.carry.pausedSeconds + old.finalPaused
+	c.seq, c.unterminated = s.SeqAfter, s.Unterminated
+	c.commitFailures = old.carry.commitFailures + old.src.CommitFailures()
+	c.failures = map[string]uint64{}
+	for k, v := range old.carry.failures {
+		c.failures[k] = v
+	}
+	for _, g := range old.groups {
+		c.failures[g.Name()] += g.Failures()
+	}
 	f.base = old.lossBase()
 }
 
@@ -588,6 +604,18 @@ func (f *Feed) addCarry(s *status.FeedSnapshot) {
 	s.Pauses += c.pauses
 	s.LostTails += c.lostTails
 	s.LostBytes += c.lostBytes
+	s.Unterminated += c.unterminated
+	s.SeqBefore += c.seq
+	s.SeqAfter += c.seq
+	s.Acknowledged += c.seq
+	if s.Pointer != nil {
+		s.Pointer.SyncedSeq += c.seq
+		s.Pointer.CommitFailures += c.commitFailures
+	}
+	for i := range s.Subscribers {
+		s.Subscribers[i].Position += c.seq
+		s.Subscribers[i].Dispatched += c.seq
+	}
 	for _, h := range f.held {
 		// A removed subscriber is STOPPED (the contract's states): it holds
 		// until released, then its lines count as released.

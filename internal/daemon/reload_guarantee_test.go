@@ -114,3 +114,38 @@ func TestReloadBuildFailureRestoresPointer(t *testing.T) {
 		t.Errorf("pointer left aside: %v", m)
 	}
 }
+// A reload that restarts a feed keeps its counters (DESIGN §12: never
+// reset): sequence, acknowledged, dispatched and their Prometheus counters
+// (review 3: they restarted at 0).
+func TestReloadRestartKeepsCounters(t *testing.T) {
+	e := start(t, reloadBase, Options{})
+	e.appendLines(numbered("a", 0, 10)...)
+	f := e.waitFor("settled", 10*time.Second, settled)
+	seq, ack := f.Sequence, f.Acknowledged
+	_, m := e.do(http.MethodGet, "/metrics", "")
+	t.Logf("before: sequence %d acknowledged %d", seq, ack)
+	e.rewrite(reloadBase + "  - {name: added, feed: app, type: discard}\n")
+	if code, body := e.reload(); code != http.StatusOK {
+		t.Fatalf("reload: %d %s", code, body)
+	}
+	f = e.waitFor("settled", 10*time.Second, func(f status.FeedReport) bool { return f.Settled && len(f.Subscribers) == 2 })
+	_, m2 := e.do(http.MethodGet, "/metrics", "")
+	if f.Sequence < seq || f.Acknowledged < ack || sub(t, f, "archive").Dispatched < 10 {
+		t.Errorf("after a reload: sequence %d (was %d) acknowledged %d (was %d) archive dispatched %d (was 10)",
+			f.Sequence, seq, f.Acknowledged, ack, sub(t, f, "archive").Dispatched)
+	}
+	pick := func(m []byte, name string) string {
+		for _, l := range strings.Split(string(m), "\n") {
+			if strings.HasPrefix(l, name) {
+				return l
+			}
+		}
+		return ""
+	}
+	for _, n := range []string{"tailfeed_feed_lines_published_total", "tailfeed_feed_lines_acknowledged_total", `tailfeed_subscriber_lines_dispatched_total{feed="app",subscriber="archive"}`} {
+		if a, b := pick(m, n), pick(m2, n); a != b {
+			t.Errorf("counter %s went %q -> %q", n, a, b)
+		}
+	}
+}
+
