@@ -114,6 +114,7 @@ func TestReloadBuildFailureRestoresPointer(t *testing.T) {
 		t.Errorf("pointer left aside: %v", m)
 	}
 }
+
 // A reload that restarts a feed keeps its counters (DESIGN §12: never
 // reset): sequence, acknowledged, dispatched and their Prometheus counters
 // (review 3: they restarted at 0).
@@ -148,4 +149,3 @@ func TestReloadRestartKeepsCounters(t *testing.T) {
 		}
 	}
 }
-
