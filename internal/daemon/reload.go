@@ -180,6 +180,13 @@ func (d *Daemon) reload() error {
 	stopped := map[string]*Feed{}
 	var undo []func()
 	var firstErr error
+	type stopping struct {
+		f       *Feed
+		removed map[string]bool
+		held    []holdEntry
+		err     error
+	}
+	var stops []*stopping
 	for _, f := range d.feeds {
 		fc, keep := newFeeds[f.cfg.Name]
 		if keep && sameFeed(f.cfg, fc) && sameProcessors(procsOf(old, f.cfg.Name), procsOf(cfg, fc.Name)) {
@@ -193,14 +200,32 @@ func (d *Daemon) reload() error {
 				}
 			}
 		}
-		held, err := d.stopFeed(f, removed)
-		if err != nil && firstErr == nil {
-			firstErr = err
+		stops = append(stops, &stopping{f: f, removed: removed})
+	}
+	// The feeds stop together under one deadline (shutdownTimeoutMillis),
+	// cut short by a stop of the daemon (SIGTERM): the stop's bound holds
+	// during a reload too (DESIGN §12 "Signals").
+	dctx, cancel := context.WithTimeout(d.runCtx, old.Built.ShutdownTimeout)
+	var wg sync.WaitGroup
+	for _, st := range stops {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			st.held, st.err = d.stopFeed(dctx, st.f, st.removed)
+		}()
+	}
+	wg.Wait()
+	cancel()
+	for _, st := range stops {
+		f := st.f
+		if st.err != nil && firstErr == nil {
+			firstErr = st.err
 		}
-		for _, e := range held {
+		for _, e := range st.held {
 			undo = append(undo, func() { d.holds.undo(e) })
 		}
 		stopped[f.cfg.Name] = f
+		fc, keep := newFeeds[f.cfg.Name]
 		if !keep {
 			continue
 		}
@@ -218,6 +243,23 @@ func (d *Daemon) reload() error {
 		}
 	}
 	d.recordLosses() // the stopped feeds' last deltas
+	if d.runCtx.Err() != nil {
+		// The daemon is stopping: the stopped feeds made their final
+		// commit; the others are Stop's. Nothing new is built.
+		var kept []*Feed
+		for _, f := range d.feeds {
+			if stopped[f.cfg.Name] == nil {
+				kept = append(kept, f)
+			}
+		}
+		d.mu.Lock()
+		d.feeds = kept
+		d.mu.Unlock()
+		if ln != nil {
+			ln.Close()
+		}
+		return errors.New("the daemon stopped during the reload")
+	}
 	// Build what is new or changed, on the new config; start it only once
 	// all of it built.
 	d.mu.Lock()
@@ -347,13 +389,11 @@ func (d *Daemon) checkPathsOf(cfg *config.Config) error {
 
 // stopFeed stops one feed as at shutdown. A removed (named) pointer-holding
 // subscriber that did not finish what it was given becomes a hold.
-func (d *Daemon) stopFeed(f *Feed, removed map[string]bool) (held []holdEntry, _ error) {
+func (d *Daemon) stopFeed(ctx context.Context, f *Feed, removed map[string]bool) (held []holdEntry, _ error) {
 	f.cancelSrc()
 	<-f.runDone
-	ctx, cancel := context.WithTimeout(context.Background(), d.cfg.Built.ShutdownTimeout)
 	f.src.Drain(ctx)
 	f.drainBestEffort(ctx)
-	cancel()
 	first := f.stopGroups()
 	for _, g := range f.groups {
 		q := g.Queue()

@@ -149,3 +149,59 @@ func TestReloadRestartKeepsCounters(t *testing.T) {
 		}
 	}
 }
+
+// A stop (SIGTERM) during a reload keeps the stop's bound,
+// shutdownTimeoutMillis + 2 s (DESIGN §12 "Signals"): the reload drains
+// the feeds it restarts together, and the stop cuts that drain short
+// (review 4: they drained one after the other, and the stop waited).
+const fourBlockedFeeds = `
+dataDir: %DIR%/state
+status: {listen: "127.0.0.1:0", token: sesame}
+shutdownTimeoutMillis: 1000
+feeds:
+  - {name: f1, path: %DIR%/app.log, pollIntervalMillis: 20}
+  - {name: f2, path: %DIR%/app.log, pollIntervalMillis: 20}
+  - {name: f3, path: %DIR%/app.log, pollIntervalMillis: 20}
+  - {name: f4, path: %DIR%/app.log, pollIntervalMillis: 20}
+processors:
+  - {name: s1, feed: f1, type: discard}
+  - {name: s2, feed: f2, type: discard}
+  - {name: s3, feed: f3, type: discard}
+  - {name: s4, feed: f4, type: discard}
+`
+
+func TestReloadStopDuringReloadKeepsBound(t *testing.T) {
+	base := fourBlockedFeeds
+	b := newBlocker()
+	e := start(t, base, Options{Processors: map[string]Build{"s1": b.build, "s2": b.build, "s3": b.build, "s4": b.build}})
+	defer close(b.open)
+	e.appendLines("x1", "x2")
+	time.Sleep(300 * time.Millisecond)
+	e.rewrite(strings.ReplaceAll(base, "pollIntervalMillis: 20", "pollIntervalMillis: 30"))
+	go e.reload()
+	time.Sleep(100 * time.Millisecond)
+	t0 := time.Now()
+	e.Stop() // SIGTERM: cancel, then Stop
+	if el := time.Since(t0); el > 3*time.Second {
+		t.Errorf("stop took %v; DESIGN bounds it by shutdownTimeoutMillis (1s) + 2s", el)
+	}
+}
+
+// A reload that restarts several feeds whose subscribers do not finish
+// drains them together: it takes one shutdownTimeoutMillis, not one each.
+func TestReloadDrainsRestartedFeedsTogether(t *testing.T) {
+	base := fourBlockedFeeds
+	b := newBlocker()
+	e := start(t, base, Options{Processors: map[string]Build{"s1": b.build, "s2": b.build, "s3": b.build, "s4": b.build}})
+	defer close(b.open)
+	e.appendLines("x1", "x2")
+	time.Sleep(300 * time.Millisecond)
+	e.rewrite(strings.ReplaceAll(base, "pollIntervalMillis: 20", "pollIntervalMillis: 30"))
+	t0 := time.Now()
+	if code, body := e.reload(); code != http.StatusOK {
+		t.Fatalf("reload: %d %s", code, body)
+	}
+	if el := time.Since(t0); el > 2500*time.Millisecond {
+		t.Errorf("reload took %v; four feeds drained within one shutdownTimeoutMillis (1s) should take about 1s", el)
+	}
+}
