@@ -82,6 +82,7 @@ type Daemon struct {
 	runCtx   context.Context
 	rl       reloadState
 	holds    *holdStore
+	stopped  bool                 // Stop ran (under reloadMu)
 	skips    map[string]feed.Mark // processor → the re-read it skips, while a reload builds a feed
 }
 
@@ -421,6 +422,10 @@ func (f *Feed) start(ctx context.Context) {
 func (d *Daemon) Stop() error {
 	d.reloadMu.Lock() // a reload in progress finishes first
 	defer d.reloadMu.Unlock()
+	if d.stopped {
+		return nil // stopped already: Stop is idempotent
+	}
+	d.stopped = true
 	// Sources have been told to stop through the Start context; wait.
 	for _, f := range d.feeds {
 		<-f.runDone

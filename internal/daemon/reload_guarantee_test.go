@@ -205,3 +205,19 @@ func TestReloadDrainsRestartedFeedsTogether(t *testing.T) {
 		t.Errorf("reload took %v; four feeds drained within one shutdownTimeoutMillis (1s) should take about 1s", el)
 	}
 }
+
+// Stop is idempotent: a second call (a second SIGTERM path, a deferred
+// Stop) returns at once instead of panicking on a closed channel, and a
+// reload after the stop is refused.
+func TestStopTwiceIsHarmless(t *testing.T) {
+	e := start(t, reloadBase, Options{})
+	e.appendLines("a")
+	e.waitFor("settled", 10*time.Second, settled)
+	e.Stop()
+	if err := e.d.Stop(); err != nil {
+		t.Errorf("second Stop: %v", err)
+	}
+	if err := e.d.Reload(context.Background()); err == nil {
+		t.Error("Reload after Stop succeeded")
+	}
+}
