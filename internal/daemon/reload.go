@@ -49,6 +49,7 @@ import (
 	"tailfeed/config"
 	"tailfeed/feed"
 	"tailfeed/internal/datadir"
+	"tailfeed/internal/fileutil"
 	"tailfeed/processor"
 	"tailfeed/status"
 )
@@ -102,7 +103,7 @@ func (d *Daemon) config() *config.Config {
 func (d *Daemon) Reload(ctx context.Context) error {
 	d.reloadMu.Lock()
 	defer d.reloadMu.Unlock()
-	if d.runCtx == nil || d.runCtx.Err() != nil {
+	if d.runCtx == nil || d.runCtx.Err() != nil || d.stopped {
 		return errors.New("the daemon is not running (starting or stopping)")
 	}
 	// Certificate files are re-read at every reload (DESIGN §12), whatever
@@ -719,23 +720,8 @@ func (s *holdStore) saveLocked() error {
 		doc.Holds = []holdEntry{}
 	}
 	data, _ := json.Marshal(doc)
-	tmp := s.path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(append(data, '\n'))
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	return os.Rename(tmp, s.path)
+	// fsync, rename, fsync of the directory: a hold survives a power loss.
+	return fileutil.WriteAtomic(s.path, append(data, '\n'))
 }
 
 // add records a hold (a subscriber removed again adds to what it held).
