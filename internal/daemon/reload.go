@@ -413,14 +413,16 @@ func (d *Daemon) stopFeed(ctx context.Context, f *Feed, removed map[string]bool)
 	}
 	f.finalAcked, f.finalSeq = f.pub.Acknowledged(), f.pub.Sequence()
 	// What each subscriber finished, as a place in the file: the restarted
-	// feed's instance skips the re-read up to it (skipsFor). A best-effort
-	// queue's unfinished lines were counted dropped as it stopped: it skips
-	// everything it was given, so what is counted lost is not delivered.
-	f.finalAck = map[string]feed.Mark{"": f.pub.Through(-1, 0)}
+	// feed's instance skips the re-read up to it (skipsFor). Every line
+	// published to a best-effort queue was finished or counted dropped
+	// (at the publish, or left unfinished as it stopped): it skips all of
+	// them, so a line counted lost is never delivered after all.
+	all := f.pub.Through(-1, 0)
+	f.finalAck = map[string]feed.Mark{"": all}
 	for i, g := range f.groups {
 		q := g.Queue()
 		if q.BestEffort() {
-			f.finalAck[g.Name()] = f.pub.Through(i, q.Position())
+			f.finalAck[g.Name()] = all
 		} else {
 			f.finalAck[g.Name()] = f.pub.Through(i, q.AckPoint())
 		}
