@@ -122,7 +122,7 @@ func TestReloadRemovedSubscriberHolds(t *testing.T) {
 	dir := t.TempDir()
 	e := startIn(t, dir, cfg, Options{Processors: map[string]Build{"slow": b.build}})
 	e.appendLines(numbered("a", 0, 20)...)
-	e.waitFor("archive done", 10*time.Second, func(f status.FeedReport) bool { return sub(t, f, "archive").Drained })
+	e.waitFor("archive done", 10*time.Second, func(f status.FeedReport) bool { return sub(t, f, "archive").Dispatched == 20 })
 	e.rewrite(reloadBase)
 	if code, body := e.reload(); code != http.StatusOK {
 		t.Fatalf("reload: %d %s", code, body)
