@@ -165,6 +165,10 @@ func (d *Daemon) reload() error {
 	} else if cfg.Status.Token != old.Status.Token || cfg.Status.ProtectRead != old.Status.ProtectRead ||
 		cfg.Status.MaxConnections != old.Status.MaxConnections {
 		d.log.Warn("status.token, status.protectRead and status.maxConnections change with status.listen or at the next restart; kept")
+		// The running config says what runs: a later reload compares with
+		// (and warns against) the values the server still uses.
+		cfg.Status.Token, cfg.Status.ProtectRead, cfg.Status.MaxConnections =
+			old.Status.Token, old.Status.ProtectRead, old.Status.MaxConnections
 	}
 
 	oldFeeds := map[string]*Feed{}

@@ -283,3 +283,20 @@ func TestReloadBestEffortLeftoversCountedOnce(t *testing.T) {
 		t.Errorf("delivered %d + dropped %d != 100 lines: a loss counted that did not happen (or one not counted)", len(got), f.Dropped)
 	}
 }
+
+// A token changed without a status.listen change is kept (a WARN says so)
+// and the running config keeps the running token, so that the next reload
+// warns again rather than believing the new one applies.
+func TestReloadKeptTokenStaysInRunningConfig(t *testing.T) {
+	e := start(t, reloadBase, Options{})
+	e.rewrite(strings.Replace(reloadBase, "token: sesame", "token: opensesame", 1))
+	if code, body := e.reload(); code != http.StatusOK {
+		t.Fatalf("reload: %d %s", code, body)
+	}
+	if got := e.d.config().Status.Token; got != "sesame" {
+		t.Errorf("running config's token %q after a reload that kept the server's; want sesame", got)
+	}
+	if code, body := e.reload(); code != http.StatusOK { // still the old token
+		t.Fatalf("second reload with the running token: %d %s", code, body)
+	}
+}
