@@ -314,6 +314,10 @@ func (d *Daemon) buildGroup(f *Feed, pc *config.Processor, q *feed.Queue, log hc
 	}
 	gc.Exclude = pc.Built.Exclude
 	gc.Skip = d.skips[pc.Name] // a feed restarted by a reload (reload.go)
+	if !gc.Skip.OK && f.activeHold(pc.Name) != nil {
+		// Added back while it holds the feed: it re-reads nothing.
+		gc.Skip = d.holds.throughMark(f.cfg.Name, pc.Name)
+	}
 	if gc.Ledger, err = d.openLedger(pc, log); err != nil {
 		return nil, nil, err
 	}
@@ -461,6 +465,13 @@ func (d *Daemon) Stop() error {
 	}
 	d.recordLosses()
 	for _, f := range d.feeds {
+		if f.activeHoldCount() > 0 {
+			// What this run published past a hold: a subscriber added back
+			// at the next start skips it.
+			if err := d.holds.markFeed(f.cfg.Name, f.pub.Through(-1, 0)); err != nil && first == nil {
+				first = err
+			}
+		}
 		if err := f.src.Close(); err != nil && first == nil {
 			first = fmt.Errorf("feed %s: %w", f.cfg.Name, err)
 		}

@@ -41,6 +41,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -406,7 +407,7 @@ func (d *Daemon) stopFeed(ctx context.Context, f *Feed, removed map[string]bool)
 			continue
 		}
 		n := q.Position() - q.AckPoint()
-		e := holdEntry{Feed: f.cfg.Name, Subscriber: g.Name(), Lines: n}
+		e := holdEntry{Feed: f.cfg.Name, Subscriber: g.Name(), Lines: n, Through: markOf(f.pub.Through(-1, 0))}
 		if err := d.holds.add(e); err != nil && first == nil {
 			first = err
 		} else if err == nil {
@@ -690,6 +691,64 @@ type holdEntry struct {
 	Feed       string `json:"feed"`
 	Subscriber string `json:"subscriber"`
 	Lines      uint64 `json:"lines"`
+	// Through is the last line its feed published while the subscriber was
+	// gone (updated at each stop): added back, even across a restart, it
+	// skips the re-read through it (DESIGN §12: adding it back re-reads
+	// nothing).
+	Through *holdMark `json:"through,omitempty"`
+}
+
+type holdMark struct {
+	Epoch    string `json:"epoch"`
+	Position int64  `json:"position"`
+}
+
+func markOf(m feed.Mark) *holdMark {
+	if !m.OK {
+		return nil
+	}
+	return &holdMark{Epoch: status.Hex(m.Epoch), Position: m.Position}
+}
+
+// throughMark is the skip a subscriber added back while it holds feed
+// starts with (OK false: none).
+func (s *holdStore) throughMark(feedName, sub string) feed.Mark {
+	if s == nil {
+		return feed.Mark{}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, e := range s.entries {
+		if e.Feed == feedName && e.Subscriber == sub && e.Through != nil {
+			ep, err := strconv.ParseUint(e.Through.Epoch, 16, 64)
+			if err != nil {
+				return feed.Mark{}
+			}
+			return feed.Mark{Epoch: ep, Position: e.Through.Position, OK: true}
+		}
+	}
+	return feed.Mark{}
+}
+
+// markFeed records m as the Through of every hold of feedName (its
+// instance stops having published through m).
+func (s *holdStore) markFeed(feedName string, m feed.Mark) error {
+	if s == nil || !m.OK {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	changed := false
+	for i := range s.entries {
+		if s.entries[i].Feed == feedName {
+			s.entries[i].Through = markOf(m)
+			changed = true
+		}
+	}
+	if !changed {
+		return nil
+	}
+	return s.saveLocked()
 }
 
 // holdStore is dataDir/state/removed.json.
@@ -737,6 +796,9 @@ func (s *holdStore) add(e holdEntry) error {
 	for i := range s.entries {
 		if s.entries[i].Feed == e.Feed && s.entries[i].Subscriber == e.Subscriber {
 			s.entries[i].Lines += e.Lines
+			if e.Through != nil {
+				s.entries[i].Through = e.Through
+			}
 			return s.saveLocked()
 		}
 	}

@@ -300,3 +300,33 @@ func TestReloadKeptTokenStaysInRunningConfig(t *testing.T) {
 		t.Fatalf("second reload with the running token: %d %s", code, body)
 	}
 }
+
+// A held processor added back in the config file across a daemon restart
+// re-reads nothing (DESIGN §12: its backlog stays held until released):
+// it gets the lines published after it is back.
+func TestHeldProcessorAddedBackAtRestartReReadsNothing(t *testing.T) {
+	cfg := reloadBase + "  - {name: slow, feed: app, type: discard}\n"
+	b := newBlocker()
+	defer close(b.open)
+	dir := t.TempDir()
+	e := startIn(t, dir, cfg, Options{Processors: map[string]Build{"slow": b.build}})
+	e.appendLines(numbered("a", 0, 20)...)
+	e.waitFor("archive done", 10*time.Second, func(f status.FeedReport) bool { return sub(t, f, "archive").Dispatched == 20 })
+	e.rewrite(reloadBase)
+	if code, body := e.reload(); code != http.StatusOK {
+		t.Fatalf("reload: %d %s", code, body)
+	}
+	e.waitFor("stalled", 10*time.Second, func(f status.FeedReport) bool { return f.Stalled != nil })
+	e.appendLines("b1")
+	e.waitFor("b1 published", 10*time.Second, func(f status.FeedReport) bool { return sub(t, f, "archive").Drained && f.Sequence >= 41 })
+	e.Stop()
+	e = startIn(t, dir, reloadBase+"  - {name: slow, feed: app, type: file, path: %DIR%/slow.log}\n", Options{})
+	e.appendLines("c1", "c2")
+	e.waitFor("slow back", 10*time.Second, func(f status.FeedReport) bool {
+		return sub(t, f, "slow").Drained && sub(t, f, "slow").Dispatched > 0 && f.Stalled != nil
+	})
+	time.Sleep(200 * time.Millisecond)
+	if got := readLines(t, filepath.Join(dir, "slow.log")); strings.Join(got, ",") != "c1,c2" {
+		t.Errorf("slow added back at a restart got %v; want [c1 c2]", got)
+	}
+}
