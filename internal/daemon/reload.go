@@ -11,10 +11,12 @@ package daemon
 //     changed. Feeds that nothing touched keep running untouched. So a
 //     changed processor's new instance receives first the lines the old
 //     one did not finish (they lie past the final commit), and a new
-//     processor subscribes from the next line its feed publishes (after a
-//     drain that finished, the line after the pointer). Lines another
-//     subscriber of a restarted feed finished past the final commit (a
-//     drain cut short) are delivered to it again: at least once.
+//     processor subscribes from the next line its feed publishes. Each
+//     subscriber skips the re-read through the (epoch, position) of the
+//     last line it finished (skipsFor), so the lines it finished past the
+//     final commit (a drain cut short) are not delivered again. The
+//     stopped feeds drain together, under one shutdownTimeoutMillis that
+//     a stop of the daemon cuts short.
 //   - The stopped feeds are rebuilt only once every new one built; if one
 //     does not build (a sink's output cannot be opened), what the stops
 //     moved aside is put back, the stopped feeds are rebuilt from the old
