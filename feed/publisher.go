@@ -41,6 +41,18 @@ type Publisher struct {
 	fullAt  atomic.Uint64 // the acknowledged sequence at the last refusal for a full window
 
 	held atomic.Bool // a removed subscriber holds the pointer: nothing is acknowledged (SetHeld)
+
+	// The last positioned line published and acknowledged (source
+	// goroutine only; read by Through once the source stopped).
+	lastPub, lastAck Mark
+}
+
+// Mark is a line's place in its file: the position just after it in
+// epoch Epoch (OK false: none).
+type Mark struct {
+	Epoch    uint64
+	Position int64
+	OK       bool
 }
 
 // NewPublisher makes a publisher over queues with a window of at most
@@ -128,6 +140,9 @@ func (p *Publisher) TryPublish(b *Batch) bool {
 	// Everything that reads b happens before the first push: once queued,
 	// a group may finish and recycle the batch at any moment.
 	last := b.FirstSeq + uint64(n) - 1
+	if b.Positioned {
+		p.lastPub = Mark{Epoch: b.Epoch, Position: b.Ends[n-1], OK: true}
+	}
 	p.win.push(b, p.start, p.end)
 	p.pending.Add(int64(n))
 	if take == 0 {
@@ -194,11 +209,47 @@ func (p *Publisher) PollAcks() Acked {
 		p.ackPts[i] = q.AckPoint()
 	}
 	a := p.win.poll(p.ackPts, p.holds)
+	if a.positioned {
+		p.lastAck = Mark{Epoch: a.epoch, Position: a.pos, OK: true}
+	}
 	if a.moved {
 		p.acked.Store(a.seq)
 		p.pending.Store(int64(p.win.pending))
 	}
 	return Acked{Seq: a.seq, Position: a.pos, Epoch: a.epoch, Positioned: a.positioned, Moved: a.moved}
+}
+
+// Through is the mark of the last line queue i was given among its first
+// count (count 0: none), or of every line published when i < 0. Call it
+// only once the source stopped publishing and polling (a feed stopped by a
+// reload). A count inside the acknowledged lines gives the last
+// acknowledged mark; a line without a position gives no mark.
+func (p *Publisher) Through(i int, count uint64) Mark {
+	if i < 0 {
+		return p.lastPub
+	}
+	w := p.win
+	if count == 0 {
+		return Mark{}
+	}
+	for k := w.n - 1; k >= 0; k-- {
+		j := (w.head + k) % len(w.entries)
+		e := w.entries[j]
+		start, end := w.bounds[j*2*w.nq+i], w.bounds[j*2*w.nq+w.nq+i]
+		if end == start || count <= start {
+			continue
+		}
+		if count > end {
+			// Past what the window holds for i: every line it was given.
+			count = end
+		}
+		if !e.positioned {
+			return Mark{}
+		}
+		seq := e.firstSeq + (count - start) - 1
+		return Mark{Epoch: e.epoch, Position: w.ends[seq%uint64(len(w.ends))], OK: true}
+	}
+	return p.lastAck
 }
 
 // SetHeld makes the publisher acknowledge nothing (true) while a removed

@@ -34,11 +34,13 @@ type GroupConfig struct {
 	Batch     BatchProcessor // optional
 	Match     *regexp.Regexp // optional: only matching lines are processed
 	Exclude   *regexp.Regexp // optional: matching lines are skipped
-	// Skip finishes the lines of sequence 1..Skip without processing them
-	// (a feed restarted by a reload re-reads from its pointer: lines this
+	// Skip finishes without processing the lines of epoch Skip.Epoch at
+	// or before Skip.Position, until the first line that is not (a feed
+	// restarted by a reload re-reads from its pointer: lines this
 	// subscriber finished, or that were published before it was added,
-	// are not delivered again). Not for a processor that filters itself.
-	Skip      uint64
+	// are not delivered again; a re-read of another epoch, e.g. after a
+	// copytruncate, skips nothing). Not for a processor that filters itself.
+	Skip      feed.Mark
 	Retry     Retry
 	OnFailure OnFailure
 	Ledger    DeadLetterer // required for DeadLetter
@@ -64,6 +66,7 @@ type Group struct {
 	ends      []int64  // and their positions
 	dlq       *Ledger  // cfg.Ledger when it is a *Ledger: lines already in it are skipped
 	ownFilter bool     // the processor filters by itself (pull): the view is always the whole batch
+	skipping  bool     // cfg.Skip still applies (until the first line past it)
 	d         feed.Delivery
 	mark      uint64 // queue count through the end of the current batch
 	cpMark    uint64 // Mark(): queue count through the lines handed to the processor now
@@ -103,7 +106,7 @@ func NewGroup(cfg GroupConfig) *Group {
 	}
 	dlq, _ := cfg.Ledger.(*Ledger)
 	return &Group{cfg: cfg, q: cfg.Queue, log: cfg.Logger.Named(cfg.Name), done: make(chan struct{}),
-		releases: make(chan *ReleaseRequest), replays: make(chan *replayReq), dlq: dlq}
+		releases: make(chan *ReleaseRequest), replays: make(chan *replayReq), dlq: dlq, skipping: cfg.Skip.OK}
 }
 
 // SetBatchProcessor sets the processor after the group was made (a sink
@@ -518,11 +521,15 @@ func (g *Group) filter(b *feed.Batch) {
 	if g.dlq != nil && !g.ownFilter {
 		led = g.dlq.Within(b) // nil (one atomic load) while the ledger holds no positioned entry
 	}
-	skip := uint64(0)
-	if !g.ownFilter && b.FirstSeq > 0 && b.FirstSeq <= g.cfg.Skip {
-		skip = g.cfg.Skip
+	skip := int64(-1) // lines at or before skip are finished unseen
+	if g.skipping && !g.ownFilter {
+		if b.Len() > 0 && b.Positioned && b.Epoch == g.cfg.Skip.Epoch && b.Ends[0] <= g.cfg.Skip.Position {
+			skip = g.cfg.Skip.Position
+		} else if b.Len() > 0 {
+			g.skipping = false // the re-read is past what it finished
+		}
 	}
-	if g.cfg.Match == nil && g.cfg.Exclude == nil && led == nil && skip == 0 {
+	if g.cfg.Match == nil && g.cfg.Exclude == nil && led == nil && skip < 0 {
 		g.view.Share(b) // all lines, and the buffer a sink may write at once
 		g.idx = g.idx[:0]
 		g.mapped = false
@@ -530,7 +537,7 @@ func (g *Group) filter(b *feed.Batch) {
 	}
 	lines, ends, idx := g.lines[:0], g.ends[:0], g.idx[:0]
 	for i, l := range b.Lines {
-		if b.FirstSeq+uint64(i) <= skip {
+		if b.Ends[i] <= skip {
 			continue
 		}
 		if led[b.Ends[i]] {

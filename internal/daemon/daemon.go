@@ -82,7 +82,8 @@ type Daemon struct {
 	runCtx   context.Context
 	rl       reloadState
 	holds    *holdStore
-	skips    map[string]uint64 // processor → lines to skip, while a reload builds a feed
+	stopped  bool                 // Stop ran (under reloadMu)
+	skips    map[string]feed.Mark // processor → the re-read it skips, while a reload builds a feed
 }
 
 // Feed is one running feed.
@@ -107,9 +108,8 @@ type Feed struct {
 	final                 status.FeedSnapshot // at its stop by a reload
 	finalRead, finalBytes uint64
 	finalPaused           float64
-	finalAcked, finalSeq  uint64            // acknowledged and published at that stop
-	finalAck              map[string]uint64 // each subscriber's finished lines at that stop
-	finalCommitted        bool              // its final commit succeeded
+	finalAcked, finalSeq  uint64               // acknowledged and published at that stop
+	finalAck              map[string]feed.Mark // each subscriber's finished lines at that stop ("": all published)
 
 	ledger   *lossLedger        // the daemon's losses ledger
 	recorded map[subLoss]uint64 // loss counters as last appended to the ledger (under the ledger's mu)
@@ -323,6 +323,10 @@ func (d *Daemon) buildGroup(f *Feed, pc *config.Processor, q *feed.Queue, log hc
 	}
 	gc.Exclude = pc.Built.Exclude
 	gc.Skip = d.skips[pc.Name] // a feed restarted by a reload (reload.go)
+	if !gc.Skip.OK && f.activeHold(pc.Name) != nil {
+		// Added back while it holds the feed: it re-reads nothing.
+		gc.Skip = d.holds.throughMark(f.cfg.Name, pc.Name)
+	}
 	if gc.Ledger, err = d.openLedger(pc, log); err != nil {
 		return nil, nil, err
 	}
@@ -432,6 +436,10 @@ func (f *Feed) start(ctx context.Context) {
 func (d *Daemon) Stop() error {
 	d.reloadMu.Lock() // a reload in progress finishes first
 	defer d.reloadMu.Unlock()
+	if d.stopped {
+		return nil // stopped already: Stop is idempotent
+	}
+	d.stopped = true
 	// Sources have been told to stop through the Start context; wait.
 	for _, f := range d.feeds {
 		<-f.runDone
@@ -467,6 +475,13 @@ func (d *Daemon) Stop() error {
 	}
 	d.recordLosses()
 	for _, f := range d.feeds {
+		if f.activeHoldCount() > 0 {
+			// What this run published past a hold: a subscriber added back
+			// at the next start skips it.
+			if err := d.holds.markFeed(f.cfg.Name, f.pub.Through(-1, 0)); err != nil && first == nil {
+				first = err
+			}
+		}
 		if err := f.src.Close(); err != nil && first == nil {
 			first = fmt.Errorf("feed %s: %w", f.cfg.Name, err)
 		}

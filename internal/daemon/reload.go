@@ -11,10 +11,17 @@ package daemon
 //     changed. Feeds that nothing touched keep running untouched. So a
 //     changed processor's new instance receives first the lines the old
 //     one did not finish (they lie past the final commit), and a new
-//     processor subscribes from the next line its feed publishes (after a
-//     drain that finished, the line after the pointer). Lines another
-//     subscriber of a restarted feed finished past the final commit (a
-//     drain cut short) are delivered to it again: at least once.
+//     processor subscribes from the next line its feed publishes. Each
+//     subscriber skips the re-read through the (epoch, position) of the
+//     last line it finished (skipsFor), so the lines it finished past the
+//     final commit (a drain cut short) are not delivered again. The
+//     stopped feeds drain together, under one shutdownTimeoutMillis that
+//     a stop of the daemon cuts short.
+//   - The stopped feeds are rebuilt only once every new one built; if one
+//     does not build (a sink's output cannot be opened), what the stops
+//     moved aside is put back, the stopped feeds are rebuilt from the old
+//     config and started (each skips what its subscribers finished), and
+//     the reload fails: the daemon runs on unchanged.
 //   - Counters are carried into the restarted feed (never reset).
 //   - A removed processor that did not finish what it was given holds the
 //     feed: its lines are recorded in dataDir/state/removed.json and, until
@@ -36,6 +43,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -44,6 +52,7 @@ import (
 	"tailfeed/config"
 	"tailfeed/feed"
 	"tailfeed/internal/datadir"
+	"tailfeed/internal/fileutil"
 	"tailfeed/processor"
 	"tailfeed/status"
 )
@@ -97,7 +106,7 @@ func (d *Daemon) config() *config.Config {
 func (d *Daemon) Reload(ctx context.Context) error {
 	d.reloadMu.Lock()
 	defer d.reloadMu.Unlock()
-	if d.runCtx == nil || d.runCtx.Err() != nil {
+	if d.runCtx == nil || d.runCtx.Err() != nil || d.stopped {
 		return errors.New("the daemon is not running (starting or stopping)")
 	}
 	// Certificate files are re-read at every reload (DESIGN §12), whatever
@@ -159,6 +168,10 @@ func (d *Daemon) reload() error {
 	} else if cfg.Status.Token != old.Status.Token || cfg.Status.ProtectRead != old.Status.ProtectRead ||
 		cfg.Status.MaxConnections != old.Status.MaxConnections {
 		d.log.Warn("status.token, status.protectRead and status.maxConnections change with status.listen or at the next restart; kept")
+		// The running config says what runs: a later reload compares with
+		// (and warns against) the values the server still uses.
+		cfg.Status.Token, cfg.Status.ProtectRead, cfg.Status.MaxConnections =
+			old.Status.Token, old.Status.ProtectRead, old.Status.MaxConnections
 	}
 
 	oldFeeds := map[string]*Feed{}
@@ -169,9 +182,19 @@ func (d *Daemon) reload() error {
 	for _, fc := range cfg.Feeds {
 		newFeeds[fc.Name] = fc
 	}
-	// Stop what goes or changes.
+	// Stop what goes or changes. undo lists what the stops changed on disk
+	// (pointers and state moved aside, holds recorded): a reload that
+	// cannot build its new feeds undoes it and restarts the old ones.
 	stopped := map[string]*Feed{}
+	var undo []func()
 	var firstErr error
+	type stopping struct {
+		f       *Feed
+		removed map[string]bool
+		held    []holdEntry
+		err     error
+	}
+	var stops []*stopping
 	for _, f := range d.feeds {
 		fc, keep := newFeeds[f.cfg.Name]
 		if keep && sameFeed(f.cfg, fc) && sameProcessors(procsOf(old, f.cfg.Name), procsOf(cfg, fc.Name)) {
@@ -185,28 +208,90 @@ func (d *Daemon) reload() error {
 				}
 			}
 		}
-		if err := d.stopFeed(f, removed); err != nil && firstErr == nil {
-			firstErr = err
+		stops = append(stops, &stopping{f: f, removed: removed})
+	}
+	// The feeds stop together under one deadline (shutdownTimeoutMillis),
+	// cut short by a stop of the daemon (SIGTERM): the stop's bound holds
+	// during a reload too (DESIGN §12 "Signals").
+	dctx, cancel := context.WithTimeout(d.runCtx, old.Built.ShutdownTimeout)
+	var wg sync.WaitGroup
+	for _, st := range stops {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			st.held, st.err = d.stopFeed(dctx, st.f, st.removed)
+		}()
+	}
+	wg.Wait()
+	cancel()
+	for _, st := range stops {
+		f := st.f
+		if st.err != nil && firstErr == nil {
+			firstErr = st.err
+		}
+		for _, e := range st.held {
+			undo = append(undo, func() { d.holds.undo(e) })
 		}
 		stopped[f.cfg.Name] = f
+		fc, keep := newFeeds[f.cfg.Name]
 		if !keep {
-			d.log.Info("feed removed", "feed", f.cfg.Name)
 			continue
 		}
 		if fc.Path != f.cfg.Path {
-			d.movePointerAside(f)
+			if u := d.movePointerAside(f); u != nil {
+				undo = append(undo, u)
+			}
 		}
 		for _, pc := range procsOf(old, f.cfg.Name) {
 			if npc := findProc(cfg, fc.Name, pc.Name); npc != nil && targetChanged(pc, npc) {
-				d.moveStateAside(pc.Name)
+				if u := d.moveStateAside(pc.Name); u != nil {
+					undo = append(undo, u)
+				}
 			}
 		}
 	}
 	d.recordLosses() // the stopped feeds' last deltas
-	// Build and start what is new or changed, on the new config.
+	if d.runCtx.Err() != nil {
+		// The daemon is stopping: the stopped feeds made their final
+		// commit; the others are Stop's. Nothing new is built.
+		var kept []*Feed
+		for _, f := range d.feeds {
+			if stopped[f.cfg.Name] == nil {
+				kept = append(kept, f)
+			}
+		}
+		d.mu.Lock()
+		d.feeds = kept
+		d.mu.Unlock()
+		if ln != nil {
+			ln.Close()
+		}
+		return errors.New("the daemon stopped during the reload")
+	}
+	// Build what is new or changed, on the new config; start it only once
+	// all of it built.
 	d.mu.Lock()
 	d.cfg = cfg
 	d.mu.Unlock()
+	built, err := d.buildFeeds(cfg, oldFeeds, stopped, false)
+	if err != nil {
+		// Run on unchanged: undo what the stops changed on disk and
+		// rebuild the stopped feeds from the old config (each resumes from
+		// its pointer and skips what its subscribers finished).
+		d.log.Error("reload: a feed could not be built; restarting the stopped feeds on the unchanged config", "error", err)
+		for i := len(undo) - 1; i >= 0; i-- {
+			undo[i]()
+		}
+		d.mu.Lock()
+		d.cfg = old
+		d.mu.Unlock()
+		built, _ = d.buildFeeds(old, oldFeeds, stopped, true)
+		if ln != nil {
+			ln.Close()
+			ln = nil
+		}
+		cfg, firstErr = old, err
+	}
 	var feeds []*Feed
 	for _, fc := range cfg.Feeds {
 		f, ok := oldFeeds[fc.Name]
@@ -214,26 +299,27 @@ func (d *Daemon) reload() error {
 			feeds = append(feeds, f)
 			continue
 		}
-		if ok {
-			d.skips = skipsFor(f, fc, procsOf(cfg, fc.Name))
-		}
-		nf, err := d.buildFeed(fc)
-		d.skips = nil
-		if err != nil {
-			d.log.Error("reload: feed not restarted", "feed", fc.Name, "error", err)
-			if firstErr == nil {
-				firstErr = fmt.Errorf("feed %s: %w", fc.Name, err)
-			}
+		nf := built[fc.Name]
+		if nf == nil {
 			continue
 		}
-		if ok {
-			nf.inherit(f)
+		switch {
+		case cfg == old:
+			d.log.Info("feed restarted with its unchanged settings", "feed", fc.Name, "path", fc.Path)
+		case ok:
 			d.log.Info("feed restarted with its new settings", "feed", fc.Name, "path", fc.Path)
-		} else {
+		default:
 			d.log.Info("feed added", "feed", fc.Name, "path", fc.Path)
 		}
 		nf.start(d.runCtx)
 		feeds = append(feeds, nf)
+	}
+	if cfg != old {
+		for name := range stopped {
+			if newFeeds[name] == nil {
+				d.log.Info("feed removed", "feed", name)
+			}
+		}
 	}
 	var oldSrv *http.Server
 	d.mu.Lock()
@@ -257,6 +343,46 @@ func (d *Daemon) reload() error {
 	return firstErr
 }
 
+// buildFeeds builds (does not start) every feed of cfg that is new or was
+// stopped, each inheriting its stopped instance's counters and skipping
+// what its subscribers finished. Unless all is set, the first failure
+// closes what was built and is returned; with all set, a feed that does not
+// build is logged and left out (the rollback of a failed reload).
+func (d *Daemon) buildFeeds(cfg *config.Config, oldFeeds, stopped map[string]*Feed, all bool) (map[string]*Feed, error) {
+	built := map[string]*Feed{}
+	var firstErr error
+	for _, fc := range cfg.Feeds {
+		f, ok := oldFeeds[fc.Name]
+		if ok && stopped[fc.Name] == nil {
+			continue
+		}
+		if ok {
+			d.skips = skipsFor(f, procsOf(cfg, fc.Name))
+		}
+		nf, err := d.buildFeed(fc)
+		d.skips = nil
+		if err != nil {
+			err = fmt.Errorf("feed %s: %w", fc.Name, err)
+			if !all {
+				for _, b := range built {
+					b.close()
+				}
+				return nil, err
+			}
+			d.log.Error("reload: feed not restarted", "feed", fc.Name, "error", err)
+			if firstErr == nil {
+				firstErr = err
+			}
+			continue
+		}
+		if ok {
+			nf.inherit(f)
+		}
+		built[fc.Name] = nf
+	}
+	return built, firstErr
+}
+
 // checkPathsOf is checkPaths for cfg (the running one, or one read at a
 // reload, where a directory path is a reload error).
 func (d *Daemon) checkPathsOf(cfg *config.Config) error {
@@ -274,13 +400,11 @@ func (d *Daemon) checkPathsOf(cfg *config.Config) error {
 
 // stopFeed stops one feed as at shutdown. A removed (named) pointer-holding
 // subscriber that did not finish what it was given becomes a hold.
-func (d *Daemon) stopFeed(f *Feed, removed map[string]bool) error {
+func (d *Daemon) stopFeed(ctx context.Context, f *Feed, removed map[string]bool) (held []holdEntry, _ error) {
 	f.cancelSrc()
 	<-f.runDone
-	ctx, cancel := context.WithTimeout(context.Background(), d.cfg.Built.ShutdownTimeout)
 	f.src.Drain(ctx)
 	f.drainBestEffort(ctx)
-	cancel()
 	first := f.stopGroups()
 	for _, g := range f.groups {
 		q := g.Queue()
@@ -288,84 +412,101 @@ func (d *Daemon) stopFeed(f *Feed, removed map[string]bool) error {
 			continue
 		}
 		n := q.Position() - q.AckPoint()
-		if err := d.holds.add(holdEntry{Feed: f.cfg.Name, Subscriber: g.Name(), Lines: n}); err != nil && first == nil {
+		e := holdEntry{Feed: f.cfg.Name, Subscriber: g.Name(), Lines: n, Through: markOf(f.pub.Through(-1, 0))}
+		if err := d.holds.add(e); err != nil && first == nil {
 			first = err
+		} else if err == nil {
+			held = append(held, e)
 		}
 		d.log.Warn("removed subscriber holds lines it did not finish; the feed stalls until POST /admin/release/"+f.cfg.Name+"/"+g.Name(),
 			"feed", f.cfg.Name, "subscriber", g.Name(), "lines", n)
 	}
 	f.finalAcked, f.finalSeq = f.pub.Acknowledged(), f.pub.Sequence()
-	f.finalAck = map[string]uint64{}
-	for _, g := range f.groups {
+	// What each subscriber finished, as a place in the file: the restarted
+	// feed's instance skips the re-read up to it (skipsFor). Every line
+	// published to a best-effort queue was finished or counted dropped
+	// (at the publish, or left unfinished as it stopped): it skips all of
+	// them, so a line counted lost is never delivered after all.
+	all := f.pub.Through(-1, 0)
+	f.finalAck = map[string]feed.Mark{"": all}
+	for i, g := range f.groups {
 		q := g.Queue()
 		if q.BestEffort() {
-			f.finalAck[g.Name()] = q.Finished()
+			f.finalAck[g.Name()] = all
 		} else {
-			f.finalAck[g.Name()] = q.AckPoint()
+			f.finalAck[g.Name()] = f.pub.Through(i, q.AckPoint())
 		}
 	}
 	f.final = f.snapshot(false)
 	f.finalRead, f.finalBytes = f.src.LinesRead(), f.src.BytesRead()
 	f.finalPaused = f.pub.PausedTotal().Seconds()
 	err := f.src.Close()
-	f.finalCommitted = err == nil && f.ptr != nil
 	if err != nil && first == nil {
 		first = fmt.Errorf("feed %s: %w", f.cfg.Name, err)
 	}
-	return first
+	return held, first
 }
 
-// skipsFor is, for each processor of the restarted feed fc, how many of
-// the lines it re-reads from the pointer to finish without processing: a
-// kept or changed processor skips what it had finished past the final
-// commit (it receives first the lines it did not finish), a new one every
-// line the stopped instance had published (it subscribes from the next
-// line). Only when the restart resumes exactly at the final commit: a
-// COMMITTED feed whose commit succeeded and whose path did not change.
-func skipsFor(old *Feed, fc *config.Feed, procs []*config.Processor) map[string]uint64 {
-	if !old.finalCommitted || old.cfg.Path != fc.Path || fc.ReadStrategy != config.StrategyCommitted {
-		return nil
-	}
-	out := map[string]uint64{}
+// skipsFor is, for each processor of the restarted feed fc, where in its
+// file the lines it re-reads from the pointer stop being finished without
+// processing: a kept or changed processor skips what it had finished (it
+// receives first the lines it did not finish), a new one every line the
+// stopped instance had published (it subscribes from the next line). The
+// place is (epoch, position), so a re-read that is not the same lines (a
+// copytruncate, another path, a failed final commit that leaves the
+// pointer further back) skips exactly what was finished, never more.
+func skipsFor(old *Feed, procs []*config.Processor) map[string]feed.Mark {
+	out := map[string]feed.Mark{}
 	for _, pc := range procs {
-		ack, ok := old.finalAck[pc.Name]
+		m, ok := old.finalAck[pc.Name]
 		if !ok {
-			ack = old.finalSeq
+			m = old.finalAck[""]
 		}
-		if ack > old.finalAcked {
-			out[pc.Name] = ack - old.finalAcked
-		}
+		out[pc.Name] = m
 	}
 	return out
 }
 
 // movePointerAside renames a stopped feed's pointer (and epoch history) to
-// feeds/<feed>.ptr.<epoch>.old: its new path starts as a new feed.
-func (d *Daemon) movePointerAside(f *Feed) {
+// feeds/<feed>.ptr.<epoch>.old: its new path starts as a new feed. It
+// returns how to put them back (nil: nothing moved).
+func (d *Daemon) movePointerAside(f *Feed) func() {
 	epoch := status.Hex(f.src.Epoch())
 	if f.final.Pointer != nil {
 		epoch = status.Hex(f.final.Pointer.Epoch)
 	}
 	from := datadir.Pointer(d.cfg.DataDir, f.cfg.Name)
 	if _, err := os.Stat(from); err != nil {
-		return
+		return nil
 	}
 	to := datadir.PointerAside(d.cfg.DataDir, f.cfg.Name, epoch)
 	if err := os.Rename(from, to); err != nil {
 		d.log.Error("reload: pointer not moved aside", "feed", f.cfg.Name, "error", err)
-		return
+		return nil
 	}
 	ep := datadir.Epochs(d.cfg.DataDir, f.cfg.Name)
+	epMoved := false
 	if _, err := os.Stat(ep); err == nil {
-		os.Rename(ep, ep+"."+epoch+".old")
+		epMoved = os.Rename(ep, ep+"."+epoch+".old") == nil
 	}
 	d.log.Warn("feed path changed: its pointer moved aside; the new path starts as a new feed", "feed", f.cfg.Name,
 		"pointer", to)
+	return func() {
+		os.Remove(from) // what a failed build may have created
+		if err := os.Rename(to, from); err != nil {
+			d.log.Error("reload: pointer not moved back", "feed", f.cfg.Name, "error", err)
+		}
+		if epMoved {
+			os.Remove(ep)
+			os.Rename(ep+"."+epoch+".old", ep)
+		}
+	}
 }
 
 // moveStateAside moves a processor's durable state to
-// state/<processor>.<time>.old/ (its target changed).
-func (d *Daemon) moveStateAside(name string) {
+// state/<processor>.<time>.old/ (its target changed). It returns how to
+// put it back (nil: nothing moved).
+func (d *Daemon) moveStateAside(name string) func() {
 	var files []string
 	for _, p := range []string{datadir.Record(d.cfg.DataDir, name), datadir.CountState(d.cfg.DataDir, name),
 		datadir.DeadLetters(d.cfg.DataDir, name)} {
@@ -374,19 +515,31 @@ func (d *Daemon) moveStateAside(name string) {
 		}
 	}
 	if len(files) == 0 {
-		return
+		return nil
 	}
 	dir := datadir.StateAside(d.cfg.DataDir, name, time.Now().UTC().Format("20060102T150405.000000000Z"))
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		d.log.Error("reload: state not moved aside", "processor", name, "error", err)
-		return
+		return nil
 	}
+	var moved []string
 	for _, p := range files {
 		if err := os.Rename(p, filepath.Join(dir, filepath.Base(p))); err != nil {
 			d.log.Error("reload: state not moved aside", "processor", name, "file", p, "error", err)
+		} else {
+			moved = append(moved, p)
 		}
 	}
 	d.log.Warn("processor target changed: its state moved aside; it starts as new", "processor", name, "to", dir)
+	return func() {
+		for _, p := range moved {
+			os.Remove(p) // what a failed build may have created
+			if err := os.Rename(filepath.Join(dir, filepath.Base(p)), p); err != nil {
+				d.log.Error("reload: state not moved back", "processor", name, "file", p, "error", err)
+			}
+		}
+		os.Remove(dir)
+	}
 }
 
 // sameFeed compares two feeds' settings (not their lines).
@@ -458,6 +611,13 @@ type carried struct {
 	downgraded, oversized, pauses, linesRead, bytesRead uint64
 	lostTails, lostBytes                                uint64
 	pausedSeconds                                       float64
+	// seq is the sequences the earlier instances published: the restarted
+	// instance numbers on from it, so sequence, acknowledged, and every
+	// subscriber's position and dispatched never go back (each re-read
+	// line is published again under a new sequence).
+	seq, commitFailures uint64
+	unterminated        int64
+	failures            map[string]uint64 // per subscriber
 }
 
 // inherit carries the stopped instance's counters and acknowledged losses.
@@ -476,6 +636,15 @@ func (f *Feed) inherit(old *Feed) {
 	c.linesRead = old.carry.linesRead + old.finalRead
 	c.bytesRead = old.carry.bytesRead + old.finalBytes
 	c.pausedSeconds = old.carry.pausedSeconds + old.finalPaused
+	c.seq, c.unterminated = s.SeqAfter, s.Unterminated
+	c.commitFailures = old.carry.commitFailures + old.src.CommitFailures()
+	c.failures = map[string]uint64{}
+	for k, v := range old.carry.failures {
+		c.failures[k] = v
+	}
+	for _, g := range old.groups {
+		c.failures[g.Name()] += g.Failures()
+	}
 	f.base = old.lossBase()
 }
 
@@ -488,6 +657,18 @@ func (f *Feed) addCarry(s *status.FeedSnapshot) {
 	s.Pauses += c.pauses
 	s.LostTails += c.lostTails
 	s.LostBytes += c.lostBytes
+	s.Unterminated += c.unterminated
+	s.SeqBefore += c.seq
+	s.SeqAfter += c.seq
+	s.Acknowledged += c.seq
+	if s.Pointer != nil {
+		s.Pointer.SyncedSeq += c.seq
+		s.Pointer.CommitFailures += c.commitFailures
+	}
+	for i := range s.Subscribers {
+		s.Subscribers[i].Position += c.seq
+		s.Subscribers[i].Dispatched += c.seq
+	}
 	for _, h := range f.held {
 		// A removed subscriber is STOPPED (the contract's states): it holds
 		// until released, then its lines count as released.
@@ -515,6 +696,64 @@ type holdEntry struct {
 	Feed       string `json:"feed"`
 	Subscriber string `json:"subscriber"`
 	Lines      uint64 `json:"lines"`
+	// Through is the last line its feed published while the subscriber was
+	// gone (updated at each stop): added back, even across a restart, it
+	// skips the re-read through it (DESIGN §12: adding it back re-reads
+	// nothing).
+	Through *holdMark `json:"through,omitempty"`
+}
+
+type holdMark struct {
+	Epoch    string `json:"epoch"`
+	Position int64  `json:"position"`
+}
+
+func markOf(m feed.Mark) *holdMark {
+	if !m.OK {
+		return nil
+	}
+	return &holdMark{Epoch: status.Hex(m.Epoch), Position: m.Position}
+}
+
+// throughMark is the skip a subscriber added back while it holds feed
+// starts with (OK false: none).
+func (s *holdStore) throughMark(feedName, sub string) feed.Mark {
+	if s == nil {
+		return feed.Mark{}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, e := range s.entries {
+		if e.Feed == feedName && e.Subscriber == sub && e.Through != nil {
+			ep, err := strconv.ParseUint(e.Through.Epoch, 16, 64)
+			if err != nil {
+				return feed.Mark{}
+			}
+			return feed.Mark{Epoch: ep, Position: e.Through.Position, OK: true}
+		}
+	}
+	return feed.Mark{}
+}
+
+// markFeed records m as the Through of every hold of feedName (its
+// instance stops having published through m).
+func (s *holdStore) markFeed(feedName string, m feed.Mark) error {
+	if s == nil || !m.OK {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	changed := false
+	for i := range s.entries {
+		if s.entries[i].Feed == feedName {
+			s.entries[i].Through = markOf(m)
+			changed = true
+		}
+	}
+	if !changed {
+		return nil
+	}
+	return s.saveLocked()
 }
 
 // holdStore is dataDir/state/removed.json.
@@ -551,23 +790,8 @@ func (s *holdStore) saveLocked() error {
 		doc.Holds = []holdEntry{}
 	}
 	data, _ := json.Marshal(doc)
-	tmp := s.path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(append(data, '\n'))
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	return os.Rename(tmp, s.path)
+	// fsync, rename, fsync of the directory: a hold survives a power loss.
+	return fileutil.WriteAtomic(s.path, append(data, '\n'))
 }
 
 // add records a hold (a subscriber removed again adds to what it held).
@@ -577,11 +801,31 @@ func (s *holdStore) add(e holdEntry) error {
 	for i := range s.entries {
 		if s.entries[i].Feed == e.Feed && s.entries[i].Subscriber == e.Subscriber {
 			s.entries[i].Lines += e.Lines
+			if e.Through != nil {
+				s.entries[i].Through = e.Through
+			}
 			return s.saveLocked()
 		}
 	}
 	s.entries = append(s.entries, e)
 	return s.saveLocked()
+}
+
+// undo takes back a hold add recorded (a reload rolled back).
+func (s *holdStore) undo(e holdEntry) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := range s.entries {
+		if s.entries[i].Feed == e.Feed && s.entries[i].Subscriber == e.Subscriber {
+			if s.entries[i].Lines <= e.Lines {
+				s.entries = append(s.entries[:i], s.entries[i+1:]...)
+			} else {
+				s.entries[i].Lines -= e.Lines
+			}
+			s.saveLocked()
+			return
+		}
+	}
 }
 
 func (s *holdStore) remove(feed, sub string) error {

@@ -122,7 +122,7 @@ func TestReloadRemovedSubscriberHolds(t *testing.T) {
 	dir := t.TempDir()
 	e := startIn(t, dir, cfg, Options{Processors: map[string]Build{"slow": b.build}})
 	e.appendLines(numbered("a", 0, 20)...)
-	e.waitFor("archive done", 10*time.Second, func(f status.FeedReport) bool { return sub(t, f, "archive").Drained })
+	e.waitFor("archive done", 10*time.Second, func(f status.FeedReport) bool { return sub(t, f, "archive").Dispatched == 20 })
 	e.rewrite(reloadBase)
 	if code, body := e.reload(); code != http.StatusOK {
 		t.Fatalf("reload: %d %s", code, body)
@@ -149,8 +149,10 @@ func TestReloadRemovedSubscriberHolds(t *testing.T) {
 		t.Fatalf("reload: %d %s", code, body)
 	}
 	e.appendLines("c1", "c2")
+	// The restart numbers on from the 20 published (counters are never
+	// reset): the held 20 lines are re-read under new sequences, then c1, c2.
 	e.waitFor("slow back", 10*time.Second, func(f status.FeedReport) bool {
-		return f.Sequence == 22 && sub(t, f, "slow").Drained && f.Stalled != nil
+		return f.Sequence == 42 && sub(t, f, "slow").Drained && f.Stalled != nil
 	})
 	if got := readLines(t, filepath.Join(dir, "slow.log")); strings.Join(got, ",") != "c1,c2" {
 		t.Fatalf("slow added back got %v; want [c1 c2]", got)
@@ -414,8 +416,10 @@ func TestReloadProcessorStateByTarget(t *testing.T) {
 	if len(olds) != 1 {
 		t.Fatalf("record not moved aside: %v", olds)
 	}
+	// Counters are never reset: the restart numbers on from the last sequence.
+	prev := e.waitFor("restarted", 10*time.Second, settled).Sequence
 	e.appendLines("b1")
-	e.waitFor("settled", 10*time.Second, func(f status.FeedReport) bool { return f.Settled && f.Sequence == 1 })
+	e.waitFor("settled", 10*time.Second, func(f status.FeedReport) bool { return f.Settled && f.Sequence == prev+1 })
 	if got := readLines(t, filepath.Join(e.dir, "out2.log")); strings.Join(got, ",") != "b1" {
 		t.Fatalf("out2.log %v", got)
 	}

@@ -194,7 +194,7 @@ func (f *Feed) metrics() status.FeedMetrics {
 	m.ReadPos = src.ReadPos()
 	m.LinesRead, m.BytesRead = src.LinesRead()+f.carry.linesRead, src.BytesRead()+f.carry.bytesRead
 	m.Pauses, m.PausedSeconds, m.Paused = pub.Pauses()+f.carry.pauses, pub.PausedTotal().Seconds()+f.carry.pausedSeconds, pub.Paused()
-	m.CommitFailures, m.SyncedSeq = src.CommitFailures(), src.SyncedSeq()
+	m.CommitFailures, m.SyncedSeq = src.CommitFailures()+f.carry.commitFailures, src.SyncedSeq()+f.carry.seq
 	if st, err := os.Stat(f.cfg.Path); err == nil && f.glob == nil {
 		m.FileSize = st.Size()
 	}
@@ -208,7 +208,8 @@ func (f *Feed) metrics() status.FeedMetrics {
 		if q.BestEffort() {
 			s.Dispatched = q.Finished()
 		}
-		s.Position, s.Depth, s.Failures = q.Position(), q.Depth(), g.Failures()
+		s.Dispatched += f.carry.seq // a reload's restart numbers on (reload.go carried)
+		s.Position, s.Depth, s.Failures = q.Position()+f.carry.seq, q.Depth(), g.Failures()+f.carry.failures[q.Name]
 		st, _ := q.State()
 		s.Held = st == feed.Fenced || st == feed.Dead
 		m.Subscribers = append(m.Subscribers, s)
