@@ -13,7 +13,8 @@ import (
 // validate` through the binary, and together they hold one complete config
 // per processor type (file twice: with and without exactlyOnce).
 func TestExamplesValidate(t *testing.T) {
-	t.Setenv("HOOK_TOKEN", "example-token") // webhook.yaml's ${HOOK_TOKEN}
+	t.Setenv("HOOK_TOKEN", "example-token")    // webhook.yaml's ${HOOK_TOKEN}
+	t.Setenv("KAFKA_PASSWORD", "example-pass") // kafka.yaml's ${KAFKA_PASSWORD}
 	files, err := filepath.Glob(filepath.Join("..", "examples", "*.yaml"))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no examples: %v", err)
@@ -31,7 +32,7 @@ func TestExamplesValidate(t *testing.T) {
 		}
 		exactlyOnce = exactlyOnce || strings.Contains(string(b), "exactlyOnce: true")
 	}
-	for _, want := range []string{"file", "pull", "webhook", "count", "discard", "stdout"} {
+	for _, want := range []string{"file", "pull", "webhook", "count", "discard", "stdout", "kafka", "nats", "postgres"} {
 		if !types[want] {
 			var got []string
 			for k := range types {
