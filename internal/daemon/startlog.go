@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"fmt"
+	"strings"
 
 	"tailfeed/config"
 	"tailfeed/internal/redact"
@@ -54,6 +55,12 @@ func target(pc *config.Processor) []any {
 		return []any{"target", "counts, at GET /v1/state/" + pc.Name, "exactlyOnce", pc.ExactlyOnce}
 	case config.TypeDiscard:
 		return []any{"target", "discarded"}
+	case config.TypeKafka:
+		return []any{"target", "kafka topic " + pc.Kafka.Topic + " at " + strings.Join(pc.Kafka.Brokers, ","), "exactlyOnce", pc.ExactlyOnce}
+	case config.TypeNats:
+		return []any{"target", "nats stream " + pc.Nats.Stream + " subject " + pc.Nats.Subject + " at " + redact.URLList(pc.URL), "exactlyOnce", pc.ExactlyOnce}
+	case config.TypePostgres:
+		return []any{"target", "postgres table " + pc.Table} // the DSN holds secrets: never logged
 	}
 	return nil
 }
