@@ -131,9 +131,11 @@ func (p *Publisher) TryPublish(b *Batch) bool {
 		case overload.Drop:
 			decisions[i] = 0
 			q.Counters.Dropped.Add(uint64(n))
+			q.NoteLoss()
 		case overload.Skip:
 			decisions[i] = 0
 			q.Counters.Refused.Add(uint64(n))
+			q.NoteLoss()
 		}
 		p.end[i] = p.start[i] + decisions[i]*uint64(n)
 	}

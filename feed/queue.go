@@ -57,6 +57,11 @@ type Queue struct {
 	Gate     overload.Gate
 	Counters overload.Counters
 
+	// lossNote, when set, is signalled (never blocking) after a loss
+	// counter moved: the daemon's loss recorder wakes on it instead of
+	// polling (an idle daemon wakes for nothing).
+	lossNote atomic.Pointer[chan struct{}]
+
 	capLines, capBytes int
 
 	mu    sync.Mutex
@@ -290,14 +295,30 @@ func (q *Queue) StateSince() time.Time {
 // LeftAtStop counts n lines a best-effort queue's group did not finish
 // when it stopped (they count as dropped). The group calls it once, as its
 // goroutine ends.
-func (q *Queue) LeftAtStop(n uint64) { q.left.Add(n) }
+func (q *Queue) LeftAtStop(n uint64) { q.left.Add(n); q.NoteLoss() }
 
 // Dropped is the lines dropped for this queue: by the overload policy
 // (Counters.Dropped) and left in a best-effort queue at stop.
 func (q *Queue) Dropped() uint64 { return q.Counters.Dropped.Load() + q.left.Load() }
 
 // AddReleased counts lines given up on purpose (the group only).
-func (q *Queue) AddReleased(n uint64) { q.released.Add(n) }
+func (q *Queue) AddReleased(n uint64) { q.released.Add(n); q.NoteLoss() }
+
+// SetLossNote makes the queue signal ch (buffered) after every loss it
+// counts; see NoteLoss.
+func (q *Queue) SetLossNote(ch chan struct{}) { q.lossNote.Store(&ch) }
+
+// NoteLoss signals the loss note, if any, without blocking. Called after
+// a loss counter of the queue (dropped, refused, released, left at stop)
+// or of its group (completion failures) moved.
+func (q *Queue) NoteLoss() {
+	if p := q.lossNote.Load(); p != nil {
+		select {
+		case *p <- struct{}{}:
+		default:
+		}
+	}
+}
 
 // ReleasedLines is the number of lines given up on purpose.
 func (q *Queue) ReleasedLines() uint64 { return q.released.Load() }

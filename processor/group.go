@@ -473,6 +473,7 @@ func (g *Group) complete(ctx context.Context, c func() error) bool {
 		}
 		if attempt >= g.cfg.Retry.Attempts {
 			g.completionFailures.Add(1)
+			g.q.NoteLoss()
 			g.log.Error("completion given up", "error", err, "attempts", attempt)
 			return true
 		}

@@ -71,6 +71,7 @@ type Daemon struct {
 
 	losses   *lossLedger   // dataDir/losses.jsonl
 	lossStop chan struct{} // stops the loss recorder
+	lossNote chan struct{} // every queue signals it after a loss (wakes the recorder)
 	lossDone chan struct{} // closed when the loss recorder returned
 
 	opts Options
@@ -125,7 +126,7 @@ func New(cfg *config.Config, log hclog.Logger) (*Daemon, error) {
 
 // NewWithOptions is New with test seams (see Options).
 func NewWithOptions(cfg *config.Config, log hclog.Logger, opts Options) (*Daemon, error) {
-	d := &Daemon{cfg: cfg, log: log, reports: status.NewVersioner(), opts: opts}
+	d := &Daemon{cfg: cfg, log: log, reports: status.NewVersioner(), opts: opts, lossNote: make(chan struct{}, 1)}
 	if err := d.checkPaths(); err != nil {
 		return nil, err
 	}
@@ -229,6 +230,7 @@ func (d *Daemon) buildFeed(fc *config.Feed) (*Feed, error) {
 			continue
 		}
 		q := feed.NewQueue(pc.Name, fc.QueueCapacity, fc.QueueBytes, pc.Built.Overload)
+		q.SetLossNote(d.lossNote)
 		procs = append(procs, pc)
 		queues = append(queues, q)
 	}

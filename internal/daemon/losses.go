@@ -283,17 +283,24 @@ func (d *Daemon) recordLossesLocked() {
 	d.losses.appendLocked(out)
 }
 
-// runLossRecorder records every lossFlushInterval until stop is closed.
+// runLossRecorder records the losses the queues note (lossNote), at most
+// once per lossFlushInterval, until stop is closed. It wakes only when a
+// loss was counted: an idle daemon costs it nothing.
 func (d *Daemon) runLossRecorder(stop <-chan struct{}, done chan<- struct{}) {
 	defer close(done)
-	t := time.NewTicker(lossFlushInterval)
-	defer t.Stop()
 	for {
 		select {
 		case <-stop:
 			return
+		case <-d.lossNote:
+		}
+		d.recordLosses()
+		t := time.NewTimer(lossFlushInterval) // a burst of losses: one append per interval
+		select {
+		case <-stop:
+			t.Stop()
+			return
 		case <-t.C:
-			d.recordLosses()
 		}
 	}
 }

@@ -140,7 +140,9 @@ func TestKafkaSASL(t *testing.T) {
 
 type warnings []string
 
-func (w *warnings) Warn(msg string, args ...any) { *w = append(*w, fmt.Sprint(append([]any{msg}, args...)...)) }
+func (w *warnings) Warn(msg string, args ...any) {
+	*w = append(*w, fmt.Sprint(append([]any{msg}, args...)...))
+}
 
 // TestKafkaWarnings: a literal SASL password and insecureSkipVerify are
 // WARNs at start naming the key; the password itself is never logged.
