@@ -82,3 +82,31 @@ func (e *BatchEncoder) Encode(b *feed.Batch) []byte {
 	}
 	return e.buf.Bytes()
 }
+
+// Renderer renders whole batches for the sinks that write lines out
+// (file, stdout): raw (each line and '\n') or, with JSON set, one object per
+// line. Its zero value renders raw.
+type Renderer struct {
+	JSON bool
+	enc  BatchEncoder
+	buf  []byte
+}
+
+// Render returns what one batch writes: the batch's own buffer when it
+// shows every line raw (no copy; read-only, valid while the batch is), a
+// copy in the renderer's buffer otherwise, or the lines' objects. The slice
+// is valid until the next Render.
+func (r *Renderer) Render(b *feed.Batch) []byte {
+	if r.JSON {
+		return r.enc.Encode(b)
+	}
+	if p, ok := b.Joined(); ok {
+		return p
+	}
+	r.buf = r.buf[:0]
+	for _, l := range b.Lines {
+		r.buf = append(r.buf, l...)
+		r.buf = append(r.buf, '\n')
+	}
+	return r.buf
+}

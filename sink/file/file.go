@@ -90,9 +90,8 @@ const maxUnsynced = 8 << 20
 type Sink struct {
 	cfg  Config
 	f    SinkFile
-	size int64 // bytes in the file
-	buf  []byte
-	json *ndjson.BatchEncoder // format json; nil: raw
+	size int64           // bytes in the file
+	out  ndjson.Renderer // raw lines, or format json
 
 	// FsyncInterval only.
 	synced     int64     // length known durable
@@ -140,9 +139,7 @@ func Open(cfg Config) (*Sink, error) {
 		}
 	}
 	s := &Sink{cfg: cfg, f: f, size: size, synced: size}
-	if cfg.JSON {
-		s.json = &ndjson.BatchEncoder{}
-	}
+	s.out.JSON = cfg.JSON
 	if cfg.Open == nil {
 		if err := s.cutTornTail(); err != nil {
 			f.Close()
@@ -306,7 +303,7 @@ func (s *Sink) processBatch(ctx context.Context, b *feed.Batch) (int, error) {
 			return 0, err
 		}
 	}
-	out := s.joined(b)
+	out := s.out.Render(b) // the batch's own buffer when it can: read-only, valid until ProcessBatch returns
 	if err := s.write(out); err != nil {
 		return 0, err
 	}
@@ -338,24 +335,6 @@ func (s *Sink) processBatch(ctx context.Context, b *feed.Batch) (int, error) {
 		}
 	}
 	return len(b.Lines), nil
-}
-
-// joined is b's lines, each followed by '\n': the batch's own buffer when
-// b shows all of it (no copy; read-only, and only until ProcessBatch
-// returns, since the group releases the batch after), else a copy in s.buf.
-func (s *Sink) joined(b *feed.Batch) []byte {
-	if s.json != nil {
-		return s.json.Encode(b)
-	}
-	if p, ok := b.Joined(); ok {
-		return p
-	}
-	s.buf = s.buf[:0]
-	for _, l := range b.Lines {
-		s.buf = append(s.buf, l...)
-		s.buf = append(s.buf, '\n')
-	}
-	return s.buf
 }
 
 // write appends p with one write(2); on a failure or short write it truncates

@@ -31,19 +31,14 @@ func init() {
 
 // Sink writes a batch's lines to w with one Write.
 type Sink struct {
-	w    io.Writer
-	json *ndjson.BatchEncoder // nil: raw
-	buf  []byte
+	w   io.Writer
+	out ndjson.Renderer // raw lines, or one object per line
 }
 
 // New returns a sink writing to w, raw lines or (asJSON) one NDJSON object
 // per line.
 func New(w io.Writer, asJSON bool) *Sink {
-	s := &Sink{w: w}
-	if asJSON {
-		s.json = &ndjson.BatchEncoder{}
-	}
-	return s
+	return &Sink{w: w, out: ndjson.Renderer{JSON: asJSON}}
 }
 
 // ProcessBatch implements processor.BatchProcessor.
@@ -51,25 +46,8 @@ func (s *Sink) ProcessBatch(_ context.Context, b *feed.Batch) (int, error) {
 	if len(b.Lines) == 0 {
 		return 0, nil
 	}
-	if _, err := s.w.Write(s.render(b)); err != nil {
+	if _, err := s.w.Write(s.out.Render(b)); err != nil {
 		return 0, err
 	}
 	return len(b.Lines), nil
-}
-
-// render is what one batch writes: each line and '\n' (the batch's own
-// buffer when it shows every line), or the lines' objects.
-func (s *Sink) render(b *feed.Batch) []byte {
-	if s.json != nil {
-		return s.json.Encode(b)
-	}
-	if p, ok := b.Joined(); ok {
-		return p
-	}
-	s.buf = s.buf[:0]
-	for _, l := range b.Lines {
-		s.buf = append(s.buf, l...)
-		s.buf = append(s.buf, '\n')
-	}
-	return s.buf
 }
