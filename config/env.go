@@ -53,9 +53,9 @@ func (d *decoder) expandEnv(n *yaml.Node, seen map[*yaml.Node]bool) {
 		if !strings.Contains(n.Value, "${") {
 			return
 		}
-		v, err := expand(n.Value, os.LookupEnv)
+		v, err, off := expandAt(n.Value, os.LookupEnv)
 		if err != "" {
-			d.errorf(n.Line, "%s", err)
+			d.errorf(refLine(n, off), "%s", err)
 			if d.envFailed == nil {
 				d.envFailed = map[*yaml.Node]bool{}
 			}
@@ -76,6 +76,13 @@ func (d *decoder) expandEnv(n *yaml.Node, seen map[*yaml.Node]bool) {
 // expand returns s with its references replaced, or a message saying what
 // is wrong with one.
 func expand(s string, lookup func(string) (string, bool)) (string, string) {
+	v, msg, _ := expandAt(s, lookup)
+	return v, msg
+}
+
+// expandAt is expand that also returns the byte offset in s of the
+// reference a message is about.
+func expandAt(s string, lookup func(string) (string, bool)) (string, string, int) {
 	var b strings.Builder
 	for i := 0; i < len(s); {
 		switch {
@@ -85,22 +92,22 @@ func expand(s string, lookup func(string) (string, bool)) (string, string) {
 		case strings.HasPrefix(s[i:], "${"):
 			end := strings.IndexByte(s[i:], '}')
 			if end < 0 {
-				return "", fmt.Sprintf("%q starts an environment reference with no closing '}' (write $${ for a literal ${)", clip(s[i:]))
+				return "", fmt.Sprintf("%q starts an environment reference with no closing '}' (write $${ for a literal ${)", clip(s[i:])), i
 			}
 			ref := s[i+2 : i+end]
 			name, def, hasDef := strings.Cut(ref, ":-")
 			if !envName(name) {
-				return "", fmt.Sprintf("${%s}: not an environment reference; want ${VAR} or ${VAR:-default} with VAR of [A-Za-z_][A-Za-z0-9_]* (write $${ for a literal ${)", clip(ref))
+				return "", fmt.Sprintf("${%s}: not an environment reference; want ${VAR} or ${VAR:-default} with VAR of [A-Za-z_][A-Za-z0-9_]* (write $${ for a literal ${)", clip(ref)), i
 			}
 			if strings.Contains(def, "${") {
-				return "", fmt.Sprintf("${%s}: a default cannot hold another reference", clip(ref))
+				return "", fmt.Sprintf("${%s}: a default cannot hold another reference", clip(ref)), i
 			}
 			v, set := lookup(name)
 			switch {
 			case hasDef && v == "":
 				v = def
 			case !set:
-				return "", fmt.Sprintf("environment variable %s is not set (referenced as ${%s}; give a default with ${%s:-value})", name, name, name)
+				return "", fmt.Sprintf("environment variable %s is not set (referenced as ${%s}; give a default with ${%s:-value})", name, name, name), i
 			}
 			b.WriteString(v)
 			i += end + 1
@@ -109,7 +116,7 @@ func expand(s string, lookup func(string) (string, bool)) (string, string) {
 			i++
 		}
 	}
-	return b.String(), ""
+	return b.String(), "", 0
 }
 
 func envName(s string) bool {
@@ -150,4 +157,14 @@ func (c *Config) Written(key, value string) string {
 		return r
 	}
 	return value
+}
+
+// refLine is the line of the reference at byte off of n's value: a literal
+// block (|) keeps its line breaks, so the line can be counted; any other
+// multi-line value folds them, so its first line is the best there is.
+func refLine(n *yaml.Node, off int) int {
+	if n.Style&yaml.LiteralStyle != 0 && off <= len(n.Value) {
+		return n.Line + 1 + strings.Count(n.Value[:off], "\n")
+	}
+	return n.Line
 }

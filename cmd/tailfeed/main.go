@@ -15,7 +15,7 @@ var version = "0.1.0-dev"
 const usage = `usage:
   tailfeed run [--config FILE]
   tailfeed validate [--config FILE]
-  tailfeed status [--addr HOST:PORT|URL] [--wait-settled DURATION] [--json]
+  tailfeed status [--addr HOST:PORT|URL] [--wait-settled DURATION] [--json] [--ca FILE] [--cert FILE --key FILE]
   tailfeed pointer show FILE [--json]
   tailfeed version
   tailfeed help [COMMAND]

@@ -116,6 +116,11 @@ func statusURL(addr string, secure bool) (string, error) {
 	if err != nil || u.Host == "" {
 		return "", fmt.Errorf("bad --addr %q", addr)
 	}
+	if secure && u.Scheme != "https" {
+		// --ca/--cert/--key ask for a verified HTTPS connection: never fall
+		// back to clear text (TAILFEED_TOKEN would travel unencrypted).
+		return "", fmt.Errorf("--ca, --cert and --key need an https:// --addr, got %s:// (the token would go in clear text)", u.Scheme)
+	}
 	if u.Path == "" || u.Path == "/" {
 		u.Path = "/feed.status"
 	}
