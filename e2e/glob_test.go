@@ -509,3 +509,105 @@ func sortDurations(d []time.Duration) {
 		}
 	}
 }
+
+// globLedger counts the losses ledger's lostTails entries of feed app.
+func globLedger(t *testing.T, e *env) int {
+	t.Helper()
+	raw, err := os.ReadFile(e.path("state/losses.jsonl"))
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, l := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
+		if l == "" {
+			continue
+		}
+		var le lossEntry
+		if err := json.Unmarshal([]byte(l), &le); err != nil {
+			t.Fatalf("ledger line %q: %v", l, err)
+		}
+		if le.Feed == "app" && le.Counter == "lostTails" {
+			n += int(le.Amount)
+		}
+	}
+	return n
+}
+
+// TestGlobGoneWhileStopped (DESIGN §10 "Forgetting", §4 "Nothing green
+// over a loss"): a glob stream's file that gets lines appended and is then
+// deleted while the daemon is stopped is a lost tail at the restart
+// (lostTails 1, lossless false, one ledger entry), counted once: a second
+// restart adds no entry. A file deleted while the daemon ran, after every
+// line of it was committed, is not a loss at any restart. A file fully
+// read and acknowledged, then deleted while stopped, is counted too
+// (conservative: its pointer cannot tell whether lines were appended
+// before the deletion).
+func TestGlobGoneWhileStopped(t *testing.T) {
+	e := newEnv(t, fmt.Sprintf(globConfig, 64, 300000, 86400000))
+	in := e.path("in")
+	for _, tag := range []string{"a", "b", "c", "gone"} {
+		writeFileLines(t, filepath.Join(in, tag+".log"), tag, 0, 50)
+	}
+	out := e.path("out.log")
+	d := e.start()
+	waitUntil(t, "first lines", 30*time.Second, func() bool { return globLines(out) >= 200 })
+	d.waitSettled(30 * time.Second)
+	os.Remove(filepath.Join(in, "gone.log")) // while running: forgotten, no loss
+	time.Sleep(time.Second)
+	d.waitSettled(30 * time.Second)
+	d.stop()
+	if n := globLedger(t, e); n != 0 {
+		t.Fatalf("run 1: %d lostTails in the ledger, want 0", n)
+	}
+
+	// Stopped: lines appended to a.log, then a.log deleted.
+	writeFileLines(t, filepath.Join(in, "a.log"), "a", 50, 10)
+	os.Remove(filepath.Join(in, "a.log"))
+	writeFileLines(t, filepath.Join(in, "c.log"), "c", 50, 10)
+	d = e.start()
+	waitUntil(t, "c's new lines", 30*time.Second, func() bool { return globLines(out) >= 210 })
+	r := d.waitSettled(30 * time.Second)
+	if f := r.Feeds[0]; f.LostTails != 1 || f.Lossless || r.Lossless {
+		t.Fatalf("restart 1: lostTails %d, lossless %v/%v; want 1 false/false", f.LostTails, f.Lossless, r.Lossless)
+	}
+	d.stop()
+	if n := globLedger(t, e); n != 1 {
+		t.Fatalf("restart 1: %d lostTails in the ledger, want 1", n)
+	}
+
+	// A second restart does not count it again.
+	d = e.start()
+	r = d.waitSettled(30 * time.Second)
+	if f := r.Feeds[0]; f.LostTails != 0 || f.Lossless || r.Lossless {
+		t.Fatalf("restart 2: lostTails %d, lossless %v/%v; want 0 (counted at restart 1) false/false (the ledger)",
+			f.LostTails, f.Lossless, r.Lossless)
+	}
+	d.stop()
+	if n := globLedger(t, e); n != 1 {
+		t.Fatalf("restart 2: %d lostTails in the ledger, want still 1", n)
+	}
+
+	// b.log, read to its end and acknowledged, deleted while stopped: its
+	// pointer (key, fingerprint, offset) cannot tell that nothing was
+	// appended before the deletion; counted (conservative).
+	os.Remove(filepath.Join(in, "b.log"))
+	d = e.start()
+	r = d.waitSettled(30 * time.Second)
+	if f := r.Feeds[0]; f.LostTails != 1 {
+		t.Fatalf("restart 3: lostTails %d, want 1 (b.log, conservative)", f.LostTails)
+	}
+	d.stop()
+	if n := globLedger(t, e); n != 2 {
+		t.Fatalf("restart 3: %d lostTails in the ledger, want 2", n)
+	}
+	got := perTag(t, out)
+	for tag, want := range map[string]int{"a": 50, "b": 50, "c": 60, "gone": 50} {
+		seen := map[int]bool{}
+		for _, v := range got[tag] {
+			seen[v] = true
+		}
+		if len(seen) != want {
+			t.Fatalf("%s: %d distinct lines, want %d", tag, len(seen), want)
+		}
+	}
+}

@@ -209,6 +209,7 @@ func (g *Glob) Run(ctx context.Context) error {
 	g.mu.Lock()
 	g.started = true
 	g.mu.Unlock()
+	g.countGone()
 	g.logStart()
 	scanT := time.NewTicker(g.cfg.ScanInterval)
 	defer scanT.Stop()
@@ -955,6 +956,93 @@ func (g *Glob) adoptedEpochs() map[uint64]pointer.EpochLine {
 		}
 	}
 	return out
+}
+
+// countGone counts, at start, one lost tail for every previous run's
+// pointer that names a file (file key, fingerprint) the first scan did not
+// find, at any path the glob matches (DESIGN §4 "Nothing green over a
+// loss"): the file went away while the daemon was stopped, and lines may
+// have been appended to it before (a pointer cannot tell; counting is the
+// conservative side). Not counted: the empty record (file key 0: every
+// line of its file was committed before it was forgotten, or its tail was
+// counted already), and a file whose copy holds its bytes — a file new at
+// this start (no pointer of its own) at least as long as the pointer's
+// offset whose first bytes match its fingerprint (cp + rm, copytruncate
+// while stopped): read from its start as a new file (duplicates, no gap).
+// The loss is counted first (OnLoss returns once the ledger entry is
+// fsynced), then the pointer is Reset to the empty record under a new
+// epoch (epochs line "lost"), so the next restart does not count it again;
+// a kill -9 in between counts it twice, never not at all. The pointer is
+// then tracked as a forgotten one (deleted after forgetAfter). Manager
+// goroutine, before logStart.
+func (g *Glob) countGone() {
+	var gone []loaded
+	for _, l := range g.loaded {
+		if l.rec.FileKey != 0 {
+			gone = append(gone, l)
+		}
+	}
+	if len(gone) == 0 {
+		return
+	}
+	g.mu.Lock()
+	var fresh []string // files matched at this start with no pointer
+	for _, s := range g.byKey {
+		if !s.gone && s.ptrPath == "" && !s.done {
+			fresh = append(fresh, s.path)
+		}
+	}
+	g.mu.Unlock()
+	sort.Strings(fresh)
+	for _, l := range gone {
+		rec := l.rec
+		copyAt := ""
+		if rec.FPLen > 0 {
+			for _, p := range fresh {
+				if st, err := os.Stat(p); err == nil && st.Size() >= rec.Offset && globHeadMatches(p, rec) {
+					copyAt = p
+					break
+				}
+			}
+		}
+		reason := "lost"
+		if copyAt == "" {
+			detail := fmt.Sprintf("glob file gone while stopped (pointer %s at offset %d); its unread tail, if any, is lost",
+				filepath.Base(l.s.ptrPath), rec.Offset)
+			g.mu.Lock()
+			g.acc.lostTails++
+			g.mu.Unlock()
+			if g.cfg.Stream.OnLoss != nil {
+				g.cfg.Stream.OnLoss(Loss{Counter: "lostTails", Amount: 1, Epoch: rec.Epoch, Detail: detail})
+			}
+			g.log.Warn(detail, "pointer", l.s.ptrPath, "offset", rec.Offset, "fileKey", hex16(rec.FileKey),
+				"epoch", hex16(rec.Epoch))
+		} else {
+			reason = "copied"
+			g.log.Info("a glob file gone while stopped has a copy holding its bytes; the copy is read from its start",
+				"pointer", l.s.ptrPath, "copy", copyAt, "offset", rec.Offset)
+		}
+		p, err := pointer.Open(l.s.ptrPath, pointer.Options{Logger: g.log, EpochsPath: g.cfg.EpochsPath})
+		if err == nil {
+			next := pointer.NewEpoch()
+			err = p.ResetAs(reason, next, nil, 0)
+			if cerr := p.Close(); err == nil {
+				err = cerr
+			}
+			if err == nil {
+				g.mu.Lock()
+				g.ghosts++
+				l.s.key, l.s.epoch, l.s.offset = 1<<63|1<<62|g.ghosts, next, 0
+				g.mu.Unlock()
+				continue
+			}
+		}
+		g.mu.Lock()
+		g.acc.commitFailures++
+		g.mu.Unlock()
+		g.log.Error("pointer reset after a glob file gone while stopped failed; the next restart may count it again",
+			"pointer", l.s.ptrPath, "error", err)
+	}
 }
 
 type loaded struct {
