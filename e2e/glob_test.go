@@ -611,3 +611,47 @@ func TestGlobGoneWhileStopped(t *testing.T) {
 		}
 	}
 }
+
+// TestGlobCopiedWhileStopped: a glob file copied (with lines appended to
+// the copy) and deleted while the daemon is stopped is no loss: the copy,
+// new at the restart and holding the file's first bytes, is read from its
+// start (duplicates, no gap); the old pointer is not counted, at this
+// restart nor the next.
+func TestGlobCopiedWhileStopped(t *testing.T) {
+	e := newEnv(t, fmt.Sprintf(globConfig, 64, 300000, 86400000))
+	in := e.path("in")
+	writeFileLines(t, filepath.Join(in, "a.log"), "a", 0, 50)
+	out := e.path("out.log")
+	d := e.start()
+	waitUntil(t, "first lines", 30*time.Second, func() bool { return globLines(out) >= 50 })
+	d.waitSettled(30 * time.Second)
+	d.stop()
+	data, err := os.ReadFile(filepath.Join(in, "a.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(in, "a-copy.log"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	writeFileLines(t, filepath.Join(in, "a-copy.log"), "a", 50, 10)
+	os.Remove(filepath.Join(in, "a.log"))
+	for run := 1; run <= 2; run++ {
+		d = e.start()
+		waitUntil(t, "the copy's lines", 30*time.Second, func() bool { return globLines(out) >= 110 })
+		r := d.waitSettled(30 * time.Second)
+		if f := r.Feeds[0]; f.LostTails != 0 || !f.Lossless || !r.Lossless {
+			t.Fatalf("restart %d: lostTails %d, lossless %v/%v; want 0 true/true", run, f.LostTails, f.Lossless, r.Lossless)
+		}
+		d.stop()
+	}
+	if n := globLedger(t, e); n != 0 {
+		t.Fatalf("%d lostTails in the ledger, want 0", n)
+	}
+	seen := map[int]bool{}
+	for _, v := range perTag(t, out)["a"] {
+		seen[v] = true
+	}
+	if len(seen) != 60 {
+		t.Fatalf("a: %d distinct lines, want 60", len(seen))
+	}
+}

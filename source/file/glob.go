@@ -986,9 +986,9 @@ func (g *Glob) countGone() {
 		return
 	}
 	g.mu.Lock()
-	var fresh []string // files matched at this start with no pointer
+	var fresh []string // files matched at this start with no previous run's pointer
 	for _, s := range g.byKey {
-		if !s.gone && s.ptrPath == "" && !s.done {
+		if !s.gone && (s.ptrPath == "" || s.newEpoch != 0) && !s.done {
 			fresh = append(fresh, s.path)
 		}
 	}
