@@ -655,3 +655,36 @@ func TestGlobCopiedWhileStopped(t *testing.T) {
 		t.Fatalf("a: %d distinct lines, want 60", len(seen))
 	}
 }
+
+// TestGlobClosedDeletedWhileRunning: a glob file read to its end,
+// acknowledged and closed (closeInactiveMillis), then deleted while the
+// daemon runs, is no loss at the restart: its pointer records that nothing
+// of it is pending.
+func TestGlobClosedDeletedWhileRunning(t *testing.T) {
+	e := newEnv(t, fmt.Sprintf(globConfig, 64, 300, 86400000))
+	in := e.path("in")
+	writeFileLines(t, filepath.Join(in, "a.log"), "a", 0, 50)
+	writeFileLines(t, filepath.Join(in, "b.log"), "b", 0, 50)
+	out := e.path("out.log")
+	d := e.start()
+	waitUntil(t, "first lines", 30*time.Second, func() bool { return globLines(out) >= 100 })
+	d.waitSettled(30 * time.Second)
+	waitUntil(t, "files closed", 30*time.Second, func() bool {
+		_, body, _ := d.get("/feed.status")
+		var s globStatus
+		return json.Unmarshal(body, &s) == nil && len(s.Feeds) == 1 && s.Feeds[0].FilesOpen == 0
+	})
+	os.Remove(filepath.Join(in, "a.log"))
+	time.Sleep(1500 * time.Millisecond) // a rescan sees it gone
+	d.waitSettled(30 * time.Second)
+	d.stop()
+	d = e.start()
+	r := d.waitSettled(30 * time.Second)
+	if f := r.Feeds[0]; f.LostTails != 0 || !f.Lossless {
+		t.Fatalf("restart: lostTails %d, lossless %v; want 0 true", f.LostTails, f.Lossless)
+	}
+	d.stop()
+	if n := globLedger(t, e); n != 0 {
+		t.Fatalf("%d lostTails in the ledger, want 0", n)
+	}
+}

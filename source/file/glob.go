@@ -489,6 +489,7 @@ func (g *Glob) scan(ctx context.Context) {
 			s.gone, s.goneAt = true, now
 			if !exists(s.path, s.key) {
 				g.retired[k] = true
+				g.forgetClosed(s)
 			}
 			if s.st == stOpen {
 				poke(s.src.events)
@@ -890,6 +891,39 @@ func (g *Glob) forget(now time.Time) {
 			delete(g.byPath, s.path)
 		}
 	}
+}
+
+// forgetClosed resets to the empty record the pointer of a closed stream
+// whose file is seen gone while the daemon runs, when the pointer covers
+// every byte of the file the last look saw and no line of it is
+// unacknowledged: a restart then does not count it lost (countGone), as
+// for a file deleted while its source ran (forgetStep). Growth between
+// the last look and the deletion is not seen (as while the daemon runs).
+func (g *Glob) forgetClosed(s *gstream) {
+	if s.st != stClosed || s.ptrPath == "" || s.unacked || s.behind || s.src0dropped || s.done || s.offset != s.size {
+		return
+	}
+	rec, err := pointer.Inspect(s.ptrPath)
+	if err != nil || rec.FileKey != s.key || rec.Offset != s.offset {
+		return
+	}
+	p, err := pointer.Open(s.ptrPath, pointer.Options{Logger: g.log, EpochsPath: g.cfg.EpochsPath})
+	if err == nil {
+		next := pointer.NewEpoch()
+		err = p.Reset(next, nil, 0)
+		if cerr := p.Close(); err == nil {
+			err = cerr
+		}
+		if err == nil {
+			s.epoch, s.offset, s.fpLen, s.fp = next, 0, 0, 0
+			g.log.Info("closed glob file gone after every line of it was committed; the pointer records that nothing of it is pending",
+				"path", s.path, "end", rec.Offset, "pointer", s.ptrPath)
+			return
+		}
+	}
+	g.acc.commitFailures++
+	g.log.Error("pointer reset after a closed glob file went away failed; a restart will count it lost",
+		"path", s.path, "pointer", s.ptrPath, "error", err)
 }
 
 // loadPointers reads the pointers a previous run left: each names its file
