@@ -545,15 +545,22 @@ func globLedger(t *testing.T, e *env) int {
 func TestGlobGoneWhileStopped(t *testing.T) {
 	e := newEnv(t, fmt.Sprintf(globConfig, 64, 300000, 86400000))
 	in := e.path("in")
-	for _, tag := range []string{"a", "b", "c", "gone"} {
+	for _, tag := range []string{"a", "b", "c", "gone", "moved"} {
 		writeFileLines(t, filepath.Join(in, tag+".log"), tag, 0, 50)
 	}
 	out := e.path("out.log")
 	d := e.start()
-	waitUntil(t, "first lines", 30*time.Second, func() bool { return globLines(out) >= 200 })
+	waitUntil(t, "first lines", 30*time.Second, func() bool { return globLines(out) >= 250 })
 	d.waitSettled(30 * time.Second)
 	os.Remove(filepath.Join(in, "gone.log")) // while running: forgotten, no loss
-	time.Sleep(time.Second)
+	// Renamed out of the glob while running, appended to: read to its end
+	// and closed, no loss at a restart.
+	if err := os.Rename(filepath.Join(in, "moved.log"), filepath.Join(in, "moved.old")); err != nil {
+		t.Fatal(err)
+	}
+	writeFileLines(t, filepath.Join(in, "moved.old"), "moved", 50, 5)
+	waitUntil(t, "moved's new lines", 30*time.Second, func() bool { return globLines(out) >= 255 })
+	time.Sleep(1500 * time.Millisecond)
 	d.waitSettled(30 * time.Second)
 	d.stop()
 	if n := globLedger(t, e); n != 0 {
@@ -565,7 +572,7 @@ func TestGlobGoneWhileStopped(t *testing.T) {
 	os.Remove(filepath.Join(in, "a.log"))
 	writeFileLines(t, filepath.Join(in, "c.log"), "c", 50, 10)
 	d = e.start()
-	waitUntil(t, "c's new lines", 30*time.Second, func() bool { return globLines(out) >= 210 })
+	waitUntil(t, "c's new lines", 30*time.Second, func() bool { return globLines(out) >= 265 })
 	r := d.waitSettled(30 * time.Second)
 	if f := r.Feeds[0]; f.LostTails != 1 || f.Lossless || r.Lossless {
 		t.Fatalf("restart 1: lostTails %d, lossless %v/%v; want 1 false/false", f.LostTails, f.Lossless, r.Lossless)
@@ -601,7 +608,7 @@ func TestGlobGoneWhileStopped(t *testing.T) {
 		t.Fatalf("restart 3: %d lostTails in the ledger, want 2", n)
 	}
 	got := perTag(t, out)
-	for tag, want := range map[string]int{"a": 50, "b": 50, "c": 60, "gone": 50} {
+	for tag, want := range map[string]int{"a": 50, "b": 50, "c": 60, "gone": 50, "moved": 55} {
 		seen := map[int]bool{}
 		for _, v := range got[tag] {
 			seen[v] = true

@@ -489,7 +489,7 @@ func (g *Glob) scan(ctx context.Context) {
 			s.gone, s.goneAt = true, now
 			if !exists(s.path, s.key) {
 				g.retired[k] = true
-				g.forgetClosed(s)
+				g.forgetClosed(s, true)
 			}
 			if s.st == stOpen {
 				poke(s.src.events)
@@ -810,6 +810,7 @@ func (g *Glob) closed(s *gstream) {
 	s.epoch = src.Epoch()
 	s.unacked = s.sp.Pending() > 0
 	s.src0dropped = src.dropped
+	ended := src.State() == WaitingForFile // pinned: read to its end, gone from its path
 	g.mux.remove(s.sp)
 	s.src, s.sp = nil, nil
 	s.st = stClosed
@@ -820,6 +821,10 @@ func (g *Glob) closed(s *gstream) {
 	}
 	if (s.reopen || s.behind || s.src0dropped || g.grownSince(s)) && !s.gone {
 		g.enqueue(s)
+		return
+	}
+	if ended && s.gone && !exists(s.path, s.key) {
+		g.forgetClosed(s, false)
 	}
 }
 
@@ -894,13 +899,17 @@ func (g *Glob) forget(now time.Time) {
 }
 
 // forgetClosed resets to the empty record the pointer of a closed stream
-// whose file is seen gone while the daemon runs, when the pointer covers
-// every byte of the file the last look saw and no line of it is
-// unacknowledged: a restart then does not count it lost (countGone), as
-// for a file deleted while its source ran (forgetStep). Growth between
-// the last look and the deletion is not seen (as while the daemon runs).
-func (g *Glob) forgetClosed(s *gstream) {
-	if s.st != stClosed || s.ptrPath == "" || s.unacked || s.behind || s.src0dropped || s.done || s.offset != s.size {
+// whose file is gone (deleted, or renamed out of the glob: its key is
+// retired, a file coming back is read from its start anyway) while the
+// daemon runs, when the pointer covers every byte read and no line of it
+// is unacknowledged: a restart then does not count it lost (countGone), as
+// for a file deleted while its source ran (forgetStep). atScan: the stream
+// was closed before its file went; it must then have been read to the size
+// the last look saw (growth between that look and the deletion is not
+// seen, as while the daemon runs). Otherwise the stream was closed after
+// its file went, read to its end (not behind).
+func (g *Glob) forgetClosed(s *gstream, atScan bool) {
+	if s.st != stClosed || s.ptrPath == "" || s.unacked || s.behind || s.src0dropped || s.done || (atScan && s.offset != s.size) {
 		return
 	}
 	rec, err := pointer.Inspect(s.ptrPath)
