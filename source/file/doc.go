@@ -447,7 +447,12 @@
 //   - Forgetting: a stream whose file is gone, closed after reading it to
 //     its end with nothing unacknowledged, has its pointer deleted
 //     forgetAfterMillis later (a deleted file's pointer was already emptied
-//     by its Source, see Forgetting above).
+//     by its Source, see Forgetting above; a file renamed out of the glob,
+//     or closed before it was deleted, is emptied by the glob:
+//     forgetClosed). At start, a pointer that still names a file (key,
+//     fingerprint) the first scan did not find, nor a copy of it, counts
+//     one lost tail and is emptied (countGone): the file went away while
+//     the daemon was stopped, perhaps with lines appended.
 //
 //   - Copies: once running, a new file whose first bytes match a tracked
 //     file's fingerprint is held back for rotateWaitMillis; if that file is

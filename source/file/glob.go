@@ -1014,7 +1014,7 @@ func (g *Glob) adoptedEpochs() map[uint64]pointer.EpochLine {
 // while stopped): read from its start as a new file (duplicates, no gap).
 // The loss is counted first (OnLoss returns once the ledger entry is
 // fsynced), then the pointer is Reset to the empty record under a new
-// epoch (epochs line "lost"), so the next restart does not count it again;
+// epoch (epochs line "lost"; "forgotten" for a copy), so the next restart does not count it again;
 // a kill -9 in between counts it twice, never not at all. The pointer is
 // then tracked as a forgotten one (deleted after forgetAfter). Manager
 // goroutine, before logStart.
@@ -1061,7 +1061,7 @@ func (g *Glob) countGone() {
 			g.log.Warn(detail, "pointer", l.s.ptrPath, "offset", rec.Offset, "fileKey", hex16(rec.FileKey),
 				"epoch", hex16(rec.Epoch))
 		} else {
-			reason = "copied"
+			reason = "forgotten" // its bytes are in the copy, read from its start
 			g.log.Info("a glob file gone while stopped has a copy holding its bytes; the copy is read from its start",
 				"pointer", l.s.ptrPath, "copy", copyAt, "offset", rec.Offset)
 		}
