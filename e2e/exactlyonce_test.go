@@ -106,7 +106,11 @@ func TestExactlyOnceKill9(t *testing.T) {
 		}
 		burst := 4000 + rng.IntN(12000)
 		in.appendLines(burst)
-		after := 50 + rng.IntN(burst)
+		// At most half the burst: the exactlyOnce sink cuts its output back
+		// to its record at open (the torn tail, up to a batch), so lines
+		// counted from the size before the start can fall short of the whole
+		// burst, and a wait for nearly all of it could never end.
+		after := 50 + rng.IntN(burst/2)
 		waitUntil(t, fmt.Sprintf("kill %d: %d lines in %s", k, after, watch), 60*time.Second, func() bool {
 			return countLines(t, watch, from) >= after || d.exited()
 		})
