@@ -1,0 +1,21 @@
+package processor
+
+import "context"
+
+// Mark is a sink's done-through point in one epoch: the last line of that
+// epoch it applied, filtered, dead-lettered or was released from.
+type Mark struct {
+	Epoch    uint64
+	Position int64
+}
+
+// DoneThrougher is a sink with a stored record (DESIGN §11 "A restored sink
+// is caught up from the input": the exactlyOnce file sink, count, kafka,
+// nats, postgres). DoneThrough is called once at start, after the sink is
+// built and before its feed reads a line; it returns one Mark per epoch the
+// sink holds a record for (none: no record, never behind). An error (the
+// engine is down) is retried by the caller, which holds the feed meanwhile;
+// it must honour ctx.
+type DoneThrougher interface {
+	DoneThrough(ctx context.Context) ([]Mark, error)
+}
