@@ -53,7 +53,8 @@ type Type struct {
 	Describe func(pc *config.Processor) []any
 	// Target, optional, names where a processor's durable state lives
 	// (file path, webhook url, postgres dsn and table): a reload that
-	// changes it starts the processor afresh. Nil: the type's only.
+	// changes it starts the processor afresh. Nil: only a change of type
+	// is a new target.
 	Target func(pc *config.Processor) string
 }
 
