@@ -19,6 +19,7 @@ func open(env sink.Env) (any, error) {
 		Table:       pc.Table,
 		CreateTable: pc.CreateTable,
 		Instance:    env.Instance,
+		Feed:        env.Feed.Name,
 		Timeout:     pc.Built.Timeout,
 		DSNKey:      fmt.Sprintf("processors[%s].dsn", pc.Name),
 		Logger:      env.Logger,
