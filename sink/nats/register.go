@@ -1,6 +1,9 @@
 package nats
 
-import "tailfeed/sink"
+import (
+	"tailfeed/internal/datadir"
+	"tailfeed/sink"
+)
 
 func init() {
 	sink.Register("nats", sink.Type{New: open})
@@ -21,6 +24,8 @@ func open(env sink.Env) (any, error) {
 		Token:        pc.Nats.Token,
 		Timeout:      pc.Built.Timeout,
 		Window:       pc.BatchMaxLines,
+		Feed:         env.Feed.Name,
+		MarksFile:    datadir.Record(env.DataDir, pc.Name),
 		Logger:       env.Logger,
 	})
 }
