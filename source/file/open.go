@@ -15,6 +15,26 @@ import (
 	"tailfeed/pointer"
 )
 
+// CatchUp tells a source, before Run, that the daemon committed its
+// pointer back to an older epoch's file for a restored sink (DESIGN §11 "A
+// restored sink is caught up from the input"; internal/catchup decides):
+// the restart path reads the rest of that generation, every later one, then
+// the file at the path. Should that generation be gone, its tail is counted
+// with Detail (naming the sink and the generation) and LostBytes (the
+// epoch's bytes known to be missing from the sink), and the later
+// generations are those modified since Since (when the pointer started
+// that epoch) less the usual slack — not since the pointer file's mtime,
+// which is the backward commit's.
+type CatchUp struct {
+	Epoch     uint64
+	Since     time.Time
+	Detail    string
+	LostBytes uint64
+}
+
+// SetCatchUp records c for the open at Run (call before Run).
+func (s *Source) SetCatchUp(c CatchUp) { s.catchUp = &c }
+
 // lostTailDetail is the feed's detail after a restart that found the rotated
 // file of the pointer gone.
 const lostTailDetail = "rotated file gone; its unread tail is lost"
@@ -260,6 +280,9 @@ func (s *Source) resumeRotated(f *os.File, dev, ino uint64) bool {
 		}
 	} else {
 		ref = s.ptrModTime()
+		if c := s.catchUp; c != nil && c.Epoch == rec.Epoch && !c.Since.IsZero() {
+			ref = c.Since // the pointer file's mtime is the catch-up's backward commit
+		}
 	}
 	gens := s.scanGenerations(ref, born, func(d, i uint64) bool {
 		return atPath(d, i) || (g != nil && d == g.dev && i == g.ino)
@@ -302,7 +325,11 @@ func (s *Source) resumeRotated(f *os.File, dev, ino uint64) bool {
 // loseTail counts the pointer's unread tail as lost (DESIGN §4): WARN, the
 // detail (kept until the next restart) and lostTails + 1.
 func (s *Source) loseTail(rec pointer.Record, detail string) {
-	s.lose(1, 0, rec.Epoch, detail)
+	var bytes uint64
+	if c := s.catchUp; c != nil && c.Epoch == rec.Epoch {
+		detail, bytes = c.Detail, c.LostBytes
+	}
+	s.lose(1, bytes, rec.Epoch, detail)
 	s.dropTornOf(rec)
 	s.log.Warn(detail, "path", s.cfg.Path, "offset", rec.Offset, "fileKey", fmt.Sprintf("%016x", rec.FileKey))
 	s.setDetail(detail)
