@@ -26,7 +26,7 @@
 // The offsets record advances over the lines the group finished without
 // handing them here (filtered out by match/exclude, dead-lettered, released
 // by the group; DESIGN §11): a batch's offsets record takes the end of the
-// lines its call covers (Host.CoveredEnd), past its last record when the
+// lines its batch finishes (feed.Batch.Done), past its last record when the
 // batch ends in such lines, and a batch of none of its lines (the filters
 // emptied it, or a dead letter passed) commits a transaction holding the
 // offsets record alone. A replayed dead letter has no position and moves

@@ -403,14 +403,10 @@ func (s *Sink) doneEnd(b *feed.Batch) int64 {
 	if !s.cfg.ExactlyOnce || !b.Positioned {
 		return -1
 	}
-	end := int64(-1)
-	if len(b.Lines) > 0 {
-		end = b.LastEnd()
+	if end := b.Done(); end > 0 {
+		return end
 	}
-	if ce, ok := s.h.CoveredEnd(); ok && ce > end {
-		end = ce
-	}
-	return end
+	return -1
 }
 
 // moves reports whether end is past the stored position of b's epoch:

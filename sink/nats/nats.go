@@ -395,7 +395,7 @@ func (s *Sink) ProcessBatch(ctx context.Context, b *feed.Batch) (int, error) {
 	if len(b.Lines) == 0 {
 		// Lines finished without a message (filtered, dead-lettered,
 		// released): exactlyOnce records their end in the side record.
-		if _, ok := s.cfg.Group.CoveredEnd(); !ok || !s.cfg.ExactlyOnce || !b.Positioned || s.cfg.MarksFile == "" {
+		if !s.cfg.ExactlyOnce || !b.Positioned || b.Done() <= 0 || s.cfg.MarksFile == "" {
 			return 0, nil
 		}
 	}
@@ -595,8 +595,8 @@ func (s *Sink) markTail(b *feed.Batch, subj string, rec *record) {
 	if s.cfg.MarksFile == "" || !b.Positioned {
 		return
 	}
-	end, ok := s.cfg.Group.CoveredEnd()
-	if !ok || (rec.has && rec.epoch == b.Epoch && end <= rec.position) {
+	end := b.Done()
+	if end <= 0 || (rec.has && rec.epoch == b.Epoch && end <= rec.position) {
 		return
 	}
 	s.loadMarks()

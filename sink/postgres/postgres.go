@@ -295,7 +295,7 @@ func (s *Sink) ProcessBatch(ctx context.Context, b *feed.Batch) (int, error) {
 	if n == 0 {
 		// Lines finished without a row (filtered, dead-lettered,
 		// released): their end goes to the marks table.
-		if _, ok := s.h.CoveredEnd(); !ok || !b.Positioned {
+		if !b.Positioned || b.Done() <= 0 {
 			return 0, nil
 		}
 	}
@@ -352,7 +352,7 @@ func (s *Sink) try(ctx context.Context, b *feed.Batch) (int, error) {
 		}
 		// The lines the group finished without handing them here
 		// (filtered, dead-lettered, released) after the last line of b.
-		if end, ok := s.h.CoveredEnd(); ok && end > applied && end > b.LastEnd() {
+		if end := b.Done(); end > applied && end > b.LastEnd() {
 			if s.hasMarks {
 				mark = end
 			} else {
