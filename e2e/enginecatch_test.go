@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kfake"
+
+	"tailfeed/internal/natstest"
 	"tailfeed/internal/testutil/pgtest"
 )
 
@@ -235,5 +239,92 @@ func TestPostgresSkewedRestore(t *testing.T) {
 			checkRestored(t, "plain_lines", pgLines(t, c, "plain_lines"), in, gone, r)
 			t.Logf("restored exact_lines from the pg_dump: %d rows (input %d lines)", dumped, len(in.texts))
 		})
+	}
+}
+
+const filteredTailConfig = `instance: e2e-host
+dataDir: ./state
+status:
+  listen: {{ADDR}}
+feeds:
+  - name: app
+    path: ./in.log
+    readStrategy: COMMITTED
+processors:
+  - name: pg
+    feed: app
+    type: postgres
+    dsn: "{{DSN}}"
+    table: lines
+    createTable: true
+    exclude: "^line-000029"
+    retry: {initialMillis: 50, maxMillis: 400}
+  - name: kafka
+    feed: app
+    type: kafka
+    brokers: [{{BROKER}}]
+    topic: logs
+    offsetsTopic: offs
+    exactlyOnce: true
+    exclude: "^line-000029"
+    retry: {initialMillis: 50, maxMillis: 500}
+  - name: nats
+    feed: app
+    type: nats
+    url: {{NATS}}
+    stream: EXACT
+    subject: exact.{instance}.{feed}
+    createStream: true
+    exactlyOnce: true
+    exclude: "^line-000029"
+    retry: {initialMillis: 50, maxMillis: 400}
+`
+
+// TestEngineFilteredTailNotBehind (DESIGN §11: every built-in record
+// advances over the lines a sink filtered, dead-lettered or was released
+// from): a run whose last 100 lines every engine sink filters out
+// (exclude) leaves each sink's done-through at the end of the input, not
+// at its last row, record or message, so the next start is not "behind":
+// no backward commit, nothing re-read, and each engine holds the 2900
+// other lines once. Before, each was behind by the filtered tail at every
+// start.
+func TestEngineFilteredTailNotBehind(t *testing.T) {
+	c := pgtest.Start(t, pgtest.Options{})
+	kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "logs", "offs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kc.Close()
+	broker := kc.ListenAddrs()[0]
+	srv := natstest.Start(t, natstest.Options{})
+	_, js := srv.Connect(t)
+	cfg := strings.NewReplacer("{{DSN}}", c.DSN("sslmode=disable"), "{{BROKER}}", broker, "{{NATS}}", srv.URL()).Replace(filteredTailConfig)
+	e := newEnv(t, cfg)
+	in := newInput(t, e.path("in.log"))
+	in.appendLines(3000)
+	for run := range 2 {
+		d := e.start()
+		r := d.waitSettled(120 * time.Second)
+		d.stop()
+		if strings.Contains(d.log(), "committing the pointer back") {
+			t.Errorf("run %d: a catch-up over the filtered tail:\n%s", run, tail(d.log(), 3000))
+		}
+		if f := r.feed(t, "app"); run == 1 && f.Sequence != 0 {
+			t.Errorf("run %d: %d lines read again at the start", run, f.Sequence)
+		}
+	}
+	want := map[string]int{}
+	for _, s := range in.texts[:2900] {
+		want[s] = 1
+	}
+	nmsgs := map[string]int{}
+	for _, m := range natstest.Messages(t, js, "EXACT") {
+		nmsgs[string(m.Data)]++
+	}
+	for what, got := range map[string]map[string]int{"postgres": pgLines(t, c, "lines"),
+		"kafka": kafkaCount(t, broker, "logs", 2900), "nats": nmsgs} {
+		if !maps.Equal(got, want) {
+			t.Errorf("%s holds %d distinct lines, want the 2900 unfiltered ones once", what, len(got))
+		}
 	}
 }
