@@ -106,6 +106,22 @@ func TestFilteredTailIsMarked(t *testing.T) {
 	if r2.ledger.Len() != 0 {
 		t.Fatalf("%d dead letters: the record covers the poison line", r2.ledger.Len())
 	}
+
+	// The first run's dead letter replayed (the constraint dropped) is
+	// written, and moves neither the record nor the mark.
+	c.Psql("ALTER TABLE lines DROP CONSTRAINT no_poison")
+	rr := newRig(t, processor.GroupConfig{Retry: grouptest.FastRetry(2), OnFailure: processor.DeadLetter, Ledger: r.ledger},
+		Config{DSN: dsn, Feed: "app"})
+	if res, err := rr.G.Replay(context.Background(), 10); err != nil || res.Replayed != 1 {
+		t.Fatalf("replay = %+v, %v", res, err)
+	}
+	wantOnce(t, rows(t, c, "lines"), []string{"a-1", "a-2", "a-7", "POISON-8", "a-9"})
+	if got, want := doneThrough(t, rr.sink), []processor.Mark{{Epoch: 0xe1, Position: 53}}; !slices.Equal(got, want) {
+		t.Fatalf("after the replay: DoneThrough %v, want %v", got, want)
+	}
+	if got := c.Psql("SELECT position FROM lines_marks"); got != "49" {
+		t.Fatalf("marks table holds %q after the replay, want 49", got)
+	}
 }
 
 // TestNoMarksTableWarns: an existing table without its marks table (no
