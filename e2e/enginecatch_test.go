@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"os"
 	"os/exec"
@@ -327,4 +328,55 @@ func TestEngineFilteredTailNotBehind(t *testing.T) {
 			t.Errorf("%s holds %d distinct lines, want the 2900 unfiltered ones once", what, len(got))
 		}
 	}
+}
+
+// TestPostgresCatchUpKill9 (DESIGN §3 "the one backward commit", §11):
+// after a restore from a pg_dump, kill -9 the daemon right after the
+// catch-up's backward commit and at points while it re-reads the gap, and
+// restart each time: both tables end with every line exactly once, the
+// feed lossless.
+func TestPostgresCatchUpKill9(t *testing.T) {
+	c := pgtest.Start(t, pgtest.Options{})
+	e := newEnv(t, strings.ReplaceAll(pgRestoreConfig, "{{DSN}}", c.DSN("sslmode=disable")))
+	in := newInput(t, e.path("in.log"))
+	conn := pgConnect(t, c)
+	dump := filepath.Join(t.TempDir(), "tables.pgdump")
+	in.appendLines(2000)
+	d := e.start()
+	d.waitSettled(60 * time.Second)
+	pgTool(t, c, "pg_dump", "-Fc", "-f", dump, "-t", "exact_lines", "-t", "exact_lines_marks",
+		"-t", "plain_lines", "-t", "plain_lines_marks", "postgres")
+	in.appendLines(40000)
+	d.waitSettled(120 * time.Second)
+	d.stop()
+
+	var log strings.Builder
+	for k, point := range []int{0, 5000, 20000} {
+		pgTool(t, c, "pg_restore", "--clean", "--if-exists", "-d", "postgres", dump)
+		d = e.spawn()
+		if point == 0 {
+			waitUntil(t, "the catch-up's log line", 60*time.Second, func() bool {
+				return strings.Contains(d.log(), "committing the pointer back") || d.exited()
+			})
+		} else {
+			waitUntil(t, fmt.Sprintf("%d lines re-read", point), 60*time.Second, func() bool {
+				return pgCount(conn, "exact_lines") >= 2000+point || d.exited()
+			})
+		}
+		d.kill()
+		if d.code != -1 {
+			t.Fatalf("round %d: exited %d before the kill\n%s", k, d.code, tail(d.log(), 3000))
+		}
+		fmt.Fprintf(&log, "round %d: killed after %d rows re-read (exact_lines %d rows, plain_lines %d)\n",
+			k, point, pgCount(conn, "exact_lines"), pgCount(conn, "plain_lines"))
+		d = e.start()
+		r := d.waitSettled(120 * time.Second)
+		d.stop()
+		if f := r.feed(t, "app"); !f.Lossless || f.LostTails != 0 {
+			t.Fatalf("round %d: lossless %v lostTails %d after the restart", k, f.Lossless, f.LostTails)
+		}
+		checkTable(t, conn, "exact_lines", in)
+		checkTable(t, conn, "plain_lines", in)
+	}
+	t.Log("\n" + log.String())
 }
