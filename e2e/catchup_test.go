@@ -12,8 +12,9 @@ import (
 )
 
 // catchUpConfig: one COMMITTED feed, an exactlyOnce file sink (the one the
-// tests restore) and a plain file sink on the same feed (it receives the
-// re-read as duplicates, never a gap).
+// tests restore), a plain file sink on the same feed (it receives the
+// re-read as duplicates, never a gap) and a second exactlyOnce file sink
+// that is not restored (it skips the re-read through AlreadyApplied).
 const catchUpConfig = `dataDir: ./state
 status:
   listen: {{ADDR}}
@@ -34,6 +35,12 @@ processors:
     feed: app
     type: file
     path: ./plain.log
+    fsync: never
+  - name: other
+    feed: app
+    type: file
+    path: ./other.log
+    exactlyOnce: true
     fsync: never
 `
 
@@ -148,6 +155,7 @@ func TestCatchUpRestoredFileSink(t *testing.T) {
 	}
 	input, _ := os.ReadFile(in.path)
 	sameBytes(t, "exactlyOnce output after the catch-up", exact, input)
+	sameBytes(t, "the other exactlyOnce sink (not restored: it skips the re-read)", e.path("other.log"), input)
 
 	pl := parseOutput(t, in, plain)
 	n := countIdx(pl)
@@ -174,7 +182,7 @@ func TestCatchUpRestoredFileSink(t *testing.T) {
 // the input rotated (in.log → in.log.1) and 2000 lines in the new in.log,
 // stop; restore the sink. It returns the env, the input (its texts in
 // order), and the bytes of in.log.1 and in.log.
-func rotatedCatchUp(t *testing.T) (*env, *input, *sinkBackup, []byte, []byte) {
+func rotatedCatchUp(t *testing.T) (*env, *input, *sinkBackup, []byte, []byte, string) {
 	e := newEnv(t, catchUpConfig)
 	in := newInput(t, e.path("in.log"))
 	exact := e.path("exact.log")
@@ -193,10 +201,11 @@ func rotatedCatchUp(t *testing.T) (*env, *input, *sinkBackup, []byte, []byte) {
 	}
 	in.ends = nil // positions restart in the new file; texts go on
 	in.appendLines(2000)
-	d.waitFor("the new in.log read", 60*time.Second, func(r *report) bool {
+	r := d.waitFor("the new in.log read", 60*time.Second, func(r *report) bool {
 		f := r.feed(t, "app")
 		return f.Settled && f.Sequence >= 3000 && len(parseOutput(t, in, exact).idx) == 6000
 	})
+	epoch := r.feed(t, "app").Pointer.Epoch
 	d.stop()
 	bak.restore()
 	rot, _ := os.ReadFile(old)
@@ -204,7 +213,7 @@ func rotatedCatchUp(t *testing.T) (*env, *input, *sinkBackup, []byte, []byte) {
 	if len(bytes.Split(rot, []byte{'\n'}))-1 != 4000 || len(bytes.Split(cur, []byte{'\n'}))-1 != 2000 {
 		t.Fatalf("rotated %d bytes, current %d", len(rot), len(cur))
 	}
-	return e, in, bak, rot, cur
+	return e, in, bak, rot, cur, epoch
 }
 
 // TestCatchUpOlderGeneration (acceptance 4): the sink's record is of an
@@ -213,7 +222,7 @@ func rotatedCatchUp(t *testing.T) (*env, *input, *sinkBackup, []byte, []byte) {
 // the current file. The exactlyOnce output ends byte-identical to the two
 // files in order; lossless.
 func TestCatchUpOlderGeneration(t *testing.T) {
-	e, in, _, rot, cur := rotatedCatchUp(t)
+	e, in, _, rot, cur, epochBefore := rotatedCatchUp(t)
 	d := e.start()
 	r := d.waitSettled(60 * time.Second)
 	f := r.feed(t, "app")
@@ -222,6 +231,20 @@ func TestCatchUpOlderGeneration(t *testing.T) {
 		t.Errorf("lossless %v lostTails %d detail %v", f.Lossless, f.LostTails, f.Detail)
 	}
 	sameBytes(t, "exactlyOnce output after catching up from the rotated file", e.path("exact.log"), append(bytes.Clone(rot), cur...))
+	// The current file is read again under the epoch it had (the epochs
+	// file names it), so a sink that keeps a position per epoch skips it;
+	// the other exactlyOnce file sink's record (layout 1) holds one epoch
+	// only: it gets the rest of the rotated file again, then the current
+	// file (duplicates, never a gap).
+	if f.Pointer == nil || f.Pointer.Epoch != epochBefore {
+		t.Errorf("pointer after the catch-up %+v, want the current file's epoch %s again", f.Pointer, epochBefore)
+	}
+	oth := countIdx(parseOutput(t, in, e.path("other.log")))
+	for i := range in.texts {
+		if oth[i] == 0 {
+			t.Fatalf("the other exactlyOnce sink lacks line %d", i)
+		}
+	}
 	pl := parseOutput(t, in, e.path("plain.log"))
 	n := countIdx(pl)
 	dups := 0
@@ -231,7 +254,7 @@ func TestCatchUpOlderGeneration(t *testing.T) {
 		}
 		dups += n[i] - 1
 	}
-	t.Logf("rotated file read from the sink's position: %d lines re-read (plain sink duplicates: %d; the current file is read under a new epoch, so every sink gets it again)", int(f.Sequence), dups)
+	t.Logf("rotated file read from the sink's position, then the current file under its own epoch again: %d lines re-read; plain sink duplicates: %d; the other exactlyOnce (layout 1) sink: %d lines for %d", int(f.Sequence), dups, len(parseOutput(t, in, e.path("other.log")).idx), len(in.texts))
 }
 
 // TestCatchUpGenerationGone (acceptance 4): as above, with the rotated
@@ -240,7 +263,7 @@ func TestCatchUpOlderGeneration(t *testing.T) {
 // ledger), the feed is lossy — never green — and `tailfeed status` exits
 // 1 (settled but lossy); the current file is still read.
 func TestCatchUpGenerationGone(t *testing.T) {
-	e, in, _, rot, cur := rotatedCatchUp(t)
+	e, in, _, rot, cur, _ := rotatedCatchUp(t)
 	if err := os.Remove(e.path("in.log.1")); err != nil {
 		t.Fatal(err)
 	}

@@ -62,8 +62,8 @@ func (f *Feed) catchUp(ctx context.Context, dataDir string) {
 			if p.End > p.Position {
 				lost = uint64(p.End - p.Position)
 			}
-			src.SetCatchUp(file.CatchUp{Epoch: p.Epoch, Since: p.File.Time, LostBytes: lost,
-				Detail: fmt.Sprintf("catch-up of sink %s: generation %s (epoch %016x) is gone; its lines from position %d to %d are lost for that sink",
+			src.SetCatchUp(file.CatchUp{Epoch: p.Epoch, Since: p.File.Time, LostBytes: lost, Known: lines,
+				Detail: fmt.Sprintf("catch-up of sink %s: the generation read as %s (epoch %016x) is gone; its lines from position %d to %d are lost for that sink",
 					p.Sink, p.File.Path, p.Epoch, p.Position, p.End)})
 		}
 	}

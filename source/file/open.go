@@ -25,15 +25,50 @@ import (
 // generations are those modified since Since (when the pointer started
 // that epoch) less the usual slack — not since the pointer file's mtime,
 // which is the backward commit's.
+//
+// Known are the epochs file's lines: a file read after that generation
+// whose identity (file key and first bytes, DESIGN §4) a line names is read
+// under that line's epoch again, not a new one, so that the sinks that
+// hold its lines skip them (AlreadyApplied) instead of receiving them as
+// new ones — the current file is read again "up to the pointer" under the
+// pointer's epoch. The latest line naming a file wins; an epoch is taken
+// once per run.
 type CatchUp struct {
 	Epoch     uint64
 	Since     time.Time
 	Detail    string
 	LostBytes uint64
+	Known     []pointer.EpochLine
+
+	used map[uint64]bool
 }
 
 // SetCatchUp records c for the open at Run (call before Run).
-func (s *Source) SetCatchUp(c CatchUp) { s.catchUp = &c }
+func (s *Source) SetCatchUp(c CatchUp) {
+	c.used = map[uint64]bool{c.Epoch: true}
+	s.catchUp = &c
+}
+
+// knownEpoch is the epoch a catch-up reads r under again (see CatchUp),
+// 0 for a new one.
+func (s *Source) knownEpoch(r *reader) uint64 {
+	c := s.catchUp
+	if c == nil || r.gz != nil || r.f == nil || !r.positioned {
+		return 0
+	}
+	for i := len(c.Known) - 1; i >= 0; i-- {
+		l := c.Known[i]
+		if l.FileKey != r.key || (l.FileKey == 0 && l.FPLen == 0) || c.used[l.Epoch] {
+			continue
+		}
+		if !fingerprintMatches(r.f, pointer.Record{FPLen: l.FPLen, FP: l.FP}) {
+			continue
+		}
+		c.used[l.Epoch] = true
+		return l.Epoch
+	}
+	return 0
+}
 
 // lostTailDetail is the feed's detail after a restart that found the rotated
 // file of the pointer gone.
