@@ -25,6 +25,12 @@ type Batch struct {
 	FirstSeq   uint64   // sequence of Lines[0]; the rest follow one by one
 	Lines      [][]byte // raw line bytes without terminator; views into the batch buffer
 	Ends       []int64  // Ends[i]: byte offset just after line i's terminator
+	// Through, when > 0, is the position just after the last line of the
+	// feed's batch that this view finishes: a group's view past lines its
+	// filters took out (or an empty one, for lines filtered, dead-lettered
+	// or released) sets it, so that a stored record advances over them
+	// (DESIGN §11 done-through). 0: LastEnd. See Done.
+	Through int64
 
 	buf   []byte // every line followed by '\n'; Lines are views into it
 	whole int    // lines in buf (Joined holds only while the batch shows them all)
@@ -42,6 +48,7 @@ func NewBatch() *Batch {
 	b.whole = 0
 	b.Positioned = true
 	b.FirstSeq = 0
+	b.Through = 0
 	b.refs.Store(0)
 	return b
 }
@@ -70,6 +77,7 @@ func (b *Batch) Joined() ([]byte, bool) {
 // is never released itself.
 func (b *Batch) Share(src *Batch) {
 	b.Feed, b.Path, b.Epoch, b.Positioned, b.FirstSeq = src.Feed, src.Path, src.Epoch, src.Positioned, src.FirstSeq
+	b.Through = src.Through
 	b.Lines, b.Ends, b.buf, b.whole = src.Lines, src.Ends, src.buf, src.whole
 }
 
@@ -142,6 +150,17 @@ func (b *Batch) LastEnd() int64 {
 		return 0
 	}
 	return b.Ends[len(b.Ends)-1]
+}
+
+// Done is the position a stored record advances to once b is finished:
+// Through when set (lines after the view's last one, or an empty view's,
+// finished without the sink), else LastEnd. 0: b finishes no positioned
+// line (an empty source batch). Meaningful only when Positioned.
+func (b *Batch) Done() int64 {
+	if b.Through > 0 {
+		return b.Through
+	}
+	return b.LastEnd()
 }
 
 // Retain adds n references; the publisher calls it once per receiving queue.

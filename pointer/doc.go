@@ -71,6 +71,12 @@
 // slot, msyncs. A crash between the two msyncs finds (new epoch, 0) by the
 // higher counter; after both, no valid slot of an older epoch is left.
 //
+// Rewind (rewind.go) is the one backward commit (DESIGN §3, §11): at start,
+// before the source reads, a restored sink's catch-up puts the record back
+// to an earlier offset of its epoch, or to an older epoch's file identity,
+// written into both slots as a Reset is, so that no slot ahead of it
+// remains.
+//
 // # Durability
 //
 // Store alone survives kill -9 (the page cache outlives the process) but not

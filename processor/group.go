@@ -420,8 +420,12 @@ func (g *Group) passed(ctx context.Context) {
 	}
 	g.cpMark = g.progress
 	e := &g.subv
+	through := g.progress - (g.mark - uint64(g.cur.Len())) // the batch's lines finished
 	*e = feed.Batch{Feed: g.view.Feed, Path: g.view.Path, Epoch: g.view.Epoch, Positioned: g.view.Positioned,
-		FirstSeq: g.cur.FirstSeq + (g.progress - (g.mark - uint64(g.cur.Len())))} // the next line's sequence (never 0)
+		FirstSeq: g.cur.FirstSeq + through} // the next line's sequence (never 0)
+	if through > 0 && g.cur.Positioned {
+		e.Through = g.cur.Ends[through-1]
+	}
 	if _, err := g.cfg.Batch.ProcessBatch(ctx, e); err != nil {
 		g.log.Warn("processor could not note lines finished without it", "error", err)
 	}
@@ -511,6 +515,9 @@ func (g *Group) sub(from int, lineMode bool) *feed.Batch {
 	}
 	s.Lines = g.view.Lines[from:end]
 	s.Ends = g.view.Ends[from:end]
+	if g.mapped {
+		s.Through = g.throughOf(end)
+	}
 	return s
 }
 
@@ -559,6 +566,23 @@ func (g *Group) filter(b *feed.Batch) {
 	// appended to (that batch went back to the pool).
 	g.view = feed.Batch{Feed: b.Feed, Path: b.Path, Epoch: b.Epoch, Positioned: b.Positioned, FirstSeq: b.FirstSeq,
 		Lines: lines, Ends: ends}
+	g.view.Through = g.throughOf(len(lines))
+}
+
+// throughOf is the position after the batch's last line finished once the
+// view's first vend lines are (filtered lines after them included): a
+// view's Through (DESIGN §11: a stored record advances over lines finished
+// without the sink). 0 for a batch without positions or lines.
+func (g *Group) throughOf(vend int) int64 {
+	b := g.cur
+	if b == nil || !b.Positioned {
+		return 0
+	}
+	n := g.origDone(vend, b.Len())
+	if n == 0 {
+		return 0
+	}
+	return b.Ends[n-1]
 }
 
 // origDone maps finished view lines to the finished prefix of the batch.

@@ -112,6 +112,8 @@ type Feed struct {
 	finalAcked, finalSeq  uint64               // acknowledged and published at that stop
 	finalAck              map[string]feed.Mark // each subscriber's finished lines at that stop ("": all published)
 
+	dataDir string // the daemon's (the epochs file, for a catch-up at start)
+
 	ledger   *lossLedger        // the daemon's losses ledger
 	recorded map[subLoss]uint64 // loss counters as last appended to the ledger (under the ledger's mu)
 	baseMu   sync.Mutex
@@ -218,7 +220,7 @@ func (d *Daemon) buildFeed(fc *config.Feed) (*Feed, error) {
 		return nil, err
 	}
 	f := &Feed{cfg: fc, strat: strat, policy: fc.Built.Overload, log: log, runDone: make(chan struct{}),
-		ledger: d.losses, recorded: map[subLoss]uint64{}}
+		ledger: d.losses, recorded: map[subLoss]uint64{}, dataDir: d.cfg.DataDir}
 	// A batch may fill a queue (DESIGN §5): fewer, larger hand-offs and
 	// writes; the source publishes the next one as soon as a group takes it.
 	batchLines := max(1, fc.QueueCapacity)
@@ -429,6 +431,7 @@ func (f *Feed) start(ctx context.Context) {
 	go func() {
 		defer close(f.runDone)
 		defer scancel()
+		f.catchUp(sctx, f.dataDir)
 		f.src.Run(sctx)
 	}()
 }

@@ -230,8 +230,11 @@ func TestCountStateEndpoint(t *testing.T) {
 	if len(st.Counts) != 2 || st.Counts["info"] != 2 || st.Counts["warn"] != 1 {
 		t.Fatalf("counts %v", st.Counts)
 	}
-	if a := st.Feeds["app"]; a.Position != e.inputSize()-int64(len("level=info skip\n")) {
-		t.Fatalf("applied %+v", st.Feeds)
+	// The applied position covers the excluded last line too (DESIGN §11:
+	// a stored record advances over filtered lines, or a restart's
+	// catch-up would take the state for behind the pointer).
+	if a := st.Feeds["app"]; a.Position != e.inputSize() {
+		t.Fatalf("applied %+v, want through %d", st.Feeds, e.inputSize())
 	}
 	e.Stop()
 	e = eoStart(t, dir, countConfig, Options{})

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -36,6 +37,7 @@ type Count struct {
 	counts map[string]uint64
 	feeds  map[string]CountApplied
 	epochs map[string]map[string]int64 // glob feeds: epoch → position (epochs.go)
+	marks  []processor.Mark            // cfg.Feed's marks in the state loaded at open (DoneThrough)
 }
 
 // CountConfig configures a count processor.
@@ -48,6 +50,8 @@ type CountConfig struct {
 	// Glob names the feeds whose paths are globs: their applied positions
 	// are kept per epoch (epochs.go).
 	Glob map[string]bool
+	// Feed is the feed it reads: DoneThrough reports that feed's marks.
+	Feed string
 }
 
 // CountApplied is the last line a count applied for one feed.
@@ -115,8 +119,34 @@ func OpenCount(cfg CountConfig) (*Count, error) {
 			return nil, err
 		}
 	}
+	c.marks = c.feedMarks(cfg.Feed)
 	cfg.Checkpoint.Hold()
 	return c, nil
+}
+
+// feedMarks is the state's done-through marks for feed (DESIGN §11): its
+// last applied line, and for a glob feed every epoch's.
+func (c *Count) feedMarks(feed string) []processor.Mark {
+	var out []processor.Mark
+	seen := map[uint64]bool{}
+	if a, ok := c.feeds[feed]; ok {
+		if e, err := strconv.ParseUint(a.Epoch, 16, 64); err == nil && e != 0 {
+			out = append(out, processor.Mark{Epoch: e, Position: a.Position})
+			seen[e] = true
+		}
+	}
+	for es, p := range c.epochs[feed] {
+		if e, err := strconv.ParseUint(es, 16, 64); err == nil && e != 0 && !seen[e] {
+			out = append(out, processor.Mark{Epoch: e, Position: p})
+		}
+	}
+	return out
+}
+
+// DoneThrough implements processor.DoneThrougher: the marks of the state
+// file as loaded at open, before any delivery of this run.
+func (c *Count) DoneThrough(context.Context) ([]processor.Mark, error) {
+	return slices.Clone(c.marks), nil
 }
 
 // ProcessBatch counts b's lines not applied yet. It never fails.
@@ -143,11 +173,17 @@ func (c *Count) ProcessBatch(_ context.Context, b *feed.Batch) (int, error) {
 		}
 		changed = true
 	}
-	if changed && b.Positioned {
-		c.feeds[b.Feed] = CountApplied{Epoch: fmt.Sprintf("%016x", b.Epoch), Position: b.LastEnd()}
+	// The applied position advances over the whole batch, lines the group
+	// finished without the count included (b.Done(): filtered,
+	// dead-lettered, released), so that a restart's catch-up does not take
+	// the state for behind (DESIGN §11); never backwards, and never for a
+	// replayed dead letter (not positioned).
+	if b.Positioned && b.Done() > 0 && (b.Epoch != epoch || b.Done() > pos) {
+		c.feeds[b.Feed] = CountApplied{Epoch: fmt.Sprintf("%016x", b.Epoch), Position: b.Done()}
 		if glob {
 			c.noteEpoch(b)
 		}
+		changed = true
 	}
 	mark := c.cfg.Checkpoint.Mark()
 	switch {

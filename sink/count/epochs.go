@@ -35,7 +35,7 @@ func (c *Count) noteEpoch(b *feed.Batch) {
 		m = map[string]int64{}
 		c.epochs[b.Feed] = m
 	}
-	m[fmt.Sprintf("%016x", b.Epoch)] = b.LastEnd()
+	m[fmt.Sprintf("%016x", b.Epoch)] = b.Done()
 	for k := range m {
 		if len(m) <= maxEpochs {
 			break

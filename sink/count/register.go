@@ -24,5 +24,6 @@ func open(env sink.Env) (any, error) {
 		Interval:   pc.Built.FsyncInterval,
 		Checkpoint: env.Group,
 		Glob:       map[string]bool{env.Feed.Name: config.IsGlob(env.Feed.Path)},
+		Feed:       env.Feed.Name,
 	})
 }

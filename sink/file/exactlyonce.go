@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -231,8 +232,13 @@ func (s *Sink) processOnce(ctx context.Context, b *feed.Batch) (int, error) {
 	if skip > 0 {
 		v := &s.view
 		*v = feed.Batch{Feed: b.Feed, Path: b.Path, Epoch: b.Epoch, Positioned: b.Positioned,
-			FirstSeq: b.FirstSeq + uint64(skip), Lines: b.Lines[skip:], Ends: b.Ends[skip:]}
+			FirstSeq: b.FirstSeq + uint64(skip), Lines: b.Lines[skip:], Ends: b.Ends[skip:], Through: b.Done()}
 		b = v
+	}
+	if len(b.Lines) == 0 {
+		s.passOver(b)
+		s.processBatch(ctx, b) // moves an interval's durable mark over the batch
+		return skip, nil
 	}
 	prev, before, beforeSynced := s.applied, s.size, s.synced
 	if s.cfg.Fsync == FsyncInterval && len(b.Lines) > 0 {
@@ -264,12 +270,46 @@ func (s *Sink) processOnce(ctx context.Context, b *feed.Batch) (int, error) {
 	return skip + n, nil
 }
 
-// next is the applied state after writing b's lines.
+// next is the applied state after writing b's lines: through b.Done(),
+// past lines of the batch finished without the sink (DESIGN §11: the
+// record advances over filtered, dead-lettered and released lines).
 func (s *Sink) next(b *feed.Batch, prev applied) applied {
-	if b.Positioned && len(b.Lines) > 0 {
-		prev.Epoch, prev.Position = b.Epoch, b.LastEnd()
+	if advances(b, prev.Epoch, prev.Position) {
+		prev.Epoch, prev.Position = b.Epoch, b.Done()
 	}
 	return prev
+}
+
+// advances reports whether finishing b moves a record at (epoch, pos):
+// a positioned batch that ends past it, or of another epoch. A replayed
+// dead letter (not positioned) never moves it.
+func advances(b *feed.Batch, epoch uint64, pos int64) bool {
+	return b.Positioned && b.Done() > 0 && (b.Epoch != epoch || b.Done() > pos)
+}
+
+// passOver advances the record over b, a batch that writes nothing (lines
+// the group's filters took out, dead-lettered or released, or re-deliveries
+// applied before): stored under the fsync policy, or at the next flush
+// when written lines wait for theirs. A failed store leaves the record
+// behind (a catch-up would re-read those lines: duplicates, never a gap);
+// an empty batch never fails.
+func (s *Sink) passOver(b *feed.Batch) {
+	next := s.next(b, s.applied)
+	if next == s.applied {
+		return
+	}
+	if s.cfg.Fsync == FsyncInterval && !s.firstDirty.IsZero() {
+		s.applied = next // stored at the flush, with the lines before it
+		return
+	}
+	next.Length = s.size
+	if err := s.rec.store(next, s.cfg.Fsync == FsyncAlways); err != nil {
+		if s.cfg.Logger != nil {
+			s.cfg.Logger.Warn("exactlyOnce record not advanced over lines finished without the sink", "error", err)
+		}
+		return
+	}
+	s.applied = s.rec.cur
 }
 
 // storeFlushed stores the record after an interval flush synced the output
@@ -302,4 +342,29 @@ func (s *Sink) closeRecord() error {
 		return nil
 	}
 	return s.rec.f.Close()
+}
+
+// recordMarks is the record's done-through marks (DESIGN §11): one per
+// epoch it holds a position for (layout 1: the last applied line's; layout
+// 2: every epoch's); none without a record (or after giving up one that
+// did not fit the output: duplicates, never "behind").
+func (s *Sink) recordMarks() []processor.Mark {
+	var out []processor.Mark
+	if s.rec2 != nil {
+		for e, p := range s.rec2.pos {
+			out = append(out, processor.Mark{Epoch: e, Position: p})
+		}
+		return out
+	}
+	if s.applied.Epoch != 0 {
+		out = append(out, processor.Mark{Epoch: s.applied.Epoch, Position: s.applied.Position})
+	}
+	return out
+}
+
+// DoneThrough implements processor.DoneThrougher: the marks of the record
+// as the sink found it at open (after making the output agree with it),
+// before any delivery of this run.
+func (s *Sink) DoneThrough(context.Context) ([]processor.Mark, error) {
+	return slices.Clone(s.marks), nil
 }

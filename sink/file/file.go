@@ -103,9 +103,10 @@ type Sink struct {
 
 	// exactlyOnce only (exactlyonce.go).
 	rec     *sideRecord
-	rec2    *epochRecord // PerEpoch (perepoch.go)
-	applied applied      // last line written (stored in rec, or to be at the next flush)
-	view    feed.Batch   // the lines of a batch not applied yet
+	rec2    *epochRecord     // PerEpoch (perepoch.go)
+	applied applied          // last line written (stored in rec, or to be at the next flush)
+	view    feed.Batch       // the lines of a batch not applied yet
+	marks   []processor.Mark // the record's done-through marks at open (DoneThrough)
 }
 
 // Open opens (creating) the output file. Under fsync always or
@@ -151,6 +152,7 @@ func Open(cfg Config) (*Sink, error) {
 			f.Close()
 			return nil, err
 		}
+		s.marks = s.recordMarks()
 	}
 	if cfg.Fsync == FsyncInterval {
 		cfg.Checkpoint.Hold()

@@ -70,15 +70,20 @@ func (s *Sink) processOnce2(ctx context.Context, b *feed.Batch) (int, error) {
 	if skip > 0 {
 		v := &s.view
 		*v = feed.Batch{Feed: b.Feed, Path: b.Path, Epoch: b.Epoch, Positioned: b.Positioned,
-			FirstSeq: b.FirstSeq + uint64(skip), Lines: b.Lines[skip:], Ends: b.Ends[skip:]}
+			FirstSeq: b.FirstSeq + uint64(skip), Lines: b.Lines[skip:], Ends: b.Ends[skip:], Through: b.Done()}
 		b = v
+	}
+	if len(b.Lines) == 0 {
+		s.passOver2(b)
+		s.processBatch(ctx, b) // moves an interval's durable mark over the batch
+		return skip, nil
 	}
 	before, beforeSynced := s.size, s.synced
 	n, err := s.processBatch(ctx, b)
 	if err != nil || n == 0 {
 		return skip + n, err
 	}
-	undo := s.rec2.put(b)
+	undo, _ := s.rec2.put(b)
 	if s.cfg.Fsync == FsyncInterval {
 		return skip + n, nil // stored at the flush, after the output's fsync
 	}
@@ -92,6 +97,20 @@ func (s *Sink) processOnce2(ctx context.Context, b *feed.Batch) (int, error) {
 		return skip, err
 	}
 	return skip + n, nil
+}
+
+// passOver2 is passOver with the per-epoch record.
+func (s *Sink) passOver2(b *feed.Batch) {
+	undo, moved := s.rec2.put(b)
+	if !moved || (s.cfg.Fsync == FsyncInterval && !s.firstDirty.IsZero()) {
+		return // nothing new, or stored at the flush
+	}
+	if err := s.rec2.store(s.size, s.cfg.Fsync == FsyncAlways); err != nil {
+		undo()
+		if s.cfg.Logger != nil {
+			s.cfg.Logger.Warn("exactlyOnce record not advanced over lines finished without the sink", "error", err)
+		}
+	}
 }
 
 // storeFlushed2 stores the record after an interval flush.

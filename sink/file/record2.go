@@ -193,17 +193,23 @@ func (r *epochRecord) applied(epoch uint64) (int64, bool) {
 	return p, ok
 }
 
-// put records b's last position under its epoch (in memory; store writes
-// it). It returns what to restore should the store fail.
-func (r *epochRecord) put(b *feed.Batch) (undo func()) {
-	if !b.Positioned || len(b.Lines) == 0 {
-		return func() {}
+// put records b's last position (b.Done(): past lines finished without the
+// sink) under its epoch (in memory; store writes it). It returns what to
+// restore should the store fail, and whether the entry moved: never
+// backwards, and never for a batch without positions (a replayed dead
+// letter).
+func (r *epochRecord) put(b *feed.Batch) (undo func(), moved bool) {
+	if !b.Positioned || b.Done() == 0 {
+		return func() {}, false
 	}
 	e := b.Epoch
 	old, had := r.pos[e]
+	if had && old >= b.Done() {
+		return func() {}, false // re-deliveries applied before
+	}
 	oldT := r.touched[e]
 	r.seq++
-	r.pos[e], r.touched[e] = b.LastEnd(), r.seq
+	r.pos[e], r.touched[e] = b.Done(), r.seq
 	return func() {
 		if had {
 			r.pos[e], r.touched[e] = old, oldT
@@ -211,7 +217,7 @@ func (r *epochRecord) put(b *feed.Batch) (undo func()) {
 			delete(r.pos, e)
 			delete(r.touched, e)
 		}
-	}
+	}, true
 }
 
 // store writes the table and length into the copy not holding the newest

@@ -23,6 +23,17 @@
 // skips the lines AlreadyApplied holds for the stored position of their
 // epoch.
 //
+// The offsets record advances over the lines the group finished without
+// handing them here (filtered out by match/exclude, dead-lettered, released
+// by the group; DESIGN §11): a batch's offsets record takes the end of the
+// lines its batch finishes (feed.Batch.Done), past its last record when the
+// batch ends in such lines, and a batch of none of its lines (the filters
+// emptied it, or a dead letter passed) commits a transaction holding the
+// offsets record alone. A replayed dead letter has no position and moves
+// nothing. DoneThrough (processor.DoneThrougher, called once at start)
+// reports that record per epoch of the processor's feed, read as above;
+// without exactlyOnce the sink keeps no record and reports none.
+//
 // Failures (DESIGN §11). A connection failure, a timeout (timeoutMillis
 // per attempt), a missing topic or any other unavailability is retried here
 // with the processor's backoff, at the cap for as long as it takes, whatever

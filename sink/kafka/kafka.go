@@ -1,11 +1,13 @@
 package kafka
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -36,6 +38,7 @@ type Config struct {
 	Group    processor.Host // the subscriber's group: retry policy, fence, counters
 	Name     string         // the processor's name (in the transactional id and offsets keys)
 	Instance string         // the sidecar's instance (DESIGN §11)
+	Feed     string         // the feed it reads (DoneThrough's marks are this feed's)
 
 	Topic        string
 	Key          string // template over {instance} {feed} {path} {epoch}; "" = no key
@@ -346,7 +349,8 @@ func (s *Sink) Stored(feedName string, epoch uint64) (int64, bool) {
 // group's retries and onFailure (hold, deadLetter) apply to it.
 func (s *Sink) ProcessBatch(ctx context.Context, b *feed.Batch) (int, error) {
 	n := len(b.Lines)
-	if n == 0 {
+	end := s.doneEnd(b)
+	if n == 0 && end < 0 {
 		return 0, nil
 	}
 	rp := s.h.Retry()
@@ -354,12 +358,12 @@ func (s *Sink) ProcessBatch(ctx context.Context, b *feed.Batch) (int, error) {
 		from, err := 0, s.ensure(ctx)
 		if err == nil {
 			from = s.skipApplied(b)
-			if from == n {
+			if from == n && !s.moves(b, end) {
 				s.h.Unfence()
 				return n, nil
 			}
 			var done int
-			done, err = s.send(ctx, b, from)
+			done, err = s.send(ctx, b, from, end)
 			if err == nil {
 				s.h.Unfence()
 				return n, nil
@@ -388,6 +392,58 @@ func (s *Sink) ProcessBatch(ctx context.Context, b *feed.Batch) (int, error) {
 		}
 	}
 }
+
+// doneEnd is the position the offsets record of b's transaction takes
+// (exactlyOnce, positioned lines; else -1): the end of b's last line, or
+// further, the end of the lines the group finished after it without
+// handing them here (filtered out, dead-lettered, released) — a batch of
+// no lines carries only those. So the record advances over such lines
+// (DESIGN §11), and a run ending in them is not "behind" at the next start.
+func (s *Sink) doneEnd(b *feed.Batch) int64 {
+	if !s.cfg.ExactlyOnce || !b.Positioned {
+		return -1
+	}
+	if end := b.Done(); end > 0 {
+		return end
+	}
+	return -1
+}
+
+// moves reports whether end is past the stored position of b's epoch:
+// a batch whose lines the record holds still commits the offsets record
+// alone then.
+func (s *Sink) moves(b *feed.Batch, end int64) bool {
+	if end < 0 {
+		return false
+	}
+	p, ok := s.stored[feedEpoch{b.Feed, b.Epoch}]
+	return !ok || end > p
+}
+
+// DoneThrough implements processor.DoneThrougher (DESIGN §11 "A restored
+// sink is caught up from the input"): with exactlyOnce, the offsets
+// topic's record of this processor's feed, one mark per epoch, read to its
+// end read-committed (the producer id is taken first, which ends an open
+// transaction of the previous run); without exactlyOnce the sink keeps no
+// record (never behind).
+func (s *Sink) DoneThrough(ctx context.Context) ([]processor.Mark, error) {
+	if !s.cfg.ExactlyOnce {
+		return nil, nil
+	}
+	if err := s.ensure(ctx); err != nil {
+		return nil, err
+	}
+	var out []processor.Mark
+	for fe, p := range s.stored {
+		if fe.feed == s.cfg.Feed {
+			out = append(out, processor.Mark{Epoch: fe.epoch, Position: p})
+		}
+	}
+	slices.SortFunc(out, func(a, b processor.Mark) int { return cmp.Compare(a.Epoch, b.Epoch) })
+	return out, nil
+}
+
+var _ processor.DoneThrougher = (*Sink)(nil)
 
 // skipApplied returns the index of b's first line the stored record does
 // not hold (exactlyOnce).
@@ -465,11 +521,12 @@ func (s *Sink) build(b *feed.Batch, from int) []*kgo.Record {
 }
 
 // send produces lines from.. of b and waits for the acks; it returns how
-// many leading lines are acknowledged (with exactlyOnce: all or none).
-func (s *Sink) send(ctx context.Context, b *feed.Batch, from int) (int, error) {
+// many leading lines are acknowledged (with exactlyOnce: all or none, and
+// the offsets record at end).
+func (s *Sink) send(ctx context.Context, b *feed.Batch, from int, end int64) (int, error) {
 	ptrs := s.build(b, from)
 	if s.cfg.ExactlyOnce {
-		return 0, s.sendTxn(ctx, b, ptrs)
+		return 0, s.sendTxn(ctx, b, ptrs, end)
 	}
 	failed, err := s.produce(ctx, ptrs)
 	if err != nil {
@@ -542,18 +599,19 @@ func (s *Sink) produce(ctx context.Context, ptrs []*kgo.Record) (map[*kgo.Record
 	}
 }
 
-// sendTxn produces the records and the offsets record in one transaction
-// and commits it; any failure aborts it. A commit whose outcome is unknown
-// resets the client: the next attempt reads the offsets topic again.
-func (s *Sink) sendTxn(ctx context.Context, b *feed.Batch, ptrs []*kgo.Record) error {
+// sendTxn produces the records and the offsets record (position end) in
+// one transaction and commits it; any failure aborts it. A commit whose
+// outcome is unknown resets the client: the next attempt reads the
+// offsets topic again.
+func (s *Sink) sendTxn(ctx context.Context, b *feed.Batch, ptrs []*kgo.Record, end int64) error {
 	if err := s.cl.BeginTransaction(); err != nil {
 		s.reset()
 		return s.wrap(err)
 	}
 	var fk feedEpoch
-	if b.Positioned {
+	if end >= 0 {
 		fk = feedEpoch{b.Feed, b.Epoch}
-		v, _ := json.Marshal(offsetsValue{Feed: b.Feed, FileKey: s.fileKey(b.Epoch), Epoch: string(s.keyFor.epochHex), Position: b.LastEnd()})
+		v, _ := json.Marshal(offsetsValue{Feed: b.Feed, FileKey: s.fileKey(b.Epoch), Epoch: string(s.keyFor.epochHex), Position: end})
 		s.offsets = kgo.Record{Topic: s.cfg.OffsetsTopic,
 			Key:   []byte(s.offsetsPrefix() + b.Feed + ":" + string(s.keyFor.epochHex)),
 			Value: v}
@@ -575,8 +633,8 @@ func (s *Sink) sendTxn(ctx context.Context, b *feed.Batch, ptrs []*kgo.Record) e
 		defer cancel()
 		err := s.cl.EndTransaction(actx, kgo.TryCommit)
 		if err == nil {
-			if b.Positioned {
-				s.stored[fk] = b.LastEnd()
+			if end >= 0 {
+				s.stored[fk] = end
 			}
 			return nil
 		}

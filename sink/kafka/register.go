@@ -38,6 +38,7 @@ func open(env sink.Env) (any, error) {
 		Group:           env.Group,
 		Name:            pc.Name,
 		Instance:        env.Instance,
+		Feed:            env.Feed.Name,
 		Topic:           k.Topic,
 		Key:             k.Key,
 		ExactlyOnce:     pc.ExactlyOnce,

@@ -28,6 +28,26 @@
 // record instead (tailfeed-applied-epoch, tailfeed-applied-position), so a
 // replay never moves the record back.
 //
+// Done-through (DESIGN §11 "A restored sink is caught up from the input";
+// exactlyOnce only, the sink keeps no record without it): DoneThrough, at
+// start, lists the stream's subjects of this instance and feed (the
+// template with {instance} and {feed} filled in and every token holding
+// {path} or {epoch} a wildcard) and reads each one's last message: its
+// epoch and position, the greatest per epoch, are the marks. The subject
+// cannot hold what the sink finished without publishing (lines filtered
+// out by match/exclude, dead-lettered, released by the group after a
+// batch's last message): those advance a small local side record instead,
+// MarksFile (dataDir/state/<processor>.rec, JSON), per subject: the end of
+// those lines and the subject's last sequence, epoch and position when it
+// was written. It counts only while the subject's last message is still
+// that one (a later publish or a restored stream makes it void), so a
+// stream restored to an earlier point is behind whatever the side record
+// says, and a run ending in filtered lines is not behind at the next start.
+// It is written (temp file and rename, not synced: a kill -9 keeps it;
+// after a power loss a lost one only makes the next start re-read those
+// lines — duplicates for the other subscribers, never a gap) before such a
+// batch counts as processed.
+//
 // Failures: a connection failure, a timeout, JetStream unavailable or a
 // missing stream wrap processor.ErrFatal, so the group retries them at its
 // backoff cap whatever onFailure says (the feed stalls with the reason). A
@@ -36,12 +56,16 @@
 package nats
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -84,7 +108,11 @@ type Config struct {
 	Token        string
 	Timeout      time.Duration // per publish ack and per API request
 	Window       int           // messages awaiting their ack at once (batchMaxLines)
-	Logger       hclog.Logger
+	Feed         string        // the feed it reads (DoneThrough's marks are this feed's)
+	// MarksFile is the side record of lines finished without a message
+	// (exactlyOnce; "" keeps none): see the package doc.
+	MarksFile string
+	Logger    hclog.Logger
 }
 
 // Sink is the nats sink.
@@ -104,6 +132,9 @@ type Sink struct {
 	// exactlyOnce: per subject, the last message this sink knows stored.
 	recs map[string]*record
 	opts []nats.Option
+	// exactlyOnce: the side record of lines finished without a message,
+	// per subject (loaded at first use; see the package doc).
+	marks map[string]sideMark
 }
 
 type record struct {
@@ -111,8 +142,8 @@ type record struct {
 	seq      uint64 // the subject's last sequence (0: none)
 	epoch    uint64
 	position int64
-	has      bool // the last message carried a tailfeed position
-	looked   bool // a delivery was held against it (see behind)
+	has      bool   // the last message carried a tailfeed position
+	feed     string // its tailfeed-feed header
 }
 
 // Open connects (retrying in the background when the server is down: the
@@ -361,7 +392,11 @@ func (s *Sink) message(b *feed.Batch, subj, epoch string, i int) *nats.Msg {
 // the first failure.
 func (s *Sink) ProcessBatch(ctx context.Context, b *feed.Batch) (int, error) {
 	if len(b.Lines) == 0 {
-		return 0, nil
+		// Lines finished without a message (filtered, dead-lettered,
+		// released): exactlyOnce records their end in the side record.
+		if !s.cfg.ExactlyOnce || !b.Positioned || b.Done() <= 0 || s.cfg.MarksFile == "" {
+			return 0, nil
+		}
 	}
 	if err := s.ready(ctx); err != nil {
 		return 0, err
@@ -474,10 +509,6 @@ func (s *Sink) publishChained(ctx context.Context, b *feed.Batch, subj, epoch st
 	if i > 0 {
 		s.log.Info("nats skips lines its subject holds", "subject", subj, "lines", i)
 	}
-	if !rec.looked && i < len(b.Lines) {
-		rec.looked = true
-		s.behind(rec, b, i, subj)
-	}
 	for ; i < len(b.Lines); i++ {
 		if rec.has && b.AlreadyApplied(i, rec.epoch, rec.position) {
 			continue // the subject holds it (seen on a re-read after a duplicate)
@@ -513,27 +544,192 @@ func (s *Sink) publishChained(ctx context.Context, b *feed.Batch, subj, epoch st
 		rec.seq = ack.Sequence
 		if b.Positioned {
 			rec.epoch, rec.position, rec.has = b.Epoch, b.Ends[i], true
+			rec.feed = b.Feed
 		}
 	}
+	s.markTail(b, subj, rec)
 	return len(b.Lines), nil
 }
 
-// behind warns when the first line delivered after a record was read
-// starts past the record's position in the same epoch: the stream lost
-// lines the pointer already passed (restored to an earlier point). DESIGN
-// §11's catch-up from the input would re-read them; it is not built yet,
-// so the gap stays and is only named here. The test is conservative (a
-// CRLF terminator is assumed): a gap of one empty line is not seen.
-func (s *Sink) behind(rec *record, b *feed.Batch, i int, subj string) {
-	if !rec.has || !b.Positioned || b.Epoch != rec.epoch {
-		return
-	}
-	start := b.Ends[i] - int64(len(b.Lines[i])) - 2
-	if start > rec.position {
-		s.log.Warn("nats subject is behind the feed (restored to an earlier point?): the lines between its last message and the feed's pointer are not in the stream and will not be re-read",
-			"subject", subj, "epoch", fmt.Sprintf("%016x", rec.epoch), "streamPosition", rec.position, "feedFrom", start+1)
+// sideMark is one subject's entry in the side record: the end of the lines
+// finished without a message (Epoch, Position), valid while the subject's
+// last message is (Seq, MsgEpoch, MsgPosition) (Seq 0: no message).
+type sideMark struct {
+	Feed        string `json:"feed"`
+	Epoch       string `json:"epoch"`
+	Position    int64  `json:"position"`
+	Seq         uint64 `json:"seq"`
+	MsgEpoch    string `json:"msgEpoch,omitempty"`
+	MsgPosition int64  `json:"msgPosition,omitempty"`
+}
+
+// tie ties m to the subject's last message rec.
+func (m *sideMark) tie(rec *record) {
+	m.Seq, m.MsgEpoch, m.MsgPosition = rec.seq, "", 0
+	if rec.has {
+		m.MsgEpoch, m.MsgPosition = fmt.Sprintf("%016x", rec.epoch), rec.position
 	}
 }
+
+// tiedTo reports whether the subject's last message is still the one m
+// was written after.
+func (m sideMark) tiedTo(rec *record) bool {
+	want := sideMark{Feed: m.Feed, Epoch: m.Epoch, Position: m.Position}
+	want.tie(rec)
+	return want == m
+}
+
+// sideRecord is the MarksFile's content.
+type sideRecord struct {
+	Version  int                 `json:"version"`
+	Subjects map[string]sideMark `json:"subjects"`
+}
+
+// markTail records, when the group finished lines of b's epoch past the
+// subject's last message without handing them here (filtered,
+// dead-lettered, released), their end in the side record, tied to that
+// message. A failed write is logged: the lines are finished, and the next
+// start then re-reads them (duplicates, never a gap).
+func (s *Sink) markTail(b *feed.Batch, subj string, rec *record) {
+	if s.cfg.MarksFile == "" || !b.Positioned {
+		return
+	}
+	end := b.Done()
+	if end <= 0 || (rec.has && rec.epoch == b.Epoch && end <= rec.position) {
+		return
+	}
+	s.loadMarks()
+	m := sideMark{Feed: b.Feed, Epoch: fmt.Sprintf("%016x", b.Epoch), Position: end}
+	m.tie(rec)
+	if old, ok := s.marks[subj]; ok && old == m {
+		return
+	}
+	s.marks[subj] = m
+	if err := s.storeMarks(); err != nil {
+		s.log.Warn("nats side record not written: the lines finished without a message at the end of this run will be re-read at the next start",
+			"file", s.cfg.MarksFile, "error", err)
+	}
+}
+
+// loadMarks reads the side record once (missing or unreadable: empty).
+func (s *Sink) loadMarks() {
+	if s.marks != nil {
+		return
+	}
+	s.marks = map[string]sideMark{}
+	data, err := os.ReadFile(s.cfg.MarksFile)
+	if err != nil {
+		if !errors.Is(err, os.ErrNotExist) {
+			s.log.Warn("nats side record unreadable; ignored", "file", s.cfg.MarksFile, "error", err)
+		}
+		return
+	}
+	var r sideRecord
+	if err := json.Unmarshal(data, &r); err != nil || r.Version != 1 {
+		s.log.Warn("nats side record unreadable; ignored", "file", s.cfg.MarksFile)
+		return
+	}
+	for k, v := range r.Subjects {
+		s.marks[k] = v
+	}
+}
+
+// storeMarks replaces the side record (temp file, rename; not synced).
+func (s *Sink) storeMarks() error {
+	data, err := json.Marshal(sideRecord{Version: 1, Subjects: s.marks})
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(s.cfg.MarksFile), 0o700); err != nil {
+		return err
+	}
+	tmp := s.cfg.MarksFile + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, s.cfg.MarksFile)
+}
+
+// feedFilter is the subject filter of this instance's and feed's subjects:
+// the template with {instance} and {feed} filled in, every token holding
+// {path} or {epoch} made '*'.
+func (s *Sink) feedFilter() string {
+	r := strings.NewReplacer("{instance}", s.cfg.Instance, "{feed}", s.cfg.Feed)
+	toks := strings.Split(s.cfg.Subject, ".")
+	for i, t := range toks {
+		if strings.Contains(t, "{path}") || strings.Contains(t, "{epoch}") {
+			toks[i] = "*"
+		} else {
+			toks[i] = r.Replace(t)
+		}
+	}
+	return strings.Join(toks, ".")
+}
+
+// DoneThrough implements processor.DoneThrougher (DESIGN §11): with
+// exactlyOnce, per epoch, the greatest position of the last messages of
+// this feed's subjects, or of a side-record entry still tied to its
+// subject's last message. Without exactlyOnce the sink keeps no record.
+func (s *Sink) DoneThrough(ctx context.Context) ([]processor.Mark, error) {
+	if !s.cfg.ExactlyOnce {
+		return nil, nil
+	}
+	if err := s.ready(ctx); err != nil {
+		return nil, err
+	}
+	ictx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+	info, err := s.stream.Info(ictx, jetstream.WithSubjectFilter(s.feedFilter()))
+	cancel()
+	if err != nil {
+		return nil, s.unavailable(fmt.Errorf("nats stream %q: listing the subjects of feed %s: %w", s.cfg.Stream, s.cfg.Feed, err))
+	}
+	best := map[uint64]int64{}
+	note := func(ep uint64, pos int64) {
+		if p, ok := best[ep]; !ok || pos > p {
+			best[ep] = pos
+		}
+	}
+	subjects := map[string]bool{}
+	for subj := range info.State.Subjects {
+		subjects[subj] = true
+	}
+	if s.cfg.MarksFile != "" {
+		s.loadMarks()
+		for subj, m := range s.marks {
+			if m.Feed == s.cfg.Feed {
+				subjects[subj] = true // also those with no message yet
+			}
+		}
+	}
+	for subj := range subjects {
+		if strings.ContainsAny(subj, "*>") {
+			continue
+		}
+		delete(s.recs, subj) // read it now
+		rec, err := s.record(ctx, subj)
+		if err != nil {
+			return nil, err
+		}
+		if rec.has && rec.feed == s.cfg.Feed {
+			note(rec.epoch, rec.position)
+		}
+		m, ok := s.marks[subj]
+		if !ok || m.Feed != s.cfg.Feed || !m.tiedTo(rec) {
+			continue // void: the subject moved on, or was restored
+		}
+		if ep, err := strconv.ParseUint(m.Epoch, 16, 64); err == nil {
+			note(ep, m.Position)
+		}
+	}
+	out := make([]processor.Mark, 0, len(best))
+	for ep, pos := range best {
+		out = append(out, processor.Mark{Epoch: ep, Position: pos})
+	}
+	slices.SortFunc(out, func(a, b processor.Mark) int { return cmp.Compare(a.Epoch, b.Epoch) })
+	return out, nil
+}
+
+var _ processor.DoneThrougher = (*Sink)(nil)
 
 // record returns what the sink knows of subj's last message, reading it
 // from the stream at first use and after a reconnect.
@@ -560,6 +756,7 @@ func (s *Sink) record(ctx context.Context, subj string) (*record, error) {
 		}
 		if err1 == nil && err2 == nil {
 			r.epoch, r.position, r.has = ep, pos, true
+			r.feed = m.Header.Get(HeaderFeed)
 		}
 	}
 	if old := s.recs[subj]; old == nil || old.seq != r.seq {

@@ -2,6 +2,7 @@ package nats
 
 import (
 	"tailfeed/config"
+	"tailfeed/internal/datadir"
 	"tailfeed/internal/redact"
 	"tailfeed/sink"
 )
@@ -31,6 +32,8 @@ func open(env sink.Env) (any, error) {
 		Token:        n.Token,
 		Timeout:      pc.Built.Timeout,
 		Window:       pc.BatchMaxLines,
+		Feed:         env.Feed.Name,
+		MarksFile:    datadir.Record(env.DataDir, pc.Name),
 		Logger:       env.Logger,
 	})
 }

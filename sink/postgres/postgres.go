@@ -22,11 +22,34 @@
 // a bare COPY 60–77 k (and the sink, COPY first, 59–63 k): the COPY-first
 // path keeps the inbox guarantee at the COPY's speed.
 //
-// The sink's record is max(position) per (instance, feed, epoch): read
-// from the table for each epoch the first time a batch of it comes after a
-// (re)connect; leading lines of a batch at or below it are skipped
-// (AlreadyApplied) without a round trip. The record of an epoch the sink
-// wrote itself is kept in memory.
+// The sink's record is max(position) per (instance, feed, epoch), and the
+// marks table <table>_marks (instance, feed, epoch, position, updated_at;
+// primary key (instance, feed, epoch)) for what max(position) cannot see:
+// the lines the sink finished without a row — filtered out by match or
+// exclude, dead-lettered, or released by the group — after the last row of
+// a batch. A batch whose lines end in such lines (or that holds none, all
+// of it finished without a row) writes its end into the marks table in the
+// same transaction as its rows (one pipelined INSERT … ON CONFLICT plus the
+// mark's upsert, committed together); a batch ending in a row writes no
+// mark (the common case keeps the plain COPY). The record of an epoch is
+// the greater of the two: read from the tables for each epoch the first
+// time a batch of it comes after a (re)connect; leading lines of a batch at
+// or below it are skipped (AlreadyApplied) without a round trip. The record
+// of an epoch the sink wrote itself is kept in memory. A replayed dead
+// letter never moves it. Lines the sink released itself (POST
+// /admin/release while the server was down) move no mark: a run that ends
+// on them is re-read from the last row at the next start (they land then).
+//
+// DoneThrough (DESIGN §11 "A restored sink is caught up from the input")
+// reports that record for every epoch of the feed at start, on its own
+// connection: the epochs of the rows by a loose index scan of the primary
+// key (one index probe per epoch, whatever the table's size), and the marks
+// table's rows. A table restored from a dump (both tables, one snapshot) is
+// then behind the pointer, and the daemon re-reads the gap. Without
+// createTable an existing table needs the marks table too; when it is
+// missing the sink warns once and writes no marks (a run ending in filtered
+// or dead-lettered lines is then re-read from its last row at every start:
+// duplicates for the other subscribers, never a gap).
 //
 // Failures (DESIGN §11): a connection failure, a timeout (timeoutMillis per
 // batch) or an unavailable server is retried by the sink itself at the
@@ -46,11 +69,14 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"net"
 	"net/url"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -71,6 +97,7 @@ type Config struct {
 	Table       string // [schema.]table, lower-case
 	CreateTable bool
 	Instance    string        // the sidecar's instance (DESIGN §11)
+	Feed        string        // the feed it reads (DoneThrough's marks are this feed's)
 	Timeout     time.Duration // per batch (and per connect)
 	// DSNKey names the DSN in the start WARN (processors[i].dsn).
 	DSNKey string
@@ -88,6 +115,11 @@ type Sink struct {
 	ident   pgx.Identifier
 	insert  string
 	hide    []string // what no error may show (the password)
+
+	marksIdent pgx.Identifier // <table>_marks
+	marksTable string         // quoted
+	hasMarks   bool           // the marks table exists (checked at each connect)
+	warnedMark bool           // its absence was logged
 
 	// record: max(position) per epoch of this instance's feed, read once
 	// per epoch and connection (missing: not read yet).
@@ -140,6 +172,8 @@ func Open(cfg Config) (*Sink, error) {
 	s.ident = pgx.Identifier(parts)
 	s.table = s.ident.Sanitize()
 	s.insert = insertSQL(s.table)
+	s.marksIdent = MarksIdent(parts)
+	s.marksTable = s.marksIdent.Sanitize()
 	// No connection yet: the first batch connects (a server that is down
 	// then fences the subscriber with the reason), so a slow or
 	// unreachable server never delays the daemon's start.
@@ -167,25 +201,79 @@ func CreateSQL(table string) string {
 	PRIMARY KEY (instance, feed, epoch, position))`
 }
 
+// MarksIdent is the marks table of a table given as its [schema.]table
+// parts: <table>_marks in the same schema.
+func MarksIdent(parts []string) pgx.Identifier {
+	m := append(pgx.Identifier{}, parts...)
+	m[len(m)-1] += "_marks"
+	return m
+}
+
+// MarksSQL is the marks table createTable makes next to table (quoted
+// names): the end of the lines finished without a row, per (instance,
+// feed, epoch).
+func MarksSQL(marks string) string {
+	return `CREATE TABLE IF NOT EXISTS ` + marks + ` (
+	instance text NOT NULL,
+	feed text NOT NULL,
+	epoch text NOT NULL,
+	position bigint NOT NULL,
+	updated_at timestamptz NOT NULL DEFAULT now(),
+	PRIMARY KEY (instance, feed, epoch))`
+}
+
+// markSQL moves a mark forward (never back).
+func (s *Sink) markSQL() string {
+	return `INSERT INTO ` + s.marksTable + ` AS m (instance, feed, epoch, position, updated_at) VALUES ($1, $2, $3, $4, now())
+ON CONFLICT (instance, feed, epoch) DO UPDATE SET position = greatest(m.position, excluded.position), updated_at = excluded.updated_at`
+}
+
+// open opens a connection, creates the tables when asked and reports
+// whether the marks table exists.
+func (s *Sink) open(ctx context.Context) (*pgx.Conn, bool, error) {
+	c, err := pgx.ConnectConfig(ctx, s.connCfg)
+	if err != nil {
+		return nil, false, s.secret(fmt.Errorf("postgres connect: %w", err))
+	}
+	if s.cfg.CreateTable {
+		for _, q := range []string{CreateSQL(s.table), MarksSQL(s.marksTable)} {
+			if _, err := c.Exec(ctx, q); err != nil {
+				c.Close(context.Background())
+				return nil, false, s.secret(fmt.Errorf("postgres create table %s: %w", s.cfg.Table, err))
+			}
+		}
+	}
+	var has bool
+	if err := c.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, s.marksTable).Scan(&has); err != nil {
+		c.Close(context.Background())
+		return nil, false, s.secret(fmt.Errorf("postgres connect: %w", err))
+	}
+	return c, has, nil
+}
+
 // connect opens the connection (and creates the table when asked).
 func (s *Sink) connect(ctx context.Context) error {
 	if s.conn != nil && !s.conn.IsClosed() {
 		return nil
 	}
 	s.drop()
-	c, err := pgx.ConnectConfig(ctx, s.connCfg)
+	c, has, err := s.open(ctx)
 	if err != nil {
-		return s.secret(fmt.Errorf("postgres connect: %w", err))
+		return err
 	}
-	if s.cfg.CreateTable {
-		if _, err := c.Exec(ctx, CreateSQL(s.table)); err != nil {
-			c.Close(context.Background())
-			return s.secret(fmt.Errorf("postgres create table %s: %w", s.cfg.Table, err))
-		}
-	}
-	s.conn = c
+	s.conn, s.hasMarks = c, has
 	clear(s.record) // the table may have been restored meanwhile
 	return nil
+}
+
+// noMarks warns, once, that the marks table is missing.
+func (s *Sink) noMarks() {
+	if s.warnedMark {
+		return
+	}
+	s.warnedMark = true
+	s.log.Warn("postgres marks table missing: lines filtered out or dead-lettered after a batch's last row are not recorded, so a run ending in them is re-read from its last row at the next start (duplicates for the other subscribers); create it, or set createTable: true",
+		"table", s.marksIdent.Sanitize(), "sql", MarksSQL(s.marksTable))
 }
 
 // drop closes the connection after an error that may have left it unusable.
@@ -204,7 +292,11 @@ func (s *Sink) drop() {
 func (s *Sink) ProcessBatch(ctx context.Context, b *feed.Batch) (int, error) {
 	n := len(b.Lines)
 	if n == 0 {
-		return 0, nil
+		// Lines finished without a row (filtered, dead-lettered,
+		// released): their end goes to the marks table.
+		if !b.Positioned || b.Done() <= 0 {
+			return 0, nil
+		}
 	}
 	rp := s.h.Retry()
 	for attempt := 1; ; attempt++ {
@@ -243,26 +335,36 @@ func (s *Sink) try(ctx context.Context, b *feed.Batch) (int, error) {
 	}
 	epoch := fmt.Sprintf("%016x", b.Epoch)
 	i := 0
+	mark := int64(-1) // the end of the lines finished without a row, to record (-1: none)
 	if b.Positioned {
 		k := recKey{b.Feed, b.Epoch}
 		applied, ok := s.record[k]
 		if !ok {
-			var max *int64
-			err := s.conn.QueryRow(ctx, `SELECT max(position) FROM `+s.table+` WHERE instance = $1 AND feed = $2 AND epoch = $3`,
-				s.cfg.Instance, b.Feed, epoch).Scan(&max)
-			if err != nil {
-				return 0, s.secret(fmt.Errorf("postgres read record of %s: %w", s.cfg.Table, err))
-			}
-			applied = -1
-			if max != nil {
-				applied = *max
+			var err error
+			if applied, err = s.readRecord(ctx, b.Feed, epoch); err != nil {
+				return 0, err
 			}
 			s.record[k] = applied
 		}
 		for i < len(b.Lines) && b.AlreadyApplied(i, b.Epoch, applied) {
 			i++
 		}
+		// The lines the group finished without handing them here
+		// (filtered, dead-lettered, released) after the last line of b.
+		if end := b.Done(); end > applied && end > b.LastEnd() {
+			if s.hasMarks {
+				mark = end
+			} else {
+				s.noMarks()
+			}
+		}
 		if i == len(b.Lines) {
+			if mark >= 0 {
+				if _, err := s.conn.Exec(ctx, s.markSQL(), s.cfg.Instance, b.Feed, epoch, mark); err != nil {
+					return i, s.secret(fmt.Errorf("postgres mark in %s (position %d): %w", s.marksIdent.Sanitize(), mark, err))
+				}
+				s.record[k] = mark
+			}
 			return i, nil
 		}
 	}
@@ -272,13 +374,18 @@ func (s *Sink) try(ctx context.Context, b *feed.Batch) (int, error) {
 		path = strings.ToValidUTF8(path, "\uFFFD")
 	}
 	now := time.Now()
-	err := s.copyRows(ctx, b.Feed, epoch, path, now)
-	var pe *pgconn.PgError
-	if errors.As(err, &pe) && pe.Code == "23505" {
-		// Some rows are there already (a re-delivery the record did not
-		// cover): nothing of the COPY was committed; the inbox statement
-		// skips what the table holds.
-		_, err = s.conn.Exec(ctx, s.insert, s.cfg.Instance, b.Feed, epoch, path, s.pos, s.lines, now)
+	var err error
+	if mark >= 0 {
+		err = s.insertMarked(ctx, b.Feed, epoch, path, now, mark)
+	} else {
+		err = s.copyRows(ctx, b.Feed, epoch, path, now)
+		var pe *pgconn.PgError
+		if errors.As(err, &pe) && pe.Code == "23505" {
+			// Some rows are there already (a re-delivery the record did not
+			// cover): nothing of the COPY was committed; the inbox statement
+			// skips what the table holds.
+			_, err = s.conn.Exec(ctx, s.insert, s.cfg.Instance, b.Feed, epoch, path, s.pos, s.lines, now)
+		}
 	}
 	if err != nil {
 		clear(s.lines)
@@ -287,10 +394,100 @@ func (s *Sink) try(ctx context.Context, b *feed.Batch) (int, error) {
 	}
 	clear(s.lines) // keep no views into the batch
 	if b.Positioned {
-		s.record[recKey{b.Feed, b.Epoch}] = b.Ends[len(b.Ends)-1]
+		s.record[recKey{b.Feed, b.Epoch}] = max(b.Ends[len(b.Ends)-1], mark)
 	}
 	return len(b.Lines), nil
 }
+
+// readRecord reads the record of (feed, epoch) from the tables: the
+// greater of the rows' max(position) and the mark (-1: none).
+func (s *Sink) readRecord(ctx context.Context, feedName, epoch string) (int64, error) {
+	q := `SELECT max(position) FROM ` + s.table + ` WHERE instance = $1 AND feed = $2 AND epoch = $3`
+	if s.hasMarks {
+		q = `SELECT greatest((` + q + `), (SELECT position FROM ` + s.marksTable + ` WHERE instance = $1 AND feed = $2 AND epoch = $3))`
+	}
+	var max *int64
+	if err := s.conn.QueryRow(ctx, q, s.cfg.Instance, feedName, epoch).Scan(&max); err != nil {
+		return 0, s.secret(fmt.Errorf("postgres read record of %s: %w", s.cfg.Table, err))
+	}
+	if max == nil {
+		return -1, nil
+	}
+	return *max, nil
+}
+
+// insertMarked inserts the rows in s.pos and s.lines and moves the mark to
+// mark, in one transaction: the two statements go pipelined, with one Sync,
+// which PostgreSQL runs as one implicit transaction (both or neither).
+func (s *Sink) insertMarked(ctx context.Context, feedName, epoch, path string, now time.Time, mark int64) error {
+	var pb pgx.Batch
+	pb.Queue(s.insert, s.cfg.Instance, feedName, epoch, path, s.pos, s.lines, now)
+	pb.Queue(s.markSQL(), s.cfg.Instance, feedName, epoch, mark)
+	return s.conn.SendBatch(ctx, &pb).Close()
+}
+
+// DoneThrough implements processor.DoneThrougher (DESIGN §11): the record
+// of every epoch of the feed this instance has rows or a mark for, read
+// on a connection of its own. A missing table is no record.
+func (s *Sink) DoneThrough(ctx context.Context) ([]processor.Mark, error) {
+	if s.cfg.Feed == "" {
+		return nil, errors.New("postgres: no feed")
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+	defer cancel()
+	c, hasMarks, err := s.open(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close(context.Background())
+	var hasTable bool
+	if err := c.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, s.table).Scan(&hasTable); err != nil {
+		return nil, s.secret(fmt.Errorf("postgres read record of %s: %w", s.cfg.Table, err))
+	}
+	if !hasTable {
+		return nil, nil
+	}
+	got := map[string]int64{}
+	// A loose index scan of the primary key: one probe per epoch.
+	q := `WITH RECURSIVE e(epoch) AS (
+	SELECT min(epoch) FROM ` + s.table + ` WHERE instance = $1 AND feed = $2
+	UNION ALL
+	SELECT (SELECT min(epoch) FROM ` + s.table + ` WHERE instance = $1 AND feed = $2 AND epoch > e.epoch) FROM e WHERE e.epoch IS NOT NULL)
+SELECT epoch, (SELECT max(position) FROM ` + s.table + ` WHERE instance = $1 AND feed = $2 AND epoch = e.epoch) FROM e WHERE epoch IS NOT NULL`
+	if hasMarks {
+		q += ` UNION ALL SELECT epoch, position FROM ` + s.marksTable + ` WHERE instance = $1 AND feed = $2`
+	}
+	rows, err := c.Query(ctx, q, s.cfg.Instance, s.cfg.Feed)
+	if err != nil {
+		return nil, s.secret(fmt.Errorf("postgres read record of %s: %w", s.cfg.Table, err))
+	}
+	var (
+		ep  string
+		pos int64
+	)
+	_, err = pgx.ForEachRow(rows, []any{&ep, &pos}, func() error {
+		if p, ok := got[ep]; !ok || pos > p {
+			got[ep] = pos
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, s.secret(fmt.Errorf("postgres read record of %s: %w", s.cfg.Table, err))
+	}
+	out := make([]processor.Mark, 0, len(got))
+	for ep, pos := range got {
+		e, err := strconv.ParseUint(ep, 16, 64)
+		if err != nil || len(ep) != 16 {
+			s.log.Warn("postgres rows with an epoch that is not 16 hex digits are not this sink's; ignored", "epoch", ep)
+			continue
+		}
+		out = append(out, processor.Mark{Epoch: e, Position: pos})
+	}
+	slices.SortFunc(out, func(a, b processor.Mark) int { return cmp.Compare(a.Epoch, b.Epoch) })
+	return out, nil
+}
+
+var _ processor.DoneThrougher = (*Sink)(nil)
 
 // rejected reports whether the server refused the rows themselves (onFailure
 // applies) rather than being unavailable (retried at the cap).

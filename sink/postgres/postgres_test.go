@@ -136,9 +136,9 @@ func TestInsertsEveryLineOnce(t *testing.T) {
 
 // TestRowsAlreadyPresentAreSkipped: a table restored from an older dump
 // holds fewer rows; lines the table holds are skipped (no insert), those it
-// lacks are inserted, so every line is there once. (DESIGN §11's catch-up
-// from the input is not built yet: what lies before the pointer is not
-// re-read.)
+// lacks are inserted, so every line is there once. (What lies before the
+// pointer is re-read by DESIGN §11's catch-up at the daemon's start, from
+// DoneThrough: e2e TestPostgresSkewedRestore.)
 func TestRowsAlreadyPresentAreSkipped(t *testing.T) {
 	c := pgtest.Start(t, pgtest.Options{})
 	c.Psql(CreateSQL("lines"))

@@ -28,6 +28,7 @@ func open(env sink.Env) (any, error) {
 		Table:       st.Table,
 		CreateTable: st.CreateTable,
 		Instance:    env.Instance,
+		Feed:        env.Feed.Name,
 		Timeout:     pc.Built.Timeout,
 		DSNKey:      fmt.Sprintf("processors[%s].dsn", pc.Name),
 		Logger:      env.Logger,

@@ -15,6 +15,61 @@ import (
 	"tailfeed/pointer"
 )
 
+// CatchUp tells a source, before Run, that the daemon committed its
+// pointer back to an older epoch's file for a restored sink (DESIGN §11 "A
+// restored sink is caught up from the input"; internal/catchup decides):
+// the restart path reads the rest of that generation, every later one, then
+// the file at the path. Should that generation be gone, its tail is counted
+// with Detail (naming the sink and the generation) and LostBytes (the
+// epoch's bytes known to be missing from the sink), and the later
+// generations are those modified since Since (when the pointer started
+// that epoch) less the usual slack — not since the pointer file's mtime,
+// which is the backward commit's.
+//
+// Known are the epochs file's lines: a file read after that generation
+// whose identity (file key and first bytes, DESIGN §4) a line names is read
+// under that line's epoch again, not a new one, so that the sinks that
+// hold its lines skip them (AlreadyApplied) instead of receiving them as
+// new ones — the current file is read again "up to the pointer" under the
+// pointer's epoch. The latest line naming a file wins; an epoch is taken
+// once per run.
+type CatchUp struct {
+	Epoch     uint64
+	Since     time.Time
+	Detail    string
+	LostBytes uint64
+	Known     []pointer.EpochLine
+
+	used map[uint64]bool
+}
+
+// SetCatchUp records c for the open at Run (call before Run).
+func (s *Source) SetCatchUp(c CatchUp) {
+	c.used = map[uint64]bool{c.Epoch: true}
+	s.catchUp = &c
+}
+
+// knownEpoch is the epoch a catch-up reads r under again (see CatchUp),
+// 0 for a new one.
+func (s *Source) knownEpoch(r *reader) uint64 {
+	c := s.catchUp
+	if c == nil || r.gz != nil || r.f == nil || !r.positioned {
+		return 0
+	}
+	for i := len(c.Known) - 1; i >= 0; i-- {
+		l := c.Known[i]
+		if l.FileKey != r.key || (l.FileKey == 0 && l.FPLen == 0) || c.used[l.Epoch] {
+			continue
+		}
+		if !fingerprintMatches(r.f, pointer.Record{FPLen: l.FPLen, FP: l.FP}) {
+			continue
+		}
+		c.used[l.Epoch] = true
+		return l.Epoch
+	}
+	return 0
+}
+
 // lostTailDetail is the feed's detail after a restart that found the rotated
 // file of the pointer gone.
 const lostTailDetail = "rotated file gone; its unread tail is lost"
@@ -260,6 +315,9 @@ func (s *Source) resumeRotated(f *os.File, dev, ino uint64) bool {
 		}
 	} else {
 		ref = s.ptrModTime()
+		if c := s.catchUp; c != nil && c.Epoch == rec.Epoch && !c.Since.IsZero() {
+			ref = c.Since // the pointer file's mtime is the catch-up's backward commit
+		}
 	}
 	gens := s.scanGenerations(ref, born, func(d, i uint64) bool {
 		return atPath(d, i) || (g != nil && d == g.dev && i == g.ino)
@@ -302,7 +360,11 @@ func (s *Source) resumeRotated(f *os.File, dev, ino uint64) bool {
 // loseTail counts the pointer's unread tail as lost (DESIGN §4): WARN, the
 // detail (kept until the next restart) and lostTails + 1.
 func (s *Source) loseTail(rec pointer.Record, detail string) {
-	s.lose(1, 0, rec.Epoch, detail)
+	var bytes uint64
+	if c := s.catchUp; c != nil && c.Epoch == rec.Epoch {
+		detail, bytes = c.Detail, c.LostBytes
+	}
+	s.lose(1, bytes, rec.Epoch, detail)
 	s.dropTornOf(rec)
 	s.log.Warn(detail, "path", s.cfg.Path, "offset", rec.Offset, "fileKey", fmt.Sprintf("%016x", rec.FileKey))
 	s.setDetail(detail)

@@ -632,6 +632,13 @@ func (s *Source) checkBeforeBarrier() {
 // gets an epoch of its own from here on: its later lines are downgraded.
 func (s *Source) resetToCur() bool {
 	r := s.cur
+	if e := s.knownEpoch(r); e != 0 && e != s.ptrEpoch && r.readPos() == 0 {
+		// Nothing of r is published yet (the barrier): a catch-up reads it
+		// again under the epoch it had.
+		s.log.Info("catch-up: reading a file under the epoch it was read under before", "file", r.f.Name(),
+			"epoch", fmt.Sprintf("%016x", e))
+		r.epoch = e
+	}
 	if err := s.ptr.Reset(r.epoch, r.headSrc(), r.key); err != nil {
 		s.commitFailures.Add(1)
 		s.commitOK.Store(false)

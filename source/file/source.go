@@ -109,6 +109,7 @@ type Source struct {
 	forgetOwed bool      // a Reset to the empty record failed its msync: Sync finishes it
 	dropped    bool      // Drain released a batch that was never published
 	closing    bool      // Close runs
+	catchUp    *CatchUp  // the daemon put the pointer back to an older epoch (SetCatchUp)
 
 	watchDirs   []watchDir
 	watchWarned bool

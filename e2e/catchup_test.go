@@ -1,0 +1,369 @@
+package e2e
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// catchUpConfig: one COMMITTED feed, an exactlyOnce file sink (the one the
+// tests restore), a plain file sink on the same feed (it receives the
+// re-read as duplicates, never a gap) and a second exactlyOnce file sink
+// that is not restored (it skips the re-read through AlreadyApplied).
+const catchUpConfig = `dataDir: ./state
+status:
+  listen: {{ADDR}}
+feeds:
+  - name: app
+    path: ./in.log
+    readStrategy: COMMITTED
+    rotateWaitMillis: 200
+    pollIntervalMillis: 50
+processors:
+  - name: exact
+    feed: app
+    type: file
+    path: ./exact.log
+    exactlyOnce: true
+    fsync: never
+  - name: plain
+    feed: app
+    type: file
+    path: ./plain.log
+    fsync: never
+  - name: other
+    feed: app
+    type: file
+    path: ./other.log
+    exactlyOnce: true
+    fsync: never
+`
+
+// copyFile copies src to dst (created or truncated).
+func copyFile(t testing.TB, src, dst string) {
+	t.Helper()
+	in, err := os.Open(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		t.Fatal(err)
+	}
+	if err := out.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// backup copies the exactlyOnce sink's output and record aside; restore
+// puts them back (what an operator's restore of that disk does).
+type sinkBackup struct {
+	t          testing.TB
+	out, rec   string
+	bout, brec string
+}
+
+func backupSink(t testing.TB, e *env, out, processor string) *sinkBackup {
+	b := &sinkBackup{t: t, out: out, rec: e.path("state/state/" + processor + ".rec")}
+	// Away from the input's directory: a copy of the output beside it
+	// starts with the input's first bytes, and a restart that looks for a
+	// rotated file by its fingerprint would take it for one.
+	dir := t.TempDir()
+	b.bout, b.brec = filepath.Join(dir, processor+".out"), filepath.Join(dir, processor+".rec")
+	copyFile(t, b.out, b.bout)
+	copyFile(t, b.rec, b.brec)
+	return b
+}
+
+func (b *sinkBackup) restore() {
+	copyFile(b.t, b.bout, b.out)
+	copyFile(b.t, b.brec, b.rec)
+}
+
+// sameBytes fails t unless the file at path holds want.
+func sameBytes(t testing.TB, what, path string, want []byte) {
+	t.Helper()
+	got, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		i := 0
+		for i < len(got) && i < len(want) && got[i] == want[i] {
+			i++
+		}
+		t.Fatalf("%s: %d bytes, want %d, first difference at byte %d", what, len(got), len(want), i)
+	}
+}
+
+// countIdx counts how often each input line index appears.
+func countIdx(p parsed) map[int]int {
+	m := map[int]int{}
+	for _, i := range p.idx {
+		m[i]++
+	}
+	return m
+}
+
+// TestCatchUpRestoredFileSink (issue 14 acceptance 4, DESIGN §11 "A
+// restored sink is caught up from the input"): the exactlyOnce output and
+// its record are put back to a copy taken while tailfeed was stopped
+// earlier; at the next start the sink is behind the pointer (same epoch),
+// the pointer is committed back and the feed re-reads from the sink's
+// position: the exactlyOnce output ends byte-identical to the input, each
+// line once; the plain sink gets the gap again (duplicates, never a gap);
+// the feed stays lossless.
+func TestCatchUpRestoredFileSink(t *testing.T) {
+	e := newEnv(t, catchUpConfig)
+	in := newInput(t, e.path("in.log"))
+	exact, plain := e.path("exact.log"), e.path("plain.log")
+
+	in.appendLines(3000)
+	d := e.start()
+	d.waitSettled(60 * time.Second)
+	d.stop()
+	bak := backupSink(t, e, exact, "exact") // the earlier copy: 3000 lines
+
+	d = e.start()
+	in.appendLines(4000)
+	r := d.waitSettled(60 * time.Second)
+	before := r.feed(t, "app").Pointer
+	d.stop()
+	bak.restore()
+	if p := parseOutput(t, in, exact); len(p.idx) != 3000 {
+		t.Fatalf("restored output holds %d lines, want 3000", len(p.idx))
+	}
+
+	d = e.start()
+	r = d.waitSettled(60 * time.Second)
+	f := r.feed(t, "app")
+	d.stop()
+	if !f.Lossless || f.LostTails != 0 || f.Stalled != nil {
+		t.Errorf("after the catch-up: lossless %v lostTails %d stalled %v", f.Lossless, f.LostTails, f.Stalled)
+	}
+	if !strings.Contains(d.log(), "committing the pointer back") {
+		t.Errorf("no catch-up in the log:\n%s", tail(d.log(), 3000))
+	}
+	input, _ := os.ReadFile(in.path)
+	sameBytes(t, "exactlyOnce output after the catch-up", exact, input)
+	sameBytes(t, "the other exactlyOnce sink (not restored: it skips the re-read)", e.path("other.log"), input)
+
+	pl := parseOutput(t, in, plain)
+	n := countIdx(pl)
+	dups := 0
+	for i := range in.texts {
+		switch {
+		case n[i] == 0:
+			t.Fatalf("plain sink lacks input line %d: a gap", i)
+		case n[i] > 1:
+			dups += n[i] - 1
+			if i < 3000 {
+				t.Errorf("plain sink got line %d again: before the restored sink's position", i)
+			}
+		}
+	}
+	if dups != 4000 {
+		t.Errorf("plain sink: %d duplicates, want the 4000 lines of the gap", dups)
+	}
+	t.Logf("pointer before the restore: %+v; sequence re-read at the catch-up start: %d lines; exactlyOnce output identical to the input (%d bytes); plain sink: %d lines, %d duplicates",
+		*before, f.Sequence, len(input), len(pl.idx), dups)
+}
+
+// rotatedCatchUp runs: 3000 lines, stop, back the sink up; 1000 more, then
+// the input rotated (in.log → in.log.1) and 2000 lines in the new in.log,
+// stop; restore the sink. It returns the env, the input (its texts in
+// order), and the bytes of in.log.1 and in.log.
+func rotatedCatchUp(t *testing.T) (*env, *input, *sinkBackup, []byte, []byte, string) {
+	e := newEnv(t, catchUpConfig)
+	in := newInput(t, e.path("in.log"))
+	exact := e.path("exact.log")
+	in.appendLines(3000)
+	d := e.start()
+	d.waitSettled(60 * time.Second)
+	d.stop()
+	bak := backupSink(t, e, exact, "exact")
+
+	d = e.start()
+	in.appendLines(1000)
+	d.waitSettled(60 * time.Second)
+	old := e.path("in.log.1")
+	if err := os.Rename(in.path, old); err != nil {
+		t.Fatal(err)
+	}
+	in.ends = nil // positions restart in the new file; texts go on
+	in.appendLines(2000)
+	r := d.waitFor("the new in.log read", 60*time.Second, func(r *report) bool {
+		f := r.feed(t, "app")
+		return f.Settled && f.Sequence >= 3000 && len(parseOutput(t, in, exact).idx) == 6000
+	})
+	epoch := r.feed(t, "app").Pointer.Epoch
+	d.stop()
+	bak.restore()
+	rot, _ := os.ReadFile(old)
+	cur, _ := os.ReadFile(in.path)
+	if len(bytes.Split(rot, []byte{'\n'}))-1 != 4000 || len(bytes.Split(cur, []byte{'\n'}))-1 != 2000 {
+		t.Fatalf("rotated %d bytes, current %d", len(rot), len(cur))
+	}
+	return e, in, bak, rot, cur, epoch
+}
+
+// TestCatchUpOlderGeneration (acceptance 4): the sink's record is of an
+// epoch the pointer left (the input rotated after the copy): the rest of
+// the rotated file, still on disk, is read from the sink's position, then
+// the current file. The exactlyOnce output ends byte-identical to the two
+// files in order; lossless.
+func TestCatchUpOlderGeneration(t *testing.T) {
+	e, in, _, rot, cur, epochBefore := rotatedCatchUp(t)
+	d := e.start()
+	r := d.waitSettled(60 * time.Second)
+	f := r.feed(t, "app")
+	d.stop()
+	if !f.Lossless || f.LostTails != 0 {
+		t.Errorf("lossless %v lostTails %d detail %v", f.Lossless, f.LostTails, f.Detail)
+	}
+	sameBytes(t, "exactlyOnce output after catching up from the rotated file", e.path("exact.log"), append(bytes.Clone(rot), cur...))
+	// The current file is read again under the epoch it had (the epochs
+	// file names it), so a sink that keeps a position per epoch skips it;
+	// the other exactlyOnce file sink's record (layout 1) holds one epoch
+	// only: it gets the rest of the rotated file again, then the current
+	// file (duplicates, never a gap).
+	if f.Pointer == nil || f.Pointer.Epoch != epochBefore {
+		t.Errorf("pointer after the catch-up %+v, want the current file's epoch %s again", f.Pointer, epochBefore)
+	}
+	oth := countIdx(parseOutput(t, in, e.path("other.log")))
+	for i := range in.texts {
+		if oth[i] == 0 {
+			t.Fatalf("the other exactlyOnce sink lacks line %d", i)
+		}
+	}
+	pl := parseOutput(t, in, e.path("plain.log"))
+	n := countIdx(pl)
+	dups := 0
+	for i := range in.texts {
+		if n[i] == 0 {
+			t.Fatalf("plain sink lacks line %d", i)
+		}
+		dups += n[i] - 1
+	}
+	t.Logf("rotated file read from the sink's position, then the current file under its own epoch again: %d lines re-read; plain sink duplicates: %d; the other exactlyOnce (layout 1) sink: %d lines for %d", int(f.Sequence), dups, len(parseOutput(t, in, e.path("other.log")).idx), len(in.texts))
+}
+
+// TestCatchUpGenerationGone (acceptance 4): as above, with the rotated
+// file deleted before the restart: its part the sink lacks is counted
+// (lostTails 1, lostBytes its known size, named in detail, in the losses
+// ledger), the feed is lossy — never green — and `tailfeed status` exits
+// 1 (settled but lossy); the current file is still read.
+func TestCatchUpGenerationGone(t *testing.T) {
+	e, in, _, rot, cur, _ := rotatedCatchUp(t)
+	if err := os.Remove(e.path("in.log.1")); err != nil {
+		t.Fatal(err)
+	}
+	d := e.start()
+	r := d.waitSettled(60 * time.Second)
+	f := r.feed(t, "app")
+	// Bytes of in.log.1 after the sink's position (3000 lines).
+	restoredEnd := int64(0)
+	for i := 0; i < 3000; i++ {
+		restoredEnd += int64(len(in.texts[i])) + 1
+	}
+	lost := uint64(int64(len(rot)) - restoredEnd)
+	if f.Lossless || r.Lossless || f.LostTails != 1 || f.LostBytes != lost {
+		t.Errorf("lossless %v/%v lostTails %d lostBytes %d (want 1, %d)", f.Lossless, r.Lossless, f.LostTails, f.LostBytes, lost)
+	}
+	detail := ""
+	if f.Detail != nil {
+		detail = *f.Detail
+	}
+	if !strings.Contains(detail, "catch-up of sink exact") || !strings.Contains(detail, "in.log") {
+		t.Errorf("detail %q does not name the sink and the generation", detail)
+	}
+	_, _, code := cli(t, "status", "--addr", d.addr)
+	if code != 1 {
+		t.Errorf("tailfeed status exit %d, want 1 (settled, lossy)", code)
+	}
+	d.stop()
+	ledger, _ := os.ReadFile(e.path("state/losses.jsonl"))
+	if !bytes.Contains(ledger, []byte(`"lostTails"`)) || !bytes.Contains(ledger, []byte(`"lostBytes"`)) {
+		t.Errorf("losses ledger: %s", ledger)
+	}
+	want := append(bytes.Clone(rot[:restoredEnd]), cur...)
+	sameBytes(t, "exactlyOnce output (the restored part, then the current file)", e.path("exact.log"), want)
+
+	// The loss outlives the run: a restart does not turn it green, nor
+	// count it again.
+	d = e.start()
+	r = d.waitSettled(60 * time.Second)
+	f = r.feed(t, "app")
+	d.stop()
+	if f.Lossless || f.LostTails != 0 {
+		t.Errorf("after a restart: lossless %v lostTails %d (this run)", f.Lossless, f.LostTails)
+	}
+	t.Logf("gone generation: lostTails 1, lostBytes %d, detail %q", lost, detail)
+}
+
+// TestCatchUpKill9 (DESIGN §3 "the one backward commit", §11): kill -9 the
+// daemon right after the catch-up's backward commit (as soon as its log
+// line appears) and at points while it re-reads the gap, restart each
+// time: nothing is lost, the exactlyOnce output ends byte-identical to the
+// input, the plain sink has every line.
+func TestCatchUpKill9(t *testing.T) {
+	e := newEnv(t, catchUpConfig)
+	in := newInput(t, e.path("in.log"))
+	exact, plain := e.path("exact.log"), e.path("plain.log")
+	in.appendLines(2000)
+	d := e.start()
+	d.waitSettled(60 * time.Second)
+	d.stop()
+	bak := backupSink(t, e, exact, "exact")
+	d = e.start()
+	in.appendLines(60000)
+	d.waitSettled(120 * time.Second)
+	d.stop()
+
+	var log strings.Builder
+	fmt.Fprintf(&log, "%-5s %-22s %12s %14s\n", "kill", "point", "exactLines", "pointerOffset")
+	for k, point := range []int{0, 0, 500, 5000, 20000} {
+		bak.restore() // each round starts from the restored copy again
+		d = e.spawn()
+		if point == 0 {
+			waitUntil(t, "the catch-up's log line", 60*time.Second, func() bool {
+				return strings.Contains(d.log(), "committing the pointer back") || d.exited()
+			})
+		} else {
+			waitUntil(t, fmt.Sprintf("%d lines re-read", point), 60*time.Second, func() bool {
+				return countLines(t, exact, 0) >= 2000+point || d.exited()
+			})
+		}
+		d.kill()
+		if d.code != -1 {
+			t.Fatalf("round %d: exited %d before the kill\n%s", k, d.code, tail(d.log(), 3000))
+		}
+		rec, _ := showPointer(t, e.path("state/feeds/app.ptr"))
+		fmt.Fprintf(&log, "%-5d %-22s %12d %14d\n", k, fmt.Sprintf("after %d lines", point), countLines(t, exact, 0), rec.Offset)
+		// The next start finishes the catch-up (or decides it again).
+		d = e.start()
+		r := d.waitSettled(120 * time.Second)
+		d.stop()
+		if f := r.feed(t, "app"); !f.Lossless {
+			t.Fatalf("round %d: lossy after the restart: %+v", k, f)
+		}
+		input, _ := os.ReadFile(in.path)
+		sameBytes(t, fmt.Sprintf("round %d: exactlyOnce output", k), exact, input)
+		n := countIdx(parseOutput(t, in, plain))
+		for i := range in.texts {
+			if n[i] == 0 {
+				t.Fatalf("round %d: plain sink lacks line %d", k, i)
+			}
+		}
+	}
+	t.Log(log.String())
+}

@@ -1,0 +1,139 @@
+package catchup
+
+import (
+	"path/filepath"
+	"testing"
+	"time"
+
+	"tailfeed/pointer"
+	"tailfeed/processor"
+)
+
+const (
+	e1 uint64 = 0x1111111111111111
+	e2 uint64 = 0x2222222222222222
+	e3 uint64 = 0x3333333333333333 // the pointer's
+	eX uint64 = 0x9999999999999999 // in no epochs file
+)
+
+// chainLines is an epochs file as the pointer writes it: created (e1,
+// adopted app.log.2's file), reset to e2 when e1 ended at 1000, reset to
+// e3 when e2 ended at 2000. Written and read back through the real file
+// format.
+func chainLines(t *testing.T) []pointer.EpochLine {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "app.epochs")
+	now := time.Now()
+	for _, l := range []pointer.EpochLine{
+		{Epoch: e1, Path: "", Time: now, Reason: "created"},
+		{Epoch: e1, FileKey: 11, FPLen: 100, FP: 0x11, Path: "/log/app.log", Time: now, Reason: "adopted"},
+		{Epoch: e2, FileKey: 22, FPLen: 200, FP: 0x22, Path: "/log/app.log", Time: now, Reason: "reset", PrevEpoch: e1, PrevOffset: 1000, PrevFileKey: 11, PrevFPLen: 100, PrevFP: 0x11},
+		{Epoch: e3, FileKey: 33, FPLen: 300, FP: 0x33, Path: "/log/app.log", Time: now, Reason: "reset", PrevEpoch: e2, PrevOffset: 2000, PrevFileKey: 22, PrevFPLen: 200, PrevFP: 0x22},
+	} {
+		if err := pointer.AppendEpoch(path, l); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lines, err := pointer.ReadEpochs(path)
+	if err != nil || len(lines) != 4 {
+		t.Fatalf("ReadEpochs: %d lines, %v", len(lines), err)
+	}
+	return lines
+}
+
+func TestDecide(t *testing.T) {
+	lines := chainLines(t)
+	ptr := pointer.Record{Epoch: e3, Offset: 500, FileKey: 33, FPLen: 300, FP: 0x33, Commits: 9}
+	sink := func(name string, marks ...processor.Mark) Sink { return Sink{Name: name, Marks: marks} }
+	m := func(e uint64, p int64) processor.Mark { return processor.Mark{Epoch: e, Position: p} }
+	tests := []struct {
+		name    string
+		fresh   bool
+		sinks   []Sink
+		want    bool
+		epoch   uint64
+		pos     int64
+		current bool
+		who     string
+	}{
+		{name: "no record", sinks: []Sink{sink("a")}},
+		{name: "same epoch behind", sinks: []Sink{sink("a", m(e3, 120))}, want: true, epoch: e3, pos: 120, current: true, who: "a"},
+		{name: "same epoch equal", sinks: []Sink{sink("a", m(e3, 500))}},
+		{name: "same epoch ahead", sinks: []Sink{sink("a", m(e3, 900))}},
+		{name: "same epoch at 0", sinks: []Sink{sink("a", m(e3, 0))}, want: true, epoch: e3, pos: 0, current: true, who: "a"},
+		{name: "older epoch complete via previousOffset", sinks: []Sink{sink("a", m(e2, 2000))}, want: true, epoch: e3, pos: 0, current: true, who: "a"},
+		{name: "two older epochs complete", sinks: []Sink{sink("a", m(e1, 1000))}, want: true, epoch: e2, pos: 0, who: "a"},
+		{name: "older epoch partial", sinks: []Sink{sink("a", m(e2, 700))}, want: true, epoch: e2, pos: 700, who: "a"},
+		{name: "oldest epoch partial", sinks: []Sink{sink("a", m(e1, 10))}, want: true, epoch: e1, pos: 10, who: "a"},
+		{name: "unknown epoch", sinks: []Sink{sink("a", m(eX, 10))}},
+		{name: "fresh pointer", fresh: true, sinks: []Sink{sink("a", m(e3, 1))}},
+		{name: "latest epoch of a sink counts", sinks: []Sink{sink("a", m(e1, 5), m(e3, 500), m(e2, 10))}},
+		{name: "latest epoch of a sink counts, behind", sinks: []Sink{sink("a", m(e1, 5), m(e3, 400))}, want: true, epoch: e3, pos: 400, current: true, who: "a"},
+		{name: "several sinks: minimum in one epoch", sinks: []Sink{sink("a", m(e3, 400)), sink("b", m(e3, 100)), sink("c")}, want: true, epoch: e3, pos: 100, current: true, who: "b"},
+		{name: "several sinks: the older epoch wins", sinks: []Sink{sink("a", m(e3, 10)), sink("b", m(e2, 1500)), sink("c", m(e3, 500))}, want: true, epoch: e2, pos: 1500, who: "b"},
+		{name: "several sinks: none behind", sinks: []Sink{sink("a", m(e3, 500)), sink("b", m(e3, 800)), sink("c", m(eX, 1))}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, ok := Decide(ptr, tt.fresh, lines, tt.sinks)
+			if ok != tt.want {
+				t.Fatalf("Decide = %+v, %v; want %v", p, ok, tt.want)
+			}
+			if !ok {
+				return
+			}
+			if p.Epoch != tt.epoch || p.Position != tt.pos || p.Current != tt.current || p.Sink != tt.who {
+				t.Fatalf("Decide = %+v; want epoch %016x pos %d current %v sink %s", p, tt.epoch, tt.pos, tt.current, tt.who)
+			}
+			rec := p.Record(ptr)
+			if p.Current {
+				if rec.Epoch != e3 || rec.FileKey != 33 || rec.FP != 0x33 || rec.Offset != tt.pos {
+					t.Fatalf("Record = %+v", rec)
+				}
+				return
+			}
+			want := map[uint64]pointer.Record{
+				e1: {Epoch: e1, FileKey: 11, FPLen: 100, FP: 0x11, Offset: tt.pos},
+				e2: {Epoch: e2, FileKey: 22, FPLen: 200, FP: 0x22, Offset: tt.pos},
+			}[tt.epoch]
+			if rec != want {
+				t.Fatalf("Record = %+v, want %+v", rec, want)
+			}
+			if end := map[uint64]int64{e1: 1000, e2: 2000}[tt.epoch]; p.End != end {
+				t.Fatalf("End = %d, want %d", p.End, end)
+			}
+		})
+	}
+}
+
+// After a catch-up put the pointer back to an older epoch, the epochs the
+// pointer had reached since are ahead of it: a mark there is nothing.
+func TestDecideAfterRewind(t *testing.T) {
+	lines := chainLines(t)
+	ptr := pointer.Record{Epoch: e2, Offset: 700, FileKey: 22, FPLen: 200, FP: 0x22}
+	for _, marks := range [][]processor.Mark{
+		{{Epoch: e3, Position: 500}},                              // a sink that had more
+		{{Epoch: e2, Position: 700}},                              // the restored sink, at the pointer
+		{{Epoch: e2, Position: 900}, {Epoch: e3, Position: 10}},   // per epoch, ahead
+		{{Epoch: e2, Position: 100}, {Epoch: e3, Position: 2000}}, // holds later lines: its latest epoch counts
+	} {
+		if p, ok := Decide(ptr, false, lines, []Sink{{Name: "a", Marks: marks}}); ok {
+			t.Fatalf("marks %+v: Decide = %+v, want nothing", marks, p)
+		}
+	}
+	if p, ok := Decide(ptr, false, lines, []Sink{{Name: "a", Marks: []processor.Mark{{Epoch: e2, Position: 300}}}}); !ok || !p.Current || p.Position != 300 {
+		t.Fatalf("behind the rewound pointer: %+v %v", p, ok)
+	}
+}
+
+// No epochs file (or one that lost its lines): only the pointer's own
+// epoch can be decided.
+func TestDecideWithoutEpochsFile(t *testing.T) {
+	ptr := pointer.Record{Epoch: e3, Offset: 500}
+	if p, ok := Decide(ptr, false, nil, []Sink{{Name: "a", Marks: []processor.Mark{{Epoch: e3, Position: 20}}}}); !ok || p.Position != 20 || !p.Current {
+		t.Fatalf("Decide = %+v %v", p, ok)
+	}
+	if p, ok := Decide(ptr, false, nil, []Sink{{Name: "a", Marks: []processor.Mark{{Epoch: e2, Position: 20}}}}); ok {
+		t.Fatalf("an epoch no file names: %+v", p)
+	}
+}
