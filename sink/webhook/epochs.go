@@ -57,7 +57,7 @@ import (
 // at or past both its applied position and its recorded request's end
 // (committed past: those lines never come again), or once no stream
 // pointer holds the epoch any more (the stream was forgotten, reset, or
-// moved to another epoch). The table is swept when it reached twice its
+// moved to another epoch) — never the entry being stored. The table is swept when it reached twice its
 // size after the last sweep (at least 64 entries), so it stays within
 // twice the epochs with lines between their pointer and the webhook's
 // progress — the files active in the last moments. Past 4,000 entries
@@ -224,7 +224,7 @@ func (k *whBook) save() error {
 		}
 		return k.v1.store(s)
 	}
-	if len(k.ent) >= k.sweepAt {
+	if len(k.ent) >= k.sweepAt || len(k.ent) > wh2Max {
 		k.sweep()
 	}
 	return k.v2.store(k.ent)
@@ -244,7 +244,7 @@ func (k *whBook) sweep() {
 		} else {
 			for ep, e := range k.ent {
 				off, ok := at[ep]
-				if !ok || off >= max(e.Applied, e.Last) {
+				if e.used != k.seq && (!ok || off >= max(e.Applied, e.Last)) { // never the entry this store is for
 					delete(k.ent, ep)
 				}
 			}
