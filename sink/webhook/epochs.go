@@ -66,7 +66,9 @@ import (
 // least recently used ones: their lines, should they come again, are sent
 // under new keys (duplicates, never a gap). A pointer commit that was not
 // synced when a power loss struck may be lost after its entry was dropped:
-// the same duplicates (kill -9 loses nothing of the kind).
+// the same duplicates (kill -9 loses nothing of the kind); so does a
+// restored sink's catch-up (DESIGN §11), which re-reads lines a dropped
+// entry covered and gives every subscriber duplicates anyway.
 
 const (
 	wh2Copy     = 128 << 10
