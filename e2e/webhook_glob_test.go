@@ -1,8 +1,11 @@
 package e2e
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"hash/crc32"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -203,4 +206,117 @@ func TestWebhookGlobKill9KeepsKeysPerFile(t *testing.T) {
 	}
 	t.Logf("%d files, %d lines, 5 kills: every line applied once after dedupe; %d requests, %d sent again under their key, %d lines applied without dedupe",
 		files, total, len(rc.reqs), resent, len(rc.raw))
+}
+
+// webhookRecordEpochs decodes a layout 2 webhook record (sink/webhook,
+// epochs.go): the epochs of its newest valid copy.
+func webhookRecordEpochs(t *testing.T, path string) []uint64 {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const copyLen = 128 << 10
+	var best []uint64
+	var bestCounter uint64
+	found := false
+	for i := 0; i < 2; i++ {
+		if len(data) < i*copyLen+36 {
+			continue
+		}
+		b := data[i*copyLen:]
+		le := binary.LittleEndian
+		if string(b[:5]) != "TFWHK" || le.Uint16(b[6:]) != 2 {
+			continue
+		}
+		n := int(le.Uint32(b[16:]))
+		end := 32 + 32*n
+		if len(b) < end+4 || crc32.Checksum(b[:end], crc32.MakeTable(crc32.Castagnoli)) != le.Uint32(b[end:]) {
+			continue
+		}
+		if c := le.Uint64(b[8:]); !found || c > bestCounter {
+			found, bestCounter, best = true, c, nil
+			for k := 0; k < n; k++ {
+				best = append(best, le.Uint64(b[32+32*k:]))
+			}
+		}
+	}
+	if !found {
+		t.Fatalf("%s holds no valid layout 2 copy", path)
+	}
+	return best
+}
+
+// The record stays bounded on a glob feed: an epoch's entry goes once its
+// file's pointer is committed past it, or once the file is forgotten
+// (its pointer deleted after forgetAfterMillis). 300 files, then 200 of
+// them deleted and forgotten, then 10 new files.
+func TestWebhookGlobRecordBounded(t *testing.T) {
+	rc := newReceiver(t, 5)
+	cfg := strings.Replace(fmt.Sprintf(webhookGlobConfig, rc.srv.URL), "    scanIntervalMillis: 1000\n",
+		"    scanIntervalMillis: 200\n    forgetAfterMillis: 300\n", 1)
+	e := newEnv(t, cfg)
+	in := e.path("in")
+	const files = 300
+	for f := 0; f < files; f++ {
+		writeFileLines(t, filepath.Join(in, fmt.Sprintf("f%03d.log", f)), fmt.Sprintf("f%03d", f), 0, 5)
+	}
+	applied := func() int {
+		rc.mu.Lock()
+		defer rc.mu.Unlock()
+		n := 0
+		for _, k := range rc.keys {
+			n += len(rc.applied[k])
+		}
+		return n
+	}
+	d := e.start()
+	waitUntil(t, "every line at the receiver", 60*time.Second, func() bool { return applied() >= files*5 })
+	d.waitSettled(30 * time.Second)
+	d.stop()
+	rec := e.path("state/state/hook.rec")
+	if _, err := os.Stat(rec); err != nil {
+		rec = e.path("state/hook.rec")
+	}
+	first := webhookRecordEpochs(t, rec)
+	ptrs, _ := filepath.Glob(e.path("state/feeds/app/*.ptr"))
+	t.Logf("%d files read: the record holds %d epochs (%d stream pointers)", files, len(first), len(ptrs))
+	if len(first) > 128 {
+		t.Fatalf("the record holds %d epochs after %d files were read and committed, want at most 128", len(first), files)
+	}
+
+	// Forgotten files: their entries go too.
+	for f := 0; f < 200; f++ {
+		os.Remove(filepath.Join(in, fmt.Sprintf("f%03d.log", f)))
+	}
+	d = e.start()
+	waitUntil(t, "the deleted files' pointers forgotten", 30*time.Second, func() bool {
+		p, _ := filepath.Glob(e.path("state/feeds/app/*.ptr"))
+		return len(p) <= files-200
+	})
+	for f := files; f < files+70; f++ {
+		writeFileLines(t, filepath.Join(in, fmt.Sprintf("f%03d.log", f)), fmt.Sprintf("f%03d", f), 0, 5)
+	}
+	waitUntil(t, "the new files' lines", 60*time.Second, func() bool { return applied() >= (files+70)*5 })
+	d.waitSettled(30 * time.Second)
+	d.stop()
+	live := map[uint64]bool{}
+	ptrs, _ = filepath.Glob(e.path("state/feeds/app/*.ptr"))
+	for _, p := range ptrs {
+		ep, err := strconv.ParseUint(strings.TrimSuffix(filepath.Base(p), ".ptr"), 16, 64)
+		if err == nil {
+			live[ep] = true
+		}
+	}
+	last := webhookRecordEpochs(t, rec)
+	gone := 0
+	for _, ep := range last {
+		if !live[ep] {
+			gone++
+		}
+	}
+	t.Logf("after 200 files forgotten and 70 new: the record holds %d epochs, %d of them without a pointer", len(last), gone)
+	if len(last) > 128 {
+		t.Fatalf("the record holds %d epochs, want at most 128", len(last))
+	}
 }
