@@ -130,3 +130,32 @@ func TestWebhookGlobSecondCrashKeepsBothEpochs(t *testing.T) {
 }
 
 var _ = feed.NewBatch
+
+// Two epochs' requests are pending and the older one's dead letter began
+// (its first line is in the ledger): PendingRequest names that one, so a
+// replay keeps its lettered part waiting for the rest rather than sending
+// it alone under the request's key (a receiver would then drop the rest
+// as a duplicate).
+func TestWebhookPendingRequestPrefersTheLetteredEpoch(t *testing.T) {
+	dir := t.TempDir()
+	r := newHookRig(t, dir, processor.GroupConfig{Retry: grouptest.FastRetry(3), OnFailure: processor.DeadLetter},
+		WebhookConfig{URL: "http://127.0.0.1:1", PerEpoch: true})
+	r.Cancel() // the group ends (the sink stays open): its goroutine is the test's now
+	<-r.G.Done()
+	if err := r.w.book.recordRange(epA, 40, 48); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.w.book.recordRange(epB, 8, 16); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.w.PendingRequest(); got != "00000000000000b2:8-16" {
+		t.Fatalf("nothing lettered: pending %q, want the one recorded last", got)
+	}
+	d := grouptest.Delivery("a-00004", epA, 40)
+	if err := r.ledger.DeadLetterRequest(d, 3, fmt.Errorf("out of attempts"), "app:00000000000000a1:40-48", 2); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.w.PendingRequest(); got != "00000000000000a1:40-48" {
+		t.Fatalf("pending %q, want A's request, whose dead letter began", got)
+	}
+}

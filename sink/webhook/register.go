@@ -34,12 +34,16 @@ func open(env sink.Env) (any, error) {
 		return nil, err
 	}
 	var committed func([]uint64) (map[uint64]int64, error)
-	glob := env.Feed != nil && config.IsGlob(env.Feed.Path)
+	glob, feedName := false, ""
+	if env.Feed != nil {
+		glob, feedName = config.IsGlob(env.Feed.Path), env.Feed.Name
+	}
 	if glob {
 		committed = CommittedIn(datadir.GlobPointers(env.DataDir, env.Feed.Name))
 	}
 	return OpenWebhook(WebhookConfig{
 		PerEpoch:      glob,
+		Feed:          feedName,
 		Committed:     committed,
 		Client:        client,
 		Group:         env.Group,

@@ -90,7 +90,10 @@ type WebhookConfig struct {
 	// out): the record drops what no restart can deliver again (see
 	// epochs.go). Nil: nothing is dropped but past the size bound.
 	Committed func(epochs []uint64) (map[uint64]int64, error)
-	Logger    hclog.Logger
+	// Feed is the feed's name (default: the publisher's): PendingRequest
+	// looks its recorded requests up in the dead-letter ledger.
+	Feed   string
+	Logger hclog.Logger
 }
 
 // whChunk is one request's lines (views into the batch, or copies).
@@ -147,6 +150,9 @@ func OpenWebhook(cfg WebhookConfig) (*Webhook, error) {
 	}
 	if cfg.CarryPoll <= 0 {
 		cfg.CarryPoll = 100 * time.Millisecond
+	}
+	if cfg.Feed == "" && cfg.Publisher != nil {
+		cfg.Feed = cfg.Publisher.Feed
 	}
 	log := cfg.Logger
 	if log == nil {
@@ -599,14 +605,19 @@ func (w *Webhook) ReplayRequest(ctx context.Context, b *feed.Batch, key string) 
 // PendingRequest is the Idempotency-Key of the recorded request not
 // acknowledged yet, without its feed part: `<epoch>:<first>-<last>` (""
 // none; the sink reads one feed). With several (a glob feed: one per
-// epoch), the one recorded last. On the group goroutine (replays run
-// there).
+// epoch), the one whose dead letter began (the ledger holds its first
+// line: its lettered part waits in the ledger for the rest), else the one
+// recorded last. On the group goroutine (replays run there).
 func (w *Webhook) PendingRequest() string {
 	var ep uint64
 	var last *whEntry
-	for _, p := range w.book.pendingAny() {
-		if e := w.book.entry(p); last == nil || e.used > last.used {
-			ep, last = p, e
+	pending := w.book.pendingAny()
+	lettered := false
+	for _, p := range pending {
+		e := w.book.entry(p)
+		l := len(pending) > 1 && w.cfg.Feed != "" && w.partlyLettered(w.cfg.Feed, p, e)
+		if last == nil || (l && !lettered) || (l == lettered && e.used > last.used) {
+			ep, last, lettered = p, e, l
 		}
 	}
 	if last == nil {
