@@ -536,9 +536,12 @@ func (w *Webhook) recordRequest(c *whChunk) error {
 	}
 	// The request this one replaces: of c's epoch, or with layout 1 of
 	// any (the record holds one).
-	for _, ep := range w.book.pendingAny() {
-		if (ep == c.epoch || !w.cfg.PerEpoch) && w.carries[ep] == nil { // a carry given up said why already
-			e := w.book.entry(ep)
+	replaced := []uint64{c.epoch}
+	if !w.cfg.PerEpoch {
+		replaced = w.book.pendingAny()
+	}
+	for _, ep := range replaced {
+		if e := w.book.pendingOf(ep); e != nil && w.carries[ep] == nil { // a carry given up said why already
 			w.log.Warn("webhook gives up a recorded request it could not rebuild", "epoch", fmt.Sprintf("%016x", ep), "first", e.First, "last", e.Last)
 		}
 	}
