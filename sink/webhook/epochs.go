@@ -7,6 +7,7 @@ import (
 	"hash/crc32"
 	"io"
 	"sort"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -57,10 +58,13 @@ import (
 // at or past both its applied position and its recorded request's end
 // (committed past: those lines never come again), or once no stream
 // pointer holds the epoch any more (the stream was forgotten, reset, or
-// moved to another epoch) — never the entry being stored. The table is swept when it reached twice its
-// size after the last sweep (at least 64 entries), so it stays within
-// twice the epochs with lines between their pointer and the webhook's
-// progress — the files active in the last moments. Past 4,000 entries
+// moved to another epoch) — never the entry being stored. The table is
+// swept at a store when it reached twice its size after the last sweep (at
+// least 64 entries), and, while it holds more than 64, at the first store
+// after a start and at most every 5 s: it stays within twice the epochs
+// with lines between their pointer and the webhook's progress (the files
+// active in the last seconds), at a cost of one read per entry's pointer
+// per sweep. Past 4,000 entries
 // after a sweep (a pointer directory that cannot be read, say), the least
 // recently used entries that wait for no request are dropped, then the
 // least recently used ones: their lines, should they come again, are sent
@@ -76,6 +80,7 @@ const (
 	wh2Header   = 32
 	wh2EntryLen = 32
 	wh2Sweep    = 64 // smallest table size that triggers a sweep
+	wh2Every    = 5 * time.Second
 )
 
 var wh2CRC = crc32.MakeTable(crc32.Castagnoli)
@@ -100,6 +105,7 @@ type whBook struct {
 	v2        *whRecord2
 	committed func([]uint64) (map[uint64]int64, error)
 	sweepAt   int
+	swept     time.Time // the last sweep (zero: none yet this run)
 	log       hclog.Logger
 }
 
@@ -226,7 +232,7 @@ func (k *whBook) save() error {
 		}
 		return k.v1.store(s)
 	}
-	if len(k.ent) >= k.sweepAt || len(k.ent) > wh2Max {
+	if n := len(k.ent); n >= k.sweepAt || n > wh2Max || (n > wh2Sweep && time.Since(k.swept) >= wh2Every) {
 		k.sweep()
 	}
 	return k.v2.store(k.ent)
@@ -275,6 +281,7 @@ func (k *whBook) sweep() {
 			"dropped", len(all)-wh2Max)
 	}
 	k.sweepAt = max(wh2Sweep, 2*len(k.ent))
+	k.swept = time.Now()
 	if d := before - len(k.ent); d > 0 {
 		k.log.Debug("webhook record: epochs no restart needs dropped", "dropped", d, "kept", len(k.ent))
 	}

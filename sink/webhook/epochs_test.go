@@ -237,3 +237,34 @@ func TestWebhookCommittedInReadsStreamPointers(t *testing.T) {
 		t.Fatal("a missing pointer directory is no error")
 	}
 }
+
+// A table left large by a run whose pointers lagged (a slow subscriber) is
+// swept at the first store after a start, not only once it doubles.
+func TestWebhookRecordSweptAtStart(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "hook.rec")
+	k := openBookAt(t, path, nil, true) // no pointers known: nothing dropped
+	for ep := uint64(1); ep <= 100; ep++ {
+		k.touch(ep).Applied = 8
+	}
+	if err := k.markApplied(101, 8); err != nil {
+		t.Fatal(err)
+	}
+	k.close()
+	all := func(epochs []uint64) (map[uint64]int64, error) {
+		out := map[uint64]int64{}
+		for _, ep := range epochs {
+			out[ep] = 8 // every file committed through what was applied
+		}
+		return out, nil
+	}
+	k2 := openBookAt(t, path, all, true)
+	if len(k2.ent) != 101 {
+		t.Fatalf("reopened with %d entries", len(k2.ent))
+	}
+	if err := k2.markApplied(102, 16); err != nil {
+		t.Fatal(err)
+	}
+	if got := table(k2); got != "map[102:{16 0 0 0}]" {
+		t.Fatalf("after the first store: %s", got)
+	}
+}
