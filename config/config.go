@@ -22,17 +22,6 @@ const (
 	PolicyBlockWithDeadline = "BLOCK_WITH_DEADLINE"
 )
 
-// Processor types (Processor.Type).
-const (
-	TypeFile     = "file"
-	TypePull     = "pull"
-	TypeWebhook  = "webhook"
-	TypeCount    = "count"
-	TypeDiscard  = "discard"
-	TypeStdout   = "stdout"
-	TypePostgres = "postgres"
-)
-
 // Processor.Format values (file, stdout): the line's bytes, or
 // internal/ndjson's object per line.
 const (
@@ -168,7 +157,7 @@ type SubscriberOverload struct {
 type Processor struct {
 	Name string // also the subscriber queue's name
 	Feed string // a feeds[].name
-	Type string // file | pull | webhook | count | discard | nats
+	Type string // a registered sink type (RegisterSink; SinkTypes lists them)
 
 	Match   string // optional RE2 (compiled at load); count: may hold a named group "key"
 	Exclude string // optional RE2 (compiled at load)
@@ -194,12 +183,10 @@ type Processor struct {
 	Raw           bool              // webhook: add lineBase64
 	TLS           ClientTLS         // webhook
 
-	DSN         string     // postgres: the connection string (a secret: never shown)
-	Table       string     // postgres: [schema.]table
-	CreateTable bool       // postgres: create the table and its unique key when missing
-	Nats        NatsConfig // nats: stream, subject, createStream, tls, credsFile, token (config/nats.go)
-
-	Kafka Kafka // kafka (config/kafka.go)
+	// Settings are the keys of the processor's own type, decoded by its
+	// SinkSpec.Decode into the sink package's type (kafka, nats and
+	// postgres: *kafka.Settings and so on); nil when it has none.
+	Settings any
 
 	Line int // line of the processor's entry
 

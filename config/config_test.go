@@ -1,4 +1,4 @@
-package config
+package config_test
 
 import (
 	"os"
@@ -7,12 +7,13 @@ import (
 	"testing"
 	"time"
 
+	"tailfeed/config"
 	"tailfeed/overload"
 )
 
-func mustParse(t *testing.T, src, file string) *Config {
+func mustParse(t *testing.T, src, file string) *config.Config {
 	t.Helper()
-	cfg, err := Parse([]byte(src), file)
+	cfg, err := config.Parse([]byte(src), file)
 	if err != nil {
 		t.Fatalf("Parse: %v", err)
 	}
@@ -33,31 +34,31 @@ func TestDefaults(t *testing.T) {
 	if cfg.File != "/etc/tailfeed/tailfeed.yaml" || cfg.DataDir != "/etc/tailfeed/var/state" || cfg.DataDirLine != 0 {
 		t.Errorf("File %q DataDir %q DataDirLine %d", cfg.File, cfg.DataDir, cfg.DataDirLine)
 	}
-	if want := (Status{Listen: "127.0.0.1:8470", StallAlertMillis: 60000, MaxConnections: 256}); cfg.Status != want {
+	if want := (config.Status{Listen: "127.0.0.1:8470", StallAlertMillis: 60000, MaxConnections: 256}); cfg.Status != want {
 		t.Errorf("Status = %+v, want %+v", cfg.Status, want)
 	}
-	if want := (Log{Level: "info", Format: "text"}); cfg.Log != want {
+	if want := (config.Log{Level: "info", Format: "text"}); cfg.Log != want {
 		t.Errorf("Log = %+v, want %+v", cfg.Log, want)
 	}
 	if cfg.ShutdownTimeoutMillis != 10000 || cfg.Built != defaultBuilt {
 		t.Errorf("ShutdownTimeoutMillis = %d, Built %+v", cfg.ShutdownTimeoutMillis, cfg.Built)
 	}
-	wantFeed := &Feed{
+	wantFeed := &config.Feed{
 		Name: "app", Path: "/var/log/app.log", ReadStrategy: "COMMITTED",
 		MaxLineBytes: 1048576, QueueCapacity: 1024, QueueBytes: 4194304, MaxPendingAcks: 65536,
 		PollIntervalMillis: 250, RotateWaitMillis: 5000, CommitSyncMillis: 10,
 		ScanIntervalMillis: 10000, MaxOpenFiles: 1024, CloseInactiveMillis: 300000, ForgetAfterMillis: 86400000,
-		Overload: Overload{Policy: "PAUSE", SpinBoundMillis: 10, BlockDeadlineMillis: 100},
+		Overload: config.Overload{Policy: "PAUSE", SpinBoundMillis: 10, BlockDeadlineMillis: 100},
 		Line:     2,
 		Built:    defaultFeedBuilt,
 	}
 	if len(cfg.Feeds) != 1 || !reflect.DeepEqual(cfg.Feeds[0], wantFeed) {
 		t.Errorf("feed\n got %+v\nwant %+v", cfg.Feeds[0], wantFeed)
 	}
-	wantProc := &Processor{
+	wantProc := &config.Processor{
 		Name: "p", Feed: "app", Type: "file", Path: "/out/p.log",
 		Fsync: "never", FsyncIntervalMillis: 100, Mode: 0o640, OnFailure: "hold",
-		Retry:            Retry{InitialMillis: 1000, MaxMillis: 16000, Jitter: 0.2, Attempts: 6},
+		Retry:            config.Retry{InitialMillis: 1000, MaxMillis: 16000, Jitter: 0.2, Attempts: 6},
 		AckTimeoutMillis: 30000, MaxInFlight: 1000,
 		TimeoutMillis: 5000, BatchMaxLines: 500, BatchMaxBytes: 1048576,
 		Line:  5,
@@ -71,11 +72,11 @@ func TestDefaults(t *testing.T) {
 // The build step's values for the defaults: durations from the
 // milliseconds, the overload policy parsed and applied to the subscriber.
 var (
-	defaultBuilt     = Built{ShutdownTimeout: 10 * time.Second, StallAlert: time.Minute}
-	defaultFeedBuilt = FeedBuilt{Poll: 250 * time.Millisecond, RotateWait: 5 * time.Second,
+	defaultBuilt     = config.Built{ShutdownTimeout: 10 * time.Second, StallAlert: time.Minute}
+	defaultFeedBuilt = config.FeedBuilt{Poll: 250 * time.Millisecond, RotateWait: 5 * time.Second,
 		CommitSync: 10 * time.Millisecond, Overload: overload.Pause,
 		ScanInterval: 10 * time.Second, CloseInactive: 5 * time.Minute, ForgetAfter: 24 * time.Hour}
-	defaultProcBuilt = ProcessorBuilt{
+	defaultProcBuilt = config.ProcessorBuilt{
 		Overload:     overload.Policy{Kind: overload.Pause, Spin: 10 * time.Millisecond, Deadline: 100 * time.Millisecond},
 		RetryInitial: time.Second, RetryMax: 16 * time.Second, FsyncInterval: 100 * time.Millisecond,
 		AckTimeout: 30 * time.Second, Timeout: 5 * time.Second,
@@ -89,26 +90,26 @@ func TestExampleConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := Load(file)
+	cfg, err := config.Load(file)
 	if err != nil {
 		t.Fatalf("config.example.yaml: %v", err)
 	}
 	root := filepath.Dir(file)
 
-	want := DefaultConfig()
+	want := config.DefaultConfig()
 	want.File, want.Name = file, file
 	want.DataDir = filepath.Join(root, "var", "state")
 	want.DataDirLine = cfg.DataDirLine
 	want.Built = defaultBuilt
-	wantFeed := DefaultFeed()
+	wantFeed := config.DefaultFeed()
 	wantFeed.Built = defaultFeedBuilt
 	wantFeed.Name, wantFeed.Path, wantFeed.Line = "app", filepath.Join(root, "var/demo/app.log"), cfg.Feeds[0].Line
-	wantProc := DefaultProcessor()
+	wantProc := config.DefaultProcessor()
 	wantProc.Built = defaultProcBuilt
-	wantProc.Name, wantProc.Feed, wantProc.Type, wantProc.Line = "archive", "app", TypeFile, cfg.Processors[0].Line
+	wantProc.Name, wantProc.Feed, wantProc.Type, wantProc.Line = "archive", "app", "file", cfg.Processors[0].Line
 	wantProc.Path = filepath.Join(root, "var/demo/out.log")
-	want.Feeds = []*Feed{&wantFeed}
-	want.Processors = []*Processor{&wantProc}
+	want.Feeds = []*config.Feed{&wantFeed}
+	want.Processors = []*config.Processor{&wantProc}
 	if !reflect.DeepEqual(cfg, want) {
 		t.Errorf("config.example.yaml\n got %+v\nwant %+v", cfg, want)
 		if len(cfg.Feeds) == 1 {
@@ -118,7 +119,7 @@ func TestExampleConfig(t *testing.T) {
 			t.Errorf("processor\n got %+v\nwant %+v", cfg.Processors[0], &wantProc)
 		}
 	}
-	if cfg.DataDirLine == 0 || cfg.Feeds[0].ReadStrategy != StrategyCommitted || cfg.Processors[0].Fsync != FsyncNever {
+	if cfg.DataDirLine == 0 || cfg.Feeds[0].ReadStrategy != config.StrategyCommitted || cfg.Processors[0].Fsync != config.FsyncNever {
 		t.Errorf("the example must set dataDir, a COMMITTED feed and fsync never explicitly")
 	}
 	if cfg.Status.Listen != "127.0.0.1:8470" {
@@ -146,7 +147,7 @@ func TestRelativePaths(t *testing.T) {
 	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := Load(file)
+	cfg, err := config.Load(file)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,11 +180,11 @@ func TestRelativePaths(t *testing.T) {
 func TestCommitedAlias(t *testing.T) {
 	for _, s := range []string{"COMMITED", "COMMITTED"} {
 		cfg := mustParse(t, feedDoc("    readStrategy: "+s), "/t.yaml")
-		if got := cfg.Feeds[0].ReadStrategy; got != StrategyCommitted {
+		if got := cfg.Feeds[0].ReadStrategy; got != config.StrategyCommitted {
 			t.Errorf("readStrategy %s → %q, want COMMITTED", s, got)
 		}
 	}
-	for _, s := range strategies {
+	for _, s := range config.Strategies {
 		if got := mustParse(t, feedDoc("    readStrategy: "+s), "/t.yaml").Feeds[0].ReadStrategy; got != s {
 			t.Errorf("readStrategy %s → %q", s, got)
 		}
@@ -209,11 +210,11 @@ func TestSubscriberOverload(t *testing.T) {
 		"  - {name: plain, feed: app, type: discard}",
 	), "/t.yaml")
 	f := cfg.Feeds[0]
-	want := map[string]SubscriberOverload{
-		"tap":   {Policy: PolicyDropAfterSpin, SpinBoundMillis: 3, BlockDeadlineMillis: 250},
-		"slow":  {Policy: PolicyBlockWithDeadline, SpinBoundMillis: 10, BlockDeadlineMillis: 5000},
-		"same":  {Policy: PolicyBlockWithDeadline, SpinBoundMillis: 10, BlockDeadlineMillis: 250},
-		"plain": {Policy: PolicyBlockWithDeadline, SpinBoundMillis: 10, BlockDeadlineMillis: 250},
+	want := map[string]config.SubscriberOverload{
+		"tap":   {Policy: config.PolicyDropAfterSpin, SpinBoundMillis: 3, BlockDeadlineMillis: 250},
+		"slow":  {Policy: config.PolicyBlockWithDeadline, SpinBoundMillis: 10, BlockDeadlineMillis: 5000},
+		"same":  {Policy: config.PolicyBlockWithDeadline, SpinBoundMillis: 10, BlockDeadlineMillis: 250},
+		"plain": {Policy: config.PolicyBlockWithDeadline, SpinBoundMillis: 10, BlockDeadlineMillis: 250},
 	}
 	for _, p := range cfg.Processors {
 		if got := p.Policy(f); got != want[p.Name] {
@@ -225,9 +226,9 @@ func TestSubscriberOverload(t *testing.T) {
 	}
 
 	// A hand-built config: empty and zero fields inherit the feed's.
-	hand := &Feed{Overload: Overload{Policy: PolicyPause, SpinBoundMillis: 10, BlockDeadlineMillis: 100,
-		Subscribers: map[string]SubscriberOverload{"x": {Policy: PolicyDropAfterSpin}}}}
-	if got := (&Processor{Name: "x"}).Policy(hand); got != (SubscriberOverload{PolicyDropAfterSpin, 10, 100}) {
+	hand := &config.Feed{Overload: config.Overload{Policy: config.PolicyPause, SpinBoundMillis: 10, BlockDeadlineMillis: 100,
+		Subscribers: map[string]config.SubscriberOverload{"x": {Policy: config.PolicyDropAfterSpin}}}}
+	if got := (&config.Processor{Name: "x"}).Policy(hand); got != (config.SubscriberOverload{config.PolicyDropAfterSpin, 10, 100}) {
 		t.Errorf("hand-built Policy = %+v", got)
 	}
 }
@@ -237,46 +238,46 @@ func TestParseAccepts(t *testing.T) {
 	tests := []struct {
 		name  string
 		src   string
-		check func(t *testing.T, c *Config)
+		check func(t *testing.T, c *config.Config)
 	}{
 		{"null values take defaults", lines("dataDir:", "status: ~", "log:", "feeds:", "  - name: app", "    path: /a", "    queueCapacity: null", "processors:", "  - {name: p, feed: app, type: discard, retry: ~}"),
-			func(t *testing.T, c *Config) {
+			func(t *testing.T, c *config.Config) {
 				if c.DataDir != "/etc/var/state" || c.DataDirLine != 0 || c.Feeds[0].QueueCapacity != 1024 || len(c.Processors) != 1 || c.Processors[0].Retry.Attempts != 6 {
 					t.Errorf("got %+v %+v", c, c.Feeds[0])
 				}
 			}},
 		{"integer forms", feedDoc("    queueCapacity: 0x400", "    queueBytes: 4_194_304", "    rotateWaitMillis: 0"),
-			func(t *testing.T, c *Config) {
+			func(t *testing.T, c *config.Config) {
 				if f := c.Feeds[0]; f.QueueCapacity != 1024 || f.QueueBytes != 4194304 || f.RotateWaitMillis != 0 {
 					t.Errorf("got %+v", f)
 				}
 			}},
 		{"rotatedNames", feedDoc("    rotatedNames: ['app.log.[0-9]*', 'app-*.log.gz']"),
-			func(t *testing.T, c *Config) {
+			func(t *testing.T, c *config.Config) {
 				if f := c.Feeds[0]; len(f.RotatedNames) != 2 || f.RotatedNames[0] != "app.log.[0-9]*" || f.RotatedNames[1] != "app-*.log.gz" {
 					t.Errorf("got %+v", f.RotatedNames)
 				}
 			}},
 		{"scalars as strings", read(lines("status: {token: 12345}", "feeds:", "  - {name: 2024, path: /a}"), "2024"),
-			func(t *testing.T, c *Config) {
+			func(t *testing.T, c *config.Config) {
 				if c.Status.Token != "12345" || c.Feeds[0].Name != "2024" {
 					t.Errorf("got %+v %+v", c.Status, c.Feeds[0])
 				}
 			}},
 		{"jitter as integer", procDoc("    retry: {jitter: 0}"),
-			func(t *testing.T, c *Config) {
+			func(t *testing.T, c *config.Config) {
 				if c.Processors[0].Retry.Jitter != 0 {
 					t.Errorf("got %+v", c.Processors[0].Retry)
 				}
 			}},
 		{"keys of other types are accepted", procDoc("    url: http://x", "    path: out.log", "    maxInFlight: 5", "    headers: {A: b}"),
-			func(t *testing.T, c *Config) {
+			func(t *testing.T, c *config.Config) {
 				if p := c.Processors[0]; p.URL != "http://x" || p.Path != "/etc/out.log" || p.MaxInFlight != 5 || p.Headers["A"] != "b" {
 					t.Errorf("got %+v", p)
 				}
 			}},
 		{"count with a key group", procDoc(`    match: '^(?P<key>\w+) '`, `    exclude: '^#'`),
-			func(t *testing.T, c *Config) {
+			func(t *testing.T, c *config.Config) {
 				if c.Processors[0].Match != `^(?P<key>\w+) ` || c.Processors[0].Exclude != "^#" {
 					t.Errorf("got %+v", c.Processors[0])
 				}
@@ -284,7 +285,7 @@ func TestParseAccepts(t *testing.T) {
 		{"webhook", lines("feeds:", "  - {name: app, path: /a}", "processors:",
 			"  - name: hook", "    feed: app", "    type: webhook", "    url: https://example.com:8443/in",
 			"    headers: {X-Source: tailfeed, Authorization: Bearer x}", "    raw: true"),
-			func(t *testing.T, c *Config) {
+			func(t *testing.T, c *config.Config) {
 				p := c.Processors[0]
 				if p.URL != "https://example.com:8443/in" || !p.Raw || len(p.Headers) != 2 || p.Headers["Authorization"] != "Bearer x" {
 					t.Errorf("got %+v", p)
@@ -302,7 +303,7 @@ func TestParseAccepts(t *testing.T) {
 			"processors:",
 			"  - {name: p, feed: web, type: discard, retry: &r {attempts: 2}}",
 			"  - {name: q, feed: app, type: discard, retry: *r}"),
-			func(t *testing.T, c *Config) {
+			func(t *testing.T, c *config.Config) {
 				if f := c.Feeds[1]; f.Name != "web" || f.Path != "/b" || f.QueueCapacity != 64 || f.Line != 6 {
 					t.Errorf("got %+v", f)
 				}
@@ -311,9 +312,9 @@ func TestParseAccepts(t *testing.T) {
 				}
 			}},
 		{"trailing empty document", feedDoc() + "---\n",
-			func(t *testing.T, c *Config) {}},
+			func(t *testing.T, c *config.Config) {}},
 		{"listen on any interface, port 0", read(lines("status: {listen: ':0'}", "feeds:", "  - {name: a, path: /a}"), "a"),
-			func(t *testing.T, c *Config) {
+			func(t *testing.T, c *config.Config) {
 				if c.Status.Listen != ":0" {
 					t.Errorf("got %q", c.Status.Listen)
 				}
@@ -324,8 +325,8 @@ func TestParseAccepts(t *testing.T) {
 			"  - {name: w, feed: app, type: webhook, url: 'http://h/'}",
 			"  - {name: c, feed: app, type: count}",
 			"  - {name: d, feed: app, type: discard}"),
-			func(t *testing.T, c *Config) {
-				if len(c.Processors) != 5 || c.Processors[0].OnFailure != OnFailureDeadLetter || c.Processors[0].Fsync != FsyncInterval {
+			func(t *testing.T, c *config.Config) {
+				if len(c.Processors) != 5 || c.Processors[0].OnFailure != config.OnFailureDeadLetter || c.Processors[0].Fsync != config.FsyncInterval {
 					t.Errorf("got %+v", c.Processors[0])
 				}
 			}},

@@ -34,10 +34,10 @@ var (
 	feedKeys      = []string{"name", "path", "readStrategy", "maxLineBytes", "queueCapacity", "queueBytes", "maxPendingAcks", "pollIntervalMillis", "rotateWaitMillis", "commitSyncMillis", "rotatedNames", "overload", "exclude", "scanIntervalMillis", "maxOpenFiles", "closeInactiveMillis", "forgetAfterMillis"}
 	overloadKeys  = []string{"policy", "spinBoundMillis", "blockDeadlineMillis", "subscribers"}
 	subscriberKey = []string{"policy", "spinBoundMillis", "blockDeadlineMillis"}
-	processorKeys = []string{"name", "feed", "type", "match", "exclude", "path", "exactlyOnce", "fsync", "fsyncIntervalMillis", "mode", "onFailure", "retry", "ackTimeoutMillis", "maxInFlight", "url", "timeoutMillis", "batchMaxLines", "batchMaxBytes", "headers", "raw", "format", "tls",
-		"dsn", "table", "createTable", // postgres (config/postgres.go)
-		"stream", "subject", "createStream", "credsFile", "token"} // nats (config/nats.go)
-	retryKeys = []string{"initialMillis", "maxMillis", "jitter", "attempts"}
+	// commonProcessorKeys are the keys of every processor entry (see the
+	// package doc, "Common keys"); each sink type adds its own (SinkSpec.Keys).
+	commonProcessorKeys = []string{"name", "feed", "type", "match", "exclude", "path", "exactlyOnce", "fsync", "fsyncIntervalMillis", "mode", "onFailure", "retry", "ackTimeoutMillis", "maxInFlight", "url", "timeoutMillis", "batchMaxLines", "batchMaxBytes", "headers", "raw", "format", "tls"}
+	retryKeys           = []string{"initialMillis", "maxMillis", "jitter", "attempts"}
 )
 
 // The values of each enum.
@@ -45,7 +45,6 @@ var (
 	strategies      = []string{StrategyCommitted, StrategyEarliest, StrategyLatest, StrategyOnceEarliest, StrategyOnceLatest}
 	strategyAliases = map[string]string{"COMMITED": StrategyCommitted}
 	policies        = []string{PolicyPause, PolicyDropAfterSpin, PolicyBlockWithDeadline}
-	types           = []string{TypeFile, TypePull, TypeWebhook, TypeCount, TypeDiscard, TypeStdout, TypePostgres, TypeNats}
 	fsyncs          = []string{FsyncAlways, FsyncInterval, FsyncNever}
 	onFailures      = []string{OnFailureHold, OnFailureDeadLetter}
 	levels          = []string{"trace", "debug", "info", "warn", "error"}
@@ -307,7 +306,7 @@ func (d *decoder) processor(n *yaml.Node, path string) (*Processor, procMeta) {
 	p := DefaultProcessor()
 	p.Line = n.Line
 	var m procMeta
-	o := d.object(n, path, n.Line, processorKeys)
+	o := d.object(n, path, n.Line, processorKeys())
 	if o == nil {
 		return &p, m
 	}
@@ -315,9 +314,11 @@ func (d *decoder) processor(n *yaml.Node, path string) (*Processor, procMeta) {
 	if m.feedLine, _ = o.nonEmpty("feed", &p.Feed); m.feedLine == 0 {
 		d.errorf(p.Line, "%s: missing feed (the name of the feed it subscribes to)", path)
 	}
+	types := SinkTypes()
 	if line, _ := o.enum("type", &p.Type, types, nil); line == 0 {
 		d.errorf(p.Line, "%s: missing type (one of %s)", path, strings.Join(types, ", "))
 	}
+	spec, _ := sinkSpec(p.Type)
 	d.regex(o, "match", &p.Match, &p.Built.Match)
 	d.regex(o, "exclude", &p.Exclude, &p.Built.Exclude)
 	o.enum("onFailure", &p.OnFailure, onFailures, nil)
@@ -325,20 +326,27 @@ func (d *decoder) processor(n *yaml.Node, path string) (*Processor, procMeta) {
 	m.pathLine = d.fileKeys(o, &p)
 	o.integer("ackTimeoutMillis", &p.AckTimeoutMillis, 1, maxMillis)
 	o.integer("maxInFlight", &p.MaxInFlight, 1, maxCount)
-	urlLine := d.webhookKeys(o, &p)
-	if line, ok := o.enum("format", &p.Format, outFormats, nil); ok && p.Type != TypeFile && p.Type != TypeStdout && p.Type != "" {
-		d.errorf(line, "%s: format applies to file and stdout processors, not %s", o.at("format"), p.Type)
+	d.webhookKeys(o, &p, spec.OwnURL)
+	if line, ok := o.enum("format", &p.Format, outFormats, nil); ok && p.Type != "" && !spec.Formats {
+		d.errorf(line, "%s: format applies to %s processors, not %s", o.at("format"), typesWith(func(s SinkSpec) bool { return s.Formats }), p.Type)
 	}
-	d.postgresKeys(o, &p, path)
-	d.natsKeys(o, &p, path, urlLine)
-	d.kafkaKeys(o, &p, path)
-	switch {
-	case p.Type == TypeFile && m.pathLine == 0:
-		d.errorf(p.Line, "%s: a file processor needs path (the output file)", path)
-	case p.Type == TypeWebhook && urlLine == 0:
-		d.errorf(p.Line, "%s: a webhook processor needs url", path)
-	}
+	d.sinkKeys(o, &p)
 	return &p, m
+}
+
+// sinkKeys runs every registered type's Decode on the entry (see
+// SinkSpec.Decode) and keeps the settings of p's own type.
+func (d *decoder) sinkKeys(o *obj, p *Processor) {
+	for _, name := range SinkTypes() {
+		spec, _ := sinkSpec(name)
+		if spec.Decode == nil {
+			continue
+		}
+		own := name == p.Type
+		if v := spec.Decode(&Section{o}, p, own); own {
+			p.Settings = v
+		}
+	}
 }
 
 // fileKeys decodes the keys of the file sink; it returns the line of path.
@@ -380,10 +388,11 @@ func (d *decoder) fileMode(o *obj, key string, dst *uint32) {
 	}
 }
 
-// webhookKeys decodes the keys of the webhook sink; it returns the line of url.
-func (d *decoder) webhookKeys(o *obj, p *Processor) int {
+// webhookKeys decodes the keys of the webhook sink, and url (also the nats
+// sink's, which checks it itself: ownURL).
+func (d *decoder) webhookKeys(o *obj, p *Processor, ownURL bool) {
 	line, ok := o.nonEmpty("url", &p.URL)
-	if ok && p.Type != TypeNats { // nats checks its own (config/nats.go)
+	if ok && !ownURL {
 		if err := checkURL(p.URL); err != "" {
 			// Masked before clipped: a clip can cut the URL before its '@'.
 			d.errorf(line, "%s: %q %s", o.at("url"), clip(redact.RawURL(p.URL)), err)
@@ -395,7 +404,6 @@ func (d *decoder) webhookKeys(o *obj, p *Processor) int {
 	p.Headers = d.headers(o.sub("headers", nil))
 	o.boolean("raw", &p.Raw)
 	d.clientTLS(o, &p.TLS)
-	return line
 }
 
 // has reports whether key is present with a non-null value.

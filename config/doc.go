@@ -87,13 +87,39 @@
 //   - webhook headers must be valid HTTP header names, values without CR, LF
 //     or NUL, not repeated ignoring case, and not Idempotency-Key, which the
 //     sink sets per batch (DESIGN §6).
-//   - nats (config/nats.go): url one or more comma-separated nats://, tls://,
-//     ws:// or wss:// URLs; stream a JetStream name; subject a publish subject
-//     over {instance} {feed} {path} {epoch}, holding {instance} with
-//     exactlyOnce; credsFile or token, not both; tls certFile with keyFile;
-//     two nats processors of one feed on one stream are an error.
 //   - YAML anchors, aliases and merge keys (<<) work; explicit keys win over
 //     merged ones. A trailing empty document ("---" at the end) is ignored.
 //   - match on a count processor may hold a named group "key"; nothing else
 //     about a pattern is checked beyond compiling.
+//
+// # Sink types and common keys
+//
+// Config holds no list of sink types. Each package under sink/ registers
+// its type (RegisterSink, through sink.Register): its name, the keys only
+// it reads, a Decode over the exported Section API (the same typed
+// accessors, FILE:LINE errors and ${VAR} expansion as the rest of the
+// file) that returns the type's own settings, kept in Processor.Settings,
+// and an optional Check across entries. kafka, nats and postgres keep
+// their keys, settings and checks in sink/<type>/config.go; a new sink
+// type is a new package and touches nothing here. A type is known to a
+// program that imports its package: the tailfeed binary imports every one
+// (internal/daemon/sinks.go), for run and validate alike. The unknown-type
+// error lists the registered names, sorted.
+//
+// Common keys, decoded here for every processor into Processor's fields:
+// name, feed, type, match, exclude, onFailure, retry, exactlyOnce, format,
+// tls, url, timeoutMillis, batchMaxLines, batchMaxBytes, and the keys of
+// the sinks built into the daemon's first version: path, fsync,
+// fsyncIntervalMillis, mode (file), ackTimeoutMillis, maxInFlight (pull),
+// headers, raw (webhook). Decision: these stay common because most are
+// read by several types (url: webhook and nats; timeoutMillis: webhook,
+// kafka, nats, postgres; exactlyOnce: file, count, kafka, nats;
+// fsyncIntervalMillis: file and count; tls: webhook, kafka, nats), path
+// enters checks across entries (a file sink may not write a feed's input,
+// tailfeed's state or another's output: SinkSpec.Output), and a key of
+// another type is decoded into its field on any entry (an entry changes
+// type by editing one line). What a type requires of its own entries is
+// its own Decode's: file needs path, webhook url, nats url (its own form:
+// SinkSpec.OwnURL), stream and subject, kafka brokers and topic, postgres
+// dsn and table; format applies to the types with SinkSpec.Formats.
 package config

@@ -1,8 +1,10 @@
-package config
+package config_test
 
 import (
 	"strings"
 	"testing"
+
+	"tailfeed/config"
 )
 
 // TestEnvUnsetInBlockScalarAtItsLine: an unset variable inside a literal
@@ -11,7 +13,7 @@ import (
 // value's first line.
 func TestEnvUnsetInBlockScalarAtItsLine(t *testing.T) {
 	for _, c := range []struct{ style, want string }{{"|-", "c.yaml:8:"}, {">-", "c.yaml:6:"}} {
-		_, err := Parse([]byte(lines(
+		_, err := config.Parse([]byte(lines(
 			"feeds: [{name: app, path: /var/log/app.log}]",
 			"processors:",
 			"  - name: d",

@@ -1,8 +1,10 @@
-package config
+package config_test
 
 import (
 	"strings"
 	"testing"
+
+	"tailfeed/config"
 )
 
 // TestEnvExpansion: ${VAR} and ${VAR:-default} in scalar values, typed by
@@ -63,7 +65,7 @@ func TestEnvExpansion(t *testing.T) {
 // TestEnvKeysNotExpanded: a key is never expanded.
 func TestEnvKeysNotExpanded(t *testing.T) {
 	t.Setenv("TF_KEY", "dataDir")
-	_, err := Parse([]byte(lines(
+	_, err := config.Parse([]byte(lines(
 		`"${TF_KEY}": /var/x`,
 		"feeds: [{name: app, path: /a.log}]",
 		"processors: [{name: d, feed: app, type: discard}]",
@@ -77,7 +79,7 @@ func TestEnvKeysNotExpanded(t *testing.T) {
 // always is, so an integer key refuses it at its line.
 func TestEnvQuotedStaysString(t *testing.T) {
 	t.Setenv("TF_QC", "2048")
-	_, err := Parse([]byte(lines(
+	_, err := config.Parse([]byte(lines(
 		"feeds:",
 		"  - name: app",
 		"    path: /a.log",
@@ -100,7 +102,7 @@ func TestEnvErrors(t *testing.T) {
 		{"/a/${}", "c.yaml:3: ${}: not an environment reference"},
 		{"/a/${X:-${Y}}", "c.yaml:3: ${X:-${Y}: a default cannot hold another reference"},
 	} {
-		_, err := Parse([]byte(lines(
+		_, err := config.Parse([]byte(lines(
 			"feeds:",
 			"  - name: app",
 			"    path: "+tc.val,
@@ -114,7 +116,7 @@ func TestEnvErrors(t *testing.T) {
 
 func TestHasReference(t *testing.T) {
 	for s, want := range map[string]bool{"${A}": true, "x${A:-b}": true, "$${A}": false, "$A": false, "a$": false, "$$${A}": false, "$${A}${B}": true} {
-		if got := HasReference(s); got != want {
+		if got := config.HasReference(s); got != want {
 			t.Errorf("HasReference(%q) = %v", s, got)
 		}
 	}
@@ -123,7 +125,7 @@ func TestHasReference(t *testing.T) {
 // TestEnvUnsetOnlyError: an unset variable is the one error at its line,
 // not also a type error about the unexpanded text, nor a "missing" key.
 func TestEnvUnsetOnlyError(t *testing.T) {
-	_, err := Parse([]byte(lines(
+	_, err := config.Parse([]byte(lines(
 		"feeds:",
 		"  - name: app",
 		"    path: ${TF_SURELY_UNSET_P}",

@@ -1,4 +1,4 @@
-package config
+package config_test
 
 import (
 	"errors"
@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"tailfeed/config"
 )
 
 // lines joins its arguments into a YAML document; line N is argument N-1.
@@ -47,13 +49,13 @@ func procDoc(extra ...string) string {
 }
 
 // mustFail parses src and returns its errors, failing the test when it parses.
-func mustFail(t *testing.T, src string) Errors {
+func mustFail(t *testing.T, src string) config.Errors {
 	t.Helper()
-	cfg, err := Parse([]byte(src), "/etc/tailfeed/t.yaml")
+	cfg, err := config.Parse([]byte(src), "/etc/tailfeed/t.yaml")
 	if err == nil {
 		t.Fatalf("parsed, want an error; config %+v", cfg)
 	}
-	var errs *Errors
+	var errs *config.Errors
 	if !errors.As(err, &errs) || len(*errs) == 0 {
 		t.Fatalf("error %T %q is not a non-empty *Errors", err, err)
 	}
@@ -110,7 +112,7 @@ func TestParseRejects(t *testing.T) {
 		{"readStrategy case", feedDoc("    readStrategy: committed"), 4, `(did you mean "COMMITTED"?)`, false},
 		{"overload policy", feedDoc("    overload: {policy: DROP}"), 4, `feeds[0].overload.policy: unknown value "DROP"`, false},
 		{"subscriber policy", lines("feeds:", "  - name: app", "    path: /a", "    overload:", "      subscribers:", "        p: {policy: SPIN}", "processors:", "  - {name: p, feed: app, type: discard}"), 6, `feeds[0].overload.subscribers.p.policy: unknown value "SPIN"`, false},
-		{"type", lines("feeds:", "  - {name: app, path: /a}", "processors:", "  - name: p", "    feed: app", "    type: kinesis"), 6, `processors[0].type: unknown value "kinesis"; want one of file, pull, webhook, count, discard, stdout, postgres, nats, kafka`, false},
+		{"type", lines("feeds:", "  - {name: app, path: /a}", "processors:", "  - name: p", "    feed: app", "    type: kinesis"), 6, `processors[0].type: unknown value "kinesis"; want one of count, discard, file, kafka, nats, postgres, pull, stdout, webhook`, false}, // the registered types, sorted
 		{"fsync", procDoc("    fsync: sometimes"), 8, `processors[0].fsync: unknown value "sometimes"; want one of always, interval, never`, false},
 		{"onFailure", procDoc("    onFailure: deadletter"), 8, `processors[0].onFailure: unknown value "deadletter"; want one of hold, deadLetter (did you mean "deadLetter"?)`, false},
 		{"log.level", read(lines("log: {level: verbose}", "feeds:", "  - {name: a, path: /a}"), "a"), 1, `log.level: unknown value "verbose"; want one of trace, debug, info, warn, error`, false},
@@ -174,7 +176,7 @@ func TestParseRejects(t *testing.T) {
 		{"feed with empty path", read(lines("feeds:", "  - name: app", `    path: ""`), "app"), 3, "feeds[0].path: must not be empty", false},
 		{"processor without name", lines("feeds:", "  - {name: app, path: /a}", "processors:", "  - feed: app", "    type: pull"), 4, "processors[0]: missing name", false},
 		{"processor without feed", lines("feeds:", "  - {name: app, path: /a}", "processors:", "  - name: p", "    type: pull"), 4, "processors[0]: missing feed", false},
-		{"processor without type", lines("feeds:", "  - {name: app, path: /a}", "processors:", "  - name: p", "    feed: app"), 4, "processors[0]: missing type (one of file, pull, webhook, count, discard", false},
+		{"processor without type", lines("feeds:", "  - {name: app, path: /a}", "processors:", "  - name: p", "    feed: app"), 4, "processors[0]: missing type (one of count, discard, file, kafka, nats, postgres, pull, stdout, webhook)", false},
 		{"file without path", lines("feeds:", "  - {name: app, path: /a}", "processors:", "  - name: p", "    feed: app", "    type: file"), 4, "processors[0]: a file processor needs path", false},
 		{"webhook without url", lines("feeds:", "  - {name: app, path: /a}", "processors:", "  - name: p", "    feed: app", "    type: webhook"), 4, "processors[0]: a webhook processor needs url", false},
 		{"webhook url not http", procDoc("    url: ftp://host/x"), 8, `processors[0].url: "ftp://host/x" must be an http:// or https:// URL`, false},
@@ -258,7 +260,7 @@ func TestParseListsEveryError(t *testing.T) {
 		"    match: '(['", // 23
 		"    retry: {initialMillis: 1000, maxMillis: 16000, jitter: 0.2, attempts: -1}", // 24
 	)
-	_, err := Parse([]byte(src), "cfg/tailfeed.yaml")
+	_, err := config.Parse([]byte(src), "cfg/tailfeed.yaml")
 	want := []string{
 		`cfg/tailfeed.yaml:4: status.protectRead: must be true or false, got string "maybe"`,
 		`cfg/tailfeed.yaml:9: unknown key "queueCapacty" in feeds[0] (did you mean "queueCapacity"?)`,
@@ -279,14 +281,14 @@ func TestParseListsEveryError(t *testing.T) {
 
 func TestLoadMissingFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "nope.yaml")
-	cfg, err := Load(path)
+	cfg, err := config.Load(path)
 	if cfg != nil || err == nil {
 		t.Fatalf("Load = %v, %v", cfg, err)
 	}
 	if want := path + ": cannot read config file: no such file or directory"; err.Error() != want {
 		t.Errorf("error %q, want %q", err, want)
 	}
-	var errs *Errors
+	var errs *config.Errors
 	if !errors.As(err, &errs) || len(*errs) != 1 || (*errs)[0].Line != 0 || (*errs)[0].File != path {
 		t.Errorf("want one *Error without a line, got %#v", err)
 	}
@@ -297,14 +299,14 @@ func TestLoadMissingFile(t *testing.T) {
 
 func TestLoadDirectory(t *testing.T) {
 	dir := t.TempDir()
-	_, err := Load(dir)
+	_, err := config.Load(dir)
 	if err == nil || !strings.HasPrefix(err.Error(), dir+": cannot read config file: ") {
 		t.Errorf("Load(dir) = %v", err)
 	}
 }
 
 func TestParseUnnamed(t *testing.T) {
-	_, err := Parse([]byte("feeds: []\n"), "")
+	_, err := config.Parse([]byte("feeds: []\n"), "")
 	if err == nil || err.Error() != "<config>:1: no feeds: the config must define at least one entry under feeds" {
 		t.Errorf("got %v", err)
 	}
@@ -332,7 +334,7 @@ func TestParseBounds(t *testing.T) {
 		b.WriteString("  - *m\n")
 	}
 	errs := mustFail(t, b.String())
-	if n := len(errs); n != maxErrors+1 || !strings.HasPrefix(errs[n-1].Msg, "too many errors; ") {
+	if n := len(errs); n != config.MaxErrors+1 || !strings.HasPrefix(errs[n-1].Msg, "too many errors; ") {
 		t.Errorf("%d errors, last %v", n, errs[n-1])
 	}
 	for i := 1; i < len(errs); i++ {
@@ -350,7 +352,7 @@ func TestParseBounds(t *testing.T) {
 	for range 1000 {
 		b.WriteString("  - *m\n")
 	}
-	_, err := Parse([]byte(b.String()), "/t.yaml")
+	_, err := config.Parse([]byte(b.String()), "/t.yaml")
 	if err == nil || !strings.Contains(err.Error(), "too large once its aliases are expanded") {
 		t.Errorf("want the expansion bound, got %.300v", err)
 	}

@@ -1,9 +1,12 @@
-package config
+package config_test
 
 import (
 	"errors"
 	"path/filepath"
+	"slices"
 	"testing"
+
+	"tailfeed/config"
 )
 
 // FuzzParse feeds arbitrary bytes to Parse: it must never panic, and must
@@ -11,12 +14,12 @@ import (
 // *Errors whose every entry names the file, sorted by line.
 func FuzzParse(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
-		cfg, err := Parse(data, "/fuzz/tailfeed.yaml")
+		cfg, err := config.Parse(data, "/fuzz/tailfeed.yaml")
 		if err != nil {
 			if cfg != nil {
 				t.Fatal("a config along with an error")
 			}
-			var errs *Errors
+			var errs *config.Errors
 			if !errors.As(err, &errs) || len(*errs) == 0 {
 				t.Fatalf("error %T %q is not a non-empty *Errors", err, err)
 			}
@@ -35,17 +38,17 @@ func FuzzParse(f *testing.F) {
 }
 
 // checkInvariants asserts what every successfully parsed config guarantees.
-func checkInvariants(t *testing.T, cfg *Config) {
+func checkInvariants(t *testing.T, cfg *config.Config) {
 	t.Helper()
 	if !filepath.IsAbs(cfg.DataDir) || len(cfg.Feeds) == 0 {
 		t.Fatalf("DataDir %q, %d feeds", cfg.DataDir, len(cfg.Feeds))
 	}
-	feeds := map[string]*Feed{}
+	feeds := map[string]*config.Feed{}
 	for _, f := range cfg.Feeds {
-		if !validName.MatchString(f.Name) || feeds[f.Name] != nil || !filepath.IsAbs(f.Path) {
+		if !config.ValidName.MatchString(f.Name) || feeds[f.Name] != nil || !filepath.IsAbs(f.Path) {
 			t.Fatalf("bad feed %+v", f)
 		}
-		if !contains(strategies, f.ReadStrategy) || !contains(policies, f.Overload.Policy) ||
+		if !slices.Contains(config.Strategies, f.ReadStrategy) || !slices.Contains(config.Policies, f.Overload.Policy) ||
 			f.MaxLineBytes <= 0 || f.QueueCapacity <= 0 || f.QueueBytes <= 0 || f.MaxPendingAcks <= 0 ||
 			f.PollIntervalMillis <= 0 || f.RotateWaitMillis < 0 || f.CommitSyncMillis <= 0 ||
 			f.Overload.SpinBoundMillis <= 0 || f.Overload.BlockDeadlineMillis <= 0 {
@@ -56,18 +59,18 @@ func checkInvariants(t *testing.T, cfg *Config) {
 	procs := map[string]bool{}
 	for _, p := range cfg.Processors {
 		f := feeds[p.Feed]
-		if !validName.MatchString(p.Name) || procs[p.Name] || f == nil || !contains(types, p.Type) {
+		if !config.ValidName.MatchString(p.Name) || procs[p.Name] || f == nil || !slices.Contains(config.SinkTypes(), p.Type) {
 			t.Fatalf("bad processor %+v", p)
 		}
 		procs[p.Name] = true
-		if p.Type == TypeFile && !filepath.IsAbs(p.Path) || p.Type == TypeWebhook && checkURL(p.URL) != "" {
+		if p.Type == "file" && !filepath.IsAbs(p.Path) || p.Type == "webhook" && config.CheckURL(p.URL) != "" {
 			t.Fatalf("bad processor %+v", p)
 		}
 		r := p.Retry
 		if r.InitialMillis <= 0 || r.MaxMillis < r.InitialMillis || !(r.Jitter >= 0 && r.Jitter <= 1) || r.Attempts <= 0 {
 			t.Fatalf("bad retry %+v", r)
 		}
-		if pol := p.Policy(f); !contains(policies, pol.Policy) || pol.SpinBoundMillis <= 0 || pol.BlockDeadlineMillis <= 0 {
+		if pol := p.Policy(f); !slices.Contains(config.Policies, pol.Policy) || pol.SpinBoundMillis <= 0 || pol.BlockDeadlineMillis <= 0 {
 			t.Fatalf("bad policy %+v", pol)
 		}
 	}

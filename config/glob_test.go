@@ -1,8 +1,10 @@
-package config
+package config_test
 
 import (
 	"strings"
 	"testing"
+
+	"tailfeed/config"
 )
 
 func TestGlobKeys(t *testing.T) {
@@ -34,7 +36,7 @@ func TestGlobErrors(t *testing.T) {
 		{"    path: /a/*.log\n    maxOpenFiles: 1\n", "tailfeed.yaml:4: feeds[0].maxOpenFiles"},
 	} {
 		src := "feeds:\n  - name: app\n" + c.yaml + "processors:\n  - {name: p, feed: app, type: file, path: /out/p.log}\n"
-		_, err := Parse([]byte(src), "/etc/tailfeed/tailfeed.yaml")
+		_, err := config.Parse([]byte(src), "/etc/tailfeed/tailfeed.yaml")
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%q: error %v, want %q", c.yaml, err, c.want)
 		}

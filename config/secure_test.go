@@ -1,8 +1,10 @@
-package config
+package config_test
 
 import (
 	"strings"
 	"testing"
+
+	"tailfeed/config"
 )
 
 // A config error quoting a bad webhook URL masks its userinfo (DESIGN §11:
@@ -46,7 +48,7 @@ func TestFileSinkMode(t *testing.T) {
 		)
 	}
 	for text, want := range map[string]uint32{`"0640"`: 0o640, "0640": 0o640, "600": 0o600, "0o644": 0o644, `'0660'`: 0o660, "0777": 0o777} {
-		cfg, err := Parse([]byte(doc(text)), "/etc/tailfeed/t.yaml")
+		cfg, err := config.Parse([]byte(doc(text)), "/etc/tailfeed/t.yaml")
 		if err != nil {
 			t.Errorf("mode: %s: %v", text, err)
 			continue
@@ -74,7 +76,7 @@ func TestFileSinkMode(t *testing.T) {
 
 func TestMaxConnections(t *testing.T) {
 	base := lines("feeds:", "  - {name: a, path: /a}", "processors:", "  - {name: p, feed: a, type: discard}")
-	cfg, err := Parse([]byte("status: {maxConnections: 8}\n"+base), "t.yaml")
+	cfg, err := config.Parse([]byte("status: {maxConnections: 8}\n"+base), "t.yaml")
 	if err != nil || cfg.Status.MaxConnections != 8 {
 		t.Fatalf("maxConnections: 8 → %+v, %v", cfg, err)
 	}

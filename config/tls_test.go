@@ -1,8 +1,10 @@
-package config
+package config_test
 
 import (
 	"strings"
 	"testing"
+
+	"tailfeed/config"
 )
 
 // status.tls and a processor's tls: paths relative to the config file,
@@ -24,15 +26,15 @@ func TestTLSKeys(t *testing.T) {
 			"    tls: "+procTLS,
 		)
 	}
-	cfg, err := Parse([]byte(doc("{certFile: s.crt, keyFile: s.key, clientCAFile: ca.crt}",
+	cfg, err := config.Parse([]byte(doc("{certFile: s.crt, keyFile: s.key, clientCAFile: ca.crt}",
 		"{caFile: ca.crt, certFile: c.crt, keyFile: c.key, insecureSkipVerify: true}")), "/etc/tailfeed/t.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := cfg.Status.TLS; got != (ServerTLS{CertFile: "/etc/tailfeed/s.crt", KeyFile: "/etc/tailfeed/s.key", ClientCAFile: "/etc/tailfeed/ca.crt", Line: 2}) {
+	if got := cfg.Status.TLS; got != (config.ServerTLS{CertFile: "/etc/tailfeed/s.crt", KeyFile: "/etc/tailfeed/s.key", ClientCAFile: "/etc/tailfeed/ca.crt", Line: 2}) {
 		t.Errorf("status.tls = %+v", got)
 	}
-	if got := cfg.Processors[0].TLS; got != (ClientTLS{CAFile: "/etc/tailfeed/ca.crt", CertFile: "/etc/tailfeed/c.crt", KeyFile: "/etc/tailfeed/c.key", InsecureSkipVerify: true, Line: 11}) {
+	if got := cfg.Processors[0].TLS; got != (config.ClientTLS{CAFile: "/etc/tailfeed/ca.crt", CertFile: "/etc/tailfeed/c.crt", KeyFile: "/etc/tailfeed/c.key", InsecureSkipVerify: true, Line: 11}) {
 		t.Errorf("processors[0].tls = %+v", got)
 	}
 	for _, c := range []struct{ status, proc, want string }{
@@ -44,7 +46,7 @@ func TestTLSKeys(t *testing.T) {
 		{"{certFile: s.crt, keyFile: s.key}", "{clientCAFile: x}", `t.yaml:11: unknown key "clientCAFile" in processors[0].tls`},
 		{`{certFile: "", keyFile: s.key}`, "{}", "t.yaml:2: status.tls.certFile: must not be empty"},
 	} {
-		_, err := Parse([]byte(doc(c.status, c.proc)), "/etc/tailfeed/t.yaml")
+		_, err := config.Parse([]byte(doc(c.status, c.proc)), "/etc/tailfeed/t.yaml")
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("status.tls %s, tls %s: %v; want %q", c.status, c.proc, err, c.want)
 		}

@@ -25,7 +25,11 @@ func (d *decoder) validate(cfg *Config, m *meta) {
 	}
 	d.unread(cfg, feeds)
 	d.outputPaths(cfg, m)
-	d.natsStreams(cfg)
+	for _, name := range SinkTypes() {
+		if spec, _ := sinkSpec(name); spec.Check != nil {
+			spec.Check(cfg, d.errorf)
+		}
+	}
 }
 
 // unread reports a feed that no processor reads (DESIGN §12 "Validation"):
@@ -131,7 +135,7 @@ func (d *decoder) outputPaths(cfg *Config, m *meta) {
 	}
 	outputs := map[string]int{}
 	for i, p := range cfg.Processors {
-		if p.Type != TypeFile || p.Path == "" {
+		if p.OutputPath() == "" {
 			continue
 		}
 		line := m.procs[i].pathLine
@@ -143,8 +147,8 @@ func (d *decoder) outputPaths(cfg *Config, m *meta) {
 				i, p.Path, feed)
 		}
 		if j, dup := outputs[p.Path]; dup {
-			d.errorf(line, "processors[%d].path: %s is already written by file processor %s (line %d); two file sinks cannot share a path",
-				i, p.Path, describeProc(cfg.Processors[j], j), m.procs[j].pathLine)
+			d.errorf(line, "processors[%d].path: %s is already written by %s processor %s (line %d); two file sinks cannot share a path",
+				i, p.Path, cfg.Processors[j].Type, describeProc(cfg.Processors[j], j), m.procs[j].pathLine)
 			continue
 		}
 		outputs[p.Path] = i

@@ -3,7 +3,6 @@ package processor
 import (
 	"context"
 	"errors"
-	"fmt"
 	"regexp"
 	"slices"
 	"time"
@@ -115,16 +114,10 @@ func (g *Group) Fence(err error) { g.fence(err) }
 func (g *Group) Unfence() { g.unfence() }
 
 // HoldFence implements Host.
-func (g *Group) HoldFence(err error) {
-	reason := fmt.Sprintf("subscriber %s failing: %v", g.cfg.Name, err)
-	if s, r := g.q.State(); s != feed.Fenced || r != reason {
-		g.log.Warn("subscriber failing; holding the pointer", "error", err)
-	}
-	g.setFence(&g.st.hold, reason)
-}
+func (g *Group) HoldFence(err error) { g.hold(err) }
 
 // LiftHold implements Host.
-func (g *Group) LiftHold() { g.setFence(&g.st.hold, "") }
+func (g *Group) LiftHold() { g.change(stateChange{owner: holdFence}) }
 
 // ReleaseHeld implements Host.
 func (g *Group) ReleaseHeld(n uint64) { g.released(n) }

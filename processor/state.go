@@ -10,9 +10,25 @@ import (
 
 // The subscriber's state (LIVE → FENCED → DEAD → released) is kept here,
 // in one place: a fence per owner, and the queue's state (what feed.status
-// shows) computed from them. Nothing else writes the queue's state or its
-// released counter: sinks ask through Host (Fence, Unfence, HoldFence,
-// LiftHold), a release is a message to the group goroutine (release.go).
+// shows) computed from them.
+//
+// One writer. Every write of the fences, of the queue's state
+// (Queue.SetState) and of its released counter (Queue.AddReleased) is made
+// by one function, Group.change, under g.st.mu; every other way in
+// (fence, unfence, die, released, purged, Host.HoldFence, Host.LiftHold,
+// Host.ReleaseHeld) only describes the change it wants (a stateChange).
+// TestStateHasOneWriter checks this on the package's source, and
+// TestStateChangesFromEveryGoroutine races every caller under -race.
+//
+// The changes come from more than one goroutine, and that is on purpose:
+// a sink's hold (pull: a line out of attempts) is set from the sink's
+// timer goroutine while the group goroutine may be blocked inside the
+// sink's ProcessBatch (pull waits there while maxInFlight lines are out,
+// which is when a line runs out of attempts): a hold posted to the group
+// goroutine would not show FENCED until a client acknowledged something.
+// So the one writer is a function under a mutex, not a goroutine; a
+// release, which needs the group's run state, is still a message to the
+// group goroutine (release.go).
 //
 // Owners:
 //   - retry: the group's own retries (a failing Process, ProcessBatch or
@@ -35,63 +51,89 @@ type subState struct {
 	retrySet atomic.Bool // retry != "": the group's per-batch unfence skips the lock without it
 }
 
-// setFence sets (reason != "") or lifts (reason == "") owner's fence and
-// recomputes the queue's state.
-func (g *Group) setFence(owner *string, reason string) {
+// fenceOwner names one of subState's fences.
+type fenceOwner int
+
+const (
+	noFence fenceOwner = iota
+	retryFence
+	holdFence
+	deadFence
+)
+
+// stateChange is one change of the subscriber's state, applied by change.
+type stateChange struct {
+	owner   fenceOwner // the fence set (reason != "") or lifted (reason == ""); noFence: a count
+	reason  string
+	release bool // a release: lift every fence and show RELEASED
+	// released counts lines given up on purpose in the queue's released
+	// counter (a release, or dead letters purged); with owner noFence only.
+	released uint64
+}
+
+// change applies c: the only writer of the fences, the queue's state and
+// its released counter (see above).
+func (g *Group) change(c stateChange) {
 	s := &g.st
 	s.mu.Lock()
 	before, br := g.q.State()
-	if reason != "" {
-		s.released = false
+	count := c.owner == noFence // a release or a purge
+	if count {
+		g.q.AddReleased(c.released)
 	}
-	*owner = reason
+	switch {
+	case c.release:
+		s.retry, s.hold, s.dead, s.released = "", "", "", true
+	case c.owner != noFence:
+		if c.reason != "" {
+			s.released = false
+		}
+		*s.fence(c.owner) = c.reason
+	}
 	s.retrySet.Store(s.retry != "")
-	after, ar := g.applyState()
+	after, ar := s.derive()
+	if before != after || br != ar {
+		g.q.SetState(after, ar)
+	}
 	s.mu.Unlock()
-	if before == feed.Fenced && (after == feed.Live || after == feed.Released) {
+	if before == feed.Fenced && !c.release && (after == feed.Live || after == feed.Released) {
 		g.log.Info("subscriber recovered")
 	}
-	if before != after || br != ar {
+	if before != after || br != ar || count {
 		g.cfg.Wake()
 	}
 }
 
-// applyState writes the queue's state from the fences; g.st.mu is held.
-func (g *Group) applyState() (feed.SubState, string) {
-	s := &g.st
-	var st feed.SubState
-	var reason string
+// fence is owner's reason.
+func (s *subState) fence(owner fenceOwner) *string {
+	switch owner {
+	case retryFence:
+		return &s.retry
+	case holdFence:
+		return &s.hold
+	default:
+		return &s.dead
+	}
+}
+
+// derive is the queue's state the fences make; s.mu is held.
+func (s *subState) derive() (feed.SubState, string) {
 	switch {
 	case s.dead != "":
-		st, reason = feed.Dead, s.dead
+		return feed.Dead, s.dead
 	case s.retry != "":
-		st, reason = feed.Fenced, s.retry
+		return feed.Fenced, s.retry
 	case s.hold != "":
-		st, reason = feed.Fenced, s.hold
+		return feed.Fenced, s.hold
 	case s.released:
-		st = feed.Released
-	default:
-		st = feed.Live
+		return feed.Released, ""
 	}
-	if cur, r := g.q.State(); cur != st || r != reason {
-		g.q.SetState(st, reason)
-	}
-	return st, reason
+	return feed.Live, ""
 }
 
 // released counts n lines given up on purpose, lifts every fence (a
-// release lets the subscriber go on) and shows RELEASED. The group is the
-// only writer of the queue's released counter.
-func (g *Group) released(n uint64) {
-	s := &g.st
-	s.mu.Lock()
-	g.q.AddReleased(n)
-	s.retry, s.hold, s.dead, s.released = "", "", "", true
-	s.retrySet.Store(false)
-	g.applyState()
-	s.mu.Unlock()
-	g.cfg.Wake()
-}
+// release lets the subscriber go on) and shows RELEASED.
+func (g *Group) released(n uint64) { g.change(stateChange{release: true, released: n}) }
 
 // fence holds the feed at this subscriber for the group's retries.
 func (g *Group) fence(err error) {
@@ -99,25 +141,29 @@ func (g *Group) fence(err error) {
 	if s, r := g.q.State(); s != feed.Fenced || r != reason {
 		g.log.Warn("subscriber failing; holding the pointer", "error", err)
 	}
-	g.setFence(&g.st.retry, reason)
+	g.change(stateChange{owner: retryFence, reason: reason})
 }
 
 // unfence lifts the retries' fence (once per batch: no lock without one).
 // A fence a sink holds by itself (HoldFence) stays.
 func (g *Group) unfence() {
 	if g.st.retrySet.Load() {
-		g.setFence(&g.st.retry, "")
+		g.change(stateChange{owner: retryFence})
 	}
 }
 
+// hold sets the sink's own fence (Host.HoldFence; Host.LiftHold lifts it).
+func (g *Group) hold(err error) {
+	reason := fmt.Sprintf("subscriber %s failing: %v", g.cfg.Name, err)
+	if s, r := g.q.State(); s != feed.Fenced || r != reason {
+		g.log.Warn("subscriber failing; holding the pointer", "error", err)
+	}
+	g.change(stateChange{owner: holdFence, reason: reason})
+}
+
 // die quarantines the subscriber: DEAD with reason until a release.
-func (g *Group) die(reason string) { g.setFence(&g.st.dead, reason) }
+func (g *Group) die(reason string) { g.change(stateChange{owner: deadFence, reason: reason}) }
 
 // purged counts n dead letters purged from the ledger (DELETE /admin/dlq)
 // as released; the subscriber's state does not change.
-func (g *Group) purged(n uint64) {
-	g.st.mu.Lock()
-	g.q.AddReleased(n)
-	g.st.mu.Unlock()
-	g.cfg.Wake()
-}
+func (g *Group) purged(n uint64) { g.change(stateChange{released: n}) }

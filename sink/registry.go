@@ -1,12 +1,12 @@
 // Package sink is the registry of sink types. Each type lives in its own
-// package under sink/ (file, count, pull, webhook, discard) and registers
-// itself from an init function, the way Prometheus' service discovery
-// mechanisms call discovery.RegisterConfig; internal/daemon imports them
-// for that (internal/daemon/sinks.go) and builds every configured
-// processor through Lookup. A sink is built on processor.Host, the narrow
-// seam to its group: adding a sink touches neither processor/ nor the
-// daemon's code, only that import list (and, until the config's build
-// step takes its decoders from here, config's list of types and keys).
+// package under sink/ and registers itself from an init function, the way
+// Prometheus' service discovery mechanisms call discovery.RegisterConfig:
+// its config keys and decoder (Type.Config, handed to config.RegisterSink)
+// and its constructor. internal/daemon imports every sink package for that
+// (internal/daemon/sinks.go) and builds every configured processor through
+// Lookup. A sink is built on processor.Host, the narrow seam to its group:
+// adding a sink is one package and one import line there, and touches
+// neither processor/ nor config/ nor the daemon's code.
 package sink
 
 import (
@@ -45,6 +45,17 @@ type Type struct {
 	// OwnMatch: the sink applies `match` itself (count: its named group
 	// `key`); the group filters only by `exclude`.
 	OwnMatch bool
+	// Config is what the config knows of the type: its own keys, their
+	// decoder and checks (registered with config.RegisterSink).
+	Config config.SinkSpec
+	// Describe, optional, is what a processor of this type writes to or
+	// serves, as log key-values for the start-up log (never a secret).
+	Describe func(pc *config.Processor) []any
+	// Target, optional, names where a processor's durable state lives
+	// (file path, webhook url, postgres dsn and table): a reload that
+	// changes it starts the processor afresh. Nil: only a change of type
+	// is a new target.
+	Target func(pc *config.Processor) string
 }
 
 var (
@@ -63,6 +74,7 @@ func Register(name string, t Type) {
 	if t.New == nil {
 		panic(fmt.Sprintf("sink: type %q has no constructor", name))
 	}
+	config.RegisterSink(name, t.Config)
 	types[name] = t
 }
 

@@ -292,8 +292,8 @@ func (d *Daemon) buildFeed(fc *config.Feed) (*Feed, error) {
 func (d *Daemon) ownOutputs() []string {
 	out := []string{d.cfg.DataDir}
 	for _, pc := range d.cfg.Processors {
-		if pc.Type == config.TypeFile && pc.Path != "" {
-			out = append(out, pc.Path)
+		if p := pc.OutputPath(); p != "" {
+			out = append(out, p)
 		}
 	}
 	return out

@@ -54,6 +54,7 @@ import (
 	"tailfeed/internal/datadir"
 	"tailfeed/internal/fileutil"
 	"tailfeed/processor"
+	"tailfeed/sink"
 	"tailfeed/status"
 )
 
@@ -588,19 +589,15 @@ func findProc(cfg *config.Config, feed, name string) *config.Processor {
 	return nil
 }
 
-// targetChanged: a processor's durable state belongs to its target (file
-// path, webhook url, postgres dsn/table); another type is another target.
+// targetChanged: a processor's durable state belongs to its target (its
+// sink type's Target: file path, webhook url, postgres dsn/table); another
+// type is another target.
 func targetChanged(a, b *config.Processor) bool {
 	if a.Type != b.Type {
 		return true
 	}
-	switch a.Type {
-	case config.TypeFile:
-		return a.Path != b.Path
-	case config.TypeWebhook:
-		return a.URL != b.URL
-	case config.TypePostgres:
-		return a.DSN != b.DSN || a.Table != b.Table
+	if t, ok := sink.Lookup(a.Type); ok && t.Target != nil {
+		return t.Target(a) != t.Target(b)
 	}
 	return false
 }

@@ -2,10 +2,9 @@ package daemon
 
 import (
 	"fmt"
-	"strings"
 
 	"tailfeed/config"
-	"tailfeed/internal/redact"
+	"tailfeed/sink"
 )
 
 // logStart names, at start, each feed's input and where it resumes, and
@@ -36,31 +35,11 @@ func (d *Daemon) logStart() {
 }
 
 // target is what a processor writes to or serves, as log key-values
-// (secrets redacted: a URL's password, never a header).
+// (its sink type's Describe: secrets redacted, a URL's password, never a
+// header).
 func target(pc *config.Processor) []any {
-	format := pc.Format
-	if format == "" {
-		format = config.FormatRaw
-	}
-	switch pc.Type {
-	case config.TypeFile:
-		return []any{"target", pc.Path, "format", format, "fsync", pc.Fsync, "exactlyOnce", pc.ExactlyOnce}
-	case config.TypeStdout:
-		return []any{"target", "standard output", "format", format}
-	case config.TypeWebhook:
-		return []any{"target", redact.RawURL(pc.URL)}
-	case config.TypePull:
-		return []any{"target", "pulled by clients: GET /v1/pull/" + pc.Name}
-	case config.TypeCount:
-		return []any{"target", "counts, at GET /v1/state/" + pc.Name, "exactlyOnce", pc.ExactlyOnce}
-	case config.TypeDiscard:
-		return []any{"target", "discarded"}
-	case config.TypeKafka:
-		return []any{"target", "kafka topic " + pc.Kafka.Topic + " at " + strings.Join(pc.Kafka.Brokers, ","), "exactlyOnce", pc.ExactlyOnce}
-	case config.TypeNats:
-		return []any{"target", "nats stream " + pc.Nats.Stream + " subject " + pc.Nats.Subject + " at " + redact.URLList(pc.URL), "exactlyOnce", pc.ExactlyOnce}
-	case config.TypePostgres:
-		return []any{"target", "postgres table " + pc.Table} // the DSN holds secrets: never logged
+	if t, ok := sink.Lookup(pc.Type); ok && t.Describe != nil {
+		return t.Describe(pc)
 	}
 	return nil
 }

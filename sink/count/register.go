@@ -7,7 +7,9 @@ import (
 )
 
 func init() {
-	sink.Register("count", sink.Type{New: open, OwnMatch: true})
+	sink.Register("count", sink.Type{New: open, OwnMatch: true, Describe: func(pc *config.Processor) []any {
+		return []any{"target", "counts, at GET /v1/state/" + pc.Name, "exactlyOnce", pc.ExactlyOnce}
+	}})
 }
 
 // open builds a count processor; its state is dataDir/state/<processor>.json,

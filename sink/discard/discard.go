@@ -6,12 +6,14 @@ package discard
 import (
 	"context"
 
+	"tailfeed/config"
 	"tailfeed/feed"
 	"tailfeed/sink"
 )
 
 func init() {
-	sink.Register("discard", sink.Type{New: func(sink.Env) (any, error) { return Discard{}, nil }})
+	sink.Register("discard", sink.Type{New: func(sink.Env) (any, error) { return Discard{}, nil },
+		Describe: func(*config.Processor) []any { return []any{"target", "discarded"} }})
 }
 
 // Discard finishes every line without doing anything with it.

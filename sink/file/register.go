@@ -1,6 +1,7 @@
 package file
 
 import (
+	"cmp"
 	"os"
 
 	"tailfeed/config"
@@ -9,7 +10,22 @@ import (
 )
 
 func init() {
-	sink.Register("file", sink.Type{New: open})
+	sink.Register("file", sink.Type{New: open,
+		// Every key of the file sink is common (path, exactlyOnce, fsync,
+		// fsyncIntervalMillis, mode, format: see config's package doc).
+		Config: config.SinkSpec{Decode: decode, Formats: true, Output: true},
+		Describe: func(pc *config.Processor) []any {
+			return []any{"target", pc.Path, "format", cmp.Or(pc.Format, config.FormatRaw), "fsync", pc.Fsync, "exactlyOnce", pc.ExactlyOnce}
+		},
+		Target: func(pc *config.Processor) string { return pc.Path }})
+}
+
+// decode checks what a file processor needs: path.
+func decode(s *config.Section, p *config.Processor, own bool) any {
+	if own && s.KeyLine("path") == 0 {
+		s.Errorf(p.Line, "%s: a file processor needs path (the output file)", s.Path())
+	}
+	return nil
 }
 
 // open builds a file sink; with exactlyOnce its side record is

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl"
@@ -18,13 +19,17 @@ import (
 )
 
 func init() {
-	sink.Register(config.TypeKafka, sink.Type{New: open})
+	sink.Register(Type, sink.Type{New: open, Config: config.SinkSpec{Keys: keys, Decode: decode},
+		Describe: func(pc *config.Processor) []any {
+			k := settings(pc)
+			return []any{"target", "kafka topic " + k.Topic + " at " + strings.Join(k.Brokers, ","), "exactlyOnce", pc.ExactlyOnce}
+		}})
 }
 
 // open builds a kafka sink from its processor entry.
 func open(env sink.Env) (any, error) {
 	pc := env.Config
-	k := pc.Kafka
+	k := settings(pc)
 	opts, err := ConnOpts(k, env.Logger)
 	if err != nil {
 		return nil, fmt.Errorf("kafka processor %s: %w", pc.Name, err)
@@ -54,7 +59,7 @@ type warner interface {
 // ConnOpts are the connection options of a kafka entry: seed brokers, TLS
 // and SASL. It warns (on log, when not nil) about insecureSkipVerify and a
 // literal SASL password.
-func ConnOpts(k config.Kafka, log warner) ([]kgo.Opt, error) {
+func ConnOpts(k *Settings, log warner) ([]kgo.Opt, error) {
 	opts := []kgo.Opt{kgo.SeedBrokers(k.Brokers...)}
 	if t := k.TLS; t != nil {
 		tc, err := TLSConfig(t.CAFile, t.CertFile, t.KeyFile, t.InsecureSkipVerify)

@@ -19,7 +19,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kfake"
 
-	"tailfeed/config"
 	"tailfeed/feed"
 	"tailfeed/internal/grouptest"
 	"tailfeed/processor"
@@ -71,7 +70,7 @@ func TestKafkaTLS(t *testing.T) {
 		ok       bool
 	}{{"trusted", good.caFile, true}, {"untrusted", other.caFile, false}} {
 		t.Run(tc.name, func(t *testing.T) {
-			opts, err := ConnOpts(config.Kafka{Brokers: c.ListenAddrs(), TLS: &config.KafkaTLS{CAFile: tc.ca}}, nil)
+			opts, err := ConnOpts(&Settings{Brokers: c.ListenAddrs(), TLS: &TLS{CAFile: tc.ca}}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -112,8 +111,8 @@ func TestKafkaSASL(t *testing.T) {
 		{"wrong", "SCRAM-SHA-512", "tf", "wrong-horse-battery", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			opts, err := ConnOpts(config.Kafka{Brokers: c.ListenAddrs(),
-				SASL: &config.KafkaSASL{Mechanism: tc.mech, Username: tc.user, Password: tc.pass}}, nil)
+			opts, err := ConnOpts(&Settings{Brokers: c.ListenAddrs(),
+				SASL: &SASL{Mechanism: tc.mech, Username: tc.user, Password: tc.pass}}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -148,8 +147,8 @@ func (w *warnings) Warn(msg string, args ...any) {
 // WARNs at start naming the key; the password itself is never logged.
 func TestKafkaWarnings(t *testing.T) {
 	var w warnings
-	_, err := ConnOpts(config.Kafka{Brokers: []string{"127.0.0.1:1"}, TLS: &config.KafkaTLS{InsecureSkipVerify: true},
-		SASL: &config.KafkaSASL{Mechanism: "PLAIN", Username: "u", Password: "hunter2-literal", PasswordLine: 9}}, &w)
+	_, err := ConnOpts(&Settings{Brokers: []string{"127.0.0.1:1"}, TLS: &TLS{InsecureSkipVerify: true},
+		SASL: &SASL{Mechanism: "PLAIN", Username: "u", Password: "hunter2-literal", PasswordLine: 9}}, &w)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -51,7 +51,6 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"tailfeed/config"
 	"tailfeed/feed"
 	"tailfeed/internal/redact"
 	"tailfeed/processor"
@@ -80,7 +79,7 @@ type Config struct {
 	CreateStream bool
 	ExactlyOnce  bool
 	Instance     string
-	TLS          *config.NatsTLS
+	TLS          *TLS
 	CredsFile    string
 	Token        string
 	Timeout      time.Duration // per publish ack and per API request
@@ -210,7 +209,7 @@ func (s *Sink) connect() error {
 	return nil
 }
 
-func tlsConfig(t *config.NatsTLS) (*tls.Config, error) {
+func tlsConfig(t *TLS) (*tls.Config, error) {
 	tc := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: t.InsecureSkipVerify}
 	if t.CAFile != "" {
 		pem, err := os.ReadFile(t.CAFile)

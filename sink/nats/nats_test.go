@@ -13,7 +13,6 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"tailfeed/config"
 	"tailfeed/feed"
 	"tailfeed/internal/grouptest"
 	"tailfeed/internal/natstest"
@@ -294,15 +293,15 @@ func TestTLSAndToken(t *testing.T) {
 	srv := natstest.Start(t, natstest.Options{TLS: true, Token: "s3cret-token"})
 	cases := []struct {
 		name string
-		tls  *config.NatsTLS
+		tls  *TLS
 		tok  string
 		ok   bool
 		why  string
 	}{
-		{"ca", &config.NatsTLS{CAFile: srv.CAFile}, "s3cret-token", true, ""},
-		{"insecure", &config.NatsTLS{InsecureSkipVerify: true}, "s3cret-token", true, ""},
-		{"no-ca", &config.NatsTLS{}, "s3cret-token", false, "certificate"},
-		{"bad-token", &config.NatsTLS{CAFile: srv.CAFile}, "wrong-token", false, "nats"},
+		{"ca", &TLS{CAFile: srv.CAFile}, "s3cret-token", true, ""},
+		{"insecure", &TLS{InsecureSkipVerify: true}, "s3cret-token", true, ""},
+		{"no-ca", &TLS{}, "s3cret-token", false, "certificate"},
+		{"bad-token", &TLS{CAFile: srv.CAFile}, "wrong-token", false, "nats"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -434,7 +433,7 @@ func TestStartWarnings(t *testing.T) {
 	var buf syncBuffer
 	log := hclog.New(&hclog.LoggerOptions{Output: &buf, Level: hclog.Info})
 	r := newRig(t, processor.GroupConfig{}, Config{URL: srv.URL(), CreateStream: true, Token: "s3cret-token",
-		TLS: &config.NatsTLS{InsecureSkipVerify: true}, Logger: log})
+		TLS: &TLS{InsecureSkipVerify: true}, Logger: log})
 	r.Publish("one")
 	r.WaitAck(1, 10*time.Second)
 	out := buf.String()

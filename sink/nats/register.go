@@ -1,24 +1,34 @@
 package nats
 
-import "tailfeed/sink"
+import (
+	"tailfeed/config"
+	"tailfeed/internal/redact"
+	"tailfeed/sink"
+)
 
 func init() {
-	sink.Register("nats", sink.Type{New: open})
+	sink.Register(Type, sink.Type{New: open,
+		Config: config.SinkSpec{Keys: keys, Decode: decode, Check: checkStreams, OwnURL: true},
+		Describe: func(pc *config.Processor) []any {
+			n := settings(pc)
+			return []any{"target", "nats stream " + n.Stream + " subject " + n.Subject + " at " + redact.URLList(pc.URL), "exactlyOnce", pc.ExactlyOnce}
+		}})
 }
 
 func open(env sink.Env) (any, error) {
 	pc := env.Config
+	n := settings(pc)
 	return Open(Config{
 		Group:        env.Group,
 		URL:          pc.URL,
-		Stream:       pc.Nats.Stream,
-		Subject:      pc.Nats.Subject,
-		CreateStream: pc.Nats.CreateStream,
+		Stream:       n.Stream,
+		Subject:      n.Subject,
+		CreateStream: n.CreateStream,
 		ExactlyOnce:  pc.ExactlyOnce,
 		Instance:     env.Instance,
-		TLS:          pc.Nats.TLS,
-		CredsFile:    pc.Nats.CredsFile,
-		Token:        pc.Nats.Token,
+		TLS:          n.TLS,
+		CredsFile:    n.CredsFile,
+		Token:        n.Token,
 		Timeout:      pc.Built.Timeout,
 		Window:       pc.BatchMaxLines,
 		Logger:       env.Logger,

@@ -59,7 +59,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"tailfeed/config"
 	"tailfeed/feed"
 	"tailfeed/internal/redact"
 	"tailfeed/processor"
@@ -121,7 +120,7 @@ func Open(cfg Config) (*Sink, error) {
 	cc, err := pgx.ParseConfig(cfg.DSN)
 	if err != nil {
 		// pgx's parse errors may quote the DSN: say only what kind it is.
-		return nil, fmt.Errorf("postgres: %s: cannot parse the connection string: %s", cfg.DSNKey, s.mask(config.DSNProblem(err, cfg.DSN)))
+		return nil, fmt.Errorf("postgres: %s: cannot parse the connection string: %s", cfg.DSNKey, s.mask(DSNProblem(err, cfg.DSN)))
 	}
 	if cc.Password != "" {
 		log.Warn("the postgres DSN holds a literal password; prefer a ${ENV} reference or a .pgpass file", "key", cfg.DSNKey)

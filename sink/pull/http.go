@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"time"
 
+	"tailfeed/config"
 	"tailfeed/sink"
 	"tailfeed/status"
 )
@@ -36,7 +37,9 @@ const (
 )
 
 func init() {
-	sink.Register("pull", sink.Type{New: open, Routes: routes})
+	sink.Register("pull", sink.Type{New: open, Routes: routes, Describe: func(pc *config.Processor) []any {
+		return []any{"target", "pulled by clients: GET /v1/pull/" + pc.Name}
+	}})
 }
 
 // open builds a pull subscriber on its group.

@@ -13,6 +13,7 @@
 package stdout
 
 import (
+	"cmp"
 	"context"
 	"io"
 	"os"
@@ -26,6 +27,8 @@ import (
 func init() {
 	sink.Register("stdout", sink.Type{New: func(env sink.Env) (any, error) {
 		return New(os.Stdout, env.Config.Format == config.FormatJSON), nil
+	}, Config: config.SinkSpec{Formats: true}, Describe: func(pc *config.Processor) []any {
+		return []any{"target", "standard output", "format", cmp.Or(pc.Format, config.FormatRaw)}
 	}})
 }
 

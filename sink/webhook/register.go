@@ -13,13 +13,31 @@ import (
 
 	"tailfeed/config"
 	"tailfeed/internal/datadir"
+	"tailfeed/internal/redact"
 	"tailfeed/internal/tlsconfig"
 	"tailfeed/pointer"
 	"tailfeed/sink"
 )
 
 func init() {
-	sink.Register("webhook", sink.Type{New: open})
+	sink.Register("webhook", sink.Type{New: open,
+		// Every key of the webhook sink is common (url, timeoutMillis,
+		// batchMaxLines, batchMaxBytes, headers, raw, tls: see config's
+		// package doc).
+		Config: config.SinkSpec{Decode: decode},
+		Describe: func(pc *config.Processor) []any {
+			return []any{"target", redact.RawURL(pc.URL)}
+		},
+		Target: func(pc *config.Processor) string { return pc.URL }})
+}
+
+// decode checks what a webhook processor needs: url (whose form config
+// checks on every entry of a type without OwnURL).
+func decode(s *config.Section, p *config.Processor, own bool) any {
+	if own && s.KeyLine("url") == 0 {
+		s.Errorf(p.Line, "%s: a webhook processor needs url", s.Path())
+	}
+	return nil
 }
 
 // open builds a webhook sink on its group; its record is

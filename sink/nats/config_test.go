@@ -1,11 +1,26 @@
-package config
+package nats
 
 import (
 	"strings"
 	"testing"
+
+	"tailfeed/config"
+	"tailfeed/internal/testutil"
 )
 
-// The nats keys (DESIGN §11): decoded into Processor.Nats, with FILE:LINE
+var lines = testutil.Lines
+
+// mustParse parses src, failing the test on an error.
+func mustParse(t *testing.T, src, file string) *config.Config {
+	t.Helper()
+	cfg, err := config.Parse([]byte(src), file)
+	if err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	return cfg
+}
+
+// The nats keys (DESIGN §11): decoded into the processor's Settings, with FILE:LINE
 // errors for what cannot work.
 func TestNatsKeys(t *testing.T) {
 	base := lines("feeds:", "  - {name: app, path: /a}", "processors:")
@@ -20,7 +35,7 @@ func TestNatsKeys(t *testing.T) {
 		"    exactlyOnce: true",
 		"    token: tok",
 		"    tls: {caFile: /etc/ca.pem, certFile: c.pem, keyFile: /k.pem, insecureSkipVerify: false}"), "/etc/t/c.yaml")
-	n := cfg.Processors[0].Nats
+	n := cfg.Processors[0].Settings.(*Settings)
 	if n.Stream != "LOGS" || n.Subject != "logs.{instance}.{feed}" || !n.CreateStream || n.Token != "tok" ||
 		n.TLS == nil || n.TLS.CAFile != "/etc/ca.pem" || n.TLS.CertFile != "/etc/t/c.pem" {
 		t.Fatalf("decoded %+v tls %+v", n, n.TLS)
@@ -47,7 +62,7 @@ func TestNatsKeys(t *testing.T) {
 		{proc(ok...) + lines("  - {name: m, feed: app, type: nats, url: 'nats://h:1', stream: LOGS, subject: x}"),
 			"c.yaml:10: processors[1].stream: nats processor \"n\" also publishes feed \"app\" into stream \"LOGS\" (line 8)"},
 	} {
-		_, err := Parse([]byte(c.src), "c.yaml")
+		_, err := config.Parse([]byte(c.src), "c.yaml")
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s\nerr %v\nwant %s", c.src, err, c.want)
 		}

@@ -1,9 +1,24 @@
-package config
+package kafka
 
 import (
 	"strings"
 	"testing"
+
+	"tailfeed/config"
+	"tailfeed/internal/testutil"
 )
+
+var lines = testutil.Lines
+
+// mustParse parses src, failing the test on an error.
+func mustParse(t *testing.T, src, file string) *config.Config {
+	t.Helper()
+	cfg, err := config.Parse([]byte(src), file)
+	if err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	return cfg
+}
 
 // TestKafkaKeys: a kafka processor's keys decode, with their defaults;
 // mistakes are FILE:LINE errors.
@@ -11,7 +26,7 @@ func TestKafkaKeys(t *testing.T) {
 	head := lines("feeds:", "  - {name: app, path: /a}", "processors:", "  - name: k", "    feed: app", "    type: kafka")
 	cfg := mustParse(t, head+lines("    brokers: [10.0.0.1:9092, 'kafka-2:9093']", "    topic: logs", "    exactlyOnce: true",
 		"    createTopics: true", "    tls: {caFile: /etc/ca.pem}", "    sasl: {mechanism: SCRAM-SHA-512, username: u, password: p}"), "c.yaml")
-	k := cfg.Processors[0].Kafka
+	k := cfg.Processors[0].Settings.(*Settings)
 	if strings.Join(k.Brokers, ",") != "10.0.0.1:9092,kafka-2:9093" || k.Topic != "logs" || k.Key != "{instance}:{feed}" ||
 		k.OffsetsTopic != "tailfeed-offsets" || !k.CreateTopics || k.TLS == nil || k.TLS.CAFile != "/etc/ca.pem" ||
 		k.SASL == nil || k.SASL.Mechanism != "SCRAM-SHA-512" || k.SASL.PasswordLine != 12 || !cfg.Processors[0].ExactlyOnce {
@@ -28,7 +43,7 @@ func TestKafkaKeys(t *testing.T) {
 		{lines("    brokers: [a:1]", "    topic: t", "    exactlyOnce: true", "    offsetsTopic: t"), "c.yaml:4: processors[0]: offsetsTopic must differ from topic"},
 		{lines("    brokers: [a:1]", "    topic: t", "    brokerz: 1"), `c.yaml:9: unknown key "brokerz"`},
 	} {
-		_, err := Parse([]byte(head+tc.body), "c.yaml")
+		_, err := config.Parse([]byte(head+tc.body), "c.yaml")
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: err %v, want %q", tc.body, err, tc.want)
 		}
