@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 
 	"tailfeed/feed"
@@ -9,7 +10,9 @@ import (
 
 // Rebuilding the recorded request after a restart (see Webhook, "Key
 // stability"). The record names the request that was being sent when the
-// daemon stopped: (epoch, first, last). The source re-reads from the
+// daemon stopped: (epoch, first, last) — on a glob feed one per epoch
+// (epochs.go), each rebuilt by a carry of its own while the other files'
+// lines go on. The source re-reads from the
 // pointer and the group may cut those lines into other batches than before,
 // so the sink keeps the request's lines as they come (the carry) and sends
 // them under the recorded key once the line ending at `last` arrived.
@@ -23,7 +26,8 @@ import (
 //  1. a line of the epoch past `last` (the lines are in file order);
 //  2. with filters, a batch whose unfiltered lines reach `last` or past it
 //     (the lines of the range it filtered out will not come);
-//  3. a batch of another epoch;
+//  3. a batch of another epoch (a single-file feed only: a glob feed's
+//     files interleave, so there it proves nothing);
 //  4. the source waits for these very lines: at an epoch barrier (it has
 //     published every positioned line of the old epoch), or refused a batch
 //     for a full window when every line before the carry was acknowledged
@@ -31,9 +35,16 @@ import (
 //     every batch published before.
 //
 // Carried lines are not durable (the queue's ack point stays before the
-// first of them; everything before it is reported durable when the carry
-// starts), so waiting loses nothing: a stop or a crash leaves them behind
-// the pointer, and the next run rebuilds the request again.
+// first line of the oldest carry; everything before it is reported durable
+// when that carry starts, and up to the next carry when it is sent), so
+// waiting loses nothing: a stop or a crash leaves them behind the pointer,
+// and the next run rebuilds the request again. On a glob feed the other
+// files' lines sent meanwhile are not durable either: after a crash they
+// are re-delivered and skipped by their epochs' applied positions.
+//
+// (4) looks at the oldest carry (the one the ack point waits for): the
+// window full while every line before it is acknowledged; it is sent, and
+// the next carry, if any, is judged again on a later refusal.
 //
 // Why waiting cannot deadlock. While the carry waits, the rest of the range
 // is either still to be read and published (then it comes), or the source
@@ -53,6 +64,12 @@ import (
 // The group learns of (4) without a batch: FlushDue polls the publisher
 // every CarryPoll while the carry waits (it only looks).
 //
+// On a glob feed the feed's publisher shows no epoch barrier (each path
+// has its own), so a file cut short or replaced between the crash and the
+// restart leaves its carry waiting until a full window (4), a line past
+// the range, or a new line of the file lets it go; the other files go on
+// meanwhile, but the feed is not settled.
+//
 // What it cannot tell: a file cut short between the crash and the restart,
 // at a length between the pointer and `last`, with its first bytes
 // unchanged, looks to the source like the same file read to its end. The
@@ -62,69 +79,102 @@ import (
 // bytes under the old key — positions are what identify lines within an
 // epoch, so nothing can tell them apart.
 
-// startCarry starts rebuilding the recorded request at the line of b that
-// ends at its first position, and reports every line before it durable.
-func (w *Webhook) startCarry(b *feed.Batch) {
-	w.carry = &whChunk{feed: b.Feed, path: b.Path, epoch: b.Epoch, positioned: true}
-	w.carrySeq = 0
-	if seq, before, ok := w.h.LineAt(b.Epoch, w.st.BatchFirst); ok {
-		w.carrySeq = seq
-		w.h.DurableThrough(before) // skipped as applied, filtered, or sent before
+// startCarry starts rebuilding the recorded request pe of b's epoch at the
+// line of b that ends at its first position, and reports every line before
+// the oldest carry durable.
+func (w *Webhook) startCarry(b *feed.Batch, pe *whEntry) *whChunk {
+	c := &whChunk{feed: b.Feed, path: b.Path, epoch: b.Epoch, positioned: true, carried: true, first: pe.First, last: pe.Last}
+	if seq, before, ok := w.h.LineAt(b.Epoch, pe.First); ok {
+		c.seq, c.before = seq, before
+	}
+	w.carries[b.Epoch] = c
+	w.reportCarried()
+	return c
+}
+
+// reportCarried reports durable every line before the oldest carry's
+// first: the rest was skipped as applied, filtered or sent (lines of other
+// epochs are finished as they come; a carry's lines wait for it).
+func (w *Webhook) reportCarried() {
+	if c := w.oldestCarry(); c != nil {
+		w.h.DurableThrough(c.before) // 0 (unknown) reports nothing
 	}
 }
 
-// extend copies lines of the recorded request from b (from line i) into the
-// carry and returns the index of the first line it did not take.
-func (w *Webhook) extend(b *feed.Batch, i int) int {
-	c := w.carry
+// oldestCarry is the carry whose first line came first (nil: none).
+func (w *Webhook) oldestCarry() *whChunk {
+	var old *whChunk
+	for _, c := range w.carries {
+		if old == nil || c.before < old.before || (c.before == old.before && c.seq < old.seq) {
+			old = c
+		}
+	}
+	return old
+}
+
+// sendCarry delivers a carry, complete or given up, and ends it.
+func (w *Webhook) sendCarry(ctx context.Context, c *whChunk) error {
+	if err := w.deliver(ctx, c); err != nil {
+		return err
+	}
+	delete(w.carries, c.epoch)
+	w.reportCarried()
+	return nil
+}
+
+// extend copies lines of c's recorded request from b (from line i) into c
+// and returns the index of the first line it did not take.
+func (w *Webhook) extend(c *whChunk, b *feed.Batch, i int) int {
 	for i < len(b.Lines) && b.Epoch == c.epoch {
 		e := b.Ends[i]
 		switch {
 		case len(c.ends) > 0 && e <= c.ends[len(c.ends)-1]:
 			i++ // carried already
 			continue
-		case e > w.st.BatchLast:
+		case e > c.last:
 			return i
 		}
 		c.lines = append(c.lines, bytes.Clone(b.Lines[i]))
 		c.ends = append(c.ends, e)
 		i++
-		if e == w.st.BatchLast {
+		if e == c.last {
 			break
 		}
 	}
 	return i
 }
 
-func (w *Webhook) carryComplete() bool {
-	c := w.carry
-	return len(c.ends) > 0 && c.ends[len(c.ends)-1] == w.st.BatchLast
+// complete reports whether the carry holds its whole range.
+func (c *whChunk) complete() bool {
+	return len(c.ends) > 0 && c.ends[len(c.ends)-1] == c.last
 }
 
-// rangeCovered reports evidence (2) or (3) after the carry took what b
-// held: b is of another epoch, or the group's batch, filtered lines
-// included, reaches the end of the range as far as this call covers it.
-func (w *Webhook) rangeCovered(b *feed.Batch) bool {
-	if b.Epoch != w.carry.epoch {
+// rangeCovered reports evidence (2) or (3) after c took what b held: b is
+// of another epoch, or the group's batch, filtered lines included, reaches
+// the end of the range as far as this call covers it.
+func (w *Webhook) rangeCovered(c *whChunk, b *feed.Batch) bool {
+	if b.Epoch != c.epoch {
 		return true
 	}
 	end, ok := w.h.CoveredEnd()
-	return ok && end >= w.st.BatchLast
+	return ok && end >= c.last
 }
 
-// starved reports evidence (4): the source publishes nothing more until
-// the carry is acknowledged, and the group holds every batch it published.
+// starved reports evidence (4) for the oldest carry: the source publishes
+// nothing more until it is acknowledged, and the group holds every batch it
+// published.
 func (w *Webhook) starved() bool {
 	p := w.cfg.Publisher
-	if p == nil {
+	c := w.oldestCarry()
+	if p == nil || c == nil {
 		return false
 	}
-	if e := p.Barrier(); e == 0 || e == w.carry.epoch {
+	if e := p.Barrier(); e == 0 || e == c.epoch {
 		// Not at a barrier: a full window waits for the carry only when
 		// every line before it was acknowledged (and the queue holds the
 		// pointer: the window does not wait for a best-effort one).
 		acked, full := p.WindowFullAt()
-		if !full || acked+1 < w.carrySeq || w.h.Queue().BestEffort() {
+		if !full || acked+1 < c.seq || w.h.Queue().BestEffort() {
 			return false
 		}
 	}
@@ -132,24 +182,24 @@ func (w *Webhook) starved() bool {
 }
 
 // partlyLettered reports whether the dead-letter ledger holds the first
-// line of the recorded request: its dead letter began (it is written from
-// the first line on) and the request is never sent again.
-func (w *Webhook) partlyLettered(feedName string) bool {
-	probe := feed.Batch{Feed: feedName, Epoch: w.st.BatchEpoch, Positioned: true, Ends: []int64{w.st.BatchFirst}}
+// line of epoch's recorded request pe: its dead letter began (it is written
+// from the first line on) and the request is never sent again.
+func (w *Webhook) partlyLettered(feedName string, epoch uint64, pe *whEntry) bool {
+	probe := feed.Batch{Feed: feedName, Epoch: epoch, Positioned: true, Ends: []int64{pe.First}}
 	return w.h.InLedger(&probe) != nil
 }
 
 // restOfLettered returns the lines of b from line i through the end of the
-// recorded range, as a request to dead-letter only, and the index of the
+// recorded range pe, as a request to dead-letter only, and the index of the
 // line after them. It may hold part of the rest: the next batch brings the
 // others (the record still names the range, applied through the last line
 // written).
-func (w *Webhook) restOfLettered(b *feed.Batch, i int) (*whChunk, int) {
+func (w *Webhook) restOfLettered(b *feed.Batch, i int, pe *whEntry) (*whChunk, int) {
 	j := i
-	for j < len(b.Lines) && b.Ends[j] <= w.st.BatchLast {
+	for j < len(b.Lines) && b.Ends[j] <= pe.Last {
 		j++
 	}
-	key := fmt.Sprintf("%s:%016x:%d-%d", b.Feed, w.st.BatchEpoch, w.st.BatchFirst, w.st.BatchLast)
+	key := fmt.Sprintf("%s:%016x:%d-%d", b.Feed, b.Epoch, pe.First, pe.Last)
 	lines := 0
 	if l := w.h.Ledger(); l != nil {
 		lines = l.RequestLines(b.Feed, key)
@@ -157,9 +207,8 @@ func (w *Webhook) restOfLettered(b *feed.Batch, i int) (*whChunk, int) {
 	c := &whChunk{feed: b.Feed, path: b.Path, epoch: b.Epoch, positioned: true, noSend: true,
 		lines: b.Lines[i:j], ends: b.Ends[i:j], body: []byte{}, reqKey: key, reqLines: lines,
 		letterAttempts: max(1, w.h.Retry().Attempts), // the request ran out of its attempts
-		letterErr: fmt.Errorf("webhook request %s:%016x:%d-%d ran out of attempts and was dead-lettered in part before a restart; the rest is not sent again",
-			b.Feed, w.st.BatchEpoch, w.st.BatchFirst, w.st.BatchLast)}
+		letterErr:      fmt.Errorf("webhook request %s ran out of attempts and was dead-lettered in part before a restart; the rest is not sent again", key)}
 	w.log.Warn("webhook dead-letters the rest of a request dead-lettered in part before a restart",
-		"first", w.st.BatchFirst, "last", w.st.BatchLast, "lines", j-i)
+		"first", pe.First, "last", pe.Last, "lines", j-i)
 	return c, j
 }

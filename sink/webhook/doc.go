@@ -48,5 +48,13 @@
 // group batch is fully acknowledged by the receiver (or dead-lettered,
 // released, filtered).
 //
-// The record file, dataDir/state/<processor>.rec, is described in record.go.
+// Glob feeds. Files (epochs) interleave, so the record keeps the applied
+// position and the recorded request of each epoch (layout 2, epochs.go),
+// and each recorded request is rebuilt by a carry of its own while the
+// other files' lines go on: exactly-once at a deduping receiver holds per
+// input file. Entries are dropped once their stream's pointer is committed
+// past them, or holds their epoch no more (epochs.go, "Bound").
+//
+// The record file, dataDir/state/<processor>.rec, is described in record.go
+// (layout 1, a single-file feed) and epochs.go (layout 2, a glob feed).
 package webhook

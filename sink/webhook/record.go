@@ -7,7 +7,8 @@ import (
 	"tailfeed/internal/slotrec"
 )
 
-// The webhook's record, dataDir/state/<processor>.rec (version 1, 1,024
+// The webhook's record, dataDir/state/<processor>.rec, of a single-file
+// feed (a glob feed's, per epoch, is layout 2: epochs.go) (version 1, 1,024
 // bytes, little-endian): the batch being sent and the last position the
 // receiver acknowledged. Two 64-byte slots, A at byte 0 and B at byte 512;
 // a store writes the slot that does not hold the newest valid record and

@@ -1,8 +1,13 @@
 package webhook
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -10,6 +15,7 @@ import (
 	"tailfeed/internal/datadir"
 	"tailfeed/internal/redact"
 	"tailfeed/internal/tlsconfig"
+	"tailfeed/pointer"
 	"tailfeed/sink"
 )
 
@@ -35,15 +41,28 @@ func decode(s *config.Section, p *config.Processor, own bool) any {
 }
 
 // open builds a webhook sink on its group; its record is
-// dataDir/state/<processor>.rec. It asks the feed's publisher whether the
-// source waits for a request it rebuilds after a restart.
+// dataDir/state/<processor>.rec, per epoch on a glob feed (whose stream
+// pointers, dataDir/feeds/<feed>/, tell which epochs it may drop). It asks
+// the feed's publisher whether the source waits for a request it rebuilds
+// after a restart.
 func open(env sink.Env) (any, error) {
 	pc := env.Config
 	client, err := Client(pc.TLS, env.Logger)
 	if err != nil {
 		return nil, err
 	}
+	var committed func([]uint64) (map[uint64]int64, error)
+	glob, feedName := false, ""
+	if env.Feed != nil {
+		glob, feedName = config.IsGlob(env.Feed.Path), env.Feed.Name
+	}
+	if glob {
+		committed = CommittedIn(datadir.GlobPointers(env.DataDir, env.Feed.Name))
+	}
 	return OpenWebhook(WebhookConfig{
+		PerEpoch:      glob,
+		Feed:          feedName,
+		Committed:     committed,
 		Client:        client,
 		Group:         env.Group,
 		Publisher:     env.Publisher,
@@ -80,4 +99,47 @@ func Client(t config.ClientTLS, log hclog.Logger) (*http.Client, error) {
 	return &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error {
 		return http.ErrUseLastResponse
 	}}, nil
+}
+
+// CommittedIn reads a glob feed's stream pointers in dir (without their
+// locks: what the source last stored) and returns, for each epoch asked
+// that one of them holds, its offset. A pointer named after the epoch is
+// read first; the directory is scanned for the others (a pointer keeps its
+// first epoch's name). A pointer that cannot be read counts as holding its
+// name's epoch at -1 (nothing dropped on its account); a directory that
+// cannot be read is an error.
+func CommittedIn(dir string) func(epochs []uint64) (map[uint64]int64, error) {
+	return func(epochs []uint64) (map[uint64]int64, error) {
+		out := make(map[uint64]int64, len(epochs))
+		missing := map[uint64]bool{}
+		for _, ep := range epochs {
+			rec, err := pointer.Inspect(filepath.Join(dir, fmt.Sprintf("%016x.ptr", ep)))
+			switch {
+			case err == nil && rec.Epoch == ep:
+				out[ep] = rec.Offset
+			case err != nil && !errors.Is(err, fs.ErrNotExist):
+				out[ep] = -1
+			default:
+				missing[ep] = true
+			}
+		}
+		if len(missing) == 0 {
+			return out, nil
+		}
+		ents, err := os.ReadDir(dir)
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range ents {
+			if !strings.HasSuffix(e.Name(), ".ptr") {
+				continue
+			}
+			rec, err := pointer.Inspect(filepath.Join(dir, e.Name()))
+			if err == nil && missing[rec.Epoch] {
+				out[rec.Epoch] = rec.Offset
+				delete(missing, rec.Epoch)
+			}
+		}
+		return out, nil
+	}
 }

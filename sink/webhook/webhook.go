@@ -43,13 +43,11 @@ type Webhook struct {
 	client *http.Client
 	shown  string   // cfg.URL with its password masked: what errors name
 	hide   []string // secrets an error must not show (the password, header values)
-	rec    *whRecord
-	st     whState // the record in memory (what the next store writes)
+	book   *whBook  // the record (epochs.go)
 
 	// Only accessed from the group goroutine.
-	carry     *whChunk  // lines of the recorded request, waiting for the rest
-	carrySeq  uint64    // the feed sequence of the carry's first line (0: unknown; a full window alone then lets it go)
-	carryLook time.Time // when Flush last looked for a reason to give the carry up
+	carries   map[uint64]*whChunk // per epoch: lines of its recorded request, waiting for the rest (carry.go)
+	carryLook time.Time           // when Flush last looked for a reason to give a carry up
 	buf       bytes.Buffer
 	enc       *json.Encoder
 	obj       whLine
@@ -82,7 +80,20 @@ type WebhookConfig struct {
 	// publisher while the group is idle (default 100 ms). It only looks: the
 	// request is never given up for time alone.
 	CarryPoll time.Duration
-	Logger    hclog.Logger
+	// PerEpoch: the feed is a glob, whose files (epochs) interleave: the
+	// record keeps the applied position and the recorded request of every
+	// epoch (layout 2, epochs.go), and a batch of another epoch is no
+	// evidence that a recorded request's rest cannot come.
+	PerEpoch bool
+	// Committed tells, for the epochs asked, the offset each one's stream
+	// pointer holds (epochs whose stream has no pointer any more are left
+	// out): the record drops what no restart can deliver again (see
+	// epochs.go). Nil: nothing is dropped but past the size bound.
+	Committed func(epochs []uint64) (map[uint64]int64, error)
+	// Feed is the feed's name (default: the publisher's): PendingRequest
+	// looks its recorded requests up in the dead-letter ledger.
+	Feed   string
+	Logger hclog.Logger
 }
 
 // whChunk is one request's lines (views into the batch, or copies).
@@ -108,6 +119,14 @@ type whChunk struct {
 	// request dead-lettered in part before a restart).
 	reqKey   string
 	reqLines int
+
+	// A carry (carry.go): the recorded request [first, last] being
+	// rebuilt; seq is the feed sequence of its first line (0: unknown; a
+	// full window alone then lets it go), before the queue count before it.
+	carried     bool
+	first, last int64
+	seq         uint64
+	before      uint64
 }
 
 func (c *whChunk) key() string {
@@ -132,20 +151,19 @@ func OpenWebhook(cfg WebhookConfig) (*Webhook, error) {
 	if cfg.CarryPoll <= 0 {
 		cfg.CarryPoll = 100 * time.Millisecond
 	}
+	if cfg.Feed == "" && cfg.Publisher != nil {
+		cfg.Feed = cfg.Publisher.Feed
+	}
 	log := cfg.Logger
 	if log == nil {
 		log = g.Logger()
 	}
-	rec, ok, err := loadWH(cfg.Record, cfg.OpenRecord)
+	book, err := openBook(cfg, log)
 	if err != nil {
 		return nil, err
 	}
-	w := &Webhook{cfg: cfg, h: g, log: log, client: cfg.Client, rec: rec, st: rec.disk}
+	w := &Webhook{cfg: cfg, h: g, log: log, client: cfg.Client, book: book, carries: map[uint64]*whChunk{}}
 	w.shown, w.hide = redact.URL(cfg.URL), webhookSecrets(cfg)
-	if !ok && rec.damaged {
-		log.Warn("webhook record has no valid slot; starting without one (lines may be sent again, under new keys)",
-			"record", cfg.Record)
-	}
 	if w.client == nil {
 		tr := http.DefaultTransport.(*http.Transport).Clone()
 		w.client = &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error {
@@ -153,9 +171,9 @@ func OpenWebhook(cfg WebhookConfig) (*Webhook, error) {
 		}}
 	}
 	w.enc = ndjson.NewEncoder(&w.buf)
-	if w.st.pending() {
-		log.Info("webhook resumes a recorded request", "epoch", fmt.Sprintf("%016x", w.st.BatchEpoch),
-			"first", w.st.BatchFirst, "last", w.st.BatchLast)
+	for _, ep := range book.pendingAny() {
+		e := book.entry(ep)
+		log.Info("webhook resumes a recorded request", "epoch", fmt.Sprintf("%016x", ep), "first", e.First, "last", e.Last)
 	}
 	g.Hold()
 	return w, nil
@@ -182,37 +200,50 @@ func (w *Webhook) ProcessBatch(ctx context.Context, b *feed.Batch) (int, error) 
 		}
 		return n, nil
 	}
+	if !w.cfg.PerEpoch {
+		// One file at a time: a batch of another epoch proves that a
+		// carry's rest will not come (carry.go, evidence 3).
+		for ep, c := range w.carries {
+			if ep != b.Epoch {
+				w.log.Warn("webhook cannot rebuild the recorded request: lines of another file came, not the rest of it; sending what it has under a new key (the receiver may see duplicates)",
+					"first", c.first, "last", c.last, "sent", c.ends[len(c.ends)-1])
+				if err := w.sendCarry(ctx, c); err != nil {
+					return 0, err
+				}
+			}
+		}
+	}
 	i := w.skipApplied(b, 0)
 	for {
-		if w.carry == nil && i < n && w.st.pending() && b.Epoch == w.st.BatchEpoch &&
-			b.Ends[i] >= w.st.BatchFirst && b.Ends[i] <= w.st.BatchLast && w.partlyLettered(b.Feed) {
+		pe := w.book.pendingOf(b.Epoch)
+		c := w.carries[b.Epoch]
+		if c == nil && i < n && pe != nil && b.Ends[i] >= pe.First && b.Ends[i] <= pe.Last && w.partlyLettered(b.Feed, b.Epoch, pe) {
 			// The recorded request ran out of attempts (the receiver may
 			// have applied it) and its dead letter stopped halfway: the
 			// group leaves the lettered lines out, and the rest goes to the
 			// ledger too, never to the receiver.
-			c, j := w.restOfLettered(b, i)
+			c, j := w.restOfLettered(b, i, pe)
 			if err := w.deliver(ctx, c); err != nil {
 				return i, err
 			}
 			i = w.skipApplied(b, j)
 			continue
 		}
-		if w.carry == nil && i < n && w.st.pending() && b.Epoch == w.st.BatchEpoch && b.Ends[i] == w.st.BatchFirst {
-			w.startCarry(b)
+		if c == nil && i < n && pe != nil && b.Ends[i] == pe.First {
+			c = w.startCarry(b, pe)
 		}
-		if w.carry != nil {
-			i = w.extend(b, i)
-			if !w.carryComplete() {
-				if i == n && !w.rangeCovered(b) {
+		if c != nil {
+			i = w.extend(c, b, i)
+			if !c.complete() {
+				if i == n && !w.rangeCovered(c, b) {
 					return n, nil // the rest of the recorded request comes in a later batch
 				}
 				w.log.Warn("webhook cannot rebuild the recorded request: lines after it came, not the rest of it; sending what it has under a new key (the receiver may see duplicates)",
-					"first", w.st.BatchFirst, "last", w.st.BatchLast, "sent", w.carry.ends[len(w.carry.ends)-1])
+					"first", c.first, "last", c.last, "sent", c.ends[len(c.ends)-1])
 			}
-			if err := w.deliver(ctx, w.carry); err != nil {
+			if err := w.sendCarry(ctx, c); err != nil {
 				return i, err
 			}
-			w.carry = nil
 			i = w.skipApplied(b, i)
 			continue
 		}
@@ -231,13 +262,19 @@ func (w *Webhook) ProcessBatch(ctx context.Context, b *feed.Batch) (int, error) 
 
 // durable reports the call's lines done, unless lines are still carried.
 func (w *Webhook) durable() {
-	if w.carry == nil {
+	if len(w.carries) == 0 {
 		w.h.DurableThrough(w.h.Mark())
 	}
 }
 
+// skipApplied returns the first line from i that the record of b's epoch
+// does not hold applied.
 func (w *Webhook) skipApplied(b *feed.Batch, i int) int {
-	for i < len(b.Lines) && b.AlreadyApplied(i, w.st.AppliedEpoch, w.st.AppliedPos) {
+	e := w.book.entry(b.Epoch)
+	if e == nil || e.Applied == 0 {
+		return i
+	}
+	for i < len(b.Lines) && b.AlreadyApplied(i, b.Epoch, e.Applied) {
 		i++
 	}
 	return i
@@ -282,7 +319,7 @@ func (w *Webhook) encodeLine(c *whChunk, line []byte, end int64) {
 func (w *Webhook) deliver(ctx context.Context, c *whChunk) error {
 	rp := w.h.Retry()
 	if c.positioned && !c.noSend {
-		if c == w.carry {
+		if c.carried {
 			rel, err := w.recordCarry(ctx, c)
 			if err != nil || rel {
 				return err
@@ -494,19 +531,21 @@ func retryAfter(v string) time.Duration {
 // it is the recorded request being rebuilt.
 func (w *Webhook) recordRequest(c *whChunk) error {
 	first, last := c.ends[0], c.ends[len(c.ends)-1]
-	if w.st.pending() && w.st.BatchEpoch == c.epoch && w.st.BatchFirst == first && w.st.BatchLast == last {
+	if e := w.book.pendingOf(c.epoch); e != nil && e.First == first && e.Last == last {
 		return nil
 	}
-	if w.st.pending() && w.carry == nil { // a carry given up said why already
-		w.log.Warn("webhook gives up a recorded request it could not rebuild", "first", w.st.BatchFirst, "last", w.st.BatchLast)
+	// The request this one replaces: of c's epoch, or with layout 1 of
+	// any (the record holds one).
+	replaced := []uint64{c.epoch}
+	if !w.cfg.PerEpoch {
+		replaced = w.book.pendingAny()
 	}
-	next := w.st
-	next.BatchEpoch, next.BatchFirst, next.BatchLast = c.epoch, first, last
-	if err := w.rec.store(next); err != nil {
-		return err
+	for _, ep := range replaced {
+		if e := w.book.pendingOf(ep); e != nil && w.carries[ep] == nil { // a carry given up said why already
+			w.log.Warn("webhook gives up a recorded request it could not rebuild", "epoch", fmt.Sprintf("%016x", ep), "first", e.First, "last", e.Last)
+		}
 	}
-	w.st = w.rec.disk
-	return nil
+	return w.book.recordRange(c.epoch, first, last)
 }
 
 // applied records that c's lines are done (positioned lines only). A failed
@@ -516,15 +555,9 @@ func (w *Webhook) applied(c *whChunk) {
 	if !c.positioned {
 		return
 	}
-	next := w.st
-	next.AppliedEpoch, next.AppliedPos = c.epoch, c.ends[len(c.ends)-1]
-	if err := w.rec.store(next); err != nil {
+	if err := w.book.markApplied(c.epoch, c.ends[len(c.ends)-1]); err != nil {
 		w.log.Warn("webhook record not updated after an acknowledged request; a restart may send it again under the same key", "error", err)
-		next.Counter = w.st.Counter
-		w.st = next
-		return
 	}
-	w.st = w.rec.disk
 }
 
 // deadLetter writes c's lines to the ledger, from the first one not there
@@ -574,13 +607,26 @@ func (w *Webhook) ReplayRequest(ctx context.Context, b *feed.Batch, key string) 
 
 // PendingRequest is the Idempotency-Key of the recorded request not
 // acknowledged yet, without its feed part: `<epoch>:<first>-<last>` (""
-// none; the sink reads one feed). On the group goroutine (replays run
-// there).
+// none; the sink reads one feed). With several (a glob feed: one per
+// epoch), the one whose dead letter began (the ledger holds its first
+// line: its lettered part waits in the ledger for the rest), else the one
+// recorded last. On the group goroutine (replays run there).
 func (w *Webhook) PendingRequest() string {
-	if !w.st.pending() {
+	var ep uint64
+	var last *whEntry
+	pending := w.book.pendingAny()
+	lettered := false
+	for _, p := range pending {
+		e := w.book.entry(p)
+		l := len(pending) > 1 && w.cfg.Feed != "" && w.partlyLettered(w.cfg.Feed, p, e)
+		if last == nil || (l && !lettered) || (l == lettered && e.used > last.used) {
+			ep, last, lettered = p, e, l
+		}
+	}
+	if last == nil {
 		return ""
 	}
-	return fmt.Sprintf("%016x:%d-%d", w.st.BatchEpoch, w.st.BatchFirst, w.st.BatchLast)
+	return fmt.Sprintf("%016x:%d-%d", ep, last.First, last.Last)
 }
 
 // release gives c's lines up (POST /admin/release while retrying), but
@@ -597,7 +643,7 @@ func (w *Webhook) release(c *whChunk, req *processor.ReleaseRequest) {
 // group finished without the sink (a dead letter after a record failure) are
 // reported at once.
 func (w *Webhook) FlushDue() (time.Time, bool) {
-	if w.carry != nil {
+	if len(w.carries) > 0 {
 		if w.starved() {
 			return time.Time{}, true
 		}
@@ -613,17 +659,20 @@ func (w *Webhook) FlushDue() (time.Time, bool) {
 // group dispatched is done but what the carry holds. The carry goes out
 // only when the source waits for its lines (see starved).
 func (w *Webhook) Flush(ctx context.Context) error {
-	if w.carry != nil {
+	if len(w.carries) > 0 {
 		if !w.starved() {
 			w.carryLook = time.Now()
 			return nil
 		}
+		c := w.oldestCarry()
 		w.log.Warn("webhook cannot rebuild the recorded request: the source waits for its lines and the rest cannot come; sending what it has under a new key (the receiver may see duplicates)",
-			"first", w.st.BatchFirst, "last", w.st.BatchLast, "sent", w.carry.ends[len(w.carry.ends)-1])
-		if err := w.deliver(ctx, w.carry); err != nil {
+			"first", c.first, "last", c.last, "sent", c.ends[len(c.ends)-1])
+		if err := w.sendCarry(ctx, c); err != nil {
 			return err
 		}
-		w.carry = nil
+		if len(w.carries) > 0 {
+			return nil // sendCarry reported what is durable
+		}
 	}
 	w.h.DurableThrough(w.h.Queue().Dispatched())
 	return nil
@@ -632,5 +681,5 @@ func (w *Webhook) Flush(ctx context.Context) error {
 // Close closes the record and idle connections.
 func (w *Webhook) Close() error {
 	w.client.CloseIdleConnections()
-	return w.rec.f.Close()
+	return w.book.close()
 }
