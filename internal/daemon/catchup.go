@@ -3,6 +3,9 @@ package daemon
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"tailfeed/internal/catchup"
@@ -21,10 +24,10 @@ import (
 // wait) — and when one is behind the pointer, the pointer is committed back
 // to the earliest point any of them needs, synced before the source opens:
 // the whole feed re-reads from there (the others skip what they hold
-// through AlreadyApplied, or receive duplicates). COMMITTED single-file
-// feeds only: a glob feed's streams are not caught up (README).
+// through AlreadyApplied, or receive duplicates). A glob feed applies the
+// rule per stream (catchUpStreams).
 func (f *Feed) catchUp(ctx context.Context, dataDir string) {
-	if f.ptr == nil || f.strat != file.Committed || f.glob != nil {
+	if f.strat != file.Committed || (f.ptr == nil && f.glob == nil) {
 		return
 	}
 	var sinks []catchup.Sink
@@ -40,6 +43,10 @@ func (f *Feed) catchUp(ctx context.Context, dataDir string) {
 		sinks = append(sinks, catchup.Sink{Name: g.Name(), Marks: marks})
 	}
 	if len(sinks) == 0 {
+		return
+	}
+	if f.glob != nil {
+		f.catchUpStreams(ctx, datadir.GlobPointers(dataDir, f.cfg.Name), datadir.Epochs(dataDir, f.cfg.Name), sinks)
 		return
 	}
 	lines, err := pointer.ReadEpochs(datadir.Epochs(dataDir, f.cfg.Name))
@@ -101,5 +108,62 @@ func doneThrough(ctx context.Context, g *processor.Group, dt processor.DoneThrou
 			return nil, false
 		case <-time.After(g.Retry().Backoff(attempt)):
 		}
+	}
+}
+
+// catchUpStreams applies the rule to each stream of a glob feed (DESIGN
+// §10: its own pointer and epoch) before the glob opens any: a sink's mark
+// for a stream's epoch behind that stream's offset commits that stream's
+// pointer back (the earliest over the sinks). Only under the stream's own
+// epoch: a sink's mark of an epoch a stream left (a file truncated or
+// replaced in place) is not mapped to that file's earlier content (README).
+// Pointer files are read without a lock first (pointer.Inspect), opened
+// (locked) only to be committed back; one that is unreadable is left to
+// the glob's own open.
+func (f *Feed) catchUpStreams(ctx context.Context, dir, epochs string, sinks []catchup.Sink) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	n := 0
+	for _, e := range ents {
+		if ctx.Err() != nil {
+			return
+		}
+		name := e.Name()
+		if !strings.HasSuffix(name, ".ptr") || !e.Type().IsRegular() {
+			continue
+		}
+		path := filepath.Join(dir, name)
+		cur, err := pointer.Inspect(path)
+		if err != nil || (cur.FileKey == 0 && cur.FPLen == 0) {
+			continue // unreadable (the glob decides), or no file of it pending
+		}
+		p, ok := catchup.Decide(cur, false, nil, sinks)
+		if !ok {
+			continue
+		}
+		ptr, err := pointer.Open(path, pointer.Options{Logger: f.log, EpochsPath: epochs})
+		if err != nil {
+			f.log.Error("catch-up: cannot open a stream pointer to commit it back; its sink is not caught up", "pointer", path, "error", err)
+			continue
+		}
+		if r := ptr.Record(); r.Epoch == cur.Epoch && r.Offset == cur.Offset {
+			err = ptr.Rewind(p.Record(r))
+		}
+		if cerr := ptr.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			f.log.Error("catch-up: committing a stream pointer back failed; its sink is not caught up", "pointer", path, "error", err)
+			continue
+		}
+		n++
+		f.log.Warn("a sink is behind a stream's pointer (restored to an earlier point?); committing it back and re-reading that file from there: "+
+			"every subscriber receives those lines again", "sink", p.Sink, "pointer", path, "epoch", fmt.Sprintf("%016x", p.Epoch),
+			"from", p.Position, "pointerOffset", cur.Offset)
+	}
+	if n > 0 {
+		f.log.Info("catch-up: stream pointers committed back", "streams", n)
 	}
 }
