@@ -328,6 +328,7 @@ func TestCatchUpKill9(t *testing.T) {
 	in.appendLines(60000)
 	d.waitSettled(120 * time.Second)
 	d.stop()
+	end := in.size()
 
 	var log strings.Builder
 	fmt.Fprintf(&log, "%-5s %-22s %12s %14s\n", "kill", "point", "exactLines", "pointerOffset")
@@ -335,8 +336,8 @@ func TestCatchUpKill9(t *testing.T) {
 		bak.restore() // each round starts from the restored copy again
 		d = e.spawn()
 		if point == 0 {
-			waitUntil(t, "the catch-up's log line", 60*time.Second, func() bool {
-				return strings.Contains(d.log(), "committing the pointer back") || d.exited()
+			waitUntil(t, "the backward commit's log line", 60*time.Second, func() bool {
+				return strings.Contains(d.log(), "pointer committed back and synced") || d.exited()
 			})
 		} else {
 			waitUntil(t, fmt.Sprintf("%d lines re-read", point), 60*time.Second, func() bool {
@@ -349,6 +350,9 @@ func TestCatchUpKill9(t *testing.T) {
 		}
 		rec, _ := showPointer(t, e.path("state/feeds/app.ptr"))
 		fmt.Fprintf(&log, "%-5d %-22s %12d %14d\n", k, fmt.Sprintf("after %d lines", point), countLines(t, exact, 0), rec.Offset)
+		if point == 0 && rec.Offset >= end {
+			t.Errorf("round %d: killed after the backward commit was logged, the pointer file holds offset %d, not before the input's end %d", k, rec.Offset, end)
+		}
 		// The next start finishes the catch-up (or decides it again).
 		d = e.start()
 		r := d.waitSettled(120 * time.Second)

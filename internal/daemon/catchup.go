@@ -77,6 +77,8 @@ func (f *Feed) catchUp(ctx context.Context, dataDir string) {
 	for attempt := 1; ; attempt++ {
 		err := f.ptr.Rewind(rec)
 		if err == nil {
+			f.log.Info("catch-up: pointer committed back and synced; the source reads from it",
+				"epoch", fmt.Sprintf("%016x", rec.Epoch), "offset", rec.Offset)
 			return
 		}
 		f.log.Error("the catch-up's backward commit of the pointer failed; trying again", "error", err)
