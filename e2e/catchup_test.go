@@ -507,3 +507,61 @@ func TestCatchUpGlobStreams(t *testing.T) {
 	}
 	t.Logf("glob: 2 stream pointers committed back; %d lines re-read (the gaps: 2000 of a.log, 700 of b.log); plain duplicates %d", r.feed(t, "app").Sequence, dups)
 }
+
+// TestCatchUpGoneGenerationLaterOnesRead (DESIGN §11): the sink's record is
+// in the oldest of three generations, and that one was deleted while
+// tailfeed was stopped: its part is counted lost, and the later generation
+// still on disk (in.log.1) and the current file are read — none skipped
+// because the pointer file's mtime is the backward commit's.
+func TestCatchUpGoneGenerationLaterOnesRead(t *testing.T) {
+	e := newEnv(t, catchUpConfig)
+	in := newInput(t, e.path("in.log"))
+	exact := e.path("exact.log")
+	in.appendLines(1000)
+	d := e.start()
+	d.waitSettled(60 * time.Second)
+	d.stop()
+	bak := backupSink(t, e, exact, "exact")
+
+	d = e.start()
+	in.appendLines(500) // gen 1 ends at 1,500 lines
+	d.waitSettled(60 * time.Second)
+	rotate := func(n int, want int) {
+		t.Helper()
+		for i := 9; i >= 1; i-- {
+			if _, err := os.Stat(fmt.Sprintf("%s.%d", in.path, i)); err == nil {
+				os.Rename(fmt.Sprintf("%s.%d", in.path, i), fmt.Sprintf("%s.%d", in.path, i+1))
+			}
+		}
+		if err := os.Rename(in.path, in.path+".1"); err != nil {
+			t.Fatal(err)
+		}
+		in.ends = nil
+		in.appendLines(n)
+		d.waitFor(fmt.Sprintf("%d lines written", want), 60*time.Second, func(r *report) bool {
+			return r.feed(t, "app").Settled && countLines(t, exact, 0) == want
+		})
+	}
+	rotate(700, 2200) // gen 2: lines 1500..2199
+	rotate(300, 2500) // gen 3 (current): lines 2200..2499
+	d.stop()
+	bak.restore()
+	gen1, _ := os.ReadFile(in.path + ".2")
+	gen2, _ := os.ReadFile(in.path + ".1")
+	gen3, _ := os.ReadFile(in.path)
+	if err := os.Remove(in.path + ".2"); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2100 * time.Millisecond) // past the generations' mtime slack from now
+	d = e.start()
+	r := d.waitSettled(60 * time.Second)
+	d.stop()
+	f := r.feed(t, "app")
+	restored := bytes.Index(gen1, []byte(in.texts[1000]+"\n"))
+	if f.LostTails != 1 || f.LostBytes != uint64(len(gen1)-restored) || f.Lossless {
+		t.Errorf("lostTails %d lostBytes %d (want 1, %d) lossless %v", f.LostTails, f.LostBytes, len(gen1)-restored, f.Lossless)
+	}
+	want := append(append(bytes.Clone(gen1[:restored]), gen2...), gen3...)
+	sameBytes(t, "exactlyOnce output: the restored part, then every later generation", exact, want)
+	t.Logf("gone oldest generation: lostBytes %d; in.log.1 (%d bytes) and in.log (%d bytes) read after it", f.LostBytes, len(gen2), len(gen3))
+}
