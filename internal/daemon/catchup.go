@@ -74,14 +74,26 @@ func (f *Feed) catchUp(ctx context.Context, dataDir string) {
 					p.Sink, p.File.Path, p.Epoch, p.Position, p.End)})
 		}
 	}
+	var behind *processor.Group // fenced while the backward commit fails
+	for _, g := range f.groups {
+		if g.Name() == p.Sink {
+			behind = g
+		}
+	}
 	for attempt := 1; ; attempt++ {
 		err := f.ptr.Rewind(rec)
 		if err == nil {
+			if attempt > 1 && behind != nil {
+				behind.LiftHold()
+			}
 			f.log.Info("catch-up: pointer committed back and synced; the source reads from it",
 				"epoch", fmt.Sprintf("%016x", rec.Epoch), "offset", rec.Offset)
 			return
 		}
 		f.log.Error("the catch-up's backward commit of the pointer failed; trying again", "error", err)
+		if behind != nil {
+			behind.HoldFence(fmt.Errorf("catch-up at start: committing the pointer back failed: %w", err))
+		}
 		select {
 		case <-ctx.Done():
 			return
