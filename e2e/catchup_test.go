@@ -2,11 +2,14 @@ package e2e
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -509,14 +512,14 @@ func TestCatchUpGlobStreams(t *testing.T) {
 	t.Logf("glob: 2 stream pointers committed back; %d lines re-read (the gaps: 2000 of a.log, 700 of b.log); plain duplicates %d", r.feed(t, "app").Sequence, dups)
 }
 
-// TestCatchUpGoneGenerationLaterOnesRead (DESIGN §11): the sink's record is
-// in the oldest of three generations, and that one was deleted while
-// tailfeed was stopped: its part is counted lost, and the later generation
-// still on disk (in.log.1) and the current file are read — none skipped
-// because the pointer file's mtime is the backward commit's.
-func TestCatchUpGoneGenerationLaterOnesRead(t *testing.T) {
-	e := newEnv(t, catchUpConfig)
-	in := newInput(t, e.path("in.log"))
+// threeGenerations runs 1,000 lines, stops and backs the exactlyOnce sink
+// up; then 500 more (generation 1 ends), two rotations (generation 2: 700
+// lines, generation 3, the current file: 300), stops, restores the sink
+// and deletes generation 1 (in.log.2). It returns the bytes of the three
+// generations and the restored sink's position in generation 1.
+func threeGenerations(t *testing.T) (e *env, in *input, gen1, gen2, gen3 []byte, restored int) {
+	e = newEnv(t, catchUpConfig)
+	in = newInput(t, e.path("in.log"))
 	exact := e.path("exact.log")
 	in.appendLines(1000)
 	d := e.start()
@@ -547,24 +550,144 @@ func TestCatchUpGoneGenerationLaterOnesRead(t *testing.T) {
 	rotate(300, 2500) // gen 3 (current): lines 2200..2499
 	d.stop()
 	bak.restore()
-	gen1, _ := os.ReadFile(in.path + ".2")
-	gen2, _ := os.ReadFile(in.path + ".1")
-	gen3, _ := os.ReadFile(in.path)
+	gen1, _ = os.ReadFile(in.path + ".2")
+	gen2, _ = os.ReadFile(in.path + ".1")
+	gen3, _ = os.ReadFile(in.path)
 	if err := os.Remove(in.path + ".2"); err != nil {
 		t.Fatal(err)
 	}
+	restored = bytes.Index(gen1, []byte(in.texts[1000]+"\n"))
 	time.Sleep(2100 * time.Millisecond) // past the generations' mtime slack from now
-	d = e.start()
+	return e, in, gen1, gen2, gen3, restored
+}
+
+// TestCatchUpGoneGenerationLaterOnesRead (DESIGN §11): the sink's record is
+// in the oldest of three generations, and that one was deleted while
+// tailfeed was stopped: its part is counted lost, and the later generation
+// still on disk (in.log.1) and the current file are read — none skipped
+// because the pointer file's mtime is the backward commit's.
+func TestCatchUpGoneGenerationLaterOnesRead(t *testing.T) {
+	e, _, gen1, gen2, gen3, restored := threeGenerations(t)
+	d := e.start()
 	r := d.waitSettled(60 * time.Second)
 	d.stop()
 	f := r.feed(t, "app")
-	restored := bytes.Index(gen1, []byte(in.texts[1000]+"\n"))
 	if f.LostTails != 1 || f.LostBytes != uint64(len(gen1)-restored) || f.Lossless {
 		t.Errorf("lostTails %d lostBytes %d (want 1, %d) lossless %v", f.LostTails, f.LostBytes, len(gen1)-restored, f.Lossless)
 	}
 	want := append(append(bytes.Clone(gen1[:restored]), gen2...), gen3...)
-	sameBytes(t, "exactlyOnce output: the restored part, then every later generation", exact, want)
+	sameBytes(t, "exactlyOnce output: the restored part, then every later generation", e.path("exact.log"), want)
 	t.Logf("gone oldest generation: lostBytes %d; in.log.1 (%d bytes) and in.log (%d bytes) read after it", f.LostBytes, len(gen2), len(gen3))
+}
+
+// TestCatchUpIntoGoneGenerationKill9: as above, with a kill -9 as soon as
+// the backward commit to the gone generation is synced. The next start
+// finds the pointer on an epoch it had left and no sink behind it: it
+// still reads every later generation (not only the file at the path) and
+// counts the gone one (at least once: an overcount, never a miss).
+func TestCatchUpIntoGoneGenerationKill9(t *testing.T) {
+	e, _, gen1, gen2, gen3, restored := threeGenerations(t)
+	d := e.spawn()
+	waitUntil(t, "the backward commit's log line", 60*time.Second, func() bool {
+		return strings.Contains(d.log(), "pointer committed back and synced") || d.exited()
+	})
+	d.kill()
+	ptr, _ := showPointer(t, e.path("state/feeds/app.ptr"))
+	d = e.start()
+	r := d.waitSettled(60 * time.Second)
+	d.stop()
+	f := r.feed(t, "app")
+	if f.Lossless {
+		t.Errorf("lossless after a gone generation")
+	}
+	ledger, _ := os.ReadFile(e.path("state/losses.jsonl"))
+	if !bytes.Contains(ledger, []byte(`"lostTails"`)) {
+		t.Errorf("no lostTails in the losses ledger: %s", ledger)
+	}
+	want := append(append(bytes.Clone(gen1[:restored]), gen2...), gen3...)
+	sameBytes(t, "exactlyOnce output after the kill and the restart", e.path("exact.log"), want)
+	t.Logf("killed with the pointer at %+v; restart: lostTails %d (this run), lostBytes %d; later generations read: %v",
+		ptr, f.LostTails, f.LostBytes, strings.Contains(d.log(), "a catch-up cut short"))
+}
+
+// rewoundPointer writes, by DESIGN §3's layout, what the catch-up's
+// backward commit leaves on disk: both slots holding rec with the counter
+// past the file's — the state a kill -9 right after it (before the source
+// read anything) leaves, made without a race.
+func rewoundPointer(t testing.TB, path string, rec ptrSlot) {
+	t.Helper()
+	data, a, b := readSlots(t, path)
+	rec.count = max(a.count, b.count) + 1
+	le := binary.LittleEndian
+	for _, at := range []int{0, 512} {
+		s := data[at : at+64]
+		clear(s)
+		copy(s, "TFPTR")
+		le.PutUint16(s[6:], 1)
+		le.PutUint64(s[8:], uint64(rec.offset))
+		le.PutUint64(s[16:], rec.epoch)
+		le.PutUint64(s[24:], rec.key)
+		le.PutUint64(s[32:], rec.fpLen)
+		le.PutUint64(s[40:], rec.fp)
+		le.PutUint64(s[48:], rec.count)
+		le.PutUint32(s[56:], crc32.Checksum(s[:56], castagnoli))
+	}
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestCatchUpCutShortAfterBackwardCommit: the pointer file as a kill -9
+// right after the backward commit into a gone generation leaves it (the
+// oldest epoch's identity at the restored sink's position, made by hand:
+// no race), the sink not behind it. The start reads every later
+// generation still on disk, each under its own epoch again, then the file
+// at the path, and counts the gone one: the exactlyOnce output is the
+// restored part, then generations 2 and 3; lossy.
+func TestCatchUpCutShortAfterBackwardCommit(t *testing.T) {
+	e, _, gen1, gen2, gen3, restored := threeGenerations(t)
+	// Generation 1's epoch and identity: the epochs file's adopted line.
+	raw, err := os.ReadFile(e.path("state/feeds/app.epochs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var first struct {
+		Epoch, FileKey, Fingerprint string
+		FingerprintLength           uint64
+	}
+	for _, l := range bytes.Split(raw, []byte{'\n'}) {
+		var j struct {
+			Epoch, FileKey, Fingerprint, Reason string
+			FingerprintLength                   uint64
+		}
+		if json.Unmarshal(l, &j) == nil && j.Reason == "adopted" {
+			first.Epoch, first.FileKey, first.Fingerprint, first.FingerprintLength = j.Epoch, j.FileKey, j.Fingerprint, j.FingerprintLength
+			break
+		}
+	}
+	hex := func(s string) uint64 {
+		v, err := strconv.ParseUint(s, 16, 64)
+		if err != nil {
+			t.Fatalf("epochs file: %q: %v", s, err)
+		}
+		return v
+	}
+	rewoundPointer(t, e.path("state/feeds/app.ptr"), ptrSlot{offset: int64(restored), epoch: hex(first.Epoch),
+		key: hex(first.FileKey), fpLen: first.FingerprintLength, fp: hex(first.Fingerprint)})
+
+	d := e.start()
+	r := d.waitSettled(60 * time.Second)
+	d.stop()
+	f := r.feed(t, "app")
+	if f.LostTails != 1 || f.LostBytes != uint64(len(gen1)-restored) || f.Lossless {
+		t.Errorf("lostTails %d lostBytes %d (want 1, %d) lossless %v detail %v", f.LostTails, f.LostBytes, len(gen1)-restored, f.Lossless, f.Detail)
+	}
+	if strings.Contains(d.log(), "a sink is behind the pointer") || !strings.Contains(d.log(), "a catch-up cut short") {
+		t.Errorf("want no new decision, the cut-short catch-up read on:\n%s", tail(d.log(), 3000))
+	}
+	want := append(append(bytes.Clone(gen1[:restored]), gen2...), gen3...)
+	sameBytes(t, "exactlyOnce output after the cut-short catch-up", e.path("exact.log"), want)
+	t.Logf("cut short after the backward commit: lostBytes %d, later generations %d + %d bytes read", f.LostBytes, len(gen2), len(gen3))
 }
 
 const catchUpCountConfig = `dataDir: ./state

@@ -54,51 +54,79 @@ func (f *Feed) catchUp(ctx context.Context, dataDir string) {
 		f.log.Warn("epochs file read with errors; a sink left at an epoch it cannot map is not caught up", "error", err)
 	}
 	cur := f.ptr.Record()
-	p, ok := catchup.Decide(cur, f.ptr.Fresh(), lines, sinks)
-	if !ok {
+	p, behind := catchup.Decide(cur, f.ptr.Fresh(), lines, sinks)
+	rec := cur
+	if behind {
+		rec = p.Record(cur)
+	}
+	if !f.ptr.Fresh() {
+		f.olderEpoch(rec, lines, p, behind)
+	}
+	if !behind {
 		return
 	}
-	rec := p.Record(cur)
 	f.log.Warn("a sink is behind the pointer (restored to an earlier point?); committing the pointer back and re-reading the input from there: "+
 		"every subscriber receives those lines again",
 		"sink", p.Sink, "from", p.String(), "pointerEpoch", fmt.Sprintf("%016x", cur.Epoch), "pointerOffset", cur.Offset,
 		"sinkMark", fmt.Sprintf("%016x:%d", p.Mark.Epoch, p.Mark.Position))
-	if !p.Current {
-		if src, ok := f.src.(*file.Source); ok {
-			var lost uint64
-			if p.End > p.Position {
-				lost = uint64(p.End - p.Position)
-			}
-			src.SetCatchUp(file.CatchUp{Epoch: p.Epoch, Since: p.File.Time, LostBytes: lost, Known: lines,
-				Detail: fmt.Sprintf("catch-up of sink %s: the generation read as %s (epoch %016x) is gone; its lines from position %d to %d are lost for that sink",
-					p.Sink, p.File.Path, p.Epoch, p.Position, p.End)})
-		}
-	}
-	var behind *processor.Group // fenced while the backward commit fails
+	var sg *processor.Group // fenced while the backward commit fails
 	for _, g := range f.groups {
 		if g.Name() == p.Sink {
-			behind = g
+			sg = g
 		}
 	}
 	for attempt := 1; ; attempt++ {
 		err := f.ptr.Rewind(rec)
 		if err == nil {
-			if attempt > 1 && behind != nil {
-				behind.LiftHold()
+			if attempt > 1 && sg != nil {
+				sg.LiftHold()
 			}
 			f.log.Info("catch-up: pointer committed back and synced; the source reads from it",
 				"epoch", fmt.Sprintf("%016x", rec.Epoch), "offset", rec.Offset)
 			return
 		}
 		f.log.Error("the catch-up's backward commit of the pointer failed; trying again", "error", err)
-		if behind != nil {
-			behind.HoldFence(fmt.Errorf("catch-up at start: committing the pointer back failed: %w", err))
+		if sg != nil {
+			sg.HoldFence(fmt.Errorf("catch-up at start: committing the pointer back failed: %w", err))
 		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-time.After(min(time.Duration(attempt)*100*time.Millisecond, 2*time.Second)):
 		}
+	}
+}
+
+// olderEpoch tells the source, when rec (the record it opens: the pointer,
+// or where the catch-up puts it back) names an epoch the pointer had left
+// (a catch-up into an older generation, now or one a kill -9 cut short),
+// how to read on (file.CatchUp): from that generation's rest through every
+// later one, each under the epoch the epochs file names for it, the later
+// ones found by the time the pointer started that epoch; a gone generation
+// is counted with the bytes it is known to have held past rec's offset.
+func (f *Feed) olderEpoch(rec pointer.Record, lines []pointer.EpochLine, p catchup.Point, behind bool) {
+	src, ok := f.src.(*file.Source)
+	if !ok {
+		return
+	}
+	gen, end, ok := catchup.Left(rec, lines)
+	if !ok {
+		return
+	}
+	var lost uint64
+	if end > rec.Offset {
+		lost = uint64(end - rec.Offset)
+	}
+	who := "a catch-up cut short by a restart"
+	if behind {
+		who = "catch-up of sink " + p.Sink
+	}
+	src.SetCatchUp(file.CatchUp{Epoch: rec.Epoch, Since: gen.Time, LostBytes: lost, Known: lines,
+		Detail: fmt.Sprintf("%s: the generation read as %s (epoch %016x) is gone; its lines from position %d to %d are lost for the sinks that lacked them",
+			who, gen.Path, rec.Epoch, rec.Offset, end)})
+	if !behind {
+		f.log.Info("the pointer names an epoch it had left (a catch-up cut short): reading on from that generation",
+			"epoch", fmt.Sprintf("%016x", rec.Epoch), "offset", rec.Offset, "file", gen.Path)
 	}
 }
 
