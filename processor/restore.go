@@ -16,6 +16,14 @@ type Mark struct {
 // sink holds a record for (none: no record, never behind). An error (the
 // engine is down) is retried by the caller, which holds the feed meanwhile;
 // it must honour ctx.
+//
+// A mark must cover the lines the group finished without the sink (its
+// filters, a dead letter, a release): they reach a BatchProcessor in a
+// view or an empty batch whose feed.Batch.Done() is the position through
+// them; a record that stops at the last line written is behind the pointer
+// whenever the feed's last lines were filtered, and every start re-reads
+// them. A replayed dead letter (not Positioned) never moves it. The daemon
+// (internal/catchup) decides from the marks; see the README's guarantee.
 type DoneThrougher interface {
 	DoneThrough(ctx context.Context) ([]Mark, error)
 }

@@ -34,6 +34,7 @@ package catchup
 
 import (
 	"fmt"
+	"time"
 
 	"tailfeed/pointer"
 	"tailfeed/processor"
@@ -53,7 +54,7 @@ type Point struct {
 	// Current: Epoch is the pointer's (a backward commit under its own
 	// epoch); else an older epoch, whose file File names.
 	Current bool
-	File    pointer.EpochLine // the epochs line naming the older epoch's file
+	File    pointer.EpochLine // the epochs line naming the older epoch's file (Time: the first such line's)
 	// End is the older epoch's end (the previousOffset of the line that
 	// moved the pointer off it): End − Position bytes of it are known to
 	// be missing from the sink should its file be gone.
@@ -112,15 +113,17 @@ type chain struct {
 	order   map[uint64]int               // epoch → first line naming it
 	file    map[uint64]pointer.EpochLine // epoch → last line naming it
 	movedBy map[uint64]pointer.EpochLine // epoch → last line moving the pointer off it
+	since   map[uint64]time.Time         // epoch → time of the first line naming it
 	last    int                          // the pointer's epoch's order
 }
 
 func newChain(ptr pointer.Record, lines []pointer.EpochLine) *chain {
 	c := &chain{ptr: ptr, order: map[uint64]int{}, file: map[uint64]pointer.EpochLine{},
-		movedBy: map[uint64]pointer.EpochLine{}}
+		movedBy: map[uint64]pointer.EpochLine{}, since: map[uint64]time.Time{}}
 	for i, l := range lines {
 		if _, ok := c.order[l.Epoch]; !ok {
 			c.order[l.Epoch] = i
+			c.since[l.Epoch] = l.Time
 		}
 		c.file[l.Epoch] = l
 		if l.PrevEpoch != 0 && l.PrevEpoch != l.Epoch {
@@ -185,7 +188,43 @@ func (c *chain) point(s Sink) (Point, bool) {
 			continue
 		}
 		o, _ := c.orderOf(e)
-		return Point{Sink: s.Name, Epoch: e, Position: pos, File: c.file[e], End: next.PrevOffset, Mark: m, order: o}, true
+		file := c.file[e]
+		file.Time = c.since[e] // when the pointer first started it (a catch-up may have named it again since)
+		return Point{Sink: s.Name, Epoch: e, Position: pos, File: file, End: next.PrevOffset, Mark: m, order: o}, true
 	}
 	return Point{}, false
+}
+
+// Left is the epochs file's account of an epoch the pointer had left and
+// holds again (put back to it by a catch-up, before or at this start):
+// File names its file (Time: when the pointer first started it), End is
+// where it ended (the previousOffset of the
+// last line that moved the pointer off it). ok is false when no line moved
+// the pointer off rec's epoch: it is the newest, as in every run without a
+// catch-up. A start after a kill -9 in the middle of a catch-up finds the
+// pointer there with no sink behind: the source must still read the rest
+// of that generation and every later one, as the catch-up's start would.
+func Left(rec pointer.Record, lines []pointer.EpochLine) (file pointer.EpochLine, end int64, ok bool) {
+	if rec.Epoch == 0 {
+		return pointer.EpochLine{}, 0, false
+	}
+	var moved *pointer.EpochLine
+	var since time.Time
+	for i := range lines {
+		l := &lines[i]
+		if l.Epoch == rec.Epoch {
+			if file.Epoch == 0 {
+				since = l.Time
+			}
+			file = *l
+		}
+		if l.PrevEpoch == rec.Epoch && l.Epoch != rec.Epoch {
+			moved = l
+		}
+	}
+	if moved == nil || file.Epoch == 0 {
+		return pointer.EpochLine{}, 0, false
+	}
+	file.Time = since // when the pointer first started it
+	return file, moved.PrevOffset, true
 }

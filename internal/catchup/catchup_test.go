@@ -137,3 +137,23 @@ func TestDecideWithoutEpochsFile(t *testing.T) {
 		t.Fatalf("an epoch no file names: %+v", p)
 	}
 }
+
+// Left: the pointer on an epoch it had left (a catch-up put it back) names
+// that epoch's file and end; on the newest epoch, nothing.
+func TestLeft(t *testing.T) {
+	lines := chainLines(t)
+	if _, _, ok := Left(pointer.Record{Epoch: e3, Offset: 500}, lines); ok {
+		t.Fatal("the newest epoch is not one the pointer left")
+	}
+	f, end, ok := Left(pointer.Record{Epoch: e2, Offset: 700}, lines)
+	if !ok || f.Epoch != e2 || f.FileKey != 22 || f.FP != 0x22 || end != 2000 {
+		t.Fatalf("Left(e2) = %+v %d %v", f, end, ok)
+	}
+	f, end, ok = Left(pointer.Record{Epoch: e1, Offset: 10}, lines)
+	if !ok || f.FileKey != 11 || end != 1000 || !f.Time.Equal(lines[0].Time) {
+		t.Fatalf("Left(e1) = %+v %d %v (time: the first line's)", f, end, ok)
+	}
+	if _, _, ok := Left(pointer.Record{Epoch: eX}, lines); ok {
+		t.Fatal("an epoch no line names")
+	}
+}

@@ -14,7 +14,11 @@
 // position ≤ the saved one) is skipped when it is delivered again after a
 // restart: the counts after any number of kill -9 equal a clean run's.
 // Count keeps its (epoch, position) and skips re-deliveries whatever
-// `exactlyOnce` says. GET /v1/state/{processor} serves the same JSON:
+// `exactlyOnce` says. The applied position advances over lines the group
+// finished without the count (its `exclude`, a release), never over a
+// replayed line; it is the count's done-through mark at start (DESIGN §11,
+// DoneThrough): a state restored from an earlier copy is caught up from the
+// input. GET /v1/state/{processor} serves the same JSON:
 //
 //	{"v":1,"processor":"counter","type":"count","counts":{"red":51},
 //	 "feeds":{"app":{"epoch":"00c3a1d2e4f50617","position":1234}}}

@@ -10,4 +10,12 @@
 // fsyncs, the torn-tail cut (every object ends with '\n'; JSON escapes a
 // newline in a line) and the exactlyOnce record, whose length is the
 // output's, JSON included.
+//
+// The exactlyOnce record is also the sink's done-through mark (DESIGN §11,
+// DoneThrough): it advances over every line of the feed the sink finished
+// without writing it (the group's filters, a dead letter, a release: a
+// view's feed.Batch.Through, or an empty batch), never over a replayed dead
+// letter; at start the daemon compares it with the pointer and, when it is
+// behind (an output and record restored from an earlier copy), re-reads the
+// input from it.
 package file
