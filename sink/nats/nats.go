@@ -101,6 +101,8 @@ type Sink struct {
 	gen     atomic.Uint64          // +1 per reconnect: records read before are stale
 	lastErr atomic.Pointer[string] // the last failed (re)connect attempt's error
 	closing atomic.Bool            // Close was called: a disconnect is ours
+	kick    chan struct{}          // wakes a call waiting for acks (the connection's state changed)
+	ack     *acker                 // the current connection's reply inbox (publish.go)
 
 	// exactlyOnce: per subject, the last message this sink knows stored.
 	recs map[string]*record
@@ -132,7 +134,7 @@ func Open(cfg Config) (*Sink, error) {
 	if log == nil {
 		log = cfg.Group.Logger()
 	}
-	s := &Sink{cfg: cfg, log: log, shown: redact.URLList(cfg.URL), recs: map[string]*record{}}
+	s := &Sink{cfg: cfg, log: log, shown: redact.URLList(cfg.URL), recs: map[string]*record{}, kick: make(chan struct{}, 1)}
 	s.hide = redact.URLSecrets(cfg.URL)
 	if cfg.Token != "" {
 		s.hide = append(s.hide, cfg.Token)
@@ -145,6 +147,7 @@ func Open(cfg Config) (*Sink, error) {
 		nats.Timeout(cfg.Timeout),
 		nats.ReconnectHandler(func(nc *nats.Conn) {
 			s.gen.Add(1)
+			s.kicked()
 			log.Info("nats reconnected", "url", redact.URLList(nc.ConnectedUrlRedacted()))
 		}),
 		nats.ReconnectErrHandler(func(_ *nats.Conn, err error) {
@@ -160,6 +163,7 @@ func Open(cfg Config) (*Sink, error) {
 				msg = s.secret(err).Error()
 			}
 			s.lastErr.Store(&msg)
+			s.kicked()
 			if !s.closing.Load() {
 				log.Warn("nats disconnected", "error", msg)
 			}
@@ -373,69 +377,6 @@ func (s *Sink) ProcessBatch(ctx context.Context, b *feed.Batch) (int, error) {
 		return s.publishChained(ctx, b, subj, epoch)
 	}
 	return s.publishAsync(ctx, b, subj, epoch)
-}
-
-func (s *Sink) publishAsync(ctx context.Context, b *feed.Batch, subj, epoch string) (int, error) {
-	n := len(b.Lines)
-	futs := make([]jetstream.PubAckFuture, 0, min(n, s.cfg.Window))
-	acked := 0            // leading lines acknowledged
-	var first error       // the first failure, at line acked
-	wait := func() bool { // waits for the oldest future; false: stop publishing
-		f := futs[0]
-		futs = futs[1:]
-		err := s.await(ctx, f, subj)
-		if err == nil && first == nil {
-			acked++
-			return true
-		}
-		if first == nil {
-			first = err
-		}
-		return false
-	}
-	for i := 0; i < n && first == nil; i++ {
-		for len(futs) >= s.cfg.Window && first == nil {
-			wait()
-		}
-		if first != nil {
-			break
-		}
-		f, err := s.js.PublishMsgAsync(s.message(b, subj, epoch, i))
-		if err != nil {
-			// Published nothing for line i: drain what went out before it.
-			for len(futs) > 0 {
-				wait()
-			}
-			if first == nil {
-				first = s.classify(err, subj)
-			}
-			break
-		}
-		futs = append(futs, f)
-	}
-	for len(futs) > 0 {
-		wait()
-	}
-	if first != nil {
-		return acked, first
-	}
-	return n, nil
-}
-
-// await waits for one publish ack.
-func (s *Sink) await(ctx context.Context, f jetstream.PubAckFuture, subj string) error {
-	t := time.NewTimer(s.cfg.Timeout + time.Second) // the library times it out first
-	defer t.Stop()
-	select {
-	case <-f.Ok():
-		return nil
-	case err := <-f.Err():
-		return s.classify(err, subj)
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return s.unavailable(fmt.Errorf("nats publish to %s: no ack in %v", s.shown, s.cfg.Timeout))
-	}
 }
 
 // classify turns a publish error into a line's rejection (plain) or an
