@@ -183,7 +183,7 @@ func report(b *testing.B) float64 {
 	return r
 }
 
-func connect(b *testing.B, url string, opts ...jetstream.JetStreamOpt) (*nats.Conn, jetstream.JetStream) {
+func connect(b testing.TB, url string, opts ...jetstream.JetStreamOpt) (*nats.Conn, jetstream.JetStream) {
 	nc, err := nats.Connect(url)
 	if err != nil {
 		b.Fatal(err)
@@ -198,7 +198,7 @@ func connect(b *testing.B, url string, opts ...jetstream.JetStreamOpt) (*nats.Co
 
 // processServer runs nats-server (built from the module this package
 // depends on) as its own process with JetStream on a temp dir.
-func processServer(b *testing.B) string {
+func processServer(b testing.TB) string {
 	bin := filepath.Join(os.TempDir(), "tailfeed-bench-nats-server")
 	if _, err := os.Stat(bin); err != nil {
 		out, err := exec.Command("go", "build", "-o", bin, "github.com/nats-io/nats-server/v2").CombinedOutput()
@@ -232,9 +232,9 @@ func processServer(b *testing.B) string {
 	return ""
 }
 
-func mkStream(b *testing.B, js jetstream.JetStream) {
+func mkStream(b testing.TB, js jetstream.JetStream) {
 	if _, err := js.CreateStream(context.Background(), jetstream.StreamConfig{Name: "LOGS", Subjects: []string{"logs.>"},
-		Storage: jetstream.FileStorage, Duplicates: 2 * time.Minute}); err != nil {
+		Storage: jetstream.FileStorage, Duplicates: 2 * time.Minute, AllowBatchPublish: true}); err != nil {
 		b.Fatal(err)
 	}
 }

@@ -104,6 +104,9 @@ type Sink struct {
 	kick    chan struct{}          // wakes a call waiting for acks (the connection's state changed)
 	ack     *acker                 // the current connection's reply inbox (publish.go)
 
+	batchN    uint64 // exactlyOnce: fast batches published (their ids; chain.go)
+	toldChain bool   // the INFO on a stream without fast batches was logged
+
 	// exactlyOnce: per subject, the last message this sink knows stored.
 	recs map[string]*record
 	opts []nats.Option
@@ -289,6 +292,7 @@ func (s *Sink) ready(ctx context.Context) error {
 		st, err = s.js.CreateStream(ctx, jetstream.StreamConfig{
 			Name: s.cfg.Stream, Subjects: []string{s.streamSubject()},
 			Storage: jetstream.FileStorage, Duplicates: 2 * time.Minute,
+			AllowBatchPublish: true, // exactlyOnce publishes fast batches (chain.go)
 		})
 		if err == nil {
 			s.log.Info("nats stream created", "stream", s.cfg.Stream, "subject", s.streamSubject())
@@ -419,6 +423,9 @@ func (s *Sink) publishChained(ctx context.Context, b *feed.Batch, subj, epoch st
 	if !rec.looked && i < len(b.Lines) {
 		rec.looked = true
 		s.behind(rec, b, i, subj)
+	}
+	if b.Positioned && s.fastBatches() {
+		return s.publishFast(ctx, b, subj, epoch, rec, i)
 	}
 	for ; i < len(b.Lines); i++ {
 		if rec.has && b.AlreadyApplied(i, rec.epoch, rec.position) {

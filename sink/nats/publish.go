@@ -70,7 +70,7 @@ func (s *Sink) acks() (*acker, error) {
 		_ = s.ack.sub.Unsubscribe()
 	}
 	a := &acker{nc: s.nc, inbox: s.nc.NewInbox() + ".", ch: make(chan *nats.Msg, ackChanLen(s.cfg.Window)), errs: map[int]error{}}
-	sub, err := s.nc.ChanSubscribe(a.inbox+"*", a.ch)
+	sub, err := s.nc.ChanSubscribe(a.inbox+">", a.ch) // <id>, or a fast batch's reply (chain.go)
 	if err != nil {
 		return nil, s.unavailable(fmt.Errorf("nats %s: subscribing the ack inbox: %w", s.shown, err))
 	}
@@ -300,11 +300,14 @@ func (s *Sink) newLineMsg(b *feed.Batch, subj, epoch string) *lineMsg {
 	return l
 }
 
-// set makes the message line i of b, replying to a's id for it: one
-// string holds the reply subject, the Nats-Msg-Id and the position.
-func (l *lineMsg) set(a *acker, b *feed.Batch, i int) {
-	buf := a.reply(l.buf[:0], i)
-	r := len(buf)
+// set makes the message line i of b, replying to a's id r (none if r < 0):
+// one string holds the reply subject, the Nats-Msg-Id and the position.
+func (l *lineMsg) set(a *acker, b *feed.Batch, i, r int) {
+	buf := l.buf[:0]
+	if r >= 0 {
+		buf = a.reply(buf, r)
+	}
+	r = len(buf)
 	var p int
 	if l.posted {
 		buf = append(buf, l.idPfx...)
@@ -347,7 +350,7 @@ func (s *Sink) publishAsync(ctx context.Context, b *feed.Batch, subj, epoch stri
 				return a.done, err
 			}
 		}
-		l.set(a, b, i)
+		l.set(a, b, i, i)
 		if err := s.nc.PublishMsg(&l.m); err != nil {
 			return s.settle(ctx, a, gen, i, subj, &t, s.classify(err, subj))
 		}

@@ -1,0 +1,192 @@
+package nats
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"tailfeed/feed"
+	"tailfeed/internal/grouptest"
+	"tailfeed/internal/natstest"
+	"tailfeed/overload"
+	"tailfeed/processor"
+)
+
+// The publish path's speed (issue 14, acceptance 5), held by counts that
+// do not depend on the machine: messages the sink's connection receives
+// and allocations per line.
+
+// exactlyOnce on a stream with allow_batched publishes fast batches: the
+// stream answers with a flow ack every few hundred messages and one final
+// ack per batch, not one ack per line (the one-at-a-time chain), and the
+// subject holds every line once, in order.
+func TestExactlyOnceFastBatchFewReplies(t *testing.T) {
+	srv := natstest.Start(t, natstest.Options{})
+	_, js := srv.Connect(t)
+	if _, err := js.CreateStream(context.Background(), jetstream.StreamConfig{Name: "LOGS", Subjects: []string{"logs.>"},
+		AllowBatchPublish: true}); err != nil {
+		t.Fatal(err)
+	}
+	r := newRig(t, processor.GroupConfig{}, Config{URL: srv.URL(), ExactlyOnce: true, Window: 400})
+	var want []string
+	for k := 0; k < 4; k++ {
+		a := grouptest.Lines(fmt.Sprint("b", k), 0, 500)
+		r.Publish(a...)
+		want = append(want, a...)
+		r.WaitAck(uint64(len(want)), 20*time.Second)
+	}
+	r.WaitAck(2000, 20*time.Second)
+	wantLines(t, bodies(natstest.Messages(t, js, "LOGS")), want)
+	in := r.s.nc.Stats().InMsgs
+	t.Logf("2,000 lines: the sink's connection received %d messages", in)
+	if in > 200 {
+		t.Fatalf("the sink received %d messages for 2,000 lines (a reply per line?), want at most 200", in)
+	}
+}
+
+// The chain with fast batches, against a stream that did not allow them
+// and one that does: a restart resumes after the subject's last message;
+// a message stored behind the sink's back makes the next batch's
+// expectation fail, and nothing of that batch is stored.
+func TestExactlyOnceResumesBothWays(t *testing.T) {
+	for _, batched := range []bool{false, true} {
+		t.Run(fmt.Sprint("allow_batched=", batched), func(t *testing.T) {
+			srv := natstest.Start(t, natstest.Options{})
+			_, js := srv.Connect(t)
+			ctx := context.Background()
+			if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "LOGS", Subjects: []string{"logs.>"},
+				Duplicates: 100 * time.Millisecond, AllowBatchPublish: batched}); err != nil {
+				t.Fatal(err)
+			}
+			r1 := newRig(t, processor.GroupConfig{}, Config{URL: srv.URL(), ExactlyOnce: true, Window: 16})
+			a := grouptest.Lines("a", 0, 100)
+			r1.Publish(a...)
+			r1.WaitAck(100, 10*time.Second)
+			r1.Cancel()
+			<-r1.G.Done()
+			time.Sleep(200 * time.Millisecond) // past the duplicate window: only the record stops a duplicate
+
+			r2 := newRig(t, processor.GroupConfig{}, Config{URL: srv.URL(), ExactlyOnce: true, Window: 16})
+			r2.Publish(a[:60]...) // re-delivered
+			r2.Publish(a[60:]...)
+			bl := grouptest.Lines("b", 0, 50)
+			r2.Publish(bl...)
+			r2.WaitAck(150, time.Second) // no timeout on the way (the sink's is 2 s)
+			wantLines(t, bodies(natstest.Messages(t, js, "LOGS")), a, bl)
+
+			// c[0] stored behind the sink's back, then c comes.
+			c := grouptest.Lines("c", 0, 30)
+			m := newMsgAt(r2, c[0])
+			if _, err := js.PublishMsg(ctx, m); err != nil {
+				t.Fatal(err)
+			}
+			r2.Publish(c...)
+			r2.WaitAck(180, 10*time.Second)
+			wantLines(t, bodies(natstest.Messages(t, js, "LOGS")), a, bl, c)
+		})
+	}
+}
+
+// A message the stream rejects in the middle of a fast batch: the lines
+// before it are stored, nothing after it is, and the rejection is that
+// line's (onFailure deadLetter: it alone goes to the ledger; hold: the ack
+// point stops right before it).
+func TestExactlyOnceFastBatchPoison(t *testing.T) {
+	for _, onf := range []processor.OnFailure{processor.DeadLetter, processor.Hold} {
+		t.Run(fmt.Sprint(onf), func(t *testing.T) {
+			srv := natstest.Start(t, natstest.Options{})
+			_, js := srv.Connect(t)
+			if _, err := js.CreateStream(context.Background(), jetstream.StreamConfig{Name: "LOGS", Subjects: []string{"logs.>"},
+				MaxMsgSize: 1000, AllowBatchPublish: true}); err != nil {
+				t.Fatal(err)
+			}
+			r := newRig(t, processor.GroupConfig{OnFailure: onf, Retry: grouptest.FastRetry(2)}, Config{URL: srv.URL(), ExactlyOnce: true})
+			a := grouptest.Lines("a", 0, 40)
+			bl := grouptest.Lines("b", 0, 40)
+			big := strings.Repeat("x", 2000)
+			r.Publish(append(append(append([]string{}, a...), big), bl...)...)
+			if onf == processor.DeadLetter {
+				r.WaitAck(81, 10*time.Second)
+				if r.ledger.Len() != 1 {
+					t.Fatalf("%d dead letters, want 1", r.ledger.Len())
+				}
+				wantLines(t, bodies(natstest.Messages(t, js, "LOGS")), a, bl)
+				return
+			}
+			waitFenced(t, r, "rejected the message")
+			time.Sleep(100 * time.Millisecond)
+			if r.ledger.Len() != 0 || r.Q.AckPoint() != 40 {
+				t.Fatalf("hold: %d dead letters, ack point %d (want 0, 40)", r.ledger.Len(), r.Q.AckPoint())
+			}
+			wantLines(t, bodies(natstest.Messages(t, js, "LOGS")), a)
+		})
+	}
+}
+
+// At least once, the client side of a publish allocates a few objects
+// per line (the reply subject and Msg-Id in one string, the library's
+// header bytes, the ack it reads), not a future, timer, map entry and
+// decoded ack per line. Measured against nats-server as its own process
+// (an embedded server's allocations would count too).
+func TestPublishAllocsPerLine(t *testing.T) {
+	url := processServer(t)
+	_, js := connect(t, url)
+	mkStream(t, js)
+	q := feed.NewQueue("n", 1<<16, 64<<20, overload.Policy{Kind: overload.Pause})
+	g := processor.NewGroup(processor.GroupConfig{Name: "n", Queue: q, Logger: hclog.NewNullLogger()})
+	s, err := Open(Config{Group: g, URL: url, Stream: "LOGS", Subject: "logs.{instance}.{feed}", Instance: "host1",
+		Window: 4096, Timeout: 5 * time.Second, Logger: hclog.NewNullLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	line := []byte(strings.Repeat("x", 99))
+	const n = 2000
+	var pos int64
+	mk := func() *feed.Batch {
+		b := feed.NewBatch()
+		b.Feed, b.Path, b.Epoch = "app", "/in.log", 0xe1
+		for k := 0; k < n; k++ {
+			pos += int64(len(line)) + 1
+			b.AppendLine(line, pos)
+		}
+		return b
+	}
+	ctx := context.Background()
+	if done, err := s.ProcessBatch(ctx, mk()); err != nil || done != n { // connects, finds the stream
+		t.Fatal(done, err)
+	}
+	batches := []*feed.Batch{mk(), mk(), mk(), mk(), mk(), mk()}
+	k := 0
+	var m0, m1 runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&m0)
+	for ; k < len(batches); k++ {
+		if done, err := s.ProcessBatch(ctx, batches[k]); err != nil || done != n {
+			t.Fatal(done, err)
+		}
+	}
+	runtime.ReadMemStats(&m1)
+	per := float64(m1.Mallocs-m0.Mallocs) / float64(n*len(batches))
+	t.Logf("%.1f allocations per line", per)
+	if per > 8 {
+		t.Fatalf("%.1f allocations per line, want at most 8", per)
+	}
+}
+
+// newMsgAt is line as the sink would publish it next on r's subject
+// (epoch and position headers, no Msg-Id).
+func newMsgAt(r *rig, line string) *nats.Msg {
+	m := nats.NewMsg("logs.host1.app")
+	m.Data = []byte(line)
+	m.Header.Set(HeaderEpoch, fmt.Sprintf("%016x", r.Epoch))
+	m.Header.Set(HeaderPosition, fmt.Sprint(r.Pos+int64(len(line)+1)))
+	return m
+}
