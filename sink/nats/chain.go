@@ -200,6 +200,21 @@ func (s *Sink) publishFast(ctx context.Context, b *feed.Batch, subj, epoch strin
 	return fail(s.unavailable(fmt.Errorf("nats stream %q stored %d of %d lines of a batch without naming an error", s.cfg.Stream, st.count, n)))
 }
 
+// fastClassify is classify for a fast batch's reply: an error of the batch
+// protocol itself (batch publish disabled since the stream was read, too
+// many batches in flight, a batch id the server forgot) is the engine's,
+// never a line's: it holds, and the stream is read again before the retry.
+func (s *Sink) fastClassify(e *jetstream.APIError) error {
+	if e == nil {
+		return s.unavailable(fmt.Errorf("nats stream %q: an error reply without an error", s.cfg.Stream))
+	}
+	if e.ErrorCode >= 10205 && e.ErrorCode <= 10211 { // JSBatchPublish*: disabled, pattern, id, unknown id, in flight
+		s.stream = nil
+		return s.unavailable(fmt.Errorf("nats stream %q (fast batch): %w", s.cfg.Stream, e))
+	}
+	return s.classify(e, "")
+}
+
 // waitFast reads the batch's replies until ok() holds, the batch ended,
 // or no reply came for the timeout, the connection was lost, or ctx ended.
 func (s *Sink) waitFast(ctx context.Context, a *acker, gen uint64, base string, st *fastState, t **time.Timer, ok func() bool) error {
@@ -263,7 +278,7 @@ func (s *Sink) takeFast(m *nats.Msg, base string, st *fastState) {
 		st.stored = max(st.stored, r.Seq)
 	case "err":
 		if st.errAt == 0 || r.Seq < st.errAt {
-			st.errAt, st.err = r.Seq, s.classify(r.Error, "")
+			st.errAt, st.err = r.Seq, s.fastClassify(r.Error)
 		}
 	case "gap":
 		// The final ack follows with what was stored.
@@ -272,13 +287,13 @@ func (s *Sink) takeFast(m *nats.Msg, base string, st *fastState) {
 		case r.Error != nil && k == 1:
 			// The first message's own error: nothing of the batch stored.
 			st.done, st.count = true, 0
-			st.errAt, st.err = 1, s.classify(r.Error, "")
+			st.errAt, st.err = 1, s.fastClassify(r.Error)
 		case r.Error != nil:
 			// A message after the batch ended, or a batch the server
 			// forgot (unknown batch id): nothing more is stored.
 			st.gone = true
 			if st.err == nil {
-				st.err = s.classify(r.Error, "")
+				st.err = s.fastClassify(r.Error)
 			}
 		case r.Batch != "" || r.Stream != "":
 			st.done, st.count, st.seq, st.dup = true, r.Count, r.Seq, r.Dup

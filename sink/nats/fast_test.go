@@ -190,3 +190,34 @@ func newMsgAt(r *rig, line string) *nats.Msg {
 	m.Header.Set(HeaderPosition, fmt.Sprint(r.Pos+int64(len(line)+1)))
 	return m
 }
+
+// A stream whose allow_batched is turned off under a running sink: the
+// fast batch's "disabled" reply is the engine's, not a line's (nothing
+// dead-lettered although onFailure is deadLetter); the sink reads the
+// stream again at once and goes on with the one-at-a-time chain (one
+// failed attempt, not the attempts of a rejected line).
+func TestExactlyOnceBatchesTurnedOff(t *testing.T) {
+	srv := natstest.Start(t, natstest.Options{})
+	_, js := srv.Connect(t)
+	ctx := context.Background()
+	cfg := jetstream.StreamConfig{Name: "LOGS", Subjects: []string{"logs.>"}, AllowBatchPublish: true}
+	if _, err := js.CreateStream(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	r := newRig(t, processor.GroupConfig{OnFailure: processor.DeadLetter, Retry: grouptest.FastRetry(6)},
+		Config{URL: srv.URL(), ExactlyOnce: true})
+	a := grouptest.Lines("a", 0, 20)
+	r.Publish(a...)
+	r.WaitAck(20, 10*time.Second)
+	cfg.AllowBatchPublish = false
+	if _, err := js.UpdateStream(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	bl := grouptest.Lines("b", 0, 20)
+	r.Publish(bl...)
+	r.WaitAck(40, 10*time.Second)
+	if r.ledger.Len() != 0 || r.G.Failures() > 1 {
+		t.Fatalf("%d dead letters, %d failed attempts; want 0, at most 1", r.ledger.Len(), r.G.Failures())
+	}
+	wantLines(t, bodies(natstest.Messages(t, js, "LOGS")), a, bl)
+}
