@@ -16,7 +16,8 @@ import (
 // natsConfig has two nats subscribers of one COMMITTED feed: exact
 // (exactlyOnce, into the stream EXACT the test makes with a 100 ms
 // duplicate window, so the record and the sequence chain, not the
-// stream's dedupe, keep it exact) and plain (at least once, into PLAIN,
+// stream's dedupe, keep it exact; allow_batched, so the chain goes out in
+// fast batches — sink/nats tests the one-at-a-time chain too) and plain (at least once, into PLAIN,
 // which it creates). {{NATS}} is the embedded server's URL.
 const natsConfig = `instance: host1
 dataDir: ./state
@@ -52,7 +53,7 @@ func natsEnv(t *testing.T) (*env, *natstest.Server, jetstream.JetStream) {
 	srv := natstest.Start(t, natstest.Options{})
 	_, js := srv.Connect(t)
 	if _, err := js.CreateStream(context.Background(), jetstream.StreamConfig{Name: "EXACT", Subjects: []string{"exact.>"},
-		Storage: jetstream.FileStorage, Duplicates: 100 * time.Millisecond}); err != nil {
+		Storage: jetstream.FileStorage, Duplicates: 100 * time.Millisecond, AllowBatchPublish: true}); err != nil {
 		t.Fatal(err)
 	}
 	return newEnv(t, strings.ReplaceAll(natsConfig, "{{NATS}}", srv.URL())), srv, js
