@@ -56,7 +56,11 @@ func (s *Sink) fastBatches() bool {
 	}
 	if !info.Config.AllowBatchPublish && !s.toldChain {
 		s.toldChain = true
-		s.log.Info("nats exactlyOnce publishes one message per round trip: the stream does not allow fast batches (set allow_batched: true on it, nats-server 2.14 or later)",
+		how := "each message gets its own ack"
+		if s.cfg.ExactlyOnce {
+			how = "exactlyOnce publishes one message per round trip"
+		}
+		s.log.Info("nats stream does not allow fast batches, so "+how+" (set allow_batched: true on it, nats-server 2.14 or later, for batches)",
 			"stream", s.cfg.Stream)
 	}
 	return info.Config.AllowBatchPublish
@@ -89,13 +93,18 @@ type fastState struct {
 	replies uint64
 }
 
-// publishFast publishes lines i.. of b as one fast batch chained to rec.
+// publishFast publishes lines i.. of b as one fast batch chained to rec
+// (exactlyOnce), or unchained (rec nil: at least once, where the batch
+// saves the stream an ack per line).
 func (s *Sink) publishFast(ctx context.Context, b *feed.Batch, subj, epoch string, rec *record, i int) (int, error) {
 	n := len(b.Lines) - i
 	if n <= 0 {
 		return len(b.Lines), nil // every line skipped: the subject holds them
 	}
 	if n == 1 {
+		if rec == nil {
+			return s.publishAsync(ctx, b, subj, epoch) // i is 0 at least once
+		}
 		return s.publishOne(ctx, b, subj, epoch, rec, i)
 	}
 	a, err := s.acks()
@@ -111,7 +120,9 @@ func (s *Sink) publishFast(ctx context.Context, b *feed.Batch, subj, epoch strin
 	pfx := base + strconv.Itoa(flow) + ".fail."
 	l := s.newLineMsg(b, subj, epoch)
 	h := l.m.Header
-	h[hdrExpectLast] = []string{strconv.FormatUint(rec.seq, 10)}
+	if rec != nil {
+		h[hdrExpectLast] = []string{strconv.FormatUint(rec.seq, 10)}
+	}
 	var st fastState
 	var t *time.Timer
 	defer func() {
@@ -120,6 +131,9 @@ func (s *Sink) publishFast(ctx context.Context, b *feed.Batch, subj, epoch strin
 		}
 	}()
 	fail := func(err error) (int, error) {
+		if rec == nil {
+			return i + int(st.stored), err
+		}
 		delete(s.recs, subj) // re-read the subject's last message before the retry
 		var apiErr *jetstream.APIError
 		if errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence {
@@ -182,8 +196,10 @@ func (s *Sink) publishFast(ctx context.Context, b *feed.Batch, subj, epoch strin
 		delete(s.recs, subj)
 		return i + 1, nil
 	case st.done && st.count > 0:
-		rec.seq = st.seq
-		if st.count <= uint64(n) {
+		if rec != nil {
+			rec.seq = st.seq
+		}
+		if rec != nil && st.count <= uint64(n) {
 			rec.epoch, rec.position, rec.has = b.Epoch, b.Ends[i+int(st.count)-1], true
 		}
 		st.stored = st.count
