@@ -197,9 +197,9 @@ func testPublishAllocsPerLine(t *testing.T, batched bool) {
 	runtime.ReadMemStats(&m1)
 	per := float64(m1.Mallocs-m0.Mallocs) / float64(n*len(batches))
 	t.Logf("%.1f allocations per line", per)
-	want := 8.0 // reply+Msg-Id string, header bytes, the ack read (message, subject, data)
+	want := 10.0 // reply+Msg-Id string, header bytes, the ack read (message, subject, data); a little more under -race
 	if batched {
-		want = 4 // no ack per line
+		want = 5 // no ack per line
 	}
 	if per > want {
 		t.Fatalf("%.1f allocations per line, want at most %.0f", per, want)
