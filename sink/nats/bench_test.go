@@ -2,6 +2,7 @@ package nats
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"os"
@@ -35,12 +36,17 @@ import (
 //     and a 4096-message window refilled when half of it came back;
 //   - plain-core: the same messages published by a plain client with
 //     nats.Conn.PublishMsg and a reply inbox read from one channel (no
-//     future per message), same window — the stronger of the two is the
-//     ceiling;
+//     future per message), same window;
+//   - plain-fast: the same messages as one JetStream fast batch (the
+//     stream allows them: allow_batched) published by a plain client with
+//     nats.Conn.PublishMsg, at most 4096 past the last flow ack — no ack
+//     per message; the strongest of the three is the ceiling;
 //   - sink: the nats sink on a real group fed in batches of 512 lines
-//     (window 4096), reporting x-ceiling = its lines/s over the best plain
-//     one of the same server in the same run;
-//   - sink-exactlyOnce: the same with exactlyOnce.
+//     (window 4096; fast batches, as the stream allows them), reporting
+//     x-ceiling = its lines/s over the best plain one of the same server
+//     in the same run;
+//   - sink-exactlyOnce: the same with exactlyOnce (fast batches chained by
+//     the expected last subject sequence).
 //
 // Run with
 //
@@ -49,7 +55,7 @@ func BenchmarkNatsThroughput(b *testing.B) {
 	line := []byte(strings.Repeat("x", 99))
 	const window, batch = 4096, 512
 	for _, server := range []string{"embedded", "process"} {
-		var plainJS, plainCore float64 // the last (full) run of each
+		var plainJS, plainCore, plainFast float64 // the last (full) run of each
 		url := func(b *testing.B) string {
 			if server == "process" {
 				return processServer(b)
@@ -126,6 +132,73 @@ func BenchmarkNatsThroughput(b *testing.B) {
 			await(b.N)
 			plainCore = report(b)
 		})
+		b.Run(server+"/plain-fast", func(b *testing.B) {
+			nc, js := connect(b, url(b))
+			mkStream(b, js)
+			inbox := nc.NewInbox()
+			ch := make(chan *nats.Msg, 1<<16)
+			if _, err := nc.ChanSubscribe(inbox+".>", ch); err != nil {
+				b.Fatal(err)
+			}
+			if err := nc.Flush(); err != nil {
+				b.Fatal(err)
+			}
+			stored, final := 0, false
+			read := func() {
+				select {
+				case m := <-ch:
+					var r struct {
+						Type  string              `json:"type"`
+						Seq   int                 `json:"seq"`
+						Count int                 `json:"count"`
+						Error *jetstream.APIError `json:"error"`
+					}
+					if err := json.Unmarshal(m.Data, &r); err != nil || r.Error != nil || r.Type == "gap" || r.Type == "err" {
+						b.Fatalf("reply %s", m.Data)
+					}
+					if r.Type == "ack" {
+						stored = max(stored, r.Seq)
+					} else if r.Count > 0 {
+						stored, final = r.Count, true
+					}
+				case <-time.After(10 * time.Second):
+					b.Fatal("no reply in 10 s")
+				}
+			}
+			pv, iv := []string{""}, []string{""}
+			m := &nats.Msg{Subject: "logs.host1.app", Data: line, Header: nats.Header{
+				HeaderInstance: {"host1"}, HeaderFeed: {"app"}, HeaderEpoch: {"00000000000000e1"}, HeaderPath: {"/in.log"},
+				HeaderPosition: pv, jetstream.MsgIDHeader: iv}}
+			pfx := fmt.Sprintf("%s.plain.%d.fail.", inbox, window/4)
+			b.ResetTimer()
+			var pos int64
+			for i := 1; i <= b.N; i++ {
+				for i-1-stored >= window {
+					read()
+				}
+				op := 1
+				switch {
+				case i == b.N:
+					op = 2
+				case i == 1:
+					op = 0
+				}
+				pos += int64(len(line)) + 1
+				p := strconv.FormatInt(pos, 10)
+				pv[0], iv[0] = p, "host1:app:00000000000000e1:"+p
+				m.Reply = pfx + strconv.Itoa(i) + "." + strconv.Itoa(op) + ".$FI"
+				if err := nc.PublishMsg(m); err != nil {
+					b.Fatal(err)
+				}
+			}
+			for !final {
+				read()
+			}
+			if stored != b.N {
+				b.Fatalf("the batch stored %d of %d", stored, b.N)
+			}
+			plainFast = report(b)
+		})
 		for _, eo := range []bool{false, true} {
 			name := server + "/sink"
 			if eo {
@@ -169,7 +242,7 @@ func BenchmarkNatsThroughput(b *testing.B) {
 					}
 					time.Sleep(100 * time.Microsecond)
 				}
-				if r, c := report(b), max(plainJS, plainCore); c > 0 {
+				if r, c := report(b), max(plainJS, plainCore, plainFast); c > 0 {
 					b.ReportMetric(r/c, "x-ceiling")
 				}
 			})
@@ -197,13 +270,22 @@ func connect(b testing.TB, url string, opts ...jetstream.JetStreamOpt) (*nats.Co
 }
 
 // processServer runs nats-server (built from the module this package
-// depends on) as its own process with JetStream on a temp dir.
+// depends on, cached in the temp dir under its version) as its own
+// process with JetStream on a temp dir.
 func processServer(b testing.TB) string {
-	bin := filepath.Join(os.TempDir(), "tailfeed-bench-nats-server")
+	v, err := exec.Command("go", "list", "-m", "-f", "{{.Version}}", "github.com/nats-io/nats-server/v2").Output()
+	if err != nil {
+		b.Skipf("nats-server cannot be built here: go list: %v", err)
+	}
+	bin := filepath.Join(os.TempDir(), "tailfeed-test-nats-server-"+strings.TrimSpace(string(v)))
 	if _, err := os.Stat(bin); err != nil {
-		out, err := exec.Command("go", "build", "-o", bin, "github.com/nats-io/nats-server/v2").CombinedOutput()
+		tmp := fmt.Sprintf("%s.%d", bin, os.Getpid()) // then renamed: another test process may build it too
+		out, err := exec.Command("go", "build", "-o", tmp, "github.com/nats-io/nats-server/v2").CombinedOutput()
 		if err != nil {
 			b.Skipf("nats-server cannot be built here: %v\n%s", err, out)
+		}
+		if err := os.Rename(tmp, bin); err != nil {
+			b.Fatal(err)
 		}
 	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
