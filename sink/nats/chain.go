@@ -191,8 +191,10 @@ func (s *Sink) publishFast(ctx context.Context, b *feed.Batch, subj, epoch strin
 	}
 	switch {
 	case st.dup:
-		// The first line was stored before: the subject's last message
-		// may be later (read again before the next line).
+		// A batch answered as a duplicate of its first line (the server
+		// skips a duplicate inside a batch and counts it, so this is only
+		// a batch it ended right there): the subject's last message may be
+		// later (read again before the next line).
 		delete(s.recs, subj)
 		return i + 1, nil
 	case st.done && st.count > 0:

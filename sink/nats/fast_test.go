@@ -246,3 +246,30 @@ func TestExactlyOnceBatchesTurnedOff(t *testing.T) {
 	}
 	wantLines(t, bodies(natstest.Messages(t, js, "LOGS")), a, bl)
 }
+
+// At least once, a restart re-delivers lines the stream holds: the
+// server skips each duplicate inside a fast batch and goes on (a batch
+// does not end at a duplicate first message), so a re-delivery costs one
+// message per line, not the remainder of the batch sent again per line.
+func TestFastBatchRedeliveryNotQuadratic(t *testing.T) {
+	srv := natstest.Start(t, natstest.Options{})
+	_, js := srv.Connect(t)
+	r1 := newRig(t, processor.GroupConfig{}, Config{URL: srv.URL(), CreateStream: true})
+	a := grouptest.Lines("a", 0, 1000)
+	r1.Publish(a...)
+	r1.WaitAck(1000, 10*time.Second)
+	r1.Cancel()
+	<-r1.G.Done()
+
+	r2 := newRig(t, processor.GroupConfig{}, Config{URL: srv.URL(), CreateStream: true})
+	r2.Publish(a...)
+	bl := grouptest.Lines("b", 0, 10)
+	r2.Publish(bl...)
+	r2.WaitAck(1010, 10*time.Second)
+	wantLines(t, bodies(natstest.Messages(t, js, "LOGS")), a, bl)
+	out := r2.s.nc.Stats().OutMsgs
+	t.Logf("a re-delivery of 1,000 lines and 10 new: %d messages sent", out)
+	if out > 3000 {
+		t.Fatalf("%d messages sent for 1,010 lines", out)
+	}
+}
