@@ -44,6 +44,16 @@ import (
 //
 // A stream without allow_batched (made by hand, or an older server) gets
 // the one-at-a-time chain (publishChained), with an INFO saying so.
+//
+// Outside the prefix rule (nats-server 2.15, stream.go): a message that
+// passes the server's checks and then fails in the store (an I/O error, a
+// limit the store enforces itself) is answered with a plain error and the
+// batch is not ended, so later messages may be stored after the gap. The
+// sink stops at that reply (done is before the failed line: at least once
+// holds), but under exactlyOnce the re-read record may already be past
+// the failed line, which is then skipped as held. No test can provoke it
+// (the checks before the store refuse every limit we can set); it is
+// named in the README.
 
 // fastBatches reports whether the stream takes fast batches.
 func (s *Sink) fastBatches() bool {

@@ -10,17 +10,22 @@
 // within its duplicate window) and tailfeed-instance, tailfeed-feed,
 // tailfeed-epoch, tailfeed-position, tailfeed-path.
 //
-// Without exactlyOnce a batch is published asynchronously, at most
-// batchMaxLines messages awaiting their ack at once, and ProcessBatch
-// returns once every ack of the batch came (at least once: a line whose ack
-// was lost is published again, and the stream dedupes it only within its
-// duplicate window).
+// On a stream with allow_batched (createStream sets it) a batch goes out
+// as one JetStream fast batch in gap-fail mode, pipelined with a flow ack
+// every few hundred messages (chain.go); without it, at least once
+// publishes through the connection with a reply inbox, at most
+// batchMaxLines awaiting their ack (publish.go). Either way ProcessBatch
+// returns once the stream acknowledged every line of the batch (done =
+// len), or the count of leading lines it stored and the first failure (at
+// least once: a line whose ack was lost is published again, and the stream
+// dedupes it only within its duplicate window).
 //
-// With exactlyOnce each message carries Nats-Expected-Last-Subject-Sequence
-// = the sequence of the previous message this sink stored on that subject,
-// so a message is stored only after its predecessor; that chain makes the
-// publishes one at a time (one round trip per line). At start, after every
-// reconnect and after a rejected expectation the sink reads the last
+// With exactlyOnce a message is stored only after its predecessor: in a
+// fast batch the first message carries Nats-Expected-Last-Subject-Sequence
+// = the sequence of the last message this sink stored on the subject, and
+// the server stores a prefix of the batch right after it; without fast
+// batches every message carries it (one round trip per line). At start,
+// after every reconnect and after any failure the sink reads the last
 // message of the subject: its tailfeed-epoch and tailfeed-position headers
 // are the record, and deliveries AlreadyApplied under it are skipped. A
 // line without a position (a dead-letter replay, a downgraded line) has no
