@@ -50,10 +50,10 @@ import (
 // limit the store enforces itself) is answered with a plain error and the
 // batch is not ended, so later messages may be stored after the gap. The
 // sink stops at that reply (done is before the failed line: at least once
-// holds), but under exactlyOnce the re-read record may already be past
-// the failed line, which is then skipped as held. No test can provoke it
-// (the checks before the store refuse every limit we can set); it is
-// named in the README.
+// holds). Under exactlyOnce the re-read record may then be past the failed
+// line, which the skip would count as held: the sink remembers the line
+// (suspect) and, while the subject's record is past it, holds the feed
+// with the reason instead (checkSuspect) until a release gives it up.
 
 // fastBatches reports whether the stream takes fast batches.
 func (s *Sink) fastBatches() bool {
@@ -92,15 +92,18 @@ type fastReply struct {
 
 // fastState is what a fast batch learned from its replies.
 type fastState struct {
-	stored  uint64 // leading messages known stored (flow acks)
-	errAt   uint64 // the batch sequence of the first rejected message (0: none)
-	err     error
-	done    bool   // the final ack (or the first message's own error) came
-	count   uint64 // final: messages stored
-	seq     uint64 // final: the stream sequence of the last one stored
-	dup     bool   // final: the first message was a duplicate (stored before)
-	gone    bool   // the server does not know the batch (any more)
-	replies uint64
+	stored uint64 // leading messages known stored (flow acks)
+	errAt  uint64 // the batch sequence of the first rejected message (0: none)
+	err    error
+	done   bool   // the final ack (or the first message's own error) came
+	count  uint64 // final: messages stored
+	seq    uint64 // final: the stream sequence of the last one stored
+	dup    bool   // final: the first message was a duplicate (stored before)
+	gone   bool   // the server does not know the batch (any more)
+	// storeFail: the batch sequence of a message the server failed to
+	// store without ending the batch (0: none).
+	storeFail uint64
+	replies   uint64
 }
 
 // publishFast publishes lines i.. of b as one fast batch chained to rec
@@ -196,7 +199,13 @@ func (s *Sink) publishFast(ctx context.Context, b *feed.Batch, subj, epoch strin
 			return fail(s.classify(err, subj))
 		}
 	}
-	if err := s.waitFast(ctx, a, gen, base, &st, &t, func() bool { return st.done || st.gone }); err != nil {
+	err = s.waitFast(ctx, a, gen, base, &st, &t, func() bool { return st.done || st.gone })
+	if st.storeFail > 0 && rec != nil && int(st.storeFail) <= n {
+		s.suspect = &suspect{subj: subj, epoch: b.Epoch, pos: b.Ends[i+int(st.storeFail)-1], err: st.err}
+		s.log.Warn("nats stream failed to store a line inside a batch and may have stored later ones; the subject is checked before the retry",
+			"subject", subj, "position", s.suspect.pos, "error", st.err)
+	}
+	if err != nil {
 		return fail(err)
 	}
 	switch {
@@ -226,6 +235,41 @@ func (s *Sink) publishFast(ctx context.Context, b *feed.Batch, subj, epoch strin
 		return fail(s.unavailable(fmt.Errorf("nats stream %q: the server ended the batch (a timeout or a restart) after %d of %d lines", s.cfg.Stream, st.stored, n)))
 	}
 	return fail(s.unavailable(fmt.Errorf("nats stream %q stored %d of %d lines of a batch without naming an error", s.cfg.Stream, st.count, n)))
+}
+
+// suspect is a line the stream failed to store inside a fast batch
+// (exactlyOnce): until the subject is known not to hold later lines, the
+// record cannot be trusted to skip it.
+type suspect struct {
+	subj  string
+	epoch uint64
+	pos   int64
+	err   error
+}
+
+// checkSuspect holds the feed when the subject's record passed a line the
+// stream failed to store (it is not in the subject, and the chain cannot
+// put it back in order): only a release gives it up. A record before the
+// line clears the suspicion (nothing after it was stored), and so does a
+// batch that no longer holds the line (it was released).
+func (s *Sink) checkSuspect(rec *record, b *feed.Batch, subj string) error {
+	sp := s.suspect
+	if sp == nil || sp.subj != subj || !b.Positioned || len(b.Ends) == 0 {
+		return nil
+	}
+	if b.Epoch != sp.epoch || b.Ends[0] > sp.pos {
+		s.suspect = nil // given up (released), or another epoch
+		return nil
+	}
+	if b.Ends[len(b.Ends)-1] < sp.pos {
+		return nil // not there yet
+	}
+	if !rec.has || rec.epoch != sp.epoch || rec.position < sp.pos {
+		s.suspect = nil // the subject stops before it: the chain holds
+		return nil
+	}
+	return s.unavailable(fmt.Errorf("nats subject %s may lack the line at position %d: stream %q failed to store it inside a batch (%v) and stored later lines, so it cannot be put back in order; POST /admin/release gives it up",
+		subj, sp.pos, s.cfg.Stream, sp.err))
 }
 
 // fastClassify is classify for a fast batch's reply: an error of the batch
@@ -301,6 +345,10 @@ func (s *Sink) takeFast(m *nats.Msg, base string, st *fastState) {
 		}
 		return
 	}
+	e := r.Error
+	if e == nil {
+		e = &jetstream.APIError{}
+	}
 	switch r.Type {
 	case "ack":
 		st.stored = max(st.stored, r.Seq)
@@ -316,12 +364,23 @@ func (s *Sink) takeFast(m *nats.Msg, base string, st *fastState) {
 			// The first message's own error: nothing of the batch stored.
 			st.done, st.count = true, 0
 			st.errAt, st.err = 1, s.fastClassify(r.Error)
-		case r.Error != nil:
+		case r.Error != nil && e.ErrorCode >= 10205 && e.ErrorCode <= 10211:
 			// A message after the batch ended, or a batch the server
 			// forgot (unknown batch id): nothing more is stored.
 			st.gone = true
 			if st.err == nil {
 				st.err = s.fastClassify(r.Error)
+			}
+		case r.Error != nil:
+			// Message k failed in the server's store after its checks:
+			// the batch goes on, later messages may be stored (see the doc
+			// above).
+			st.gone = true
+			if st.errAt == 0 || k < st.errAt {
+				st.errAt, st.err = k, s.fastClassify(r.Error)
+			}
+			if st.storeFail == 0 || k < st.storeFail {
+				st.storeFail = k
 			}
 		case r.Batch != "" || r.Stream != "":
 			st.done, st.count, st.seq, st.dup = true, r.Count, r.Seq, r.Dup

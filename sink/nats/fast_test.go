@@ -273,3 +273,54 @@ func TestFastBatchRedeliveryNotQuadratic(t *testing.T) {
 		t.Fatalf("%d messages sent for 1,010 lines", out)
 	}
 }
+
+// exactlyOnce: a message the server fails to store after its checks (an
+// I/O error in its store) is answered with a plain error while the batch
+// goes on, so later lines may be stored after the gap. The sink must not
+// then skip the failed line as held by the subject: it holds the feed,
+// saying why. The server's reply is sent here as the server sends it (its
+// format, to the sink's reply subject for that message), since a real
+// store failure cannot be provoked; the real server stores every line of
+// the batch meanwhile, so the subject's last message is past the line.
+func TestExactlyOnceStoreFailureInBatchHolds(t *testing.T) {
+	srv := natstest.Start(t, natstest.Options{})
+	nc, js := srv.Connect(t)
+	if _, err := js.CreateStream(context.Background(), jetstream.StreamConfig{Name: "LOGS", Subjects: []string{"logs.>"},
+		AllowBatchPublish: true}); err != nil {
+		t.Fatal(err)
+	}
+	r := newRig(t, processor.GroupConfig{OnFailure: processor.DeadLetter, Retry: grouptest.FastRetry(2)},
+		Config{URL: srv.URL(), ExactlyOnce: true, Window: 4096})
+	a := grouptest.Lines("a", 0, 10)
+	r.Publish(a...)
+	r.WaitAck(10, 10*time.Second)
+
+	// The reply to message 3 of the next batch: "store failed".
+	inbox := r.s.ack.inbox
+	subj := fmt.Sprintf("%s%s-%d.%d.fail.3.1.$FI", inbox, inbox[len("_INBOX."):len(inbox)-1], r.s.batchN+1, 1024)
+	if err := nc.Publish(subj, []byte(`{"error":{"code":503,"err_code":10077,"description":"error saving message: disk I/O error"},"stream":"LOGS"}`)); err != nil {
+		t.Fatal(err)
+	}
+	grouptest.WaitFor(t, "the reply in the sink's inbox", func() bool { return len(r.s.ack.ch) > 0 })
+
+	c := grouptest.Lines("c", 0, 10)
+	r.Publish(c...)
+	waitFenced(t, r, "may lack the line at position")
+	time.Sleep(100 * time.Millisecond)
+	// c[0] and c[1] are in the subject before the gap: they count; c[2]
+	// holds the feed.
+	if r.Q.AckPoint() != 12 || r.ledger.Len() != 0 {
+		t.Fatalf("ack point %d, %d dead letters; want 12, 0 (nothing skipped past the failed line, nothing dead-lettered)", r.Q.AckPoint(), r.ledger.Len())
+	}
+	_, why := r.Q.State()
+	t.Logf("held: %s", why)
+
+	// A release gives the line up; the sink goes on after it.
+	n, err := r.G.Release(context.Background())
+	if err != nil || n == 0 {
+		t.Fatalf("release: %d lines, %v", n, err)
+	}
+	r.WaitAck(20, 10*time.Second)
+	grouptest.WaitFor(t, "live again", func() bool { st, _ := r.Q.State(); return st != feed.Fenced })
+	wantLines(t, bodies(natstest.Messages(t, js, "LOGS")), a, c)
+}

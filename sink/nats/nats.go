@@ -109,8 +109,9 @@ type Sink struct {
 	kick    chan struct{}          // wakes a call waiting for acks (the connection's state changed)
 	ack     *acker                 // the current connection's reply inbox (publish.go)
 
-	batchN    uint64 // exactlyOnce: fast batches published (their ids; chain.go)
-	toldChain bool   // the INFO on a stream without fast batches was logged
+	batchN    uint64   // fast batches published (their ids; chain.go)
+	toldChain bool     // the INFO on a stream without fast batches was logged
+	suspect   *suspect // exactlyOnce: a line the stream failed to store inside a batch (chain.go)
 
 	// exactlyOnce: per subject, the last message this sink knows stored.
 	recs map[string]*record
@@ -419,6 +420,9 @@ func (s *Sink) classify(err error, subj string) error {
 func (s *Sink) publishChained(ctx context.Context, b *feed.Batch, subj, epoch string) (int, error) {
 	rec, err := s.record(ctx, subj)
 	if err != nil {
+		return 0, err
+	}
+	if err := s.checkSuspect(rec, b, subj); err != nil {
 		return 0, err
 	}
 	i := 0
