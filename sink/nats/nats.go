@@ -298,7 +298,7 @@ func (s *Sink) ready(ctx context.Context) error {
 		st, err = s.js.CreateStream(ctx, jetstream.StreamConfig{
 			Name: s.cfg.Stream, Subjects: []string{s.streamSubject()},
 			Storage: jetstream.FileStorage, Duplicates: 2 * time.Minute,
-			AllowBatchPublish: true, // exactlyOnce publishes fast batches (chain.go)
+			AllowBatchPublish: true, // the sink publishes fast batches (chain.go)
 		})
 		if err == nil {
 			s.log.Info("nats stream created", "stream", s.cfg.Stream, "subject", s.streamSubject())

@@ -14,7 +14,8 @@ import (
 	"tailfeed/feed"
 )
 
-// The publish path (at least once; exactlyOnce batches too, see chain.go).
+// The per-message publish path: at least once on a stream without fast
+// batches (fast batches, chain.go, use the same inbox and reused message).
 //
 // Messages go out with nats.Conn.PublishMsg, each with a reply subject of
 // the sink's own inbox (<inbox>.<id>), and the stream's acks come back on
