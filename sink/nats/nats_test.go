@@ -122,8 +122,9 @@ func TestPublishesLinesWithIdentity(t *testing.T) {
 	st, _ := js.Stream(ctx, "LOGS")
 	info, _ := st.Info(ctx)
 	if info.Config.Duplicates != 2*time.Minute || info.Config.Storage != jetstream.FileStorage ||
-		strings.Join(info.Config.Subjects, ",") != "logs.*.*.*.>" {
-		t.Errorf("created stream: duplicates %v storage %v subjects %v", info.Config.Duplicates, info.Config.Storage, info.Config.Subjects)
+		strings.Join(info.Config.Subjects, ",") != "logs.*.*.*.>" || !info.Config.AllowBatchPublish {
+		t.Errorf("created stream: duplicates %v storage %v subjects %v allow_batched %v", info.Config.Duplicates, info.Config.Storage,
+			info.Config.Subjects, info.Config.AllowBatchPublish)
 	}
 }
 
