@@ -16,7 +16,8 @@ import (
 // natsConfig has two nats subscribers of one COMMITTED feed: exact
 // (exactlyOnce, into the stream EXACT the test makes with a 100 ms
 // duplicate window, so the record and the sequence chain, not the
-// stream's dedupe, keep it exact) and plain (at least once, into PLAIN,
+// stream's dedupe, keep it exact; allow_batched, so the chain goes out in
+// fast batches — sink/nats tests the one-at-a-time chain too) and plain (at least once, into PLAIN,
 // which it creates). {{NATS}} is the embedded server's URL.
 const natsConfig = `instance: host1
 dataDir: ./state
@@ -52,7 +53,7 @@ func natsEnv(t *testing.T) (*env, *natstest.Server, jetstream.JetStream) {
 	srv := natstest.Start(t, natstest.Options{})
 	_, js := srv.Connect(t)
 	if _, err := js.CreateStream(context.Background(), jetstream.StreamConfig{Name: "EXACT", Subjects: []string{"exact.>"},
-		Storage: jetstream.FileStorage, Duplicates: 100 * time.Millisecond}); err != nil {
+		Storage: jetstream.FileStorage, Duplicates: 100 * time.Millisecond, AllowBatchPublish: true}); err != nil {
 		t.Fatal(err)
 	}
 	return newEnv(t, strings.ReplaceAll(natsConfig, "{{NATS}}", srv.URL())), srv, js
@@ -267,9 +268,10 @@ func TestNatsSkewedRestore(t *testing.T) {
 // BenchmarkNatsDaemon is end-to-end throughput of the built binary into a
 // real JetStream stream (the server embedded in the test process, over
 // TCP): a COMMITTED feed of 200,000 lines of 100 bytes into one nats
-// subscriber (at least once; batchMaxLines 1000), timed from process start
-// to the feed settled (every line acknowledged by the stream and the
-// pointer committed). Run it with
+// subscriber (createStream; batchMaxLines 4096), at least once and
+// exactlyOnce (fast batches), timed from process start to the feed
+// settled (every line acknowledged by the stream and the pointer
+// committed). Run it with
 //
 //	go test -run '^$' -bench NatsDaemon -benchtime 1x ./e2e
 func BenchmarkNatsDaemon(b *testing.B) {
@@ -277,44 +279,53 @@ func BenchmarkNatsDaemon(b *testing.B) {
 	dir := b.TempDir()
 	input := dir + "/in.log"
 	writeFixedLines(b, input, lines, lineBytes)
-	b.SetBytes(lines * lineBytes)
-	var total time.Duration
-	for range b.N {
-		b.StopTimer()
-		srv := natstest.Start(b, natstest.Options{})
-		e := newEnv(b, strings.ReplaceAll(`dataDir: ./state
+	for _, eo := range []bool{false, true} {
+		name := "atLeastOnce"
+		if eo {
+			name = "exactlyOnce"
+		}
+		b.Run(name, func(b *testing.B) {
+			b.SetBytes(lines * lineBytes)
+			var total time.Duration
+			for range b.N {
+				b.StopTimer()
+				srv := natstest.Start(b, natstest.Options{})
+				e := newEnv(b, strings.NewReplacer("{{NATS}}", srv.URL(), "{{EO}}", fmt.Sprint(eo)).Replace(`instance: host1
+dataDir: ./state
 status:
   listen: {{ADDR}}
 feeds:
   - {name: app, path: `+input+`, readStrategy: COMMITTED}
 processors:
-  - {name: n, feed: app, type: nats, url: '{{NATS}}', stream: LOGS, subject: logs.app, createStream: true, batchMaxLines: 1000}
-`, "{{NATS}}", srv.URL()))
-		b.StartTimer()
-		d := e.spawn()
-		start := time.Now()
-		if err := d.waitReady(60 * time.Second); err != nil {
-			b.Fatal(err)
-		}
-		deadline := time.Now().Add(5 * time.Minute)
-		for {
-			r, err := d.status()
-			if err == nil && r.Settled && r.Feeds[0].Sequence == lines {
-				break
+  - {name: n, feed: app, type: nats, url: '{{NATS}}', stream: LOGS, subject: 'logs.{instance}.app', createStream: true, exactlyOnce: {{EO}}, batchMaxLines: 4096}
+`))
+				b.StartTimer()
+				d := e.spawn()
+				start := time.Now()
+				if err := d.waitReady(60 * time.Second); err != nil {
+					b.Fatal(err)
+				}
+				deadline := time.Now().Add(5 * time.Minute)
+				for {
+					r, err := d.status()
+					if err == nil && r.Settled && r.Feeds[0].Sequence == lines {
+						break
+					}
+					if time.Now().After(deadline) {
+						b.Fatalf("not settled with %d lines in 5 minutes", lines)
+					}
+					time.Sleep(5 * time.Millisecond)
+				}
+				total += time.Since(start)
+				b.StopTimer()
+				d.stop()
+				_, js := srv.Connect(b)
+				if n := streamMsgs(b, js, "LOGS"); n != lines {
+					b.Fatalf("stream holds %d messages, want %d", n, lines)
+				}
+				b.StartTimer()
 			}
-			if time.Now().After(deadline) {
-				b.Fatalf("not settled with %d lines in 5 minutes", lines)
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
-		total += time.Since(start)
-		b.StopTimer()
-		d.stop()
-		_, js := srv.Connect(b)
-		if n := streamMsgs(b, js, "LOGS"); n != lines {
-			b.Fatalf("stream holds %d messages, want %d", n, lines)
-		}
-		b.StartTimer()
+			b.ReportMetric(float64(lines)*float64(b.N)/total.Seconds(), "lines/s")
+		})
 	}
-	b.ReportMetric(float64(lines)*float64(b.N)/total.Seconds(), "lines/s")
 }

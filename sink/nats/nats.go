@@ -10,17 +10,22 @@
 // within its duplicate window) and tailfeed-instance, tailfeed-feed,
 // tailfeed-epoch, tailfeed-position, tailfeed-path.
 //
-// Without exactlyOnce a batch is published asynchronously, at most
-// batchMaxLines messages awaiting their ack at once, and ProcessBatch
-// returns once every ack of the batch came (at least once: a line whose ack
-// was lost is published again, and the stream dedupes it only within its
-// duplicate window).
+// On a stream with allow_batched (createStream sets it) a batch goes out
+// as one JetStream fast batch in gap-fail mode, pipelined with a flow ack
+// every few hundred messages (chain.go); without it, at least once
+// publishes through the connection with a reply inbox, at most
+// batchMaxLines awaiting their ack (publish.go). Either way ProcessBatch
+// returns once the stream acknowledged every line of the batch (done =
+// len), or the count of leading lines it stored and the first failure (at
+// least once: a line whose ack was lost is published again, and the stream
+// dedupes it only within its duplicate window).
 //
-// With exactlyOnce each message carries Nats-Expected-Last-Subject-Sequence
-// = the sequence of the previous message this sink stored on that subject,
-// so a message is stored only after its predecessor; that chain makes the
-// publishes one at a time (one round trip per line). At start, after every
-// reconnect and after a rejected expectation the sink reads the last
+// With exactlyOnce a message is stored only after its predecessor: in a
+// fast batch the first message carries Nats-Expected-Last-Subject-Sequence
+// = the sequence of the last message this sink stored on the subject, and
+// the server stores a prefix of the batch right after it; without fast
+// batches every message carries it (one round trip per line). At start,
+// after every reconnect and after any failure the sink reads the last
 // message of the subject: its tailfeed-epoch and tailfeed-position headers
 // are the record, and deliveries AlreadyApplied under it are skipped. A
 // line without a position (a dead-letter replay, a downgraded line) has no
@@ -128,6 +133,12 @@ type Sink struct {
 	gen     atomic.Uint64          // +1 per reconnect: records read before are stale
 	lastErr atomic.Pointer[string] // the last failed (re)connect attempt's error
 	closing atomic.Bool            // Close was called: a disconnect is ours
+	kick    chan struct{}          // wakes a call waiting for acks (the connection's state changed)
+	ack     *acker                 // the current connection's reply inbox (publish.go)
+
+	batchN    uint64   // fast batches published (their ids; chain.go)
+	toldChain bool     // the INFO on a stream without fast batches was logged
+	suspect   *suspect // exactlyOnce: a line the stream failed to store inside a batch (chain.go)
 
 	// exactlyOnce: per subject, the last message this sink knows stored.
 	recs map[string]*record
@@ -162,7 +173,7 @@ func Open(cfg Config) (*Sink, error) {
 	if log == nil {
 		log = cfg.Group.Logger()
 	}
-	s := &Sink{cfg: cfg, log: log, shown: redact.URLList(cfg.URL), recs: map[string]*record{}}
+	s := &Sink{cfg: cfg, log: log, shown: redact.URLList(cfg.URL), recs: map[string]*record{}, kick: make(chan struct{}, 1)}
 	s.hide = redact.URLSecrets(cfg.URL)
 	if cfg.Token != "" {
 		s.hide = append(s.hide, cfg.Token)
@@ -175,6 +186,7 @@ func Open(cfg Config) (*Sink, error) {
 		nats.Timeout(cfg.Timeout),
 		nats.ReconnectHandler(func(nc *nats.Conn) {
 			s.gen.Add(1)
+			s.kicked()
 			log.Info("nats reconnected", "url", redact.URLList(nc.ConnectedUrlRedacted()))
 		}),
 		nats.ReconnectErrHandler(func(_ *nats.Conn, err error) {
@@ -190,6 +202,7 @@ func Open(cfg Config) (*Sink, error) {
 				msg = s.secret(err).Error()
 			}
 			s.lastErr.Store(&msg)
+			s.kicked()
 			if !s.closing.Load() {
 				log.Warn("nats disconnected", "error", msg)
 			}
@@ -315,6 +328,7 @@ func (s *Sink) ready(ctx context.Context) error {
 		st, err = s.js.CreateStream(ctx, jetstream.StreamConfig{
 			Name: s.cfg.Stream, Subjects: []string{s.streamSubject()},
 			Storage: jetstream.FileStorage, Duplicates: 2 * time.Minute,
+			AllowBatchPublish: true, // the sink publishes fast batches (chain.go)
 		})
 		if err == nil {
 			s.log.Info("nats stream created", "stream", s.cfg.Stream, "subject", s.streamSubject())
@@ -406,70 +420,10 @@ func (s *Sink) ProcessBatch(ctx context.Context, b *feed.Batch) (int, error) {
 	if s.cfg.ExactlyOnce {
 		return s.publishChained(ctx, b, subj, epoch)
 	}
+	if b.Positioned && s.fastBatches() {
+		return s.publishFast(ctx, b, subj, epoch, nil, 0)
+	}
 	return s.publishAsync(ctx, b, subj, epoch)
-}
-
-func (s *Sink) publishAsync(ctx context.Context, b *feed.Batch, subj, epoch string) (int, error) {
-	n := len(b.Lines)
-	futs := make([]jetstream.PubAckFuture, 0, min(n, s.cfg.Window))
-	acked := 0            // leading lines acknowledged
-	var first error       // the first failure, at line acked
-	wait := func() bool { // waits for the oldest future; false: stop publishing
-		f := futs[0]
-		futs = futs[1:]
-		err := s.await(ctx, f, subj)
-		if err == nil && first == nil {
-			acked++
-			return true
-		}
-		if first == nil {
-			first = err
-		}
-		return false
-	}
-	for i := 0; i < n && first == nil; i++ {
-		for len(futs) >= s.cfg.Window && first == nil {
-			wait()
-		}
-		if first != nil {
-			break
-		}
-		f, err := s.js.PublishMsgAsync(s.message(b, subj, epoch, i))
-		if err != nil {
-			// Published nothing for line i: drain what went out before it.
-			for len(futs) > 0 {
-				wait()
-			}
-			if first == nil {
-				first = s.classify(err, subj)
-			}
-			break
-		}
-		futs = append(futs, f)
-	}
-	for len(futs) > 0 {
-		wait()
-	}
-	if first != nil {
-		return acked, first
-	}
-	return n, nil
-}
-
-// await waits for one publish ack.
-func (s *Sink) await(ctx context.Context, f jetstream.PubAckFuture, subj string) error {
-	t := time.NewTimer(s.cfg.Timeout + time.Second) // the library times it out first
-	defer t.Stop()
-	select {
-	case <-f.Ok():
-		return nil
-	case err := <-f.Err():
-		return s.classify(err, subj)
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return s.unavailable(fmt.Errorf("nats publish to %s: no ack in %v", s.shown, s.cfg.Timeout))
-	}
 }
 
 // classify turns a publish error into a line's rejection (plain) or an
@@ -502,12 +456,22 @@ func (s *Sink) publishChained(ctx context.Context, b *feed.Batch, subj, epoch st
 	if err != nil {
 		return 0, err
 	}
+	if err := s.checkSuspect(rec, b, subj); err != nil {
+		return 0, err
+	}
 	i := 0
 	for i < len(b.Lines) && rec.has && b.AlreadyApplied(i, rec.epoch, rec.position) {
 		i++
 	}
 	if i > 0 {
 		s.log.Info("nats skips lines its subject holds", "subject", subj, "lines", i)
+	}
+	if b.Positioned && s.fastBatches() {
+		n, err := s.publishFast(ctx, b, subj, epoch, rec, i)
+		if err == nil && n == len(b.Lines) {
+			s.markTail(b, subj, rec)
+		}
+		return n, err
 	}
 	for ; i < len(b.Lines); i++ {
 		if rec.has && b.AlreadyApplied(i, rec.epoch, rec.position) {

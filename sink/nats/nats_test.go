@@ -121,8 +121,9 @@ func TestPublishesLinesWithIdentity(t *testing.T) {
 	st, _ := js.Stream(ctx, "LOGS")
 	info, _ := st.Info(ctx)
 	if info.Config.Duplicates != 2*time.Minute || info.Config.Storage != jetstream.FileStorage ||
-		strings.Join(info.Config.Subjects, ",") != "logs.*.*.*.>" {
-		t.Errorf("created stream: duplicates %v storage %v subjects %v", info.Config.Duplicates, info.Config.Storage, info.Config.Subjects)
+		strings.Join(info.Config.Subjects, ",") != "logs.*.*.*.>" || !info.Config.AllowBatchPublish {
+		t.Errorf("created stream: duplicates %v storage %v subjects %v allow_batched %v", info.Config.Duplicates, info.Config.Storage,
+			info.Config.Subjects, info.Config.AllowBatchPublish)
 	}
 }
 
@@ -159,9 +160,17 @@ func waitFenced(t *testing.T, r *rig, reason string) {
 // sink resumes by itself when it is back on the same port and store:
 // every line in the stream, none lost.
 func TestServerRestartStallsAndResumes(t *testing.T) {
-	for _, eo := range []bool{false, true} {
-		t.Run(fmt.Sprintf("exactlyOnce=%v", eo), func(t *testing.T) {
+	for _, c := range []struct{ eo, batched bool }{{false, true}, {true, true}, {false, false}, {true, false}} {
+		eo := c.eo
+		t.Run(fmt.Sprintf("exactlyOnce=%v/allow_batched=%v", eo, c.batched), func(t *testing.T) {
 			srv := natstest.Start(t, natstest.Options{})
+			if !c.batched { // a stream made by hand: an ack per message, or the one-at-a-time chain
+				_, js := srv.Connect(t)
+				if _, err := js.CreateStream(context.Background(), jetstream.StreamConfig{Name: "LOGS", Subjects: []string{"logs.>"},
+					Storage: jetstream.FileStorage}); err != nil {
+					t.Fatal(err)
+				}
+			}
 			r := newRig(t, processor.GroupConfig{OnFailure: processor.DeadLetter, Retry: grouptest.FastRetry(2)},
 				Config{URL: srv.URL(), CreateStream: true, ExactlyOnce: eo, Timeout: 500 * time.Millisecond})
 			a := grouptest.Lines("a", 0, 50)

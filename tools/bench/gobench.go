@@ -16,6 +16,7 @@ func goBenchmarks(t *table) error {
 		{"./feed", "^BenchmarkPublishDispatch$"},
 		{"./pointer", "^Benchmark(Store|Commit)$"},
 		{"./sink/nats", "^BenchmarkNatsThroughput$"},   // lines/s into JetStream: the sink next to a plain nats.go client
+		{"./e2e", "^BenchmarkNatsDaemon$"},             // the built daemon into JetStream end to end, at least once and exactlyOnce
 		{"./sink/kafka", "^BenchmarkKafkaThroughput$"}, // into kfake over TCP, next to a plain kgo producer
 	}
 	for _, s := range sets {
