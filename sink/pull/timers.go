@@ -13,7 +13,8 @@ import (
 // The pull subscriber's clock: ACK deadlines, redeliveries after a backoff
 // step, dead letters and the hold (see Pull).
 
-// setTimer puts e in the timer heap at e.due (or moves it there).
+// setTimer puts e in the timer heap at e.due (or moves it there): a
+// redelivery after a backoff step. (ACK deadlines are in outq.)
 func (p *Pull) setTimer(e *pullEntry) {
 	if e.tidx >= 0 {
 		heap.Fix(&p.timers, e.tidx)
@@ -25,16 +26,30 @@ func (p *Pull) setTimer(e *pullEntry) {
 	}
 }
 
-// expire handles every timer due at now; p.mu is held.
+// expire handles every deadline due at now; p.mu is held. Afterwards the
+// front of outq is live (or outq is empty).
 func (p *Pull) expire(now time.Time) {
 	changed := false
+	for p.outHead < len(p.outq) {
+		s := p.outq[p.outHead]
+		live := s.live()
+		if live && s.e.due.After(now) {
+			break
+		}
+		p.outq[p.outHead] = outSlot{}
+		p.outHead++
+		if live {
+			p.out--
+			p.fail(s.e, now, fmt.Errorf("not acknowledged within %v", p.ackTimeout), false)
+			changed = true
+		}
+	}
+	if p.outHead == len(p.outq) {
+		p.outq, p.outHead = p.outq[:0], 0
+	}
 	for len(p.timers) > 0 && !p.timers[0].due.After(now) {
 		e := heap.Pop(&p.timers).(*pullEntry)
-		switch e.state {
-		case pullOut:
-			p.out--
-			p.fail(e, now, fmt.Errorf("not acknowledged within %v", p.ackTimeout), false)
-		case pullDelayed:
+		if e.state == pullDelayed {
 			e.state = pullReady
 			heap.Push(&p.ready, e)
 		}
@@ -46,15 +61,26 @@ func (p *Pull) expire(now time.Time) {
 	}
 }
 
+// nextDue is the earliest deadline after expire (zero: none).
+func (p *Pull) nextDue() time.Time {
+	var next time.Time
+	if p.outHead < len(p.outq) {
+		next = p.outq[p.outHead].e.due
+	}
+	if len(p.timers) > 0 && (next.IsZero() || p.timers[0].due.Before(next)) {
+		next = p.timers[0].due
+	}
+	return next
+}
+
 // fail handles a failed delivery of e (already out of the heaps and the
 // out count): redelivery after a backoff step (at once for a NACK), the
 // dead-letter ledger or the hold once the attempts ran out.
 func (p *Pull) fail(e *pullEntry, now time.Time, err error, nacked bool) {
 	p.h.Fail()
 	e.lastErr = err
-	if nacked && e.id != "" {
-		delete(p.byID, e.id)
-		e.id = ""
+	if nacked {
+		p.dropID(e)
 	}
 	if e.replay && e.attempt >= p.retry.Attempts {
 		// Out of attempts again: it stays in the ledger, once.
@@ -65,10 +91,7 @@ func (p *Pull) fail(e *pullEntry, now time.Time, err error, nacked bool) {
 	}
 	if !e.replay && e.attempt >= p.retry.Attempts {
 		if p.onFailure == processor.DeadLetter {
-			if e.id != "" {
-				delete(p.byID, e.id)
-				e.id = ""
-			}
+			p.dropID(e)
 			e.state = pullDying
 			p.dying = append(p.dying, e)
 			kickChan(p.kick)
@@ -112,10 +135,7 @@ func (p *Pull) run() {
 		p.expire(time.Now())
 		work := p.dying
 		p.dying = nil
-		var next time.Time
-		if len(p.timers) > 0 {
-			next = p.timers[0].due
-		}
+		next := p.nextDue()
 		p.mu.Unlock()
 		if len(work) > 0 {
 			for _, e := range work {
