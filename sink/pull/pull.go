@@ -54,12 +54,12 @@ type Pull struct {
 	outq    []outSlot
 	outHead int
 	timers  timerHeap
-	byID    map[deliveryKey]*pullEntry
-	unacked int    // lines of order not done
-	out     int    // deliveries handed out and not acknowledged (nor timed out)
-	held    int    // lines out of attempts under onFailure hold
-	durable uint64 // the mark last reported through DurableThrough
-	rank    uint64 // insertion counter (order among replays)
+	byID    idTable // deliveries by id
+	unacked int     // lines of order not done
+	out     int     // deliveries handed out and not acknowledged (nor timed out)
+	held    int     // lines out of attempts under onFailure hold
+	durable uint64  // the mark last reported through DurableThrough
+	rank    uint64  // insertion counter (order among replays)
 	rng     *rand.ChaCha8
 	sig     chan struct{} // closed and replaced whenever a waiter may proceed
 	dying   []*pullEntry  // out of attempts, to be written to the ledger
@@ -170,7 +170,7 @@ func New(cfg Config) (*Pull, error) {
 		h: g, q: g.Queue(), name: g.Name(), log: log,
 		ackTimeout: cfg.AckTimeout, maxInFlight: cfg.MaxInFlight,
 		retry: g.Retry(), onFailure: g.OnFailure(),
-		byID: map[deliveryKey]*pullEntry{}, replaying: map[uint64]*pullEntry{}, rng: rand.NewChaCha8(seed),
+		replaying: map[uint64]*pullEntry{}, rng: rand.NewChaCha8(seed),
 		sig: make(chan struct{}), kick: make(chan struct{}, 1),
 		stop: make(chan struct{}), done: make(chan struct{}),
 	}
@@ -343,7 +343,7 @@ func (p *Pull) handout(now time.Time, max int, out []handed) []handed {
 		p.dropID(e)
 		p.rng.Read(e.id[:])
 		e.hasID = true
-		p.byID[e.id] = e
+		p.byID.put(e)
 		e.attempt++
 		e.state = pullOut
 		e.due = due
@@ -398,7 +398,7 @@ func (p *Pull) nextReady() *pullEntry {
 // dropID makes e's deliveryId unknown.
 func (p *Pull) dropID(e *pullEntry) {
 	if e.hasID {
-		delete(p.byID, e.id)
+		p.byID.del(e)
 		e.hasID = false
 	}
 }
@@ -474,7 +474,7 @@ func settle[S []byte | string](p *Pull, ids []S, f func(*pullEntry, time.Time), 
 		var e *pullEntry
 		k, ok := parseKey(p.name, id)
 		if ok && !p.closed {
-			e = p.byID[k]
+			e = p.byID.get(&k)
 		}
 		if e == nil {
 			unknown(i)
