@@ -2,6 +2,8 @@ package pull
 
 import (
 	"encoding/base64"
+	"encoding/hex"
+	"slices"
 	"strconv"
 	"unicode/utf8"
 )
@@ -93,10 +95,7 @@ type deliveryKey [16]byte
 func appendID(dst []byte, name string, k *deliveryKey) []byte {
 	dst = append(dst, name...)
 	dst = append(dst, ':')
-	for _, b := range k {
-		dst = append(dst, hexDigits[b>>4], hexDigits[b&0xF])
-	}
-	return dst
+	return hex.AppendEncode(dst, k[:])
 }
 
 // parseKey returns the key of id when id is `<name>:<32 lowercase hex
@@ -140,16 +139,27 @@ type eventEncoder struct {
 // appendEvent appends h's event as encoding/json encodes an Event.
 func (c *eventEncoder) appendEvent(dst []byte, h *handed, raw bool) []byte {
 	e := h.e // line, epoch, position… never change once taken in
-	dst = append(dst, `{"deliveryId":"`...)
-	dst = appendID(dst, c.name, &h.key) // names are [A-Za-z0-9._-]+: nothing to escape
-	dst = append(dst, `","feed":`...)
 	if c.feedJS == nil || e.feed != c.feed {
 		c.feed, c.feedJS = e.feed, appendJSONString(c.feedJS[:0], e.feed)
 	}
+	if c.pathJS == nil || e.path != c.path {
+		c.path, c.pathJS = e.path, appendJSONString(c.pathJS[:0], e.path)
+	}
+	// Room for everything but escapes: the appends below do not grow dst.
+	dst = slices.Grow(dst, len(c.name)+len(c.feedJS)+len(c.pathJS)+len(e.line)+192)
+	dst = append(dst, `{"deliveryId":"`...)
+	dst = append(dst, c.name...) // names are [A-Za-z0-9._-]+: nothing to escape
+	dst = append(dst, ':')
+	n := len(dst)
+	dst = dst[:n+32]
+	hex.Encode(dst[n:], h.key[:])
+	dst = append(dst, `","feed":`...)
 	dst = append(dst, c.feedJS...)
 	dst = append(dst, `,"epoch":"`...)
-	for s := 60; s >= 0; s -= 4 {
-		dst = append(dst, hexDigits[(e.epoch>>uint(s))&0xF])
+	n = len(dst)
+	dst = dst[:n+16]
+	for i, v := 15, e.epoch; i >= 0; i, v = i-1, v>>4 {
+		dst[n+i] = hexDigits[v&0xF]
 	}
 	dst = append(dst, `","position":`...)
 	dst = strconv.AppendInt(dst, e.pos, 10)
@@ -158,9 +168,6 @@ func (c *eventEncoder) appendEvent(dst []byte, h *handed, raw bool) []byte {
 	dst = append(dst, `,"attempt":`...)
 	dst = strconv.AppendInt(dst, int64(h.attempt), 10)
 	dst = append(dst, `,"path":`...)
-	if c.pathJS == nil || e.path != c.path {
-		c.path, c.pathJS = e.path, appendJSONString(c.pathJS[:0], e.path)
-	}
 	dst = append(dst, c.pathJS...)
 	dst = append(dst, `,"line":`...)
 	dst = appendJSONString(dst, e.line)
