@@ -200,6 +200,8 @@ func TestPullLongPollWakesOnNewLines(t *testing.T) {
 //     20000, so the subscriber takes the next batch in while the client
 //     handles one.
 //   - max=500: the setting before issue 14 (maxInFlight 5000).
+//   - pipelined-max=10000: the client acknowledges each batch on a second
+//     connection while it pulls the next (maxInFlight 30000).
 //   - json-client-max=10000: max=10000 with a client that decodes every event with
 //     encoding/json (as the tests do): what such a client costs.
 //
@@ -207,12 +209,21 @@ func TestPullLongPollWakesOnNewLines(t *testing.T) {
 // (checking every sequence number on the way) and sends its ACK body from
 // a reused buffer: the daemon's ceiling, not a JSON library's.
 func BenchmarkPullThroughput(b *testing.B) {
-	b.Run("max=500", func(b *testing.B) { benchPull(b, 500, 5000, false) })
-	b.Run("max=10000", func(b *testing.B) { benchPull(b, 10000, 20000, false) })
-	b.Run("json-client-max=10000", func(b *testing.B) { benchPull(b, 10000, 20000, true) })
+	b.Run("max=500", func(b *testing.B) { benchPull(b, 500, 5000, leanSequential) })
+	b.Run("max=10000", func(b *testing.B) { benchPull(b, 10000, 20000, leanSequential) })
+	b.Run("pipelined-max=10000", func(b *testing.B) { benchPull(b, 10000, 30000, leanPipelined) })
+	b.Run("json-client-max=10000", func(b *testing.B) { benchPull(b, 10000, 20000, jsonSequential) })
 }
 
-func benchPull(b *testing.B, max, maxInFlight int, jsonClient bool) {
+type benchClient int
+
+const (
+	leanSequential benchClient = iota
+	leanPipelined
+	jsonSequential
+)
+
+func benchPull(b *testing.B, max, maxInFlight int, client benchClient) {
 	const n = 100000
 	dir := b.TempDir()
 	text := strings.ReplaceAll(strings.Replace(pullConfig, "maxInFlight: 1000", fmt.Sprintf("maxInFlight: %d", maxInFlight), 1), "%DIR%", dir)
@@ -252,13 +263,18 @@ func benchPull(b *testing.B, max, maxInFlight int, jsonClient bool) {
 		}
 		f.Write(data.Bytes())
 		f.Close()
-		for got := 0; got < n; {
-			if jsonClient {
+		switch client {
+		case leanPipelined:
+			lc.pipelined(n)
+		case leanSequential:
+			for got := 0; got < n; {
+				got += lc.pullAndAck()
+			}
+		case jsonSequential:
+			for got := 0; got < n; {
 				evs := c.pullOnce(max, time.Second)
 				c.ackAll(evs)
 				got += len(evs)
-			} else {
-				got += lc.pullAndAck()
 			}
 		}
 	}
@@ -286,75 +302,88 @@ func processCPU(tb testing.TB) time.Duration {
 // leanClient pulls and batch-ACKs over HTTP like a client built for
 // throughput: reused buffers, the ids sliced out of the body.
 type leanClient struct {
-	tb       testing.TB
-	hc       *http.Client
-	pullURL  string
-	ackURL   string
-	auth     string
-	body     []byte // the last response
-	ack      []byte // the ACK body
-	nextSeq  uint64 // the sequence the next event must have
-	idKey    []byte
-	seqKey   []byte
-	wantResp []byte
+	tb      testing.TB
+	hc      *http.Client
+	pullURL string
+	ackURL  string
+	auth    string
+	body    []byte    // the last pull's response
+	acks    [2]ackBuf // the ACK being built and the one in flight
+	nextSeq uint64    // the sequence the next event must have
 }
+
+// ackBuf is one batch ACK: its body, its count, its answer.
+type ackBuf struct {
+	body, resp, want []byte
+	n                int
+}
+
+var (
+	leanIDKey  = []byte(`{"deliveryId":"`)
+	leanSeqKey = []byte(`,"sequence":`)
+)
 
 func newLeanClient(tb testing.TB, c *pullClient, max int) *leanClient {
 	return &leanClient{
 		tb: tb, hc: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}},
 		pullURL: fmt.Sprintf("%s/v1/pull/%s?max=%d&wait=1s", c.base, c.sub, max), ackURL: c.base + "/v1/ack",
-		auth: c.auth, nextSeq: 1, idKey: []byte(`{"deliveryId":"`), seqKey: []byte(`,"sequence":`),
+		auth: c.auth, nextSeq: 1,
 	}
 }
 
-func (c *leanClient) do(req *http.Request) []byte {
+// do sends req and reads the answer into *buf (200 or an error).
+func (c *leanClient) do(req *http.Request, buf *[]byte) error {
 	req.Header.Set("Authorization", c.auth)
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		c.tb.Fatal(err)
+		return err
 	}
 	defer resp.Body.Close()
-	c.body = c.body[:0]
+	b := (*buf)[:0]
 	for {
-		if len(c.body) == cap(c.body) {
-			c.body = append(c.body, 0)[:len(c.body)]
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
 		}
-		k, err := resp.Body.Read(c.body[len(c.body):cap(c.body)])
-		c.body = c.body[:len(c.body)+k]
+		k, err := resp.Body.Read(b[len(b):cap(b)])
+		b = b[:len(b)+k]
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
-			c.tb.Fatal(err)
+			return err
 		}
 	}
+	*buf = b
 	if resp.StatusCode != http.StatusOK {
-		c.tb.Fatalf("%s %s: %d %s", req.Method, req.URL, resp.StatusCode, c.body)
+		return fmt.Errorf("%s %s: %d %s", req.Method, req.URL, resp.StatusCode, b)
 	}
-	return c.body
+	return nil
 }
 
-// pullAndAck pulls once, checks the sequence numbers, acknowledges every
-// event in one batch ACK and returns how many came.
-func (c *leanClient) pullAndAck() int {
+// pull pulls once, checks the sequence numbers and builds the batch ACK of
+// every event into a; it returns how many came.
+func (c *leanClient) pull(a *ackBuf) int {
 	req, _ := http.NewRequest(http.MethodGet, c.pullURL, nil)
-	body := c.do(req)
-	c.ack = append(c.ack[:0], `{"deliveryIds":[`...)
+	if err := c.do(req, &c.body); err != nil {
+		c.tb.Fatal(err)
+	}
+	body := c.body
+	a.body = append(a.body[:0], `{"deliveryIds":[`...)
 	k := 0
 	for i := 0; ; k++ {
-		j := bytes.Index(body[i:], c.idKey)
+		j := bytes.Index(body[i:], leanIDKey)
 		if j < 0 {
 			break
 		}
-		i += j + len(c.idKey)
+		i += j + len(leanIDKey)
 		end := i + bytes.IndexByte(body[i:], '"')
 		if k > 0 {
-			c.ack = append(c.ack, ',')
+			a.body = append(a.body, ',')
 		}
-		c.ack = append(c.ack, '"')
-		c.ack = append(c.ack, body[i:end]...)
-		c.ack = append(c.ack, '"')
-		s := end + bytes.Index(body[end:], c.seqKey) + len(c.seqKey)
+		a.body = append(a.body, '"')
+		a.body = append(a.body, body[i:end]...)
+		a.body = append(a.body, '"')
+		s := end + bytes.Index(body[end:], leanSeqKey) + len(leanSeqKey)
 		var seq uint64
 		for ; body[s] >= '0' && body[s] <= '9'; s++ {
 			seq = seq*10 + uint64(body[s]-'0')
@@ -365,14 +394,61 @@ func (c *leanClient) pullAndAck() int {
 		c.nextSeq++
 		i = s
 	}
-	if k == 0 {
-		return 0
+	a.body = append(a.body, "]}"...)
+	a.n = k
+	return k
+}
+
+// ack sends a's batch ACK and checks that every id was acknowledged.
+func (c *leanClient) ack(a *ackBuf) error {
+	req, _ := http.NewRequest(http.MethodPost, c.ackURL, bytes.NewReader(a.body))
+	if err := c.do(req, &a.resp); err != nil {
+		return err
 	}
-	c.ack = append(c.ack, "]}"...)
-	req, _ = http.NewRequest(http.MethodPost, c.ackURL, bytes.NewReader(c.ack))
-	c.wantResp = fmt.Appendf(c.wantResp[:0], "{\"acked\":%d,\"unknown\":[]}\n", k)
-	if got := c.do(req); !bytes.Equal(got, c.wantResp) {
-		c.tb.Fatalf("batch ACK answered %s, want %s", got, c.wantResp)
+	a.want = fmt.Appendf(a.want[:0], "{\"acked\":%d,\"unknown\":[]}\n", a.n)
+	if !bytes.Equal(a.resp, a.want) {
+		return fmt.Errorf("batch ACK answered %s, want %s", a.resp, a.want)
+	}
+	return nil
+}
+
+// pullAndAck pulls once and acknowledges what came; it returns how many.
+func (c *leanClient) pullAndAck() int {
+	a := &c.acks[0]
+	k := c.pull(a)
+	if k > 0 {
+		if err := c.ack(a); err != nil {
+			c.tb.Fatal(err)
+		}
 	}
 	return k
+}
+
+// pipelined drains n lines acknowledging each batch on another
+// connection while it pulls the next one (at most one ACK in flight).
+func (c *leanClient) pipelined(n int) {
+	done := make(chan error, 1)
+	inFlight := false
+	for got, cur := 0, 0; got < n; {
+		a := &c.acks[cur]
+		k := c.pull(a)
+		if inFlight {
+			if err := <-done; err != nil {
+				c.tb.Fatal(err)
+			}
+			inFlight = false
+		}
+		if k == 0 {
+			continue
+		}
+		got += k
+		go func() { done <- c.ack(a) }()
+		inFlight = true
+		cur ^= 1
+	}
+	if inFlight {
+		if err := <-done; err != nil {
+			c.tb.Fatal(err)
+		}
+	}
 }

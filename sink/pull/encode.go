@@ -1,7 +1,9 @@
 package pull
 
 import (
+	"bytes"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/hex"
 	"slices"
 	"strconv"
@@ -267,14 +269,37 @@ func plainString(b []byte, i int) ([]byte, int, bool) {
 	if i >= len(b) || b[i] != '"' {
 		return nil, i, false
 	}
-	for j := i + 1; j < len(b); j++ {
-		c := b[j]
-		if c == '"' {
-			return b[i+1 : j : j], j + 1, true
+	n := bytes.IndexByte(b[i+1:], '"')
+	if n < 0 {
+		return nil, i, false
+	}
+	s := b[i+1 : i+1+n : i+1+n]
+	if !printableASCII(s) {
+		return nil, i, false
+	}
+	return s, i + 2 + n, true
+}
+
+// printableASCII reports whether every byte of s is 0x20–0x7e but '\\',
+// eight bytes at a time.
+func printableASCII(s []byte) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	for len(s) >= 8 {
+		x := binary.LittleEndian.Uint64(s)
+		// A byte < 0x20, ≥ 0x7f (x+0x01… carries it to ≥ 0x80) or '\\'
+		// (zero after the XOR) sets its high bit in bad.
+		bad := (x - 0x20*ones) | (x + 0x01*ones) | x
+		y := x ^ ('\\' * ones)
+		bad |= (y - ones) &^ y
+		if bad&highs != 0 {
+			return false
 		}
+		s = s[8:]
+	}
+	for _, c := range s {
 		if c < 0x20 || c >= 0x7f || c == '\\' {
-			return nil, i, false
+			return false
 		}
 	}
-	return nil, i, false
+	return true
 }

@@ -281,3 +281,31 @@ func TestParseKey(t *testing.T) {
 		}
 	}
 }
+
+// TestPrintableASCII holds the eight-bytes-at-a-time check to a byte loop:
+// every byte value at every position of strings of 1 to 20 bytes, alone
+// and after another odd byte.
+func TestPrintableASCII(t *testing.T) {
+	slow := func(s []byte) bool {
+		for _, c := range s {
+			if c < 0x20 || c >= 0x7f || c == '\\' {
+				return false
+			}
+		}
+		return true
+	}
+	for n := 1; n <= 20; n++ {
+		for pos := range n {
+			for c := range 256 {
+				for _, other := range []byte{'a', 0x7f, 0x1f, 0xff, '\\', '~', ' '} {
+					s := bytes.Repeat([]byte{'a'}, n)
+					s[pos] = byte(c)
+					s[(pos+3)%n] = other
+					if got, want := printableASCII(s), slow(s); got != want {
+						t.Fatalf("printableASCII(%q) = %v, want %v", s, got, want)
+					}
+				}
+			}
+		}
+	}
+}
