@@ -95,8 +95,10 @@ func TestPullHTTPAllocationsPerLine(t *testing.T) {
 	cycle(0) // buffers and the id map grow once
 	a := cycle(1)
 	t.Logf("%.4f allocations per line", a)
-	if a > 0.01 {
-		t.Fatalf("%.3f allocations per line to pull and acknowledge 10,000 lines over HTTP, want at most 0.01", a)
+	// ~0.007 measured (per request, not per line); -race, whose sync.Pool
+	// drops buffers at random, ~0.012. Before: 4.0.
+	if a > 0.05 {
+		t.Fatalf("%.3f allocations per line to pull and acknowledge 10,000 lines over HTTP, want at most 0.05", a)
 	}
 }
 

@@ -130,22 +130,21 @@ var unhex = func() (t [256]byte) {
 	return t
 }()
 
-// eventEncoder appends events; it remembers the last feed and path it
-// escaped (a batch's events share them).
+// eventEncoder appends events; it remembers the feed and path it escaped
+// last (a batch's events share them).
 type eventEncoder struct {
 	name           string
-	feed, path     string
+	src            *lineSource
 	feedJS, pathJS []byte
 }
 
 // appendEvent appends h's event as encoding/json encodes an Event.
 func (c *eventEncoder) appendEvent(dst []byte, h *handed, raw bool) []byte {
 	e := h.e // line, epoch, position… never change once taken in
-	if c.feedJS == nil || e.feed != c.feed {
-		c.feed, c.feedJS = e.feed, appendJSONString(c.feedJS[:0], e.feed)
-	}
-	if c.pathJS == nil || e.path != c.path {
-		c.path, c.pathJS = e.path, appendJSONString(c.pathJS[:0], e.path)
+	if c.src != e.src {
+		c.src = e.src
+		c.feedJS = appendJSONString(c.feedJS[:0], e.src.feed)
+		c.pathJS = appendJSONString(c.pathJS[:0], e.src.path)
 	}
 	// Room for everything but escapes: the appends below do not grow dst.
 	dst = slices.Grow(dst, len(c.name)+len(c.feedJS)+len(c.pathJS)+len(e.line)+192)
@@ -160,7 +159,7 @@ func (c *eventEncoder) appendEvent(dst []byte, h *handed, raw bool) []byte {
 	dst = append(dst, `,"epoch":"`...)
 	n = len(dst)
 	dst = dst[:n+16]
-	for i, v := 15, e.epoch; i >= 0; i, v = i-1, v>>4 {
+	for i, v := 15, e.src.epoch; i >= 0; i, v = i-1, v>>4 {
 		dst[n+i] = hexDigits[v&0xF]
 	}
 	dst = append(dst, `","position":`...)

@@ -51,8 +51,8 @@ func encodingJSON(t testing.TB, v any) []byte {
 func eventOf(name string, h *handed, raw bool) Event {
 	var id []byte
 	id = appendID(id, name, &h.key)
-	ev := Event{DeliveryID: string(id), Feed: h.e.feed, Epoch: fmt.Sprintf("%016x", h.e.epoch), Position: h.e.pos,
-		Sequence: h.e.seq, Attempt: h.attempt, Path: h.e.path, Line: string(h.e.line)}
+	ev := Event{DeliveryID: string(id), Feed: h.e.src.feed, Epoch: fmt.Sprintf("%016x", h.e.src.epoch), Position: h.e.pos,
+		Sequence: h.e.seq, Attempt: h.attempt, Path: h.e.src.path, Line: string(h.e.line)}
 	if raw {
 		s := base64.StdEncoding.EncodeToString(h.e.line)
 		ev.LineBase64 = &s
@@ -86,7 +86,8 @@ func checkEvent(t testing.TB, h *handed, raw bool) {
 }
 
 func oddHanded(line []byte) *handed {
-	h := &handed{e: &pullEntry{feed: "app", path: "/var/log/app.log", epoch: 0x00c3a1d2e4f50617, pos: 1234, seq: 17, line: line}, attempt: 2}
+	src := &lineSource{feed: "app", path: "/var/log/app.log", epoch: 0x00c3a1d2e4f50617, positioned: true}
+	h := &handed{e: &pullEntry{src: src, pos: 1234, seq: 17, line: line}, attempt: 2}
 	for i := range h.key {
 		h.key[i] = byte(i * 17)
 	}
@@ -104,22 +105,25 @@ func TestEventEncoderMatchesEncodingJSON(t *testing.T) {
 		}
 	}
 	h := oddHanded([]byte("x"))
-	h.e.epoch, h.e.pos, h.e.seq, h.attempt = math.MaxUint64, math.MaxInt64, math.MaxUint64, math.MaxInt
+	h.e.src.epoch, h.e.pos, h.e.seq, h.attempt = math.MaxUint64, math.MaxInt64, math.MaxUint64, math.MaxInt
 	checkEvent(t, h, false)
-	h.e.epoch, h.e.pos, h.e.seq, h.attempt = 0, 0, 0, 0
+	h.e.src.epoch, h.e.pos, h.e.seq, h.attempt = 0, 0, 0, 0
 	checkEvent(t, h, true)
 	for _, odd := range oddLines {
-		h.e.feed, h.e.path = odd, odd
+		h.e.src = &lineSource{feed: odd, path: odd}
 		checkEvent(t, h, false)
 	}
 
 	// A whole response, events sharing and changing feed and path.
 	for _, n := range []int{0, 1, 3, 2000} { // 2000 events cross flushAt
 		hs := make([]handed, n)
+		a := &lineSource{feed: "app", path: "/var/log/app.log", epoch: 7}
+		b := &lineSource{feed: "other", path: "/var/log/other <&> \u2028.log", epoch: 1 << 63}
 		for i := range hs {
 			hs[i] = *oddHanded([]byte(oddLines[i%len(oddLines)]))
-			if i%3 == 2 {
-				hs[i].e.path = "/var/log/other <&> \u2028.log"
+			hs[i].e.src = a // runs of events sharing a source, and changes
+			if i%3 == 2 || i%100 > 90 {
+				hs[i].e.src = b
 			}
 		}
 		for _, raw := range []bool{false, true} {
@@ -151,7 +155,7 @@ func FuzzEventEncoder(f *testing.F) {
 	f.Add([]byte("\xe2\x80\xa9\xe2\x80"), "a<b", "/tmp/\x00\xff")
 	f.Fuzz(func(t *testing.T, line []byte, feed, path string) {
 		h := oddHanded(line)
-		h.e.feed, h.e.path = feed, path
+		h.e.src = &lineSource{feed: feed, path: path, epoch: 0x00c3a1d2e4f50617}
 		checkEvent(t, h, false)
 		checkEvent(t, h, true)
 	})

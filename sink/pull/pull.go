@@ -61,6 +61,7 @@ type Pull struct {
 	durable uint64  // the mark last reported through DurableThrough
 	rank    uint64  // insertion counter (order among replays)
 	rng     *rand.ChaCha8
+	t0      time.Time // the origin of clock
 	sig     chan struct{} // closed and replaced whenever a waiter may proceed
 	dying   []*pullEntry  // out of attempts, to be written to the ledger
 	closed  bool
@@ -98,33 +99,40 @@ const (
 )
 
 // pullEntry is one line held by the subscriber.
+//
+// It is 128 bytes (one size class; a batch's entries are one allocation):
+// what its lines share is in src, due is an offset on the monotonic clock.
 type pullEntry struct {
-	through    uint64 // queue mark through this line and the filtered lines after it (0: a replay)
-	rank       uint64 // ready order: through, or the insertion counter for a replay
-	seq        uint64
-	epoch      uint64
-	pos        int64
-	positioned bool
-	feed, path string
-	line       []byte
-
-	state   pullState
-	attempt int         // deliveries handed out so far
+	through uint64 // queue mark through this line and the filtered lines after it (0: a replay)
+	rank    uint64 // ready order: through, or the insertion counter for a replay
+	seq     uint64
+	pos     int64
+	src     *lineSource
+	line    []byte
 	id      deliveryKey // deliveryId that may still acknowledge it, when hasID
-	hasID   bool
-	due     time.Time // pullOut: ACK deadline; pullDelayed: redelivery
+	due     int64       // pullOut: ACK deadline; pullDelayed: redelivery (Pull.clock)
 	lastErr error
-	held    bool   // out of attempts under hold
-	replay  bool   // a replayed dead letter (through 0)
 	lid     uint64 // a replay's ledger entry id
-	ridx    int    // index in ready (-1: not in it)
-	tidx    int    // index in timers (-1: not in it)
+	attempt int32  // deliveries handed out so far
+	ridx    int32  // index in ready (-1: not in it)
+	tidx    int32  // index in timers (-1: not in it)
+	state   pullState
+	hasID   bool
+	held    bool // out of attempts under hold
+	replay  bool // a replayed dead letter (through 0)
+}
+
+// lineSource is what the lines of a batch share.
+type lineSource struct {
+	feed, path string
+	epoch      uint64
+	positioned bool
 }
 
 // outSlot is a delivery's ACK deadline in outq.
 type outSlot struct {
 	e       *pullEntry
-	attempt int
+	attempt int32
 }
 
 // live: the delivery is still out waiting for its ACK (not settled,
@@ -171,7 +179,7 @@ func New(cfg Config) (*Pull, error) {
 		ackTimeout: cfg.AckTimeout, maxInFlight: cfg.MaxInFlight,
 		retry: g.Retry(), onFailure: g.OnFailure(),
 		replaying: map[uint64]*pullEntry{}, rng: rand.NewChaCha8(seed),
-		sig: make(chan struct{}), kick: make(chan struct{}, 1),
+		sig: make(chan struct{}), kick: make(chan struct{}, 1), t0: time.Now(),
 		stop: make(chan struct{}), done: make(chan struct{}),
 	}
 	if p.onFailure == processor.DeadLetter && !g.DeadLetters() {
@@ -183,6 +191,9 @@ func New(cfg Config) (*Pull, error) {
 	go p.run()
 	return p, nil
 }
+
+// clock is t on the subscriber's monotonic clock (pullEntry.due).
+func (p *Pull) clock(t time.Time) int64 { return int64(t.Sub(p.t0)) }
 
 // Name is the subscriber's name (the prefix of its deliveryIds).
 func (p *Pull) Name() string { return p.name }
@@ -215,6 +226,7 @@ func (p *Pull) ProcessBatch(ctx context.Context, b *feed.Batch) (int, error) {
 	}
 	text := make([]byte, 0, size)
 	ents := make([]pullEntry, len(b.Lines))
+	src := &lineSource{feed: b.Feed, path: b.Path, epoch: b.Epoch, positioned: b.Positioned}
 	for i, line := range b.Lines {
 		if want != nil && !want[i] {
 			continue
@@ -223,9 +235,8 @@ func (p *Pull) ProcessBatch(ctx context.Context, b *feed.Batch) (int, error) {
 		text = append(text, line...)
 		through := base + uint64(i) + 1
 		ents[i] = pullEntry{
-			through: through, rank: through, seq: b.FirstSeq + uint64(i),
-			epoch: b.Epoch, pos: b.Ends[i], positioned: b.Positioned,
-			feed: b.Feed, path: b.Path, line: text[at:len(text):len(text)], ridx: -1, tidx: -1,
+			through: through, rank: through, seq: b.FirstSeq + uint64(i), pos: b.Ends[i],
+			src: src, line: text[at:len(text):len(text)], ridx: -1, tidx: -1,
 		}
 	}
 	p.mu.Lock()
@@ -332,7 +343,7 @@ func (p *Pull) handout(now time.Time, max int, out []handed) []handed {
 	if n <= 0 {
 		return out
 	}
-	due := now.Add(p.ackTimeout)
+	due := p.clock(now) + int64(p.ackTimeout)
 	first := true
 	for ; n > 0; n-- {
 		e := p.nextReady()
@@ -353,7 +364,7 @@ func (p *Pull) handout(now time.Time, max int, out []handed) []handed {
 		first = false
 		p.outq = append(p.outq, outSlot{e, e.attempt})
 		p.out++
-		out = append(out, handed{e, e.id, e.attempt})
+		out = append(out, handed{e, e.id, int(e.attempt)})
 	}
 	// Slots of settled deliveries behind a live one wait for it to leave
 	// the front: drop them once they outnumber the live ones.
@@ -410,8 +421,8 @@ func (p *Pull) events(hs []handed, raw bool) []Event {
 		e := h.e // line, epoch, position… never change once taken in
 		id = appendID(id[:0], p.name, &h.key)
 		evs[i] = Event{
-			DeliveryID: string(id), Feed: e.feed, Epoch: fmt.Sprintf("%016x", e.epoch), Position: e.pos,
-			Sequence: e.seq, Attempt: h.attempt, Path: e.path, Line: string(e.line),
+			DeliveryID: string(id), Feed: e.src.feed, Epoch: fmt.Sprintf("%016x", e.src.epoch), Position: e.pos,
+			Sequence: e.seq, Attempt: h.attempt, Path: e.src.path, Line: string(e.line),
 		}
 		if raw {
 			s := base64.StdEncoding.EncodeToString(e.line)
@@ -524,10 +535,10 @@ func (p *Pull) unlink(e *pullEntry) {
 		p.out--
 	}
 	if e.tidx >= 0 {
-		heap.Remove(&p.timers, e.tidx)
+		heap.Remove(&p.timers, int(e.tidx))
 	}
 	if e.ridx >= 0 {
-		heap.Remove(&p.ready, e.ridx)
+		heap.Remove(&p.ready, int(e.ridx))
 	}
 }
 
