@@ -61,7 +61,7 @@ type Pull struct {
 	durable uint64  // the mark last reported through DurableThrough
 	rank    uint64  // insertion counter (order among replays)
 	rng     *rand.ChaCha8
-	t0      time.Time // the origin of clock
+	t0      time.Time     // the origin of clock
 	sig     chan struct{} // closed and replaced whenever a waiter may proceed
 	dying   []*pullEntry  // out of attempts, to be written to the ledger
 	closed  bool
