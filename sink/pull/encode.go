@@ -32,6 +32,14 @@ func appendJSONString[S []byte | string](dst []byte, s S) []byte {
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {
+		// Eight bytes at a time while none needs a look (most log text).
+		for i+8 <= len(s) && htmlSafe8(uint64(s[i])|uint64(s[i+1])<<8|uint64(s[i+2])<<16|uint64(s[i+3])<<24|
+			uint64(s[i+4])<<32|uint64(s[i+5])<<40|uint64(s[i+6])<<48|uint64(s[i+7])<<56) {
+			i += 8
+		}
+		if i >= len(s) {
+			break
+		}
 		if b := s[i]; b < utf8.RuneSelf {
 			if htmlSafe[b] {
 				i++
@@ -79,6 +87,23 @@ func appendJSONString[S []byte | string](dst []byte, s S) []byte {
 	dst = append(dst, s[start:]...)
 	return append(dst, '"')
 }
+
+const ones, highs = 0x0101010101010101, 0x8080808080808080
+
+// htmlSafe8 reports whether all eight bytes of x are htmlSafe (ASCII, not
+// a control byte, not " \\ < > &). It may say no for a safe byte above an
+// unsafe one, never yes for an unsafe one.
+func htmlSafe8(x uint64) bool {
+	bad := (x - 0x20*ones) | x // < 0x20 (a borrow), ≥ 0x80
+	bad |= zeroByte(x ^ ('"' * ones))
+	bad |= zeroByte(x ^ ('\\' * ones))
+	bad |= zeroByte(x ^ ('&' * ones))
+	bad |= zeroByte((x | 0x02*ones) ^ ('>' * ones)) // < (0x3c) and > (0x3e)
+	return bad&highs == 0
+}
+
+// zeroByte sets the high bit of (at least) the lowest zero byte of y.
+func zeroByte(y uint64) uint64 { return (y - ones) &^ y }
 
 // htmlSafe: the ASCII bytes encoding/json writes as they are with HTML
 // escaping on (encoding/json.htmlSafeSet: 0x20–0x7f but " \ < > &).
@@ -282,7 +307,6 @@ func plainString(b []byte, i int) ([]byte, int, bool) {
 // printableASCII reports whether every byte of s is 0x20–0x7e but '\\',
 // eight bytes at a time.
 func printableASCII(s []byte) bool {
-	const ones, highs = 0x0101010101010101, 0x8080808080808080
 	for len(s) >= 8 {
 		x := binary.LittleEndian.Uint64(s)
 		// A byte < 0x20, ≥ 0x7f (x+0x01… carries it to ≥ 0x80) or '\\'

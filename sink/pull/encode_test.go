@@ -313,3 +313,30 @@ func TestPrintableASCII(t *testing.T) {
 		}
 	}
 }
+
+// TestHTMLSafe8 holds the eight-byte check to the htmlSafe table: every
+// byte value at every position, next to safe and unsafe bytes.
+func TestHTMLSafe8(t *testing.T) {
+	for pos := range 8 {
+		for c := range 256 {
+			for _, other := range []byte{'a', 0x7f, 0x1f, 0xff, '"', '<', '>', '&', '\\', '=', '?', ' '} {
+				w := bytes.Repeat([]byte{'a'}, 8)
+				w[(pos+5)%8] = other
+				w[pos] = byte(c)
+				want := true
+				for _, b := range w {
+					want = want && b < 0x80 && htmlSafe[b]
+				}
+				x := uint64(0)
+				for i := 7; i >= 0; i-- {
+					x = x<<8 | uint64(w[i])
+				}
+				if got := htmlSafe8(x); got && !want {
+					t.Fatalf("htmlSafe8(%q) = true: an unsafe byte would be written as it is", w)
+				} else if !got && want {
+					t.Fatalf("htmlSafe8(%q) = false for safe bytes", w)
+				}
+			}
+		}
+	}
+}

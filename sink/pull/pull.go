@@ -233,11 +233,12 @@ func (p *Pull) ProcessBatch(ctx context.Context, b *feed.Batch) (int, error) {
 		}
 		at := len(text)
 		text = append(text, line...)
-		through := base + uint64(i) + 1
-		ents[i] = pullEntry{
-			through: through, rank: through, seq: b.FirstSeq + uint64(i), pos: b.Ends[i],
-			src: src, line: text[at:len(text):len(text)], ridx: -1, tidx: -1,
-		}
+		// Field by field into the zeroed slab: no struct copy.
+		e := &ents[i]
+		e.through = base + uint64(i) + 1
+		e.rank, e.seq, e.pos = e.through, b.FirstSeq+uint64(i), b.Ends[i]
+		e.src, e.line = src, text[at:len(text):len(text)]
+		e.ridx, e.tidx = -1, -1
 	}
 	p.mu.Lock()
 	for p.unacked >= p.maxInFlight && !p.closed {
