@@ -66,6 +66,26 @@ func (t *idTable) resize(size int) {
 	}
 }
 
+// take removes and returns the entry whose id is k (nil: none).
+func (t *idTable) take(k *deliveryKey) *pullEntry {
+	if t.n == 0 {
+		return nil
+	}
+	h := keyHash(k)
+	mask := uint64(len(t.slots) - 1)
+	for i := h & mask; ; i = (i + 1) & mask {
+		s := &t.slots[i]
+		if s.e == nil {
+			return nil
+		}
+		if s.h == h && s.e.id == *k {
+			e := s.e
+			t.remove(i)
+			return e
+		}
+	}
+}
+
 // del removes e (under e.id; a no-op when it is not there).
 func (t *idTable) del(e *pullEntry) {
 	if t.n == 0 {
@@ -80,6 +100,12 @@ func (t *idTable) del(e *pullEntry) {
 		}
 		i = (i + 1) & mask
 	}
+	t.remove(i)
+}
+
+// remove empties slot i.
+func (t *idTable) remove(i uint64) {
+	mask := uint64(len(t.slots) - 1)
 	// Backward shift: move up every later slot of the run that may sit in
 	// the hole (its home is not cyclically in (i, j]).
 	for j := (i + 1) & mask; t.slots[j].e != nil; j = (j + 1) & mask {

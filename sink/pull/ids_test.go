@@ -41,9 +41,16 @@ func TestIDTableAgreesWithAMap(t *testing.T) {
 				e := live[k]
 				live[k] = live[len(live)-1]
 				live = live[:len(live)-1]
-				tab.del(e)
+				if step%2 == 0 {
+					tab.del(e)
+				} else if got := tab.take(&e.id); got != e {
+					t.Fatalf("step %d: take(%x) = %p, want %p", step, e.id, got, e)
+				}
 				delete(ref, e.id)
 				tab.del(e) // a second deletion changes nothing
+				if tab.take(&e.id) != nil {
+					t.Fatalf("step %d: take found a removed entry", step)
+				}
 			}
 			if tab.n != len(ref) {
 				t.Fatalf("step %d: table holds %d, map %d", step, tab.n, len(ref))

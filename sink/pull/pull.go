@@ -486,13 +486,13 @@ func settle[S []byte | string](p *Pull, ids []S, f func(*pullEntry, time.Time), 
 		var e *pullEntry
 		k, ok := parseKey(p.name, id)
 		if ok && !p.closed {
-			e = p.byID.get(&k)
+			e = p.byID.take(&k) // its id is dead from now on
 		}
 		if e == nil {
 			unknown(i)
 			continue
 		}
-		p.dropID(e)
+		e.hasID = false
 		f(e, now)
 		n++
 	}
