@@ -155,12 +155,19 @@ var unhex = func() (t [256]byte) {
 	return t
 }()
 
-// eventEncoder appends events; it remembers the feed and path it escaped
-// last (a batch's events share them).
+// eventEncoder appends events. The bytes between the per-event values
+// are prebuilt: the id's prefix once, and per source (a batch's events
+// share it) the feed, epoch and path parts.
 type eventEncoder struct {
-	name           string
-	src            *lineSource
-	feedJS, pathJS []byte
+	prefix []byte // {"deliveryId":"<name>:
+	src    *lineSource
+	mid    []byte // ","feed":<feed>,"epoch":"<epoch>","position":
+	tail   []byte // ,"path":<path>,"line":
+}
+
+func newEventEncoder(name string) eventEncoder {
+	// Names are [A-Za-z0-9._-]+: nothing to escape.
+	return eventEncoder{prefix: append(append([]byte(`{"deliveryId":"`), name...), ':')}
 }
 
 // appendEvent appends h's event as encoding/json encodes an Event.
@@ -168,34 +175,30 @@ func (c *eventEncoder) appendEvent(dst []byte, h *handed, raw bool) []byte {
 	e := h.e // line, epoch, position… never change once taken in
 	if c.src != e.src {
 		c.src = e.src
-		c.feedJS = appendJSONString(c.feedJS[:0], e.src.feed)
-		c.pathJS = appendJSONString(c.pathJS[:0], e.src.path)
+		c.mid = appendJSONString(append(c.mid[:0], `","feed":`...), e.src.feed)
+		c.mid = append(c.mid, `,"epoch":"`...)
+		n := len(c.mid)
+		c.mid = append(c.mid, "0000000000000000"...)
+		for i, v := 15, e.src.epoch; i >= 0; i, v = i-1, v>>4 {
+			c.mid[n+i] = hexDigits[v&0xF]
+		}
+		c.mid = append(c.mid, `","position":`...)
+		c.tail = appendJSONString(append(c.tail[:0], `,"path":`...), e.src.path)
+		c.tail = append(c.tail, `,"line":`...)
 	}
 	// Room for everything but escapes: the appends below do not grow dst.
-	dst = slices.Grow(dst, len(c.name)+len(c.feedJS)+len(c.pathJS)+len(e.line)+192)
-	dst = append(dst, `{"deliveryId":"`...)
-	dst = append(dst, c.name...) // names are [A-Za-z0-9._-]+: nothing to escape
-	dst = append(dst, ':')
+	dst = slices.Grow(dst, len(c.prefix)+len(c.mid)+len(c.tail)+len(e.line)+112)
+	dst = append(dst, c.prefix...)
 	n := len(dst)
 	dst = dst[:n+32]
 	hex.Encode(dst[n:], h.key[:])
-	dst = append(dst, `","feed":`...)
-	dst = append(dst, c.feedJS...)
-	dst = append(dst, `,"epoch":"`...)
-	n = len(dst)
-	dst = dst[:n+16]
-	for i, v := 15, e.src.epoch; i >= 0; i, v = i-1, v>>4 {
-		dst[n+i] = hexDigits[v&0xF]
-	}
-	dst = append(dst, `","position":`...)
+	dst = append(dst, c.mid...)
 	dst = strconv.AppendInt(dst, e.pos, 10)
 	dst = append(dst, `,"sequence":`...)
 	dst = strconv.AppendUint(dst, e.seq, 10)
 	dst = append(dst, `,"attempt":`...)
 	dst = strconv.AppendInt(dst, int64(h.attempt), 10)
-	dst = append(dst, `,"path":`...)
-	dst = append(dst, c.pathJS...)
-	dst = append(dst, `,"line":`...)
+	dst = append(dst, c.tail...)
 	dst = appendJSONString(dst, e.line)
 	if raw {
 		dst = append(dst, `,"lineBase64":"`...)

@@ -65,7 +65,7 @@ func eventOf(name string, h *handed, raw bool) Event {
 func checkEvent(t testing.TB, h *handed, raw bool) {
 	t.Helper()
 	want := encodingJSON(t, eventOf("consumer", h, raw))
-	enc := eventEncoder{name: "consumer"}
+	enc := newEventEncoder("consumer")
 	got := append(enc.appendEvent(nil, h, raw), '\n')
 	if !bytes.Equal(got, want) {
 		t.Fatalf("line %q: the fast encoder wrote\n%s\nencoding/json\n%s", h.e.line, got, want)

@@ -134,7 +134,7 @@ func writeEvents(w http.ResponseWriter, name string, hs []handed, raw bool) {
 	bp := outBufs.Get().(*[]byte)
 	buf := append((*bp)[:0], `{"events":[`...)
 	w.Header().Set("Content-Type", "application/json")
-	enc := eventEncoder{name: name}
+	enc := newEventEncoder(name)
 	streaming := false
 	for i := range hs {
 		if i > 0 {
