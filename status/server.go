@@ -1,6 +1,7 @@
 package status
 
 import (
+	"bytes"
 	"context"
 	"crypto/subtle"
 	"encoding/json"
@@ -318,20 +319,55 @@ func WriteError(w http.ResponseWriter, code int, msg string) {
 // bytes (413), no unknown fields, no trailing data, not empty (400). It writes
 // the error response and returns false on failure.
 func DecodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
-	body, err := io.ReadAll(io.LimitReader(r.Body, MaxBody+1))
+	body, ok := ReadBody(w, r, nil)
+	return ok && DecodeJSON(w, body, v)
+}
+
+// ReadBody reads a request body of at most MaxBody bytes (413), not empty
+// or blank (400), appending it to buf[:0] (a caller may reuse buffers). It
+// reads to the end (see closeUnread), writes the error response and
+// returns false on failure.
+func ReadBody(w http.ResponseWriter, r *http.Request, buf []byte) ([]byte, bool) {
+	if n := r.ContentLength; n > 0 && n <= MaxBody && int64(cap(buf)) <= n {
+		buf = make([]byte, 0, n+1) // the read that sees the end needs no growth
+	}
+	body, err := appendAll(buf[:0], io.LimitReader(r.Body, MaxBody+1))
 	if err != nil {
 		WriteError(w, http.StatusBadRequest, "reading body: "+err.Error())
-		return false
+		return body, false
 	}
 	if len(body) > MaxBody {
 		WriteError(w, http.StatusRequestEntityTooLarge, "body over 1 MiB")
-		return false
+		return body, false
 	}
-	if len(strings.TrimSpace(string(body))) == 0 {
+	if len(bytes.TrimSpace(body)) == 0 {
 		WriteError(w, http.StatusBadRequest, "empty body")
-		return false
+		return body, false
 	}
-	dec := json.NewDecoder(strings.NewReader(string(body)))
+	return body, true
+}
+
+// appendAll is io.ReadAll appending to b.
+func appendAll(b []byte, r io.Reader) ([]byte, error) {
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err != nil {
+			if err == io.EOF {
+				err = nil
+			}
+			return b, err
+		}
+	}
+}
+
+// DecodeJSON decodes a body ReadBody read strictly into v (DecodeBody's
+// rules); it writes the 400 and returns false on failure.
+func DecodeJSON(w http.ResponseWriter, body []byte, v any) bool {
+	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		WriteError(w, http.StatusBadRequest, "bad JSON body: "+err.Error())

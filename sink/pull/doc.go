@@ -44,6 +44,16 @@
 // is not queued twice. A queued entry lives in memory only: after a restart
 // it is still in the ledger and not queued (replay again).
 //
+// Speed (issue 14: ≥ 1 M lines/s with max=10000 batches and batch ACKs).
+// Events are appended into pooled buffers by a hand-written encoder whose
+// output is byte for byte encoding/json's (encode.go; tests and a fuzz
+// target hold it to that), and ordinary ACK bodies are parsed without
+// reflection (any other body still goes through encoding/json, so every
+// answer to it is unchanged). A deliveryId is found in O(1) through its
+// random bits (ids.go), fresh lines and ACK deadlines are FIFOs (only
+// redeliveries, replays and backoff timers use heaps), and a batch's
+// entries and line copies are one allocation each, made outside the lock.
+//
 // Pull applies the processor's match/exclude itself (it takes them from
 // the group), so every line of a batch has its own queue mark; a filtered
 // line counts as done as soon as the lines before it are.

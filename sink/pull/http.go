@@ -1,8 +1,10 @@
 package pull
 
 import (
+	"bytes"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"tailfeed/config"
@@ -57,8 +59,8 @@ func routes(sinkOf func(name string) any) map[string]status.Route {
 	post := []string{http.MethodPost}
 	return map[string]status.Route{
 		"/v1/pull/{subscriber}": {Methods: []string{http.MethodGet}, Protected: true, Handler: h.pull},
-		"/v1/ack":               {Methods: post, Protected: true, Handler: h.settle("acked", (*Pull).AckAll)},
-		"/v1/nack":              {Methods: post, Protected: true, Handler: h.settle("nacked", (*Pull).NackAll)},
+		"/v1/ack":               {Methods: post, Protected: true, Handler: h.settle("acked", ackOp)},
+		"/v1/nack":              {Methods: post, Protected: true, Handler: h.settle("nacked", nackOp)},
 	}
 }
 
@@ -72,9 +74,19 @@ func (d handlers) pullSink(name string) *Pull {
 	return p
 }
 
-type pullResponse struct {
-	Events []Event `json:"events"`
-}
+// Buffers reused across requests: a response (flushed every flushAt
+// bytes), the handed-out deliveries, a request body and its ids.
+var (
+	outBufs  = sync.Pool{New: func() any { return new([]byte) }}
+	handouts = sync.Pool{New: func() any { return new([]handed) }}
+	inBufs   = sync.Pool{New: func() any { return new([]byte) }}
+	idLists  = sync.Pool{New: func() any { return new([][]byte) }}
+)
+
+const (
+	flushAt = 256 << 10
+	keepBuf = 4 << 20 // larger buffers are not kept
+)
 
 func (d handlers) pull(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("subscriber")
@@ -111,76 +123,187 @@ func (d handlers) pull(w http.ResponseWriter, r *http.Request) {
 		}
 		raw = v
 	}
-	status.WriteJSON(w, http.StatusOK, pullResponse{Events: p.Pull(r.Context(), max, wait, raw)})
+	hp := handouts.Get().(*[]handed)
+	hs := p.take(r.Context(), max, wait, (*hp)[:0])
+	writeEvents(w, p.name, hs, raw)
+	clear(hs) // no entry kept alive by the pool
+	*hp = hs[:0]
+	handouts.Put(hp)
 }
 
-// settleBody is the body of POST /v1/ack and /v1/nack.
+// writeEvents answers 200 {"events":[…]}, the bytes status.WriteJSON
+// wrote for a []Event (encode.go), without building Events.
+func writeEvents(w http.ResponseWriter, name string, hs []handed, raw bool) {
+	bp := outBufs.Get().(*[]byte)
+	buf := append((*bp)[:0], `{"events":[`...)
+	w.Header().Set("Content-Type", "application/json")
+	enc := newEventEncoder(name)
+	streaming := false
+	for i := range hs {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = enc.appendEvent(buf, &hs[i], raw)
+		if len(buf) >= flushAt {
+			if !streaming {
+				w.WriteHeader(http.StatusOK)
+				streaming = true
+			}
+			w.Write(buf) // a client gone away: its deliveries time out
+			buf = buf[:0]
+		}
+	}
+	buf = append(buf, "]}\n"...)
+	if !streaming {
+		w.Header().Set("Content-Length", strconv.Itoa(len(buf)))
+		w.WriteHeader(http.StatusOK)
+	}
+	w.Write(buf)
+	if cap(buf) <= keepBuf {
+		*bp = buf[:0]
+		outBufs.Put(bp)
+	}
+}
+
+// settleBody is the body of POST /v1/ack and /v1/nack as encoding/json
+// reads it (the bodies parseSettle leaves to it).
 type settleBody struct {
 	DeliveryID  *string  `json:"deliveryId"`
 	DeliveryIDs []string `json:"deliveryIds"`
 }
 
+// settleOp settles ids of one subscriber (ack or nack), calling unknown
+// with the index of each id it did not know; it returns how many it
+// settled.
+type settleOp func(p *Pull, ids [][]byte, unknown func(int)) int
+
+func ackOp(p *Pull, ids [][]byte, unknown func(int)) int  { return settle(p, ids, p.ack, unknown) }
+func nackOp(p *Pull, ids [][]byte, unknown func(int)) int { return settle(p, ids, p.nack, unknown) }
+
 // settle serves ack (verb "acked") or nack ("nacked") through op.
-func (d handlers) settle(verb string, op func(*Pull, []string) (int, []string)) http.HandlerFunc {
+func (d handlers) settle(verb string, op settleOp) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		var body settleBody
-		if !status.DecodeBody(w, r, &body) {
+		bp := inBufs.Get().(*[]byte)
+		lp := idLists.Get().(*[][]byte)
+		defer func() {
+			if cap(*bp) <= keepBuf {
+				inBufs.Put(bp)
+			}
+			clear(*lp)
+			idLists.Put(lp)
+		}()
+		body, ok := status.ReadBody(w, r, (*bp)[:0])
+		*bp = body[:0]
+		if !ok {
 			return
 		}
+		req, fast := parseSettle(body, *lp)
+		if !fast {
+			var sb settleBody
+			if !status.DecodeJSON(w, body, &sb) {
+				return
+			}
+			req = settleRequest{hasOne: sb.DeliveryID != nil, hasList: sb.DeliveryIDs != nil}
+			if req.hasOne {
+				req.one = []byte(*sb.DeliveryID)
+			}
+			for _, id := range sb.DeliveryIDs {
+				req.list = append(req.list, []byte(id))
+			}
+		} else if req.hasList {
+			*lp = req.list[:0]
+		}
 		switch {
-		case body.DeliveryID != nil && body.DeliveryIDs != nil:
+		case req.hasOne && req.hasList:
 			status.WriteError(w, http.StatusBadRequest, "give deliveryId or deliveryIds, not both")
-		case body.DeliveryID != nil && *body.DeliveryID == "":
+		case req.hasOne && len(req.one) == 0:
 			status.WriteError(w, http.StatusBadRequest, "deliveryId is empty")
-		case body.DeliveryID != nil:
-			if n, _ := d.settleIDs([]string{*body.DeliveryID}, op); n == 0 {
+		case req.hasOne:
+			if n, _ := d.settleIDs([][]byte{req.one}, op); n == 0 {
 				status.WriteError(w, http.StatusNotFound, "unknown deliveryId (not delivered in this run, already acknowledged or nacked, or redelivered since)")
 				return
 			}
 			status.WriteJSON(w, http.StatusOK, map[string]string{"status": verb})
-		case body.DeliveryIDs != nil:
-			n, unknown := d.settleIDs(body.DeliveryIDs, op)
-			status.WriteJSON(w, http.StatusOK, map[string]any{verb: n, "unknown": unknown})
+		case req.hasList:
+			n, bad := d.settleIDs(req.list, op)
+			// {"<verb>":n,"unknown":[…]}: status.WriteJSON's bytes for
+			// map[string]any{verb: n, "unknown": ids} (keys sorted).
+			ob := outBufs.Get().(*[]byte) // not *bp: the ids are views into the body
+			out := append((*ob)[:0], `{"`...)
+			out = append(out, verb...)
+			out = append(out, `":`...)
+			out = strconv.AppendInt(out, int64(n), 10)
+			out = append(out, `,"unknown":[`...)
+			first := true
+			for i, id := range req.list {
+				if bad != nil && bad[i] {
+					if !first {
+						out = append(out, ',')
+					}
+					first = false
+					out = appendJSONString(out, id)
+				}
+			}
+			out = append(out, "]}\n"...)
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("Content-Length", strconv.Itoa(len(out)))
+			w.WriteHeader(http.StatusOK)
+			w.Write(out)
+			if cap(out) <= keepBuf {
+				*ob = out[:0]
+				outBufs.Put(ob)
+			}
 		default:
 			status.WriteError(w, http.StatusBadRequest, "body needs deliveryId or deliveryIds")
 		}
 	}
 }
 
-// settleIDs routes ids to their subscribers (named in each id) and returns
-// how many op settled and the ids nobody knew, in request order.
-func (d handlers) settleIDs(ids []string, op func(*Pull, []string) (int, []string)) (int, []string) {
-	bySub := map[string][]string{}
-	var subs []string
-	for _, id := range ids {
-		s := IDSubscriber(id)
-		if _, ok := bySub[s]; !ok {
-			subs = append(subs, s)
+// settleIDs routes ids to their subscribers (named in each id; a run of
+// ids of one subscriber in one call of op) and returns how many op
+// settled and which ids nobody knew (bad[i]; nil when none).
+func (d handlers) settleIDs(ids [][]byte, op settleOp) (int, []bool) {
+	var bad []bool
+	mark := func(i int) {
+		if bad == nil {
+			bad = make([]bool, len(ids))
 		}
-		bySub[s] = append(bySub[s], id)
+		bad[i] = true
 	}
-	bad := map[string]int{} // id → times unknown
 	n := 0
-	for _, s := range subs {
-		p := d.pullSink(s)
-		if p == nil {
-			for _, id := range bySub[s] {
-				bad[id]++
+	for i := 0; i < len(ids); {
+		sub := idSubscriber(ids[i])
+		j := i + 1
+		for j < len(ids) && sameSubscriber(ids[j], sub) {
+			j++
+		}
+		if p := d.pullSink(string(sub)); p == nil {
+			for k := i; k < j; k++ {
+				mark(k)
 			}
-			continue
+		} else {
+			at := i
+			n += op(p, ids[i:j], func(k int) { mark(at + k) })
 		}
-		k, unknown := op(p, bySub[s])
-		n += k
-		for _, id := range unknown {
-			bad[id]++
-		}
+		i = j
 	}
-	unknown := []string{}
-	for _, id := range ids {
-		if bad[id] > 0 {
-			bad[id]--
-			unknown = append(unknown, id)
-		}
+	return n, bad
+}
+
+// sameSubscriber reports whether idSubscriber(id) is sub (sub holds no
+// ':'), without searching id.
+func sameSubscriber(id, sub []byte) bool {
+	if len(sub) == 0 {
+		return len(idSubscriber(id)) == 0
 	}
-	return n, unknown
+	return len(id) > len(sub) && id[len(sub)] == ':' && string(id[:len(sub)]) == string(sub)
+}
+
+// idSubscriber is IDSubscriber for the bytes of an id.
+func idSubscriber(id []byte) []byte {
+	i := bytes.IndexByte(id, ':')
+	if i <= 0 {
+		return nil
+	}
+	return id[:i]
 }

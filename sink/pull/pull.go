@@ -1,12 +1,10 @@
 package pull
 
 import (
-	"bytes"
 	"container/heap"
 	"context"
 	crand "crypto/rand"
 	"encoding/base64"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -41,18 +39,29 @@ type Pull struct {
 	match       *regexp.Regexp
 	exclude     *regexp.Regexp
 
-	mu      sync.Mutex
-	order   []*pullEntry // lines in queue order, from the oldest one not done
-	head    int          // order[:head] are gone
-	ready   readyHeap    // lines waiting to be handed out
-	timers  timerHeap    // ack deadlines, backoff ends, replay deadlines
-	byID    map[string]*pullEntry
-	unacked int    // lines of order not done
-	out     int    // deliveries handed out and not acknowledged (nor timed out)
-	held    int    // lines out of attempts under onFailure hold
-	durable uint64 // the mark last reported through DurableThrough
-	rank    uint64 // insertion counter (order among replays)
+	mu    sync.Mutex
+	order []*pullEntry // lines in queue order, from the oldest one not done
+	head  int          // order[:head] are gone
+	// Lines waiting to be handed out: fresh[freshHead:] never handed out,
+	// in queue order (a FIFO: O(1) per line); ready the others (failed
+	// deliveries, replays), lowest rank first. nextReady merges the two.
+	fresh     []*pullEntry
+	freshHead int
+	ready     readyHeap
+	// ACK deadlines: outq[outHead:] in hand-out order, which is deadline
+	// order (every delivery gets ackTimeout); a slot whose delivery was
+	// settled since is skipped (outSlot.live). timers: backoff ends.
+	outq    []outSlot
+	outHead int
+	timers  timerHeap
+	byID    idTable // deliveries by id
+	unacked int     // lines of order not done
+	out     int     // deliveries handed out and not acknowledged (nor timed out)
+	held    int     // lines out of attempts under onFailure hold
+	durable uint64  // the mark last reported through DurableThrough
+	rank    uint64  // insertion counter (order among replays)
 	rng     *rand.ChaCha8
+	t0      time.Time     // the origin of clock
 	sig     chan struct{} // closed and replaced whenever a waiter may proceed
 	dying   []*pullEntry  // out of attempts, to be written to the ledger
 	closed  bool
@@ -90,27 +99,45 @@ const (
 )
 
 // pullEntry is one line held by the subscriber.
+//
+// It is 128 bytes (one size class; a batch's entries are one allocation):
+// what its lines share is in src, due is an offset on the monotonic clock.
 type pullEntry struct {
-	through    uint64 // queue mark through this line and the filtered lines after it (0: a replay)
-	rank       uint64 // ready order: through, or the insertion counter for a replay
-	seq        uint64
-	epoch      uint64
-	pos        int64
-	positioned bool
-	feed, path string
-	line       []byte
-
-	state   pullState
-	attempt int       // deliveries handed out so far
-	id      string    // deliveryId that may still acknowledge it ("" none)
-	due     time.Time // pullOut: ACK deadline; pullDelayed: redelivery
+	through uint64 // queue mark through this line and the filtered lines after it (0: a replay)
+	rank    uint64 // ready order: through, or the insertion counter for a replay
+	seq     uint64
+	pos     int64
+	src     *lineSource
+	line    []byte
+	id      deliveryKey // deliveryId that may still acknowledge it, when hasID
+	due     int64       // pullOut: ACK deadline; pullDelayed: redelivery (Pull.clock)
 	lastErr error
-	held    bool   // out of attempts under hold
-	replay  bool   // a replayed dead letter (through 0)
 	lid     uint64 // a replay's ledger entry id
-	ridx    int    // index in ready (-1: not in it)
-	tidx    int    // index in timers (-1: not in it)
+	attempt int32  // deliveries handed out so far
+	ridx    int32  // index in ready (-1: not in it)
+	tidx    int32  // index in timers (-1: not in it)
+	state   pullState
+	hasID   bool
+	held    bool // out of attempts under hold
+	replay  bool // a replayed dead letter (through 0)
 }
+
+// lineSource is what the lines of a batch share.
+type lineSource struct {
+	feed, path string
+	epoch      uint64
+	positioned bool
+}
+
+// outSlot is a delivery's ACK deadline in outq.
+type outSlot struct {
+	e       *pullEntry
+	attempt int32
+}
+
+// live: the delivery is still out waiting for its ACK (not settled,
+// timed out or handed out again since).
+func (s outSlot) live() bool { return s.e.state == pullOut && s.e.attempt == s.attempt }
 
 // Event is one delivery as GET /v1/pull returns it.
 type Event struct {
@@ -151,8 +178,8 @@ func New(cfg Config) (*Pull, error) {
 		h: g, q: g.Queue(), name: g.Name(), log: log,
 		ackTimeout: cfg.AckTimeout, maxInFlight: cfg.MaxInFlight,
 		retry: g.Retry(), onFailure: g.OnFailure(),
-		byID: map[string]*pullEntry{}, replaying: map[uint64]*pullEntry{}, rng: rand.NewChaCha8(seed),
-		sig: make(chan struct{}), kick: make(chan struct{}, 1),
+		replaying: map[uint64]*pullEntry{}, rng: rand.NewChaCha8(seed),
+		sig: make(chan struct{}), kick: make(chan struct{}, 1), t0: time.Now(),
 		stop: make(chan struct{}), done: make(chan struct{}),
 	}
 	if p.onFailure == processor.DeadLetter && !g.DeadLetters() {
@@ -164,6 +191,9 @@ func New(cfg Config) (*Pull, error) {
 	go p.run()
 	return p, nil
 }
+
+// clock is t on the subscriber's monotonic clock (pullEntry.due).
+func (p *Pull) clock(t time.Time) int64 { return int64(t.Sub(p.t0)) }
 
 // Name is the subscriber's name (the prefix of its deliveryIds).
 func (p *Pull) Name() string { return p.name }
@@ -179,6 +209,37 @@ func (p *Pull) ProcessBatch(ctx context.Context, b *feed.Batch) (int, error) {
 		return 0, nil
 	}
 	base := p.h.Mark() - uint64(len(b.Lines))
+	// The entries and the copies of the lines, one allocation each, made
+	// before the lock (ProcessBatch must not hold up the pulls).
+	var want []bool
+	if p.match != nil || p.exclude != nil {
+		want = make([]bool, len(b.Lines))
+		for i, line := range b.Lines {
+			want[i] = p.wanted(line)
+		}
+	}
+	size := 0
+	for i, line := range b.Lines {
+		if want == nil || want[i] {
+			size += len(line)
+		}
+	}
+	text := make([]byte, 0, size)
+	ents := make([]pullEntry, len(b.Lines))
+	src := &lineSource{feed: b.Feed, path: b.Path, epoch: b.Epoch, positioned: b.Positioned}
+	for i, line := range b.Lines {
+		if want != nil && !want[i] {
+			continue
+		}
+		at := len(text)
+		text = append(text, line...)
+		// Field by field into the zeroed slab: no struct copy.
+		e := &ents[i]
+		e.through = base + uint64(i) + 1
+		e.rank, e.seq, e.pos = e.through, b.FirstSeq+uint64(i), b.Ends[i]
+		e.src, e.line = src, text[at:len(text):len(text)]
+		e.ridx, e.tidx = -1, -1
+	}
 	p.mu.Lock()
 	for p.unacked >= p.maxInFlight && !p.closed {
 		ch := p.sig
@@ -192,19 +253,15 @@ func (p *Pull) ProcessBatch(ctx context.Context, b *feed.Batch) (int, error) {
 	}
 	led := p.h.InLedger(b) // lines dead-lettered before a crash: processed
 	added := false
-	for i, line := range b.Lines {
+	for i := range b.Lines {
 		through := base + uint64(i) + 1
-		if !p.wanted(line) || led[b.Ends[i]] {
+		if (want != nil && !want[i]) || led[b.Ends[i]] {
 			p.skipTo(through)
 			continue
 		}
-		e := &pullEntry{
-			through: through, rank: through, seq: b.FirstSeq + uint64(i),
-			epoch: b.Epoch, pos: b.Ends[i], positioned: b.Positioned,
-			feed: b.Feed, path: b.Path, line: bytes.Clone(line), ridx: -1, tidx: -1,
-		}
+		e := &ents[i]
 		p.order = append(p.order, e)
-		heap.Push(&p.ready, e)
+		p.fresh = append(p.fresh, e)
 		p.unacked++
 		added = true
 	}
@@ -242,17 +299,23 @@ func (p *Pull) report(through uint64) {
 // Pull hands out up to max waiting lines, waiting up to wait (or until ctx
 // ends) for the first one. It returns an empty list when none came.
 func (p *Pull) Pull(ctx context.Context, max int, wait time.Duration, raw bool) []Event {
+	return p.events(p.take(ctx, max, wait, nil), raw)
+}
+
+// take is Pull without the events: the deliveries handed out, appended to
+// hs.
+func (p *Pull) take(ctx context.Context, max int, wait time.Duration, hs []handed) []handed {
 	deadline := time.Now().Add(wait)
 	var timer *time.Timer
 	for {
 		p.mu.Lock()
 		now := time.Now()
 		p.expire(now)
-		picked := p.handout(now, max)
+		hs = p.handout(now, max, hs)
 		ch, closed := p.sig, p.closed
 		p.mu.Unlock()
-		if len(picked) > 0 || closed || !now.Before(deadline) {
-			return p.events(picked, raw)
+		if len(hs) > 0 || closed || !now.Before(deadline) {
+			return hs
 		}
 		if timer == nil {
 			timer = time.NewTimer(time.Until(deadline))
@@ -262,7 +325,7 @@ func (p *Pull) Pull(ctx context.Context, max int, wait time.Duration, raw bool) 
 		case <-ch:
 		case <-timer.C:
 		case <-ctx.Done():
-			return p.events(picked, raw)
+			return hs
 		}
 	}
 }
@@ -270,41 +333,97 @@ func (p *Pull) Pull(ctx context.Context, max int, wait time.Duration, raw bool) 
 // handed is a delivery as handed out (its id and attempt at that moment).
 type handed struct {
 	e       *pullEntry
-	id      string
+	key     deliveryKey
 	attempt int
 }
 
-// handout takes up to max ready lines out, within maxInFlight.
-func (p *Pull) handout(now time.Time, max int) []handed {
+// handout takes up to max ready lines out, within maxInFlight, and appends
+// them to out.
+func (p *Pull) handout(now time.Time, max int, out []handed) []handed {
 	n := min(max, p.maxInFlight-p.out)
-	if n <= 0 || len(p.ready) == 0 {
-		return nil
+	if n <= 0 {
+		return out
 	}
-	out := make([]handed, 0, min(n, len(p.ready)))
-	for len(out) < n && len(p.ready) > 0 {
-		e := heap.Pop(&p.ready).(*pullEntry)
-		if e.id != "" {
-			delete(p.byID, e.id) // the timed-out delivery's late ACK no longer counts
+	due := p.clock(now) + int64(p.ackTimeout)
+	first := true
+	for ; n > 0; n-- {
+		e := p.nextReady()
+		if e == nil {
+			break
 		}
-		e.id = p.newID()
-		p.byID[e.id] = e
+		// A timed-out delivery's late ACK no longer counts.
+		p.dropID(e)
+		p.rng.Read(e.id[:])
+		e.hasID = true
+		p.byID.put(e)
 		e.attempt++
 		e.state = pullOut
-		e.due = now.Add(p.ackTimeout)
-		p.setTimer(e)
+		e.due = due
+		if first && p.outHead == len(p.outq) {
+			kickChan(p.kick) // the earliest ACK deadline now
+		}
+		first = false
+		p.outq = append(p.outq, outSlot{e, e.attempt})
 		p.out++
-		out = append(out, handed{e, e.id, e.attempt})
+		out = append(out, handed{e, e.id, int(e.attempt)})
+	}
+	// Slots of settled deliveries behind a live one wait for it to leave
+	// the front: drop them once they outnumber the live ones.
+	if q := len(p.outq) - p.outHead; q > 4096 && q > 2*p.out {
+		live := p.outq[:0]
+		for _, s := range p.outq[p.outHead:] {
+			if s.live() {
+				live = append(live, s)
+			}
+		}
+		clear(p.outq[len(live):])
+		p.outq, p.outHead = live, 0
 	}
 	return out
 }
 
+// nextReady takes the next line to hand out (nil: none): the lowest rank
+// of ready and fresh.
+func (p *Pull) nextReady() *pullEntry {
+	var f *pullEntry
+	if p.freshHead < len(p.fresh) {
+		f = p.fresh[p.freshHead]
+	}
+	if len(p.ready) > 0 && (f == nil || p.ready.rankKey(0) < f.rank+1<<62) {
+		return heap.Pop(&p.ready).(*pullEntry)
+	}
+	if f == nil {
+		return nil
+	}
+	p.fresh[p.freshHead] = nil
+	p.freshHead++
+	if p.freshHead == len(p.fresh) {
+		p.fresh, p.freshHead = p.fresh[:0], 0
+	} else if p.freshHead > 1024 && p.freshHead > len(p.fresh)/2 {
+		n := copy(p.fresh, p.fresh[p.freshHead:])
+		clear(p.fresh[n:])
+		p.fresh, p.freshHead = p.fresh[:n], 0
+	}
+	return f
+}
+
+// dropID makes e's deliveryId unknown.
+func (p *Pull) dropID(e *pullEntry) {
+	if e.hasID {
+		p.byID.del(e)
+		e.hasID = false
+	}
+}
+
 func (p *Pull) events(hs []handed, raw bool) []Event {
 	evs := make([]Event, len(hs))
+	var id []byte
 	for i, h := range hs {
 		e := h.e // line, epoch, position… never change once taken in
+		id = appendID(id[:0], p.name, &h.key)
 		evs[i] = Event{
-			DeliveryID: h.id, Feed: e.feed, Epoch: fmt.Sprintf("%016x", e.epoch), Position: e.pos,
-			Sequence: e.seq, Attempt: h.attempt, Path: e.path, Line: string(e.line),
+			DeliveryID: string(id), Feed: e.src.feed, Epoch: fmt.Sprintf("%016x", e.src.epoch), Position: e.pos,
+			Sequence: e.seq, Attempt: h.attempt, Path: e.src.path, Line: string(e.line),
 		}
 		if raw {
 			s := base64.StdEncoding.EncodeToString(e.line)
@@ -312,20 +431,6 @@ func (p *Pull) events(hs []handed, raw bool) []Event {
 		}
 	}
 	return evs
-}
-
-// newID is `<subscriber>:<32 hex digits>`; p.mu is held.
-func (p *Pull) newID() string {
-	var r [16]byte
-	p.rng.Read(r[:])
-	var sb strings.Builder
-	sb.Grow(len(p.name) + 33)
-	sb.WriteString(p.name)
-	sb.WriteByte(':')
-	var h [32]byte
-	hex.Encode(h[:], r[:])
-	sb.Write(h[:])
-	return sb.String()
 }
 
 // IDSubscriber returns the subscriber named in a deliveryId ("" when id
@@ -348,7 +453,7 @@ func (p *Pull) Ack(id string) bool {
 // AckAll acknowledges deliveries and returns how many it acknowledged and
 // the ids it did not know (unknown, already acknowledged, no longer valid).
 func (p *Pull) AckAll(ids []string) (int, []string) {
-	return p.settle(ids, p.ack)
+	return p.settleStrings(ids, p.ack)
 }
 
 // Nack gives one delivery back: its line is handed out again at once, with
@@ -360,22 +465,34 @@ func (p *Pull) Nack(id string) bool {
 
 // NackAll is Nack for several ids, like AckAll.
 func (p *Pull) NackAll(ids []string) (int, []string) {
-	return p.settle(ids, p.nack)
+	return p.settleStrings(ids, p.nack)
 }
 
-func (p *Pull) settle(ids []string, f func(*pullEntry, time.Time)) (int, []string) {
+func (p *Pull) settleStrings(ids []string, f func(*pullEntry, time.Time)) (int, []string) {
 	unknown := []string{}
+	n := settle(p, ids, f, func(i int) { unknown = append(unknown, ids[i]) })
+	return n, unknown
+}
+
+// settle applies f (ack or nack) to the deliveries ids name, under one
+// lock, and calls unknown with the index of each id it did not know (in
+// order). It returns how many it settled. An id is looked up in O(1),
+// without a string: its random part is the key.
+func settle[S []byte | string](p *Pull, ids []S, f func(*pullEntry, time.Time), unknown func(int)) int {
 	n := 0
 	p.mu.Lock()
 	now := time.Now()
-	for _, id := range ids {
-		e := p.byID[id]
-		if e == nil || p.closed {
-			unknown = append(unknown, id)
+	for i, id := range ids {
+		var e *pullEntry
+		k, ok := parseKey(p.name, id)
+		if ok && !p.closed {
+			e = p.byID.take(&k) // its id is dead from now on
+		}
+		if e == nil {
+			unknown(i)
 			continue
 		}
-		delete(p.byID, id)
-		e.id = ""
+		e.hasID = false
 		f(e, now)
 		n++
 	}
@@ -387,7 +504,7 @@ func (p *Pull) settle(ids []string, f func(*pullEntry, time.Time)) (int, []strin
 	p.acked = nil
 	p.mu.Unlock()
 	p.removeReplayed(replayed) // before the ACK is answered
-	return n, unknown
+	return n
 }
 
 // ack finishes e (its id was just removed).
@@ -412,26 +529,24 @@ func (p *Pull) nack(e *pullEntry, now time.Time) {
 	p.fail(e, now, errors.New("nacked by the client"), true)
 }
 
-// unlink takes e out of the heaps and the out count.
+// unlink takes e out of the heaps and the out count (its outq slot goes
+// stale with its state).
 func (p *Pull) unlink(e *pullEntry) {
 	if e.state == pullOut {
 		p.out--
 	}
 	if e.tidx >= 0 {
-		heap.Remove(&p.timers, e.tidx)
+		heap.Remove(&p.timers, int(e.tidx))
 	}
 	if e.ridx >= 0 {
-		heap.Remove(&p.ready, e.ridx)
+		heap.Remove(&p.ready, int(e.ridx))
 	}
 }
 
 // finish marks e done (acknowledged, dead-lettered or released); err is a
 // replay's failure.
 func (p *Pull) finish(e *pullEntry, err error) {
-	if e.id != "" {
-		delete(p.byID, e.id)
-		e.id = ""
-	}
+	p.dropID(e)
 	e.state = pullDone
 	if e.held {
 		e.held = false
@@ -483,6 +598,18 @@ func (p *Pull) InFlight() int {
 	return p.out
 }
 
+// waiting is every entry queued or out: ready, the delayed ones and the
+// live deliveries (fresh lines are never replays; Close needs only those).
+func (p *Pull) waiting() []*pullEntry {
+	es := append(append([]*pullEntry(nil), p.ready...), p.timers...)
+	for _, s := range p.outq[p.outHead:] {
+		if s.live() {
+			es = append(es, s.e)
+		}
+	}
+	return es
+}
+
 // Close stops the timer goroutine, ends long polls and fails waiting
 // replays. Unacknowledged lines stay unacknowledged: the pointer does not
 // pass them, and the next run delivers them again. Close is idempotent.
@@ -490,7 +617,7 @@ func (p *Pull) Close() error {
 	p.closeOnce.Do(func() {
 		p.mu.Lock()
 		p.closed = true
-		for _, e := range append(append([]*pullEntry(nil), p.ready...), p.timers...) {
+		for _, e := range p.waiting() {
 			if e.replay && e.state != pullDone {
 				p.unlink(e)
 				p.finish(e, ErrClosed)

@@ -13,10 +13,11 @@ import (
 // The pull subscriber's clock: ACK deadlines, redeliveries after a backoff
 // step, dead letters and the hold (see Pull).
 
-// setTimer puts e in the timer heap at e.due (or moves it there).
+// setTimer puts e in the timer heap at e.due (or moves it there): a
+// redelivery after a backoff step. (ACK deadlines are in outq.)
 func (p *Pull) setTimer(e *pullEntry) {
 	if e.tidx >= 0 {
-		heap.Fix(&p.timers, e.tidx)
+		heap.Fix(&p.timers, int(e.tidx))
 	} else {
 		heap.Push(&p.timers, e)
 	}
@@ -25,16 +26,30 @@ func (p *Pull) setTimer(e *pullEntry) {
 	}
 }
 
-// expire handles every timer due at now; p.mu is held.
+// expire handles every deadline due at now; p.mu is held. Afterwards the
+// front of outq is live (or outq is empty).
 func (p *Pull) expire(now time.Time) {
 	changed := false
-	for len(p.timers) > 0 && !p.timers[0].due.After(now) {
-		e := heap.Pop(&p.timers).(*pullEntry)
-		switch e.state {
-		case pullOut:
+	for p.outHead < len(p.outq) {
+		s := p.outq[p.outHead]
+		live := s.live()
+		if live && s.e.due > p.clock(now) {
+			break
+		}
+		p.outq[p.outHead] = outSlot{}
+		p.outHead++
+		if live {
 			p.out--
-			p.fail(e, now, fmt.Errorf("not acknowledged within %v", p.ackTimeout), false)
-		case pullDelayed:
+			p.fail(s.e, now, fmt.Errorf("not acknowledged within %v", p.ackTimeout), false)
+			changed = true
+		}
+	}
+	if p.outHead == len(p.outq) {
+		p.outq, p.outHead = p.outq[:0], 0
+	}
+	for len(p.timers) > 0 && p.timers[0].due <= p.clock(now) {
+		e := heap.Pop(&p.timers).(*pullEntry)
+		if e.state == pullDelayed {
 			e.state = pullReady
 			heap.Push(&p.ready, e)
 		}
@@ -46,29 +61,40 @@ func (p *Pull) expire(now time.Time) {
 	}
 }
 
+// nextDue is the earliest deadline after expire (zero: none).
+func (p *Pull) nextDue() time.Time {
+	next, ok := int64(0), false
+	if p.outHead < len(p.outq) {
+		next, ok = p.outq[p.outHead].e.due, true
+	}
+	if len(p.timers) > 0 && (!ok || p.timers[0].due < next) {
+		next, ok = p.timers[0].due, true
+	}
+	if !ok {
+		return time.Time{}
+	}
+	return p.t0.Add(time.Duration(next))
+}
+
 // fail handles a failed delivery of e (already out of the heaps and the
 // out count): redelivery after a backoff step (at once for a NACK), the
 // dead-letter ledger or the hold once the attempts ran out.
 func (p *Pull) fail(e *pullEntry, now time.Time, err error, nacked bool) {
 	p.h.Fail()
 	e.lastErr = err
-	if nacked && e.id != "" {
-		delete(p.byID, e.id)
-		e.id = ""
+	if nacked {
+		p.dropID(e)
 	}
-	if e.replay && e.attempt >= p.retry.Attempts {
+	if e.replay && int(e.attempt) >= p.retry.Attempts {
 		// Out of attempts again: it stays in the ledger, once.
 		p.log.Warn("replayed dead letter not acknowledged; it stays in the dead-letter ledger",
 			"position", e.pos, "attempts", e.attempt, "error", err)
 		p.finish(e, err)
 		return
 	}
-	if !e.replay && e.attempt >= p.retry.Attempts {
+	if !e.replay && int(e.attempt) >= p.retry.Attempts {
 		if p.onFailure == processor.DeadLetter {
-			if e.id != "" {
-				delete(p.byID, e.id)
-				e.id = ""
-			}
+			p.dropID(e)
 			e.state = pullDying
 			p.dying = append(p.dying, e)
 			kickChan(p.kick)
@@ -86,7 +112,7 @@ func (p *Pull) fail(e *pullEntry, now time.Time, err error, nacked bool) {
 		return
 	}
 	e.state = pullDelayed
-	e.due = now.Add(p.retry.Step(e.attempt))
+	e.due = p.clock(now) + int64(p.retry.Step(int(e.attempt)))
 	p.setTimer(e)
 }
 
@@ -94,7 +120,7 @@ func (p *Pull) fail(e *pullEntry, now time.Time, err error, nacked bool) {
 // group logs it once, with the reason.
 func (p *Pull) fence(e *pullEntry) {
 	p.h.HoldFence(fmt.Errorf("line at position %d (epoch %016x) not acknowledged after %d attempts: %v",
-		e.pos, e.epoch, e.attempt, e.lastErr))
+		e.pos, e.src.epoch, e.attempt, e.lastErr))
 }
 
 func (p *Pull) unfence() {
@@ -112,10 +138,7 @@ func (p *Pull) run() {
 		p.expire(time.Now())
 		work := p.dying
 		p.dying = nil
-		var next time.Time
-		if len(p.timers) > 0 {
-			next = p.timers[0].due
-		}
+		next := p.nextDue()
 		p.mu.Unlock()
 		if len(work) > 0 {
 			for _, e := range work {
@@ -141,10 +164,10 @@ func (p *Pull) run() {
 // instead and tried again at its next expiry.
 func (p *Pull) deadLetter(e *pullEntry) {
 	var d feed.Delivery
-	d.Reset(&feed.Batch{Feed: e.feed, Path: e.path, Epoch: e.epoch, Positioned: e.positioned, FirstSeq: e.seq,
+	d.Reset(&feed.Batch{Feed: e.src.feed, Path: e.src.path, Epoch: e.src.epoch, Positioned: e.src.positioned, FirstSeq: e.seq,
 		Lines: [][]byte{e.line}, Ends: []int64{e.pos}}, 0)
-	d.Attempt = e.attempt
-	err := p.h.DeadLetter(&d, e.attempt, e.lastErr, "", 0)
+	d.Attempt = int(e.attempt)
+	err := p.h.DeadLetter(&d, int(e.attempt), e.lastErr, "", 0)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if e.state != pullDying {
@@ -159,7 +182,7 @@ func (p *Pull) deadLetter(e *pullEntry) {
 			p.fence(e)
 		}
 		e.state = pullDelayed
-		e.due = time.Now().Add(p.retry.Step(e.attempt))
+		e.due = p.clock(time.Now()) + int64(p.retry.Step(int(e.attempt)))
 		p.setTimer(e)
 		return
 	}
@@ -229,8 +252,8 @@ func (p *Pull) QueueReplay(max int) (int, error) {
 			continue
 		}
 		p.rank++
-		e := &pullEntry{rank: p.rank, epoch: it.Epoch, pos: it.Entry.Position, positioned: it.Entry.Positioned,
-			feed: it.Entry.Feed, path: it.Entry.Path, line: it.Line, replay: true, lid: it.ID, ridx: -1, tidx: -1}
+		src := &lineSource{feed: it.Entry.Feed, path: it.Entry.Path, epoch: it.Epoch, positioned: it.Entry.Positioned}
+		e := &pullEntry{rank: p.rank, pos: it.Entry.Position, src: src, line: it.Line, replay: true, lid: it.ID, ridx: -1, tidx: -1}
 		p.replaying[it.ID] = e
 		heap.Push(&p.ready, e)
 		n++
@@ -319,11 +342,11 @@ func (h readyHeap) Len() int           { return len(h) }
 func (h readyHeap) Less(i, j int) bool { return h.rankKey(i) < h.rankKey(j) }
 func (h readyHeap) Swap(i, j int) {
 	h[i], h[j] = h[j], h[i]
-	h[i].ridx, h[j].ridx = i, j
+	h[i].ridx, h[j].ridx = int32(i), int32(j)
 }
 func (h *readyHeap) Push(x any) {
 	e := x.(*pullEntry)
-	e.ridx = len(*h)
+	e.ridx = int32(len(*h))
 	*h = append(*h, e)
 }
 func (h *readyHeap) Pop() any {
@@ -347,14 +370,14 @@ func (h readyHeap) rankKey(i int) uint64 {
 type timerHeap []*pullEntry
 
 func (h timerHeap) Len() int           { return len(h) }
-func (h timerHeap) Less(i, j int) bool { return h[i].due.Before(h[j].due) }
+func (h timerHeap) Less(i, j int) bool { return h[i].due < h[j].due }
 func (h timerHeap) Swap(i, j int) {
 	h[i], h[j] = h[j], h[i]
-	h[i].tidx, h[j].tidx = i, j
+	h[i].tidx, h[j].tidx = int32(i), int32(j)
 }
 func (h *timerHeap) Push(x any) {
 	e := x.(*pullEntry)
-	e.tidx = len(*h)
+	e.tidx = int32(len(*h))
 	*h = append(*h, e)
 }
 func (h *timerHeap) Pop() any {

@@ -16,7 +16,10 @@
 //  6. the Go micro-benchmarks of the splitter, the publisher/queue hand-off
 //     and the pointer commit;
 //  7. lines/s into PostgreSQL: the postgres sink next to a plain pgx client
-//     (tools/bench/postgres.go).
+//     (tools/bench/postgres.go);
+//  8. lines/s out of the pull API: the built daemon drained over 127.0.0.1
+//     by a client pulling max=10000 (and 500) batches with batch ACKs
+//     (tools/bench/pull.go; -pull-lines 0 skips it).
 //
 // Inputs are generated under -dir (default ./var/bench, removed at the end
 // unless -keep). Throughput cases run -runs times each, interleaved, and
@@ -50,6 +53,7 @@ type options struct {
 	idle      []time.Duration
 	gobench   bool
 	profile   string
+	pullLines int
 }
 
 func main() {
@@ -77,6 +81,7 @@ func parseFlags() options {
 	flag.IntVar(&o.appends, "appends", 200, "single-line appends per latency case")
 	flag.StringVar(&idle, "idle", "10s", "idle-CPU windows, comma separated (e.g. 10s,30s; empty: skip)")
 	flag.BoolVar(&o.gobench, "gobench", true, "run the Go micro-benchmarks")
+	flag.IntVar(&o.pullLines, "pull-lines", 2_000_000, "lines drained through the pull API per run (0: skip case 8)")
 	flag.StringVar(&o.profile, "cpuprofile", "", "also run the one-sink case under a CPU profile written here, and print its top entries")
 	flag.Parse()
 	for _, s := range strings.Split(idle, ",") {
@@ -119,6 +124,9 @@ func run(o options) error {
 	started := time.Now()
 	printHeader(o)
 	if err := throughput(o, t); err != nil {
+		return err
+	}
+	if err := pullCases(o, t); err != nil {
 		return err
 	}
 	if o.bigMiB > 0 {
