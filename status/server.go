@@ -323,13 +323,19 @@ func DecodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
 	return ok && DecodeJSON(w, body, v)
 }
 
+// preallocBody is the most ReadBody allocates before a body's bytes arrive.
+const preallocBody = 64 << 10
+
 // ReadBody reads a request body of at most MaxBody bytes (413), not empty
 // or blank (400), appending it to buf[:0] (a caller may reuse buffers). It
 // reads to the end (see closeUnread), writes the error response and
 // returns false on failure.
 func ReadBody(w http.ResponseWriter, r *http.Request, buf []byte) ([]byte, bool) {
-	if n := r.ContentLength; n > 0 && n <= MaxBody && int64(cap(buf)) <= n {
-		buf = make([]byte, 0, n+1) // the read that sees the end needs no growth
+	// Room for an announced body up to 64 KiB at once (the read that sees
+	// the end needs no growth); a larger one grows as its bytes arrive, so
+	// a client announcing 1 MiB and sending nothing holds no 1 MiB.
+	if n := r.ContentLength; n > 0 && n <= preallocBody && int64(cap(buf)) <= n {
+		buf = make([]byte, 0, n+1)
 	}
 	body, err := appendAll(buf[:0], io.LimitReader(r.Body, MaxBody+1))
 	if err != nil {

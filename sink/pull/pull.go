@@ -113,7 +113,7 @@ type pullEntry struct {
 	due     int64       // pullOut: ACK deadline; pullDelayed: redelivery (Pull.clock)
 	lastErr error
 	lid     uint64 // a replay's ledger entry id
-	attempt int32  // deliveries handed out so far
+	attempt int    // deliveries handed out so far (never wraps: a line NACKed for days keeps counting)
 	ridx    int32  // index in ready (-1: not in it)
 	tidx    int32  // index in timers (-1: not in it)
 	state   pullState
@@ -132,7 +132,7 @@ type lineSource struct {
 // outSlot is a delivery's ACK deadline in outq.
 type outSlot struct {
 	e       *pullEntry
-	attempt int32
+	attempt int
 }
 
 // live: the delivery is still out waiting for its ACK (not settled,
