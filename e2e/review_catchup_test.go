@@ -7,6 +7,7 @@ package e2e
 import (
 	"bytes"
 	"os"
+	"strings"
 	"testing"
 	"time"
 )
@@ -107,4 +108,79 @@ func TestReviewCatchUpEpochsFileTornGreenOverLoss(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+}
+
+const reviewGlobGoneConfig = `dataDir: ./state
+status:
+  listen: {{ADDR}}
+feeds:
+  - name: app
+    path: ./in/*.log
+    readStrategy: COMMITTED
+    scanIntervalMillis: 200
+    rotateWaitMillis: 200
+    pollIntervalMillis: 50
+{{FORGET}}
+processors:
+  - name: exact
+    feed: app
+    type: file
+    path: ./exact.log
+    exactlyOnce: true
+    fsync: never
+`
+
+// TestReviewCatchUpGlobStreamFileGoneGreenOverLoss (DESIGN §10 "A file
+// that disappears with an unread tail counts in lostTails as in §4", §11 "a
+// generation that is gone is counted (lostTails + 1 ...), lossless false"):
+// a glob feed; the exactlyOnce sink is restored to a copy holding a.log's
+// first 1,000 lines; meanwhile a.log got 2,000 more, was read to its end
+// and deleted. The sink lacks those 2,000 lines and the input no longer
+// holds them: the feed must count the gap and be lossy. catchUpStreams
+// only looks at stream pointers that still name a file (it skips an empty
+// record, and a forgotten stream has no pointer at all), so nothing is
+// counted and the feed reports lossless.
+func TestReviewCatchUpGlobStreamFileGoneGreenOverLoss(t *testing.T) {
+	for _, tc := range []struct{ name, forget string }{
+		{"gone", ""},
+		{"forgotten", "    forgetAfterMillis: 300"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, strings.ReplaceAll(reviewGlobGoneConfig, "{{FORGET}}", tc.forget))
+			if err := os.MkdirAll(e.path("in"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			a, b := e.path("in/a.log"), e.path("in/b.log")
+			exact := e.path("exact.log")
+			appendNumbered(t, a, "a", 0, 1000)
+			appendNumbered(t, b, "b", 0, 500)
+			d := e.start()
+			d.waitSettled(60 * time.Second)
+			d.stop()
+			bak := backupSink(t, e, exact, "exact")
+
+			d = e.start()
+			appendNumbered(t, a, "a", 1000, 2000)
+			d.waitFor("a.log read", 60*time.Second, func(r *report) bool {
+				return r.Settled && countLines(t, exact, 0) >= 3500
+			})
+			if err := os.Remove(a); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(1500 * time.Millisecond) // closed (rotateWaitMillis), forgotten where configured
+			d.waitSettled(60 * time.Second)
+			d.stop()
+			bak.restore()
+
+			d = e.start()
+			r := d.waitSettled(60 * time.Second)
+			d.stop()
+			f := r.feed(t, "app")
+			got, _ := perPrefix(t, exact, "a")
+			if len(got) < 3000 && (f.Lossless || r.Lossless) {
+				t.Errorf("the restored exactlyOnce sink holds %d of a.log's 3000 lines (a.log deleted), yet lossless %v lostTails %d lostBytes %d detail %v",
+					len(got), f.Lossless, f.LostTails, f.LostBytes, f.Detail)
+			}
+		})
+	}
 }
