@@ -184,3 +184,43 @@ func TestReviewCatchUpGlobStreamFileGoneGreenOverLoss(t *testing.T) {
 		})
 	}
 }
+
+// TestReviewCatchUpCurrentFileTruncatedLostBytes (DESIGN §11 "a generation
+// that is gone is counted (lostTails + 1, lostBytes where known), named in
+// detail"): the exactlyOnce sink is restored to 3,000 lines of the
+// pointer's epoch (the pointer at 7,000), and in.log is truncated to empty
+// while tailfeed is stopped (no copy). The gap the sink lacks (lines
+// 3,000..6,999) is gone; its size is known exactly (the pointer's offset
+// minus the sink's position). The feed is lossy (lostTails 1), but
+// lostBytes must be that size and detail must name the catch-up.
+func TestReviewCatchUpCurrentFileTruncatedLostBytes(t *testing.T) {
+	e := newEnv(t, catchUpConfig)
+	in := newInput(t, e.path("in.log"))
+	exact := e.path("exact.log")
+	in.appendLines(3000)
+	d := e.start()
+	d.waitSettled(60 * time.Second)
+	d.stop()
+	bak := backupSink(t, e, exact, "exact")
+	d = e.start()
+	in.appendLines(4000)
+	d.waitSettled(60 * time.Second)
+	d.stop()
+	bak.restore()
+	gap := uint64(in.size() - in.ends[2999])
+	if err := os.Truncate(in.path, 0); err != nil {
+		t.Fatal(err)
+	}
+	d = e.start()
+	r := d.waitSettled(60 * time.Second)
+	d.stop()
+	f := r.feed(t, "app")
+	detail := ""
+	if f.Detail != nil {
+		detail = *f.Detail
+	}
+	if f.Lossless || f.LostTails != 1 || f.LostBytes != gap || !strings.Contains(detail, "exact") {
+		t.Errorf("the restored sink's gap (%d bytes) truncated away: lossless %v lostTails %d lostBytes %d (want 1, %d) detail %q",
+			gap, f.Lossless, f.LostTails, f.LostBytes, gap, detail)
+	}
+}
