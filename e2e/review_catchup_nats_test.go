@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -123,4 +124,107 @@ func grepLines(s, sub string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+const reviewNatsOlderEpochConfig = `instance: host1
+dataDir: ./state
+status:
+  listen: {{ADDR}}
+feeds:
+  - name: app
+    path: ./in.log
+    readStrategy: COMMITTED
+    rotateWaitMillis: 200
+    pollIntervalMillis: 50
+processors:
+  - name: exact
+    feed: app
+    type: file
+    path: ./exact.log
+    exactlyOnce: true
+    fsync: never
+  - name: plain
+    feed: app
+    type: file
+    path: ./plain.log
+    fsync: never
+  - name: other
+    feed: app
+    type: file
+    path: ./other.log
+    exactlyOnce: true
+    fsync: never
+  - name: nats
+    feed: app
+    type: nats
+    url: {{NATS}}
+    stream: EXACT
+    subject: exact.{instance}.{feed}
+    exactlyOnce: true
+    timeoutMillis: 2000
+    retry: {initialMillis: 50, maxMillis: 400}
+`
+
+// TestReviewCatchUpOlderEpochNatsExactlyOnceDuplicates (issue 14
+// acceptance 1/4: "with exactlyOnce the engine holds every line exactly
+// once"; DESIGN §2): the exactlyOnce file sink is restored into an epoch
+// the pointer left (as in TestCatchUpOlderGeneration); the nats
+// exactlyOnce sink is never restored. Its record is its subject's last
+// message — one epoch, the current file's — so when the catch-up re-reads
+// the rest of the rotated file and the current file, nothing is
+// AlreadyApplied for it and it publishes every one of those lines again
+// (past the stream's duplicate window, as after any real restore, the
+// Nats-Msg-Id does not save it): the stream holds them twice.
+func TestReviewCatchUpOlderEpochNatsExactlyOnceDuplicates(t *testing.T) {
+	srv := natstest.Start(t, natstest.Options{})
+	_, js := srv.Connect(t)
+	if _, err := js.CreateStream(context.Background(), jetstream.StreamConfig{Name: "EXACT", Subjects: []string{"exact.>"},
+		Storage: jetstream.FileStorage, Duplicates: 100 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, strings.ReplaceAll(reviewNatsOlderEpochConfig, "{{NATS}}", srv.URL()))
+	in := newInput(t, e.path("in.log"))
+	exact := e.path("exact.log")
+	in.appendLines(3000)
+	d := e.start()
+	d.waitSettled(60 * time.Second)
+	d.stop()
+	bak := backupSink(t, e, exact, "exact")
+	d = e.start()
+	in.appendLines(1000)
+	d.waitSettled(60 * time.Second)
+	if err := os.Rename(in.path, e.path("in.log.1")); err != nil {
+		t.Fatal(err)
+	}
+	in.ends = nil
+	in.appendLines(2000)
+	d.waitFor("the new in.log read", 60*time.Second, func(r *report) bool {
+		return r.feed(t, "app").Settled && countLines(t, exact, 0) == 6000
+	})
+	d.stop()
+	bak.restore()
+	count := func() (map[string]int, int) {
+		n := map[string]int{}
+		dups := 0
+		for _, m := range natstest.Messages(t, js, "EXACT") {
+			n[string(m.Data)]++
+			if n[string(m.Data)] > 1 {
+				dups++
+			}
+		}
+		return n, dups
+	}
+	if n, dups := count(); len(n) != 6000 || dups != 0 {
+		t.Fatalf("precondition: the stream holds %d distinct lines, %d twice", len(n), dups)
+	}
+	time.Sleep(300 * time.Millisecond) // past the stream's duplicate window
+	d = e.start()
+	d.waitSettled(60 * time.Second)
+	d.stop()
+	if !strings.Contains(d.log(), "committing the pointer back") {
+		t.Fatalf("no catch-up")
+	}
+	if n, dups := count(); len(n) != 6000 || dups != 0 {
+		t.Errorf("the exactlyOnce nats stream (never restored) after another sink's catch-up: %d distinct lines of 6000, %d messages are duplicates", len(n), dups)
+	}
 }
