@@ -224,3 +224,55 @@ func TestReviewCatchUpCurrentFileTruncatedLostBytes(t *testing.T) {
 			gap, f.Lossless, f.LostTails, f.LostBytes, gap, detail)
 	}
 }
+
+const reviewReloadTmpl = `dataDir: ./state
+status: {listen: "{{ADDR}}", token: ct-secret}
+shutdownTimeoutMillis: 2000
+feeds:
+  - {name: app, path: ./in.log, readStrategy: COMMITTED, pollIntervalMillis: 20}
+processors:
+  - {name: plain, feed: app, type: file, path: ./plain.log, fsync: never}
+  - {name: consumer, feed: app, type: pull, ackTimeoutMillis: 60000, maxInFlight: 10000}
+`
+
+// TestReviewCatchUpReloadReAddedProcessorReReads (DESIGN §12 "A new
+// processor subscribes from the next line its feed publishes ... adding
+// the processor back re-reads nothing"; brief: "re-read when it should
+// not be: a reload"): an exactlyOnce file sink is removed by a reload
+// (it had finished everything: no hold), 2,000 lines go by (a pull
+// consumer takes and ACKs them), and a reload adds it back (same path: its
+// record kept). The restarted feed's catch-up takes its old record for
+// "restored, behind the pointer", commits the pointer back and re-reads
+// the 2,000 lines; the groups' reload skip hides them from the file sinks,
+// but the pull subscriber (it filters itself, so the skip does not apply)
+// is handed all 2,000 again although nothing new was written.
+func TestReviewCatchUpReloadReAddedProcessorReReads(t *testing.T) {
+	exactLine := "  - {name: exact, feed: app, type: file, path: ./exact.log, exactlyOnce: true, fsync: never}\n"
+	e := newEnv(t, reviewReloadTmpl+exactLine)
+	in := newInput(t, e.path("in.log"))
+	in.appendLines(1000)
+	d := e.start()
+	defer d.stop()
+	ackAll(t, d, pullFromN(t, d, "consumer", 1000, ""))
+	d.waitSettled(30 * time.Second)
+
+	reload := func() {
+		t.Helper()
+		if code, _, body := request(t, d, "POST", "/admin/reload", ctToken, nil); code != 200 {
+			t.Fatalf("reload: %d %s", code, body)
+		}
+	}
+	reconfig(t, e, d, reviewReloadTmpl)
+	reload()
+	in.appendLines(2000)
+	ackAll(t, d, pullFromN(t, d, "consumer", 2000, ""))
+	d.waitSettled(30 * time.Second)
+	reconfig(t, e, d, reviewReloadTmpl+exactLine)
+	reload()
+	again := pullFrom(t, d, "consumer", "max=5000&wait=1500ms")
+	ackAll(t, d, again)
+	caught := strings.Contains(d.log(), "committing the pointer back")
+	if len(again) > 0 || caught {
+		t.Errorf("adding a processor back by a reload: catch-up logged %v; the pull consumer was handed %d lines again (nothing new was written)", caught, len(again))
+	}
+}
