@@ -6,6 +6,7 @@ package e2e
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -274,5 +275,69 @@ func TestReviewCatchUpReloadReAddedProcessorReReads(t *testing.T) {
 	caught := strings.Contains(d.log(), "committing the pointer back")
 	if len(again) > 0 || caught {
 		t.Errorf("adding a processor back by a reload: catch-up logged %v; the pull consumer was handed %d lines again (nothing new was written)", caught, len(again))
+	}
+}
+
+// TestReviewCatchUpMiddleGenerationGoneGreenOverLoss (DESIGN §11: "caught
+// up from that generation onward ...: the rest of it from the sink's
+// position, every later generation still on disk, then the current file
+// ...; a generation that is gone is counted (lostTails + 1, lostBytes where
+// known), named in detail, lossless false"): three generations; the
+// exactlyOnce sink is restored into the oldest (in.log.2, still on disk);
+// the MIDDLE one (in.log.1, 700 lines the sink never had) was deleted while
+// tailfeed was stopped. The catch-up reads the rest of in.log.2, then
+// in.log; the sink lacks the 700 lines of in.log.1 and they are gone: the
+// feed must be lossy. Only the catch-up's own generation is checked for
+// being gone, so nothing is counted: lossless true.
+func TestReviewCatchUpMiddleGenerationGoneGreenOverLoss(t *testing.T) {
+	e := newEnv(t, catchUpConfig)
+	in := newInput(t, e.path("in.log"))
+	exact := e.path("exact.log")
+	in.appendLines(1000)
+	d := e.start()
+	d.waitSettled(60 * time.Second)
+	d.stop()
+	bak := backupSink(t, e, exact, "exact")
+	d = e.start()
+	in.appendLines(500)
+	d.waitSettled(60 * time.Second)
+	rotate := func(n, want int) {
+		t.Helper()
+		for i := 9; i >= 1; i-- {
+			if _, err := os.Stat(fmt.Sprintf("%s.%d", in.path, i)); err == nil {
+				os.Rename(fmt.Sprintf("%s.%d", in.path, i), fmt.Sprintf("%s.%d", in.path, i+1))
+			}
+		}
+		if err := os.Rename(in.path, in.path+".1"); err != nil {
+			t.Fatal(err)
+		}
+		in.ends = nil
+		in.appendLines(n)
+		d.waitFor(fmt.Sprintf("%d lines written", want), 60*time.Second, func(r *report) bool {
+			return r.feed(t, "app").Settled && countLines(t, exact, 0) == want
+		})
+	}
+	rotate(700, 2200) // gen 2: lines 1500..2199
+	rotate(300, 2500) // gen 3 (current): lines 2200..2499
+	d.stop()
+	bak.restore()
+	if err := os.Remove(in.path + ".1"); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2100 * time.Millisecond)
+	d = e.start()
+	r := d.waitSettled(60 * time.Second)
+	d.stop()
+	f := r.feed(t, "app")
+	n := countIdx(parseOutput(t, in, exact))
+	missing := 0
+	for i := range in.texts {
+		if n[i] == 0 {
+			missing++
+		}
+	}
+	if missing > 0 && (f.Lossless || r.Lossless) {
+		t.Errorf("the restored exactlyOnce sink lacks %d lines (in.log.1, deleted), yet lossless %v lostTails %d lostBytes %d detail %v",
+			missing, f.Lossless, f.LostTails, f.LostBytes, f.Detail)
 	}
 }
