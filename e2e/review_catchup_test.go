@@ -374,3 +374,42 @@ func TestReviewCatchUpOlderEpochCurrentFileTruncatedGreenOverLoss(t *testing.T) 
 			missing, f.Lossless, f.LostTails, f.LostBytes, f.Detail)
 	}
 }
+
+// TestReviewCatchUpOutputOnlyRestoredGreenOverLoss (DESIGN §4 "Nothing
+// green over a loss"; §11): only the exactlyOnce sink's OUTPUT is put back
+// to an earlier copy (3,000 lines), its record stays the newer one (7,000
+// lines). At open the sink finds its record longer than its output ("the
+// output lost bytes it had seen"), gives the record up and reports no
+// done-through mark, so the catch-up takes it for a new sink: nothing is
+// re-read, the 4,000 lines the output lost are gone from it, and the feed
+// stays lossless although the sink itself detected the loss.
+func TestReviewCatchUpOutputOnlyRestoredGreenOverLoss(t *testing.T) {
+	e := newEnv(t, catchUpConfig)
+	in := newInput(t, e.path("in.log"))
+	exact := e.path("exact.log")
+	in.appendLines(3000)
+	d := e.start()
+	d.waitSettled(60 * time.Second)
+	d.stop()
+	bak := backupSink(t, e, exact, "exact")
+	d = e.start()
+	in.appendLines(4000)
+	d.waitSettled(60 * time.Second)
+	d.stop()
+	copyFile(t, bak.bout, exact) // the output only
+	d = e.start()
+	r := d.waitSettled(60 * time.Second)
+	d.stop()
+	f := r.feed(t, "app")
+	n := countIdx(parseOutput(t, in, exact))
+	missing := 0
+	for i := range in.texts {
+		if n[i] == 0 {
+			missing++
+		}
+	}
+	if missing > 0 && f.Lossless {
+		t.Errorf("the exactlyOnce output lacks %d lines (its record was longer: logged %v), yet lossless %v lostTails %d",
+			missing, strings.Contains(d.log(), "the output lost bytes it had seen"), f.Lossless, f.LostTails)
+	}
+}
