@@ -194,3 +194,71 @@ func TestReviewCatchUpAfterGzCatchUpPostgresRestoreNotCaughtUp(t *testing.T) {
 		t.Logf("pointer epoch %v; epochs file:\n%s", f.Pointer.Epoch, ep)
 	}
 }
+
+// TestReviewCatchUpRereadsDowngradedLinesUnderOldEpoch (DESIGN §4: lines
+// appended to an old file after the switch are delivered downgraded, each
+// old file's late lines under an epoch of their own, so that
+// "<feed>:<epoch>:<position> stays unique for every sink"; §11 other sinks
+// skip what they hold): after a rotation, 200 late lines are appended to
+// in.log.1 and delivered (downgraded); the postgres inbox stores them. The
+// exactlyOnce file sink is then restored into in.log.1's epoch: the
+// catch-up reads in.log.1 from the sink's position to its END — the late
+// lines included, now under in.log.1's epoch, past that epoch's end — so
+// the never-restored inbox, whose unique key holds the late lines' own
+// epoch, stores every late line a second time.
+func TestReviewCatchUpRereadsDowngradedLinesUnderOldEpoch(t *testing.T) {
+	c := pgtest.Start(t, pgtest.Options{})
+	conn := pgConnect(t, c)
+	cfg := strings.ReplaceAll(reviewGzConfig, "{{DSN}}", c.DSN("sslmode=disable"))
+	cfg = strings.ReplaceAll(cfg, "rotateWaitMillis: 200", "rotateWaitMillis: 5000")
+	e := newEnv(t, cfg)
+	in := newInput(t, e.path("in.log"))
+	exact := e.path("exact.log")
+	in.appendLines(3000)
+	d := e.start()
+	d.waitSettled(60 * time.Second)
+	d.stop()
+	bak := backupSink(t, e, exact, "exact")
+	d = e.start()
+	in.appendLines(1000)
+	d.waitSettled(60 * time.Second)
+	old := e.path("in.log.1")
+	if err := os.Rename(in.path, old); err != nil {
+		t.Fatal(err)
+	}
+	in.ends = nil
+	in.appendLines(2000)
+	d.waitFor("the new in.log read", 60*time.Second, func(r *report) bool {
+		return countLines(t, exact, 0) == 6000
+	})
+	var late strings.Builder
+	for i := range 200 {
+		fmt.Fprintf(&late, "late-%04d\n", i)
+	}
+	appendRaw(t, old, late.String())
+	r := d.waitFor("the late lines delivered", 60*time.Second, func(r *report) bool {
+		return r.feed(t, "app").Settled && pgCount(conn, "lines") == 6200
+	})
+	t.Logf("late lines delivered: downgraded %d", r.feed(t, "app").Downgraded)
+	d.stop()
+	bak.restore()
+	d = e.start()
+	d.waitSettled(60 * time.Second)
+	d.stop()
+	if !strings.Contains(d.log(), "committing the pointer back") {
+		t.Fatalf("no catch-up")
+	}
+	got := pgLines(t, c, "lines")
+	dups := 0
+	for l, n := range got {
+		if n > 1 {
+			dups += n - 1
+			if dups == 1 {
+				t.Logf("e.g. %q %d times", l, n)
+			}
+		}
+	}
+	if dups > 0 || len(got) != 6200 {
+		t.Errorf("postgres inbox (never restored) after another sink's catch-up: %d distinct lines of 6200, %d rows are second copies", len(got), dups)
+	}
+}
