@@ -262,3 +262,73 @@ func TestReviewCatchUpRereadsDowngradedLinesUnderOldEpoch(t *testing.T) {
 		t.Errorf("postgres inbox (never restored) after another sink's catch-up: %d distinct lines of 6200, %d rows are second copies", len(got), dups)
 	}
 }
+
+// TestReviewCatchUpThroughCopytruncateGenerationDuplicatesInbox: as
+// TestReviewCatchUpThroughGzGenerationDuplicatesInbox with logrotate's
+// copytruncate instead of compress: each rotated generation is a copy (a
+// new file key) of the file at the path, which is truncated in place and
+// keeps its key. The catch-up into the oldest generation reads the middle
+// one (in.log.1, a copy whose key no epochs line names) under a new epoch:
+// the never-restored postgres inbox stores its 700 lines twice.
+func TestReviewCatchUpThroughCopytruncateGenerationDuplicatesInbox(t *testing.T) {
+	c := pgtest.Start(t, pgtest.Options{})
+	conn := pgConnect(t, c)
+	e := newEnv(t, strings.ReplaceAll(reviewGzConfig, "{{DSN}}", c.DSN("sslmode=disable")))
+	in := newInput(t, e.path("in.log"))
+	exact := e.path("exact.log")
+	in.appendLines(1000)
+	d := e.start()
+	d.waitSettled(60 * time.Second)
+	d.stop()
+	bak := backupSink(t, e, exact, "exact")
+	d = e.start()
+	in.appendLines(500)
+	d.waitSettled(60 * time.Second)
+	copytruncate := func(n, want int) {
+		t.Helper()
+		if _, err := os.Stat(in.path + ".1"); err == nil {
+			if err := os.Rename(in.path+".1", in.path+".2"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		copyFile(t, in.path, in.path+".1")
+		if err := os.Truncate(in.path, 0); err != nil {
+			t.Fatal(err)
+		}
+		in.ends = nil
+		in.appendLines(n)
+		d.waitFor(fmt.Sprintf("%d lines written", want), 60*time.Second, func(r *report) bool {
+			return r.feed(t, "app").Settled && countLines(t, exact, 0) == want && pgCount(conn, "lines") == want
+		})
+	}
+	copytruncate(700, 2200)
+	copytruncate(300, 2500)
+	d.stop()
+	for s, n := range pgLines(t, c, "lines") {
+		if n != 1 {
+			t.Fatalf("precondition: %q %d times in the table before the restore", s, n)
+		}
+	}
+	bak.restore()
+	gen1, _ := os.ReadFile(in.path + ".2")
+	gen2, _ := os.ReadFile(in.path + ".1")
+	gen3, _ := os.ReadFile(in.path)
+	time.Sleep(2100 * time.Millisecond)
+	d = e.start()
+	r := d.waitSettled(60 * time.Second)
+	d.stop()
+	f := r.feed(t, "app")
+	t.Logf("after the catch-up: lossless %v lostTails %d sequence %d", f.Lossless, f.LostTails, f.Sequence)
+	sameBytes(t, "restored exactlyOnce output", exact, append(append(bytes.Clone(gen1), gen2...), gen3...))
+	got := pgLines(t, c, "lines")
+	dups := 0
+	for _, s := range in.texts {
+		if got[s] > 1 {
+			dups += got[s] - 1
+		}
+	}
+	if dups > 0 || len(got) != len(in.texts) {
+		t.Errorf("postgres inbox (never restored) after another sink's catch-up through the copytruncate generation in.log.1: %d distinct lines of %d, %d lines twice",
+			len(got), len(in.texts), dups)
+	}
+}
