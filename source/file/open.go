@@ -51,18 +51,79 @@ func (s *Source) SetCatchUp(c CatchUp) {
 
 // knownEpoch is the epoch a catch-up reads r under again (see CatchUp),
 // 0 for a new one.
+//
+// A file the epochs file names by its key and first bytes is that line's
+// epoch (the latest line naming it, not taken yet). Otherwise a file whose
+// first bytes alone match an epoch that the pointer was moved off — a
+// logrotate `compress` generation (a new file key; its decompressed bytes
+// are the fingerprint's, DESIGN §4) or a copytruncate copy (a new key, the
+// old epoch's content) — and that holds at least that epoch's bytes (its
+// end, the moving line's previousOffset) is that epoch's file: its lines
+// were first delivered under that epoch, and are read under it again, so
+// that (epoch, position) names the same line for every sink (a postgres
+// inbox keeps one row). Only epochs first named after the catch-up's own
+// generation are candidates (generations are read oldest first), and an
+// epoch is taken once per run; first bytes shared by two generations (a
+// fixed header longer than the recorded fingerprint) can map a file to the
+// wrong one of them — the README names this.
 func (s *Source) knownEpoch(r *reader) uint64 {
 	c := s.catchUp
-	if c == nil || r.gz != nil || r.f == nil || !r.positioned {
+	if c == nil || r.f == nil || !r.positioned {
 		return 0
 	}
-	for i := len(c.Known) - 1; i >= 0; i-- {
+	matches := func(l pointer.EpochLine) bool {
+		if r.gz != nil {
+			return headMatches(r.head, l.FPLen, l.FP)
+		}
+		return l.FPLen > 0 && fingerprintMatches(r.f, pointer.Record{FPLen: l.FPLen, FP: l.FP})
+	}
+	if r.gz == nil {
+		for i := len(c.Known) - 1; i >= 0; i-- {
+			l := c.Known[i]
+			if l.FileKey != r.key || (l.FileKey == 0 && l.FPLen == 0) || c.used[l.Epoch] {
+				continue
+			}
+			if !fingerprintMatches(r.f, pointer.Record{FPLen: l.FPLen, FP: l.FP}) {
+				continue
+			}
+			c.used[l.Epoch] = true
+			return l.Epoch
+		}
+	}
+	first := -1 // the catch-up generation's first line
+	ends := map[uint64]int64{}
+	for i, l := range c.Known {
+		if first < 0 && l.Epoch == c.Epoch {
+			first = i
+		}
+		if l.PrevEpoch != 0 && l.PrevEpoch != l.Epoch {
+			ends[l.PrevEpoch] = l.PrevOffset
+		}
+	}
+	if first < 0 {
+		return 0
+	}
+	size := r.limit
+	if r.gz == nil {
+		st, err := r.f.Stat()
+		if err != nil {
+			return 0
+		}
+		size = st.Size()
+	}
+	seen := map[uint64]bool{}
+	for i := len(c.Known) - 1; i > first; i-- {
 		l := c.Known[i]
-		if l.FileKey != r.key || (l.FileKey == 0 && l.FPLen == 0) || c.used[l.Epoch] {
+		if seen[l.Epoch] {
+			continue // an older line of an epoch: the latest names its file
+		}
+		seen[l.Epoch] = true
+		end, moved := ends[l.Epoch]
+		if c.used[l.Epoch] || !moved || l.FPLen == 0 || size < end || !matches(l) {
 			continue
 		}
-		if !fingerprintMatches(r.f, pointer.Record{FPLen: l.FPLen, FP: l.FP}) {
-			continue
+		if o := slices.IndexFunc(c.Known, func(k pointer.EpochLine) bool { return k.Epoch == l.Epoch }); o <= first {
+			continue // named before the catch-up's generation: an earlier file
 		}
 		c.used[l.Epoch] = true
 		return l.Epoch
