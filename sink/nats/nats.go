@@ -478,10 +478,7 @@ func (s *Sink) publishChained(ctx context.Context, b *feed.Batch, subj, epoch st
 			continue // the subject holds it (seen on a re-read after a duplicate)
 		}
 		m := s.message(b, subj, epoch, i)
-		if !b.Positioned && rec.has {
-			m.Header[HeaderAppliedEpoch] = []string{fmt.Sprintf("%016x", rec.epoch)}
-			m.Header[HeaderAppliedPosition] = []string{strconv.FormatInt(rec.position, 10)}
-		}
+		applied := s.setApplied(m, b, subj, rec)
 		pctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 		ack, err := s.js.PublishMsg(pctx, m, jetstream.WithExpectLastSequencePerSubject(rec.seq))
 		cancel()
@@ -509,10 +506,48 @@ func (s *Sink) publishChained(ctx context.Context, b *feed.Batch, subj, epoch st
 		if b.Positioned {
 			rec.epoch, rec.position, rec.has = b.Epoch, b.Ends[i], true
 			rec.feed = b.Feed
+		} else if applied != nil {
+			seq := rec.seq
+			*rec = *applied
+			rec.seq = seq
 		}
 	}
 	s.markTail(b, subj, rec)
 	return len(b.Lines), nil
+}
+
+// setApplied puts on m, a message without a position (a dead-letter
+// replay, a downgraded line), the sink's done-through mark on subj: the
+// record rec or, when the side record's entry for subj is still tied to
+// rec (lines finished without a message after it: a dead-lettered tail),
+// that entry. Once m is the subject's last message its applied headers are
+// the record read at the next start, so a replayed dead letter moves
+// neither the record nor the side record's mark back (DESIGN §11: a
+// replayed dead letter never moves the mark; the entry tied to the
+// previous last message is void from then on, and m carries it). It
+// returns the record as it stands once m is stored (nil: m carries none).
+func (s *Sink) setApplied(m *nats.Msg, b *feed.Batch, subj string, rec *record) *record {
+	if b.Positioned {
+		return nil
+	}
+	next := *rec
+	if s.cfg.MarksFile != "" {
+		s.loadMarks()
+		if sm, ok := s.marks[subj]; ok && sm.Feed == b.Feed && sm.tiedTo(rec) {
+			if ep, err := strconv.ParseUint(sm.Epoch, 16, 64); err == nil {
+				next.epoch, next.position, next.has, next.feed = ep, sm.Position, true, sm.Feed
+			}
+		}
+	}
+	if !next.has {
+		return nil
+	}
+	m.Header[HeaderAppliedEpoch] = []string{fmt.Sprintf("%016x", next.epoch)}
+	m.Header[HeaderAppliedPosition] = []string{strconv.FormatInt(next.position, 10)}
+	if next.feed == "" {
+		next.feed = b.Feed
+	}
+	return &next
 }
 
 // sideMark is one subject's entry in the side record: the end of the lines
