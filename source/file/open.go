@@ -362,6 +362,7 @@ func (s *Source) resumeRotated(f *os.File, dev, ino uint64) bool {
 	if g != nil {
 		s.log.Info("input was rotated while stopped; reading the pointer's file first", "file", g.f.Name(), "offset", rec.Offset)
 		g.epoch, s.ptrEpoch = rec.Epoch, rec.Epoch
+		s.splitDowngraded(g)
 		ref = g.lastMod
 		if g.gz == nil {
 			if st, err := g.f.Stat(); err == nil {
