@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"tailfeed/internal/fileutil"
@@ -464,11 +465,11 @@ func HeldBefore(lines []EpochLine, rec uint64) map[uint64]int64 {
 // Held answers HeldBefore for a sink from the epochs file at Path, read
 // again only when the sink's record moves to another epoch (the lines up
 // to the first one naming an epoch never change: the file is appended
-// to). The zero value with an empty Path covers nothing. Not safe for
-// concurrent use.
+// to). The zero value with an empty Path covers nothing.
 type Held struct {
 	Path string
 
+	mu   sync.Mutex
 	rec  uint64
 	read bool
 	ends map[uint64]int64
@@ -480,6 +481,8 @@ func (h *Held) Covers(rec, epoch uint64, pos int64) bool {
 	if h == nil || h.Path == "" || rec == 0 || epoch == rec {
 		return false
 	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
 	if !h.read || h.rec != rec {
 		lines, _ := ReadEpochs(h.Path)
 		h.rec, h.read, h.ends = rec, true, HeldBefore(lines, rec)
