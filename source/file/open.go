@@ -32,7 +32,12 @@ import (
 // hold its lines skip them (AlreadyApplied) instead of receiving them as
 // new ones — the current file is read again "up to the pointer" under the
 // pointer's epoch. The latest line naming a file wins; an epoch is taken
-// once per run.
+// once per run. A .gz or copytruncate copy (a new key) is mapped by its
+// (decompressed) first bytes to an epoch the pointer left (knownEpoch). A
+// file read again under a pointer epoch stops that epoch where it ended
+// when its late lines were downgraded (the epochs file's "downgraded"
+// line) and delivers them under the epoch they had, without a position
+// (splitDowngraded), so every (epoch, position) is the first delivery's.
 type CatchUp struct {
 	Epoch     uint64
 	Since     time.Time
