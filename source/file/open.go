@@ -59,7 +59,9 @@ func (s *Source) SetCatchUp(c CatchUp) {
 //
 // A file the epochs file names by its key and first bytes is that line's
 // epoch (the latest line naming it, not taken yet). Otherwise a file whose
-// first bytes alone match an epoch that the pointer was moved off — a
+// first bytes alone match an epoch that the pointer was moved off (those
+// the line naming it recorded, and the longer ones the record had grown to
+// when the pointer left it, the moving line's previousFingerprint) — a
 // logrotate `compress` generation (a new file key; its decompressed bytes
 // are the fingerprint's, DESIGN §4) or a copytruncate copy (a new key, the
 // old epoch's content) — and that holds at least that epoch's bytes (its
@@ -76,11 +78,11 @@ func (s *Source) knownEpoch(r *reader) uint64 {
 	if c == nil || r.f == nil || !r.positioned {
 		return 0
 	}
-	matches := func(l pointer.EpochLine) bool {
+	matches := func(n, fp uint64) bool {
 		if r.gz != nil {
-			return headMatches(r.head, l.FPLen, l.FP)
+			return headMatches(r.head, n, fp)
 		}
-		return l.FPLen > 0 && fingerprintMatches(r.f, pointer.Record{FPLen: l.FPLen, FP: l.FP})
+		return n > 0 && fingerprintMatches(r.f, pointer.Record{FPLen: n, FP: fp})
 	}
 	if r.gz == nil {
 		for i := len(c.Known) - 1; i >= 0; i-- {
@@ -95,14 +97,14 @@ func (s *Source) knownEpoch(r *reader) uint64 {
 			return l.Epoch
 		}
 	}
-	first := -1 // the catch-up generation's first line
-	ends := map[uint64]int64{}
+	first := -1                             // the catch-up generation's first line
+	moved := map[uint64]pointer.EpochLine{} // epoch → the first line moving the pointer off it
 	for i, l := range c.Known {
 		if first < 0 && l.Epoch == c.Epoch {
 			first = i
 		}
-		if l.PrevEpoch != 0 && l.PrevEpoch != l.Epoch {
-			ends[l.PrevEpoch] = l.PrevOffset
+		if _, ok := moved[l.PrevEpoch]; !ok && l.PrevEpoch != 0 && l.PrevEpoch != l.Epoch {
+			moved[l.PrevEpoch] = l
 		}
 	}
 	if first < 0 {
@@ -123,9 +125,12 @@ func (s *Source) knownEpoch(r *reader) uint64 {
 			continue // an older line of an epoch: the latest names its file
 		}
 		seen[l.Epoch] = true
-		end, moved := ends[l.Epoch]
-		if c.used[l.Epoch] || !moved || l.FPLen == 0 || size < end || !matches(l) {
+		m, ok := moved[l.Epoch]
+		if c.used[l.Epoch] || !ok || l.FPLen == 0 || size < m.PrevOffset || !matches(l.FPLen, l.FP) {
 			continue
+		}
+		if m.PrevFPLen > l.FPLen && !matches(m.PrevFPLen, m.PrevFP) {
+			continue // the record's longer fingerprint when it left the epoch differs
 		}
 		if o := slices.IndexFunc(c.Known, func(k pointer.EpochLine) bool { return k.Epoch == l.Epoch }); o <= first {
 			continue // named before the catch-up's generation: an earlier file
