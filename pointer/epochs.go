@@ -9,7 +9,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"tailfeed/internal/fileutil"
@@ -60,6 +62,15 @@ import (
 //	lost      the file's unread tail was counted lost at start (ledger
 //	          first) and nothing else was opened: an empty record under a
 //	          new epoch, so that the next start does not count it again
+//	downgraded not a pointer epoch: the epoch of its own that a file's
+//	          late lines (appended after the switch, DESIGN §4 epoch
+//	          barrier) are delivered under, with downgradedFrom (the
+//	          pointer epoch the file was read under) and downgradedAt (the
+//	          offset from which its lines carry this epoch). A catch-up
+//	          that reads that file again reads its lines from there under
+//	          this epoch, as first delivered (DESIGN §11). ReadEpochs leaves
+//	          these lines out (they move no pointer); ReadDowngraded reads
+//	          them
 //
 // An epoch may have several lines (created, then adopted): the last one
 // names its file. Readers take what parses: a torn last line (a crash
@@ -87,7 +98,15 @@ type EpochLine struct {
 	PrevFileKey uint64
 	PrevFPLen   uint64
 	PrevFP      uint64
+	// DownFrom and DownAt, on a "downgraded" line only: the pointer epoch
+	// the file was read under and the offset from which its lines carry
+	// Epoch instead (delivered without a position).
+	DownFrom uint64
+	DownAt   int64
 }
+
+// ReasonDowngraded is the reason of a line naming a downgraded epoch.
+const ReasonDowngraded = "downgraded"
 
 // EpochsFormat is the format version of the epochs lines this tailfeed
 // writes and the newest it reads.
@@ -108,6 +127,8 @@ type epochJSON struct {
 	PrevKey string `json:"previousFileKey,omitempty"`
 	PrevFPL uint64 `json:"previousFingerprintLength,omitempty"`
 	PrevFP  string `json:"previousFingerprint,omitempty"`
+	DownFr  string `json:"downgradedFrom,omitempty"`
+	DownAt  *int64 `json:"downgradedAt,omitempty"`
 }
 
 // AppendEpoch appends l to the epochs file at path (created 0600 with its
@@ -122,6 +143,9 @@ func AppendEpoch(path string, l EpochLine) error {
 		if l.PrevFPLen > 0 || l.PrevFileKey != 0 {
 			j.PrevKey, j.PrevFPL, j.PrevFP = hex(l.PrevFileKey), l.PrevFPLen, hex(l.PrevFP)
 		}
+	}
+	if l.DownFrom != 0 {
+		j.DownFr, j.DownAt = hex(l.DownFrom), &l.DownAt
 	}
 	b, err := json.Marshal(j)
 	if err != nil {
@@ -149,12 +173,37 @@ func AppendEpoch(path string, l EpochLine) error {
 	return nil
 }
 
-// ReadEpochs reads the epochs file at path, oldest line first. A missing
+// ReadEpochs reads the epochs file at path, oldest line first, the
+// pointer epochs' lines only (not "downgraded" ones). A missing
 // file is no lines and no error. A torn last line (no newline: a crash
 // mid-append) is skipped silently; another line that does not parse is
 // skipped and named in the error (FILE:LINE: reason), which comes with the
 // lines that did parse.
 func ReadEpochs(path string) ([]EpochLine, error) {
+	all, err := readEpochs(path)
+	out := all[:0]
+	for _, l := range all {
+		if l.Reason != ReasonDowngraded {
+			out = append(out, l)
+		}
+	}
+	return out, err
+}
+
+// ReadDowngraded reads the "downgraded" lines of the epochs file at path,
+// oldest first (errors as ReadEpochs').
+func ReadDowngraded(path string) ([]EpochLine, error) {
+	all, err := readEpochs(path)
+	var out []EpochLine
+	for _, l := range all {
+		if l.Reason == ReasonDowngraded {
+			out = append(out, l)
+		}
+	}
+	return out, err
+}
+
+func readEpochs(path string) ([]EpochLine, error) {
 	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
@@ -238,6 +287,15 @@ func parseEpochLine(raw []byte) (EpochLine, error) {
 			l.PrevFPLen = j.PrevFPL
 		}
 	}
+	if j.DownFr != "" {
+		if l.DownFrom, err = parseHex("downgradedFrom", j.DownFr); err != nil {
+			return l, err
+		}
+		if j.DownAt == nil || *j.DownAt < 0 {
+			return l, errors.New("downgradedFrom without a downgradedAt of at least 0")
+		}
+		l.DownAt = *j.DownAt
+	}
 	return l, nil
 }
 
@@ -277,6 +335,44 @@ func (p *Pointer) logEpoch(r Record, reason string, prev Record) {
 		p.log.Error("epochs file append failed; a sink left at this epoch cannot be mapped back to its file",
 			"epochs", p.epochs, "epoch", hex(r.Epoch), "error", err)
 	}
+}
+
+// LogDowngraded appends a "downgraded" line to the epochs file, if one is
+// configured: the lines of the file (key, first fpLen bytes hashing to fp,
+// at path) read under the pointer epoch from are delivered under epoch,
+// without a position, from offset at on (DESIGN §4 epoch barrier). A
+// failure is an ERROR: a catch-up through that file then reads those lines
+// under from's epoch again (duplicates for a postgres inbox, never a gap).
+func (p *Pointer) LogDowngraded(epoch, from uint64, at int64, key, fpLen, fp uint64, path string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.epochs == "" || epoch == 0 || from == 0 {
+		return
+	}
+	l := EpochLine{Epoch: epoch, FileKey: key, FPLen: fpLen, FP: fp, Path: path, Time: time.Now(),
+		Reason: ReasonDowngraded, DownFrom: from, DownAt: at}
+	if err := AppendEpoch(p.epochs, l); err != nil {
+		p.log.Error("epochs file append failed; a catch-up through this file would read its late lines under the old epoch",
+			"epochs", p.epochs, "epoch", hex(epoch), "error", err)
+	}
+}
+
+// Downgraded returns the first "downgraded" line of the epochs file whose
+// lines were read under the pointer epoch from (false: none).
+func (p *Pointer) Downgraded(from uint64) (EpochLine, bool) {
+	p.mu.Lock()
+	path := p.epochs
+	p.mu.Unlock()
+	if path == "" || from == 0 {
+		return EpochLine{}, false
+	}
+	lines, _ := ReadDowngraded(path)
+	for _, l := range lines {
+		if l.DownFrom == from {
+			return l, true
+		}
+	}
+	return EpochLine{}, false
 }
 
 // Left returns the epochs file's last line that moved the pointer onto
@@ -336,4 +432,61 @@ func lastEpochLine(path string) (EpochLine, bool) {
 	}
 	l, err := parseEpochLine(bytes.TrimSpace(buf[start+1 : end]))
 	return l, err == nil
+}
+
+// HeldBefore is the epochs file's account of what a sink whose last
+// applied line is of epoch rec holds of older epochs (DESIGN §11 "epochs
+// behind the record are complete"): for every epoch the pointer was moved
+// off at or before the first line naming rec, the offset it was left at
+// (the first such line's previousOffset). Every line of that epoch up to
+// that offset was committed — acknowledged by every subscriber — before
+// the pointer moved on, so before the sink applied any line of rec: an
+// exactlyOnce sink with a one-epoch record skips them when a catch-up for
+// another sink reads them again, instead of writing them twice. Lines of
+// such an epoch past that offset (uncommitted at the move, or downgraded)
+// are not covered. Nil when no line names rec (lines from ReadEpochs).
+func HeldBefore(lines []EpochLine, rec uint64) map[uint64]int64 {
+	first := slices.IndexFunc(lines, func(l EpochLine) bool { return l.Epoch == rec })
+	if rec == 0 || first < 0 {
+		return nil
+	}
+	out := map[uint64]int64{}
+	for _, l := range lines[:first+1] {
+		if l.PrevEpoch == 0 || l.PrevEpoch == l.Epoch || l.PrevEpoch == rec {
+			continue
+		}
+		if _, ok := out[l.PrevEpoch]; !ok {
+			out[l.PrevEpoch] = l.PrevOffset
+		}
+	}
+	return out
+}
+
+// Held answers HeldBefore for a sink from the epochs file at Path, read
+// again only when the sink's record moves to another epoch (the lines up
+// to the first one naming an epoch never change: the file is appended
+// to). The zero value with an empty Path covers nothing.
+type Held struct {
+	Path string
+
+	mu   sync.Mutex
+	rec  uint64
+	read bool
+	ends map[uint64]int64
+}
+
+// Covers reports whether the line of epoch ending at pos is one a sink
+// whose last applied line is of epoch rec holds (HeldBefore).
+func (h *Held) Covers(rec, epoch uint64, pos int64) bool {
+	if h == nil || h.Path == "" || rec == 0 || epoch == rec {
+		return false
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.read || h.rec != rec {
+		lines, _ := ReadEpochs(h.Path)
+		h.rec, h.read, h.ends = rec, true, HeldBefore(lines, rec)
+	}
+	end, ok := h.ends[epoch]
+	return ok && pos <= end
 }

@@ -17,5 +17,11 @@
 // view's feed.Batch.Through, or an empty batch), never over a replayed dead
 // letter; at start the daemon compares it with the pointer and, when it is
 // behind (an output and record restored from an earlier copy), re-reads the
-// input from it.
+// input from it. With a one-epoch record (layout 1, a single-file feed), a
+// line of an older epoch that the feed's epochs file shows committed
+// before the record's epoch began (pointer.HeldBefore: every subscriber
+// had finished it) is skipped as applied and the record stays: a catch-up
+// for another sink that re-reads older generations does not write them,
+// nor the current file after them, a second time. Downgraded lines (no
+// position) are written again.
 package file

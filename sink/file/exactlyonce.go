@@ -226,7 +226,8 @@ func (s *Sink) openRecord() error {
 // applied, write the rest, and store the record before they count as done.
 func (s *Sink) processOnce(ctx context.Context, b *feed.Batch) (int, error) {
 	skip := 0
-	for skip < len(b.Lines) && b.AlreadyApplied(skip, s.applied.Epoch, s.applied.Position) {
+	for skip < len(b.Lines) && (b.AlreadyApplied(skip, s.applied.Epoch, s.applied.Position) ||
+		(b.Positioned && s.held.Covers(s.applied.Epoch, b.Epoch, b.Ends[skip]))) {
 		skip++
 	}
 	if skip > 0 {
@@ -236,7 +237,9 @@ func (s *Sink) processOnce(ctx context.Context, b *feed.Batch) (int, error) {
 		b = v
 	}
 	if len(b.Lines) == 0 {
-		s.passOver(b)
+		if !b.Positioned || !s.held.Covers(s.applied.Epoch, b.Epoch, b.Done()) {
+			s.passOver(b) // not over an older epoch held whole: the record stays
+		}
 		s.processBatch(ctx, b) // moves an interval's durable mark over the batch
 		return skip, nil
 	}

@@ -16,6 +16,7 @@ import (
 	"tailfeed/feed"
 	"tailfeed/internal/fileutil"
 	"tailfeed/internal/ndjson"
+	"tailfeed/pointer"
 	"tailfeed/processor"
 )
 
@@ -55,6 +56,12 @@ type Config struct {
 	// PerEpoch: the record keeps one applied position per epoch (layout 2,
 	// record2.go): the feed is a glob, its files' lines interleave.
 	PerEpoch bool
+	// EpochsFile is the feed's epochs file (dataDir/feeds/<feed>.epochs;
+	// "": none). With exactlyOnce and a one-epoch record (layout 1), a
+	// line of an older epoch that the file shows complete before the
+	// record's epoch began is skipped as applied (pointer.HeldBefore): a
+	// catch-up for another sink does not write it twice.
+	EpochsFile string
 	// OpenRecord opens the side record (nil: os.OpenFile read-write, created 0600).
 	OpenRecord func(path string) (RecordFile, error)
 	// SyncDir fsyncs a directory (nil: fileutil.SyncDir); under fsync
@@ -107,6 +114,7 @@ type Sink struct {
 	applied applied          // last line written (stored in rec, or to be at the next flush)
 	view    feed.Batch       // the lines of a batch not applied yet
 	marks   []processor.Mark // the record's done-through marks at open (DoneThrough)
+	held    pointer.Held     // layout 1: older epochs held (Config.EpochsFile)
 }
 
 // Open opens (creating) the output file. Under fsync always or
@@ -139,7 +147,7 @@ func Open(cfg Config) (*Sink, error) {
 			return nil, fmt.Errorf("fsync the directory of %s: %w", cfg.Path, err)
 		}
 	}
-	s := &Sink{cfg: cfg, f: f, size: size, synced: size}
+	s := &Sink{cfg: cfg, f: f, size: size, synced: size, held: pointer.Held{Path: cfg.EpochsFile}}
 	s.out.JSON = cfg.JSON
 	if cfg.Open == nil {
 		if err := s.cutTornTail(); err != nil {

@@ -52,6 +52,7 @@ func open(env sink.Env) (any, error) {
 		SyncLines:  env.Feed.MaxPendingAcks / 2,
 		Record:     record,
 		PerEpoch:   config.IsGlob(env.Feed.Path),
+		EpochsFile: datadir.Epochs(env.DataDir, env.Feed.Name),
 		Logger:     env.Logger,
 		JSON:       pc.Format == config.FormatJSON,
 	})

@@ -395,10 +395,7 @@ func (s *Sink) takeFast(m *nats.Msg, base string, st *fastState) {
 // returns the lines done (i+1 on success).
 func (s *Sink) publishOne(ctx context.Context, b *feed.Batch, subj, epoch string, rec *record, i int) (int, error) {
 	m := s.message(b, subj, epoch, i)
-	if !b.Positioned && rec.has {
-		m.Header[HeaderAppliedEpoch] = []string{fmt.Sprintf("%016x", rec.epoch)}
-		m.Header[HeaderAppliedPosition] = []string{strconv.FormatInt(rec.position, 10)}
-	}
+	applied := s.setApplied(m, b, subj, rec)
 	pctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	ack, err := s.js.PublishMsg(pctx, m, jetstream.WithExpectLastSequencePerSubject(rec.seq))
 	cancel()
@@ -424,6 +421,10 @@ func (s *Sink) publishOne(ctx context.Context, b *feed.Batch, subj, epoch string
 	rec.seq = ack.Sequence
 	if b.Positioned {
 		rec.epoch, rec.position, rec.has = b.Epoch, b.Ends[i], true
+	} else if applied != nil {
+		seq := rec.seq
+		*rec = *applied
+		rec.seq = seq
 	}
 	return i + 1, nil
 }

@@ -82,6 +82,7 @@ import (
 
 	"tailfeed/feed"
 	"tailfeed/internal/redact"
+	"tailfeed/pointer"
 	"tailfeed/processor"
 )
 
@@ -117,7 +118,13 @@ type Config struct {
 	// MarksFile is the side record of lines finished without a message
 	// (exactlyOnce; "" keeps none): see the package doc.
 	MarksFile string
-	Logger    hclog.Logger
+	// EpochsFile is the feed's epochs file (dataDir/feeds/<feed>.epochs;
+	// "": none). With exactlyOnce, a line of an epoch older than the
+	// subject's record that the file shows committed before the record's
+	// epoch began is one the subject holds (pointer.HeldBefore): a
+	// catch-up for another sink does not publish it again.
+	EpochsFile string
+	Logger     hclog.Logger
 }
 
 // Sink is the nats sink.
@@ -142,6 +149,7 @@ type Sink struct {
 
 	// exactlyOnce: per subject, the last message this sink knows stored.
 	recs map[string]*record
+	held pointer.Held // exactlyOnce: older epochs a subject holds (Config.EpochsFile)
 	opts []nats.Option
 	// exactlyOnce: the side record of lines finished without a message,
 	// per subject (loaded at first use; see the package doc).
@@ -173,7 +181,8 @@ func Open(cfg Config) (*Sink, error) {
 	if log == nil {
 		log = cfg.Group.Logger()
 	}
-	s := &Sink{cfg: cfg, log: log, shown: redact.URLList(cfg.URL), recs: map[string]*record{}, kick: make(chan struct{}, 1)}
+	s := &Sink{cfg: cfg, log: log, shown: redact.URLList(cfg.URL), recs: map[string]*record{}, kick: make(chan struct{}, 1),
+		held: pointer.Held{Path: cfg.EpochsFile}}
 	s.hide = redact.URLSecrets(cfg.URL)
 	if cfg.Token != "" {
 		s.hide = append(s.hide, cfg.Token)
@@ -460,11 +469,14 @@ func (s *Sink) publishChained(ctx context.Context, b *feed.Batch, subj, epoch st
 		return 0, err
 	}
 	i := 0
-	for i < len(b.Lines) && rec.has && b.AlreadyApplied(i, rec.epoch, rec.position) {
+	for i < len(b.Lines) && rec.has && (b.AlreadyApplied(i, rec.epoch, rec.position) || s.heldOlder(b, i, rec)) {
 		i++
 	}
 	if i > 0 {
 		s.log.Info("nats skips lines its subject holds", "subject", subj, "lines", i)
+	}
+	if i == len(b.Lines) && b.Positioned && rec.has && b.Epoch != rec.epoch && s.held.Covers(rec.epoch, b.Epoch, b.Done()) {
+		return len(b.Lines), nil // an older epoch held whole: the side record stays as it is
 	}
 	if b.Positioned && s.fastBatches() {
 		n, err := s.publishFast(ctx, b, subj, epoch, rec, i)
@@ -474,14 +486,11 @@ func (s *Sink) publishChained(ctx context.Context, b *feed.Batch, subj, epoch st
 		return n, err
 	}
 	for ; i < len(b.Lines); i++ {
-		if rec.has && b.AlreadyApplied(i, rec.epoch, rec.position) {
+		if rec.has && (b.AlreadyApplied(i, rec.epoch, rec.position) || s.heldOlder(b, i, rec)) {
 			continue // the subject holds it (seen on a re-read after a duplicate)
 		}
 		m := s.message(b, subj, epoch, i)
-		if !b.Positioned && rec.has {
-			m.Header[HeaderAppliedEpoch] = []string{fmt.Sprintf("%016x", rec.epoch)}
-			m.Header[HeaderAppliedPosition] = []string{strconv.FormatInt(rec.position, 10)}
-		}
+		applied := s.setApplied(m, b, subj, rec)
 		pctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 		ack, err := s.js.PublishMsg(pctx, m, jetstream.WithExpectLastSequencePerSubject(rec.seq))
 		cancel()
@@ -509,10 +518,56 @@ func (s *Sink) publishChained(ctx context.Context, b *feed.Batch, subj, epoch st
 		if b.Positioned {
 			rec.epoch, rec.position, rec.has = b.Epoch, b.Ends[i], true
 			rec.feed = b.Feed
+		} else if applied != nil {
+			seq := rec.seq
+			*rec = *applied
+			rec.seq = seq
 		}
 	}
 	s.markTail(b, subj, rec)
 	return len(b.Lines), nil
+}
+
+// heldOlder reports whether line i of b, of an epoch older than the
+// subject's record rec, is one the subject holds: the epochs file shows its
+// epoch committed through it before rec's epoch began (pointer.HeldBefore;
+// the lines of a catch-up for another sink).
+func (s *Sink) heldOlder(b *feed.Batch, i int, rec *record) bool {
+	return b.Positioned && rec.has && rec.feed == b.Feed && s.held.Covers(rec.epoch, b.Epoch, b.Ends[i])
+}
+
+// setApplied puts on m, a message without a position (a dead-letter
+// replay, a downgraded line), the sink's done-through mark on subj: the
+// record rec or, when the side record's entry for subj is still tied to
+// rec (lines finished without a message after it: a dead-lettered tail),
+// that entry. Once m is the subject's last message its applied headers are
+// the record read at the next start, so a replayed dead letter moves
+// neither the record nor the side record's mark back (DESIGN §11: a
+// replayed dead letter never moves the mark; the entry tied to the
+// previous last message is void from then on, and m carries it). It
+// returns the record as it stands once m is stored (nil: m carries none).
+func (s *Sink) setApplied(m *nats.Msg, b *feed.Batch, subj string, rec *record) *record {
+	if b.Positioned {
+		return nil
+	}
+	next := *rec
+	if s.cfg.MarksFile != "" {
+		s.loadMarks()
+		if sm, ok := s.marks[subj]; ok && sm.Feed == b.Feed && sm.tiedTo(rec) {
+			if ep, err := strconv.ParseUint(sm.Epoch, 16, 64); err == nil {
+				next.epoch, next.position, next.has, next.feed = ep, sm.Position, true, sm.Feed
+			}
+		}
+	}
+	if !next.has {
+		return nil
+	}
+	m.Header[HeaderAppliedEpoch] = []string{fmt.Sprintf("%016x", next.epoch)}
+	m.Header[HeaderAppliedPosition] = []string{strconv.FormatInt(next.position, 10)}
+	if next.feed == "" {
+		next.feed = b.Feed
+	}
+	return &next
 }
 
 // sideMark is one subject's entry in the side record: the end of the lines

@@ -34,6 +34,7 @@ func open(env sink.Env) (any, error) {
 		Window:       pc.BatchMaxLines,
 		Feed:         env.Feed.Name,
 		MarksFile:    datadir.Record(env.DataDir, pc.Name),
+		EpochsFile:   datadir.Epochs(env.DataDir, env.Feed.Name),
 		Logger:       env.Logger,
 	})
 }

@@ -32,7 +32,12 @@ import (
 // hold its lines skip them (AlreadyApplied) instead of receiving them as
 // new ones — the current file is read again "up to the pointer" under the
 // pointer's epoch. The latest line naming a file wins; an epoch is taken
-// once per run.
+// once per run. A .gz or copytruncate copy (a new key) is mapped by its
+// (decompressed) first bytes to an epoch the pointer left (knownEpoch). A
+// file read again under a pointer epoch stops that epoch where it ended
+// when its late lines were downgraded (the epochs file's "downgraded"
+// line) and delivers them under the epoch they had, without a position
+// (splitDowngraded), so every (epoch, position) is the first delivery's.
 type CatchUp struct {
 	Epoch     uint64
 	Since     time.Time
@@ -51,18 +56,84 @@ func (s *Source) SetCatchUp(c CatchUp) {
 
 // knownEpoch is the epoch a catch-up reads r under again (see CatchUp),
 // 0 for a new one.
+//
+// A file the epochs file names by its key and first bytes is that line's
+// epoch (the latest line naming it, not taken yet). Otherwise a file whose
+// first bytes alone match an epoch that the pointer was moved off (those
+// the line naming it recorded, and the longer ones the record had grown to
+// when the pointer left it, the moving line's previousFingerprint) — a
+// logrotate `compress` generation (a new file key; its decompressed bytes
+// are the fingerprint's, DESIGN §4) or a copytruncate copy (a new key, the
+// old epoch's content) — and that holds at least that epoch's bytes (its
+// end, the moving line's previousOffset) is that epoch's file: its lines
+// were first delivered under that epoch, and are read under it again, so
+// that (epoch, position) names the same line for every sink (a postgres
+// inbox keeps one row). Only epochs first named after the catch-up's own
+// generation are candidates (generations are read oldest first), and an
+// epoch is taken once per run; first bytes shared by two generations (a
+// fixed header longer than the recorded fingerprint) can map a file to the
+// wrong one of them — the README names this.
 func (s *Source) knownEpoch(r *reader) uint64 {
 	c := s.catchUp
-	if c == nil || r.gz != nil || r.f == nil || !r.positioned {
+	if c == nil || r.f == nil || !r.positioned {
 		return 0
 	}
-	for i := len(c.Known) - 1; i >= 0; i-- {
+	matches := func(n, fp uint64) bool {
+		if r.gz != nil {
+			return headMatches(r.head, n, fp)
+		}
+		return n > 0 && fingerprintMatches(r.f, pointer.Record{FPLen: n, FP: fp})
+	}
+	if r.gz == nil {
+		for i := len(c.Known) - 1; i >= 0; i-- {
+			l := c.Known[i]
+			if l.FileKey != r.key || (l.FileKey == 0 && l.FPLen == 0) || c.used[l.Epoch] {
+				continue
+			}
+			if !fingerprintMatches(r.f, pointer.Record{FPLen: l.FPLen, FP: l.FP}) {
+				continue
+			}
+			c.used[l.Epoch] = true
+			return l.Epoch
+		}
+	}
+	first := -1                             // the catch-up generation's first line
+	moved := map[uint64]pointer.EpochLine{} // epoch → the first line moving the pointer off it
+	for i, l := range c.Known {
+		if first < 0 && l.Epoch == c.Epoch {
+			first = i
+		}
+		if _, ok := moved[l.PrevEpoch]; !ok && l.PrevEpoch != 0 && l.PrevEpoch != l.Epoch {
+			moved[l.PrevEpoch] = l
+		}
+	}
+	if first < 0 {
+		return 0
+	}
+	size := r.limit
+	if r.gz == nil {
+		st, err := r.f.Stat()
+		if err != nil {
+			return 0
+		}
+		size = st.Size()
+	}
+	seen := map[uint64]bool{}
+	for i := len(c.Known) - 1; i > first; i-- {
 		l := c.Known[i]
-		if l.FileKey != r.key || (l.FileKey == 0 && l.FPLen == 0) || c.used[l.Epoch] {
+		if seen[l.Epoch] {
+			continue // an older line of an epoch: the latest names its file
+		}
+		seen[l.Epoch] = true
+		m, ok := moved[l.Epoch]
+		if c.used[l.Epoch] || !ok || l.FPLen == 0 || size < m.PrevOffset || !matches(l.FPLen, l.FP) {
 			continue
 		}
-		if !fingerprintMatches(r.f, pointer.Record{FPLen: l.FPLen, FP: l.FP}) {
-			continue
+		if m.PrevFPLen > l.FPLen && !matches(m.PrevFPLen, m.PrevFP) {
+			continue // the record's longer fingerprint when it left the epoch differs
+		}
+		if o := slices.IndexFunc(c.Known, func(k pointer.EpochLine) bool { return k.Epoch == l.Epoch }); o <= first {
+			continue // named before the catch-up's generation: an earlier file
 		}
 		c.used[l.Epoch] = true
 		return l.Epoch
@@ -301,6 +372,7 @@ func (s *Source) resumeRotated(f *os.File, dev, ino uint64) bool {
 	if g != nil {
 		s.log.Info("input was rotated while stopped; reading the pointer's file first", "file", g.f.Name(), "offset", rec.Offset)
 		g.epoch, s.ptrEpoch = rec.Epoch, rec.Epoch
+		s.splitDowngraded(g)
 		ref = g.lastMod
 		if g.gz == nil {
 			if st, err := g.f.Stat(); err == nil {

@@ -68,6 +68,13 @@ type reader struct {
 	// noForget: the pointer's file, deleted, found not covered by the
 	// pointer with nothing pending; it is not forgotten (forget.go).
 	noForget bool
+	// downAt > 0: a file read again under a pointer epoch whose late lines
+	// were delivered downgraded from offset downAt on, under downEpoch (the
+	// epochs file's "downgraded" line): its lines up to downAt keep the
+	// epoch and a position, the rest are delivered under downEpoch without
+	// one, as first delivered (DESIGN §11 catch-up, §4 epoch barrier).
+	downAt    int64
+	downEpoch uint64
 }
 
 // newReader makes a reader of f. A negative bufSize (a glob stream) makes
@@ -128,8 +135,17 @@ func (r *reader) take(found *Found, final bool, maxLines, maxBytes int) {
 	if r.twin != nil {
 		r.leaveToTwin(final)
 	}
-	next := r.split.Split(r.buf[:r.end], r.start, r.base, final, maxLines, maxBytes, found)
-	if final && next > r.start && next == r.end && r.buf[next-1] == '\r' {
+	end := r.end
+	if r.downAt > 0 {
+		if r.consumed() >= r.downAt {
+			// The epoch's end: the rest as first delivered (downgraded).
+			r.epoch, r.positioned, r.downAt = r.downEpoch, false, 0
+		} else if lim := r.downAt - r.base; lim < int64(end) {
+			end, final = int(lim), true // a line ends at downAt
+		}
+	}
+	next := r.split.Split(r.buf[:end], r.start, r.base, final, maxLines, maxBytes, found)
+	if final && next > r.start && next == end && r.buf[next-1] == '\r' {
 		r.crTaken = true
 	}
 	r.start = next

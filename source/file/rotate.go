@@ -497,12 +497,48 @@ func (s *Source) retireKept(old, nx *reader) {
 // A file already downgraded (forgotten) keeps its epoch of its own.
 func (s *Source) retire(r *reader) {
 	if r.positioned {
+		from := r.epoch
 		r.epoch = pointer.NewEpoch()
 		r.positioned = false
+		s.logDowngraded(r, from)
 	}
 	r.closeAt = time.Now().Add(s.cfg.RotateWait)
 	s.old = append(s.old, r)
 	s.watchAll.Store(true)
+}
+
+// logDowngraded records in the epochs file that r's lines from where it
+// was consumed on carry r's new epoch of its own instead of from (a
+// pointer epoch; the lines of from published so far end there), so that a
+// catch-up reading r's file again delivers them as they were delivered
+// (splitDowngraded). Only for files named by a pointer epoch.
+func (s *Source) logDowngraded(r *reader, from uint64) {
+	if s.ptr == nil || from == 0 || r.f == nil {
+		return
+	}
+	s.ptr.LogDowngraded(r.epoch, from, r.consumed(), r.key, uint64(r.fpLen), r.fp, r.f.Name())
+}
+
+// splitDowngraded makes r, read again under the pointer epoch r.epoch, stop
+// that epoch where its late lines were delivered downgraded (the epochs
+// file's "downgraded" line for it) and deliver them from there under the
+// epoch they had, without a position (DESIGN §11: a catch-up keeps
+// (epoch, position) as first delivered).
+func (s *Source) splitDowngraded(r *reader) {
+	if s.ptr == nil || !r.positioned {
+		return
+	}
+	l, ok := s.ptr.Downgraded(r.epoch)
+	if !ok || l.DownAt <= 0 {
+		return
+	}
+	if r.consumed() >= l.DownAt {
+		r.epoch, r.positioned = l.Epoch, false
+		return
+	}
+	r.downAt, r.downEpoch = l.DownAt, l.Epoch
+	s.log.Info("reading a file again: its lines past the epoch's end are delivered under the epoch they were delivered under (downgraded)",
+		"file", r.f.Name(), "epochEnd", l.DownAt, "downgradedEpoch", fmt.Sprintf("%016x", l.Epoch))
 }
 
 // leave closes r as the current file when the path stayed missing for
@@ -638,6 +674,7 @@ func (s *Source) resetToCur() bool {
 		s.log.Info("catch-up: reading a file under the epoch it was read under before", "file", r.f.Name(),
 			"epoch", fmt.Sprintf("%016x", e))
 		r.epoch = e
+		s.splitDowngraded(r)
 	}
 	if err := s.ptr.Reset(r.epoch, r.headSrc(), r.key); err != nil {
 		s.commitFailures.Add(1)
@@ -648,6 +685,7 @@ func (s *Source) resetToCur() bool {
 	for _, o := range s.old {
 		if o.positioned && o.epoch == s.ptrEpoch {
 			o.epoch, o.positioned = pointer.NewEpoch(), false
+			s.logDowngraded(o, s.ptrEpoch)
 		}
 	}
 	s.ptrEpoch = r.epoch
