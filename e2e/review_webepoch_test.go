@@ -38,15 +38,31 @@ processors:
     onFailure: hold
 `
 
-// stuckRequest runs a first life on a glob feed holding only in/a.log (30
-// lines, batches of 10): the receiver answers the first request (a 0-9)
-// and then applies the second (a 10-19) without answering it; the daemon
-// is killed (-9) while it retries that request. It returns the stuck
-// request's key and lines.
-func stuckRequest(t *testing.T, e *env, rc *receiver) (string, string) {
+// stuckRequest runs two lives on a glob feed. Life 0: the other files
+// (others, one line each) are read and acknowledged, so each has a pointer
+// (a restart then opens every stream at once, none waits for its pointer
+// to be created). Life 1: in/z.log gets lines "a 0"…"a 29" (batches of
+// 10); the receiver answers the first request (a 0-9) and then applies the
+// second (a 10-19) without answering it; the daemon is killed (-9) while
+// it retries that request. It returns the stuck request's key and lines.
+func stuckRequest(t *testing.T, e *env, rc *receiver, others []string) (string, string) {
 	t.Helper()
-	writeFileLines(t, filepath.Join(e.path("in"), "a.log"), "a", 0, 30)
-	rc.set(func(r *receiver) { r.downAt = 10 })
+	for _, tag := range others {
+		writeFileLines(t, filepath.Join(e.path("in"), tag+".log"), tag, 0, 1)
+	}
+	applied := func() int {
+		rc.mu.Lock()
+		defer rc.mu.Unlock()
+		return len(rc.raw)
+	}
+	if len(others) > 0 {
+		d := e.start()
+		waitUntil(t, "the other files' first lines", 30*time.Second, func() bool { return applied() >= len(others) })
+		d.waitSettled(30 * time.Second)
+		d.stop()
+	}
+	writeFileLines(t, filepath.Join(e.path("in"), "z.log"), "a", 0, 30)
+	rc.set(func(r *receiver) { r.downAt = len(r.raw) + 10 })
 	d := e.start()
 	var key, body string
 	waitUntil(t, "the second request applied and retried unanswered", 30*time.Second, func() bool {
@@ -141,9 +157,9 @@ func reviewKeysOf(rc *receiver, l string) []string {
 // input file when files interleave). After the restart the source cuts
 // a.log into batches of 4 lines, so the recorded request a 10-19 arrives
 // in three batches, and other files of the glob, with a backlog, publish
-// between them. Their lines, sent while a.log's request is carried, are
+// between them. Their lines, sent while z.log's request is carried, are
 // not acknowledged (the carry holds the ack point), so they fill the
-// window (maxPendingAcks) while a.log's rest is still to come: the sink
+// window (maxPendingAcks) while z.log's rest is still to come: the sink
 // takes the full window for "the source waits for these very lines"
 // (carry.go, evidence 4) and sends the part it holds under a new key, then
 // the rest under another — a receiver that applied a 10-19 under the
@@ -153,20 +169,23 @@ func reviewKeysOf(rc *receiver, l string) []string {
 func TestReviewWebhookGlobFullWindowOfOtherFilesBreaksTheKey(t *testing.T) {
 	rc := newReceiver(t, 7)
 	e := newEnv(t, fmt.Sprintf(reviewGlobHook, 10, 65536, rc.srv.URL))
-	key, body := stuckRequest(t, e, rc)
+	var others []string
+	for f := 0; f < 16; f++ {
+		others = append(others, fmt.Sprintf("b%02d", f))
+	}
+	key, body := stuckRequest(t, e, rc, others)
 	want := map[string]int{"a": 30}
-	for f := 0; f < 8; f++ {
-		tag := fmt.Sprintf("b%d", f)
-		writeFileLines(t, filepath.Join(e.path("in"), tag+".log"), tag, 0, 60)
+	for _, tag := range others { // a backlog in every other file
+		writeFileLines(t, filepath.Join(e.path("in"), tag+".log"), tag, 1, 59)
 		want[tag] = 60
 	}
-	total := 30 + 8*60
+	total := 30 + 16*60
 	rc.mu.Lock()
 	from := len(rc.seen)
 	rc.mu.Unlock()
-	// Second life: smaller batches (queueCapacity 4: "the group may cut
-	// those lines into other batches than before") and a window of 16.
-	e.tmpl = fmt.Sprintf(reviewGlobHook, 4, 16, rc.srv.URL)
+	// Next life: smaller batches (queueCapacity 2: "the group may cut
+	// those lines into other batches than before") and a window of 12.
+	e.tmpl = fmt.Sprintf(reviewGlobHook, 2, 12, rc.srv.URL)
 	d := e.start()
 	waitUntil(t, "every line at the receiver", 60*time.Second, func() bool {
 		rc.mu.Lock()
