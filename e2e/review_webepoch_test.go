@@ -155,8 +155,9 @@ func reviewKeysOf(rc *receiver, l string) []string {
 // rebuilt after a kill -9 under its key (DESIGN §6: "rebuilds the recorded
 // batch with the same range, so the key is stable"; §10: exactly-once per
 // input file when files interleave). After the restart the source cuts
-// a.log into batches of 4 lines, so the recorded request a 10-19 arrives
-// in three batches, and other files of the glob, with a backlog, publish
+// z.log into batches of 2 lines (queueCapacity 2), so the recorded request
+// a 10-19 arrives in five batches, and 16 other files of the glob, each
+// with a backlog, publish
 // between them. Their lines, sent while z.log's request is carried, are
 // not acknowledged (the carry holds the ack point), so they fill the
 // window (maxPendingAcks) while z.log's rest is still to come: the sink
