@@ -6,8 +6,10 @@ package e2e
 // is lost, or is committed early.
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -216,4 +218,71 @@ func grepLines(s, sub string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// A request recorded, applied by the receiver and never answered is sent
+// again after a kill -9 with "the same bytes under the same key" (package
+// doc of sink/webhook; DESIGN §6). On a glob feed each object carries
+// `path`, the path under which the stream was first matched (DESIGN §10:
+// "Delivery.Path stays the path under which the stream was first
+// matched"). The file is renamed within the glob while the daemon is down
+// (z.log → y.log, both *.log): the restart finds the stream by its pointer
+// (same key, same first bytes: the same stream, the same epoch) but names
+// it by its new path, so the rebuilt request carries other bytes under the
+// recorded key. A receiver that follows the Idempotency-Key draft (or
+// Stripe's rule) refuses a key reused with another payload with a 422 —
+// which the sink takes for poison: held forever, or dead-lettered.
+func TestReviewWebhookGlobRenameWhileDownChangesTheRebuiltBody(t *testing.T) {
+	rc := newReceiver(t, 11)
+	e := newEnv(t, fmt.Sprintf(reviewGlobHook, 10, 65536, rc.srv.URL))
+	key, _ := stuckRequest(t, e, rc, nil)
+	rc.mu.Lock()
+	var orig []byte
+	for _, q := range rc.reqs {
+		if q.header.Get("Idempotency-Key") == key {
+			orig = q.body
+			break
+		}
+	}
+	from := len(rc.reqs)
+	rc.mu.Unlock()
+	if err := os.Rename(e.path("in/z.log"), e.path("in/y.log")); err != nil {
+		t.Fatal(err)
+	}
+	d := e.start()
+	waitUntil(t, "every line at the receiver", 30*time.Second, func() bool {
+		rc.mu.Lock()
+		defer rc.mu.Unlock()
+		seen := map[string]bool{}
+		for _, k := range rc.keys {
+			for _, l := range rc.applied[k] {
+				seen[l] = true
+			}
+		}
+		return len(seen) >= 30
+	})
+	d.waitSettled(30 * time.Second)
+	d.stop()
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	resent := 0
+	for _, q := range rc.reqs[from:] {
+		if q.header.Get("Idempotency-Key") != key {
+			continue
+		}
+		resent++
+		if !bytes.Equal(q.body, orig) {
+			t.Fatalf("the recorded request %s was sent again after the restart with other bytes under its key:\nbefore: %s\nafter:  %s",
+				key, firstLine(orig), firstLine(q.body))
+		}
+	}
+	if resent == 0 {
+		t.Fatalf("the recorded request %s was not sent again after the restart", key)
+	}
+}
+
+// firstLine is b's first line.
+func firstLine(b []byte) string {
+	s, _, _ := strings.Cut(string(b), "\n")
+	return s
 }
