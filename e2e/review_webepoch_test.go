@@ -286,3 +286,87 @@ func firstLine(b []byte) string {
 	s, _, _ := strings.Cut(string(b), "\n")
 	return s
 }
+
+// A file cut short while the daemon was down, at a length between its
+// pointer and the end of its recorded request, with its first 4 KiB
+// unchanged, looks like the same file read to its end: the rebuilt request
+// waits for the rest (sink/webhook carry.go, "What it cannot tell"). On a
+// glob feed the package says it waits "until a full window (4), a line
+// past the range, or a new line of the file lets it go". Here the file is
+// then truncated and rewritten while running (logrotate copytruncate): the
+// stream resets to a new epoch, whose lines wait at the per-path barrier
+// for every line of the old epoch to be acknowledged, while the carry
+// waits for old-epoch lines that cannot come, and the glob feed's
+// publisher shows no barrier (each path has its own). On a single-file
+// feed the barrier lets the carry go; here the file's new lines are never
+// delivered (nothing else is written, so the window never fills).
+func TestReviewWebhookGlobCarryAndTruncationWaitForEachOther(t *testing.T) {
+	rc := newReceiver(t, 17)
+	e := newEnv(t, fmt.Sprintf(reviewGlobHook, 10, 65536, rc.srv.URL))
+	in := e.path("in/z.log")
+	var head strings.Builder
+	for i := 0; i < 100; i++ {
+		fmt.Fprintf(&head, "h %03d %s\n", i, strings.Repeat("x", 43)) // 50 bytes
+	}
+	if err := os.MkdirAll(e.path("in"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(in, []byte(head.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	writeFileLines(t, in, "a", 0, 30)
+	rc.set(func(r *receiver) { r.downAt = 110 })
+	d := e.start()
+	var key string
+	waitUntil(t, "a request applied and retried unanswered", 30*time.Second, func() bool {
+		rc.mu.Lock()
+		defer rc.mu.Unlock()
+		n := len(rc.reqs)
+		if n >= 2 && rc.reqs[n-1].code == 0 && rc.reqs[n-2].code == 0 &&
+			rc.reqs[n-1].header.Get("Idempotency-Key") == rc.reqs[n-2].header.Get("Idempotency-Key") {
+			key = rc.reqs[n-1].header.Get("Idempotency-Key")
+		}
+		return key != ""
+	})
+	d.kill()
+	rc.set(func(r *receiver) { r.down, r.downAt = false, 0 })
+	// Cut the file inside the recorded request (a 10-19): keep a 0-14.
+	keep := int64(head.Len())
+	for i := 0; i < 15; i++ {
+		keep += int64(len(fmt.Sprintf("a %d\n", i)))
+	}
+	if err := os.Truncate(in, keep); err != nil {
+		t.Fatal(err)
+	}
+	d = e.start()
+	time.Sleep(time.Second) // a 10-14 carried, waiting for the rest
+	// copytruncate: the file is emptied and written again.
+	if err := os.Truncate(in, 0); err != nil {
+		t.Fatal(err)
+	}
+	writeFileLines(t, in, "c", 0, 10)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		rc.mu.Lock()
+		got := false
+		for _, k := range rc.keys {
+			for _, l := range rc.applied[k] {
+				if l == "c 9" {
+					got = true
+				}
+			}
+		}
+		rc.mu.Unlock()
+		if got {
+			break
+		}
+		if time.Now().After(deadline) {
+			_, raw := statusRaw(t, d)
+			t.Fatalf("the file's new lines (c 0 … c 9, written 20 s ago after a copytruncate) never reached the receiver; recorded request %s; status: %s",
+				key, raw)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	d.waitSettled(30 * time.Second)
+	d.stop()
+}
