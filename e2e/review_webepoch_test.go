@@ -370,3 +370,68 @@ func TestReviewWebhookGlobCarryAndTruncationWaitForEachOther(t *testing.T) {
 	d.waitSettled(30 * time.Second)
 	d.stop()
 }
+
+// A glob feed is settled when, in addition to §7's rule, "every file's
+// last commit is synced and covers that file's acknowledged position"
+// (DESIGN §10 "Status"). A webhook whose receiver fails for a while holds
+// the lines back (hold, fenced: nothing lost). Meanwhile the files, read
+// to their end, go inactive (closeInactiveMillis) and are closed; the
+// close waits at most a minute for their lines to be acknowledged, then
+// closes the pointer. Once the receiver answers again every line is
+// acknowledged and the feed reports settled — but the closed files'
+// pointers never record it (their acknowledgements arrive after their
+// pointer was closed): settled says the commits cover what was
+// acknowledged while each pointer is still at 0 (a restart re-reads
+// those files from their start).
+func TestReviewWebhookGlobSettledWhileClosedFilesPointersLag(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits out the one-minute drain bound")
+	}
+	rc := newReceiver(t, 19)
+	rc.set(func(r *receiver) { r.fail = 1 }) // 503 to everything
+	cfg := strings.Replace(fmt.Sprintf(reviewGlobHook, 1024, 65536, rc.srv.URL), "    scanIntervalMillis: 1000\n",
+		"    scanIntervalMillis: 1000\n    closeInactiveMillis: 300\n", 1)
+	e := newEnv(t, cfg)
+	for _, tag := range []string{"b", "c"} {
+		writeFileLines(t, e.path("in/"+tag+".log"), tag, 0, 5)
+	}
+	d := e.start()
+	waitUntil(t, "requests refused", 30*time.Second, func() bool {
+		rc.mu.Lock()
+		defer rc.mu.Unlock()
+		return len(rc.reqs) >= 4
+	})
+	time.Sleep(65 * time.Second) // the files close (inactive), their drain gives up after a minute
+	rc.set(func(r *receiver) { r.fail = 0 })
+	waitUntil(t, "every line at the receiver", 30*time.Second, func() bool {
+		rc.mu.Lock()
+		defer rc.mu.Unlock()
+		n := 0
+		for _, k := range rc.keys {
+			n += len(rc.applied[k])
+		}
+		return n >= 10
+	})
+	rep := d.waitSettled(30 * time.Second)
+	time.Sleep(2 * time.Second) // not a moment's lag: it stays so
+	_, raw := statusRaw(t, d)
+	ptrs, _ := filepath.Glob(e.path("state/feeds/app/*.ptr"))
+	if len(ptrs) != 2 {
+		t.Fatalf("%d stream pointers, want 2", len(ptrs))
+	}
+	size := int64(0)
+	for i := 0; i < 5; i++ {
+		size += int64(len(fmt.Sprintf("b %d\n", i)))
+	}
+	var lag []string
+	for _, p := range ptrs {
+		rec, _ := showPointer(t, p)
+		if rec.Offset != size {
+			lag = append(lag, fmt.Sprintf("%s at %d", filepath.Base(p), rec.Offset))
+		}
+	}
+	if len(lag) > 0 {
+		t.Fatalf("the feed reports settled (%v) while stream pointers do not cover their files' acknowledged lines (%d bytes each): %v\nstatus: %s",
+			rep.Settled, size, lag, raw)
+	}
+}
