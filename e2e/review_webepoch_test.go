@@ -339,7 +339,9 @@ func TestReviewWebhookGlobCarryAndTruncationWaitForEachOther(t *testing.T) {
 		t.Fatal(err)
 	}
 	d = e.start()
-	time.Sleep(time.Second) // a 10-14 carried, waiting for the rest
+	d.waitFor("a 10-14 carried (published, not acknowledged)", 30*time.Second, func(r *report) bool {
+		return len(r.Feeds) == 1 && r.Feeds[0].PendingAcks == 5
+	})
 	// copytruncate: the file is emptied and written again.
 	if err := os.Truncate(in, 0); err != nil {
 		t.Fatal(err)
