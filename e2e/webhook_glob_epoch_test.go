@@ -232,7 +232,7 @@ func grepLines(s, sub string) string {
 // recorded key. A receiver that follows the Idempotency-Key draft (or
 // Stripe's rule) refuses a key reused with another payload with a 422 —
 // which the sink takes for poison: held forever, or dead-lettered.
-func TestReviewWebhookGlobRenameWhileDownChangesTheRebuiltBody(t *testing.T) {
+func TestWebhookGlobRenameWhileDownKeepsTheRebuiltBody(t *testing.T) {
 	rc := newReceiver(t, 11)
 	e := newEnv(t, fmt.Sprintf(reviewGlobHook, 10, 65536, rc.srv.URL))
 	key, _ := stuckRequest(t, e, rc, nil)
