@@ -169,7 +169,7 @@ func reviewKeysOf(rc *receiver, l string) []string {
 // recorded key applies those lines a second time. Nothing prevents the
 // rest from coming: it is on disk, and on a single-file feed the same
 // window would hold it.
-func TestReviewWebhookGlobFullWindowOfOtherFilesBreaksTheKey(t *testing.T) {
+func TestWebhookGlobFullWindowOfOtherFilesKeepsTheKey(t *testing.T) {
 	rc := newReceiver(t, 7)
 	e := newEnv(t, fmt.Sprintf(reviewGlobHook, 10, 65536, rc.srv.URL))
 	var others []string
@@ -300,7 +300,7 @@ func firstLine(b []byte) string {
 // publisher shows no barrier (each path has its own). On a single-file
 // feed the barrier lets the carry go; here the file's new lines are never
 // delivered (nothing else is written, so the window never fills).
-func TestReviewWebhookGlobCarryAndTruncationWaitForEachOther(t *testing.T) {
+func TestWebhookGlobCarryGoesAtItsFilesBarrier(t *testing.T) {
 	rc := newReceiver(t, 17)
 	e := newEnv(t, fmt.Sprintf(reviewGlobHook, 10, 65536, rc.srv.URL))
 	in := e.path("in/z.log")

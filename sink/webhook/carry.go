@@ -88,8 +88,19 @@ func (w *Webhook) startCarry(b *feed.Batch, pe *whEntry) *whChunk {
 		c.seq, c.before = seq, before
 	}
 	w.carries[b.Epoch] = c
+	w.want(c, true)
 	w.reportCarried()
 	return c
+}
+
+// want tells a glob feed's publisher that c's epoch is awaited (on) or no
+// longer: its lines pass a full window (feed.Publisher.Want), so that the
+// other files' lines, unacknowledged behind the carry, do not hold back
+// the rest it waits for.
+func (w *Webhook) want(c *whChunk, on bool) {
+	if p := w.cfg.Publisher; p != nil && w.cfg.PerEpoch {
+		p.Want(c.epoch, on)
+	}
 }
 
 // reportCarried reports durable every line before the oldest carry's
@@ -118,6 +129,7 @@ func (w *Webhook) sendCarry(ctx context.Context, c *whChunk) error {
 		return err
 	}
 	delete(w.carries, c.epoch)
+	w.want(c, false)
 	w.reportCarried()
 	return nil
 }
@@ -160,14 +172,45 @@ func (w *Webhook) rangeCovered(c *whChunk, b *feed.Batch) bool {
 	return ok && end >= c.last
 }
 
-// starved reports evidence (4) for the oldest carry: the source publishes
-// nothing more until it is acknowledged, and the group holds every batch it
-// published.
-func (w *Webhook) starved() bool {
+// starved returns a carry whose rest the source cannot publish (evidence
+// 4) while the group holds every batch it published (nil: none).
+//
+// A single-file feed: the oldest carry, when the source waits at an epoch
+// barrier, or refused a batch for a full window when every line before the
+// carry was acknowledged.
+//
+// A glob feed (per stream: its files interleave and the feed shows no
+// barrier): a carry whose stream moved its file on to another epoch (its
+// barrier: every line of the carry's epoch was published); or the oldest
+// carry, when its stream read its file to the end and the window is full
+// with every line before the carry acknowledged: the other files' lines
+// wait behind it, and its rest comes only if the file is written to (a
+// file cut short while stopped, see "What it cannot tell"). A full window
+// alone proves nothing there: the carry's own epoch passes it (Want).
+func (w *Webhook) starved() *whChunk {
 	p := w.cfg.Publisher
 	c := w.oldestCarry()
 	if p == nil || c == nil {
-		return false
+		return nil
+	}
+	if w.cfg.PerEpoch {
+		var found *whChunk
+		for _, k := range w.carries {
+			if p.EpochState(k.epoch).Ended && (found == nil || k.before < found.before) {
+				found = k
+			}
+		}
+		if found == nil {
+			acked, full := p.WindowFullAt()
+			if !full || acked+1 < c.seq || w.h.Queue().BestEffort() || !p.EpochState(c.epoch).CaughtUp {
+				return nil
+			}
+			found = c
+		}
+		if w.h.Queue().Depth() != 0 {
+			return nil
+		}
+		return found
 	}
 	if e := p.Barrier(); e == 0 || e == c.epoch {
 		// Not at a barrier: a full window waits for the carry only when
@@ -175,10 +218,13 @@ func (w *Webhook) starved() bool {
 		// pointer: the window does not wait for a best-effort one).
 		acked, full := p.WindowFullAt()
 		if !full || acked+1 < c.seq || w.h.Queue().BestEffort() {
-			return false
+			return nil
 		}
 	}
-	return w.h.Queue().Depth() == 0
+	if w.h.Queue().Depth() != 0 {
+		return nil
+	}
+	return c
 }
 
 // partlyLettered reports whether the dead-letter ledger holds the first

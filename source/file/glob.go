@@ -750,6 +750,7 @@ func (g *Glob) start(ctx context.Context, s *gstream) error {
 	s.fromEnd = false
 	s.sp = g.mux.add()
 	s.src = New(c, s.sp)
+	s.sp.src.Store(s.src) // the feed's EpochState asks it
 	rctx, cancel := context.WithCancel(ctx)
 	s.cancel, s.runDone = cancel, make(chan struct{})
 	s.st, s.openedAt, s.activeAt, s.reopen = stOpen, time.Now(), time.Now(), false
