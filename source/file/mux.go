@@ -141,7 +141,7 @@ type streamPub struct {
 	wake    chan struct{}
 	pending int64      // under m.mu
 	ack     feed.Acked // acknowledgements not yet polled, under m.mu
-	barrier bool // written under m.mu
+	barrier bool       // written under m.mu
 
 	lastEpoch uint64                 // of its last published batch, under m.mu
 	src       atomic.Pointer[Source] // its source, once made (epochInfo)
