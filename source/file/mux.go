@@ -200,6 +200,14 @@ func (sp *streamPub) PauseReason() string {
 	}
 	return sp.m.pub.PauseReason()
 }
+// atBarrier reports whether the stream waits at its epoch barrier (any
+// goroutine).
+func (sp *streamPub) atBarrier() bool {
+	sp.m.mu.Lock()
+	defer sp.m.mu.Unlock()
+	return sp.barrier
+}
+
 func (sp *streamPub) SetBarrier(epoch uint64) {
 	if v := epoch != 0; v != sp.barrier {
 		sp.m.mu.Lock()
