@@ -438,3 +438,53 @@ func TestReviewWebhookGlobSettledWhileClosedFilesPointersLag(t *testing.T) {
 			rep.Settled, size, lag, raw)
 	}
 }
+
+// A glob feed without stream pointers (not COMMITTED) opens every file
+// under a new epoch at every start, so no restart needs the webhook
+// record's entries (sink/webhook epochs.go, "Bound"): the table is swept
+// down to the entry being stored, with no WARN about a pointer directory
+// that a feed without pointers never has. 150 files read EARLIEST.
+func TestWebhookGlobWithoutPointersKeepsNoTable(t *testing.T) {
+	rc := newReceiver(t, 23)
+	cfg := strings.Replace(fmt.Sprintf(reviewGlobHook, 1024, 65536, rc.srv.URL), "readStrategy: COMMITTED", "readStrategy: EARLIEST", 1)
+	e := newEnv(t, cfg)
+	const files = 150
+	for f := 0; f < files; f++ {
+		writeFileLines(t, e.path(fmt.Sprintf("in/f%03d.log", f)), fmt.Sprintf("f%03d", f), 0, 3)
+	}
+	d := e.start()
+	waitUntil(t, "every line at the receiver", 60*time.Second, func() bool {
+		rc.mu.Lock()
+		defer rc.mu.Unlock()
+		n := 0
+		for _, k := range rc.keys {
+			n += len(rc.applied[k])
+		}
+		return n >= files*3
+	})
+	time.Sleep(5500 * time.Millisecond) // past a 5 s sweep period
+	writeFileLines(t, e.path("in/last.log"), "last", 0, 1)
+	waitUntil(t, "the last line at the receiver", 30*time.Second, func() bool {
+		rc.mu.Lock()
+		defer rc.mu.Unlock()
+		for _, k := range rc.keys {
+			for _, l := range rc.applied[k] {
+				if l == "last 0" {
+					return true
+				}
+			}
+		}
+		return false
+	})
+	d.stop()
+	if strings.Contains(d.log(), "stream pointers not read") {
+		t.Errorf("WARN about stream pointers on a feed without them: %s", grepLines(d.log(), "stream pointers not read"))
+	}
+	rec := e.path("state/state/hook.rec")
+	if _, err := os.Stat(rec); err != nil {
+		rec = e.path("state/hook.rec")
+	}
+	if n := len(webhookRecordEpochs(t, rec)); n > 64 {
+		t.Fatalf("the record holds %d epochs of a feed without pointers (no restart can use one), want at most 64", n)
+	}
+}
