@@ -32,7 +32,10 @@ import (
 //     published every positioned line of the old epoch), or refused a batch
 //     for a full window when every line before the carry was acknowledged
 //     (the window can only move once the carry is) — and the group took
-//     every batch published before.
+//     every batch published before. On a glob feed this is decided per
+//     stream (starved): the carry's own file at its barrier, or read to
+//     its end under a full window; a full window alone proves nothing there,
+//     since the carry's epoch passes it (below).
 //
 // Carried lines are not durable (the queue's ack point stays before the
 // first line of the oldest carry; everything before it is reported durable
@@ -64,11 +67,19 @@ import (
 // The group learns of (4) without a batch: FlushDue polls the publisher
 // every CarryPoll while the carry waits (it only looks).
 //
-// On a glob feed the feed's publisher shows no epoch barrier (each path
-// has its own), so a file cut short or replaced between the crash and the
-// restart leaves its carry waiting until a full window (4), a line past
-// the range, or a new line of the file lets it go; the other files go on
-// meanwhile, but the feed is not settled.
+// On a glob feed the carry's lines hold the ack point for every file (the
+// queue's durable mark is one prefix), so the other files' lines sent
+// meanwhile fill the window behind it; the rest of the carry comes from its
+// own file, which may be read after them. So the carry's epoch is awaited
+// (feed.Publisher.Want): its batches pass a full window, which then
+// exceeds maxPendingAcks by at most the carry's rest (the carry ends at its
+// last line, or at a line past it), and the other files wait until the
+// carry is sent. Each file has its own epoch barrier, which the feed's
+// Barrier does not show: the publisher asks the glob source
+// (EpochState), so a file replaced or truncated (copytruncate) while its
+// carry waits lets the carry go at that file's barrier, and the new
+// epoch's lines follow. While a file waits at its barrier the feed's detail
+// names it (status).
 //
 // What it cannot tell: a file cut short between the crash and the restart,
 // at a length between the pointer and `last`, with its first bytes
