@@ -109,7 +109,8 @@ func (w *Webhook) startCarry(b *feed.Batch, pe *whEntry) *whChunk {
 // other files' lines, unacknowledged behind the carry, do not hold back
 // the rest it waits for.
 func (w *Webhook) want(c *whChunk, on bool) {
-	if p := w.cfg.Publisher; p != nil && w.cfg.PerEpoch {
+	if p := w.cfg.Publisher; p != nil && w.cfg.PerEpoch && c.awaited != on {
+		c.awaited = on
 		p.Want(c.epoch, on)
 	}
 }
@@ -136,11 +137,11 @@ func (w *Webhook) oldestCarry() *whChunk {
 
 // sendCarry delivers a carry, complete or given up, and ends it.
 func (w *Webhook) sendCarry(ctx context.Context, c *whChunk) error {
+	w.want(c, false) // complete or given up: nothing more of it awaited while it is sent
 	if err := w.deliver(ctx, c); err != nil {
 		return err
 	}
 	delete(w.carries, c.epoch)
-	w.want(c, false)
 	w.reportCarried()
 	return nil
 }

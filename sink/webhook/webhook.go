@@ -124,6 +124,7 @@ type whChunk struct {
 	// rebuilt; seq is the feed sequence of its first line (0: unknown; a
 	// full window alone then lets it go), before the queue count before it.
 	carried     bool
+	awaited     bool // its epoch is awaited at the publisher (carry.go, want)
 	first, last int64
 	seq         uint64
 	before      uint64

@@ -13,7 +13,8 @@ import (
 // the old epoch are unacknowledged) tells the feed's publisher that the
 // old epoch ended (a webhook rebuilding a request of it stops waiting for
 // its rest) and the feed's detail names the file, since the feed itself
-// shows no pause for one stream's barrier; both clear once it is crossed.
+// shows no pause for one stream's barrier; once it is crossed the detail
+// clears and the old epoch stays ended.
 func TestGlobStreamBarrierEndsItsEpochAndShows(t *testing.T) {
 	dir, data := t.TempDir(), t.TempDir()
 	z := filepath.Join(dir, "z.log")
@@ -36,7 +37,10 @@ func TestGlobStreamBarrierEndsItsEpochAndShows(t *testing.T) {
 	}
 	r.hold.Store(false)
 	r.waitLines(8, 10*time.Second)
-	waitFor(t, "the barrier crossed", 10*time.Second, func() bool { return r.g.Detail() == "" && !r.pub.EpochState(ep).Ended })
+	waitFor(t, "the barrier crossed", 10*time.Second, func() bool { return r.g.Detail() == "" })
+	if !r.pub.EpochState(ep).Ended {
+		t.Fatal("the old epoch no longer ended once the stream went on to the new one")
+	}
 }
 
 // epochOf is the epoch of the rig's only tracked file.

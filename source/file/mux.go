@@ -110,13 +110,17 @@ func (m *mux) pollLocked() {
 }
 
 // epochInfo tells what the stream that last published a line of epoch
-// tells of it (feed.Publisher.EpochState): at its epoch barrier (it moved
-// its file on to another epoch), read to its file's end.
+// tells of it (feed.Publisher.EpochState): ended at its epoch barrier (it
+// moved its file on to another epoch) or once it published a line of the
+// next epoch; read to its file's end.
 func (m *mux) epochInfo(epoch uint64) feed.EpochInfo {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var info feed.EpochInfo
 	for sp := range m.streams {
+		if epoch != 0 && sp.prevEpoch == epoch {
+			info.Ended = true // the stream went on to another epoch (past a barrier that did not wait: best-effort)
+		}
 		if sp.lastEpoch != epoch || epoch == 0 {
 			continue
 		}
@@ -144,6 +148,7 @@ type streamPub struct {
 	barrier bool       // written under m.mu
 
 	lastEpoch uint64                 // of its last published batch, under m.mu
+	prevEpoch uint64                 // the epoch before lastEpoch (0: none), under m.mu
 	src       atomic.Pointer[Source] // its source, once made (epochInfo)
 }
 
@@ -162,6 +167,9 @@ func (sp *streamPub) TryPublish(b *feed.Batch) bool {
 	}
 	e.last = m.pub.Sequence()
 	m.fifo = append(m.fifo, e)
+	if sp.lastEpoch != epoch {
+		sp.prevEpoch = sp.lastEpoch // every line of it was published: a stream's epochs follow each other
+	}
 	sp.lastEpoch = epoch
 	sp.pending += e.n
 	return true
@@ -200,6 +208,7 @@ func (sp *streamPub) PauseReason() string {
 	}
 	return sp.m.pub.PauseReason()
 }
+
 // atBarrier reports whether the stream waits at its epoch barrier (any
 // goroutine).
 func (sp *streamPub) atBarrier() bool {
