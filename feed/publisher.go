@@ -106,9 +106,12 @@ func (p *Publisher) TryPublish(b *Batch) bool {
 	if n == 0 {
 		return true
 	}
-	if pend := int(p.pending.Load()); pend > 0 && pend+n > p.maxPending && !p.wantedBatch(b) {
-		p.fullAt.Store(p.acked.Load())
-		return p.pause(&p.whyWindow)
+	past := false // an awaited epoch's batch past a full window: the feed stays paused for the others
+	if pend := int(p.pending.Load()); pend > 0 && pend+n > p.maxPending {
+		if past = p.wantedBatch(b); !past {
+			p.fullAt.Store(p.acked.Load())
+			return p.pause(&p.whyWindow)
+		}
 	}
 	for i, q := range p.Queues {
 		if q.Stalling() {
@@ -121,7 +124,9 @@ func (p *Publisher) TryPublish(b *Batch) bool {
 			return p.pause(&p.whyFull[i])
 		}
 	}
-	p.resume()
+	if !past {
+		p.resume()
+	}
 	b.FirstSeq = p.seq.Load() + 1
 	var take int32
 	decisions := p.ackPts // reuse as scratch: 1 = accept

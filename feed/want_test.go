@@ -36,6 +36,9 @@ func TestWantedEpochPassesAFullWindow(t *testing.T) {
 	if p.Pending() != 48 {
 		t.Fatalf("pending %d, want 48", p.Pending())
 	}
+	if !p.Paused() || p.PauseReason() != "window full" || p.Pauses() != 1 {
+		t.Fatalf("paused %v (%q, %d pauses): the feed stays paused for every other epoch", p.Paused(), p.PauseReason(), p.Pauses())
+	}
 	p.Want(7, false)
 	if p.TryPublish(src.batch(1)) {
 		t.Fatal("the epoch no longer awaited passed a full window")
