@@ -488,3 +488,69 @@ func TestWebhookGlobWithoutPointersKeepsNoTable(t *testing.T) {
 		t.Fatalf("the record holds %d epochs of a feed without pointers (no restart can use one), want at most 64", n)
 	}
 }
+
+// A file cut short while the daemon was down, inside its recorded
+// request, with its first bytes unchanged: the rebuilt request waits for
+// a rest that only the writer could add (sink/webhook carry.go, "What it
+// cannot tell"). On a glob feed the other files' lines then fill the
+// window behind it; once the window is full while the cut file is read to
+// its end, the request goes under a new key and the other files go on —
+// no deadlock (the carry's epoch passing the window must not make it wait
+// forever).
+func TestWebhookGlobCarryOfAFileCutShortGoesUnderAFullWindow(t *testing.T) {
+	rc := newReceiver(t, 29)
+	e := newEnv(t, fmt.Sprintf(reviewGlobHook, 10, 65536, rc.srv.URL))
+	in := e.path("in/z.log")
+	var head strings.Builder // 5,000 bytes: the first 4 KiB (the fingerprint) survive the cut
+	for i := 0; i < 100; i++ {
+		fmt.Fprintf(&head, "h %03d %s\n", i, strings.Repeat("x", 43))
+	}
+	if err := os.MkdirAll(e.path("in"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(in, []byte(head.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	writeFileLines(t, in, "a", 0, 30)
+	rc.set(func(r *receiver) { r.downAt = 110 })
+	d := e.start()
+	waitUntil(t, "a request applied and retried unanswered", 30*time.Second, func() bool {
+		rc.mu.Lock()
+		defer rc.mu.Unlock()
+		n := len(rc.reqs)
+		return n >= 2 && rc.reqs[n-1].code == 0 && rc.reqs[n-2].code == 0 &&
+			rc.reqs[n-1].header.Get("Idempotency-Key") == rc.reqs[n-2].header.Get("Idempotency-Key")
+	})
+	d.kill()
+	rc.set(func(r *receiver) { r.down, r.downAt = false, 0 })
+	keep := int64(head.Len()) // cut inside the recorded request (a 10-19): keep a 0-14
+	for i := 0; i < 15; i++ {
+		keep += int64(len(fmt.Sprintf("a %d\n", i)))
+	}
+	if err := os.Truncate(in, keep); err != nil {
+		t.Fatal(err)
+	}
+	e.tmpl = fmt.Sprintf(reviewGlobHook, 10, 12, rc.srv.URL) // a window of 12
+	d = e.start()
+	d.waitFor("a 10-14 carried", 30*time.Second, func(r *report) bool {
+		return len(r.Feeds) == 1 && r.Feeds[0].PendingAcks == 5
+	})
+	writeFileLines(t, e.path("in/b.log"), "b", 0, 40)
+	waitUntil(t, "the other file's lines at the receiver", 30*time.Second, func() bool {
+		rc.mu.Lock()
+		defer rc.mu.Unlock()
+		for _, k := range rc.keys {
+			for _, l := range rc.applied[k] {
+				if l == "b 39" {
+					return true
+				}
+			}
+		}
+		return false
+	})
+	d.waitSettled(30 * time.Second)
+	d.stop()
+	if !strings.Contains(d.log(), "cannot rebuild the recorded request") {
+		t.Errorf("no WARN that the recorded request went out under a new key")
+	}
+}
