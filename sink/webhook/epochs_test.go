@@ -284,3 +284,27 @@ func TestWebhookRecordSweptAtStart(t *testing.T) {
 		t.Fatalf("after the first store: %s", got)
 	}
 }
+
+// The record keeps recency across a reopen (entries are stored least
+// recently used first): two pending requests, B's recorded before A's
+// although A's epoch is lower; after a reopen the one recorded last is
+// still A's (PendingRequest names it), not the one with the higher epoch.
+func TestWebhookRecordKeepsRecencyAcrossReopen(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "hook.rec")
+	k := openBookAt(t, path, nil, true)
+	if err := k.recordRange(epB, 8, 16); err != nil {
+		t.Fatal(err)
+	}
+	if err := k.recordRange(epA, 40, 48); err != nil {
+		t.Fatal(err)
+	}
+	k.close()
+	k2 := openBookAt(t, path, nil, true)
+	if a, b := k2.ent[epA], k2.ent[epB]; a == nil || b == nil || a.used <= b.used {
+		t.Fatalf("after a reopen A's entry (recorded last) is not the most recent: %+v %+v", a, b)
+	}
+	w := &Webhook{book: k2}
+	if got := w.PendingRequest(); got != "00000000000000a1:40-48" {
+		t.Fatalf("pending %q after a reopen, want the request recorded last (A's)", got)
+	}
+}
