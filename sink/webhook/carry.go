@@ -70,7 +70,10 @@ import (
 // On a glob feed the carry's lines hold the ack point for every file (the
 // queue's durable mark is one prefix), so the other files' lines sent
 // meanwhile fill the window behind it; the rest of the carry comes from its
-// own file, which may be read after them. So the carry's epoch is awaited
+// own file, which may be read after them. Acknowledging the other files'
+// lines past the carry would need acknowledgements out of sequence order
+// (the queue's durable mark, the feed's window and the glob's per-stream
+// commits all follow the feed's one sequence), so instead the carry's epoch is awaited
 // (feed.Publisher.Want): its batches pass a full window, which then
 // exceeds maxPendingAcks by at most the carry's rest (the carry ends at its
 // last line, or at a line past it), and the other files wait until the
@@ -86,6 +89,9 @@ import (
 // unchanged, looks to the source like the same file read to its end. The
 // carry then waits for the writer (the feed is not settled meanwhile,
 // pendingAcks > 0); a new line ending past `last`, or a rotation, sends it.
+// On a glob feed it also goes once the window is full (the other files
+// wait behind it) while its file is read to its end: lines the writer adds
+// just after go out under new keys.
 // A new line ending exactly at `last` would complete the range with other
 // bytes under the old key — positions are what identify lines within an
 // epoch, so nothing can tell them apart.
