@@ -220,13 +220,15 @@ func webhookRecordEpochs(t *testing.T, path string) []uint64 {
 	var best []uint64
 	var bestCounter uint64
 	found := false
-	for i := 0; i < 2; i++ {
-		if len(data) < i*copyLen+36 {
-			continue
-		}
-		b := data[i*copyLen:]
+	// Copy A at 0, copy B at its copy size (128 KiB, or a power of two
+	// times that once the table grew), which its header repeats.
+	for off := 0; off+36 <= len(data); off = max(copyLen, 2*off) {
+		b := data[off:]
 		le := binary.LittleEndian
 		if string(b[:5]) != "TFWHK" || le.Uint16(b[6:]) != 2 {
+			continue
+		}
+		if size := int(le.Uint32(b[20:])); off != 0 && off != max(size, copyLen) {
 			continue
 		}
 		n := int(le.Uint32(b[16:]))

@@ -1,6 +1,7 @@
 package feed
 
 import (
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -41,6 +42,12 @@ type Publisher struct {
 	fullAt  atomic.Uint64 // the acknowledged sequence at the last refusal for a full window
 
 	held atomic.Bool // a removed subscriber holds the pointer: nothing is acknowledged (SetHeld)
+
+	// Epochs a processor waits for (Want), counted; any goroutine.
+	wantMu sync.Mutex
+	wanted map[uint64]int
+	// What the source says of an epoch (SetEpochInfo; nil: nothing).
+	epochInfo atomic.Pointer[func(uint64) EpochInfo]
 
 	// The last positioned line published and acknowledged (source
 	// goroutine only; read by Through once the source stopped).
@@ -99,9 +106,12 @@ func (p *Publisher) TryPublish(b *Batch) bool {
 	if n == 0 {
 		return true
 	}
+	past := false // an awaited epoch's batch past a full window: the feed stays paused for the others
 	if pend := int(p.pending.Load()); pend > 0 && pend+n > p.maxPending {
-		p.fullAt.Store(p.acked.Load())
-		return p.pause(&p.whyWindow)
+		if past = p.wantedBatch(b); !past {
+			p.fullAt.Store(p.acked.Load())
+			return p.pause(&p.whyWindow)
+		}
 	}
 	for i, q := range p.Queues {
 		if q.Stalling() {
@@ -114,7 +124,9 @@ func (p *Publisher) TryPublish(b *Batch) bool {
 			return p.pause(&p.whyFull[i])
 		}
 	}
-	p.resume()
+	if !past {
+		p.resume()
+	}
 	b.FirstSeq = p.seq.Load() + 1
 	var take int32
 	decisions := p.ackPts // reuse as scratch: 1 = accept
@@ -335,6 +347,67 @@ func (p *Publisher) Barrier() uint64 { return p.barrier.Load() }
 func (p *Publisher) WindowFullAt() (acked uint64, full bool) {
 	full = p.paused.Load() && p.reason.Load() == &p.whyWindow
 	return p.fullAt.Load(), full
+}
+
+// Want marks epoch as awaited (on) or no longer (off; each on needs one
+// off) by a processor that holds lines of it back until more of its lines
+// come and reports nothing after them durable meanwhile (the webhook
+// rebuilding a request after a restart). While it is awaited, its
+// positioned batches are published even when the window is full: on a
+// glob feed the window fills with other files' lines that the held-back
+// lines keep unacknowledged, and the awaited lines must not wait behind
+// them. The window then exceeds maxPendingAcks by at most what the
+// processor awaits (it lets the epoch go once its lines came, or cannot).
+// Any goroutine; the source is poked when an epoch becomes awaited.
+func (p *Publisher) Want(epoch uint64, on bool) {
+	p.wantMu.Lock()
+	if p.wanted == nil {
+		p.wanted = map[uint64]int{}
+	}
+	if on {
+		p.wanted[epoch]++
+	} else if p.wanted[epoch]--; p.wanted[epoch] <= 0 {
+		delete(p.wanted, epoch)
+	}
+	p.wantMu.Unlock()
+	if on {
+		poke(p.wake)
+	}
+}
+
+// wantedBatch: b is a positioned batch of an awaited epoch.
+func (p *Publisher) wantedBatch(b *Batch) bool {
+	if !b.Positioned {
+		return false
+	}
+	p.wantMu.Lock()
+	defer p.wantMu.Unlock()
+	return p.wanted[b.Epoch] > 0
+}
+
+// EpochInfo is what the source tells of one epoch (EpochState).
+type EpochInfo struct {
+	// Ended: the source published every positioned line of the epoch it
+	// ever will (it moved its file on to another epoch: an epoch barrier).
+	Ended bool
+	// CaughtUp: the source read the epoch's file to its end; more lines
+	// come only if it is written to.
+	CaughtUp bool
+	// Open: a source reads the epoch now (false: none does, or unknown).
+	Open bool
+}
+
+// SetEpochInfo sets what EpochState asks (a glob feed's source: its files
+// have their own epochs and barriers, which Barrier does not show).
+func (p *Publisher) SetEpochInfo(f func(epoch uint64) EpochInfo) { p.epochInfo.Store(&f) }
+
+// EpochState is what the source tells of epoch (zero without SetEpochInfo).
+// Any goroutine.
+func (p *Publisher) EpochState(epoch uint64) EpochInfo {
+	if f := p.epochInfo.Load(); f != nil {
+		return (*f)(epoch)
+	}
+	return EpochInfo{}
 }
 
 // PauseReason is why the feed was last paused.

@@ -41,11 +41,28 @@ func (w *window) grow(c int) {
 	w.entries, w.bounds, w.head = ne, nb, 0
 }
 
+// growEnds makes the ring of end positions hold c lines (past the window
+// only for awaited epochs: Publisher.Want).
+func (w *window) growEnds(c int) {
+	ne := make([]int64, c)
+	for i := 0; i < w.n; i++ {
+		e := w.entries[(w.head+i)%len(w.entries)]
+		for k := 0; k < e.lines; k++ {
+			seq := e.firstSeq + uint64(k)
+			ne[seq%uint64(c)] = w.ends[seq%uint64(len(w.ends))]
+		}
+	}
+	w.ends = ne
+}
+
 // push records a published batch; start/end give, per queue, its producer
 // position before and after the batch (equal when the queue did not get it).
 func (w *window) push(b *Batch, start, end []uint64) {
 	if w.n == len(w.entries) {
 		w.grow(2 * len(w.entries))
+	}
+	if w.pending+b.Len() > len(w.ends) {
+		w.growEnds(2 * (w.pending + b.Len()))
 	}
 	i := (w.head + w.n) % len(w.entries)
 	w.entries[i] = entry{firstSeq: b.FirstSeq, lines: b.Len(), epoch: b.Epoch, positioned: b.Positioned}

@@ -32,7 +32,10 @@ import (
 //     published every positioned line of the old epoch), or refused a batch
 //     for a full window when every line before the carry was acknowledged
 //     (the window can only move once the carry is) — and the group took
-//     every batch published before.
+//     every batch published before. On a glob feed this is decided per
+//     stream (starved): the carry's own file at its barrier, or read to
+//     its end under a full window; a full window alone proves nothing there,
+//     since the carry's epoch passes it (below).
 //
 // Carried lines are not durable (the queue's ack point stays before the
 // first line of the oldest carry; everything before it is reported durable
@@ -64,17 +67,31 @@ import (
 // The group learns of (4) without a batch: FlushDue polls the publisher
 // every CarryPoll while the carry waits (it only looks).
 //
-// On a glob feed the feed's publisher shows no epoch barrier (each path
-// has its own), so a file cut short or replaced between the crash and the
-// restart leaves its carry waiting until a full window (4), a line past
-// the range, or a new line of the file lets it go; the other files go on
-// meanwhile, but the feed is not settled.
+// On a glob feed the carry's lines hold the ack point for every file (the
+// queue's durable mark is one prefix), so the other files' lines sent
+// meanwhile fill the window behind it; the rest of the carry comes from its
+// own file, which may be read after them. Acknowledging the other files'
+// lines past the carry would need acknowledgements out of sequence order
+// (the queue's durable mark, the feed's window and the glob's per-stream
+// commits all follow the feed's one sequence), so instead the carry's epoch is awaited
+// (feed.Publisher.Want): its batches pass a full window, which then
+// exceeds maxPendingAcks by at most the carry's rest (the carry ends at its
+// last line, or at a line past it), and the other files wait until the
+// carry is sent. Each file has its own epoch barrier, which the feed's
+// Barrier does not show: the publisher asks the glob source
+// (EpochState), so a file replaced or truncated (copytruncate) while its
+// carry waits lets the carry go at that file's barrier, and the new
+// epoch's lines follow. While a file waits at its barrier the feed's detail
+// names it (status).
 //
 // What it cannot tell: a file cut short between the crash and the restart,
 // at a length between the pointer and `last`, with its first bytes
 // unchanged, looks to the source like the same file read to its end. The
 // carry then waits for the writer (the feed is not settled meanwhile,
 // pendingAcks > 0); a new line ending past `last`, or a rotation, sends it.
+// On a glob feed it also goes once the window is full (the other files
+// wait behind it) while its file is read to its end: lines the writer adds
+// just after go out under new keys.
 // A new line ending exactly at `last` would complete the range with other
 // bytes under the old key — positions are what identify lines within an
 // epoch, so nothing can tell them apart.
@@ -88,8 +105,20 @@ func (w *Webhook) startCarry(b *feed.Batch, pe *whEntry) *whChunk {
 		c.seq, c.before = seq, before
 	}
 	w.carries[b.Epoch] = c
+	w.want(c, true)
 	w.reportCarried()
 	return c
+}
+
+// want tells a glob feed's publisher that c's epoch is awaited (on) or no
+// longer: its lines pass a full window (feed.Publisher.Want), so that the
+// other files' lines, unacknowledged behind the carry, do not hold back
+// the rest it waits for.
+func (w *Webhook) want(c *whChunk, on bool) {
+	if p := w.cfg.Publisher; p != nil && w.cfg.PerEpoch && c.awaited != on {
+		c.awaited = on
+		p.Want(c.epoch, on)
+	}
 }
 
 // reportCarried reports durable every line before the oldest carry's
@@ -114,6 +143,7 @@ func (w *Webhook) oldestCarry() *whChunk {
 
 // sendCarry delivers a carry, complete or given up, and ends it.
 func (w *Webhook) sendCarry(ctx context.Context, c *whChunk) error {
+	w.want(c, false) // complete or given up: nothing more of it awaited while it is sent
 	if err := w.deliver(ctx, c); err != nil {
 		return err
 	}
@@ -160,14 +190,45 @@ func (w *Webhook) rangeCovered(c *whChunk, b *feed.Batch) bool {
 	return ok && end >= c.last
 }
 
-// starved reports evidence (4) for the oldest carry: the source publishes
-// nothing more until it is acknowledged, and the group holds every batch it
-// published.
-func (w *Webhook) starved() bool {
+// starved returns a carry whose rest the source cannot publish (evidence
+// 4) while the group holds every batch it published (nil: none).
+//
+// A single-file feed: the oldest carry, when the source waits at an epoch
+// barrier, or refused a batch for a full window when every line before the
+// carry was acknowledged.
+//
+// A glob feed (per stream: its files interleave and the feed shows no
+// barrier): a carry whose stream moved its file on to another epoch (its
+// barrier: every line of the carry's epoch was published); or the oldest
+// carry, when its stream read its file to the end and the window is full
+// with every line before the carry acknowledged: the other files' lines
+// wait behind it, and its rest comes only if the file is written to (a
+// file cut short while stopped, see "What it cannot tell"). A full window
+// alone proves nothing there: the carry's own epoch passes it (Want).
+func (w *Webhook) starved() *whChunk {
 	p := w.cfg.Publisher
 	c := w.oldestCarry()
 	if p == nil || c == nil {
-		return false
+		return nil
+	}
+	if w.cfg.PerEpoch {
+		var found *whChunk
+		for _, k := range w.carries {
+			if p.EpochState(k.epoch).Ended && (found == nil || k.before < found.before) {
+				found = k
+			}
+		}
+		if found == nil {
+			acked, full := p.WindowFullAt()
+			if !full || acked+1 < c.seq || w.h.Queue().BestEffort() || !p.EpochState(c.epoch).CaughtUp {
+				return nil
+			}
+			found = c
+		}
+		if w.h.Queue().Depth() != 0 {
+			return nil
+		}
+		return found
 	}
 	if e := p.Barrier(); e == 0 || e == c.epoch {
 		// Not at a barrier: a full window waits for the carry only when
@@ -175,10 +236,13 @@ func (w *Webhook) starved() bool {
 		// pointer: the window does not wait for a best-effort one).
 		acked, full := p.WindowFullAt()
 		if !full || acked+1 < c.seq || w.h.Queue().BestEffort() {
-			return false
+			return nil
 		}
 	}
-	return w.h.Queue().Depth() == 0
+	if w.h.Queue().Depth() != 0 {
+		return nil
+	}
+	return c
 }
 
 // partlyLettered reports whether the dead-letter ledger holds the first

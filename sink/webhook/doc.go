@@ -20,10 +20,11 @@
 // differently: the sink keeps the lines of the range it already got
 // (without reporting them durable) until the rest arrives, however long that
 // takes. Only evidence that the rest cannot come — a line of the epoch past
-// the range, a batch of another epoch, the source waiting at an epoch
-// barrier or on a window only these lines hold (webhook_carry.go) — sends
-// what it has under a new key, with a WARN (the file was replaced or cut
-// short, the filters changed).
+// the range, a batch of another epoch (single-file feeds), the source
+// waiting at an epoch barrier or on a window only these lines hold; on a
+// glob feed, per file: its barrier, or its end under a full window
+// (carry.go) — sends what it has under a new key, with a WARN (the file
+// was replaced or cut short, the filters changed).
 // A receiver that dedups on Idempotency-Key therefore applies every line
 // once, across retries, lost responses and kill -9. (Go's HTTP transport
 // may itself resend a request whose keep-alive connection broke, since it
@@ -51,9 +52,11 @@
 // Glob feeds. Files (epochs) interleave, so the record keeps the applied
 // position and the recorded request of each epoch (layout 2, epochs.go),
 // and each recorded request is rebuilt by a carry of its own while the
-// other files' lines go on: exactly-once at a deduping receiver holds per
-// input file. Entries are dropped once their stream's pointer is committed
-// past them, or holds their epoch no more (epochs.go, "Bound").
+// other files' lines go on (the carry's epoch passes a full window:
+// carry.go): exactly-once at a deduping receiver holds per input file.
+// Entries are dropped once their stream's pointer is committed past them,
+// or holds their epoch no more, never while it is behind them: the record
+// grows instead (epochs.go, "Bound").
 //
 // The record file, dataDir/state/<processor>.rec, is described in record.go
 // (layout 1, a single-file feed) and epochs.go (layout 2, a glob feed).

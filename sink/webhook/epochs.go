@@ -26,21 +26,32 @@ import (
 //
 // # Layout 2 (little-endian)
 //
-// Two copies of 128 KiB, A at byte 0 and B at byte 131072; a store writes
-// the copy that does not hold the newest valid record and fsyncs it, so a
-// torn write damages only the record being written. Each copy:
+// Two copies of the same size S (131072 bytes, or a power of two times
+// that once the table outgrew it), A at byte 0 and B at byte S; a store
+// writes the copy that does not hold the newest valid record and fsyncs
+// it, so a torn write damages only the record being written. Each copy:
 //
 //	off    size  field
 //	  0       5  magic "TFWHK"
 //	  5       1  zero
 //	  6       2  layout version (uint16) = 2
 //	  8       8  counter (uint64): +1 per store; the higher valid copy wins
-//	 16       4  n (uint32): entries, at most 4,000
-//	 20      12  zero
-//	 32    32×n  entries, by epoch: epoch (uint64), applied position (int64,
-//	             0 = none), recorded request's first and last positions
-//	             (int64, 0 = none)
+//	 16       4  n (uint32): entries; 32+32n+4 <= S
+//	 20       4  S (uint32): the copy size (0: 131072, as first written)
+//	 24       8  zero
+//	 32    32×n  entries, least recently stored first: epoch (uint64),
+//	             applied position (int64, 0 = none), recorded request's
+//	             first and last positions (int64, 0 = none)
 //	 32+32n   4  CRC-32C (Castagnoli) over bytes 0 .. 32+32n
+//
+// A store writes only those 32+32n+4 bytes. A table that no longer fits
+// its copy grows: the store writes it as copy B of the next size S' (the
+// smallest power-of-two multiple of S that holds it, at byte S', past both
+// copies in force), then stores alternate between A (byte 0) and B (byte
+// S'). A reader tries A and every B candidate (131072 × 2^k below the
+// file's end) whose S is its own offset, and takes the valid copy with the
+// highest counter (a stale copy of a smaller S left behind has a lower
+// one).
 //
 // A layout 1 record (a feed that became a glob) is read and its applied
 // position and request taken over; the first store writes copy B, past the
@@ -58,25 +69,29 @@ import (
 // at or past both its applied position and its recorded request's end
 // (committed past: those lines never come again), or once no stream
 // pointer holds the epoch any more (the stream was forgotten, reset, or
-// moved to another epoch) — never the entry being stored. The table is
+// moved to another epoch) — never the entry being stored, and never an
+// entry whose stream pointer is behind it, however many there are: such a
+// stream re-reads those lines after a restart, and only the entry keeps
+// them applied once at a deduping receiver. The table is therefore bounded
+// by the streams tracked (one current epoch each; its pointer holds it),
+// not by a constant: it grows its copies instead (above). The table is
 // swept at a store when it reached twice its size after the last sweep (at
 // least 64 entries), and, while it holds more than 64, at the first store
-// after a start and at most every 5 s: it stays within twice the epochs
-// with lines between their pointer and the webhook's progress (the files
-// active in the last seconds), at a cost of one read per entry's pointer
-// per sweep. Past 4,000 entries
-// after a sweep (a pointer directory that cannot be read, say), the least
-// recently used entries that wait for no request are dropped, then the
-// least recently used ones: their lines, should they come again, are sent
-// under new keys (duplicates, never a gap). A pointer commit that was not
-// synced when a power loss struck may be lost after its entry was dropped:
-// the same duplicates (kill -9 loses nothing of the kind); so does a
-// restored sink's catch-up (DESIGN §11), which re-reads lines a dropped
-// entry covered and gives every subscriber duplicates anyway.
+// after a start and at most every 5 s, at a cost of one read per entry's
+// pointer per sweep. While the pointer directory cannot be read nothing is
+// dropped (WARN once per distinct error). A glob feed without stream
+// pointers (not COMMITTED) opens every file under a new epoch at every
+// start, so no restart needs an entry: each sweep keeps only the entry
+// being stored. A pointer commit that was not synced when a power loss
+// struck may be lost after its entry was dropped: those lines go out again
+// under new keys (duplicates, never a gap; kill -9 loses nothing of the
+// kind); so does a restored sink's catch-up (DESIGN §11), which re-reads
+// lines a dropped entry covered and gives every subscriber duplicates
+// anyway.
 
 const (
-	wh2Copy     = 128 << 10
-	wh2Max      = 4000
+	wh2Copy     = 128 << 10 // the first copy size
+	wh2MaxCopy  = 1 << 30   // the largest copy a reader looks for
 	wh2Header   = 32
 	wh2EntryLen = 32
 	wh2Sweep    = 64 // smallest table size that triggers a sweep
@@ -106,6 +121,7 @@ type whBook struct {
 	committed func([]uint64) (map[uint64]int64, error)
 	sweepAt   int
 	swept     time.Time // the last sweep (zero: none yet this run)
+	warned    string    // the last pointer-reading error logged at WARN
 	log       hclog.Logger
 }
 
@@ -232,13 +248,14 @@ func (k *whBook) save() error {
 		}
 		return k.v1.store(s)
 	}
-	if n := len(k.ent); n >= k.sweepAt || n > wh2Max || (n > wh2Sweep && time.Since(k.swept) >= wh2Every) {
+	if n := len(k.ent); n >= k.sweepAt || (n > wh2Sweep && time.Since(k.swept) >= wh2Every) {
 		k.sweep()
 	}
 	return k.v2.store(k.ent)
 }
 
-// sweep drops the entries no restart needs (see Bound above).
+// sweep drops the entries no restart needs (see Bound above): never one
+// whose stream pointer is behind it.
 func (k *whBook) sweep() {
 	before := len(k.ent)
 	if k.committed != nil {
@@ -248,8 +265,12 @@ func (k *whBook) sweep() {
 		}
 		at, err := k.committed(epochs)
 		if err != nil {
-			k.log.Warn("webhook record: stream pointers not read; keeping every epoch's entry", "error", err)
+			if msg := err.Error(); msg != k.warned {
+				k.warned = msg
+				k.log.Warn("webhook record: stream pointers not read; keeping every epoch's entry", "error", err)
+			}
 		} else {
+			k.warned = ""
 			for ep, e := range k.ent {
 				off, ok := at[ep]
 				if e.used != k.seq && (!ok || off >= max(e.Applied, e.Last)) { // never the entry this store is for
@@ -257,28 +278,6 @@ func (k *whBook) sweep() {
 				}
 			}
 		}
-	}
-	if len(k.ent) > wh2Max {
-		type aged struct {
-			ep      uint64
-			used    uint64
-			pending bool
-		}
-		all := make([]aged, 0, len(k.ent))
-		for ep, e := range k.ent {
-			all = append(all, aged{ep, e.used, e.pending()})
-		}
-		sort.Slice(all, func(i, j int) bool {
-			if all[i].pending != all[j].pending {
-				return !all[i].pending
-			}
-			return all[i].used < all[j].used
-		})
-		for _, a := range all[:len(all)-wh2Max] {
-			delete(k.ent, a.ep)
-		}
-		k.log.Warn("webhook record: more epochs than it keeps; the least recently used were dropped (their lines, should they come again, go out under new keys)",
-			"dropped", len(all)-wh2Max)
 	}
 	k.sweepAt = max(wh2Sweep, 2*len(k.ent))
 	k.swept = time.Now()
@@ -352,7 +351,8 @@ type whRecord2 struct {
 	f       slotrec.RecordFile
 	path    string
 	counter uint64
-	newest  int // the copy holding the record in force; stores go to the other
+	size    int64 // the copy size S
+	newest  int64 // the offset of the copy holding the record in force (-1: none); stores go to the other
 	buf     []byte
 }
 
@@ -361,18 +361,38 @@ type wh2Entry struct {
 	Applied, First, Last int64
 }
 
-// decodeWH2 reads one copy (nil, error: not a valid layout 2 copy).
-func decodeWH2(b []byte) ([]wh2Entry, uint64, error) {
-	if len(b) < wh2Header+4 || string(b[:5]) != "TFWHK" || b[5] != 0 {
-		return nil, 0, errors.New("no layout 2 record")
+// wh2Head checks a copy's header and returns its entry count and copy size.
+func wh2Head(b []byte) (n int, size int64, err error) {
+	if len(b) < wh2Header || string(b[:5]) != "TFWHK" || b[5] != 0 {
+		return 0, 0, errors.New("no layout 2 record")
 	}
 	le := binary.LittleEndian
 	if l := le.Uint16(b[6:]); l != 2 {
-		return nil, 0, fmt.Errorf("layout %d", l)
+		return 0, 0, fmt.Errorf("layout %d", l)
 	}
-	n := int(le.Uint32(b[16:]))
+	n, size = int(le.Uint32(b[16:])), int64(le.Uint32(b[20:]))
+	if size == 0 {
+		size = wh2Copy
+	}
+	if size < wh2Copy || size > wh2MaxCopy || size&(size-1) != 0 {
+		return 0, 0, fmt.Errorf("copy size %d", size)
+	}
+	if int64(wh2Header+wh2EntryLen*n+4) > size {
+		return 0, 0, fmt.Errorf("%d entries", n)
+	}
+	return n, size, nil
+}
+
+// decodeWH2 reads one copy, b holding at least its used bytes (nil, error:
+// not a valid layout 2 copy).
+func decodeWH2(b []byte) ([]wh2Entry, uint64, error) {
+	n, _, err := wh2Head(b)
+	if err != nil {
+		return nil, 0, err
+	}
+	le := binary.LittleEndian
 	end := wh2Header + wh2EntryLen*n
-	if n > wh2Max || end+4 > len(b) {
+	if end+4 > len(b) {
 		return nil, 0, fmt.Errorf("%d entries", n)
 	}
 	if crc32.Checksum(b[:end], wh2CRC) != le.Uint32(b[end:]) {
@@ -390,7 +410,34 @@ func decodeWH2(b []byte) ([]wh2Entry, uint64, error) {
 	return out, le.Uint64(b[8:]), nil
 }
 
-// loadWH2 opens the record (creating it empty) and reads both copies: img
+// readCopy reads the copy at off: its entries, counter and copy size; held
+// reports whether the file has bytes there.
+func (r *whRecord2) readCopy(off int64) (img []wh2Entry, counter uint64, size int64, held bool, err error) {
+	var head [wh2Header]byte
+	n, rerr := r.f.ReadAt(head[:], off)
+	if rerr != nil && !errors.Is(rerr, io.EOF) {
+		return nil, 0, 0, n > 0, fmt.Errorf("read webhook record %s: %w", r.path, rerr)
+	}
+	if n == 0 {
+		return nil, 0, 0, false, nil
+	}
+	cnt, size, herr := wh2Head(head[:n])
+	if herr != nil {
+		return nil, 0, 0, true, nil
+	}
+	b := make([]byte, wh2Header+wh2EntryLen*cnt+4)
+	m, rerr := r.f.ReadAt(b, off)
+	if rerr != nil && !errors.Is(rerr, io.EOF) {
+		return nil, 0, 0, true, fmt.Errorf("read webhook record %s: %w", r.path, rerr)
+	}
+	img, counter, derr := decodeWH2(b[:m])
+	if derr != nil {
+		return nil, 0, 0, true, nil
+	}
+	return img, counter, size, true, nil
+}
+
+// loadWH2 opens the record (creating it empty) and reads its copies: img
 // is the newest valid layout 2 copy, else v1 the newest valid layout 1
 // slot; damaged when the file held bytes but neither.
 func loadWH2(path string, open func(string) (slotrec.RecordFile, error)) (r *whRecord2, img []wh2Entry, v1 *whState, damaged bool, err error) {
@@ -401,29 +448,36 @@ func loadWH2(path string, open func(string) (slotrec.RecordFile, error)) (r *whR
 	if err != nil {
 		return nil, nil, nil, false, fmt.Errorf("open webhook record %s: %w", path, err)
 	}
-	r = &whRecord2{f: f, path: path, newest: -1, buf: make([]byte, wh2Copy)}
-	held := false
-	var imgs [2][]wh2Entry
-	var counters [2]uint64
-	var errs [2]error
-	var head []byte
-	for i := range imgs {
-		n, rerr := f.ReadAt(r.buf, int64(i*wh2Copy))
-		if rerr != nil && !errors.Is(rerr, io.EOF) {
+	r = &whRecord2{f: f, path: path, newest: -1, size: wh2Copy}
+	held, found := false, false
+	for off := int64(0); off <= wh2MaxCopy; off = max(wh2Copy, 2*off) {
+		ents, counter, size, there, rerr := r.readCopy(off)
+		if rerr != nil {
 			f.Close()
-			return nil, nil, nil, false, fmt.Errorf("read webhook record %s: %w", path, rerr)
+			return nil, nil, nil, false, rerr
 		}
-		held = held || n > 0
-		if i == 0 {
-			head = append([]byte(nil), r.buf[:min(n, slotrec.Size)]...)
+		if !there && off > 0 {
+			break // past the file's end
 		}
-		imgs[i], counters[i], errs[i] = decodeWH2(r.buf[:n])
+		held = held || there
+		if size == 0 || off != 0 && size != off {
+			continue // no valid copy, or bytes inside a larger copy A
+		}
+		if !found || counter > r.counter {
+			found, img, r.counter, r.size, r.newest = true, ents, counter, size, off
+		}
 	}
-	if i, ok := slotrec.Pick(counters, errs); ok {
-		r.newest, r.counter = i, counters[i]
-		return r, imgs[i], nil, false, nil
+	if found {
+		return r, img, nil, false, nil
 	}
 	// No layout 2 copy: a layout 1 record, taken over.
+	head := make([]byte, slotrec.Size)
+	n, rerr := f.ReadAt(head, 0)
+	if rerr != nil && !errors.Is(rerr, io.EOF) {
+		f.Close()
+		return nil, nil, nil, false, fmt.Errorf("read webhook record %s: %w", path, rerr)
+	}
+	head = head[:n]
 	var c1 [2]uint64
 	var e1 [2]error
 	for i := range c1 {
@@ -441,26 +495,41 @@ func loadWH2(path string, open func(string) (slotrec.RecordFile, error)) (r *whR
 	return r, nil, nil, held, nil
 }
 
-// store writes the table into the copy not holding the record in force and
-// fsyncs it. On failure the copy in force is unchanged: the next store
-// rewrites the same copy.
+// store writes the table (least recently stored entries first) into the
+// copy not holding the record in force, growing the copies when it does
+// not fit, and fsyncs it. On failure the copy in force is unchanged: the
+// next store rewrites the same copy.
 func (r *whRecord2) store(ent map[uint64]*whEntry) error {
-	if len(ent) > wh2Max {
-		return fmt.Errorf("webhook record %s: %d epochs, more than %d", r.path, len(ent), wh2Max)
-	}
 	epochs := make([]uint64, 0, len(ent))
 	for ep := range ent {
 		epochs = append(epochs, ep)
 	}
-	sort.Slice(epochs, func(i, j int) bool { return epochs[i] < epochs[j] })
+	sort.Slice(epochs, func(i, j int) bool { return ent[epochs[i]].used < ent[epochs[j]].used })
 	le := binary.LittleEndian
 	end := wh2Header + wh2EntryLen*len(epochs)
+	size, to := r.size, int64(0)
+	if r.newest == 0 {
+		to = size
+	}
+	if int64(end+4) > size {
+		for int64(end+4) > size {
+			size *= 2
+		}
+		if size > wh2MaxCopy {
+			return fmt.Errorf("webhook record %s: %d epochs do not fit %d bytes", r.path, len(epochs), wh2MaxCopy)
+		}
+		to = size // copy B of the new size: past both copies in force
+	}
+	if cap(r.buf) < end+4 {
+		r.buf = make([]byte, end+4, max(end+4, 2*cap(r.buf)))
+	}
 	b := r.buf[:end+4]
 	clear(b[:wh2Header])
 	copy(b, "TFWHK")
 	le.PutUint16(b[6:], 2)
 	le.PutUint64(b[8:], r.counter+1)
 	le.PutUint32(b[16:], uint32(len(epochs)))
+	le.PutUint32(b[20:], uint32(size))
 	for i, ep := range epochs {
 		e, p := ent[ep], b[wh2Header+wh2EntryLen*i:]
 		le.PutUint64(p, ep)
@@ -469,16 +538,12 @@ func (r *whRecord2) store(ent map[uint64]*whEntry) error {
 		le.PutUint64(p[24:], uint64(e.Last))
 	}
 	le.PutUint32(b[end:], crc32.Checksum(b[:end], wh2CRC))
-	to := 1 - r.newest
-	if r.newest < 0 {
-		to = 0
-	}
-	if _, err := r.f.WriteAt(b, int64(to*wh2Copy)); err != nil {
+	if _, err := r.f.WriteAt(b, to); err != nil {
 		return fmt.Errorf("write webhook record %s: %w", r.path, err)
 	}
 	if err := r.f.Sync(); err != nil {
 		return fmt.Errorf("fsync webhook record %s: %w", r.path, err)
 	}
-	r.newest, r.counter = to, r.counter+1
+	r.newest, r.counter, r.size = to, r.counter+1, size
 	return nil
 }

@@ -174,33 +174,49 @@ func TestWebhookRecordDropsCommittedEpochs(t *testing.T) {
 	}
 }
 
-// Past 4,000 entries (no pointer says which may go), the least recently
-// used entries without a pending request are dropped first.
-func TestWebhookRecordSizeBound(t *testing.T) {
+// Past what a 128 KiB copy holds (no pointer says which entry may go),
+// the record grows its copies and drops nothing; a reopen finds the newest
+// copy of the larger size, and a torn store there leaves the previous one.
+func TestWebhookRecordGrowsRatherThanDrops(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "hook.rec")
 	k := openBookAt(t, path, nil, true)
 	if err := k.recordRange(1, 8, 16); err != nil { // the oldest, pending
 		t.Fatal(err)
 	}
-	for ep := uint64(2); ep <= wh2Max; ep++ {
+	const total = 10000
+	for ep := uint64(2); ep < total; ep++ {
 		k.touch(ep).Applied = 8 // as many stores would
 	}
-	if err := k.markApplied(wh2Max+1, 8); err != nil {
+	if err := k.markApplied(total, 8); err != nil {
 		t.Fatal(err)
 	}
-	if len(k.ent) != wh2Max {
-		t.Fatalf("%d entries, want %d", len(k.ent), wh2Max)
-	}
-	if k.ent[1] == nil || k.ent[2] != nil || k.ent[3] == nil {
-		t.Fatalf("kept 1: %v, 2: %v, 3: %v; want the pending oldest kept, the oldest applied one dropped", k.ent[1] != nil, k.ent[2] != nil, k.ent[3] != nil)
+	if len(k.ent) != total {
+		t.Fatalf("%d entries, want %d", len(k.ent), total)
 	}
 	st, _ := os.Stat(path)
-	if st.Size() > 2*wh2Copy {
-		t.Fatalf("record of %d bytes", st.Size())
+	if st.Size() <= 2*wh2Copy || k.v2.size != 4*wh2Copy {
+		t.Fatalf("record of %d bytes, copy size %d", st.Size(), k.v2.size)
 	}
+	if err := k.markApplied(total, 16); err != nil { // to copy A, of the new size
+		t.Fatal(err)
+	}
+	want := table(k)
 	k.close()
-	if got := len(openBookAt(t, path, nil, true).ent); got != wh2Max {
-		t.Fatalf("reopened with %d entries", got)
+	k2 := openBookAt(t, path, nil, true)
+	if got := table(k2); got != want || k2.v2.newest != 0 {
+		t.Fatalf("reopened with %d entries (newest at %d)", len(k2.ent), k2.v2.newest)
+	}
+	if e := k2.ent[total]; e.used != k2.seq {
+		t.Fatalf("the last stored entry is not the most recent one after a reopen (used %d of %d)", e.used, k2.seq)
+	}
+	k2.close()
+	// Tear copy A: copy B (the grown one) is used.
+	f, _ := os.OpenFile(path, os.O_RDWR, 0)
+	f.WriteAt([]byte("garbage"), 40)
+	f.Close()
+	k3 := openBookAt(t, path, nil, true)
+	if len(k3.ent) != total || k3.ent[total].Applied != 8 || k3.v2.newest != 4*wh2Copy {
+		t.Fatalf("after a torn copy A: %d entries, newest at %d", len(k3.ent), k3.v2.newest)
 	}
 }
 
@@ -266,5 +282,29 @@ func TestWebhookRecordSweptAtStart(t *testing.T) {
 	}
 	if got := table(k2); got != "map[102:{16 0 0 0}]" {
 		t.Fatalf("after the first store: %s", got)
+	}
+}
+
+// The record keeps recency across a reopen (entries are stored least
+// recently used first): two pending requests, B's recorded before A's
+// although A's epoch is lower; after a reopen the one recorded last is
+// still A's (PendingRequest names it), not the one with the higher epoch.
+func TestWebhookRecordKeepsRecencyAcrossReopen(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "hook.rec")
+	k := openBookAt(t, path, nil, true)
+	if err := k.recordRange(epB, 8, 16); err != nil {
+		t.Fatal(err)
+	}
+	if err := k.recordRange(epA, 40, 48); err != nil {
+		t.Fatal(err)
+	}
+	k.close()
+	k2 := openBookAt(t, path, nil, true)
+	if a, b := k2.ent[epA], k2.ent[epB]; a == nil || b == nil || a.used <= b.used {
+		t.Fatalf("after a reopen A's entry (recorded last) is not the most recent: %+v %+v", a, b)
+	}
+	w := &Webhook{book: k2}
+	if got := w.PendingRequest(); got != "00000000000000a1:40-48" {
+		t.Fatalf("pending %q after a reopen, want the request recorded last (A's)", got)
 	}
 }

@@ -159,3 +159,58 @@ func TestWebhookPendingRequestPrefersTheLetteredEpoch(t *testing.T) {
 		t.Fatalf("pending %q, want A's request, whose dead letter began", got)
 	}
 }
+
+// The other files' lines sent while A's recorded request waits for its
+// rest are not acknowledged (the carry holds the ack point), so they fill
+// the window; the rest of A's request must still come, under its key: A's
+// epoch is awaited and passes the full window (feed.Publisher.Want), and a
+// full window is no evidence that the rest cannot come on a glob feed.
+// Once the carry is sent, A's epoch is no longer awaited.
+func TestWebhookGlobCarryPassesAFullWindow(t *testing.T) {
+	dir := t.TempDir()
+	h, cfg, stuck, before := globStuck(t, dir, WebhookConfig{})
+	cfg.Publisher = nil
+	r := newHookRigWith(t, dir, processor.GroupConfig{Retry: grouptest.FastRetry(1000)}, cfg, func(g *grouptest.Rig) {
+		g.Pub = feed.NewPublisher("app", []*feed.Queue{g.Q}, 6, 512) // a window of 6 lines
+	})
+	publishGlob(t, r, "a", epA, 0, 5) // a-00004 starts the carry
+	waitFor(t, "the carry", func() bool { r.Pub.PollAcks(); return r.Pub.Pending() == 1 })
+	// B's new lines, one per batch, until the window refuses one.
+	refused := false
+	for i := 4; i < 20 && !refused; i++ {
+		b := grouptest.Batch(epB, int64(8*i), grouptest.Lines("b", i, 1)...)
+		b.Path = "/in/b.log"
+		waitFor(t, "B's lines taken", func() bool { r.Pub.PollAcks(); return r.Q.Depth() == 0 })
+		refused = !r.Pub.TryPublish(b)
+	}
+	if !refused {
+		t.Fatal("the window never filled behind the carry")
+	}
+	publishGlob(t, r, "a", epA, 5, 8) // the rest, past the full window
+	waitFor(t, "the rebuilt request", func() bool {
+		for _, q := range h.requests()[before:] {
+			if q.key == stuck.key {
+				return true
+			}
+		}
+		return false
+	})
+	r.WaitAck(8+5, 10*time.Second)
+	for _, q := range h.requests()[before:] {
+		if strings.HasPrefix(q.key, "app:00000000000000a1:40-") && q.key != stuck.key {
+			t.Fatalf("A's recorded request went out under a new key %s (want %s)", q.key, stuck.key)
+		}
+	}
+	// A's epoch is no longer awaited: with the window full again (the
+	// group held back), a batch of A waits like any other.
+	r.Cancel()
+	<-r.G.Done()
+	for i := 20; ; i++ {
+		if !r.Pub.TryPublish(grouptest.Batch(epB, int64(8*i), grouptest.Lines("b", i, 1)...)) {
+			break
+		}
+	}
+	if r.Pub.TryPublish(grouptest.Batch(epA, 64, grouptest.Lines("a", 8, 1)...)) {
+		t.Fatal("A's epoch passed a full window after its carry was sent")
+	}
+}

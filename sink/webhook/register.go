@@ -56,8 +56,13 @@ func open(env sink.Env) (any, error) {
 	if env.Feed != nil {
 		glob, feedName = config.IsGlob(env.Feed.Path), env.Feed.Name
 	}
-	if glob {
+	switch {
+	case glob && env.Feed.ReadStrategy == config.StrategyCommitted:
 		committed = CommittedIn(datadir.GlobPointers(env.DataDir, env.Feed.Name))
+	case glob:
+		// No stream pointers: every start reads each file under a new
+		// epoch, so no entry is needed past the run (epochs.go, "Bound").
+		committed = func([]uint64) (map[uint64]int64, error) { return nil, nil }
 	}
 	return OpenWebhook(WebhookConfig{
 		PerEpoch:      glob,

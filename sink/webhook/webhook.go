@@ -124,6 +124,7 @@ type whChunk struct {
 	// rebuilt; seq is the feed sequence of its first line (0: unknown; a
 	// full window alone then lets it go), before the queue count before it.
 	carried     bool
+	awaited     bool // its epoch is awaited at the publisher (carry.go, want)
 	first, last int64
 	seq         uint64
 	before      uint64
@@ -644,7 +645,7 @@ func (w *Webhook) release(c *whChunk, req *processor.ReleaseRequest) {
 // reported at once.
 func (w *Webhook) FlushDue() (time.Time, bool) {
 	if len(w.carries) > 0 {
-		if w.starved() {
+		if w.starved() != nil {
 			return time.Time{}, true
 		}
 		return w.carryLook.Add(w.cfg.CarryPoll), true
@@ -660,11 +661,11 @@ func (w *Webhook) FlushDue() (time.Time, bool) {
 // only when the source waits for its lines (see starved).
 func (w *Webhook) Flush(ctx context.Context) error {
 	if len(w.carries) > 0 {
-		if !w.starved() {
+		c := w.starved()
+		if c == nil {
 			w.carryLook = time.Now()
 			return nil
 		}
-		c := w.oldestCarry()
 		w.log.Warn("webhook cannot rebuild the recorded request: the source waits for its lines and the rest cannot come; sending what it has under a new key (the receiver may see duplicates)",
 			"first", c.first, "last", c.last, "sent", c.ends[len(c.ends)-1])
 		if err := w.sendCarry(ctx, c); err != nil {
@@ -680,6 +681,9 @@ func (w *Webhook) Flush(ctx context.Context) error {
 
 // Close closes the record and idle connections.
 func (w *Webhook) Close() error {
+	for _, c := range w.carries {
+		w.want(c, false)
+	}
 	w.client.CloseIdleConnections()
 	return w.book.close()
 }

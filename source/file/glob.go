@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -464,8 +465,11 @@ func (g *Glob) scan(ctx context.Context) {
 		}
 		prev := g.byPath[f.path]
 		s := &gstream{path: f.path, first: f.path, key: k, size: f.size, mod: f.mod, activeAt: now}
-		if ptr := g.ptrFor(k, f); ptr != "" {
+		if ptr, first := g.ptrFor(k, f); ptr != "" {
 			s.ptrPath = ptr
+			if first != "" {
+				s.first = first // renamed while stopped: still named as first matched
+			}
 		}
 		if !g.started && g.cfg.Stream.Strategy == Latest {
 			s.fromEnd = true
@@ -746,6 +750,7 @@ func (g *Glob) start(ctx context.Context, s *gstream) error {
 	s.fromEnd = false
 	s.sp = g.mux.add()
 	s.src = New(c, s.sp)
+	s.sp.src.Store(s.src) // the feed's EpochState asks it
 	rctx, cancel := context.WithCancel(ctx)
 	s.cancel, s.runDone = cancel, make(chan struct{})
 	s.st, s.openedAt, s.activeAt, s.reopen = stOpen, time.Now(), time.Now(), false
@@ -944,6 +949,7 @@ func (g *Glob) loadPointers() {
 		return
 	}
 	var adopted map[uint64]pointer.EpochLine
+	var firsts map[uint64]string
 	for _, e := range ents {
 		p := filepath.Join(g.cfg.PointerDir, e.Name())
 		if strings.HasPrefix(e.Name(), "new-") && strings.HasSuffix(e.Name(), ".tmp") {
@@ -971,6 +977,19 @@ func (g *Glob) loadPointers() {
 			}
 		}
 		s := &gstream{ptrPath: p, key: rec.FileKey, offset: rec.Offset, epoch: rec.Epoch, commits: rec.Commits, gone: true, goneAt: time.Now()}
+		if rec.FileKey != 0 && g.cfg.EpochsPath != "" {
+			// Delivery.Path stays the path the stream was first matched
+			// under (DESIGN §10), across restarts: the epochs file's first
+			// line naming a file for the pointer's first epoch (its name),
+			// else for its current one.
+			if firsts == nil {
+				firsts = g.firstPaths()
+			}
+			name, _ := strconv.ParseUint(strings.TrimSuffix(e.Name(), ".ptr"), 16, 64)
+			if s.first = firsts[name]; s.first == "" {
+				s.first = firsts[rec.Epoch]
+			}
+		}
 		if rec.FileKey == 0 {
 			// Finished and forgotten by its source: deleted after forgetAfter.
 			g.ghosts++
@@ -996,6 +1015,19 @@ func (g *Glob) adoptedEpochs() map[uint64]pointer.EpochLine {
 			out[l.Epoch] = l
 		} else {
 			delete(out, l.Epoch)
+		}
+	}
+	return out
+}
+
+// firstPaths maps each epoch to the path of its first line in the epochs
+// file that names a file.
+func (g *Glob) firstPaths() map[uint64]string {
+	out := map[uint64]string{}
+	lines, _ := pointer.ReadEpochs(g.cfg.EpochsPath) // what parsed; adoptedEpochs warns
+	for _, l := range lines {
+		if _, ok := out[l.Epoch]; !ok && l.Path != "" {
+			out[l.Epoch] = l.Path
 		}
 	}
 	return out
@@ -1094,18 +1126,19 @@ type loaded struct {
 }
 
 // ptrFor finds a previous run's pointer for a new key: its key and first
-// bytes (identity at a restart is key + fingerprint alone, DESIGN §10).
-func (g *Glob) ptrFor(k uint64, f found) string {
+// bytes (identity at a restart is key + fingerprint alone, DESIGN §10),
+// and the path its stream was first matched under ("": unknown).
+func (g *Glob) ptrFor(k uint64, f found) (string, string) {
 	if g.retired[k] {
-		return ""
+		return "", ""
 	}
 	for i, l := range g.loaded {
 		if l.rec.FileKey == k && globHeadMatches(f.path, l.rec) {
 			g.loaded = append(g.loaded[:i], g.loaded[i+1:]...)
-			return l.s.ptrPath
+			return l.s.ptrPath, l.s.first
 		}
 	}
-	return ""
+	return "", ""
 }
 
 func (g *Glob) logStart() {

@@ -1,6 +1,7 @@
 package file
 
 import (
+	"fmt"
 	"os"
 	"sort"
 )
@@ -182,8 +183,31 @@ func (g *Glob) SyncedSeq() uint64 {
 	return m
 }
 
-// Detail is "" (per-file events are logged).
-func (g *Glob) Detail() string { return "" }
+// Detail names the files whose stream waits at its epoch barrier (the
+// file at its path changed — rotated, truncated — and the previous epoch's
+// lines are not all acknowledged): the feed's publisher shows no pause for
+// one stream's barrier, so the wait shows here; "" when none waits (other
+// per-file events are logged).
+func (g *Glob) Detail() string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	n, first := 0, ""
+	for _, s := range g.byKey {
+		if s.st == stOpen && s.sp != nil && s.sp.atBarrier() {
+			n++
+			if first == "" || s.path < first {
+				first = s.path
+			}
+		}
+	}
+	switch n {
+	case 0:
+		return ""
+	case 1:
+		return fmt.Sprintf("%s: %s", first, whyBarrier)
+	}
+	return fmt.Sprintf("%s and %d other files: %s", first, n-1, whyBarrier)
+}
 
 // Epoch is 0: a glob feed has one epoch per file (DESIGN §10 "Status").
 func (g *Glob) Epoch() uint64 { return 0 }

@@ -2,6 +2,7 @@ package file
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"tailfeed/feed"
 )
@@ -37,6 +38,7 @@ type muxEntry struct {
 
 func newMux(pub *feed.Publisher) *mux {
 	m := &mux{pub: pub, streams: map[*streamPub]struct{}{}, stop: make(chan struct{}), done: make(chan struct{})}
+	pub.SetEpochInfo(m.epochInfo)
 	go m.pump()
 	return m
 }
@@ -107,6 +109,33 @@ func (m *mux) pollLocked() {
 	}
 }
 
+// epochInfo tells what the stream that last published a line of epoch
+// tells of it (feed.Publisher.EpochState): ended at its epoch barrier (it
+// moved its file on to another epoch) or once it published a line of the
+// next epoch; read to its file's end.
+func (m *mux) epochInfo(epoch uint64) feed.EpochInfo {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var info feed.EpochInfo
+	for sp := range m.streams {
+		if epoch != 0 && sp.prevEpoch == epoch {
+			info.Ended = true // the stream went on to another epoch (past a barrier that did not wait: best-effort)
+		}
+		if sp.lastEpoch != epoch || epoch == 0 {
+			continue
+		}
+		info.Open = true
+		info.Ended = info.Ended || sp.barrier
+		if src := sp.src.Load(); src != nil {
+			switch src.State() {
+			case CaughtUp, WaitingForFile, EndOfStream:
+				info.CaughtUp = true
+			}
+		}
+	}
+	return info
+}
+
 // pendingAll is every stream's unacknowledged lines.
 func (m *mux) pendingAll() int64 { return m.pub.Pending() }
 
@@ -116,7 +145,11 @@ type streamPub struct {
 	wake    chan struct{}
 	pending int64      // under m.mu
 	ack     feed.Acked // acknowledgements not yet polled, under m.mu
-	barrier bool
+	barrier bool       // written under m.mu
+
+	lastEpoch uint64                 // of its last published batch, under m.mu
+	prevEpoch uint64                 // the epoch before lastEpoch (0: none), under m.mu
+	src       atomic.Pointer[Source] // its source, once made (epochInfo)
 }
 
 func (sp *streamPub) TryPublish(b *feed.Batch) bool {
@@ -125,6 +158,7 @@ func (sp *streamPub) TryPublish(b *feed.Batch) bool {
 		return true
 	}
 	e := muxEntry{sp: sp, n: int64(n), epoch: b.Epoch, pos: b.LastEnd(), positioned: b.Positioned}
+	epoch := b.Epoch // b is the feed's once published
 	m := sp.m
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -133,6 +167,10 @@ func (sp *streamPub) TryPublish(b *feed.Batch) bool {
 	}
 	e.last = m.pub.Sequence()
 	m.fifo = append(m.fifo, e)
+	if sp.lastEpoch != epoch {
+		sp.prevEpoch = sp.lastEpoch // every line of it was published: a stream's epochs follow each other
+	}
+	sp.lastEpoch = epoch
 	sp.pending += e.n
 	return true
 }
@@ -170,6 +208,21 @@ func (sp *streamPub) PauseReason() string {
 	}
 	return sp.m.pub.PauseReason()
 }
-func (sp *streamPub) SetBarrier(epoch uint64) { sp.barrier = epoch != 0 }
+
+// atBarrier reports whether the stream waits at its epoch barrier (any
+// goroutine).
+func (sp *streamPub) atBarrier() bool {
+	sp.m.mu.Lock()
+	defer sp.m.mu.Unlock()
+	return sp.barrier
+}
+
+func (sp *streamPub) SetBarrier(epoch uint64) {
+	if v := epoch != 0; v != sp.barrier {
+		sp.m.mu.Lock()
+		sp.barrier = v
+		sp.m.mu.Unlock()
+	}
+}
 
 var _ Publisher = (*streamPub)(nil)
