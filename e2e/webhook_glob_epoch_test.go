@@ -209,17 +209,6 @@ func TestWebhookGlobFullWindowOfOtherFilesKeepsTheKey(t *testing.T) {
 	dedupedOnce(t, rc, key, body, from, want)
 }
 
-// grepLines returns the lines of s holding sub.
-func grepLines(s, sub string) string {
-	var out []string
-	for _, l := range strings.Split(s, "\n") {
-		if strings.Contains(l, sub) {
-			out = append(out, l)
-		}
-	}
-	return strings.Join(out, "\n")
-}
-
 // A request recorded, applied by the receiver and never answered is sent
 // again after a kill -9 with "the same bytes under the same key" (package
 // doc of sink/webhook; DESIGN §6). On a glob feed each object carries
