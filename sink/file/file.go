@@ -107,6 +107,7 @@ type Sink struct {
 	applied applied          // last line written (stored in rec, or to be at the next flush)
 	view    feed.Batch       // the lines of a batch not applied yet
 	marks   []processor.Mark // the record's done-through marks at open (DoneThrough)
+	doubt   string           // DoneThroughDoubt
 }
 
 // Open opens (creating) the output file. Under fsync always or

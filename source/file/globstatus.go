@@ -182,8 +182,13 @@ func (g *Glob) SyncedSeq() uint64 {
 	return m
 }
 
-// Detail is "" (per-file events are logged).
-func (g *Glob) Detail() string { return "" }
+// Detail is "" (per-file events are logged), or the last loss a catch-up
+// counted (CountLoss).
+func (g *Glob) Detail() string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.detail
+}
 
 // Epoch is 0: a glob feed has one epoch per file (DESIGN §10 "Status").
 func (g *Glob) Epoch() uint64 { return 0 }
