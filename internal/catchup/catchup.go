@@ -9,27 +9,46 @@
 //
 // The rule, per sink:
 //
-//   - A sink with no mark, or with marks only of epochs the epochs file
-//     does not know, is never behind (a new sink, a new table).
-//   - Its mark in the latest epoch it holds one for counts (a sink applies
-//     epochs in order). An epoch later than the pointer's (the pointer was
-//     put back before, or the mark is of a run the pointer never
-//     committed): nothing, AlreadyApplied skips.
+//   - A sink with no mark is never behind (a new sink, a new table).
+//   - Epochs are ordered by their place in the generation chain: the
+//     number of Resets (the last epochs line moving the pointer off each)
+//     from an epoch to the pointer's — not by the order the epochs file
+//     first names them (a catch-up that read a generation under a new
+//     epoch, e.g. a .gz, names it after the current file's epoch, which
+//     still comes after it). A mark of an epoch the pointer reached from its
+//     own (it was put back before, or the mark is of a run the pointer
+//     never committed) makes the sink ahead: nothing, AlreadyApplied skips.
+//   - Its mark in the latest epoch on the way to the pointer's counts (a
+//     sink applies epochs in order).
 //   - The pointer's epoch: behind when the position is smaller than the
-//     pointer's offset → the point (that epoch, that position).
+//     pointer's offset → the point (that epoch, that position); End is the
+//     pointer's offset (the gap's size, should the input no longer hold it).
 //   - An older epoch E: the epochs file's last line that moved the pointer
 //     off E gives E's end (previousOffset). A position at or past it means
 //     the sink holds all of E: it goes on with the next epoch (the line's)
 //     at position 0, nothing of it held, and the same rule applies there —
 //     so a sink that is complete is never behind. A position before it →
 //     the point (E, position), with E's file identity (the last line naming
-//     E): the source reads the rest of that generation if it is still on
-//     disk, every later generation, then the current file; a generation
-//     that is gone is counted lost there.
+//     E) and Later, every generation after E up to the pointer's own file
+//     with its identity and end: the source reads the rest of that
+//     generation if it is still on disk, every later generation, then the
+//     current file; a generation that is gone (E's, a later one, or the
+//     pointer's file cut while stopped) is counted lost there.
+//   - A sink with no mark on the way, but one of an epoch named with its
+//     file before the pointer's chain began (a fresh pointer started it
+//     again; or the epochs file lost the Reset off that epoch, torn, so
+//     that it does not name the pointer's): the point (that epoch, that
+//     position), End unknown (−1), Later the pointer's own file: re-read
+//     from there rather than ignored. A mark of an epoch named after the
+//     chain began that does not lead to the pointer's (a generation read
+//     again under a new epoch) is nothing.
+//   - Unplaced: a sink whose every mark is of an epoch the epochs file does
+//     not name (deleted, torn, cut) while the pointer is at another cannot
+//     be placed: the daemon counts it as a possible loss (DESIGN §4
+//     "Nothing green over a loss"), never takes it for a new sink.
 //
-// The earliest point over all sinks wins (epochs ordered as the epochs file
-// first names them, the pointer's last). A fresh pointer (a new pointer
-// file, or one with no valid slot) is not a gap: no decision.
+// The earliest point over all sinks wins. A fresh pointer (a new pointer
+// file, or one with no valid slot) is not a gap: no decision at that start.
 package catchup
 
 import (

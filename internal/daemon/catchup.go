@@ -26,7 +26,12 @@ import (
 // to the earliest point any of them needs, synced before the source opens:
 // the whole feed re-reads from there (the others skip what they hold
 // through AlreadyApplied, or receive duplicates). A glob feed applies the
-// rule per stream (catchUpStreams).
+// rule per stream (catchUpStreams). A processor with a reload skip mark
+// (added back by a reload, or a feed restarted by one; or added back while
+// it holds the feed) is done through that mark: it re-reads nothing (DESIGN
+// §12). What the catch-up cannot place — a sink whose record names only
+// epochs the epochs file does not, a sink that lost part of what its record
+// had seen (processor.DoneThroughDoubter) — is counted as a possible loss.
 func (f *Feed) catchUp(ctx context.Context, dataDir string) {
 	if f.strat != file.Committed || (f.ptr == nil && f.glob == nil) {
 		return
@@ -47,7 +52,7 @@ func (f *Feed) catchUp(ctx context.Context, dataDir string) {
 				doubts = append(doubts, fmt.Sprintf("sink %s: %s", g.Name(), why))
 			}
 		}
-		if sm := g.SkipMark(); sm.OK {
+		if sm := g.SkipMark(); sm.OK && len(marks) > 0 {
 			// Added back by a reload (or while it holds the feed), or a
 			// feed restarted by one: the lines through its skip mark are
 			// finished without it — it re-reads nothing of them (DESIGN
@@ -56,8 +61,12 @@ func (f *Feed) catchUp(ctx context.Context, dataDir string) {
 		}
 		sinks = append(sinks, catchup.Sink{Name: g.Name(), Marks: marks})
 	}
+	var epoch uint64
+	if f.ptr != nil {
+		epoch = f.ptr.Record().Epoch
+	}
 	for _, d := range doubts {
-		f.countLoss(1, 0, f.src.Epoch(), "catch-up at start: "+d)
+		f.countLoss(1, 0, epoch, "catch-up at start: "+d)
 	}
 	if len(sinks) == 0 {
 		return
@@ -234,8 +243,9 @@ func doneThrough(ctx context.Context, g *processor.Group, dt processor.DoneThrou
 // for a stream's epoch behind that stream's offset commits that stream's
 // pointer back (the earliest over the sinks). Only under the stream's own
 // epoch: a sink's mark of an epoch a stream left (a file truncated or
-// replaced in place) is not mapped to that file's earlier content (README).
-// Pointer files are read without a lock first (pointer.Inspect), opened
+// replaced in place) is not mapped to that file's earlier content; its gap,
+// like that of a stream whose file is gone or forgotten, is counted
+// (streamsGone). Pointer files are read without a lock first (pointer.Inspect), opened
 // (locked) only to be committed back; one that is unreadable is left to
 // the glob's own open.
 func (f *Feed) catchUpStreams(ctx context.Context, dir, epochs string, sinks []catchup.Sink) {
