@@ -43,9 +43,10 @@
 //     chain began that does not lead to the pointer's (a generation read
 //     again under a new epoch) is nothing.
 //   - Unplaced: a sink whose every mark is of an epoch the epochs file does
-//     not name (deleted, torn, cut) while the pointer is at another cannot
-//     be placed: the daemon counts it as a possible loss (DESIGN §4
-//     "Nothing green over a loss"), never takes it for a new sink.
+//     not name while the pointer is at another, the epochs file not whole
+//     (deleted, torn, cut), cannot be placed: the daemon counts it as a
+//     possible loss (DESIGN §4 "Nothing green over a loss"), never takes
+//     it for a new sink.
 //
 // The earliest point over all sinks wins. A fresh pointer (a new pointer
 // file, or one with no valid slot) is not a gap: no decision at that start.
@@ -135,20 +136,28 @@ func Decide(ptr pointer.Record, fresh bool, lines []pointer.EpochLine, sinks []S
 }
 
 // Unplaced returns the sinks whose every mark is of an epoch the epochs
-// file does not name (it was deleted, or torn, or lost its lines) while the
-// pointer holds another: such a sink may be behind and nothing tells by
-// how much — the caller counts it as a possible loss (DESIGN §4 "Nothing
-// green over a loss"), never takes it for a new sink. No decision for a
-// fresh pointer (not a gap), or on a glob feed's stream (other streams'
-// epochs are not its own).
-func Unplaced(ptr pointer.Record, fresh bool, lines []pointer.EpochLine, sinks []Sink) []Sink {
+// file does not name while the pointer holds another and the epochs file
+// is not whole (readOK false: a line did not parse; no lines — deleted;
+// the first line not the pointer's creation — cut; the pointer's epoch not
+// named — torn): such a sink may be behind and nothing tells by how much —
+// the caller counts it as a possible loss (DESIGN §4 "Nothing green over a
+// loss"), never takes it for a new sink. With a whole epochs file, an
+// epoch it does not name was never this pointer's (a previous path's
+// pointer moved aside by a reload, a downgraded late line's): no decision.
+// None for a fresh pointer (not a gap), or on a glob feed's stream (other
+// streams' epochs are not its own).
+func Unplaced(ptr pointer.Record, fresh bool, lines []pointer.EpochLine, readOK bool, sinks []Sink) []Sink {
 	if fresh || ptr.Epoch == 0 {
 		return nil
 	}
-	named := map[uint64]bool{ptr.Epoch: true}
+	named := map[uint64]bool{}
 	for _, l := range lines {
 		named[l.Epoch] = true
 	}
+	if readOK && len(lines) > 0 && lines[0].PrevEpoch == 0 && named[ptr.Epoch] {
+		return nil // whole
+	}
+	named[ptr.Epoch] = true
 	var out []Sink
 	for _, s := range sinks {
 		placed, any := false, false

@@ -276,14 +276,26 @@ func TestUnplaced(t *testing.T) {
 		{Name: "mixed", Marks: []processor.Mark{m(eX, 10), m(e2, 5)}},
 		{Name: "cur", Marks: []processor.Mark{m(e3, 5)}},
 	}
-	got := Unplaced(ptr, false, lines, sinks)
-	if len(got) != 1 || got[0].Name != "lost" {
-		t.Fatalf("Unplaced = %+v", got)
+	// A whole epochs file: an epoch it does not name was never this
+	// pointer's (a previous path's, a downgraded line's).
+	if got := Unplaced(ptr, false, lines, true, sinks); got != nil {
+		t.Fatalf("whole epochs file: Unplaced = %+v", got)
 	}
-	if got := Unplaced(ptr, false, nil, []Sink{{Name: "x", Marks: []processor.Mark{m(e1, 1)}}}); len(got) != 1 {
+	for name, ls := range map[string][]pointer.EpochLine{
+		"a line did not parse":                 lines,
+		"cut (first line a Reset)":             lines[2:],
+		"torn (the pointer's epoch not named)": lines[:3],
+	} {
+		ok := name != "a line did not parse"
+		got := Unplaced(ptr, false, ls, ok, sinks)
+		if len(got) != 1 || got[0].Name != "lost" {
+			t.Fatalf("%s: Unplaced = %+v", name, got)
+		}
+	}
+	if got := Unplaced(ptr, false, nil, true, []Sink{{Name: "x", Marks: []processor.Mark{m(e1, 1)}}}); len(got) != 1 {
 		t.Fatalf("no epochs file: %+v", got)
 	}
-	if got := Unplaced(ptr, true, nil, sinks); got != nil {
+	if got := Unplaced(ptr, true, nil, true, sinks); got != nil {
 		t.Fatalf("fresh pointer: %+v", got)
 	}
 }

@@ -80,9 +80,9 @@ func (f *Feed) catchUp(ctx context.Context, dataDir string) {
 		f.log.Warn("epochs file read with errors; a sink left at an epoch it cannot map is counted as a possible loss", "error", err)
 	}
 	cur := f.ptr.Record()
-	for _, s := range catchup.Unplaced(cur, f.ptr.Fresh(), lines, sinks) {
+	for _, s := range catchup.Unplaced(cur, f.ptr.Fresh(), lines, err == nil, sinks) {
 		f.countLoss(1, 0, cur.Epoch, fmt.Sprintf("catch-up at start: sink %s holds a record only of epochs the epochs file does not name "+
-			"(%s; the file deleted, torn or cut?) while the pointer is at epoch %016x: it may lack lines and nothing tells which; "+
+			"(%s), and that file is not whole (deleted, torn or cut), while the pointer is at epoch %016x: it may lack lines and nothing tells which; "+
 			"not caught up, counted as a possible loss", s.Name, markList(s.Marks), cur.Epoch))
 	}
 	p, behind := catchup.Decide(cur, f.ptr.Fresh(), lines, sinks)
