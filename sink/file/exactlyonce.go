@@ -31,9 +31,14 @@ import (
 //     was never acknowledged and will be delivered again: truncate the
 //     output to the record;
 //   - the record is longer (the output lost bytes the record had seen, e.g.
-//     a power loss under fsync: never): WARN, take the other slot if its
-//     length fits (and truncate to it), else run without a record —
-//     duplicates, never a gap.
+//     a power loss under fsync: never, or the output put back to an
+//     earlier copy alone): WARN, take the other slot if its length fits
+//     (and truncate to it), else keep only the record's epoch, at position
+//     0 — the catch-up (DESIGN §11) re-reads that epoch from its start,
+//     duplicates of what the output kept of it, never a gap within it —
+//     and report the doubt (DoneThroughDoubt): lines of earlier epochs the
+//     output lost cannot be told apart, so the daemon counts a possible
+//     loss.
 //
 // Deliveries the record says were applied (same epoch, position ≤ the
 // record's) are skipped. Lines without a position (downgraded lines of a
