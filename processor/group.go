@@ -122,6 +122,11 @@ func (g *Group) Queue() *feed.Queue { return g.q }
 // Name is the subscriber's name.
 func (g *Group) Name() string { return g.cfg.Name }
 
+// SkipMark is the group's GroupConfig.Skip: where a feed restarted by a
+// reload (or a processor added back while it holds its feed) finishes the
+// re-read without processing (OK false: none).
+func (g *Group) SkipMark() feed.Mark { return g.cfg.Skip }
+
 // CompletionFailures counts completions given up after their retries.
 func (g *Group) CompletionFailures() uint64 { return g.completionFailures.Load() }
 

@@ -27,3 +27,14 @@ type Mark struct {
 type DoneThrougher interface {
 	DoneThrough(ctx context.Context) ([]Mark, error)
 }
+
+// DoneThroughDoubter is a DoneThrougher that found at open that it lost
+// part of what its record says it applied (an exactlyOnce file output put
+// back to an earlier copy while its record stayed newer): its marks are
+// where it has the feed re-read from as far as it can tell, and
+// DoneThroughDoubt says what it cannot tell ("" nothing): the daemon counts
+// that as a possible loss (lostTails + 1, the reason in detail; DESIGN §4
+// "Nothing green over a loss").
+type DoneThroughDoubter interface {
+	DoneThroughDoubt() string
+}

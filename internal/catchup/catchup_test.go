@@ -157,3 +157,145 @@ func TestLeft(t *testing.T) {
 		t.Fatal("an epoch no line names")
 	}
 }
+
+// An older-epoch point lists every later generation with the identity and
+// end the epochs file gives it, then the pointer's own file (the source
+// counts one it does not find: a middle generation deleted, the current
+// file cut while stopped).
+func TestDecideLater(t *testing.T) {
+	lines := chainLines(t)
+	ptr := pointer.Record{Epoch: e3, Offset: 500, FileKey: 33, FPLen: 300, FP: 0x33}
+	p, ok := Decide(ptr, false, lines, []Sink{{Name: "a", Marks: []processor.Mark{{Epoch: e1, Position: 10}}}})
+	if !ok || p.Epoch != e1 {
+		t.Fatalf("Decide = %+v %v", p, ok)
+	}
+	want := []Gen{
+		{Epoch: e2, FileKey: 22, FPLen: 200, FP: 0x22, End: 2000, Path: "/log/app.log"},
+		{Epoch: e3, FileKey: 33, FPLen: 300, FP: 0x33, End: 500, Path: "/log/app.log"},
+	}
+	if len(p.Later) != len(want) || p.Later[0] != want[0] || p.Later[1] != want[1] {
+		t.Fatalf("Later = %+v, want %+v", p.Later, want)
+	}
+	p, _ = Decide(ptr, false, lines, []Sink{{Name: "a", Marks: []processor.Mark{{Epoch: e2, Position: 10}}}})
+	if len(p.Later) != 1 || p.Later[0] != want[1] {
+		t.Fatalf("Later from e2 = %+v", p.Later)
+	}
+	p, _ = Decide(ptr, false, lines, []Sink{{Name: "a", Marks: []processor.Mark{{Epoch: e3, Position: 10}}}})
+	if !p.Current || p.Later != nil || p.End != 500 {
+		t.Fatalf("current point %+v", p)
+	}
+}
+
+// A catch-up that read a generation under a new epoch (eG, e.g. a .gz)
+// names it after the pointer's epoch was first named, and the pointer
+// returned to its epoch (a line eG → e3). The epochs' order is the
+// generation chain's: e3 is after eG, so a sink holding both, behind in e3,
+// is behind — not "ahead".
+func TestDecideChainOrderNotLineOrder(t *testing.T) {
+	const eG uint64 = 0x4444444444444444
+	lines := chainLines(t)
+	now := time.Now()
+	lines = append(lines,
+		pointer.EpochLine{Epoch: eG, FileKey: 44, FPLen: 200, FP: 0x22, Path: "/log/app.log.1.gz", Time: now, Reason: "reset", PrevEpoch: e1, PrevOffset: 1000},
+		pointer.EpochLine{Epoch: e3, FileKey: 33, FPLen: 300, FP: 0x33, Path: "/log/app.log", Time: now, Reason: "reset", PrevEpoch: eG, PrevOffset: 2000},
+	)
+	ptr := pointer.Record{Epoch: e3, Offset: 900, FileKey: 33, FPLen: 300, FP: 0x33}
+	marks := []processor.Mark{{Epoch: e1, Position: 1000}, {Epoch: e2, Position: 2000}, {Epoch: eG, Position: 2000}, {Epoch: e3, Position: 400}}
+	p, ok := Decide(ptr, false, lines, []Sink{{Name: "pg", Marks: marks}})
+	if !ok || !p.Current || p.Position != 400 {
+		t.Fatalf("Decide = %+v %v; want the pointer's epoch at 400", p, ok)
+	}
+	// Complete in e3: nothing.
+	marks[3].Position = 900
+	if p, ok := Decide(ptr, false, lines, []Sink{{Name: "pg", Marks: marks}}); ok {
+		t.Fatalf("complete sink: %+v", p)
+	}
+}
+
+// A fresh pointer (both slots lost once) starts its chain afresh: a sink
+// whose record is of an epoch named before it (its file known) is caught
+// up from that file at its position, its end unknown — never ignored. An
+// epoch named after the chain began that does not lead to the pointer's
+// (a generation read again) is still nothing.
+func TestDecideBeforeFreshStart(t *testing.T) {
+	const eF uint64 = 0x5555555555555555
+	now := time.Now()
+	lines := []pointer.EpochLine{
+		{Epoch: e1, Time: now, Reason: "created"},
+		{Epoch: e1, FileKey: 11, FPLen: 100, FP: 0x11, Path: "/log/app.log", Time: now, Reason: "adopted"},
+		{Epoch: eF, Time: now.Add(time.Second), Reason: "created"},
+		{Epoch: eF, FileKey: 11, FPLen: 100, FP: 0x11, Path: "/log/app.log", Time: now, Reason: "adopted"},
+		{Epoch: e2, FileKey: 22, FPLen: 100, FP: 0x22, Path: "/log/app.log", Time: now, Reason: "reset", PrevEpoch: eF, PrevOffset: 700},
+	}
+	ptr := pointer.Record{Epoch: e2, Offset: 50, FileKey: 22, FPLen: 100, FP: 0x22}
+	p, ok := Decide(ptr, false, lines, []Sink{{Name: "a", Marks: []processor.Mark{{Epoch: e1, Position: 300}}}})
+	if !ok || p.Current || p.Epoch != e1 || p.Position != 300 || p.End != -1 || p.File.FileKey != 11 || !p.File.Time.Equal(now) {
+		t.Fatalf("Decide = %+v %v", p, ok)
+	}
+	if len(p.Later) != 1 || p.Later[0].Epoch != e2 || p.Later[0].End != 50 {
+		t.Fatalf("Later = %+v", p.Later)
+	}
+	if r := p.Record(ptr); r.Epoch != e1 || r.Offset != 300 || r.FileKey != 11 {
+		t.Fatalf("Record = %+v", r)
+	}
+	// Its mark and a later one on the way: the later one decides.
+	if p, ok := Decide(ptr, false, lines, []Sink{{Name: "a", Marks: []processor.Mark{{Epoch: e1, Position: 300}, {Epoch: e2, Position: 50}}}}); ok {
+		t.Fatalf("a sink complete in the pointer's epoch: %+v", p)
+	}
+	// Without a fresh start (the chain begins at the first line), an epoch
+	// off the way is nothing.
+	chainLs := chainLines(t)
+	const eR uint64 = 0x6666666666666666
+	chainLs = append(chainLs, pointer.EpochLine{Epoch: eR, FileKey: 66, FPLen: 10, FP: 0x66, Path: "/log/app.log.1", Time: now, Reason: "reset", PrevEpoch: e1, PrevOffset: 1000})
+	if p, ok := Decide(pointer.Record{Epoch: e3, Offset: 500}, false, chainLs, []Sink{{Name: "a", Marks: []processor.Mark{{Epoch: eR, Position: 5}}}}); ok {
+		t.Fatalf("an epoch off the way: %+v", p)
+	}
+}
+
+// The epochs file torn so that it does not name the pointer's epoch (the
+// Reset that moved the pointer off the sink's epoch lost): the sink's
+// epoch, named with its file, is caught up from there.
+func TestDecideTornEpochsFile(t *testing.T) {
+	lines := chainLines(t)[:2] // e1 only
+	ptr := pointer.Record{Epoch: e3, Offset: 500, FileKey: 33, FPLen: 300, FP: 0x33}
+	p, ok := Decide(ptr, false, lines, []Sink{{Name: "a", Marks: []processor.Mark{{Epoch: e1, Position: 10}}}})
+	if !ok || p.Epoch != e1 || p.Position != 10 || p.End != -1 || p.File.FileKey != 11 {
+		t.Fatalf("Decide = %+v %v", p, ok)
+	}
+}
+
+// Unplaced: a sink whose every mark is of an epoch no line names (and not
+// the pointer's) cannot be placed: the caller counts it.
+func TestUnplaced(t *testing.T) {
+	lines := chainLines(t)
+	ptr := pointer.Record{Epoch: e3, Offset: 500}
+	m := func(e uint64, p int64) processor.Mark { return processor.Mark{Epoch: e, Position: p} }
+	sinks := []Sink{
+		{Name: "new"},
+		{Name: "lost", Marks: []processor.Mark{m(eX, 10)}},
+		{Name: "mixed", Marks: []processor.Mark{m(eX, 10), m(e2, 5)}},
+		{Name: "cur", Marks: []processor.Mark{m(e3, 5)}},
+	}
+	// A whole epochs file: an epoch it does not name was never this
+	// pointer's (a previous path's, a downgraded line's).
+	if got := Unplaced(ptr, false, lines, true, sinks); got != nil {
+		t.Fatalf("whole epochs file: Unplaced = %+v", got)
+	}
+	for name, ls := range map[string][]pointer.EpochLine{
+		"a line did not parse":                 lines,
+		"cut (first line a Reset)":             lines[2:],
+		"torn (the pointer's epoch not named)": lines[:3],
+	} {
+		ok := name != "a line did not parse"
+		got := Unplaced(ptr, false, ls, ok, sinks)
+		if len(got) != 1 || got[0].Name != "lost" {
+			t.Fatalf("%s: Unplaced = %+v", name, got)
+		}
+	}
+	if got := Unplaced(ptr, false, nil, true, []Sink{{Name: "x", Marks: []processor.Mark{m(e1, 1)}}}); len(got) != 1 {
+		t.Fatalf("no epochs file: %+v", got)
+	}
+	if got := Unplaced(ptr, true, nil, true, sinks); got != nil {
+		t.Fatalf("fresh pointer: %+v", got)
+	}
+}

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -25,12 +26,18 @@ import (
 // to the earliest point any of them needs, synced before the source opens:
 // the whole feed re-reads from there (the others skip what they hold
 // through AlreadyApplied, or receive duplicates). A glob feed applies the
-// rule per stream (catchUpStreams).
+// rule per stream (catchUpStreams). A processor with a reload skip mark
+// (added back by a reload, or a feed restarted by one; or added back while
+// it holds the feed) is done through that mark: it re-reads nothing (DESIGN
+// §12). What the catch-up cannot place — a sink whose record names only
+// epochs the epochs file does not, a sink that lost part of what its record
+// had seen (processor.DoneThroughDoubter) — is counted as a possible loss.
 func (f *Feed) catchUp(ctx context.Context, dataDir string) {
 	if f.strat != file.Committed || (f.ptr == nil && f.glob == nil) {
 		return
 	}
 	var sinks []catchup.Sink
+	var doubts []string
 	for _, g := range f.groups {
 		dt, ok := g.Sink().(processor.DoneThrougher)
 		if !ok || g.Queue().BestEffort() {
@@ -40,7 +47,26 @@ func (f *Feed) catchUp(ctx context.Context, dataDir string) {
 		if !ok {
 			return // stopped while the sink could not answer
 		}
+		if d, ok := g.Sink().(processor.DoneThroughDoubter); ok {
+			if why := d.DoneThroughDoubt(); why != "" {
+				doubts = append(doubts, fmt.Sprintf("sink %s: %s", g.Name(), why))
+			}
+		}
+		if sm := g.SkipMark(); sm.OK && len(marks) > 0 {
+			// Added back by a reload (or while it holds the feed), or a
+			// feed restarted by one: the lines through its skip mark are
+			// finished without it — it re-reads nothing of them (DESIGN
+			// §12), so its record is never "behind" them.
+			marks = append(marks, processor.Mark{Epoch: sm.Epoch, Position: sm.Position})
+		}
 		sinks = append(sinks, catchup.Sink{Name: g.Name(), Marks: marks})
+	}
+	var epoch uint64
+	if f.ptr != nil {
+		epoch = f.ptr.Record().Epoch
+	}
+	for _, d := range doubts {
+		f.countLoss(1, 0, epoch, "catch-up at start: "+d)
 	}
 	if len(sinks) == 0 {
 		return
@@ -51,16 +77,21 @@ func (f *Feed) catchUp(ctx context.Context, dataDir string) {
 	}
 	lines, err := pointer.ReadEpochs(datadir.Epochs(dataDir, f.cfg.Name))
 	if err != nil {
-		f.log.Warn("epochs file read with errors; a sink left at an epoch it cannot map is not caught up", "error", err)
+		f.log.Warn("epochs file read with errors; a sink left at an epoch it cannot map is counted as a possible loss", "error", err)
 	}
 	cur := f.ptr.Record()
+	for _, s := range catchup.Unplaced(cur, f.ptr.Fresh(), lines, err == nil, sinks) {
+		f.countLoss(1, 0, cur.Epoch, fmt.Sprintf("catch-up at start: sink %s holds a record only of epochs the epochs file does not name "+
+			"(%s), and that file is not whole (deleted, torn or cut), while the pointer is at epoch %016x: it may lack lines and nothing tells which; "+
+			"not caught up, counted as a possible loss", s.Name, markList(s.Marks), cur.Epoch))
+	}
 	p, behind := catchup.Decide(cur, f.ptr.Fresh(), lines, sinks)
 	rec := cur
 	if behind {
 		rec = p.Record(cur)
 	}
 	if !f.ptr.Fresh() {
-		f.olderEpoch(rec, lines, p, behind)
+		f.olderEpoch(cur, rec, lines, p, behind)
 	}
 	if !behind {
 		return
@@ -97,33 +128,87 @@ func (f *Feed) catchUp(ctx context.Context, dataDir string) {
 	}
 }
 
-// olderEpoch tells the source, when rec (the record it opens: the pointer,
-// or where the catch-up puts it back) names an epoch the pointer had left
-// (a catch-up into an older generation, now or one a kill -9 cut short),
-// how to read on (file.CatchUp): from that generation's rest through every
-// later one, each under the epoch the epochs file names for it, the later
-// ones found by the time the pointer started that epoch; a gone generation
-// is counted with the bytes it is known to have held past rec's offset.
-func (f *Feed) olderEpoch(rec pointer.Record, lines []pointer.EpochLine, p catchup.Point, behind bool) {
+// countLoss counts a loss the catch-up found before the source runs (its
+// lostTails/lostBytes, the ledger, detail).
+func (f *Feed) countLoss(tails, bytes, epoch uint64, detail string) {
+	switch {
+	case f.glob != nil:
+		f.glob.CountLoss(tails, bytes, epoch, detail)
+	default:
+		if src, ok := f.src.(*file.Source); ok {
+			src.CountLoss(tails, bytes, epoch, detail)
+		}
+	}
+}
+
+func markList(ms []processor.Mark) string {
+	var b strings.Builder
+	for i, m := range ms {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%016x:%d", m.Epoch, m.Position)
+	}
+	return b.String()
+}
+
+// olderEpoch tells the source how to read a catch-up's point (cur: the
+// pointer's record before the backward commit; rec: the record it opens).
+// Behind the pointer in its own epoch: should the gap be gone from the
+// input (the file truncated or rewritten while stopped, no copy), it is
+// counted with its size and the sink named. From an older epoch (now, or
+// one a kill -9 cut short: the pointer names an epoch it had left): from
+// that generation's rest through every later one, each under the epoch the
+// epochs file names for it, the later ones found by the time the pointer
+// started that epoch; a gone generation — the catch-up's own, a later one,
+// or the pointer's own file cut while stopped — is counted with the bytes
+// it is known to have held that the sinks lacked.
+func (f *Feed) olderEpoch(cur, rec pointer.Record, lines []pointer.EpochLine, p catchup.Point, behind bool) {
 	src, ok := f.src.(*file.Source)
 	if !ok {
 		return
 	}
-	gen, end, ok := catchup.Left(rec, lines)
-	if !ok {
+	_, _, left := catchup.Left(rec, lines)
+	if behind && p.Current && !left {
+		var since time.Time
+		if st, err := os.Stat(f.ptr.Path()); err == nil {
+			since = st.ModTime() // its last commit (the backward one comes next)
+		}
+		who := "catch-up of sink " + p.Sink
+		src.SetCatchUp(file.CatchUp{Epoch: rec.Epoch, Since: since, LostBytes: uint64(max(cur.Offset-p.Position, 0)), Who: who,
+			Detail: fmt.Sprintf("%s: the input no longer holds the gap it lacks (epoch %016x, positions %d to %d: truncated or rewritten while stopped, no copy found); "+
+				"those %d bytes are lost for the sinks that lacked them", who, rec.Epoch, p.Position, cur.Offset, max(cur.Offset-p.Position, 0))})
 		return
+	}
+	var gen pointer.EpochLine
+	var end int64
+	var later []file.LaterGen
+	who := "a catch-up cut short by a restart"
+	if behind {
+		who = "catch-up of sink " + p.Sink
+	}
+	if behind && !p.Current {
+		gen, end = p.File, p.End
+		for _, g := range p.Later {
+			later = append(later, file.LaterGen{Epoch: g.Epoch, FileKey: g.FileKey, FPLen: g.FPLen, FP: g.FP, End: g.End, Path: g.Path})
+		}
+	} else {
+		gen, end, ok = catchup.Left(rec, lines)
+		if !ok {
+			return
+		}
 	}
 	var lost uint64
 	if end > rec.Offset {
 		lost = uint64(end - rec.Offset)
 	}
-	who := "a catch-up cut short by a restart"
-	if behind {
-		who = "catch-up of sink " + p.Sink
+	to := fmt.Sprintf("%d", end)
+	if end < 0 {
+		to = "its end (not known: its epoch ended before the pointer's chain began afresh)"
 	}
-	src.SetCatchUp(file.CatchUp{Epoch: rec.Epoch, Since: gen.Time, LostBytes: lost, Known: lines,
-		Detail: fmt.Sprintf("%s: the generation read as %s (epoch %016x) is gone; its lines from position %d to %d are lost for the sinks that lacked them",
-			who, gen.Path, rec.Epoch, rec.Offset, end)})
+	src.SetCatchUp(file.CatchUp{Epoch: rec.Epoch, Since: gen.Time, LostBytes: lost, Known: lines, Later: later, Who: who,
+		Detail: fmt.Sprintf("%s: the generation read as %s (epoch %016x) is gone; its lines from position %d to %s are lost for the sinks that lacked them",
+			who, gen.Path, rec.Epoch, rec.Offset, to)})
 	if !behind {
 		f.log.Info("the pointer names an epoch it had left (a catch-up cut short): reading on from that generation",
 			"epoch", fmt.Sprintf("%016x", rec.Epoch), "offset", rec.Offset, "file", gen.Path)
@@ -158,15 +243,22 @@ func doneThrough(ctx context.Context, g *processor.Group, dt processor.DoneThrou
 // for a stream's epoch behind that stream's offset commits that stream's
 // pointer back (the earliest over the sinks). Only under the stream's own
 // epoch: a sink's mark of an epoch a stream left (a file truncated or
-// replaced in place) is not mapped to that file's earlier content (README).
-// Pointer files are read without a lock first (pointer.Inspect), opened
+// replaced in place) is not mapped to that file's earlier content; its gap,
+// like that of a stream whose file is gone or forgotten, is counted
+// (streamsGone). Pointer files are read without a lock first (pointer.Inspect), opened
 // (locked) only to be committed back; one that is unreadable is left to
 // the glob's own open.
 func (f *Feed) catchUpStreams(ctx context.Context, dir, epochs string, sinks []catchup.Sink) {
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		return
+	ents, _ := os.ReadDir(dir)
+	held := map[uint64]bool{} // epochs a stream pointer that names a file holds
+	for _, e := range ents {
+		if name := e.Name(); strings.HasSuffix(name, ".ptr") && e.Type().IsRegular() {
+			if cur, err := pointer.Inspect(filepath.Join(dir, name)); err == nil && (cur.FileKey != 0 || cur.FPLen != 0) {
+				held[cur.Epoch] = true
+			}
+		}
 	}
+	f.streamsGone(epochs, held, sinks)
 	n := 0
 	for _, e := range ents {
 		if ctx.Err() != nil {
@@ -207,5 +299,47 @@ func (f *Feed) catchUpStreams(ctx context.Context, dir, epochs string, sinks []c
 	}
 	if n > 0 {
 		f.log.Info("catch-up: stream pointers committed back", "streams", n)
+	}
+}
+
+// streamsGone counts, on a glob feed, the gap of a sink behind in a
+// stream's epoch that no stream pointer naming a file holds any more (its
+// file deleted — the pointer emptied — or forgotten — the pointer deleted —
+// or truncated or replaced in place — the pointer moved to a new epoch):
+// the input no longer holds those lines, so they cannot be re-read (DESIGN
+// §10, §11 "a generation that is gone is counted"). The epoch's end is the
+// epochs file's line that moved the stream's pointer off it
+// (previousOffset): a mark before it counts lostTails + 1 and the bytes in
+// between, naming the sink. An epoch no line moved a pointer off is not
+// decided here (a stream's live epoch, or one the epochs file does not
+// name: other streams', downgraded lines').
+func (f *Feed) streamsGone(epochs string, held map[uint64]bool, sinks []catchup.Sink) {
+	lines, err := pointer.ReadEpochs(epochs)
+	if err != nil {
+		f.log.Warn("epochs file read with errors; a sink behind in a stream whose file is gone may not be counted", "error", err)
+	}
+	end := map[uint64]pointer.EpochLine{} // epoch → last line moving a pointer off it
+	path := map[uint64]string{}
+	for _, l := range lines {
+		if l.PrevEpoch != 0 && l.PrevEpoch != l.Epoch {
+			end[l.PrevEpoch] = l
+		}
+		if l.Path != "" {
+			path[l.Epoch] = l.Path
+		}
+	}
+	for _, s := range sinks {
+		for _, m := range s.Marks {
+			if m.Epoch == 0 || held[m.Epoch] {
+				continue
+			}
+			l, ok := end[m.Epoch]
+			if !ok || m.Position >= l.PrevOffset {
+				continue
+			}
+			f.countLoss(1, uint64(l.PrevOffset-m.Position), m.Epoch, fmt.Sprintf(
+				"catch-up of sink %s: it lacks the lines of %s (epoch %016x) from position %d to %d, and that file is gone from the input "+
+					"(deleted, forgotten, or truncated or replaced): lost for it", s.Name, cmp.Or(path[m.Epoch], "a glob file"), m.Epoch, m.Position, l.PrevOffset))
+		}
 	}
 }

@@ -118,3 +118,58 @@ func TestDoneThroughWithoutRecord(t *testing.T) {
 		s.Close()
 	}
 }
+
+// TestDoneThroughOutputShorterThanRecord (DESIGN §4 "Nothing green over a
+// loss", §11): the output put back to an earlier copy while the record
+// stayed newer (no slot fits). The sink cannot tell where in the record's
+// epoch its output now ends: it reports that epoch at position 0 (the
+// catch-up re-reads it from its start: duplicates, never a gap within it)
+// and the doubt, which the daemon counts — before, it gave the record up
+// and reported no mark at all (taken for a new sink: nothing re-read,
+// lossless). Layout 1 and 2.
+func TestDoneThroughOutputShorterThanRecord(t *testing.T) {
+	for _, perEpoch := range []bool{false, true} {
+		dir := t.TempDir()
+		out := filepath.Join(dir, "out.log")
+		rig := grouptest.New(t, processor.GroupConfig{Name: "sink"})
+		s, err := Open(Config{Path: out, Record: filepath.Join(dir, "sink.rec"), PerEpoch: perEpoch, Checkpoint: rig.G})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b1 := eoBatch(7, 0, "aa", "bb")
+		if _, err := s.ProcessBatch(context.Background(), b1); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.ProcessBatch(context.Background(), eoBatch(7, b1.LastEnd(), "cc", "dd", "ee")); err != nil {
+			t.Fatal(err)
+		}
+		s.Close()
+		if err := os.Truncate(out, 3); err != nil { // the output restored to "aa\n"
+			t.Fatal(err)
+		}
+		s, err = Open(Config{Path: out, Record: filepath.Join(dir, "sink.rec"), PerEpoch: perEpoch, Checkpoint: rig.G})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := s.DoneThrough(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(m) != 1 || m[0] != (processor.Mark{Epoch: 7, Position: 0}) {
+			t.Errorf("perEpoch %v: marks %+v, want epoch 7 at 0", perEpoch, m)
+		}
+		if d := s.DoneThroughDoubt(); d == "" {
+			t.Errorf("perEpoch %v: no doubt reported", perEpoch)
+		}
+		s.Close()
+		// Reopened as it is now (the record stored at 0): no doubt again.
+		s, err = Open(Config{Path: out, Record: filepath.Join(dir, "sink.rec"), PerEpoch: perEpoch, Checkpoint: rig.G})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := s.DoneThroughDoubt(); d != "" {
+			t.Errorf("perEpoch %v: doubt at the next open: %s", perEpoch, d)
+		}
+		s.Close()
+	}
+}

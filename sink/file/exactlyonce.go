@@ -31,9 +31,14 @@ import (
 //     was never acknowledged and will be delivered again: truncate the
 //     output to the record;
 //   - the record is longer (the output lost bytes the record had seen, e.g.
-//     a power loss under fsync: never): WARN, take the other slot if its
-//     length fits (and truncate to it), else run without a record —
-//     duplicates, never a gap.
+//     a power loss under fsync: never, or the output put back to an
+//     earlier copy alone): WARN, take the other slot if its length fits
+//     (and truncate to it), else keep only the record's epoch, at position
+//     0 — the catch-up (DESIGN §11) re-reads that epoch from its start,
+//     duplicates of what the output kept of it, never a gap within it —
+//     and report the doubt (DoneThroughDoubt): lines of earlier epochs the
+//     output lost cannot be told apart, so the daemon counts a possible
+//     loss.
 //
 // Deliveries the record says were applied (same epoch, position ≤ the
 // record's) are skipped. Lines without a position (downgraded lines of a
@@ -111,6 +116,7 @@ type sideRecord struct {
 	slots [2]*applied // valid slot contents as read at open (nil: none)
 	cur   applied     // the record in force
 	buf   [slotrec.SlotLen]byte
+	lost  int64 // reconcile gave the record up: the output bytes it had seen that are gone
 }
 
 // loadRecord opens the record and reads both slots.
@@ -159,8 +165,15 @@ func (r *sideRecord) reconcile(size int64, log hclog.Logger) (int64, bool) {
 		}
 		return -1, true
 	}
-	log.Warn("no usable exactlyOnce record; re-deliveries will be written again (duplicates, never a gap)")
-	r.cur = applied{Length: size}
+	// Where in its epoch the output now ends is not known: the record
+	// keeps the epoch at position 0, so the catch-up re-reads that epoch
+	// from its start (duplicates of the lines the output kept of it, never
+	// a gap), and the sink reports the doubt (DoneThroughDoubt): lines of
+	// earlier epochs the output lost cannot be re-read that way.
+	log.Warn("no usable exactlyOnce record; the epoch of its last line is re-read from its start (duplicates, never a gap within it)",
+		"epoch", fmt.Sprintf("%016x", first.Epoch))
+	r.lost = first.Length - size
+	r.cur = applied{Epoch: first.Epoch, Length: size}
 	return -1, true
 }
 
@@ -219,8 +232,22 @@ func (s *Sink) openRecord() error {
 	}
 	s.rec = rec
 	s.applied = rec.cur
+	s.noteLost(rec.lost)
 	return nil
 }
+
+// noteLost records, for DoneThroughDoubt, that the output was found n > 0
+// bytes shorter than every record slot.
+func (s *Sink) noteLost(n int64) {
+	if n > 0 {
+		s.doubt = fmt.Sprintf("its exactlyOnce output %s is %d bytes shorter than its record (put back to an earlier copy, or cut, while its record stayed newer): "+
+			"the epoch of its last recorded line is re-read from its start, but lines of earlier epochs the output lost cannot be told apart", s.cfg.Path, n)
+	}
+}
+
+// DoneThroughDoubt implements processor.DoneThroughDoubter: what the sink
+// found at open that it cannot tell (its output shorter than its record).
+func (s *Sink) DoneThroughDoubt() string { return s.doubt }
 
 // processOnce is ProcessBatch under exactlyOnce: skip the lines already
 // applied, write the rest, and store the record before they count as done.

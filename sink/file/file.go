@@ -115,6 +115,7 @@ type Sink struct {
 	view    feed.Batch       // the lines of a batch not applied yet
 	marks   []processor.Mark // the record's done-through marks at open (DoneThrough)
 	held    pointer.Held     // layout 1: older epochs held (Config.EpochsFile)
+	doubt   string           // DoneThroughDoubt
 }
 
 // Open opens (creating) the output file. Under fsync always or

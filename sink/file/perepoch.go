@@ -56,6 +56,7 @@ func (s *Sink) openRecord2() error {
 		}
 	}
 	s.rec2 = rec
+	s.noteLost(rec.lost)
 	return nil
 }
 

@@ -63,6 +63,7 @@ type epochRecord struct {
 	buf     []byte
 
 	copies [2]*rec2Image
+	lost   int64 // reconcile gave the record up: the output bytes it had seen that are gone
 }
 
 type rec2Image struct {
@@ -158,6 +159,7 @@ func (r *epochRecord) reconcile(size int64, log hclog.Logger, v1 *sideRecord) (i
 			r.length = to
 		}
 		_ = fellBack
+		r.lost = v1.lost
 		return to, true
 	case r.copies[first] == nil:
 		r.length = size
@@ -179,10 +181,17 @@ func (r *epochRecord) reconcile(size int64, log hclog.Logger, v1 *sideRecord) (i
 		}
 		return -1, true
 	}
-	log.Warn("no usable exactlyOnce record; re-deliveries will be written again (duplicates, never a gap)")
+	// As layout 1: each epoch of the record in force is kept at position
+	// 0 (re-read from its start by the catch-up) and the doubt reported.
+	log.Warn("no usable exactlyOnce record; its epochs are re-read from their start (duplicates, never a gap within them)")
 	r.length = size
-	if r.copies[first] != nil {
-		r.counter = r.copies[first].counter
+	if c := r.copies[first]; c != nil {
+		r.counter = c.counter
+		r.lost = c.length - size
+		for _, e := range c.order {
+			r.seq++
+			r.pos[e], r.touched[e] = 0, r.seq
+		}
 	}
 	return -1, true
 }

@@ -85,6 +85,8 @@ type Glob struct {
 	ghosts   uint64 // map keys of gone streams whose key a new file took
 
 	filesSkipped atomic.Uint64
+
+	detail string // the last loss CountLoss counted (under mu)
 }
 
 type globTotals struct {

@@ -186,8 +186,9 @@ func (g *Glob) SyncedSeq() uint64 {
 // Detail names the files whose stream waits at its epoch barrier (the
 // file at its path changed — rotated, truncated — and the previous epoch's
 // lines are not all acknowledged): the feed's publisher shows no pause for
-// one stream's barrier, so the wait shows here; "" when none waits (other
-// per-file events are logged).
+// one stream's barrier, so the wait shows here; else the last loss a
+// catch-up counted (CountLoss); "" when neither (other per-file events are
+// logged).
 func (g *Glob) Detail() string {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -202,7 +203,7 @@ func (g *Glob) Detail() string {
 	}
 	switch n {
 	case 0:
-		return ""
+		return g.detail
 	case 1:
 		return fmt.Sprintf("%s: %s", first, whyBarrier)
 	}

@@ -38,14 +38,22 @@ import (
 // when its late lines were downgraded (the epochs file's "downgraded"
 // line) and delivers them under the epoch they had, without a position
 // (splitDowngraded), so every (epoch, position) is the first delivery's.
+//
+// Later are the generations after the catch-up's own up to the pointer's
+// file (the pointer's record before the backward commit last), Who the
+// catch-up for the detail: one that is not on disk any more, or was
+// truncated or rewritten while stopped, is counted lost (checkLater).
 type CatchUp struct {
 	Epoch     uint64
 	Since     time.Time
 	Detail    string
 	LostBytes uint64
 	Known     []pointer.EpochLine
+	Later     []LaterGen
+	Who       string
 
-	used map[uint64]bool
+	used         map[uint64]bool
+	laterChecked bool
 }
 
 // SetCatchUp records c for the open at Run (call before Run).
@@ -322,6 +330,7 @@ func (s *Source) resumeRotated(f *os.File, dev, ino uint64) bool {
 	case f != nil && pointer.FileKey(dev, ino) == rec.FileKey:
 		st, err := f.Stat()
 		if err != nil || (st.Size() >= rec.Offset && fingerprintMatches(f, rec)) {
+			s.checkLater(rec, f, dev, ino, nil, nil)
 			return false // the pointer's file, unchanged: the ordinary check
 		}
 		// Truncated or rewritten while stopped: a copy may hold the unread
@@ -348,6 +357,7 @@ func (s *Source) resumeRotated(f *os.File, dev, ino uint64) bool {
 			byKey = g != nil
 		} else if f != nil && rec.FPLen > 0 && fingerprintMatches(f, rec) {
 			if st, err := f.Stat(); err == nil && st.Size() >= rec.Offset {
+				s.checkLater(rec, f, dev, ino, nil, nil)
 				return false // the same content under a new key: the check keeps it
 			}
 		}
@@ -400,6 +410,7 @@ func (s *Source) resumeRotated(f *os.File, dev, ino uint64) bool {
 	if g == nil && rec.FileKey == 0 && rec.FPLen == 0 {
 		gens = s.dropForgotten(rec, gens)
 	}
+	s.checkLater(rec, f, dev, ino, g, gens)
 	if g == nil && len(gens) == 0 {
 		if lost && f == nil {
 			s.forgetLost(rec)
