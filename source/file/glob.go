@@ -69,6 +69,7 @@ type Glob struct {
 	started  bool
 	scanned  bool
 	stopped  chan *gstream
+	rest     chan struct{} // a stream read all it could: a waiting one may take its slot
 	watcher  *fsnotify.Watcher
 	watched  map[string]bool
 	events   chan string
@@ -142,7 +143,7 @@ func NewGlob(cfg GlobConfig, pub *feed.Publisher) (*Glob, error) {
 	}
 	g := &Glob{cfg: cfg, pat: pat, log: cfg.Stream.Logger, pub: pub,
 		byPath: map[string]*gstream{}, byKey: map[uint64]*gstream{}, retired: map[uint64]bool{},
-		skipped: map[string]bool{}, watched: map[string]bool{}, stopped: make(chan *gstream, 64),
+		skipped: map[string]bool{}, watched: map[string]bool{}, stopped: make(chan *gstream, 64), rest: make(chan struct{}, 1),
 		events: make(chan string, 1024), kick: make(chan struct{}, 1)}
 	if g.log == nil {
 		g.log = hclog.NewNullLogger()
@@ -226,6 +227,9 @@ func (g *Glob) Run(ctx context.Context) error {
 			g.drainEvents(ctx)
 		case s := <-g.stopped:
 			g.closed(s)
+			g.handOver(ctx) // its slot is free
+		case <-g.rest:
+			g.handOver(ctx)
 		case <-tick.C:
 			g.housekeep(ctx)
 		}
@@ -720,6 +724,7 @@ func (g *Glob) start(ctx context.Context, s *gstream) error {
 	c := g.cfg.Stream
 	c.Path, c.DeliveryPath, c.Pinned = s.path, s.first, true
 	c.NoNotify = true // the glob's watcher wakes it
+	c.OnRest = func() { poke(g.rest) }
 	if g.watcher != nil {
 		// Events wake the stream; while its file is where it was, its own
 		// look is a fallback at the rescan interval (thousands of open
@@ -834,6 +839,17 @@ func (g *Glob) closed(s *gstream) {
 func (g *Glob) grownSince(s *gstream) bool {
 	st, err := os.Stat(s.path)
 	return err == nil && st.Size() != s.offset && exists(s.path, s.key)
+}
+
+// handOver runs the scheduler when files wait for a slot: a stream that
+// closed, or read all it could, lets one of them in at once rather than at
+// the next tick.
+func (g *Glob) handOver(ctx context.Context) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if len(g.queue) > 0 && ctx.Err() == nil {
+		g.schedule(ctx)
+	}
 }
 
 // housekeep closes inactive and finished streams, forgets old pointers and

@@ -58,6 +58,11 @@ type Config struct {
 	// is at its path and no rotation is in progress (a glob stream: the
 	// glob's watcher wakes it on every change).
 	IdlePoll time.Duration
+	// OnRest, when set, is called on the source's goroutine whenever its
+	// state moves to CAUGHT_UP, WAITING_FOR_FILE, END_OF_STREAM or FAILED
+	// from another one (a glob stream: the glob then hands its slot to a
+	// waiting file at once). It must not block.
+	OnRest func()
 }
 
 // Loss is one counted loss: a rotated or truncated file's unread tail
@@ -351,7 +356,11 @@ func (s *Source) fail(err error) {
 	s.setState(Failed)
 }
 
-func (s *Source) setState(st State) { s.state.Store(int32(st)) }
+func (s *Source) setState(st State) {
+	if old := State(s.state.Swap(int32(st))); old != st && s.cfg.OnRest != nil && st.resting() {
+		s.cfg.OnRest()
+	}
+}
 
 // setDetail records the latest notable event. A lost tail stays in the
 // detail until the next restart (DESIGN §4).

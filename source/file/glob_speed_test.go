@@ -1,0 +1,116 @@
+package file_test
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"tailfeed/feed"
+	"tailfeed/overload"
+	"tailfeed/source/file"
+)
+
+// speedRig runs a COMMITTED Glob with the daemon's default poll and scan
+// intervals (the manager's tick is then 250 ms) and a subscriber that
+// acknowledges every batch at once.
+type speedRig struct {
+	g      *file.Glob
+	lines  atomic.Int64
+	cancel context.CancelFunc
+	done   chan struct{}
+	stopQ  context.CancelFunc
+	qdone  chan struct{}
+}
+
+func newSpeedRig(t *testing.T, data, pattern string, maxOpen int) *speedRig {
+	t.Helper()
+	r := &speedRig{}
+	q := feed.NewQueue("rec", 4096, 8<<20, overload.Policy{Kind: overload.Pause})
+	pub := feed.NewPublisher("f", []*feed.Queue{q}, 65536, 512)
+	g, err := file.NewGlob(file.GlobConfig{
+		Stream: file.Config{Feed: "f", Path: pattern, Strategy: file.Committed, Poll: 250 * time.Millisecond,
+			RotateWait: 5 * time.Second, CommitSync: 10 * time.Millisecond, BatchLines: 512, Outputs: []string{data}},
+		PointerDir:   filepath.Join(data, "feeds", "f"),
+		EpochsPath:   filepath.Join(data, "feeds", "f.epochs"),
+		ScanInterval: 10 * time.Second,
+		MaxOpenFiles: maxOpen,
+	}, pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.g = g
+	qctx, qc := context.WithCancel(context.Background())
+	r.stopQ, r.qdone = qc, make(chan struct{})
+	go func() {
+		defer close(r.qdone)
+		for qctx.Err() == nil {
+			b := q.TryPop()
+			if b == nil {
+				time.Sleep(time.Millisecond)
+				continue
+			}
+			n := b.Len()
+			b.Release()
+			r.lines.Add(int64(n))
+			q.AddDispatched(uint64(n))
+		}
+	}()
+	ctx, cancel := context.WithCancel(context.Background())
+	r.cancel, r.done = cancel, make(chan struct{})
+	go func() {
+		defer close(r.done)
+		g.Run(ctx)
+	}()
+	return r
+}
+
+func (r *speedRig) stop(t *testing.T) {
+	r.cancel()
+	<-r.done
+	ctx, c := context.WithTimeout(context.Background(), 5*time.Second)
+	r.g.Drain(ctx)
+	c()
+	if err := r.g.Close(); err != nil {
+		t.Error(err)
+	}
+	r.stopQ()
+	<-r.qdone
+}
+
+// waitFor waits until n lines were delivered; false after d.
+func (r *speedRig) waitFor(n int64, d time.Duration) bool {
+	end := time.Now().Add(d)
+	for time.Now().Before(end) {
+		if r.lines.Load() >= n {
+			return true
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	return false
+}
+
+// More files than slots: a stream read to its end gives its slot to a
+// waiting one at once, not at the manager's next tick (250 ms here, the
+// default pollIntervalMillis): the slot hand-over was up to two ticks per
+// file (one to see the stream caught up, one to start the next after it
+// closed), so 16 small files through one slot took 4–8 s.
+func TestGlobSlotHandOverIsPrompt(t *testing.T) {
+	dir, data := t.TempDir(), t.TempDir()
+	const files, per = 16, 20
+	for i := range files {
+		writeLines(t, filepath.Join(dir, fmt.Sprintf("f%02d.log", i)), fmt.Sprintf("f%02d", i), per)
+	}
+	// maxOpenFiles 4: one slot (input + pointer), one descriptor of reserve.
+	r := newSpeedRig(t, data, filepath.Join(dir, "*.log"), 4)
+	defer r.stop(t)
+	start := time.Now()
+	if !r.waitFor(files*per, 10*time.Second) {
+		t.Fatalf("%d of %d lines after 10 s", r.lines.Load(), files*per)
+	}
+	if el := time.Since(start); el > 2*time.Second {
+		t.Fatalf("%d files through one slot took %v, want ≤ 2 s (a slot waits for the manager's tick)", files, el)
+	}
+}
