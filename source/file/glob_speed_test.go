@@ -3,13 +3,16 @@ package file_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
 	"tailfeed/feed"
 	"tailfeed/overload"
+	"tailfeed/pointer"
 	"tailfeed/source/file"
 )
 
@@ -112,5 +115,68 @@ func TestGlobSlotHandOverIsPrompt(t *testing.T) {
 	}
 	if el := time.Since(start); el > 2*time.Second {
 		t.Fatalf("%d files through one slot took %v, want ≤ 2 s (a slot waits for the manager's tick)", files, el)
+	}
+}
+
+// A pointer whose record is empty and not fresh (a glob stream closed
+// before its first commit, opened again) with no generation beside its
+// path does not read the epochs file at open: the look-up of the file the
+// record was emptied for (dropForgotten) has nothing to drop, and reading
+// the whole epochs file for every such reopen made a glob feed of 1,000
+// new files spend most of its CPU parsing it (quadratic: each new stream
+// appends to it). The epochs file is a FIFO here: reading it would block.
+func TestEmptyRecordReopenReadsNoEpochsFile(t *testing.T) {
+	dir, data := t.TempDir(), t.TempDir()
+	epochs := filepath.Join(data, "f.epochs")
+	ptrPath := filepath.Join(data, "f.ptr")
+	p, err := pointer.Open(ptrPath, pointer.Options{EpochsPath: epochs, Input: filepath.Join(dir, "app.log")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Close()
+	if err := os.Remove(epochs); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(epochs, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p, err = pointer.Open(ptrPath, pointer.Options{EpochsPath: epochs, Input: filepath.Join(dir, "app.log")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if p.Fresh() || p.Record().FileKey != 0 || p.Record().FPLen != 0 {
+		t.Fatalf("want a reopened empty record, got fresh %v %+v", p.Fresh(), p.Record())
+	}
+	q := feed.NewQueue("rec", 64, 1<<20, overload.Policy{Kind: overload.Pause})
+	pub := feed.NewPublisher("f", []*feed.Queue{q}, 1024, 64)
+	src := file.New(file.Config{Feed: "f", Path: filepath.Join(dir, "app.log"), Strategy: file.Committed,
+		Pointer: p, NoNotify: true, Poll: 50 * time.Millisecond}, pub)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		src.Run(ctx)
+	}()
+	defer func() {
+		cancel()
+		// Unblock a reader of the FIFO, if any, so that the source ends.
+		for {
+			select {
+			case <-done:
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+			if w, err := os.OpenFile(epochs, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+				w.Close()
+			}
+		}
+	}()
+	end := time.Now().Add(3 * time.Second)
+	for src.State() != file.WaitingForFile {
+		if time.Now().After(end) {
+			t.Fatalf("state %v after 3 s, want WAITING_FOR_FILE: the open is blocked reading the epochs file", src.State())
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
