@@ -41,7 +41,12 @@ func newMux(pub *feed.Publisher) *mux {
 	return m
 }
 
-// pump turns the feed's wake-ups into wake-ups of every stream.
+// pump turns the feed's wake-ups into wake-ups of the streams they
+// concern: those whose batches were acknowledged (pollLocked) and those
+// whose last publish was refused (room may have freed). A stream read to
+// its end with nothing to commit is not woken by the others' traffic: with
+// hundreds of open streams, waking them all at every batch the feed's
+// queues took cost more than the reading.
 func (m *mux) pump() {
 	defer close(m.done)
 	for {
@@ -51,9 +56,11 @@ func (m *mux) pump() {
 		case <-m.pub.Wake():
 		}
 		m.mu.Lock()
-		m.pollLocked()
+		m.pollLocked() // wakes the streams whose batches were acknowledged
 		for sp := range m.streams {
-			poke(sp.wake)
+			if sp.refused {
+				poke(sp.wake) // room may have freed
+			}
 		}
 		m.mu.Unlock()
 	}
@@ -117,6 +124,7 @@ type streamPub struct {
 	pending int64      // under m.mu
 	ack     feed.Acked // acknowledgements not yet polled, under m.mu
 	barrier bool
+	refused bool // under m.mu: its last publish was refused (woken by the feed's wake-ups)
 }
 
 func (sp *streamPub) TryPublish(b *feed.Batch) bool {
@@ -129,8 +137,10 @@ func (sp *streamPub) TryPublish(b *feed.Batch) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if !m.pub.TryPublish(b) { // b is the feed's from here on when true
+		sp.refused = true
 		return false
 	}
+	sp.refused = false
 	e.last = m.pub.Sequence()
 	m.fifo = append(m.fifo, e)
 	sp.pending += e.n
