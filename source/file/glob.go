@@ -725,6 +725,10 @@ func (g *Glob) start(ctx context.Context, s *gstream) error {
 	c.Path, c.DeliveryPath, c.Pinned = s.path, s.first, true
 	c.NoNotify = true // the glob's watcher wakes it
 	c.OnRest = func() { poke(g.rest) }
+	// Hundreds of streams may read at once: while behind, each msyncs
+	// its pointer at most once a second (stored at every acknowledgement
+	// all the same: kill -9 keeps it); caught up, every commitSyncMillis.
+	c.BusySync = max(c.CommitSync, time.Second)
 	if g.watcher != nil {
 		// Events wake the stream; while its file is where it was, its own
 		// look is a fallback at the rescan interval (thousands of open

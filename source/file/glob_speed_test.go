@@ -180,3 +180,99 @@ func TestEmptyRecordReopenReadsNoEpochsFile(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// countingMap is a pointer Mapping over the file's bytes that counts its
+// flushes (each an msync of the real mapping).
+type countingMap struct {
+	f       *os.File
+	mem     []byte
+	flushes atomic.Int64
+}
+
+func (m *countingMap) Bytes() []byte { return m.mem }
+func (m *countingMap) Close() error  { return nil }
+func (m *countingMap) Flush() error {
+	m.flushes.Add(1)
+	if _, err := m.f.WriteAt(m.mem, 0); err != nil {
+		return err
+	}
+	return m.f.Sync()
+}
+
+// A glob stream reading behind its file's end, or with lines unacknowledged,
+// msyncs its pointer at most every BusySync (the glob sets one second), not
+// every commitSyncMillis: with hundreds of streams open at once, each
+// msyncing every 10 ms, the pointers' msyncs took most of the disk's time
+// (bench 7a: about 4 per file). The commit is still stored at every
+// acknowledgement (kill -9 keeps it), and synced within commitSyncMillis once
+// every line is acknowledged, and at close.
+func TestGlobStreamSyncsLessWhileBehind(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "app.log")
+	writeLines(t, in, "l", 3000)
+	cm := &countingMap{}
+	p, err := pointer.Open(filepath.Join(dir, "app.ptr"), pointer.Options{Map: func(f *os.File) (pointer.Mapping, error) {
+		cm.f, cm.mem = f, make([]byte, pointer.Size)
+		_, err := f.ReadAt(cm.mem, 0)
+		return cm, err
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	q := feed.NewQueue("rec", 256, 1<<20, overload.Policy{Kind: overload.Pause})
+	pub := feed.NewPublisher("f", []*feed.Queue{q}, 4096, 50)
+	src := file.New(file.Config{Feed: "f", Path: in, Strategy: file.Committed, Pointer: p, NoNotify: true, Pinned: true,
+		BatchLines: 50, CommitSync: 5 * time.Millisecond, BusySync: time.Second, Poll: 50 * time.Millisecond}, pub)
+	qctx, qstop := context.WithCancel(context.Background())
+	qdone := make(chan struct{})
+	var got atomic.Int64
+	go func() {
+		defer close(qdone)
+		for qctx.Err() == nil {
+			b := q.TryPop()
+			if b == nil {
+				time.Sleep(time.Millisecond)
+				continue
+			}
+			time.Sleep(10 * time.Millisecond) // a slow subscriber: the stream stays behind
+			n := b.Len()
+			b.Release()
+			got.Add(int64(n))
+			q.AddDispatched(uint64(n))
+			pub.Poke()
+		}
+	}()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		src.Run(ctx)
+	}()
+	end := time.Now().Add(20 * time.Second)
+	for got.Load() < 3000 || src.State() != file.CaughtUp || !src.CommitOK() || src.SyncedSeq() < pub.Acknowledged() {
+		if time.Now().After(end) {
+			t.Fatalf("not settled: %d lines, state %v", got.Load(), src.State())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	behindFlushes := cm.flushes.Load()
+	cancel()
+	<-done
+	src.Drain(context.Background())
+	qstop()
+	<-qdone
+	if err := src.Close(); err != nil {
+		t.Fatal(err)
+	}
+	st, _ := os.Stat(in)
+	if rec, err := pointer.Inspect(filepath.Join(dir, "app.ptr")); err != nil || rec.Offset != st.Size() {
+		t.Fatalf("pointer on disk %+v (%v), want offset %d", rec, err, st.Size())
+	}
+	// 60 batches acknowledged 10 ms apart over about 0.6 s: one msync per
+	// acknowledgement at commitSyncMillis, at most about two while behind.
+	if behindFlushes > 8 {
+		t.Fatalf("%d msyncs until settled, want at most 8 (a glob stream behind syncs at most every second)", behindFlushes)
+	}
+	t.Logf("%d msyncs until settled, %d in all", behindFlushes, cm.flushes.Load())
+}
