@@ -975,6 +975,13 @@ func (g *Glob) loadPointers() {
 		}
 		rec, err := pointer.Inspect(p)
 		if err != nil {
+			if neverWritten(p) {
+				// Created, then killed before its first record was
+				// written: no epoch was ever held, no line published.
+				os.Remove(p)
+				g.log.Info("unfinished stream pointer removed (created, never written)", "pointer", p)
+				continue
+			}
 			g.log.Warn("unreadable stream pointer ignored", "pointer", p, "error", err)
 			continue
 		}
@@ -998,6 +1005,21 @@ func (g *Glob) loadPointers() {
 		}
 		g.loaded = append(g.loaded, loaded{s: s, rec: rec})
 	}
+}
+
+// neverWritten: the pointer file at p holds no byte but zeros (at most
+// pointer.Size of them): created (O_EXCL, sized) and never written.
+func neverWritten(p string) bool {
+	b, err := os.ReadFile(p)
+	if err != nil || len(b) > pointer.Size {
+		return false
+	}
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // adoptedEpochs maps each epoch to its last line in the epochs file when

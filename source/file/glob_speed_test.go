@@ -276,3 +276,41 @@ func TestGlobStreamSyncsLessWhileBehind(t *testing.T) {
 	}
 	t.Logf("%d msyncs until settled, %d in all", behindFlushes, cm.flushes.Load())
 }
+
+// A stream pointer that was created and never written (a kill -9 between
+// its creation and its first record: zeros, or nothing) held no epoch and
+// no line was published under it: the next start removes it, without a
+// WARN. It used to stay forever, WARNed as unreadable at every start.
+func TestGlobRemovesNeverWrittenPointers(t *testing.T) {
+	dir, data := t.TempDir(), t.TempDir()
+	writeLines(t, filepath.Join(dir, "a.log"), "a", 3)
+	ptrs := filepath.Join(data, "feeds", "f")
+	if err := os.MkdirAll(ptrs, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	zero := filepath.Join(ptrs, "00000000000000aa.ptr")
+	empty := filepath.Join(ptrs, "00000000000000bb.ptr")
+	junk := filepath.Join(ptrs, "00000000000000cc.ptr")
+	if err := os.WriteFile(zero, make([]byte, pointer.Size), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(empty, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(junk, append(make([]byte, 100), 'x'), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := newSpeedRig(t, data, filepath.Join(dir, "*.log"), 64)
+	if !r.waitFor(3, 10*time.Second) {
+		t.Fatalf("%d lines", r.lines.Load())
+	}
+	r.stop(t)
+	for _, p := range []string{zero, empty} {
+		if _, err := os.Stat(p); !os.IsNotExist(err) {
+			t.Errorf("%s: never written, still there (%v)", filepath.Base(p), err)
+		}
+	}
+	if _, err := os.Stat(junk); err != nil {
+		t.Errorf("a damaged pointer that was written is kept for inspection: %v", err)
+	}
+}
