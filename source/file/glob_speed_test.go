@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -21,6 +22,7 @@ import (
 // acknowledges every batch at once.
 type speedRig struct {
 	g      *file.Glob
+	pub    *feed.Publisher
 	lines  atomic.Int64
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -28,7 +30,7 @@ type speedRig struct {
 	qdone  chan struct{}
 }
 
-func newSpeedRig(t *testing.T, data, pattern string, maxOpen int) *speedRig {
+func newSpeedRig(t testing.TB, data, pattern string, maxOpen int) *speedRig {
 	t.Helper()
 	r := &speedRig{}
 	q := feed.NewQueue("rec", 4096, 8<<20, overload.Policy{Kind: overload.Pause})
@@ -44,7 +46,7 @@ func newSpeedRig(t *testing.T, data, pattern string, maxOpen int) *speedRig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.g = g
+	r.g, r.pub = g, pub
 	qctx, qc := context.WithCancel(context.Background())
 	r.stopQ, r.qdone = qc, make(chan struct{})
 	go func() {
@@ -59,6 +61,7 @@ func newSpeedRig(t *testing.T, data, pattern string, maxOpen int) *speedRig {
 			b.Release()
 			r.lines.Add(int64(n))
 			q.AddDispatched(uint64(n))
+			pub.Poke() // as a group does when it finished work
 		}
 	}()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -70,7 +73,7 @@ func newSpeedRig(t *testing.T, data, pattern string, maxOpen int) *speedRig {
 	return r
 }
 
-func (r *speedRig) stop(t *testing.T) {
+func (r *speedRig) stop(t testing.TB) {
 	r.cancel()
 	<-r.done
 	ctx, c := context.WithTimeout(context.Background(), 5*time.Second)
@@ -313,4 +316,45 @@ func TestGlobRemovesNeverWrittenPointers(t *testing.T) {
 	if _, err := os.Stat(junk); err != nil {
 		t.Errorf("a damaged pointer that was written is kept for inspection: %v", err)
 	}
+}
+
+// BenchmarkGlobRead is case 7a in-process (no daemon, no sink): a COMMITTED
+// glob feed over -files files of -lines lines of 100 bytes present at
+// start, each iteration with a fresh dataDir (every pointer new), timed
+// from Run to settled (every line acknowledged, every file's commit synced
+// and covering it, every file caught up). Profile it with
+// go test -run '^$' -bench GlobRead -benchtime 3x -cpuprofile cpu.out ./source/file
+func BenchmarkGlobRead(b *testing.B) {
+	const files, lines = 200, 2000
+	dir := b.TempDir()
+	body := strings.Repeat("x", 88)
+	for f := range files {
+		var sb strings.Builder
+		for i := range lines {
+			fmt.Fprintf(&sb, "%s %010d\n", body, i)
+		}
+		p := filepath.Join(dir, fmt.Sprintf("d%02d", f/100), fmt.Sprintf("f%05d.log", f))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(sb.String()), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ResetTimer()
+	for range b.N {
+		data := b.TempDir()
+		start := time.Now()
+		r := newSpeedRig(b, data, filepath.Join(dir, "**", "*.log"), 1024)
+		for r.lines.Load() < files*lines || r.g.State() != file.CaughtUp || !r.g.CommitOK() || r.g.SyncedSeq() < r.pub.Acknowledged() {
+			if time.Since(start) > 5*time.Minute {
+				b.Fatalf("%d of %d lines after 5 min", r.lines.Load(), files*lines)
+			}
+			time.Sleep(time.Millisecond)
+		}
+		b.StopTimer()
+		r.stop(b)
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(files*lines)*float64(b.N)/b.Elapsed().Seconds(), "lines/s")
 }
