@@ -141,7 +141,28 @@ func (p *Pointer) reset(epoch uint64, f io.ReaderAt, fileKey uint64, why string)
 	}
 	p.logEpoch(p.cur, why, prev) // write-ahead: before either slot holds the epoch
 	p.resetLeft, p.dirty = 2, true
+	if why == "created" {
+		return p.syncNew()
+	}
 	return p.syncBoth()
+}
+
+// syncNew writes the record of a file Open just created into both slots
+// and flushes them with one msync: no slot holds an older record that a
+// torn write could cost (a crash leaves each slot zero or valid, and a
+// file with no valid slot starts fresh at the next Open; no line was
+// published under the epoch before Open returned). A failed flush leaves
+// both slots owed, as a Reset's.
+func (p *Pointer) syncNew() error {
+	p.put(0)
+	p.put(1)
+	if err := p.m.Flush(); err != nil {
+		p.rewrite = true
+		return fmt.Errorf("%w: msync %s: %w", ErrSync, p.path, err)
+	}
+	p.resetLeft, p.dirty = 0, false
+	p.syncedSlot, p.cur.Slot = 0, 'A'
+	return nil
 }
 
 // syncBoth writes the current record into the slots a Reset still owes,

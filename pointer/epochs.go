@@ -13,8 +13,6 @@ import (
 	"strconv"
 	"sync"
 	"time"
-
-	"tailfeed/internal/fileutil"
 )
 
 // The epochs file (DESIGN §4, dataDir/feeds/<feed>.epochs) maps every epoch
@@ -132,7 +130,7 @@ type epochJSON struct {
 }
 
 // AppendEpoch appends l to the epochs file at path (created 0600 with its
-// directory entry synced) and fsyncs it.
+// directory entry synced) and fsyncs it; it returns once l is on disk.
 func AppendEpoch(path string, l EpochLine) error {
 	j := epochJSON{V: EpochsFormat,
 		Epoch: hex(l.Epoch), FileKey: hex(l.FileKey), FPLen: l.FPLen, FP: hex(l.FP),
@@ -151,16 +149,24 @@ func AppendEpoch(path string, l EpochLine) error {
 	if err != nil {
 		return err
 	}
+	// Appends that arrive while another one's fsync runs share the next
+	// write and fsync (group.go).
+	return appendGrouped(path, append(b, '\n'))
+}
+
+// appendSync appends lines to the epochs file at path (created 0600 with
+// its directory entry synced) and fsyncs it.
+func appendSync(path string, lines []byte) error {
 	_, statErr := os.Lstat(path)
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
 		return err
 	}
-	if _, err := f.Write(append(b, '\n')); err != nil {
+	if _, err := f.Write(lines); err != nil {
 		f.Close()
 		return err
 	}
-	if err := f.Sync(); err != nil {
+	if err := syncFile(f); err != nil {
 		f.Close()
 		return err
 	}
@@ -168,7 +174,7 @@ func AppendEpoch(path string, l EpochLine) error {
 		return err
 	}
 	if errors.Is(statErr, os.ErrNotExist) {
-		return fileutil.SyncDir(filepath.Dir(path))
+		return syncDir(filepath.Dir(path))
 	}
 	return nil
 }

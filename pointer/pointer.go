@@ -106,7 +106,7 @@ func openFile(path string) (f *os.File, created bool, err error) {
 	if err != nil {
 		return nil, false, err
 	}
-	if err := fileutil.SyncDir(filepath.Dir(path)); err != nil {
+	if err := syncDirGrouped(filepath.Dir(path)); err != nil {
 		f.Close()
 		return nil, false, fmt.Errorf("pointer: sync directory of %s: %w", path, err)
 	}

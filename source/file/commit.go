@@ -56,10 +56,21 @@ func (s *Source) commitStep(force bool) {
 		s.synced(s.ptr.Sync())
 		return
 	}
-	if !c.inFlight && time.Since(c.lastSync) >= s.cfg.CommitSync {
+	if !c.inFlight && time.Since(c.lastSync) >= s.syncEvery() {
 		s.startSync()
 	}
 	s.dirty.Store(true)
+}
+
+// syncEvery is how often a stored commit is msynced: commitSyncMillis, or
+// BusySync while the source reads behind its file's end or lines it
+// published are still unacknowledged (once the last one is, the commit
+// covering it is synced within commitSyncMillis).
+func (s *Source) syncEvery() time.Duration {
+	if s.cfg.BusySync > s.cfg.CommitSync && (State(s.state.Load()) == Behind || s.pub.Pending() > 0) {
+		return s.cfg.BusySync
+	}
+	return s.cfg.CommitSync
 }
 
 // acked records an acknowledgement that moved.

@@ -424,7 +424,8 @@
 //     acknowledgement to that stream once every holding queue finished the
 //     whole batch, so each stream commits only its own positions (the
 //     commit rule per stream; never ahead, at most one batch behind).
-//     Wake-ups of the feed reach every open stream.
+//     Wake-ups of the feed reach the streams they concern: one whose
+//     batch was acknowledged, one whose last publish was refused.
 //
 //   - Order: a new file at a path is not opened before the stream that was
 //     at that path is read to its end with every line acknowledged (the

@@ -70,6 +70,7 @@ type Glob struct {
 	started  bool
 	scanned  bool
 	stopped  chan *gstream
+	rest     chan struct{} // a stream read all it could: a waiting one may take its slot
 	watcher  *fsnotify.Watcher
 	watched  map[string]bool
 	events   chan string
@@ -145,7 +146,7 @@ func NewGlob(cfg GlobConfig, pub *feed.Publisher) (*Glob, error) {
 	}
 	g := &Glob{cfg: cfg, pat: pat, log: cfg.Stream.Logger, pub: pub,
 		byPath: map[string]*gstream{}, byKey: map[uint64]*gstream{}, retired: map[uint64]bool{},
-		skipped: map[string]bool{}, watched: map[string]bool{}, stopped: make(chan *gstream, 64),
+		skipped: map[string]bool{}, watched: map[string]bool{}, stopped: make(chan *gstream, 64), rest: make(chan struct{}, 1),
 		events: make(chan string, 1024), kick: make(chan struct{}, 1)}
 	if g.log == nil {
 		g.log = hclog.NewNullLogger()
@@ -229,6 +230,9 @@ func (g *Glob) Run(ctx context.Context) error {
 			g.drainEvents(ctx)
 		case s := <-g.stopped:
 			g.closed(s)
+			g.handOver(ctx) // its slot is free
+		case <-g.rest:
+			g.handOver(ctx)
 		case <-tick.C:
 			g.housekeep(ctx)
 		}
@@ -726,6 +730,11 @@ func (g *Glob) start(ctx context.Context, s *gstream) error {
 	c := g.cfg.Stream
 	c.Path, c.DeliveryPath, c.Pinned = s.path, s.first, true
 	c.NoNotify = true // the glob's watcher wakes it
+	c.OnRest = func() { poke(g.rest) }
+	// Hundreds of streams may read at once: while behind, each msyncs
+	// its pointer at most once a second (stored at every acknowledgement
+	// all the same: kill -9 keeps it); caught up, every commitSyncMillis.
+	c.BusySync = max(c.CommitSync, time.Second)
 	if g.watcher != nil {
 		// Events wake the stream; while its file is where it was, its own
 		// look is a fallback at the rescan interval (thousands of open
@@ -841,6 +850,17 @@ func (g *Glob) closed(s *gstream) {
 func (g *Glob) grownSince(s *gstream) bool {
 	st, err := os.Stat(s.path)
 	return err == nil && st.Size() != s.offset && exists(s.path, s.key)
+}
+
+// handOver runs the scheduler when files wait for a slot: a stream that
+// closed, or read all it could, lets one of them in at once rather than at
+// the next tick.
+func (g *Glob) handOver(ctx context.Context) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if len(g.queue) > 0 && ctx.Err() == nil {
+		g.schedule(ctx)
+	}
 }
 
 // housekeep closes inactive and finished streams, forgets old pointers and
@@ -963,6 +983,13 @@ func (g *Glob) loadPointers() {
 		}
 		rec, err := pointer.Inspect(p)
 		if err != nil {
+			if neverWritten(p) {
+				// Created, then killed before its first record was
+				// written: no epoch was ever held, no line published.
+				os.Remove(p)
+				g.log.Info("unfinished stream pointer removed (created, never written)", "pointer", p)
+				continue
+			}
 			g.log.Warn("unreadable stream pointer ignored", "pointer", p, "error", err)
 			continue
 		}
@@ -999,6 +1026,21 @@ func (g *Glob) loadPointers() {
 		}
 		g.loaded = append(g.loaded, loaded{s: s, rec: rec})
 	}
+}
+
+// neverWritten: the pointer file at p holds no byte but zeros (at most
+// pointer.Size of them): created (O_EXCL, sized) and never written.
+func neverWritten(p string) bool {
+	b, err := os.ReadFile(p)
+	if err != nil || len(b) > pointer.Size {
+		return false
+	}
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // adoptedEpochs maps each epoch to its last line in the epochs file when

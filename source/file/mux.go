@@ -43,7 +43,12 @@ func newMux(pub *feed.Publisher) *mux {
 	return m
 }
 
-// pump turns the feed's wake-ups into wake-ups of every stream.
+// pump turns the feed's wake-ups into wake-ups of the streams they
+// concern: those whose batches were acknowledged (pollLocked) and those
+// whose last publish was refused (room may have freed). A stream read to
+// its end with nothing to commit is not woken by the others' traffic: with
+// hundreds of open streams, waking them all at every batch the feed's
+// queues took cost more than the reading.
 func (m *mux) pump() {
 	defer close(m.done)
 	for {
@@ -53,9 +58,11 @@ func (m *mux) pump() {
 		case <-m.pub.Wake():
 		}
 		m.mu.Lock()
-		m.pollLocked()
+		m.pollLocked() // wakes the streams whose batches were acknowledged
 		for sp := range m.streams {
-			poke(sp.wake)
+			if sp.refused {
+				poke(sp.wake) // room may have freed
+			}
 		}
 		m.mu.Unlock()
 	}
@@ -146,6 +153,7 @@ type streamPub struct {
 	pending int64      // under m.mu
 	ack     feed.Acked // acknowledgements not yet polled, under m.mu
 	barrier bool       // written under m.mu
+	refused bool       // under m.mu: its last publish was refused (woken by the feed's wake-ups)
 
 	lastEpoch uint64                 // of its last published batch, under m.mu
 	prevEpoch uint64                 // the epoch before lastEpoch (0: none), under m.mu
@@ -163,8 +171,10 @@ func (sp *streamPub) TryPublish(b *feed.Batch) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if !m.pub.TryPublish(b) { // b is the feed's from here on when true
+		sp.refused = true
 		return false
 	}
+	sp.refused = false
 	e.last = m.pub.Sequence()
 	m.fifo = append(m.fifo, e)
 	if sp.lastEpoch != epoch {

@@ -58,6 +58,17 @@ type Config struct {
 	// is at its path and no rotation is in progress (a glob stream: the
 	// glob's watcher wakes it on every change).
 	IdlePoll time.Duration
+	// BusySync, when longer than CommitSync, is how often a stored commit
+	// is msynced while the source reads behind its file's end (BEHIND) or
+	// lines it published are unacknowledged; a glob stream's (DESIGN §10:
+	// hundreds of pointers at once). Otherwise, at an epoch switch and at
+	// close it syncs as CommitSync says.
+	BusySync time.Duration
+	// OnRest, when set, is called on the source's goroutine whenever its
+	// state moves to CAUGHT_UP, WAITING_FOR_FILE, END_OF_STREAM or FAILED
+	// from another one (a glob stream: the glob then hands its slot to a
+	// waiting file at once). It must not block.
+	OnRest func()
 }
 
 // Loss is one counted loss: a rotated or truncated file's unread tail
@@ -352,7 +363,11 @@ func (s *Source) fail(err error) {
 	s.setState(Failed)
 }
 
-func (s *Source) setState(st State) { s.state.Store(int32(st)) }
+func (s *Source) setState(st State) {
+	if old := State(s.state.Swap(int32(st))); old != st && s.cfg.OnRest != nil && st.resting() {
+		s.cfg.OnRest()
+	}
+}
 
 // setDetail records the latest notable event. A lost tail stays in the
 // detail until the next restart (DESIGN §4).

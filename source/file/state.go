@@ -32,6 +32,11 @@ func (s State) String() string {
 	return fmt.Sprintf("State(%d)", int32(s))
 }
 
+// resting: nothing is left to read for now (or ever).
+func (s State) resting() bool {
+	return s == CaughtUp || s == WaitingForFile || s == EndOfStream || s == Failed
+}
+
 // Strategy is where a source starts reading and whether it stops.
 type Strategy int
 

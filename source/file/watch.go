@@ -57,7 +57,7 @@ func (s *Source) poll() {
 func (s *Source) wait(ctx context.Context) {
 	d := s.pollEvery() - time.Since(s.lastPoll)
 	if s.commit.stored && !s.commit.inFlight {
-		d = min(d, s.cfg.CommitSync-time.Since(s.commit.lastSync))
+		d = min(d, s.syncEvery()-time.Since(s.commit.lastSync))
 	}
 	if d <= 0 {
 		return

@@ -2,8 +2,12 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -92,6 +96,45 @@ func (p *proc) waitSizes(paths []string, want int64, timeout time.Duration) (tim
 			return now, fmt.Errorf("outputs not complete after %s: %s", timeout, lastLines(p.stderr.String(), 10))
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// freePort returns 127.0.0.1:PORT for a port that was free when asked.
+func freePort() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+// waitSettled polls GET /feed.status at addr (every 5 ms) until the report
+// says settled; it returns when it did.
+func (p *proc) waitSettled(addr string, timeout time.Duration) (time.Time, error) {
+	deadline := time.Now().Add(timeout)
+	client := &http.Client{Timeout: 5 * time.Second}
+	for {
+		resp, err := client.Get("http://" + addr + "/feed.status")
+		if err == nil {
+			var r struct {
+				Settled bool `json:"settled"`
+			}
+			body, rerr := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if rerr == nil && json.Unmarshal(body, &r) == nil && r.Settled {
+				return time.Now(), nil
+			}
+		}
+		select {
+		case <-p.done:
+			return time.Now(), fmt.Errorf("daemon exited early (%v): %s", p.err, lastLines(p.stderr.String(), 10))
+		default:
+		}
+		if time.Now().After(deadline) {
+			return time.Now(), fmt.Errorf("not settled after %s (%v): %s", timeout, err, lastLines(p.stderr.String(), 10))
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 

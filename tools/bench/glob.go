@@ -30,6 +30,7 @@ var (
 	globIdleFiles = flag.Int("glob-idle-files", 10000, "glob idle case: caught-up files")
 	globIdle      = flag.Duration("glob-idle", 30*time.Second, "glob idle case: CPU window")
 	globNew       = flag.Int("glob-new", 200, "glob discovery: new files created one by one")
+	globOnly      = flag.Bool("glob-only", false, "run only the glob throughput case (7a), -runs times")
 	globMaxOpen   = 1024
 )
 
@@ -39,6 +40,9 @@ func globCases(o options, t *table) error {
 	}
 	if err := globThroughput(o, t); err != nil {
 		return fmt.Errorf("glob throughput: %w", err)
+	}
+	if *globOnly {
+		return nil
 	}
 	if err := globIdleCase(o, t); err != nil {
 		return fmt.Errorf("glob idle: %w", err)
@@ -50,15 +54,15 @@ func globCases(o options, t *table) error {
 }
 
 // writeGlobConfig writes a config with one COMMITTED glob feed over
-// dir/in/**/*.log and a file sink.
-func writeGlobConfig(o options, out string) (cfg, state string, err error) {
+// dir/in/**/*.log and a file sink; the status server listens on listen.
+func writeGlobConfig(o options, out, listen string) (cfg, state string, err error) {
 	state = filepath.Join(o.dir, "gstate")
 	if err := os.RemoveAll(state); err != nil {
 		return "", "", err
 	}
 	os.Remove(out)
 	var b strings.Builder
-	fmt.Fprintf(&b, "dataDir: %q\nstatus: {listen: \"127.0.0.1:0\"}\nlog: {level: warn}\n", state)
+	fmt.Fprintf(&b, "dataDir: %q\nstatus: {listen: %q}\nlog: {level: warn}\n", state, listen)
 	fmt.Fprintf(&b, "feeds:\n  - name: bench\n    path: %q\n    readStrategy: COMMITTED\n    maxOpenFiles: %d\n",
 		filepath.Join(o.dir, "gin", "**", "*.log"), globMaxOpen)
 	fmt.Fprintf(&b, "processors:\n  - name: out\n    feed: bench\n    type: file\n    path: %q\n    fsync: never\n", out)
@@ -149,7 +153,7 @@ func globThroughput(o options, t *table) error {
 	}
 	lines := float64(*globFiles * *globLines)
 	out := filepath.Join(o.dir, "glob.out")
-	var bestPlain, bestDaemon time.Duration
+	var bestPlain, bestDaemon, bestLast time.Duration
 	var best measured
 	for r := 0; r < o.runs; r++ {
 		d, err := plainMany(paths, out)
@@ -160,7 +164,11 @@ func globThroughput(o options, t *table) error {
 			bestPlain = d
 		}
 		os.Remove(out)
-		cfg, state, err := writeGlobConfig(o, out)
+		addr, err := freePort()
+		if err != nil {
+			return err
+		}
+		cfg, state, err := writeGlobConfig(o, out, addr)
 		if err != nil {
 			return err
 		}
@@ -168,18 +176,27 @@ func globThroughput(o options, t *table) error {
 		if err != nil {
 			return err
 		}
-		end, err := p.waitSizes([]string{out}, total, 10*time.Minute)
+		last, err := p.waitSizes([]string{out}, total, 10*time.Minute)
+		if err == nil {
+			// Timed to settled (every file's last commit synced and
+			// covering its acknowledged lines), as the issue asks, not
+			// to the last byte in the output.
+			_, err = p.waitSettled(addr, time.Minute)
+		}
 		if err != nil {
 			p.kill()
 			return err
 		}
+		end := time.Now()
 		m := measured{wall: end.Sub(p.start)}
 		if err := p.stop(); err != nil {
 			return err
 		}
 		m.cpu, m.maxRSS = usage(p.cmd.ProcessState)
+		fmt.Fprintf(os.Stderr, "glob run %d: plain %.3f s, tailfeed %.3f s to settled (%.3f s to the last line), cpu %.2f s, ×%.2f\n",
+			r+1, d.Seconds(), m.wall.Seconds(), last.Sub(p.start).Seconds(), m.cpu.Seconds(), d.Seconds()/m.wall.Seconds())
 		if bestDaemon == 0 || m.wall < bestDaemon {
-			bestDaemon, best = m.wall, m
+			bestDaemon, best, bestLast = m.wall, m, last.Sub(p.start)
 		}
 		os.Remove(out)
 	}
@@ -190,7 +207,7 @@ func globThroughput(o options, t *table) error {
 	t.add(row{num: "7", name: fmt.Sprintf("tailfeed glob feed (**/*.log, %d files present at start) → file sink", *globFiles),
 		linesPerSec: fmtRate(lines / bestDaemon.Seconds()), mbPerSec: fmt.Sprintf("%.0f", float64(total)/1e6/bestDaemon.Seconds()),
 		xPlain: fmt.Sprintf("%.2f", x), cpu: fmt.Sprintf("%.2f", best.cpu.Seconds()), rss: fmtMiB(best.maxRSS),
-		detail: fmt.Sprintf("wall %.3f s, start to last line", bestDaemon.Seconds()), target: verdict("≥ 0.5× plain", x >= 0.5)})
+		detail: fmt.Sprintf("wall %.3f s, start to settled (%.3f s to the last line)", bestDaemon.Seconds(), bestLast.Seconds()), target: verdict("≥ 0.5× plain", x >= 0.5)})
 	return os.RemoveAll(filepath.Join(o.dir, "gin"))
 }
 
@@ -209,7 +226,7 @@ func globIdleCase(o options, t *table) error {
 	defer os.RemoveAll(filepath.Join(o.dir, "gin"))
 	out := filepath.Join(o.dir, "glob.out")
 	defer os.Remove(out)
-	cfg, state, err := writeGlobConfig(o, out)
+	cfg, state, err := writeGlobConfig(o, out, "127.0.0.1:0")
 	if err != nil {
 		return err
 	}
@@ -265,7 +282,7 @@ func globDiscovery(o options, t *table) error {
 	defer os.RemoveAll(in)
 	out := filepath.Join(o.dir, "glob.out")
 	defer os.Remove(out)
-	cfg, state, err := writeGlobConfig(o, out)
+	cfg, state, err := writeGlobConfig(o, out, "127.0.0.1:0")
 	if err != nil {
 		return err
 	}

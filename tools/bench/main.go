@@ -123,6 +123,13 @@ func run(o options) error {
 	t := &table{}
 	started := time.Now()
 	printHeader(o)
+	if *globOnly {
+		if err := globCases(o, t); err != nil {
+			return err
+		}
+		t.print(os.Stdout)
+		return nil
+	}
 	if err := throughput(o, t); err != nil {
 		return err
 	}
