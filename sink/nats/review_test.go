@@ -1,0 +1,204 @@
+package nats
+
+// Review of the fast batch change (issue 14, DESIGN §11 nats): failing
+// tests for suspected defects, against the real embedded server.
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"tailfeed/feed"
+	"tailfeed/internal/grouptest"
+	"tailfeed/internal/natstest"
+	"tailfeed/processor"
+)
+
+// exactlyOnce on a stream made by createStream (its 2-minute duplicate
+// window): the stream put back to an earlier point while the sink was
+// stopped (its last messages deleted, as e2e TestNatsSkewedRestore does —
+// but that test shrinks the window to 100 ms), then the feed re-reads
+// from the subject's last message (DESIGN §11 "A restored sink is caught
+// up from the input"). The re-published lines' Nats-Msg-Ids are still in
+// the server's duplicate window (a delete does not clear it), so the
+// server skips them inside the fast batch (nats-server 2.15
+// checkMsgHeadersPreClusteredProposal checks the Msg-Id before the
+// expected-last-subject-sequence) and counts them in the batch's final
+// ack: the sink counts lines processed that the stream does not hold.
+func TestReviewExactlyOnceRestoreInsideDuplicateWindowLoses(t *testing.T) {
+	for _, batched := range []bool{true, false} {
+		t.Run(fmt.Sprint("allow_batched=", batched), func(t *testing.T) {
+			srv := natstest.Start(t, natstest.Options{})
+			_, js := srv.Connect(t)
+			ctx := context.Background()
+			st, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "LOGS", Subjects: []string{"logs.>"},
+				Storage: jetstream.FileStorage, Duplicates: 2 * time.Minute, AllowBatchPublish: batched}) // what createStream makes
+			if err != nil {
+				t.Fatal(err)
+			}
+			r1 := newRig(t, processor.GroupConfig{}, Config{URL: srv.URL(), ExactlyOnce: true})
+			a := grouptest.Lines("a", 0, 20)
+			r1.Publish(a...)
+			r1.WaitAck(20, 10*time.Second)
+			r1.Cancel()
+			<-r1.G.Done()
+			r1.s.Close()
+
+			// The restore: every message after sequence 10 gone.
+			for seq := uint64(11); seq <= 20; seq++ {
+				if err := st.DeleteMsg(ctx, seq); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// The next start: the subject's last message is a[9]; the
+			// feed re-reads a[10:] and new lines follow.
+			r2 := newRig(t, processor.GroupConfig{}, Config{URL: srv.URL(), ExactlyOnce: true, Feed: "app"})
+			marks, err := r2.s.DoneThrough(ctx)
+			if err != nil || len(marks) != 1 || marks[0].Position != int64(10*(len(a[0])+1)) {
+				t.Fatalf("done-through %v %v, want a[9]'s end", marks, err)
+			}
+			r2.Pos = marks[0].Position
+			r2.Publish(a[10:]...)
+			bl := grouptest.Lines("b", 0, 5)
+			r2.Publish(bl...)
+			r2.WaitAck(15, 10*time.Second)
+			got := bodies(natstest.Messages(t, js, "LOGS"))
+			if strings.Join(got, "|") != strings.Join(append(append([]string{}, a...), bl...), "|") {
+				t.Fatalf("the group counted all 15 re-read and new lines processed; the stream holds %d lines: %v (want a-00000…a-00019, b-00000…b-00004: a-00010…a-00019 acknowledged, never stored)",
+					len(got), got)
+			}
+		})
+	}
+}
+
+// A line over the server's max_payload (refused by the client before it
+// is sent) in the middle of a fast batch: it alone follows onFailure
+// (deadLetter: it is in the ledger, every other line in the stream once,
+// in order; hold: the ack point stops right before it).
+// TestPoisonFollowsOnFailure covers max_payload only on a stream without
+// allow_batched.
+func TestReviewMaxPayloadPoisonInFastBatch(t *testing.T) {
+	for _, c := range []struct {
+		onf processor.OnFailure
+		eo  bool
+	}{{processor.DeadLetter, true}, {processor.DeadLetter, false}, {processor.Hold, true}, {processor.Hold, false}} {
+		t.Run(fmt.Sprint(c.onf, " exactlyOnce=", c.eo), func(t *testing.T) {
+			srv := natstest.Start(t, natstest.Options{MaxPayload: 1500})
+			_, js := srv.Connect(t)
+			if _, err := js.CreateStream(context.Background(), jetstream.StreamConfig{Name: "LOGS", Subjects: []string{"logs.>"},
+				AllowBatchPublish: true}); err != nil {
+				t.Fatal(err)
+			}
+			r := newRig(t, processor.GroupConfig{OnFailure: c.onf, Retry: grouptest.FastRetry(2)}, Config{URL: srv.URL(), ExactlyOnce: c.eo})
+			a := grouptest.Lines("a", 0, 40)
+			bl := grouptest.Lines("b", 0, 40)
+			big := strings.Repeat("x", 2000)
+			r.Publish(append(append(append([]string{}, a...), big), bl...)...)
+			if c.onf == processor.DeadLetter {
+				r.WaitAck(81, 15*time.Second)
+				if r.ledger.Len() != 1 {
+					t.Fatalf("%d dead letters, want 1", r.ledger.Len())
+				}
+				wantLines(t, bodies(natstest.Messages(t, js, "LOGS")), a, bl)
+				return
+			}
+			waitFenced(t, r, "rejected the message")
+			time.Sleep(200 * time.Millisecond)
+			if r.ledger.Len() != 0 || r.Q.AckPoint() != 40 {
+				t.Fatalf("hold: %d dead letters, ack point %d (want 0, 40)", r.ledger.Len(), r.Q.AckPoint())
+			}
+			wantLines(t, bodies(natstest.Messages(t, js, "LOGS")), a)
+		})
+	}
+}
+
+// The server restarted in the middle of large fast batches: the sink
+// stalls and resumes by itself; exactlyOnce the subject holds every line
+// once, in order; at least once every line at least once.
+func TestReviewServerRestartMidBatch(t *testing.T) {
+	for _, eo := range []bool{true, false} {
+		t.Run(fmt.Sprint("exactlyOnce=", eo), func(t *testing.T) {
+			srv := natstest.Start(t, natstest.Options{})
+			r := newRig(t, processor.GroupConfig{OnFailure: processor.DeadLetter, Retry: grouptest.FastRetry(3)},
+				Config{URL: srv.URL(), CreateStream: true, ExactlyOnce: eo, Window: 256, Timeout: time.Second})
+			var want []string
+			stopped := make(chan struct{})
+			go func() {
+				defer close(stopped)
+				_, js := srv.Connect(t)
+				grouptest.WaitFor(t, "some lines stored", func() bool {
+					s, err := js.Stream(context.Background(), "LOGS")
+					if err != nil {
+						return false
+					}
+					return s.CachedInfo().State.Msgs > 1500
+				})
+				srv.Stop()
+				time.Sleep(300 * time.Millisecond)
+				srv.Start()
+			}()
+			for k := 0; k < 8; k++ {
+				l := grouptest.Lines(fmt.Sprint("p", k), 0, 1000)
+				want = append(want, l...)
+				for _, part := range [][]string{l[:500], l[500:]} {
+					publishWait(r, part)
+				}
+			}
+			<-stopped
+			r.WaitAck(uint64(len(want)), 30*time.Second)
+			_, js := srv.Connect(t)
+			got := bodies(natstest.Messages(t, js, "LOGS"))
+			if r.ledger.Len() != 0 {
+				t.Fatalf("%d dead letters after a restart", r.ledger.Len())
+			}
+			if eo {
+				if strings.Join(got, "|") != strings.Join(want, "|") {
+					seen := map[string]int{}
+					for _, l := range got {
+						seen[l]++
+					}
+					var lost, twice []string
+					for _, l := range want {
+						if seen[l] == 0 {
+							lost = append(lost, l)
+						} else if seen[l] > 1 {
+							twice = append(twice, l)
+						}
+					}
+					t.Fatalf("stream holds %d lines for %d: lost %d %v, twice %d %v", len(got), len(want), len(lost), head(lost), len(twice), head(twice))
+				}
+				return
+			}
+			seen := map[string]bool{}
+			for _, l := range got {
+				seen[l] = true
+			}
+			for _, l := range want {
+				if !seen[l] {
+					t.Fatalf("line %s lost", l)
+				}
+			}
+		})
+	}
+}
+
+// publishWait publishes lines as one batch, waiting while the queue is full.
+func publishWait(r *rig, lines []string) {
+	b := feed.NewBatch()
+	b.Feed, b.Path, b.Epoch = "app", "/in.log", r.Epoch
+	for _, l := range lines {
+		r.Pos += int64(len(l)) + 1
+		b.AppendLine([]byte(l), r.Pos)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for !r.Pub.TryPublish(b) {
+		if time.Now().After(deadline) {
+			r.T.Fatal("publish refused for 30 s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
