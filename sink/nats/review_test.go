@@ -6,10 +6,12 @@ package nats
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"tailfeed/feed"
@@ -201,4 +203,76 @@ func publishWait(r *rig, lines []string) {
 		}
 		time.Sleep(time.Millisecond)
 	}
+}
+
+// An overloaded server (its stream ingest queue full: nats-server drops
+// the message and answers 429 "too many requests", stream.go
+// queueInbound) is the engine's condition, not a line's: DESIGN §11 "a
+// connection failure, timeout or unavailable engine is retried at the
+// backoff cap whatever onFailure says; only a record the engine rejects
+// follows onFailure". Another publisher floods the same stream while the
+// sink publishes; with onFailure deadLetter nothing may be dead-lettered.
+// (The server's ingest queue is made small here, as max_buffered_msgs
+// does; with the defaults, 100,000 messages, many sidecars sharing one
+// stream reach it.)
+func TestReviewOverloadedStreamNotDeadLettered(t *testing.T) {
+	for _, batched := range []bool{true, false} {
+		t.Run(fmt.Sprint("allow_batched=", batched), func(t *testing.T) {
+			url := smallIngestServer(t, 20)
+			nc, js := connect(t, url)
+			if _, err := js.CreateStream(context.Background(), jetstream.StreamConfig{Name: "LOGS", Subjects: []string{"logs.>"},
+				AllowBatchPublish: batched}); err != nil {
+				t.Fatal(err)
+			}
+			stop := make(chan struct{})
+			flooded := make(chan struct{})
+			go func() { // another host's publisher, no ack awaited
+				defer close(flooded)
+				body := []byte(strings.Repeat("f", 100))
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					for k := 0; k < 1000; k++ {
+						_ = nc.Publish("logs.flood", body)
+					}
+				}
+			}()
+			defer func() { close(stop); <-flooded }()
+			r := newRig(t, processor.GroupConfig{OnFailure: processor.DeadLetter, Retry: grouptest.FastRetry(3)},
+				Config{URL: url, Window: 1000, Timeout: 5 * time.Second})
+			var want []string
+			for k := 0; k < 4; k++ {
+				l := grouptest.Lines(fmt.Sprint("p", k), 0, 500)
+				want = append(want, l...)
+				publishWait(r, l)
+			}
+			r.WaitAck(uint64(len(want)), 60*time.Second)
+			if n := r.ledger.Len(); n != 0 {
+				items, _ := r.ledger.List(3)
+				t.Fatalf("%d of %d lines dead-lettered while the server was overloaded (first: %q); want 0 (held at the cap, then stored)",
+					n, len(want), items[0].Error)
+			}
+		})
+	}
+}
+
+// smallIngestServer runs an embedded server whose streams queue at most
+// msgs inbound messages.
+func smallIngestServer(t *testing.T, msgs int) string {
+	t.Helper()
+	opts := &server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: filepath.Join(t.TempDir(), "js"),
+		NoSigs: true, NoLog: true, StreamMaxBufferedMsgs: msgs}
+	s, err := server.NewServer(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go s.Start()
+	if !s.ReadyForConnections(5 * time.Second) {
+		t.Fatal("server not ready")
+	}
+	t.Cleanup(func() { s.Shutdown(); s.WaitForShutdown() })
+	return s.ClientURL()
 }
