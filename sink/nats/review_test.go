@@ -276,3 +276,61 @@ func smallIngestServer(t *testing.T, msgs int) string {
 	t.Cleanup(func() { s.Shutdown(); s.WaitForShutdown() })
 	return s.ClientURL()
 }
+
+// exactlyOnce under the same overload (onFailure hold): the subject holds
+// every line once, in order, and nothing is dead-lettered.
+func TestReviewOverloadedExactlyOnceInOrder(t *testing.T) {
+	for _, batched := range []bool{true, false} {
+		t.Run(fmt.Sprint("allow_batched=", batched), func(t *testing.T) {
+			url := smallIngestServer(t, 20)
+			nc, js := connect(t, url)
+			if _, err := js.CreateStream(context.Background(), jetstream.StreamConfig{Name: "LOGS", Subjects: []string{"logs.>"},
+				AllowBatchPublish: batched}); err != nil {
+				t.Fatal(err)
+			}
+			stop := make(chan struct{})
+			flooded := make(chan struct{})
+			go func() {
+				defer close(flooded)
+				body := []byte(strings.Repeat("f", 100))
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					for k := 0; k < 1000; k++ {
+						_ = nc.Publish("logs.flood", body)
+					}
+				}
+			}()
+			r := newRig(t, processor.GroupConfig{OnFailure: processor.Hold, Retry: grouptest.FastRetry(3)},
+				Config{URL: url, Window: 1000, Timeout: 5 * time.Second, ExactlyOnce: true})
+			var want []string
+			for k := 0; k < 4; k++ {
+				l := grouptest.Lines(fmt.Sprint("p", k), 0, 500)
+				want = append(want, l...)
+				publishWait(r, l)
+			}
+			deadline := time.Now().Add(60 * time.Second)
+			for r.Q.AckPoint() < uint64(len(want)) && time.Now().Before(deadline) {
+				time.Sleep(10 * time.Millisecond)
+			}
+			close(stop)
+			<-flooded
+			st, why := r.Q.State()
+			var got []string
+			for _, m := range natstest.Messages(t, js, "LOGS") {
+				if m.Subject == "logs.host1.app" {
+					got = append(got, string(m.Data))
+				}
+			}
+			if r.Q.AckPoint() < uint64(len(want)) {
+				t.Fatalf("ack point %d of %d after 60 s (%v %q); the subject holds %d lines", r.Q.AckPoint(), len(want), st, why, len(got))
+			}
+			if strings.Join(got, "|") != strings.Join(want, "|") {
+				t.Fatalf("the subject holds %d lines, want %d once in order", len(got), len(want))
+			}
+		})
+	}
+}
