@@ -335,3 +335,67 @@ func TestReviewOverloadedExactlyOnceInOrder(t *testing.T) {
 		})
 	}
 }
+
+// The account's JetStream storage full (its max_file_store reached:
+// nats-server answers 400 / 10002 "resource limits exceeded for account")
+// is the engine's condition, not a line's: with onFailure deadLetter
+// nothing may be dead-lettered; the feed holds with the reason, and once
+// the limit is raised every line is stored.
+func TestReviewAccountStorageFullNotDeadLettered(t *testing.T) {
+	for _, batched := range []bool{true, false} {
+		t.Run(fmt.Sprint("allow_batched=", batched), func(t *testing.T) {
+			s := embedded(t)
+			acc, err := s.LookupAccount(server.DEFAULT_GLOBAL_ACCOUNT)
+			if err != nil {
+				t.Fatal(err)
+			}
+			limit := func(store int64) {
+				if err := acc.UpdateJetStreamLimits(map[string]server.JetStreamAccountLimits{
+					"": {MaxMemory: -1, MaxStore: store, MaxStreams: -1, MaxConsumers: -1}}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			limit(40_000)
+			_, js := connect(t, s.ClientURL())
+			if _, err := js.CreateStream(context.Background(), jetstream.StreamConfig{Name: "LOGS", Subjects: []string{"logs.>"},
+				AllowBatchPublish: batched}); err != nil {
+				t.Fatal(err)
+			}
+			r := newRig(t, processor.GroupConfig{OnFailure: processor.DeadLetter, Retry: grouptest.FastRetry(3)},
+				Config{URL: s.ClientURL(), Window: 200})
+			var want []string
+			for k := 0; k < 4; k++ {
+				l := grouptest.Lines(fmt.Sprint("p", k)+strings.Repeat("y", 80), 0, 100)
+				want = append(want, l...)
+				publishWait(r, l)
+			}
+			time.Sleep(time.Second)
+			st, why := r.Q.State()
+			if n := r.ledger.Len(); n != 0 {
+				items, _ := r.ledger.List(1)
+				t.Fatalf("account storage full: %d of %d lines dead-lettered (first: %q), ack point %d, state %v %q; want 0 dead-lettered, held at the cap",
+					n, len(want), items[0].Error, r.Q.AckPoint(), st, why)
+			}
+			t.Logf("held: ack point %d, %v %q", r.Q.AckPoint(), st, why)
+			limit(-1)
+			r.WaitAck(uint64(len(want)), 20*time.Second)
+		})
+	}
+}
+
+// embedded runs a plain embedded server with JetStream.
+func embedded(t *testing.T) *server.Server {
+	t.Helper()
+	opts := &server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: filepath.Join(t.TempDir(), "js"),
+		NoSigs: true, NoLog: true}
+	s, err := server.NewServer(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go s.Start()
+	if !s.ReadyForConnections(5 * time.Second) {
+		t.Fatal("server not ready")
+	}
+	t.Cleanup(func() { s.Shutdown(); s.WaitForShutdown() })
+	return s
+}
