@@ -6,12 +6,18 @@ package nats
 import (
 	"context"
 	"fmt"
+	"net"
+	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"tailfeed/feed"
@@ -398,4 +404,180 @@ func embedded(t *testing.T) *server.Server {
 	}
 	t.Cleanup(func() { s.Shutdown(); s.WaitForShutdown() })
 	return s
+}
+
+// procServer is nats-server as its own process (the binary processServer
+// builds), on a fixed port and store so it can be paused, killed and
+// started again.
+type procServer struct {
+	t    *testing.T
+	bin  string
+	port int
+	dir  string
+	cmd  *exec.Cmd
+}
+
+func startProcServer(t *testing.T) *procServer {
+	t.Helper()
+	processServer(t) // builds the binary (and runs one server we do not use)
+	v, err := exec.Command("go", "list", "-m", "-f", "{{.Version}}", "github.com/nats-io/nats-server/v2").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &procServer{t: t, bin: filepath.Join(os.TempDir(), "tailfeed-test-nats-server-"+strings.TrimSpace(string(v))),
+		port: l.Addr().(*net.TCPAddr).Port, dir: t.TempDir()}
+	l.Close()
+	p.start()
+	t.Cleanup(func() {
+		if p.cmd != nil {
+			_ = p.cmd.Process.Signal(syscall.SIGCONT)
+			_ = p.cmd.Process.Kill()
+			_ = p.cmd.Wait()
+		}
+	})
+	return p
+}
+
+func (p *procServer) url() string { return fmt.Sprintf("nats://127.0.0.1:%d", p.port) }
+
+func (p *procServer) start() {
+	p.t.Helper()
+	p.cmd = exec.Command(p.bin, "-a", "127.0.0.1", "-p", strconv.Itoa(p.port), "-js", "-sd", p.dir)
+	if err := p.cmd.Start(); err != nil {
+		p.t.Fatal(err)
+	}
+	for i := 0; i < 400; i++ {
+		if nc, err := nats.Connect(p.url()); err == nil {
+			_, err := jetstream.New(nc)
+			nc.Close()
+			if err == nil {
+				return
+			}
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+	p.t.Fatal("nats-server did not come up")
+}
+
+func (p *procServer) kill9() {
+	_ = p.cmd.Process.Kill()
+	_ = p.cmd.Wait()
+	p.cmd = nil
+}
+
+// The server paused (SIGSTOP) in the middle of large fast batches for
+// longer than the sink's timeout, then resumed: the sink's batches time
+// out while the server still holds their messages in its socket buffers;
+// the retries must not lose or (exactlyOnce) double-store or reorder a
+// line. The duplicate window is 2 minutes (createStream's) or 100 ms (as
+// the e2e tests' EXACT stream).
+func TestReviewServerPausedMidBatch(t *testing.T) {
+	for _, c := range []struct {
+		eo  bool
+		dup time.Duration
+	}{{true, 2 * time.Minute}, {true, 100 * time.Millisecond}, {false, 2 * time.Minute}} {
+		t.Run(fmt.Sprintf("exactlyOnce=%v/duplicates=%v", c.eo, c.dup), func(t *testing.T) {
+			p := startProcServer(t)
+			_, js := connect(t, p.url())
+			if _, err := js.CreateStream(context.Background(), jetstream.StreamConfig{Name: "LOGS", Subjects: []string{"logs.>"},
+				Storage: jetstream.FileStorage, Duplicates: c.dup, AllowBatchPublish: true}); err != nil {
+				t.Fatal(err)
+			}
+			r := newRig(t, processor.GroupConfig{OnFailure: processor.DeadLetter, Retry: processor.Retry{Initial: 20 * time.Millisecond, Max: 200 * time.Millisecond, Attempts: 3}},
+				Config{URL: p.url(), ExactlyOnce: c.eo, Window: 512, Timeout: 300 * time.Millisecond})
+			var want []string
+			paused := make(chan struct{})
+			go func() {
+				defer close(paused)
+				for r.Q.AckPoint() < 3000 {
+					time.Sleep(time.Millisecond)
+				}
+				_ = p.cmd.Process.Signal(syscall.SIGSTOP)
+				time.Sleep(1500 * time.Millisecond)
+				_ = p.cmd.Process.Signal(syscall.SIGCONT)
+			}()
+			for k := 0; k < 20; k++ {
+				l := grouptest.Lines(fmt.Sprint("p", k), 0, 500)
+				want = append(want, l...)
+				publishWait(r, l)
+			}
+			<-paused
+			r.WaitAck(uint64(len(want)), 60*time.Second)
+			if r.ledger.Len() != 0 {
+				t.Fatalf("%d dead letters after a pause", r.ledger.Len())
+			}
+			t.Logf("failed attempts: %d", r.G.Failures())
+			checkBodies(t, js, want, c.eo)
+		})
+	}
+}
+
+// nats-server killed (-9) in the middle of large fast batches and started
+// again on the same store: the same expectations.
+func TestReviewServerKill9MidBatch(t *testing.T) {
+	for _, eo := range []bool{true, false} {
+		t.Run(fmt.Sprint("exactlyOnce=", eo), func(t *testing.T) {
+			p := startProcServer(t)
+			r := newRig(t, processor.GroupConfig{OnFailure: processor.DeadLetter, Retry: processor.Retry{Initial: 20 * time.Millisecond, Max: 200 * time.Millisecond, Attempts: 3}},
+				Config{URL: p.url(), CreateStream: true, ExactlyOnce: eo, Window: 512, Timeout: 500 * time.Millisecond})
+			var want []string
+			killed := make(chan struct{})
+			go func() {
+				defer close(killed)
+				for r.Q.AckPoint() < 3000 {
+					time.Sleep(time.Millisecond)
+				}
+				p.kill9()
+				time.Sleep(300 * time.Millisecond)
+				p.start()
+			}()
+			for k := 0; k < 20; k++ {
+				l := grouptest.Lines(fmt.Sprint("p", k), 0, 500)
+				want = append(want, l...)
+				publishWait(r, l)
+			}
+			<-killed
+			r.WaitAck(uint64(len(want)), 60*time.Second)
+			if r.ledger.Len() != 0 {
+				t.Fatalf("%d dead letters after a kill -9 of the server", r.ledger.Len())
+			}
+			t.Logf("failed attempts: %d", r.G.Failures())
+			_, js := connect(t, p.url())
+			checkBodies(t, js, want, eo)
+		})
+	}
+}
+
+// checkBodies: exact, the stream holds want once each, in order; else
+// every line of want at least once.
+func checkBodies(t *testing.T, js jetstream.JetStream, want []string, exact bool) {
+	t.Helper()
+	got := bodies(natstest.Messages(t, js, "LOGS"))
+	seen := map[string]int{}
+	for _, l := range got {
+		seen[l]++
+	}
+	var lost, twice []string
+	for _, l := range want {
+		if seen[l] == 0 {
+			lost = append(lost, l)
+		} else if seen[l] > 1 {
+			twice = append(twice, l)
+		}
+	}
+	if len(lost) > 0 || (exact && len(twice) > 0) {
+		t.Fatalf("stream holds %d messages for %d lines: lost %d %v, more than once %d %v", len(got), len(want), len(lost), head(lost), len(twice), head(twice))
+	}
+	if exact && strings.Join(got, "|") != strings.Join(want, "|") {
+		for i := range got {
+			if i >= len(want) || got[i] != want[i] {
+				t.Fatalf("stream holds every line once but out of order from message %d: %q (want %q)", i, got[i], want[i])
+			}
+		}
+	}
+	t.Logf("stream: %d messages for %d lines", len(got), len(want))
 }
