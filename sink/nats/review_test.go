@@ -581,3 +581,50 @@ func checkBodies(t *testing.T, js jetstream.JetStream, want []string, exact bool
 	}
 	t.Logf("stream: %d messages for %d lines", len(got), len(want))
 }
+
+// A subject the sink's user may not publish to (the server answers
+// "Permissions Violation for Publish" and drops each message, so no ack
+// comes) is "an authorization error for that record" (DESIGN §11): it
+// follows onFailure (deadLetter: the lines go to the ledger), and a held
+// feed's reason names the refusal, not a missing ack.
+func TestReviewPublishPermissionDeniedFollowsOnFailure(t *testing.T) {
+	for _, batched := range []bool{true, false} {
+		t.Run(fmt.Sprint("allow_batched=", batched), func(t *testing.T) {
+			opts := &server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: filepath.Join(t.TempDir(), "js"),
+				NoSigs: true, NoLog: true, Users: []*server.User{{Username: "tf", Password: "pw", Permissions: &server.Permissions{
+					Publish: &server.SubjectPermission{Allow: []string{">"}, Deny: []string{"logs.host1.app"}}}}}}
+			s, err := server.NewServer(opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			go s.Start()
+			if !s.ReadyForConnections(5 * time.Second) {
+				t.Fatal("server not ready")
+			}
+			t.Cleanup(func() { s.Shutdown(); s.WaitForShutdown() })
+			url := fmt.Sprintf("nats://tf:pw@127.0.0.1:%d", opts.Port)
+			if _, err := jetstreamFor(t, url).CreateStream(context.Background(), jetstream.StreamConfig{Name: "LOGS", Subjects: []string{"logs.>"},
+				AllowBatchPublish: batched}); err != nil {
+				t.Fatal(err)
+			}
+			r := newRig(t, processor.GroupConfig{OnFailure: processor.DeadLetter, Retry: grouptest.FastRetry(2)},
+				Config{URL: url, Timeout: 300 * time.Millisecond})
+			r.Publish(grouptest.Lines("a", 0, 5)...)
+			deadline := time.Now().Add(8 * time.Second)
+			for r.ledger.Len() < 5 && time.Now().Before(deadline) {
+				time.Sleep(10 * time.Millisecond)
+			}
+			st, why := r.Q.State()
+			if r.ledger.Len() != 5 {
+				t.Fatalf("publish permission denied: %d of 5 lines dead-lettered after 8 s, ack point %d, state %v %q; want all 5 dead-lettered (an authorization error for the record)",
+					r.ledger.Len(), r.Q.AckPoint(), st, why)
+			}
+		})
+	}
+}
+
+func jetstreamFor(t *testing.T, url string) jetstream.JetStream {
+	t.Helper()
+	_, js := connect(t, url)
+	return js
+}
