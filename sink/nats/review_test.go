@@ -681,3 +681,60 @@ func TestReviewConcurrentFastBatchesOneStream(t *testing.T) {
 		}
 	}
 }
+
+// Two feeds of one sidecar into one exactlyOnce subject: DESIGN §11 makes
+// {instance} (and {epoch} on a glob feed) the only required variables, so
+// subject logs.{instance} with two feeds is a valid config, and config.go
+// accepts it (only the same feed and stream twice is refused). The
+// subject's last message is then the other feed's, so a restart of one
+// feed's sink does not find what it stored: outside the duplicate window
+// its re-delivered lines are stored twice.
+func TestReviewTwoFeedsOneExactlyOnceSubject(t *testing.T) {
+	srv := natstest.Start(t, natstest.Options{})
+	_, js := srv.Connect(t)
+	if _, err := js.CreateStream(context.Background(), jetstream.StreamConfig{Name: "LOGS", Subjects: []string{"logs.>"},
+		AllowBatchPublish: true, Duplicates: 100 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{URL: srv.URL(), ExactlyOnce: true, Subject: "logs.{instance}"}
+	a1 := newRig(t, processor.GroupConfig{}, cfg)
+	b := newRig(t, processor.GroupConfig{}, cfg)
+	b.Epoch = 0xb2
+	al := grouptest.Lines("a", 0, 10)
+	a1.Publish(al...)
+	a1.WaitAck(10, 10*time.Second)
+	publishFeed(b, "other", grouptest.Lines("b", 0, 10))
+	b.WaitAck(10, 10*time.Second)
+	a1.Cancel()
+	<-a1.G.Done()
+	time.Sleep(200 * time.Millisecond) // past the duplicate window: only the record stops a duplicate
+
+	// feed app's sink starts again; its pointer was committed after a[4]:
+	// a[5:] is re-delivered.
+	a2 := newRig(t, processor.GroupConfig{}, cfg)
+	a2.Pos = int64(5 * (len(al[0]) + 1))
+	a2.Publish(al[5:]...)
+	a2.WaitAck(5, 10*time.Second)
+	n := 0
+	for _, m := range natstest.Messages(t, js, "LOGS") {
+		if strings.HasPrefix(string(m.Data), "a-") {
+			n++
+		}
+	}
+	if n != 10 {
+		t.Fatalf("exactlyOnce: feed app's 10 lines are in the stream %d times after a restart re-delivered 5 (the subject's last message was feed other's)", n)
+	}
+}
+
+// publishFeed publishes lines as one batch of feed name.
+func publishFeed(r *rig, name string, lines []string) {
+	b := feed.NewBatch()
+	b.Feed, b.Path, b.Epoch = name, "/other.log", r.Epoch
+	for _, l := range lines {
+		r.Pos += int64(len(l)) + 1
+		b.AppendLine([]byte(l), r.Pos)
+	}
+	if !r.Pub.TryPublish(b) {
+		r.T.Fatal("publish refused")
+	}
+}
