@@ -20,6 +20,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"tailfeed/config"
 	"tailfeed/feed"
 	"tailfeed/internal/grouptest"
 	"tailfeed/internal/natstest"
@@ -736,5 +737,25 @@ func publishFeed(r *rig, name string, lines []string) {
 	}
 	if !r.Pub.TryPublish(b) {
 		r.T.Fatal("publish refused")
+	}
+}
+
+// DESIGN §11: "exactlyOnce: true requires a subject that contains
+// {instance} and, on a glob feed, {epoch} (else a config error)". A glob
+// feed's files would otherwise share one subject, whose last message is
+// whichever file wrote last (the record of the others is lost, as in
+// TestReviewTwoFeedsOneExactlyOnceSubject).
+func TestReviewGlobFeedExactlyOnceNeedsEpoch(t *testing.T) {
+	src := lines("feeds:", "  - {name: app, path: /var/log/app/*.log}", "processors:",
+		"  - name: n",
+		"    feed: app",
+		"    type: nats",
+		"    url: nats://127.0.0.1:4222",
+		"    stream: LOGS",
+		"    subject: logs.{instance}.{feed}",
+		"    exactlyOnce: true")
+	_, err := config.Parse([]byte(src), "c.yaml")
+	if err == nil || !strings.Contains(err.Error(), "c.yaml:9:") || !strings.Contains(err.Error(), "{epoch}") {
+		t.Fatalf("a glob feed with an exactlyOnce nats subject without {epoch}: err %v; want c.yaml:9: … {epoch}", err)
 	}
 }
