@@ -53,11 +53,14 @@
 // lines — duplicates for the other subscribers, never a gap) before such a
 // batch counts as processed.
 //
-// Failures: a connection failure, a timeout, JetStream unavailable or a
-// missing stream wrap processor.ErrFatal, so the group retries them at its
-// backoff cap whatever onFailure says (the feed stalls with the reason). A
-// message the server rejects (over the stream's or the server's size
-// limit, any other API error) is returned plain and follows onFailure.
+// Failures: a connection failure, a timeout, JetStream unavailable, a
+// missing stream, an overloaded stream (429: the server dropped the
+// message) or JetStream storage full (10002 account resource limits, and
+// the other insufficient-resources codes) wrap processor.ErrFatal, so the
+// group retries them at its backoff cap whatever onFailure says (the feed
+// stalls with the reason). A message the server rejects (over the stream's
+// or the server's size limit, a publish permission violation for its
+// subject, any other API error) is returned plain and follows onFailure.
 package nats
 
 import (
@@ -435,9 +438,18 @@ func (s *Sink) classify(err error, subj string) error {
 	var apiErr *jetstream.APIError
 	if errors.As(err, &apiErr) {
 		switch {
-		case apiErr.ErrorCode == jetstream.JSErrCodeStreamNotFound, apiErr.Code == 503, apiErr.Code >= 500,
+		case apiErr.ErrorCode == jetstream.JSErrCodeStreamNotFound, apiErr.Code >= 500,
 			apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence:
 			return s.unavailable(fmt.Errorf("nats stream %q: %w", s.cfg.Stream, err))
+		case apiErr.Code == 429:
+			// The stream's ingest queue is full (nats-server drops the
+			// message: stream.go queueInbound), or too many batches in
+			// flight: the engine is overloaded, not the line bad.
+			return s.unavailable(fmt.Errorf("nats stream %q is overloaded (the server dropped the message; retried at the backoff cap): %w", s.cfg.Stream, err))
+		case storageFull(apiErr.ErrorCode):
+			// The account's (or server's) JetStream storage is full: the
+			// engine cannot take any line until there is room.
+			return s.unavailable(fmt.Errorf("nats stream %q: no room for messages (the account's JetStream storage limit is reached; raise it or free space; retried at the backoff cap): %w", s.cfg.Stream, err))
 		default:
 			return s.secret(fmt.Errorf("nats stream %q rejected the message: %w", s.cfg.Stream, err))
 		}
@@ -447,6 +459,19 @@ func (s *Sink) classify(err error, subj string) error {
 		return s.unavailable(fmt.Errorf("nats publish to %s: no stream takes subject %s (is it among stream %q's subjects?): %w", s.shown, subj, s.cfg.Stream, err))
 	}
 	return s.unavailable(fmt.Errorf("nats publish to %s: %w", s.shown, err))
+}
+
+// storageFull reports the JetStream error codes of an engine out of room
+// (nats-server errors.json): 10002 resource limits exceeded for account,
+// 10023 insufficient resources, 10028 insufficient memory resources,
+// 10047 insufficient storage resources. They hold; they never follow
+// onFailure.
+func storageFull(code jetstream.ErrorCode) bool {
+	switch code {
+	case 10002, 10023, 10028, 10047:
+		return true
+	}
+	return false
 }
 
 // publishChained publishes one message at a time, each expecting the
