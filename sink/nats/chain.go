@@ -158,7 +158,7 @@ func (s *Sink) publishFast(ctx context.Context, b *feed.Batch, subj, epoch strin
 	for k := 1; k <= n && !st.done && st.errAt == 0 && !st.gone; k++ {
 		if uint64(k-1)-st.stored >= uint64(w) {
 			target := uint64(k-1) - uint64(w/2)
-			if err := s.waitFast(ctx, a, gen, base, &st, &t, func() bool { return st.stored >= target }); err != nil {
+			if err := s.waitFast(ctx, a, gen, base, subj, &st, &t, func() bool { return st.stored >= target }); err != nil {
 				return fail(err)
 			}
 			if st.done || st.errAt != 0 || st.gone {
@@ -199,7 +199,7 @@ func (s *Sink) publishFast(ctx context.Context, b *feed.Batch, subj, epoch strin
 			return fail(s.classify(err, subj))
 		}
 	}
-	err = s.waitFast(ctx, a, gen, base, &st, &t, func() bool { return st.done || st.gone })
+	err = s.waitFast(ctx, a, gen, base, subj, &st, &t, func() bool { return st.done || st.gone })
 	if st.storeFail > 0 && rec != nil && int(st.storeFail) <= n {
 		s.suspect = &suspect{subj: subj, epoch: b.Epoch, pos: b.Ends[i+int(st.storeFail)-1], err: st.err}
 		s.log.Warn("nats stream failed to store a line inside a batch and may have stored later ones; the subject is checked before the retry",
@@ -289,7 +289,7 @@ func (s *Sink) fastClassify(e *jetstream.APIError) error {
 
 // waitFast reads the batch's replies until ok() holds, the batch ended,
 // or no reply came for the timeout, the connection was lost, or ctx ended.
-func (s *Sink) waitFast(ctx context.Context, a *acker, gen uint64, base string, st *fastState, t **time.Timer, ok func() bool) error {
+func (s *Sink) waitFast(ctx context.Context, a *acker, gen uint64, base, subj string, st *fastState, t **time.Timer, ok func() bool) error {
 	if ok() || st.done || st.gone {
 		return nil
 	}
@@ -315,6 +315,9 @@ func (s *Sink) waitFast(ctx context.Context, a *acker, gen uint64, base string, 
 		}
 		if ok() || st.done || st.gone {
 			return nil
+		}
+		if err := s.deniedSince(s.deny, subj); err != nil {
+			return err
 		}
 		if s.gen.Load() != gen {
 			return s.unavailable(fmt.Errorf("nats publish to %s: %s", s.shown, s.lostCause()))
@@ -407,6 +410,9 @@ func (s *Sink) publishOne(ctx context.Context, b *feed.Batch, subj, epoch string
 			return i, ctx.Err()
 		}
 		delete(s.recs, subj) // re-read the subject's last message before the retry
+		if e := s.deniedSince(s.deny, subj); e != nil {
+			return i, e
+		}
 		var apiErr *jetstream.APIError
 		if errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence {
 			s.log.Warn("nats subject moved under the sink (another writer, a restore, a lost ack); re-reading its last message",

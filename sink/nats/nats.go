@@ -149,6 +149,9 @@ type Sink struct {
 	// exactlyOnce: the side record of lines finished without a message,
 	// per subject (loaded at first use; see the package doc).
 	marks map[string]sideMark
+
+	denied denials // publish permission violations (denied.go)
+	deny   uint64  // the violation count when the current call began
 }
 
 type record struct {
@@ -187,6 +190,7 @@ func Open(cfg Config) (*Sink, error) {
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(500 * time.Millisecond),
 		nats.Timeout(cfg.Timeout),
+		nats.ErrorHandler(s.asyncErr), // logs through the sink's logger; notes permission violations (denied.go)
 		nats.ReconnectHandler(func(nc *nats.Conn) {
 			s.gen.Add(1)
 			s.kicked()
@@ -420,6 +424,7 @@ func (s *Sink) ProcessBatch(ctx context.Context, b *feed.Batch) (int, error) {
 	}
 	subj := Subject(s.cfg.Subject, s.cfg.Instance, b.Feed, b.Path, b.Epoch)
 	epoch := fmt.Sprintf("%016x", b.Epoch)
+	s.deny = s.denyMark()
 	if s.cfg.ExactlyOnce {
 		return s.publishChained(ctx, b, subj, epoch)
 	}
@@ -515,6 +520,9 @@ func (s *Sink) publishChained(ctx context.Context, b *feed.Batch, subj, epoch st
 				return i, ctx.Err()
 			}
 			delete(s.recs, subj) // re-read the subject's last message before the retry
+			if e := s.deniedSince(s.deny, subj); e != nil {
+				return i, e
+			}
 			var apiErr *jetstream.APIError
 			if errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence {
 				s.log.Warn("nats subject moved under the sink (another writer, a restore, a lost ack); re-reading its last message",

@@ -620,6 +620,10 @@ func TestReviewPublishPermissionDeniedFollowsOnFailure(t *testing.T) {
 				t.Fatalf("publish permission denied: %d of 5 lines dead-lettered after 8 s, ack point %d, state %v %q; want all 5 dead-lettered (an authorization error for the record)",
 					r.ledger.Len(), r.Q.AckPoint(), st, why)
 			}
+			items, _ := r.ledger.List(1)
+			if e := items[0].Error; !strings.Contains(e, "publish permission") || !strings.Contains(e, "logs.host1.app") || strings.Contains(e, "pw") {
+				t.Fatalf("dead letter's error %q: want the refusal named (publish permission, the subject), no password", e)
+			}
 		})
 	}
 }
