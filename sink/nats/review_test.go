@@ -687,21 +687,65 @@ func TestReviewConcurrentFastBatchesOneStream(t *testing.T) {
 	}
 }
 
-// Two feeds of one sidecar into one exactlyOnce subject: DESIGN §11 makes
-// {instance} (and {epoch} on a glob feed) the only required variables, so
-// subject logs.{instance} with two feeds is a valid config, and config.go
-// accepts it (only the same feed and stream twice is refused). The
-// subject's last message is then the other feed's, so a restart of one
-// feed's sink does not find what it stored: outside the duplicate window
-// its re-delivered lines are stored twice.
+// Two feeds of one sidecar into one exactlyOnce subject (logs.{instance}):
+// the subject's last message is then the other feed's, so a restart of one
+// feed's sink does not find what it stored (outside the duplicate window
+// its re-delivered lines were stored twice), and the two sequence chains
+// break each other. Such a config is refused (DESIGN §11: the subject is
+// the record), naming both processors, FILE:LINE.
 func TestReviewTwoFeedsOneExactlyOnceSubject(t *testing.T) {
+	base := lines("instance: host1", "feeds:", "  - {name: app, path: /var/log/app.log}", "  - {name: other, path: /var/log/other.log}", "processors:",
+		"  - name: a",
+		"    feed: app",
+		"    type: nats",
+		"    url: nats://127.0.0.1:4222",
+		"    stream: LOGS",
+		"    subject: logs.{instance}",
+		"    exactlyOnce: true",
+		"  - name: b",
+		"    feed: other",
+		"    type: nats",
+		"    url: nats://127.0.0.1:4222",
+		"    stream: LOGS")
+	for _, c := range []struct{ subj, want string }{
+		{"logs.{instance}", `c.yaml:18: processors[1].subject: nats processor "b" (feed "other") and "a" (feed "app", line 11) publish into one subject "logs.host1"`},
+		{"logs.host1", `c.yaml:18: processors[1].subject: nats processor "b" (feed "other") and "a" (feed "app", line 11) publish into one subject "logs.host1"`},
+		{"logs.{instance}.app", `publish into one subject "logs.host1.app"`},
+	} {
+		src := base + lines("    subject: "+c.subj)
+		if c.subj == "logs.{instance}.app" {
+			src = strings.Replace(src, "    subject: logs.{instance}\n", "    subject: logs.{instance}.{feed}\n", 1)
+		}
+		_, err := config.Parse([]byte(src), "c.yaml")
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("two feeds on one exactlyOnce subject (%s): err %v; want %s", c.subj, err, c.want)
+		}
+	}
+	// Subjects of their own ({feed}, {path} or {epoch} in the template), or
+	// neither processor exactlyOnce: fine.
+	for _, src := range []string{
+		strings.Replace(base, "logs.{instance}\n", "logs.{instance}.{feed}\n", 1) + lines("    subject: logs.{instance}.{feed}"),
+		base + lines("    subject: logs.{instance}.{path}"),
+		strings.Replace(base, "    exactlyOnce: true\n", "", 1) + lines("    subject: logs.{instance}"),
+	} {
+		if _, err := config.Parse([]byte(src), "c.yaml"); err != nil {
+			t.Errorf("%s\nerr %v, want none", src, err)
+		}
+	}
+}
+
+// Two feeds of one sidecar, exactlyOnce on subjects of their own
+// (logs.{instance}.{feed}, the form the config check asks for): a restart
+// of one feed's sink finds its own last message, and its re-delivered
+// lines are skipped, past the duplicate window too.
+func TestTwoFeedsExactlyOnceSubjectsOfTheirOwn(t *testing.T) {
 	srv := natstest.Start(t, natstest.Options{})
 	_, js := srv.Connect(t)
 	if _, err := js.CreateStream(context.Background(), jetstream.StreamConfig{Name: "LOGS", Subjects: []string{"logs.>"},
 		AllowBatchPublish: true, Duplicates: 100 * time.Millisecond}); err != nil {
 		t.Fatal(err)
 	}
-	cfg := Config{URL: srv.URL(), ExactlyOnce: true, Subject: "logs.{instance}"}
+	cfg := Config{URL: srv.URL(), ExactlyOnce: true, Subject: "logs.{instance}.{feed}"}
 	a1 := newRig(t, processor.GroupConfig{}, cfg)
 	b := newRig(t, processor.GroupConfig{}, cfg)
 	b.Epoch = 0xb2
@@ -727,7 +771,7 @@ func TestReviewTwoFeedsOneExactlyOnceSubject(t *testing.T) {
 		}
 	}
 	if n != 10 {
-		t.Fatalf("exactlyOnce: feed app's 10 lines are in the stream %d times after a restart re-delivered 5 (the subject's last message was feed other's)", n)
+		t.Fatalf("exactlyOnce: feed app's 10 lines are in the stream %d times after a restart re-delivered 5", n)
 	}
 }
 
