@@ -150,8 +150,12 @@ type Sink struct {
 	// per subject (loaded at first use; see the package doc).
 	marks map[string]sideMark
 
-	denied denials // publish permission violations (denied.go)
-	deny   uint64  // the violation count when the current call began
+	denied    denials   // publish permission violations (denied.go)
+	dupLogged time.Time // the last WARN of a duplicate the subject does not hold (chain.go)
+	// exactlyOnce, per subject: one line per round trip until then (a
+	// removal inside the duplicate window was seen; chain.go).
+	oneByOne map[string]time.Time
+	deny     uint64 // the violation count when the current call began
 }
 
 type record struct {
@@ -160,6 +164,7 @@ type record struct {
 	epoch    uint64
 	position int64
 	has      bool   // the last message carried a tailfeed position
+	probed   bool   // a line was published after it was read (chain.go: the first goes alone)
 	feed     string // its tailfeed-feed header
 }
 
@@ -496,52 +501,38 @@ func (s *Sink) publishChained(ctx context.Context, b *feed.Batch, subj, epoch st
 	if i > 0 {
 		s.log.Info("nats skips lines its subject holds", "subject", subj, "lines", i)
 	}
-	if b.Positioned && s.fastBatches() {
-		n, err := s.publishFast(ctx, b, subj, epoch, rec, i)
-		if err == nil && n == len(b.Lines) {
-			s.markTail(b, subj, rec)
+	if b.Positioned && s.fastBatches() && !s.lineByLine(subj) {
+		if !rec.probed && i < len(b.Lines) {
+			// The first line after a record read from the stream goes
+			// alone: a removal inside the duplicate window shows here as
+			// a duplicate the subject does not hold (chainOne), before a
+			// fast batch could skip such lines silently (chain.go).
+			if err := s.chainOne(ctx, b, subj, epoch, &rec, i, 0); err != nil {
+				return i, err
+			}
+			rec.probed = true
+			i++
 		}
-		return n, err
+		if !s.lineByLine(subj) {
+			n, err := s.publishFast(ctx, b, subj, epoch, rec, i)
+			if err == nil && n == len(b.Lines) {
+				s.markTail(b, subj, rec)
+			}
+			if !errors.Is(err, errDupBatch) {
+				return n, err
+			}
+			i = n
+			if rec, err = s.record(ctx, subj); err != nil {
+				return i, err
+			}
+		}
 	}
 	for ; i < len(b.Lines); i++ {
 		if rec.has && b.AlreadyApplied(i, rec.epoch, rec.position) {
 			continue // the subject holds it (seen on a re-read after a duplicate)
 		}
-		m := s.message(b, subj, epoch, i)
-		if !b.Positioned && rec.has {
-			m.Header[HeaderAppliedEpoch] = []string{fmt.Sprintf("%016x", rec.epoch)}
-			m.Header[HeaderAppliedPosition] = []string{strconv.FormatInt(rec.position, 10)}
-		}
-		pctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
-		ack, err := s.js.PublishMsg(pctx, m, jetstream.WithExpectLastSequencePerSubject(rec.seq))
-		cancel()
-		if err != nil {
-			if ctx.Err() != nil {
-				return i, ctx.Err()
-			}
-			delete(s.recs, subj) // re-read the subject's last message before the retry
-			if e := s.deniedSince(s.deny, subj); e != nil {
-				return i, e
-			}
-			var apiErr *jetstream.APIError
-			if errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence {
-				s.log.Warn("nats subject moved under the sink (another writer, a restore, a lost ack); re-reading its last message",
-					"subject", subj, "expected", rec.seq)
-			}
-			return i, s.classify(err, subj)
-		}
-		if ack.Duplicate {
-			delete(s.recs, subj) // stored before: the subject's last may be later
-			rec, err = s.record(ctx, subj)
-			if err != nil {
-				return i + 1, err
-			}
-			continue
-		}
-		rec.seq = ack.Sequence
-		if b.Positioned {
-			rec.epoch, rec.position, rec.has = b.Epoch, b.Ends[i], true
-			rec.feed = b.Feed
+		if err := s.chainOne(ctx, b, subj, epoch, &rec, i, 0); err != nil {
+			return i, err
 		}
 	}
 	s.markTail(b, subj, rec)
