@@ -33,6 +33,23 @@
 // record instead (tailfeed-applied-epoch, tailfeed-applied-position), so a
 // replay never moves the record back.
 //
+// Duplicates under exactlyOnce (chain.go chainOne): the server checks the
+// Nats-Msg-Id before the expected sequence, and a message removed from
+// the stream (a restore by delete or purge) keeps its id in the duplicate
+// window, so a re-published line can be answered "duplicate" without
+// being stored. Such an answer counts only when the subject's last
+// message, read again, is at or past the line; otherwise the line is
+// published again, still chained, under Nats-Msg-Id
+// <instance>:<feed>:<epoch>:<position>:<sequence> (the removed message's
+// stream sequence: never reused, so outside the window; the tailfeed-*
+// headers are unchanged), and the subject goes one line per round trip
+// until the duplicate window has passed (a fast batch would skip such
+// lines silently). To see a removal before a fast batch does, the first
+// line after every record read goes alone. Not covered: a removal whose
+// first removed line's id already left the window while later ones have
+// not (a restart right at the window's edge); a fast batch then skips the
+// later ones.
+//
 // Done-through (DESIGN §11 "A restored sink is caught up from the input";
 // exactlyOnce only, the sink keeps no record without it): DoneThrough, at
 // start, lists the stream's subjects of this instance and feed (the
