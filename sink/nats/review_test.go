@@ -589,8 +589,9 @@ func checkBodies(t *testing.T, js jetstream.JetStream, want []string, exact bool
 // follows onFailure (deadLetter: the lines go to the ledger), and a held
 // feed's reason names the refusal, not a missing ack.
 func TestReviewPublishPermissionDeniedFollowsOnFailure(t *testing.T) {
-	for _, batched := range []bool{true, false} {
-		t.Run(fmt.Sprint("allow_batched=", batched), func(t *testing.T) {
+	for _, c := range []struct{ batched, eo bool }{{true, false}, {false, false}, {true, true}, {false, true}} {
+		batched := c.batched
+		t.Run(fmt.Sprint("allow_batched=", batched, " exactlyOnce=", c.eo), func(t *testing.T) {
 			opts := &server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: filepath.Join(t.TempDir(), "js"),
 				NoSigs: true, NoLog: true, Users: []*server.User{{Username: "tf", Password: "pw", Permissions: &server.Permissions{
 					Publish: &server.SubjectPermission{Allow: []string{">"}, Deny: []string{"logs.host1.app"}}}}}}
@@ -609,15 +610,15 @@ func TestReviewPublishPermissionDeniedFollowsOnFailure(t *testing.T) {
 				t.Fatal(err)
 			}
 			r := newRig(t, processor.GroupConfig{OnFailure: processor.DeadLetter, Retry: grouptest.FastRetry(2)},
-				Config{URL: url, Timeout: 300 * time.Millisecond})
+				Config{URL: url, Timeout: 300 * time.Millisecond, ExactlyOnce: c.eo})
 			r.Publish(grouptest.Lines("a", 0, 5)...)
-			deadline := time.Now().Add(8 * time.Second)
+			deadline := time.Now().Add(15 * time.Second)
 			for r.ledger.Len() < 5 && time.Now().Before(deadline) {
 				time.Sleep(10 * time.Millisecond)
 			}
 			st, why := r.Q.State()
 			if r.ledger.Len() != 5 {
-				t.Fatalf("publish permission denied: %d of 5 lines dead-lettered after 8 s, ack point %d, state %v %q; want all 5 dead-lettered (an authorization error for the record)",
+				t.Fatalf("publish permission denied: %d of 5 lines dead-lettered after 15 s, ack point %d, state %v %q; want all 5 dead-lettered (an authorization error for the record)",
 					r.ledger.Len(), r.Q.AckPoint(), st, why)
 			}
 			items, _ := r.ledger.List(1)
