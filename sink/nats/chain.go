@@ -158,7 +158,7 @@ func (s *Sink) publishFast(ctx context.Context, b *feed.Batch, subj, epoch strin
 	for k := 1; k <= n && !st.done && st.errAt == 0 && !st.gone; k++ {
 		if uint64(k-1)-st.stored >= uint64(w) {
 			target := uint64(k-1) - uint64(w/2)
-			if err := s.waitFast(ctx, a, gen, base, &st, &t, func() bool { return st.stored >= target }); err != nil {
+			if err := s.waitFast(ctx, a, gen, base, subj, &st, &t, func() bool { return st.stored >= target }); err != nil {
 				return fail(err)
 			}
 			if st.done || st.errAt != 0 || st.gone {
@@ -199,7 +199,7 @@ func (s *Sink) publishFast(ctx context.Context, b *feed.Batch, subj, epoch strin
 			return fail(s.classify(err, subj))
 		}
 	}
-	err = s.waitFast(ctx, a, gen, base, &st, &t, func() bool { return st.done || st.gone })
+	err = s.waitFast(ctx, a, gen, base, subj, &st, &t, func() bool { return st.done || st.gone })
 	if st.storeFail > 0 && rec != nil && int(st.storeFail) <= n {
 		s.suspect = &suspect{subj: subj, epoch: b.Epoch, pos: b.Ends[i+int(st.storeFail)-1], err: st.err}
 		s.log.Warn("nats stream failed to store a line inside a batch and may have stored later ones; the subject is checked before the retry",
@@ -212,16 +212,46 @@ func (s *Sink) publishFast(ctx context.Context, b *feed.Batch, subj, epoch strin
 	case st.dup:
 		// A batch answered as a duplicate of its first line (the server
 		// skips a duplicate inside a batch and counts it, so this is only
-		// a batch it ended right there): the subject's last message may be
-		// later (read again before the next line).
+		// a batch it ended right there).
 		delete(s.recs, subj)
+		if rec == nil {
+			return i + 1, nil
+		}
+		// exactlyOnce: stored only if the subject holds it (chainOne's doc).
+		held, nr, err := s.dupHeld(ctx, b, subj, i)
+		if err != nil {
+			return i, err
+		}
+		if !held {
+			s.dupWarn(subj, b.Ends[i], st.seq)
+			s.sawRemoval(subj)
+			if err := s.chainOne(ctx, b, subj, epoch, &nr, i, st.seq); err != nil {
+				return i, err
+			}
+		}
 		return i + 1, nil
 	case st.done && st.count > 0:
-		if rec != nil {
+		if rec != nil && st.seq == 0 {
+			// No stream sequence in the final ack (a batch of duplicates
+			// only): never expect sequence 0; read the subject again.
+			delete(s.recs, subj)
+			nr, err := s.record(ctx, subj)
+			if err != nil {
+				return i, err
+			}
+			*rec = *nr
+			s.recs[subj] = rec
+			if !b.AlreadyApplied(len(b.Lines)-1, rec.epoch, rec.position) || !rec.has {
+				// Skipped as duplicates, and not in the subject.
+				s.dupWarn(subj, b.Ends[i], 0)
+				s.sawRemoval(subj)
+				return i, errDupBatch
+			}
+		} else if rec != nil {
 			rec.seq = st.seq
-		}
-		if rec != nil && st.count <= uint64(n) {
-			rec.epoch, rec.position, rec.has = b.Epoch, b.Ends[i+int(st.count)-1], true
+			if st.count <= uint64(n) {
+				rec.epoch, rec.position, rec.has = b.Epoch, b.Ends[i+int(st.count)-1], true
+			}
 		}
 		st.stored = st.count
 	}
@@ -289,7 +319,7 @@ func (s *Sink) fastClassify(e *jetstream.APIError) error {
 
 // waitFast reads the batch's replies until ok() holds, the batch ended,
 // or no reply came for the timeout, the connection was lost, or ctx ended.
-func (s *Sink) waitFast(ctx context.Context, a *acker, gen uint64, base string, st *fastState, t **time.Timer, ok func() bool) error {
+func (s *Sink) waitFast(ctx context.Context, a *acker, gen uint64, base, subj string, st *fastState, t **time.Timer, ok func() bool) error {
 	if ok() || st.done || st.gone {
 		return nil
 	}
@@ -315,6 +345,9 @@ func (s *Sink) waitFast(ctx context.Context, a *acker, gen uint64, base string, 
 		}
 		if ok() || st.done || st.gone {
 			return nil
+		}
+		if err := s.deniedSince(s.deny, subj); err != nil {
+			return err
 		}
 		if s.gen.Load() != gen {
 			return s.unavailable(fmt.Errorf("nats publish to %s: %s", s.shown, s.lostCause()))
@@ -394,37 +427,141 @@ func (s *Sink) takeFast(m *nats.Msg, base string, st *fastState) {
 // publishOne publishes line i alone, expecting rec.seq before it, and
 // returns the lines done (i+1 on success).
 func (s *Sink) publishOne(ctx context.Context, b *feed.Batch, subj, epoch string, rec *record, i int) (int, error) {
-	m := s.message(b, subj, epoch, i)
-	applied := s.setApplied(m, b, subj, rec)
-	pctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
-	ack, err := s.js.PublishMsg(pctx, m, jetstream.WithExpectLastSequencePerSubject(rec.seq))
-	cancel()
-	if err != nil {
-		if ctx.Err() != nil {
-			return i, ctx.Err()
-		}
-		delete(s.recs, subj) // re-read the subject's last message before the retry
-		var apiErr *jetstream.APIError
-		if errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence {
-			s.log.Warn("nats subject moved under the sink (another writer, a restore, a lost ack); re-reading its last message",
-				"subject", subj, "expected", rec.seq)
-		}
-		return i, s.classify(err, subj)
-	}
-	if ack.Duplicate {
-		delete(s.recs, subj) // stored before: the subject's last may be later
-		if _, err := s.record(ctx, subj); err != nil {
-			return i + 1, err
-		}
-		return i + 1, nil
-	}
-	rec.seq = ack.Sequence
-	if b.Positioned {
-		rec.epoch, rec.position, rec.has = b.Epoch, b.Ends[i], true
-	} else if applied != nil {
-		seq := rec.seq
-		*rec = *applied
-		rec.seq = seq
+	if err := s.chainOne(ctx, b, subj, epoch, &rec, i, 0); err != nil {
+		return i, err
 	}
 	return i + 1, nil
+}
+
+// chainOne publishes line i of b alone, expecting (*rec).seq before it on
+// the subject (exactlyOnce, one round trip). On success the line is in the
+// subject and *rec is the subject's last message. dupOf > 0: the stream
+// answered the line's Nats-Msg-Id as a duplicate of that sequence, which
+// the subject does not hold: it goes out under the suffixed id at once.
+//
+// A Duplicate answer only says a message with the line's Nats-Msg-Id was
+// stored within the stream's duplicate window, not that it is still there:
+// the server checks the Msg-Id before the expected sequence (nats-server
+// 2.15 checkMsgHeadersPreClusteredProposal), so after a restore (messages
+// deleted or purged back to an earlier point, the window still holding
+// their ids) the re-published lines are answered as duplicates and were
+// never stored again. So a duplicate counts as stored only when the
+// subject's last message, read again, is at or past the line (the chain
+// stores a line only after its predecessor, so then the line is there).
+// Otherwise the line is published again with Nats-Msg-Id
+// `<instance>:<feed>:<epoch>:<position>:<sequence>`, the sequence being the
+// removed message's (stream sequences never repeat, so the id is one the
+// window cannot hold, and a second restore gives a new one); its
+// expected-last-subject-sequence still orders it, and the tailfeed-*
+// headers are unchanged.
+func (s *Sink) chainOne(ctx context.Context, b *feed.Batch, subj, epoch string, rec **record, i int, dupOf uint64) error {
+	r := *rec
+	m := s.message(b, subj, epoch, i)
+	applied := s.setApplied(m, b, subj, r) // a line without a position carries the done-through mark
+	id := m.Header.Get(jetstream.MsgIDHeader)
+	if dupOf > 0 && id != "" {
+		m.Header[jetstream.MsgIDHeader] = []string{id + ":" + strconv.FormatUint(dupOf, 10)}
+	}
+	for try := 0; ; try++ {
+		pctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+		ack, err := s.js.PublishMsg(pctx, m, jetstream.WithExpectLastSequencePerSubject(r.seq))
+		cancel()
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			delete(s.recs, subj) // re-read the subject's last message before the retry
+			if e := s.deniedSince(s.deny, subj); e != nil {
+				return e
+			}
+			var apiErr *jetstream.APIError
+			if errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence {
+				s.log.Warn("nats subject moved under the sink (another writer, a restore, a lost ack); re-reading its last message",
+					"subject", subj, "expected", r.seq)
+			}
+			return s.classify(err, subj)
+		}
+		if !ack.Duplicate {
+			r.seq = ack.Sequence
+			if b.Positioned {
+				r.epoch, r.position, r.has = b.Epoch, b.Ends[i], true
+				r.feed = b.Feed
+			} else if applied != nil {
+				seq := r.seq
+				*r = *applied
+				r.seq = seq
+			}
+			return nil
+		}
+		held, nr, err := s.dupHeld(ctx, b, subj, i)
+		if err != nil {
+			return err
+		}
+		*rec, r = nr, nr
+		if held {
+			return nil
+		}
+		s.sawRemoval(subj)
+		if try >= 3 || id == "" {
+			return s.unavailable(fmt.Errorf("nats stream %q keeps answering the line at position %d as a duplicate (of sequence %d) that subject %s does not hold",
+				s.cfg.Stream, b.Ends[i], ack.Sequence, subj))
+		}
+		m.Header[jetstream.MsgIDHeader] = []string{id + ":" + strconv.FormatUint(ack.Sequence, 10)}
+		s.dupWarn(subj, b.Ends[i], ack.Sequence)
+	}
+}
+
+// errDupBatch: a fast batch was answered as duplicates only (final ack
+// without a stream sequence) and the subject does not hold its lines:
+// publishChained goes on one line at a time from the returned done.
+var errDupBatch = errors.New("nats: a fast batch of duplicates the subject does not hold")
+
+// sawRemoval notes that subj lost messages within the stream's duplicate
+// window: until the window has passed, every id it held may be answered as
+// a duplicate, which a fast batch skips silently, so the subject's lines go
+// one at a time (chainOne checks each duplicate).
+func (s *Sink) sawRemoval(subj string) {
+	w := 2 * time.Minute
+	if s.stream != nil {
+		if info := s.stream.CachedInfo(); info != nil && info.Config.Duplicates > 0 {
+			w = info.Config.Duplicates
+		}
+	}
+	if s.oneByOne == nil {
+		s.oneByOne = map[string]time.Time{}
+	}
+	s.oneByOne[subj] = time.Now().Add(w)
+}
+
+// lineByLine reports whether subj's lines go one at a time (sawRemoval).
+func (s *Sink) lineByLine(subj string) bool {
+	t, ok := s.oneByOne[subj]
+	if ok && time.Now().After(t) {
+		delete(s.oneByOne, subj)
+		return false
+	}
+	return ok
+}
+
+// dupHeld re-reads subj's last message after the stream answered line i
+// as a duplicate: held when the subject holds the line (its last message
+// is at or past it).
+func (s *Sink) dupHeld(ctx context.Context, b *feed.Batch, subj string, i int) (bool, *record, error) {
+	delete(s.recs, subj)
+	r, err := s.record(ctx, subj)
+	if err != nil {
+		return false, nil, err
+	}
+	return !b.Positioned || (r.has && b.AlreadyApplied(i, r.epoch, r.position)), r, nil
+}
+
+// dupWarn logs a duplicate answer for a line the subject does not hold
+// (once per subject and 10 s: a restore answers every removed line so).
+func (s *Sink) dupWarn(subj string, pos int64, seq uint64) {
+	if time.Since(s.dupLogged) < 10*time.Second {
+		return
+	}
+	s.dupLogged = time.Now()
+	s.log.Warn("nats stream answered a line as a duplicate of a message its subject no longer holds (removed within the duplicate window: a restore?); publishing it again under a Nats-Msg-Id suffixed with that sequence (repeats not logged for 10 s)",
+		"subject", subj, "position", pos, "duplicateOf", seq)
 }

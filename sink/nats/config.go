@@ -138,6 +138,7 @@ func checkURL(s string) string {
 // checkStreams reports two nats processors of one feed publishing into
 // one stream (DESIGN §11): their records would be each other's.
 func checkStreams(cfg *config.Config, errorf func(line int, format string, args ...any)) {
+	checkSubjects(cfg, errorf)
 	seen := map[[2]string]int{}
 	for i, p := range cfg.Processors {
 		n, ok := p.Settings.(*Settings)
@@ -152,6 +153,58 @@ func checkStreams(cfg *config.Config, errorf func(line int, format string, args 
 			continue
 		}
 		seen[k] = i
+	}
+}
+
+// checkSubjects reports what makes an exactlyOnce subject's last message
+// not this processor's record (DESIGN §11):
+//
+//   - on a glob feed, a subject without {epoch} (the feed's files would
+//     share one subject, whose last message is whichever file wrote last);
+//   - two nats processors of different feeds on one stream whose subjects
+//     render the same (the template with {instance} and {feed} filled in
+//     holds neither {path} nor {epoch}), one of them exactlyOnce: each
+//     feed's sink would read the other's message as its record, and their
+//     expected-last-subject-sequence chains would break each other. The
+//     simplest sound rule: such subjects must differ ({feed} in the
+//     template does it).
+func checkSubjects(cfg *config.Config, errorf func(line int, format string, args ...any)) {
+	type use struct {
+		i   int
+		p   *config.Processor
+		n   *Settings
+		key [2]string // stream, rendered subject
+	}
+	var uses []use
+	for i, p := range cfg.Processors {
+		n, ok := p.Settings.(*Settings)
+		if p.Type != Type || !ok || n.Subject == "" || n.Stream == "" || p.Feed == "" {
+			continue
+		}
+		if p.ExactlyOnce && !strings.Contains(n.Subject, "{epoch}") {
+			for _, f := range cfg.Feeds {
+				if f.Name == p.Feed && config.IsGlob(f.Path) {
+					errorf(n.subjectLine, "processors[%d].subject: exactlyOnce on glob feed %q needs a subject holding {epoch} (each file's generation on a subject of its own, whose last message is its record), got %q",
+						i, config.Clip(p.Feed), config.Clip(n.Subject))
+				}
+			}
+		}
+		subj := strings.NewReplacer("{instance}", cfg.Instance, "{feed}", p.Feed).Replace(n.Subject)
+		if strings.Contains(subj, "{path}") || strings.Contains(subj, "{epoch}") {
+			continue // each file (generation) on a subject of its own
+		}
+		uses = append(uses, use{i, p, n, [2]string{n.Stream, subj}})
+	}
+	for k, u := range uses {
+		for _, v := range uses[:k] {
+			if v.key != u.key || v.p.Feed == u.p.Feed || !(u.p.ExactlyOnce || v.p.ExactlyOnce) {
+				continue
+			}
+			errorf(u.n.subjectLine, "processors[%d].subject: nats processor %s (feed %q) and %s (feed %q, line %d) publish into one subject %q of stream %q, and exactlyOnce needs a subject of its own per feed (its last message is the record): add {feed} to the subject",
+				u.i, describe(u.p, u.i), config.Clip(u.p.Feed), describe(v.p, v.i), config.Clip(v.p.Feed), v.n.subjectLine,
+				config.Clip(u.key[1]), config.Clip(u.key[0]))
+			break
+		}
 	}
 }
 

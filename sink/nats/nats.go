@@ -33,6 +33,23 @@
 // record instead (tailfeed-applied-epoch, tailfeed-applied-position), so a
 // replay never moves the record back.
 //
+// Duplicates under exactlyOnce (chain.go chainOne): the server checks the
+// Nats-Msg-Id before the expected sequence, and a message removed from
+// the stream (a restore by delete or purge) keeps its id in the duplicate
+// window, so a re-published line can be answered "duplicate" without
+// being stored. Such an answer counts only when the subject's last
+// message, read again, is at or past the line; otherwise the line is
+// published again, still chained, under Nats-Msg-Id
+// <instance>:<feed>:<epoch>:<position>:<sequence> (the removed message's
+// stream sequence: never reused, so outside the window; the tailfeed-*
+// headers are unchanged), and the subject goes one line per round trip
+// until the duplicate window has passed (a fast batch would skip such
+// lines silently). To see a removal before a fast batch does, the first
+// line after every record read goes alone. Not covered: a removal whose
+// first removed line's id already left the window while later ones have
+// not (a restart right at the window's edge); a fast batch then skips the
+// later ones.
+//
 // Done-through (DESIGN §11 "A restored sink is caught up from the input";
 // exactlyOnce only, the sink keeps no record without it): DoneThrough, at
 // start, lists the stream's subjects of this instance and feed (the
@@ -53,11 +70,14 @@
 // lines — duplicates for the other subscribers, never a gap) before such a
 // batch counts as processed.
 //
-// Failures: a connection failure, a timeout, JetStream unavailable or a
-// missing stream wrap processor.ErrFatal, so the group retries them at its
-// backoff cap whatever onFailure says (the feed stalls with the reason). A
-// message the server rejects (over the stream's or the server's size
-// limit, any other API error) is returned plain and follows onFailure.
+// Failures: a connection failure, a timeout, JetStream unavailable, a
+// missing stream, an overloaded stream (429: the server dropped the
+// message) or JetStream storage full (10002 account resource limits, and
+// the other insufficient-resources codes) wrap processor.ErrFatal, so the
+// group retries them at its backoff cap whatever onFailure says (the feed
+// stalls with the reason). A message the server rejects (over the stream's
+// or the server's size limit, a publish permission violation for its
+// subject, any other API error) is returned plain and follows onFailure.
 package nats
 
 import (
@@ -154,6 +174,13 @@ type Sink struct {
 	// exactlyOnce: the side record of lines finished without a message,
 	// per subject (loaded at first use; see the package doc).
 	marks map[string]sideMark
+
+	denied    denials   // publish permission violations (denied.go)
+	dupLogged time.Time // the last WARN of a duplicate the subject does not hold (chain.go)
+	// exactlyOnce, per subject: one line per round trip until then (a
+	// removal inside the duplicate window was seen; chain.go).
+	oneByOne map[string]time.Time
+	deny     uint64 // the violation count when the current call began
 }
 
 type record struct {
@@ -162,6 +189,7 @@ type record struct {
 	epoch    uint64
 	position int64
 	has      bool   // the last message carried a tailfeed position
+	probed   bool   // a line was published after it was read (chain.go: the first goes alone)
 	feed     string // its tailfeed-feed header
 }
 
@@ -193,6 +221,7 @@ func Open(cfg Config) (*Sink, error) {
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(500 * time.Millisecond),
 		nats.Timeout(cfg.Timeout),
+		nats.ErrorHandler(s.asyncErr), // logs through the sink's logger; notes permission violations (denied.go)
 		nats.ReconnectHandler(func(nc *nats.Conn) {
 			s.gen.Add(1)
 			s.kicked()
@@ -426,6 +455,7 @@ func (s *Sink) ProcessBatch(ctx context.Context, b *feed.Batch) (int, error) {
 	}
 	subj := Subject(s.cfg.Subject, s.cfg.Instance, b.Feed, b.Path, b.Epoch)
 	epoch := fmt.Sprintf("%016x", b.Epoch)
+	s.deny = s.denyMark()
 	if s.cfg.ExactlyOnce {
 		return s.publishChained(ctx, b, subj, epoch)
 	}
@@ -444,9 +474,18 @@ func (s *Sink) classify(err error, subj string) error {
 	var apiErr *jetstream.APIError
 	if errors.As(err, &apiErr) {
 		switch {
-		case apiErr.ErrorCode == jetstream.JSErrCodeStreamNotFound, apiErr.Code == 503, apiErr.Code >= 500,
+		case apiErr.ErrorCode == jetstream.JSErrCodeStreamNotFound, apiErr.Code >= 500,
 			apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence:
 			return s.unavailable(fmt.Errorf("nats stream %q: %w", s.cfg.Stream, err))
+		case apiErr.Code == 429:
+			// The stream's ingest queue is full (nats-server drops the
+			// message: stream.go queueInbound), or too many batches in
+			// flight: the engine is overloaded, not the line bad.
+			return s.unavailable(fmt.Errorf("nats stream %q is overloaded (the server dropped the message; retried at the backoff cap): %w", s.cfg.Stream, err))
+		case storageFull(apiErr.ErrorCode):
+			// The account's (or server's) JetStream storage is full: the
+			// engine cannot take any line until there is room.
+			return s.unavailable(fmt.Errorf("nats stream %q: no room for messages (the account's JetStream storage limit is reached; raise it or free space; retried at the backoff cap): %w", s.cfg.Stream, err))
 		default:
 			return s.secret(fmt.Errorf("nats stream %q rejected the message: %w", s.cfg.Stream, err))
 		}
@@ -456,6 +495,19 @@ func (s *Sink) classify(err error, subj string) error {
 		return s.unavailable(fmt.Errorf("nats publish to %s: no stream takes subject %s (is it among stream %q's subjects?): %w", s.shown, subj, s.cfg.Stream, err))
 	}
 	return s.unavailable(fmt.Errorf("nats publish to %s: %w", s.shown, err))
+}
+
+// storageFull reports the JetStream error codes of an engine out of room
+// (nats-server errors.json): 10002 resource limits exceeded for account,
+// 10023 insufficient resources, 10028 insufficient memory resources,
+// 10047 insufficient storage resources. They hold; they never follow
+// onFailure.
+func storageFull(code jetstream.ErrorCode) bool {
+	switch code {
+	case 10002, 10023, 10028, 10047:
+		return true
+	}
+	return false
 }
 
 // publishChained publishes one message at a time, each expecting the
@@ -478,50 +530,38 @@ func (s *Sink) publishChained(ctx context.Context, b *feed.Batch, subj, epoch st
 	if i == len(b.Lines) && b.Positioned && rec.has && b.Epoch != rec.epoch && s.held.Covers(rec.epoch, b.Epoch, b.Done()) {
 		return len(b.Lines), nil // an older epoch held whole: the side record stays as it is
 	}
-	if b.Positioned && s.fastBatches() {
-		n, err := s.publishFast(ctx, b, subj, epoch, rec, i)
-		if err == nil && n == len(b.Lines) {
-			s.markTail(b, subj, rec)
+	if b.Positioned && s.fastBatches() && !s.lineByLine(subj) {
+		if !rec.probed && i < len(b.Lines) {
+			// The first line after a record read from the stream goes
+			// alone: a removal inside the duplicate window shows here as
+			// a duplicate the subject does not hold (chainOne), before a
+			// fast batch could skip such lines silently (chain.go).
+			if err := s.chainOne(ctx, b, subj, epoch, &rec, i, 0); err != nil {
+				return i, err
+			}
+			rec.probed = true
+			i++
 		}
-		return n, err
+		if !s.lineByLine(subj) {
+			n, err := s.publishFast(ctx, b, subj, epoch, rec, i)
+			if err == nil && n == len(b.Lines) {
+				s.markTail(b, subj, rec)
+			}
+			if !errors.Is(err, errDupBatch) {
+				return n, err
+			}
+			i = n
+			if rec, err = s.record(ctx, subj); err != nil {
+				return i, err
+			}
+		}
 	}
 	for ; i < len(b.Lines); i++ {
 		if rec.has && (b.AlreadyApplied(i, rec.epoch, rec.position) || s.heldOlder(b, i, rec)) {
 			continue // the subject holds it (seen on a re-read after a duplicate)
 		}
-		m := s.message(b, subj, epoch, i)
-		applied := s.setApplied(m, b, subj, rec)
-		pctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
-		ack, err := s.js.PublishMsg(pctx, m, jetstream.WithExpectLastSequencePerSubject(rec.seq))
-		cancel()
-		if err != nil {
-			if ctx.Err() != nil {
-				return i, ctx.Err()
-			}
-			delete(s.recs, subj) // re-read the subject's last message before the retry
-			var apiErr *jetstream.APIError
-			if errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence {
-				s.log.Warn("nats subject moved under the sink (another writer, a restore, a lost ack); re-reading its last message",
-					"subject", subj, "expected", rec.seq)
-			}
-			return i, s.classify(err, subj)
-		}
-		if ack.Duplicate {
-			delete(s.recs, subj) // stored before: the subject's last may be later
-			rec, err = s.record(ctx, subj)
-			if err != nil {
-				return i + 1, err
-			}
-			continue
-		}
-		rec.seq = ack.Sequence
-		if b.Positioned {
-			rec.epoch, rec.position, rec.has = b.Epoch, b.Ends[i], true
-			rec.feed = b.Feed
-		} else if applied != nil {
-			seq := rec.seq
-			*rec = *applied
-			rec.seq = seq
+		if err := s.chainOne(ctx, b, subj, epoch, &rec, i, 0); err != nil {
+			return i, err
 		}
 	}
 	s.markTail(b, subj, rec)

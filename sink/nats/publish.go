@@ -251,6 +251,9 @@ func (s *Sink) waitFor(ctx context.Context, a *acker, gen uint64, target int, su
 		if err := a.failedAt(); err != nil {
 			return err
 		}
+		if err := s.deniedSince(s.deny, subj); err != nil {
+			return err
+		}
 		if s.gen.Load() != gen {
 			return s.unavailable(fmt.Errorf("nats publish to %s: %s", s.shown, s.lostCause()))
 		}
