@@ -908,6 +908,9 @@ func (g *Glob) settleOwed(s *gstream) {
 // commitOwed stores and syncs o's position in the pointer at path, unless
 // the pointer is at another epoch or already past it.
 func (g *Glob) commitOwed(path string, o *owed) error {
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		return nil // nothing to move (Open would create one)
+	}
 	p, err := pointer.Open(path, pointer.Options{Logger: g.log, EpochsPath: g.cfg.EpochsPath})
 	if err != nil {
 		return err
@@ -942,8 +945,8 @@ func (g *Glob) housekeep(ctx context.Context) {
 	}
 	g.lastHK = now
 	for _, s := range g.byKey {
-		if s.owe != nil && s.st == stClosed {
-			g.settleOwed(s)
+		if s.owe != nil && s.src == nil {
+			g.settleOwed(s) // closed, or queued for a slot
 		}
 		if s.st != stOpen {
 			continue
@@ -1327,7 +1330,7 @@ func (g *Glob) Close() error {
 	}
 	g.mu.Lock()
 	for _, s := range g.byKey {
-		if s.owe != nil && s.st == stClosed {
+		if s.owe != nil && s.src == nil {
 			g.settleOwed(s) // acknowledged during the shutdown's drain
 		}
 	}
