@@ -87,3 +87,57 @@ func TestGlobClosedStreamCommitsLateAcks(t *testing.T) {
 		return len(ptrs()) == 1
 	})
 }
+
+// A file closed owing the commit of its unacknowledged lines that grows
+// before they are acknowledged is reopened from its pointer: its lines
+// come again (duplicates, never a gap), and once everything is
+// acknowledged its pointer covers the whole file and the feed is settled.
+func TestGlobOwedStreamReopenedOnGrowth(t *testing.T) {
+	defer file.SetStopDrainBound(200 * time.Millisecond)()
+	dir, data := t.TempDir(), t.TempDir()
+	r := newGlobRig(t, dir, data, filepath.Join(dir, "*.log"), 16)
+	defer r.stop()
+	r.hold.Store(true)
+	in := filepath.Join(dir, "a.log")
+	writeLines(t, in, "a", 5)
+	r.waitLines(5, 10*time.Second)
+	waitFor(t, "the file closed (inactive) with its lines unacknowledged", 10*time.Second, func() bool {
+		c := r.g.Counts()
+		return c.Tracked == 1 && c.Open == 0
+	})
+	writeLines(t, in, "b", 5) // grows while its first lines are unacknowledged
+	r.waitLines(15, 10*time.Second)
+	r.hold.Store(false)
+	waitFor(t, "the feed settled", 10*time.Second, func() bool {
+		return r.pub.Pending() == 0 && r.g.CommitOK() && r.g.SyncedSeq() >= r.pub.Acknowledged()
+	})
+	st, err := os.Stat(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, _ := filepath.Glob(filepath.Join(data, "feeds", "f", "*.ptr"))
+	if len(l) != 1 {
+		t.Fatalf("%d stream pointers, want 1", len(l))
+	}
+	rec, err := pointer.Inspect(l[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Offset != st.Size() {
+		t.Fatalf("settled with the pointer at %d, want the file's size %d", rec.Offset, st.Size())
+	}
+	r.mu.Lock()
+	got := r.lines[in]
+	r.mu.Unlock()
+	seen := map[string]bool{}
+	for _, l := range got {
+		seen[l] = true
+	}
+	for _, tag := range []string{"a", "b"} {
+		for i := 0; i < 5; i++ {
+			if l := tag + " " + string(rune('0'+i)); !seen[l] {
+				t.Errorf("line %q never delivered: %q", l, got)
+			}
+		}
+	}
+}
