@@ -440,7 +440,15 @@
 //     stream with bytes unread queues again), so one file cannot starve
 //     the rest and memory grows with open files, not tracked ones. A
 //     caught-up stream unchanged for closeInactiveMillis closes; a change
-//     (event or rescan) reopens it with its identity checked again.
+//     (event or rescan) reopens it with its identity checked again. A
+//     closing stream waits at most a minute (stopDrainBound) for its
+//     lines' acknowledgements; if some are still missing, or its last
+//     commit failed, it closes owing the commit (owed): its streamPub stays
+//     in the mux's FIFO, the housekeeping commits the acknowledged position
+//     into the pointer (opened for a moment, a reserve descriptor) once
+//     every line is acknowledged, and until then CommitOK is false and the
+//     stream is not forgotten. Reopened before that, the new source reads
+//     from the pointer (unacknowledged lines again: duplicates, no gap).
 //
 //   - Fairness inside the slots is per batch: each stream publishes at most
 //     one batch per call and then competes again for the mutex.

@@ -85,6 +85,8 @@ type Glob struct {
 	lastHK   time.Time
 	ghosts   uint64 // map keys of gone streams whose key a new file took
 
+	drainBound time.Duration // how long a stopping stream waits for its lines' acknowledgements
+
 	filesSkipped atomic.Uint64
 
 	detail string // the last loss CountLoss counted (under mu)
@@ -135,7 +137,23 @@ type gstream struct {
 	heldUntil   time.Time // until when
 	fpLen, fp   uint64    // the pointer's fingerprint when closed
 	done        bool      // ONCE_EARLIEST: read to its size and closed for good
-	unacked     bool      // closed with lines unacknowledged (a drain cut short): never forgotten
+	owe         *owed     // closed with lines unacknowledged (a drain cut short): the commit they owe
+}
+
+// owed is the commit obligation of a stream closed while lines of it were
+// unacknowledged (its drain gave up after drainBound) or its last commit
+// had failed: its streamPub stays in the mux's FIFO and still receives
+// their acknowledgements; once every line is acknowledged the housekeeping
+// opens the pointer for a moment (one descriptor of the reserve), stores
+// the acknowledged position, syncs and closes it (settleOwed). Until then
+// the feed is not settled (CommitOK) and the stream is not forgotten.
+type owed struct {
+	sp     *streamPub
+	epoch  uint64 // the pointer's epoch at the close: acknowledgements of it move it
+	pos    int64  // the highest acknowledged position of epoch (the record's offset at the close)
+	dirty  bool   // the last commit before the close failed: store and sync even at pos
+	synced uint64 // the sequence the pointer's synced record covered at the close
+	ended  bool   // closed read to its end, gone from its path (closed's forgetClosed case)
 }
 
 // NewGlob makes a glob source publishing to pub.
@@ -185,9 +203,14 @@ func NewGlob(cfg GlobConfig, pub *feed.Publisher) (*Glob, error) {
 	reserve := max(1, g.cfg.MaxOpenFiles/16)
 	g.maxSlots = max(1, (g.cfg.MaxOpenFiles-reserve)/per)
 	g.mux = newMux(pub)
+	g.drainBound = stopDrainBound
 	g.life, g.endLife = context.WithCancel(context.Background())
 	return g, nil
 }
+
+// stopDrainBound is how long a stream being closed waits for its lines'
+// acknowledgements before it closes anyway and owes their commit (owed).
+var stopDrainBound = time.Minute
 
 // bounded: a ONCE_* feed.
 func (g *Glob) bounded() bool { return g.cfg.Stream.Strategy.Bounded() }
@@ -759,6 +782,14 @@ func (g *Glob) start(ctx context.Context, s *gstream) error {
 		c.Strategy = Earliest
 	}
 	s.fromEnd = false
+	if s.owe != nil {
+		// Reopened before every line of its last open was acknowledged:
+		// what is acknowledged is committed; the rest is read again from
+		// the pointer by the new source (duplicates, never a gap), whose
+		// own commits take over.
+		g.settleOwed(s)
+		s.owe = nil
+	}
 	s.sp = g.mux.add()
 	s.src = New(c, s.sp)
 	s.sp.src.Store(s.src) // the feed's EpochState asks it
@@ -798,7 +829,7 @@ func (g *Glob) stop(s *gstream) {
 	s.cancel()
 	go func() {
 		<-s.runDone
-		ctx, cancel := context.WithTimeout(g.life, time.Minute)
+		ctx, cancel := context.WithTimeout(g.life, g.drainBound)
 		s.src.Drain(ctx)
 		cancel()
 		s.src.Close()
@@ -824,9 +855,17 @@ func (g *Glob) closed(s *gstream) {
 	}
 	s.offset = src.ReadPos()
 	s.epoch = src.Epoch()
-	s.unacked = s.sp.Pending() > 0
 	s.src0dropped = src.dropped
 	ended := src.State() == WaitingForFile // pinned: read to its end, gone from its path
+	s.owe = nil
+	if s.sp.Pending() > 0 || (src.ptr != nil && !src.CommitOK()) {
+		o := &owed{sp: s.sp, synced: src.SyncedSeq(), ended: ended, dirty: src.ptr != nil && !src.CommitOK()}
+		if src.ptr != nil {
+			rec := src.ptr.Record()
+			o.epoch, o.pos = rec.Epoch, rec.Offset
+		}
+		s.owe = o
+	}
 	g.mux.remove(s.sp)
 	s.src, s.sp = nil, nil
 	s.st = stClosed
@@ -842,6 +881,56 @@ func (g *Glob) closed(s *gstream) {
 	if ended && s.gone && !exists(s.path, s.key) {
 		g.forgetClosed(s, false)
 	}
+	if s.owe != nil {
+		g.settleOwed(s)
+	}
+}
+
+// settleOwed takes the acknowledgements a closed stream's lines received
+// since its close and, once every one of them is acknowledged, commits
+// the pointer to the acknowledged position (opened for a moment) and drops
+// the obligation; a failed commit is retried at the next housekeeping.
+// Manager goroutine, under mu.
+func (g *Glob) settleOwed(s *gstream) {
+	o := s.owe
+	if a := o.sp.PollAcks(); a.Moved && a.Positioned && a.Epoch == o.epoch && a.Position > o.pos {
+		o.pos, o.dirty = a.Position, true
+	}
+	if o.sp.Pending() > 0 {
+		return
+	}
+	if o.dirty && s.ptrPath != "" {
+		if err := g.commitOwed(s.ptrPath, o); err != nil {
+			g.acc.commitFailures++
+			g.log.Error("pointer commit of a closed glob file's acknowledged lines failed; retrying",
+				"path", s.path, "pointer", s.ptrPath, "offset", o.pos, "error", err)
+			return
+		}
+		g.log.Debug("closed glob file's late acknowledgements committed", "path", s.path, "offset", o.pos)
+	}
+	s.owe = nil
+	if s.gone && !exists(s.path, s.key) {
+		g.forgetClosed(s, !o.ended)
+	}
+}
+
+// commitOwed stores and syncs o's position in the pointer at path, unless
+// the pointer is at another epoch or already past it.
+func (g *Glob) commitOwed(path string, o *owed) error {
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		return nil // nothing to move (Open would create one)
+	}
+	p, err := pointer.Open(path, pointer.Options{Logger: g.log, EpochsPath: g.cfg.EpochsPath})
+	if err != nil {
+		return err
+	}
+	if rec := p.Record(); rec.Epoch == o.epoch && rec.Offset <= o.pos {
+		err = p.Commit(o.pos)
+	}
+	if cerr := p.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // grownSince: s's file (still at s.path) differs in size from where its
@@ -876,6 +965,9 @@ func (g *Glob) housekeep(ctx context.Context) {
 	}
 	g.lastHK = now
 	for _, s := range g.byKey {
+		if s.owe != nil && s.src == nil {
+			g.settleOwed(s) // closed, or queued for a slot
+		}
 		if s.st != stOpen {
 			continue
 		}
@@ -908,7 +1000,7 @@ func (g *Glob) housekeep(ctx context.Context) {
 // forgetAfter (DESIGN §10 "Forgetting"), and drops them from tracking.
 func (g *Glob) forget(now time.Time) {
 	for k, s := range g.byKey {
-		if !s.gone || s.st != stClosed || s.unacked || now.Sub(s.goneAt) < g.cfg.ForgetAfter {
+		if !s.gone || s.st != stClosed || s.owe != nil || now.Sub(s.goneAt) < g.cfg.ForgetAfter {
 			continue
 		}
 		if s.ptrPath != "" {
@@ -936,7 +1028,7 @@ func (g *Glob) forget(now time.Time) {
 // seen, as while the daemon runs). Otherwise the stream was closed after
 // its file went, read to its end (not behind).
 func (g *Glob) forgetClosed(s *gstream, atScan bool) {
-	if s.st != stClosed || s.ptrPath == "" || s.unacked || s.behind || s.src0dropped || s.done || (atScan && s.offset != s.size) {
+	if s.st != stClosed || s.ptrPath == "" || s.owe != nil || s.behind || s.src0dropped || s.done || (atScan && s.offset != s.size) {
 		return
 	}
 	rec, err := pointer.Inspect(s.ptrPath)
@@ -1278,6 +1370,13 @@ func (g *Glob) Close() error {
 		}
 		g.closed(s)
 	}
+	g.mu.Lock()
+	for _, s := range g.byKey {
+		if s.owe != nil && s.src == nil {
+			g.settleOwed(s) // acknowledged during the shutdown's drain
+		}
+	}
+	g.mu.Unlock()
 	g.mux.close()
 	return first
 }

@@ -148,12 +148,13 @@ func (g *Glob) CommitFailures() uint64 {
 	return g.sum(g.acc.commitFailures, (*Source).CommitFailures)
 }
 
-// CommitOK: every open stream's last commit succeeded and is synced.
+// CommitOK: every open stream's last commit succeeded and is synced, and
+// no closed stream owes a commit of lines acknowledged after its close.
 func (g *Glob) CommitOK() bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for _, s := range g.byKey {
-		if s.st == stStopping {
+		if s.st == stStopping || s.owe != nil {
 			return false
 		}
 		if s.src != nil && !s.src.CommitOK() {
@@ -176,6 +177,11 @@ func (g *Glob) SyncedSeq() uint64 {
 	for _, s := range g.byKey {
 		if s.src != nil && !s.src.CommitOK() {
 			if v := s.src.SyncedSeq(); first || v < m {
+				m, first = v, false
+			}
+		}
+		if s.owe != nil && s.src == nil {
+			if v := s.owe.synced; first || v < m {
 				m, first = v, false
 			}
 		}
