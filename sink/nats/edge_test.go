@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"tailfeed/internal/grouptest"
@@ -57,7 +58,9 @@ func TestExactlyOnceRestoreAtDuplicateWindowEdge(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	r2 := newRig(t, processor.GroupConfig{}, Config{URL: srv.URL(), ExactlyOnce: true, Feed: "app"})
+	var log syncBuffer
+	r2 := newRig(t, processor.GroupConfig{}, Config{URL: srv.URL(), ExactlyOnce: true, Feed: "app",
+		Logger: hclog.New(&hclog.LoggerOptions{Output: &log, Level: hclog.Info})})
 	marks, err := r2.s.DoneThrough(ctx)
 	if err != nil || len(marks) != 1 || marks[0].Position != int64(8*(len(a[0])+1)) {
 		t.Fatalf("done-through %v %v, want a-00007's end", marks, err)
@@ -75,5 +78,54 @@ func TestExactlyOnceRestoreAtDuplicateWindowEdge(t *testing.T) {
 	if strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Fatalf("the group counted the 17 re-read and new lines processed; the stream holds %d lines: %v (want a-00000…a-00019, b-00000…b-00004)",
 			len(got), got)
+	}
+	if !strings.Contains(log.String(), oneByOneInfo) {
+		t.Errorf("no INFO saying the subject goes one line at a time:\n%s", log.String())
+	}
+}
+
+// oneByOneInfo starts the INFO of removedAfter.
+const oneByOneInfo = "[INFO]  nats stream lost messages after the subject's last one"
+
+// A restart with nothing removed from the stream (the common case) keeps
+// fast batches: removedAfter finds every sequence after the subject's last
+// message in place (a shared stream's other subjects' messages included).
+func TestExactlyOnceRestartWithoutRemovalStaysFast(t *testing.T) {
+	srv := natstest.Start(t, natstest.Options{})
+	_, js := srv.Connect(t)
+	ctx := context.Background()
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "LOGS", Subjects: []string{"logs.>"},
+		Storage: jetstream.FileStorage, Duplicates: 2 * time.Minute, AllowBatchPublish: true}); err != nil {
+		t.Fatal(err)
+	}
+	r1 := newRig(t, processor.GroupConfig{}, Config{URL: srv.URL(), ExactlyOnce: true})
+	a := grouptest.Lines("a", 0, 20)
+	r1.Publish(a...)
+	r1.WaitAck(20, 10*time.Second)
+	r1.Cancel()
+	<-r1.G.Done()
+	r1.s.Close()
+	// Another host's message after the subject's last one.
+	if _, err := js.Publish(ctx, "logs.host2.app", []byte("other")); err != nil {
+		t.Fatal(err)
+	}
+	var log syncBuffer
+	r2 := newRig(t, processor.GroupConfig{}, Config{URL: srv.URL(), ExactlyOnce: true, Feed: "app",
+		Logger: hclog.New(&hclog.LoggerOptions{Output: &log, Level: hclog.Info})})
+	marks, err := r2.s.DoneThrough(ctx)
+	if err != nil || len(marks) != 1 {
+		t.Fatalf("done-through %v %v", marks, err)
+	}
+	r2.Pos = marks[0].Position
+	bl := grouptest.Lines("b", 0, 50)
+	r2.Publish(bl...)
+	r2.WaitAck(50, 10*time.Second)
+	got := bodies(natstest.Messages(t, js, "LOGS"))
+	want := append(append(append([]string{}, a...), "other"), bl...)
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("the stream holds %v, want %v", got, want)
+	}
+	if strings.Contains(log.String(), oneByOneInfo) {
+		t.Errorf("a restart without a removal went one line at a time:\n%s", log.String())
 	}
 }

@@ -532,10 +532,17 @@ func (s *Sink) publishChained(ctx context.Context, b *feed.Batch, subj, epoch st
 	}
 	if b.Positioned && s.fastBatches() && !s.lineByLine(subj) {
 		if !rec.probed && i < len(b.Lines) {
-			// The first line after a record read from the stream goes
-			// alone: a removal inside the duplicate window shows here as
-			// a duplicate the subject does not hold (chainOne), before a
-			// fast batch could skip such lines silently (chain.go).
+			// After a record read from the stream: when the stream lost
+			// messages stored after the subject's last one, the subject
+			// goes one line at a time until the duplicate window has
+			// passed (removedAfter).
+			if err := s.removedAfter(ctx, subj, rec); err != nil {
+				return i, err
+			}
+			// The first line goes alone: a removal inside the duplicate
+			// window shows here as a duplicate the subject does not hold
+			// (chainOne), before a fast batch could skip such lines
+			// silently (chain.go).
 			if err := s.chainOne(ctx, b, subj, epoch, &rec, i, 0); err != nil {
 				return i, err
 			}
