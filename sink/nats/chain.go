@@ -542,7 +542,7 @@ func (s *Sink) sawRemoval(subj string) {
 // an id still in the window shows there; but at the window's edge that
 // line's id (stored first) may have expired while later ones have not,
 // and a fast batch skips a duplicate past its first message silently
-// (nats-server 2.15 processJetStreamBatchMsg), counting it stored. So when
+// (nats-server 2.15 processJetStreamFastBatchMsg), counting it stored. So when
 // the stream may have lost messages after rec, the subject goes one line
 // at a time (chainOne checks every duplicate against the subject) until
 // the duplicate window has passed: every removed id was stored before

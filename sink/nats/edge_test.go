@@ -19,7 +19,7 @@ import (
 // has expired (so the line after the record read is stored normally and
 // no removal shows), but later removed lines' ids are still in the window.
 // A fast batch skips those as duplicates (nats-server 2.15
-// processJetStreamBatchMsg: errMsgIdDuplicate past the batch's first
+// processJetStreamFastBatchMsg: errMsgIdDuplicate past the batch's first
 // message is skipped and counted in the final ack): lines counted stored
 // that the stream does not hold.
 //
