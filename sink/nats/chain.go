@@ -533,6 +533,49 @@ func (s *Sink) sawRemoval(subj string) {
 	s.oneByOne[subj] = time.Now().Add(w)
 }
 
+// removedAfter checks, after a record read from the stream (start,
+// reconnect, a failure), whether the stream lost messages stored after
+// rec, the subject's last message: a restore by deleting or purging the
+// subject's last messages. Their Nats-Msg-Ids stay in the stream's
+// duplicate window, and the lines they held are re-published (the
+// catch-up, DESIGN §11). The first of them goes alone (publishChained), so
+// an id still in the window shows there; but at the window's edge that
+// line's id (stored first) may have expired while later ones have not,
+// and a fast batch skips a duplicate past its first message silently
+// (nats-server 2.15 processJetStreamFastBatchMsg), counting it stored. So when
+// the stream may have lost messages after rec, the subject goes one line
+// at a time (chainOne checks every duplicate against the subject) until
+// the duplicate window has passed: every removed id was stored before
+// this read, so it has expired by then.
+//
+// The stream's state tells: nothing was stored after rec (LastSeq), or
+// every sequence from rec's to LastSeq is still there (no deleted
+// sequence, none purged from the front past rec). Sequences never repeat
+// and LastSeq never goes back, so a removed message after rec always
+// shows. A shared stream with deletions elsewhere (other subjects, limits,
+// acks of an interest stream) also goes one line at a time for the window
+// after a record read: slower, never wrong.
+func (s *Sink) removedAfter(ctx context.Context, subj string, rec *record) error {
+	if s.stream == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+	defer cancel()
+	info, err := s.stream.Info(ctx)
+	if err != nil {
+		return s.unavailable(fmt.Errorf("nats reading stream %q's state: %w", s.cfg.Stream, err))
+	}
+	st := info.State
+	if st.LastSeq <= rec.seq ||
+		(st.NumDeleted == 0 && st.FirstSeq <= rec.seq+1 && st.Msgs >= st.LastSeq-st.FirstSeq+1) {
+		return nil
+	}
+	s.sawRemoval(subj)
+	s.log.Info("nats stream lost messages after the subject's last one (deleted or purged: a restore?) or elsewhere; exactlyOnce publishes one line at a time until the duplicate window has passed, so that a line still in it is checked against the subject",
+		"subject", subj, "sequence", rec.seq, "streamLast", st.LastSeq, "deleted", st.NumDeleted, "until", s.oneByOne[subj].UTC().Format(time.RFC3339))
+	return nil
+}
+
 // lineByLine reports whether subj's lines go one at a time (sawRemoval).
 func (s *Sink) lineByLine(subj string) bool {
 	t, ok := s.oneByOne[subj]

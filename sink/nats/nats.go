@@ -44,11 +44,12 @@
 // stream sequence: never reused, so outside the window; the tailfeed-*
 // headers are unchanged), and the subject goes one line per round trip
 // until the duplicate window has passed (a fast batch would skip such
-// lines silently). To see a removal before a fast batch does, the first
-// line after every record read goes alone. Not covered: a removal whose
-// first removed line's id already left the window while later ones have
-// not (a restart right at the window's edge); a fast batch then skips the
-// later ones.
+// lines silently). To see a removal before a fast batch does, after every
+// record read the stream's state is read (chain.go removedAfter): a
+// message removed after the subject's last one puts the subject one line
+// at a time until the window has passed, a restart right at the window's
+// edge included (the first removed line's id expired, later ones not);
+// and the first line after the read goes alone.
 //
 // Done-through (DESIGN §11 "A restored sink is caught up from the input";
 // exactlyOnce only, the sink keeps no record without it): DoneThrough, at
@@ -532,10 +533,17 @@ func (s *Sink) publishChained(ctx context.Context, b *feed.Batch, subj, epoch st
 	}
 	if b.Positioned && s.fastBatches() && !s.lineByLine(subj) {
 		if !rec.probed && i < len(b.Lines) {
-			// The first line after a record read from the stream goes
-			// alone: a removal inside the duplicate window shows here as
-			// a duplicate the subject does not hold (chainOne), before a
-			// fast batch could skip such lines silently (chain.go).
+			// After a record read from the stream: when the stream lost
+			// messages stored after the subject's last one, the subject
+			// goes one line at a time until the duplicate window has
+			// passed (removedAfter).
+			if err := s.removedAfter(ctx, subj, rec); err != nil {
+				return i, err
+			}
+			// The first line goes alone: a removal inside the duplicate
+			// window shows here as a duplicate the subject does not hold
+			// (chainOne), before a fast batch could skip such lines
+			// silently (chain.go).
 			if err := s.chainOne(ctx, b, subj, epoch, &rec, i, 0); err != nil {
 				return i, err
 			}
