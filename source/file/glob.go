@@ -706,7 +706,9 @@ func (g *Glob) preempt() {
 		}
 		st := s.src.State()
 		done := st == CaughtUp || st == WaitingForFile
-		if done || (!s.gone && now.Sub(s.openedAt) > time.Second) {
+		// A stream still STARTING (its pointer being created, its file
+		// opened) has not had its turn yet, however long that takes.
+		if done || (!s.gone && st != Starting && now.Sub(s.openedAt) > time.Second) {
 			// A file with unread bytes takes its turn again later (closed
 			// queues it); a gone one is never stopped before its end.
 			g.stop(s)
