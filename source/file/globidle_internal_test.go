@@ -2,6 +2,7 @@ package file
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -70,4 +71,67 @@ func TestGlobPreemptSparesStartingStream(t *testing.T) {
 		t.Fatal("a stream that had its turn kept its slot while another waits")
 	}
 	<-g.stopped
+}
+
+// A glob stream's lazy buffer starts at the size of what is waiting (at
+// least 4 KiB): 10,000 streams of one short line each borrow 4 KiB each,
+// not 64 KiB. A file longer than its first buffer doubles it at every
+// read that fills it, up to 64 KiB, and every byte is read in order.
+func TestLazyBufferFitsWhatIsWaiting(t *testing.T) {
+	dir := t.TempDir()
+	small := filepath.Join(dir, "small.log")
+	if err := os.WriteFile(small, []byte("0123456789\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(small)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	r := newReader(f, 1, 1, -(1 << 20), 1<<20)
+	r.lastSize = 11
+	if n, err := r.read(); err != nil || n != 11 {
+		t.Fatalf("read %d, %v", n, err)
+	}
+	if len(r.buf) != 4<<10 {
+		t.Fatalf("a stream with 11 bytes waiting borrowed a %d-byte buffer, want 4 KiB", len(r.buf))
+	}
+
+	big := filepath.Join(dir, "big.log")
+	var want []byte
+	for i := 0; len(want) < 1<<20; i++ {
+		want = append(want, fmt.Sprintf("line %08d\n", i)...)
+	}
+	if err := os.WriteFile(big, want, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fb, err := os.Open(big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fb.Close()
+	r = newReader(fb, 1, 2, -(1 << 20), 1<<20)
+	r.lastSize = 100 // an old look: the file grew since
+	var got []byte
+	var found Found
+	for reads := 0; ; reads++ {
+		n, err := r.read()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			break
+		}
+		r.take(&found, false, 1<<20, 1<<30)
+		for i := range found.Len() {
+			got = append(got, r.buf[found.Starts[i]:found.Starts[i]+found.Lens[i]]...)
+			got = append(got, '\n')
+		}
+		if reads == 8 && len(r.buf) != 64<<10 {
+			t.Fatalf("after %d full reads the buffer is %d bytes, want 64 KiB", reads, len(r.buf))
+		}
+	}
+	if string(got) != string(want) {
+		t.Fatalf("read %d bytes back, want the %d written", len(got), len(want))
+	}
 }

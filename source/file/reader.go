@@ -30,6 +30,7 @@ type reader struct {
 
 	buf        []byte // nil while released (idle, see releaseBuf)
 	bufLen     int
+	filled     bool // the last read filled the space it had: a lazy buffer grows
 	base       int64
 	start, end int
 	limit      int64 // once-reads: stop at this offset; -1 to tail
@@ -71,8 +72,9 @@ type reader struct {
 }
 
 // newReader makes a reader of f. A negative bufSize (a glob stream) makes
-// the buffer lazy: allocated at the first read, 64 KiB, doubled while a
-// line does not fit, up to -bufSize.
+// the buffer lazy: allocated at the first read, sized to the bytes known to
+// be waiting (4 KiB to 64 KiB, see lazyLen), doubled at every read that
+// fills it up to 64 KiB, and while a line does not fit up to -bufSize.
 func newReader(f *os.File, dev, ino uint64, bufSize, maxLine int) *reader {
 	var buf []byte
 	if bufSize > 0 {
@@ -175,15 +177,16 @@ func (r *reader) snapshot(size int64) {
 // read reads more bytes into the buffer; it returns how many (0 at EOF).
 func (r *reader) read() (int, error) {
 	if r.buf == nil {
-		r.buf = getBuf(min(r.bufLen, 64<<10))
+		r.buf = getBuf(r.lazyLen())
 	}
 	if r.start > 0 {
 		n := copy(r.buf, r.buf[r.start:r.end])
 		r.base += int64(r.start)
 		r.start, r.end = 0, n
 	}
-	if r.end == len(r.buf) && len(r.buf) < r.bufLen {
-		// A lazy buffer full of one partial line: grow it.
+	if len(r.buf) < r.bufLen && (r.end == len(r.buf) || (r.filled && len(r.buf) < lazyStream)) {
+		// A lazy buffer full of one partial line, or too small for the
+		// bytes coming: grow it.
 		nb := getBuf(min(2*len(r.buf), r.bufLen))
 		copy(nb, r.buf[:r.end])
 		putBuf(r.buf)
@@ -220,6 +223,7 @@ func (r *reader) read() (int, error) {
 		n, err = r.f.ReadAt(space, r.readPos())
 	}
 	r.end += n
+	r.filled = n == len(space)
 	if n > 0 {
 		r.grewAt = time.Now()
 	}
@@ -227,6 +231,24 @@ func (r *reader) read() (int, error) {
 		err = nil
 	}
 	return n, err
+}
+
+// A lazy buffer's sizes: at least lazyMin, grown by full reads up to
+// lazyStream (a file being read through), by a line that does not fit up to
+// bufLen.
+const lazyMin, lazyStream = 4 << 10, 64 << 10
+
+// lazyLen is the size of a lazy buffer taken for the next read: the bytes
+// the last look saw waiting (lastSize past the read position), rounded up
+// to a power of two from lazyMin to lazyStream. Thousands of glob streams
+// holding a short line each then borrow 4 KiB each, not 64 KiB; a file
+// that grew since that look fills its buffer and the next read doubles it.
+func (r *reader) lazyLen() int {
+	n := lazyMin
+	for n < lazyStream && int64(n) <= r.lastSize-r.readPos() {
+		n *= 2
+	}
+	return min(n, r.bufLen)
 }
 
 func (r *reader) close() {
