@@ -83,6 +83,12 @@ type Glob struct {
 	lastHK   time.Time
 	ghosts   uint64 // map keys of gone streams whose key a new file took
 
+	// opening bounds the pointers being opened at once (a new one costs
+	// fsyncs): each blocked fsync holds an OS thread, and hundreds of
+	// streams starting together made hundreds of threads that a Go
+	// process never gives back (stacks of 48 KiB each, resident).
+	opening chan struct{}
+
 	filesSkipped atomic.Uint64
 }
 
@@ -143,7 +149,7 @@ func NewGlob(cfg GlobConfig, pub *feed.Publisher) (*Glob, error) {
 	g := &Glob{cfg: cfg, pat: pat, log: cfg.Stream.Logger, pub: pub,
 		byPath: map[string]*gstream{}, byKey: map[uint64]*gstream{}, retired: map[uint64]bool{},
 		skipped: map[string]bool{}, watched: map[string]bool{}, stopped: make(chan *gstream, 64),
-		events: make(chan string, 1024), kick: make(chan struct{}, 1)}
+		events: make(chan string, 1024), kick: make(chan struct{}, 1), opening: make(chan struct{}, maxOpening)}
 	if g.log == nil {
 		g.log = hclog.NewNullLogger()
 	}
@@ -184,6 +190,13 @@ func NewGlob(cfg GlobConfig, pub *feed.Publisher) (*Glob, error) {
 	g.life, g.endLife = context.WithCancel(context.Background())
 	return g, nil
 }
+
+// maxOpening is how many stream pointers are opened at once: enough for
+// their fsyncs to share the file system's journal commits.
+const maxOpening = 32
+
+// openPointer opens a stream's pointer (a test counts the opens in flight).
+var openPointer = pointer.Open
 
 // bounded: a ONCE_* feed.
 func (g *Glob) bounded() bool { return g.cfg.Stream.Strategy.Bounded() }
@@ -761,7 +774,13 @@ func (g *Glob) start(ctx context.Context, s *gstream) error {
 			// Opened here, not on the manager's goroutine: a new pointer
 			// costs fsyncs (its directory, both slots, the epochs file),
 			// and streams opening at once share them.
-			p, err := pointer.Open(ptrPath, opts)
+			select {
+			case g.opening <- struct{}{}:
+			case <-rctx.Done():
+				return
+			}
+			p, err := openPointer(ptrPath, opts)
+			<-g.opening
 			if err != nil {
 				src.fail(fmt.Errorf("stream pointer %s: %w", ptrPath, err))
 				return
