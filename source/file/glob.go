@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -88,6 +87,9 @@ type Glob struct {
 	// streams starting together made hundreds of threads that a Go
 	// process never gives back (stacks of 48 KiB each, resident).
 	opening chan struct{}
+
+	keys     map[uint64]string // scan's: each matched key's path (reused)
+	lastWalk int               // files the last walk found
 
 	filesSkipped atomic.Uint64
 }
@@ -350,7 +352,8 @@ func (g *Glob) excluded(p string) bool {
 // walk lists the matching files below root, watching every directory that
 // may hold matches (symlinked directories are not descended).
 func (g *Glob) walk() []found {
-	var out []found
+	out := make([]found, 0, g.lastWalk)
+	var st statScratch
 	var visit func(dir string)
 	visit = func(dir string) {
 		if g.own(dir) {
@@ -363,28 +366,44 @@ func (g *Glob) walk() []found {
 				g.watched[dir] = true
 			}
 		}
-		ents, err := os.ReadDir(dir)
+		d, err := os.Open(dir)
 		if err != nil {
 			return
 		}
+		ents, err := d.ReadDir(-1)
+		if err != nil {
+			d.Close()
+			return
+		}
+		// One stat per matching entry, relative to the open directory
+		// (this walk recurs every scanIntervalMillis over every file);
+		// subdirectories are visited once it is closed.
+		m := g.pat.inDir(dir)
+		var sub []string
 		for _, e := range ents {
-			p := filepath.Join(dir, e.Name())
-			if e.IsDir() && g.pat.MayHoldMatches(p) {
-				visit(p)
+			name := e.Name()
+			if e.IsDir() {
+				if p := filepath.Join(dir, name); g.pat.MayHoldMatches(p) {
+					sub = append(sub, p)
+				}
 			}
-			if !g.pat.Match(p) || g.excluded(p) || g.own(p) {
+			if !m.match(name) {
 				continue
 			}
-			st, err := os.Stat(p)
-			if err != nil || !st.Mode().IsRegular() {
-				g.skip(p, st, err)
+			p := filepath.Join(dir, name)
+			if g.excluded(p) || g.own(p) {
 				continue
 			}
-			dev, ino, err := fileutil.DevInoPath(p)
-			if err != nil {
+			regular, isDir, dev, ino, size, mod, err := statAt(d, name, &st)
+			if err != nil || !regular {
+				g.skip(p, isDir, err)
 				continue
 			}
-			out = append(out, found{path: p, dev: dev, ino: ino, size: st.Size(), mod: st.ModTime().UnixNano()})
+			out = append(out, found{path: p, dev: dev, ino: ino, size: size, mod: mod})
+		}
+		d.Close()
+		for _, p := range sub {
+			visit(p)
 		}
 	}
 	root := g.pat.Root()
@@ -404,10 +423,11 @@ func (g *Glob) walk() []found {
 	}
 	visit(root)
 	sort.Slice(out, func(i, j int) bool { return out[i].path < out[j].path })
+	g.lastWalk = len(out)
 	return out
 }
 
-func (g *Glob) skip(p string, st fs.FileInfo, err error) {
+func (g *Glob) skip(p string, isDir bool, err error) {
 	if g.skipped[p] {
 		return
 	}
@@ -416,7 +436,7 @@ func (g *Glob) skip(p string, st fs.FileInfo, err error) {
 	why := "not a regular file"
 	if err != nil {
 		why = err.Error()
-	} else if st.IsDir() {
+	} else if isDir {
 		why = "a directory"
 	}
 	g.log.Warn("glob match skipped: not a regular file", "path", p, "why", why)
@@ -428,15 +448,17 @@ func (g *Glob) scan(ctx context.Context) {
 	now := time.Now()
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	here := make(map[string]found, len(list))
-	keys := make(map[uint64]string, len(list))
+	if g.keys == nil {
+		g.keys = make(map[uint64]string, len(list))
+	}
+	keys := g.keys // reused: a rescan of thousands of files rebuilds it
+	clear(keys)
 	for _, f := range list {
 		k := pointer.FileKey(f.dev, f.ino)
 		if _, dup := keys[k]; dup {
 			continue // the same file under several paths: the first in sort order
 		}
 		keys[k] = f.path
-		here[f.path] = f
 	}
 	for _, f := range list {
 		k := pointer.FileKey(f.dev, f.ino)

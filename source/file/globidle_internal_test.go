@@ -203,3 +203,57 @@ func TestGlobBoundsPointersOpening(t *testing.T) {
 		t.Fatalf("%d pointers were being opened at once, want at most %d", most, maxOpening)
 	}
 }
+
+// A rescan costs one stat per matched file and few allocations (it recurs
+// every scanIntervalMillis over every tracked file): before, each file
+// took an os.Stat and a second stat for its identity, its path split again
+// for the match, and a map of the whole list that nothing read — 7.2
+// allocations and 5.5 µs of CPU per file, 55 ms per rescan of 10,000
+// files (BenchmarkGlobRescan).
+func TestGlobRescanAllocs(t *testing.T) {
+	g := rescanFixture(t, 2000)
+	per := testing.AllocsPerRun(5, func() { g.scan(g.ctx) }) / 2000
+	if per > 5 {
+		t.Fatalf("a rescan allocates %.1f times per tracked file, want at most 5", per)
+	}
+	if len(g.queue) != 0 {
+		t.Fatalf("%d unchanged files queued", len(g.queue))
+	}
+}
+
+// rescanFixture is a glob feed tracking n caught-up files in directories of
+// 100, every stream closed (nothing opens).
+func rescanFixture(tb testing.TB, n int) *Glob {
+	dir := tb.TempDir()
+	for i := range n {
+		p := filepath.Join(dir, fmt.Sprintf("d%03d", i/100), fmt.Sprintf("f%05d.log", i))
+		if i%100 == 0 {
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				tb.Fatal(err)
+			}
+		}
+		if err := os.WriteFile(p, []byte("x\n"), 0o644); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	q := feed.NewQueue("q", 16, 1<<20, overload.Policy{Kind: overload.Pause})
+	pub := feed.NewPublisher("f", []*feed.Queue{q}, 64, 16)
+	g, err := NewGlob(GlobConfig{Stream: Config{Feed: "f", Path: filepath.Join(dir, "**", "*.log"), Strategy: Earliest,
+		Poll: 250 * time.Millisecond, NoNotify: true}}, pub)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(g.mux.close)
+	g.maxSlots = 0 // nothing opens: every stream stays closed
+	g.ctx = context.Background()
+	g.scan(g.ctx)
+	g.started = true
+	for _, s := range g.byKey {
+		s.st, s.offset = stClosed, s.size
+	}
+	g.queue = nil
+	if len(g.byKey) != n {
+		tb.Fatalf("%d streams tracked, want %d", len(g.byKey), n)
+	}
+	return g
+}
