@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -91,6 +92,14 @@ type Glob struct {
 	keys     map[uint64]string // scan's: each matched key's path (reused)
 	lastWalk int               // files the last walk found
 
+	// Housekeeping looks at these, not at every tracked stream (thousands
+	// of idle files): the streams holding a slot (running or stopping),
+	// the new files held back as possible copies, and when the gone
+	// streams were last looked at for forgetting.
+	running    map[*gstream]struct{}
+	held       []*gstream
+	lastForget time.Time
+
 	filesSkipped atomic.Uint64
 }
 
@@ -151,7 +160,8 @@ func NewGlob(cfg GlobConfig, pub *feed.Publisher) (*Glob, error) {
 	g := &Glob{cfg: cfg, pat: pat, log: cfg.Stream.Logger, pub: pub,
 		byPath: map[string]*gstream{}, byKey: map[uint64]*gstream{}, retired: map[uint64]bool{},
 		skipped: map[string]bool{}, watched: map[string]bool{}, stopped: make(chan *gstream, 64),
-		events: make(chan string, 1024), kick: make(chan struct{}, 1), opening: make(chan struct{}, maxOpening)}
+		events: make(chan string, 1024), kick: make(chan struct{}, 1), opening: make(chan struct{}, maxOpening),
+		running: map[*gstream]struct{}{}}
 	if g.log == nil {
 		g.log = hclog.NewNullLogger()
 	}
@@ -613,6 +623,7 @@ func (g *Glob) admit(s *gstream, f found, now time.Time) {
 	}
 	if c := g.copyCandidate(s, f); c != nil {
 		s.copyOf, s.heldUntil = c, now.Add(g.cfg.Stream.RotateWait)
+		g.held = append(g.held, s)
 		g.log.Debug("new file holds a tracked file's first bytes; held back", "path", f.path, "of", c.path)
 		return
 	}
@@ -654,10 +665,14 @@ func (g *Glob) copyCandidate(self *gstream, f found) *gstream {
 	return nil
 }
 
-// decideHeld ends the hold of a possible copy.
-func (g *Glob) decideHeld(s *gstream, now time.Time) {
-	if s.copyOf == nil || now.Before(s.heldUntil) {
-		return
+// decideHeld ends the hold of a possible copy once it is due; true while
+// it is still held.
+func (g *Glob) decideHeld(s *gstream, now time.Time) bool {
+	if s.copyOf == nil {
+		return false
+	}
+	if now.Before(s.heldUntil) {
+		return true
 	}
 	c := s.copyOf
 	s.copyOf = nil
@@ -672,9 +687,10 @@ func (g *Glob) decideHeld(s *gstream, now time.Time) {
 		s.done = true
 		g.log.Info("new file is a copy of a truncated or gone file; its tail is read by that file's stream",
 			"path", s.path, "of", c.path)
-		return
+		return false
 	}
 	g.enqueue(s)
+	return false
 }
 
 func (g *Glob) enqueue(s *gstream) {
@@ -732,7 +748,7 @@ func (g *Glob) barrierDone(p *gstream) bool {
 func (g *Glob) preempt() {
 	need := len(g.queue)
 	now := time.Now()
-	for _, s := range g.byKey {
+	for s := range g.running {
 		if need == 0 {
 			return
 		}
@@ -788,6 +804,7 @@ func (g *Glob) start(ctx context.Context, s *gstream) error {
 	s.st, s.openedAt, s.activeAt, s.reopen = stOpen, time.Now(), time.Now(), false
 	s.lastRead = 0
 	g.open++
+	g.running[s] = struct{}{}
 	opts := pointer.Options{Logger: g.log, EpochsPath: g.cfg.EpochsPath, Input: s.path, Epoch: s.newEpoch}
 	ptrPath := s.ptrPath
 	go func(src *Source, done chan struct{}) {
@@ -858,6 +875,7 @@ func (g *Glob) closed(s *gstream) {
 	s.src, s.sp = nil, nil
 	s.st = stClosed
 	g.open--
+	delete(g.running, s)
 	if s.done {
 		g.acc.unterminated += uint64(max(src.Unterminated(), 0))
 		return
@@ -891,7 +909,7 @@ func (g *Glob) housekeep(ctx context.Context) {
 		return
 	}
 	g.lastHK = now
-	for _, s := range g.byKey {
+	for s := range g.running {
 		if s.st != stOpen {
 			continue
 		}
@@ -912,10 +930,21 @@ func (g *Glob) housekeep(ctx context.Context) {
 			g.stop(s)
 		}
 	}
-	for _, s := range g.byKey {
-		g.decideHeld(s, now)
+	held := g.held[:0]
+	for _, s := range g.held {
+		if g.decideHeld(s, now) {
+			held = append(held, s) // still held
+		}
 	}
-	g.forget(now)
+	clear(g.held[len(held):])
+	g.held = held
+	// Forgetting is due forgetAfter after a file went: a look every
+	// forgetAfter/4 (at most a minute) keeps it that precise without a
+	// pass over every tracked stream every second.
+	if now.Sub(g.lastForget) >= min(time.Minute, g.cfg.ForgetAfter/4) {
+		g.lastForget = now
+		g.forget(now)
+	}
 	g.schedule(ctx)
 	g.mu.Unlock()
 }
@@ -937,6 +966,9 @@ func (g *Glob) forget(now time.Time) {
 		delete(g.byKey, k)
 		if g.byPath[s.path] == s {
 			delete(g.byPath, s.path)
+		}
+		if s.copyOf != nil {
+			g.held = slices.DeleteFunc(g.held, func(h *gstream) bool { return h == s })
 		}
 	}
 }

@@ -60,6 +60,7 @@ func TestGlobPreemptSparesStartingStream(t *testing.T) {
 	s.runDone = make(chan struct{})
 	close(s.runDone)
 	g.byKey[1] = s
+	g.running[s] = struct{}{}
 	g.open = 1
 	g.queue = []*gstream{{path: "b.log", key: 2, st: stQueued}}
 	g.preempt()
