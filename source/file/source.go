@@ -112,6 +112,7 @@ type Source struct {
 
 	watchDirs   []watchDir
 	watchWarned bool
+	waitT       *time.Timer // wait's, reused
 
 	// Shared with the fsnotify goroutine.
 	events    chan struct{}
