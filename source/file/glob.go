@@ -83,10 +83,11 @@ type Glob struct {
 	lastHK   time.Time
 	ghosts   uint64 // map keys of gone streams whose key a new file took
 
-	// opening bounds the pointers being opened at once (a new one costs
-	// fsyncs): each blocked fsync holds an OS thread, and hundreds of
-	// streams starting together made hundreds of threads that a Go
-	// process never gives back (stacks of 48 KiB each, resident).
+	// opening bounds the pointer I/O waiting for the disk at once across
+	// the streams (a new pointer's fsyncs, a stream's open and adoption,
+	// each commit's msync; Config.IOSlots): each blocked call holds an OS
+	// thread, and hundreds of streams starting together made hundreds of
+	// threads that a Go process never gives back (~50 KiB resident each).
 	opening chan struct{}
 
 	keys     map[uint64]string // scan's: each matched key's path (reused)
@@ -203,8 +204,9 @@ func NewGlob(cfg GlobConfig, pub *feed.Publisher) (*Glob, error) {
 	return g, nil
 }
 
-// maxOpening is how many stream pointers are opened at once: enough for
-// their fsyncs to share the file system's journal commits.
+// maxOpening is how many streams' pointer I/O calls wait for the disk at
+// once: enough for their fsyncs to share the file system's journal
+// commits.
 const maxOpening = 32
 
 // openPointer opens a stream's pointer (a test counts the opens in flight).
@@ -773,6 +775,7 @@ func (g *Glob) start(ctx context.Context, s *gstream) error {
 	c := g.cfg.Stream
 	c.Path, c.DeliveryPath, c.Pinned = s.path, s.first, true
 	c.NoNotify = true // the glob's watcher wakes it
+	c.IOSlots = g.opening
 	if g.watcher != nil {
 		// Events wake the stream; while its file is where it was, its own
 		// look is a fallback at the rescan interval (thousands of open

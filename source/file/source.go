@@ -58,6 +58,12 @@ type Config struct {
 	// is at its path and no rotation is in progress (a glob stream: the
 	// glob's watcher wakes it on every change).
 	IdlePoll time.Duration
+	// IOSlots, when set, bounds the pointer I/O that waits for the disk
+	// (the open of the input and pointer, each msync of a commit) that
+	// runs at once across the sources sharing it (a glob's streams): each
+	// blocked call holds an OS thread, and a Go process keeps every
+	// thread it made.
+	IOSlots chan struct{}
 }
 
 // Loss is one counted loss: a rotated or truncated file's unread tail
@@ -196,7 +202,12 @@ func (s *Source) Run(ctx context.Context) error {
 	defer s.stopWatch()
 	defer s.settleSync()
 	s.awaitTornPointerGen(ctx)
-	if err := s.open(); err != nil {
+	if !s.ioBegin(ctx) {
+		return nil
+	}
+	err := s.open()
+	s.ioEnd()
+	if err != nil {
 		s.fail(err)
 		return err
 	}
