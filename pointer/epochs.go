@@ -301,12 +301,12 @@ func (p *Pointer) Left(epoch uint64) (EpochLine, bool) {
 
 // adoptedBefore reports whether the epochs file's last line already names
 // the file a is adopting: the same epoch, file key and path, and a
-// fingerprint that the input's first n bytes, read into p.fp, still match
-// (it may have grown since). Called with p.mu held.
-func (p *Pointer) adoptedBefore(a Record, n int) bool {
+// fingerprint that the input's first bytes (head) still match (it may have
+// grown since). Called with p.mu held.
+func (p *Pointer) adoptedBefore(a Record, head []byte) bool {
 	l, ok := lastEpochLine(p.epochs)
 	return ok && l.Epoch == a.Epoch && l.FileKey == a.FileKey && l.Path == p.input &&
-		l.FPLen <= uint64(n) && Fingerprint(p.fp[:l.FPLen]) == l.FP
+		l.FPLen <= uint64(len(head)) && Fingerprint(head[:l.FPLen]) == l.FP
 }
 
 // lastEpochLine returns the last complete line of the epochs file at path,
