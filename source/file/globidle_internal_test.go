@@ -316,3 +316,35 @@ func TestSourceWaitReusesTimer(t *testing.T) {
 		t.Fatalf("a wait allocates %.1f times", n)
 	}
 }
+
+// A glob stream gives its buffer back at every wait and takes one at the
+// next read: neither allocates once the pool holds a buffer (the box
+// travels with the buffer). Before, each give-back allocated a box: ~19 MB
+// of garbage over a start of 10,000 files.
+func TestLazyBufferRoundTripAllocatesNothing(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "a.log")
+	if err := os.WriteFile(path, []byte("0123456789\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	r := newReader(f, 1, 1, -(1 << 20), 1<<20)
+	r.lastSize = 11
+	var found Found
+	round := func() {
+		r.seek(0)
+		r.lastSize = 11
+		if _, err := r.read(); err != nil {
+			t.Fatal(err)
+		}
+		r.take(&found, false, 64, 1<<20)
+		r.releaseBuf()
+	}
+	round()
+	if n := testing.AllocsPerRun(50, round); n != 0 {
+		t.Fatalf("a read and give-back of the buffer allocates %.1f times", n)
+	}
+}
