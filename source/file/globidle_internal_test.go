@@ -348,3 +348,31 @@ func TestLazyBufferRoundTripAllocatesNothing(t *testing.T) {
 		t.Fatalf("a read and give-back of the buffer allocates %.1f times", n)
 	}
 }
+
+// The check of an open, unchanged file (every look, hundreds of glob
+// streams looking while a start's lines are acknowledged) allocates
+// nothing: before, f.Stat made a FileInfo each time (~47 MB of garbage
+// over a start of 10,000 files).
+func TestChangedCheckAllocatesNothing(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "a.log")
+	if err := os.WriteFile(path, []byte("0123456789\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	s := New(Config{Feed: "f", Path: path, Pinned: true, NoNotify: true}, nil)
+	r := newReader(f, 1, 1, -(1 << 20), 1<<20)
+	if why := s.changed(r); why != "" {
+		t.Fatalf("first look: %s", why)
+	}
+	if n := testing.AllocsPerRun(50, func() {
+		if why := s.changed(r); why != "" {
+			t.Fatalf("unchanged file: %s", why)
+		}
+	}); n != 0 {
+		t.Fatalf("checking an unchanged open file allocates %.1f times", n)
+	}
+}

@@ -21,3 +21,12 @@ func statAt(dir *os.File, name string, _ *statScratch) (regular, isDir bool, dev
 }
 
 type statScratch struct{}
+
+// fstatSizeMod is the open file's size and mtime (UnixNano).
+func fstatSizeMod(f *os.File) (size, mod int64, err error) {
+	st, err := f.Stat()
+	if err != nil {
+		return 0, 0, err
+	}
+	return st.Size(), st.ModTime().UnixNano(), nil
+}
