@@ -376,3 +376,28 @@ func TestChangedCheckAllocatesNothing(t *testing.T) {
 		t.Fatalf("checking an unchanged open file allocates %.1f times", n)
 	}
 }
+
+// A directory's matcher (the rescan's) says what Match says for every
+// entry: patterns with and without "**" (leading, trailing, repeated),
+// entries that are files or directories, at every depth.
+func TestDirMatcherAgreesWithMatch(t *testing.T) {
+	pats := []string{"/a/**/*.log", "/a/*.log", "/a/*/x.log", "/a/**", "/**/*.log", "/a/**/b/**/*.log",
+		"/a/b*/c/*.log", "/a/**/**/x?.log", "/a/[ab]/**/*.txt", "/*", "/a/b/c.log"}
+	dirs := []string{"/", "/a", "/a/b", "/a/b/c", "/a/bx/c", "/a/x/b/y", "/a/b/b/b", "/x", "/x/a"}
+	names := []string{"x.log", "c.log", "xy.log", "b", "c", "a.txt", "y", "x.txt", "bx", "a"}
+	for _, ps := range pats {
+		p, err := CompilePattern(ps)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range dirs {
+			m := p.inDir(d)
+			for _, n := range names {
+				full := filepath.Join(d, n)
+				if got, want := m.match(n), p.Match(full); got != want {
+					t.Errorf("%s: %s in %s = %v, Match says %v", ps, n, d, got, want)
+				}
+			}
+		}
+	}
+}
