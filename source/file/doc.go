@@ -439,7 +439,19 @@
 //     stream with bytes unread queues again), so one file cannot starve
 //     the rest and memory grows with open files, not tracked ones. A
 //     caught-up stream unchanged for closeInactiveMillis closes; a change
-//     (event or rescan) reopens it with its identity checked again.
+//     (event or rescan) reopens it with its identity checked again. The
+//     pointer I/O that waits for the disk (a new pointer's fsyncs, a
+//     stream's open and adoption, each commit's msync) shares 32 slots
+//     across the streams (Config.IOSlots): each blocked call holds an OS
+//     thread, and a Go process keeps the threads it made. A stream's read
+//     buffer is lazy (4 KiB to 64 KiB, sized to what waits) and given back
+//     while it waits; a stream whose pointer is empty never looks for
+//     generations beside its file, nor catalogues them (Pinned).
+//
+//   - Idle cost: the rescan is one fstatat per matched file (relative to
+//     its open directory) and one listing per directory; housekeeping
+//     looks at the running streams and the held copies only, and for
+//     pointers to forget every forgetAfterMillis/4 (at most a minute).
 //
 //   - Fairness inside the slots is per batch: each stream publishes at most
 //     one batch per call and then competes again for the mutex.
