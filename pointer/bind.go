@@ -31,11 +31,13 @@ func (p *Pointer) Adopt(f io.ReaderAt, fileKey uint64) error {
 	r := p.cur
 	adopted := r
 	adopted.FileKey = fileKey
-	n, err := p.readHead(f)
+	head := getHead()
+	defer headBufs.Put(head)
+	n, err := p.readHead(f, head)
 	if err == nil {
-		adopted.FPLen, adopted.FP = uint64(n), Fingerprint(p.fp[:n])
+		adopted.FPLen, adopted.FP = uint64(n), Fingerprint(head[:n])
 	}
-	if err != nil || !p.adoptedBefore(adopted, n) {
+	if err != nil || !p.adoptedBefore(adopted, head[:n]) {
 		p.logEpoch(adopted, "adopted", r)
 	}
 	return nil

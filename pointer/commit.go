@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 )
 
 // Store writes a record for offset into the mapping without msync: it
@@ -129,14 +130,16 @@ func (p *Pointer) reset(epoch uint64, f io.ReaderAt, fileKey uint64, why string)
 	if epoch == 0 {
 		return ErrZeroEpoch
 	}
-	n, err := p.readHead(f)
+	head := getHead()
+	defer headBufs.Put(head)
+	n, err := p.readHead(f, head)
 	if err != nil {
 		return fmt.Errorf("pointer: reset: read input: %w", err)
 	}
 	p.src, p.key = f, fileKey
 	prev := p.cur
 	p.cur = Record{
-		Epoch: epoch, FileKey: fileKey, FPLen: uint64(n), FP: Fingerprint(p.fp[:n]),
+		Epoch: epoch, FileKey: fileKey, FPLen: uint64(n), FP: Fingerprint(head[:n]),
 		Commits: p.cur.Commits + 1, Slot: p.cur.Slot, Layout: Layout,
 	}
 	p.logEpoch(p.cur, why, prev) // write-ahead: before either slot holds the epoch
@@ -208,23 +211,33 @@ func (p *Pointer) growFingerprint(r *Record) {
 	if p.src == nil || r.FPLen >= MaxFingerprint {
 		return
 	}
-	n, err := p.readHead(p.src)
+	head := getHead()
+	defer headBufs.Put(head)
+	n, err := p.readHead(p.src, head)
 	if err != nil || uint64(n) <= r.FPLen {
 		return
 	}
-	if Fingerprint(p.fp[:r.FPLen]) != r.FP {
+	if Fingerprint(head[:r.FPLen]) != r.FP {
 		return
 	}
-	r.FPLen, r.FP = uint64(n), Fingerprint(p.fp[:n])
+	r.FPLen, r.FP = uint64(n), Fingerprint(head[:n])
 }
 
-// readHead reads up to MaxFingerprint bytes from the start of f into p.fp
+// headBufs are readHead's scratch buffers, pooled rather than one per
+// Pointer: a glob feed holds hundreds of pointers open and creates
+// thousands (4 KiB each was 2 MB live and ~47 MB of garbage over a start
+// of 10,000 files). No allocation once the pool holds one.
+var headBufs = sync.Pool{New: func() any { return new([MaxFingerprint]byte) }}
+
+func getHead() *[MaxFingerprint]byte { return headBufs.Get().(*[MaxFingerprint]byte) }
+
+// readHead reads up to MaxFingerprint bytes from the start of f into head
 // and returns how many it got. A nil f reads nothing.
-func (p *Pointer) readHead(f io.ReaderAt) (int, error) {
+func (p *Pointer) readHead(f io.ReaderAt, head *[MaxFingerprint]byte) (int, error) {
 	if f == nil {
 		return 0, nil
 	}
-	n, err := f.ReadAt(p.fp[:], 0)
+	n, err := f.ReadAt(head[:], 0)
 	if errors.Is(err, io.EOF) {
 		err = nil
 	}

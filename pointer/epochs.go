@@ -403,16 +403,19 @@ func (p *Pointer) Left(epoch uint64) (EpochLine, bool) {
 
 // adoptedBefore reports whether the epochs file's last line already names
 // the file a is adopting: the same epoch, file key and path, and a
-// fingerprint that the input's first n bytes, read into p.fp, still match
-// (it may have grown since). Called with p.mu held.
-func (p *Pointer) adoptedBefore(a Record, n int) bool {
+// fingerprint that the input's first bytes (head) still match (it may have
+// grown since). Called with p.mu held.
+func (p *Pointer) adoptedBefore(a Record, head []byte) bool {
 	l, ok := lastEpochLine(p.epochs)
 	return ok && l.Epoch == a.Epoch && l.FileKey == a.FileKey && l.Path == p.input &&
-		l.FPLen <= uint64(n) && Fingerprint(p.fp[:l.FPLen]) == l.FP
+		l.FPLen <= uint64(len(head)) && Fingerprint(head[:l.FPLen]) == l.FP
 }
 
 // lastEpochLine returns the last complete line of the epochs file at path,
-// read from its last 8 KiB (false: none, or it does not parse).
+// read from its last 1 KiB, or 8 KiB when the line is longer (a long path)
+// (false: none, or it does not parse). Every new glob stream asks this at
+// its first read: a line is ~250 bytes, and 8 KiB read each time was the
+// largest allocation of a start over 10,000 files.
 func lastEpochLine(path string) (EpochLine, bool) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -423,21 +426,30 @@ func lastEpochLine(path string) (EpochLine, bool) {
 	if err != nil {
 		return EpochLine{}, false
 	}
-	n := min(st.Size(), 8<<10)
-	buf := make([]byte, n)
-	if _, err := f.ReadAt(buf, st.Size()-n); err != nil && !errors.Is(err, io.EOF) {
-		return EpochLine{}, false
+	for _, window := range []int64{1 << 10, 8 << 10} {
+		n := min(st.Size(), window)
+		buf := make([]byte, n)
+		if _, err := f.ReadAt(buf, st.Size()-n); err != nil && !errors.Is(err, io.EOF) {
+			return EpochLine{}, false
+		}
+		end := bytes.LastIndexByte(buf, '\n') // a torn last line is ignored
+		if end < 0 {
+			if n < st.Size() && window < 8<<10 {
+				continue // a torn tail longer than the window
+			}
+			return EpochLine{}, false
+		}
+		start := bytes.LastIndexByte(buf[:end], '\n')
+		if start < 0 && n < st.Size() {
+			if window < 8<<10 {
+				continue
+			}
+			return EpochLine{}, false // longer than the window
+		}
+		l, err := parseEpochLine(bytes.TrimSpace(buf[start+1 : end]))
+		return l, err == nil
 	}
-	end := bytes.LastIndexByte(buf, '\n') // a torn last line is ignored
-	if end < 0 {
-		return EpochLine{}, false
-	}
-	start := bytes.LastIndexByte(buf[:end], '\n')
-	if start < 0 && n < st.Size() {
-		return EpochLine{}, false // longer than the window
-	}
-	l, err := parseEpochLine(bytes.TrimSpace(buf[start+1 : end]))
-	return l, err == nil
+	return EpochLine{}, false
 }
 
 // HeldBefore is the epochs file's account of what a sink whose last

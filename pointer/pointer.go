@@ -61,8 +61,6 @@ type Pointer struct {
 	fresh       bool
 	freshReason string
 	closed      bool
-
-	fp [MaxFingerprint]byte // scratch for fingerprint reads; no allocation
 }
 
 // Open opens the pointer file at path, creating it (mode 0600, Size bytes)

@@ -1,6 +1,7 @@
 package file
 
 import (
+	"context"
 	"errors"
 	"time"
 
@@ -53,7 +54,10 @@ func (s *Source) commitStep(force bool) {
 	if force {
 		c.lastSync = time.Now()
 		c.flightSeq, c.flightPos, c.stored = c.storedSeq, c.storedPos, false
-		s.synced(s.ptr.Sync())
+		s.ioBegin(nil)
+		err := s.ptr.Sync()
+		s.ioEnd()
+		s.synced(err)
 		return
 	}
 	if !c.inFlight && time.Since(c.lastSync) >= s.syncEvery() {
@@ -115,9 +119,37 @@ func (s *Source) startSync() {
 	c.lastSync = time.Now()
 	c.inFlight, c.flightSeq, c.flightPos, c.stored = true, c.storedSeq, c.storedPos, false
 	go func(p *pointer.Pointer, done chan<- error) {
-		done <- p.Sync()
+		s.ioBegin(nil)
+		err := p.Sync()
+		s.ioEnd()
+		done <- err
 		s.pub.Poke()
 	}(s.ptr, c.done)
+}
+
+// ioBegin takes one of Config.IOSlots (none set: at once); false when ctx
+// (nil: none) ended first.
+func (s *Source) ioBegin(ctx context.Context) bool {
+	if s.cfg.IOSlots == nil {
+		return true
+	}
+	if ctx == nil {
+		s.cfg.IOSlots <- struct{}{}
+		return true
+	}
+	select {
+	case s.cfg.IOSlots <- struct{}{}:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// ioEnd gives the slot ioBegin took back.
+func (s *Source) ioEnd() {
+	if s.cfg.IOSlots != nil {
+		<-s.cfg.IOSlots
+	}
 }
 
 // collectSync takes the result of a running msync (waiting for it when

@@ -448,7 +448,19 @@
 //     into the pointer (opened for a moment, a reserve descriptor) once
 //     every line is acknowledged, and until then CommitOK is false and the
 //     stream is not forgotten. Reopened before that, the new source reads
-//     from the pointer (unacknowledged lines again: duplicates, no gap).
+//     from the pointer (unacknowledged lines again: duplicates, no gap). The
+//     pointer I/O that waits for the disk (a new pointer's fsyncs, a
+//     stream's open and adoption, each commit's msync) shares 32 slots
+//     across the streams (Config.IOSlots): each blocked call holds an OS
+//     thread, and a Go process keeps the threads it made. A stream's read
+//     buffer is lazy (4 KiB to 64 KiB, sized to what waits) and given back
+//     while it waits; a stream whose pointer is empty never looks for
+//     generations beside its file, nor catalogues them (Pinned).
+//
+//   - Idle cost: the rescan is one fstatat per matched file (relative to
+//     its open directory) and one listing per directory; housekeeping
+//     looks at the running streams and the held copies only, and for
+//     pointers to forget every forgetAfterMillis/4 (at most a minute).
 //
 //   - Fairness inside the slots is per batch: each stream publishes at most
 //     one batch per call and then competes again for the mutex.

@@ -436,6 +436,12 @@ const seenCap = 4096
 // holds, so that a scan while running reads only generations it never saw
 // (a .gz of a file it saw, by its first bytes, neither).
 func (s *Source) noteSeen() {
+	if s.cfg.Pinned {
+		// A glob stream never reads another file at its path (queueLater
+		// and generationsBefore are not reached): no catalogue, and no
+		// listing of its directory at every open (thousands of files).
+		return
+	}
 	if s.genSeen == nil {
 		s.genSeen = map[[2]uint64]seenGen{}
 	}

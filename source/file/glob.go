@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -86,6 +86,25 @@ type Glob struct {
 	ghosts   uint64 // map keys of gone streams whose key a new file took
 
 	drainBound time.Duration // how long a stopping stream waits for its lines' acknowledgements
+	owed       map[*gstream]struct{} // the closed (or queued) streams that owe a commit (settleOwed)
+
+	// opening bounds the pointer I/O waiting for the disk at once across
+	// the streams (a new pointer's fsyncs, a stream's open and adoption,
+	// each commit's msync; Config.IOSlots): each blocked call holds an OS
+	// thread, and hundreds of streams starting together made hundreds of
+	// threads that a Go process never gives back (~50 KiB resident each).
+	opening chan struct{}
+
+	keys     map[uint64]string // scan's: each matched key's path (reused)
+	lastWalk int               // files the last walk found
+
+	// Housekeeping looks at these, not at every tracked stream (thousands
+	// of idle files): the streams holding a slot (running or stopping),
+	// the new files held back as possible copies, and when the gone
+	// streams were last looked at for forgetting.
+	running    map[*gstream]struct{}
+	held       []*gstream
+	lastForget time.Time
 
 	filesSkipped atomic.Uint64
 
@@ -165,7 +184,8 @@ func NewGlob(cfg GlobConfig, pub *feed.Publisher) (*Glob, error) {
 	g := &Glob{cfg: cfg, pat: pat, log: cfg.Stream.Logger, pub: pub,
 		byPath: map[string]*gstream{}, byKey: map[uint64]*gstream{}, retired: map[uint64]bool{},
 		skipped: map[string]bool{}, watched: map[string]bool{}, stopped: make(chan *gstream, 64), rest: make(chan struct{}, 1),
-		events: make(chan string, 1024), kick: make(chan struct{}, 1)}
+		events: make(chan string, 1024), kick: make(chan struct{}, 1), opening: make(chan struct{}, maxOpening),
+		running: map[*gstream]struct{}{}, owed: map[*gstream]struct{}{}}
 	if g.log == nil {
 		g.log = hclog.NewNullLogger()
 	}
@@ -208,9 +228,28 @@ func NewGlob(cfg GlobConfig, pub *feed.Publisher) (*Glob, error) {
 	return g, nil
 }
 
+// setOwe sets s's commit obligation (nil: none), keeping g.owed, the set
+// housekeeping settles, in step (under g.mu).
+func (g *Glob) setOwe(s *gstream, o *owed) {
+	s.owe = o
+	if o == nil {
+		delete(g.owed, s)
+	} else {
+		g.owed[s] = struct{}{}
+	}
+}
+
 // stopDrainBound is how long a stream being closed waits for its lines'
 // acknowledgements before it closes anyway and owes their commit (owed).
 var stopDrainBound = time.Minute
+
+// maxOpening is how many streams' pointer I/O calls wait for the disk at
+// once: enough for their fsyncs to share the file system's journal
+// commits.
+const maxOpening = 32
+
+// openPointer opens a stream's pointer (a test counts the opens in flight).
+var openPointer = pointer.Open
 
 // bounded: a ONCE_* feed.
 func (g *Glob) bounded() bool { return g.cfg.Stream.Strategy.Bounded() }
@@ -367,7 +406,8 @@ func (g *Glob) excluded(p string) bool {
 // walk lists the matching files below root, watching every directory that
 // may hold matches (symlinked directories are not descended).
 func (g *Glob) walk() []found {
-	var out []found
+	out := make([]found, 0, g.lastWalk)
+	var st statScratch
 	var visit func(dir string)
 	visit = func(dir string) {
 		if g.own(dir) {
@@ -380,28 +420,44 @@ func (g *Glob) walk() []found {
 				g.watched[dir] = true
 			}
 		}
-		ents, err := os.ReadDir(dir)
+		d, err := os.Open(dir)
 		if err != nil {
 			return
 		}
+		ents, err := d.ReadDir(-1)
+		if err != nil {
+			d.Close()
+			return
+		}
+		// One stat per matching entry, relative to the open directory
+		// (this walk recurs every scanIntervalMillis over every file);
+		// subdirectories are visited once it is closed.
+		m := g.pat.inDir(dir)
+		var sub []string
 		for _, e := range ents {
-			p := filepath.Join(dir, e.Name())
-			if e.IsDir() && g.pat.MayHoldMatches(p) {
-				visit(p)
+			name := e.Name()
+			if e.IsDir() {
+				if p := filepath.Join(dir, name); g.pat.MayHoldMatches(p) {
+					sub = append(sub, p)
+				}
 			}
-			if !g.pat.Match(p) || g.excluded(p) || g.own(p) {
+			if !m.match(name) {
 				continue
 			}
-			st, err := os.Stat(p)
-			if err != nil || !st.Mode().IsRegular() {
-				g.skip(p, st, err)
+			p := filepath.Join(dir, name)
+			if g.excluded(p) || g.own(p) {
 				continue
 			}
-			dev, ino, err := fileutil.DevInoPath(p)
-			if err != nil {
+			regular, isDir, dev, ino, size, mod, err := statAt(d, name, &st)
+			if err != nil || !regular {
+				g.skip(p, isDir, err)
 				continue
 			}
-			out = append(out, found{path: p, dev: dev, ino: ino, size: st.Size(), mod: st.ModTime().UnixNano()})
+			out = append(out, found{path: p, dev: dev, ino: ino, size: size, mod: mod})
+		}
+		d.Close()
+		for _, p := range sub {
+			visit(p)
 		}
 	}
 	root := g.pat.Root()
@@ -421,10 +477,11 @@ func (g *Glob) walk() []found {
 	}
 	visit(root)
 	sort.Slice(out, func(i, j int) bool { return out[i].path < out[j].path })
+	g.lastWalk = len(out)
 	return out
 }
 
-func (g *Glob) skip(p string, st fs.FileInfo, err error) {
+func (g *Glob) skip(p string, isDir bool, err error) {
 	if g.skipped[p] {
 		return
 	}
@@ -433,7 +490,7 @@ func (g *Glob) skip(p string, st fs.FileInfo, err error) {
 	why := "not a regular file"
 	if err != nil {
 		why = err.Error()
-	} else if st.IsDir() {
+	} else if isDir {
 		why = "a directory"
 	}
 	g.log.Warn("glob match skipped: not a regular file", "path", p, "why", why)
@@ -445,15 +502,17 @@ func (g *Glob) scan(ctx context.Context) {
 	now := time.Now()
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	here := make(map[string]found, len(list))
-	keys := make(map[uint64]string, len(list))
+	if g.keys == nil {
+		g.keys = make(map[uint64]string, len(list))
+	}
+	keys := g.keys // reused: a rescan of thousands of files rebuilds it
+	clear(keys)
 	for _, f := range list {
 		k := pointer.FileKey(f.dev, f.ino)
 		if _, dup := keys[k]; dup {
 			continue // the same file under several paths: the first in sort order
 		}
 		keys[k] = f.path
-		here[f.path] = f
 	}
 	for _, f := range list {
 		k := pointer.FileKey(f.dev, f.ino)
@@ -611,6 +670,7 @@ func (g *Glob) admit(s *gstream, f found, now time.Time) {
 	}
 	if c := g.copyCandidate(s, f); c != nil {
 		s.copyOf, s.heldUntil = c, now.Add(g.cfg.Stream.RotateWait)
+		g.held = append(g.held, s)
 		g.log.Debug("new file holds a tracked file's first bytes; held back", "path", f.path, "of", c.path)
 		return
 	}
@@ -652,10 +712,14 @@ func (g *Glob) copyCandidate(self *gstream, f found) *gstream {
 	return nil
 }
 
-// decideHeld ends the hold of a possible copy.
-func (g *Glob) decideHeld(s *gstream, now time.Time) {
-	if s.copyOf == nil || now.Before(s.heldUntil) {
-		return
+// decideHeld ends the hold of a possible copy once it is due; true while
+// it is still held.
+func (g *Glob) decideHeld(s *gstream, now time.Time) bool {
+	if s.copyOf == nil {
+		return false
+	}
+	if now.Before(s.heldUntil) {
+		return true
 	}
 	c := s.copyOf
 	s.copyOf = nil
@@ -670,9 +734,10 @@ func (g *Glob) decideHeld(s *gstream, now time.Time) {
 		s.done = true
 		g.log.Info("new file is a copy of a truncated or gone file; its tail is read by that file's stream",
 			"path", s.path, "of", c.path)
-		return
+		return false
 	}
 	g.enqueue(s)
+	return false
 }
 
 func (g *Glob) enqueue(s *gstream) {
@@ -730,7 +795,7 @@ func (g *Glob) barrierDone(p *gstream) bool {
 func (g *Glob) preempt() {
 	need := len(g.queue)
 	now := time.Now()
-	for _, s := range g.byKey {
+	for s := range g.running {
 		if need == 0 {
 			return
 		}
@@ -739,7 +804,9 @@ func (g *Glob) preempt() {
 		}
 		st := s.src.State()
 		done := st == CaughtUp || st == WaitingForFile
-		if done || (!s.gone && now.Sub(s.openedAt) > time.Second) {
+		// A stream still STARTING (its pointer being created, its file
+		// opened) has not had its turn yet, however long that takes.
+		if done || (!s.gone && st != Starting && now.Sub(s.openedAt) > time.Second) {
 			// A file with unread bytes takes its turn again later (closed
 			// queues it); a gone one is never stopped before its end.
 			g.stop(s)
@@ -758,6 +825,7 @@ func (g *Glob) start(ctx context.Context, s *gstream) error {
 	// its pointer at most once a second (stored at every acknowledgement
 	// all the same: kill -9 keeps it); caught up, every commitSyncMillis.
 	c.BusySync = max(c.CommitSync, time.Second)
+	c.IOSlots = g.opening
 	if g.watcher != nil {
 		// Events wake the stream; while its file is where it was, its own
 		// look is a fallback at the rescan interval (thousands of open
@@ -788,7 +856,7 @@ func (g *Glob) start(ctx context.Context, s *gstream) error {
 		// the pointer by the new source (duplicates, never a gap), whose
 		// own commits take over.
 		g.settleOwed(s)
-		s.owe = nil
+		g.setOwe(s, nil)
 	}
 	s.sp = g.mux.add()
 	s.src = New(c, s.sp)
@@ -798,6 +866,7 @@ func (g *Glob) start(ctx context.Context, s *gstream) error {
 	s.st, s.openedAt, s.activeAt, s.reopen = stOpen, time.Now(), time.Now(), false
 	s.lastRead = 0
 	g.open++
+	g.running[s] = struct{}{}
 	opts := pointer.Options{Logger: g.log, EpochsPath: g.cfg.EpochsPath, Input: s.path, Epoch: s.newEpoch}
 	ptrPath := s.ptrPath
 	go func(src *Source, done chan struct{}) {
@@ -806,7 +875,13 @@ func (g *Glob) start(ctx context.Context, s *gstream) error {
 			// Opened here, not on the manager's goroutine: a new pointer
 			// costs fsyncs (its directory, both slots, the epochs file),
 			// and streams opening at once share them.
-			p, err := pointer.Open(ptrPath, opts)
+			select {
+			case g.opening <- struct{}{}:
+			case <-rctx.Done():
+				return
+			}
+			p, err := openPointer(ptrPath, opts)
+			<-g.opening
 			if err != nil {
 				src.fail(fmt.Errorf("stream pointer %s: %w", ptrPath, err))
 				return
@@ -857,19 +932,20 @@ func (g *Glob) closed(s *gstream) {
 	s.epoch = src.Epoch()
 	s.src0dropped = src.dropped
 	ended := src.State() == WaitingForFile // pinned: read to its end, gone from its path
-	s.owe = nil
+	g.setOwe(s, nil)
 	if s.sp.Pending() > 0 || (src.ptr != nil && !src.CommitOK()) {
 		o := &owed{sp: s.sp, synced: src.SyncedSeq(), ended: ended, dirty: src.ptr != nil && !src.CommitOK()}
 		if src.ptr != nil {
 			rec := src.ptr.Record()
 			o.epoch, o.pos = rec.Epoch, rec.Offset
 		}
-		s.owe = o
+		g.setOwe(s, o)
 	}
 	g.mux.remove(s.sp)
 	s.src, s.sp = nil, nil
 	s.st = stClosed
 	g.open--
+	delete(g.running, s)
 	if s.done {
 		g.acc.unterminated += uint64(max(src.Unterminated(), 0))
 		return
@@ -908,7 +984,7 @@ func (g *Glob) settleOwed(s *gstream) {
 		}
 		g.log.Debug("closed glob file's late acknowledgements committed", "path", s.path, "offset", o.pos)
 	}
-	s.owe = nil
+	g.setOwe(s, nil)
 	if s.gone && !exists(s.path, s.key) {
 		g.forgetClosed(s, !o.ended)
 	}
@@ -964,10 +1040,12 @@ func (g *Glob) housekeep(ctx context.Context) {
 		return
 	}
 	g.lastHK = now
-	for _, s := range g.byKey {
-		if s.owe != nil && s.src == nil {
+	for s := range g.owed {
+		if s.src == nil {
 			g.settleOwed(s) // closed, or queued for a slot
 		}
+	}
+	for s := range g.running {
 		if s.st != stOpen {
 			continue
 		}
@@ -988,10 +1066,21 @@ func (g *Glob) housekeep(ctx context.Context) {
 			g.stop(s)
 		}
 	}
-	for _, s := range g.byKey {
-		g.decideHeld(s, now)
+	held := g.held[:0]
+	for _, s := range g.held {
+		if g.decideHeld(s, now) {
+			held = append(held, s) // still held
+		}
 	}
-	g.forget(now)
+	clear(g.held[len(held):])
+	g.held = held
+	// Forgetting is due forgetAfter after a file went: a look every
+	// forgetAfter/4 (at most a minute) keeps it that precise without a
+	// pass over every tracked stream every second.
+	if now.Sub(g.lastForget) >= min(time.Minute, g.cfg.ForgetAfter/4) {
+		g.lastForget = now
+		g.forget(now)
+	}
 	g.schedule(ctx)
 	g.mu.Unlock()
 }
@@ -1013,6 +1102,9 @@ func (g *Glob) forget(now time.Time) {
 		delete(g.byKey, k)
 		if g.byPath[s.path] == s {
 			delete(g.byPath, s.path)
+		}
+		if s.copyOf != nil {
+			g.held = slices.DeleteFunc(g.held, func(h *gstream) bool { return h == s })
 		}
 	}
 }

@@ -50,6 +50,28 @@ func (p *Pattern) Match(name string) bool {
 	return matchSegs(p.segs, strings.Split(filepath.Clean(name), "/"))
 }
 
+// dirMatcher matches the entries of one directory without splitting each
+// entry's path again (a rescan matches every file of the tree).
+type dirMatcher struct {
+	pat  []string
+	segs []string // the directory's segments, then one for the entry
+}
+
+// inDir makes a matcher for the entries of the clean absolute dir.
+func (p *Pattern) inDir(dir string) dirMatcher {
+	d := strings.Split(dir, "/")
+	if dir == "/" {
+		d = []string{""}
+	}
+	return dirMatcher{pat: p.segs, segs: append(d, "")}
+}
+
+// match reports whether dir/name matches the pattern (as Match).
+func (m dirMatcher) match(name string) bool {
+	m.segs[len(m.segs)-1] = name
+	return matchSegs(m.pat, m.segs)
+}
+
 // MayHoldMatches reports whether a file below the directory dir could
 // match: dir's segments match a prefix of the pattern. Discovery descends
 // (and watches) only such directories.

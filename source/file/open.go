@@ -323,8 +323,12 @@ func (s *Source) resumeRotated(f *os.File, dev, ino uint64) bool {
 	switch {
 	case rec.FileKey == 0 && rec.FPLen == 0:
 		// No identity: nothing of a file is pending. A pointer that was
-		// used before (not fresh) still has later generations to read.
-		if s.ptr.Fresh() || rec.Offset != 0 {
+		// used before (not fresh) still has later generations to read —
+		// except a glob stream's (Pinned): it reads its own file only, the
+		// files beside it are the glob's (streams of their own, or not
+		// matched), and its empty record was never committed (closed
+		// before its first commit) or names a forgotten file.
+		if s.ptr.Fresh() || rec.Offset != 0 || s.cfg.Pinned {
 			return false
 		}
 	case f != nil && pointer.FileKey(dev, ino) == rec.FileKey:

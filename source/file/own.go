@@ -91,8 +91,9 @@ func under(path, dir string) bool {
 	if path == dir {
 		return true
 	}
-	if !strings.HasSuffix(dir, string(os.PathSeparator)) {
-		dir += string(os.PathSeparator)
+	if strings.HasSuffix(dir, string(os.PathSeparator)) {
+		return strings.HasPrefix(path, dir)
 	}
-	return strings.HasPrefix(path, dir)
+	// Without building dir + "/": a rescan asks this for every file.
+	return len(path) > len(dir) && path[len(dir)] == os.PathSeparator && strings.HasPrefix(path, dir)
 }

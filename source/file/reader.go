@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"math"
+	"math/bits"
 	"os"
 	"sync"
 	"time"
@@ -28,8 +29,10 @@ type reader struct {
 	epoch      uint64
 	positioned bool // false: lines are delivered without a position (appended after a switch)
 
-	buf        []byte // nil while released (idle, see releaseBuf)
+	buf        []byte  // nil while released (idle, see releaseBuf)
+	box        *[]byte // buf's box in the pool (pooled buffers)
 	bufLen     int
+	filled     bool // the last read filled the space it had: a lazy buffer grows
 	base       int64
 	start, end int
 	limit      int64 // once-reads: stop at this offset; -1 to tail
@@ -78,12 +81,15 @@ type reader struct {
 }
 
 // newReader makes a reader of f. A negative bufSize (a glob stream) makes
-// the buffer lazy: allocated at the first read, 64 KiB, doubled while a
-// line does not fit, up to -bufSize.
+// the buffer lazy: allocated at the first read, sized to the bytes known to
+// be waiting (4 KiB to 64 KiB, see lazyLen), doubled at every read that
+// fills it up to 64 KiB, and while a line does not fit up to -bufSize.
 func newReader(f *os.File, dev, ino uint64, bufSize, maxLine int) *reader {
 	var buf []byte
+	var box *[]byte
 	if bufSize > 0 {
-		buf = getBuf(bufSize)
+		box = getBuf(bufSize)
+		buf = *box
 	} else {
 		bufSize = -bufSize
 	}
@@ -92,6 +98,7 @@ func newReader(f *os.File, dev, ino uint64, bufSize, maxLine int) *reader {
 		f:      f, dev: dev, ino: ino, key: pointer.FileKey(dev, ino),
 		positioned: true,
 		buf:        buf,
+		box:        box,
 		limit:      -1,
 		split:      Splitter{MaxLine: maxLine},
 		grewAt:     time.Now(),
@@ -191,19 +198,21 @@ func (r *reader) snapshot(size int64) {
 // read reads more bytes into the buffer; it returns how many (0 at EOF).
 func (r *reader) read() (int, error) {
 	if r.buf == nil {
-		r.buf = getBuf(min(r.bufLen, 64<<10))
+		r.box = getBuf(r.lazyLen())
+		r.buf = *r.box
 	}
 	if r.start > 0 {
 		n := copy(r.buf, r.buf[r.start:r.end])
 		r.base += int64(r.start)
 		r.start, r.end = 0, n
 	}
-	if r.end == len(r.buf) && len(r.buf) < r.bufLen {
-		// A lazy buffer full of one partial line: grow it.
+	if len(r.buf) < r.bufLen && (r.end == len(r.buf) || (r.filled && len(r.buf) < lazyStream)) {
+		// A lazy buffer full of one partial line, or too small for the
+		// bytes coming: grow it.
 		nb := getBuf(min(2*len(r.buf), r.bufLen))
-		copy(nb, r.buf[:r.end])
-		putBuf(r.buf)
-		r.buf = nb
+		copy(*nb, r.buf[:r.end])
+		putBuf(r.box)
+		r.box, r.buf = nb, *nb
 	}
 	space := r.buf[r.end:]
 	if r.limit >= 0 {
@@ -236,6 +245,7 @@ func (r *reader) read() (int, error) {
 		n, err = r.f.ReadAt(space, r.readPos())
 	}
 	r.end += n
+	r.filled = n == len(space)
 	if n > 0 {
 		r.grewAt = time.Now()
 	}
@@ -243,6 +253,24 @@ func (r *reader) read() (int, error) {
 		err = nil
 	}
 	return n, err
+}
+
+// A lazy buffer's sizes: at least lazyMin, grown by full reads up to
+// lazyStream (a file being read through), by a line that does not fit up to
+// bufLen.
+const lazyMin, lazyStream = 4 << 10, 64 << 10
+
+// lazyLen is the size of a lazy buffer taken for the next read: the bytes
+// the last look saw waiting (lastSize past the read position), rounded up
+// to a power of two from lazyMin to lazyStream. Thousands of glob streams
+// holding a short line each then borrow 4 KiB each, not 64 KiB; a file
+// that grew since that look fills its buffer and the next read doubles it.
+func (r *reader) lazyLen() int {
+	n := lazyMin
+	for n < lazyStream && int64(n) <= r.lastSize-r.readPos() {
+		n *= 2
+	}
+	return min(n, r.bufLen)
 }
 
 func (r *reader) close() {
@@ -340,15 +368,33 @@ func fillBatch(r *reader, found *Found, final bool, maxLines, maxBytes int, feed
 // Read buffers are pooled: a glob feed's caught-up streams give theirs back
 // while they wait (releaseBuf), so memory grows with busy files, not with
 // open ones.
-var bufPool sync.Map // buffer length → *sync.Pool
+// A buffer travels with its box (the *[]byte the pool holds), so that
+// giving it back allocates nothing: a glob stream gives its buffer back at
+// every wait, hundreds of times a second per stream while a start's lines
+// are acknowledged.
+var bufPool sync.Map // buffer length → *sync.Pool (other lengths)
 
-func getBuf(n int) []byte {
-	if p, ok := bufPool.Load(n); ok {
-		if b, ok := p.(*sync.Pool).Get().(*[]byte); ok {
-			return *b
-		}
+// lazyPools hold the lazy buffers' lengths (lazyMin to lazyStream, powers
+// of two) without a map look-up (an int key in an interface allocates).
+var lazyPools [5]sync.Pool
+
+func poolOf(n int) *sync.Pool {
+	if n >= lazyMin && n <= lazyStream && n&(n-1) == 0 {
+		return &lazyPools[bits.TrailingZeros(uint(n))-bits.TrailingZeros(lazyMin)]
 	}
-	return make([]byte, n)
+	p, ok := bufPool.Load(n)
+	if !ok {
+		p, _ = bufPool.LoadOrStore(n, &sync.Pool{})
+	}
+	return p.(*sync.Pool)
+}
+
+func getBuf(n int) *[]byte {
+	if b, ok := poolOf(n).Get().(*[]byte); ok {
+		return b
+	}
+	b := make([]byte, n)
+	return &b
 }
 
 // releaseBuf gives the buffer back while nothing is buffered.
@@ -356,14 +402,16 @@ func (r *reader) releaseBuf() {
 	if r.buf == nil || r.start != r.end {
 		return
 	}
-	b := r.buf
-	r.buf = nil
+	b := r.box
+	r.buf, r.box = nil, nil
 	r.base += int64(r.end)
 	r.start, r.end = 0, 0
 	putBuf(b)
 }
 
-func putBuf(b []byte) {
-	p, _ := bufPool.LoadOrStore(len(b), &sync.Pool{})
-	p.(*sync.Pool).Put(&b)
+func putBuf(b *[]byte) {
+	if b == nil {
+		return // not a pooled buffer
+	}
+	poolOf(len(*b)).Put(b)
 }

@@ -43,6 +43,7 @@ type rigOpts struct {
 	wrap       func(file.Publisher) file.Publisher // wraps the publisher the source sees
 	onLoss     func(file.Loss)                     // file.Config.OnLoss
 	rotated    []string                            // file.Config.RotatedNames
+	pinned     bool                                // file.Config.Pinned (a glob stream)
 }
 
 type rig struct {
@@ -118,7 +119,7 @@ func (r *rig) start() *rig {
 		BatchLines: r.opts.batchLines, BatchBytes: 1 << 20,
 		Poll: r.opts.poll, RotateWait: r.opts.rotateWait, CommitSync: 5 * time.Millisecond,
 		Pointer: r.ptr, Logger: log, NoNotify: r.opts.noNotify, OpenHook: r.opts.openHook,
-		Outputs: r.opts.outputs, OnLoss: r.opts.onLoss, RotatedNames: r.opts.rotated,
+		Outputs: r.opts.outputs, OnLoss: r.opts.onLoss, RotatedNames: r.opts.rotated, Pinned: r.opts.pinned,
 	}, pub)
 	gctx, gstop := context.WithCancel(context.Background())
 	r.gstop = gstop

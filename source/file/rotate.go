@@ -162,15 +162,14 @@ func (s *Source) changed(r *reader) string {
 	if r.gz != nil {
 		return "" // a compressed snapshot, checked to end cleanly when found
 	}
-	st, err := r.f.Stat()
+	size, mod, err := fstatSizeMod(r.f)
 	if err != nil {
 		return ""
 	}
-	size := st.Size()
 	if size < r.readPos() {
 		return fmt.Sprintf("truncated (size %d < read %d)", size, r.readPos())
 	}
-	if size == r.lastSize && st.ModTime().Equal(r.lastMod) {
+	if size == r.lastSize && mod == r.lastMod.UnixNano() {
 		return ""
 	}
 	same, ferr := r.refreshFingerprint(size)
@@ -180,7 +179,7 @@ func (s *Source) changed(r *reader) string {
 	if !same {
 		return "replaced in place (first bytes changed)"
 	}
-	r.lastSize, r.lastMod = size, st.ModTime()
+	r.lastSize, r.lastMod = size, time.Unix(0, mod)
 	return ""
 }
 

@@ -69,6 +69,12 @@ type Config struct {
 	// from another one (a glob stream: the glob then hands its slot to a
 	// waiting file at once). It must not block.
 	OnRest func()
+	// IOSlots, when set, bounds the pointer I/O that waits for the disk
+	// (the open of the input and pointer, each msync of a commit) that
+	// runs at once across the sources sharing it (a glob's streams): each
+	// blocked call holds an OS thread, and a Go process keeps every
+	// thread it made.
+	IOSlots chan struct{}
 }
 
 // Loss is one counted loss: a rotated or truncated file's unread tail
@@ -124,6 +130,7 @@ type Source struct {
 
 	watchDirs   []watchDir
 	watchWarned bool
+	waitT       *time.Timer // wait's, reused
 
 	// Shared with the fsnotify goroutine.
 	events    chan struct{}
@@ -207,7 +214,12 @@ func (s *Source) Run(ctx context.Context) error {
 	defer s.stopWatch()
 	defer s.settleSync()
 	s.awaitTornPointerGen(ctx)
-	if err := s.open(); err != nil {
+	if !s.ioBegin(ctx) {
+		return nil
+	}
+	err := s.open()
+	s.ioEnd()
+	if err != nil {
 		s.fail(err)
 		return err
 	}

@@ -62,15 +62,21 @@ func (s *Source) wait(ctx context.Context) {
 	if d <= 0 {
 		return
 	}
-	t := time.NewTimer(d)
-	defer t.Stop()
+	// One timer per source, reset at each wait (a glob's hundreds of
+	// streams wait often while the feed acknowledges).
+	if s.waitT == nil {
+		s.waitT = time.NewTimer(d)
+	} else {
+		s.waitT.Reset(d)
+	}
 	select {
 	case <-ctx.Done():
 	case <-s.pub.Wake():
 	case <-s.events:
 		s.kick = true
-	case <-t.C:
+	case <-s.waitT.C:
 	}
+	s.waitT.Stop()
 }
 
 func (s *Source) startWatch() {
