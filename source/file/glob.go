@@ -85,7 +85,7 @@ type Glob struct {
 	lastHK   time.Time
 	ghosts   uint64 // map keys of gone streams whose key a new file took
 
-	drainBound time.Duration // how long a stopping stream waits for its lines' acknowledgements
+	drainBound time.Duration         // how long a stopping stream waits for its lines' acknowledgements
 	owed       map[*gstream]struct{} // the closed (or queued) streams that owe a commit (settleOwed)
 
 	// opening bounds the pointer I/O waiting for the disk at once across
