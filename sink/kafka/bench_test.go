@@ -3,6 +3,7 @@ package kafka
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"testing"
 	"time"
 
@@ -18,7 +19,8 @@ import (
 // lines/s of 100-byte lines into a kfake broker over TCP in this process,
 // through the sink (a real group and queue, batches of 500 lines: the test publisher's largest), with
 // and without exactlyOnce, next to the ceiling: a plain kgo producer of the
-// same library publishing the same lines (idempotent, all-ISR acks,
+// same library publishing the same records — the same key, the five
+// tailfeed headers and the line — (idempotent, all-ISR acks,
 // asynchronously, one Flush at the end). kfake shares the CPU with the
 // producer: these are relative numbers, not a Kafka cluster's.
 func BenchmarkKafkaThroughput(b *testing.B) {
@@ -42,8 +44,15 @@ func BenchmarkKafkaThroughput(b *testing.B) {
 				b.ResetTimer()
 				start = time.Now()
 				var failed error
+				key, inst, fd, epoch, path := []byte("host1:app"), []byte("host1"), []byte("app"), hex16(nil, 1), []byte("/in.log")
+				pos := int64(0)
 				for range n {
-					cl.Produce(context.Background(), &kgo.Record{Key: []byte("host1:app"), Value: line}, func(_ *kgo.Record, err error) {
+					pos += int64(len(line)) + 1
+					// The same record the sink publishes (DESIGN §11): key, the five headers, the line.
+					rec := &kgo.Record{Key: key, Value: line, Headers: []kgo.RecordHeader{
+						{Key: HeaderInstance, Value: inst}, {Key: HeaderFeed, Value: fd}, {Key: HeaderEpoch, Value: epoch},
+						{Key: HeaderPosition, Value: strconv.AppendInt(nil, pos, 10)}, {Key: HeaderPath, Value: path}}}
+					cl.Produce(context.Background(), rec, func(_ *kgo.Record, err error) {
 						if err != nil {
 							failed = err
 						}
@@ -54,7 +63,7 @@ func BenchmarkKafkaThroughput(b *testing.B) {
 				}
 			} else {
 				t := &testing.T{}
-				r := newBenchRig(b, t, Config{Topic: "logs", ExactlyOnce: mode == "sink-exactlyOnce", OffsetsTopic: "offs",
+				r := newBenchRig(b, t, Config{Topic: "logs", Key: "{instance}:{feed}", ExactlyOnce: mode == "sink-exactlyOnce", OffsetsTopic: "offs",
 					Client: []kgo.Opt{kgo.SeedBrokers(c.ListenAddrs()...)}})
 				b.ResetTimer()
 				start = time.Now()
