@@ -80,6 +80,7 @@ type Sink struct {
 	recs    []kgo.Record
 	ptrs    []*kgo.Record
 	hdrs    []kgo.RecordHeader
+	hdrsSet int // s.hdrs[:5*hdrsSet] hold keyFor's constant headers
 	arena   []byte
 	keyFor  keyCache
 	offsets kgo.Record
@@ -96,6 +97,8 @@ type keyCache struct {
 	valid      bool
 	key        []byte
 	epochHex   []byte
+	// The constant header values, shared by every record of the epoch.
+	inst, feedB, pathB []byte
 }
 
 // offsetsValue is the offsets record's value.
@@ -476,47 +479,59 @@ func Rejected(err error) bool {
 	return false
 }
 
-// build fills the records of lines from.. of b.
+// build fills the records of lines from.. of b. Per record it writes only
+// what differs: the line, the position (formatted into the per-batch
+// arena) and the record itself; the four constant headers (instance, feed,
+// epoch, path) stay in the reused header slice while the batch's feed,
+// path and epoch are the previous batch's, and share their bytes. The
+// records of a batch take one timestamp, read once (kgo would read the
+// clock per record; it keeps milliseconds).
 func (s *Sink) build(b *feed.Batch, from int) []*kgo.Record {
 	n := len(b.Lines) - from
 	kc := &s.keyFor
 	if !kc.valid || kc.feed != b.Feed || kc.path != b.Path || kc.epoch != b.Epoch {
 		kc.feed, kc.path, kc.epoch, kc.valid = b.Feed, b.Path, b.Epoch, true
 		kc.epochHex = hex16(nil, b.Epoch)
+		kc.inst, kc.feedB, kc.pathB = []byte(s.cfg.Instance), []byte(b.Feed), []byte(b.Path)
 		kc.key = nil
 		if s.cfg.Key != "" {
 			kc.key = []byte(strings.NewReplacer("{instance}", s.cfg.Instance, "{feed}", b.Feed,
 				"{path}", b.Path, "{epoch}", string(kc.epochHex)).Replace(s.cfg.Key))
 		}
+		s.hdrsSet = 0 // the constant headers in s.hdrs are another batch's
 	}
 	if cap(s.recs) < n {
 		s.recs = make([]kgo.Record, n)
 		s.ptrs = make([]*kgo.Record, n, n+1)
 		s.hdrs = make([]kgo.RecordHeader, 5*n)
+		s.hdrsSet = 0
 	}
 	recs, ptrs, hdrs := s.recs[:n], s.ptrs[:n], s.hdrs[:5*n]
-	inst, fd, path := []byte(s.cfg.Instance), []byte(b.Feed), []byte(b.Path)
-	s.arena = s.arena[:0]
-	for i := range n {
-		s.arena = strconv.AppendInt(s.arena, b.Ends[from+i], 10)
-		s.arena = append(s.arena, ' ') // a separator, never in a header value
-	}
-	at := 0
-	for i := range n {
-		end := at
-		for s.arena[end] != ' ' {
-			end++
-		}
-		h := hdrs[5*i : 5*i+5 : 5*i+5]
-		h[0] = kgo.RecordHeader{Key: HeaderInstance, Value: inst}
-		h[1] = kgo.RecordHeader{Key: HeaderFeed, Value: fd}
+	for i := s.hdrsSet; i < n; i++ {
+		h := hdrs[5*i : 5*i+5]
+		h[0] = kgo.RecordHeader{Key: HeaderInstance, Value: kc.inst}
+		h[1] = kgo.RecordHeader{Key: HeaderFeed, Value: kc.feedB}
 		h[2] = kgo.RecordHeader{Key: HeaderEpoch, Value: kc.epochHex}
-		h[3] = kgo.RecordHeader{Key: HeaderPosition, Value: s.arena[at:end:end]}
-		h[4] = kgo.RecordHeader{Key: HeaderPath, Value: path}
-		at = end + 1
-		recs[i] = kgo.Record{Topic: s.cfg.Topic, Key: kc.key, Value: b.Lines[from+i], Headers: h}
+		h[3].Key = HeaderPosition
+		h[4] = kgo.RecordHeader{Key: HeaderPath, Value: kc.pathB}
+	}
+	s.hdrsSet = max(s.hdrsSet, n)
+	// 20 bytes hold any int64: the arena never grows in the loop, so the
+	// slices into it stay valid.
+	if cap(s.arena) < 20*n {
+		s.arena = make([]byte, 0, 20*n)
+	}
+	arena := s.arena[:0]
+	now := time.Now()
+	for i := range n {
+		at := len(arena)
+		arena = strconv.AppendInt(arena, b.Ends[from+i], 10)
+		h := hdrs[5*i : 5*i+5 : 5*i+5]
+		h[3].Value = arena[at:len(arena):len(arena)]
+		recs[i] = kgo.Record{Topic: s.cfg.Topic, Key: kc.key, Value: b.Lines[from+i], Headers: h, Timestamp: now}
 		ptrs[i] = &recs[i]
 	}
+	s.arena = arena
 	return ptrs
 }
 
