@@ -2,7 +2,12 @@ package kafka
 
 import (
 	"fmt"
+	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"tailfeed/feed"
 	"tailfeed/internal/grouptest"
@@ -70,4 +75,35 @@ func TestKafkaBuildRecords(t *testing.T) {
 		t.Fatalf("build of a 500-line batch of the same epoch: %.1f allocations, want 0", a)
 	}
 	check(same, 0)
+}
+
+// produceCounter counts the produce requests a client writes.
+type produceCounter struct{ n atomic.Int64 }
+
+func (c *produceCounter) OnBrokerWrite(_ kgo.BrokerMetadata, key int16, _ int, _, _ time.Duration, err error) {
+	if key == 0 && err == nil { // 0: Produce
+		c.n.Add(1)
+	}
+}
+
+// TestKafkaOneRequestPerBatch: a batch goes to the brokers whole, in one
+// produce request per partition (not a first request holding the first
+// records and more behind it: every request is a round trip the batch
+// waits for).
+func TestKafkaOneRequestPerBatch(t *testing.T) {
+	c := cluster(t, 0, kfake.SeedTopics(1, "logs"))
+	pc := &produceCounter{}
+	r := newRig(t, processor.GroupConfig{Retry: grouptest.FastRetry(3)},
+		Config{Topic: "logs", Key: "{feed}", Client: []kgo.Opt{kgo.SeedBrokers(c.ListenAddrs()...), kgo.WithHooks(pc)}})
+	r.Run()
+	for k := range 5 {
+		r.Publish(grouptest.Lines("x", k*500, 500)...)
+		r.WaitAck(uint64(500*(k+1)), 10*time.Second)
+	}
+	if n := pc.n.Load(); n != 5 {
+		t.Fatalf("%d produce requests for 5 batches of 500 lines to one partition, want 5", n)
+	}
+	if got := readAll(t, c.ListenAddrs(), "logs", 2500); len(got) != 2500 {
+		t.Fatalf("%d records, want 2500", len(got))
+	}
 }

@@ -150,7 +150,10 @@ func (s *Sink) clientOpts() []kgo.Opt {
 		kgo.RequiredAcks(kgo.AllISRAcks()), // with the idempotent producer (kgo's default)
 		kgo.MaxBufferedRecords(1<<20),      // a group batch goes in whole
 		kgo.WithHooks(&s.hook),
-		kgo.ProducerLinger(0), // a batch is flushed whole: nothing to wait for
+		// A batch is buffered whole, then flushed (produce): one request
+		// per batch and partition, not a first request of the first
+		// record and more behind it.
+		kgo.ManualFlushing(),
 		kgo.ProduceRequestTimeout(s.cfg.Timeout),
 		kgo.UnknownTopicRetries(2),
 	)
@@ -590,6 +593,10 @@ func (s *Sink) produce(ctx context.Context, ptrs []*kgo.Record) (map[*kgo.Record
 	for _, p := range ptrs {
 		s.cl.Produce(ctx, p, promise)
 	}
+	// Flush sends what is buffered now; the wait is below (Flush returns
+	// when the records are done, or ctx ends, or the client closes).
+	cl := s.cl
+	go cl.Flush(ctx) //nolint:errcheck // the promises carry the outcome
 	timer := time.NewTimer(s.cfg.Timeout)
 	defer timer.Stop()
 	for {
