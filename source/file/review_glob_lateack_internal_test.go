@@ -101,7 +101,7 @@ func TestReviewGlobLateAckBeforeClosedIsNeverCommitted(t *testing.T) {
 	}
 	g.mu.Lock()
 	time.Sleep(600 * time.Millisecond) // the drain gives up (200 ms), Close syncs, the stream waits in g.stopped
-	q.AddDispatched(taken)               // the subscriber finishes the lines
+	q.AddDispatched(taken)             // the subscriber finishes the lines
 	pub.Poke()
 	for end := time.Now().Add(5 * time.Second); pub.Pending() != 0; time.Sleep(2 * time.Millisecond) {
 		if time.Now().After(end) {
