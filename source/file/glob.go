@@ -933,7 +933,10 @@ func (g *Glob) closed(s *gstream) {
 	s.src0dropped = src.dropped
 	ended := src.State() == WaitingForFile // pinned: read to its end, gone from its path
 	g.setOwe(s, nil)
-	if s.sp.Pending() > 0 || (src.ptr != nil && !src.CommitOK()) {
+	// Lines unacknowledged, a failed last commit, or acknowledgements the
+	// mux handed to the stream after its source's final commit (between
+	// its Close and now): the pointer is behind them, a commit is owed.
+	if s.sp.Pending() > 0 || (src.ptr != nil && !src.CommitOK()) || s.sp.behind(src.SyncedSeq()) {
 		o := &owed{sp: s.sp, synced: src.SyncedSeq(), ended: ended, dirty: src.ptr != nil && !src.CommitOK()}
 		if src.ptr != nil {
 			rec := src.ptr.Record()
