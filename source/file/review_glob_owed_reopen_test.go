@@ -30,6 +30,13 @@ func TestReviewGlobOwedStreamReopenedRedeliversWithoutCrash(t *testing.T) {
 		return c.Tracked == 1 && c.Open == 0
 	})
 	writeLines(t, a, "b", 2) // grows: reopened
+	// Fixed by holding the reopen until the owed lines are acknowledged
+	// and committed: nothing new is published while they are in flight.
+	time.Sleep(time.Second)
+	if n := r.count(); n != 5 {
+		t.Errorf("%d lines taken while a.log's first 5 were unacknowledged, want 5", n)
+	}
+	r.hold.Store(false)
 	r.waitLines(7, 10*time.Second)
 	time.Sleep(500 * time.Millisecond)
 	r.mu.Lock()
