@@ -113,6 +113,7 @@ type Glob struct {
 
 type globTotals struct {
 	lines, bytes, downgraded, oversized, lostTails, lostBytes, commitFailures, unterminated uint64
+	commits                                                                                 uint64 // forgotten pointers' commit counters
 }
 
 type streamState int
@@ -1019,6 +1020,7 @@ func (g *Glob) commitOwed(s *gstream, o *owed) error {
 		}
 		err = p.Commit(o.pos)
 	}
+	s.commits = p.Record().Commits // status's commits counter follows the pointer's
 	if cerr := p.Close(); err == nil {
 		err = cerr
 	}
@@ -1116,6 +1118,7 @@ func (g *Glob) forget(now time.Time) {
 			g.log.Debug("pointer forgotten", "path", s.path, "pointer", s.ptrPath)
 		}
 		delete(g.byKey, k)
+		g.acc.commits += s.commits // a _total counter: a forgotten pointer's commits stay counted
 		if g.byPath[s.path] == s {
 			delete(g.byPath, s.path)
 		}
@@ -1147,6 +1150,7 @@ func (g *Glob) forgetClosed(s *gstream, atScan bool) {
 	if err == nil {
 		next := pointer.NewEpoch()
 		err = p.Reset(next, nil, 0)
+		s.commits = p.Record().Commits
 		if cerr := p.Close(); err == nil {
 			err = cerr
 		}
@@ -1345,9 +1349,13 @@ func (g *Glob) countGone() {
 		if err == nil {
 			next := pointer.NewEpoch()
 			err = p.ResetAs(reason, next, nil, 0)
+			commits := p.Record().Commits
 			if cerr := p.Close(); err == nil {
 				err = cerr
 			}
+			g.mu.Lock()
+			l.s.commits = commits
+			g.mu.Unlock()
 			if err == nil {
 				g.mu.Lock()
 				g.ghosts++

@@ -237,11 +237,13 @@ func (g *Glob) Unterminated() int64 {
 	return int64(g.sum(g.acc.unterminated, func(s *Source) uint64 { return uint64(max(s.Unterminated(), 0)) }))
 }
 
-// Commits sums the commit counters of every tracked file's pointer.
+// Commits sums the commit counters of every tracked file's pointer and
+// of the pointers forgotten (deleted) this run: a counter that never goes
+// back (tailfeed_feed_commits_total).
 func (g *Glob) Commits() uint64 {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	var n uint64
+	n := g.acc.commits
 	for _, s := range g.byKey {
 		if s.src != nil && s.src.ptr != nil {
 			n += s.src.ptr.Record().Commits
