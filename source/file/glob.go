@@ -1020,7 +1020,9 @@ func (g *Glob) commitOwed(s *gstream, o *owed) error {
 		}
 		err = p.Commit(o.pos)
 	}
-	s.commits = p.Record().Commits // status's commits counter follows the pointer's
+	if err == nil {
+		s.commits = p.Record().Commits // status's commits counter follows the pointer's
+	}
 	if cerr := p.Close(); err == nil {
 		err = cerr
 	}
@@ -1150,7 +1152,9 @@ func (g *Glob) forgetClosed(s *gstream, atScan bool) {
 	if err == nil {
 		next := pointer.NewEpoch()
 		err = p.Reset(next, nil, 0)
-		s.commits = p.Record().Commits
+		if err == nil {
+			s.commits = p.Record().Commits
+		}
 		if cerr := p.Close(); err == nil {
 			err = cerr
 		}
@@ -1353,11 +1357,9 @@ func (g *Glob) countGone() {
 			if cerr := p.Close(); err == nil {
 				err = cerr
 			}
-			g.mu.Lock()
-			l.s.commits = commits
-			g.mu.Unlock()
 			if err == nil {
 				g.mu.Lock()
+				l.s.commits = commits
 				g.ghosts++
 				l.s.key, l.s.epoch, l.s.offset = 1<<63|1<<62|g.ghosts, next, 0
 				g.mu.Unlock()
