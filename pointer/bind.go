@@ -38,7 +38,11 @@ func (p *Pointer) Adopt(f io.ReaderAt, fileKey uint64) error {
 		adopted.FPLen, adopted.FP = uint64(n), Fingerprint(head[:n])
 	}
 	if err != nil || !p.adoptedBefore(adopted, head[:n]) {
-		p.logEpoch(adopted, "adopted", r)
+		// An "adopted" line keeps the epoch (its "created" line is
+		// written): a failure is logged and the line is not retried.
+		if p.logEpoch(adopted, "adopted", r) != nil {
+			p.owedLines = nil
+		}
 	}
 	return nil
 }

@@ -39,6 +39,12 @@ func (p *Pointer) store(offset int64) error {
 	}
 	next.Commits++
 	p.cur = next
+	if len(p.owedLines) > 0 {
+		// The epoch's line is not written yet: no slot may hold it; the
+		// Sync that writes the line writes both slots (resetLeft).
+		p.dirty = true
+		return nil
+	}
 	p.put(1 - p.syncedSlot)
 	return nil
 }
@@ -58,6 +64,11 @@ func (p *Pointer) Sync() error {
 }
 
 func (p *Pointer) sync() error {
+	if len(p.owedLines) > 0 {
+		if err := p.flushOwedLines(); err != nil {
+			return err
+		}
+	}
 	if p.resetLeft > 0 {
 		return p.syncBoth()
 	}
@@ -142,8 +153,13 @@ func (p *Pointer) reset(epoch uint64, f io.ReaderAt, fileKey uint64, why string)
 		Epoch: epoch, FileKey: fileKey, FPLen: uint64(n), FP: Fingerprint(head[:n]),
 		Commits: p.cur.Commits + 1, Slot: p.cur.Slot, Layout: Layout,
 	}
-	p.logEpoch(p.cur, why, prev) // write-ahead: before either slot holds the epoch
 	p.resetLeft, p.dirty = 2, true
+	// Write-ahead: the line is fsynced before either slot holds the
+	// epoch. A failure returns the error with no slot written; the next
+	// Sync or Commit writes the line, then both slots.
+	if err := p.logEpoch(p.cur, why, prev); err != nil {
+		return err
+	}
 	if why == "created" {
 		return p.syncNew()
 	}

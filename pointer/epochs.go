@@ -318,11 +318,13 @@ func parseHex(field, s string) (uint64, error) {
 
 // logEpoch appends the current record's identity to the epochs file, if
 // one is configured, with prev, the record it replaces, when that is of
-// another epoch; a failure is an ERROR, never an error of the pointer.
-// Called with p.mu held, before the record is written to the slots.
-func (p *Pointer) logEpoch(r Record, reason string, prev Record) {
+// another epoch. Called with p.mu held, before the record is written to
+// the slots. A failure is logged as an ERROR and returned: for a new epoch
+// (reset) the line is owed (p.owedLines) and no slot may hold the epoch
+// until it is fsynced (DESIGN §4, write-ahead).
+func (p *Pointer) logEpoch(r Record, reason string, prev Record) error {
 	if p.epochs == "" {
-		return
+		return nil
 	}
 	path := p.input
 	if r.FileKey == 0 && r.FPLen == 0 {
@@ -336,11 +338,24 @@ func (p *Pointer) logEpoch(r Record, reason string, prev Record) {
 		l.PrevEpoch, l.PrevOffset = prev.Epoch, prev.Offset
 		l.PrevFileKey, l.PrevFPLen, l.PrevFP = prev.FileKey, prev.FPLen, prev.FP
 	}
-	err := AppendEpoch(p.epochs, l)
-	if err != nil {
-		p.log.Error("epochs file append failed; a sink left at this epoch cannot be mapped back to its file",
-			"epochs", p.epochs, "epoch", hex(r.Epoch), "error", err)
+	p.owedLines = append(p.owedLines, l)
+	return p.flushOwedLines()
+}
+
+// flushOwedLines appends the epochs lines not yet written (in order); a
+// failure keeps them owed. Called with p.mu held.
+func (p *Pointer) flushOwedLines() error {
+	for len(p.owedLines) > 0 {
+		l := p.owedLines[0]
+		if err := AppendEpoch(p.epochs, l); err != nil {
+			p.log.Error("epochs file append failed; the pointer does not take the epoch until its line is written",
+				"epochs", p.epochs, "epoch", hex(l.Epoch), "error", err)
+			return fmt.Errorf("pointer: epochs file %s: line for epoch %s: %w", p.epochs, hex(l.Epoch), err)
+		}
+		p.owedLines = p.owedLines[1:]
 	}
+	p.owedLines = nil
+	return nil
 }
 
 // LogDowngraded appends a "downgraded" line to the epochs file, if one is

@@ -58,6 +58,10 @@ type Pointer struct {
 	rewrite    bool // the last flush failed: rewrite the slot before the next one
 	resetLeft  int  // slots a Reset still has to write and flush (0, 1, 2)
 
+	// owedLines are epochs lines a Reset could not write (write-ahead):
+	// while any is owed no slot is written; Sync writes them first.
+	owedLines []EpochLine
+
 	fresh       bool
 	freshReason string
 	closed      bool
@@ -86,6 +90,12 @@ func Open(path string, opts Options) (*Pointer, error) {
 	if err := p.init(created, opts.Map); err != nil {
 		if p.m != nil {
 			p.m.Close()
+		}
+		if created {
+			// Nothing was published under it: the next Open creates it
+			// again (with the same Options.Epoch) rather than finding a
+			// file with no valid slot.
+			os.Remove(path)
 		}
 		f.Close()
 		return nil, err

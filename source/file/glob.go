@@ -113,6 +113,7 @@ type Glob struct {
 
 type globTotals struct {
 	lines, bytes, downgraded, oversized, lostTails, lostBytes, commitFailures, unterminated uint64
+	commits                                                                                 uint64 // forgotten pointers' commit counters
 }
 
 type streamState int
@@ -562,7 +563,7 @@ func (g *Glob) scan(ctx context.Context) {
 		if !g.started && g.cfg.Stream.Strategy == Latest {
 			s.fromEnd = true
 		}
-		if prev != nil && prev != s && (prev.st != stClosed || prev.gone) {
+		if prev != nil && prev != s && (prev.st != stClosed || prev.gone || prev.owe != nil) {
 			s.after = prev
 		}
 		g.byKey[k] = s
@@ -757,7 +758,11 @@ func (g *Glob) schedule(ctx context.Context) {
 	for len(g.queue) > 0 && g.open < g.maxSlots {
 		i := -1
 		for j, s := range g.queue {
-			if s.after == nil || g.barrierDone(s.after) {
+			// A stream that owes a commit waits until its lines are
+			// acknowledged and committed (housekeep settles it): a new
+			// source reads from the pointer, which is behind the lines
+			// still in flight, and would publish them again.
+			if s.owe == nil && (s.after == nil || g.barrierDone(s.after)) {
 				i = j
 				break
 			}
@@ -780,7 +785,9 @@ func (g *Glob) schedule(ctx context.Context) {
 func (g *Glob) barrierDone(p *gstream) bool {
 	switch p.st {
 	case stClosed:
-		return true
+		// Closed with lines unacknowledged (or their commit not made
+		// yet): the barrier holds until the owed commit is made.
+		return p.owe == nil
 	case stQueued:
 		return false
 	case stStopping:
@@ -850,14 +857,9 @@ func (g *Glob) start(ctx context.Context, s *gstream) error {
 		c.Strategy = Earliest
 	}
 	s.fromEnd = false
-	if s.owe != nil {
-		// Reopened before every line of its last open was acknowledged:
-		// what is acknowledged is committed; the rest is read again from
-		// the pointer by the new source (duplicates, never a gap), whose
-		// own commits take over.
-		g.settleOwed(s)
-		g.setOwe(s, nil)
-	}
+	// s.owe is nil: schedule holds a stream that owes a commit until it
+	// is made (its new source starts from a pointer covering every line
+	// its last one published).
 	s.sp = g.mux.add()
 	s.src = New(c, s.sp)
 	s.sp.src.Store(s.src) // the feed's EpochState asks it
@@ -933,7 +935,10 @@ func (g *Glob) closed(s *gstream) {
 	s.src0dropped = src.dropped
 	ended := src.State() == WaitingForFile // pinned: read to its end, gone from its path
 	g.setOwe(s, nil)
-	if s.sp.Pending() > 0 || (src.ptr != nil && !src.CommitOK()) {
+	// Lines unacknowledged, a failed last commit, or acknowledgements the
+	// mux handed to the stream after its source's final commit (between
+	// its Close and now): the pointer is behind them, a commit is owed.
+	if s.sp.Pending() > 0 || (src.ptr != nil && !src.CommitOK()) || s.sp.behind(src.SyncedSeq()) {
 		o := &owed{sp: s.sp, synced: src.SyncedSeq(), ended: ended, dirty: src.ptr != nil && !src.CommitOK()}
 		if src.ptr != nil {
 			rec := src.ptr.Record()
@@ -976,7 +981,7 @@ func (g *Glob) settleOwed(s *gstream) {
 		return
 	}
 	if o.dirty && s.ptrPath != "" {
-		if err := g.commitOwed(s.ptrPath, o); err != nil {
+		if err := g.commitOwed(s, o); err != nil {
 			g.acc.commitFailures++
 			g.log.Error("pointer commit of a closed glob file's acknowledged lines failed; retrying",
 				"path", s.path, "pointer", s.ptrPath, "offset", o.pos, "error", err)
@@ -992,7 +997,8 @@ func (g *Glob) settleOwed(s *gstream) {
 
 // commitOwed stores and syncs o's position in the pointer at path, unless
 // the pointer is at another epoch or already past it.
-func (g *Glob) commitOwed(path string, o *owed) error {
+func (g *Glob) commitOwed(s *gstream, o *owed) error {
+	path := s.ptrPath
 	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
 		return nil // nothing to move (Open would create one)
 	}
@@ -1001,7 +1007,21 @@ func (g *Glob) commitOwed(path string, o *owed) error {
 		return err
 	}
 	if rec := p.Record(); rec.Epoch == o.epoch && rec.Offset <= o.pos {
+		// The record names its file only once a commit stored it: a
+		// stream closed before its first commit left the file key 0.
+		// Bound to its file (still at its path), the commit records the
+		// file's key and fingerprint, so that the next source started
+		// from it recognises its file rather than reading it again.
+		if f, ferr := os.Open(s.path); ferr == nil {
+			if dev, ino, kerr := fileutil.DevIno(f); kerr == nil && pointer.FileKey(dev, ino) == s.key && (rec.FileKey == 0 || rec.FileKey == s.key) {
+				p.Bind(f, s.key)
+			}
+			defer f.Close()
+		}
 		err = p.Commit(o.pos)
+	}
+	if err == nil {
+		s.commits = p.Record().Commits // status's commits counter follows the pointer's
 	}
 	if cerr := p.Close(); err == nil {
 		err = cerr
@@ -1100,6 +1120,7 @@ func (g *Glob) forget(now time.Time) {
 			g.log.Debug("pointer forgotten", "path", s.path, "pointer", s.ptrPath)
 		}
 		delete(g.byKey, k)
+		g.acc.commits += s.commits // a _total counter: a forgotten pointer's commits stay counted
 		if g.byPath[s.path] == s {
 			delete(g.byPath, s.path)
 		}
@@ -1131,6 +1152,9 @@ func (g *Glob) forgetClosed(s *gstream, atScan bool) {
 	if err == nil {
 		next := pointer.NewEpoch()
 		err = p.Reset(next, nil, 0)
+		if err == nil {
+			s.commits = p.Record().Commits
+		}
 		if cerr := p.Close(); err == nil {
 			err = cerr
 		}
@@ -1329,11 +1353,13 @@ func (g *Glob) countGone() {
 		if err == nil {
 			next := pointer.NewEpoch()
 			err = p.ResetAs(reason, next, nil, 0)
+			commits := p.Record().Commits
 			if cerr := p.Close(); err == nil {
 				err = cerr
 			}
 			if err == nil {
 				g.mu.Lock()
+				l.s.commits = commits
 				g.ghosts++
 				l.s.key, l.s.epoch, l.s.offset = 1<<63|1<<62|g.ghosts, next, 0
 				g.mu.Unlock()

@@ -148,16 +148,23 @@ func (g *Glob) CommitFailures() uint64 {
 	return g.sum(g.acc.commitFailures, (*Source).CommitFailures)
 }
 
-// CommitOK: every open stream's last commit succeeded and is synced, and
-// no closed stream owes a commit of lines acknowledged after its close.
+// CommitOK: every open stream's last commit succeeded and is synced and
+// covers every acknowledgement the mux handed to it (an acknowledgement
+// polled by the mux but not yet taken by the stream's goroutine is not
+// committed yet), and no closed stream owes a commit of lines acknowledged
+// after its close. Never takes the mux's mutex.
 func (g *Glob) CommitOK() bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	return g.commitOKLocked()
+}
+
+func (g *Glob) commitOKLocked() bool {
 	for _, s := range g.byKey {
 		if s.st == stStopping || s.owe != nil {
 			return false
 		}
-		if s.src != nil && !s.src.CommitOK() {
+		if s.src != nil && (!s.src.CommitOK() || (s.sp != nil && s.sp.behind(s.src.SyncedSeq()))) {
 			return false
 		}
 	}
@@ -167,15 +174,18 @@ func (g *Glob) CommitOK() bool {
 // SyncedSeq is the acknowledged sequence every stream's synced commit
 // covers: the feed's acknowledged sequence when every commit is synced.
 func (g *Glob) SyncedSeq() uint64 {
-	if g.CommitOK() {
-		return g.pub.Acknowledged()
-	}
+	// Read first: the mux hands every batch this sequence covers to its
+	// stream in the poll that moved it, so the check below sees them.
+	acked := g.pub.Acknowledged()
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if g.commitOKLocked() {
+		return acked
+	}
 	var m uint64
 	first := true
 	for _, s := range g.byKey {
-		if s.src != nil && !s.src.CommitOK() {
+		if s.src != nil && (!s.src.CommitOK() || (s.sp != nil && s.sp.behind(s.src.SyncedSeq()))) {
 			if v := s.src.SyncedSeq(); first || v < m {
 				m, first = v, false
 			}
@@ -186,7 +196,7 @@ func (g *Glob) SyncedSeq() uint64 {
 			}
 		}
 	}
-	return m
+	return min(m, acked)
 }
 
 // Detail names the files whose stream waits at its epoch barrier (the
@@ -227,11 +237,13 @@ func (g *Glob) Unterminated() int64 {
 	return int64(g.sum(g.acc.unterminated, func(s *Source) uint64 { return uint64(max(s.Unterminated(), 0)) }))
 }
 
-// Commits sums the commit counters of every tracked file's pointer.
+// Commits sums the commit counters of every tracked file's pointer and
+// of the pointers forgotten (deleted) this run: a counter that never goes
+// back (tailfeed_feed_commits_total).
 func (g *Glob) Commits() uint64 {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	var n uint64
+	n := g.acc.commits
 	for _, s := range g.byKey {
 		if s.src != nil && s.src.ptr != nil {
 			n += s.src.ptr.Record().Commits

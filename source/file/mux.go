@@ -102,6 +102,7 @@ func (m *mux) pollLocked() {
 		sp := e.sp
 		sp.pending -= e.n
 		sp.ack.Seq, sp.ack.Moved = e.last, true
+		sp.handed.Store(e.last)
 		if e.positioned {
 			sp.ack.Position, sp.ack.Epoch, sp.ack.Positioned = e.pos, e.epoch, true
 		} else if !sp.ack.Positioned {
@@ -158,7 +159,18 @@ type streamPub struct {
 	lastEpoch uint64                 // of its last published batch, under m.mu
 	prevEpoch uint64                 // the epoch before lastEpoch (0: none), under m.mu
 	src       atomic.Pointer[Source] // its source, once made (epochInfo)
+
+	// handed is the last acknowledged sequence the mux handed to this
+	// stream (written under m.mu, read by the glob's getters without it):
+	// until its source's synced commit covers it (Source.SyncedSeq), the
+	// stream's pointer is behind lines the feed counts acknowledged
+	// (DESIGN §3: not settled).
+	handed atomic.Uint64
 }
+
+// behind: acknowledgements were handed to this stream that synced, the
+// sequence its source's last synced commit covers, does not cover yet.
+func (sp *streamPub) behind(synced uint64) bool { return sp.handed.Load() > synced }
 
 func (sp *streamPub) TryPublish(b *feed.Batch) bool {
 	n := b.Len()
