@@ -148,6 +148,26 @@ func (r *globRig) count() int {
 	return n
 }
 
+// waitCommitted waits until at least n lines are acknowledged and every
+// stream's commit of them is synced (the pointers' fingerprints cover what
+// was read): a copy made after that is recognised as one (copyCandidate).
+// A copy made before a file's first commit is read as a new file — the
+// window README's copytruncate row names.
+func (r *globRig) waitCommitted(n uint64, d time.Duration) {
+	r.t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		ack := r.pub.Acknowledged()
+		if ack >= n && r.g.CommitOK() && r.g.SyncedSeq() >= ack {
+			return
+		}
+		if time.Now().After(deadline) {
+			r.t.Fatalf("%d lines acknowledged, synced through %d, commitOK %v: not committed within %v", ack, r.g.SyncedSeq(), r.g.CommitOK(), d)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 func (r *globRig) waitLines(n int, d time.Duration) {
 	r.t.Helper()
 	end := time.Now().Add(d)
@@ -452,7 +472,7 @@ func TestGlobCopyTruncate(t *testing.T) {
 	writeLines(t, filepath.Join(dir, "x.log"), "x", 10)
 	r := newGlobRig(t, dir, data, filepath.Join(dir, "*.log*"), 16)
 	r.waitLines(20, 10*time.Second)
-	time.Sleep(100 * time.Millisecond) // committed: the fingerprint covers the file
+	r.waitCommitted(20, 10*time.Second) // the fingerprint covers the file
 	old, _ := os.ReadFile(app)
 	if err := os.WriteFile(filepath.Join(dir, "app.log.1"), old, 0o644); err != nil {
 		t.Fatal(err)
