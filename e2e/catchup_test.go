@@ -118,6 +118,82 @@ func countIdx(p parsed) map[int]int {
 	return m
 }
 
+// missingLines counts the input lines the output at path lacks.
+func missingLines(t testing.TB, in *input, path string) int {
+	n := countIdx(parseOutput(t, in, path))
+	missing := 0
+	for i := range in.texts {
+		if n[i] == 0 {
+			missing++
+		}
+	}
+	return missing
+}
+
+// duplicateLines counts the second (and later) copies of input lines in
+// the output at path.
+func duplicateLines(t testing.TB, in *input, path string) int {
+	n := countIdx(parseOutput(t, in, path))
+	dups := 0
+	for i := range in.texts {
+		if n[i] > 1 {
+			dups += n[i] - 1
+		}
+	}
+	return dups
+}
+
+// settledRun starts tailfeed, waits until it settled and stops it: one run
+// over what is on disk. It returns the stopped daemon (for its log), the
+// last report and its "app" feed.
+func settledRun(t testing.TB, e *env) (*daemon, *report, feedReport) {
+	d := e.start()
+	r := d.waitSettled(60 * time.Second)
+	d.stop()
+	return d, r, r.feed(t, "app")
+}
+
+// backedUpThenMore writes first lines and runs once, backs the exactlyOnce
+// sink "exact" up (the earlier copy), then starts tailfeed again, writes
+// more lines and waits until settled. It returns the running daemon (the
+// caller rotates or stops it), that report and the backup.
+func backedUpThenMore(t testing.TB, e *env, in *input, first, more int) (*daemon, *report, *sinkBackup) {
+	in.appendLines(first)
+	settledRun(t, e)
+	bak := backupSink(t, e, e.path("exact.log"), "exact")
+	d := e.start()
+	in.appendLines(more)
+	r := d.waitSettled(60 * time.Second)
+	return d, r, bak
+}
+
+// rotateInput moves in.log.N to in.log.N+1 and in.log to in.log.1 (a
+// numbered rotation), writes n lines to the new in.log and waits until the
+// app feed settled with want lines in the exactlyOnce output exact (and
+// also(want) holds, when given).
+func rotateInput(t testing.TB, d *daemon, in *input, exact string, n, want int, also func(want int) bool) {
+	t.Helper()
+	for i := 9; i >= 1; i-- {
+		if _, err := os.Stat(fmt.Sprintf("%s.%d", in.path, i)); err == nil {
+			os.Rename(fmt.Sprintf("%s.%d", in.path, i), fmt.Sprintf("%s.%d", in.path, i+1))
+		}
+	}
+	if err := os.Rename(in.path, in.path+".1"); err != nil {
+		t.Fatal(err)
+	}
+	in.ends = nil
+	in.appendLines(n)
+	d.waitFor(fmt.Sprintf("%d lines written", want), 60*time.Second, func(r *report) bool {
+		return r.feed(t, "app").Settled && countLines(t, exact, 0) == want && (also == nil || also(want))
+	})
+}
+
+// lossFacts is what a loss assertion says about the feed: its lossless
+// flag, lostTails, lostBytes and detail.
+func (f feedReport) lossFacts() string {
+	return fmt.Sprintf("lossless %v lostTails %d lostBytes %d detail %v", f.Lossless, f.LostTails, f.LostBytes, f.Detail)
+}
+
 // TestCatchUpRestoredFileSink (issue 14 acceptance 4, DESIGN §11 "A
 // restored sink is caught up from the input"): the exactlyOnce output and
 // its record are put back to a copy taken while tailfeed was stopped
@@ -131,15 +207,7 @@ func TestCatchUpRestoredFileSink(t *testing.T) {
 	in := newInput(t, e.path("in.log"))
 	exact, plain := e.path("exact.log"), e.path("plain.log")
 
-	in.appendLines(3000)
-	d := e.start()
-	d.waitSettled(60 * time.Second)
-	d.stop()
-	bak := backupSink(t, e, exact, "exact") // the earlier copy: 3000 lines
-
-	d = e.start()
-	in.appendLines(4000)
-	r := d.waitSettled(60 * time.Second)
+	d, r, bak := backedUpThenMore(t, e, in, 3000, 4000) // the earlier copy: 3000 lines
 	before := r.feed(t, "app").Pointer
 	d.stop()
 	bak.restore()
@@ -147,10 +215,7 @@ func TestCatchUpRestoredFileSink(t *testing.T) {
 		t.Fatalf("restored output holds %d lines, want 3000", len(p.idx))
 	}
 
-	d = e.start()
-	r = d.waitSettled(60 * time.Second)
-	f := r.feed(t, "app")
-	d.stop()
+	d, _, f := settledRun(t, e)
 	if !f.Lossless || f.LostTails != 0 || f.Stalled != nil {
 		t.Errorf("after the catch-up: lossless %v lostTails %d stalled %v", f.Lossless, f.LostTails, f.Stalled)
 	}
@@ -190,15 +255,7 @@ func rotatedCatchUp(t *testing.T) (*env, *input, *sinkBackup, []byte, []byte, st
 	e := newEnv(t, catchUpConfig)
 	in := newInput(t, e.path("in.log"))
 	exact := e.path("exact.log")
-	in.appendLines(3000)
-	d := e.start()
-	d.waitSettled(60 * time.Second)
-	d.stop()
-	bak := backupSink(t, e, exact, "exact")
-
-	d = e.start()
-	in.appendLines(1000)
-	d.waitSettled(60 * time.Second)
+	d, _, bak := backedUpThenMore(t, e, in, 3000, 1000)
 	old := e.path("in.log.1")
 	if err := os.Rename(in.path, old); err != nil {
 		t.Fatal(err)
@@ -521,33 +578,9 @@ func threeGenerations(t *testing.T) (e *env, in *input, gen1, gen2, gen3 []byte,
 	e = newEnv(t, catchUpConfig)
 	in = newInput(t, e.path("in.log"))
 	exact := e.path("exact.log")
-	in.appendLines(1000)
-	d := e.start()
-	d.waitSettled(60 * time.Second)
-	d.stop()
-	bak := backupSink(t, e, exact, "exact")
-
-	d = e.start()
-	in.appendLines(500) // gen 1 ends at 1,500 lines
-	d.waitSettled(60 * time.Second)
-	rotate := func(n int, want int) {
-		t.Helper()
-		for i := 9; i >= 1; i-- {
-			if _, err := os.Stat(fmt.Sprintf("%s.%d", in.path, i)); err == nil {
-				os.Rename(fmt.Sprintf("%s.%d", in.path, i), fmt.Sprintf("%s.%d", in.path, i+1))
-			}
-		}
-		if err := os.Rename(in.path, in.path+".1"); err != nil {
-			t.Fatal(err)
-		}
-		in.ends = nil
-		in.appendLines(n)
-		d.waitFor(fmt.Sprintf("%d lines written", want), 60*time.Second, func(r *report) bool {
-			return r.feed(t, "app").Settled && countLines(t, exact, 0) == want
-		})
-	}
-	rotate(700, 2200) // gen 2: lines 1500..2199
-	rotate(300, 2500) // gen 3 (current): lines 2200..2499
+	d, _, bak := backedUpThenMore(t, e, in, 1000, 500) // gen 1 ends at 1,500 lines
+	rotateInput(t, d, in, exact, 700, 2200, nil)       // gen 2: lines 1500..2199
+	rotateInput(t, d, in, exact, 300, 2500, nil)       // gen 3 (current): lines 2200..2499
 	d.stop()
 	bak.restore()
 	gen1, _ = os.ReadFile(in.path + ".2")

@@ -6,7 +6,6 @@ package e2e
 
 import (
 	"bytes"
-	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -34,17 +33,8 @@ func TestReviewCatchUpOlderEpochOtherExactlyOnceNoDuplicates(t *testing.T) {
 	if !bytes.Equal(before, want) {
 		t.Fatalf("precondition: the other exactlyOnce sink holds %d bytes before the catch-up, want %d", len(before), len(want))
 	}
-	d := e.start()
-	d.waitSettled(60 * time.Second)
-	d.stop()
-	n := countIdx(parseOutput(t, in, e.path("other.log")))
-	dups := 0
-	for i := range in.texts {
-		if n[i] > 1 {
-			dups += n[i] - 1
-		}
-	}
-	if dups > 0 {
+	settledRun(t, e)
+	if dups := duplicateLines(t, in, e.path("other.log")); dups > 0 {
 		t.Errorf("the exactlyOnce sink that was NOT restored received %d lines twice during another sink's catch-up", dups)
 	}
 	sameBytes(t, "other (exactlyOnce, not restored) after another sink's catch-up", e.path("other.log"), want)
@@ -60,17 +50,8 @@ func TestReviewCatchUpOlderEpochOtherExactlyOnceNoDuplicates(t *testing.T) {
 func reviewEpochsLoss(t *testing.T, mangle func(path string)) {
 	e, in, _, rot, cur, _ := rotatedCatchUp(t)
 	mangle(e.path("state/feeds/app.epochs"))
-	d := e.start()
-	r := d.waitSettled(60 * time.Second)
-	f := r.feed(t, "app")
-	d.stop()
-	n := countIdx(parseOutput(t, in, e.path("exact.log")))
-	missing := 0
-	for i := range in.texts {
-		if n[i] == 0 {
-			missing++
-		}
-	}
+	_, r, f := settledRun(t, e)
+	missing := missingLines(t, in, e.path("exact.log"))
 	if missing > 0 && (f.Lossless || r.Lossless) {
 		t.Errorf("the restored exactlyOnce sink lacks %d of %d lines, yet the feed reports lossless %v (top %v), lostTails %d, lostBytes %d, detail %v",
 			missing, len(in.texts), f.Lossless, r.Lossless, f.LostTails, f.LostBytes, f.Detail)
@@ -155,12 +136,10 @@ func TestReviewCatchUpGlobStreamFileGoneGreenOverLoss(t *testing.T) {
 			exact := e.path("exact.log")
 			appendNumbered(t, a, "a", 0, 1000)
 			appendNumbered(t, b, "b", 0, 500)
-			d := e.start()
-			d.waitSettled(60 * time.Second)
-			d.stop()
+			settledRun(t, e)
 			bak := backupSink(t, e, exact, "exact")
 
-			d = e.start()
+			d := e.start()
 			appendNumbered(t, a, "a", 1000, 2000)
 			d.waitFor("a.log read", 60*time.Second, func(r *report) bool {
 				return r.Settled && countLines(t, exact, 0) >= 3500
@@ -173,14 +152,10 @@ func TestReviewCatchUpGlobStreamFileGoneGreenOverLoss(t *testing.T) {
 			d.stop()
 			bak.restore()
 
-			d = e.start()
-			r := d.waitSettled(60 * time.Second)
-			d.stop()
-			f := r.feed(t, "app")
+			_, r, f := settledRun(t, e)
 			got, _ := perPrefix(t, exact, "a")
 			if len(got) < 3000 && (f.Lossless || r.Lossless) {
-				t.Errorf("the restored exactlyOnce sink holds %d of a.log's 3000 lines (a.log deleted), yet lossless %v lostTails %d lostBytes %d detail %v",
-					len(got), f.Lossless, f.LostTails, f.LostBytes, f.Detail)
+				t.Errorf("the restored exactlyOnce sink holds %d of a.log's 3000 lines (a.log deleted), yet %s", len(got), f.lossFacts())
 			}
 		})
 	}
@@ -197,25 +172,14 @@ func TestReviewCatchUpGlobStreamFileGoneGreenOverLoss(t *testing.T) {
 func TestReviewCatchUpCurrentFileTruncatedLostBytes(t *testing.T) {
 	e := newEnv(t, catchUpConfig)
 	in := newInput(t, e.path("in.log"))
-	exact := e.path("exact.log")
-	in.appendLines(3000)
-	d := e.start()
-	d.waitSettled(60 * time.Second)
-	d.stop()
-	bak := backupSink(t, e, exact, "exact")
-	d = e.start()
-	in.appendLines(4000)
-	d.waitSettled(60 * time.Second)
+	d, _, bak := backedUpThenMore(t, e, in, 3000, 4000)
 	d.stop()
 	bak.restore()
 	gap := uint64(in.size() - in.ends[2999])
 	if err := os.Truncate(in.path, 0); err != nil {
 		t.Fatal(err)
 	}
-	d = e.start()
-	r := d.waitSettled(60 * time.Second)
-	d.stop()
-	f := r.feed(t, "app")
+	_, _, f := settledRun(t, e)
 	detail := ""
 	if f.Detail != nil {
 		detail = *f.Detail
@@ -293,52 +257,18 @@ func TestReviewCatchUpMiddleGenerationGoneGreenOverLoss(t *testing.T) {
 	e := newEnv(t, catchUpConfig)
 	in := newInput(t, e.path("in.log"))
 	exact := e.path("exact.log")
-	in.appendLines(1000)
-	d := e.start()
-	d.waitSettled(60 * time.Second)
-	d.stop()
-	bak := backupSink(t, e, exact, "exact")
-	d = e.start()
-	in.appendLines(500)
-	d.waitSettled(60 * time.Second)
-	rotate := func(n, want int) {
-		t.Helper()
-		for i := 9; i >= 1; i-- {
-			if _, err := os.Stat(fmt.Sprintf("%s.%d", in.path, i)); err == nil {
-				os.Rename(fmt.Sprintf("%s.%d", in.path, i), fmt.Sprintf("%s.%d", in.path, i+1))
-			}
-		}
-		if err := os.Rename(in.path, in.path+".1"); err != nil {
-			t.Fatal(err)
-		}
-		in.ends = nil
-		in.appendLines(n)
-		d.waitFor(fmt.Sprintf("%d lines written", want), 60*time.Second, func(r *report) bool {
-			return r.feed(t, "app").Settled && countLines(t, exact, 0) == want
-		})
-	}
-	rotate(700, 2200) // gen 2: lines 1500..2199
-	rotate(300, 2500) // gen 3 (current): lines 2200..2499
+	d, _, bak := backedUpThenMore(t, e, in, 1000, 500)
+	rotateInput(t, d, in, exact, 700, 2200, nil) // gen 2: lines 1500..2199
+	rotateInput(t, d, in, exact, 300, 2500, nil) // gen 3 (current): lines 2200..2499
 	d.stop()
 	bak.restore()
 	if err := os.Remove(in.path + ".1"); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(2100 * time.Millisecond)
-	d = e.start()
-	r := d.waitSettled(60 * time.Second)
-	d.stop()
-	f := r.feed(t, "app")
-	n := countIdx(parseOutput(t, in, exact))
-	missing := 0
-	for i := range in.texts {
-		if n[i] == 0 {
-			missing++
-		}
-	}
-	if missing > 0 && (f.Lossless || r.Lossless) {
-		t.Errorf("the restored exactlyOnce sink lacks %d lines (in.log.1, deleted), yet lossless %v lostTails %d lostBytes %d detail %v",
-			missing, f.Lossless, f.LostTails, f.LostBytes, f.Detail)
+	_, r, f := settledRun(t, e)
+	if missing := missingLines(t, in, exact); missing > 0 && (f.Lossless || r.Lossless) {
+		t.Errorf("the restored exactlyOnce sink lacks %d lines (in.log.1, deleted), yet %s", missing, f.lossFacts())
 	}
 }
 
@@ -358,20 +288,9 @@ func TestReviewCatchUpOlderEpochCurrentFileTruncatedGreenOverLoss(t *testing.T) 
 	if err := os.Truncate(in.path, 0); err != nil {
 		t.Fatal(err)
 	}
-	d := e.start()
-	r := d.waitSettled(60 * time.Second)
-	d.stop()
-	f := r.feed(t, "app")
-	n := countIdx(parseOutput(t, in, e.path("exact.log")))
-	missing := 0
-	for i := range in.texts {
-		if n[i] == 0 {
-			missing++
-		}
-	}
-	if missing > 0 && (f.Lossless || f.LostTails == 0) {
-		t.Errorf("the restored exactlyOnce sink lacks %d lines (in.log truncated while stopped), yet lossless %v lostTails %d lostBytes %d detail %v",
-			missing, f.Lossless, f.LostTails, f.LostBytes, f.Detail)
+	_, _, f := settledRun(t, e)
+	if missing := missingLines(t, in, e.path("exact.log")); missing > 0 && (f.Lossless || f.LostTails == 0) {
+		t.Errorf("the restored exactlyOnce sink lacks %d lines (in.log truncated while stopped), yet %s", missing, f.lossFacts())
 	}
 }
 
@@ -387,28 +306,11 @@ func TestReviewCatchUpOutputOnlyRestoredGreenOverLoss(t *testing.T) {
 	e := newEnv(t, catchUpConfig)
 	in := newInput(t, e.path("in.log"))
 	exact := e.path("exact.log")
-	in.appendLines(3000)
-	d := e.start()
-	d.waitSettled(60 * time.Second)
-	d.stop()
-	bak := backupSink(t, e, exact, "exact")
-	d = e.start()
-	in.appendLines(4000)
-	d.waitSettled(60 * time.Second)
+	d, _, bak := backedUpThenMore(t, e, in, 3000, 4000)
 	d.stop()
 	copyFile(t, bak.bout, exact) // the output only
-	d = e.start()
-	r := d.waitSettled(60 * time.Second)
-	d.stop()
-	f := r.feed(t, "app")
-	n := countIdx(parseOutput(t, in, exact))
-	missing := 0
-	for i := range in.texts {
-		if n[i] == 0 {
-			missing++
-		}
-	}
-	if missing > 0 && f.Lossless {
+	d, _, f := settledRun(t, e)
+	if missing := missingLines(t, in, exact); missing > 0 && f.Lossless {
 		t.Errorf("the exactlyOnce output lacks %d lines (its record was longer: logged %v), yet lossless %v lostTails %d",
 			missing, strings.Contains(d.log(), "the output lost bytes it had seen"), f.Lossless, f.LostTails)
 	}
@@ -430,36 +332,17 @@ func TestReviewCatchUpAfterFreshPointerOlderEpochNotCaughtUp(t *testing.T) {
 	e := newEnv(t, catchUpConfig)
 	in := newInput(t, e.path("in.log"))
 	exact := e.path("exact.log")
-	in.appendLines(3000)
-	d := e.start()
-	d.waitSettled(60 * time.Second)
-	d.stop()
-	bak := backupSink(t, e, exact, "exact")
-	d = e.start()
-	in.appendLines(4000)
-	d.waitSettled(60 * time.Second)
+	d, _, bak := backedUpThenMore(t, e, in, 3000, 4000)
 	d.stop()
 	// Both slots lost (a pointer file shorter than 1,024 bytes): a fresh
 	// start at 0 under a new epoch re-reads the file.
 	if err := os.Truncate(e.path("state/feeds/app.ptr"), 100); err != nil {
 		t.Fatal(err)
 	}
-	d = e.start()
-	d.waitSettled(60 * time.Second)
-	d.stop()
+	settledRun(t, e)
 	bak.restore()
-	d = e.start()
-	r := d.waitSettled(60 * time.Second)
-	d.stop()
-	f := r.feed(t, "app")
-	n := countIdx(parseOutput(t, in, exact))
-	missing := 0
-	for i := range in.texts {
-		if n[i] == 0 {
-			missing++
-		}
-	}
-	if missing > 0 && f.Lossless {
+	d, _, f := settledRun(t, e)
+	if missing := missingLines(t, in, exact); missing > 0 && f.Lossless {
 		t.Errorf("the restored exactlyOnce sink (record in the epoch before the fresh pointer, its file still on disk) lacks %d lines; catch-up logged %v; lossless %v lostTails %d",
 			missing, strings.Contains(d.log(), "committing the pointer back"), f.Lossless, f.LostTails)
 	}
