@@ -15,38 +15,59 @@ import (
 	"time"
 )
 
-// catchUpConfig: one COMMITTED feed, an exactlyOnce file sink (the one the
-// tests restore), a plain file sink on the same feed (it receives the
-// re-read as duplicates, never a gap) and a second exactlyOnce file sink
-// that is not restored (it skips the re-read through AlreadyApplied).
-const catchUpConfig = `dataDir: ./state
+// The catch-up tests' configs are built from these parts: the header, the
+// feed "app" (a file, or a glob) and the sinks riding it. Each test's
+// config names the parts it differs by.
+const (
+	cuHeader = `dataDir: ./state
 status:
   listen: {{ADDR}}
 feeds:
-  - name: app
+`
+	// cuFeed: the COMMITTED feed on ./in.log, quick to close a rotated file.
+	cuFeed = `  - name: app
     path: ./in.log
     readStrategy: COMMITTED
     rotateWaitMillis: 200
     pollIntervalMillis: 50
-processors:
-  - name: exact
+`
+	// cuGlobFeed: the COMMITTED glob feed on ./in/*.log.
+	cuGlobFeed = `  - name: app
+    path: ./in/*.log
+    readStrategy: COMMITTED
+    scanIntervalMillis: 200
+`
+	cuProcessors = "processors:\n"
+	// cuExact: the exactlyOnce file sink the tests restore.
+	cuExact = `  - name: exact
     feed: app
     type: file
     path: ./exact.log
     exactlyOnce: true
     fsync: never
-  - name: plain
+`
+	// cuPlain: a plain file sink (the re-read reaches it as duplicates).
+	cuPlain = `  - name: plain
     feed: app
     type: file
     path: ./plain.log
     fsync: never
-  - name: other
+`
+	// cuOther: a second exactlyOnce file sink, never restored.
+	cuOther = `  - name: other
     feed: app
     type: file
     path: ./other.log
     exactlyOnce: true
     fsync: never
 `
+)
+
+// catchUpConfig: one COMMITTED feed, an exactlyOnce file sink (the one the
+// tests restore), a plain file sink on the same feed (it receives the
+// re-read as duplicates, never a gap) and a second exactlyOnce file sink
+// that is not restored (it skips the re-read through AlreadyApplied).
+const catchUpConfig = cuHeader + cuFeed + cuProcessors + cuExact + cuPlain + cuOther
 
 // copyFile copies src to dst (created or truncated).
 func copyFile(t testing.TB, src, dst string) {
@@ -284,10 +305,7 @@ func rotatedCatchUp(t *testing.T) (*env, *input, *sinkBackup, []byte, []byte, st
 // files in order; lossless.
 func TestCatchUpOlderGeneration(t *testing.T) {
 	e, in, _, rot, cur, epochBefore := rotatedCatchUp(t)
-	d := e.start()
-	r := d.waitSettled(60 * time.Second)
-	f := r.feed(t, "app")
-	d.stop()
+	_, _, f := settledRun(t, e)
 	if !f.Lossless || f.LostTails != 0 {
 		t.Errorf("lossless %v lostTails %d detail %v", f.Lossless, f.LostTails, f.Detail)
 	}
@@ -433,27 +451,7 @@ func TestCatchUpKill9(t *testing.T) {
 	t.Log(log.String())
 }
 
-const catchUpGlobConfig = `dataDir: ./state
-status:
-  listen: {{ADDR}}
-feeds:
-  - name: app
-    path: ./in/*.log
-    readStrategy: COMMITTED
-    scanIntervalMillis: 200
-processors:
-  - name: exact
-    feed: app
-    type: file
-    path: ./exact.log
-    exactlyOnce: true
-    fsync: never
-  - name: plain
-    feed: app
-    type: file
-    path: ./plain.log
-    fsync: never
-`
+const catchUpGlobConfig = cuHeader + cuGlobFeed + cuProcessors + cuExact + cuPlain
 
 // appendNumbered appends lines prefix-<i> for i in [from, from+n) to path.
 func appendNumbered(t testing.TB, path, prefix string, from, n int) {
@@ -506,12 +504,10 @@ func TestCatchUpGlobStreams(t *testing.T) {
 	exact, plain := e.path("exact.log"), e.path("plain.log")
 	appendNumbered(t, a, "a", 0, 1000)
 	appendNumbered(t, b, "b", 0, 500)
-	d := e.start()
-	d.waitSettled(60 * time.Second)
-	d.stop()
+	settledRun(t, e)
 	bak := backupSink(t, e, exact, "exact")
 
-	d = e.start()
+	d := e.start()
 	appendNumbered(t, a, "a", 1000, 2000)
 	appendNumbered(t, b, "b", 500, 700)
 	d.waitFor("every line written", 60*time.Second, func(r *report) bool {
@@ -601,10 +597,7 @@ func threeGenerations(t *testing.T) (e *env, in *input, gen1, gen2, gen3 []byte,
 // because the pointer file's mtime is the backward commit's.
 func TestCatchUpGoneGenerationLaterOnesRead(t *testing.T) {
 	e, _, gen1, gen2, gen3, restored := threeGenerations(t)
-	d := e.start()
-	r := d.waitSettled(60 * time.Second)
-	d.stop()
-	f := r.feed(t, "app")
+	_, _, f := settledRun(t, e)
 	if f.LostTails != 1 || f.LostBytes != uint64(len(gen1)-restored) || f.Lossless {
 		t.Errorf("lostTails %d lostBytes %d (want 1, %d) lossless %v", f.LostTails, f.LostBytes, len(gen1)-restored, f.Lossless)
 	}
@@ -626,10 +619,7 @@ func TestCatchUpIntoGoneGenerationKill9(t *testing.T) {
 	})
 	d.kill()
 	ptr, _ := showPointer(t, e.path("state/feeds/app.ptr"))
-	d = e.start()
-	r := d.waitSettled(60 * time.Second)
-	d.stop()
-	f := r.feed(t, "app")
+	d, _, f := settledRun(t, e)
 	if f.Lossless {
 		t.Errorf("lossless after a gone generation")
 	}
@@ -708,10 +698,7 @@ func TestCatchUpCutShortAfterBackwardCommit(t *testing.T) {
 	rewoundPointer(t, e.path("state/feeds/app.ptr"), ptrSlot{offset: int64(restored), epoch: hex(first.Epoch),
 		key: hex(first.FileKey), fpLen: first.FingerprintLength, fp: hex(first.Fingerprint)})
 
-	d := e.start()
-	r := d.waitSettled(60 * time.Second)
-	d.stop()
-	f := r.feed(t, "app")
+	d, _, f := settledRun(t, e)
 	if f.LostTails != 1 || f.LostBytes != uint64(len(gen1)-restored) || f.Lossless {
 		t.Errorf("lostTails %d lostBytes %d (want 1, %d) lossless %v detail %v", f.LostTails, f.LostBytes, len(gen1)-restored, f.Lossless, f.Detail)
 	}
@@ -776,9 +763,7 @@ func TestCatchUpRestoredCount(t *testing.T) {
 	d.stop()
 
 	// A restart with nothing restored: no catch-up.
-	d = e.start()
-	d.waitSettled(60 * time.Second)
-	d.stop()
+	d, _, _ = settledRun(t, e)
 	if strings.Contains(d.log(), "committing the pointer back") {
 		t.Fatalf("a catch-up with nothing restored (the state did not advance over the excluded last line):\n%s", tail(d.log(), 2000))
 	}

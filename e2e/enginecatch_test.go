@@ -142,18 +142,7 @@ func checkRestored(t *testing.T, what string, got map[string]int, in *input, gon
 		what, len(in.texts), total, missing, gone, f.LostTails, f.LostBytes, f.Lossless)
 }
 
-const pgRestoreConfig = `instance: e2e-host
-dataDir: ./state
-status:
-  listen: {{ADDR}}
-feeds:
-  - name: app
-    path: ./in.log
-    readStrategy: COMMITTED
-    rotateWaitMillis: 200
-    pollIntervalMillis: 50
-processors:
-  - name: pgexact
+const pgRestoreConfig = "instance: e2e-host\n" + cuHeader + cuFeed + cuProcessors + `  - name: pgexact
     feed: app
     type: postgres
     dsn: "{{DSN}}"

@@ -126,35 +126,7 @@ func grepLines(s, sub string) string {
 	return strings.Join(out, "\n")
 }
 
-const reviewNatsOlderEpochConfig = `instance: host1
-dataDir: ./state
-status:
-  listen: {{ADDR}}
-feeds:
-  - name: app
-    path: ./in.log
-    readStrategy: COMMITTED
-    rotateWaitMillis: 200
-    pollIntervalMillis: 50
-processors:
-  - name: exact
-    feed: app
-    type: file
-    path: ./exact.log
-    exactlyOnce: true
-    fsync: never
-  - name: plain
-    feed: app
-    type: file
-    path: ./plain.log
-    fsync: never
-  - name: other
-    feed: app
-    type: file
-    path: ./other.log
-    exactlyOnce: true
-    fsync: never
-  - name: nats
+const reviewNatsOlderEpochConfig = "instance: host1\n" + catchUpConfig + `  - name: nats
     feed: app
     type: nats
     url: {{NATS}}

@@ -16,24 +16,7 @@ import (
 // reviewGzConfig: the exactlyOnce file sink the test restores, and a
 // postgres sink (the inbox: one row per (instance, feed, epoch, position))
 // that is never restored and holds every line.
-const reviewGzConfig = `instance: e2e-host
-dataDir: ./state
-status:
-  listen: {{ADDR}}
-feeds:
-  - name: app
-    path: ./in.log
-    readStrategy: COMMITTED
-    rotateWaitMillis: 200
-    pollIntervalMillis: 50
-processors:
-  - name: exact
-    feed: app
-    type: file
-    path: ./exact.log
-    exactlyOnce: true
-    fsync: never
-  - name: pg
+const reviewGzConfig = "instance: e2e-host\n" + cuHeader + cuFeed + cuProcessors + cuExact + `  - name: pg
     feed: app
     type: postgres
     dsn: "{{DSN}}"

@@ -92,25 +92,10 @@ func TestReviewCatchUpEpochsFileTornGreenOverLoss(t *testing.T) {
 	})
 }
 
-const reviewGlobGoneConfig = `dataDir: ./state
-status:
-  listen: {{ADDR}}
-feeds:
-  - name: app
-    path: ./in/*.log
-    readStrategy: COMMITTED
-    scanIntervalMillis: 200
-    rotateWaitMillis: 200
+const reviewGlobGoneConfig = cuHeader + cuGlobFeed + `    rotateWaitMillis: 200
     pollIntervalMillis: 50
 {{FORGET}}
-processors:
-  - name: exact
-    feed: app
-    type: file
-    path: ./exact.log
-    exactlyOnce: true
-    fsync: never
-`
+` + cuProcessors + cuExact
 
 // TestReviewCatchUpGlobStreamFileGoneGreenOverLoss (DESIGN §10 "A file
 // that disappears with an unread tail counts in lostTails as in §4", §11 "a
