@@ -157,14 +157,7 @@ func TestReviewCatchUpOlderEpochNatsExactlyOnceDuplicates(t *testing.T) {
 	e := newEnv(t, strings.ReplaceAll(reviewNatsOlderEpochConfig, "{{NATS}}", srv.URL()))
 	in := newInput(t, e.path("in.log"))
 	exact := e.path("exact.log")
-	in.appendLines(3000)
-	d := e.start()
-	d.waitSettled(60 * time.Second)
-	d.stop()
-	bak := backupSink(t, e, exact, "exact")
-	d = e.start()
-	in.appendLines(1000)
-	d.waitSettled(60 * time.Second)
+	d, _, bak := backedUpThenMore(t, e, in, 3000, 1000)
 	if err := os.Rename(in.path, e.path("in.log.1")); err != nil {
 		t.Fatal(err)
 	}
@@ -190,9 +183,7 @@ func TestReviewCatchUpOlderEpochNatsExactlyOnceDuplicates(t *testing.T) {
 		t.Fatalf("precondition: the stream holds %d distinct lines, %d twice", len(n), dups)
 	}
 	time.Sleep(300 * time.Millisecond) // past the stream's duplicate window
-	d = e.start()
-	d.waitSettled(60 * time.Second)
-	d.stop()
+	d, _, _ = settledRun(t, e)
 	if !strings.Contains(d.log(), "committing the pointer back") {
 		t.Fatalf("no catch-up")
 	}

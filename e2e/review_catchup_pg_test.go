@@ -62,13 +62,7 @@ func gzipAway(t *testing.T, path string) {
 // longer matches: every line of that generation lands twice.
 func TestReviewCatchUpThroughGzGenerationDuplicatesInbox(t *testing.T) {
 	c, _, _, in := reviewGzCatchUp(t)
-	got := pgLines(t, c, "lines")
-	dups := 0
-	for _, s := range in.texts {
-		if got[s] > 1 {
-			dups += got[s] - 1
-		}
-	}
+	got, dups := pgDuplicates(t, c, in)
 	if dups > 0 || len(got) != len(in.texts) {
 		t.Errorf("postgres inbox (never restored) after another sink's catch-up through in.log.1.gz: %d distinct lines of %d, %d lines twice (rows %d)",
 			len(got), len(in.texts), dups, pgCount(pgConnect(t, c), "lines"))
@@ -84,39 +78,12 @@ func reviewGzCatchUp(t *testing.T) (*pgtest.Cluster, *env, *daemon, *input) {
 	e := newEnv(t, strings.ReplaceAll(reviewGzConfig, "{{DSN}}", c.DSN("sslmode=disable")))
 	in := newInput(t, e.path("in.log"))
 	exact := e.path("exact.log")
-	in.appendLines(1000)
-	d := e.start()
-	d.waitSettled(60 * time.Second)
+	d, _, bak := backedUpThenMore(t, e, in, 1000, 500) // gen 1: lines 0..1499
+	inTable := func(want int) bool { return pgCount(conn, "lines") == want }
+	rotateInput(t, d, in, exact, 700, 2200, inTable) // gen 2: lines 1500..2199
+	rotateInput(t, d, in, exact, 300, 2500, inTable) // gen 3 (current): lines 2200..2499
 	d.stop()
-	bak := backupSink(t, e, exact, "exact")
-
-	d = e.start()
-	in.appendLines(500) // gen 1: lines 0..1499
-	d.waitSettled(60 * time.Second)
-	rotate := func(n, want int) {
-		t.Helper()
-		for i := 9; i >= 1; i-- {
-			if _, err := os.Stat(fmt.Sprintf("%s.%d", in.path, i)); err == nil {
-				os.Rename(fmt.Sprintf("%s.%d", in.path, i), fmt.Sprintf("%s.%d", in.path, i+1))
-			}
-		}
-		if err := os.Rename(in.path, in.path+".1"); err != nil {
-			t.Fatal(err)
-		}
-		in.ends = nil
-		in.appendLines(n)
-		d.waitFor(fmt.Sprintf("%d lines written", want), 60*time.Second, func(r *report) bool {
-			return r.feed(t, "app").Settled && countLines(t, exact, 0) == want && pgCount(conn, "lines") == want
-		})
-	}
-	rotate(700, 2200) // gen 2: lines 1500..2199
-	rotate(300, 2500) // gen 3 (current): lines 2200..2499
-	d.stop()
-	for s, n := range pgLines(t, c, "lines") {
-		if n != 1 {
-			t.Fatalf("precondition: %q %d times in the table before the restore", s, n)
-		}
-	}
+	eachRowOnce(t, c)
 	bak.restore()
 	gen1, _ := os.ReadFile(in.path + ".2")
 	gen2, _ := os.ReadFile(in.path + ".1")
@@ -126,10 +93,7 @@ func reviewGzCatchUp(t *testing.T) (*pgtest.Cluster, *env, *daemon, *input) {
 	gzipAway(t, in.path+".1")
 	time.Sleep(2100 * time.Millisecond)
 
-	d = e.start()
-	r := d.waitSettled(60 * time.Second)
-	d.stop()
-	f := r.feed(t, "app")
+	d, _, f := settledRun(t, e)
 	t.Logf("after the catch-up: lossless %v lostTails %d sequence %d", f.Lossless, f.LostTails, f.Sequence)
 	sameBytes(t, "restored exactlyOnce output caught up through the .gz generations", exact, append(append(bytes.Clone(gen1), gen2...), gen3...))
 	return c, e, d, in
@@ -159,10 +123,7 @@ func TestReviewCatchUpAfterGzCatchUpPostgresRestoreNotCaughtUp(t *testing.T) {
 	})
 	d.stop()
 	pgTool(t, c, "pg_restore", "--clean", "--if-exists", "-d", "postgres", dump)
-	d = e.start()
-	r := d.waitSettled(60 * time.Second)
-	d.stop()
-	f := r.feed(t, "app")
+	d, _, f := settledRun(t, e)
 	got := pgLines(t, c, "lines")
 	missing := 0
 	for _, s := range in.texts {
@@ -197,14 +158,7 @@ func TestReviewCatchUpRereadsDowngradedLinesUnderOldEpoch(t *testing.T) {
 	e := newEnv(t, cfg)
 	in := newInput(t, e.path("in.log"))
 	exact := e.path("exact.log")
-	in.appendLines(3000)
-	d := e.start()
-	d.waitSettled(60 * time.Second)
-	d.stop()
-	bak := backupSink(t, e, exact, "exact")
-	d = e.start()
-	in.appendLines(1000)
-	d.waitSettled(60 * time.Second)
+	d, _, bak := backedUpThenMore(t, e, in, 3000, 1000)
 	old := e.path("in.log.1")
 	if err := os.Rename(in.path, old); err != nil {
 		t.Fatal(err)
@@ -225,9 +179,7 @@ func TestReviewCatchUpRereadsDowngradedLinesUnderOldEpoch(t *testing.T) {
 	t.Logf("late lines delivered: downgraded %d", r.feed(t, "app").Downgraded)
 	d.stop()
 	bak.restore()
-	d = e.start()
-	d.waitSettled(60 * time.Second)
-	d.stop()
+	d, _, _ = settledRun(t, e)
 	if !strings.Contains(d.log(), "committing the pointer back") {
 		t.Fatalf("no catch-up")
 	}
@@ -259,14 +211,7 @@ func TestReviewCatchUpThroughCopytruncateGenerationDuplicatesInbox(t *testing.T)
 	e := newEnv(t, strings.ReplaceAll(reviewGzConfig, "{{DSN}}", c.DSN("sslmode=disable")))
 	in := newInput(t, e.path("in.log"))
 	exact := e.path("exact.log")
-	in.appendLines(1000)
-	d := e.start()
-	d.waitSettled(60 * time.Second)
-	d.stop()
-	bak := backupSink(t, e, exact, "exact")
-	d = e.start()
-	in.appendLines(500)
-	d.waitSettled(60 * time.Second)
+	d, _, bak := backedUpThenMore(t, e, in, 1000, 500)
 	copytruncate := func(n, want int) {
 		t.Helper()
 		if _, err := os.Stat(in.path + ".1"); err == nil {
@@ -287,22 +232,36 @@ func TestReviewCatchUpThroughCopytruncateGenerationDuplicatesInbox(t *testing.T)
 	copytruncate(700, 2200)
 	copytruncate(300, 2500)
 	d.stop()
-	for s, n := range pgLines(t, c, "lines") {
-		if n != 1 {
-			t.Fatalf("precondition: %q %d times in the table before the restore", s, n)
-		}
-	}
+	eachRowOnce(t, c)
 	bak.restore()
 	gen1, _ := os.ReadFile(in.path + ".2")
 	gen2, _ := os.ReadFile(in.path + ".1")
 	gen3, _ := os.ReadFile(in.path)
 	time.Sleep(2100 * time.Millisecond)
-	d = e.start()
-	r := d.waitSettled(60 * time.Second)
-	d.stop()
-	f := r.feed(t, "app")
+	_, _, f := settledRun(t, e)
 	t.Logf("after the catch-up: lossless %v lostTails %d sequence %d", f.Lossless, f.LostTails, f.Sequence)
 	sameBytes(t, "restored exactlyOnce output", exact, append(append(bytes.Clone(gen1), gen2...), gen3...))
+	got, dups := pgDuplicates(t, c, in)
+	if dups > 0 || len(got) != len(in.texts) {
+		t.Errorf("postgres inbox (never restored) after another sink's catch-up through the copytruncate generation in.log.1: %d distinct lines of %d, %d lines twice",
+			len(got), len(in.texts), dups)
+	}
+}
+
+// eachRowOnce fails t unless every line is in the inbox table "lines"
+// once (the precondition before a restore).
+func eachRowOnce(t *testing.T, c *pgtest.Cluster) {
+	t.Helper()
+	for s, n := range pgLines(t, c, "lines") {
+		if n != 1 {
+			t.Fatalf("precondition: %q %d times in the table before the restore", s, n)
+		}
+	}
+}
+
+// pgDuplicates reads the inbox table "lines" and counts the second (and
+// later) rows of the input's lines.
+func pgDuplicates(t *testing.T, c *pgtest.Cluster, in *input) (map[string]int, int) {
 	got := pgLines(t, c, "lines")
 	dups := 0
 	for _, s := range in.texts {
@@ -310,8 +269,5 @@ func TestReviewCatchUpThroughCopytruncateGenerationDuplicatesInbox(t *testing.T)
 			dups += got[s] - 1
 		}
 	}
-	if dups > 0 || len(got) != len(in.texts) {
-		t.Errorf("postgres inbox (never restored) after another sink's catch-up through the copytruncate generation in.log.1: %d distinct lines of %d, %d lines twice",
-			len(got), len(in.texts), dups)
-	}
+	return got, dups
 }
