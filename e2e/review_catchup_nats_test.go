@@ -35,7 +35,7 @@ processors:
     retry: {initialMillis: 20, maxMillis: 50, attempts: 2}
 `
 
-// TestReviewNatsReplayedDeadLetterBehindAtNextStart (DESIGN §11: the
+// TestNatsReplayedDeadLetterNotReReadAtNextStart (DESIGN §11: the
 // done-through mark covers dead-lettered lines and "a replayed dead letter
 // never moves it"; "delivered twice to an exactlyOnce sink"): the last line
 // of the input is over the stream's max_msg_size, so the exactlyOnce nats
@@ -48,7 +48,7 @@ processors:
 // committed back and the line is read and published AGAIN — the stream
 // holds it twice, and a start after a replay re-reads although nothing was
 // restored.
-func TestReviewNatsReplayedDeadLetterBehindAtNextStart(t *testing.T) {
+func TestNatsReplayedDeadLetterNotReReadAtNextStart(t *testing.T) {
 	srv := natstest.Start(t, natstest.Options{})
 	_, js := srv.Connect(t)
 	ctx := context.Background()
@@ -137,7 +137,7 @@ const reviewNatsOlderEpochConfig = "instance: host1\n" + catchUpConfig + `  - na
     retry: {initialMillis: 50, maxMillis: 400}
 `
 
-// TestReviewCatchUpOlderEpochNatsExactlyOnceDuplicates (issue 14
+// TestCatchUpOlderEpochNatsExactlyOnceStreamOnce (issue 14
 // acceptance 1/4: "with exactlyOnce the engine holds every line exactly
 // once"; DESIGN §2): the exactlyOnce file sink is restored into an epoch
 // the pointer left (as in TestCatchUpOlderGeneration); the nats
@@ -147,7 +147,7 @@ const reviewNatsOlderEpochConfig = "instance: host1\n" + catchUpConfig + `  - na
 // AlreadyApplied for it and it publishes every one of those lines again
 // (past the stream's duplicate window, as after any real restore, the
 // Nats-Msg-Id does not save it): the stream holds them twice.
-func TestReviewCatchUpOlderEpochNatsExactlyOnceDuplicates(t *testing.T) {
+func TestCatchUpOlderEpochNatsExactlyOnceStreamOnce(t *testing.T) {
 	srv := natstest.Start(t, natstest.Options{})
 	_, js := srv.Connect(t)
 	if _, err := js.CreateStream(context.Background(), jetstream.StreamConfig{Name: "EXACT", Subjects: []string{"exact.>"},

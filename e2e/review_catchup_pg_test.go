@@ -47,7 +47,7 @@ func gzipAway(t *testing.T, path string) {
 	}
 }
 
-// TestReviewCatchUpThroughGzGenerationDuplicatesInbox (DESIGN §11: "the
+// TestCatchUpThroughGzGenerationInboxOnce (DESIGN §11: "the
 // rest of it from the sink's position, every later generation still on
 // disk, then the current file up to the pointer (other sinks skip what they
 // hold through AlreadyApplied ...)"; §4: a .gz generation is read by its
@@ -60,8 +60,8 @@ func gzipAway(t *testing.T, path string) {
 // compressed file has a new file key anyway), so it is read under a NEW
 // epoch, and the inbox's unique key (instance, feed, epoch, position) no
 // longer matches: every line of that generation lands twice.
-func TestReviewCatchUpThroughGzGenerationDuplicatesInbox(t *testing.T) {
-	c, _, _, in := reviewGzCatchUp(t)
+func TestCatchUpThroughGzGenerationInboxOnce(t *testing.T) {
+	c, _, _, in := gzCatchUp(t)
 	got, dups := pgDuplicates(t, c, in)
 	if dups > 0 || len(got) != len(in.texts) {
 		t.Errorf("postgres inbox (never restored) after another sink's catch-up through in.log.1.gz: %d distinct lines of %d, %d lines twice (rows %d)",
@@ -69,10 +69,10 @@ func TestReviewCatchUpThroughGzGenerationDuplicatesInbox(t *testing.T) {
 	}
 }
 
-// reviewGzCatchUp runs the scenario of
-// TestReviewCatchUpThroughGzGenerationDuplicatesInbox up to the catch-up's
+// gzCatchUp runs the scenario of
+// TestCatchUpThroughGzGenerationInboxOnce up to the catch-up's
 // end (settled, stopped); the restored exactlyOnce output is checked.
-func reviewGzCatchUp(t *testing.T) (*pgtest.Cluster, *env, *daemon, *input) {
+func gzCatchUp(t *testing.T) (*pgtest.Cluster, *env, *daemon, *input) {
 	c := pgtest.Start(t, pgtest.Options{})
 	conn := pgConnect(t, c)
 	e := newEnv(t, strings.ReplaceAll(reviewGzConfig, "{{DSN}}", c.DSN("sslmode=disable")))
@@ -99,11 +99,11 @@ func reviewGzCatchUp(t *testing.T) (*pgtest.Cluster, *env, *daemon, *input) {
 	return c, e, d, in
 }
 
-// TestReviewCatchUpAfterGzCatchUpPostgresRestoreNotCaughtUp (DESIGN §11:
+// TestCatchUpPostgresDumpRestoredAfterGzCatchUp (DESIGN §11:
 // "A sink is behind only when its epoch equals the pointer's and its
 // position is smaller: the pointer is committed back"; issue 14 acceptance
 // 4, a PostgreSQL dump restored): after the catch-up of
-// TestReviewCatchUpThroughGzGenerationDuplicatesInbox the table holds rows
+// TestCatchUpThroughGzGenerationInboxOnce the table holds rows
 // of the new epoch in.log.1.gz was read under; the epochs file first names
 // that epoch after the current file's, to which the pointer returned.
 // Later the operator takes a pg_dump, 1,000 more lines are delivered, and
@@ -112,8 +112,8 @@ func reviewGzCatchUp(t *testing.T) (*pgtest.Cluster, *env, *daemon, *input) {
 // mark of that newer-named epoch for "ahead of the pointer" and returns no
 // point for the whole sink: nothing is re-read, the 1,000 lines are
 // missing from the table, and the feed says lossless.
-func TestReviewCatchUpAfterGzCatchUpPostgresRestoreNotCaughtUp(t *testing.T) {
-	c, e, _, in := reviewGzCatchUp(t)
+func TestCatchUpPostgresDumpRestoredAfterGzCatchUp(t *testing.T) {
+	c, e, _, in := gzCatchUp(t)
 	dump := filepath.Join(t.TempDir(), "lines.pgdump")
 	pgTool(t, c, "pg_dump", "-Fc", "-f", dump, "-t", "lines", "-t", "lines_marks", "postgres")
 	d := e.start()
@@ -139,7 +139,7 @@ func TestReviewCatchUpAfterGzCatchUpPostgresRestoreNotCaughtUp(t *testing.T) {
 	}
 }
 
-// TestReviewCatchUpRereadsDowngradedLinesUnderOldEpoch (DESIGN §4: lines
+// TestCatchUpDowngradedLinesInboxOnce (DESIGN §4: lines
 // appended to an old file after the switch are delivered downgraded, each
 // old file's late lines under an epoch of their own, so that
 // "<feed>:<epoch>:<position> stays unique for every sink"; §11 other sinks
@@ -150,7 +150,7 @@ func TestReviewCatchUpAfterGzCatchUpPostgresRestoreNotCaughtUp(t *testing.T) {
 // lines included, now under in.log.1's epoch, past that epoch's end — so
 // the never-restored inbox, whose unique key holds the late lines' own
 // epoch, stores every late line a second time.
-func TestReviewCatchUpRereadsDowngradedLinesUnderOldEpoch(t *testing.T) {
+func TestCatchUpDowngradedLinesInboxOnce(t *testing.T) {
 	c := pgtest.Start(t, pgtest.Options{})
 	conn := pgConnect(t, c)
 	cfg := strings.ReplaceAll(reviewGzConfig, "{{DSN}}", c.DSN("sslmode=disable"))
@@ -198,14 +198,14 @@ func TestReviewCatchUpRereadsDowngradedLinesUnderOldEpoch(t *testing.T) {
 	}
 }
 
-// TestReviewCatchUpThroughCopytruncateGenerationDuplicatesInbox: as
-// TestReviewCatchUpThroughGzGenerationDuplicatesInbox with logrotate's
+// TestCatchUpThroughCopytruncateGenerationInboxOnce: as
+// TestCatchUpThroughGzGenerationInboxOnce with logrotate's
 // copytruncate instead of compress: each rotated generation is a copy (a
 // new file key) of the file at the path, which is truncated in place and
 // keeps its key. The catch-up into the oldest generation reads the middle
 // one (in.log.1, a copy whose key no epochs line names) under a new epoch:
 // the never-restored postgres inbox stores its 700 lines twice.
-func TestReviewCatchUpThroughCopytruncateGenerationDuplicatesInbox(t *testing.T) {
+func TestCatchUpThroughCopytruncateGenerationInboxOnce(t *testing.T) {
 	c := pgtest.Start(t, pgtest.Options{})
 	conn := pgConnect(t, c)
 	e := newEnv(t, strings.ReplaceAll(reviewGzConfig, "{{DSN}}", c.DSN("sslmode=disable")))

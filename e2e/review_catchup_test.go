@@ -1,8 +1,8 @@
 package e2e
 
-// Review of the catch-up (DESIGN §11 "A restored sink is caught up from the
-// input", issue 14 acceptance 4): failing tests for defects found. They do
-// not fix anything; each names the contract sentence it holds the code to.
+// Edge cases of the catch-up (DESIGN §11 "A restored sink is caught up
+// from the input", issue 14 acceptance 4) found in review; each test names
+// the contract sentence it holds the code to.
 
 import (
 	"bytes"
@@ -12,7 +12,7 @@ import (
 	"time"
 )
 
-// TestReviewCatchUpOlderEpochOtherExactlyOnceNoDuplicates (DESIGN §2
+// TestCatchUpOtherExactlyOnceSinkSkipsOlderEpochReRead (DESIGN §2
 // "Built-in sinks with exactlyOnce: true store the last applied (epoch,
 // position) ... and skip re-deliveries"; brief: "delivered twice to an
 // exactlyOnce sink"): one exactlyOnce file sink ("exact") is restored to a
@@ -23,7 +23,7 @@ import (
 // holds only the newest epoch, so AlreadyApplied is false for the rotated
 // file's lines and, once it wrote them, for the current file's too: it
 // writes both again. Its output must still be byte-identical to the input.
-func TestReviewCatchUpOlderEpochOtherExactlyOnceNoDuplicates(t *testing.T) {
+func TestCatchUpOtherExactlyOnceSinkSkipsOlderEpochReRead(t *testing.T) {
 	e, in, _, rot, cur, _ := rotatedCatchUp(t)
 	before, err := os.ReadFile(e.path("other.log"))
 	if err != nil {
@@ -40,14 +40,14 @@ func TestReviewCatchUpOlderEpochOtherExactlyOnceNoDuplicates(t *testing.T) {
 	sameBytes(t, "other (exactlyOnce, not restored) after another sink's catch-up", e.path("other.log"), want)
 }
 
-// reviewEpochsLoss runs the older-generation restore of rotatedCatchUp with
+// catchUpEpochsLoss runs the older-generation restore of rotatedCatchUp with
 // the feed's epochs file damaged by mangle while tailfeed is stopped, and
 // checks DESIGN §4/§11 "Nothing green over a loss": the restored sink
 // holds a record of an epoch the pointer left; with the epochs file unable
 // to map it, tailfeed cannot show that no line was skipped for that sink —
 // it must either catch the sink up or count the gap (lossless false). It
 // must not stay green with lines missing from the sink.
-func reviewEpochsLoss(t *testing.T, mangle func(path string)) {
+func catchUpEpochsLoss(t *testing.T, mangle func(path string)) {
 	e, in, _, rot, cur, _ := rotatedCatchUp(t)
 	mangle(e.path("state/feeds/app.epochs"))
 	_, r, f := settledRun(t, e)
@@ -61,21 +61,21 @@ func reviewEpochsLoss(t *testing.T, mangle func(path string)) {
 	}
 }
 
-// TestReviewCatchUpEpochsFileMissingGreenOverLoss: the epochs file deleted
+// TestCatchUpEpochsFileMissingCatchesUpOrCountsGap: the epochs file deleted
 // (an operator cleaning dataDir, a restore of dataDir without it).
-func TestReviewCatchUpEpochsFileMissingGreenOverLoss(t *testing.T) {
-	reviewEpochsLoss(t, func(p string) {
+func TestCatchUpEpochsFileMissingCatchesUpOrCountsGap(t *testing.T) {
+	catchUpEpochsLoss(t, func(p string) {
 		if err := os.Remove(p); err != nil {
 			t.Fatal(err)
 		}
 	})
 }
 
-// TestReviewCatchUpEpochsFileTornGreenOverLoss: the epochs file's last line
+// TestCatchUpEpochsFileTornCatchesUpOrCountsGap: the epochs file's last line
 // (the Reset that moved the pointer off the restored sink's epoch) torn, as
 // a power loss during its append leaves it.
-func TestReviewCatchUpEpochsFileTornGreenOverLoss(t *testing.T) {
-	reviewEpochsLoss(t, func(p string) {
+func TestCatchUpEpochsFileTornCatchesUpOrCountsGap(t *testing.T) {
+	catchUpEpochsLoss(t, func(p string) {
 		data, err := os.ReadFile(p)
 		if err != nil {
 			t.Fatal(err)
@@ -97,7 +97,7 @@ const reviewGlobGoneConfig = cuHeader + cuGlobFeed + `    rotateWaitMillis: 200
 {{FORGET}}
 ` + cuProcessors + cuExact
 
-// TestReviewCatchUpGlobStreamFileGoneGreenOverLoss (DESIGN §10 "A file
+// TestCatchUpCountsGoneGlobStreamFile (DESIGN §10 "A file
 // that disappears with an unread tail counts in lostTails as in §4", §11 "a
 // generation that is gone is counted (lostTails + 1 ...), lossless false"):
 // a glob feed; the exactlyOnce sink is restored to a copy holding a.log's
@@ -107,7 +107,7 @@ const reviewGlobGoneConfig = cuHeader + cuGlobFeed + `    rotateWaitMillis: 200
 // only looks at stream pointers that still name a file (it skips an empty
 // record, and a forgotten stream has no pointer at all), so nothing is
 // counted and the feed reports lossless.
-func TestReviewCatchUpGlobStreamFileGoneGreenOverLoss(t *testing.T) {
+func TestCatchUpCountsGoneGlobStreamFile(t *testing.T) {
 	for _, tc := range []struct{ name, forget string }{
 		{"gone", ""},
 		{"forgotten", "    forgetAfterMillis: 300"},
@@ -146,7 +146,7 @@ func TestReviewCatchUpGlobStreamFileGoneGreenOverLoss(t *testing.T) {
 	}
 }
 
-// TestReviewCatchUpCurrentFileTruncatedLostBytes (DESIGN §11 "a generation
+// TestCatchUpCountsTruncatedGapInLostBytes (DESIGN §11 "a generation
 // that is gone is counted (lostTails + 1, lostBytes where known), named in
 // detail"): the exactlyOnce sink is restored to 3,000 lines of the
 // pointer's epoch (the pointer at 7,000), and in.log is truncated to empty
@@ -154,7 +154,7 @@ func TestReviewCatchUpGlobStreamFileGoneGreenOverLoss(t *testing.T) {
 // 3,000..6,999) is gone; its size is known exactly (the pointer's offset
 // minus the sink's position). The feed is lossy (lostTails 1), but
 // lostBytes must be that size and detail must name the catch-up.
-func TestReviewCatchUpCurrentFileTruncatedLostBytes(t *testing.T) {
+func TestCatchUpCountsTruncatedGapInLostBytes(t *testing.T) {
 	e := newEnv(t, catchUpConfig)
 	in := newInput(t, e.path("in.log"))
 	d, _, bak := backedUpThenMore(t, e, in, 3000, 4000)
@@ -185,7 +185,7 @@ processors:
   - {name: consumer, feed: app, type: pull, ackTimeoutMillis: 60000, maxInFlight: 10000}
 `
 
-// TestReviewCatchUpReloadReAddedProcessorReReads (DESIGN §12 "A new
+// TestCatchUpNotOnReloadReAddedProcessor (DESIGN §12 "A new
 // processor subscribes from the next line its feed publishes ... adding
 // the processor back re-reads nothing"; brief: "re-read when it should
 // not be: a reload"): an exactlyOnce file sink is removed by a reload
@@ -196,7 +196,7 @@ processors:
 // the 2,000 lines; the groups' reload skip hides them from the file sinks,
 // but the pull subscriber (it filters itself, so the skip does not apply)
 // is handed all 2,000 again although nothing new was written.
-func TestReviewCatchUpReloadReAddedProcessorReReads(t *testing.T) {
+func TestCatchUpNotOnReloadReAddedProcessor(t *testing.T) {
 	exactLine := "  - {name: exact, feed: app, type: file, path: ./exact.log, exactlyOnce: true, fsync: never}\n"
 	e := newEnv(t, reviewReloadTmpl+exactLine)
 	in := newInput(t, e.path("in.log"))
@@ -227,7 +227,7 @@ func TestReviewCatchUpReloadReAddedProcessorReReads(t *testing.T) {
 	}
 }
 
-// TestReviewCatchUpMiddleGenerationGoneGreenOverLoss (DESIGN §11: "caught
+// TestCatchUpCountsMiddleGenerationGone (DESIGN §11: "caught
 // up from that generation onward ...: the rest of it from the sink's
 // position, every later generation still on disk, then the current file
 // ...; a generation that is gone is counted (lostTails + 1, lostBytes where
@@ -238,7 +238,7 @@ func TestReviewCatchUpReloadReAddedProcessorReReads(t *testing.T) {
 // in.log; the sink lacks the 700 lines of in.log.1 and they are gone: the
 // feed must be lossy. Only the catch-up's own generation is checked for
 // being gone, so nothing is counted: lossless true.
-func TestReviewCatchUpMiddleGenerationGoneGreenOverLoss(t *testing.T) {
+func TestCatchUpCountsMiddleGenerationGone(t *testing.T) {
 	e := newEnv(t, catchUpConfig)
 	in := newInput(t, e.path("in.log"))
 	exact := e.path("exact.log")
@@ -257,7 +257,7 @@ func TestReviewCatchUpMiddleGenerationGoneGreenOverLoss(t *testing.T) {
 	}
 }
 
-// TestReviewCatchUpOlderEpochCurrentFileTruncatedGreenOverLoss (DESIGN §4
+// TestCatchUpCountsCurrentFileTruncatedUnderOlderEpoch (DESIGN §4
 // "a truncation found at restart with no copy ... while the pointer was
 // past 0 counts one lost tail"; §11 "a generation that is gone is
 // counted"): the exactlyOnce sink is restored into the rotated file's
@@ -268,7 +268,7 @@ func TestReviewCatchUpMiddleGenerationGoneGreenOverLoss(t *testing.T) {
 // back into the older epoch first, so the truncation of the pointer's file
 // is never compared with the pointer's offset: the 2,000 lines are
 // missing from the restored sink and nothing is counted.
-func TestReviewCatchUpOlderEpochCurrentFileTruncatedGreenOverLoss(t *testing.T) {
+func TestCatchUpCountsCurrentFileTruncatedUnderOlderEpoch(t *testing.T) {
 	e, in, _, _, _, _ := rotatedCatchUp(t)
 	if err := os.Truncate(in.path, 0); err != nil {
 		t.Fatal(err)
@@ -279,7 +279,7 @@ func TestReviewCatchUpOlderEpochCurrentFileTruncatedGreenOverLoss(t *testing.T) 
 	}
 }
 
-// TestReviewCatchUpOutputOnlyRestoredGreenOverLoss (DESIGN §4 "Nothing
+// TestCatchUpOutputOnlyRestoredNotLossless (DESIGN §4 "Nothing
 // green over a loss"; §11): only the exactlyOnce sink's OUTPUT is put back
 // to an earlier copy (3,000 lines), its record stays the newer one (7,000
 // lines). At open the sink finds its record longer than its output ("the
@@ -287,7 +287,7 @@ func TestReviewCatchUpOlderEpochCurrentFileTruncatedGreenOverLoss(t *testing.T) 
 // done-through mark, so the catch-up takes it for a new sink: nothing is
 // re-read, the 4,000 lines the output lost are gone from it, and the feed
 // stays lossless although the sink itself detected the loss.
-func TestReviewCatchUpOutputOnlyRestoredGreenOverLoss(t *testing.T) {
+func TestCatchUpOutputOnlyRestoredNotLossless(t *testing.T) {
 	e := newEnv(t, catchUpConfig)
 	in := newInput(t, e.path("in.log"))
 	exact := e.path("exact.log")
@@ -301,7 +301,7 @@ func TestReviewCatchUpOutputOnlyRestoredGreenOverLoss(t *testing.T) {
 	}
 }
 
-// TestReviewCatchUpAfterFreshPointerOlderEpochNotCaughtUp (DESIGN §11 "A
+// TestCatchUpAcrossFreshPointerEpoch (DESIGN §11 "A
 // sink whose epoch is an older one of feeds/<feed>.epochs (§4) is caught up
 // from that generation onward if it is still on disk ...; a generation
 // that is gone is counted"): the pointer file lost both slots once (a
@@ -313,7 +313,7 @@ func TestReviewCatchUpOutputOnlyRestoredGreenOverLoss(t *testing.T) {
 // "not on the way to the pointer's" and returns nothing: the sink is
 // neither caught up nor counted, 4,000 lines are missing from it and the
 // feed reports lossless.
-func TestReviewCatchUpAfterFreshPointerOlderEpochNotCaughtUp(t *testing.T) {
+func TestCatchUpAcrossFreshPointerEpoch(t *testing.T) {
 	e := newEnv(t, catchUpConfig)
 	in := newInput(t, e.path("in.log"))
 	exact := e.path("exact.log")

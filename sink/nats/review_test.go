@@ -1,7 +1,7 @@
 package nats
 
-// Review of the fast batch change (issue 14, DESIGN §11 nats): failing
-// tests for suspected defects, against the real embedded server.
+// Edge cases of the fast batch (issue 14, DESIGN §11 nats) found in
+// review, against the real embedded server.
 
 import (
 	"context"
@@ -38,7 +38,7 @@ import (
 // checkMsgHeadersPreClusteredProposal checks the Msg-Id before the
 // expected-last-subject-sequence) and counts them in the batch's final
 // ack: the sink counts lines processed that the stream does not hold.
-func TestReviewExactlyOnceRestoreInsideDuplicateWindowLoses(t *testing.T) {
+func TestExactlyOnceRestoreInsideDuplicateWindowStoresEveryLine(t *testing.T) {
 	for _, batched := range []bool{true, false} {
 		t.Run(fmt.Sprint("allow_batched=", batched), func(t *testing.T) {
 			srv := natstest.Start(t, natstest.Options{})
@@ -91,7 +91,7 @@ func TestReviewExactlyOnceRestoreInsideDuplicateWindowLoses(t *testing.T) {
 // in order; hold: the ack point stops right before it).
 // TestPoisonFollowsOnFailure covers max_payload only on a stream without
 // allow_batched.
-func TestReviewMaxPayloadPoisonInFastBatch(t *testing.T) {
+func TestFastBatchMaxPayloadPoisonFollowsOnFailure(t *testing.T) {
 	for _, c := range []struct {
 		onf processor.OnFailure
 		eo  bool
@@ -129,7 +129,7 @@ func TestReviewMaxPayloadPoisonInFastBatch(t *testing.T) {
 // The server restarted in the middle of large fast batches: the sink
 // stalls and resumes by itself; exactlyOnce the subject holds every line
 // once, in order; at least once every line at least once.
-func TestReviewServerRestartMidBatch(t *testing.T) {
+func TestFastBatchSurvivesServerRestart(t *testing.T) {
 	for _, eo := range []bool{true, false} {
 		t.Run(fmt.Sprint("exactlyOnce=", eo), func(t *testing.T) {
 			srv := natstest.Start(t, natstest.Options{})
@@ -223,7 +223,7 @@ func publishWait(r *rig, lines []string) {
 // (The server's ingest queue is made small here, as max_buffered_msgs
 // does; with the defaults, 100,000 messages, many sidecars sharing one
 // stream reach it.)
-func TestReviewOverloadedStreamNotDeadLettered(t *testing.T) {
+func TestOverloadedStreamNotDeadLettered(t *testing.T) {
 	for _, batched := range []bool{true, false} {
 		t.Run(fmt.Sprint("allow_batched=", batched), func(t *testing.T) {
 			url := smallIngestServer(t, 20)
@@ -287,7 +287,7 @@ func smallIngestServer(t *testing.T, msgs int) string {
 
 // exactlyOnce under the same overload (onFailure hold): the subject holds
 // every line once, in order, and nothing is dead-lettered.
-func TestReviewOverloadedExactlyOnceInOrder(t *testing.T) {
+func TestOverloadedExactlyOnceInOrder(t *testing.T) {
 	for _, batched := range []bool{true, false} {
 		t.Run(fmt.Sprint("allow_batched=", batched), func(t *testing.T) {
 			url := smallIngestServer(t, 20)
@@ -348,7 +348,7 @@ func TestReviewOverloadedExactlyOnceInOrder(t *testing.T) {
 // is the engine's condition, not a line's: with onFailure deadLetter
 // nothing may be dead-lettered; the feed holds with the reason, and once
 // the limit is raised every line is stored.
-func TestReviewAccountStorageFullNotDeadLettered(t *testing.T) {
+func TestAccountStorageFullNotDeadLettered(t *testing.T) {
 	for _, batched := range []bool{true, false} {
 		t.Run(fmt.Sprint("allow_batched=", batched), func(t *testing.T) {
 			s := embedded(t)
@@ -476,7 +476,7 @@ func (p *procServer) kill9() {
 // the retries must not lose or (exactlyOnce) double-store or reorder a
 // line. The duplicate window is 2 minutes (createStream's) or 100 ms (as
 // the e2e tests' EXACT stream).
-func TestReviewServerPausedMidBatch(t *testing.T) {
+func TestFastBatchSurvivesServerPause(t *testing.T) {
 	for _, c := range []struct {
 		eo  bool
 		dup time.Duration
@@ -519,7 +519,7 @@ func TestReviewServerPausedMidBatch(t *testing.T) {
 
 // nats-server killed (-9) in the middle of large fast batches and started
 // again on the same store: the same expectations.
-func TestReviewServerKill9MidBatch(t *testing.T) {
+func TestFastBatchSurvivesServerKill9(t *testing.T) {
 	for _, eo := range []bool{true, false} {
 		t.Run(fmt.Sprint("exactlyOnce=", eo), func(t *testing.T) {
 			p := startProcServer(t)
@@ -588,7 +588,7 @@ func checkBodies(t *testing.T, js jetstream.JetStream, want []string, exact bool
 // comes) is "an authorization error for that record" (DESIGN §11): it
 // follows onFailure (deadLetter: the lines go to the ledger), and a held
 // feed's reason names the refusal, not a missing ack.
-func TestReviewPublishPermissionDeniedFollowsOnFailure(t *testing.T) {
+func TestPublishPermissionDeniedFollowsOnFailure(t *testing.T) {
 	for _, c := range []struct{ batched, eo bool }{{true, false}, {false, false}, {true, true}, {false, true}} {
 		batched := c.batched
 		t.Run(fmt.Sprint("allow_batched=", batched, " exactlyOnce=", c.eo), func(t *testing.T) {
@@ -638,7 +638,7 @@ func jetstreamFor(t *testing.T, url string) jetstream.JetStream {
 // Several sidecars' fast batches in flight on one stream at once (the
 // server then starts each batch at one message per flow ack and ramps
 // up): no stall, no failed attempt, each subject every line once in order.
-func TestReviewConcurrentFastBatchesOneStream(t *testing.T) {
+func TestConcurrentFastBatchesOneStream(t *testing.T) {
 	srv := natstest.Start(t, natstest.Options{})
 	_, js := srv.Connect(t)
 	if _, err := js.CreateStream(context.Background(), jetstream.StreamConfig{Name: "LOGS", Subjects: []string{"logs.>"},
@@ -694,7 +694,7 @@ func TestReviewConcurrentFastBatchesOneStream(t *testing.T) {
 // its re-delivered lines were stored twice), and the two sequence chains
 // break each other. Such a config is refused (DESIGN §11: the subject is
 // the record), naming both processors, FILE:LINE.
-func TestReviewTwoFeedsOneExactlyOnceSubject(t *testing.T) {
+func TestTwoFeedsOneExactlyOnceSubjectRefused(t *testing.T) {
 	base := lines("instance: host1", "feeds:", "  - {name: app, path: /var/log/app.log}", "  - {name: other, path: /var/log/other.log}", "processors:",
 		"  - name: a",
 		"    feed: app",
@@ -793,8 +793,8 @@ func publishFeed(r *rig, name string, lines []string) {
 // {instance} and, on a glob feed, {epoch} (else a config error)". A glob
 // feed's files would otherwise share one subject, whose last message is
 // whichever file wrote last (the record of the others is lost, as in
-// TestReviewTwoFeedsOneExactlyOnceSubject).
-func TestReviewGlobFeedExactlyOnceNeedsEpoch(t *testing.T) {
+// TestTwoFeedsOneExactlyOnceSubjectRefused).
+func TestGlobFeedExactlyOnceSubjectNeedsEpoch(t *testing.T) {
 	src := lines("feeds:", "  - {name: app, path: /var/log/app/*.log}", "processors:",
 		"  - name: n",
 		"    feed: app",
