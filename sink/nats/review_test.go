@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -226,37 +227,11 @@ func publishWait(r *rig, lines []string) {
 func TestOverloadedStreamNotDeadLettered(t *testing.T) {
 	for _, batched := range []bool{true, false} {
 		t.Run(fmt.Sprint("allow_batched=", batched), func(t *testing.T) {
-			url := smallIngestServer(t, 20)
-			nc, js := connect(t, url)
-			if _, err := js.CreateStream(context.Background(), jetstream.StreamConfig{Name: "LOGS", Subjects: []string{"logs.>"},
-				AllowBatchPublish: batched}); err != nil {
-				t.Fatal(err)
-			}
-			stop := make(chan struct{})
-			flooded := make(chan struct{})
-			go func() { // another host's publisher, no ack awaited
-				defer close(flooded)
-				body := []byte(strings.Repeat("f", 100))
-				for {
-					select {
-					case <-stop:
-						return
-					default:
-					}
-					for k := 0; k < 1000; k++ {
-						_ = nc.Publish("logs.flood", body)
-					}
-				}
-			}()
-			defer func() { close(stop); <-flooded }()
+			url, _, stopFlood := floodedStream(t, batched)
+			defer stopFlood()
 			r := newRig(t, processor.GroupConfig{OnFailure: processor.DeadLetter, Retry: grouptest.FastRetry(3)},
 				Config{URL: url, Window: 1000, Timeout: 5 * time.Second})
-			var want []string
-			for k := 0; k < 4; k++ {
-				l := grouptest.Lines(fmt.Sprint("p", k), 0, 500)
-				want = append(want, l...)
-				publishWait(r, l)
-			}
+			want := publishRounds(r, 4, 500)
 			r.WaitAck(uint64(len(want)), 60*time.Second)
 			if n := r.ledger.Len(); n != 0 {
 				items, _ := r.ledger.List(3)
@@ -265,6 +240,64 @@ func TestOverloadedStreamNotDeadLettered(t *testing.T) {
 			}
 		})
 	}
+}
+
+// floodedStream runs a server whose streams queue at most 20 inbound
+// messages, creates the stream LOGS (allow_batched as given) and floods
+// logs.flood from another host's publisher (no ack awaited) until stop is
+// called (once or more). It returns the server's URL and its JetStream.
+func floodedStream(t *testing.T, batched bool) (url string, js jetstream.JetStream, stop func()) {
+	t.Helper()
+	url = smallIngestServer(t, 20)
+	nc, js := connect(t, url)
+	if _, err := js.CreateStream(context.Background(), jetstream.StreamConfig{Name: "LOGS", Subjects: []string{"logs.>"},
+		AllowBatchPublish: batched}); err != nil {
+		t.Fatal(err)
+	}
+	stopc := make(chan struct{})
+	flooded := make(chan struct{})
+	go func() {
+		defer close(flooded)
+		body := []byte(strings.Repeat("f", 100))
+		for {
+			select {
+			case <-stopc:
+				return
+			default:
+			}
+			for k := 0; k < 1000; k++ {
+				_ = nc.Publish("logs.flood", body)
+			}
+		}
+	}()
+	var once sync.Once
+	return url, js, func() { once.Do(func() { close(stopc); <-flooded }) }
+}
+
+// publishRounds publishes n batches of per lines (prefixes p0, p1, ...),
+// each waiting while the queue is full, and returns the lines in order.
+func publishRounds(r *rig, n, per int) []string {
+	var want []string
+	for k := 0; k < n; k++ {
+		l := grouptest.Lines(fmt.Sprint("p", k), 0, per)
+		want = append(want, l...)
+		publishWait(r, l)
+	}
+	return want
+}
+
+// afterAcked runs disrupt once the ack point reached at; the channel is
+// closed when disrupt returned.
+func afterAcked(r *rig, at uint64, disrupt func()) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for r.Q.AckPoint() < at {
+			time.Sleep(time.Millisecond)
+		}
+		disrupt()
+	}()
+	return done
 }
 
 // smallIngestServer runs an embedded server whose streams queue at most
@@ -290,42 +323,15 @@ func smallIngestServer(t *testing.T, msgs int) string {
 func TestOverloadedExactlyOnceInOrder(t *testing.T) {
 	for _, batched := range []bool{true, false} {
 		t.Run(fmt.Sprint("allow_batched=", batched), func(t *testing.T) {
-			url := smallIngestServer(t, 20)
-			nc, js := connect(t, url)
-			if _, err := js.CreateStream(context.Background(), jetstream.StreamConfig{Name: "LOGS", Subjects: []string{"logs.>"},
-				AllowBatchPublish: batched}); err != nil {
-				t.Fatal(err)
-			}
-			stop := make(chan struct{})
-			flooded := make(chan struct{})
-			go func() {
-				defer close(flooded)
-				body := []byte(strings.Repeat("f", 100))
-				for {
-					select {
-					case <-stop:
-						return
-					default:
-					}
-					for k := 0; k < 1000; k++ {
-						_ = nc.Publish("logs.flood", body)
-					}
-				}
-			}()
+			url, js, stopFlood := floodedStream(t, batched)
 			r := newRig(t, processor.GroupConfig{OnFailure: processor.Hold, Retry: grouptest.FastRetry(3)},
 				Config{URL: url, Window: 1000, Timeout: 5 * time.Second, ExactlyOnce: true})
-			var want []string
-			for k := 0; k < 4; k++ {
-				l := grouptest.Lines(fmt.Sprint("p", k), 0, 500)
-				want = append(want, l...)
-				publishWait(r, l)
-			}
+			want := publishRounds(r, 4, 500)
 			deadline := time.Now().Add(60 * time.Second)
 			for r.Q.AckPoint() < uint64(len(want)) && time.Now().Before(deadline) {
 				time.Sleep(10 * time.Millisecond)
 			}
-			close(stop)
-			<-flooded
+			stopFlood()
 			st, why := r.Q.State()
 			var got []string
 			for _, m := range natstest.Messages(t, js, "LOGS") {
@@ -490,22 +496,12 @@ func TestFastBatchSurvivesServerPause(t *testing.T) {
 			}
 			r := newRig(t, processor.GroupConfig{OnFailure: processor.DeadLetter, Retry: processor.Retry{Initial: 20 * time.Millisecond, Max: 200 * time.Millisecond, Attempts: 3}},
 				Config{URL: p.url(), ExactlyOnce: c.eo, Window: 512, Timeout: 300 * time.Millisecond})
-			var want []string
-			paused := make(chan struct{})
-			go func() {
-				defer close(paused)
-				for r.Q.AckPoint() < 3000 {
-					time.Sleep(time.Millisecond)
-				}
+			paused := afterAcked(r, 3000, func() {
 				_ = p.cmd.Process.Signal(syscall.SIGSTOP)
 				time.Sleep(1500 * time.Millisecond)
 				_ = p.cmd.Process.Signal(syscall.SIGCONT)
-			}()
-			for k := 0; k < 20; k++ {
-				l := grouptest.Lines(fmt.Sprint("p", k), 0, 500)
-				want = append(want, l...)
-				publishWait(r, l)
-			}
+			})
+			want := publishRounds(r, 20, 500)
 			<-paused
 			r.WaitAck(uint64(len(want)), 60*time.Second)
 			if r.ledger.Len() != 0 {
@@ -525,22 +521,12 @@ func TestFastBatchSurvivesServerKill9(t *testing.T) {
 			p := startProcServer(t)
 			r := newRig(t, processor.GroupConfig{OnFailure: processor.DeadLetter, Retry: processor.Retry{Initial: 20 * time.Millisecond, Max: 200 * time.Millisecond, Attempts: 3}},
 				Config{URL: p.url(), CreateStream: true, ExactlyOnce: eo, Window: 512, Timeout: 500 * time.Millisecond})
-			var want []string
-			killed := make(chan struct{})
-			go func() {
-				defer close(killed)
-				for r.Q.AckPoint() < 3000 {
-					time.Sleep(time.Millisecond)
-				}
+			killed := afterAcked(r, 3000, func() {
 				p.kill9()
 				time.Sleep(300 * time.Millisecond)
 				p.start()
-			}()
-			for k := 0; k < 20; k++ {
-				l := grouptest.Lines(fmt.Sprint("p", k), 0, 500)
-				want = append(want, l...)
-				publishWait(r, l)
-			}
+			})
+			want := publishRounds(r, 20, 500)
 			<-killed
 			r.WaitAck(uint64(len(want)), 60*time.Second)
 			if r.ledger.Len() != 0 {
