@@ -268,6 +268,29 @@ func TestCatchUpRestoredFileSink(t *testing.T) {
 		*before, f.Sequence, len(input), len(pl.idx), dups)
 }
 
+// killedDuringCatchUp spawns tailfeed and kills it (-9) during its
+// catch-up (round k): at point 0 once the log holds logLine (what), else
+// once reRead() counts 2000+point lines; it fails t if tailfeed exited
+// before the kill. It returns the killed daemon.
+func killedDuringCatchUp(t testing.TB, e *env, k, point int, what, logLine string, reRead func() int) *daemon {
+	t.Helper()
+	d := e.spawn()
+	if point == 0 {
+		waitUntil(t, what, 60*time.Second, func() bool {
+			return strings.Contains(d.log(), logLine) || d.exited()
+		})
+	} else {
+		waitUntil(t, fmt.Sprintf("%d lines re-read", point), 60*time.Second, func() bool {
+			return reRead() >= 2000+point || d.exited()
+		})
+	}
+	d.kill()
+	if d.code != -1 {
+		t.Fatalf("round %d: exited %d before the kill\n%s", k, d.code, tail(d.log(), 3000))
+	}
+	return d
+}
+
 // rotatedCatchUp runs: 3000 lines, stop, back the sink up; 1000 more, then
 // the input rotated (in.log → in.log.1) and 2000 lines in the new in.log,
 // stop; restore the sink. It returns the env, the input (its texts in
@@ -413,20 +436,8 @@ func TestCatchUpKill9(t *testing.T) {
 	fmt.Fprintf(&log, "%-5s %-22s %12s %14s\n", "kill", "point", "exactLines", "pointerOffset")
 	for k, point := range []int{0, 0, 500, 5000, 20000} {
 		bak.restore() // each round starts from the restored copy again
-		d = e.spawn()
-		if point == 0 {
-			waitUntil(t, "the backward commit's log line", 60*time.Second, func() bool {
-				return strings.Contains(d.log(), "pointer committed back and synced") || d.exited()
-			})
-		} else {
-			waitUntil(t, fmt.Sprintf("%d lines re-read", point), 60*time.Second, func() bool {
-				return countLines(t, exact, 0) >= 2000+point || d.exited()
-			})
-		}
-		d.kill()
-		if d.code != -1 {
-			t.Fatalf("round %d: exited %d before the kill\n%s", k, d.code, tail(d.log(), 3000))
-		}
+		d = killedDuringCatchUp(t, e, k, point, "the backward commit's log line", "pointer committed back and synced",
+			func() int { return countLines(t, exact, 0) })
 		rec, _ := showPointer(t, e.path("state/feeds/app.ptr"))
 		fmt.Fprintf(&log, "%-5d %-22s %12d %14d\n", k, fmt.Sprintf("after %d lines", point), countLines(t, exact, 0), rec.Offset)
 		if point == 0 && rec.Offset >= end {
