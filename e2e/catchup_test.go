@@ -24,11 +24,13 @@ status:
   listen: {{ADDR}}
 feeds:
 `
-	// cuFeed: the COMMITTED feed on ./in.log, quick to close a rotated file.
-	cuFeed = `  - name: app
+	// cuPlainFeed: the COMMITTED feed on ./in.log.
+	cuPlainFeed = `  - name: app
     path: ./in.log
     readStrategy: COMMITTED
-    rotateWaitMillis: 200
+`
+	// cuFeed: cuPlainFeed, quick to close a rotated file.
+	cuFeed = cuPlainFeed + `    rotateWaitMillis: 200
     pollIntervalMillis: 50
 `
 	// cuGlobFeed: the COMMITTED glob feed on ./in/*.log.
@@ -60,6 +62,14 @@ feeds:
     path: ./other.log
     exactlyOnce: true
     fsync: never
+`
+	// cuNatsBody: an exactlyOnce nats sink on the stream EXACT (after its
+	// name line).
+	cuNatsBody = `    feed: app
+    type: nats
+    url: {{NATS}}
+    stream: EXACT
+    subject: exact.{instance}.{feed}
 `
 )
 
@@ -268,6 +278,49 @@ func TestCatchUpRestoredFileSink(t *testing.T) {
 		*before, f.Sequence, len(input), len(pl.idx), dups)
 }
 
+// readGenerations returns the bytes of in.log.2, in.log.1 and in.log.
+func readGenerations(in *input) (gen1, gen2, gen3 []byte) {
+	gen1, _ = os.ReadFile(in.path + ".2")
+	gen2, _ = os.ReadFile(in.path + ".1")
+	gen3, _ = os.ReadFile(in.path)
+	return gen1, gen2, gen3
+}
+
+// backedUpBehind runs catchUpConfig with 3,000 lines, backs the sink
+// "exact" up, writes 4,000 more and stops: the backup is 4,000 lines
+// behind the pointer in its epoch. It returns the env, the input, the
+// exactlyOnce output's path and the backup (not restored yet).
+func backedUpBehind(t testing.TB) (*env, *input, string, *sinkBackup) {
+	e := newEnv(t, catchUpConfig)
+	in := newInput(t, e.path("in.log"))
+	d, _, bak := backedUpThenMore(t, e, in, 3000, 4000)
+	d.stop()
+	return e, in, e.path("exact.log"), bak
+}
+
+// rotateOnce renames in.log to in.log.1 and writes n lines to a new
+// in.log (positions restart in the new file; texts go on).
+func rotateOnce(t testing.TB, in *input, n int) {
+	t.Helper()
+	if err := os.Rename(in.path, in.path+".1"); err != nil {
+		t.Fatal(err)
+	}
+	in.ends = nil
+	in.appendLines(n)
+}
+
+// globInputs makes the glob feed's directory in/ with a.log (1,000
+// lines a-…) and b.log (500 lines b-…) and returns their paths.
+func globInputs(t testing.TB, e *env) (a, b string) {
+	if err := os.MkdirAll(e.path("in"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	a, b = e.path("in/a.log"), e.path("in/b.log")
+	appendNumbered(t, a, "a", 0, 1000)
+	appendNumbered(t, b, "b", 0, 500)
+	return a, b
+}
+
 // killedDuringCatchUp spawns tailfeed and kills it (-9) during its
 // catch-up (round k): at point 0 once the log holds logLine (what), else
 // once reRead() counts 2000+point lines; it fails t if tailfeed exited
@@ -301,11 +354,7 @@ func rotatedCatchUp(t *testing.T) (*env, *input, *sinkBackup, []byte, []byte, st
 	exact := e.path("exact.log")
 	d, _, bak := backedUpThenMore(t, e, in, 3000, 1000)
 	old := e.path("in.log.1")
-	if err := os.Rename(in.path, old); err != nil {
-		t.Fatal(err)
-	}
-	in.ends = nil // positions restart in the new file; texts go on
-	in.appendLines(2000)
+	rotateOnce(t, in, 2000)
 	r := d.waitFor("the new in.log read", 60*time.Second, func(r *report) bool {
 		f := r.feed(t, "app")
 		return f.Settled && f.Sequence >= 3000 && len(parseOutput(t, in, exact).idx) == 6000
@@ -508,13 +557,8 @@ func perPrefix(t testing.TB, path, p string) ([]string, map[string]int) {
 // in order; the plain sink gets the gaps again (duplicates, never a gap).
 func TestCatchUpGlobStreams(t *testing.T) {
 	e := newEnv(t, catchUpGlobConfig)
-	if err := os.MkdirAll(e.path("in"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	a, b := e.path("in/a.log"), e.path("in/b.log")
+	a, b := globInputs(t, e)
 	exact, plain := e.path("exact.log"), e.path("plain.log")
-	appendNumbered(t, a, "a", 0, 1000)
-	appendNumbered(t, b, "b", 0, 500)
 	settledRun(t, e)
 	bak := backupSink(t, e, exact, "exact")
 
@@ -590,9 +634,7 @@ func threeGenerations(t *testing.T) (e *env, in *input, gen1, gen2, gen3 []byte,
 	rotateInput(t, d, in, exact, 300, 2500, nil)       // gen 3 (current): lines 2200..2499
 	d.stop()
 	bak.restore()
-	gen1, _ = os.ReadFile(in.path + ".2")
-	gen2, _ = os.ReadFile(in.path + ".1")
-	gen3, _ = os.ReadFile(in.path)
+	gen1, gen2, gen3 = readGenerations(in)
 	if err := os.Remove(in.path + ".2"); err != nil {
 		t.Fatal(err)
 	}
@@ -721,26 +763,14 @@ func TestCatchUpCutShortAfterBackwardCommit(t *testing.T) {
 	t.Logf("cut short after the backward commit: lostBytes %d, later generations %d + %d bytes read", f.LostBytes, len(gen2), len(gen3))
 }
 
-const catchUpCountConfig = `dataDir: ./state
-status:
-  listen: {{ADDR}}
-feeds:
-  - name: app
-    path: ./in.log
-    readStrategy: COMMITTED
-processors:
+const catchUpCountConfig = cuHeader + cuPlainFeed + `processors:
   - name: counter
     feed: app
     type: count
     match: '^line-\d{8}-(?P<key>[a-z])'
     exclude: 'zzzz'
     fsyncIntervalMillis: 20
-  - name: plain
-    feed: app
-    type: file
-    path: ./plain.log
-    fsync: never
-`
+` + cuPlain
 
 // TestCatchUpRestoredCount (DESIGN §11): a count processor's state file
 // put back to an earlier copy is caught up from the input: its counts end

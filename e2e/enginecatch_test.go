@@ -232,16 +232,7 @@ func TestPostgresSkewedRestore(t *testing.T) {
 	}
 }
 
-const filteredTailConfig = `instance: e2e-host
-dataDir: ./state
-status:
-  listen: {{ADDR}}
-feeds:
-  - name: app
-    path: ./in.log
-    readStrategy: COMMITTED
-processors:
-  - name: pg
+const filteredTailConfig = "instance: e2e-host\n" + cuHeader + cuPlainFeed + cuProcessors + `  - name: pg
     feed: app
     type: postgres
     dsn: "{{DSN}}"
@@ -259,12 +250,7 @@ processors:
     exclude: "^line-000029"
     retry: {initialMillis: 50, maxMillis: 500}
   - name: nats
-    feed: app
-    type: nats
-    url: {{NATS}}
-    stream: EXACT
-    subject: exact.{instance}.{feed}
-    createStream: true
+` + cuNatsBody + `    createStream: true
     exactlyOnce: true
     exclude: "^line-000029"
     retry: {initialMillis: 50, maxMillis: 400}

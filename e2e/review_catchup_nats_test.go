@@ -14,22 +14,7 @@ import (
 	"tailfeed/internal/natstest"
 )
 
-const reviewNatsReplayConfig = `instance: host1
-dataDir: ./state
-status:
-  listen: {{ADDR}}
-feeds:
-  - name: app
-    path: ./in.log
-    readStrategy: COMMITTED
-processors:
-  - name: exact
-    feed: app
-    type: nats
-    url: {{NATS}}
-    stream: EXACT
-    subject: exact.{instance}.{feed}
-    exactlyOnce: true
+const reviewNatsReplayConfig = "instance: host1\n" + cuHeader + cuPlainFeed + cuProcessors + "  - name: exact\n" + cuNatsBody + `    exactlyOnce: true
     onFailure: deadLetter
     timeoutMillis: 2000
     retry: {initialMillis: 20, maxMillis: 50, attempts: 2}
@@ -126,13 +111,7 @@ func grepLines(s, sub string) string {
 	return strings.Join(out, "\n")
 }
 
-const reviewNatsOlderEpochConfig = "instance: host1\n" + catchUpConfig + `  - name: nats
-    feed: app
-    type: nats
-    url: {{NATS}}
-    stream: EXACT
-    subject: exact.{instance}.{feed}
-    exactlyOnce: true
+const reviewNatsOlderEpochConfig = "instance: host1\n" + catchUpConfig + "  - name: nats\n" + cuNatsBody + `    exactlyOnce: true
     timeoutMillis: 2000
     retry: {initialMillis: 50, maxMillis: 400}
 `

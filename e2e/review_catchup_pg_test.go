@@ -85,9 +85,7 @@ func gzCatchUp(t *testing.T) (*pgtest.Cluster, *env, *daemon, *input) {
 	d.stop()
 	eachRowOnce(t, c)
 	bak.restore()
-	gen1, _ := os.ReadFile(in.path + ".2")
-	gen2, _ := os.ReadFile(in.path + ".1")
-	gen3, _ := os.ReadFile(in.path)
+	gen1, gen2, gen3 := readGenerations(in)
 	gzipAway(t, in.path+".2")
 	time.Sleep(50 * time.Millisecond)
 	gzipAway(t, in.path+".1")
@@ -160,11 +158,7 @@ func TestCatchUpDowngradedLinesInboxOnce(t *testing.T) {
 	exact := e.path("exact.log")
 	d, _, bak := backedUpThenMore(t, e, in, 3000, 1000)
 	old := e.path("in.log.1")
-	if err := os.Rename(in.path, old); err != nil {
-		t.Fatal(err)
-	}
-	in.ends = nil
-	in.appendLines(2000)
+	rotateOnce(t, in, 2000)
 	d.waitFor("the new in.log read", 60*time.Second, func(r *report) bool {
 		return countLines(t, exact, 0) == 6000
 	})
@@ -234,9 +228,7 @@ func TestCatchUpThroughCopytruncateGenerationInboxOnce(t *testing.T) {
 	d.stop()
 	eachRowOnce(t, c)
 	bak.restore()
-	gen1, _ := os.ReadFile(in.path + ".2")
-	gen2, _ := os.ReadFile(in.path + ".1")
-	gen3, _ := os.ReadFile(in.path)
+	gen1, gen2, gen3 := readGenerations(in)
 	time.Sleep(2100 * time.Millisecond)
 	_, _, f := settledRun(t, e)
 	t.Logf("after the catch-up: lossless %v lostTails %d sequence %d", f.Lossless, f.LostTails, f.Sequence)

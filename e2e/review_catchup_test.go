@@ -114,13 +114,8 @@ func TestCatchUpCountsGoneGlobStreamFile(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, strings.ReplaceAll(reviewGlobGoneConfig, "{{FORGET}}", tc.forget))
-			if err := os.MkdirAll(e.path("in"), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			a, b := e.path("in/a.log"), e.path("in/b.log")
+			a, _ := globInputs(t, e)
 			exact := e.path("exact.log")
-			appendNumbered(t, a, "a", 0, 1000)
-			appendNumbered(t, b, "b", 0, 500)
 			settledRun(t, e)
 			bak := backupSink(t, e, exact, "exact")
 
@@ -155,10 +150,7 @@ func TestCatchUpCountsGoneGlobStreamFile(t *testing.T) {
 // minus the sink's position). The feed is lossy (lostTails 1), but
 // lostBytes must be that size and detail must name the catch-up.
 func TestCatchUpCountsTruncatedGapInLostBytes(t *testing.T) {
-	e := newEnv(t, catchUpConfig)
-	in := newInput(t, e.path("in.log"))
-	d, _, bak := backedUpThenMore(t, e, in, 3000, 4000)
-	d.stop()
+	e, in, _, bak := backedUpBehind(t)
 	bak.restore()
 	gap := uint64(in.size() - in.ends[2999])
 	if err := os.Truncate(in.path, 0); err != nil {
@@ -288,11 +280,7 @@ func TestCatchUpCountsCurrentFileTruncatedUnderOlderEpoch(t *testing.T) {
 // re-read, the 4,000 lines the output lost are gone from it, and the feed
 // stays lossless although the sink itself detected the loss.
 func TestCatchUpOutputOnlyRestoredNotLossless(t *testing.T) {
-	e := newEnv(t, catchUpConfig)
-	in := newInput(t, e.path("in.log"))
-	exact := e.path("exact.log")
-	d, _, bak := backedUpThenMore(t, e, in, 3000, 4000)
-	d.stop()
+	e, in, exact, bak := backedUpBehind(t)
 	copyFile(t, bak.bout, exact) // the output only
 	d, _, f := settledRun(t, e)
 	if missing := missingLines(t, in, exact); missing > 0 && f.Lossless {
@@ -314,11 +302,7 @@ func TestCatchUpOutputOnlyRestoredNotLossless(t *testing.T) {
 // neither caught up nor counted, 4,000 lines are missing from it and the
 // feed reports lossless.
 func TestCatchUpAcrossFreshPointerEpoch(t *testing.T) {
-	e := newEnv(t, catchUpConfig)
-	in := newInput(t, e.path("in.log"))
-	exact := e.path("exact.log")
-	d, _, bak := backedUpThenMore(t, e, in, 3000, 4000)
-	d.stop()
+	e, in, exact, bak := backedUpBehind(t)
 	// Both slots lost (a pointer file shorter than 1,024 bytes): a fresh
 	// start at 0 under a new epoch re-reads the file.
 	if err := os.Truncate(e.path("state/feeds/app.ptr"), 100); err != nil {
