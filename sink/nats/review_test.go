@@ -168,18 +168,7 @@ func TestFastBatchSurvivesServerRestart(t *testing.T) {
 			}
 			if eo {
 				if strings.Join(got, "|") != strings.Join(want, "|") {
-					seen := map[string]int{}
-					for _, l := range got {
-						seen[l]++
-					}
-					var lost, twice []string
-					for _, l := range want {
-						if seen[l] == 0 {
-							lost = append(lost, l)
-						} else if seen[l] > 1 {
-							twice = append(twice, l)
-						}
-					}
+					lost, twice := lostAndTwice(got, want)
 					t.Fatalf("stream holds %d lines for %d: lost %d %v, twice %d %v", len(got), len(want), len(lost), head(lost), len(twice), head(twice))
 				}
 				return
@@ -539,16 +528,13 @@ func TestFastBatchSurvivesServerKill9(t *testing.T) {
 	}
 }
 
-// checkBodies: exact, the stream holds want once each, in order; else
-// every line of want at least once.
-func checkBodies(t *testing.T, js jetstream.JetStream, want []string, exact bool) {
-	t.Helper()
-	got := bodies(natstest.Messages(t, js, "LOGS"))
+// lostAndTwice returns the lines of want that got lacks and those it
+// holds more than once.
+func lostAndTwice(got, want []string) (lost, twice []string) {
 	seen := map[string]int{}
 	for _, l := range got {
 		seen[l]++
 	}
-	var lost, twice []string
 	for _, l := range want {
 		if seen[l] == 0 {
 			lost = append(lost, l)
@@ -556,6 +542,15 @@ func checkBodies(t *testing.T, js jetstream.JetStream, want []string, exact bool
 			twice = append(twice, l)
 		}
 	}
+	return lost, twice
+}
+
+// checkBodies: exact, the stream holds want once each, in order; else
+// every line of want at least once.
+func checkBodies(t *testing.T, js jetstream.JetStream, want []string, exact bool) {
+	t.Helper()
+	got := bodies(natstest.Messages(t, js, "LOGS"))
+	lost, twice := lostAndTwice(got, want)
 	if len(lost) > 0 || (exact && len(twice) > 0) {
 		t.Fatalf("stream holds %d messages for %d lines: lost %d %v, more than once %d %v", len(got), len(want), len(lost), head(lost), len(twice), head(twice))
 	}
