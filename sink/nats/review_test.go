@@ -293,18 +293,7 @@ func afterAcked(r *rig, at uint64, disrupt func()) <-chan struct{} {
 // msgs inbound messages.
 func smallIngestServer(t *testing.T, msgs int) string {
 	t.Helper()
-	opts := &server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: filepath.Join(t.TempDir(), "js"),
-		NoSigs: true, NoLog: true, StreamMaxBufferedMsgs: msgs}
-	s, err := server.NewServer(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	go s.Start()
-	if !s.ReadyForConnections(5 * time.Second) {
-		t.Fatal("server not ready")
-	}
-	t.Cleanup(func() { s.Shutdown(); s.WaitForShutdown() })
-	return s.ClientURL()
+	return embeddedWith(t, msgs).ClientURL()
 }
 
 // exactlyOnce under the same overload (onFailure hold): the subject holds
@@ -388,8 +377,15 @@ func TestAccountStorageFullNotDeadLettered(t *testing.T) {
 // embedded runs a plain embedded server with JetStream.
 func embedded(t *testing.T) *server.Server {
 	t.Helper()
+	return embeddedWith(t, 0)
+}
+
+// embeddedWith runs an embedded server with JetStream whose streams queue
+// at most maxBuffered inbound messages (0: the server's default).
+func embeddedWith(t *testing.T, maxBuffered int) *server.Server {
+	t.Helper()
 	opts := &server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: filepath.Join(t.TempDir(), "js"),
-		NoSigs: true, NoLog: true}
+		NoSigs: true, NoLog: true, StreamMaxBufferedMsgs: maxBuffered}
 	s, err := server.NewServer(opts)
 	if err != nil {
 		t.Fatal(err)
