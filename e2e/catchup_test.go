@@ -15,38 +15,69 @@ import (
 	"time"
 )
 
-// catchUpConfig: one COMMITTED feed, an exactlyOnce file sink (the one the
-// tests restore), a plain file sink on the same feed (it receives the
-// re-read as duplicates, never a gap) and a second exactlyOnce file sink
-// that is not restored (it skips the re-read through AlreadyApplied).
-const catchUpConfig = `dataDir: ./state
+// The catch-up tests' configs are built from these parts: the header, the
+// feed "app" (a file, or a glob) and the sinks riding it. Each test's
+// config names the parts it differs by.
+const (
+	cuHeader = `dataDir: ./state
 status:
   listen: {{ADDR}}
 feeds:
-  - name: app
+`
+	// cuPlainFeed: the COMMITTED feed on ./in.log.
+	cuPlainFeed = `  - name: app
     path: ./in.log
     readStrategy: COMMITTED
-    rotateWaitMillis: 200
+`
+	// cuFeed: cuPlainFeed, quick to close a rotated file.
+	cuFeed = cuPlainFeed + `    rotateWaitMillis: 200
     pollIntervalMillis: 50
-processors:
-  - name: exact
+`
+	// cuGlobFeed: the COMMITTED glob feed on ./in/*.log.
+	cuGlobFeed = `  - name: app
+    path: ./in/*.log
+    readStrategy: COMMITTED
+    scanIntervalMillis: 200
+`
+	cuProcessors = "processors:\n"
+	// cuExact: the exactlyOnce file sink the tests restore.
+	cuExact = `  - name: exact
     feed: app
     type: file
     path: ./exact.log
     exactlyOnce: true
     fsync: never
-  - name: plain
+`
+	// cuPlain: a plain file sink (the re-read reaches it as duplicates).
+	cuPlain = `  - name: plain
     feed: app
     type: file
     path: ./plain.log
     fsync: never
-  - name: other
+`
+	// cuOther: a second exactlyOnce file sink, never restored.
+	cuOther = `  - name: other
     feed: app
     type: file
     path: ./other.log
     exactlyOnce: true
     fsync: never
 `
+	// cuNatsBody: an exactlyOnce nats sink on the stream EXACT (after its
+	// name line).
+	cuNatsBody = `    feed: app
+    type: nats
+    url: {{NATS}}
+    stream: EXACT
+    subject: exact.{instance}.{feed}
+`
+)
+
+// catchUpConfig: one COMMITTED feed, an exactlyOnce file sink (the one the
+// tests restore), a plain file sink on the same feed (it receives the
+// re-read as duplicates, never a gap) and a second exactlyOnce file sink
+// that is not restored (it skips the re-read through AlreadyApplied).
+const catchUpConfig = cuHeader + cuFeed + cuProcessors + cuExact + cuPlain + cuOther
 
 // copyFile copies src to dst (created or truncated).
 func copyFile(t testing.TB, src, dst string) {
@@ -118,6 +149,82 @@ func countIdx(p parsed) map[int]int {
 	return m
 }
 
+// missingLines counts the input lines the output at path lacks.
+func missingLines(t testing.TB, in *input, path string) int {
+	n := countIdx(parseOutput(t, in, path))
+	missing := 0
+	for i := range in.texts {
+		if n[i] == 0 {
+			missing++
+		}
+	}
+	return missing
+}
+
+// duplicateLines counts the second (and later) copies of input lines in
+// the output at path.
+func duplicateLines(t testing.TB, in *input, path string) int {
+	n := countIdx(parseOutput(t, in, path))
+	dups := 0
+	for i := range in.texts {
+		if n[i] > 1 {
+			dups += n[i] - 1
+		}
+	}
+	return dups
+}
+
+// settledRun starts tailfeed, waits until it settled and stops it: one run
+// over what is on disk. It returns the stopped daemon (for its log), the
+// last report and its "app" feed.
+func settledRun(t testing.TB, e *env) (*daemon, *report, feedReport) {
+	d := e.start()
+	r := d.waitSettled(60 * time.Second)
+	d.stop()
+	return d, r, r.feed(t, "app")
+}
+
+// backedUpThenMore writes first lines and runs once, backs the exactlyOnce
+// sink "exact" up (the earlier copy), then starts tailfeed again, writes
+// more lines and waits until settled. It returns the running daemon (the
+// caller rotates or stops it), that report and the backup.
+func backedUpThenMore(t testing.TB, e *env, in *input, first, more int) (*daemon, *report, *sinkBackup) {
+	in.appendLines(first)
+	settledRun(t, e)
+	bak := backupSink(t, e, e.path("exact.log"), "exact")
+	d := e.start()
+	in.appendLines(more)
+	r := d.waitSettled(60 * time.Second)
+	return d, r, bak
+}
+
+// rotateInput moves in.log.N to in.log.N+1 and in.log to in.log.1 (a
+// numbered rotation), writes n lines to the new in.log and waits until the
+// app feed settled with want lines in the exactlyOnce output exact (and
+// also(want) holds, when given).
+func rotateInput(t testing.TB, d *daemon, in *input, exact string, n, want int, also func(want int) bool) {
+	t.Helper()
+	for i := 9; i >= 1; i-- {
+		if _, err := os.Stat(fmt.Sprintf("%s.%d", in.path, i)); err == nil {
+			os.Rename(fmt.Sprintf("%s.%d", in.path, i), fmt.Sprintf("%s.%d", in.path, i+1))
+		}
+	}
+	if err := os.Rename(in.path, in.path+".1"); err != nil {
+		t.Fatal(err)
+	}
+	in.ends = nil
+	in.appendLines(n)
+	d.waitFor(fmt.Sprintf("%d lines written", want), 60*time.Second, func(r *report) bool {
+		return r.feed(t, "app").Settled && countLines(t, exact, 0) == want && (also == nil || also(want))
+	})
+}
+
+// lossFacts is what a loss assertion says about the feed: its lossless
+// flag, lostTails, lostBytes and detail.
+func (f feedReport) lossFacts() string {
+	return fmt.Sprintf("lossless %v lostTails %d lostBytes %d detail %v", f.Lossless, f.LostTails, f.LostBytes, f.Detail)
+}
+
 // TestCatchUpRestoredFileSink (issue 14 acceptance 4, DESIGN §11 "A
 // restored sink is caught up from the input"): the exactlyOnce output and
 // its record are put back to a copy taken while tailfeed was stopped
@@ -131,15 +238,7 @@ func TestCatchUpRestoredFileSink(t *testing.T) {
 	in := newInput(t, e.path("in.log"))
 	exact, plain := e.path("exact.log"), e.path("plain.log")
 
-	in.appendLines(3000)
-	d := e.start()
-	d.waitSettled(60 * time.Second)
-	d.stop()
-	bak := backupSink(t, e, exact, "exact") // the earlier copy: 3000 lines
-
-	d = e.start()
-	in.appendLines(4000)
-	r := d.waitSettled(60 * time.Second)
+	d, r, bak := backedUpThenMore(t, e, in, 3000, 4000) // the earlier copy: 3000 lines
 	before := r.feed(t, "app").Pointer
 	d.stop()
 	bak.restore()
@@ -147,10 +246,7 @@ func TestCatchUpRestoredFileSink(t *testing.T) {
 		t.Fatalf("restored output holds %d lines, want 3000", len(p.idx))
 	}
 
-	d = e.start()
-	r = d.waitSettled(60 * time.Second)
-	f := r.feed(t, "app")
-	d.stop()
+	d, _, f := settledRun(t, e)
 	if !f.Lossless || f.LostTails != 0 || f.Stalled != nil {
 		t.Errorf("after the catch-up: lossless %v lostTails %d stalled %v", f.Lossless, f.LostTails, f.Stalled)
 	}
@@ -182,6 +278,72 @@ func TestCatchUpRestoredFileSink(t *testing.T) {
 		*before, f.Sequence, len(input), len(pl.idx), dups)
 }
 
+// readGenerations returns the bytes of in.log.2, in.log.1 and in.log.
+func readGenerations(in *input) (gen1, gen2, gen3 []byte) {
+	gen1, _ = os.ReadFile(in.path + ".2")
+	gen2, _ = os.ReadFile(in.path + ".1")
+	gen3, _ = os.ReadFile(in.path)
+	return gen1, gen2, gen3
+}
+
+// backedUpBehind runs catchUpConfig with 3,000 lines, backs the sink
+// "exact" up, writes 4,000 more and stops: the backup is 4,000 lines
+// behind the pointer in its epoch. It returns the env, the input, the
+// exactlyOnce output's path and the backup (not restored yet).
+func backedUpBehind(t testing.TB) (*env, *input, string, *sinkBackup) {
+	e := newEnv(t, catchUpConfig)
+	in := newInput(t, e.path("in.log"))
+	d, _, bak := backedUpThenMore(t, e, in, 3000, 4000)
+	d.stop()
+	return e, in, e.path("exact.log"), bak
+}
+
+// rotateOnce renames in.log to in.log.1 and writes n lines to a new
+// in.log (positions restart in the new file; texts go on).
+func rotateOnce(t testing.TB, in *input, n int) {
+	t.Helper()
+	if err := os.Rename(in.path, in.path+".1"); err != nil {
+		t.Fatal(err)
+	}
+	in.ends = nil
+	in.appendLines(n)
+}
+
+// globInputs makes the glob feed's directory in/ with a.log (1,000
+// lines a-…) and b.log (500 lines b-…) and returns their paths.
+func globInputs(t testing.TB, e *env) (a, b string) {
+	if err := os.MkdirAll(e.path("in"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	a, b = e.path("in/a.log"), e.path("in/b.log")
+	appendNumbered(t, a, "a", 0, 1000)
+	appendNumbered(t, b, "b", 0, 500)
+	return a, b
+}
+
+// killedDuringCatchUp spawns tailfeed and kills it (-9) during its
+// catch-up (round k): at point 0 once the log holds logLine (what), else
+// once reRead() counts 2000+point lines; it fails t if tailfeed exited
+// before the kill. It returns the killed daemon.
+func killedDuringCatchUp(t testing.TB, e *env, k, point int, what, logLine string, reRead func() int) *daemon {
+	t.Helper()
+	d := e.spawn()
+	if point == 0 {
+		waitUntil(t, what, 60*time.Second, func() bool {
+			return strings.Contains(d.log(), logLine) || d.exited()
+		})
+	} else {
+		waitUntil(t, fmt.Sprintf("%d lines re-read", point), 60*time.Second, func() bool {
+			return reRead() >= 2000+point || d.exited()
+		})
+	}
+	d.kill()
+	if d.code != -1 {
+		t.Fatalf("round %d: exited %d before the kill\n%s", k, d.code, tail(d.log(), 3000))
+	}
+	return d
+}
+
 // rotatedCatchUp runs: 3000 lines, stop, back the sink up; 1000 more, then
 // the input rotated (in.log → in.log.1) and 2000 lines in the new in.log,
 // stop; restore the sink. It returns the env, the input (its texts in
@@ -190,21 +352,9 @@ func rotatedCatchUp(t *testing.T) (*env, *input, *sinkBackup, []byte, []byte, st
 	e := newEnv(t, catchUpConfig)
 	in := newInput(t, e.path("in.log"))
 	exact := e.path("exact.log")
-	in.appendLines(3000)
-	d := e.start()
-	d.waitSettled(60 * time.Second)
-	d.stop()
-	bak := backupSink(t, e, exact, "exact")
-
-	d = e.start()
-	in.appendLines(1000)
-	d.waitSettled(60 * time.Second)
+	d, _, bak := backedUpThenMore(t, e, in, 3000, 1000)
 	old := e.path("in.log.1")
-	if err := os.Rename(in.path, old); err != nil {
-		t.Fatal(err)
-	}
-	in.ends = nil // positions restart in the new file; texts go on
-	in.appendLines(2000)
+	rotateOnce(t, in, 2000)
 	r := d.waitFor("the new in.log read", 60*time.Second, func(r *report) bool {
 		f := r.feed(t, "app")
 		return f.Settled && f.Sequence >= 3000 && len(parseOutput(t, in, exact).idx) == 6000
@@ -227,10 +377,7 @@ func rotatedCatchUp(t *testing.T) (*env, *input, *sinkBackup, []byte, []byte, st
 // files in order; lossless.
 func TestCatchUpOlderGeneration(t *testing.T) {
 	e, in, _, rot, cur, epochBefore := rotatedCatchUp(t)
-	d := e.start()
-	r := d.waitSettled(60 * time.Second)
-	f := r.feed(t, "app")
-	d.stop()
+	_, _, f := settledRun(t, e)
 	if !f.Lossless || f.LostTails != 0 {
 		t.Errorf("lossless %v lostTails %d detail %v", f.Lossless, f.LostTails, f.Detail)
 	}
@@ -338,20 +485,8 @@ func TestCatchUpKill9(t *testing.T) {
 	fmt.Fprintf(&log, "%-5s %-22s %12s %14s\n", "kill", "point", "exactLines", "pointerOffset")
 	for k, point := range []int{0, 0, 500, 5000, 20000} {
 		bak.restore() // each round starts from the restored copy again
-		d = e.spawn()
-		if point == 0 {
-			waitUntil(t, "the backward commit's log line", 60*time.Second, func() bool {
-				return strings.Contains(d.log(), "pointer committed back and synced") || d.exited()
-			})
-		} else {
-			waitUntil(t, fmt.Sprintf("%d lines re-read", point), 60*time.Second, func() bool {
-				return countLines(t, exact, 0) >= 2000+point || d.exited()
-			})
-		}
-		d.kill()
-		if d.code != -1 {
-			t.Fatalf("round %d: exited %d before the kill\n%s", k, d.code, tail(d.log(), 3000))
-		}
+		d = killedDuringCatchUp(t, e, k, point, "the backward commit's log line", "pointer committed back and synced",
+			func() int { return countLines(t, exact, 0) })
 		rec, _ := showPointer(t, e.path("state/feeds/app.ptr"))
 		fmt.Fprintf(&log, "%-5d %-22s %12d %14d\n", k, fmt.Sprintf("after %d lines", point), countLines(t, exact, 0), rec.Offset)
 		if point == 0 && rec.Offset >= end {
@@ -376,27 +511,7 @@ func TestCatchUpKill9(t *testing.T) {
 	t.Log(log.String())
 }
 
-const catchUpGlobConfig = `dataDir: ./state
-status:
-  listen: {{ADDR}}
-feeds:
-  - name: app
-    path: ./in/*.log
-    readStrategy: COMMITTED
-    scanIntervalMillis: 200
-processors:
-  - name: exact
-    feed: app
-    type: file
-    path: ./exact.log
-    exactlyOnce: true
-    fsync: never
-  - name: plain
-    feed: app
-    type: file
-    path: ./plain.log
-    fsync: never
-`
+const catchUpGlobConfig = cuHeader + cuGlobFeed + cuProcessors + cuExact + cuPlain
 
 // appendNumbered appends lines prefix-<i> for i in [from, from+n) to path.
 func appendNumbered(t testing.TB, path, prefix string, from, n int) {
@@ -442,19 +557,12 @@ func perPrefix(t testing.TB, path, p string) ([]string, map[string]int) {
 // in order; the plain sink gets the gaps again (duplicates, never a gap).
 func TestCatchUpGlobStreams(t *testing.T) {
 	e := newEnv(t, catchUpGlobConfig)
-	if err := os.MkdirAll(e.path("in"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	a, b := e.path("in/a.log"), e.path("in/b.log")
+	a, b := globInputs(t, e)
 	exact, plain := e.path("exact.log"), e.path("plain.log")
-	appendNumbered(t, a, "a", 0, 1000)
-	appendNumbered(t, b, "b", 0, 500)
-	d := e.start()
-	d.waitSettled(60 * time.Second)
-	d.stop()
+	settledRun(t, e)
 	bak := backupSink(t, e, exact, "exact")
 
-	d = e.start()
+	d := e.start()
 	appendNumbered(t, a, "a", 1000, 2000)
 	appendNumbered(t, b, "b", 500, 700)
 	d.waitFor("every line written", 60*time.Second, func(r *report) bool {
@@ -521,38 +629,12 @@ func threeGenerations(t *testing.T) (e *env, in *input, gen1, gen2, gen3 []byte,
 	e = newEnv(t, catchUpConfig)
 	in = newInput(t, e.path("in.log"))
 	exact := e.path("exact.log")
-	in.appendLines(1000)
-	d := e.start()
-	d.waitSettled(60 * time.Second)
-	d.stop()
-	bak := backupSink(t, e, exact, "exact")
-
-	d = e.start()
-	in.appendLines(500) // gen 1 ends at 1,500 lines
-	d.waitSettled(60 * time.Second)
-	rotate := func(n int, want int) {
-		t.Helper()
-		for i := 9; i >= 1; i-- {
-			if _, err := os.Stat(fmt.Sprintf("%s.%d", in.path, i)); err == nil {
-				os.Rename(fmt.Sprintf("%s.%d", in.path, i), fmt.Sprintf("%s.%d", in.path, i+1))
-			}
-		}
-		if err := os.Rename(in.path, in.path+".1"); err != nil {
-			t.Fatal(err)
-		}
-		in.ends = nil
-		in.appendLines(n)
-		d.waitFor(fmt.Sprintf("%d lines written", want), 60*time.Second, func(r *report) bool {
-			return r.feed(t, "app").Settled && countLines(t, exact, 0) == want
-		})
-	}
-	rotate(700, 2200) // gen 2: lines 1500..2199
-	rotate(300, 2500) // gen 3 (current): lines 2200..2499
+	d, _, bak := backedUpThenMore(t, e, in, 1000, 500) // gen 1 ends at 1,500 lines
+	rotateInput(t, d, in, exact, 700, 2200, nil)       // gen 2: lines 1500..2199
+	rotateInput(t, d, in, exact, 300, 2500, nil)       // gen 3 (current): lines 2200..2499
 	d.stop()
 	bak.restore()
-	gen1, _ = os.ReadFile(in.path + ".2")
-	gen2, _ = os.ReadFile(in.path + ".1")
-	gen3, _ = os.ReadFile(in.path)
+	gen1, gen2, gen3 = readGenerations(in)
 	if err := os.Remove(in.path + ".2"); err != nil {
 		t.Fatal(err)
 	}
@@ -568,10 +650,7 @@ func threeGenerations(t *testing.T) (e *env, in *input, gen1, gen2, gen3 []byte,
 // because the pointer file's mtime is the backward commit's.
 func TestCatchUpGoneGenerationLaterOnesRead(t *testing.T) {
 	e, _, gen1, gen2, gen3, restored := threeGenerations(t)
-	d := e.start()
-	r := d.waitSettled(60 * time.Second)
-	d.stop()
-	f := r.feed(t, "app")
+	_, _, f := settledRun(t, e)
 	if f.LostTails != 1 || f.LostBytes != uint64(len(gen1)-restored) || f.Lossless {
 		t.Errorf("lostTails %d lostBytes %d (want 1, %d) lossless %v", f.LostTails, f.LostBytes, len(gen1)-restored, f.Lossless)
 	}
@@ -593,10 +672,7 @@ func TestCatchUpIntoGoneGenerationKill9(t *testing.T) {
 	})
 	d.kill()
 	ptr, _ := showPointer(t, e.path("state/feeds/app.ptr"))
-	d = e.start()
-	r := d.waitSettled(60 * time.Second)
-	d.stop()
-	f := r.feed(t, "app")
+	d, _, f := settledRun(t, e)
 	if f.Lossless {
 		t.Errorf("lossless after a gone generation")
 	}
@@ -675,10 +751,7 @@ func TestCatchUpCutShortAfterBackwardCommit(t *testing.T) {
 	rewoundPointer(t, e.path("state/feeds/app.ptr"), ptrSlot{offset: int64(restored), epoch: hex(first.Epoch),
 		key: hex(first.FileKey), fpLen: first.FingerprintLength, fp: hex(first.Fingerprint)})
 
-	d := e.start()
-	r := d.waitSettled(60 * time.Second)
-	d.stop()
-	f := r.feed(t, "app")
+	d, _, f := settledRun(t, e)
 	if f.LostTails != 1 || f.LostBytes != uint64(len(gen1)-restored) || f.Lossless {
 		t.Errorf("lostTails %d lostBytes %d (want 1, %d) lossless %v detail %v", f.LostTails, f.LostBytes, len(gen1)-restored, f.Lossless, f.Detail)
 	}
@@ -690,26 +763,14 @@ func TestCatchUpCutShortAfterBackwardCommit(t *testing.T) {
 	t.Logf("cut short after the backward commit: lostBytes %d, later generations %d + %d bytes read", f.LostBytes, len(gen2), len(gen3))
 }
 
-const catchUpCountConfig = `dataDir: ./state
-status:
-  listen: {{ADDR}}
-feeds:
-  - name: app
-    path: ./in.log
-    readStrategy: COMMITTED
-processors:
+const catchUpCountConfig = cuHeader + cuPlainFeed + `processors:
   - name: counter
     feed: app
     type: count
     match: '^line-\d{8}-(?P<key>[a-z])'
     exclude: 'zzzz'
     fsyncIntervalMillis: 20
-  - name: plain
-    feed: app
-    type: file
-    path: ./plain.log
-    fsync: never
-`
+` + cuPlain
 
 // TestCatchUpRestoredCount (DESIGN §11): a count processor's state file
 // put back to an earlier copy is caught up from the input: its counts end
@@ -743,9 +804,7 @@ func TestCatchUpRestoredCount(t *testing.T) {
 	d.stop()
 
 	// A restart with nothing restored: no catch-up.
-	d = e.start()
-	d.waitSettled(60 * time.Second)
-	d.stop()
+	d, _, _ = settledRun(t, e)
 	if strings.Contains(d.log(), "committing the pointer back") {
 		t.Fatalf("a catch-up with nothing restored (the state did not advance over the excluded last line):\n%s", tail(d.log(), 2000))
 	}

@@ -142,18 +142,7 @@ func checkRestored(t *testing.T, what string, got map[string]int, in *input, gon
 		what, len(in.texts), total, missing, gone, f.LostTails, f.LostBytes, f.Lossless)
 }
 
-const pgRestoreConfig = `instance: e2e-host
-dataDir: ./state
-status:
-  listen: {{ADDR}}
-feeds:
-  - name: app
-    path: ./in.log
-    readStrategy: COMMITTED
-    rotateWaitMillis: 200
-    pollIntervalMillis: 50
-processors:
-  - name: pgexact
+const pgRestoreConfig = "instance: e2e-host\n" + cuHeader + cuFeed + cuProcessors + `  - name: pgexact
     feed: app
     type: postgres
     dsn: "{{DSN}}"
@@ -243,16 +232,7 @@ func TestPostgresSkewedRestore(t *testing.T) {
 	}
 }
 
-const filteredTailConfig = `instance: e2e-host
-dataDir: ./state
-status:
-  listen: {{ADDR}}
-feeds:
-  - name: app
-    path: ./in.log
-    readStrategy: COMMITTED
-processors:
-  - name: pg
+const filteredTailConfig = "instance: e2e-host\n" + cuHeader + cuPlainFeed + cuProcessors + `  - name: pg
     feed: app
     type: postgres
     dsn: "{{DSN}}"
@@ -270,12 +250,7 @@ processors:
     exclude: "^line-000029"
     retry: {initialMillis: 50, maxMillis: 500}
   - name: nats
-    feed: app
-    type: nats
-    url: {{NATS}}
-    stream: EXACT
-    subject: exact.{instance}.{feed}
-    createStream: true
+` + cuNatsBody + `    createStream: true
     exactlyOnce: true
     exclude: "^line-000029"
     retry: {initialMillis: 50, maxMillis: 400}
@@ -353,20 +328,8 @@ func TestPostgresCatchUpKill9(t *testing.T) {
 	var log strings.Builder
 	for k, point := range []int{0, 5000, 20000} {
 		pgTool(t, c, "pg_restore", "--clean", "--if-exists", "-d", "postgres", dump)
-		d = e.spawn()
-		if point == 0 {
-			waitUntil(t, "the catch-up's log line", 60*time.Second, func() bool {
-				return strings.Contains(d.log(), "committing the pointer back") || d.exited()
-			})
-		} else {
-			waitUntil(t, fmt.Sprintf("%d lines re-read", point), 60*time.Second, func() bool {
-				return pgCount(conn, "exact_lines") >= 2000+point || d.exited()
-			})
-		}
-		d.kill()
-		if d.code != -1 {
-			t.Fatalf("round %d: exited %d before the kill\n%s", k, d.code, tail(d.log(), 3000))
-		}
+		killedDuringCatchUp(t, e, k, point, "the catch-up's log line", "committing the pointer back",
+			func() int { return pgCount(conn, "exact_lines") })
 		fmt.Fprintf(&log, "round %d: killed after %d rows re-read (exact_lines %d rows, plain_lines %d)\n",
 			k, point, pgCount(conn, "exact_lines"), pgCount(conn, "plain_lines"))
 		d = e.start()

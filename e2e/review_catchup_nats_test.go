@@ -14,28 +14,13 @@ import (
 	"tailfeed/internal/natstest"
 )
 
-const reviewNatsReplayConfig = `instance: host1
-dataDir: ./state
-status:
-  listen: {{ADDR}}
-feeds:
-  - name: app
-    path: ./in.log
-    readStrategy: COMMITTED
-processors:
-  - name: exact
-    feed: app
-    type: nats
-    url: {{NATS}}
-    stream: EXACT
-    subject: exact.{instance}.{feed}
-    exactlyOnce: true
+const reviewNatsReplayConfig = "instance: host1\n" + cuHeader + cuPlainFeed + cuProcessors + "  - name: exact\n" + cuNatsBody + `    exactlyOnce: true
     onFailure: deadLetter
     timeoutMillis: 2000
     retry: {initialMillis: 20, maxMillis: 50, attempts: 2}
 `
 
-// TestReviewNatsReplayedDeadLetterBehindAtNextStart (DESIGN §11: the
+// TestNatsReplayedDeadLetterNotReReadAtNextStart (DESIGN §11: the
 // done-through mark covers dead-lettered lines and "a replayed dead letter
 // never moves it"; "delivered twice to an exactlyOnce sink"): the last line
 // of the input is over the stream's max_msg_size, so the exactlyOnce nats
@@ -48,7 +33,7 @@ processors:
 // committed back and the line is read and published AGAIN — the stream
 // holds it twice, and a start after a replay re-reads although nothing was
 // restored.
-func TestReviewNatsReplayedDeadLetterBehindAtNextStart(t *testing.T) {
+func TestNatsReplayedDeadLetterNotReReadAtNextStart(t *testing.T) {
 	srv := natstest.Start(t, natstest.Options{})
 	_, js := srv.Connect(t)
 	ctx := context.Background()
@@ -126,46 +111,12 @@ func grepLines(s, sub string) string {
 	return strings.Join(out, "\n")
 }
 
-const reviewNatsOlderEpochConfig = `instance: host1
-dataDir: ./state
-status:
-  listen: {{ADDR}}
-feeds:
-  - name: app
-    path: ./in.log
-    readStrategy: COMMITTED
-    rotateWaitMillis: 200
-    pollIntervalMillis: 50
-processors:
-  - name: exact
-    feed: app
-    type: file
-    path: ./exact.log
-    exactlyOnce: true
-    fsync: never
-  - name: plain
-    feed: app
-    type: file
-    path: ./plain.log
-    fsync: never
-  - name: other
-    feed: app
-    type: file
-    path: ./other.log
-    exactlyOnce: true
-    fsync: never
-  - name: nats
-    feed: app
-    type: nats
-    url: {{NATS}}
-    stream: EXACT
-    subject: exact.{instance}.{feed}
-    exactlyOnce: true
+const reviewNatsOlderEpochConfig = "instance: host1\n" + catchUpConfig + "  - name: nats\n" + cuNatsBody + `    exactlyOnce: true
     timeoutMillis: 2000
     retry: {initialMillis: 50, maxMillis: 400}
 `
 
-// TestReviewCatchUpOlderEpochNatsExactlyOnceDuplicates (issue 14
+// TestCatchUpOlderEpochNatsExactlyOnceStreamOnce (issue 14
 // acceptance 1/4: "with exactlyOnce the engine holds every line exactly
 // once"; DESIGN §2): the exactlyOnce file sink is restored into an epoch
 // the pointer left (as in TestCatchUpOlderGeneration); the nats
@@ -175,7 +126,7 @@ processors:
 // AlreadyApplied for it and it publishes every one of those lines again
 // (past the stream's duplicate window, as after any real restore, the
 // Nats-Msg-Id does not save it): the stream holds them twice.
-func TestReviewCatchUpOlderEpochNatsExactlyOnceDuplicates(t *testing.T) {
+func TestCatchUpOlderEpochNatsExactlyOnceStreamOnce(t *testing.T) {
 	srv := natstest.Start(t, natstest.Options{})
 	_, js := srv.Connect(t)
 	if _, err := js.CreateStream(context.Background(), jetstream.StreamConfig{Name: "EXACT", Subjects: []string{"exact.>"},
@@ -185,14 +136,7 @@ func TestReviewCatchUpOlderEpochNatsExactlyOnceDuplicates(t *testing.T) {
 	e := newEnv(t, strings.ReplaceAll(reviewNatsOlderEpochConfig, "{{NATS}}", srv.URL()))
 	in := newInput(t, e.path("in.log"))
 	exact := e.path("exact.log")
-	in.appendLines(3000)
-	d := e.start()
-	d.waitSettled(60 * time.Second)
-	d.stop()
-	bak := backupSink(t, e, exact, "exact")
-	d = e.start()
-	in.appendLines(1000)
-	d.waitSettled(60 * time.Second)
+	d, _, bak := backedUpThenMore(t, e, in, 3000, 1000)
 	if err := os.Rename(in.path, e.path("in.log.1")); err != nil {
 		t.Fatal(err)
 	}
@@ -218,9 +162,7 @@ func TestReviewCatchUpOlderEpochNatsExactlyOnceDuplicates(t *testing.T) {
 		t.Fatalf("precondition: the stream holds %d distinct lines, %d twice", len(n), dups)
 	}
 	time.Sleep(300 * time.Millisecond) // past the stream's duplicate window
-	d = e.start()
-	d.waitSettled(60 * time.Second)
-	d.stop()
+	d, _, _ = settledRun(t, e)
 	if !strings.Contains(d.log(), "committing the pointer back") {
 		t.Fatalf("no catch-up")
 	}

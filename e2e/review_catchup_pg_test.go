@@ -16,24 +16,7 @@ import (
 // reviewGzConfig: the exactlyOnce file sink the test restores, and a
 // postgres sink (the inbox: one row per (instance, feed, epoch, position))
 // that is never restored and holds every line.
-const reviewGzConfig = `instance: e2e-host
-dataDir: ./state
-status:
-  listen: {{ADDR}}
-feeds:
-  - name: app
-    path: ./in.log
-    readStrategy: COMMITTED
-    rotateWaitMillis: 200
-    pollIntervalMillis: 50
-processors:
-  - name: exact
-    feed: app
-    type: file
-    path: ./exact.log
-    exactlyOnce: true
-    fsync: never
-  - name: pg
+const reviewGzConfig = "instance: e2e-host\n" + cuHeader + cuFeed + cuProcessors + cuExact + `  - name: pg
     feed: app
     type: postgres
     dsn: "{{DSN}}"
@@ -64,7 +47,7 @@ func gzipAway(t *testing.T, path string) {
 	}
 }
 
-// TestReviewCatchUpThroughGzGenerationDuplicatesInbox (DESIGN §11: "the
+// TestCatchUpThroughGzGenerationInboxOnce (DESIGN §11: "the
 // rest of it from the sink's position, every later generation still on
 // disk, then the current file up to the pointer (other sinks skip what they
 // hold through AlreadyApplied ...)"; §4: a .gz generation is read by its
@@ -77,86 +60,48 @@ func gzipAway(t *testing.T, path string) {
 // compressed file has a new file key anyway), so it is read under a NEW
 // epoch, and the inbox's unique key (instance, feed, epoch, position) no
 // longer matches: every line of that generation lands twice.
-func TestReviewCatchUpThroughGzGenerationDuplicatesInbox(t *testing.T) {
-	c, _, _, in := reviewGzCatchUp(t)
-	got := pgLines(t, c, "lines")
-	dups := 0
-	for _, s := range in.texts {
-		if got[s] > 1 {
-			dups += got[s] - 1
-		}
-	}
+func TestCatchUpThroughGzGenerationInboxOnce(t *testing.T) {
+	c, _, _, in := gzCatchUp(t)
+	got, dups := pgDuplicates(t, c, in)
 	if dups > 0 || len(got) != len(in.texts) {
 		t.Errorf("postgres inbox (never restored) after another sink's catch-up through in.log.1.gz: %d distinct lines of %d, %d lines twice (rows %d)",
 			len(got), len(in.texts), dups, pgCount(pgConnect(t, c), "lines"))
 	}
 }
 
-// reviewGzCatchUp runs the scenario of
-// TestReviewCatchUpThroughGzGenerationDuplicatesInbox up to the catch-up's
+// gzCatchUp runs the scenario of
+// TestCatchUpThroughGzGenerationInboxOnce up to the catch-up's
 // end (settled, stopped); the restored exactlyOnce output is checked.
-func reviewGzCatchUp(t *testing.T) (*pgtest.Cluster, *env, *daemon, *input) {
+func gzCatchUp(t *testing.T) (*pgtest.Cluster, *env, *daemon, *input) {
 	c := pgtest.Start(t, pgtest.Options{})
 	conn := pgConnect(t, c)
 	e := newEnv(t, strings.ReplaceAll(reviewGzConfig, "{{DSN}}", c.DSN("sslmode=disable")))
 	in := newInput(t, e.path("in.log"))
 	exact := e.path("exact.log")
-	in.appendLines(1000)
-	d := e.start()
-	d.waitSettled(60 * time.Second)
+	d, _, bak := backedUpThenMore(t, e, in, 1000, 500) // gen 1: lines 0..1499
+	inTable := func(want int) bool { return pgCount(conn, "lines") == want }
+	rotateInput(t, d, in, exact, 700, 2200, inTable) // gen 2: lines 1500..2199
+	rotateInput(t, d, in, exact, 300, 2500, inTable) // gen 3 (current): lines 2200..2499
 	d.stop()
-	bak := backupSink(t, e, exact, "exact")
-
-	d = e.start()
-	in.appendLines(500) // gen 1: lines 0..1499
-	d.waitSettled(60 * time.Second)
-	rotate := func(n, want int) {
-		t.Helper()
-		for i := 9; i >= 1; i-- {
-			if _, err := os.Stat(fmt.Sprintf("%s.%d", in.path, i)); err == nil {
-				os.Rename(fmt.Sprintf("%s.%d", in.path, i), fmt.Sprintf("%s.%d", in.path, i+1))
-			}
-		}
-		if err := os.Rename(in.path, in.path+".1"); err != nil {
-			t.Fatal(err)
-		}
-		in.ends = nil
-		in.appendLines(n)
-		d.waitFor(fmt.Sprintf("%d lines written", want), 60*time.Second, func(r *report) bool {
-			return r.feed(t, "app").Settled && countLines(t, exact, 0) == want && pgCount(conn, "lines") == want
-		})
-	}
-	rotate(700, 2200) // gen 2: lines 1500..2199
-	rotate(300, 2500) // gen 3 (current): lines 2200..2499
-	d.stop()
-	for s, n := range pgLines(t, c, "lines") {
-		if n != 1 {
-			t.Fatalf("precondition: %q %d times in the table before the restore", s, n)
-		}
-	}
+	eachRowOnce(t, c)
 	bak.restore()
-	gen1, _ := os.ReadFile(in.path + ".2")
-	gen2, _ := os.ReadFile(in.path + ".1")
-	gen3, _ := os.ReadFile(in.path)
+	gen1, gen2, gen3 := readGenerations(in)
 	gzipAway(t, in.path+".2")
 	time.Sleep(50 * time.Millisecond)
 	gzipAway(t, in.path+".1")
 	time.Sleep(2100 * time.Millisecond)
 
-	d = e.start()
-	r := d.waitSettled(60 * time.Second)
-	d.stop()
-	f := r.feed(t, "app")
+	d, _, f := settledRun(t, e)
 	t.Logf("after the catch-up: lossless %v lostTails %d sequence %d", f.Lossless, f.LostTails, f.Sequence)
 	sameBytes(t, "restored exactlyOnce output caught up through the .gz generations", exact, append(append(bytes.Clone(gen1), gen2...), gen3...))
 	return c, e, d, in
 }
 
-// TestReviewCatchUpAfterGzCatchUpPostgresRestoreNotCaughtUp (DESIGN §11:
+// TestCatchUpPostgresDumpRestoredAfterGzCatchUp (DESIGN §11:
 // "A sink is behind only when its epoch equals the pointer's and its
 // position is smaller: the pointer is committed back"; issue 14 acceptance
 // 4, a PostgreSQL dump restored): after the catch-up of
-// TestReviewCatchUpThroughGzGenerationDuplicatesInbox the table holds rows
+// TestCatchUpThroughGzGenerationInboxOnce the table holds rows
 // of the new epoch in.log.1.gz was read under; the epochs file first names
 // that epoch after the current file's, to which the pointer returned.
 // Later the operator takes a pg_dump, 1,000 more lines are delivered, and
@@ -165,8 +110,8 @@ func reviewGzCatchUp(t *testing.T) (*pgtest.Cluster, *env, *daemon, *input) {
 // mark of that newer-named epoch for "ahead of the pointer" and returns no
 // point for the whole sink: nothing is re-read, the 1,000 lines are
 // missing from the table, and the feed says lossless.
-func TestReviewCatchUpAfterGzCatchUpPostgresRestoreNotCaughtUp(t *testing.T) {
-	c, e, _, in := reviewGzCatchUp(t)
+func TestCatchUpPostgresDumpRestoredAfterGzCatchUp(t *testing.T) {
+	c, e, _, in := gzCatchUp(t)
 	dump := filepath.Join(t.TempDir(), "lines.pgdump")
 	pgTool(t, c, "pg_dump", "-Fc", "-f", dump, "-t", "lines", "-t", "lines_marks", "postgres")
 	d := e.start()
@@ -176,10 +121,7 @@ func TestReviewCatchUpAfterGzCatchUpPostgresRestoreNotCaughtUp(t *testing.T) {
 	})
 	d.stop()
 	pgTool(t, c, "pg_restore", "--clean", "--if-exists", "-d", "postgres", dump)
-	d = e.start()
-	r := d.waitSettled(60 * time.Second)
-	d.stop()
-	f := r.feed(t, "app")
+	d, _, f := settledRun(t, e)
 	got := pgLines(t, c, "lines")
 	missing := 0
 	for _, s := range in.texts {
@@ -195,7 +137,7 @@ func TestReviewCatchUpAfterGzCatchUpPostgresRestoreNotCaughtUp(t *testing.T) {
 	}
 }
 
-// TestReviewCatchUpRereadsDowngradedLinesUnderOldEpoch (DESIGN §4: lines
+// TestCatchUpDowngradedLinesInboxOnce (DESIGN §4: lines
 // appended to an old file after the switch are delivered downgraded, each
 // old file's late lines under an epoch of their own, so that
 // "<feed>:<epoch>:<position> stays unique for every sink"; §11 other sinks
@@ -206,7 +148,7 @@ func TestReviewCatchUpAfterGzCatchUpPostgresRestoreNotCaughtUp(t *testing.T) {
 // lines included, now under in.log.1's epoch, past that epoch's end — so
 // the never-restored inbox, whose unique key holds the late lines' own
 // epoch, stores every late line a second time.
-func TestReviewCatchUpRereadsDowngradedLinesUnderOldEpoch(t *testing.T) {
+func TestCatchUpDowngradedLinesInboxOnce(t *testing.T) {
 	c := pgtest.Start(t, pgtest.Options{})
 	conn := pgConnect(t, c)
 	cfg := strings.ReplaceAll(reviewGzConfig, "{{DSN}}", c.DSN("sslmode=disable"))
@@ -214,20 +156,9 @@ func TestReviewCatchUpRereadsDowngradedLinesUnderOldEpoch(t *testing.T) {
 	e := newEnv(t, cfg)
 	in := newInput(t, e.path("in.log"))
 	exact := e.path("exact.log")
-	in.appendLines(3000)
-	d := e.start()
-	d.waitSettled(60 * time.Second)
-	d.stop()
-	bak := backupSink(t, e, exact, "exact")
-	d = e.start()
-	in.appendLines(1000)
-	d.waitSettled(60 * time.Second)
+	d, _, bak := backedUpThenMore(t, e, in, 3000, 1000)
 	old := e.path("in.log.1")
-	if err := os.Rename(in.path, old); err != nil {
-		t.Fatal(err)
-	}
-	in.ends = nil
-	in.appendLines(2000)
+	rotateOnce(t, in, 2000)
 	d.waitFor("the new in.log read", 60*time.Second, func(r *report) bool {
 		return countLines(t, exact, 0) == 6000
 	})
@@ -242,9 +173,7 @@ func TestReviewCatchUpRereadsDowngradedLinesUnderOldEpoch(t *testing.T) {
 	t.Logf("late lines delivered: downgraded %d", r.feed(t, "app").Downgraded)
 	d.stop()
 	bak.restore()
-	d = e.start()
-	d.waitSettled(60 * time.Second)
-	d.stop()
+	d, _, _ = settledRun(t, e)
 	if !strings.Contains(d.log(), "committing the pointer back") {
 		t.Fatalf("no catch-up")
 	}
@@ -263,27 +192,20 @@ func TestReviewCatchUpRereadsDowngradedLinesUnderOldEpoch(t *testing.T) {
 	}
 }
 
-// TestReviewCatchUpThroughCopytruncateGenerationDuplicatesInbox: as
-// TestReviewCatchUpThroughGzGenerationDuplicatesInbox with logrotate's
+// TestCatchUpThroughCopytruncateGenerationInboxOnce: as
+// TestCatchUpThroughGzGenerationInboxOnce with logrotate's
 // copytruncate instead of compress: each rotated generation is a copy (a
 // new file key) of the file at the path, which is truncated in place and
 // keeps its key. The catch-up into the oldest generation reads the middle
 // one (in.log.1, a copy whose key no epochs line names) under a new epoch:
 // the never-restored postgres inbox stores its 700 lines twice.
-func TestReviewCatchUpThroughCopytruncateGenerationDuplicatesInbox(t *testing.T) {
+func TestCatchUpThroughCopytruncateGenerationInboxOnce(t *testing.T) {
 	c := pgtest.Start(t, pgtest.Options{})
 	conn := pgConnect(t, c)
 	e := newEnv(t, strings.ReplaceAll(reviewGzConfig, "{{DSN}}", c.DSN("sslmode=disable")))
 	in := newInput(t, e.path("in.log"))
 	exact := e.path("exact.log")
-	in.appendLines(1000)
-	d := e.start()
-	d.waitSettled(60 * time.Second)
-	d.stop()
-	bak := backupSink(t, e, exact, "exact")
-	d = e.start()
-	in.appendLines(500)
-	d.waitSettled(60 * time.Second)
+	d, _, bak := backedUpThenMore(t, e, in, 1000, 500)
 	copytruncate := func(n, want int) {
 		t.Helper()
 		if _, err := os.Stat(in.path + ".1"); err == nil {
@@ -304,22 +226,34 @@ func TestReviewCatchUpThroughCopytruncateGenerationDuplicatesInbox(t *testing.T)
 	copytruncate(700, 2200)
 	copytruncate(300, 2500)
 	d.stop()
+	eachRowOnce(t, c)
+	bak.restore()
+	gen1, gen2, gen3 := readGenerations(in)
+	time.Sleep(2100 * time.Millisecond)
+	_, _, f := settledRun(t, e)
+	t.Logf("after the catch-up: lossless %v lostTails %d sequence %d", f.Lossless, f.LostTails, f.Sequence)
+	sameBytes(t, "restored exactlyOnce output", exact, append(append(bytes.Clone(gen1), gen2...), gen3...))
+	got, dups := pgDuplicates(t, c, in)
+	if dups > 0 || len(got) != len(in.texts) {
+		t.Errorf("postgres inbox (never restored) after another sink's catch-up through the copytruncate generation in.log.1: %d distinct lines of %d, %d lines twice",
+			len(got), len(in.texts), dups)
+	}
+}
+
+// eachRowOnce fails t unless every line is in the inbox table "lines"
+// once (the precondition before a restore).
+func eachRowOnce(t *testing.T, c *pgtest.Cluster) {
+	t.Helper()
 	for s, n := range pgLines(t, c, "lines") {
 		if n != 1 {
 			t.Fatalf("precondition: %q %d times in the table before the restore", s, n)
 		}
 	}
-	bak.restore()
-	gen1, _ := os.ReadFile(in.path + ".2")
-	gen2, _ := os.ReadFile(in.path + ".1")
-	gen3, _ := os.ReadFile(in.path)
-	time.Sleep(2100 * time.Millisecond)
-	d = e.start()
-	r := d.waitSettled(60 * time.Second)
-	d.stop()
-	f := r.feed(t, "app")
-	t.Logf("after the catch-up: lossless %v lostTails %d sequence %d", f.Lossless, f.LostTails, f.Sequence)
-	sameBytes(t, "restored exactlyOnce output", exact, append(append(bytes.Clone(gen1), gen2...), gen3...))
+}
+
+// pgDuplicates reads the inbox table "lines" and counts the second (and
+// later) rows of the input's lines.
+func pgDuplicates(t *testing.T, c *pgtest.Cluster, in *input) (map[string]int, int) {
 	got := pgLines(t, c, "lines")
 	dups := 0
 	for _, s := range in.texts {
@@ -327,8 +261,5 @@ func TestReviewCatchUpThroughCopytruncateGenerationDuplicatesInbox(t *testing.T)
 			dups += got[s] - 1
 		}
 	}
-	if dups > 0 || len(got) != len(in.texts) {
-		t.Errorf("postgres inbox (never restored) after another sink's catch-up through the copytruncate generation in.log.1: %d distinct lines of %d, %d lines twice",
-			len(got), len(in.texts), dups)
-	}
+	return got, dups
 }

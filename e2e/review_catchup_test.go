@@ -1,19 +1,18 @@
 package e2e
 
-// Review of the catch-up (DESIGN §11 "A restored sink is caught up from the
-// input", issue 14 acceptance 4): failing tests for defects found. They do
-// not fix anything; each names the contract sentence it holds the code to.
+// Edge cases of the catch-up (DESIGN §11 "A restored sink is caught up
+// from the input", issue 14 acceptance 4) found in review; each test names
+// the contract sentence it holds the code to.
 
 import (
 	"bytes"
-	"fmt"
 	"os"
 	"strings"
 	"testing"
 	"time"
 )
 
-// TestReviewCatchUpOlderEpochOtherExactlyOnceNoDuplicates (DESIGN §2
+// TestCatchUpOtherExactlyOnceSinkSkipsOlderEpochReRead (DESIGN §2
 // "Built-in sinks with exactlyOnce: true store the last applied (epoch,
 // position) ... and skip re-deliveries"; brief: "delivered twice to an
 // exactlyOnce sink"): one exactlyOnce file sink ("exact") is restored to a
@@ -24,7 +23,7 @@ import (
 // holds only the newest epoch, so AlreadyApplied is false for the rotated
 // file's lines and, once it wrote them, for the current file's too: it
 // writes both again. Its output must still be byte-identical to the input.
-func TestReviewCatchUpOlderEpochOtherExactlyOnceNoDuplicates(t *testing.T) {
+func TestCatchUpOtherExactlyOnceSinkSkipsOlderEpochReRead(t *testing.T) {
 	e, in, _, rot, cur, _ := rotatedCatchUp(t)
 	before, err := os.ReadFile(e.path("other.log"))
 	if err != nil {
@@ -34,43 +33,25 @@ func TestReviewCatchUpOlderEpochOtherExactlyOnceNoDuplicates(t *testing.T) {
 	if !bytes.Equal(before, want) {
 		t.Fatalf("precondition: the other exactlyOnce sink holds %d bytes before the catch-up, want %d", len(before), len(want))
 	}
-	d := e.start()
-	d.waitSettled(60 * time.Second)
-	d.stop()
-	n := countIdx(parseOutput(t, in, e.path("other.log")))
-	dups := 0
-	for i := range in.texts {
-		if n[i] > 1 {
-			dups += n[i] - 1
-		}
-	}
-	if dups > 0 {
+	settledRun(t, e)
+	if dups := duplicateLines(t, in, e.path("other.log")); dups > 0 {
 		t.Errorf("the exactlyOnce sink that was NOT restored received %d lines twice during another sink's catch-up", dups)
 	}
 	sameBytes(t, "other (exactlyOnce, not restored) after another sink's catch-up", e.path("other.log"), want)
 }
 
-// reviewEpochsLoss runs the older-generation restore of rotatedCatchUp with
+// catchUpEpochsLoss runs the older-generation restore of rotatedCatchUp with
 // the feed's epochs file damaged by mangle while tailfeed is stopped, and
 // checks DESIGN §4/§11 "Nothing green over a loss": the restored sink
 // holds a record of an epoch the pointer left; with the epochs file unable
 // to map it, tailfeed cannot show that no line was skipped for that sink —
 // it must either catch the sink up or count the gap (lossless false). It
 // must not stay green with lines missing from the sink.
-func reviewEpochsLoss(t *testing.T, mangle func(path string)) {
+func catchUpEpochsLoss(t *testing.T, mangle func(path string)) {
 	e, in, _, rot, cur, _ := rotatedCatchUp(t)
 	mangle(e.path("state/feeds/app.epochs"))
-	d := e.start()
-	r := d.waitSettled(60 * time.Second)
-	f := r.feed(t, "app")
-	d.stop()
-	n := countIdx(parseOutput(t, in, e.path("exact.log")))
-	missing := 0
-	for i := range in.texts {
-		if n[i] == 0 {
-			missing++
-		}
-	}
+	_, r, f := settledRun(t, e)
+	missing := missingLines(t, in, e.path("exact.log"))
 	if missing > 0 && (f.Lossless || r.Lossless) {
 		t.Errorf("the restored exactlyOnce sink lacks %d of %d lines, yet the feed reports lossless %v (top %v), lostTails %d, lostBytes %d, detail %v",
 			missing, len(in.texts), f.Lossless, r.Lossless, f.LostTails, f.LostBytes, f.Detail)
@@ -80,21 +61,21 @@ func reviewEpochsLoss(t *testing.T, mangle func(path string)) {
 	}
 }
 
-// TestReviewCatchUpEpochsFileMissingGreenOverLoss: the epochs file deleted
+// TestCatchUpEpochsFileMissingCatchesUpOrCountsGap: the epochs file deleted
 // (an operator cleaning dataDir, a restore of dataDir without it).
-func TestReviewCatchUpEpochsFileMissingGreenOverLoss(t *testing.T) {
-	reviewEpochsLoss(t, func(p string) {
+func TestCatchUpEpochsFileMissingCatchesUpOrCountsGap(t *testing.T) {
+	catchUpEpochsLoss(t, func(p string) {
 		if err := os.Remove(p); err != nil {
 			t.Fatal(err)
 		}
 	})
 }
 
-// TestReviewCatchUpEpochsFileTornGreenOverLoss: the epochs file's last line
+// TestCatchUpEpochsFileTornCatchesUpOrCountsGap: the epochs file's last line
 // (the Reset that moved the pointer off the restored sink's epoch) torn, as
 // a power loss during its append leaves it.
-func TestReviewCatchUpEpochsFileTornGreenOverLoss(t *testing.T) {
-	reviewEpochsLoss(t, func(p string) {
+func TestCatchUpEpochsFileTornCatchesUpOrCountsGap(t *testing.T) {
+	catchUpEpochsLoss(t, func(p string) {
 		data, err := os.ReadFile(p)
 		if err != nil {
 			t.Fatal(err)
@@ -111,27 +92,12 @@ func TestReviewCatchUpEpochsFileTornGreenOverLoss(t *testing.T) {
 	})
 }
 
-const reviewGlobGoneConfig = `dataDir: ./state
-status:
-  listen: {{ADDR}}
-feeds:
-  - name: app
-    path: ./in/*.log
-    readStrategy: COMMITTED
-    scanIntervalMillis: 200
-    rotateWaitMillis: 200
+const reviewGlobGoneConfig = cuHeader + cuGlobFeed + `    rotateWaitMillis: 200
     pollIntervalMillis: 50
 {{FORGET}}
-processors:
-  - name: exact
-    feed: app
-    type: file
-    path: ./exact.log
-    exactlyOnce: true
-    fsync: never
-`
+` + cuProcessors + cuExact
 
-// TestReviewCatchUpGlobStreamFileGoneGreenOverLoss (DESIGN §10 "A file
+// TestCatchUpCountsGoneGlobStreamFile (DESIGN §10 "A file
 // that disappears with an unread tail counts in lostTails as in §4", §11 "a
 // generation that is gone is counted (lostTails + 1 ...), lossless false"):
 // a glob feed; the exactlyOnce sink is restored to a copy holding a.log's
@@ -141,26 +107,19 @@ processors:
 // only looks at stream pointers that still name a file (it skips an empty
 // record, and a forgotten stream has no pointer at all), so nothing is
 // counted and the feed reports lossless.
-func TestReviewCatchUpGlobStreamFileGoneGreenOverLoss(t *testing.T) {
+func TestCatchUpCountsGoneGlobStreamFile(t *testing.T) {
 	for _, tc := range []struct{ name, forget string }{
 		{"gone", ""},
 		{"forgotten", "    forgetAfterMillis: 300"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, strings.ReplaceAll(reviewGlobGoneConfig, "{{FORGET}}", tc.forget))
-			if err := os.MkdirAll(e.path("in"), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			a, b := e.path("in/a.log"), e.path("in/b.log")
+			a, _ := globInputs(t, e)
 			exact := e.path("exact.log")
-			appendNumbered(t, a, "a", 0, 1000)
-			appendNumbered(t, b, "b", 0, 500)
-			d := e.start()
-			d.waitSettled(60 * time.Second)
-			d.stop()
+			settledRun(t, e)
 			bak := backupSink(t, e, exact, "exact")
 
-			d = e.start()
+			d := e.start()
 			appendNumbered(t, a, "a", 1000, 2000)
 			d.waitFor("a.log read", 60*time.Second, func(r *report) bool {
 				return r.Settled && countLines(t, exact, 0) >= 3500
@@ -173,20 +132,16 @@ func TestReviewCatchUpGlobStreamFileGoneGreenOverLoss(t *testing.T) {
 			d.stop()
 			bak.restore()
 
-			d = e.start()
-			r := d.waitSettled(60 * time.Second)
-			d.stop()
-			f := r.feed(t, "app")
+			_, r, f := settledRun(t, e)
 			got, _ := perPrefix(t, exact, "a")
 			if len(got) < 3000 && (f.Lossless || r.Lossless) {
-				t.Errorf("the restored exactlyOnce sink holds %d of a.log's 3000 lines (a.log deleted), yet lossless %v lostTails %d lostBytes %d detail %v",
-					len(got), f.Lossless, f.LostTails, f.LostBytes, f.Detail)
+				t.Errorf("the restored exactlyOnce sink holds %d of a.log's 3000 lines (a.log deleted), yet %s", len(got), f.lossFacts())
 			}
 		})
 	}
 }
 
-// TestReviewCatchUpCurrentFileTruncatedLostBytes (DESIGN §11 "a generation
+// TestCatchUpCountsTruncatedGapInLostBytes (DESIGN §11 "a generation
 // that is gone is counted (lostTails + 1, lostBytes where known), named in
 // detail"): the exactlyOnce sink is restored to 3,000 lines of the
 // pointer's epoch (the pointer at 7,000), and in.log is truncated to empty
@@ -194,28 +149,14 @@ func TestReviewCatchUpGlobStreamFileGoneGreenOverLoss(t *testing.T) {
 // 3,000..6,999) is gone; its size is known exactly (the pointer's offset
 // minus the sink's position). The feed is lossy (lostTails 1), but
 // lostBytes must be that size and detail must name the catch-up.
-func TestReviewCatchUpCurrentFileTruncatedLostBytes(t *testing.T) {
-	e := newEnv(t, catchUpConfig)
-	in := newInput(t, e.path("in.log"))
-	exact := e.path("exact.log")
-	in.appendLines(3000)
-	d := e.start()
-	d.waitSettled(60 * time.Second)
-	d.stop()
-	bak := backupSink(t, e, exact, "exact")
-	d = e.start()
-	in.appendLines(4000)
-	d.waitSettled(60 * time.Second)
-	d.stop()
+func TestCatchUpCountsTruncatedGapInLostBytes(t *testing.T) {
+	e, in, _, bak := backedUpBehind(t)
 	bak.restore()
 	gap := uint64(in.size() - in.ends[2999])
 	if err := os.Truncate(in.path, 0); err != nil {
 		t.Fatal(err)
 	}
-	d = e.start()
-	r := d.waitSettled(60 * time.Second)
-	d.stop()
-	f := r.feed(t, "app")
+	_, _, f := settledRun(t, e)
 	detail := ""
 	if f.Detail != nil {
 		detail = *f.Detail
@@ -236,7 +177,7 @@ processors:
   - {name: consumer, feed: app, type: pull, ackTimeoutMillis: 60000, maxInFlight: 10000}
 `
 
-// TestReviewCatchUpReloadReAddedProcessorReReads (DESIGN §12 "A new
+// TestCatchUpNotOnReloadReAddedProcessor (DESIGN §12 "A new
 // processor subscribes from the next line its feed publishes ... adding
 // the processor back re-reads nothing"; brief: "re-read when it should
 // not be: a reload"): an exactlyOnce file sink is removed by a reload
@@ -247,7 +188,7 @@ processors:
 // the 2,000 lines; the groups' reload skip hides them from the file sinks,
 // but the pull subscriber (it filters itself, so the skip does not apply)
 // is handed all 2,000 again although nothing new was written.
-func TestReviewCatchUpReloadReAddedProcessorReReads(t *testing.T) {
+func TestCatchUpNotOnReloadReAddedProcessor(t *testing.T) {
 	exactLine := "  - {name: exact, feed: app, type: file, path: ./exact.log, exactlyOnce: true, fsync: never}\n"
 	e := newEnv(t, reviewReloadTmpl+exactLine)
 	in := newInput(t, e.path("in.log"))
@@ -278,7 +219,7 @@ func TestReviewCatchUpReloadReAddedProcessorReReads(t *testing.T) {
 	}
 }
 
-// TestReviewCatchUpMiddleGenerationGoneGreenOverLoss (DESIGN §11: "caught
+// TestCatchUpCountsMiddleGenerationGone (DESIGN §11: "caught
 // up from that generation onward ...: the rest of it from the sink's
 // position, every later generation still on disk, then the current file
 // ...; a generation that is gone is counted (lostTails + 1, lostBytes where
@@ -289,60 +230,26 @@ func TestReviewCatchUpReloadReAddedProcessorReReads(t *testing.T) {
 // in.log; the sink lacks the 700 lines of in.log.1 and they are gone: the
 // feed must be lossy. Only the catch-up's own generation is checked for
 // being gone, so nothing is counted: lossless true.
-func TestReviewCatchUpMiddleGenerationGoneGreenOverLoss(t *testing.T) {
+func TestCatchUpCountsMiddleGenerationGone(t *testing.T) {
 	e := newEnv(t, catchUpConfig)
 	in := newInput(t, e.path("in.log"))
 	exact := e.path("exact.log")
-	in.appendLines(1000)
-	d := e.start()
-	d.waitSettled(60 * time.Second)
-	d.stop()
-	bak := backupSink(t, e, exact, "exact")
-	d = e.start()
-	in.appendLines(500)
-	d.waitSettled(60 * time.Second)
-	rotate := func(n, want int) {
-		t.Helper()
-		for i := 9; i >= 1; i-- {
-			if _, err := os.Stat(fmt.Sprintf("%s.%d", in.path, i)); err == nil {
-				os.Rename(fmt.Sprintf("%s.%d", in.path, i), fmt.Sprintf("%s.%d", in.path, i+1))
-			}
-		}
-		if err := os.Rename(in.path, in.path+".1"); err != nil {
-			t.Fatal(err)
-		}
-		in.ends = nil
-		in.appendLines(n)
-		d.waitFor(fmt.Sprintf("%d lines written", want), 60*time.Second, func(r *report) bool {
-			return r.feed(t, "app").Settled && countLines(t, exact, 0) == want
-		})
-	}
-	rotate(700, 2200) // gen 2: lines 1500..2199
-	rotate(300, 2500) // gen 3 (current): lines 2200..2499
+	d, _, bak := backedUpThenMore(t, e, in, 1000, 500)
+	rotateInput(t, d, in, exact, 700, 2200, nil) // gen 2: lines 1500..2199
+	rotateInput(t, d, in, exact, 300, 2500, nil) // gen 3 (current): lines 2200..2499
 	d.stop()
 	bak.restore()
 	if err := os.Remove(in.path + ".1"); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(2100 * time.Millisecond)
-	d = e.start()
-	r := d.waitSettled(60 * time.Second)
-	d.stop()
-	f := r.feed(t, "app")
-	n := countIdx(parseOutput(t, in, exact))
-	missing := 0
-	for i := range in.texts {
-		if n[i] == 0 {
-			missing++
-		}
-	}
-	if missing > 0 && (f.Lossless || r.Lossless) {
-		t.Errorf("the restored exactlyOnce sink lacks %d lines (in.log.1, deleted), yet lossless %v lostTails %d lostBytes %d detail %v",
-			missing, f.Lossless, f.LostTails, f.LostBytes, f.Detail)
+	_, r, f := settledRun(t, e)
+	if missing := missingLines(t, in, exact); missing > 0 && (f.Lossless || r.Lossless) {
+		t.Errorf("the restored exactlyOnce sink lacks %d lines (in.log.1, deleted), yet %s", missing, f.lossFacts())
 	}
 }
 
-// TestReviewCatchUpOlderEpochCurrentFileTruncatedGreenOverLoss (DESIGN §4
+// TestCatchUpCountsCurrentFileTruncatedUnderOlderEpoch (DESIGN §4
 // "a truncation found at restart with no copy ... while the pointer was
 // past 0 counts one lost tail"; §11 "a generation that is gone is
 // counted"): the exactlyOnce sink is restored into the rotated file's
@@ -353,29 +260,18 @@ func TestReviewCatchUpMiddleGenerationGoneGreenOverLoss(t *testing.T) {
 // back into the older epoch first, so the truncation of the pointer's file
 // is never compared with the pointer's offset: the 2,000 lines are
 // missing from the restored sink and nothing is counted.
-func TestReviewCatchUpOlderEpochCurrentFileTruncatedGreenOverLoss(t *testing.T) {
+func TestCatchUpCountsCurrentFileTruncatedUnderOlderEpoch(t *testing.T) {
 	e, in, _, _, _, _ := rotatedCatchUp(t)
 	if err := os.Truncate(in.path, 0); err != nil {
 		t.Fatal(err)
 	}
-	d := e.start()
-	r := d.waitSettled(60 * time.Second)
-	d.stop()
-	f := r.feed(t, "app")
-	n := countIdx(parseOutput(t, in, e.path("exact.log")))
-	missing := 0
-	for i := range in.texts {
-		if n[i] == 0 {
-			missing++
-		}
-	}
-	if missing > 0 && (f.Lossless || f.LostTails == 0) {
-		t.Errorf("the restored exactlyOnce sink lacks %d lines (in.log truncated while stopped), yet lossless %v lostTails %d lostBytes %d detail %v",
-			missing, f.Lossless, f.LostTails, f.LostBytes, f.Detail)
+	_, _, f := settledRun(t, e)
+	if missing := missingLines(t, in, e.path("exact.log")); missing > 0 && (f.Lossless || f.LostTails == 0) {
+		t.Errorf("the restored exactlyOnce sink lacks %d lines (in.log truncated while stopped), yet %s", missing, f.lossFacts())
 	}
 }
 
-// TestReviewCatchUpOutputOnlyRestoredGreenOverLoss (DESIGN §4 "Nothing
+// TestCatchUpOutputOnlyRestoredNotLossless (DESIGN §4 "Nothing
 // green over a loss"; §11): only the exactlyOnce sink's OUTPUT is put back
 // to an earlier copy (3,000 lines), its record stays the newer one (7,000
 // lines). At open the sink finds its record longer than its output ("the
@@ -383,38 +279,17 @@ func TestReviewCatchUpOlderEpochCurrentFileTruncatedGreenOverLoss(t *testing.T) 
 // done-through mark, so the catch-up takes it for a new sink: nothing is
 // re-read, the 4,000 lines the output lost are gone from it, and the feed
 // stays lossless although the sink itself detected the loss.
-func TestReviewCatchUpOutputOnlyRestoredGreenOverLoss(t *testing.T) {
-	e := newEnv(t, catchUpConfig)
-	in := newInput(t, e.path("in.log"))
-	exact := e.path("exact.log")
-	in.appendLines(3000)
-	d := e.start()
-	d.waitSettled(60 * time.Second)
-	d.stop()
-	bak := backupSink(t, e, exact, "exact")
-	d = e.start()
-	in.appendLines(4000)
-	d.waitSettled(60 * time.Second)
-	d.stop()
+func TestCatchUpOutputOnlyRestoredNotLossless(t *testing.T) {
+	e, in, exact, bak := backedUpBehind(t)
 	copyFile(t, bak.bout, exact) // the output only
-	d = e.start()
-	r := d.waitSettled(60 * time.Second)
-	d.stop()
-	f := r.feed(t, "app")
-	n := countIdx(parseOutput(t, in, exact))
-	missing := 0
-	for i := range in.texts {
-		if n[i] == 0 {
-			missing++
-		}
-	}
-	if missing > 0 && f.Lossless {
+	d, _, f := settledRun(t, e)
+	if missing := missingLines(t, in, exact); missing > 0 && f.Lossless {
 		t.Errorf("the exactlyOnce output lacks %d lines (its record was longer: logged %v), yet lossless %v lostTails %d",
 			missing, strings.Contains(d.log(), "the output lost bytes it had seen"), f.Lossless, f.LostTails)
 	}
 }
 
-// TestReviewCatchUpAfterFreshPointerOlderEpochNotCaughtUp (DESIGN §11 "A
+// TestCatchUpAcrossFreshPointerEpoch (DESIGN §11 "A
 // sink whose epoch is an older one of feeds/<feed>.epochs (§4) is caught up
 // from that generation onward if it is still on disk ...; a generation
 // that is gone is counted"): the pointer file lost both slots once (a
@@ -426,40 +301,17 @@ func TestReviewCatchUpOutputOnlyRestoredGreenOverLoss(t *testing.T) {
 // "not on the way to the pointer's" and returns nothing: the sink is
 // neither caught up nor counted, 4,000 lines are missing from it and the
 // feed reports lossless.
-func TestReviewCatchUpAfterFreshPointerOlderEpochNotCaughtUp(t *testing.T) {
-	e := newEnv(t, catchUpConfig)
-	in := newInput(t, e.path("in.log"))
-	exact := e.path("exact.log")
-	in.appendLines(3000)
-	d := e.start()
-	d.waitSettled(60 * time.Second)
-	d.stop()
-	bak := backupSink(t, e, exact, "exact")
-	d = e.start()
-	in.appendLines(4000)
-	d.waitSettled(60 * time.Second)
-	d.stop()
+func TestCatchUpAcrossFreshPointerEpoch(t *testing.T) {
+	e, in, exact, bak := backedUpBehind(t)
 	// Both slots lost (a pointer file shorter than 1,024 bytes): a fresh
 	// start at 0 under a new epoch re-reads the file.
 	if err := os.Truncate(e.path("state/feeds/app.ptr"), 100); err != nil {
 		t.Fatal(err)
 	}
-	d = e.start()
-	d.waitSettled(60 * time.Second)
-	d.stop()
+	settledRun(t, e)
 	bak.restore()
-	d = e.start()
-	r := d.waitSettled(60 * time.Second)
-	d.stop()
-	f := r.feed(t, "app")
-	n := countIdx(parseOutput(t, in, exact))
-	missing := 0
-	for i := range in.texts {
-		if n[i] == 0 {
-			missing++
-		}
-	}
-	if missing > 0 && f.Lossless {
+	d, _, f := settledRun(t, e)
+	if missing := missingLines(t, in, exact); missing > 0 && f.Lossless {
 		t.Errorf("the restored exactlyOnce sink (record in the epoch before the fresh pointer, its file still on disk) lacks %d lines; catch-up logged %v; lossless %v lostTails %d",
 			missing, strings.Contains(d.log(), "committing the pointer back"), f.Lossless, f.LostTails)
 	}

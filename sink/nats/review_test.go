@@ -1,7 +1,7 @@
 package nats
 
-// Review of the fast batch change (issue 14, DESIGN §11 nats): failing
-// tests for suspected defects, against the real embedded server.
+// Edge cases of the fast batch (issue 14, DESIGN §11 nats) found in
+// review, against the real embedded server.
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -38,7 +39,7 @@ import (
 // checkMsgHeadersPreClusteredProposal checks the Msg-Id before the
 // expected-last-subject-sequence) and counts them in the batch's final
 // ack: the sink counts lines processed that the stream does not hold.
-func TestReviewExactlyOnceRestoreInsideDuplicateWindowLoses(t *testing.T) {
+func TestExactlyOnceRestoreInsideDuplicateWindowStoresEveryLine(t *testing.T) {
 	for _, batched := range []bool{true, false} {
 		t.Run(fmt.Sprint("allow_batched=", batched), func(t *testing.T) {
 			srv := natstest.Start(t, natstest.Options{})
@@ -91,7 +92,7 @@ func TestReviewExactlyOnceRestoreInsideDuplicateWindowLoses(t *testing.T) {
 // in order; hold: the ack point stops right before it).
 // TestPoisonFollowsOnFailure covers max_payload only on a stream without
 // allow_batched.
-func TestReviewMaxPayloadPoisonInFastBatch(t *testing.T) {
+func TestFastBatchMaxPayloadPoisonFollowsOnFailure(t *testing.T) {
 	for _, c := range []struct {
 		onf processor.OnFailure
 		eo  bool
@@ -129,7 +130,7 @@ func TestReviewMaxPayloadPoisonInFastBatch(t *testing.T) {
 // The server restarted in the middle of large fast batches: the sink
 // stalls and resumes by itself; exactlyOnce the subject holds every line
 // once, in order; at least once every line at least once.
-func TestReviewServerRestartMidBatch(t *testing.T) {
+func TestFastBatchSurvivesServerRestart(t *testing.T) {
 	for _, eo := range []bool{true, false} {
 		t.Run(fmt.Sprint("exactlyOnce=", eo), func(t *testing.T) {
 			srv := natstest.Start(t, natstest.Options{})
@@ -167,18 +168,7 @@ func TestReviewServerRestartMidBatch(t *testing.T) {
 			}
 			if eo {
 				if strings.Join(got, "|") != strings.Join(want, "|") {
-					seen := map[string]int{}
-					for _, l := range got {
-						seen[l]++
-					}
-					var lost, twice []string
-					for _, l := range want {
-						if seen[l] == 0 {
-							lost = append(lost, l)
-						} else if seen[l] > 1 {
-							twice = append(twice, l)
-						}
-					}
+					lost, twice := lostAndTwice(got, want)
 					t.Fatalf("stream holds %d lines for %d: lost %d %v, twice %d %v", len(got), len(want), len(lost), head(lost), len(twice), head(twice))
 				}
 				return
@@ -223,40 +213,14 @@ func publishWait(r *rig, lines []string) {
 // (The server's ingest queue is made small here, as max_buffered_msgs
 // does; with the defaults, 100,000 messages, many sidecars sharing one
 // stream reach it.)
-func TestReviewOverloadedStreamNotDeadLettered(t *testing.T) {
+func TestOverloadedStreamNotDeadLettered(t *testing.T) {
 	for _, batched := range []bool{true, false} {
 		t.Run(fmt.Sprint("allow_batched=", batched), func(t *testing.T) {
-			url := smallIngestServer(t, 20)
-			nc, js := connect(t, url)
-			if _, err := js.CreateStream(context.Background(), jetstream.StreamConfig{Name: "LOGS", Subjects: []string{"logs.>"},
-				AllowBatchPublish: batched}); err != nil {
-				t.Fatal(err)
-			}
-			stop := make(chan struct{})
-			flooded := make(chan struct{})
-			go func() { // another host's publisher, no ack awaited
-				defer close(flooded)
-				body := []byte(strings.Repeat("f", 100))
-				for {
-					select {
-					case <-stop:
-						return
-					default:
-					}
-					for k := 0; k < 1000; k++ {
-						_ = nc.Publish("logs.flood", body)
-					}
-				}
-			}()
-			defer func() { close(stop); <-flooded }()
+			url, _, stopFlood := floodedStream(t, batched)
+			defer stopFlood()
 			r := newRig(t, processor.GroupConfig{OnFailure: processor.DeadLetter, Retry: grouptest.FastRetry(3)},
 				Config{URL: url, Window: 1000, Timeout: 5 * time.Second})
-			var want []string
-			for k := 0; k < 4; k++ {
-				l := grouptest.Lines(fmt.Sprint("p", k), 0, 500)
-				want = append(want, l...)
-				publishWait(r, l)
-			}
+			want := publishRounds(r, 4, 500)
 			r.WaitAck(uint64(len(want)), 60*time.Second)
 			if n := r.ledger.Len(); n != 0 {
 				items, _ := r.ledger.List(3)
@@ -267,65 +231,85 @@ func TestReviewOverloadedStreamNotDeadLettered(t *testing.T) {
 	}
 }
 
+// floodedStream runs a server whose streams queue at most 20 inbound
+// messages, creates the stream LOGS (allow_batched as given) and floods
+// logs.flood from another host's publisher (no ack awaited) until stop is
+// called (once or more). It returns the server's URL and its JetStream.
+func floodedStream(t *testing.T, batched bool) (url string, js jetstream.JetStream, stop func()) {
+	t.Helper()
+	url = smallIngestServer(t, 20)
+	nc, js := connect(t, url)
+	if _, err := js.CreateStream(context.Background(), jetstream.StreamConfig{Name: "LOGS", Subjects: []string{"logs.>"},
+		AllowBatchPublish: batched}); err != nil {
+		t.Fatal(err)
+	}
+	stopc := make(chan struct{})
+	flooded := make(chan struct{})
+	go func() {
+		defer close(flooded)
+		body := []byte(strings.Repeat("f", 100))
+		for {
+			select {
+			case <-stopc:
+				return
+			default:
+			}
+			for k := 0; k < 1000; k++ {
+				_ = nc.Publish("logs.flood", body)
+			}
+		}
+	}()
+	var once sync.Once
+	return url, js, func() { once.Do(func() { close(stopc); <-flooded }) }
+}
+
+// publishRounds publishes n batches of per lines (prefixes p0, p1, ...),
+// each waiting while the queue is full, and returns the lines in order.
+func publishRounds(r *rig, n, per int) []string {
+	var want []string
+	for k := 0; k < n; k++ {
+		l := grouptest.Lines(fmt.Sprint("p", k), 0, per)
+		want = append(want, l...)
+		publishWait(r, l)
+	}
+	return want
+}
+
+// afterAcked runs disrupt once the ack point reached at; the channel is
+// closed when disrupt returned.
+func afterAcked(r *rig, at uint64, disrupt func()) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for r.Q.AckPoint() < at {
+			time.Sleep(time.Millisecond)
+		}
+		disrupt()
+	}()
+	return done
+}
+
 // smallIngestServer runs an embedded server whose streams queue at most
 // msgs inbound messages.
 func smallIngestServer(t *testing.T, msgs int) string {
 	t.Helper()
-	opts := &server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: filepath.Join(t.TempDir(), "js"),
-		NoSigs: true, NoLog: true, StreamMaxBufferedMsgs: msgs}
-	s, err := server.NewServer(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	go s.Start()
-	if !s.ReadyForConnections(5 * time.Second) {
-		t.Fatal("server not ready")
-	}
-	t.Cleanup(func() { s.Shutdown(); s.WaitForShutdown() })
-	return s.ClientURL()
+	return embeddedWith(t, msgs).ClientURL()
 }
 
 // exactlyOnce under the same overload (onFailure hold): the subject holds
 // every line once, in order, and nothing is dead-lettered.
-func TestReviewOverloadedExactlyOnceInOrder(t *testing.T) {
+func TestOverloadedExactlyOnceInOrder(t *testing.T) {
 	for _, batched := range []bool{true, false} {
 		t.Run(fmt.Sprint("allow_batched=", batched), func(t *testing.T) {
-			url := smallIngestServer(t, 20)
-			nc, js := connect(t, url)
-			if _, err := js.CreateStream(context.Background(), jetstream.StreamConfig{Name: "LOGS", Subjects: []string{"logs.>"},
-				AllowBatchPublish: batched}); err != nil {
-				t.Fatal(err)
-			}
-			stop := make(chan struct{})
-			flooded := make(chan struct{})
-			go func() {
-				defer close(flooded)
-				body := []byte(strings.Repeat("f", 100))
-				for {
-					select {
-					case <-stop:
-						return
-					default:
-					}
-					for k := 0; k < 1000; k++ {
-						_ = nc.Publish("logs.flood", body)
-					}
-				}
-			}()
+			url, js, stopFlood := floodedStream(t, batched)
 			r := newRig(t, processor.GroupConfig{OnFailure: processor.Hold, Retry: grouptest.FastRetry(3)},
 				Config{URL: url, Window: 1000, Timeout: 5 * time.Second, ExactlyOnce: true})
-			var want []string
-			for k := 0; k < 4; k++ {
-				l := grouptest.Lines(fmt.Sprint("p", k), 0, 500)
-				want = append(want, l...)
-				publishWait(r, l)
-			}
+			want := publishRounds(r, 4, 500)
 			deadline := time.Now().Add(60 * time.Second)
 			for r.Q.AckPoint() < uint64(len(want)) && time.Now().Before(deadline) {
 				time.Sleep(10 * time.Millisecond)
 			}
-			close(stop)
-			<-flooded
+			stopFlood()
 			st, why := r.Q.State()
 			var got []string
 			for _, m := range natstest.Messages(t, js, "LOGS") {
@@ -348,7 +332,7 @@ func TestReviewOverloadedExactlyOnceInOrder(t *testing.T) {
 // is the engine's condition, not a line's: with onFailure deadLetter
 // nothing may be dead-lettered; the feed holds with the reason, and once
 // the limit is raised every line is stored.
-func TestReviewAccountStorageFullNotDeadLettered(t *testing.T) {
+func TestAccountStorageFullNotDeadLettered(t *testing.T) {
 	for _, batched := range []bool{true, false} {
 		t.Run(fmt.Sprint("allow_batched=", batched), func(t *testing.T) {
 			s := embedded(t)
@@ -393,8 +377,15 @@ func TestReviewAccountStorageFullNotDeadLettered(t *testing.T) {
 // embedded runs a plain embedded server with JetStream.
 func embedded(t *testing.T) *server.Server {
 	t.Helper()
+	return embeddedWith(t, 0)
+}
+
+// embeddedWith runs an embedded server with JetStream whose streams queue
+// at most maxBuffered inbound messages (0: the server's default).
+func embeddedWith(t *testing.T, maxBuffered int) *server.Server {
+	t.Helper()
 	opts := &server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: filepath.Join(t.TempDir(), "js"),
-		NoSigs: true, NoLog: true}
+		NoSigs: true, NoLog: true, StreamMaxBufferedMsgs: maxBuffered}
 	s, err := server.NewServer(opts)
 	if err != nil {
 		t.Fatal(err)
@@ -476,7 +467,7 @@ func (p *procServer) kill9() {
 // the retries must not lose or (exactlyOnce) double-store or reorder a
 // line. The duplicate window is 2 minutes (createStream's) or 100 ms (as
 // the e2e tests' EXACT stream).
-func TestReviewServerPausedMidBatch(t *testing.T) {
+func TestFastBatchSurvivesServerPause(t *testing.T) {
 	for _, c := range []struct {
 		eo  bool
 		dup time.Duration
@@ -490,22 +481,12 @@ func TestReviewServerPausedMidBatch(t *testing.T) {
 			}
 			r := newRig(t, processor.GroupConfig{OnFailure: processor.DeadLetter, Retry: processor.Retry{Initial: 20 * time.Millisecond, Max: 200 * time.Millisecond, Attempts: 3}},
 				Config{URL: p.url(), ExactlyOnce: c.eo, Window: 512, Timeout: 300 * time.Millisecond})
-			var want []string
-			paused := make(chan struct{})
-			go func() {
-				defer close(paused)
-				for r.Q.AckPoint() < 3000 {
-					time.Sleep(time.Millisecond)
-				}
+			paused := afterAcked(r, 3000, func() {
 				_ = p.cmd.Process.Signal(syscall.SIGSTOP)
 				time.Sleep(1500 * time.Millisecond)
 				_ = p.cmd.Process.Signal(syscall.SIGCONT)
-			}()
-			for k := 0; k < 20; k++ {
-				l := grouptest.Lines(fmt.Sprint("p", k), 0, 500)
-				want = append(want, l...)
-				publishWait(r, l)
-			}
+			})
+			want := publishRounds(r, 20, 500)
 			<-paused
 			r.WaitAck(uint64(len(want)), 60*time.Second)
 			if r.ledger.Len() != 0 {
@@ -519,28 +500,18 @@ func TestReviewServerPausedMidBatch(t *testing.T) {
 
 // nats-server killed (-9) in the middle of large fast batches and started
 // again on the same store: the same expectations.
-func TestReviewServerKill9MidBatch(t *testing.T) {
+func TestFastBatchSurvivesServerKill9(t *testing.T) {
 	for _, eo := range []bool{true, false} {
 		t.Run(fmt.Sprint("exactlyOnce=", eo), func(t *testing.T) {
 			p := startProcServer(t)
 			r := newRig(t, processor.GroupConfig{OnFailure: processor.DeadLetter, Retry: processor.Retry{Initial: 20 * time.Millisecond, Max: 200 * time.Millisecond, Attempts: 3}},
 				Config{URL: p.url(), CreateStream: true, ExactlyOnce: eo, Window: 512, Timeout: 500 * time.Millisecond})
-			var want []string
-			killed := make(chan struct{})
-			go func() {
-				defer close(killed)
-				for r.Q.AckPoint() < 3000 {
-					time.Sleep(time.Millisecond)
-				}
+			killed := afterAcked(r, 3000, func() {
 				p.kill9()
 				time.Sleep(300 * time.Millisecond)
 				p.start()
-			}()
-			for k := 0; k < 20; k++ {
-				l := grouptest.Lines(fmt.Sprint("p", k), 0, 500)
-				want = append(want, l...)
-				publishWait(r, l)
-			}
+			})
+			want := publishRounds(r, 20, 500)
 			<-killed
 			r.WaitAck(uint64(len(want)), 60*time.Second)
 			if r.ledger.Len() != 0 {
@@ -553,16 +524,13 @@ func TestReviewServerKill9MidBatch(t *testing.T) {
 	}
 }
 
-// checkBodies: exact, the stream holds want once each, in order; else
-// every line of want at least once.
-func checkBodies(t *testing.T, js jetstream.JetStream, want []string, exact bool) {
-	t.Helper()
-	got := bodies(natstest.Messages(t, js, "LOGS"))
+// lostAndTwice returns the lines of want that got lacks and those it
+// holds more than once.
+func lostAndTwice(got, want []string) (lost, twice []string) {
 	seen := map[string]int{}
 	for _, l := range got {
 		seen[l]++
 	}
-	var lost, twice []string
 	for _, l := range want {
 		if seen[l] == 0 {
 			lost = append(lost, l)
@@ -570,6 +538,15 @@ func checkBodies(t *testing.T, js jetstream.JetStream, want []string, exact bool
 			twice = append(twice, l)
 		}
 	}
+	return lost, twice
+}
+
+// checkBodies: exact, the stream holds want once each, in order; else
+// every line of want at least once.
+func checkBodies(t *testing.T, js jetstream.JetStream, want []string, exact bool) {
+	t.Helper()
+	got := bodies(natstest.Messages(t, js, "LOGS"))
+	lost, twice := lostAndTwice(got, want)
 	if len(lost) > 0 || (exact && len(twice) > 0) {
 		t.Fatalf("stream holds %d messages for %d lines: lost %d %v, more than once %d %v", len(got), len(want), len(lost), head(lost), len(twice), head(twice))
 	}
@@ -588,7 +565,7 @@ func checkBodies(t *testing.T, js jetstream.JetStream, want []string, exact bool
 // comes) is "an authorization error for that record" (DESIGN §11): it
 // follows onFailure (deadLetter: the lines go to the ledger), and a held
 // feed's reason names the refusal, not a missing ack.
-func TestReviewPublishPermissionDeniedFollowsOnFailure(t *testing.T) {
+func TestPublishPermissionDeniedFollowsOnFailure(t *testing.T) {
 	for _, c := range []struct{ batched, eo bool }{{true, false}, {false, false}, {true, true}, {false, true}} {
 		batched := c.batched
 		t.Run(fmt.Sprint("allow_batched=", batched, " exactlyOnce=", c.eo), func(t *testing.T) {
@@ -638,7 +615,7 @@ func jetstreamFor(t *testing.T, url string) jetstream.JetStream {
 // Several sidecars' fast batches in flight on one stream at once (the
 // server then starts each batch at one message per flow ack and ramps
 // up): no stall, no failed attempt, each subject every line once in order.
-func TestReviewConcurrentFastBatchesOneStream(t *testing.T) {
+func TestConcurrentFastBatchesOneStream(t *testing.T) {
 	srv := natstest.Start(t, natstest.Options{})
 	_, js := srv.Connect(t)
 	if _, err := js.CreateStream(context.Background(), jetstream.StreamConfig{Name: "LOGS", Subjects: []string{"logs.>"},
@@ -694,7 +671,7 @@ func TestReviewConcurrentFastBatchesOneStream(t *testing.T) {
 // its re-delivered lines were stored twice), and the two sequence chains
 // break each other. Such a config is refused (DESIGN §11: the subject is
 // the record), naming both processors, FILE:LINE.
-func TestReviewTwoFeedsOneExactlyOnceSubject(t *testing.T) {
+func TestTwoFeedsOneExactlyOnceSubjectRefused(t *testing.T) {
 	base := lines("instance: host1", "feeds:", "  - {name: app, path: /var/log/app.log}", "  - {name: other, path: /var/log/other.log}", "processors:",
 		"  - name: a",
 		"    feed: app",
@@ -793,8 +770,8 @@ func publishFeed(r *rig, name string, lines []string) {
 // {instance} and, on a glob feed, {epoch} (else a config error)". A glob
 // feed's files would otherwise share one subject, whose last message is
 // whichever file wrote last (the record of the others is lost, as in
-// TestReviewTwoFeedsOneExactlyOnceSubject).
-func TestReviewGlobFeedExactlyOnceNeedsEpoch(t *testing.T) {
+// TestTwoFeedsOneExactlyOnceSubjectRefused).
+func TestGlobFeedExactlyOnceSubjectNeedsEpoch(t *testing.T) {
 	src := lines("feeds:", "  - {name: app, path: /var/log/app/*.log}", "processors:",
 		"  - name: n",
 		"    feed: app",
