@@ -489,8 +489,11 @@ func TestCatchUpKill9(t *testing.T) {
 			func() int { return countLines(t, exact, 0) })
 		rec, _ := showPointer(t, e.path("state/feeds/app.ptr"))
 		fmt.Fprintf(&log, "%-5d %-22s %12d %14d\n", k, fmt.Sprintf("after %d lines", point), countLines(t, exact, 0), rec.Offset)
-		if point == 0 && rec.Offset >= end {
-			t.Errorf("round %d: killed after the backward commit was logged, the pointer file holds offset %d, not before the input's end %d", k, rec.Offset, end)
+		// The pointer is never ahead of what the exactlyOnce sink holds: at
+		// the input's end only once the re-read is complete (a fast
+		// machine may finish the 60,000 lines before the kill lands).
+		if got := countLines(t, exact, 0); rec.Offset >= end && got < len(in.texts) {
+			t.Errorf("round %d (%s): the pointer file holds offset %d, the input's end, while the exactlyOnce output holds %d of %d lines", k, fmt.Sprintf("after %d lines", point), rec.Offset, got, len(in.texts))
 		}
 		// The next start finishes the catch-up (or decides it again).
 		d = e.start()

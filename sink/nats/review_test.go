@@ -186,6 +186,26 @@ func TestFastBatchSurvivesServerRestart(t *testing.T) {
 	}
 }
 
+// publishWaitFor publishes lines as one batch, waiting at most d while the
+// queue is full (for a goroutine: it does not fail the test; the caller
+// checks what arrived).
+func publishWaitFor(r *rig, lines []string, d time.Duration) bool {
+	b := feed.NewBatch()
+	b.Feed, b.Path, b.Epoch = "app", "/in.log", r.Epoch
+	for _, l := range lines {
+		r.Pos += int64(len(l)) + 1
+		b.AppendLine([]byte(l), r.Pos)
+	}
+	deadline := time.Now().Add(d)
+	for !r.Pub.TryPublish(b) {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return true
+}
+
 // publishWait publishes lines as one batch, waiting while the queue is full.
 func publishWait(r *rig, lines []string) {
 	b := feed.NewBatch()
@@ -355,11 +375,22 @@ func TestAccountStorageFullNotDeadLettered(t *testing.T) {
 			r := newRig(t, processor.GroupConfig{OnFailure: processor.DeadLetter, Retry: grouptest.FastRetry(3)},
 				Config{URL: s.ClientURL(), Window: 200})
 			var want []string
+			var batches [][]string
 			for k := 0; k < 4; k++ {
 				l := grouptest.Lines(fmt.Sprint("p", k)+strings.Repeat("y", 80), 0, 100)
 				want = append(want, l...)
-				publishWait(r, l)
+				batches = append(batches, l)
 			}
+			// Published from a goroutine: with the store full the queue
+			// may fill before the last batch goes in (it goes in once the
+			// limit is lifted below).
+			published := make(chan struct{})
+			go func() {
+				defer close(published)
+				for _, l := range batches {
+					publishWaitFor(r, l, 60*time.Second)
+				}
+			}()
 			time.Sleep(time.Second)
 			st, why := r.Q.State()
 			if n := r.ledger.Len(); n != 0 {
@@ -369,6 +400,11 @@ func TestAccountStorageFullNotDeadLettered(t *testing.T) {
 			}
 			t.Logf("held: ack point %d, %v %q", r.Q.AckPoint(), st, why)
 			limit(-1)
+			select {
+			case <-published:
+			case <-time.After(60 * time.Second):
+				t.Fatal("the lines were not all published 60 s after the limit was lifted")
+			}
 			r.WaitAck(uint64(len(want)), 20*time.Second)
 		})
 	}
