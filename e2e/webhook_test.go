@@ -117,7 +117,7 @@ func (r *receiver) serve(w http.ResponseWriter, req *http.Request) {
 	if r.downAt > 0 && len(r.keys) > 0 && len(r.raw) >= r.downAt {
 		r.down, r.downAt = true, 0
 	}
-	down := r.down
+	down, fail, drop := r.down, r.fail, r.drop // set() may change them meanwhile
 	poison := r.poison != "" && (r.poisonPath == "" || r.poisonPath == req.URL.Path) && bytes.Contains(body, []byte(r.poison))
 	hold := r.holdPath != "" && r.holdPath == req.URL.Path && bytes.Contains(body, []byte(r.holdText))
 	r.mu.Unlock()
@@ -130,7 +130,7 @@ func (r *receiver) serve(w http.ResponseWriter, req *http.Request) {
 		r.record(req, body, http.StatusServiceUnavailable)
 		http.Error(w, "held", http.StatusServiceUnavailable)
 		return
-	case !down && dice < r.fail:
+	case !down && dice < fail:
 		r.record(req, body, http.StatusServiceUnavailable)
 		http.Error(w, "try later", http.StatusServiceUnavailable)
 		return
@@ -143,7 +143,7 @@ func (r *receiver) serve(w http.ResponseWriter, req *http.Request) {
 		r.keys = append(r.keys, key)
 	}
 	r.mu.Unlock()
-	if down || dice < r.fail+r.drop {
+	if down || dice < fail+drop {
 		r.record(req, body, 0)
 		if conn, _, err := w.(http.Hijacker).Hijack(); err == nil {
 			conn.Close() // processed, but the response is lost
