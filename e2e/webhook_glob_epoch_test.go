@@ -373,7 +373,7 @@ func TestWebhookGlobCarryGoesAtItsFilesBarrier(t *testing.T) {
 // acknowledgements, and the feed may report settled only once their
 // pointers record them (it did report settled with each pointer still at
 // 0: a restart re-read those files from their start).
-func TestReviewWebhookGlobSettledWhileClosedFilesPointersLag(t *testing.T) {
+func TestWebhookGlobNotSettledWhileClosedFilesPointersLag(t *testing.T) {
 	if testing.Short() {
 		t.Skip("waits out the one-minute drain bound")
 	}

@@ -20,7 +20,7 @@ import (
 // the close (gstream.commits is never updated): status lags the pointers.
 // (b) A forgotten file's pointer is deleted and its commits leave the sum:
 // the _total counter goes down (Prometheus reads that as a reset).
-func TestReviewGlobCommitsCounterLagsAndGoesBack(t *testing.T) {
+func TestGlobCommitsCounterFollowsOwedAndNeverGoesBack(t *testing.T) {
 	defer file.SetStopDrainBound(200 * time.Millisecond)()
 	dir, data := t.TempDir(), t.TempDir()
 	r := newGlobRig(t, dir, data, filepath.Join(dir, "*.log"), 16)

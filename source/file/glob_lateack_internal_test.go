@@ -1,20 +1,11 @@
 package file
 
 import (
-	"context"
-	"fmt"
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 	"time"
-
-	"tailfeed/feed"
-	"tailfeed/overload"
-	"tailfeed/pointer"
 )
 
-// Review (closefix: "a glob stream closed with unacknowledged lines keeps a
+// closefix: "a glob stream closed with unacknowledged lines keeps a
 // commit obligation"). closed() decides the obligation from sp.Pending()
 // and the source's CommitOK. A stream's drain gives up after drainBound
 // with lines unacknowledged, its Close syncs what it had, and the stopped
@@ -28,61 +19,10 @@ import (
 //
 // The manager being busy (holding g.mu) is simulated by the test holding
 // g.mu between the close and the acknowledgement.
-func TestReviewGlobLateAckBeforeClosedIsNeverCommitted(t *testing.T) {
-	dir, data := t.TempDir(), t.TempDir()
-	var sb strings.Builder
-	for i := range 5 {
-		fmt.Fprintf(&sb, "line-%d\n", i)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "a.log"), []byte(sb.String()), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	size := int64(sb.Len())
-	q := feed.NewQueue("rec", 4096, 8<<20, overload.Policy{Kind: overload.Pause})
-	pub := feed.NewPublisher("f", []*feed.Queue{q}, 65536, 512)
-	ptrDir := filepath.Join(data, "feeds", "f")
-	g, err := NewGlob(GlobConfig{
-		Stream: Config{Feed: "f", Path: filepath.Join(dir, "*.log"), Strategy: Committed, Poll: 50 * time.Millisecond,
-			RotateWait: 200 * time.Millisecond, CommitSync: 5 * time.Millisecond, BatchLines: 512, Outputs: []string{data}},
-		PointerDir:    ptrDir,
-		EpochsPath:    filepath.Join(data, "feeds", "f.epochs"),
-		ScanInterval:  100 * time.Millisecond,
-		MaxOpenFiles:  16,
-		CloseInactive: 300 * time.Millisecond,
-		ForgetAfter:   time.Minute,
-	}, pub)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g.drainBound = 200 * time.Millisecond
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		g.Run(ctx)
-	}()
-	defer func() {
-		cancel()
-		<-done
-		dctx, c := context.WithTimeout(context.Background(), 5*time.Second)
-		g.Drain(dctx)
-		c()
-		g.Close()
-	}()
-
-	taken := uint64(0)
-	for end := time.Now().Add(10 * time.Second); taken < 5; {
-		if time.Now().After(end) {
-			t.Fatalf("%d lines taken in 10 s, want 5", taken)
-		}
-		b := q.TryPop()
-		if b == nil {
-			time.Sleep(time.Millisecond)
-			continue
-		}
-		taken += uint64(b.Len())
-		b.Release()
-	}
+func TestGlobLateAckBeforeClosedIsCommitted(t *testing.T) {
+	ig := startInternalGlob(t, 300*time.Millisecond, 200*time.Millisecond)
+	g, q, pub := ig.g, ig.q, ig.pub
+	taken := ig.take(t)
 	// Wait for the inactive close to begin, then keep the manager busy.
 	stopping := func() bool {
 		g.mu.Lock()
@@ -112,17 +52,16 @@ func TestReviewGlobLateAckBeforeClosedIsNeverCommitted(t *testing.T) {
 	g.mu.Unlock()
 
 	time.Sleep(1500 * time.Millisecond) // several housekeeping ticks: an owed commit would be made by now
-	ptrs, _ := filepath.Glob(filepath.Join(ptrDir, "*.ptr"))
+	rec, ptrs, err := ig.pointer()
 	if len(ptrs) != 1 {
 		t.Fatalf("stream pointers %v, want one", ptrs)
 	}
-	rec, err := pointer.Inspect(ptrs[0])
 	if err != nil {
 		t.Fatal(err)
 	}
 	ok, synced, acked := g.CommitOK(), g.SyncedSeq(), pub.Acknowledged()
-	if rec.Offset < size {
+	if rec.Offset < ig.size {
 		t.Errorf("every line acknowledged (acknowledged %d, pending %d) 1.5 s ago, the stream closed: its pointer records offset %d of %d bytes; status CommitOK %v, SyncedSeq %d (settled: %v)",
-			acked, pub.Pending(), rec.Offset, size, ok, synced, ok && synced >= acked)
+			acked, pub.Pending(), rec.Offset, ig.size, ok, synced, ok && synced >= acked)
 	}
 }

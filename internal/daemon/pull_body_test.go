@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// TestReviewAckBodyNotAllocatedBeforeItComes (review of issue 14's fast
+// TestAckBodyNotAllocatedBeforeItComes (review of issue 14's fast
 // ACK path): status.ReadBody now allocates the whole announced
 // Content-Length (up to 1 MiB) before a byte of the body arrived, so each
 // connection that announces a 1 MiB ACK body and sends one byte holds
@@ -18,7 +18,7 @@ import (
 // the default). Before, io.ReadAll grew the buffer with the bytes that
 // came. 100 such connections here: the heap must not grow by more than a
 // few KiB per connection (20 MiB allowed for all of them).
-func TestReviewAckBodyNotAllocatedBeforeItComes(t *testing.T) {
+func TestAckBodyNotAllocatedBeforeItComes(t *testing.T) {
 	e := start(t, pullConfig, Options{})
 	addr := e.base[len("http://"):]
 	runtime.GC()

@@ -1,20 +1,11 @@
 package file
 
 import (
-	"context"
-	"fmt"
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 	"time"
-
-	"tailfeed/feed"
-	"tailfeed/overload"
-	"tailfeed/pointer"
 )
 
-// Review (issue 13, DESIGN §3 "msync ... before the feed reports settled",
+// Issue 13, DESIGN §3 "msync ... before the feed reports settled",
 // §10 "settled when ... every file's last commit is synced and covers that
 // file's acknowledged position").
 //
@@ -33,62 +24,10 @@ import (
 // deterministic by doing the mux's poll itself under the mux's mutex, which
 // keeps the stream's PollAcks (the start of its commitStep) waiting, exactly
 // as a not-yet-scheduled stream goroutine would be.
-func TestReviewGlobSettledBeforeStreamTookItsAck(t *testing.T) {
-	dir, data := t.TempDir(), t.TempDir()
-	var sb strings.Builder
-	for i := range 5 {
-		fmt.Fprintf(&sb, "line-%d\n", i)
-	}
-	in := filepath.Join(dir, "a.log")
-	if err := os.WriteFile(in, []byte(sb.String()), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	size := int64(sb.Len())
-	q := feed.NewQueue("rec", 4096, 8<<20, overload.Policy{Kind: overload.Pause})
-	pub := feed.NewPublisher("f", []*feed.Queue{q}, 65536, 512)
-	ptrDir := filepath.Join(data, "feeds", "f")
-	g, err := NewGlob(GlobConfig{
-		Stream: Config{Feed: "f", Path: filepath.Join(dir, "*.log"), Strategy: Committed, Poll: 50 * time.Millisecond,
-			RotateWait: 200 * time.Millisecond, CommitSync: 5 * time.Millisecond, BatchLines: 512, Outputs: []string{data}},
-		PointerDir:    ptrDir,
-		EpochsPath:    filepath.Join(data, "feeds", "f.epochs"),
-		ScanInterval:  100 * time.Millisecond,
-		MaxOpenFiles:  16,
-		CloseInactive: time.Minute,
-		ForgetAfter:   time.Minute,
-	}, pub)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		g.Run(ctx)
-	}()
-	defer func() {
-		cancel()
-		<-done
-		dctx, c := context.WithTimeout(context.Background(), 5*time.Second)
-		g.Drain(dctx)
-		c()
-		g.Close()
-	}()
-
-	// Take the five lines without acknowledging them.
-	taken := uint64(0)
-	for end := time.Now().Add(10 * time.Second); taken < 5; {
-		if time.Now().After(end) {
-			t.Fatalf("%d lines taken in 10 s, want 5", taken)
-		}
-		b := q.TryPop()
-		if b == nil {
-			time.Sleep(time.Millisecond)
-			continue
-		}
-		taken += uint64(b.Len())
-		b.Release()
-	}
+func TestGlobSettledOnlyAfterStreamTookItsAck(t *testing.T) {
+	ig := startInternalGlob(t, time.Minute, 0)
+	g, q, pub := ig.g, ig.q, ig.pub
+	taken := ig.take(t) // the five lines, not acknowledged
 	for end := time.Now().Add(10 * time.Second); g.State() != CaughtUp || pub.Pending() != 5; time.Sleep(5 * time.Millisecond) {
 		if time.Now().After(end) {
 			t.Fatalf("not CAUGHT_UP with 5 lines pending in 10 s (state %v, pending %d)", g.State(), pub.Pending())
@@ -103,12 +42,7 @@ func TestReviewGlobSettledBeforeStreamTookItsAck(t *testing.T) {
 	g.mux.pollLocked()
 	state, pending, acked := g.State(), pub.Pending(), pub.Acknowledged()
 	commitOK, synced := g.CommitOK(), g.SyncedSeq()
-	ptrs, _ := filepath.Glob(filepath.Join(ptrDir, "*.ptr"))
-	var rec pointer.Record
-	var recErr error
-	if len(ptrs) == 1 {
-		rec, recErr = pointer.Inspect(ptrs[0])
-	}
+	rec, ptrs, recErr := ig.pointer()
 	g.mux.mu.Unlock()
 
 	if len(ptrs) != 1 || recErr != nil {
@@ -117,8 +51,8 @@ func TestReviewGlobSettledBeforeStreamTookItsAck(t *testing.T) {
 	// status.Build: settled = SourceDone && pendingAcks 0 && CommitOK &&
 	// SyncedSeq >= acknowledged (&& queues drained, sequence unchanged).
 	settled := state == CaughtUp && pending == 0 && commitOK && synced >= acked
-	if settled && rec.Offset < size {
+	if settled && rec.Offset < ig.size {
 		t.Errorf("feed reports settled (state %v, pendingAcks %d, acknowledged %d, CommitOK %v, SyncedSeq %d) while the stream's pointer records offset %d of the %d acknowledged bytes (a kill -9 now re-delivers them)",
-			state, pending, acked, commitOK, synced, rec.Offset, size)
+			state, pending, acked, commitOK, synced, rec.Offset, ig.size)
 	}
 }

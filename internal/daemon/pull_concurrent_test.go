@@ -88,7 +88,7 @@ func (m *reviewModel) prefixSent() uint64 {
 	return uint64(n)
 }
 
-func TestReviewPullConcurrentClientsNeverLoseOrDoubleAck(t *testing.T) {
+func TestPullConcurrentClientsNeverLoseOrDoubleAck(t *testing.T) {
 	e := start(t, reviewPullConfig, Options{})
 	const total = 12000
 	lines := numbered("review-line-", 0, total)

@@ -16,7 +16,7 @@ import (
 // the epochs fsync fails with EIO, as the group leader's fsync does for
 // every caller of its batch). Lines are then published under an epoch no
 // catch-up can map back to its file.
-func TestReviewCreatedPointerHoldsEpochWhoseLineFsyncFailed(t *testing.T) {
+func TestCreatedPointerRefusesEpochWhoseLineFsyncFailed(t *testing.T) {
 	dir := t.TempDir()
 	epochs := filepath.Join(dir, "f.epochs")
 	if err := os.WriteFile(epochs, nil, 0o600); err != nil {

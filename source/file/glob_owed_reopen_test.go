@@ -1,14 +1,11 @@
 package file_test
 
 import (
-	"path/filepath"
 	"testing"
 	"time"
-
-	"tailfeed/source/file"
 )
 
-// Review (DESIGN §2: duplicates happen after a crash — the lines
+// DESIGN §2: duplicates happen after a crash — the lines
 // acknowledged since the last commit — or in a restored sink's catch-up,
 // never otherwise). A glob stream closed with lines unacknowledged (owed,
 // closefix) and reopened because its file grew drops its obligation
@@ -16,19 +13,9 @@ import (
 // pointer, which is behind the lines still in flight: they are published
 // a second time, with no crash, while their first copies still wait for
 // their acknowledgement.
-func TestReviewGlobOwedStreamReopenedRedeliversWithoutCrash(t *testing.T) {
-	defer file.SetStopDrainBound(200 * time.Millisecond)()
-	dir, data := t.TempDir(), t.TempDir()
-	r := newGlobRig(t, dir, data, filepath.Join(dir, "*.log"), 16)
+func TestGlobOwedStreamReopenedWithoutRedelivery(t *testing.T) {
+	r, a := closedOwing(t)
 	defer r.stop()
-	r.hold.Store(true) // taken, not acknowledged
-	a := filepath.Join(dir, "a.log")
-	writeLines(t, a, "a", 5)
-	r.waitLines(5, 10*time.Second)
-	waitFor(t, "a.log closed (inactive) with its lines unacknowledged", 10*time.Second, func() bool {
-		c := r.g.Counts()
-		return c.Tracked == 1 && c.Open == 0
-	})
 	writeLines(t, a, "b", 2) // grows: reopened
 	// Fixed by holding the reopen until the owed lines are acknowledged
 	// and committed: nothing new is published while they are in flight.

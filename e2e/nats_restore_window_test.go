@@ -18,7 +18,7 @@ import (
 // tailfeed is stopped, and the next start catches the sink up from the
 // subject's last message. The stream must end with every line exactly
 // once and the feed report lossless only if it does.
-func TestReviewNatsSkewedRestoreCreatedStream(t *testing.T) {
+func TestNatsSkewedRestoreCreatedStream(t *testing.T) {
 	srv := natstest.Start(t, natstest.Options{})
 	_, js := srv.Connect(t)
 	ctx := context.Background()

@@ -77,7 +77,7 @@ func (p *Pull) checkInvariants() error {
 	return nil
 }
 
-// TestReviewPullBookkeepingInvariants (review of issue 14's fast path):
+// TestPullBookkeepingInvariants (review of issue 14's fast path):
 // random pulls, ACKs, NACKs, ACK timeouts, late ACKs, releases, and (with
 // deadLetter) replays and purges on a real group; after every step the
 // FIFOs, heaps, id table and counters agree: out (InFlight) is the number
@@ -85,7 +85,7 @@ func (p *Pull) checkInvariants() error {
 // holds exactly the entries with a valid id and finds each, held counts the
 // held lines, no done entry keeps an id, and the durable mark is before the
 // first line not done. Passes.
-func TestReviewPullBookkeepingInvariants(t *testing.T) {
+func TestPullBookkeepingInvariants(t *testing.T) {
 	for _, dl := range []bool{false, true} {
 		cfg := processor.GroupConfig{Retry: processor.Retry{Initial: 5 * time.Millisecond, Max: 10 * time.Millisecond, Attempts: 3}}
 		if dl {

@@ -11,7 +11,7 @@ import (
 
 // Review of issue 14's fast pull path.
 //
-// TestReviewAttemptDoesNotWrap: pullEntry.attempt became an int32 (it was
+// TestPullAttemptDoesNotWrap: pullEntry.attempt became an int32 (it was
 // an int). A line held under onFailure: hold is redelivered for as long as
 // nobody releases it; a client that NACKs it in a loop (pull + NACK over
 // 127.0.0.1) hands it out again ~8,400 times a second on this machine (one
@@ -19,7 +19,7 @@ import (
 // MaxInt32 here (what that loop reaches) instead of being driven there;
 // DESIGN §6/§9: the next delivery is attempt + 1, and a held line keeps
 // being redelivered at the backoff cap.
-func TestReviewAttemptDoesNotWrap(t *testing.T) {
+func TestPullAttemptDoesNotWrap(t *testing.T) {
 	r := newPullRig(t, processor.GroupConfig{Retry: processor.Retry{Initial: time.Millisecond, Max: time.Hour, Attempts: 2}}, time.Hour, 10)
 	r.Publish("poison")
 	evs := r.pull(1, false)

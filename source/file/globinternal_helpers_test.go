@@ -1,0 +1,105 @@
+package file
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"tailfeed/feed"
+	"tailfeed/overload"
+	"tailfeed/pointer"
+)
+
+// internalGlob is a glob feed over dir/*.log whose a.log holds five lines,
+// run for the tests that reach into the glob's locks (a goroutine that has
+// not run yet, a manager busy).
+type internalGlob struct {
+	g      *Glob
+	q      *feed.Queue
+	pub    *feed.Publisher
+	ptrDir string
+	size   int64 // a.log's bytes
+}
+
+// startInternalGlob starts it; drainBound 0 keeps the default. It is
+// stopped, drained and closed at the test's end.
+func startInternalGlob(t *testing.T, closeInactive, drainBound time.Duration) *internalGlob {
+	t.Helper()
+	dir, data := t.TempDir(), t.TempDir()
+	var sb strings.Builder
+	for i := range 5 {
+		fmt.Fprintf(&sb, "line-%d\n", i)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "a.log"), []byte(sb.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ig := &internalGlob{size: int64(sb.Len()), ptrDir: filepath.Join(data, "feeds", "f")}
+	ig.q = feed.NewQueue("rec", 4096, 8<<20, overload.Policy{Kind: overload.Pause})
+	ig.pub = feed.NewPublisher("f", []*feed.Queue{ig.q}, 65536, 512)
+	g, err := NewGlob(GlobConfig{
+		Stream: Config{Feed: "f", Path: filepath.Join(dir, "*.log"), Strategy: Committed, Poll: 50 * time.Millisecond,
+			RotateWait: 200 * time.Millisecond, CommitSync: 5 * time.Millisecond, BatchLines: 512, Outputs: []string{data}},
+		PointerDir:    ig.ptrDir,
+		EpochsPath:    filepath.Join(data, "feeds", "f.epochs"),
+		ScanInterval:  100 * time.Millisecond,
+		MaxOpenFiles:  16,
+		CloseInactive: closeInactive,
+		ForgetAfter:   time.Minute,
+	}, ig.pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if drainBound > 0 {
+		g.drainBound = drainBound
+	}
+	ig.g = g
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		g.Run(ctx)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+		dctx, c := context.WithTimeout(context.Background(), 5*time.Second)
+		g.Drain(dctx)
+		c()
+		g.Close()
+	})
+	return ig
+}
+
+// take pops a.log's five lines without acknowledging them; it returns how
+// many it took.
+func (ig *internalGlob) take(t *testing.T) uint64 {
+	t.Helper()
+	taken := uint64(0)
+	for end := time.Now().Add(10 * time.Second); taken < 5; {
+		if time.Now().After(end) {
+			t.Fatalf("%d lines taken in 10 s, want 5", taken)
+		}
+		b := ig.q.TryPop()
+		if b == nil {
+			time.Sleep(time.Millisecond)
+			continue
+		}
+		taken += uint64(b.Len())
+		b.Release()
+	}
+	return taken
+}
+
+// pointer reads the feed's one stream pointer.
+func (ig *internalGlob) pointer() (pointer.Record, []string, error) {
+	ptrs, _ := filepath.Glob(filepath.Join(ig.ptrDir, "*.ptr"))
+	if len(ptrs) != 1 {
+		return pointer.Record{}, ptrs, nil
+	}
+	rec, err := pointer.Inspect(ptrs[0])
+	return rec, ptrs, err
+}
