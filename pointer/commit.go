@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"sync"
 )
 
@@ -69,6 +70,12 @@ func (p *Pointer) sync() error {
 			return err
 		}
 	}
+	if p.dirOwed {
+		if err := syncDirGrouped(filepath.Dir(p.path)); err != nil {
+			return fmt.Errorf("%w: sync directory of %s: %w", ErrSync, p.path, err)
+		}
+		p.dirOwed = false
+	}
 	if p.resetLeft > 0 {
 		return p.syncBoth()
 	}
@@ -100,7 +107,7 @@ func (p *Pointer) Commit(offset int64) error {
 func (p *Pointer) Synced() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return !p.dirty && p.resetLeft == 0
+	return !p.dirty && p.resetLeft == 0 && !p.dirOwed
 }
 
 // Reset starts epoch at offset 0 for the input f (nil: none) with fileKey:
@@ -175,6 +182,13 @@ func (p *Pointer) reset(epoch uint64, f io.ReaderAt, fileKey uint64, why string)
 func (p *Pointer) syncNew() error {
 	p.put(0)
 	p.put(1)
+	if p.deferNew {
+		// Options.DeferSync: the first Sync flushes both (the slot rule
+		// holds: the next Store goes to B, A keeps this record).
+		p.resetLeft, p.dirty = 0, true
+		p.syncedSlot, p.cur.Slot = 0, 'A'
+		return nil
+	}
 	if err := p.m.Flush(); err != nil {
 		p.rewrite = true
 		return fmt.Errorf("%w: msync %s: %w", ErrSync, p.path, err)

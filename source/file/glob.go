@@ -869,14 +869,16 @@ func (g *Glob) start(ctx context.Context, s *gstream) error {
 	s.lastRead = 0
 	g.open++
 	g.running[s] = struct{}{}
-	opts := pointer.Options{Logger: g.log, EpochsPath: g.cfg.EpochsPath, Input: s.path, Epoch: s.newEpoch}
+	opts := pointer.Options{Logger: g.log, EpochsPath: g.cfg.EpochsPath, Input: s.path, Epoch: s.newEpoch, DeferSync: true}
 	ptrPath := s.ptrPath
 	go func(src *Source, done chan struct{}) {
 		defer close(done)
 		if withPtr {
 			// Opened here, not on the manager's goroutine: a new pointer
-			// costs fsyncs (its directory, both slots, the epochs file),
-			// and streams opening at once share them.
+			// costs an fsync of the epochs file, which streams opening at
+			// once share; its directory entry and slots are synced by the
+			// source's first commit step (DeferSync), off the way to its
+			// first line.
 			select {
 			case g.opening <- struct{}{}:
 			case <-rctx.Done():
@@ -891,6 +893,13 @@ func (g *Glob) start(ctx context.Context, s *gstream) error {
 			g.mu.Lock()
 			src.ptr, src.cfg.Pointer = p, p
 			g.mu.Unlock()
+			if !p.Synced() {
+				// Created with DeferSync: synced (directory entry, both
+				// slots) with the stream's first commit, by the source's
+				// msync goroutine, at most BusySync from now.
+				src.commit.stored = true
+				src.commit.lastSync = time.Now()
+			}
 		}
 		src.Run(rctx)
 	}(s.src, s.runDone)
