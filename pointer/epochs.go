@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"tailfeed/internal/fileutil"
 	"time"
 )
 
@@ -158,7 +159,7 @@ func AppendEpoch(path string, l EpochLine) error {
 // its directory entry synced) and fsyncs it.
 func appendSync(path string, lines []byte) error {
 	_, statErr := os.Lstat(path)
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	f, err := fileutil.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
 		return err
 	}

@@ -120,9 +120,9 @@ func Open(path string, opts Options) (*Pointer, error) {
 // which happened. A new file's directory entry is fsynced, unless
 // deferDir (then the first Sync does it).
 func openFile(path string, deferDir bool) (f *os.File, created bool, err error) {
-	f, err = os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	f, err = fileutil.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 	if errors.Is(err, os.ErrExist) {
-		f, err = os.OpenFile(path, os.O_RDWR, 0)
+		f, err = fileutil.OpenFile(path, os.O_RDWR, 0)
 		return f, false, err
 	}
 	if err != nil {

@@ -5,7 +5,7 @@ import "os"
 // SyncDir fsyncs the directory dir, so that entries created, renamed or
 // removed in it survive a power loss.
 func SyncDir(dir string) error {
-	d, err := os.Open(dir)
+	d, err := OpenFile(dir, os.O_RDONLY, 0)
 	if err != nil {
 		return err
 	}

@@ -32,3 +32,8 @@ func OpenRegular(path string) (*os.File, error) {
 	}
 	return f, nil
 }
+
+// OpenFile is os.OpenFile.
+func OpenFile(path string, flag int, perm os.FileMode) (*os.File, error) {
+	return os.OpenFile(path, flag, perm)
+}

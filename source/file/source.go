@@ -97,6 +97,10 @@ type Source struct {
 	log  hclog.Logger
 	outs outputs // the daemon's own outputs: never a rotated file or a copy
 
+	// slotHeld: Run starts holding one of cfg.IOSlots (a glob stream that
+	// just created its pointer in it); its open releases it.
+	slotHeld bool
+
 	deliveryPath string // Delivery.Path of the lines
 
 	// Only accessed from the goroutine running the source.
@@ -213,8 +217,10 @@ func (s *Source) Run(ctx context.Context) error {
 	s.startWatch()
 	defer s.stopWatch()
 	defer s.settleSync()
-	s.awaitTornPointerGen(ctx)
-	if !s.ioBegin(ctx) {
+	held := s.slotHeld
+	s.slotHeld = false
+	s.awaitTornPointerGen(ctx) // returns at once for a fresh pointer (the only one held)
+	if !held && !s.ioBegin(ctx) {
 		return nil
 	}
 	err := s.open()
