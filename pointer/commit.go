@@ -70,11 +70,8 @@ func (p *Pointer) sync() error {
 			return err
 		}
 	}
-	if p.dirOwed {
-		if err := syncDirGrouped(filepath.Dir(p.path)); err != nil {
-			return fmt.Errorf("%w: sync directory of %s: %w", ErrSync, p.path, err)
-		}
-		p.dirOwed = false
+	if err := p.payDir(); err != nil {
+		return err
 	}
 	if p.resetLeft > 0 {
 		return p.syncBoth()
@@ -198,9 +195,28 @@ func (p *Pointer) syncNew() error {
 	return nil
 }
 
+// payDir fsyncs the pointer's directory while its entry may not be on disk
+// (dirOwed): a file created with DeferSync before its first Sync, and every
+// file Open finds (load), since a process killed before that first Sync,
+// or one whose directory fsync failed, left no trace of the debt.
+func (p *Pointer) payDir() error {
+	if !p.dirOwed {
+		return nil
+	}
+	if err := syncDirGrouped(filepath.Dir(p.path)); err != nil {
+		return fmt.Errorf("%w: sync directory of %s: %w", ErrSync, p.path, err)
+	}
+	p.dirOwed = false
+	return nil
+}
+
 // syncBoth writes the current record into the slots a Reset still owes,
-// each one flushed before the next, starting with the older slot.
+// each one flushed before the next, starting with the older slot (the
+// directory entry first, when owed).
 func (p *Pointer) syncBoth() error {
+	if err := p.payDir(); err != nil {
+		return err
+	}
 	for p.resetLeft > 0 {
 		slot := 1 - p.syncedSlot
 		p.put(slot)

@@ -102,3 +102,27 @@ func TestDeferSyncFailedDirectorySyncThenReopen(t *testing.T) {
 		t.Fatalf("owed Commit(100) returned nil and Synced is true, but the pointer file's directory entry was never fsynced (%d successful directory fsyncs)", dirs.Load())
 	}
 }
+
+// The first Sync's directory fsync fails, then a Reset comes before any
+// other Sync (a source crossing an epoch barrier with nothing stored): the
+// Reset pays the directory debt with its slots. Before, it wrote and
+// msynced both slots but left the debt: Synced stayed false with nothing
+// stored to sync again, and a deleted file's forget (which waits for
+// Synced) never came.
+func TestDeferSyncResetPaysDirectoryDebt(t *testing.T) {
+	dirs := countDirSyncs(t, 1)
+	p, err := Open(filepath.Join(t.TempDir(), "00000000000000ff.ptr"), Options{Epoch: 0xff, DeferSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if err := p.Sync(); err == nil {
+		t.Fatal("first Sync with a failing directory fsync succeeded")
+	}
+	if err := p.Reset(NewEpoch(), nil, 0); err != nil {
+		t.Fatal(err)
+	}
+	if !p.Synced() || dirs.Load() != 1 {
+		t.Fatalf("after the Reset: synced %v, %d directory fsyncs; want true, 1", p.Synced(), dirs.Load())
+	}
+}

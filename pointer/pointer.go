@@ -55,7 +55,7 @@ type Pointer struct {
 
 	epochs   string // the epochs file ("" = none)
 	deferNew bool   // Options.DeferSync
-	dirOwed  bool   // a new file's directory entry is not fsynced yet
+	dirOwed  bool   // the file's directory entry may not be on disk yet (payDir)
 	newEpoch uint64 // Options.Epoch
 	input    string // the input path its lines name
 
@@ -85,8 +85,10 @@ type Pointer struct {
 //
 // A file that is new, short, empty or has no valid slot starts fresh: offset
 // 0 under a new epoch, written durably to both slots (Reset) before Open
-// returns; Fresh and FreshReason report it, and every case but a new file is
-// a WARN. Otherwise the decoded record is flushed once, so Synced is true.
+// returns (a new file with DeferSync: at the first Sync); Fresh and
+// FreshReason report it, and every case but a new file is a WARN. Otherwise
+// the decoded record is flushed once and the directory fsynced, so Synced
+// is true.
 func Open(path string, opts Options) (*Pointer, error) {
 	if opts.Logger == nil {
 		opts.Logger = hclog.NewNullLogger()
@@ -201,6 +203,13 @@ func (p *Pointer) load() error {
 	p.syncedSlot = int(rec.Slot - 'A')
 	if err := p.m.Flush(); err != nil {
 		return fmt.Errorf("%w: %s at open: %w", ErrSync, p.path, err)
+	}
+	// Its directory entry too: a file created with DeferSync and left
+	// before its first Sync (kill -9, a failed directory fsync) may hold
+	// a record whose entry never reached the disk.
+	p.dirOwed = true
+	if err := p.payDir(); err != nil {
+		return fmt.Errorf("%s at open: %w", p.path, err)
 	}
 	return nil
 }
