@@ -144,3 +144,48 @@ func TestDeferSyncExistingFileAsBefore(t *testing.T) {
 		t.Fatalf("existing file with DeferSync: %d msyncs, synced %v, epoch %x", fake.flushes, q.Synced(), q.Record().Epoch)
 	}
 }
+
+// The first Adopt of a pointer Open created writes its "adopted" line
+// without reading the epochs file's tail (its epoch is new: no adopted line
+// of it can be there); a glob start read it once per new stream. A later
+// Adopt on the same Pointer still checks the tail (one line per file).
+func TestAdoptOfCreatedPointerReadsNoEpochsTail(t *testing.T) {
+	dir := t.TempDir()
+	epochs := filepath.Join(dir, "f.epochs")
+	input := filepath.Join(dir, "a.log")
+	if err := os.WriteFile(input, []byte("line\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	reads := 0
+	orig := readLastLine
+	readLastLine = func(path string) (EpochLine, bool) { reads++; return orig(path) }
+	t.Cleanup(func() { readLastLine = orig })
+	p, err := Open(filepath.Join(dir, "00000000000000ab.ptr"), Options{EpochsPath: epochs, Input: input, Epoch: 0xab, DeferSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	in, key, _ := openInput(t, input)
+	if err := p.Adopt(in, key); err != nil {
+		t.Fatal(err)
+	}
+	if reads != 0 {
+		t.Fatalf("first Adopt of a created pointer read the epochs tail %d times", reads)
+	}
+	if err := p.Adopt(in, key); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadEpochs(epochs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	adopted := 0
+	for _, l := range got {
+		if l.Reason == "adopted" {
+			adopted++
+		}
+	}
+	if reads != 1 || adopted != 1 {
+		t.Fatalf("after a second Adopt: %d tail reads, %d adopted lines; want 1, 1", reads, adopted)
+	}
+}
