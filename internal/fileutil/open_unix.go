@@ -72,11 +72,27 @@ func OpenRegular(path string) (*os.File, error) {
 // file on disk); a glob feed opening thousands of inputs and pointers paid
 // 4-5 wasted syscalls per open. Not for FIFOs, sockets or devices.
 func OpenFile(path string, flag int, perm os.FileMode) (*os.File, error) {
-	fd, err := rawOpen(path, flag, uint32(perm.Perm()))
+	fd, err := rawOpen(path, flag, unixMode(perm))
 	if err != nil {
 		return nil, err
 	}
 	return os.NewFile(uintptr(fd), path), nil
+}
+
+// unixMode is os.OpenFile's mode for perm: the permission bits and the
+// setuid, setgid and sticky bits.
+func unixMode(perm os.FileMode) uint32 {
+	m := uint32(perm.Perm())
+	if perm&os.ModeSetuid != 0 {
+		m |= unix.S_ISUID
+	}
+	if perm&os.ModeSetgid != 0 {
+		m |= unix.S_ISGID
+	}
+	if perm&os.ModeSticky != 0 {
+		m |= unix.S_ISVTX
+	}
+	return m
 }
 
 // rawOpen is open(2) with O_CLOEXEC, retried on EINTR; errors are
