@@ -175,17 +175,23 @@ func TestAdoptOfCreatedPointerReadsNoEpochsTail(t *testing.T) {
 	if err := p.Adopt(in, key); err != nil {
 		t.Fatal(err)
 	}
+	if adopted := countReason(t, epochs, "adopted"); reads != 1 || adopted != 1 {
+		t.Fatalf("after a second Adopt: %d tail reads, %d adopted lines; want 1, 1", reads, adopted)
+	}
+}
+
+// countReason is the number of lines of the epochs file with reason.
+func countReason(t *testing.T, epochs, reason string) int {
+	t.Helper()
 	got, err := ReadEpochs(epochs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	adopted := 0
+	n := 0
 	for _, l := range got {
-		if l.Reason == "adopted" {
-			adopted++
+		if l.Reason == reason {
+			n++
 		}
 	}
-	if reads != 1 || adopted != 1 {
-		t.Fatalf("after a second Adopt: %d tail reads, %d adopted lines; want 1, 1", reads, adopted)
-	}
+	return n
 }

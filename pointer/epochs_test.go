@@ -169,19 +169,7 @@ func TestEpochsFileAdoptionLoggedOnce(t *testing.T) {
 	if err := os.WriteFile(input, []byte("partial"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	adoptions := func() int {
-		got, err := ReadEpochs(epochs)
-		if err != nil {
-			t.Fatal(err)
-		}
-		n := 0
-		for _, l := range got {
-			if l.Reason == "adopted" {
-				n++
-			}
-		}
-		return n
-	}
+	adoptions := func() int { return countReason(t, epochs, "adopted") }
 	start := func(key uint64) {
 		t.Helper()
 		in, err := os.Open(input)
