@@ -202,7 +202,11 @@ func TestFIFOAtPathDetailOverLostTail(t *testing.T) {
 	}
 	r2 := newRig(t, r.dir, rigOpts{strategy: file.Committed}).start()
 	t.Cleanup(func() { unblockFIFO(r2.path) })
-	r2.waitFor("FAILED", 5*time.Second, func() bool { return r2.src.State() == file.Failed })
+	// The open sets FAILED (the FIFO) before it looks for the pointer's
+	// gone file and counts its tail: wait for both.
+	r2.waitFor("FAILED with the lost tail", 5*time.Second, func() bool {
+		return r2.src.State() == file.Failed && r2.src.LostTails() >= 1
+	})
 	if d := r2.src.Detail(); !strings.Contains(d, "named pipe") || r2.src.LostTails() != 1 {
 		t.Fatalf("detail %q lostTails %d: want the FIFO as the reason, one lost tail", d, r2.src.LostTails())
 	}
