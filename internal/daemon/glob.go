@@ -62,10 +62,10 @@ func (d *Daemon) buildGlob(f *Feed, fc *config.Feed, stream file.Config, log hcl
 	return nil
 }
 
-// globSnapshot fills a glob feed's part of a snapshot.
-func (f *Feed) globSnapshot(s *status.FeedSnapshot, files bool) {
+// globSnapshot fills a glob feed's part of a snapshot (c: its counts, from
+// the pass that made the feed's state).
+func (f *Feed) globSnapshot(s *status.FeedSnapshot, c file.GlobCounts, files bool) {
 	g := f.glob
-	c := g.Counts()
 	s.Glob = &status.GlobSnapshot{Tracked: c.Tracked, Open: c.Open, Behind: c.Behind, Skipped: c.Skipped}
 	if files {
 		s.Glob.Files = []status.FileReport{}

@@ -44,6 +44,7 @@ func (f *Feed) snapshot(files bool) status.FeedSnapshot {
 	src, pub := f.src, f.pub
 	s := status.FeedSnapshot{Name: f.cfg.Name, Path: f.cfg.Path, SeqBefore: pub.Sequence()}
 	var state file.State
+	var counts file.GlobCounts
 	if one, ok := src.(*file.Source); ok {
 		// The open file's identity before the position (the source publishes a
 		// new file as BEHIND, position, identity): a CAUGHT_UP read after both
@@ -57,8 +58,11 @@ func (f *Feed) snapshot(files bool) status.FeedSnapshot {
 		if state == file.CaughtUp && !f.fileCaughtUp(dev, ino, open, readPos) {
 			state = file.Behind
 		}
+	} else if f.glob != nil {
+		// The glob checks every file's size itself, once for both.
+		state, counts = f.glob.StateCounts()
 	} else {
-		state = src.State() // the glob checks every file's size itself
+		state = src.State()
 	}
 	s.State = state.String()
 	s.SourceDone = state == file.CaughtUp || state == file.WaitingForFile || state == file.EndOfStream
@@ -97,7 +101,7 @@ func (f *Feed) snapshot(files bool) status.FeedSnapshot {
 			CommitFailures: src.CommitFailures(), CommitOK: src.CommitOK(), SyncedSeq: src.SyncedSeq()}
 	}
 	if f.glob != nil {
-		f.globSnapshot(&s, files)
+		f.globSnapshot(&s, counts, files)
 	}
 	s.Base = f.lossBase()
 	s.SeqAfter = pub.Sequence()

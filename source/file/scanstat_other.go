@@ -30,3 +30,12 @@ func fstatSizeMod(f *os.File) (size, mod int64, err error) {
 	}
 	return st.Size(), st.ModTime().UnixNano(), nil
 }
+
+// statSizeMod is the size and mtime (UnixNano) of the file path names now.
+func statSizeMod(path string) (size, mod int64, err error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return 0, 0, err
+	}
+	return st.Size(), st.ModTime().UnixNano(), nil
+}
