@@ -19,12 +19,42 @@ type GlobCounts struct {
 // while one is not, WAITING_FOR_FILE while nothing matches, STARTING before
 // the first scan.
 func (g *Glob) State() State {
-	st, _ := g.StateCounts()
-	return st
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.started {
+		return Starting
+	}
+	if g.bounded() {
+		for _, s := range g.byKey {
+			if !s.done {
+				return Behind
+			}
+		}
+		return EndOfStream
+	}
+	// It stops at the first file behind: /healthz and /readyz ask it alone
+	// (the readiness watch every 10 ms while a start reads).
+	live := 0
+	for _, s := range g.byKey {
+		if s.gone && s.st == stClosed {
+			continue
+		}
+		live++
+		if g.behindLocked(s) {
+			return Behind
+		}
+	}
+	if len(g.queue) > 0 {
+		return Behind
+	}
+	if live == 0 {
+		return WaitingForFile
+	}
+	return CaughtUp
 }
 
-// StateCounts is State and Counts from one pass over the tracked files: a
-// report needs both, and each looks at every closed file's size (a stat:
+// StateCounts is State and Counts from one pass over the tracked files
+// (the same answers as the two: a test compares them): a report needs both, and each looks at every closed file's size (a stat:
 // DESIGN §7's rule when a report is built). Two passes made a poll of
 // /feed.status over 10,000 files cost ~46 ms of CPU.
 func (g *Glob) StateCounts() (State, GlobCounts) {

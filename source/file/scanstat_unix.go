@@ -39,8 +39,14 @@ func fstatSizeMod(f *os.File) (size, mod int64, err error) {
 // at every closed file of a glob feed (DESIGN §7 "state").
 func statSizeMod(path string) (size, mod int64, err error) {
 	var st unix.Stat_t
-	if err := unix.Stat(path, &st); err != nil {
-		return 0, 0, &os.PathError{Op: "stat", Path: path, Err: err}
+	for {
+		err := unix.Stat(path, &st)
+		if err == nil {
+			break
+		}
+		if err != unix.EINTR { // retried as os.Stat does (FUSE, CIFS)
+			return 0, 0, &os.PathError{Op: "stat", Path: path, Err: err}
+		}
 	}
 	return int64(st.Size), int64(st.Mtim.Sec)*1e9 + int64(st.Mtim.Nsec), nil
 }
