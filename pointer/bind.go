@@ -40,8 +40,8 @@ func (p *Pointer) Adopt(f io.ReaderAt, fileKey uint64) error {
 	// A file this Pointer created has no line of its epoch but its
 	// "created" one until its first adoption: no need to read the
 	// epochs file's tail (a glob start did, once per new stream).
-	fresh := p.createdHere && !p.adoptedOnce
-	p.adoptedOnce = true
+	fresh := p.unadopted
+	p.unadopted = false
 	if err != nil || fresh || !p.adoptedBefore(adopted, head[:n]) {
 		// An "adopted" line keeps the epoch (its "created" line is
 		// written): a failure is logged and the line is not retried.

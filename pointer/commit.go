@@ -179,9 +179,10 @@ func (p *Pointer) reset(epoch uint64, f io.ReaderAt, fileKey uint64, why string)
 func (p *Pointer) syncNew() error {
 	p.put(0)
 	p.put(1)
-	if p.deferNew {
-		// Options.DeferSync: the first Sync flushes both (the slot rule
-		// holds: the next Store goes to B, A keeps this record).
+	if p.dirOwed {
+		// Options.DeferSync (its directory entry is owed too): the first
+		// Sync flushes both (the slot rule holds: the next Store goes to
+		// B, A keeps this record).
 		p.resetLeft, p.dirty = 0, true
 		p.syncedSlot, p.cur.Slot = 0, 'A'
 		return nil

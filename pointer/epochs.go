@@ -12,8 +12,9 @@ import (
 	"slices"
 	"strconv"
 	"sync"
-	"tailfeed/internal/fileutil"
 	"time"
+
+	"tailfeed/internal/fileutil"
 )
 
 // The epochs file (DESIGN §4, dataDir/feeds/<feed>.epochs) maps every epoch

@@ -54,13 +54,13 @@ type Pointer struct {
 	log  hclog.Logger
 
 	epochs   string // the epochs file ("" = none)
-	deferNew bool   // Options.DeferSync
 	dirOwed  bool   // the file's directory entry may not be on disk yet (payDir)
+	newEpoch uint64 // Options.Epoch
+	input    string // the input path its lines name
 
-	createdHere bool   // Open created the file
-	adoptedOnce bool   // Adopt ran on this Pointer
-	newEpoch    uint64 // Options.Epoch
-	input       string // the input path its lines name
+	// unadopted: Open created the file and no Adopt ran yet (the epochs
+	// file holds no adopted line of its epoch).
+	unadopted bool
 
 	cur Record      // newest stored record (maybe not yet synced)
 	key uint64      // file key the next record carries
@@ -104,7 +104,7 @@ func Open(path string, opts Options) (*Pointer, error) {
 		return nil, err
 	}
 	p := &Pointer{path: path, f: f, log: opts.Logger, epochs: opts.EpochsPath, input: opts.Input, newEpoch: opts.Epoch,
-		deferNew: opts.DeferSync, dirOwed: created && opts.DeferSync, createdHere: created}
+		dirOwed: created && opts.DeferSync, unadopted: created}
 	if err := p.init(created, opts.Map); err != nil {
 		if p.m != nil {
 			p.m.Close()
