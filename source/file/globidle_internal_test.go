@@ -331,15 +331,7 @@ func TestSourceWaitReusesTimer(t *testing.T) {
 // travels with the buffer). Before, each give-back allocated a box: ~19 MB
 // of garbage over a start of 10,000 files.
 func TestLazyBufferRoundTripAllocatesNothing(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "a.log")
-	if err := os.WriteFile(path, []byte("0123456789\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	_, f := tenBytes(t)
 	r := newReader(f, 1, 1, -(1 << 20), 1<<20)
 	r.lastSize = 11
 	var found Found
@@ -363,15 +355,7 @@ func TestLazyBufferRoundTripAllocatesNothing(t *testing.T) {
 // nothing: before, f.Stat made a FileInfo each time (~47 MB of garbage
 // over a start of 10,000 files).
 func TestChangedCheckAllocatesNothing(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "a.log")
-	if err := os.WriteFile(path, []byte("0123456789\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	path, f := tenBytes(t)
 	s := New(Config{Feed: "f", Path: path, Pinned: true, NoNotify: true}, nil)
 	r := newReader(f, 1, 1, -(1 << 20), 1<<20)
 	if why := s.changed(r); why != "" {
@@ -409,4 +393,20 @@ func TestDirMatcherAgreesWithMatch(t *testing.T) {
 			}
 		}
 	}
+}
+
+// tenBytes writes one line of 10 bytes to a new file and opens it (closed
+// at the test's end).
+func tenBytes(t *testing.T) (string, *os.File) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "a.log")
+	if err := os.WriteFile(path, []byte("0123456789\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return path, f
 }
