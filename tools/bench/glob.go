@@ -221,12 +221,10 @@ func globThroughput(o options, t *table) error {
 		if bestPlain == 0 || d < bestPlain {
 			bestPlain = d
 		}
-		os.Remove(out)
 		addr, err := freePort()
 		if err != nil {
 			return err
 		}
-		os.Remove(out)
 		cfg, state, err := writeGlobConfigAt(o, out, addr, filepath.Join(states, fmt.Sprint(r)))
 		if err != nil {
 			return err
