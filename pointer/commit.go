@@ -160,8 +160,12 @@ func (p *Pointer) reset(epoch uint64, f io.ReaderAt, fileKey uint64, why string)
 	p.resetLeft, p.dirty = 2, true
 	// Write-ahead: the line is fsynced before either slot holds the
 	// epoch. A failure returns the error with no slot written; the next
-	// Sync or Commit writes the line, then both slots.
-	if err := p.logEpoch(p.cur, why, prev); err != nil {
+	// Sync or Commit writes the line, then both slots. A new file's
+	// "created" line written ahead (Options.CreatedLogged) is on disk
+	// already.
+	if why == "created" && p.createdLogged && epoch == p.newEpoch {
+		p.createdLogged = false
+	} else if err := p.logEpoch(p.cur, why, prev); err != nil {
 		return err
 	}
 	if why == "created" {

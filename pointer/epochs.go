@@ -134,6 +134,17 @@ type epochJSON struct {
 // AppendEpoch appends l to the epochs file at path (created 0600 with its
 // directory entry synced) and fsyncs it; it returns once l is on disk.
 func AppendEpoch(path string, l EpochLine) error {
+	b, err := epochLineJSON(l)
+	if err != nil {
+		return err
+	}
+	// Appends that arrive while another one's fsync runs share the next
+	// write and fsync (group.go).
+	return appendGrouped(path, append(b, '\n'))
+}
+
+// epochLineJSON is l as one line of the epochs file, without its newline.
+func epochLineJSON(l EpochLine) ([]byte, error) {
 	j := epochJSON{V: EpochsFormat,
 		Epoch: hex(l.Epoch), FileKey: hex(l.FileKey), FPLen: l.FPLen, FP: hex(l.FP),
 		Path: l.Path, Time: l.Time.UTC().Format(time.RFC3339Nano), Reason: l.Reason,
@@ -147,13 +158,30 @@ func AppendEpoch(path string, l EpochLine) error {
 	if l.DownFrom != 0 {
 		j.DownFr, j.DownAt = hex(l.DownFrom), &l.DownAt
 	}
-	b, err := json.Marshal(j)
-	if err != nil {
-		return err
+	return json.Marshal(j)
+}
+
+// AppendCreated appends the "created" line of each epoch to the epochs
+// file at path with one write and one fsync (shared with the appends
+// meanwhile, group.go), exactly the line Open writes for a new pointer
+// file under that epoch: a caller that opens those pointers afterwards
+// with Options.CreatedLogged saves one fsync per pointer. An epoch whose
+// pointer is never created keeps a line no pointer holds, which readers
+// allow (a crash between a line and its pointer file leaves the same).
+func AppendCreated(path string, epochs []uint64) error {
+	var buf []byte
+	now := time.Now()
+	for _, e := range epochs {
+		b, err := epochLineJSON(EpochLine{Epoch: e, FP: Fingerprint(nil), Time: now, Reason: "created"})
+		if err != nil {
+			return err
+		}
+		buf = append(append(buf, b...), '\n')
 	}
-	// Appends that arrive while another one's fsync runs share the next
-	// write and fsync (group.go).
-	return appendGrouped(path, append(b, '\n'))
+	if len(buf) == 0 {
+		return nil
+	}
+	return appendGrouped(path, buf)
 }
 
 // appendSync appends lines to the epochs file at path (created 0600 with

@@ -41,6 +41,15 @@ type Options struct {
 	// survives kill -9 (page cache), not a power loss. An existing file is
 	// opened as without it.
 	DeferSync bool
+	// CreatedLogged says the epochs file already holds the "created" line
+	// of Epoch, fsynced: the caller wrote it ahead with AppendCreated,
+	// many new pointers' lines with one write and one fsync (a glob feed
+	// starting hundreds of streams at once; one fsync each, serialised,
+	// held back every stream's first line). A new file Open creates under
+	// Epoch then writes no line of its own; the write-ahead order holds,
+	// the line was on disk before the file existed. Ignored without Epoch,
+	// and for a file that starts fresh for another reason (new epoch).
+	CreatedLogged bool
 }
 
 // Pointer is an open, locked pointer file. Its methods are safe for
@@ -53,10 +62,12 @@ type Pointer struct {
 	buf  []byte // m.Bytes()[:Size]
 	log  hclog.Logger
 
-	epochs   string // the epochs file ("" = none)
-	dirOwed  bool   // the file's directory entry may not be on disk yet (payDir)
-	newEpoch uint64 // Options.Epoch
-	input    string // the input path its lines name
+	epochs string // the epochs file ("" = none)
+	// createdLogged: Options.CreatedLogged (with newEpoch set).
+	createdLogged bool
+	dirOwed       bool   // the file's directory entry may not be on disk yet (payDir)
+	newEpoch      uint64 // Options.Epoch
+	input         string // the input path its lines name
 
 	// unadopted: Open created the file and no Adopt ran yet (the epochs
 	// file holds no adopted line of its epoch).
@@ -104,7 +115,7 @@ func Open(path string, opts Options) (*Pointer, error) {
 		return nil, err
 	}
 	p := &Pointer{path: path, f: f, log: opts.Logger, epochs: opts.EpochsPath, input: opts.Input, newEpoch: opts.Epoch,
-		dirOwed: created && opts.DeferSync, unadopted: created}
+		dirOwed: created && opts.DeferSync, unadopted: created, createdLogged: opts.CreatedLogged && opts.Epoch != 0}
 	if err := p.init(created, opts.Map); err != nil {
 		if p.m != nil {
 			p.m.Close()
