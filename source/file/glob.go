@@ -95,6 +95,9 @@ type Glob struct {
 	// threads that a Go process never gives back (~50 KiB resident each).
 	opening chan struct{}
 
+	outsRes []outPath // outputsNow's resolution, made at outsAt
+	outsAt  time.Time
+
 	keys     map[uint64]string // scan's: each matched key's path (reused)
 	lastWalk int               // files the last walk found
 
@@ -755,6 +758,10 @@ func (g *Glob) schedule(ctx context.Context) {
 	if len(g.queue) > 0 && g.open >= g.maxSlots {
 		g.preempt()
 	}
+	// The "created" lines of the new pointers this pass starts are
+	// written ahead, together (see createdAhead).
+	ahead := &createdAhead{done: make(chan struct{})}
+	defer ahead.write(g.cfg.EpochsPath)
 	for len(g.queue) > 0 && g.open < g.maxSlots {
 		i := -1
 		for j, s := range g.queue {
@@ -773,7 +780,7 @@ func (g *Glob) schedule(ctx context.Context) {
 		s := g.queue[i]
 		g.queue = append(g.queue[:i], g.queue[i+1:]...)
 		s.after = nil
-		if err := g.start(ctx, s); err != nil {
+		if err := g.start(ctx, s, ahead); err != nil {
 			g.log.Error("cannot open a matched file", "path", s.path, "error", err)
 			s.st = stClosed
 		}
@@ -822,12 +829,60 @@ func (g *Glob) preempt() {
 	}
 }
 
-// start opens s's pointer and runs its Source.
-func (g *Glob) start(ctx context.Context, s *gstream) error {
+// outputsNow is the daemon's outputs with their symlinks resolved, as the
+// streams it starts take them: resolved again at most once a second (a
+// thousand streams starting together each walked every output's path
+// components; an output's symlink retargeted while running reaches new
+// streams a second later). Manager goroutine.
+func (g *Glob) outputsNow() []outPath {
+	if now := time.Now(); g.outsRes == nil || now.Sub(g.outsAt) >= time.Second {
+		g.outsRes, g.outsAt = resolveOutputs(g.cfg.Stream.Outputs), now
+		if g.outsRes == nil {
+			g.outsRes = []outPath{}
+		}
+	}
+	return g.outsRes
+}
+
+// createdAhead writes the "created" epochs lines of the new pointers one
+// schedule pass starts with one write and one fsync
+// (pointer.AppendCreated), before any of those pointer files is created:
+// one by one, each new stream waited for an fsync of the epochs file of
+// its own (shared only with the streams arriving meanwhile, serialised
+// with the others) on the way to its first line. The streams wait for
+// done; err nil: each opens its pointer with Options.CreatedLogged.
+type createdAhead struct {
+	epochs []uint64
+	done   chan struct{}
+	err    error
+}
+
+// write appends the lines (on a goroutine of its own) and closes done.
+func (a *createdAhead) write(path string) {
+	if len(a.epochs) == 0 || path == "" {
+		a.err = errNoneAhead
+		close(a.done)
+		return
+	}
+	go func() {
+		a.err = appendCreated(path, a.epochs)
+		close(a.done)
+	}()
+}
+
+// appendCreated is pointer.AppendCreated (a test makes it fail).
+var appendCreated = pointer.AppendCreated
+
+var errNoneAhead = errors.New("no created line written ahead")
+
+// start opens s's pointer and runs its Source (a new pointer's "created"
+// line goes into ahead).
+func (g *Glob) start(ctx context.Context, s *gstream, ahead *createdAhead) error {
 	c := g.cfg.Stream
 	c.Path, c.DeliveryPath, c.Pinned = s.path, s.first, true
 	c.NoNotify = true // the glob's watcher wakes it
 	c.OnRest = func() { poke(g.rest) }
+	c.resolvedOuts = g.outputsNow()
 	// Hundreds of streams may read at once: while behind, each msyncs
 	// its pointer at most once a second (stored at every acknowledgement
 	// all the same: kill -9 keeps it); caught up, every commitSyncMillis.
@@ -841,10 +896,12 @@ func (g *Glob) start(ctx context.Context, s *gstream) error {
 	}
 	c.Pointer = nil
 	withPtr := g.cfg.PointerDir != ""
+	newPtr := false // this start names s's pointer: its file is created next
 	switch {
 	case withPtr:
 		c.Strategy = Committed
 		if s.ptrPath == "" {
+			newPtr = true
 			epoch := pointer.NewEpoch()
 			s.ptrPath = filepath.Join(g.cfg.PointerDir, hex16(epoch)+".ptr")
 			s.newEpoch = epoch
@@ -871,8 +928,23 @@ func (g *Glob) start(ctx context.Context, s *gstream) error {
 	g.running[s] = struct{}{}
 	opts := pointer.Options{Logger: g.log, EpochsPath: g.cfg.EpochsPath, Input: s.path, Epoch: s.newEpoch, DeferSync: true}
 	ptrPath := s.ptrPath
+	if newPtr {
+		ahead.epochs = append(ahead.epochs, s.newEpoch)
+	} else {
+		ahead = nil // an existing pointer, or one a failed Open left to create again (its own line)
+	}
 	go func(src *Source, done chan struct{}) {
 		defer close(done)
+		if ahead != nil {
+			select {
+			case <-ahead.done:
+			case <-rctx.Done():
+				return
+			}
+			// Failed: the pointer writes its line itself (and reports
+			// the failure as it always did).
+			opts.CreatedLogged = ahead.err == nil
+		}
 		if withPtr {
 			// Opened here, not on the manager's goroutine: a new pointer
 			// costs an fsync of the epochs file, which streams opening at
@@ -930,6 +1002,7 @@ func (g *Glob) stop(s *gstream) {
 		s.src.Drain(ctx)
 		cancel()
 		s.src.Close()
+		giveFound(&s.src.found) // its Run has returned: nothing splits into it again
 		g.stopped <- s
 	}()
 }

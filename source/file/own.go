@@ -21,18 +21,42 @@ type outputs struct {
 // newOutputs keeps the outputs that do not hold the input path (a
 // directory holding the input would hide every copy of it).
 func newOutputs(list []string, input string) outputs {
-	var o outputs
+	return keepOutputs(resolveOutputs(list), input)
+}
+
+// outPath is an output path, cleaned, and where its symlinks lead ("":
+// nowhere else, or they do not resolve).
+type outPath struct{ p, real string }
+
+// resolveOutputs cleans the outputs and resolves their symlinks (a walk of
+// every component: a glob feed resolves them once for many streams, see
+// Glob.outputsNow).
+func resolveOutputs(list []string) []outPath {
+	var out []outPath
 	for _, p := range list {
 		if p == "" {
 			continue
 		}
-		p = filepath.Clean(p)
-		if p != filepath.Clean(input) && under(filepath.Clean(input), p) {
+		o := outPath{p: filepath.Clean(p)}
+		if r, err := filepath.EvalSymlinks(o.p); err == nil && r != o.p {
+			o.real = r
+		}
+		out = append(out, o)
+	}
+	return out
+}
+
+// keepOutputs is newOutputs over outputs resolveOutputs made.
+func keepOutputs(res []outPath, input string) outputs {
+	var o outputs
+	in := filepath.Clean(input)
+	for _, r := range res {
+		if r.p != in && under(in, r.p) {
 			continue
 		}
-		o.paths = append(o.paths, p)
-		if r, err := filepath.EvalSymlinks(p); err == nil && r != p {
-			o.paths = append(o.paths, r)
+		o.paths = append(o.paths, r.p)
+		if r.real != "" {
+			o.paths = append(o.paths, r.real)
 		}
 	}
 	return o

@@ -37,6 +37,9 @@ type Config struct {
 	// never taken for a rotated file or a copytruncate copy (DESIGN §4). A
 	// directory holding the input is ignored.
 	Outputs []string
+	// resolvedOuts, when not nil, is Outputs as resolveOutputs made it (a
+	// glob feed's streams share one resolution, Glob.outputsNow).
+	resolvedOuts []outPath
 	// RotatedNames are globs over base names (filepath.Match) that the
 	// input's rotated generations match, beside the path and beside a
 	// symlinked path's final target. Empty: the input's base name, then '.'
@@ -190,7 +193,11 @@ func New(cfg Config, pub Publisher) *Source {
 		cfg.MaxLine = 1 << 20
 	}
 	s := &Source{cfg: cfg, pub: pub, ptr: cfg.Pointer, log: cfg.Logger, events: make(chan struct{}, 1)}
-	s.outs = newOutputs(cfg.Outputs, cfg.Path)
+	if cfg.resolvedOuts != nil {
+		s.outs = keepOutputs(cfg.resolvedOuts, cfg.Path)
+	} else {
+		s.outs = newOutputs(cfg.Outputs, cfg.Path)
+	}
 	s.deliveryPath = cfg.Path
 	if cfg.DeliveryPath != "" {
 		s.deliveryPath = cfg.DeliveryPath
@@ -305,6 +312,9 @@ func (s *Source) readCur() (int, error) {
 func (s *Source) fillFrom(r *reader, final bool) bool {
 	if r.start == r.end {
 		return false
+	}
+	if s.found.Starts == nil {
+		s.found = takeFound(s.cfg.BatchLines)
 	}
 	b, over := fillBatch(r, &s.found, final, s.cfg.BatchLines, s.cfg.BatchBytes, s.cfg.Feed, s.deliveryPath)
 	if b == nil {

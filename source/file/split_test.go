@@ -527,3 +527,31 @@ func BenchmarkSplit1MLines(b *testing.B) {
 		})
 	})
 }
+
+// takeFound hands out an empty Found with room for the batch (no growth
+// while splitting one), reusing what giveFound put back; giveFound leaves
+// its owner empty (a stopped glob stream's storage goes to the next one).
+func TestTakeFoundGiveFound(t *testing.T) {
+	f := takeFound(512)
+	if f.Len() != 0 || cap(f.Starts) < 512 || cap(f.Lens) < 512 || cap(f.Ends) < 512 {
+		t.Fatalf("takeFound(512): len %d, caps %d %d %d", f.Len(), cap(f.Starts), cap(f.Lens), cap(f.Ends))
+	}
+	f.add(0, 3, 4)
+	f.Bytes, f.Oversized = 3, 1
+	giveFound(&f)
+	if f.Starts != nil || f.Lens != nil || f.Ends != nil || f.Bytes != 0 || f.Oversized != 0 {
+		t.Fatalf("giveFound left its owner %+v", f)
+	}
+	giveFound(&f) // nothing to give: no-op
+	for range 3 {
+		g := takeFound(512)
+		if g.Len() != 0 || g.Bytes != 0 || g.Oversized != 0 || cap(g.Starts) < 512 {
+			t.Fatalf("takeFound after giveFound: %+v", g)
+		}
+		h := takeFound(4096) // more than a pooled one holds: a new one
+		if cap(h.Starts) < 4096 || cap(h.Lens) < 4096 || cap(h.Ends) < 4096 {
+			t.Fatalf("takeFound(4096): caps %d %d %d", cap(h.Starts), cap(h.Lens), cap(h.Ends))
+		}
+		giveFound(&g)
+	}
+}
