@@ -95,6 +95,8 @@ type Glob struct {
 	// threads that a Go process never gives back (~50 KiB resident each).
 	opening chan struct{}
 
+	aheadWG sync.WaitGroup // createdAhead appends running (Close waits)
+
 	outsRes []outPath // outputsNow's resolution, made at outsAt
 	outsAt  time.Time
 
@@ -761,7 +763,7 @@ func (g *Glob) schedule(ctx context.Context) {
 	// The "created" lines of the new pointers this pass starts are
 	// written ahead, together (see createdAhead).
 	ahead := &createdAhead{done: make(chan struct{})}
-	defer ahead.write(g.cfg.EpochsPath)
+	defer ahead.write(g.cfg.EpochsPath, &g.aheadWG)
 	for len(g.queue) > 0 && g.open < g.maxSlots {
 		i := -1
 		for j, s := range g.queue {
@@ -857,14 +859,18 @@ type createdAhead struct {
 	err    error
 }
 
-// write appends the lines (on a goroutine of its own) and closes done.
-func (a *createdAhead) write(path string) {
+// write appends the lines (on a goroutine of its own, counted in wg: Close
+// waits for it, so that no append of the feed's outlives the feed and a
+// clean stop never cuts one short) and closes done.
+func (a *createdAhead) write(path string, wg *sync.WaitGroup) {
 	if len(a.epochs) == 0 || path == "" {
 		a.err = errNoneAhead
 		close(a.done)
 		return
 	}
+	wg.Add(1)
 	go func() {
+		defer wg.Done()
 		a.err = appendCreated(path, a.epochs)
 		close(a.done)
 	}()
@@ -1551,6 +1557,9 @@ func (g *Glob) Close() error {
 	// Past the shutdown bound (Drain came first): streams still stopping
 	// make their final commit of what is acknowledged now.
 	g.endLife()
+	// An append of created lines ahead still running (its streams gave up
+	// waiting for it) ends before the feed does.
+	g.aheadWG.Wait()
 	// Streams still stopping finish on their own goroutines.
 	for {
 		g.mu.Lock()
