@@ -3,6 +3,7 @@ package pointer
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -60,4 +61,40 @@ func TestCreatedAheadAfterTornTailKeepsItsLine(t *testing.T) {
 		}
 	}
 	t.Errorf("the pointer holds epoch %016x (synced) and the epochs file has no line of it (%d lines parse, read error: %v)", e, len(lines), rerr)
+}
+
+// Any torn tail is cut before the next append, however long (more than the
+// 4 KiB read back at a time), also when the file holds no whole line; a
+// file ending in a newline is left as it is.
+func TestAppendCutsAnyTornTail(t *testing.T) {
+	whole := `{"v":1,"epoch":"0000000000000011","fileKey":"0000000000000000","fingerprintLength":0,"fingerprint":"cbf29ce484222325","path":"","time":"2026-12-01T00:00:00Z","reason":"created"}` + "\n"
+	long := `{"v":1,"epoch":"0000000000000022","path":"` + strings.Repeat("x", 9000)
+	for _, c := range []struct {
+		name, before string
+		keep         int // lines of before that parse
+	}{
+		{"clean", whole, 1},
+		{"empty", "", 0},
+		{"short torn tail", whole + `{"v":1,"ep`, 1},
+		{"torn tail over 4 KiB", whole + whole + long, 2},
+		{"only a torn line", long, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			epochs := filepath.Join(t.TempDir(), "f.epochs")
+			if err := os.WriteFile(epochs, []byte(c.before), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := AppendCreated(epochs, []uint64{0x33, 0x44}); err != nil {
+				t.Fatal(err)
+			}
+			lines, err := ReadEpochs(epochs)
+			if err != nil || len(lines) != c.keep+2 || lines[c.keep].Epoch != 0x33 || lines[c.keep+1].Epoch != 0x44 {
+				t.Fatalf("after the append: %+v, %v; want %d whole lines then 33, 44", lines, err, c.keep)
+			}
+			b, _ := os.ReadFile(epochs)
+			if !strings.HasPrefix(string(b), strings.Repeat(whole, c.keep)) || strings.Count(string(b), "\n") != c.keep+2 {
+				t.Fatalf("file after the append:\n%s", b)
+			}
+		})
+	}
 }

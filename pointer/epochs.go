@@ -188,8 +188,12 @@ func AppendCreated(path string, epochs []uint64) error {
 // its directory entry synced) and fsyncs it.
 func appendSync(path string, lines []byte) error {
 	_, statErr := os.Lstat(path)
-	f, err := fileutil.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	f, err := fileutil.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
+		return err
+	}
+	if err := cutTornTail(f); err != nil {
+		f.Close()
 		return err
 	}
 	if _, err := f.Write(lines); err != nil {
@@ -207,6 +211,43 @@ func appendSync(path string, lines []byte) error {
 		return syncDir(filepath.Dir(path))
 	}
 	return nil
+}
+
+// cutTornTail removes a torn last line from the epochs file f (bytes after
+// its last newline: an append cut short by a crash, a power loss or a
+// failed write) before the next append. Written after it, the next line
+// would join it into one line that does not parse, and readers would skip
+// both; the torn bytes are a line no append ever returned success for,
+// which readers ignore anyway. Only the group's leader appends (group.go),
+// so nothing writes meanwhile.
+func cutTornTail(f *os.File) error {
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	end := st.Size()
+	if end == 0 {
+		return nil
+	}
+	var buf [4096]byte
+	if _, err := f.ReadAt(buf[:1], end-1); err != nil {
+		return err
+	}
+	if buf[0] == '\n' {
+		return nil
+	}
+	for end > 0 {
+		start := max(0, end-int64(len(buf)))
+		b := buf[:end-start]
+		if _, err := f.ReadAt(b, start); err != nil {
+			return err
+		}
+		if i := bytes.LastIndexByte(b, '\n'); i >= 0 {
+			return f.Truncate(start + int64(i) + 1)
+		}
+		end = start
+	}
+	return f.Truncate(0)
 }
 
 // ReadEpochs reads the epochs file at path, oldest line first, the
