@@ -681,22 +681,38 @@ func (s *Sink) wrap(err error) error {
 }
 
 // fileKey is the file key of epoch (16 hex) per the epochs file, "" when
-// it names none.
+// it names none. The epochs file is read at the first ask for an epoch;
+// of the other epochs it holds only those whose lines name a file are
+// remembered: one whose lines name none yet (a glob feed writes the
+// "created" lines of many new streams ahead; each stream's "adopted" line
+// naming its file follows when it opens the file, before its first line
+// is published) is read again when asked for, not taken as file key 0
+// for good.
 func (s *Sink) fileKey(epoch uint64) string {
 	if k, ok := s.fileKeys[epoch]; ok {
 		return k
 	}
+	last := map[uint64]uint64{}
 	if s.cfg.EpochsFile != "" {
 		if lines, err := pointer.ReadEpochs(s.cfg.EpochsFile); err == nil {
 			for _, l := range lines {
-				s.fileKeys[l.Epoch] = string(hex16(nil, l.FileKey))
+				last[l.Epoch] = l.FileKey
 			}
 		}
 	}
-	k, ok := s.fileKeys[epoch]
-	if !ok {
-		s.fileKeys[epoch] = ""
+	for e, key := range last {
+		if key != 0 {
+			s.fileKeys[e] = string(hex16(nil, key))
+		}
 	}
+	if k, ok := s.fileKeys[epoch]; ok {
+		return k
+	}
+	k := "" // not in the file: a downgraded epoch, never a pointer's
+	if key, ok := last[epoch]; ok {
+		k = string(hex16(nil, key))
+	}
+	s.fileKeys[epoch] = k
 	return k
 }
 
