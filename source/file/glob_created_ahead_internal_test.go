@@ -16,10 +16,10 @@ import (
 	"tailfeed/pointer"
 )
 
-// runGlobOver starts a glob feed over files one-line files present at
-// start, takes every line, waits for every commit to be synced, stops it,
-// and returns the epochs file and the Options each pointer was opened with.
-func runGlobOver(t *testing.T, files int) (epochs string, opened map[string]pointer.Options) {
+// runGlobOver runs a glob feed over files one-line files present at
+// start, its pointers opened through open: it takes every line, waits for
+// every commit to be synced, stops the feed and returns its epochs file.
+func runGlobOver(t *testing.T, files int, open func(string, pointer.Options) (*pointer.Pointer, error)) (epochs string) {
 	t.Helper()
 	dir, data := t.TempDir(), t.TempDir()
 	for i := range files {
@@ -27,14 +27,7 @@ func runGlobOver(t *testing.T, files int) (epochs string, opened map[string]poin
 			t.Fatal(err)
 		}
 	}
-	var mu sync.Mutex
-	opened = map[string]pointer.Options{}
-	openPointer = func(path string, o pointer.Options) (*pointer.Pointer, error) {
-		mu.Lock()
-		opened[path] = o
-		mu.Unlock()
-		return pointer.Open(path, o)
-	}
+	openPointer = open
 	t.Cleanup(func() { openPointer = pointer.Open })
 	epochs = filepath.Join(data, "f.epochs")
 	q := feed.NewQueue("q", 4096, 8<<20, overload.Policy{Kind: overload.Pause})
@@ -63,6 +56,7 @@ func runGlobOver(t *testing.T, files int) (epochs string, opened map[string]poin
 		}
 		time.Sleep(time.Millisecond)
 	}
+	// Every stream commits its line, then stops with a final commit.
 	for g.SyncedSeq() < pub.Acknowledged() && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -74,6 +68,21 @@ func runGlobOver(t *testing.T, files int) (epochs string, opened map[string]poin
 	if err := g.Close(); err != nil {
 		t.Fatal(err)
 	}
+	return epochs
+}
+
+// recordOpens runs a glob feed over files files (runGlobOver) and returns
+// its epochs file and the Options each pointer was opened with.
+func recordOpens(t *testing.T, files int) (epochs string, opened map[string]pointer.Options) {
+	t.Helper()
+	var mu sync.Mutex
+	opened = map[string]pointer.Options{}
+	epochs = runGlobOver(t, files, func(path string, o pointer.Options) (*pointer.Pointer, error) {
+		mu.Lock()
+		opened[path] = o
+		mu.Unlock()
+		return pointer.Open(path, o)
+	})
 	mu.Lock()
 	defer mu.Unlock()
 	if len(opened) != files {
@@ -145,7 +154,7 @@ func TestGlobWritesCreatedLinesAhead(t *testing.T) {
 		return pointer.AppendCreated(path, epochs)
 	}
 	t.Cleanup(func() { appendCreated = pointer.AppendCreated })
-	epochs, opened := runGlobOver(t, files)
+	epochs, opened := recordOpens(t, files)
 	for path, o := range opened {
 		if !o.CreatedLogged {
 			t.Fatalf("pointer %s opened without its created line written ahead", path)
@@ -166,7 +175,7 @@ func TestGlobWritesCreatedLinesAhead(t *testing.T) {
 func TestGlobCreatedAheadFailureFallsBackToOwnLines(t *testing.T) {
 	appendCreated = func(string, []uint64) error { return errors.New("input/output error") }
 	t.Cleanup(func() { appendCreated = pointer.AppendCreated })
-	epochs, opened := runGlobOver(t, maxOpening)
+	epochs, opened := recordOpens(t, maxOpening)
 	for path, o := range opened {
 		if o.CreatedLogged {
 			t.Fatalf("pointer %s opened with CreatedLogged although the append ahead failed", path)

@@ -146,13 +146,7 @@ func TestLazyBufferFitsWhatIsWaiting(t *testing.T) {
 // Before, 480 streams starting at once over 10,000 files made 150 to 430
 // threads. The pointers' msyncs here take 10 ms (a slow disk).
 func TestGlobBoundsPointerIO(t *testing.T) {
-	dir, data := t.TempDir(), t.TempDir()
 	const files = 4 * maxOpening
-	for i := range files {
-		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("f%03d.log", i)), []byte("x\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
 	var mu sync.Mutex
 	var inFlight, most, flushes int
 	perPointer := map[string]int{}
@@ -173,49 +167,10 @@ func TestGlobBoundsPointerIO(t *testing.T) {
 		}
 		return m, nil
 	}
-	openPointer = func(path string, o pointer.Options) (*pointer.Pointer, error) {
+	runGlobOver(t, files, func(path string, o pointer.Options) (*pointer.Pointer, error) {
 		o.Map = slow
 		return pointer.Open(path, o)
-	}
-	defer func() { openPointer = pointer.Open }()
-	q := feed.NewQueue("q", 4096, 8<<20, overload.Policy{Kind: overload.Pause})
-	pub := feed.NewPublisher("f", []*feed.Queue{q}, 4096, 64)
-	g, err := NewGlob(GlobConfig{
-		Stream: Config{Feed: "f", Path: filepath.Join(dir, "*.log"), Strategy: Committed, CommitSync: time.Millisecond, NoNotify: true,
-			Poll: 50 * time.Millisecond, RotateWait: 200 * time.Millisecond},
-		PointerDir: filepath.Join(data, "f"), EpochsPath: filepath.Join(data, "f.epochs"), MaxOpenFiles: 1024,
-	}, pub)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- g.Run(ctx) }()
-	deadline := time.Now().Add(60 * time.Second)
-	for taken := 0; taken < files; {
-		if b := q.TryPop(); b != nil {
-			taken += b.Len()
-			q.AddDispatched(uint64(b.Len()))
-			b.Release()
-			continue
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d lines delivered", taken, files)
-		}
-		time.Sleep(time.Millisecond)
-	}
-	// Every stream commits its line, then stops with a final commit.
-	for g.SyncedSeq() < pub.Acknowledged() && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	cancel()
-	<-done
-	dctx, dcancel := context.WithTimeout(context.Background(), 5*time.Second)
-	g.Drain(dctx)
-	dcancel()
-	if err := g.Close(); err != nil {
-		t.Fatal(err)
-	}
+	})
 	mu.Lock()
 	defer mu.Unlock()
 	// Every pointer reached the disk. A new pointer is not msynced at its
