@@ -106,8 +106,19 @@ func (g *Glob) allDoneLocked() bool {
 // behindLocked: s has bytes not read (or not yet known to be read).
 func (g *Glob) behindLocked(s *gstream) bool {
 	switch s.st {
-	case stQueued, stStopping:
+	case stQueued:
 		return true
+	case stStopping:
+		// Stopped with bytes unread (preempted for its turn, failed):
+		// behind. Stopped read to its end (closed as inactive or for a
+		// waiting file, its drain waiting for the last acknowledgements):
+		// behind only if it grew since. Settled waits for its final
+		// commit all the same (commitOKLocked).
+		if s.behind {
+			return true
+		}
+		size, _, err := reportStat(s.path)
+		return err == nil && size > s.src.ReadPos()
 	case stOpen:
 		st := s.src.State()
 		if st != CaughtUp && st != WaitingForFile {
@@ -137,7 +148,7 @@ func (g *Glob) Files() []FileStatus {
 	for _, s := range g.byKey {
 		f := FileStatus{Path: s.path, FileKey: hex16(s.key), Epoch: hex16(s.epoch), Offset: s.offset, Size: s.size}
 		switch {
-		case s.st == stOpen:
+		case s.st == stOpen || s.st == stStopping:
 			f.Epoch, f.Offset = hex16(s.src.Epoch()), s.src.ReadPos()
 			f.State = CaughtUp.String()
 			if g.behindLocked(s) {
