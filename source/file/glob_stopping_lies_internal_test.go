@@ -1,0 +1,86 @@
+package file
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// Review of f128221 (a stopping stream read to its end is CAUGHT_UP): cases
+// where the stopping stream's file holds bytes no stream has read, yet the
+// new rule (s.behind false, stat size <= ReadPos) reports it read to its end.
+
+// stoppingStream waits until a.log's stream is stopping (its drain waits
+// for the lines ig.take popped) and returns it.
+func (ig *internalGlob) stoppingStream(t *testing.T) *gstream {
+	t.Helper()
+	for end := time.Now().Add(10 * time.Second); ; time.Sleep(2 * time.Millisecond) {
+		ig.g.mu.Lock()
+		for _, s := range ig.g.byKey {
+			if s.st == stStopping {
+				ig.g.mu.Unlock()
+				return s
+			}
+		}
+		ig.g.mu.Unlock()
+		if time.Now().After(end) {
+			t.Fatal("a.log's stream not stopping after 10 s")
+		}
+	}
+}
+
+// waitFor polls cond under the glob's mutex.
+func (ig *internalGlob) waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for end := time.Now().Add(10 * time.Second); ; time.Sleep(2 * time.Millisecond) {
+		ig.g.mu.Lock()
+		ok := cond()
+		ig.g.mu.Unlock()
+		if ok {
+			return
+		}
+		if time.Now().After(end) {
+			t.Fatalf("%s: not after 10 s", what)
+		}
+	}
+}
+
+// checkBehind asserts the feed and a.log's row report a.log behind.
+func (ig *internalGlob) checkBehind(t *testing.T, why string) {
+	t.Helper()
+	st, c := ig.g.StateCounts()
+	files := ig.g.Files()
+	if st != Behind || c.Behind != 1 || len(files) != 1 || files[0].State != Behind.String() {
+		t.Errorf("%s: state %v, counts %+v, files %+v; want BEHIND, filesBehind 1, a.log BEHIND", why, st, c, files)
+	}
+}
+
+// A file truncated and written again (copytruncate, or an application that
+// truncates its log at start) while its stream is stopping: its new lines
+// are read by no stream yet (the stopping one is cancelled; closed queues it
+// again only after the drain, which waits up to a minute for the popped
+// lines). Its size is below the stopping stream's read offset, so the new
+// rule "behind only if size > ReadPos" reports it CAUGHT_UP, filesBehind 0,
+// ?files=1 CAUGHT_UP at offset 35 with size 9 — although the glob's own scan
+// saw the change (s.reopen) and DESIGN §10 is CAUGHT_UP only when every
+// tracked file is read to its end. Before f128221: BEHIND.
+func TestStoppingStreamTruncatedAndRewrittenIsBehind(t *testing.T) {
+	ig := startInternalGlob(t, 50*time.Millisecond, 10*time.Second)
+	n := ig.take(t) // popped, not acknowledged: the drain waits
+	s := ig.stoppingStream(t)
+	path := filepath.Join(filepath.Dir(ig.g.cfg.Stream.Path), "a.log")
+	if err := os.WriteFile(path, []byte("new-line\n"), 0o600); err != nil { // O_TRUNC: 9 bytes < 35 read
+		t.Fatal(err)
+	}
+	ig.waitFor(t, "the scan seeing a.log rewritten", func() bool { return s.reopen || s.st != stStopping })
+	ig.g.mu.Lock()
+	still := s.st == stStopping
+	ig.g.mu.Unlock()
+	if !still {
+		t.Fatal("a.log's stream closed before the check (drain bound 10 s)")
+	}
+	ig.checkBehind(t, "a.log truncated and rewritten while its stream is stopping")
+	ig.q.AddDispatched(n)
+	ig.pub.Poke()
+}
