@@ -84,3 +84,38 @@ func TestStoppingStreamTruncatedAndRewrittenIsBehind(t *testing.T) {
 	ig.q.AddDispatched(n)
 	ig.pub.Poke()
 }
+
+// A file deleted while its stream is stopping, into which its writer still
+// appends through its open descriptor (why rotateWaitMillis exists): the
+// stopping source still holds the file open and has not read the new line.
+// DESIGN §7: CAUGHT_UP needs the path to name the open file "or be missing
+// with the open file read to its end"; the open file is not read to its
+// end. The new rule stats the (missing) path, finds nothing and reports
+// CAUGHT_UP, filesBehind 0. Before f128221: BEHIND.
+func TestStoppingStreamDeletedAndWrittenIsBehind(t *testing.T) {
+	ig := startInternalGlob(t, 50*time.Millisecond, 10*time.Second)
+	n := ig.take(t)
+	s := ig.stoppingStream(t)
+	path := filepath.Join(filepath.Dir(ig.g.cfg.Stream.Path), "a.log")
+	w, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.WriteString("written-after-the-unlink\n"); err != nil {
+		t.Fatal(err)
+	}
+	ig.waitFor(t, "the scan seeing a.log gone", func() bool { return s.gone || s.st != stStopping })
+	ig.g.mu.Lock()
+	still := s.st == stStopping
+	ig.g.mu.Unlock()
+	if !still {
+		t.Fatal("a.log's stream closed before the check (drain bound 10 s)")
+	}
+	ig.checkBehind(t, "a.log deleted and written through its writer's descriptor while its stream is stopping")
+	ig.q.AddDispatched(n)
+	ig.pub.Poke()
+}
