@@ -119,3 +119,48 @@ func TestStoppingStreamDeletedAndWrittenIsBehind(t *testing.T) {
 	ig.q.AddDispatched(n)
 	ig.pub.Poke()
 }
+
+// logrotate's create mode while a file's stream is stopping: a.log renamed
+// out of the glob (a.log.1), an empty a.log created, and the application
+// writes its last lines into a.log.1 before it reopens. The stopping source
+// still holds a.log.1 open with those lines unread; the new rule stats the
+// path, which names the new, empty file (size 0 <= ReadPos), and reports
+// the old stream read to its end: feed CAUGHT_UP, filesBehind 0 (the empty
+// a.log waits for bytes and is not behind). DESIGN §7: the path must name
+// the open file, else BEHIND. Before f128221: BEHIND.
+func TestStoppingStreamRotatedOutAndWrittenIsBehind(t *testing.T) {
+	ig := startInternalGlob(t, 50*time.Millisecond, 10*time.Second)
+	n := ig.take(t)
+	s := ig.stoppingStream(t)
+	path := filepath.Join(filepath.Dir(ig.g.cfg.Stream.Path), "a.log")
+	w, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if err := os.Rename(path, path+".1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.WriteString("last-line-before-the-reopen\n"); err != nil {
+		t.Fatal(err)
+	}
+	ig.waitFor(t, "the scan seeing a.log rotated", func() bool {
+		return (s.gone && len(ig.g.byKey) == 2) || s.st != stStopping
+	})
+	ig.g.mu.Lock()
+	still := s.st == stStopping
+	ig.g.mu.Unlock()
+	if !still {
+		t.Fatal("a.log's stream closed before the check (drain bound 10 s)")
+	}
+	st, c := ig.g.StateCounts()
+	if st != Behind || c.Behind < 1 {
+		t.Errorf("a.log rotated out and written while its stream is stopping: state %v, counts %+v, files %+v; want BEHIND, filesBehind >= 1",
+			st, c, ig.g.Files())
+	}
+	ig.q.AddDispatched(n)
+	ig.pub.Poke()
+}
