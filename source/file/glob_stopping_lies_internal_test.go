@@ -164,3 +164,50 @@ func TestStoppingStreamRotatedOutAndWrittenIsBehind(t *testing.T) {
 	ig.q.AddDispatched(n)
 	ig.pub.Poke()
 }
+
+// Pre-existing (fails before f128221 too): the same rotation, after the
+// stopping stream's drain ends. Its source was cancelled before a.log.1's
+// last line and closes the descriptor without reading it or counting it:
+// the line is never delivered, lostTails stays 0, the feed reports
+// CAUGHT_UP and CommitOK — settled and lossless with a line lost. DESIGN
+// §10: a file renamed out of the glob is read to its end, then closed; one
+// that disappears with an unread tail counts in lostTails.
+func TestStoppingStreamRotatedOutLastLineIsReadOrCounted(t *testing.T) {
+	ig := startInternalGlob(t, 50*time.Millisecond, 10*time.Second)
+	n := ig.take(t)
+	s := ig.stoppingStream(t)
+	path := filepath.Join(filepath.Dir(ig.g.cfg.Stream.Path), "a.log")
+	w, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if err := os.Rename(path, path+".1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.WriteString("last-line-before-the-reopen\n"); err != nil {
+		t.Fatal(err)
+	}
+	ig.waitFor(t, "the scan seeing a.log rotated", func() bool { return s.gone || s.st != stStopping })
+	ig.q.AddDispatched(n)
+	ig.pub.Poke()
+	ig.waitFor(t, "a.log.1's stream closed", func() bool { return s.st != stStopping })
+	got := 0
+	for end := time.Now().Add(3 * time.Second); got == 0 && time.Now().Before(end); {
+		if b := ig.q.TryPop(); b != nil {
+			got += b.Len()
+			ig.q.AddDispatched(uint64(b.Len()))
+			b.Release()
+		} else {
+			time.Sleep(2 * time.Millisecond)
+		}
+	}
+	if got == 0 && ig.g.LostTails() == 0 {
+		st, c := ig.g.StateCounts()
+		t.Errorf("a.log.1's last line neither delivered nor counted lost: lostTails 0, state %v, counts %+v, CommitOK %v",
+			st, c, ig.g.CommitOK())
+	}
+}
