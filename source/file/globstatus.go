@@ -112,13 +112,16 @@ func (g *Glob) behindLocked(s *gstream) bool {
 		// Stopped with bytes unread (preempted for its turn, failed):
 		// behind. Stopped read to its end (closed as inactive or for a
 		// waiting file, its drain waiting for the last acknowledgements):
-		// behind only if it grew since. Settled waits for its final
-		// commit all the same (commitOKLocked).
-		if s.behind {
+		// not behind while its path still names its file at the length
+		// read — its source no longer watches it, so anything else
+		// (grown, cut, rewritten, renamed or deleted since: a scan saw a
+		// change, another file or none at the path) is behind. Settled
+		// waits for its final commit all the same (commitOKLocked).
+		if s.behind || s.reopen || !exists(s.path, s.key) {
 			return true
 		}
 		size, _, err := reportStat(s.path)
-		return err == nil && size > s.src.ReadPos()
+		return err != nil || size != s.src.ReadPos()
 	case stOpen:
 		st := s.src.State()
 		if st != CaughtUp && st != WaitingForFile {
