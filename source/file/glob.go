@@ -114,6 +114,7 @@ type Glob struct {
 	filesSkipped atomic.Uint64
 
 	detail string // the last loss CountLoss counted (under mu)
+	lossQ  []Loss // losses counted under mu, for OnLoss (flushLosses)
 }
 
 type globTotals struct {
@@ -163,6 +164,11 @@ type gstream struct {
 	fpLen, fp   uint64    // the pointer's fingerprint when closed
 	done        bool      // ONCE_EARLIEST: read to its size and closed for good
 	owe         *owed     // closed with lines unacknowledged (a drain cut short): the commit they owe
+	// tailEnd < tailSize: its file held bytes past what its stream
+	// published when the stream closed (Source.closeSize, closeEnd);
+	// read when it is opened again, counted lost if the file turns out
+	// gone from the glob (loseTailLocked).
+	tailEnd, tailSize int64
 }
 
 // owed is the commit obligation of a stream closed while lines of it were
@@ -506,6 +512,7 @@ func (g *Glob) skip(p string, isDir bool, err error) {
 func (g *Glob) scan(ctx context.Context) {
 	list := g.walk()
 	now := time.Now()
+	defer g.flushLosses() // after the unlock
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.keys == nil {
@@ -587,6 +594,9 @@ func (g *Glob) scan(ctx context.Context) {
 			s.gone, s.goneAt = true, now
 			if !exists(s.path, s.key) {
 				g.retired[k] = true
+				if s.st == stClosed {
+					g.loseTailLocked(s)
+				}
 				g.forgetClosed(s, true)
 			}
 			if s.st == stOpen {
@@ -920,6 +930,7 @@ func (g *Glob) start(ctx context.Context, s *gstream, ahead *createdAhead) error
 		c.Strategy = Earliest
 	}
 	s.fromEnd = false
+	s.tailEnd, s.tailSize = 0, 0 // read from its pointer from here on
 	// s.owe is nil: schedule holds a stream that owes a commit until it
 	// is made (its new source starts from a pointer covering every line
 	// its last one published).
@@ -1015,9 +1026,14 @@ func (g *Glob) stop(s *gstream) {
 
 // closed books a stopped stream.
 func (g *Glob) closed(s *gstream) {
+	defer g.flushLosses() // after the unlock
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	src := s.src
+	s.tailEnd, s.tailSize = 0, 0
+	if src.closeSize > src.closeEnd {
+		s.tailEnd, s.tailSize = src.closeEnd, src.closeSize
+	}
 	g.acc.lines += src.LinesRead()
 	g.acc.bytes += src.BytesRead()
 	g.acc.downgraded += src.Downgraded()
@@ -1058,11 +1074,54 @@ func (g *Glob) closed(s *gstream) {
 		g.enqueue(s)
 		return
 	}
+	if s.gone && !exists(s.path, s.key) {
+		g.loseTailLocked(s)
+	}
 	if ended && s.gone && !exists(s.path, s.key) {
 		g.forgetClosed(s, false)
 	}
 	if s.owe != nil {
 		g.settleOwed(s)
+	}
+}
+
+// loseTailLocked counts the bytes a closed stream's file held past what
+// its stream published when it closed (a line written just before the
+// file was renamed out of the glob or deleted, while the stream was
+// closing): nobody reads them now (DESIGN §10: a file that disappears
+// with an unread tail counts in lostTails). Under mu; the ledger entries
+// are appended by flushLosses once mu is released.
+func (g *Glob) loseTailLocked(s *gstream) {
+	if s.tailSize <= s.tailEnd {
+		return
+	}
+	n := uint64(s.tailSize - s.tailEnd)
+	detail := fmt.Sprintf("glob file %s renamed out of the glob or deleted while its stream was closing: its last %d bytes (offset %d to %d) were never read",
+		s.path, n, s.tailEnd, s.tailSize)
+	s.tailEnd, s.tailSize = 0, 0
+	g.acc.lostTails++
+	g.acc.lostBytes += n
+	g.detail = detail
+	g.lossQ = append(g.lossQ,
+		Loss{Counter: "lostTails", Amount: 1, Epoch: s.epoch, Detail: detail},
+		Loss{Counter: "lostBytes", Amount: n, Epoch: s.epoch, Detail: detail})
+}
+
+// flushLosses hands the losses loseTailLocked counted to OnLoss (the
+// ledger) and logs them; never under mu (the ledger's writer asks the
+// feed for its state).
+func (g *Glob) flushLosses() {
+	g.mu.Lock()
+	q := g.lossQ
+	g.lossQ = nil
+	g.mu.Unlock()
+	for _, l := range q {
+		if l.Counter == "lostTails" {
+			g.log.Warn(l.Detail, "epoch", hex16(l.Epoch))
+		}
+		if g.cfg.Stream.OnLoss != nil {
+			g.cfg.Stream.OnLoss(l)
+		}
 	}
 }
 

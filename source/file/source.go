@@ -132,8 +132,17 @@ type Source struct {
 	forget     *forget   // the pointer's file, deleted and closed: empty the pointer once it is all committed
 	forgetOwed bool      // a Reset to the empty record failed its msync: Sync finishes it
 	dropped    bool      // Drain released a batch that was never published
-	closing    bool      // Close runs
-	catchUp    *CatchUp  // the daemon put the pointer back to an older epoch (SetCatchUp)
+	// pendingFrom is where pending's first line starts; droppedFrom, that
+	// of the batch Drain released.
+	pendingFrom, droppedFrom int64
+	// closeSize and closeEnd: a glob stream's file, by its descriptor,
+	// at Close, and the end of what the stream published of it (closeSize
+	// -1: not known). Bytes between them were never delivered: the glob
+	// counts them lost when the file turns out gone from the glob
+	// (Glob.loseTailLocked).
+	closeSize, closeEnd int64
+	closing             bool     // Close runs
+	catchUp             *CatchUp // the daemon put the pointer back to an older epoch (SetCatchUp)
 
 	watchDirs   []watchDir
 	watchWarned bool
@@ -316,6 +325,7 @@ func (s *Source) fillFrom(r *reader, final bool) bool {
 	if s.found.Starts == nil {
 		s.found = takeFound(s.cfg.BatchLines)
 	}
+	from := r.consumed()
 	b, over := fillBatch(r, &s.found, final, s.cfg.BatchLines, s.cfg.BatchBytes, s.cfg.Feed, s.deliveryPath)
 	if b == nil {
 		return false
@@ -328,7 +338,7 @@ func (s *Source) fillFrom(r *reader, final bool) bool {
 	if s.state.Load() != int32(Behind) {
 		s.setState(Behind)
 	}
-	s.pending = b
+	s.pending, s.pendingFrom = b, from
 	return true
 }
 
@@ -339,6 +349,7 @@ func (s *Source) Drain(ctx context.Context) {
 		s.pending.Release()
 		s.pending = nil
 		s.dropped = true
+		s.droppedFrom = s.pendingFrom
 	}
 	for {
 		s.commitStep(false)
@@ -360,6 +371,7 @@ func (s *Source) Close() error {
 	s.commitStep(true)
 	var err error
 	s.closing = true
+	s.noteTail()
 	if s.ptr != nil {
 		if s.barrier {
 			s.barrierAtClose()
@@ -383,6 +395,28 @@ func (s *Source) Close() error {
 		r.close()
 	}
 	return err
+}
+
+// noteTail records closeSize and closeEnd for a glob stream (Pinned): its
+// source no longer reads, but the file may have grown since its last read
+// — renamed out of the glob or deleted while the stream was closing (its
+// drain waiting for acknowledgements), a line its writer appended is read
+// by nobody once the descriptor is closed.
+func (s *Source) noteTail() {
+	s.closeSize = -1
+	r := s.cur
+	if !s.cfg.Pinned || r == nil || r.gz != nil || !r.positioned || r.gone != "" {
+		return
+	}
+	size, _, err := fstatSizeMod(r.f)
+	if err != nil {
+		return
+	}
+	end := r.consumed()
+	if s.dropped {
+		end = s.droppedFrom
+	}
+	s.closeSize, s.closeEnd = size, end
 }
 
 func (s *Source) fail(err error) {
