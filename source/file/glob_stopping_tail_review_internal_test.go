@@ -169,3 +169,44 @@ func TestGlobLostTailsReadWhileAStreamClosesIsNotARace(t *testing.T) {
 	close(stop)
 	<-done
 }
+
+// A stream closing with its lines unacknowledged past its drain bound, a
+// line written to its file meanwhile (the scan sees the growth: reopen):
+// closed() notes the tail and queues it again, where it waits for the owed
+// commit (schedule skips a stream that owes one). Its file is deleted while
+// it waits: the scan finds it gone while stQueued (not stClosed: nothing
+// counted), and start() clears the noted tail when the owed commit is
+// made. The line is read by nobody: DESIGN §10, a file that disappears with
+// an unread tail counts in lostTails.
+func TestQueuedOwingStreamDeletedWithItsTailIsCounted(t *testing.T) {
+	ig := startInternalGlob(t, 50*time.Millisecond, 300*time.Millisecond)
+	n := ig.take(t)
+	s := ig.stoppingStream(t)
+	path := filepath.Join(filepath.Dir(ig.g.cfg.Stream.Path), "a.log")
+	w, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	const line = "written-while-closing\n"
+	if _, err := w.WriteString(line); err != nil {
+		t.Fatal(err)
+	}
+	ig.waitFor(t, "the stream closed owing its commit, queued again", func() bool {
+		return s.st == stQueued && s.owe != nil
+	})
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	ig.waitFor(t, "the scan seeing a.log gone", func() bool { return s.gone })
+	ig.q.AddDispatched(n)
+	ig.pub.Poke()
+	got := ig.popAll(3 * time.Second)
+	if tails, bytes, _ := ig.lost(); got == 0 && tails == 0 {
+		ig.g.mu.Lock()
+		st := s.st
+		ig.g.mu.Unlock()
+		t.Errorf("a.log deleted while its stream waited for its owed commit, %q unread: delivered %d lines, lostTails %d, lostBytes %d (stream state %d); want it read or counted",
+			line, got, tails, bytes, st)
+	}
+}
