@@ -53,7 +53,7 @@ func (ig *internalGlob) popAll(d time.Duration) int {
 // line as the closed stream's tail (closeEnd = consumed < closeSize) and the
 // scan's "not matched any more" branch counts it: lostTails 1, lostBytes 8,
 // feed lossy and exit 1 for a file nothing was lost from.
-func TestClosedStreamPartialLastLineDeletedIsNotALoss(t *testing.T) {
+func TestGlobClosedStreamPartialLastLineDeletedIsNotALoss(t *testing.T) {
 	ig := startInternalGlob(t, 50*time.Millisecond, 10*time.Second)
 	path := filepath.Join(filepath.Dir(ig.g.cfg.Stream.Path), "a.log")
 	n := ig.take(t)
@@ -178,7 +178,7 @@ func TestGlobLostTailsReadWhileAStreamClosesIsNotARace(t *testing.T) {
 // counted), and start() clears the noted tail when the owed commit is
 // made. The line is read by nobody: DESIGN §10, a file that disappears with
 // an unread tail counts in lostTails.
-func TestQueuedOwingStreamDeletedWithItsTailIsCounted(t *testing.T) {
+func TestStoppingStreamQueuedOwingDeletedWithItsTailIsCounted(t *testing.T) {
 	ig := startInternalGlob(t, 50*time.Millisecond, 300*time.Millisecond)
 	n := ig.take(t)
 	s := ig.stoppingStream(t)
