@@ -594,7 +594,10 @@ func (g *Glob) scan(ctx context.Context) {
 			s.gone, s.goneAt = true, now
 			if !exists(s.path, s.key) {
 				g.retired[k] = true
-				if s.st == stClosed {
+				if s.st == stClosed || s.st == stQueued {
+					// Closed (or waiting to open again) with bytes
+					// past what its stream published: read by
+					// nobody now.
 					g.loseTailLocked(s)
 				}
 				g.forgetClosed(s, true)
@@ -1093,6 +1096,12 @@ func (g *Glob) closed(s *gstream) {
 // are appended by flushLosses once mu is released.
 func (g *Glob) loseTailLocked(s *gstream) {
 	if s.tailSize <= s.tailEnd {
+		return
+	}
+	if o := g.byKey[s.key]; o != nil && o != s {
+		// Its key is back in the glob (renamed out and in again): a new
+		// stream reads the file from its start, the tail with it.
+		s.tailEnd, s.tailSize = 0, 0
 		return
 	}
 	n := uint64(s.tailSize - s.tailEnd)

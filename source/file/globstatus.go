@@ -173,11 +173,12 @@ func (g *Glob) Files() []FileStatus {
 	return out
 }
 
-// sum adds a getter over the open sources to the closed ones' total.
-func (g *Glob) sum(closed uint64, get func(*Source) uint64) uint64 {
+// sum adds a getter over the open sources to the closed ones' total
+// (read under mu: the manager adds to it as streams close).
+func (g *Glob) sum(closed *uint64, get func(*Source) uint64) uint64 {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	n := closed
+	n := *closed
 	for _, s := range g.byKey {
 		if s.src != nil {
 			n += get(s.src)
@@ -186,16 +187,16 @@ func (g *Glob) sum(closed uint64, get func(*Source) uint64) uint64 {
 	return n
 }
 
-func (g *Glob) LinesRead() uint64 { return g.sum(g.acc.lines, (*Source).LinesRead) }
-func (g *Glob) BytesRead() uint64 { return g.sum(g.acc.bytes, (*Source).BytesRead) }
+func (g *Glob) LinesRead() uint64 { return g.sum(&g.acc.lines, (*Source).LinesRead) }
+func (g *Glob) BytesRead() uint64 { return g.sum(&g.acc.bytes, (*Source).BytesRead) }
 func (g *Glob) Downgraded() uint64 {
-	return g.sum(g.acc.downgraded, (*Source).Downgraded)
+	return g.sum(&g.acc.downgraded, (*Source).Downgraded)
 }
-func (g *Glob) Oversized() uint64 { return g.sum(g.acc.oversized, (*Source).Oversized) }
-func (g *Glob) LostTails() uint64 { return g.sum(g.acc.lostTails, (*Source).LostTails) }
-func (g *Glob) LostBytes() uint64 { return g.sum(g.acc.lostBytes, (*Source).LostBytes) }
+func (g *Glob) Oversized() uint64 { return g.sum(&g.acc.oversized, (*Source).Oversized) }
+func (g *Glob) LostTails() uint64 { return g.sum(&g.acc.lostTails, (*Source).LostTails) }
+func (g *Glob) LostBytes() uint64 { return g.sum(&g.acc.lostBytes, (*Source).LostBytes) }
 func (g *Glob) CommitFailures() uint64 {
-	return g.sum(g.acc.commitFailures, (*Source).CommitFailures)
+	return g.sum(&g.acc.commitFailures, (*Source).CommitFailures)
 }
 
 // CommitOK: every open stream's last commit succeeded and is synced and
@@ -284,7 +285,7 @@ func (g *Glob) ReadPos() int64 { return 0 }
 
 // Unterminated sums the open files' bytes after their last terminator.
 func (g *Glob) Unterminated() int64 {
-	return int64(g.sum(g.acc.unterminated, func(s *Source) uint64 { return uint64(max(s.Unterminated(), 0)) }))
+	return int64(g.sum(&g.acc.unterminated, func(s *Source) uint64 { return uint64(max(s.Unterminated(), 0)) }))
 }
 
 // Commits sums the commit counters of every tracked file's pointer and

@@ -409,7 +409,9 @@ func (s *Source) noteTail() {
 		return
 	}
 	size, _, err := fstatSizeMod(r.f)
-	if err != nil {
+	if err != nil || (size <= r.readPos() && !s.dropped) {
+		// Every byte read, at most a partial last line not published:
+		// no line of it is lost (an unterminated line never is, §4).
 		return
 	}
 	end := r.consumed()
