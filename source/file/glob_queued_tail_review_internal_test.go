@@ -119,3 +119,63 @@ func TestGlobQueuedStreamRenamedOutThenReadIsNotALoss(t *testing.T) {
 		t.Errorf("a.log.1's line neither delivered nor counted once: lostTails %d", tails)
 	}
 }
+
+// A stream queued owing its commit on its first turn (no commit made yet:
+// the pointer does not name a.log), a line written to a.log while it
+// closed (its noted tail), its lines acknowledged, then a.log deleted and
+// — before any scan looks — the manager's housekeeping makes the owed
+// commit and starts the stream again (the order the manager's loop takes
+// when its housekeeping tick comes before the rescan; done here under the
+// glob's mutex, as the manager does, to fix that order). start() clears
+// the noted tail; the new Source finds the path missing and a pointer that
+// names no file (commitOwed binds no file that is gone): WAITING_FOR_FILE,
+// nothing counted; the scan then finds the stream open (not stClosed or
+// stQueued) and its close notes nothing (no file open). The line is read
+// by nobody and never counted: DESIGN §10, a file that disappears with an
+// unread tail counts in lostTails; §4 "Nothing green over a loss".
+func TestGlobQueuedStreamDeletedBeforeAnyScanThenStartedIsCounted(t *testing.T) {
+	ig := startInternalGlob(t, 50*time.Millisecond, 300*time.Millisecond)
+	path := filepath.Join(filepath.Dir(ig.g.cfg.Stream.Path), "a.log")
+	n := ig.take(t) // not acknowledged: the drain is cut short, it owes
+	s := ig.stoppingStream(t)
+	const line = "written-while-closing\n"
+	w, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.WriteString(line); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	ig.waitFor(t, "the stream closed owing its commit, queued again", func() bool {
+		return s.st == stQueued && s.owe != nil && s.tailSize > s.tailEnd
+	})
+	ig.g.mu.Lock()
+	o := s.owe
+	ig.q.AddDispatched(n)
+	ig.pub.Poke()
+	for end := time.Now().Add(10 * time.Second); o.sp.Pending() > 0; time.Sleep(2 * time.Millisecond) {
+		if time.Now().After(end) {
+			ig.g.mu.Unlock()
+			t.Fatal("acknowledgements not handed to the closed stream after 10 s")
+		}
+	}
+	if err := os.Remove(path); err != nil {
+		ig.g.mu.Unlock()
+		t.Fatal(err)
+	}
+	// housekeep's steps, before the scan sees a.log gone.
+	ig.g.settleOwed(s)
+	ig.g.schedule(ig.g.ctx)
+	st, gone := s.st, s.gone
+	ig.g.mu.Unlock()
+	if st != stOpen || gone {
+		t.Fatalf("stream state %d gone %v after the owed commit: want started (stOpen), not seen gone yet", st, gone)
+	}
+	ig.waitFor(t, "the scan seeing a.log gone", func() bool { return s.gone })
+	got := ig.popAll(2 * time.Second)
+	if tails, bytes, detail := ig.lost(); got == 0 && tails == 0 {
+		t.Errorf("a.log deleted with %q unread while its stream waited (queued), started again before a scan saw it gone: delivered %d lines, lostTails %d, lostBytes %d, detail %q; want it counted lost",
+			line, got, tails, bytes, detail)
+	}
+}
