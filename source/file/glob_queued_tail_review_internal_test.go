@@ -179,3 +179,39 @@ func TestGlobQueuedStreamDeletedBeforeAnyScanThenStartedIsCounted(t *testing.T) 
 			line, got, tails, bytes, detail)
 	}
 }
+
+// The same queued stream whose file is renamed out of the glob (a scan
+// sees it out: counted lost) and back in under another matched name
+// (c.log) while it waits: the new stream reads c.log from its start, the
+// line with it (DESIGN §10: a file that comes back is read from its start),
+// and the old stream, still queued, is started anyway and reads the line
+// from its pointer (findByKey finds c.log beside a.log). loseTailLocked
+// drops the count only when the key is already back at the scan that
+// finds it out; here it comes back after that scan: the line is delivered
+// (twice) and counted lost — lossy, exit 1, with nothing lost.
+func TestGlobQueuedStreamRenamedOutAndBackInIsNotALoss(t *testing.T) {
+	ig := startInternalGlob(t, 50*time.Millisecond, 300*time.Millisecond)
+	const line = "written-while-closing\n"
+	s, n := ig.queuedOwing(t, line)
+	dir := filepath.Dir(ig.g.cfg.Stream.Path)
+	out := filepath.Join(dir, "a.log.moving")
+	if err := os.Rename(filepath.Join(dir, "a.log"), out); err != nil {
+		t.Fatal(err)
+	}
+	ig.waitFor(t, "the scan seeing a.log gone", func() bool { return s.gone })
+	if err := os.Rename(out, filepath.Join(dir, "c.log")); err != nil {
+		t.Fatal(err)
+	}
+	ig.waitFor(t, "c.log tracked as a new stream", func() bool { return len(ig.g.byKey) == 2 })
+	ig.q.AddDispatched(n)
+	ig.pub.Poke()
+	got := ig.popAll(3 * time.Second)
+	// c.log from its start: 5 + 5 + the line.
+	if got < 11 {
+		t.Fatalf("c.log read from its start: %d lines delivered, want at least 11", got)
+	}
+	if tails, bytes, detail := ig.lost(); tails != 0 {
+		t.Errorf("a.log renamed out and back in as c.log while its stream waited (queued) with %q unread, %d lines delivered (c.log from its start): lostTails %d, lostBytes %d, detail %q; want 0 (nothing lost)",
+			line, got, tails, bytes, detail)
+	}
+}
