@@ -294,6 +294,7 @@ func (g *Glob) Run(ctx context.Context) error {
 	tick := time.NewTicker(min(g.cfg.Stream.Poll, 250*time.Millisecond))
 	defer tick.Stop()
 	for {
+		g.flushLosses() // counted under mu since the last pass (loseTailLocked)
 		select {
 		case <-ctx.Done():
 			g.stopAll()
@@ -594,10 +595,13 @@ func (g *Glob) scan(ctx context.Context) {
 			s.gone, s.goneAt = true, now
 			if !exists(s.path, s.key) {
 				g.retired[k] = true
-				if s.st == stClosed || s.st == stQueued {
-					// Closed (or waiting to open again) with bytes
-					// past what its stream published: read by
-					// nobody now.
+				if s.st == stClosed {
+					// Closed with bytes past what its stream
+					// published: read by nobody now. (A queued one
+					// is started all the same: its source finds the
+					// file by the key its pointer names, or counts
+					// it; start counts it when the pointer names
+					// none.)
 					g.loseTailLocked(s)
 				}
 				g.forgetClosed(s, true)
@@ -933,6 +937,16 @@ func (g *Glob) start(ctx context.Context, s *gstream, ahead *createdAhead) error
 		c.Strategy = Earliest
 	}
 	s.fromEnd = false
+	if s.tailSize > s.tailEnd && !exists(s.path, s.key) {
+		// Its file left the path while it waited with bytes unread
+		// (deleted, renamed): the new source finds it only by the key
+		// its pointer names (and counts it when it finds none); a
+		// pointer naming no file (nothing committed of it yet) finds
+		// nothing and counts nothing — counted here.
+		if rec, err := pointer.Inspect(s.ptrPath); s.ptrPath == "" || err != nil || rec.FileKey != s.key {
+			g.loseTailLocked(s)
+		}
+	}
 	s.tailEnd, s.tailSize = 0, 0 // read from its pointer from here on
 	// s.owe is nil: schedule holds a stream that owes a commit until it
 	// is made (its new source starts from a pointer covering every line
