@@ -1,10 +1,17 @@
 package file
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"tailfeed/feed"
+	"tailfeed/overload"
 )
 
 // Review of d61bde6 (Glob.start counts a queued stream's noted tail when its
@@ -74,5 +81,108 @@ func TestGlobQueuedStreamRenamedWithinGlobBeforeScanIsNotALoss(t *testing.T) {
 	}
 	if got == 0 && tails != 1 {
 		t.Errorf("b.log's line neither delivered nor counted once: lostTails %d", tails)
+	}
+}
+
+// runGlobOn runs a glob feed over dir/*.log with its pointers under data
+// (a restart when data holds a previous run's); stop cancels the manager
+// and waits for it, then drains and closes the feed.
+func runGlobOn(t *testing.T, dir, data string) (ig *internalGlob, stopRun, stop func()) {
+	t.Helper()
+	ig = &internalGlob{ptrDir: filepath.Join(data, "feeds", "f")}
+	ig.q = feed.NewQueue("rec", 4096, 8<<20, overload.Policy{Kind: overload.Pause})
+	ig.pub = feed.NewPublisher("f", []*feed.Queue{ig.q}, 65536, 512)
+	g, err := NewGlob(GlobConfig{
+		Stream: Config{Feed: "f", Path: filepath.Join(dir, "*.log"), Strategy: Committed, Poll: 50 * time.Millisecond,
+			RotateWait: 200 * time.Millisecond, CommitSync: 5 * time.Millisecond, BatchLines: 512, Outputs: []string{data}},
+		PointerDir:    ig.ptrDir,
+		EpochsPath:    filepath.Join(data, "feeds", "f.epochs"),
+		ScanInterval:  100 * time.Millisecond,
+		MaxOpenFiles:  16,
+		CloseInactive: 50 * time.Millisecond,
+		ForgetAfter:   time.Minute,
+	}, ig.pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.drainBound = 300 * time.Millisecond
+	ig.g = g
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		g.Run(ctx)
+	}()
+	var once sync.Once
+	stopRun = func() { cancel(); <-done }
+	stop = func() {
+		once.Do(func() {
+			stopRun()
+			dctx, c := context.WithTimeout(context.Background(), 5*time.Second)
+			g.Drain(dctx)
+			c()
+			g.Close()
+		})
+	}
+	t.Cleanup(stop)
+	return ig, stopRun, stop
+}
+
+// A stream queued owing its commit on its first turn (its pointer names no
+// file yet), a line written to a.log while it closed (its noted tail), then
+// a.log deleted; the scan sees it gone while it is still queued (its lines
+// not yet acknowledged): since d61bde6 the scan counts nothing for a
+// queued stream (left to its start). The daemon is then stopped (SIGTERM)
+// before the stream starts again: the lines are acknowledged during the
+// shutdown's drain and Close makes the owed commit, which binds no file
+// (a.log is gone). The restart's countGone counts only pointers naming a
+// file: nothing. The line is read by nobody and counted by nobody, in
+// either run (DESIGN §10: a file that disappears with an unread tail
+// counts in lostTails; §4 "Nothing green over a loss"). a8babb1's scan
+// counted it.
+func TestGlobQueuedStreamDeletedThenStoppedBeforeItStartsIsCounted(t *testing.T) {
+	dir, data := t.TempDir(), t.TempDir()
+	path := filepath.Join(dir, "a.log")
+	var sb strings.Builder
+	for i := range 5 {
+		fmt.Fprintf(&sb, "line-%d\n", i)
+	}
+	if err := os.WriteFile(path, []byte(sb.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ig, stopRun, stop := runGlobOn(t, dir, data)
+	n := ig.take(t) // not acknowledged: the drain is cut short, it owes
+	s := ig.stoppingStream(t)
+	const line = "written-while-closing\n"
+	w, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.WriteString(line); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	ig.waitFor(t, "the stream closed owing its commit, queued again", func() bool {
+		return s.st == stQueued && s.owe != nil && s.tailSize > s.tailEnd
+	})
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	ig.waitFor(t, "the scan seeing a.log gone", func() bool { return s.gone })
+	stopRun() // SIGTERM: the manager ends, the stream still queued
+	ig.q.AddDispatched(n)
+	ig.pub.Poke()
+	stop()
+	tails1, bytes1, detail1 := ig.lost()
+
+	// The restart.
+	ig2, _, stop2 := runGlobOn(t, dir, data)
+	time.Sleep(time.Second)
+	got := ig2.popAll(time.Second)
+	tails2, bytes2, detail2 := ig2.lost()
+	stop2()
+	if got == 0 && tails1+tails2 == 0 {
+		t.Errorf("a.log deleted with %q unread while its stream waited (queued), the daemon stopped before it started again: first run lostTails %d lostBytes %d (%q), restart lostTails %d lostBytes %d (%q), %d lines delivered after the restart; want the tail counted lost once",
+			line, tails1, bytes1, detail1, tails2, bytes2, detail2, got)
 	}
 }
