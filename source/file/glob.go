@@ -595,13 +595,13 @@ func (g *Glob) scan(ctx context.Context) {
 			s.gone, s.goneAt = true, now
 			if !exists(s.path, s.key) {
 				g.retired[k] = true
-				if s.st == stClosed {
-					// Closed with bytes past what its stream
-					// published: read by nobody now. (A queued one
-					// is started all the same: its source finds the
-					// file by the key its pointer names, or counts
-					// it; start counts it when the pointer names
-					// none.)
+				if s.st == stClosed || (s.tailSize > s.tailEnd && !g.pointerNames(s)) {
+					// Bytes past what its stream published, read by
+					// nobody now: closed; or queued (or started again)
+					// with a pointer naming no file, whose source
+					// finds nothing and counts nothing. A pointer
+					// naming the file: its source finds it by key
+					// beside its path, or counts it.
 					g.loseTailLocked(s)
 				}
 				g.forgetClosed(s, true)
@@ -937,17 +937,14 @@ func (g *Glob) start(ctx context.Context, s *gstream, ahead *createdAhead) error
 		c.Strategy = Earliest
 	}
 	s.fromEnd = false
-	if s.tailSize > s.tailEnd && !exists(s.path, s.key) {
-		// Its file left the path while it waited with bytes unread
-		// (deleted, renamed): the new source finds it only by the key
-		// its pointer names (and counts it when it finds none); a
-		// pointer naming no file (nothing committed of it yet) finds
-		// nothing and counts nothing — counted here.
-		if rec, err := pointer.Inspect(s.ptrPath); s.ptrPath == "" || err != nil || rec.FileKey != s.key {
-			g.loseTailLocked(s)
-		}
+	if exists(s.path, s.key) || g.pointerNames(s) {
+		// Its new source reads the tail from its pointer (or, its file
+		// gone from the path, finds it by key beside it or counts it).
+		// Otherwise the tail stays noted: a scan that finds the file
+		// gone from the glob counts it; one that finds it renamed within
+		// the glob follows it.
+		s.tailEnd, s.tailSize = 0, 0
 	}
-	s.tailEnd, s.tailSize = 0, 0 // read from its pointer from here on
 	// s.owe is nil: schedule holds a stream that owes a commit until it
 	// is made (its new source starts from a pointer covering every line
 	// its last one published).
@@ -1047,9 +1044,14 @@ func (g *Glob) closed(s *gstream) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	src := s.src
-	s.tailEnd, s.tailSize = 0, 0
-	if src.closeSize > src.closeEnd {
+	switch {
+	case src.closeSize > src.closeEnd:
 		s.tailEnd, s.tailSize = src.closeEnd, src.closeSize
+	case src.BytesRead() > 0:
+		s.tailEnd, s.tailSize = 0, 0
+	default:
+		// Its source read nothing (its file was not at its path): a
+		// tail noted before stays noted (start).
 	}
 	g.acc.lines += src.LinesRead()
 	g.acc.bytes += src.BytesRead()
@@ -1128,6 +1130,16 @@ func (g *Glob) loseTailLocked(s *gstream) {
 	g.lossQ = append(g.lossQ,
 		Loss{Counter: "lostTails", Amount: 1, Epoch: s.epoch, Detail: detail},
 		Loss{Counter: "lostBytes", Amount: n, Epoch: s.epoch, Detail: detail})
+}
+
+// pointerNames: s's pointer names its file (by key), so that its source
+// finds the file by that key when the path no longer does.
+func (g *Glob) pointerNames(s *gstream) bool {
+	if s.ptrPath == "" {
+		return false
+	}
+	rec, err := pointer.Inspect(s.ptrPath)
+	return err == nil && rec.FileKey == s.key
 }
 
 // flushLosses hands the losses loseTailLocked counted to OnLoss (the
