@@ -46,14 +46,7 @@ func (ig *internalGlob) queuedOwing(t *testing.T, line string) (*gstream, uint64
 	// Its second turn: popped, not acknowledged, so that it closes owing.
 	n := ig.take(t)
 	s = ig.stoppingStream(t)
-	w, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := w.WriteString(line); err != nil {
-		t.Fatal(err)
-	}
-	w.Close()
+	appendTo(t, path, line)
 	ig.waitFor(t, "the stream closed owing its commit, queued again", func() bool {
 		return s.st == stQueued && s.owe != nil
 	})
@@ -139,14 +132,7 @@ func TestGlobQueuedStreamDeletedBeforeAnyScanThenStartedIsCounted(t *testing.T) 
 	n := ig.take(t) // not acknowledged: the drain is cut short, it owes
 	s := ig.stoppingStream(t)
 	const line = "written-while-closing\n"
-	w, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := w.WriteString(line); err != nil {
-		t.Fatal(err)
-	}
-	w.Close()
+	appendTo(t, path, line)
 	ig.waitFor(t, "the stream closed owing its commit, queued again", func() bool {
 		return s.st == stQueued && s.owe != nil && s.tailSize > s.tailEnd
 	})

@@ -36,14 +36,7 @@ func TestGlobQueuedStreamRenamedWithinGlobBeforeScanIsNotALoss(t *testing.T) {
 	n := ig.take(t) // not acknowledged: the drain is cut short, it owes
 	s := ig.stoppingStream(t)
 	const line = "written-while-closing\n"
-	w, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := w.WriteString(line); err != nil {
-		t.Fatal(err)
-	}
-	w.Close()
+	appendTo(t, path, line)
 	ig.waitFor(t, "the stream closed owing its commit, queued again", func() bool {
 		return s.st == stQueued && s.owe != nil && s.tailSize > s.tailEnd
 	})
@@ -154,14 +147,7 @@ func TestGlobQueuedStreamDeletedThenStoppedBeforeItStartsIsCounted(t *testing.T)
 	n := ig.take(t) // not acknowledged: the drain is cut short, it owes
 	s := ig.stoppingStream(t)
 	const line = "written-while-closing\n"
-	w, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := w.WriteString(line); err != nil {
-		t.Fatal(err)
-	}
-	w.Close()
+	appendTo(t, path, line)
 	ig.waitFor(t, "the stream closed owing its commit, queued again", func() bool {
 		return s.st == stQueued && s.owe != nil && s.tailSize > s.tailEnd
 	})

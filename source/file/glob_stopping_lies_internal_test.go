@@ -46,6 +46,36 @@ func (ig *internalGlob) waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
+// writeAfter opens path for appending (a writer's descriptor), runs move
+// (a rename or a removal), then writes line through that descriptor —
+// the application's last line into a file that left its path.
+func writeAfter(t *testing.T, path string, move func() error, line string) {
+	t.Helper()
+	w, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if err := move(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.WriteString(line); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// stillStopping fails the test unless s is still stopping (its drain
+// waits for the lines ig.take popped).
+func (ig *internalGlob) stillStopping(t *testing.T, s *gstream) {
+	t.Helper()
+	ig.g.mu.Lock()
+	still := s.st == stStopping
+	ig.g.mu.Unlock()
+	if !still {
+		t.Fatal("a.log's stream closed before the check (drain bound 10 s)")
+	}
+}
+
 // checkBehind asserts the feed and a.log's row report a.log behind.
 func (ig *internalGlob) checkBehind(t *testing.T, why string) {
 	t.Helper()
@@ -74,12 +104,7 @@ func TestStoppingStreamTruncatedAndRewrittenIsBehind(t *testing.T) {
 		t.Fatal(err)
 	}
 	ig.waitFor(t, "the scan seeing a.log rewritten", func() bool { return s.reopen || s.st != stStopping })
-	ig.g.mu.Lock()
-	still := s.st == stStopping
-	ig.g.mu.Unlock()
-	if !still {
-		t.Fatal("a.log's stream closed before the check (drain bound 10 s)")
-	}
+	ig.stillStopping(t, s)
 	ig.checkBehind(t, "a.log truncated and rewritten while its stream is stopping")
 	ig.q.AddDispatched(n)
 	ig.pub.Poke()
@@ -97,24 +122,9 @@ func TestStoppingStreamDeletedAndWrittenIsBehind(t *testing.T) {
 	n := ig.take(t)
 	s := ig.stoppingStream(t)
 	path := filepath.Join(filepath.Dir(ig.g.cfg.Stream.Path), "a.log")
-	w, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	if err := os.Remove(path); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := w.WriteString("written-after-the-unlink\n"); err != nil {
-		t.Fatal(err)
-	}
+	writeAfter(t, path, func() error { return os.Remove(path) }, "written-after-the-unlink\n")
 	ig.waitFor(t, "the scan seeing a.log gone", func() bool { return s.gone || s.st != stStopping })
-	ig.g.mu.Lock()
-	still := s.st == stStopping
-	ig.g.mu.Unlock()
-	if !still {
-		t.Fatal("a.log's stream closed before the check (drain bound 10 s)")
-	}
+	ig.stillStopping(t, s)
 	ig.checkBehind(t, "a.log deleted and written through its writer's descriptor while its stream is stopping")
 	ig.q.AddDispatched(n)
 	ig.pub.Poke()
@@ -133,29 +143,16 @@ func TestStoppingStreamRotatedOutAndWrittenIsBehind(t *testing.T) {
 	n := ig.take(t)
 	s := ig.stoppingStream(t)
 	path := filepath.Join(filepath.Dir(ig.g.cfg.Stream.Path), "a.log")
-	w, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	if err := os.Rename(path, path+".1"); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := w.WriteString("last-line-before-the-reopen\n"); err != nil {
-		t.Fatal(err)
-	}
+	writeAfter(t, path, func() error {
+		if err := os.Rename(path, path+".1"); err != nil {
+			return err
+		}
+		return os.WriteFile(path, nil, 0o600)
+	}, "last-line-before-the-reopen\n")
 	ig.waitFor(t, "the scan seeing a.log rotated", func() bool {
 		return (s.gone && len(ig.g.byKey) == 2) || s.st != stStopping
 	})
-	ig.g.mu.Lock()
-	still := s.st == stStopping
-	ig.g.mu.Unlock()
-	if !still {
-		t.Fatal("a.log's stream closed before the check (drain bound 10 s)")
-	}
+	ig.stillStopping(t, s)
 	st, c := ig.g.StateCounts()
 	if st != Behind || c.Behind < 1 {
 		t.Errorf("a.log rotated out and written while its stream is stopping: state %v, counts %+v, files %+v; want BEHIND, filesBehind >= 1",
@@ -177,20 +174,12 @@ func TestStoppingStreamRotatedOutLastLineIsReadOrCounted(t *testing.T) {
 	n := ig.take(t)
 	s := ig.stoppingStream(t)
 	path := filepath.Join(filepath.Dir(ig.g.cfg.Stream.Path), "a.log")
-	w, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	if err := os.Rename(path, path+".1"); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := w.WriteString("last-line-before-the-reopen\n"); err != nil {
-		t.Fatal(err)
-	}
+	writeAfter(t, path, func() error {
+		if err := os.Rename(path, path+".1"); err != nil {
+			return err
+		}
+		return os.WriteFile(path, nil, 0o600)
+	}, "last-line-before-the-reopen\n")
 	ig.waitFor(t, "the scan seeing a.log rotated", func() bool { return s.gone || s.st != stStopping })
 	ig.q.AddDispatched(n)
 	ig.pub.Poke()
@@ -210,4 +199,10 @@ func TestStoppingStreamRotatedOutLastLineIsReadOrCounted(t *testing.T) {
 		t.Errorf("a.log.1's last line neither delivered nor counted lost: lostTails 0, state %v, counts %+v, CommitOK %v",
 			st, c, ig.g.CommitOK())
 	}
+}
+
+// appendTo appends line to the file at path (its writer, once).
+func appendTo(t *testing.T, path, line string) {
+	t.Helper()
+	writeAfter(t, path, func() error { return nil }, line)
 }

@@ -48,18 +48,8 @@ func TestStoppingStreamDeletedAndWrittenCountsItsTail(t *testing.T) {
 	n := ig.take(t)
 	s := ig.stoppingStream(t)
 	path := filepath.Join(filepath.Dir(ig.g.cfg.Stream.Path), "a.log")
-	w, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	if err := os.Remove(path); err != nil {
-		t.Fatal(err)
-	}
 	const line = "written-after-the-delete\n"
-	if _, err := w.WriteString(line); err != nil {
-		t.Fatal(err)
-	}
+	writeAfter(t, path, func() error { return os.Remove(path) }, line)
 	ig.waitFor(t, "the scan seeing a.log gone", func() bool { return s.gone })
 	ig.q.AddDispatched(n)
 	ig.pub.Poke()

@@ -66,14 +66,7 @@ func TestGlobClosedStreamPartialLastLineDeletedIsNotALoss(t *testing.T) {
 		}
 		return s != nil && s.st == stClosed && s.owe == nil
 	})
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.WriteString("partial!"); err != nil { // no terminator
-		t.Fatal(err)
-	}
-	f.Close()
+	appendTo(t, path, "partial!") // no terminator
 	// Reopened for the change, read to its end (the partial line stays
 	// unread), closed as inactive again.
 	ig.waitFor(t, "a.log reopened", func() bool { return s.st != stClosed })
@@ -104,14 +97,7 @@ func TestStoppingStreamRenamedOutAndBackInIsNotALoss(t *testing.T) {
 	s := ig.stoppingStream(t)
 	dir := filepath.Dir(ig.g.cfg.Stream.Path)
 	path := filepath.Join(dir, "a.log")
-	w, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	if _, err := w.WriteString("written-while-closing\n"); err != nil {
-		t.Fatal(err)
-	}
+	appendTo(t, path, "written-while-closing\n")
 	out := filepath.Join(dir, "a.log.moving")
 	if err := os.Rename(path, out); err != nil {
 		t.Fatal(err)
@@ -121,12 +107,7 @@ func TestStoppingStreamRenamedOutAndBackInIsNotALoss(t *testing.T) {
 		t.Fatal(err)
 	}
 	ig.waitFor(t, "b.log tracked as a new stream", func() bool { return len(ig.g.byKey) == 2 || s.st != stStopping })
-	ig.g.mu.Lock()
-	still := s.st == stStopping
-	ig.g.mu.Unlock()
-	if !still {
-		t.Fatal("a.log's stream closed before b.log was tracked (drain bound 10 s)")
-	}
+	ig.stillStopping(t, s)
 	ig.q.AddDispatched(n)
 	ig.pub.Poke()
 	got := ig.popAll(2 * time.Second)
@@ -183,15 +164,8 @@ func TestStoppingStreamQueuedOwingDeletedWithItsTailIsCounted(t *testing.T) {
 	n := ig.take(t)
 	s := ig.stoppingStream(t)
 	path := filepath.Join(filepath.Dir(ig.g.cfg.Stream.Path), "a.log")
-	w, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
 	const line = "written-while-closing\n"
-	if _, err := w.WriteString(line); err != nil {
-		t.Fatal(err)
-	}
+	appendTo(t, path, line)
 	ig.waitFor(t, "the stream closed owing its commit, queued again", func() bool {
 		return s.st == stQueued && s.owe != nil
 	})
