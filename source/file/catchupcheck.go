@@ -35,17 +35,23 @@ func (s *Source) CountLoss(tails, bytes, epoch uint64, detail string) {
 // loss of the run).
 func (g *Glob) CountLoss(tails, bytes, epoch uint64, detail string) {
 	g.mu.Lock()
+	g.countLossLocked(tails, bytes, epoch, detail)
+	g.mu.Unlock()
+	g.flushLosses()
+}
+
+// countLossLocked counts a loss under mu; its ledger entries wait in lossQ
+// for flushLosses (never called under mu: the ledger's writer asks the
+// feed for its state).
+func (g *Glob) countLossLocked(tails, bytes, epoch uint64, detail string) {
 	g.acc.lostTails += tails
 	g.acc.lostBytes += bytes
 	g.detail = detail
-	g.mu.Unlock()
-	if g.cfg.Stream.OnLoss != nil {
-		if tails > 0 {
-			g.cfg.Stream.OnLoss(Loss{Counter: "lostTails", Amount: tails, Epoch: epoch, Detail: detail})
-		}
-		if bytes > 0 {
-			g.cfg.Stream.OnLoss(Loss{Counter: "lostBytes", Amount: bytes, Epoch: epoch, Detail: detail})
-		}
+	if tails > 0 {
+		g.lossQ = append(g.lossQ, Loss{Counter: "lostTails", Amount: tails, Epoch: epoch, Detail: detail})
+	}
+	if bytes > 0 {
+		g.lossQ = append(g.lossQ, Loss{Counter: "lostBytes", Amount: bytes, Epoch: epoch, Detail: detail})
 	}
 	g.log.Warn(detail, "epoch", hex16(epoch))
 }

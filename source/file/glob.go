@@ -114,7 +114,7 @@ type Glob struct {
 	filesSkipped atomic.Uint64
 
 	detail string // the last loss CountLoss counted (under mu)
-	lossQ  []Loss // losses counted under mu, for OnLoss (flushLosses)
+	lossQ  []Loss // losses counted under mu, for OnLoss (countLossLocked, flushLosses)
 }
 
 type globTotals struct {
@@ -294,7 +294,7 @@ func (g *Glob) Run(ctx context.Context) error {
 	tick := time.NewTicker(min(g.cfg.Stream.Poll, 250*time.Millisecond))
 	defer tick.Stop()
 	for {
-		g.flushLosses() // counted under mu since the last pass (loseTailLocked)
+		g.flushLosses() // counted under mu since the last pass (countLossLocked)
 		select {
 		case <-ctx.Done():
 			g.stopAll()
@@ -1121,15 +1121,9 @@ func (g *Glob) loseTailLocked(s *gstream) {
 		return
 	}
 	n := uint64(s.tailSize - s.tailEnd)
-	detail := fmt.Sprintf("glob file %s renamed out of the glob or deleted while its stream was closing: its last %d bytes (offset %d to %d) were never read",
-		s.path, n, s.tailEnd, s.tailSize)
+	g.countLossLocked(1, n, s.epoch, fmt.Sprintf("glob file %s renamed out of the glob or deleted while its stream was closing: its last %d bytes (offset %d to %d) were never read",
+		s.path, n, s.tailEnd, s.tailSize))
 	s.tailEnd, s.tailSize = 0, 0
-	g.acc.lostTails++
-	g.acc.lostBytes += n
-	g.detail = detail
-	g.lossQ = append(g.lossQ,
-		Loss{Counter: "lostTails", Amount: 1, Epoch: s.epoch, Detail: detail},
-		Loss{Counter: "lostBytes", Amount: n, Epoch: s.epoch, Detail: detail})
 }
 
 // pointerNames: s's pointer names its file (by key), so that its source
@@ -1142,21 +1136,18 @@ func (g *Glob) pointerNames(s *gstream) bool {
 	return err == nil && rec.FileKey == s.key
 }
 
-// flushLosses hands the losses loseTailLocked counted to OnLoss (the
-// ledger) and logs them; never under mu (the ledger's writer asks the
-// feed for its state).
+// flushLosses hands the losses counted under mu (countLossLocked) to
+// OnLoss, the ledger; never under mu.
 func (g *Glob) flushLosses() {
 	g.mu.Lock()
 	q := g.lossQ
 	g.lossQ = nil
 	g.mu.Unlock()
+	if g.cfg.Stream.OnLoss == nil {
+		return
+	}
 	for _, l := range q {
-		if l.Counter == "lostTails" {
-			g.log.Warn(l.Detail, "epoch", hex16(l.Epoch))
-		}
-		if g.cfg.Stream.OnLoss != nil {
-			g.cfg.Stream.OnLoss(l)
-		}
+		g.cfg.Stream.OnLoss(l)
 	}
 }
 

@@ -136,8 +136,8 @@ type Source struct {
 	// of the batch Drain released.
 	pendingFrom, droppedFrom int64
 	// closeSize and closeEnd: a glob stream's file, by its descriptor,
-	// at Close, and the end of what the stream published of it (closeSize
-	// -1: not known). Bytes between them were never delivered: the glob
+	// at Close, and the end of what the stream published of it (both 0:
+	// nothing unread). Bytes between them were never delivered: the glob
 	// counts them lost when the file turns out gone from the glob
 	// (Glob.loseTailLocked).
 	closeSize, closeEnd int64
@@ -403,7 +403,6 @@ func (s *Source) Close() error {
 // drain waiting for acknowledgements), a line its writer appended is read
 // by nobody once the descriptor is closed.
 func (s *Source) noteTail() {
-	s.closeSize = -1
 	r := s.cur
 	if !s.cfg.Pinned || r == nil || r.gz != nil || !r.positioned || r.gone != "" {
 		return
