@@ -129,23 +129,8 @@ func TestGlobQueuedStreamRenamedOutThenReadIsNotALoss(t *testing.T) {
 func TestGlobQueuedStreamDeletedBeforeAnyScanThenStartedIsCounted(t *testing.T) {
 	ig := startInternalGlob(t, 50*time.Millisecond, 300*time.Millisecond)
 	path := filepath.Join(filepath.Dir(ig.g.cfg.Stream.Path), "a.log")
-	n := ig.take(t) // not acknowledged: the drain is cut short, it owes
-	s := ig.stoppingStream(t)
 	const line = "written-while-closing\n"
-	appendTo(t, path, line)
-	ig.waitFor(t, "the stream closed owing its commit, queued again", func() bool {
-		return s.st == stQueued && s.owe != nil && s.tailSize > s.tailEnd
-	})
-	ig.g.mu.Lock()
-	o := s.owe
-	ig.q.AddDispatched(n)
-	ig.pub.Poke()
-	for end := time.Now().Add(10 * time.Second); o.sp.Pending() > 0; time.Sleep(2 * time.Millisecond) {
-		if time.Now().After(end) {
-			ig.g.mu.Unlock()
-			t.Fatal("acknowledgements not handed to the closed stream after 10 s")
-		}
-	}
+	s := ig.ackedWhileQueued(t, path, line) // returns holding ig.g.mu
 	if err := os.Remove(path); err != nil {
 		ig.g.mu.Unlock()
 		t.Fatal(err)
@@ -200,4 +185,30 @@ func TestGlobQueuedStreamRenamedOutAndBackInIsNotALoss(t *testing.T) {
 		t.Errorf("a.log renamed out and back in as c.log while its stream waited (queued) with %q unread, %d lines delivered (c.log from its start): lostTails %d, lostBytes %d, detail %q; want 0 (nothing lost)",
 			line, got, tails, bytes, detail)
 	}
+}
+
+// ackedWhileQueued: a.log's stream (its lines popped, not acknowledged)
+// closes owing its commit after line is written to path, and is queued
+// again with the line as its noted tail; its lines are then acknowledged
+// and handed to it. It returns the stream holding ig.g.mu, so that the
+// caller's next step comes before housekeeping's.
+func (ig *internalGlob) ackedWhileQueued(t *testing.T, path, line string) *gstream {
+	t.Helper()
+	n := ig.take(t) // not acknowledged: the drain is cut short, it owes
+	s := ig.stoppingStream(t)
+	appendTo(t, path, line)
+	ig.waitFor(t, "the stream closed owing its commit, queued again", func() bool {
+		return s.st == stQueued && s.owe != nil && s.tailSize > s.tailEnd
+	})
+	ig.g.mu.Lock()
+	o := s.owe
+	ig.q.AddDispatched(n)
+	ig.pub.Poke()
+	for end := time.Now().Add(10 * time.Second); o.sp.Pending() > 0; time.Sleep(2 * time.Millisecond) {
+		if time.Now().After(end) {
+			ig.g.mu.Unlock()
+			t.Fatal("acknowledgements not handed to the closed stream after 10 s")
+		}
+	}
+	return s
 }

@@ -33,23 +33,8 @@ func TestGlobQueuedStreamRenamedWithinGlobBeforeScanIsNotALoss(t *testing.T) {
 	ig := startInternalGlob(t, 50*time.Millisecond, 300*time.Millisecond)
 	dir := filepath.Dir(ig.g.cfg.Stream.Path)
 	path := filepath.Join(dir, "a.log")
-	n := ig.take(t) // not acknowledged: the drain is cut short, it owes
-	s := ig.stoppingStream(t)
 	const line = "written-while-closing\n"
-	appendTo(t, path, line)
-	ig.waitFor(t, "the stream closed owing its commit, queued again", func() bool {
-		return s.st == stQueued && s.owe != nil && s.tailSize > s.tailEnd
-	})
-	ig.g.mu.Lock()
-	o := s.owe
-	ig.q.AddDispatched(n)
-	ig.pub.Poke()
-	for end := time.Now().Add(10 * time.Second); o.sp.Pending() > 0; time.Sleep(2 * time.Millisecond) {
-		if time.Now().After(end) {
-			ig.g.mu.Unlock()
-			t.Fatal("acknowledgements not handed to the closed stream after 10 s")
-		}
-	}
+	s := ig.ackedWhileQueued(t, path, line) // returns holding ig.g.mu
 	if err := os.Rename(path, filepath.Join(dir, "b.log")); err != nil {
 		ig.g.mu.Unlock()
 		t.Fatal(err)
