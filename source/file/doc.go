@@ -415,7 +415,12 @@
 //     same key with other first bytes is a new stream; a key whose file was
 //     seen deleted (or out of the glob) is retired: a file that later shows
 //     up with it is new whatever its bytes. A rename within the glob keeps
-//     the stream (Delivery.Path stays the first path). At a start, a
+//     the stream (Delivery.Path stays the first path): a queued stream
+//     whose file left its path is started only after a scan followed it
+//     or found it gone (awaitScan; its source would look for it only beside
+//     the old path). A stream closing before its first commit names its
+//     file in its pointer all the same (Source.nameFile), so that the
+//     commit it owes still names the file if it moves. At a start, a
 //     previous run's pointer is taken by key + fingerprint alone.
 //
 //   - Publishing (mux.go): every stream publishes through the feed's one

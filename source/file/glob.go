@@ -113,6 +113,10 @@ type Glob struct {
 
 	filesSkipped atomic.Uint64
 
+	// scanDue: a queued stream's file left its path since the last scan
+	// (awaitScan): Run scans at its next pass.
+	scanDue atomic.Bool
+
 	detail string // the last loss CountLoss counted (under mu)
 	lossQ  []Loss // losses counted under mu, for OnLoss (countLossLocked, flushLosses)
 }
@@ -169,6 +173,11 @@ type gstream struct {
 	// read when it is opened again, counted lost if the file turns out
 	// gone from the glob (loseTailLocked).
 	tailEnd, tailSize int64
+	// awaitScan: queued, its file no longer at its path and no scan has
+	// seen where it went (renamed within the glob, to another matched
+	// directory, out of the glob or deleted): it is not started until a
+	// scan follows it or finds it gone (schedule).
+	awaitScan bool
 }
 
 // owed is the commit obligation of a stream closed while lines of it were
@@ -295,6 +304,9 @@ func (g *Glob) Run(ctx context.Context) error {
 	defer tick.Stop()
 	for {
 		g.flushLosses() // counted under mu since the last pass (countLossLocked)
+		if g.scanDue.Swap(false) {
+			g.scan(ctx) // a queued stream waits to know where its file went
+		}
 		select {
 		case <-ctx.Done():
 			g.stopAll()
@@ -612,6 +624,9 @@ func (g *Glob) scan(ctx context.Context) {
 		}
 	}
 	g.scanned = true
+	for _, s := range g.queue {
+		s.awaitScan = false // followed, at its path again, or gone
+	}
 	g.schedule(ctx)
 }
 
@@ -782,16 +797,29 @@ func (g *Glob) schedule(ctx context.Context) {
 	ahead := &createdAhead{done: make(chan struct{})}
 	defer ahead.write(g.cfg.EpochsPath, &g.aheadWG)
 	for len(g.queue) > 0 && g.open < g.maxSlots {
-		i := -1
+		i, atPath := -1, false
 		for j, s := range g.queue {
 			// A stream that owes a commit waits until its lines are
 			// acknowledged and committed (housekeep settles it): a new
 			// source reads from the pointer, which is behind the lines
 			// still in flight, and would publish them again.
-			if s.owe == nil && (s.after == nil || g.barrierDone(s.after)) {
-				i = j
-				break
+			if s.owe != nil || s.awaitScan || (s.after != nil && !g.barrierDone(s.after)) {
+				continue
 			}
+			// A file that left its path since the last scan waits for
+			// the next one: a source started now would look for it only
+			// beside its old path, and count it lost when it went to
+			// another matched directory, where the scan then follows it
+			// and it is read again (a false loss). The scan follows it,
+			// or sees it gone from the glob (gone: its source finds it
+			// beside its path by key, or counts it).
+			if atPath = exists(s.path, s.key); !atPath && !s.gone {
+				s.awaitScan = true
+				g.scanDue.Store(true)
+				continue
+			}
+			i = j
+			break
 		}
 		if i < 0 {
 			return
@@ -799,7 +827,7 @@ func (g *Glob) schedule(ctx context.Context) {
 		s := g.queue[i]
 		g.queue = append(g.queue[:i], g.queue[i+1:]...)
 		s.after = nil
-		if err := g.start(ctx, s, ahead); err != nil {
+		if err := g.start(ctx, s, ahead, atPath); err != nil {
 			g.log.Error("cannot open a matched file", "path", s.path, "error", err)
 			s.st = stClosed
 		}
@@ -899,8 +927,8 @@ var appendCreated = pointer.AppendCreated
 var errNoneAhead = errors.New("no created line written ahead")
 
 // start opens s's pointer and runs its Source (a new pointer's "created"
-// line goes into ahead).
-func (g *Glob) start(ctx context.Context, s *gstream, ahead *createdAhead) error {
+// line goes into ahead); atPath: its file is at s.path (schedule looked).
+func (g *Glob) start(ctx context.Context, s *gstream, ahead *createdAhead, atPath bool) error {
 	c := g.cfg.Stream
 	c.Path, c.DeliveryPath, c.Pinned = s.path, s.first, true
 	c.NoNotify = true // the glob's watcher wakes it
@@ -937,7 +965,7 @@ func (g *Glob) start(ctx context.Context, s *gstream, ahead *createdAhead) error
 		c.Strategy = Earliest
 	}
 	s.fromEnd = false
-	if exists(s.path, s.key) || g.pointerNames(s) {
+	if atPath || g.pointerNames(s) {
 		// Its new source reads the tail from its pointer (or, its file
 		// gone from the path, finds it by key beside it or counts it).
 		// Otherwise the tail stays noted: a scan that finds the file

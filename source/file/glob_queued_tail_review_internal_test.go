@@ -117,15 +117,15 @@ func TestGlobQueuedStreamRenamedOutThenReadIsNotALoss(t *testing.T) {
 // the pointer does not name a.log), a line written to a.log while it
 // closed (its noted tail), its lines acknowledged, then a.log deleted and
 // — before any scan looks — the manager's housekeeping makes the owed
-// commit and starts the stream again (the order the manager's loop takes
-// when its housekeeping tick comes before the rescan; done here under the
-// glob's mutex, as the manager does, to fix that order). start() clears
-// the noted tail; the new Source finds the path missing and a pointer that
-// names no file (commitOwed binds no file that is gone): WAITING_FOR_FILE,
-// nothing counted; the scan then finds the stream open (not stClosed or
-// stQueued) and its close notes nothing (no file open). The line is read
-// by nobody and never counted: DESIGN §10, a file that disappears with an
-// unread tail counts in lostTails; §4 "Nothing green over a loss".
+// commit and would start the stream again (the order the manager's loop
+// takes when its housekeeping tick comes before the rescan; done here under
+// the glob's mutex, as the manager does, to fix that order). Started then,
+// its Source found the path missing and a pointer naming no file
+// (commitOwed binds no file that is gone) and counted nothing, nor did the
+// scan (the stream open) or its close: a line read by nobody and never
+// counted (DESIGN §10, a file that disappears with an unread tail counts in
+// lostTails; §4 "Nothing green over a loss"). The stream waits for the
+// scan instead, which finds the file gone and counts its tail.
 func TestGlobQueuedStreamDeletedBeforeAnyScanThenStartedIsCounted(t *testing.T) {
 	ig := startInternalGlob(t, 50*time.Millisecond, 300*time.Millisecond)
 	path := filepath.Join(filepath.Dir(ig.g.cfg.Stream.Path), "a.log")
@@ -138,10 +138,10 @@ func TestGlobQueuedStreamDeletedBeforeAnyScanThenStartedIsCounted(t *testing.T) 
 	// housekeep's steps, before the scan sees a.log gone.
 	ig.g.settleOwed(s)
 	ig.g.schedule(ig.g.ctx)
-	st, gone := s.st, s.gone
+	st, gone, await := s.st, s.gone, s.awaitScan
 	ig.g.mu.Unlock()
-	if st != stOpen || gone {
-		t.Fatalf("stream state %d gone %v after the owed commit: want started (stOpen), not seen gone yet", st, gone)
+	if st != stQueued || gone || !await {
+		t.Fatalf("stream state %d gone %v awaitScan %v after the owed commit: want queued until a scan sees where its file went", st, gone, await)
 	}
 	ig.waitFor(t, "the scan seeing a.log gone", func() bool { return s.gone })
 	got := ig.popAll(2 * time.Second)

@@ -373,6 +373,7 @@ func (s *Source) Close() error {
 	s.closing = true
 	s.noteTail()
 	if s.ptr != nil {
+		s.nameFile()
 		if s.barrier {
 			s.barrierAtClose()
 		} else {
@@ -395,6 +396,30 @@ func (s *Source) Close() error {
 		r.close()
 	}
 	return err
+}
+
+// nameFile makes a glob stream's pointer that names no file yet (its
+// source closes before any line of it was committed: its drain was cut
+// short, the commit is owed) name the file its source bound, at the offset
+// it holds. The owed commit (Glob.settleOwed) may find the file no longer
+// at its path — renamed within the glob meanwhile — and a pointer naming no
+// file would have the next source read it again from its start.
+func (s *Source) nameFile() {
+	rec := s.ptr.Record()
+	if !s.cfg.Pinned || rec.FileKey != 0 {
+		return
+	}
+	err := s.ptr.Store(rec.Offset) // a no-op when no file is bound
+	if err == nil {
+		s.ioBegin(nil)
+		err = s.ptr.Sync()
+		s.ioEnd()
+	}
+	if err != nil {
+		s.commitFailures.Add(1)
+		s.commitOK.Store(false)
+		s.log.Error("pointer commit naming its file at close failed", "error", err)
+	}
 }
 
 // noteTail records closeSize and closeEnd for a glob stream (Pinned): its
