@@ -420,7 +420,11 @@
 //     or found it gone (awaitScan; its source would look for it only beside
 //     the old path). A stream closing before its first commit names its
 //     file in its pointer all the same (Source.nameFile), so that the
-//     commit it owes still names the file if it moves. At a start, a
+//     commit it owes still names the file if it moves. A stream reads
+//     only the file of its key (Config.PinKey): another file at its path
+//     is a stream of its own. A file that leaves the glob before any of it
+//     was read (no pointer names it) is looked for beside its path by key
+//     and read there, or counted lost with its size (leftUnread). At a start, a
 //     previous run's pointer is taken by key + fingerprint alone.
 //
 //   - Publishing (mux.go): every stream publishes through the feed's one

@@ -178,6 +178,9 @@ type gstream struct {
 	// directory, out of the glob or deleted): it is not started until a
 	// scan follows it or finds it gone (schedule).
 	awaitScan bool
+	// touched: a source of this stream opened its file (read it, bound
+	// it, or counted it lost): unread is false from then on.
+	touched bool
 }
 
 // owed is the commit obligation of a stream closed while lines of it were
@@ -605,6 +608,9 @@ func (g *Glob) scan(ctx context.Context) {
 		}
 		if !s.gone {
 			s.gone, s.goneAt = true, now
+			if (s.st == stQueued || s.st == stClosed) && !exists(s.path, s.key) && g.unread(s) && g.leftUnread(s) {
+				g.enqueue(s) // closed: read where it is now
+			}
 			if !exists(s.path, s.key) {
 				g.retired[k] = true
 				if s.st == stClosed || (s.tailSize > s.tailEnd && !g.pointerNames(s)) {
@@ -930,7 +936,7 @@ var errNoneAhead = errors.New("no created line written ahead")
 // line goes into ahead); atPath: its file is at s.path (schedule looked).
 func (g *Glob) start(ctx context.Context, s *gstream, ahead *createdAhead, atPath bool) error {
 	c := g.cfg.Stream
-	c.Path, c.DeliveryPath, c.Pinned = s.path, s.first, true
+	c.Path, c.DeliveryPath, c.Pinned, c.PinKey = s.path, s.first, true, s.key
 	c.NoNotify = true // the glob's watcher wakes it
 	c.OnRest = func() { poke(g.rest) }
 	c.resolvedOuts = g.outputsNow()
@@ -1094,6 +1100,9 @@ func (g *Glob) closed(s *gstream) {
 	}
 	s.offset = src.ReadPos()
 	s.epoch = src.Epoch()
+	if src.BytesRead() > 0 || src.LostTails() > 0 || (src.ptr != nil && src.ptr.Record().FileKey != 0) {
+		s.touched = true
+	}
 	s.src0dropped = src.dropped
 	ended := src.State() == WaitingForFile // pinned: read to its end, gone from its path
 	g.setOwe(s, nil)
@@ -1123,6 +1132,12 @@ func (g *Glob) closed(s *gstream) {
 	}
 	if s.gone && !exists(s.path, s.key) {
 		g.loseTailLocked(s)
+		if g.unread(s) && g.leftUnread(s) {
+			// Its source found another file at its path (or none) and
+			// read nothing; its own file is beside the path.
+			g.enqueue(s)
+			return
+		}
 	}
 	if ended && s.gone && !exists(s.path, s.key) {
 		g.forgetClosed(s, false)
@@ -1152,6 +1167,43 @@ func (g *Glob) loseTailLocked(s *gstream) {
 	g.countLossLocked(1, n, s.epoch, fmt.Sprintf("glob file %s renamed out of the glob or deleted while its stream was closing: its last %d bytes (offset %d to %d) were never read",
 		s.path, n, s.tailEnd, s.tailSize))
 	s.tailEnd, s.tailSize = 0, 0
+}
+
+// unread: s's file was never read by a stream of this glob — no pointer
+// names it (none made yet, or one whose source closed before it bound
+// the file: another file had taken its path), nothing noted unread (a
+// noted tail is loseTailLocked's), not held back as a possible copy, and
+// its stream is to read it from its start.
+func (g *Glob) unread(s *gstream) bool {
+	return !s.touched && s.tailSize <= s.tailEnd && !s.fromEnd && s.copyOf == nil && !s.done && !g.pointerNames(s)
+}
+
+// leftUnread handles a stream (queued or closed) whose file left the glob
+// (renamed out or deleted) before any of it was read: with no pointer
+// naming the file its source would not know it. Renamed out beside its
+// path (a name the glob does not match, found by its key), it is true and
+// s.path names it there: its stream reads it to its end (DESIGN §10: a
+// rename out of the glob is read to its end). Gone, its bytes at the last
+// look are counted lost and the stream is closed (taken off the queue).
+// Under mu.
+func (g *Glob) leftUnread(s *gstream) bool {
+	outs := keepOutputs(g.outputsNow(), s.path)
+	never := func(dev, ino uint64) bool { return false }
+	if f, _, _ := findByKeyIn(filepath.Dir(s.path), pointer.Record{FileKey: s.key}, &outs, never); f != nil {
+		g.log.Debug("file renamed out of the glob before any of it was read; read where it is", "from", s.path, "to", f.Name())
+		s.path = f.Name()
+		f.Close()
+		return true
+	}
+	if i := slices.Index(g.queue, s); i >= 0 {
+		g.queue = slices.Delete(g.queue, i, i+1)
+		s.st = stClosed
+	}
+	if s.size > 0 {
+		g.countLossLocked(1, uint64(s.size), s.epoch, fmt.Sprintf("glob file %s renamed out of the glob or deleted before its stream read any of it: its %d bytes were never read",
+			s.path, s.size))
+	}
+	return false
 }
 
 // pointerNames: s's pointer names its file (by key), so that its source

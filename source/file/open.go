@@ -165,6 +165,11 @@ func (s *Source) open() error {
 		s.epoch.Store(pointer.NewEpoch())
 	}
 	f, dev, ino, err := openStable(s.cfg.Path, s.cfg.OpenHook)
+	if err == nil && s.cfg.Pinned && s.cfg.PinKey != 0 && pointer.FileKey(dev, ino) != s.cfg.PinKey {
+		// Another file took the path: a stream of its own reads it.
+		f.Close()
+		f, err = nil, fs.ErrNotExist
+	}
 	if !s.cfg.Strategy.Bounded() && err != nil && !errors.Is(err, fs.ErrNotExist) {
 		// Not a regular file, one that cannot be opened (FAILED until a
 		// readable regular file is there), or a path that kept changing

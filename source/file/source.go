@@ -57,6 +57,10 @@ type Config struct {
 	// one at the path (a glob feed's stream, DESIGN §10): a different file
 	// at the path counts as the path missing.
 	Pinned bool
+	// PinKey, with Pinned, is the file key of the one file the source is
+	// for (the glob's stream's): a file of another key at the path is not
+	// its file, as if the path were missing.
+	PinKey uint64
 	// IdlePoll, when longer than Poll, is the poll interval while the file
 	// is at its path and no rotation is in progress (a glob stream: the
 	// glob's watcher wakes it on every change).
