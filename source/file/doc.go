@@ -418,9 +418,16 @@
 //     the stream (Delivery.Path stays the first path): a queued stream
 //     whose file left its path is started only after a scan followed it
 //     or found it gone (awaitScan; its source would look for it only beside
-//     the old path). A stream closing before its first commit names its
-//     file in its pointer all the same (Source.nameFile), so that the
-//     commit it owes still names the file if it moves. A stream reads
+//     the old path); the commit a closed stream owes waits for that scan
+//     too (it binds the file at its path, and only while its first bytes
+//     are those its source read: owed.head). A source that finds its file
+//     neither at its path nor beside it counts nothing unless the glob
+//     found it gone (PinGone): it reports NotFound and the stream waits for
+//     a scan again. A file renamed within the glob keeps the per-path
+//     barrier at the path it left (scan's vacated). Without pointers
+//     (EARLIEST, LATEST) a stream opened again reads on from its last
+//     source's Resume point; LATEST's first turn takes the end at the size
+//     the glob found at its start (EndAt). A stream reads
 //     only the file of its key (Config.PinKey): another file at its path
 //     is a stream of its own. A file that leaves the glob before any of it
 //     was read (no pointer names it) is looked for beside its path by key

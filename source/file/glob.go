@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -181,6 +182,8 @@ type gstream struct {
 	// touched: a source of this stream opened its file (read it, bound
 	// it, or counted it lost): unread is false from then on.
 	touched bool
+	resume  *Resume // EARLIEST without pointers: where its last source stopped
+	endAt   int64   // LATEST, present at start: its size then (where its first turn starts)
 }
 
 // owed is the commit obligation of a stream closed while lines of it were
@@ -197,6 +200,11 @@ type owed struct {
 	dirty  bool   // the last commit before the close failed: store and sync even at pos
 	synced uint64 // the sequence the pointer's synced record covered at the close
 	ended  bool   // closed read to its end, gone from its path (closed's forgetClosed case)
+	// headLen, head: the fingerprint of the file's first bytes as its
+	// source read them (Source.HeadAtClose); the commit binds the file at
+	// the path only if they are still those (not rewritten in place since).
+	headLen int
+	head    uint64
 }
 
 // NewGlob makes a glob source publishing to pub.
@@ -543,6 +551,10 @@ func (g *Glob) scan(ctx context.Context) {
 		}
 		keys[k] = f.path
 	}
+	// vacated: the paths streams left this scan (renamed within the glob),
+	// so that a new file at one (a rotation within the glob) still waits
+	// for the stream before it there, whatever the sort order.
+	var vacated map[string]*gstream
 	for _, f := range list {
 		k := pointer.FileKey(f.dev, f.ino)
 		if keys[k] != f.path {
@@ -553,6 +565,10 @@ func (g *Glob) scan(ctx context.Context) {
 				// Renamed within the glob: the stream follows its file.
 				if g.byPath[s.path] == s {
 					delete(g.byPath, s.path)
+					if vacated == nil {
+						vacated = map[string]*gstream{}
+					}
+					vacated[s.path] = s
 				}
 				g.log.Debug("file renamed within the glob", "from", s.path, "to", f.path)
 				s.path = f.path
@@ -581,6 +597,9 @@ func (g *Glob) scan(ctx context.Context) {
 			continue // delivers nothing
 		}
 		prev := g.byPath[f.path]
+		if prev == nil {
+			prev = vacated[f.path]
+		}
 		s := &gstream{path: f.path, first: f.path, key: k, size: f.size, mod: f.mod, activeAt: now}
 		if ptr, first := g.ptrFor(k, f); ptr != "" {
 			s.ptrPath = ptr
@@ -589,7 +608,7 @@ func (g *Glob) scan(ctx context.Context) {
 			}
 		}
 		if !g.started && g.cfg.Stream.Strategy == Latest {
-			s.fromEnd = true
+			s.fromEnd, s.endAt = true, f.size
 		}
 		if prev != nil && prev != s && (prev.st != stClosed || prev.gone || prev.owe != nil) {
 			s.after = prev
@@ -634,6 +653,13 @@ func (g *Glob) scan(ctx context.Context) {
 		s.awaitScan = false // followed, at its path again, or gone
 	}
 	g.schedule(ctx)
+}
+
+// headIs: f's first n bytes hash to fp.
+func headIs(f *os.File, n int, fp uint64) bool {
+	b := make([]byte, n)
+	got, err := f.ReadAt(b, 0)
+	return got == n && (err == nil || errors.Is(err, io.EOF)) && pointer.Fingerprint(b) == fp
 }
 
 func exists(path string, key uint64) bool {
@@ -936,7 +962,7 @@ var errNoneAhead = errors.New("no created line written ahead")
 // line goes into ahead); atPath: its file is at s.path (schedule looked).
 func (g *Glob) start(ctx context.Context, s *gstream, ahead *createdAhead, atPath bool) error {
 	c := g.cfg.Stream
-	c.Path, c.DeliveryPath, c.Pinned, c.PinKey = s.path, s.first, true, s.key
+	c.Path, c.DeliveryPath, c.Pinned, c.PinKey, c.PinGone = s.path, s.first, true, s.key, s.gone
 	c.NoNotify = true // the glob's watcher wakes it
 	c.OnRest = func() { poke(g.rest) }
 	c.resolvedOuts = g.outputsNow()
@@ -967,8 +993,10 @@ func (g *Glob) start(ctx context.Context, s *gstream, ahead *createdAhead, atPat
 		c.Strategy = OnceEarliest
 	case s.fromEnd:
 		c.Strategy = Latest
+		c.EndAt = s.endAt
 	default:
 		c.Strategy = Earliest
+		c.Resume = s.resume
 	}
 	s.fromEnd = false
 	if atPath || g.pointerNames(s) {
@@ -1103,6 +1131,11 @@ func (g *Glob) closed(s *gstream) {
 	if src.BytesRead() > 0 || src.LostTails() > 0 || (src.ptr != nil && src.ptr.Record().FileKey != 0) {
 		s.touched = true
 	}
+	if src.ptr == nil && src.cfg.Strategy == Earliest {
+		if r := src.ResumePoint(); r != nil || src.BytesRead() > 0 {
+			s.resume = r // nil: its content changed, read from its start
+		}
+	}
 	s.src0dropped = src.dropped
 	ended := src.State() == WaitingForFile // pinned: read to its end, gone from its path
 	g.setOwe(s, nil)
@@ -1111,6 +1144,7 @@ func (g *Glob) closed(s *gstream) {
 	// its Close and now): the pointer is behind them, a commit is owed.
 	if s.sp.Pending() > 0 || (src.ptr != nil && !src.CommitOK()) || s.sp.behind(src.SyncedSeq()) {
 		o := &owed{sp: s.sp, synced: src.SyncedSeq(), ended: ended, dirty: src.ptr != nil && !src.CommitOK()}
+		o.headLen, o.head = src.HeadAtClose()
 		if src.ptr != nil {
 			rec := src.ptr.Record()
 			o.epoch, o.pos = rec.Epoch, rec.Offset
@@ -1124,6 +1158,14 @@ func (g *Glob) closed(s *gstream) {
 	delete(g.running, s)
 	if s.done {
 		g.acc.unterminated += uint64(max(src.Unterminated(), 0))
+		return
+	}
+	if src.NotFound() && !s.gone {
+		// Its file moved as it started: a scan follows it (or finds it
+		// gone from the glob) before it starts again.
+		s.awaitScan = true
+		g.scanDue.Store(true)
+		g.enqueue(s)
 		return
 	}
 	if (s.reopen || s.behind || s.src0dropped || g.grownSince(s)) && !s.gone {
@@ -1199,6 +1241,9 @@ func (g *Glob) leftUnread(s *gstream) bool {
 		g.queue = slices.Delete(g.queue, i, i+1)
 		s.st = stClosed
 	}
+	if g.bounded() {
+		s.done = true // ONCE_*: nothing of it will be read
+	}
 	if s.size > 0 {
 		g.countLossLocked(1, uint64(s.size), s.epoch, fmt.Sprintf("glob file %s renamed out of the glob or deleted before its stream read any of it: its %d bytes were never read",
 			s.path, s.size))
@@ -1244,6 +1289,15 @@ func (g *Glob) settleOwed(s *gstream) {
 	if o.sp.Pending() > 0 {
 		return
 	}
+	if o.dirty && s.ptrPath != "" && !s.gone && !exists(s.path, s.key) {
+		// Its file left its path since the last scan: the commit binds
+		// the file at its path (a stream closed before its first commit
+		// left a pointer naming none), so it waits for the scan to follow
+		// the file or find it gone; bound to nothing, the next source
+		// would read the file again from its start.
+		g.scanDue.Store(true)
+		return
+	}
 	if o.dirty && s.ptrPath != "" {
 		if err := g.commitOwed(s, o); err != nil {
 			g.acc.commitFailures++
@@ -1277,7 +1331,11 @@ func (g *Glob) commitOwed(s *gstream, o *owed) error {
 		// file's key and fingerprint, so that the next source started
 		// from it recognises its file rather than reading it again.
 		if f, ferr := os.Open(s.path); ferr == nil {
-			if dev, ino, kerr := fileutil.DevIno(f); kerr == nil && pointer.FileKey(dev, ino) == s.key && (rec.FileKey == 0 || rec.FileKey == s.key) {
+			// Only the content its source read: a file rewritten in place
+			// since (or one whose source saw it rewritten: no head) is not
+			// bound, and the next source reads it whole under a new epoch.
+			if dev, ino, kerr := fileutil.DevIno(f); kerr == nil && pointer.FileKey(dev, ino) == s.key && (rec.FileKey == 0 || rec.FileKey == s.key) &&
+				o.headLen > 0 && headIs(f, o.headLen, o.head) {
 				p.Bind(f, s.key)
 			}
 			defer f.Close()

@@ -193,6 +193,7 @@ func (s *Source) open() error {
 		return nil
 	}
 	if f == nil {
+		s.notFound = s.cfg.Pinned && !s.lostTail
 		s.missing, s.missingSince = true, time.Now()
 		if s.cfg.Strategy.Bounded() {
 			return fmt.Errorf("open %s: %w", s.cfg.Path, fs.ErrNotExist)
@@ -225,9 +226,19 @@ func (s *Source) startFile(f *os.File, dev, ino uint64) error {
 		if s.cfg.Strategy == OnceEarliest {
 			r.limit = size
 		}
+		if c := s.cfg.Resume; c != nil && c.Offset <= size && c.HeadLen > 0 && headIs(f, c.HeadLen, c.Head) {
+			// A glob stream reopened without a pointer: on from where
+			// its last source stopped (the same content), in its epoch.
+			r.epoch = c.Epoch
+			r.seek(c.Offset)
+		}
 	case Latest:
 		r.epoch = pointer.NewEpoch()
-		r.seek(lastLineStart(f, size, s.cfg.MaxLine))
+		end := size
+		if s.cfg.EndAt > 0 && s.cfg.EndAt < size {
+			end = s.cfg.EndAt // the end as the glob found it at its start
+		}
+		r.seek(lastLineStart(f, end, s.cfg.MaxLine))
 	case OnceLatest:
 		r.epoch = pointer.NewEpoch()
 		r.limit = size
@@ -381,6 +392,11 @@ func (s *Source) resumeRotated(f *os.File, dev, ino uint64) bool {
 		}
 		if g == nil {
 			g = s.findGzCopy(rec, atPath)
+		}
+		if g == nil && s.cfg.Pinned && !s.cfg.PinGone {
+			// Not beside its path: the glob looks for it in the whole
+			// glob (NotFound) before anything is counted.
+			return false
 		}
 		if g == nil {
 			s.loseTail(rec, lostTailDetail)

@@ -61,6 +61,20 @@ type Config struct {
 	// for (the glob's stream's): a file of another key at the path is not
 	// its file, as if the path were missing.
 	PinKey uint64
+	// PinGone, with Pinned: the glob found the file nowhere in the glob
+	// (renamed out or deleted). Only then does a source that finds its
+	// file neither at its path nor beside it count it lost; otherwise it
+	// reads nothing and reports NotFound (the glob looks again).
+	PinGone bool
+	// Resume, for EARLIEST without a pointer (a glob stream opened again
+	// after closeInactiveMillis or its turn): where its last source
+	// stopped (Source.ResumePoint); used when the file's first bytes are
+	// still the ones read, else the file is read from its start.
+	Resume *Resume
+	// EndAt, for LATEST, is the size the end is taken at when the file
+	// has grown since (a glob file present at start whose first turn came
+	// later): what was written after the start is delivered.
+	EndAt int64
 	// IdlePoll, when longer than Poll, is the poll interval while the file
 	// is at its path and no rotation is in progress (a glob stream: the
 	// glob's watcher wakes it on every change).
@@ -126,7 +140,11 @@ type Source struct {
 	kick         bool      // an fsnotify event arrived: check at once
 	checked      bool      // check ran in this duty cycle
 	lostTail     bool      // the detail says a rotated file's tail is lost: keep it
-	badPath      string    // why the path is not read (regular.go); "" while it is fine
+	notFound     bool      // Pinned: its file was not where it was looked for at open (NotFound)
+	closeHeadLen int       // HeadAtClose
+	closeHead    uint64
+	resume       *Resume // ResumePoint
+	badPath      string  // why the path is not read (regular.go); "" while it is fine
 	// detailBeforeBad is the detail the path's failure replaced.
 	detailBeforeBad *string
 	// genSeen: the generations (and files) the source saw while running,
@@ -377,7 +395,6 @@ func (s *Source) Close() error {
 	s.closing = true
 	s.noteTail()
 	if s.ptr != nil {
-		s.nameFile()
 		if s.barrier {
 			s.barrierAtClose()
 		} else {
@@ -390,8 +407,20 @@ func (s *Source) Close() error {
 			err = cerr
 		}
 	}
-	if s.cur != nil {
-		s.cur.close()
+	if r := s.cur; r != nil {
+		if r.gz == nil && r.gone == "" && s.ptr != nil && r.epoch == s.ptrEpoch {
+			// Read under the pointer's epoch (not a new file waiting at
+			// its barrier for the epoch before to be acknowledged).
+			s.closeHeadLen, s.closeHead = r.fpLen, r.fp
+		}
+		if r.gz == nil && r.gone == "" && s.ptr == nil && r.positioned {
+			at := r.consumed()
+			if s.dropped {
+				at = s.droppedFrom
+			}
+			s.resume = &Resume{Epoch: r.epoch, Offset: at, HeadLen: r.fpLen, Head: r.fp}
+		}
+		r.close()
 	}
 	for _, r := range s.next {
 		r.close()
@@ -402,29 +431,31 @@ func (s *Source) Close() error {
 	return err
 }
 
-// nameFile makes a glob stream's pointer that names no file yet (its
-// source closes before any line of it was committed: its drain was cut
-// short, the commit is owed) name the file its source bound, at the offset
-// it holds. The owed commit (Glob.settleOwed) may find the file no longer
-// at its path — renamed within the glob meanwhile — and a pointer naming no
-// file would have the next source read it again from its start.
-func (s *Source) nameFile() {
-	rec := s.ptr.Record()
-	if !s.cfg.Pinned || rec.FileKey != 0 {
-		return
-	}
-	err := s.ptr.Store(rec.Offset) // a no-op when no file is bound
-	if err == nil {
-		s.ioBegin(nil)
-		err = s.ptr.Sync()
-		s.ioEnd()
-	}
-	if err != nil {
-		s.commitFailures.Add(1)
-		s.commitOK.Store(false)
-		s.log.Error("pointer commit naming its file at close failed", "error", err)
-	}
+// HeadAtClose is the fingerprint of the first bytes of the file the source
+// read under the pointer's epoch when it closed, as it read them (0, 0 when
+// none is open, or when it saw the content replaced: nothing to tell the
+// file by). Read after Close.
+func (s *Source) HeadAtClose() (int, uint64) { return s.closeHeadLen, s.closeHead }
+
+// Resume is where a source without a pointer stopped reading a file: the
+// position after the last line it published, under epoch, and the
+// fingerprint of the file's first bytes as read.
+type Resume struct {
+	Epoch   uint64
+	Offset  int64
+	HeadLen int
+	Head    uint64
 }
+
+// ResumePoint is where this source (without a pointer) stopped in its file
+// when it closed; nil when it read none. Read after Close.
+func (s *Source) ResumePoint() *Resume { return s.resume }
+
+// NotFound: a glob stream's source found its file neither at its path nor
+// (its pointer naming it) beside it when it opened, and counted nothing:
+// the file moved as the stream started (PinGone unset). Read once Run
+// returned.
+func (s *Source) NotFound() bool { return s.notFound }
 
 // noteTail records closeSize and closeEnd for a glob stream (Pinned): its
 // source no longer reads, but the file may have grown since its last read
