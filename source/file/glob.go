@@ -117,6 +117,7 @@ type Glob struct {
 	// scanDue: a queued stream's file left its path since the last scan
 	// (awaitScan): Run scans at its next pass.
 	scanDue atomic.Bool
+	final   bool // Close's last settleOwed pass: no scan comes (under mu)
 
 	detail string // the last loss CountLoss counted (under mu)
 	lossQ  []Loss // losses counted under mu, for OnLoss (countLossLocked, flushLosses)
@@ -653,6 +654,47 @@ func (g *Glob) scan(ctx context.Context) {
 		s.awaitScan = false // followed, at its path again, or gone
 	}
 	g.schedule(ctx)
+}
+
+// owedWaits: s owes a commit (that would bind its file: its pointer names
+// none), and the file is no longer at its path while no scan has seen it
+// gone (settleOwed).
+func (g *Glob) owedWaits(s *gstream) bool {
+	o := s.owe
+	return o != nil && s.ptrPath != "" && !s.gone && !exists(s.path, s.key) && !g.pointerNames(s)
+}
+
+// finalScan follows, for Close, the files of streams whose owed commit
+// waits for a scan (owedWaits): Run has returned, none comes. Called
+// without mu.
+func (g *Glob) finalScan() {
+	g.mu.Lock()
+	need := false
+	for s := range g.owed {
+		if s.src == nil && g.owedWaits(s) {
+			need = true
+			break
+		}
+	}
+	g.mu.Unlock()
+	if !need {
+		return
+	}
+	list := g.walk()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, f := range list {
+		s := g.byKey[pointer.FileKey(f.dev, f.ino)]
+		if s != nil && s.owe != nil && s.src == nil && s.path != f.path && g.owedWaits(s) {
+			if g.byPath[s.path] == s {
+				delete(g.byPath, s.path)
+			}
+			s.path = f.path
+			if g.byPath[f.path] == nil {
+				g.byPath[f.path] = s
+			}
+		}
+	}
 }
 
 // headIs: f's first n bytes hash to fp.
@@ -1289,14 +1331,17 @@ func (g *Glob) settleOwed(s *gstream) {
 	if o.sp.Pending() > 0 {
 		return
 	}
-	if o.dirty && s.ptrPath != "" && !s.gone && !exists(s.path, s.key) {
-		// Its file left its path since the last scan: the commit binds
-		// the file at its path (a stream closed before its first commit
-		// left a pointer naming none), so it waits for the scan to follow
-		// the file or find it gone; bound to nothing, the next source
-		// would read the file again from its start.
-		g.scanDue.Store(true)
-		return
+	if o.dirty && g.owedWaits(s) {
+		if !g.final {
+			// Its file left its path since the last scan and its pointer
+			// names no file (closed before its first commit): the commit
+			// binds the file at its path, so it waits for the scan to
+			// follow the file or find it gone; bound to nothing, the
+			// next source would read the file again from its start.
+			g.scanDue.Store(true)
+			return
+		}
+		// Close: no scan comes (finalScan looked); bound to nothing.
 	}
 	if o.dirty && s.ptrPath != "" {
 		if err := g.commitOwed(s, o); err != nil {
@@ -1813,7 +1858,9 @@ func (g *Glob) Close() error {
 		}
 		g.closed(s)
 	}
+	g.finalScan()
 	g.mu.Lock()
+	g.final = true
 	for _, s := range g.byKey {
 		if s.owe != nil && s.src == nil {
 			g.settleOwed(s) // acknowledged during the shutdown's drain
