@@ -1202,12 +1202,26 @@ func (g *Glob) closed(s *gstream) {
 		g.acc.unterminated += uint64(max(src.Unterminated(), 0))
 		return
 	}
-	if src.NotFound() && !s.gone {
-		// Its file moved as it started: a scan follows it (or finds it
-		// gone from the glob) before it starts again.
-		s.awaitScan = true
-		g.scanDue.Store(true)
-		g.enqueue(s)
+	if src.NotFound() && !s.done {
+		// Its file moved as it started, and its source counted nothing.
+		switch {
+		case !s.gone:
+			// A scan follows it (or finds it gone from the glob)
+			// before it starts again.
+			s.awaitScan = true
+			g.scanDue.Store(true)
+			g.enqueue(s)
+		case g.unread(s):
+			// No pointer names it: the glob looks beside its path.
+			if g.leftUnread(s) {
+				g.enqueue(s)
+			}
+		default:
+			// Seen gone from the glob meanwhile: started again, its
+			// source looks beside its path by the pointer's key, or
+			// counts it (PinGone).
+			g.enqueue(s)
+		}
 		return
 	}
 	if (s.reopen || s.behind || s.src0dropped || g.grownSince(s)) && !s.gone {
