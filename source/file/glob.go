@@ -118,6 +118,11 @@ type Glob struct {
 	// (awaitScan): Run scans at its next pass.
 	scanDue atomic.Bool
 	final   bool // Close's last settleOwed pass: no scan comes (under mu)
+	// vacated: paths a stream left (renamed within the glob) while it may
+	// still hold a new file there back (the per-path barrier): a rotation
+	// within the glob whose new file shows up at a later scan (or sorts
+	// after the old file's new name) waits for it all the same.
+	vacated map[string]*gstream
 
 	detail string // the last loss CountLoss counted (under mu)
 	lossQ  []Loss // losses counted under mu, for OnLoss (countLossLocked, flushLosses)
@@ -180,6 +185,7 @@ type gstream struct {
 	// directory, out of the glob or deleted): it is not started until a
 	// scan follows it or finds it gone (schedule).
 	awaitScan bool
+	seenAt    time.Time // when the glob first saw its file
 	// touched: a source of this stream opened its file (read it, bound
 	// it, or counted it lost): unread is false from then on.
 	touched bool
@@ -215,7 +221,7 @@ func NewGlob(cfg GlobConfig, pub *feed.Publisher) (*Glob, error) {
 		return nil, err
 	}
 	g := &Glob{cfg: cfg, pat: pat, log: cfg.Stream.Logger, pub: pub,
-		byPath: map[string]*gstream{}, byKey: map[uint64]*gstream{}, retired: map[uint64]bool{},
+		byPath: map[string]*gstream{}, byKey: map[uint64]*gstream{}, retired: map[uint64]bool{}, vacated: map[string]*gstream{},
 		skipped: map[string]bool{}, watched: map[string]bool{}, stopped: make(chan *gstream, 64), rest: make(chan struct{}, 1),
 		events: make(chan string, 1024), kick: make(chan struct{}, 1), opening: make(chan struct{}, maxOpening),
 		running: map[*gstream]struct{}{}, owed: map[*gstream]struct{}{}}
@@ -552,10 +558,6 @@ func (g *Glob) scan(ctx context.Context) {
 		}
 		keys[k] = f.path
 	}
-	// vacated: the paths streams left this scan (renamed within the glob),
-	// so that a new file at one (a rotation within the glob) still waits
-	// for the stream before it there, whatever the sort order.
-	var vacated map[string]*gstream
 	for _, f := range list {
 		k := pointer.FileKey(f.dev, f.ino)
 		if keys[k] != f.path {
@@ -566,10 +568,7 @@ func (g *Glob) scan(ctx context.Context) {
 				// Renamed within the glob: the stream follows its file.
 				if g.byPath[s.path] == s {
 					delete(g.byPath, s.path)
-					if vacated == nil {
-						vacated = map[string]*gstream{}
-					}
-					vacated[s.path] = s
+					g.vacated[s.path] = s
 				}
 				g.log.Debug("file renamed within the glob", "from", s.path, "to", f.path)
 				s.path = f.path
@@ -599,9 +598,10 @@ func (g *Glob) scan(ctx context.Context) {
 		}
 		prev := g.byPath[f.path]
 		if prev == nil {
-			prev = vacated[f.path]
+			prev = g.vacated[f.path]
 		}
-		s := &gstream{path: f.path, first: f.path, key: k, size: f.size, mod: f.mod, activeAt: now}
+		delete(g.vacated, f.path)
+		s := &gstream{path: f.path, first: f.path, key: k, size: f.size, mod: f.mod, activeAt: now, seenAt: now}
 		if ptr, first := g.ptrFor(k, f); ptr != "" {
 			s.ptrPath = ptr
 			if first != "" {
@@ -632,7 +632,12 @@ func (g *Glob) scan(ctx context.Context) {
 				g.enqueue(s) // closed: read where it is now
 			}
 			if !exists(s.path, s.key) {
-				g.retired[k] = true
+				if s.st != stOpen && s.st != stStopping {
+					// Retired once no descriptor holds it (closed): back
+					// in the glob meanwhile, it is the file its stream
+					// reads (its inode cannot be reused while open).
+					g.retired[k] = true
+				}
 				if s.st == stClosed || (s.tailSize > s.tailEnd && !g.pointerNames(s)) {
 					// Bytes past what its stream published, read by
 					// nobody now: closed; or queued (or started again)
@@ -647,6 +652,11 @@ func (g *Glob) scan(ctx context.Context) {
 			if s.st == stOpen {
 				poke(s.src.events)
 			}
+		}
+	}
+	for p, s := range g.vacated {
+		if s.st == stClosed && s.owe == nil {
+			delete(g.vacated, p) // nothing left to wait for
 		}
 	}
 	g.scanned = true
@@ -1229,6 +1239,9 @@ func (g *Glob) closed(s *gstream) {
 		return
 	}
 	if s.gone && !exists(s.path, s.key) {
+		if g.byKey[s.key] == s {
+			g.retired[s.key] = true // not retired at the scan while open
+		}
 		g.loseTailLocked(s)
 		if g.unread(s) && g.leftUnread(s) {
 			// Its source found another file at its path (or none) and
@@ -1285,12 +1298,9 @@ func (g *Glob) unread(s *gstream) bool {
 // look are counted lost and the stream is closed (taken off the queue).
 // Under mu.
 func (g *Glob) leftUnread(s *gstream) bool {
-	outs := keepOutputs(g.outputsNow(), s.path)
-	never := func(dev, ino uint64) bool { return false }
-	if f, _, _ := findByKeyIn(filepath.Dir(s.path), pointer.Record{FileKey: s.key}, &outs, never); f != nil {
-		g.log.Debug("file renamed out of the glob before any of it was read; read where it is", "from", s.path, "to", f.Name())
-		s.path = f.Name()
-		f.Close()
+	if p := g.findBeside(s); p != "" {
+		g.log.Debug("file renamed out of the glob before any of it was read; read where it is", "from", s.path, "to", p)
+		s.path = p
 		return true
 	}
 	if i := slices.Index(g.queue, s); i >= 0 {
@@ -1305,6 +1315,32 @@ func (g *Glob) leftUnread(s *gstream) bool {
 			s.path, s.size))
 	}
 	return false
+}
+
+// findBeside looks for s's file by its key beside its path and, for a
+// symlinked path, beside the link's final target (where a rotation of the
+// target leaves it): its path, or "". A file born after the glob first saw
+// s's is not it (its inode reused by a new file).
+func (g *Glob) findBeside(s *gstream) string {
+	outs := keepOutputs(g.outputsNow(), s.path)
+	never := func(dev, ino uint64) bool { return false }
+	dirs := []string{filepath.Dir(s.path)}
+	if t, link := resolveLink(s.path); link && filepath.Dir(t) != dirs[0] {
+		dirs = append(dirs, filepath.Dir(t))
+	}
+	for _, d := range dirs {
+		f, _, _ := findByKeyIn(d, pointer.Record{FileKey: s.key}, &outs, never)
+		if f == nil {
+			continue
+		}
+		bt := birthTime(f)
+		f.Close()
+		if !bt.IsZero() && bt.After(s.seenAt) {
+			return ""
+		}
+		return f.Name()
+	}
+	return ""
 }
 
 // pointerNames: s's pointer names its file (by key), so that its source
