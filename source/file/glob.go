@@ -752,6 +752,16 @@ func (g *Glob) seen(s *gstream, f found, now time.Time) {
 		return
 	}
 	changed := f.size != s.size || f.mod != s.mod
+	if f.size < s.size {
+		// Truncated: no pointer to check it against (EARLIEST, LATEST):
+		// what is there now was written after the start, read whole.
+		if s.resume != nil && f.size < s.resume.Offset {
+			s.resume = nil
+		}
+		if s.fromEnd && f.size < s.endAt {
+			s.endAt = 0
+		}
+	}
 	s.size, s.mod = f.size, f.mod
 	if !changed {
 		return
@@ -1043,14 +1053,14 @@ func (g *Glob) start(ctx context.Context, s *gstream, ahead *createdAhead, atPat
 		}
 	case g.bounded():
 		c.Strategy = OnceEarliest
+		c.Resume = s.resume
 	case s.fromEnd:
 		c.Strategy = Latest
-		c.EndAt = s.endAt
+		c.EndAt, c.HasEndAt = s.endAt, true
 	default:
 		c.Strategy = Earliest
 		c.Resume = s.resume
 	}
-	s.fromEnd = false
 	if atPath || g.pointerNames(s) {
 		// Its new source reads the tail from its pointer (or, its file
 		// gone from the path, finds it by key beside it or counts it).
@@ -1183,9 +1193,11 @@ func (g *Glob) closed(s *gstream) {
 	if src.BytesRead() > 0 || src.LostTails() > 0 || (src.ptr != nil && src.ptr.Record().FileKey != 0) {
 		s.touched = true
 	}
-	if src.ptr == nil && src.cfg.Strategy == Earliest {
+	if g.cfg.PointerDir == "" {
+		// Without a pointer the glob remembers where its source stopped.
 		if r := src.ResumePoint(); r != nil || src.BytesRead() > 0 {
 			s.resume = r // nil: its content changed, read from its start
+			s.fromEnd = false
 		}
 	}
 	s.src0dropped = src.dropped
@@ -1242,10 +1254,11 @@ func (g *Glob) closed(s *gstream) {
 		if g.byKey[s.key] == s {
 			g.retired[s.key] = true // not retired at the scan while open
 		}
-		g.loseTailLocked(s)
-		if g.unread(s) && g.leftUnread(s) {
+		if !g.unread(s) {
+			g.loseTailLocked(s)
+		} else if g.leftUnread(s) {
 			// Its source found another file at its path (or none) and
-			// read nothing; its own file is beside the path.
+			// read nothing, or (no pointers) its file went beside it.
 			g.enqueue(s)
 			return
 		}
@@ -1286,7 +1299,13 @@ func (g *Glob) loseTailLocked(s *gstream) {
 // noted tail is loseTailLocked's), not held back as a possible copy, and
 // its stream is to read it from its start.
 func (g *Glob) unread(s *gstream) bool {
-	return !s.touched && s.tailSize <= s.tailEnd && !s.fromEnd && s.copyOf == nil && !s.done && !g.pointerNames(s)
+	if s.copyOf != nil || s.done {
+		return false
+	}
+	if g.cfg.PointerDir == "" {
+		return true // no pointer: only the glob knows its file (resume)
+	}
+	return !s.touched && s.tailSize <= s.tailEnd && !s.fromEnd && !g.pointerNames(s)
 }
 
 // leftUnread handles a stream (queued or closed) whose file left the glob
@@ -1308,11 +1327,22 @@ func (g *Glob) leftUnread(s *gstream) bool {
 		s.st = stClosed
 	}
 	if g.bounded() {
-		s.done = true // ONCE_*: nothing of it will be read
+		s.done = true // ONCE_*: nothing more of it will be read
 	}
-	if s.size > 0 {
-		g.countLossLocked(1, uint64(s.size), s.epoch, fmt.Sprintf("glob file %s renamed out of the glob or deleted before its stream read any of it: its %d bytes were never read",
-			s.path, s.size))
+	// What was never read of it: from where its stream would have read on
+	// to the largest size seen (by the glob, or by its source at close).
+	from := int64(0)
+	switch {
+	case s.resume != nil:
+		from = s.resume.Offset
+	case s.fromEnd:
+		from = s.endAt
+	}
+	end := max(s.size, s.tailSize)
+	s.tailEnd, s.tailSize = 0, 0 // counted here, not again by loseTailLocked
+	if n := end - from; n > 0 {
+		g.countLossLocked(1, uint64(n), s.epoch, fmt.Sprintf("glob file %s renamed out of the glob or deleted before its stream read it to its end: its %d bytes from offset %d were never read",
+			s.path, n, from))
 	}
 	return false
 }

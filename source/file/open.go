@@ -235,7 +235,7 @@ func (s *Source) startFile(f *os.File, dev, ino uint64) error {
 	case Latest:
 		r.epoch = pointer.NewEpoch()
 		end := size
-		if s.cfg.EndAt > 0 && s.cfg.EndAt < size {
+		if s.cfg.HasEndAt && s.cfg.EndAt < size {
 			end = s.cfg.EndAt // the end as the glob found it at its start
 		}
 		r.seek(lastLineStart(f, end, s.cfg.MaxLine))

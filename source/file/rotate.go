@@ -62,6 +62,7 @@ func (s *Source) atEnd() bool {
 		} else {
 			s.log.Warn("input path is gone and the open file is read to its end; closing it", "path", s.cfg.Path)
 		}
+		s.noteHead(r) // before leave: without a pointer it retires r at once
 		s.leave(r)
 		s.clearFile()
 		return true

@@ -74,7 +74,8 @@ type Config struct {
 	// EndAt, for LATEST, is the size the end is taken at when the file
 	// has grown since (a glob file present at start whose first turn came
 	// later): what was written after the start is delivered.
-	EndAt int64
+	EndAt    int64
+	HasEndAt bool // EndAt is set (0: the file was empty, or truncated, since)
 	// IdlePoll, when longer than Poll, is the poll interval while the file
 	// is at its path and no rotation is in progress (a glob stream: the
 	// glob's watcher wakes it on every change).
@@ -408,18 +409,7 @@ func (s *Source) Close() error {
 		}
 	}
 	if r := s.cur; r != nil {
-		if r.gz == nil && r.gone == "" && s.ptr != nil && r.epoch == s.ptrEpoch {
-			// Read under the pointer's epoch (not a new file waiting at
-			// its barrier for the epoch before to be acknowledged).
-			s.closeHeadLen, s.closeHead = r.fpLen, r.fp
-		}
-		if r.gz == nil && r.gone == "" && s.ptr == nil && r.positioned {
-			at := r.consumed()
-			if s.dropped {
-				at = s.droppedFrom
-			}
-			s.resume = &Resume{Epoch: r.epoch, Offset: at, HeadLen: r.fpLen, Head: r.fp}
-		}
+		s.noteHead(r)
 		r.close()
 	}
 	for _, r := range s.next {
@@ -517,8 +507,32 @@ func (s *Source) setFile(r *reader) {
 	s.fileEnded.Store(false)
 }
 
+// noteHead records, as the source lets go of r (its file read to its end
+// and gone from its path, or the source closing), what HeadAtClose and
+// ResumePoint report.
+func (s *Source) noteHead(r *reader) {
+	if r.gz != nil || r.gone != "" {
+		return // its content is not what was read: nothing to tell it by
+	}
+	if s.ptr != nil && r.epoch == s.ptrEpoch {
+		// Read under the pointer's epoch (not a new file waiting at its
+		// barrier for the epoch before to be acknowledged).
+		s.closeHeadLen, s.closeHead = r.fpLen, r.fp
+	}
+	if s.ptr == nil && r.positioned {
+		at := r.consumed()
+		if s.dropped {
+			at = s.droppedFrom
+		}
+		s.resume = &Resume{Epoch: r.epoch, Offset: at, HeadLen: r.fpLen, Head: r.fp}
+	}
+}
+
 // clearFile records that no file is open.
 func (s *Source) clearFile() {
+	if s.cur != nil {
+		s.noteHead(s.cur)
+	}
 	s.cur = nil
 	s.fileOpen.Store(false)
 	s.fileEnded.Store(false)
