@@ -745,21 +745,7 @@ func TestGlobLatestQueuedStreamKeepsLinesWrittenAfterStart(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var slow atomic.Bool
-	slow.Store(true)
-	ig, _ := runGlobCfg(t, filepath.Join(dir, "*.log"), data, 200*time.Millisecond, func(c *GlobConfig) {
-		c.Stream.Strategy = Latest
-		c.PointerDir = ""
-		c.MaxOpenFiles = 2
-		c.Stream.OpenHook = func() {
-			if slow.CompareAndSwap(true, false) {
-				time.Sleep(1500 * time.Millisecond) // the first open: a.log's
-			}
-		}
-	})
-	if ig.g.maxSlots != 1 {
-		t.Fatalf("maxSlots %d, want 1", ig.g.maxSlots)
-	}
+	ig, _ := runOneSlotNoPointers(t, dir, data, Latest, 0, 1500*time.Millisecond, true)
 	var b *gstream
 	ig.waitFor(t, "b.log's stream queued", func() bool {
 		b = ig.g.byPath[filepath.Join(dir, "b.log")]
@@ -771,4 +757,32 @@ func TestGlobLatestQueuedStreamKeepsLinesWrittenAfterStart(t *testing.T) {
 	if !slices.Contains(got, "b-new") {
 		t.Errorf("b-new, appended to b.log after the start while its stream waited for its first turn, never delivered (LATEST)")
 	}
+}
+
+// runOneSlotNoPointers runs a glob feed over dir/*.log without pointers
+// (strat: EARLIEST, LATEST, ONCE_*) with one slot (maxOpenFiles 2) and
+// closeInactive (0: an hour). While slow is set, the next source's open
+// takes slowOpen (a slow disk: its stream holds the slot) and clears it;
+// armed sets it for the first open.
+func runOneSlotNoPointers(t *testing.T, dir, data string, strat Strategy, closeInactive, slowOpen time.Duration, armed bool) (*internalGlob, *atomic.Bool) {
+	t.Helper()
+	slow := new(atomic.Bool)
+	slow.Store(armed)
+	ig, _ := runGlobCfg(t, filepath.Join(dir, "*.log"), data, 200*time.Millisecond, func(c *GlobConfig) {
+		c.Stream.Strategy = strat
+		c.PointerDir = ""
+		c.MaxOpenFiles = 2
+		if closeInactive > 0 {
+			c.CloseInactive = closeInactive
+		}
+		c.Stream.OpenHook = func() {
+			if slow.CompareAndSwap(true, false) {
+				time.Sleep(slowOpen)
+			}
+		}
+	})
+	if ig.g.maxSlots != 1 {
+		t.Fatalf("maxSlots %d, want 1", ig.g.maxSlots)
+	}
+	return ig, slow
 }

@@ -101,21 +101,7 @@ func TestGlobLatestQueuedTruncatedBeforeFirstTurnReadsNewLines(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var slow atomic.Bool
-	slow.Store(true)
-	ig, _ := runGlobCfg(t, filepath.Join(dir, "*.log"), data, 200*time.Millisecond, func(c *GlobConfig) {
-		c.Stream.Strategy = Latest
-		c.PointerDir = ""
-		c.MaxOpenFiles = 2
-		c.Stream.OpenHook = func() {
-			if slow.CompareAndSwap(true, false) {
-				time.Sleep(2500 * time.Millisecond) // the first open: a.log's
-			}
-		}
-	})
-	if ig.g.maxSlots != 1 {
-		t.Fatalf("maxSlots %d, want 1", ig.g.maxSlots)
-	}
+	ig, _ := runOneSlotNoPointers(t, dir, data, Latest, 0, 2500*time.Millisecond, true)
 	b := filepath.Join(dir, "b.log")
 	var s *gstream
 	ig.waitFor(t, "b.log's stream queued", func() bool {
@@ -155,21 +141,7 @@ func TestGlobEarliestResumeAfterSeenTruncationReadsFromStart(t *testing.T) {
 	if err := os.WriteFile(b, []byte("b-0\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	var slow atomic.Bool
-	ig, _ := runGlobCfg(t, filepath.Join(dir, "*.log"), data, 200*time.Millisecond, func(c *GlobConfig) {
-		c.Stream.Strategy = Earliest
-		c.PointerDir = ""
-		c.MaxOpenFiles = 2
-		c.CloseInactive = 100 * time.Millisecond
-		c.Stream.OpenHook = func() {
-			if slow.CompareAndSwap(true, false) {
-				time.Sleep(2500 * time.Millisecond)
-			}
-		}
-	})
-	if ig.g.maxSlots != 1 {
-		t.Fatalf("maxSlots %d, want 1", ig.g.maxSlots)
-	}
+	ig, slow := runOneSlotNoPointers(t, dir, data, Earliest, 100*time.Millisecond, 2500*time.Millisecond, false)
 	first, _ := ig.popEpochs(time.Second, true)
 	var sa, sb *gstream
 	ig.waitFor(t, "both streams closed", func() bool {
@@ -423,21 +395,7 @@ func TestGlobLatestEmptyAtStartQueuedKeepsLinesWrittenAfterStart(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "b.log"), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	var slow atomic.Bool
-	slow.Store(true)
-	ig, _ := runGlobCfg(t, filepath.Join(dir, "*.log"), data, 200*time.Millisecond, func(c *GlobConfig) {
-		c.Stream.Strategy = Latest
-		c.PointerDir = ""
-		c.MaxOpenFiles = 2
-		c.Stream.OpenHook = func() {
-			if slow.CompareAndSwap(true, false) {
-				time.Sleep(1500 * time.Millisecond) // the first open: a.log's
-			}
-		}
-	})
-	if ig.g.maxSlots != 1 {
-		t.Fatalf("maxSlots %d, want 1", ig.g.maxSlots)
-	}
+	ig, _ := runOneSlotNoPointers(t, dir, data, Latest, 0, 1500*time.Millisecond, true)
 	var b *gstream
 	ig.waitFor(t, "b.log's stream queued", func() bool {
 		b = ig.g.byPath[filepath.Join(dir, "b.log")]
@@ -695,21 +653,7 @@ func TestGlobEarliestQueuedRenamedOutBesidePathIsRead(t *testing.T) {
 	if err := os.WriteFile(b, []byte("b-0\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	var slow atomic.Bool
-	ig, _ := runGlobCfg(t, filepath.Join(dir, "*.log"), data, 200*time.Millisecond, func(c *GlobConfig) {
-		c.Stream.Strategy = Earliest
-		c.PointerDir = ""
-		c.MaxOpenFiles = 2
-		c.CloseInactive = 100 * time.Millisecond
-		c.Stream.OpenHook = func() {
-			if slow.CompareAndSwap(true, false) {
-				time.Sleep(2500 * time.Millisecond)
-			}
-		}
-	})
-	if ig.g.maxSlots != 1 {
-		t.Fatalf("maxSlots %d, want 1", ig.g.maxSlots)
-	}
+	ig, slow := runOneSlotNoPointers(t, dir, data, Earliest, 100*time.Millisecond, 2500*time.Millisecond, false)
 	first, _ := ig.popEpochs(time.Second, true)
 	var sa, sb *gstream
 	ig.waitFor(t, "both streams closed", func() bool {
