@@ -1,10 +1,8 @@
 package file
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -19,15 +17,7 @@ import (
 // line — not b.log again from its start (duplicates after a clean stop;
 // DESIGN §2 at-least-once allows duplicates only after a crash).
 func TestGlobOwedCommitAtStopFollowsARenamedFile(t *testing.T) {
-	dir, data := t.TempDir(), t.TempDir()
-	path := filepath.Join(dir, "a.log")
-	var sb strings.Builder
-	for i := range 5 {
-		fmt.Fprintf(&sb, "line-%d\n", i)
-	}
-	if err := os.WriteFile(path, []byte(sb.String()), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	dir, data, path := aLogIn(t, numbered("line", 5))
 	pattern := filepath.Join(dir, "*.log")
 	ig, stopRun, stop := runGlobOn(t, pattern, data)
 	n := ig.take(t) // not acknowledged: the drain is cut short, it owes
@@ -74,15 +64,7 @@ func TestGlobOwedCommitAtStopFollowsARenamedFile(t *testing.T) {
 // it: the line is read by nobody, so it is counted (DESIGN §10: a file that
 // disappears with an unread tail counts in lostTails).
 func TestGlobFileMovedOutAsItsStreamOpensIsCounted(t *testing.T) {
-	dir, data := t.TempDir(), t.TempDir()
-	path := filepath.Join(dir, "a.log")
-	var sb strings.Builder
-	for i := range 5 {
-		fmt.Fprintf(&sb, "line-%d\n", i)
-	}
-	if err := os.WriteFile(path, []byte(sb.String()), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	dir, data, path := aLogIn(t, numbered("line", 5))
 	out := filepath.Join(dir, "out")
 	if err := os.Mkdir(out, 0o700); err != nil {
 		t.Fatal(err)
@@ -119,11 +101,7 @@ func TestGlobFileMovedOutAsItsStreamOpensIsCounted(t *testing.T) {
 		}
 		return s != nil && s.st == stClosed && s.owe == nil
 	})
-	var more strings.Builder
-	for i := range 5 {
-		fmt.Fprintf(&more, "more-%d\n", i)
-	}
-	appendTo(t, path, more.String())
+	appendTo(t, path, numbered("more", 5))
 	const line = "written-while-closing\n"
 	s = ig.ackedWhileQueued(t, path, line) // returns holding ig.g.mu
 	armed.Store(true)

@@ -128,15 +128,7 @@ func (ig *internalGlob) popEpochs(d time.Duration, ack bool) (lines []string, ep
 // epoch (truncation, replacement); §3 a replaced input resets under a new
 // epoch; §4 "Nothing green over a loss".
 func TestGlobRewrittenBeforeFirstCommitThenStoppedKeepsNoOldEpoch(t *testing.T) {
-	dir, data := t.TempDir(), t.TempDir()
-	path := filepath.Join(dir, "a.log")
-	var sb strings.Builder
-	for i := range 5 {
-		fmt.Fprintf(&sb, "line-%d\n", i)
-	}
-	if err := os.WriteFile(path, []byte(sb.String()), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	dir, data, path := aLogIn(t, numbered("line", 5))
 	ig, stop := runGlobQuiet(t, filepath.Join(dir, "*.log"), data, 200*time.Millisecond)
 	old, oldEpochs := ig.popEpochs(time.Second, false)
 	if len(old) != 5 {
@@ -507,11 +499,7 @@ func TestGlobQueuedStreamMovedAsItStartsIsNotALoss(t *testing.T) {
 		}
 		return s != nil && s.st == stClosed && s.owe == nil
 	})
-	var more strings.Builder
-	for i := range 5 {
-		fmt.Fprintf(&more, "more-%d\n", i)
-	}
-	appendTo(t, path, more.String())
+	appendTo(t, path, numbered("more", 5))
 	const line = "written-while-closing\n"
 	s = ig.ackedWhileQueued(t, path, line) // returns holding ig.g.mu
 	armed.Store(true)
@@ -646,15 +634,7 @@ func TestGlobCopyOfClosedNeverCommittedStreamIsRead(t *testing.T) {
 // whatever the path names now), §4 epoch barrier (a rewritten file is read
 // from its start under a new epoch).
 func TestGlobRewrittenAtBarrierThenPreemptedOwingReadsNewContentWhole(t *testing.T) {
-	dir, data := t.TempDir(), t.TempDir()
-	path := filepath.Join(dir, "a.log")
-	var sb strings.Builder
-	for i := range 5 {
-		fmt.Fprintf(&sb, "line-%d\n", i)
-	}
-	if err := os.WriteFile(path, []byte(sb.String()), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	dir, data, path := aLogIn(t, numbered("line", 5))
 	ig, _ := runGlobWith(t, filepath.Join(dir, "*.log"), data, 200*time.Millisecond,
 		func(c *GlobConfig) { c.MaxOpenFiles = 3 },
 		func(g *Glob) { g.drainBound = 300 * time.Millisecond })
@@ -705,11 +685,7 @@ func TestGlobRewrittenAtBarrierThenPreemptedOwingReadsNewContentWhole(t *testing
 // when it changes (identity re-checked) — reading on, as §2 delivers each
 // line once when nothing crashed.
 func TestGlobEarliestReopenedStreamReadsOn(t *testing.T) {
-	dir, data := t.TempDir(), t.TempDir()
-	path := filepath.Join(dir, "a.log")
-	if err := os.WriteFile(path, []byte("old-0\nold-1\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	dir, data, path := aLogIn(t, "old-0\nold-1\n")
 	ig, _ := runGlobCfg(t, filepath.Join(dir, "*.log"), data, 200*time.Millisecond, func(c *GlobConfig) {
 		c.Stream.Strategy = Earliest
 		c.PointerDir = ""

@@ -235,11 +235,7 @@ func TestGlobQueuedSymlinkedFileRotatedIsReadBesideTarget(t *testing.T) {
 // path — a new file at a path is published after every line of the file
 // previously at that path is acknowledged.
 func TestGlobRenamedWithinGlobNewFileInLaterScanWaitsForBarrier(t *testing.T) {
-	dir, data := t.TempDir(), t.TempDir()
-	path := filepath.Join(dir, "a.log")
-	if err := os.WriteFile(path, []byte("a-0\na-1\na-2\na-3\na-4\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	dir, data, path := aLogIn(t, "a-0\na-1\na-2\na-3\na-4\n")
 	ig, _ := runGlobQuiet(t, filepath.Join(dir, "*.log"), data, 200*time.Millisecond)
 	n := ig.take(t) // not acknowledged
 	var s *gstream
@@ -346,11 +342,7 @@ func TestGlobQueuedUnreadDeletedInodeReusedOutsideGlobIsNotRead(t *testing.T) {
 // no crash. DESIGN §10: a rename within the glob keeps the stream (no
 // re-read); §2 each line once when nothing crashed.
 func TestGlobEarliestRenamedWithinGlobReadsOnNotAgain(t *testing.T) {
-	dir, data := t.TempDir(), t.TempDir()
-	path := filepath.Join(dir, "a.log")
-	if err := os.WriteFile(path, []byte("old-0\nold-1\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	dir, data, path := aLogIn(t, "old-0\nold-1\n")
 	ig, _ := runGlobCfg(t, filepath.Join(dir, "*.log"), data, 200*time.Millisecond, func(c *GlobConfig) {
 		c.Stream.Strategy = Earliest
 		c.PointerDir = ""
@@ -475,11 +467,7 @@ func TestGlobLatestIdleFileDeletedIsNotALoss(t *testing.T) {
 // stream again: the five lines must not come again (no crash). DESIGN §10
 // a rename within the glob keeps the stream; §2 once when nothing crashed.
 func TestGlobOwedAfterRenameWithinGlobNoReaderIsNotReadAgain(t *testing.T) {
-	dir, data := t.TempDir(), t.TempDir()
-	path := filepath.Join(dir, "a.log")
-	if err := os.WriteFile(path, []byte("a-0\na-1\na-2\na-3\na-4\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	dir, data, path := aLogIn(t, "a-0\na-1\na-2\na-3\na-4\n")
 	ig, _ := runGlobWith(t, filepath.Join(dir, "*.log"), data, 200*time.Millisecond, func(c *GlobConfig) { c.MaxOpenFiles = 3 },
 		func(g *Glob) { g.drainBound = 300 * time.Millisecond })
 	n := ig.take(t)
@@ -569,11 +557,7 @@ func TestGlobNotFoundSourceThenScanGoneCountsTail(t *testing.T) {
 // when opened again; §2 once when nothing crashed; §4 LATEST starts at the
 // end.
 func TestGlobLatestReopenedAfterFirstTurnReadsOn(t *testing.T) {
-	dir, data := t.TempDir(), t.TempDir()
-	path := filepath.Join(dir, "a.log")
-	if err := os.WriteFile(path, []byte("old-0\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	dir, data, path := aLogIn(t, "old-0\n")
 	ig, _ := runGlobCfg(t, filepath.Join(dir, "*.log"), data, 200*time.Millisecond, func(c *GlobConfig) {
 		c.Stream.Strategy = Latest
 		c.PointerDir = ""
@@ -605,11 +589,7 @@ func TestGlobLatestReopenedAfterFirstTurnReadsOn(t *testing.T) {
 // are delivered. DESIGN §4 LATEST starts at the end and tails; §10 a file
 // renamed out of the glob is read to its end (from where its stream was).
 func TestGlobLatestIdleFileRenamedOutIsNotReadFromStart(t *testing.T) {
-	dir, data := t.TempDir(), t.TempDir()
-	path := filepath.Join(dir, "a.log")
-	if err := os.WriteFile(path, []byte("old-0\nold-1\nold-2\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	dir, data, path := aLogIn(t, "old-0\nold-1\nold-2\n")
 	ig, _ := runGlobCfg(t, filepath.Join(dir, "*.log"), data, 200*time.Millisecond, func(c *GlobConfig) {
 		c.Stream.Strategy = Latest
 		c.PointerDir = ""
@@ -687,11 +667,7 @@ func TestGlobEarliestQueuedRenamedOutBesidePathIsRead(t *testing.T) {
 // crash. DESIGN §10: a key is retired once its file was seen deleted, or
 // renamed out *and closed*; a rename out of the glob is read to its end.
 func TestGlobRenamedOutAndBackWhileOpenIsNotReadAgain(t *testing.T) {
-	dir, data := t.TempDir(), t.TempDir()
-	path := filepath.Join(dir, "a.log")
-	if err := os.WriteFile(path, []byte("a-0\na-1\na-2\na-3\na-4\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	dir, data, path := aLogIn(t, "a-0\na-1\na-2\na-3\na-4\n")
 	ig, _ := runGlobWith(t, filepath.Join(dir, "*.log"), data, 200*time.Millisecond, func(c *GlobConfig) {
 		c.Stream.RotateWait = 2 * time.Second
 	}, nil)

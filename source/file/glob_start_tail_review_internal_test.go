@@ -114,15 +114,7 @@ func runGlobOn(t *testing.T, pattern, data string) (ig *internalGlob, stopRun, s
 // counts in lostTails; §4 "Nothing green over a loss"). a8babb1's scan
 // counted it.
 func TestGlobQueuedStreamDeletedThenStoppedBeforeItStartsIsCounted(t *testing.T) {
-	dir, data := t.TempDir(), t.TempDir()
-	path := filepath.Join(dir, "a.log")
-	var sb strings.Builder
-	for i := range 5 {
-		fmt.Fprintf(&sb, "line-%d\n", i)
-	}
-	if err := os.WriteFile(path, []byte(sb.String()), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	dir, data, path := aLogIn(t, numbered("line", 5))
 	ig, stopRun, stop := runGlobOn(t, filepath.Join(dir, "*.log"), data)
 	n := ig.take(t) // not acknowledged: the drain is cut short, it owes
 	s := ig.stoppingStream(t)
@@ -189,11 +181,7 @@ func TestGlobQueuedStreamMovedToAnotherMatchedDirIsNotALoss(t *testing.T) {
 	if rec, _, err := ig.pointer(); err != nil || rec.FileKey != s.key {
 		t.Fatalf("pointer %+v (%v): want a.log's key", rec, err)
 	}
-	var more strings.Builder
-	for i := range 5 {
-		fmt.Fprintf(&more, "more-%d\n", i)
-	}
-	appendTo(t, path, more.String())
+	appendTo(t, path, numbered("more", 5))
 	const line = "written-while-closing\n"
 	s = ig.ackedWhileQueued(t, path, line) // returns holding ig.g.mu
 	moved := filepath.Join(dir, "y", "a.log")

@@ -103,3 +103,24 @@ func (ig *internalGlob) pointer() (pointer.Record, []string, error) {
 	rec, err := pointer.Inspect(ptrs[0])
 	return rec, ptrs, err
 }
+
+// aLogIn makes a glob directory holding a.log with content, and a data
+// directory; it returns both and a.log's path.
+func aLogIn(t *testing.T, content string) (dir, data, path string) {
+	t.Helper()
+	dir, data = t.TempDir(), t.TempDir()
+	path = filepath.Join(dir, "a.log")
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return dir, data, path
+}
+
+// numbered is n lines "prefix-0\n" … "prefix-(n-1)\n".
+func numbered(prefix string, n int) string {
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, "%s-%d\n", prefix, i)
+	}
+	return b.String()
+}
