@@ -92,18 +92,10 @@ func TestGlobFileMovedOutAsItsStreamOpensIsCounted(t *testing.T) {
 			}
 		}
 	}, func(g *Glob) { g.drainBound = 300 * time.Millisecond })
-	ig.q.AddDispatched(ig.take(t))
-	ig.pub.Poke()
-	var s *gstream
-	ig.waitFor(t, "a.log's first stream closed, committed", func() bool {
-		for _, x := range ig.g.byKey {
-			s = x
-		}
-		return s != nil && s.st == stClosed && s.owe == nil
-	})
+	ig.firstTurnCommitted(t)
 	appendTo(t, path, numbered("more", 5))
 	const line = "written-while-closing\n"
-	s = ig.ackedWhileQueued(t, path, line) // returns holding ig.g.mu
+	ig.ackedWhileQueued(t, path, line) // returns holding ig.g.mu
 	armed.Store(true)
 	ig.g.mu.Unlock()
 	got := ig.popAll(3 * time.Second)

@@ -489,19 +489,10 @@ func TestGlobQueuedStreamMovedAsItStartsIsNotALoss(t *testing.T) {
 			}
 		}
 	}, func(g *Glob) { g.drainBound = 300 * time.Millisecond })
-	a := ig.take(t)
-	ig.q.AddDispatched(a)
-	ig.pub.Poke()
-	var s *gstream
-	ig.waitFor(t, "a.log's first stream closed, committed", func() bool {
-		for _, x := range ig.g.byKey {
-			s = x
-		}
-		return s != nil && s.st == stClosed && s.owe == nil
-	})
+	ig.firstTurnCommitted(t)
 	appendTo(t, path, numbered("more", 5))
 	const line = "written-while-closing\n"
-	s = ig.ackedWhileQueued(t, path, line) // returns holding ig.g.mu
+	s := ig.ackedWhileQueued(t, path, line) // returns holding ig.g.mu
 	armed.Store(true)
 	ig.g.mu.Unlock()
 	ig.waitFor(t, "the scan following x/a.log to y/a.log", func() bool { return s.path == moved })

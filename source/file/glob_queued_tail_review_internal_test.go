@@ -22,19 +22,7 @@ func (ig *internalGlob) queuedOwing(t *testing.T, line string) (*gstream, uint64
 	path := filepath.Join(filepath.Dir(ig.g.cfg.Stream.Path), "a.log")
 	// A first turn read, acknowledged and committed: the pointer names
 	// a.log by its key and fingerprint.
-	a := ig.take(t)
-	ig.q.AddDispatched(a)
-	ig.pub.Poke()
-	var s *gstream
-	ig.waitFor(t, "a.log's first stream closed, committed", func() bool {
-		for _, x := range ig.g.byKey {
-			s = x
-		}
-		return s != nil && s.st == stClosed && s.owe == nil
-	})
-	if rec, _, err := ig.pointer(); err != nil || rec.FileKey != s.key {
-		t.Fatalf("pointer %+v (%v): want a.log's key", rec, err)
-	}
+	s := ig.firstTurnCommitted(t)
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
 	if err != nil {
 		t.Fatal(err)

@@ -168,19 +168,7 @@ func TestGlobQueuedStreamMovedToAnotherMatchedDirIsNotALoss(t *testing.T) {
 		t.Fatal(err)
 	}
 	ig, _, _ := runGlobOn(t, filepath.Join(dir, "*", "*.log"), data)
-	a := ig.take(t)
-	ig.q.AddDispatched(a)
-	ig.pub.Poke()
-	var s *gstream
-	ig.waitFor(t, "a.log's first stream closed, committed", func() bool {
-		for _, x := range ig.g.byKey {
-			s = x
-		}
-		return s != nil && s.st == stClosed && s.owe == nil
-	})
-	if rec, _, err := ig.pointer(); err != nil || rec.FileKey != s.key {
-		t.Fatalf("pointer %+v (%v): want a.log's key", rec, err)
-	}
+	s := ig.firstTurnCommitted(t)
 	appendTo(t, path, numbered("more", 5))
 	const line = "written-while-closing\n"
 	s = ig.ackedWhileQueued(t, path, line) // returns holding ig.g.mu

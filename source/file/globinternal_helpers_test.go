@@ -124,3 +124,23 @@ func numbered(prefix string, n int) string {
 	}
 	return b.String()
 }
+
+// firstTurnCommitted takes a.log's five lines and acknowledges them, and
+// waits for its stream's first turn to close committed: the pointer names
+// a.log by its key and fingerprint. It returns the stream.
+func (ig *internalGlob) firstTurnCommitted(t *testing.T) *gstream {
+	t.Helper()
+	ig.q.AddDispatched(ig.take(t))
+	ig.pub.Poke()
+	var s *gstream
+	ig.waitFor(t, "a.log's first stream closed, committed", func() bool {
+		for _, x := range ig.g.byKey {
+			s = x
+		}
+		return s != nil && s.st == stClosed && s.owe == nil
+	})
+	if rec, _, err := ig.pointer(); err != nil || rec.FileKey != s.key {
+		t.Fatalf("pointer %+v (%v): want a.log's key", rec, err)
+	}
+	return s
+}
