@@ -186,11 +186,15 @@ type gstream struct {
 	// scan follows it or finds it gone (schedule).
 	awaitScan bool
 	seenAt    time.Time // when the glob first saw its file
+	startSize int64     // its size then
 	// touched: a source of this stream opened its file (read it, bound
 	// it, or counted it lost): unread is false from then on.
 	touched bool
 	resume  *Resume // EARLIEST without pointers: where its last source stopped
 	endAt   int64   // LATEST, present at start: its size then (where its first turn starts)
+	// endHeadLen, endHead: its first bytes' fingerprint then (EndHead).
+	endHeadLen int
+	endHead    uint64
 }
 
 // owed is the commit obligation of a stream closed while lines of it were
@@ -601,7 +605,7 @@ func (g *Glob) scan(ctx context.Context) {
 			prev = g.vacated[f.path]
 		}
 		delete(g.vacated, f.path)
-		s := &gstream{path: f.path, first: f.path, key: k, size: f.size, mod: f.mod, activeAt: now, seenAt: now}
+		s := &gstream{path: f.path, first: f.path, key: k, size: f.size, mod: f.mod, activeAt: now, seenAt: now, startSize: f.size}
 		if ptr, first := g.ptrFor(k, f); ptr != "" {
 			s.ptrPath = ptr
 			if first != "" {
@@ -610,6 +614,9 @@ func (g *Glob) scan(ctx context.Context) {
 		}
 		if !g.started && g.cfg.Stream.Strategy == Latest {
 			s.fromEnd, s.endAt = true, f.size
+			// Its first bytes, to tell a rewrite in place before its
+			// first turn from growth (one read per file, at start).
+			s.endHeadLen, s.endHead = headOfPath(f.path)
 		}
 		if prev != nil && prev != s && (prev.st != stClosed || prev.gone || prev.owe != nil) {
 			s.after = prev
@@ -705,6 +712,31 @@ func (g *Glob) finalScan() {
 			}
 		}
 	}
+	for s := range g.owed {
+		if s.src == nil && g.owedWaits(s) {
+			// Not in the glob: out of it beside its path, the commit
+			// names it there (the restart counts it, gone while stopped).
+			if p := g.findBeside(s); p != "" {
+				s.path, s.gone = p, true
+			}
+		}
+	}
+}
+
+// headOfPath is the fingerprint of path's first bytes (up to
+// pointer.MaxFingerprint); 0, 0 when it cannot be read.
+func headOfPath(path string) (int, uint64) {
+	fh, err := fileutil.OpenRegular(path)
+	if err != nil {
+		return 0, 0
+	}
+	defer fh.Close()
+	b := make([]byte, pointer.MaxFingerprint)
+	n, err := fh.ReadAt(b, 0)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return 0, 0
+	}
+	return n, pointer.Fingerprint(b[:n])
 }
 
 // headIs: f's first n bytes hash to fp.
@@ -755,7 +787,12 @@ func (g *Glob) seen(s *gstream, f found, now time.Time) {
 	if f.size < s.size {
 		// Truncated: no pointer to check it against (EARLIEST, LATEST):
 		// what is there now was written after the start, read whole.
-		if s.resume != nil && f.size < s.resume.Offset {
+		if r := s.resume; r != nil && f.size < r.Offset {
+			// What it held past where its stream stopped is gone unread.
+			if n := s.size - max(r.Offset, r.Size); n > 0 {
+				g.countLossLocked(1, uint64(n), r.Epoch, fmt.Sprintf("glob file %s truncated while closed: its %d bytes from offset %d were never read",
+					s.path, n, max(r.Offset, r.Size)))
+			}
 			s.resume = nil
 		}
 		if s.fromEnd && f.size < s.endAt {
@@ -829,6 +866,12 @@ func (g *Glob) copyCandidate(self *gstream, f found) *gstream {
 			rec := c.src.ptr.Record()
 			fpLen, fp = rec.FPLen, rec.FP
 		}
+		if fpLen == 0 && c.src != nil && c.src.ptr == nil {
+			fpLen, fp = c.src.Head() // no pointer: its source's look
+		}
+		if fpLen == 0 && c.resume != nil {
+			fpLen, fp = uint64(c.resume.HeadLen), c.resume.Head // no pointer: its last source's look
+		}
 		if fpLen == 0 || fpLen > uint64(len(head)) {
 			continue
 		}
@@ -856,8 +899,11 @@ func (g *Glob) decideHeld(s *gstream, now time.Time) bool {
 	c := s.copyOf
 	s.copyOf = nil
 	off := c.offset
-	if c.src != nil && c.src.ptr != nil {
+	switch {
+	case c.src != nil && c.src.ptr != nil:
 		off = c.src.ptr.Record().Offset
+	case c.src != nil:
+		off = c.src.ReadPos() // no pointer: what its source read
 	}
 	st, err := os.Stat(c.path)
 	if c.gone || err != nil || !exists(c.path, c.key) || st.Size() < off {
@@ -1057,6 +1103,7 @@ func (g *Glob) start(ctx context.Context, s *gstream, ahead *createdAhead, atPat
 	case s.fromEnd:
 		c.Strategy = Latest
 		c.EndAt, c.HasEndAt = s.endAt, true
+		c.EndHeadLen, c.EndHead = s.endHeadLen, s.endHead
 	default:
 		c.Strategy = Earliest
 		c.Resume = s.resume
@@ -1198,6 +1245,9 @@ func (g *Glob) closed(s *gstream) {
 		if r := src.ResumePoint(); r != nil || src.BytesRead() > 0 {
 			s.resume = r // nil: its content changed, read from its start
 			s.fromEnd = false
+			if r != nil {
+				s.size = r.Size // the source's look is the latest
+			}
 		}
 	}
 	s.src0dropped = src.dropped
@@ -1237,6 +1287,15 @@ func (g *Glob) closed(s *gstream) {
 			// No pointer names it: the glob looks beside its path.
 			if g.leftUnread(s) {
 				g.enqueue(s)
+			}
+		case !g.pointerNames(s):
+			// Its pointer names no file (an owed commit bound to none):
+			// its source cannot look for it; the glob does.
+			if p := g.findBeside(s); p != "" {
+				s.path = p
+				g.enqueue(s)
+			} else {
+				g.loseTailLocked(s)
 			}
 		default:
 			// Seen gone from the glob meanwhile: started again, its
@@ -1330,15 +1389,26 @@ func (g *Glob) leftUnread(s *gstream) bool {
 		s.done = true // ONCE_*: nothing more of it will be read
 	}
 	// What was never read of it: from where its stream would have read on
-	// to the largest size seen (by the glob, or by its source at close).
-	from := int64(0)
+	// (a noted tail's start; past the size its last source saw: what is
+	// after its last newline is an unterminated line, never a loss; LATEST:
+	// its end at the start) to the largest size seen since (by the glob,
+	// or by its source at close); ONCE_EARLIEST: to its size at start.
+	from, end := int64(0), max(s.size, s.tailSize)
 	switch {
+	case s.tailSize > s.tailEnd:
+		from = s.tailEnd
 	case s.resume != nil:
-		from = s.resume.Offset
+		from = max(s.resume.Offset, s.resume.Size)
 	case s.fromEnd:
 		from = s.endAt
 	}
-	end := max(s.size, s.tailSize)
+	if g.bounded() {
+		if s.resume != nil && s.resume.Limit > 0 {
+			end = min(end, s.resume.Limit)
+		} else if s.resume == nil {
+			end = min(end, s.startSize)
+		}
+	}
 	s.tailEnd, s.tailSize = 0, 0 // counted here, not again by loseTailLocked
 	if n := end - from; n > 0 {
 		g.countLossLocked(1, uint64(n), s.epoch, fmt.Sprintf("glob file %s renamed out of the glob or deleted before its stream read it to its end: its %d bytes from offset %d were never read",
@@ -1454,8 +1524,14 @@ func (g *Glob) commitOwed(s *gstream, o *owed) error {
 		// stream closed before its first commit left the file key 0.
 		// Bound to its file (still at its path), the commit records the
 		// file's key and fingerprint, so that the next source started
-		// from it recognises its file rather than reading it again.
-		if f, ferr := os.Open(s.path); ferr == nil {
+		// from it recognises its file rather than reading it again. A
+		// file gone from the glob is bound where it went beside its path
+		// (its next source finds it there by key; a restart counts it).
+		at := s.path
+		if rec.FileKey == 0 && s.gone && !exists(at, s.key) {
+			at = g.findBeside(s)
+		}
+		if f, ferr := os.Open(at); at != "" && ferr == nil {
 			// Only the content its source read: a file rewritten in place
 			// since (or one whose source saw it rewritten: no head) is not
 			// bound, and the next source reads it whole under a new epoch.

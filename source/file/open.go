@@ -231,12 +231,18 @@ func (s *Source) startFile(f *os.File, dev, ino uint64) error {
 			// its last source stopped (the same content), in its epoch.
 			r.epoch = c.Epoch
 			r.seek(c.Offset)
+			if s.cfg.Strategy == OnceEarliest && c.Limit > 0 {
+				r.limit = c.Limit // its size when first opened
+			}
 		}
 	case Latest:
 		r.epoch = pointer.NewEpoch()
 		end := size
 		if s.cfg.HasEndAt && s.cfg.EndAt < size {
 			end = s.cfg.EndAt // the end as the glob found it at its start
+			if s.cfg.EndHeadLen > 0 && !headIs(f, s.cfg.EndHeadLen, s.cfg.EndHead) {
+				end = 0 // rewritten since the start: all of it is new
+			}
 		}
 		r.seek(lastLineStart(f, end, s.cfg.MaxLine))
 	case OnceLatest:

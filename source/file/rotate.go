@@ -177,6 +177,9 @@ func (s *Source) changed(r *reader) string {
 	if ferr != nil {
 		return "" // not checked: lastSize and lastMod stay, the next look checks again
 	}
+	if same && r == s.cur {
+		s.publishHead(r)
+	}
 	if !same {
 		return "replaced in place (first bytes changed)"
 	}
@@ -584,6 +587,7 @@ func (s *Source) pollOld() bool {
 			// never ended.
 			if filled = s.fillFrom(r, true); !filled {
 				s.noteClosed(r)
+				s.moveResume(r)
 				r.close()
 				continue
 			}

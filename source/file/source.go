@@ -76,6 +76,11 @@ type Config struct {
 	// later): what was written after the start is delivered.
 	EndAt    int64
 	HasEndAt bool // EndAt is set (0: the file was empty, or truncated, since)
+	// EndHeadLen, EndHead: the fingerprint of the file's first bytes when
+	// EndAt was taken; other first bytes now: rewritten since, all of it
+	// written after the start (read from its start).
+	EndHeadLen int
+	EndHead    uint64
 	// IdlePoll, when longer than Poll, is the poll interval while the file
 	// is at its path and no rotation is in progress (a glob stream: the
 	// glob's watcher wakes it on every change).
@@ -145,7 +150,11 @@ type Source struct {
 	closeHeadLen int       // HeadAtClose
 	closeHead    uint64
 	resume       *Resume // ResumePoint
-	badPath      string  // why the path is not read (regular.go); "" while it is fine
+	resumeOf     *reader // the reader resume was taken from (moveResume)
+	// head is the current file's first-bytes fingerprint as read, for a
+	// glob without pointers (copyCandidate reads it from another goroutine).
+	head    atomic.Pointer[headFP]
+	badPath string // why the path is not read (regular.go); "" while it is fine
 	// detailBeforeBad is the detail the path's failure replaced.
 	detailBeforeBad *string
 	// genSeen: the generations (and files) the source saw while running,
@@ -416,6 +425,7 @@ func (s *Source) Close() error {
 		r.close()
 	}
 	for _, r := range s.old {
+		s.moveResume(r)
 		r.close()
 	}
 	return err
@@ -435,6 +445,11 @@ type Resume struct {
 	Offset  int64
 	HeadLen int
 	Head    uint64
+	// Size is the file's size when the source let go of it: the bytes
+	// past Offset up to it were read, an unterminated last line.
+	Size int64
+	// Limit is ONCE_EARLIEST's end (its size when first opened), 0: none.
+	Limit int64
 }
 
 // ResumePoint is where this source (without a pointer) stopped in its file
@@ -505,6 +520,7 @@ func (s *Source) setFile(r *reader) {
 	s.fileIno.Store(r.ino)
 	s.fileOpen.Store(true)
 	s.fileEnded.Store(false)
+	s.publishHead(r)
 }
 
 // noteHead records, as the source lets go of r (its file read to its end
@@ -524,8 +540,52 @@ func (s *Source) noteHead(r *reader) {
 		if s.dropped {
 			at = s.droppedFrom
 		}
-		s.resume = &Resume{Epoch: r.epoch, Offset: at, HeadLen: r.fpLen, Head: r.fp}
+		s.resume = &Resume{Epoch: r.epoch, Offset: at, HeadLen: r.fpLen, Head: r.fp, Size: readerSize(r), Limit: max(r.limit, 0)}
+		s.resumeOf = r
 	}
+}
+
+// moveResume moves the resume point along r, a reader let go of (leave:
+// watched for late lines, delivered without a position) that read on since
+// noteHead, as it is closed.
+func (s *Source) moveResume(r *reader) {
+	if s.resume == nil || s.resumeOf != r || s.dropped {
+		return
+	}
+	s.resume.Offset, s.resume.Size = r.consumed(), readerSize(r)
+}
+
+// readerSize is r's file's size now, or the last one it saw.
+func readerSize(r *reader) int64 {
+	if r.f != nil {
+		if size, _, err := fstatSizeMod(r.f); err == nil {
+			return size
+		}
+	}
+	return r.lastSize
+}
+
+// headFP is a fingerprint of a file's first n bytes.
+type headFP struct {
+	n  uint64
+	fp uint64
+}
+
+// publishHead makes r's fingerprint the one Head reports (a glob stream
+// without a pointer: the glob tells copies of its file by it).
+func (s *Source) publishHead(r *reader) {
+	if s.ptr == nil && s.cfg.Pinned && r.fpLen > 0 {
+		s.head.Store(&headFP{n: uint64(r.fpLen), fp: r.fp})
+	}
+}
+
+// Head is the open file's first-bytes fingerprint as read (publishHead):
+// safe from any goroutine; 0, 0 when none is known.
+func (s *Source) Head() (uint64, uint64) {
+	if h := s.head.Load(); h != nil {
+		return h.n, h.fp
+	}
+	return 0, 0
 }
 
 // clearFile records that no file is open.
