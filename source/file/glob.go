@@ -190,8 +190,13 @@ type gstream struct {
 	// touched: a source of this stream opened its file (read it, bound
 	// it, or counted it lost): unread is false from then on.
 	touched bool
-	resume  *Resume // EARLIEST without pointers: where its last source stopped
-	endAt   int64   // LATEST, present at start: its size then (where its first turn starts)
+	// heldCopies: its original's source's CopiesRead when it was held
+	// back; handoff: its original's resume point, handed over when the
+	// original (no pointer, closed) was seen truncated while it was held.
+	heldCopies uint64
+	handoff    *Resume
+	resume     *Resume // EARLIEST without pointers: where its last source stopped
+	endAt      int64   // LATEST, present at start: its size then (where its first turn starts)
 	// endHeadLen, endHead: its first bytes' fingerprint then (EndHead).
 	endHeadLen int
 	endHead    uint64
@@ -787,13 +792,17 @@ func (g *Glob) seen(s *gstream, f found, now time.Time) {
 	if f.size < s.size {
 		// Truncated: no pointer to check it against (EARLIEST, LATEST):
 		// what is there now was written after the start, read whole.
-		if r := s.resume; r != nil && f.size < r.Offset {
-			// What it held past where its stream stopped is gone unread.
-			if n := s.size - max(r.Offset, r.Size); n > 0 {
+		if r := s.resume; r != nil && f.size < r.Offset && (s.st == stClosed || s.st == stQueued) && g.handOff(s) {
+			s.resume, s.tailEnd, s.tailSize = nil, 0, 0
+		} else if r != nil && f.size < r.Offset && (s.st == stClosed || s.st == stQueued) {
+			// What it held past where its stream stopped is gone unread
+			// (an open stream's source counts its own truncation).
+			from := g.unreadFrom(s)
+			if n := max(s.size, s.tailSize) - from; n > 0 && from >= 0 {
 				g.countLossLocked(1, uint64(n), r.Epoch, fmt.Sprintf("glob file %s truncated while closed: its %d bytes from offset %d were never read",
-					s.path, n, max(r.Offset, r.Size)))
+					s.path, n, from))
 			}
-			s.resume = nil
+			s.resume, s.tailEnd, s.tailSize = nil, 0, 0
 		}
 		if s.fromEnd && f.size < s.endAt {
 			s.endAt = 0
@@ -839,6 +848,9 @@ func (g *Glob) admit(s *gstream, f found, now time.Time) {
 	}
 	if c := g.copyCandidate(s, f); c != nil {
 		s.copyOf, s.heldUntil = c, now.Add(g.cfg.Stream.RotateWait)
+		if c.src != nil {
+			s.heldCopies = c.src.CopiesRead()
+		}
 		g.held = append(g.held, s)
 		g.log.Debug("new file holds a tracked file's first bytes; held back", "path", f.path, "of", c.path)
 		return
@@ -898,6 +910,23 @@ func (g *Glob) decideHeld(s *gstream, now time.Time) bool {
 	}
 	c := s.copyOf
 	s.copyOf = nil
+	if r := s.handoff; r != nil {
+		// Its original (no pointer, closed) was truncated while it was
+		// held: the copy holds what its stream had not read; read from
+		// there (DESIGN §10: a copy is read from the old offset).
+		s.handoff = nil
+		s.resume = &Resume{Epoch: r.Epoch, Offset: r.Offset, HeadLen: r.HeadLen, Head: r.Head, Size: r.Offset}
+		g.log.Info("new file is a copy of a truncated file; reading what its stream had not read from it", "path", s.path, "of", c.path, "offset", r.Offset)
+		g.enqueue(s)
+		return false
+	}
+	if c.src != nil && c.src.CopiesRead() > s.heldCopies {
+		// Its original's open source found it truncated and read on from
+		// a copy (this one) meanwhile: not read again.
+		s.done = true
+		g.log.Info("new file is a copy of a truncated file; its tail was read by that file's stream", "path", s.path, "of", c.path)
+		return false
+	}
 	off := c.offset
 	switch {
 	case c.src != nil && c.src.ptr != nil:
@@ -1099,7 +1128,7 @@ func (g *Glob) start(ctx context.Context, s *gstream, ahead *createdAhead, atPat
 		}
 	case g.bounded():
 		c.Strategy = OnceEarliest
-		c.Resume = s.resume
+		c.Resume, c.OnceLimit = s.resume, s.startSize
 	case s.fromEnd:
 		c.Strategy = Latest
 		c.EndAt, c.HasEndAt = s.endAt, true
@@ -1294,8 +1323,12 @@ func (g *Glob) closed(s *gstream) {
 			if p := g.findBeside(s); p != "" {
 				s.path = p
 				g.enqueue(s)
-			} else {
-				g.loseTailLocked(s)
+			} else if from := g.unreadFrom(s); from >= 0 {
+				if n := max(s.size, s.tailSize) - from; n > 0 {
+					g.countLossLocked(1, uint64(n), s.epoch, fmt.Sprintf("glob file %s left the glob with its %d bytes from offset %d unread, and was not found beside its path",
+						s.path, n, from))
+				}
+				s.tailEnd, s.tailSize = 0, 0
 			}
 		default:
 			// Seen gone from the glob meanwhile: started again, its
@@ -1393,14 +1426,9 @@ func (g *Glob) leftUnread(s *gstream) bool {
 	// after its last newline is an unterminated line, never a loss; LATEST:
 	// its end at the start) to the largest size seen since (by the glob,
 	// or by its source at close); ONCE_EARLIEST: to its size at start.
-	from, end := int64(0), max(s.size, s.tailSize)
-	switch {
-	case s.tailSize > s.tailEnd:
-		from = s.tailEnd
-	case s.resume != nil:
-		from = max(s.resume.Offset, s.resume.Size)
-	case s.fromEnd:
-		from = s.endAt
+	from, end := g.unreadFrom(s), max(s.size, s.tailSize)
+	if from < 0 {
+		from = end // nothing of it is known to be lost
 	}
 	if g.bounded() {
 		if s.resume != nil && s.resume.Limit > 0 {
@@ -1441,6 +1469,45 @@ func (g *Glob) findBeside(s *gstream) string {
 		return f.Name()
 	}
 	return ""
+}
+
+// handOff gives s's resume point to a new file held back as a possible
+// copy of s's (copytruncate) when s's file is seen truncated, closed and
+// without a pointer: that copy reads on from it (decideHeld). True when
+// one took it.
+func (g *Glob) handOff(s *gstream) bool {
+	for _, h := range g.held {
+		if h.copyOf == s && h.handoff == nil {
+			h.handoff = s.resume
+			return true
+		}
+	}
+	return false
+}
+
+// unreadFrom is where what s's stream had not read of its file starts: a
+// noted tail's start; without pointers, where its last source stopped
+// (-1 when it had read to the largest size seen: an unterminated last line
+// is never a loss — grown since, that line was ended and is counted
+// whole), LATEST's end at the start, or 0; with a pointer naming no file,
+// the pointer's offset.
+func (g *Glob) unreadFrom(s *gstream) int64 {
+	switch {
+	case s.tailSize > s.tailEnd:
+		return s.tailEnd
+	case s.resume != nil:
+		if max(s.size, s.tailSize) <= s.resume.Size {
+			return -1
+		}
+		return s.resume.Offset
+	case s.fromEnd:
+		return s.endAt
+	case s.ptrPath != "":
+		if rec, err := pointer.Inspect(s.ptrPath); err == nil {
+			return rec.Offset
+		}
+	}
+	return 0
 }
 
 // pointerNames: s's pointer names its file (by key), so that its source

@@ -225,6 +225,9 @@ func (s *Source) startFile(f *os.File, dev, ino uint64) error {
 		r.epoch = pointer.NewEpoch()
 		if s.cfg.Strategy == OnceEarliest {
 			r.limit = size
+			if s.cfg.OnceLimit > 0 && s.cfg.OnceLimit < size {
+				r.limit = s.cfg.OnceLimit
+			}
 		}
 		if c := s.cfg.Resume; c != nil && c.Offset <= size && c.HeadLen > 0 && headIs(f, c.HeadLen, c.Head) {
 			// A glob stream reopened without a pointer: on from where
@@ -238,7 +241,7 @@ func (s *Source) startFile(f *os.File, dev, ino uint64) error {
 	case Latest:
 		r.epoch = pointer.NewEpoch()
 		end := size
-		if s.cfg.HasEndAt && s.cfg.EndAt < size {
+		if s.cfg.HasEndAt && s.cfg.EndAt <= size {
 			end = s.cfg.EndAt // the end as the glob found it at its start
 			if s.cfg.EndHeadLen > 0 && !headIs(f, s.cfg.EndHeadLen, s.cfg.EndHead) {
 				end = 0 // rewritten since the start: all of it is new

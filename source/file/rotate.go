@@ -262,6 +262,7 @@ func (s *Source) readCopy(r *reader, why string) bool {
 	r.close()
 	s.cur = c
 	s.setFile(c)
+	s.copiesRead.Add(1)
 	if s.ptr != nil && !s.barrier && r.positioned && r.epoch == s.ptrEpoch {
 		s.ptr.Bind(c.headSrc(), c.key)
 	}

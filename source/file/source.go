@@ -76,6 +76,10 @@ type Config struct {
 	// later): what was written after the start is delivered.
 	EndAt    int64
 	HasEndAt bool // EndAt is set (0: the file was empty, or truncated, since)
+	// OnceLimit, for ONCE_EARLIEST (a glob's file), is its size when the
+	// glob matched it at start: what is read of it at most (0: its size
+	// at open).
+	OnceLimit int64
 	// EndHeadLen, EndHead: the fingerprint of the file's first bytes when
 	// EndAt was taken; other first bytes now: rewritten since, all of it
 	// written after the start (read from its start).
@@ -153,8 +157,11 @@ type Source struct {
 	resumeOf     *reader // the reader resume was taken from (moveResume)
 	// head is the current file's first-bytes fingerprint as read, for a
 	// glob without pointers (copyCandidate reads it from another goroutine).
-	head    atomic.Pointer[headFP]
-	badPath string // why the path is not read (regular.go); "" while it is fine
+	head atomic.Pointer[headFP]
+	// copiesRead counts the copies (copytruncate) this source went on
+	// reading its file's tail from (CopiesRead).
+	copiesRead atomic.Uint64
+	badPath    string // why the path is not read (regular.go); "" while it is fine
 	// detailBeforeBad is the detail the path's failure replaced.
 	detailBeforeBad *string
 	// genSeen: the generations (and files) the source saw while running,
@@ -445,8 +452,9 @@ type Resume struct {
 	Offset  int64
 	HeadLen int
 	Head    uint64
-	// Size is the file's size when the source let go of it: the bytes
-	// past Offset up to it were read, an unterminated last line.
+	// Size is how far the source had read the file when it let go of it:
+	// the bytes past Offset up to it were read, an unterminated last line
+	// (a loss only if the file grew past it since: the line was ended).
 	Size int64
 	// Limit is ONCE_EARLIEST's end (its size when first opened), 0: none.
 	Limit int64
@@ -540,7 +548,7 @@ func (s *Source) noteHead(r *reader) {
 		if s.dropped {
 			at = s.droppedFrom
 		}
-		s.resume = &Resume{Epoch: r.epoch, Offset: at, HeadLen: r.fpLen, Head: r.fp, Size: readerSize(r), Limit: max(r.limit, 0)}
+		s.resume = &Resume{Epoch: r.epoch, Offset: at, HeadLen: r.fpLen, Head: r.fp, Size: min(r.readPos(), readerSize(r)), Limit: max(r.limit, 0)}
 		s.resumeOf = r
 	}
 }
@@ -552,7 +560,7 @@ func (s *Source) moveResume(r *reader) {
 	if s.resume == nil || s.resumeOf != r || s.dropped {
 		return
 	}
-	s.resume.Offset, s.resume.Size = r.consumed(), readerSize(r)
+	s.resume.Offset, s.resume.Size = r.consumed(), min(r.readPos(), readerSize(r))
 }
 
 // readerSize is r's file's size now, or the last one it saw.
@@ -578,6 +586,10 @@ func (s *Source) publishHead(r *reader) {
 		s.head.Store(&headFP{n: uint64(r.fpLen), fp: r.fp})
 	}
 }
+
+// CopiesRead is how many times the source found its file truncated and
+// read its tail from a copy (readCopy); safe from any goroutine.
+func (s *Source) CopiesRead() uint64 { return s.copiesRead.Load() }
 
 // Head is the open file's first-bytes fingerprint as read (publishHead):
 // safe from any goroutine; 0, 0 when none is known.
