@@ -642,6 +642,9 @@ func (g *Glob) scan(ctx context.Context) {
 			s.gone, s.goneAt = true, now
 			if (s.st == stQueued || s.st == stClosed) && !exists(s.path, s.key) && g.unread(s) && g.leftUnread(s) {
 				g.enqueue(s) // closed: read where it is now
+			} else if s.st == stClosed && s.owe == nil && !exists(s.path, s.key) && g.readBeside(s) {
+				// Out of the glob beside its path with bytes past its
+				// pointer: read there to its end.
 			}
 			if !exists(s.path, s.key) {
 				if s.st != stOpen && s.st != stStopping {
@@ -1357,6 +1360,10 @@ func (g *Glob) closed(s *gstream) {
 	}
 	if ended && s.gone && !exists(s.path, s.key) {
 		g.forgetClosed(s, false)
+	} else if s.gone && exists(s.path, s.key) && src.State() == CaughtUp && !g.matched(s.path) {
+		// Read to its end where it went out of the glob: nothing of it
+		// is pending (a restart would count it gone while stopped).
+		g.forgetClosed(s, false)
 	}
 	if s.owe != nil {
 		g.settleOwed(s)
@@ -1471,6 +1478,38 @@ func (g *Glob) findBeside(s *gstream) string {
 	return ""
 }
 
+// matched: p is a path the glob matches (not excluded, not its own).
+func (g *Glob) matched(p string) bool {
+	return g.pat.Match(p) && !g.excluded(p) && !g.own(p)
+}
+
+// readBeside: s's file, gone from the glob, is beside its path (or a
+// symlinked path's target) with bytes past what its pointer committed
+// (appended after its stream closed, before it was renamed out): s.path
+// names it there and the stream is queued to read them (DESIGN §10: a
+// file renamed out of the glob is read to its end). Only for a pointer
+// naming the file.
+func (g *Glob) readBeside(s *gstream) bool {
+	if s.ptrPath == "" || s.done {
+		return false
+	}
+	rec, err := pointer.Inspect(s.ptrPath)
+	if err != nil || rec.FileKey != s.key {
+		return false
+	}
+	p := g.findBeside(s)
+	if p == "" {
+		return false
+	}
+	st, err := os.Stat(p)
+	if err != nil || st.Size() <= rec.Offset {
+		return false
+	}
+	s.path = p
+	g.enqueue(s)
+	return true
+}
+
 // handOff gives s's resume point to a new file held back as a possible
 // copy of s's (copytruncate) when s's file is seen truncated, closed and
 // without a pointer: that copy reads on from it (decideHeld). True when
@@ -1570,7 +1609,7 @@ func (g *Glob) settleOwed(s *gstream) {
 		g.log.Debug("closed glob file's late acknowledgements committed", "path", s.path, "offset", o.pos)
 	}
 	g.setOwe(s, nil)
-	if s.gone && !exists(s.path, s.key) {
+	if s.gone && !exists(s.path, s.key) && !(s.st == stClosed && g.readBeside(s)) {
 		g.forgetClosed(s, !o.ended)
 	}
 }
@@ -1673,6 +1712,10 @@ func (g *Glob) housekeep(ctx context.Context) {
 			// Pinned: its file is read to its end and gone from the path.
 			g.stop(s)
 		case st == CaughtUp && now.Sub(s.activeAt) >= g.cfg.CloseInactive:
+			g.stop(s)
+		case st == CaughtUp && s.gone && s.sp.Pending() == 0 && now.Sub(s.activeAt) >= g.cfg.Stream.RotateWait:
+			// Read where it went out of the glob: done rotateWait after
+			// its last growth, as a file renamed out of the glob is.
 			g.stop(s)
 		}
 	}
@@ -2083,6 +2126,16 @@ func (g *Glob) Close() error {
 	}
 	g.finalScan()
 	g.mu.Lock()
+	for _, s := range g.queue {
+		if s.gone && !g.matched(s.path) && g.unread(s) {
+			// Found out of the glob beside its path, never read, and no
+			// pointer names it: a restart will not know it.
+			if from := g.unreadFrom(s); from >= 0 && max(s.size, s.tailSize) > from {
+				n := max(s.size, s.tailSize) - from
+				g.countLossLocked(1, uint64(n), s.epoch, fmt.Sprintf("glob file %s, out of the glob, was not read before the stop: its %d bytes from offset %d", s.path, n, from))
+			}
+		}
+	}
 	g.final = true
 	for _, s := range g.byKey {
 		if s.owe != nil && s.src == nil {
@@ -2090,6 +2143,7 @@ func (g *Glob) Close() error {
 		}
 	}
 	g.mu.Unlock()
+	g.flushLosses() // counted above and by the last settles
 	g.mux.close()
 	return first
 }

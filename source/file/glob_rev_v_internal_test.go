@@ -111,7 +111,10 @@ func TestGlobEarliestNoPointerTruncatedRegrownDeletedIsNoLoss(t *testing.T) {
 	ig.waitFor(t, "a scan seeing a.log gone", func() bool { return s.gone })
 	time.Sleep(200 * time.Millisecond)
 	tails, bytes, detail := ig.lost()
-	t.Logf("after the truncation %q; glob's size %d; lostTails %d lostBytes %d detail %q", more, s.size, tails, bytes, detail)
+	ig.g.mu.Lock()
+	size := s.size
+	ig.g.mu.Unlock()
+	t.Logf("after the truncation %q; glob's size %d; lostTails %d lostBytes %d detail %q", more, size, tails, bytes, detail)
 	if !slices.Equal(more, []string{"new-0-"}) {
 		t.Errorf("after the truncation delivered %q, want [new-0-]", more)
 	}
@@ -259,7 +262,10 @@ func TestGlobOnceEarliestQueuedDeletedCountsOnlyItsSizeAtStart(t *testing.T) {
 	}
 	ig.waitFor(t, "b.log seen gone", func() bool { return sb.gone })
 	tails, bytes, detail := ig.lost()
-	t.Logf("b.log's stream state %d; lostTails %d lostBytes %d detail %q", sb.st, tails, bytes, detail)
+	ig.g.mu.Lock()
+	st := sb.st
+	ig.g.mu.Unlock()
+	t.Logf("b.log's stream state %d; lostTails %d lostBytes %d detail %q", st, tails, bytes, detail)
 	if tails != 1 || bytes != 4 {
 		t.Errorf("ONCE_EARLIEST, b.log (4 bytes at start, 100 when deleted before its first turn): lostTails %d lostBytes %d; want 1, 4 (only its size at start was to be read)",
 			tails, bytes)

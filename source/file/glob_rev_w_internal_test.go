@@ -52,7 +52,10 @@ func TestGlobEarliestNoPointerTruncatedWhileReopenedReadIsNoLoss(t *testing.T) {
 	ig.waitFor(t, "a scan seeing a.log truncated", func() bool { return s.size == 0 })
 	time.Sleep(300 * time.Millisecond) // the source's own look
 	tails, bytes, detail := ig.lost()
-	t.Logf("first %q, then %q; state %v; lostTails %d lostBytes %d detail %q", first, got, s.st, tails, bytes, detail)
+	ig.g.mu.Lock()
+	st := s.st
+	ig.g.mu.Unlock()
+	t.Logf("first %q, then %q; state %v; lostTails %d lostBytes %d detail %q", first, got, st, tails, bytes, detail)
 	if len(got) != 3 {
 		t.Fatalf("delivered after the append %q, want a-1..a-3", got)
 	}
@@ -317,13 +320,15 @@ func TestGlobEarliestNoPointerTailWrittenWhileStoppingThenTruncatedIsCounted(t *
 	ig.q.AddDispatched(uint64(len(taken)))
 	ig.pub.Poke()
 	var r Resume
+	var tailEnd, tailSize int64
 	ig.waitFor(t, "b.log's stream opening, a.log's queued", func() bool {
 		if sa.resume != nil {
 			r = *sa.resume
 		}
+		tailEnd, tailSize = sa.tailEnd, sa.tailSize // under the glob's mutex
 		return sb.st == stOpen && sa.st == stQueued
 	})
-	t.Logf("a.log's resume point %+v, noted tail %d..%d", r, sa.tailEnd, sa.tailSize)
+	t.Logf("a.log's resume point %+v, noted tail %d..%d", r, tailEnd, tailSize)
 	if err := os.Truncate(a, 0); err != nil {
 		t.Fatal(err)
 	}
