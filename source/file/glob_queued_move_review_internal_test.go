@@ -753,3 +753,27 @@ func runOneSlotNoPointers(t *testing.T, dir, data string, strat Strategy, closeI
 	}
 	return ig, slow
 }
+
+// twoClosedEarliest runs runOneSlotNoPointers (EARLIEST, closeInactive
+// 100 ms, a slow open of 2.5 s when slow is set) over a.log and b.log
+// holding aContent and bContent, takes and acknowledges what their first
+// turns deliver (first), and waits for both streams to close, a.log's with
+// its resume point kept.
+func twoClosedEarliest(t *testing.T, aContent, bContent string) (ig *internalGlob, slow *atomic.Bool, a, b string, sa, sb *gstream, first []string) {
+	t.Helper()
+	dir, data := t.TempDir(), t.TempDir()
+	a, b = filepath.Join(dir, "a.log"), filepath.Join(dir, "b.log")
+	if err := os.WriteFile(a, []byte(aContent), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(b, []byte(bContent), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ig, slow = runOneSlotNoPointers(t, dir, data, Earliest, 100*time.Millisecond, 2500*time.Millisecond, false)
+	first, _ = ig.popEpochs(time.Second, true)
+	ig.waitFor(t, "both streams closed", func() bool {
+		sa, sb = ig.g.byPath[a], ig.g.byPath[b]
+		return sa != nil && sb != nil && sa.st == stClosed && sb.st == stClosed && sa.resume != nil
+	})
+	return ig, slow, a, b, sa, sb, first
+}

@@ -133,21 +133,7 @@ func TestGlobLatestQueuedTruncatedBeforeFirstTurnReadsNewLines(t *testing.T) {
 // new epoch (the same-first-bytes blind spot is for a truncation nobody saw
 // between two looks); "Nothing green over a loss".
 func TestGlobEarliestResumeAfterSeenTruncationReadsFromStart(t *testing.T) {
-	dir, data := t.TempDir(), t.TempDir()
-	a, b := filepath.Join(dir, "a.log"), filepath.Join(dir, "b.log")
-	if err := os.WriteFile(a, []byte("banner\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(b, []byte("b-0\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	ig, slow := runOneSlotNoPointers(t, dir, data, Earliest, 100*time.Millisecond, 2500*time.Millisecond, false)
-	first, _ := ig.popEpochs(time.Second, true)
-	var sa, sb *gstream
-	ig.waitFor(t, "both streams closed", func() bool {
-		sa, sb = ig.g.byPath[a], ig.g.byPath[b]
-		return sa != nil && sb != nil && sa.st == stClosed && sb.st == stClosed && sa.resume != nil
-	})
+	ig, slow, a, b, sa, sb, first := twoClosedEarliest(t, "banner\n", "b-0\n")
 	slow.Store(true)
 	appendTo(t, b, "b-1\n") // b.log's stream opens again, slowly: it holds the slot
 	ig.waitFor(t, "b.log's stream opening", func() bool { return sb.st == stOpen })
@@ -625,21 +611,7 @@ func TestGlobLatestIdleFileRenamedOutIsNotReadFromStart(t *testing.T) {
 // that disappears with an unread tail counts in lostTails; §4 "Nothing
 // green over a loss".
 func TestGlobEarliestQueuedRenamedOutBesidePathIsRead(t *testing.T) {
-	dir, data := t.TempDir(), t.TempDir()
-	a, b := filepath.Join(dir, "a.log"), filepath.Join(dir, "b.log")
-	if err := os.WriteFile(a, []byte("a-0\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(b, []byte("b-0\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	ig, slow := runOneSlotNoPointers(t, dir, data, Earliest, 100*time.Millisecond, 2500*time.Millisecond, false)
-	first, _ := ig.popEpochs(time.Second, true)
-	var sa, sb *gstream
-	ig.waitFor(t, "both streams closed", func() bool {
-		sa, sb = ig.g.byPath[a], ig.g.byPath[b]
-		return sa != nil && sb != nil && sa.st == stClosed && sb.st == stClosed && sa.resume != nil
-	})
+	ig, slow, a, b, sa, sb, first := twoClosedEarliest(t, "a-0\n", "b-0\n")
 	slow.Store(true)
 	appendTo(t, b, "b-1\n") // b.log's stream opens again, slowly: it holds the slot
 	ig.waitFor(t, "b.log's stream opening", func() bool { return sb.st == stOpen })

@@ -116,21 +116,7 @@ func TestGlobEarliestNoPointerCopytruncateThenAppendCopyNotReadAgain(t *testing.
 // a loss: `lostBytes` counts the bytes known to be gone; an unterminated
 // line is not a loss only while it is unterminated.
 func TestGlobEarliestNoPointerPartialLineEndedThenDeletedCountsWholeLine(t *testing.T) {
-	dir, data := t.TempDir(), t.TempDir()
-	a, b := filepath.Join(dir, "a.log"), filepath.Join(dir, "b.log")
-	if err := os.WriteFile(a, []byte("a-0\npart"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(b, []byte("b-0\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	ig, slow := runOneSlotNoPointers(t, dir, data, Earliest, 100*time.Millisecond, 2500*time.Millisecond, false)
-	first, _ := ig.popEpochs(time.Second, true)
-	var sa, sb *gstream
-	ig.waitFor(t, "both streams closed", func() bool {
-		sa, sb = ig.g.byPath[a], ig.g.byPath[b]
-		return sa != nil && sb != nil && sa.st == stClosed && sb.st == stClosed && sa.resume != nil
-	})
+	ig, slow, a, b, sa, sb, first := twoClosedEarliest(t, "a-0\npart", "b-0\n")
 	if r := sa.resume; r.Offset != 4 || r.Size != 8 {
 		t.Fatalf("a.log's resume point %+v, want offset 4 size 8", *r)
 	}
@@ -292,21 +278,7 @@ func TestGlobOnceEarliestQueuedGrownBeforeFirstTurnStopsAtSizeAtStart(t *testing
 // truncation counts size last seen − read position: 12 − 8); §10 a file
 // that loses its unread tail counts in lostTails.
 func TestGlobEarliestNoPointerTailWrittenWhileStoppingThenTruncatedIsCounted(t *testing.T) {
-	dir, data := t.TempDir(), t.TempDir()
-	a, b := filepath.Join(dir, "a.log"), filepath.Join(dir, "b.log")
-	if err := os.WriteFile(a, []byte("a-0\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(b, []byte("b-0\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	ig, slow := runOneSlotNoPointers(t, dir, data, Earliest, 100*time.Millisecond, 2500*time.Millisecond, false)
-	first, _ := ig.popEpochs(time.Second, true)
-	var sa, sb *gstream
-	ig.waitFor(t, "both streams closed", func() bool {
-		sa, sb = ig.g.byPath[a], ig.g.byPath[b]
-		return sa != nil && sb != nil && sa.st == stClosed && sb.st == stClosed && sa.resume != nil
-	})
+	ig, slow, a, b, sa, sb, first := twoClosedEarliest(t, "a-0\n", "b-0\n")
 	appendTo(t, a, "a-1\n")
 	var taken []string
 	for end := time.Now().Add(3 * time.Second); len(taken) == 0 && time.Now().Before(end); {
@@ -358,27 +330,13 @@ func TestGlobEarliestNoPointerTailWrittenWhileStoppingThenTruncatedIsCounted(t *
 // copy is read from the old offset under the old stream; §2 never lose a
 // line.
 func TestGlobEarliestNoPointerClosedCopytruncatedCopyTailIsRead(t *testing.T) {
-	dir, data := t.TempDir(), t.TempDir()
-	a, b := filepath.Join(dir, "a.log"), filepath.Join(dir, "b.log")
-	if err := os.WriteFile(a, []byte("a-0\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(b, []byte("b-0\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	ig, slow := runOneSlotNoPointers(t, dir, data, Earliest, 100*time.Millisecond, 2500*time.Millisecond, false)
-	first, _ := ig.popEpochs(time.Second, true)
-	var sa, sb *gstream
-	ig.waitFor(t, "both streams closed", func() bool {
-		sa, sb = ig.g.byPath[a], ig.g.byPath[b]
-		return sa != nil && sb != nil && sa.st == stClosed && sb.st == stClosed && sa.resume != nil
-	})
+	ig, slow, a, b, sa, sb, first := twoClosedEarliest(t, "a-0\n", "b-0\n")
 	slow.Store(true)
 	appendTo(t, b, "b-1\n") // b.log's stream opens again, slowly: it holds the slot
 	ig.waitFor(t, "b.log's stream opening", func() bool { return sb.st == stOpen })
 	appendTo(t, a, "a-1\n")
 	ig.waitFor(t, "a look seeing a-1, a.log's stream queued", func() bool { return sa.size == 8 && sa.st == stQueued })
-	if err := os.WriteFile(filepath.Join(dir, "a.0.log"), []byte("a-0\na-1\n"), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(filepath.Dir(a), "a.0.log"), []byte("a-0\na-1\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Truncate(a, 0); err != nil {
@@ -387,7 +345,7 @@ func TestGlobEarliestNoPointerClosedCopytruncatedCopyTailIsRead(t *testing.T) {
 	got, _ := ig.popEpochs(4*time.Second, true)
 	tails, bytes, detail := ig.lost()
 	ig.g.mu.Lock()
-	c := ig.g.byPath[filepath.Join(dir, "a.0.log")]
+	c := ig.g.byPath[filepath.Join(filepath.Dir(a), "a.0.log")]
 	copyDone := c != nil && c.done
 	ig.g.mu.Unlock()
 	t.Logf("first %q; then %q; a.0.log marked a copy (done) %v; lostTails %d lostBytes %d detail %q", first, got, copyDone, tails, bytes, detail)
