@@ -424,15 +424,32 @@
 //     neither at its path nor beside it counts nothing unless the glob
 //     found it gone (PinGone): it reports NotFound and the stream waits for
 //     a scan again. A file renamed within the glob keeps the per-path
-//     barrier at the path it left (scan's vacated). Without pointers
-//     (EARLIEST, LATEST) a stream opened again reads on from its last
-//     source's Resume point; LATEST's first turn takes the end at the size
-//     the glob found at its start (EndAt). A stream reads
-//     only the file of its key (Config.PinKey): another file at its path
-//     is a stream of its own. A file that leaves the glob before any of it
-//     was read (no pointer names it) is looked for beside its path by key
-//     and read there, or counted lost with its size (leftUnread). At a start, a
-//     previous run's pointer is taken by key + fingerprint alone.
+//     barrier at the path it left (scan's vacated) until that stream has
+//     nothing left to wait for. A key is retired once its stream closed
+//     (an open file's inode cannot be reused). A stream reads only the file
+//     of its key (Config.PinKey): another file at its path is a stream of
+//     its own. A file that leaves the glob before any of it was read (no
+//     pointer names it) is looked for beside its path, and beside a
+//     symlinked path's target, by key — not a file born after the glob
+//     first saw it (findBeside) — and read there, or counted lost from
+//     where its stream would have read on (leftUnread, unreadFrom); a
+//     closed file renamed out beside its path with bytes past its pointer
+//     is read there too (readBeside), and closed rotateWaitMillis after its
+//     last growth. At Close, an owed commit's file is followed through the
+//     glob or beside its path (finalScan), and a file found out of the
+//     glob that no pointer names and nobody read is counted.
+//
+//     Without pointers (EARLIEST, LATEST, ONCE_EARLIEST) the glob keeps
+//     each stream's Resume point (where its last source stopped, the first
+//     bytes it read, what it had read): a stream opened again reads on from
+//     it while the first bytes are the same; its losses are counted from it;
+//     a held copy (copytruncate) of a closed original reads on from it
+//     (handOff); LATEST's first turn takes the end at the size the glob
+//     found at its start (EndAt), unless the first bytes changed since
+//     (EndHead); ONCE_EARLIEST reads a file to its size at start.
+//
+//     At a start, a previous run's pointer is taken by key + fingerprint
+//     alone.
 //
 //   - Publishing (mux.go): every stream publishes through the feed's one
 //     Publisher under one mutex; the mux remembers each published batch's
