@@ -640,13 +640,21 @@ func (g *Glob) scan(ctx context.Context) {
 		}
 		if !s.gone {
 			s.gone, s.goneAt = true, now
-			if (s.st == stQueued || s.st == stClosed) && !exists(s.path, s.key) && g.unread(s) && g.leftUnread(s) {
-				g.enqueue(s) // closed: read where it is now
-			} else if s.st == stClosed && s.owe == nil && !exists(s.path, s.key) && g.readBeside(s) {
-				// Out of the glob beside its path with bytes past its
-				// pointer: read there to its end.
+			away := !exists(s.path, s.key)
+			if away && (s.st == stQueued || s.st == stClosed) {
+				// Out of the glob beside its path, with bytes its stream
+				// has not read: read there (s.path names it now).
+				switch {
+				case g.unread(s):
+					if g.leftUnread(s) {
+						g.enqueue(s) // closed: read where it is now
+						away = false
+					}
+				case s.st == stClosed && s.owe == nil:
+					away = !g.readBeside(s)
+				}
 			}
-			if !exists(s.path, s.key) {
+			if away {
 				if s.st != stOpen && s.st != stStopping {
 					// Retired once no descriptor holds it (closed): back
 					// in the glob meanwhile, it is the file its stream
