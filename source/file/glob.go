@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -501,6 +502,9 @@ func (g *Glob) walk() []found {
 				continue
 			}
 			regular, isDir, dev, ino, size, mod, err := statAt(d, name, &st)
+			if errors.Is(err, fs.ErrNotExist) {
+				continue // deleted since the listing: gone, not skipped
+			}
 			if err != nil || !regular {
 				g.skip(p, isDir, err)
 				continue
