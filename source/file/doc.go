@@ -446,7 +446,18 @@
 //     a held copy (copytruncate) of a closed original reads on from it
 //     (handOff); LATEST's first turn takes the end at the size the glob
 //     found at its start (EndAt), unless the first bytes changed since
-//     (EndHead); ONCE_EARLIEST reads a file to its size at start.
+//     (EndHead); ONCE_EARLIEST reads a file to its size at start. A
+//     waiting file that changed has its first bytes compared with its
+//     Resume point's (seen): rewritten in place, the bytes the glob saw
+//     past where its stream stopped are counted lost there, or by the
+//     stream's open (Config.ResumeUnread) when the rewrite came later.
+//
+//     Copies shorter than a stream's head: a copytruncate copy taken
+//     before the original's stream read on is matched by the bytes the
+//     stream read (Source.HeadBytes, at most 4 KiB, kept while the file is
+//     open), and the stream, finding its file truncated, takes a copy that
+//     holds nothing it had not consumed as its own (findShortCopy,
+//     CopiesRead): not read again.
 //
 //     At a start, a previous run's pointer is taken by key + fingerprint
 //     alone.

@@ -1,6 +1,7 @@
 package file
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -759,6 +760,32 @@ func headOfPath(path string) (int, uint64) {
 	return n, pointer.Fingerprint(b[:n])
 }
 
+// headOfPathIs: the first n bytes of the file at path hash to fp (false
+// when it cannot be read).
+func headOfPathIs(path string, n int, fp uint64) bool {
+	fh, err := fileutil.OpenRegular(path)
+	if err != nil {
+		return false
+	}
+	defer fh.Close()
+	return headIs(fh, n, fp)
+}
+
+// resumeUnread is what s's file held past where its last source stopped,
+// as the glob last saw it while its first bytes were those that source
+// read: the bytes a rewrite or truncation found at the next open loses
+// (Config.ResumeUnread); 0 without a resume point.
+func (g *Glob) resumeUnread(s *gstream) int64 {
+	if s.resume == nil {
+		return 0
+	}
+	from := g.unreadFrom(s)
+	if n := max(s.size, s.tailSize) - from; n > 0 && from >= 0 {
+		return n
+	}
+	return 0
+}
+
 // headIs: f's first n bytes hash to fp.
 func headIs(f *os.File, n int, fp uint64) bool {
 	b := make([]byte, n)
@@ -822,6 +849,18 @@ func (g *Glob) seen(s *gstream, f found, now time.Time) {
 		if s.fromEnd && f.size < s.endAt {
 			s.endAt = 0
 		}
+	}
+	if r := s.resume; r != nil && changed && r.HeadLen > 0 && f.size >= r.Offset && (s.st == stClosed || s.st == stQueued) &&
+		!headOfPathIs(f.path, r.HeadLen, r.Head) {
+		// Rewritten in place while its stream waited (no shrink to see):
+		// its next source reads it from its start, and what it held past
+		// where its stream stopped, seen by the last look, is gone unread.
+		from := g.unreadFrom(s)
+		if n := max(s.size, s.tailSize) - from; n > 0 && from >= 0 {
+			g.countLossLocked(1, uint64(n), r.Epoch, fmt.Sprintf("glob file %s rewritten while closed: its %d bytes from offset %d were never read",
+				s.path, n, from))
+		}
+		s.resume, s.tailEnd, s.tailSize = nil, 0, 0
 	}
 	s.size, s.mod = f.size, f.mod
 	if !changed {
@@ -898,6 +937,14 @@ func (g *Glob) copyCandidate(self *gstream, f found) *gstream {
 		}
 		if fpLen == 0 && c.resume != nil {
 			fpLen, fp = uint64(c.resume.HeadLen), c.resume.Head // no pointer: its last source's look
+		}
+		if fpLen > uint64(len(head)) && len(head) > 0 && c.src != nil {
+			// Shorter than the fingerprint: a copy made before its
+			// original's source read on (copytruncate of a file that grew
+			// meanwhile) holds what that source read first, byte for byte.
+			if b := c.src.HeadBytes(); len(b) >= len(head) && bytes.Equal(b[:len(head)], head) {
+				return c
+			}
 		}
 		if fpLen == 0 || fpLen > uint64(len(head)) {
 			continue
@@ -1144,6 +1191,7 @@ func (g *Glob) start(ctx context.Context, s *gstream, ahead *createdAhead, atPat
 	case g.bounded():
 		c.Strategy = OnceEarliest
 		c.Resume, c.OnceLimit = s.resume, s.startSize
+		c.ResumeUnread = g.resumeUnread(s)
 	case s.fromEnd:
 		c.Strategy = Latest
 		c.EndAt, c.HasEndAt = s.endAt, true
@@ -1151,6 +1199,7 @@ func (g *Glob) start(ctx context.Context, s *gstream, ahead *createdAhead, atPat
 	default:
 		c.Strategy = Earliest
 		c.Resume = s.resume
+		c.ResumeUnread = g.resumeUnread(s)
 	}
 	if atPath || g.pointerNames(s) {
 		// Its new source reads the tail from its pointer (or, its file

@@ -1,9 +1,11 @@
 package file
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -357,5 +359,206 @@ func TestGlobEarliestNoPointerClosedCopytruncatedCopyTailIsRead(t *testing.T) {
 	}
 	if n != 1 {
 		t.Errorf("a.log copytruncated to a.0.log with a-1 unread: a-1 delivered %d times (delivered %q, lostTails %d); want once, read from the copy", n, got, tails)
+	}
+}
+
+// EARLIEST without pointers, one slot: a.log's first turn delivers a-0 and
+// closes as inactive (resume point 4). a-1 is appended while b.log's
+// stream holds the slot; the glob sees a.log at 8 bytes and queues it.
+// Before a.log's turn it is overwritten in place from byte 0 (one write)
+// with 20 bytes of new lines, the glob's look seeing no shrink (8 → 20).
+// a.log's source finds other first bytes than the resume head and reads
+// it from its start: the new lines are delivered, but a-1 (bytes 4..8,
+// seen by the glob, never read) is lost and counted by nobody — seen()
+// counts only a shrink below the resume point, and the source, without a
+// pointer, does not know what the glob saw. DESIGN §4 Nothing green over
+// a loss: a replacement counts the bytes seen past the read position;
+// §4 Same-size rewrites / replacement.
+func TestGlobEarliestNoPointerRewrittenLargerBeforeTurnCountsUnreadBytes(t *testing.T) {
+	dir, data := t.TempDir(), t.TempDir()
+	a, b := filepath.Join(dir, "a.log"), filepath.Join(dir, "b.log")
+	if err := os.WriteFile(a, []byte("a-0\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(b, []byte("b-0\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ig, slow := runOneSlotNoPointers(t, dir, data, Earliest, 100*time.Millisecond, 2500*time.Millisecond, false)
+	first, _ := ig.popEpochs(time.Second, true)
+	var sa, sb *gstream
+	ig.waitFor(t, "both streams closed", func() bool {
+		sa, sb = ig.g.byPath[a], ig.g.byPath[b]
+		return sa != nil && sb != nil && sa.st == stClosed && sb.st == stClosed && sa.resume != nil
+	})
+	slow.Store(true)
+	appendTo(t, b, "b-1\n") // b.log's stream opens again, slowly: it holds the slot
+	ig.waitFor(t, "b.log's stream opening", func() bool { return sb.st == stOpen })
+	appendTo(t, a, "a-1\n")
+	ig.waitFor(t, "a look seeing a-1, a.log's stream queued", func() bool { return sa.size == 8 && sa.st == stQueued })
+	// Overwritten from byte 0 in one write (no shrink for any look to see).
+	f, err := os.OpenFile(a, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt([]byte("new-0-xxx\nnew-1-xxx\n"), 0); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	got, _ := ig.popEpochs(4*time.Second, true)
+	tails, bytes, detail := ig.lost()
+	t.Logf("first %q; then %q; lostTails %d lostBytes %d detail %q", first, got, tails, bytes, detail)
+	if !slices.Contains(got, "a-1") && (tails == 0 || bytes < 4) {
+		t.Errorf("a-1 (a.log bytes 4..8, seen by the glob, never read) cut by an in-place rewrite: delivered %q, lostTails %d lostBytes %d; want it counted (1 lost tail, 4 bytes)", got, tails, bytes)
+	}
+}
+
+// EARLIEST without pointers: a.log's three lines (12 bytes) are read and
+// acknowledged. copytruncate copies it to a.1.log (matched) — a snapshot of
+// those 12 bytes — while the writer appends c-3, which a.log's source reads
+// (its fingerprint grows to 16 bytes: Head() now covers 16), then a.log is
+// truncated. The glob's look at a.1.log compares its first bytes with
+// Head(): 16 bytes wanted, 12 there, so it is not a candidate and is read as
+// a new stream from its start — c-0..c-2 delivered a second time, no crash.
+// (A copy is at most as long as what was read when it was made; the
+// fingerprint's length at the glob's look is not that.) DESIGN §10
+// Streams: a new key whose first bytes match a tracked file's fingerprint
+// is held back and, the original truncated meanwhile, is its copy, not
+// read again; §2 each line once when nothing crashed.
+func TestGlobEarliestNoPointerCopyShorterThanGrownHeadNotReadAgain(t *testing.T) {
+	content := "c-0\nc-1\nc-2\n"
+	dir, data, a := aLogIn(t, content)
+	ig, _ := runGlobCfg(t, filepath.Join(dir, "*.log"), data, 200*time.Millisecond, func(c *GlobConfig) {
+		c.Stream.Strategy = Earliest
+		c.PointerDir = ""
+	})
+	first, _ := ig.popEpochs(time.Second, true)
+	appendTo(t, a, "c-3\n")
+	var more []string
+	for end := time.Now().Add(3 * time.Second); len(more) == 0 && time.Now().Before(end); {
+		more, _ = ig.popEpochs(20*time.Millisecond, true)
+	}
+	var n uint64
+	ig.waitFor(t, "a.log's source's head covering 16 bytes", func() bool {
+		s := ig.g.byPath[a]
+		if s != nil && s.src != nil {
+			n, _ = s.src.Head()
+		}
+		return n == 16
+	})
+	if err := os.WriteFile(filepath.Join(dir, "a.1.log"), []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(a, 0); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := ig.popEpochs(2*time.Second, true)
+	tails, bytes, _ := ig.lost()
+	t.Logf("first %q, then %q; after the copytruncate %q; lostTails %d lostBytes %d", first, more, got, tails, bytes)
+	if len(first) != 3 || !slices.Equal(more, []string{"c-3"}) {
+		t.Fatalf("before the copytruncate: %q then %q", first, more)
+	}
+	if len(got) != 0 {
+		t.Errorf("a.log copytruncated to a.1.log (a 12-byte snapshot, matched) after every line was delivered: delivered again %q; want nothing", got)
+	}
+}
+
+// EARLIEST without pointers, one slot: a.log's first turn delivers a-0 and
+// closes (resume point 4). a-1 is appended: the glob sees 8 bytes and
+// starts a.log's stream, whose open is slow. While it opens, a.log is
+// overwritten in place (one write, no shrink). No look checks a stream
+// that is open, so the glob counts nothing: the source, finding other first
+// bytes than its resume point's, reads the file from its start — and a-1,
+// seen by the glob and never read, must be counted by it.
+func TestGlobEarliestNoPointerRewrittenWhileItsStreamOpensCountsUnreadBytes(t *testing.T) {
+	ig, slow, a, _, sa, _, first := twoClosedEarliest(t, "a-0\n", "b-0\n")
+	slow.Store(true)
+	appendTo(t, a, "a-1\n")
+	ig.waitFor(t, "a.log's stream opening", func() bool { return sa.size == 8 && sa.st == stOpen })
+	f, err := os.OpenFile(a, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt([]byte("new-0-xxx\nnew-1-xxx\n"), 0); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	got, _ := ig.popEpochs(4*time.Second, true)
+	tails, bytes, detail := ig.lost()
+	t.Logf("first %q; then %q; lostTails %d lostBytes %d detail %q", first, got, tails, bytes, detail)
+	if !slices.Equal(got, []string{"new-0-xxx", "new-1-xxx"}) {
+		t.Errorf("after the rewrite: delivered %q, want the new file's two lines", got)
+	}
+	if tails != 1 || bytes != 4 {
+		t.Errorf("a-1 (bytes 4..8, seen by the glob, never read) cut by an in-place rewrite during the open: lostTails %d lostBytes %d; want 1 and 4", tails, bytes)
+	}
+}
+
+// copytruncateAfterReadOn writes content to a.log, runs a glob feed over it
+// (cfg adjusts it), takes content's lines, appends more (taken too), then
+// copies content alone to a.1.log (matched) — a snapshot taken before the
+// source read on — and truncates a.log. It returns what was delivered after
+// the copytruncate and the glob's losses.
+func copytruncateAfterReadOn(t *testing.T, content, more string, cfg func(*GlobConfig)) (got []string, tails, bytes uint64) {
+	t.Helper()
+	dir, data, a := aLogIn(t, content)
+	ig, _ := runGlobCfg(t, filepath.Join(dir, "*.log"), data, 200*time.Millisecond, cfg)
+	want := strings.Count(content, "\n")
+	var first []string
+	for end := time.Now().Add(3 * time.Second); len(first) < want && time.Now().Before(end); {
+		got, _ := ig.popEpochs(50*time.Millisecond, true)
+		first = append(first, got...)
+	}
+	appendTo(t, a, more)
+	var after []string
+	for end := time.Now().Add(3 * time.Second); len(after) < strings.Count(more, "\n") && time.Now().Before(end); {
+		got, _ := ig.popEpochs(50*time.Millisecond, true)
+		after = append(after, got...)
+	}
+	if len(first) != want || len(after) != strings.Count(more, "\n") {
+		t.Fatalf("before the copytruncate: %d then %d lines", len(first), len(after))
+	}
+	time.Sleep(100 * time.Millisecond) // the source's look at the grown file
+	if err := os.WriteFile(filepath.Join(dir, "a.1.log"), []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(a, 0); err != nil {
+		t.Fatal(err)
+	}
+	got, _ = ig.popEpochs(2*time.Second, true)
+	tails, bytes, _ = ig.lost()
+	return got, tails, bytes
+}
+
+// The same with a pointer (COMMITTED): a copy shorter than the file's
+// grown head, made before the source read on, is that file's copy — not a
+// new stream read from its start.
+func TestGlobCommittedCopyShorterThanGrownHeadNotReadAgain(t *testing.T) {
+	got, tails, bytes := copytruncateAfterReadOn(t, "c-0\nc-1\nc-2\n", "c-3\n", nil)
+	if len(got) != 0 || tails != 0 || bytes != 0 {
+		t.Errorf("a 12-byte copy of a.log (16 bytes read and acknowledged) after a copytruncate: delivered again %q, lostTails %d lostBytes %d; want nothing and no loss", got, tails, bytes)
+	}
+}
+
+// A copy longer than the fingerprint (4 KiB) but shorter than what the
+// source had consumed (it read on after the copy was taken) holds nothing
+// unread: not read again, with or without a pointer.
+func TestGlobCopyShorterThanConsumedNotReadAgain(t *testing.T) {
+	var b strings.Builder
+	for i := 0; b.Len() < 5000; i++ {
+		fmt.Fprintf(&b, "line-%04d %s\n", i, strings.Repeat("x", 40))
+	}
+	for _, withPtr := range []bool{true, false} {
+		t.Run(fmt.Sprintf("pointer=%v", withPtr), func(t *testing.T) {
+			got, tails, bytes := copytruncateAfterReadOn(t, b.String(), "more-0\nmore-1\n", func(c *GlobConfig) {
+				if !withPtr {
+					c.Stream.Strategy = Earliest
+					c.PointerDir = ""
+				}
+			})
+			if len(got) != 0 || tails != 0 || bytes != 0 {
+				t.Errorf("a %d-byte copy of a.log (all read and acknowledged, and more) after a copytruncate: delivered again %d lines, lostTails %d lostBytes %d; want nothing and no loss",
+					b.Len(), len(got), tails, bytes)
+			}
+		})
 	}
 }

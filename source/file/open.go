@@ -1,9 +1,11 @@
 package file
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -237,6 +239,15 @@ func (s *Source) startFile(f *os.File, dev, ino uint64) error {
 			if s.cfg.Strategy == OnceEarliest && c.Limit > 0 {
 				r.limit = c.Limit // its size when first opened
 			}
+		} else if c != nil && s.cfg.ResumeUnread > 0 {
+			// Rewritten or cut while its stream waited, after the glob
+			// saw bytes past where its last source stopped: those bytes
+			// are gone unread (DESIGN §4 Nothing green over a loss).
+			d := fmt.Sprintf("glob file %s was rewritten or truncated while its stream waited: its %d bytes from offset %d were never read",
+				s.cfg.Path, s.cfg.ResumeUnread, c.Offset)
+			s.lose(1, uint64(s.cfg.ResumeUnread), c.Epoch, d)
+			s.log.Warn(d, "path", s.cfg.Path)
+			s.setDetail(d)
 		}
 	case Latest:
 		r.epoch = pointer.NewEpoch()
@@ -817,6 +828,42 @@ func (s *Source) findCopy(fpLen int, fp uint64, size int64, notAfter time.Time, 
 		return nil, 0, 0
 	}
 	rec := pointer.Record{FPLen: uint64(fpLen), FP: fp}
+	return s.findCopyBy(notAfter, skip, func(n int64) bool { return n >= max(size, int64(fpLen)) },
+		func(f *os.File, _ int64) bool { return fingerprintMatches(f, rec) })
+}
+
+// findShortCopy looks, as findCopy does, for a copy of r's file that holds
+// nothing r's stream had not consumed: shorter than consumed (a snapshot
+// taken before the source read on), its first bytes those r fingerprinted
+// (all of them, byte for byte, when it is shorter than the fingerprint).
+func (s *Source) findShortCopy(r *reader, consumed int64, notAfter time.Time) bool {
+	if r.fpLen <= 0 || consumed <= 0 {
+		return false
+	}
+	rec := pointer.Record{FPLen: uint64(r.fpLen), FP: r.fp}
+	head := r.headB
+	f, _, _ := s.findCopyBy(notAfter, s.known, func(n int64) bool { return n > 0 && n < consumed },
+		func(f *os.File, n int64) bool {
+			if n >= int64(r.fpLen) {
+				return fingerprintMatches(f, rec)
+			}
+			if n > int64(len(head)) {
+				return false
+			}
+			b := make([]byte, n)
+			got, err := f.ReadAt(b, 0)
+			return int64(got) == n && (err == nil || errors.Is(err, io.EOF)) && bytes.Equal(b, head[:n])
+		})
+	if f == nil {
+		return false
+	}
+	f.Close()
+	return true
+}
+
+// findCopyBy is findCopy's search: sizeOK and match say which files are
+// copies; the most recently modified one wins.
+func (s *Source) findCopyBy(notAfter time.Time, skip func(dev, ino uint64) bool, sizeOK func(int64) bool, match func(*os.File, int64) bool) (*os.File, uint64, uint64) {
 	var best *os.File
 	var bdev, bino uint64
 	var bmod time.Time
@@ -832,7 +879,7 @@ func (s *Source) findCopy(fpLen int, fp uint64, size int64, notAfter time.Time, 
 				continue
 			}
 			info, err := e.Info()
-			if err != nil || info.Size() < max(size, int64(fpLen)) || info.ModTime().After(notAfter) ||
+			if err != nil || !sizeOK(info.Size()) || info.ModTime().After(notAfter) ||
 				(best != nil && !info.ModTime().After(bmod)) {
 				continue
 			}
@@ -842,7 +889,7 @@ func (s *Source) findCopy(fpLen int, fp uint64, size int64, notAfter time.Time, 
 			}
 			dev, ino, err := fileutil.DevIno(f)
 			if err != nil || skip(dev, ino) || (best != nil && dev == bdev && ino == bino) ||
-				own.has(dir, e.Name(), dev, ino) || !fingerprintMatches(f, rec) {
+				own.has(dir, e.Name(), dev, ino) || !match(f, info.Size()) {
 				f.Close()
 				continue
 			}

@@ -233,18 +233,21 @@ func (s *Source) readCopy(r *reader, why string) bool {
 		size = st.Size()
 		c.lastSize, c.lastMod = st.Size(), st.ModTime()
 		c.snapshot(st.Size())
-	} else if r.fpLen > 0 {
+	} else if c = s.findGzCopy(pointer.Record{FPLen: uint64(r.fpLen), FP: r.fp, Offset: r.consumed()}, s.known); c != nil {
 		// copytruncate + compress: the copy is already app.log.1.gz.
-		c = s.findGzCopy(pointer.Record{FPLen: uint64(r.fpLen), FP: r.fp, Offset: r.consumed()}, s.known)
-		if c == nil {
-			return false
-		}
 		size = c.limit
 	} else {
+		if s.findShortCopy(r, r.consumed(), time.Now()) {
+			// A copy taken before this source read on holds nothing it
+			// had not consumed: nothing to read from it, but it is this
+			// file's copy (the glob does not read it again: CopiesRead).
+			s.log.Info("input truncated; its copy holds nothing unread", "path", s.cfg.Path, "offset", r.consumed())
+			s.copiesRead.Add(1)
+		}
 		return false
 	}
 	cf := c.f
-	c.epoch, c.positioned, c.fpLen, c.fp = r.epoch, r.positioned, r.fpLen, r.fp
+	c.epoch, c.positioned, c.fpLen, c.fp, c.headB = r.epoch, r.positioned, r.fpLen, r.fp, r.headB
 	msg := fmt.Sprintf("input %s %s; reading its copy %s from offset %d first, then the file from its start under a new epoch",
 		s.cfg.Path, why, filepath.Base(cf.Name()), r.consumed())
 	s.log.Warn(msg, "path", s.cfg.Path, "reason", why, "copy", cf.Name(), "offset", r.consumed())
@@ -303,7 +306,7 @@ func (s *Source) rewrittenUnread(nx *reader, why string) *reader {
 	cf, dev, ino := s.findCopy(nx.fpLen, nx.fp, int64(nx.fpLen), time.Now(), s.known)
 	// Nothing of it was read: all it held is in its copy or lost.
 	seen := nx.lastSize
-	nx.fpLen, nx.fp = 0, 0
+	nx.fpLen, nx.fp, nx.headB = 0, 0, nil
 	if st, err := nx.f.Stat(); err == nil {
 		nx.refreshFingerprint(st.Size())
 		nx.lastSize, nx.lastMod = st.Size(), st.ModTime()
@@ -442,7 +445,7 @@ func (s *Source) switchTo() {
 			"path", s.cfg.Path, "position", old.consumed())
 		nx.epoch = old.epoch
 		nx.seek(old.consumed())
-		nx.fpLen, nx.fp = old.fpLen, old.fp
+		nx.fpLen, nx.fp, nx.headB = old.fpLen, old.fp, old.headB
 		nx.crTaken = old.crTaken // a last line taken at a trailing '\r' before the switch
 		s.retireKept(old, nx)
 		s.cur = nx

@@ -71,6 +71,11 @@ type Config struct {
 	// stopped (Source.ResumePoint); used when the file's first bytes are
 	// still the ones read, else the file is read from its start.
 	Resume *Resume
+	// ResumeUnread is how many bytes past Resume's position the glob saw
+	// in the file while its first bytes were Resume's (never read): lost,
+	// and counted, when the file turns out rewritten or cut below the
+	// resume point at the open (nobody saw it happen).
+	ResumeUnread int64
 	// EndAt, for LATEST, is the size the end is taken at when the file
 	// has grown since (a glob file present at start whose first turn came
 	// later): what was written after the start is delivered.
@@ -155,8 +160,9 @@ type Source struct {
 	closeHead    uint64
 	resume       *Resume // ResumePoint
 	resumeOf     *reader // the reader resume was taken from (moveResume)
-	// head is the current file's first-bytes fingerprint as read, for a
-	// glob without pointers (copyCandidate reads it from another goroutine).
+	// head is the current file's first bytes and their fingerprint as
+	// read, for a glob stream (copyCandidate reads it from another
+	// goroutine).
 	head atomic.Pointer[headFP]
 	// copiesRead counts the copies (copytruncate) this source went on
 	// reading its file's tail from (CopiesRead).
@@ -573,17 +579,19 @@ func readerSize(r *reader) int64 {
 	return r.lastSize
 }
 
-// headFP is a fingerprint of a file's first n bytes.
+// headFP is a fingerprint of a file's first n bytes, and those bytes.
 type headFP struct {
-	n  uint64
-	fp uint64
+	n     uint64
+	fp    uint64
+	bytes []byte
+	noPtr bool // the source has no pointer
 }
 
-// publishHead makes r's fingerprint the one Head reports (a glob stream
-// without a pointer: the glob tells copies of its file by it).
+// publishHead makes r's first bytes the ones Head and HeadBytes report (a
+// glob stream: the glob tells copies of its file by them).
 func (s *Source) publishHead(r *reader) {
-	if s.ptr == nil && s.cfg.Pinned && r.fpLen > 0 {
-		s.head.Store(&headFP{n: uint64(r.fpLen), fp: r.fp})
+	if s.cfg.Pinned && r.fpLen > 0 {
+		s.head.Store(&headFP{n: uint64(r.fpLen), fp: r.fp, bytes: r.headB, noPtr: s.ptr == nil})
 	}
 }
 
@@ -591,13 +599,24 @@ func (s *Source) publishHead(r *reader) {
 // read its tail from a copy (readCopy); safe from any goroutine.
 func (s *Source) CopiesRead() uint64 { return s.copiesRead.Load() }
 
-// Head is the open file's first-bytes fingerprint as read (publishHead):
-// safe from any goroutine; 0, 0 when none is known.
+// Head is the open file's first-bytes fingerprint as read (publishHead) by
+// a source without a pointer: safe from any goroutine; 0, 0 when none is
+// known.
 func (s *Source) Head() (uint64, uint64) {
-	if h := s.head.Load(); h != nil {
+	if h := s.head.Load(); h != nil && h.noPtr {
 		return h.n, h.fp
 	}
 	return 0, 0
+}
+
+// HeadBytes is the open file's first bytes as read (publishHead), with or
+// without a pointer; nil when none are known. Safe from any goroutine; the
+// slice is never written to.
+func (s *Source) HeadBytes() []byte {
+	if h := s.head.Load(); h != nil {
+		return h.bytes
+	}
+	return nil
 }
 
 // clearFile records that no file is open.
