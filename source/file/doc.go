@@ -473,7 +473,10 @@
 //
 //   - Order: a new file at a path is not opened before the stream that was
 //     at that path is read to its end with every line acknowledged (the
-//     epoch barrier per path); files at other paths interleave.
+//     epoch barrier per path); files at other paths interleave. At a
+//     start, the streams first matched under one path (their pointers
+//     name it: files rotated away from it) are chained the same way, the
+//     file at the path last, the others oldest first (restartOrder).
 //
 //   - Bounds: at most (maxOpenFiles - reserve)/2 streams are open (one
 //     input and one pointer descriptor each; without a pointer, one), the

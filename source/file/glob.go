@@ -2,6 +2,7 @@ package file
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -572,6 +573,7 @@ func (g *Glob) scan(ctx context.Context) {
 		}
 		keys[k] = f.path
 	}
+	var made []*gstream // at the start: the streams this scan makes
 	for _, f := range list {
 		k := pointer.FileKey(f.dev, f.ino)
 		if keys[k] != f.path {
@@ -633,7 +635,13 @@ func (g *Glob) scan(ctx context.Context) {
 		}
 		g.byKey[k] = s
 		g.byPath[f.path] = s
+		if !g.started {
+			made = append(made, s)
+		}
 		g.admit(s, f, now)
+	}
+	if !g.started {
+		restartOrder(made)
 	}
 	// Tracked streams whose file is not matched any more.
 	for k, s := range g.byKey {
@@ -692,6 +700,38 @@ func (g *Glob) scan(ctx context.Context) {
 		s.awaitScan = false // followed, at its path again, or gone
 	}
 	g.schedule(ctx)
+}
+
+// restartOrder keeps the epoch barrier per path across a restart (DESIGN
+// §10 "Order", as §4 reads a pointer's generation before the file at the
+// path): the streams a start finds first matched under one path — files
+// rotated away from it (their pointers name it) and the file there now —
+// are published one after the other, the one at the path last, the others
+// oldest first by mtime.
+func restartOrder(made []*gstream) {
+	byFirst := map[string][]*gstream{}
+	for _, s := range made {
+		byFirst[s.first] = append(byFirst[s.first], s)
+	}
+	for p, ss := range byFirst {
+		if len(ss) < 2 {
+			continue
+		}
+		slices.SortStableFunc(ss, func(a, b *gstream) int {
+			if (a.path == p) != (b.path == p) {
+				if a.path == p {
+					return 1
+				}
+				return -1
+			}
+			return cmp.Compare(a.mod, b.mod)
+		})
+		for i := 1; i < len(ss); i++ {
+			if ss[i].after == nil {
+				ss[i].after = ss[i-1]
+			}
+		}
+	}
 }
 
 // owedWaits: s owes a commit (that would bind its file: its pointer names
