@@ -641,7 +641,7 @@ func (g *Glob) scan(ctx context.Context) {
 		g.admit(s, f, now)
 	}
 	if !g.started {
-		restartOrder(made)
+		g.restartOrder(made)
 	}
 	// Tracked streams whose file is not matched any more.
 	for k, s := range g.byKey {
@@ -708,24 +708,21 @@ func (g *Glob) scan(ctx context.Context) {
 // rotated away from it (their pointers name it) and the file there now —
 // are published one after the other, the one at the path last, the others
 // oldest first by mtime.
-func restartOrder(made []*gstream) {
-	byFirst := map[string][]*gstream{}
+func (g *Glob) restartOrder(made []*gstream) {
+	var away map[string][]*gstream // first path → streams now elsewhere
 	for _, s := range made {
-		byFirst[s.first] = append(byFirst[s.first], s)
-	}
-	for p, ss := range byFirst {
-		if len(ss) < 2 {
-			continue
-		}
-		slices.SortStableFunc(ss, func(a, b *gstream) int {
-			if (a.path == p) != (b.path == p) {
-				if a.path == p {
-					return 1
-				}
-				return -1
+		if s.first != s.path {
+			if away == nil {
+				away = map[string][]*gstream{}
 			}
-			return cmp.Compare(a.mod, b.mod)
-		})
+			away[s.first] = append(away[s.first], s)
+		}
+	}
+	for p, ss := range away {
+		slices.SortStableFunc(ss, func(a, b *gstream) int { return cmp.Compare(a.mod, b.mod) })
+		if at := g.byPath[p]; at != nil && at.first == p && slices.Contains(made, at) {
+			ss = append(ss, at)
+		}
 		for i := 1; i < len(ss); i++ {
 			if ss[i].after == nil {
 				ss[i].after = ss[i-1]
