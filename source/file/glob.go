@@ -1014,7 +1014,7 @@ func (g *Glob) decideHeld(s *gstream, now time.Time) bool {
 		// held: the copy holds what its stream had not read; read from
 		// there (DESIGN §10: a copy is read from the old offset).
 		s.handoff = nil
-		s.resume = &Resume{Epoch: r.Epoch, Offset: r.Offset, HeadLen: r.HeadLen, Head: r.Head, Size: r.Offset}
+		s.resume = &Resume{Epoch: r.Epoch, Offset: r.Offset, HeadLen: r.HeadLen, Head: r.Head, Size: r.Offset, InLong: r.InLong}
 		g.log.Info("new file is a copy of a truncated file; reading what its stream had not read from it", "path", s.path, "of", c.path, "offset", r.Offset)
 		g.enqueue(s)
 		return false

@@ -236,6 +236,7 @@ func (s *Source) startFile(f *os.File, dev, ino uint64) error {
 			// its last source stopped (the same content), in its epoch.
 			r.epoch = c.Epoch
 			r.seek(c.Offset)
+			r.split.inLong = c.InLong
 			if s.cfg.Strategy == OnceEarliest && c.Limit > 0 {
 				r.limit = c.Limit // its size when first opened
 			}

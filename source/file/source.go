@@ -180,6 +180,9 @@ type Source struct {
 	// pendingFrom is where pending's first line starts; droppedFrom, that
 	// of the batch Drain released.
 	pendingFrom, droppedFrom int64
+	// pendingLong, droppedLong: the splitter was inside an oversized line
+	// at pendingFrom, droppedFrom.
+	pendingLong, droppedLong bool
 	// closeSize and closeEnd: a glob stream's file, by its descriptor,
 	// at Close, and the end of what the stream published of it (both 0:
 	// nothing unread). Bytes between them were never delivered: the glob
@@ -370,7 +373,7 @@ func (s *Source) fillFrom(r *reader, final bool) bool {
 	if s.found.Starts == nil {
 		s.found = takeFound(s.cfg.BatchLines)
 	}
-	from := r.consumed()
+	from, long := r.consumed(), r.split.inLong
 	b, over := fillBatch(r, &s.found, final, s.cfg.BatchLines, s.cfg.BatchBytes, s.cfg.Feed, s.deliveryPath)
 	if b == nil {
 		return false
@@ -383,7 +386,7 @@ func (s *Source) fillFrom(r *reader, final bool) bool {
 	if s.state.Load() != int32(Behind) {
 		s.setState(Behind)
 	}
-	s.pending, s.pendingFrom = b, from
+	s.pending, s.pendingFrom, s.pendingLong = b, from, long
 	return true
 }
 
@@ -394,7 +397,7 @@ func (s *Source) Drain(ctx context.Context) {
 		s.pending.Release()
 		s.pending = nil
 		s.dropped = true
-		s.droppedFrom = s.pendingFrom
+		s.droppedFrom, s.droppedLong = s.pendingFrom, s.pendingLong
 	}
 	for {
 		s.commitStep(false)
@@ -464,6 +467,10 @@ type Resume struct {
 	Size int64
 	// Limit is ONCE_EARLIEST's end (its size when first opened), 0: none.
 	Limit int64
+	// InLong: Offset is inside a line longer than maxLineBytes whose
+	// first pieces were delivered (the rest ends that line: oversized
+	// counts it then).
+	InLong bool
 }
 
 // ResumePoint is where this source (without a pointer) stopped in its file
@@ -550,11 +557,11 @@ func (s *Source) noteHead(r *reader) {
 		s.closeHeadLen, s.closeHead = r.fpLen, r.fp
 	}
 	if s.ptr == nil && r.positioned {
-		at := r.consumed()
+		at, long := r.consumed(), r.split.inLong
 		if s.dropped {
-			at = s.droppedFrom
+			at, long = s.droppedFrom, s.droppedLong
 		}
-		s.resume = &Resume{Epoch: r.epoch, Offset: at, HeadLen: r.fpLen, Head: r.fp, Size: min(r.readPos(), readerSize(r)), Limit: max(r.limit, 0)}
+		s.resume = &Resume{Epoch: r.epoch, Offset: at, HeadLen: r.fpLen, Head: r.fp, Size: min(r.readPos(), readerSize(r)), Limit: max(r.limit, 0), InLong: long}
 		s.resumeOf = r
 	}
 }
@@ -566,7 +573,7 @@ func (s *Source) moveResume(r *reader) {
 	if s.resume == nil || s.resumeOf != r || s.dropped {
 		return
 	}
-	s.resume.Offset, s.resume.Size = r.consumed(), min(r.readPos(), readerSize(r))
+	s.resume.Offset, s.resume.Size, s.resume.InLong = r.consumed(), min(r.readPos(), readerSize(r)), r.split.inLong
 }
 
 // readerSize is r's file's size now, or the last one it saw.
