@@ -453,11 +453,14 @@
 //     stream's open (Config.ResumeUnread) when the rewrite came later.
 //
 //     Copies shorter than a stream's head: a copytruncate copy taken
-//     before the original's stream read on is matched by the bytes the
-//     stream read (Source.HeadBytes, at most 4 KiB, kept while the file is
-//     open), and the stream, finding its file truncated, takes a copy that
-//     holds nothing it had not consumed as its own (findShortCopy,
-//     CopiesRead): not read again.
+//     before the original's stream read on is held when its whole content
+//     is the first bytes the stream read (Source.HeadBytes, at most 4 KiB,
+//     kept while the file is open); it is taken for the copy only when the
+//     stream, finding its file truncated, took that very file as a copy
+//     holding nothing it had not consumed (findShortCopy, ShortCopyKey),
+//     else read as a file of its own (a shared header line is no proof).
+//     A file taken for a copy that changes later is read from its start
+//     (isCopy).
 //
 //     At a start, a previous run's pointer is taken by key + fingerprint
 //     alone.

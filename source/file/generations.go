@@ -93,11 +93,17 @@ var defaultSuffix = regexp.MustCompile(`^[.-](?:\d+|` + dateRe + `)(?:[._-](?:\d
 // rotatedName reports whether name, in a directory where the input's base
 // name is base, is one of its generations.
 func (s *Source) rotatedName(name, base string) bool {
+	return isRotatedName(s.cfg.RotatedNames, name, base)
+}
+
+// isRotatedName: name is a generation of base under the rotatedNames
+// globs (none: the default suffixes).
+func isRotatedName(globs []string, name, base string) bool {
 	if name == base {
 		return false
 	}
-	if len(s.cfg.RotatedNames) > 0 {
-		for _, g := range s.cfg.RotatedNames {
+	if len(globs) > 0 {
+		for _, g := range globs {
 			if ok, _ := filepath.Match(g, name); ok {
 				return true
 			}

@@ -198,8 +198,16 @@ type gstream struct {
 	// original (no pointer, closed) was seen truncated while it was held.
 	heldCopies uint64
 	handoff    *Resume
-	resume     *Resume // EARLIEST without pointers: where its last source stopped
-	endAt      int64   // LATEST, present at start: its size then (where its first turn starts)
+	// heldShort: held as a copy shorter than its original's fingerprint
+	// (its whole content the first bytes its original's stream read):
+	// taken for the copy only when that stream found its file truncated
+	// and took this very file for its copy (Source.ShortCopyKey).
+	heldShort bool
+	// isCopy: done as a copy of another stream's file; if it changes
+	// later it is no snapshot but a file of its own, read from its start.
+	isCopy bool
+	resume *Resume // EARLIEST without pointers: where its last source stopped
+	endAt  int64   // LATEST, present at start: its size then (where its first turn starts)
 	// endHeadLen, endHead: its first bytes' fingerprint then (EndHead).
 	endHeadLen int
 	endHead    uint64
@@ -703,11 +711,13 @@ func (g *Glob) scan(ctx context.Context) {
 }
 
 // restartOrder keeps the epoch barrier per path across a restart (DESIGN
-// §10 "Order", as §4 reads a pointer's generation before the file at the
-// path): the streams a start finds first matched under one path — files
-// rotated away from it (their pointers name it) and the file there now —
-// are published one after the other, the one at the path last, the others
-// oldest first by mtime.
+// §10 "Order", as §4 reads a pointer's generation, then the later
+// generations, before the file at the path): the streams a start finds
+// first matched under one path elsewhere now (files rotated away from it:
+// their pointers name it), the files new at this start beside it under one
+// of its rotatedNames (generations rotated while tailfeed was stopped), and
+// the file at the path are published one after the other: the first two
+// kinds oldest first by mtime, the file at the path last.
 func (g *Glob) restartOrder(made []*gstream) {
 	var away map[string][]*gstream // first path → streams now elsewhere
 	for _, s := range made {
@@ -719,16 +729,34 @@ func (g *Glob) restartOrder(made []*gstream) {
 		}
 	}
 	for p, ss := range away {
+		dir, base := filepath.Dir(p), filepath.Base(p)
+		for _, s := range made {
+			if _, head := away[s.path]; !head && s.first == s.path && s.ptrPath == "" && filepath.Dir(s.path) == dir &&
+				isRotatedName(g.cfg.Stream.RotatedNames, filepath.Base(s.path), base) {
+				ss = append(ss, s) // born and rotated while stopped: no pointer names p
+			}
+		}
 		slices.SortStableFunc(ss, func(a, b *gstream) int { return cmp.Compare(a.mod, b.mod) })
 		if at := g.byPath[p]; at != nil && at.first == p && slices.Contains(made, at) {
 			ss = append(ss, at)
 		}
 		for i := 1; i < len(ss); i++ {
-			if ss[i].after == nil {
+			if ss[i].after == nil && !waitsFor(ss[i-1], ss[i]) {
 				ss[i].after = ss[i-1]
 			}
 		}
 	}
+}
+
+// waitsFor: s already waits, through its barriers, for t (so t waiting
+// for s would wait forever).
+func waitsFor(s, t *gstream) bool {
+	for p := s; p != nil; p = p.after {
+		if p == t {
+			return true
+		}
+	}
+	return false
 }
 
 // owedWaits: s owes a commit (that would bind its file: its pointer names
@@ -808,6 +836,22 @@ func headOfPathIs(path string, n int, fp uint64) bool {
 	return headIs(fh, n, fp)
 }
 
+// seenEnd is how far the glob saw s's file that its stream is due to read:
+// the largest size seen (a look's, or its last source's at close), for
+// ONCE_EARLIEST not past the file's size when it was first matched (what
+// was appended since is never read, so never lost).
+func (g *Glob) seenEnd(s *gstream) int64 {
+	end := max(s.size, s.tailSize)
+	if g.bounded() {
+		lim := s.startSize
+		if s.resume != nil && s.resume.Limit > 0 {
+			lim = s.resume.Limit
+		}
+		end = min(end, lim)
+	}
+	return end
+}
+
 // resumeUnread is what s's file held past where its last source stopped,
 // as the glob last saw it while its first bytes were those that source
 // read: the bytes a rewrite or truncation found at the next open loses
@@ -817,7 +861,7 @@ func (g *Glob) resumeUnread(s *gstream) int64 {
 		return 0
 	}
 	from := g.unreadFrom(s)
-	if n := max(s.size, s.tailSize) - from; n > 0 && from >= 0 {
+	if n := g.seenEnd(s) - from; n > 0 && from >= 0 {
 		return n
 	}
 	return 0
@@ -864,6 +908,13 @@ func globHeadMatches(path string, rec pointer.Record) bool {
 
 // seen records a look at a tracked stream's file.
 func (g *Glob) seen(s *gstream, f found, now time.Time) {
+	if s.done && s.isCopy && (f.size != s.size || f.mod != s.mod) {
+		// Taken for a copy (a snapshot), it changed: a file of its own
+		// after all, read from its start (duplicates at worst, never a
+		// gap).
+		g.log.Warn("a file taken for a copy changed; reading it from its start", "path", f.path)
+		s.done, s.isCopy = false, false
+	}
 	if s.done {
 		return
 	}
@@ -877,7 +928,7 @@ func (g *Glob) seen(s *gstream, f found, now time.Time) {
 			// What it held past where its stream stopped is gone unread
 			// (an open stream's source counts its own truncation).
 			from := g.unreadFrom(s)
-			if n := max(s.size, s.tailSize) - from; n > 0 && from >= 0 {
+			if n := g.seenEnd(s) - from; n > 0 && from >= 0 {
 				g.countLossLocked(1, uint64(n), r.Epoch, fmt.Sprintf("glob file %s truncated while closed: its %d bytes from offset %d were never read",
 					s.path, n, from))
 			}
@@ -893,7 +944,7 @@ func (g *Glob) seen(s *gstream, f found, now time.Time) {
 		// its next source reads it from its start, and what it held past
 		// where its stream stopped, seen by the last look, is gone unread.
 		from := g.unreadFrom(s)
-		if n := max(s.size, s.tailSize) - from; n > 0 && from >= 0 {
+		if n := g.seenEnd(s) - from; n > 0 && from >= 0 {
 			g.countLossLocked(1, uint64(n), r.Epoch, fmt.Sprintf("glob file %s rewritten while closed: its %d bytes from offset %d were never read",
 				s.path, n, from))
 		}
@@ -937,8 +988,8 @@ func (g *Glob) admit(s *gstream, f found, now time.Time) {
 		s.empty = true
 		return
 	}
-	if c := g.copyCandidate(s, f); c != nil {
-		s.copyOf, s.heldUntil = c, now.Add(g.cfg.Stream.RotateWait)
+	if c, short := g.copyCandidate(s, f); c != nil {
+		s.copyOf, s.heldUntil, s.heldShort = c, now.Add(g.cfg.Stream.RotateWait), short
 		if c.src != nil {
 			s.heldCopies = c.src.CopiesRead()
 		}
@@ -950,10 +1001,10 @@ func (g *Glob) admit(s *gstream, f found, now time.Time) {
 }
 
 // copyCandidate is a tracked file whose fingerprint f's first bytes match.
-func (g *Glob) copyCandidate(self *gstream, f found) *gstream {
+func (g *Glob) copyCandidate(self *gstream, f found) (*gstream, bool) {
 	fh, err := os.Open(f.path)
 	if err != nil {
-		return nil
+		return nil, false
 	}
 	defer fh.Close()
 	head := make([]byte, pointer.MaxFingerprint)
@@ -980,7 +1031,7 @@ func (g *Glob) copyCandidate(self *gstream, f found) *gstream {
 			// original's source read on (copytruncate of a file that grew
 			// meanwhile) holds what that source read first, byte for byte.
 			if b := c.src.HeadBytes(); len(b) >= len(head) && bytes.Equal(b[:len(head)], head) {
-				return c
+				return c, true
 			}
 		}
 		if fpLen == 0 || fpLen > uint64(len(head)) {
@@ -992,10 +1043,10 @@ func (g *Glob) copyCandidate(self *gstream, f found) *gstream {
 			sums[fpLen] = sum
 		}
 		if sum == fp {
-			return c
+			return c, false
 		}
 	}
-	return nil
+	return nil, false
 }
 
 // decideHeld ends the hold of a possible copy once it is due; true while
@@ -1009,6 +1060,20 @@ func (g *Glob) decideHeld(s *gstream, now time.Time) bool {
 	}
 	c := s.copyOf
 	s.copyOf = nil
+	if s.heldShort {
+		// A match by a few first bytes (a header line shared by files)
+		// is no proof: a copy only if the original's stream took this
+		// very file for its truncated file's copy; else a file of its
+		// own (read again if it was a copy: duplicates, never a gap).
+		s.heldShort, s.handoff = false, nil
+		if c.src != nil && c.src.CopiesRead() > s.heldCopies && c.src.ShortCopyKey() == s.key {
+			s.done, s.isCopy = true, true
+			g.log.Info("new file is a copy of a truncated file holding nothing its stream had not read", "path", s.path, "of", c.path)
+			return false
+		}
+		g.enqueue(s)
+		return false
+	}
 	if r := s.handoff; r != nil {
 		// Its original (no pointer, closed) was truncated while it was
 		// held: the copy holds what its stream had not read; read from
@@ -1022,7 +1087,7 @@ func (g *Glob) decideHeld(s *gstream, now time.Time) bool {
 	if c.src != nil && c.src.CopiesRead() > s.heldCopies {
 		// Its original's open source found it truncated and read on from
 		// a copy (this one) meanwhile: not read again.
-		s.done = true
+		s.done, s.isCopy = true, true
 		g.log.Info("new file is a copy of a truncated file; its tail was read by that file's stream", "path", s.path, "of", c.path)
 		return false
 	}
@@ -1037,7 +1102,7 @@ func (g *Glob) decideHeld(s *gstream, now time.Time) bool {
 	if c.gone || err != nil || !exists(c.path, c.key) || st.Size() < off {
 		// Its original was truncated or went away: a copy. The original's
 		// stream reads its unread tail from it; it is not read again.
-		s.done = true
+		s.done, s.isCopy = true, true
 		g.log.Info("new file is a copy of a truncated or gone file; its tail is read by that file's stream",
 			"path", s.path, "of", c.path)
 		return false
@@ -1258,7 +1323,7 @@ func (g *Glob) start(ctx context.Context, s *gstream, ahead *createdAhead, atPat
 	s.lastRead = 0
 	g.open++
 	g.running[s] = struct{}{}
-	opts := pointer.Options{Logger: g.log, EpochsPath: g.cfg.EpochsPath, Input: s.path, Epoch: s.newEpoch, DeferSync: true}
+	opts := pointer.Options{Logger: g.log, EpochsPath: g.cfg.EpochsPath, Input: s.first, Epoch: s.newEpoch, DeferSync: true}
 	ptrPath := s.ptrPath
 	if newPtr {
 		ahead.epochs = append(ahead.epochs, s.newEpoch)
@@ -1425,7 +1490,7 @@ func (g *Glob) closed(s *gstream) {
 				s.path = p
 				g.enqueue(s)
 			} else if from := g.unreadFrom(s); from >= 0 {
-				if n := max(s.size, s.tailSize) - from; n > 0 {
+				if n := g.seenEnd(s) - from; n > 0 {
 					g.countLossLocked(1, uint64(n), s.epoch, fmt.Sprintf("glob file %s left the glob with its %d bytes from offset %d unread, and was not found beside its path",
 						s.path, n, from))
 				}
@@ -1531,7 +1596,7 @@ func (g *Glob) leftUnread(s *gstream) bool {
 	// after its last newline is an unterminated line, never a loss; LATEST:
 	// its end at the start) to the largest size seen since (by the glob,
 	// or by its source at close); ONCE_EARLIEST: to its size at start.
-	from, end := g.unreadFrom(s), max(s.size, s.tailSize)
+	from, end := g.unreadFrom(s), g.seenEnd(s)
 	if from < 0 {
 		from = end // nothing of it is known to be lost
 	}
@@ -1614,7 +1679,7 @@ func (g *Glob) readBeside(s *gstream) bool {
 // one took it.
 func (g *Glob) handOff(s *gstream) bool {
 	for _, h := range g.held {
-		if h.copyOf == s && h.handoff == nil {
+		if h.copyOf == s && h.handoff == nil && !h.heldShort {
 			h.handoff = s.resume
 			return true
 		}
@@ -1633,7 +1698,7 @@ func (g *Glob) unreadFrom(s *gstream) int64 {
 	case s.tailSize > s.tailEnd:
 		return s.tailEnd
 	case s.resume != nil:
-		if max(s.size, s.tailSize) <= s.resume.Size {
+		if g.seenEnd(s) <= s.resume.Size {
 			return -1
 		}
 		return s.resume.Offset
@@ -2228,8 +2293,8 @@ func (g *Glob) Close() error {
 		if s.gone && !g.matched(s.path) && g.unread(s) {
 			// Found out of the glob beside its path, never read, and no
 			// pointer names it: a restart will not know it.
-			if from := g.unreadFrom(s); from >= 0 && max(s.size, s.tailSize) > from {
-				n := max(s.size, s.tailSize) - from
+			if from := g.unreadFrom(s); from >= 0 && g.seenEnd(s) > from {
+				n := g.seenEnd(s) - from
 				g.countLossLocked(1, uint64(n), s.epoch, fmt.Sprintf("glob file %s, out of the glob, was not read before the stop: its %d bytes from offset %d", s.path, n, from))
 			}
 		}

@@ -837,13 +837,13 @@ func (s *Source) findCopy(fpLen int, fp uint64, size int64, notAfter time.Time, 
 // nothing r's stream had not consumed: shorter than consumed (a snapshot
 // taken before the source read on), its first bytes those r fingerprinted
 // (all of them, byte for byte, when it is shorter than the fingerprint).
-func (s *Source) findShortCopy(r *reader, consumed int64, notAfter time.Time) bool {
+func (s *Source) findShortCopy(r *reader, consumed int64, notAfter time.Time) (key uint64, ok bool) {
 	if r.fpLen <= 0 || consumed <= 0 {
-		return false
+		return 0, false
 	}
 	rec := pointer.Record{FPLen: uint64(r.fpLen), FP: r.fp}
 	head := r.headB
-	f, _, _ := s.findCopyBy(notAfter, s.known, func(n int64) bool { return n > 0 && n < consumed },
+	f, dev, ino := s.findCopyBy(notAfter, s.known, func(n int64) bool { return n > 0 && n < consumed },
 		func(f *os.File, n int64) bool {
 			if n >= int64(r.fpLen) {
 				return fingerprintMatches(f, rec)
@@ -856,10 +856,10 @@ func (s *Source) findShortCopy(r *reader, consumed int64, notAfter time.Time) bo
 			return int64(got) == n && (err == nil || errors.Is(err, io.EOF)) && bytes.Equal(b, head[:n])
 		})
 	if f == nil {
-		return false
+		return 0, false
 	}
 	f.Close()
-	return true
+	return pointer.FileKey(dev, ino), true
 }
 
 // findCopyBy is findCopy's search: sizeOK and match say which files are

@@ -237,11 +237,13 @@ func (s *Source) readCopy(r *reader, why string) bool {
 		// copytruncate + compress: the copy is already app.log.1.gz.
 		size = c.limit
 	} else {
-		if s.findShortCopy(r, r.consumed(), time.Now()) {
+		if key, ok := s.findShortCopy(r, r.consumed(), time.Now()); ok {
 			// A copy taken before this source read on holds nothing it
 			// had not consumed: nothing to read from it, but it is this
-			// file's copy (the glob does not read it again: CopiesRead).
+			// file's copy (the glob does not read it again: CopiesRead,
+			// ShortCopyKey).
 			s.log.Info("input truncated; its copy holds nothing unread", "path", s.cfg.Path, "offset", r.consumed())
+			s.shortCopyKey.Store(key)
 			s.copiesRead.Add(1)
 		}
 		return false

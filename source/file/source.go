@@ -167,7 +167,10 @@ type Source struct {
 	// copiesRead counts the copies (copytruncate) this source went on
 	// reading its file's tail from (CopiesRead).
 	copiesRead atomic.Uint64
-	badPath    string // why the path is not read (regular.go); "" while it is fine
+	// shortCopyKey: the file key of the last copy found holding nothing
+	// unread (findShortCopy).
+	shortCopyKey atomic.Uint64
+	badPath      string // why the path is not read (regular.go); "" while it is fine
 	// detailBeforeBad is the detail the path's failure replaced.
 	detailBeforeBad *string
 	// genSeen: the generations (and files) the source saw while running,
@@ -605,6 +608,11 @@ func (s *Source) publishHead(r *reader) {
 // CopiesRead is how many times the source found its file truncated and
 // read its tail from a copy (readCopy); safe from any goroutine.
 func (s *Source) CopiesRead() uint64 { return s.copiesRead.Load() }
+
+// ShortCopyKey is the file key of the last copy of its file the source
+// found holding nothing it had not consumed (a copy taken before it read
+// on); 0: none. Safe from any goroutine.
+func (s *Source) ShortCopyKey() uint64 { return s.shortCopyKey.Load() }
 
 // Head is the open file's first-bytes fingerprint as read (publishHead) by
 // a source without a pointer: safe from any goroutine; 0, 0 when none is
