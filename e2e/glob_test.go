@@ -695,3 +695,55 @@ func TestGlobClosedDeletedWhileRunning(t *testing.T) {
 		t.Fatalf("%d lostTails in the ledger, want 0", n)
 	}
 }
+
+// TestGlobKill9RotationKeepsPerPathOrder: the per-path order (DESIGN §10
+// "Order") across a kill -9. app.log is read while the daemon is killed;
+// while it is down app.log gets 5,000 more lines and is rotated (renamed to
+// app.1.log, matched too) and a new app.log gets 100 lines. After the
+// restart every line of the old file — the ones delivered again after the
+// kill and the ones written while it was down — comes out before the new
+// file's first line.
+func TestGlobKill9RotationKeepsPerPathOrder(t *testing.T) {
+	e := newEnv(t, fmt.Sprintf(globConfig, 64, 300000, 86400000))
+	app := filepath.Join(e.path("in"), "app.log")
+	writeFileLines(t, app, "old", 0, 20000)
+	out := e.path("out.log")
+	d := e.start()
+	waitUntil(t, "lines during the run", 30*time.Second, func() bool { return globLines(out) > 1000 })
+	d.kill()
+	writeFileLines(t, app, "old", 20000, 5000)
+	if err := os.Rename(app, filepath.Join(e.path("in"), "app.1.log")); err != nil {
+		t.Fatal(err)
+	}
+	writeFileLines(t, app, "new", 0, 100)
+	d = e.start()
+	waitUntil(t, "every line", 60*time.Second, func() bool {
+		got := perTag(t, out)
+		return len(got["new"]) >= 100 && len(got["old"]) > 0 && got["old"][len(got["old"])-1] == 24999
+	})
+	d.waitSettled(30 * time.Second)
+	d.stop()
+	data, _ := os.ReadFile(out)
+	lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+	firstNew, lastOld := -1, -1
+	for i, l := range lines {
+		if strings.HasPrefix(l, "new ") && firstNew < 0 {
+			firstNew = i
+		}
+		if strings.HasPrefix(l, "old ") {
+			lastOld = i
+		}
+	}
+	if firstNew < lastOld {
+		t.Fatalf("the new app.log's first line is output line %d, before the rotated file's last line (%d): per-path order broken across the restart", firstNew, lastOld)
+	}
+	got := perTag(t, out)
+	seen := map[int]bool{}
+	for _, v := range got["old"] {
+		seen[v] = true
+	}
+	if len(seen) != 25000 || len(got["new"]) != 100 {
+		t.Fatalf("old: %d distinct of 25000, new: %d of 100", len(seen), len(got["new"]))
+	}
+	t.Logf("kill -9 then rotation while down: %d old lines output (%d re-delivered), then the 100 new ones", len(got["old"]), len(got["old"])-25000)
+}
