@@ -825,15 +825,20 @@ func headOfPath(path string) (int, uint64) {
 	return n, pointer.Fingerprint(b[:n])
 }
 
-// headOfPathIs: the first n bytes of the file at path hash to fp (false
-// when it cannot be read).
-func headOfPathIs(path string, n int, fp uint64) bool {
+// rewrittenAt: the file at path is still the one of key, and its first n
+// bytes no longer hash to fp (false when it cannot be read, or another
+// file took the path since the look: nothing is known of it then).
+func rewrittenAt(path string, key uint64, n int, fp uint64) bool {
 	fh, err := fileutil.OpenRegular(path)
 	if err != nil {
 		return false
 	}
 	defer fh.Close()
-	return headIs(fh, n, fp)
+	dev, ino, err := fileutil.DevIno(fh)
+	if err != nil || pointer.FileKey(dev, ino) != key {
+		return false
+	}
+	return !headIs(fh, n, fp)
 }
 
 // seenEnd is how far the glob saw s's file that its stream is due to read:
@@ -939,7 +944,7 @@ func (g *Glob) seen(s *gstream, f found, now time.Time) {
 		}
 	}
 	if r := s.resume; r != nil && changed && r.HeadLen > 0 && f.size >= r.Offset && (s.st == stClosed || s.st == stQueued) &&
-		!headOfPathIs(f.path, r.HeadLen, r.Head) {
+		rewrittenAt(f.path, s.key, r.HeadLen, r.Head) {
 		// Rewritten in place while its stream waited (no shrink to see):
 		// its next source reads it from its start, and what it held past
 		// where its stream stopped, seen by the last look, is gone unread.

@@ -9,6 +9,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"tailfeed/internal/fileutil"
+	"tailfeed/pointer"
 )
 
 // Review of dec2b (copyCandidate's prefix match by Source.HeadBytes,
@@ -508,5 +511,41 @@ func TestGlobRestartOrderDefaultRotatedNames(t *testing.T) {
 	}
 	if !slices.Equal(got, []string{"old-1", "m-0", "n-0"}) {
 		t.Errorf("after the restart: %q; want old-1 (a.log.2), m-0 (a.log.1), n-0 (a.log)", got)
+	}
+}
+
+// The glob's rewrite check reads the first bytes at the path after its
+// look: a file that took the path since (renamed or replaced there) says
+// nothing about the stream's file — no rewrite, no loss counted for it.
+func TestGlobRewriteCheckIgnoresAnotherFileAtThePath(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "a.log")
+	if err := os.WriteFile(p, []byte("a-0\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dev, ino, err := fileutil.DevInoPath(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := pointer.FileKey(dev, ino)
+	head := pointer.Fingerprint([]byte("a-0\n"))
+	if rewrittenAt(p, key, 4, head) {
+		t.Fatal("the same file with the same first bytes taken for rewritten")
+	}
+	if err := os.WriteFile(p, []byte("b-0\n"), 0o600); err != nil { // in place: same inode
+		t.Fatal(err)
+	}
+	if !rewrittenAt(p, key, 4, head) {
+		t.Fatal("the same file rewritten in place not seen")
+	}
+	other := filepath.Join(dir, "b.log")
+	if err := os.WriteFile(other, []byte("c-0\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(other, p); err != nil { // another file takes the path
+		t.Fatal(err)
+	}
+	if rewrittenAt(p, key, 4, head) {
+		t.Error("another file at the path taken for the stream's file rewritten (a loss counted for bytes nobody cut)")
 	}
 }
