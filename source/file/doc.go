@@ -452,15 +452,14 @@
 //     past where its stream stopped are counted lost there, or by the
 //     stream's open (Config.ResumeUnread) when the rewrite came later.
 //
-//     Copies shorter than a stream's head: a copytruncate copy taken
-//     before the original's stream read on is held when its whole content
-//     is the first bytes the stream read (Source.HeadBytes, at most 4 KiB,
-//     kept while the file is open); it is taken for the copy only when the
-//     stream, finding its file truncated, took that very file as a copy
-//     holding nothing it had not consumed (findShortCopy, ShortCopyKey),
-//     else read as a file of its own (a shared header line is no proof).
-//     A file taken for a copy that changes later is read from its start
-//     (isCopy).
+//     Copies: a file is held as a possible copy only when it matches a
+//     tracked file's whole fingerprint (a few first bytes, a shared header
+//     line, are no proof). A stream finding its file truncated takes a
+//     copy that holds nothing it had not consumed as its own
+//     (findShortCopy, at least as long as the fingerprint), and the glob
+//     does not read a file a stream took (Source.CopyKey, also when a scan
+//     meets it only later: tookForCopy). A file taken for a copy that
+//     grows later is read from its start (isCopy).
 //
 //     At a start, a previous run's pointer is taken by key + fingerprint
 //     alone.

@@ -358,7 +358,7 @@ func (s *Source) gzReader(f *os.File, dev, ino uint64, head []byte, dsize, off i
 		r.crTaken = b[0] == '\r'
 	}
 	r.base = off
-	r.fpLen, r.fp, r.headB = len(head), pointer.Fingerprint(head), head
+	r.fpLen, r.fp = len(head), pointer.Fingerprint(head)
 	if st, err := f.Stat(); err == nil {
 		r.lastSize, r.lastMod = st.Size(), st.ModTime()
 	}

@@ -1,7 +1,6 @@
 package file
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"errors"
@@ -198,11 +197,6 @@ type gstream struct {
 	// original (no pointer, closed) was seen truncated while it was held.
 	heldCopies uint64
 	handoff    *Resume
-	// heldShort: held as a copy shorter than its original's fingerprint
-	// (its whole content the first bytes its original's stream read):
-	// taken for the copy only when that stream found its file truncated
-	// and took this very file for its copy (Source.ShortCopyKey).
-	heldShort bool
 	// isCopy: done as a copy of another stream's file; if it changes
 	// later it is no snapshot but a file of its own, read from its start.
 	isCopy bool
@@ -731,8 +725,9 @@ func (g *Glob) restartOrder(made []*gstream) {
 	for p, ss := range away {
 		dir, base := filepath.Dir(p), filepath.Base(p)
 		for _, s := range made {
+			name := filepath.Base(s.path)
 			if _, head := away[s.path]; !head && s.first == s.path && s.ptrPath == "" && filepath.Dir(s.path) == dir &&
-				isRotatedName(g.cfg.Stream.RotatedNames, filepath.Base(s.path), base) {
+				sameStem(name, base) && isRotatedName(g.cfg.Stream.RotatedNames, name, base) {
 				ss = append(ss, s) // born and rotated while stopped: no pointer names p
 			}
 		}
@@ -746,6 +741,14 @@ func (g *Glob) restartOrder(made []*gstream) {
 			}
 		}
 	}
+}
+
+// sameStem: name begins with base's name up to its first dot, then '.',
+// '-' or '_' (a generation of base, not of another file a rotatedNames
+// glob like "*.old" also matches).
+func sameStem(name, base string) bool {
+	stem, _, _ := strings.Cut(base, ".")
+	return len(name) > len(stem) && strings.HasPrefix(name, stem) && strings.ContainsRune(".-_", rune(name[len(stem)]))
 }
 
 // waitsFor: s already waits, through its barriers, for t (so t waiting
@@ -913,11 +916,14 @@ func globHeadMatches(path string, rec pointer.Record) bool {
 
 // seen records a look at a tracked stream's file.
 func (g *Glob) seen(s *gstream, f found, now time.Time) {
-	if s.done && s.isCopy && (f.size != s.size || f.mod != s.mod) {
-		// Taken for a copy (a snapshot), it changed: a file of its own
+	if s.done && s.isCopy && f.size < s.size {
+		s.size, s.mod = f.size, f.mod // cut: nothing to read; grown past it again, read
+	}
+	if s.done && s.isCopy && f.size > s.size {
+		// Taken for a copy (a snapshot), it grew: a file of its own
 		// after all, read from its start (duplicates at worst, never a
-		// gap).
-		g.log.Warn("a file taken for a copy changed; reading it from its start", "path", f.path)
+		// gap). Its times alone changing is no change (DESIGN §3).
+		g.log.Warn("a file taken for a copy grew; reading it from its start", "path", f.path)
 		s.done, s.isCopy = false, false
 	}
 	if s.done {
@@ -938,6 +944,15 @@ func (g *Glob) seen(s *gstream, f found, now time.Time) {
 					s.path, n, from))
 			}
 			s.resume, s.tailEnd, s.tailSize = nil, 0, 0
+		} else if r == nil && s.ptrPath == "" && !s.touched && s.copyOf == nil && (s.st == stClosed || s.st == stQueued) {
+			// Never read (waiting for its first turn), cut: no source
+			// will know what it held (DESIGN §4: size last seen − read
+			// position; what is left of it, if any, is read).
+			from := g.unreadFrom(s)
+			if n := g.seenEnd(s) - from; n > 0 && from >= 0 {
+				g.countLossLocked(1, uint64(n), s.epoch, fmt.Sprintf("glob file %s truncated before any of it was read: its %d bytes from offset %d were never read",
+					s.path, n, from))
+			}
 		}
 		if s.fromEnd && f.size < s.endAt {
 			s.endAt = 0
@@ -993,8 +1008,15 @@ func (g *Glob) admit(s *gstream, f found, now time.Time) {
 		s.empty = true
 		return
 	}
-	if c, short := g.copyCandidate(s, f); c != nil {
-		s.copyOf, s.heldUntil, s.heldShort = c, now.Add(g.cfg.Stream.RotateWait), short
+	if c := g.tookForCopy(s); c != nil {
+		// Its file's stream took it for its copy at a truncation (before
+		// a look met it): not read again.
+		s.done, s.isCopy = true, true
+		g.log.Info("new file is a copy its original's stream took; not read again", "path", f.path, "of", c.path)
+		return
+	}
+	if c := g.copyCandidate(s, f); c != nil {
+		s.copyOf, s.heldUntil = c, now.Add(g.cfg.Stream.RotateWait)
 		if c.src != nil {
 			s.heldCopies = c.src.CopiesRead()
 		}
@@ -1006,10 +1028,10 @@ func (g *Glob) admit(s *gstream, f found, now time.Time) {
 }
 
 // copyCandidate is a tracked file whose fingerprint f's first bytes match.
-func (g *Glob) copyCandidate(self *gstream, f found) (*gstream, bool) {
+func (g *Glob) copyCandidate(self *gstream, f found) *gstream {
 	fh, err := os.Open(f.path)
 	if err != nil {
-		return nil, false
+		return nil
 	}
 	defer fh.Close()
 	head := make([]byte, pointer.MaxFingerprint)
@@ -1031,14 +1053,6 @@ func (g *Glob) copyCandidate(self *gstream, f found) (*gstream, bool) {
 		if fpLen == 0 && c.resume != nil {
 			fpLen, fp = uint64(c.resume.HeadLen), c.resume.Head // no pointer: its last source's look
 		}
-		if fpLen > uint64(len(head)) && len(head) > 0 && c.src != nil {
-			// Shorter than the fingerprint: a copy made before its
-			// original's source read on (copytruncate of a file that grew
-			// meanwhile) holds what that source read first, byte for byte.
-			if b := c.src.HeadBytes(); len(b) >= len(head) && bytes.Equal(b[:len(head)], head) {
-				return c, true
-			}
-		}
 		if fpLen == 0 || fpLen > uint64(len(head)) {
 			continue
 		}
@@ -1048,10 +1062,21 @@ func (g *Glob) copyCandidate(self *gstream, f found) (*gstream, bool) {
 			sums[fpLen] = sum
 		}
 		if sum == fp {
-			return c, false
+			return c
 		}
 	}
-	return nil, false
+	return nil
+}
+
+// tookForCopy is the stream whose source took s's file for its own file's
+// copy at a truncation (Source.CopyKey), or nil.
+func (g *Glob) tookForCopy(s *gstream) *gstream {
+	for _, c := range g.byKey {
+		if c != s && c.src != nil && c.src.CopyKey() == s.key {
+			return c
+		}
+	}
+	return nil
 }
 
 // decideHeld ends the hold of a possible copy once it is due; true while
@@ -1065,18 +1090,16 @@ func (g *Glob) decideHeld(s *gstream, now time.Time) bool {
 	}
 	c := s.copyOf
 	s.copyOf = nil
-	if s.heldShort {
-		// A match by a few first bytes (a header line shared by files)
-		// is no proof: a copy only if the original's stream took this
-		// very file for its truncated file's copy; else a file of its
-		// own (read again if it was a copy: duplicates, never a gap).
-		s.heldShort, s.handoff = false, nil
-		if c.src != nil && c.src.CopiesRead() > s.heldCopies && c.src.ShortCopyKey() == s.key {
-			s.done, s.isCopy = true, true
-			g.log.Info("new file is a copy of a truncated file holding nothing its stream had not read", "path", s.path, "of", c.path)
-			return false
-		}
-		g.enqueue(s)
+	// Its size now: the baseline a later growth is told by (a look may
+	// not have seen it whole yet), and whether it still is the snapshot
+	// it was held as.
+	size, mod, serr := statSizeMod(s.path)
+	if serr == nil {
+		s.size, s.mod = size, mod
+	}
+	asCopy := func(why string) bool {
+		s.done, s.isCopy = true, true
+		g.log.Info("new file is a copy of a tracked file; not read again", "path", s.path, "of", c.path, "why", why)
 		return false
 	}
 	if r := s.handoff; r != nil {
@@ -1092,9 +1115,7 @@ func (g *Glob) decideHeld(s *gstream, now time.Time) bool {
 	if c.src != nil && c.src.CopiesRead() > s.heldCopies {
 		// Its original's open source found it truncated and read on from
 		// a copy (this one) meanwhile: not read again.
-		s.done, s.isCopy = true, true
-		g.log.Info("new file is a copy of a truncated file; its tail was read by that file's stream", "path", s.path, "of", c.path)
-		return false
+		return asCopy("its original's stream read its tail from it")
 	}
 	off := c.offset
 	switch {
@@ -1104,13 +1125,25 @@ func (g *Glob) decideHeld(s *gstream, now time.Time) bool {
 		off = c.src.ReadPos() // no pointer: what its source read
 	}
 	st, err := os.Stat(c.path)
-	if c.gone || err != nil || !exists(c.path, c.key) || st.Size() < off {
-		// Its original was truncated or went away: a copy. The original's
-		// stream reads its unread tail from it; it is not read again.
-		s.done, s.isCopy = true, true
-		g.log.Info("new file is a copy of a truncated or gone file; its tail is read by that file's stream",
-			"path", s.path, "of", c.path)
-		return false
+	switch {
+	case c.gone || err != nil || !exists(c.path, c.key):
+		// Its original went away (renamed out, deleted): nobody reads
+		// this file's bytes past what the original's stream read — a
+		// copy holding nothing more is not read again; one holding more
+		// (or a new file with the same first bytes) is read from its
+		// start (duplicates at worst, never a gap). An open original's
+		// stream reads its own file to its end, wherever it went.
+		covered := off
+		if c.src != nil {
+			covered = max(off, c.size, c.src.ReadPos())
+		}
+		if serr == nil && size <= covered {
+			return asCopy("its original went away, and it holds nothing its stream had not read")
+		}
+	case st.Size() < off:
+		// Its original was truncated: a copy, whose unread tail the
+		// original's stream reads (§4); it is not read again.
+		return asCopy("its original was truncated")
 	}
 	g.enqueue(s)
 	return false
@@ -1684,7 +1717,7 @@ func (g *Glob) readBeside(s *gstream) bool {
 // one took it.
 func (g *Glob) handOff(s *gstream) bool {
 	for _, h := range g.held {
-		if h.copyOf == s && h.handoff == nil && !h.heldShort {
+		if h.copyOf == s && h.handoff == nil {
 			h.handoff = s.resume
 			return true
 		}

@@ -424,7 +424,7 @@ func TestGlobEarliestNoPointerRewrittenLargerBeforeTurnCountsUnreadBytes(t *test
 // Streams: a new key whose first bytes match a tracked file's fingerprint
 // is held back and, the original truncated meanwhile, is its copy, not
 // read again; §2 each line once when nothing crashed.
-func TestGlobEarliestNoPointerCopyShorterThanGrownHeadNotReadAgain(t *testing.T) {
+func TestGlobEarliestNoPointerCopyShorterThanGrownHeadReadAgainNotLost(t *testing.T) {
 	content := "c-0\nc-1\nc-2\n"
 	dir, data, a := aLogIn(t, content)
 	ig, _ := runGlobCfg(t, filepath.Join(dir, "*.log"), data, 200*time.Millisecond, func(c *GlobConfig) {
@@ -457,8 +457,12 @@ func TestGlobEarliestNoPointerCopyShorterThanGrownHeadNotReadAgain(t *testing.T)
 	if len(first) != 3 || !slices.Equal(more, []string{"c-3"}) {
 		t.Fatalf("before the copytruncate: %q then %q", first, more)
 	}
-	if len(got) != 0 {
-		t.Errorf("a.log copytruncated to a.1.log (a 12-byte snapshot, matched) after every line was delivered: delivered again %q; want nothing", got)
+	// Decided (README "Identity"): a file shorter than the original's
+	// fingerprint is never taken for its copy — a few first bytes are no
+	// proof (a header-only new file taken for a copy was lost, review 6):
+	// it is read as a file of its own, its lines once more, nothing lost.
+	if !slices.Equal(got, []string{"c-0", "c-1", "c-2"}) || tails != 0 || bytes != 0 {
+		t.Errorf("a.log copytruncated to a.1.log (a 12-byte snapshot): delivered %q, lostTails %d lostBytes %d; want a.1.log read once whole, nothing lost", got, tails, bytes)
 	}
 }
 
@@ -530,12 +534,12 @@ func copytruncateAfterReadOn(t *testing.T, content, more string, cfg func(*GlobC
 }
 
 // The same with a pointer (COMMITTED): a copy shorter than the file's
-// grown head, made before the source read on, is that file's copy — not a
-// new stream read from its start.
-func TestGlobCommittedCopyShorterThanGrownHeadNotReadAgain(t *testing.T) {
+// grown head (its fingerprint) is read as a file of its own — duplicates,
+// never a loss.
+func TestGlobCommittedCopyShorterThanGrownHeadReadAgainNotLost(t *testing.T) {
 	got, tails, bytes := copytruncateAfterReadOn(t, "c-0\nc-1\nc-2\n", "c-3\n", nil)
-	if len(got) != 0 || tails != 0 || bytes != 0 {
-		t.Errorf("a 12-byte copy of a.log (16 bytes read and acknowledged) after a copytruncate: delivered again %q, lostTails %d lostBytes %d; want nothing and no loss", got, tails, bytes)
+	if !slices.Equal(got, []string{"c-0", "c-1", "c-2"}) || tails != 0 || bytes != 0 {
+		t.Errorf("a 12-byte copy of a.log (16 bytes read and acknowledged) after a copytruncate: delivered %q, lostTails %d lostBytes %d; want it read once whole (shorter than the fingerprint: no proof it is a copy), nothing lost", got, tails, bytes)
 	}
 }
 

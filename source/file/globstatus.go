@@ -133,6 +133,9 @@ func (g *Glob) behindLocked(s *gstream) bool {
 		}
 		return false
 	}
+	if s.copyOf != nil {
+		return true // held back as a possible copy: unread until decided
+	}
 	if s.gone {
 		return false
 	}

@@ -1,11 +1,9 @@
 package file
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -835,26 +833,16 @@ func (s *Source) findCopy(fpLen int, fp uint64, size int64, notAfter time.Time, 
 
 // findShortCopy looks, as findCopy does, for a copy of r's file that holds
 // nothing r's stream had not consumed: shorter than consumed (a snapshot
-// taken before the source read on), its first bytes those r fingerprinted
-// (all of them, byte for byte, when it is shorter than the fingerprint).
+// taken before the source read on), at least as long as r's fingerprint
+// and matching it. A file shorter than the fingerprint is never taken for
+// a copy: a few first bytes (a header line) are no proof.
 func (s *Source) findShortCopy(r *reader, consumed int64, notAfter time.Time) (key uint64, ok bool) {
-	if r.fpLen <= 0 || consumed <= 0 {
+	if r.fpLen <= 0 || consumed <= int64(r.fpLen) {
 		return 0, false
 	}
 	rec := pointer.Record{FPLen: uint64(r.fpLen), FP: r.fp}
-	head := r.headB
-	f, dev, ino := s.findCopyBy(notAfter, s.known, func(n int64) bool { return n > 0 && n < consumed },
-		func(f *os.File, n int64) bool {
-			if n >= int64(r.fpLen) {
-				return fingerprintMatches(f, rec)
-			}
-			if n > int64(len(head)) {
-				return false
-			}
-			b := make([]byte, n)
-			got, err := f.ReadAt(b, 0)
-			return int64(got) == n && (err == nil || errors.Is(err, io.EOF)) && bytes.Equal(b, head[:n])
-		})
+	f, dev, ino := s.findCopyBy(notAfter, s.known, func(n int64) bool { return n >= int64(r.fpLen) && n < consumed },
+		func(f *os.File, _ int64) bool { return fingerprintMatches(f, rec) })
 	if f == nil {
 		return 0, false
 	}

@@ -42,7 +42,6 @@ type reader struct {
 	// replaced in place.
 	fpLen    int
 	fp       uint64
-	headB    []byte // the first fpLen bytes themselves (never written to: shared)
 	lastSize int64
 	lastMod  time.Time
 	grewAt   time.Time // when the file last grew (or was opened)
@@ -310,9 +309,6 @@ func (r *reader) refreshFingerprint(size int64) (bool, error) {
 	}
 	if r.fpLen > 0 && pointer.Fingerprint(b[:r.fpLen]) != r.fp {
 		return false, nil
-	}
-	if got != r.fpLen || r.headB == nil {
-		r.headB = append([]byte(nil), b[:got]...)
 	}
 	r.fpLen, r.fp = got, pointer.Fingerprint(b[:got])
 	return true, nil

@@ -223,6 +223,7 @@ func (s *Source) readCopy(r *reader, why string) bool {
 	var c *reader
 	var size int64 // the copy's (decompressed) size
 	if cf, dev, ino := s.findCopy(r.fpLen, r.fp, r.consumed(), time.Now(), s.known); cf != nil {
+		s.copyKey.Store(pointer.FileKey(dev, ino))
 		c = newReader(cf, dev, ino, s.bufSize(), s.cfg.MaxLine)
 		c.seek(r.consumed())
 		st, err := cf.Stat()
@@ -241,15 +242,15 @@ func (s *Source) readCopy(r *reader, why string) bool {
 			// A copy taken before this source read on holds nothing it
 			// had not consumed: nothing to read from it, but it is this
 			// file's copy (the glob does not read it again: CopiesRead,
-			// ShortCopyKey).
+			// CopyKey).
 			s.log.Info("input truncated; its copy holds nothing unread", "path", s.cfg.Path, "offset", r.consumed())
-			s.shortCopyKey.Store(key)
+			s.copyKey.Store(key)
 			s.copiesRead.Add(1)
 		}
 		return false
 	}
 	cf := c.f
-	c.epoch, c.positioned, c.fpLen, c.fp, c.headB = r.epoch, r.positioned, r.fpLen, r.fp, r.headB
+	c.epoch, c.positioned, c.fpLen, c.fp = r.epoch, r.positioned, r.fpLen, r.fp
 	msg := fmt.Sprintf("input %s %s; reading its copy %s from offset %d first, then the file from its start under a new epoch",
 		s.cfg.Path, why, filepath.Base(cf.Name()), r.consumed())
 	s.log.Warn(msg, "path", s.cfg.Path, "reason", why, "copy", cf.Name(), "offset", r.consumed())
@@ -308,7 +309,7 @@ func (s *Source) rewrittenUnread(nx *reader, why string) *reader {
 	cf, dev, ino := s.findCopy(nx.fpLen, nx.fp, int64(nx.fpLen), time.Now(), s.known)
 	// Nothing of it was read: all it held is in its copy or lost.
 	seen := nx.lastSize
-	nx.fpLen, nx.fp, nx.headB = 0, 0, nil
+	nx.fpLen, nx.fp = 0, 0
 	if st, err := nx.f.Stat(); err == nil {
 		nx.refreshFingerprint(st.Size())
 		nx.lastSize, nx.lastMod = st.Size(), st.ModTime()
@@ -447,7 +448,7 @@ func (s *Source) switchTo() {
 			"path", s.cfg.Path, "position", old.consumed())
 		nx.epoch = old.epoch
 		nx.seek(old.consumed())
-		nx.fpLen, nx.fp, nx.headB = old.fpLen, old.fp, old.headB
+		nx.fpLen, nx.fp = old.fpLen, old.fp
 		nx.crTaken = old.crTaken // a last line taken at a trailing '\r' before the switch
 		s.retireKept(old, nx)
 		s.cur = nx

@@ -160,17 +160,16 @@ type Source struct {
 	closeHead    uint64
 	resume       *Resume // ResumePoint
 	resumeOf     *reader // the reader resume was taken from (moveResume)
-	// head is the current file's first bytes and their fingerprint as
-	// read, for a glob stream (copyCandidate reads it from another
-	// goroutine).
+	// head is the current file's first-bytes fingerprint as read, for a
+	// glob stream (copyCandidate reads it from another goroutine).
 	head atomic.Pointer[headFP]
 	// copiesRead counts the copies (copytruncate) this source went on
 	// reading its file's tail from (CopiesRead).
 	copiesRead atomic.Uint64
-	// shortCopyKey: the file key of the last copy found holding nothing
-	// unread (findShortCopy).
-	shortCopyKey atomic.Uint64
-	badPath      string // why the path is not read (regular.go); "" while it is fine
+	// copyKey: the file key of the last copy of its file it took
+	// (readCopy: one it read on from, or one holding nothing unread).
+	copyKey atomic.Uint64
+	badPath string // why the path is not read (regular.go); "" while it is fine
 	// detailBeforeBad is the detail the path's failure replaced.
 	detailBeforeBad *string
 	// genSeen: the generations (and files) the source saw while running,
@@ -589,19 +588,18 @@ func readerSize(r *reader) int64 {
 	return r.lastSize
 }
 
-// headFP is a fingerprint of a file's first n bytes, and those bytes.
+// headFP is a fingerprint of a file's first n bytes.
 type headFP struct {
 	n     uint64
 	fp    uint64
-	bytes []byte
 	noPtr bool // the source has no pointer
 }
 
-// publishHead makes r's first bytes the ones Head and HeadBytes report (a
-// glob stream: the glob tells copies of its file by them).
+// publishHead makes r's fingerprint the one Head reports (a glob stream:
+// the glob tells copies of its file by it).
 func (s *Source) publishHead(r *reader) {
 	if s.cfg.Pinned && r.fpLen > 0 {
-		s.head.Store(&headFP{n: uint64(r.fpLen), fp: r.fp, bytes: r.headB, noPtr: s.ptr == nil})
+		s.head.Store(&headFP{n: uint64(r.fpLen), fp: r.fp, noPtr: s.ptr == nil})
 	}
 }
 
@@ -609,10 +607,10 @@ func (s *Source) publishHead(r *reader) {
 // read its tail from a copy (readCopy); safe from any goroutine.
 func (s *Source) CopiesRead() uint64 { return s.copiesRead.Load() }
 
-// ShortCopyKey is the file key of the last copy of its file the source
-// found holding nothing it had not consumed (a copy taken before it read
-// on); 0: none. Safe from any goroutine.
-func (s *Source) ShortCopyKey() uint64 { return s.shortCopyKey.Load() }
+// CopyKey is the file key of the last copy (copytruncate) of its file the
+// source took at a truncation: read on from, or found holding nothing it
+// had not consumed; 0: none. Safe from any goroutine.
+func (s *Source) CopyKey() uint64 { return s.copyKey.Load() }
 
 // Head is the open file's first-bytes fingerprint as read (publishHead) by
 // a source without a pointer: safe from any goroutine; 0, 0 when none is
@@ -622,16 +620,6 @@ func (s *Source) Head() (uint64, uint64) {
 		return h.n, h.fp
 	}
 	return 0, 0
-}
-
-// HeadBytes is the open file's first bytes as read (publishHead), with or
-// without a pointer; nil when none are known. Safe from any goroutine; the
-// slice is never written to.
-func (s *Source) HeadBytes() []byte {
-	if h := s.head.Load(); h != nil {
-		return h.bytes
-	}
-	return nil
 }
 
 // clearFile records that no file is open.
