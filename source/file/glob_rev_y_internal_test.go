@@ -380,45 +380,52 @@ func TestGlobOnceEarliestRewriteCountsOnlyBytesDueAtStart(t *testing.T) {
 // it. §4 reads the later generations (rotatedNames, by mtime) between the
 // pointer's generation and the file at the path.
 func TestGlobRestartOrderGenerationBornWhileStoppedKeepsItsPlace(t *testing.T) {
+	// a.1.log, a.2.log: generations of a.log by the feed's rotatedNames
+	// (the default names a.log.1, a.log.2: TestGlobRestartOrderDefaultRotatedNames).
+	got := twoRotationsWhileStopped(t, "*.log", "a.2.log", "a.1.log", func(c *GlobConfig) {
+		c.MaxOpenFiles = 3
+		c.Stream.RotatedNames = []string{"a.*.log"}
+	})
+	if !slices.Equal(got, []string{"old-1", "m-0", "n-0"}) {
+		t.Errorf("after the restart: %q; want a.log's generations in order: old-1 (a.2.log), m-0 (a.1.log), n-0 (a.log)", got)
+	}
+}
+
+// twoRotationsWhileStopped runs a glob feed (pattern in a fresh directory,
+// cfg adjusting it) over a.log holding old-0, stops it, then while stopped
+// appends old-1 and renames a.log to older, writes m-0 to a new a.log and
+// renames it to middle, and writes n-0 to a newest a.log; it returns what
+// the restarted feed delivers (up to three lines).
+func twoRotationsWhileStopped(t *testing.T, pattern, older, middle string, cfg func(*GlobConfig)) []string {
+	t.Helper()
 	dir, data := t.TempDir(), t.TempDir()
 	a := filepath.Join(dir, "a.log")
 	if err := os.WriteFile(a, []byte("old-0\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	pattern := filepath.Join(dir, "*.log")
-	// a.1.log, a.2.log: generations of a.log by the feed's rotatedNames
-	// (the default names a.log.1, a.log.2: TestGlobRestartOrderDefaultRotatedNames).
-	one := func(c *GlobConfig) { c.MaxOpenFiles = 3; c.Stream.RotatedNames = []string{"a.*.log"} }
-	ig, stop := runGlobCfg(t, pattern, data, 2*time.Second, one)
+	ig, stop := runGlobCfg(t, filepath.Join(dir, pattern), data, 2*time.Second, cfg)
 	if got, _ := ig.popEpochs(time.Second, true); !slices.Equal(got, []string{"old-0"}) {
 		t.Fatalf("first run: %q", got)
 	}
 	stop()
 	appendTo(t, a, "old-1\n")
-	if err := os.Rename(a, filepath.Join(dir, "a.2.log")); err != nil {
-		t.Fatal(err)
+	for _, step := range []struct{ to, next string }{{older, "m-0\n"}, {middle, "n-0\n"}} {
+		if err := os.Rename(a, filepath.Join(dir, step.to)); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(20 * time.Millisecond) // mtimes apart
+		if err := os.WriteFile(a, []byte(step.next), 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
-	time.Sleep(20 * time.Millisecond) // mtimes apart
-	if err := os.WriteFile(a, []byte("m-0\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(a, filepath.Join(dir, "a.1.log")); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(20 * time.Millisecond)
-	if err := os.WriteFile(a, []byte("n-0\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	ig2, _ := runGlobCfg(t, pattern, data, 2*time.Second, one)
+	ig2, _ := runGlobCfg(t, filepath.Join(dir, pattern), data, 2*time.Second, cfg)
 	var got []string
 	for end := time.Now().Add(5 * time.Second); len(got) < 3 && time.Now().Before(end); {
 		l, _ := ig2.popEpochs(50*time.Millisecond, true)
 		got = append(got, l...)
 	}
 	t.Logf("after the restart: %q", got)
-	if !slices.Equal(got, []string{"old-1", "m-0", "n-0"}) {
-		t.Errorf("after the restart: %q; want a.log's generations in order: old-1 (a.2.log), m-0 (a.1.log), n-0 (a.log)", got)
-	}
+	return got
 }
 
 // A file taken for a copy (copytruncate) is a snapshot: if it grows later
@@ -430,12 +437,7 @@ func TestGlobRestartOrderGenerationBornWhileStoppedKeepsItsPlace(t *testing.T) {
 // holding nothing unread, and the glob does not read it. Then a line is
 // appended to a.1.log: a.1.log is read whole.
 func TestGlobFileTakenForACopyThatChangesIsRead(t *testing.T) {
-	var b strings.Builder
-	n := 0
-	for ; b.Len() < 5000; n++ {
-		fmt.Fprintf(&b, "line-%04d %s\n", n, strings.Repeat("x", 40))
-	}
-	content := b.String()
+	content, n := pastFingerprint()
 	dir, data, a := aLogIn(t, content)
 	ig, _ := runGlobCfg(t, filepath.Join(dir, "*.log"), data, 200*time.Millisecond, nil)
 	var first []string
@@ -483,43 +485,9 @@ func TestGlobFileTakenForACopyThatChangesIsRead(t *testing.T) {
 // restart a.log's generations come out oldest first, the file at the path
 // last.
 func TestGlobRestartOrderDefaultRotatedNames(t *testing.T) {
-	dir, data := t.TempDir(), t.TempDir()
-	a := filepath.Join(dir, "a.log")
-	if err := os.WriteFile(a, []byte("old-0\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	pattern := filepath.Join(dir, "a.log*")
-	one := func(c *GlobConfig) { c.MaxOpenFiles = 3 } // one slot: the queue's order decides
-	ig, stop := runGlobCfg(t, pattern, data, 2*time.Second, one)
-	if got, _ := ig.popEpochs(time.Second, true); !slices.Equal(got, []string{"old-0"}) {
-		t.Fatalf("first run: %q", got)
-	}
-	stop()
-	appendTo(t, a, "old-1\n")
-	if err := os.Rename(a, a+".1"); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(20 * time.Millisecond)
-	if err := os.WriteFile(a, []byte("m-0\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	// logrotate: a.log.1 -> a.log.2, then a.log -> a.log.1
-	if err := os.Rename(a+".1", a+".2"); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(a, a+".1"); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(20 * time.Millisecond)
-	if err := os.WriteFile(a, []byte("n-0\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	ig2, _ := runGlobCfg(t, pattern, data, 2*time.Second, one)
-	var got []string
-	for end := time.Now().Add(5 * time.Second); len(got) < 3 && time.Now().Before(end); {
-		l, _ := ig2.popEpochs(50*time.Millisecond, true)
-		got = append(got, l...)
-	}
+	got := twoRotationsWhileStopped(t, "a.log*", "a.log.2", "a.log.1", func(c *GlobConfig) {
+		c.MaxOpenFiles = 3 // one slot: the queue's order decides
+	})
 	if !slices.Equal(got, []string{"old-1", "m-0", "n-0"}) {
 		t.Errorf("after the restart: %q; want old-1 (a.log.2), m-0 (a.log.1), n-0 (a.log)", got)
 	}

@@ -144,3 +144,14 @@ func (ig *internalGlob) firstTurnCommitted(t *testing.T) *gstream {
 	}
 	return s
 }
+
+// pastFingerprint is a file's content of 50-byte lines just past 5,000
+// bytes (longer than the 4 KiB fingerprint), and how many lines.
+func pastFingerprint() (string, int) {
+	var b strings.Builder
+	n := 0
+	for ; b.Len() < 5000; n++ {
+		fmt.Fprintf(&b, "line-%04d %s\n", n, strings.Repeat("x", 40))
+	}
+	return b.String(), n
+}
