@@ -456,10 +456,15 @@
 //     tracked file's whole fingerprint (a few first bytes, a shared header
 //     line, are no proof). A stream finding its file truncated takes a
 //     copy that holds nothing it had not consumed as its own
-//     (findShortCopy, at least as long as the fingerprint), and the glob
-//     does not read a file a stream took (Source.CopyKey, also when a scan
-//     meets it only later: tookForCopy). A file taken for a copy that
-//     grows later is read from its start (isCopy).
+//     (findShortCopy, at least as long as the fingerprint) and records it
+//     (Source.CopyKey: key and time); the glob does not read a file a
+//     stream took (born before it was taken: tookIt), also when a scan
+//     meets it only later (tookForCopy). A held file whose original's
+//     stream is open is a copy only if that stream took it. A file taken
+//     for a copy that grows or whose first bytes change is read from its
+//     start (isCopy, markCopy). A never-read file that is cut counts its
+//     seen bytes lost unless a recent file beside it is large enough to
+//     be its copy (copyNearby).
 //
 //     At a start, a previous run's pointer is taken by key + fingerprint
 //     alone.

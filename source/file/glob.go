@@ -197,11 +197,15 @@ type gstream struct {
 	// original (no pointer, closed) was seen truncated while it was held.
 	heldCopies uint64
 	handoff    *Resume
-	// isCopy: done as a copy of another stream's file; if it changes
-	// later it is no snapshot but a file of its own, read from its start.
-	isCopy bool
-	resume *Resume // EARLIEST without pointers: where its last source stopped
-	endAt  int64   // LATEST, present at start: its size then (where its first turn starts)
+	// isCopy: done as a copy of another stream's file; if it grows or
+	// its first bytes change later it is no snapshot but a file of its
+	// own, read from its start. copyHeadLen, copyHead: its first bytes'
+	// fingerprint when it was taken for a copy.
+	isCopy      bool
+	copyHeadLen int
+	copyHead    uint64
+	resume      *Resume // EARLIEST without pointers: where its last source stopped
+	endAt       int64   // LATEST, present at start: its size then (where its first turn starts)
 	// endHeadLen, endHead: its first bytes' fingerprint then (EndHead).
 	endHeadLen int
 	endHead    uint64
@@ -916,15 +920,18 @@ func globHeadMatches(path string, rec pointer.Record) bool {
 
 // seen records a look at a tracked stream's file.
 func (g *Glob) seen(s *gstream, f found, now time.Time) {
-	if s.done && s.isCopy && f.size < s.size {
-		s.size, s.mod = f.size, f.mod // cut: nothing to read; grown past it again, read
-	}
-	if s.done && s.isCopy && f.size > s.size {
-		// Taken for a copy (a snapshot), it grew: a file of its own
-		// after all, read from its start (duplicates at worst, never a
-		// gap). Its times alone changing is no change (DESIGN §3).
-		g.log.Warn("a file taken for a copy grew; reading it from its start", "path", f.path)
-		s.done, s.isCopy = false, false
+	if s.done && s.isCopy && (f.size != s.size || f.mod != s.mod) {
+		// Taken for a copy (a snapshot), it grew or its first bytes
+		// changed: a file of its own after all, read from its start
+		// (duplicates at worst, never a gap). Its times alone changing,
+		// or a cut that kept its first bytes, is no new content (DESIGN
+		// §3): noted, so that it is not behind.
+		if f.size > s.size || f.size < int64(s.copyHeadLen) || rewrittenAt(f.path, s.key, s.copyHeadLen, s.copyHead) {
+			g.log.Warn("a file taken for a copy changed; reading it from its start", "path", f.path)
+			s.done, s.isCopy = false, false
+		} else {
+			s.size, s.mod = f.size, f.mod
+		}
 	}
 	if s.done {
 		return
@@ -949,7 +956,7 @@ func (g *Glob) seen(s *gstream, f found, now time.Time) {
 			// will know what it held (DESIGN §4: size last seen − read
 			// position; what is left of it, if any, is read).
 			from := g.unreadFrom(s)
-			if n := g.seenEnd(s) - from; n > 0 && from >= 0 {
+			if n := g.seenEnd(s) - from; n > 0 && from >= 0 && !g.copyNearby(s, now) {
 				g.countLossLocked(1, uint64(n), s.epoch, fmt.Sprintf("glob file %s truncated before any of it was read: its %d bytes from offset %d were never read",
 					s.path, n, from))
 			}
@@ -1011,7 +1018,7 @@ func (g *Glob) admit(s *gstream, f found, now time.Time) {
 	if c := g.tookForCopy(s); c != nil {
 		// Its file's stream took it for its copy at a truncation (before
 		// a look met it): not read again.
-		s.done, s.isCopy = true, true
+		g.markCopy(s)
 		g.log.Info("new file is a copy its original's stream took; not read again", "path", f.path, "of", c.path)
 		return
 	}
@@ -1068,15 +1075,62 @@ func (g *Glob) copyCandidate(self *gstream, f found) *gstream {
 	return nil
 }
 
+// copyNearby: beside s's path is a file modified lately that holds at
+// least as many bytes as the glob last saw of s's (never read, so never
+// fingerprinted): the copy a copytruncate left, as far as anything can
+// tell — read as a file of its own, so the cut lost nothing (DESIGN §4
+// counts a truncation "with no copy found").
+func (g *Glob) copyNearby(s *gstream, now time.Time) bool {
+	dir := filepath.Dir(s.path)
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return false
+	}
+	since := now.Add(-g.cfg.ScanInterval - g.cfg.Stream.RotateWait - 2*time.Second)
+	for _, e := range ents {
+		p := filepath.Join(dir, e.Name())
+		if !e.Type().IsRegular() || p == s.path || g.own(p) {
+			continue
+		}
+		if info, err := e.Info(); err == nil && info.Size() >= g.seenEnd(s) && !info.ModTime().Before(since) {
+			return true
+		}
+	}
+	return false
+}
+
+// markCopy takes s's file for another stream's copy: not read, unless it
+// changes later (seen).
+func (g *Glob) markCopy(s *gstream) {
+	s.done, s.isCopy = true, true
+	s.copyHeadLen, s.copyHead = headOfPath(s.path)
+	if size, mod, err := statSizeMod(s.path); err == nil {
+		s.size, s.mod = size, mod
+	}
+}
+
 // tookForCopy is the stream whose source took s's file for its own file's
 // copy at a truncation (Source.CopyKey), or nil.
 func (g *Glob) tookForCopy(s *gstream) *gstream {
 	for _, c := range g.byKey {
-		if c != s && c.src != nil && c.src.CopyKey() == s.key {
+		if c != s && c.src != nil && tookIt(c.src.CopyKey(), s) {
 			return c
 		}
 	}
 	return nil
+}
+
+// tookIt: t is s's file taken for a copy — its key, and the file born
+// before it was taken (a file born later reuses a deleted copy's inode: a
+// new file), within rotateWait-ish of the take when no birth time is known.
+func tookIt(t *CopyTaken, s *gstream) bool {
+	if t == nil || t.Key != s.key {
+		return false
+	}
+	if born := birthTimePath(s.path); !born.IsZero() {
+		return !born.After(t.At)
+	}
+	return s.seenAt.Sub(t.At) < time.Minute
 }
 
 // decideHeld ends the hold of a possible copy once it is due; true while
@@ -1098,7 +1152,7 @@ func (g *Glob) decideHeld(s *gstream, now time.Time) bool {
 		s.size, s.mod = size, mod
 	}
 	asCopy := func(why string) bool {
-		s.done, s.isCopy = true, true
+		g.markCopy(s)
 		g.log.Info("new file is a copy of a tracked file; not read again", "path", s.path, "of", c.path, "why", why)
 		return false
 	}
@@ -1112,7 +1166,7 @@ func (g *Glob) decideHeld(s *gstream, now time.Time) bool {
 		g.enqueue(s)
 		return false
 	}
-	if c.src != nil && c.src.CopiesRead() > s.heldCopies {
+	if c.src != nil && c.src.CopiesRead() > s.heldCopies && tookIt(c.src.CopyKey(), s) {
 		// Its original's open source found it truncated and read on from
 		// a copy (this one) meanwhile: not read again.
 		return asCopy("its original's stream read its tail from it")
@@ -1140,9 +1194,13 @@ func (g *Glob) decideHeld(s *gstream, now time.Time) bool {
 		if serr == nil && size <= covered {
 			return asCopy("its original went away, and it holds nothing its stream had not read")
 		}
-	case st.Size() < off:
-		// Its original was truncated: a copy, whose unread tail the
-		// original's stream reads (§4); it is not read again.
+	case st.Size() < off && c.src == nil:
+		// Its original (closed) was truncated: a copy, whose unread tail
+		// the original's next stream reads from it (§4, found by its
+		// pointer's fingerprint); it is not read again. An open
+		// original's stream took its copy itself (above) — or another
+		// file, or none: then nobody reads this one's bytes but its own
+		// stream.
 		return asCopy("its original was truncated")
 	}
 	g.enqueue(s)

@@ -68,7 +68,7 @@ func TestGlobTruncatedFileTakesOtherWritersHeaderFileForItsShortCopy(t *testing.
 	tails, bytes, detail := ig.lost()
 	st := ig.g.State()
 	ig.g.mu.Lock()
-	key, short := sb.key, sa.src != nil && sa.src.CopyKey() == sb.key
+	key, short := sb.key, sa.src != nil && copyKeyOf(sa.src) == sb.key
 	done, isCopy := sb.done, sb.isCopy
 	ig.g.mu.Unlock()
 	t.Logf("b.log (key %x) a.log's ShortCopyKey: %v; b.log done %v isCopy %v; delivered %q; lostTails %d lostBytes %d %q; state %v",

@@ -155,3 +155,11 @@ func pastFingerprint() (string, int) {
 	}
 	return b.String(), n
 }
+
+// copyKeyOf is the key of the last copy src took (0: none).
+func copyKeyOf(src *Source) uint64 {
+	if t := src.CopyKey(); t != nil {
+		return t.Key
+	}
+	return 0
+}

@@ -65,7 +65,7 @@ func (g *Glob) stateLocked(c *GlobCounts) State {
 			c.Behind++
 		}
 		done = done && s.done
-		if s.gone && s.st == stClosed {
+		if s.gone && s.st == stClosed && s.copyOf == nil {
 			continue
 		}
 		live++
@@ -131,7 +131,10 @@ func (g *Glob) behindLocked(s *gstream) bool {
 			size, _, err := reportStat(s.path)
 			return err == nil && size > s.src.ReadPos()
 		}
-		return false
+		// Waiting for its file having read none of the bytes the glob
+		// saw in it: gone before its turn, until its stream closes and
+		// counts them (or finds the file) — nothing green meanwhile.
+		return s.src.BytesRead() == 0 && g.seenEnd(s) > max(g.unreadFrom(s), 0)
 	}
 	if s.copyOf != nil {
 		return true // held back as a possible copy: unread until decided

@@ -166,10 +166,10 @@ type Source struct {
 	// copiesRead counts the copies (copytruncate) this source went on
 	// reading its file's tail from (CopiesRead).
 	copiesRead atomic.Uint64
-	// copyKey: the file key of the last copy of its file it took
-	// (readCopy: one it read on from, or one holding nothing unread).
-	copyKey atomic.Uint64
-	badPath string // why the path is not read (regular.go); "" while it is fine
+	// copyTaken: the last copy of its file it took (readCopy: one it
+	// read on from, or one holding nothing unread), and when.
+	copyTaken atomic.Pointer[CopyTaken]
+	badPath   string // why the path is not read (regular.go); "" while it is fine
 	// detailBeforeBad is the detail the path's failure replaced.
 	detailBeforeBad *string
 	// genSeen: the generations (and files) the source saw while running,
@@ -607,10 +607,20 @@ func (s *Source) publishHead(r *reader) {
 // read its tail from a copy (readCopy); safe from any goroutine.
 func (s *Source) CopiesRead() uint64 { return s.copiesRead.Load() }
 
-// CopyKey is the file key of the last copy (copytruncate) of its file the
-// source took at a truncation: read on from, or found holding nothing it
-// had not consumed; 0: none. Safe from any goroutine.
-func (s *Source) CopyKey() uint64 { return s.copyKey.Load() }
+// CopyTaken is a copy (copytruncate) of its file a source took at a
+// truncation: read on from, or found holding nothing it had not consumed.
+type CopyTaken struct {
+	Key uint64    // its file key
+	At  time.Time // when it was taken
+}
+
+// CopyKey is the file key of the last copy the source took and when (nil:
+// none). Safe from any goroutine.
+func (s *Source) CopyKey() *CopyTaken { return s.copyTaken.Load() }
+
+func (s *Source) tookCopy(key uint64) {
+	s.copyTaken.Store(&CopyTaken{Key: key, At: time.Now()})
+}
 
 // Head is the open file's first-bytes fingerprint as read (publishHead) by
 // a source without a pointer: safe from any goroutine; 0, 0 when none is
