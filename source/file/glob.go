@@ -1075,11 +1075,13 @@ func (g *Glob) copyCandidate(self *gstream, f found) *gstream {
 	return nil
 }
 
-// copyNearby: beside s's path is a file modified lately that holds at
-// least as many bytes as the glob last saw of s's (never read, so never
-// fingerprinted): the copy a copytruncate left, as far as anything can
-// tell — read as a file of its own, so the cut lost nothing (DESIGN §4
-// counts a truncation "with no copy found").
+// copyNearby: beside s's path is a file created since the glob first saw
+// s's (where the file system tells birth times; else modified lately) that
+// holds at least as many bytes as the glob last saw of s's (never read, so
+// never fingerprinted): the copy a copytruncate left, as far as anything
+// can tell — read as a file of its own, so the cut lost nothing (DESIGN §4
+// counts a truncation "with no copy found"). Logs written before s was
+// seen are never taken for its copy.
 func (g *Glob) copyNearby(s *gstream, now time.Time) bool {
 	dir := filepath.Dir(s.path)
 	ents, err := os.ReadDir(dir)
@@ -1092,7 +1094,11 @@ func (g *Glob) copyNearby(s *gstream, now time.Time) bool {
 		if !e.Type().IsRegular() || p == s.path || g.own(p) {
 			continue
 		}
-		if info, err := e.Info(); err == nil && info.Size() >= g.seenEnd(s) && !info.ModTime().Before(since) {
+		info, err := e.Info()
+		if err != nil || info.Size() < g.seenEnd(s) || info.ModTime().Before(since) {
+			continue
+		}
+		if born := birthTimePath(p); born.IsZero() || !born.Before(s.seenAt) {
 			return true
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -462,5 +463,45 @@ func TestGlobHeldFileNotTheCopyTakenIsRead(t *testing.T) {
 		if seen[l] == 0 && tails == 0 {
 			t.Errorf("%q (h.log, another writer's file, not the copy a.log's stream took) delivered 0 times, nothing counted lost", l)
 		}
+	}
+}
+
+// The copy looked for beside a never-read file that is cut is a file
+// created since the glob first saw it: another log in the same directory,
+// older but written to right now and larger, is no copy — the cut file's
+// bytes are counted lost (DESIGN §4: a truncation "with no copy found").
+func TestGlobNeverReadFileCutBesideABusyOlderLogIsCounted(t *testing.T) {
+	dir, data := t.TempDir(), t.TempDir()
+	a, b, busy := filepath.Join(dir, "a.log"), filepath.Join(dir, "b.log"), filepath.Join(dir, "busy.txt")
+	if err := os.WriteFile(busy, []byte(numbered("busy", 50)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(b, []byte("b-0\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var slow atomic.Bool
+	slow.Store(true)
+	ig, _ := runGlobCfg(t, filepath.Join(dir, "*.log"), data, 200*time.Millisecond, func(c *GlobConfig) {
+		c.MaxOpenFiles = 3
+		c.Stream.OpenHook = func() {
+			if slow.CompareAndSwap(true, false) {
+				time.Sleep(2 * time.Second)
+			}
+		}
+	})
+	ig.waitFor(t, "b.log's stream starting", func() bool { s := ig.g.byPath[b]; return s != nil && s.st == stOpen })
+	time.Sleep(20 * time.Millisecond)
+	if err := os.WriteFile(a, []byte("a-0\na-1\na-2\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ig.waitFor(t, "a.log seen and queued", func() bool { s := ig.g.byPath[a]; return s != nil && s.st == stQueued && s.size == 12 })
+	appendTo(t, busy, "busy-more\n") // the other log, written to now
+	if err := os.Truncate(a, 0); err != nil {
+		t.Fatal(err)
+	}
+	ig.waitFor(t, "a look seeing a.log truncated", func() bool { s := ig.g.byPath[a]; return s != nil && s.size == 0 })
+	tails, bytes, detail := ig.lost()
+	if tails != 1 || bytes != 12 {
+		t.Errorf("a.log (12 bytes seen, never read) cut with no copy, an older busy log beside it: lostTails %d lostBytes %d (%q); want 1 and 12", tails, bytes, detail)
 	}
 }
