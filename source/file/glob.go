@@ -1075,9 +1075,9 @@ func (g *Glob) copyCandidate(self *gstream, f found) *gstream {
 	return nil
 }
 
-// copyNearby: beside s's path is a file created since the glob first saw
-// s's (where the file system tells birth times; else modified lately) that
-// holds at least as many bytes as the glob last saw of s's (never read, so
+// copyNearby: beside s's path is a file the glob reads, created since the
+// glob first saw s's (where the file system tells birth times; else
+// modified lately), that holds at least as many bytes as the glob last saw of s's (never read, so
 // never fingerprinted): the copy a copytruncate left, as far as anything
 // can tell — read as a file of its own, so the cut lost nothing (DESIGN §4
 // counts a truncation "with no copy found"). Logs written before s was
@@ -1091,14 +1091,18 @@ func (g *Glob) copyNearby(s *gstream, now time.Time) bool {
 	since := now.Add(-g.cfg.ScanInterval - g.cfg.Stream.RotateWait - 2*time.Second)
 	for _, e := range ents {
 		p := filepath.Join(dir, e.Name())
-		if !e.Type().IsRegular() || p == s.path || g.own(p) {
-			continue
+		if !e.Type().IsRegular() || p == s.path || g.own(p) || !g.matched(p) {
+			continue // a copy the glob does not read holds nothing for it
 		}
 		info, err := e.Info()
-		if err != nil || info.Size() < g.seenEnd(s) || info.ModTime().Before(since) {
+		if err != nil || info.Size() < g.seenEnd(s) {
 			continue
 		}
-		if born := birthTimePath(p); born.IsZero() || !born.Before(s.seenAt) {
+		if born := birthTimePath(p); !born.IsZero() {
+			if !born.Before(s.seenAt) {
+				return true // created since (cp -p keeps only the mtime old)
+			}
+		} else if !info.ModTime().Before(since) {
 			return true
 		}
 	}
@@ -1122,6 +1126,17 @@ func (g *Glob) tookForCopy(s *gstream) *gstream {
 		if c != s && c.src != nil && tookIt(c.src.CopyKey(), s) {
 			return c
 		}
+	}
+	return nil
+}
+
+// tookSince is the copy c's source took since when, or nil.
+func tookSince(c *gstream, when time.Time) *CopyTaken {
+	if c.src == nil {
+		return nil
+	}
+	if t := c.src.CopyKey(); t != nil && !t.At.Before(when) {
+		return t
 	}
 	return nil
 }
@@ -1172,10 +1187,15 @@ func (g *Glob) decideHeld(s *gstream, now time.Time) bool {
 		g.enqueue(s)
 		return false
 	}
-	if c.src != nil && c.src.CopiesRead() > s.heldCopies && tookIt(c.src.CopyKey(), s) {
-		// Its original's open source found it truncated and read on from
-		// a copy (this one) meanwhile: not read again.
-		return asCopy("its original's stream read its tail from it")
+	if t := tookSince(c, s.heldUntil.Add(-g.cfg.Stream.RotateWait)); t != nil {
+		// Its original's source found it truncated and took a copy
+		// meanwhile: this one (not read again), or another (this one is
+		// a file of its own).
+		if tookIt(t, s) {
+			return asCopy("its original's stream read its tail from it")
+		}
+		g.enqueue(s)
+		return false
 	}
 	off := c.offset
 	switch {
@@ -1200,8 +1220,8 @@ func (g *Glob) decideHeld(s *gstream, now time.Time) bool {
 		if serr == nil && size <= covered {
 			return asCopy("its original went away, and it holds nothing its stream had not read")
 		}
-	case st.Size() < off && c.src == nil:
-		// Its original (closed) was truncated: a copy, whose unread tail
+	case st.Size() < off && c.st != stOpen:
+		// Its original (closed, or stopping: not reading) was truncated: a copy, whose unread tail
 		// the original's next stream reads from it (§4, found by its
 		// pointer's fingerprint); it is not read again. An open
 		// original's stream took its copy itself (above) — or another
