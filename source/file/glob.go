@@ -864,6 +864,16 @@ func (g *Glob) seenEnd(s *gstream) int64 {
 	return end
 }
 
+// unreadSeen is what the glob saw of s's file that its stream never read:
+// from unreadFrom to seenEnd, n bytes (0: nothing known to be unread).
+func (g *Glob) unreadSeen(s *gstream) (from, n int64) {
+	from = g.unreadFrom(s)
+	if n = g.seenEnd(s) - from; from < 0 || n < 0 {
+		n = 0
+	}
+	return from, n
+}
+
 // resumeUnread is what s's file held past where its last source stopped,
 // as the glob last saw it while its first bytes were those that source
 // read: the bytes a rewrite or truncation found at the next open loses
@@ -872,11 +882,8 @@ func (g *Glob) resumeUnread(s *gstream) int64 {
 	if s.resume == nil {
 		return 0
 	}
-	from := g.unreadFrom(s)
-	if n := g.seenEnd(s) - from; n > 0 && from >= 0 {
-		return n
-	}
-	return 0
+	_, n := g.unreadSeen(s)
+	return n
 }
 
 // headIs: f's first n bytes hash to fp.
@@ -945,8 +952,7 @@ func (g *Glob) seen(s *gstream, f found, now time.Time) {
 		} else if r != nil && f.size < r.Offset && (s.st == stClosed || s.st == stQueued) {
 			// What it held past where its stream stopped is gone unread
 			// (an open stream's source counts its own truncation).
-			from := g.unreadFrom(s)
-			if n := g.seenEnd(s) - from; n > 0 && from >= 0 {
+			if from, n := g.unreadSeen(s); n > 0 {
 				g.countLossLocked(1, uint64(n), r.Epoch, fmt.Sprintf("glob file %s truncated while closed: its %d bytes from offset %d were never read",
 					s.path, n, from))
 			}
@@ -955,8 +961,7 @@ func (g *Glob) seen(s *gstream, f found, now time.Time) {
 			// Never read (waiting for its first turn), cut: no source
 			// will know what it held (DESIGN §4: size last seen − read
 			// position; what is left of it, if any, is read).
-			from := g.unreadFrom(s)
-			if n := g.seenEnd(s) - from; n > 0 && from >= 0 && !g.copyNearby(s, now) {
+			if from, n := g.unreadSeen(s); n > 0 && !g.copyNearby(s, now) {
 				g.countLossLocked(1, uint64(n), s.epoch, fmt.Sprintf("glob file %s truncated before any of it was read: its %d bytes from offset %d were never read",
 					s.path, n, from))
 			}
@@ -970,8 +975,7 @@ func (g *Glob) seen(s *gstream, f found, now time.Time) {
 		// Rewritten in place while its stream waited (no shrink to see):
 		// its next source reads it from its start, and what it held past
 		// where its stream stopped, seen by the last look, is gone unread.
-		from := g.unreadFrom(s)
-		if n := g.seenEnd(s) - from; n > 0 && from >= 0 {
+		if from, n := g.unreadSeen(s); n > 0 {
 			g.countLossLocked(1, uint64(n), r.Epoch, fmt.Sprintf("glob file %s rewritten while closed: its %d bytes from offset %d were never read",
 				s.path, n, from))
 		}
@@ -1077,11 +1081,12 @@ func (g *Glob) copyCandidate(self *gstream, f found) *gstream {
 
 // copyNearby: beside s's path is a file the glob reads, created since the
 // glob first saw s's (where the file system tells birth times; else
-// modified lately), that holds at least as many bytes as the glob last saw of s's (never read, so
-// never fingerprinted): the copy a copytruncate left, as far as anything
-// can tell — read as a file of its own, so the cut lost nothing (DESIGN §4
-// counts a truncation "with no copy found"). Logs written before s was
-// seen are never taken for its copy.
+// modified lately), that holds at least as many bytes as the glob last
+// saw of s's (never read, so never fingerprinted): the copy a
+// copytruncate left, as far as anything can tell — read as a file of its
+// own, so the cut lost nothing (DESIGN §4 counts a truncation "with no
+// copy found"). Logs written before s was seen are never taken for its
+// copy.
 func (g *Glob) copyNearby(s *gstream, now time.Time) bool {
 	dir := filepath.Dir(s.path)
 	ents, err := os.ReadDir(dir)
@@ -1143,7 +1148,8 @@ func tookSince(c *gstream, when time.Time) *CopyTaken {
 
 // tookIt: t is s's file taken for a copy — its key, and the file born
 // before it was taken (a file born later reuses a deleted copy's inode: a
-// new file), within rotateWait-ish of the take when no birth time is known.
+// new file); where no birth time is known, first seen within a minute of
+// the take.
 func tookIt(t *CopyTaken, s *gstream) bool {
 	if t == nil || t.Key != s.key {
 		return false
@@ -1221,12 +1227,12 @@ func (g *Glob) decideHeld(s *gstream, now time.Time) bool {
 			return asCopy("its original went away, and it holds nothing its stream had not read")
 		}
 	case st.Size() < off && c.st != stOpen:
-		// Its original (closed, or stopping: not reading) was truncated: a copy, whose unread tail
-		// the original's next stream reads from it (§4, found by its
-		// pointer's fingerprint); it is not read again. An open
-		// original's stream took its copy itself (above) — or another
-		// file, or none: then nobody reads this one's bytes but its own
-		// stream.
+		// Its original (closed, or stopping: not reading) was
+		// truncated: a copy, whose unread tail the original's next
+		// stream reads from it (§4, found by its pointer's fingerprint);
+		// it is not read again. An open original's stream took its copy
+		// itself (above) — or another file, or none: then nobody reads
+		// this one's bytes but its own stream.
 		return asCopy("its original was truncated")
 	}
 	g.enqueue(s)
@@ -2415,8 +2421,7 @@ func (g *Glob) Close() error {
 		if s.gone && !g.matched(s.path) && g.unread(s) {
 			// Found out of the glob beside its path, never read, and no
 			// pointer names it: a restart will not know it.
-			if from := g.unreadFrom(s); from >= 0 && g.seenEnd(s) > from {
-				n := g.seenEnd(s) - from
+			if from, n := g.unreadSeen(s); n > 0 {
 				g.countLossLocked(1, uint64(n), s.epoch, fmt.Sprintf("glob file %s, out of the glob, was not read before the stop: its %d bytes from offset %d", s.path, n, from))
 			}
 		}
