@@ -505,3 +505,74 @@ func TestGlobNeverReadFileCutBesideABusyOlderLogIsCounted(t *testing.T) {
 		t.Errorf("a.log (12 bytes seen, never read) cut with no copy, an older busy log beside it: lostTails %d lostBytes %d (%q); want 1 and 12", tails, bytes, detail)
 	}
 }
+
+// COMMITTED, while running, one file (from review dec2d, branch h/rev-zz):
+// a.log's five lines are read and acknowledged. logrotate copytruncate:
+// a.log copied to a.log.1 (outside the glob), a.log cut to 0. a.log's
+// source reads a.log.1 from offset 20 (nothing left in it) and closes it;
+// logrotate then deletes a.log.1. The stream's source used to take the cut
+// a.log at its path for "the path missing" (a glob stream follows its
+// file, and it was reading the copy): it closed with the pointer still
+// naming a.log's old content, and the stream's next source, finding a.log
+// cut and no copy, counted lostTails 1 for a rotation whose every line was
+// delivered. The cut a.log is the stream's own file: it is queued behind
+// the copy and read from its start under a new epoch by the same source
+// (ownCutFile). Lines written to it afterwards are delivered once, and a
+// restart neither delivers anything again nor counts a loss.
+func TestGlobCopytruncateCopyReadThenDeletedIsNotALossAtReopen(t *testing.T) {
+	dir, data, a := aLogIn(t, numbered("a", 5))
+	ig, stop := runGlobQuiet(t, filepath.Join(dir, "*.log"), data, 200*time.Millisecond)
+	first, _ := ig.popEpochs(time.Second, true)
+	if len(first) != 5 {
+		t.Fatalf("first turn delivered %d lines, want 5", len(first))
+	}
+	var sa *gstream
+	ig.waitFor(t, "a.log's stream open", func() bool {
+		sa = ig.g.byPath[a]
+		return sa != nil && sa.st == stOpen && sa.src != nil
+	})
+	src := sa.src
+	old, err := os.ReadFile(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp := a + ".1"
+	if err := os.WriteFile(cp, old, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(20 * time.Millisecond)
+	if err := os.Truncate(a, 0); err != nil {
+		t.Fatal(err)
+	}
+	for end := time.Now().Add(5 * time.Second); src.CopyKey() == nil; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatal("a.log's source did not take a.log.1 for its copy")
+		}
+	}
+	for end := time.Now().Add(5 * time.Second); copyOpen(cp); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatal("a.log.1 still open after 5 s")
+		}
+	}
+	if err := os.Remove(cp); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := ig.popEpochs(1500*time.Millisecond, true)
+	if tails, bytes, _ := ig.lost(); tails != 0 || len(got) != 0 {
+		t.Fatalf("every line delivered, the copy read to its end before its deletion, yet lostTails %d (lostBytes %d), delivered again %q", tails, bytes, got)
+	}
+	appendTo(t, a, "b-1\nb-2\n")
+	got, _ = ig.popEpochs(1500*time.Millisecond, true)
+	if strings.Join(got, ",") != "b-1,b-2" {
+		t.Fatalf("lines written to a.log after the copytruncate: delivered %q, want b-1, b-2 once", got)
+	}
+	if tails, bytes, _ := ig.lost(); tails != 0 {
+		t.Fatalf("lostTails %d (lostBytes %d) after the new lines", tails, bytes)
+	}
+	stop()
+	ig2, _ := runGlobQuiet(t, filepath.Join(dir, "*.log"), data, 200*time.Millisecond)
+	got, _ = ig2.popEpochs(1500*time.Millisecond, true)
+	if tails, bytes, _ := ig2.lost(); tails != 0 || len(got) != 0 {
+		t.Fatalf("after a restart: delivered %q again, lostTails %d (lostBytes %d); want nothing", got, tails, bytes)
+	}
+}

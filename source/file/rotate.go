@@ -119,7 +119,7 @@ func (s *Source) check() {
 		s.watchAll.Store(true)
 		return
 	}
-	if s.cfg.Pinned && (dev != r.dev || ino != r.ino) {
+	if s.cfg.Pinned && (dev != r.dev || ino != r.ino) && !s.ownCutFile(r, dev, ino) {
 		// A glob stream follows its file, not its path: another file at
 		// the path is another stream (the glob source's), and this one is
 		// read to its end as if the path were missing.
@@ -154,6 +154,20 @@ func (s *Source) check() {
 	}
 	s.queueNext(f, fdev, fino)
 	s.noteSeen()
+}
+
+// ownCutFile reports whether the path names a glob stream's own file
+// (Config.PinKey) while the source reads that file's copy (readCopy: the
+// file was truncated or rewritten in place, copytruncate). The file is
+// still the stream's: queued behind the copy, it is read from its start
+// under a new epoch once the copy is read to its end, and the barrier's
+// Reset moves the pointer onto it, as for a single-file feed. Left as "the
+// path missing", the source closed with the pointer still naming the
+// file's old content, and the stream's next source, finding the file cut
+// and the copy deleted meanwhile, counted a lost tail of a file whose
+// every line was delivered.
+func (s *Source) ownCutFile(r *reader, dev, ino uint64) bool {
+	return r.copy && s.cfg.PinKey != 0 && pointer.FileKey(dev, ino) == s.cfg.PinKey
 }
 
 // changed reports why the open file's content is no longer what was read
