@@ -68,14 +68,25 @@ func (s *Source) commitStep(force bool) {
 
 // syncEvery is how often a stored commit is msynced: commitSyncMillis, or
 // BusySync while the source reads behind its file's end or lines it
-// published are still unacknowledged (once the last one is, the commit
-// covering it is synced within commitSyncMillis).
+// published are still unacknowledged. Once the file is read to its end and
+// the last line is acknowledged, only the msync stands between the feed
+// and settled (DESIGN §3: it msyncs "at once ... before the feed reports
+// settled"): then at most settleSyncGap after the last msync, however long
+// commitSyncMillis is (a file appended to line by line is not msynced more
+// than 1/settleSyncGap times a second).
 func (s *Source) syncEvery() time.Duration {
-	if s.cfg.BusySync > s.cfg.CommitSync && (State(s.state.Load()) == Behind || s.pub.Pending() > 0) {
+	st := State(s.state.Load())
+	if s.cfg.BusySync > s.cfg.CommitSync && (st == Behind || s.pub.Pending() > 0) {
 		return s.cfg.BusySync
+	}
+	if st != Behind && st != Starting && s.pub.Pending() == 0 {
+		return min(s.cfg.CommitSync, settleSyncGap)
 	}
 	return s.cfg.CommitSync
 }
+
+// settleSyncGap bounds the wait for the msync that settles a feed.
+const settleSyncGap = 10 * time.Millisecond
 
 // acked records an acknowledgement that moved.
 func (s *Source) acked(a feed.Acked) {
