@@ -223,7 +223,10 @@ func (d *Daemon) buildFeed(fc *config.Feed) (*Feed, error) {
 		ledger: d.losses, recorded: map[subLoss]uint64{}, dataDir: d.cfg.DataDir}
 	// A batch may fill a queue (DESIGN §5): fewer, larger hand-offs and
 	// writes; the source publishes the next one as soon as a group takes it.
-	batchLines := max(1, fc.QueueCapacity)
+	// Never more lines than the window holds: the publisher lets a batch
+	// into an empty window whole, and "at most maxPendingAcks lines
+	// awaiting acknowledgement" must hold then too.
+	batchLines := max(1, min(fc.QueueCapacity, fc.MaxPendingAcks))
 	batchBytes := max(1, fc.QueueBytes)
 	var procs []*config.Processor
 	var queues []*feed.Queue
