@@ -172,3 +172,42 @@ processors:
 	t.Errorf("after a SIGHUP naming two.crt/two.key, the daemon does not serve the new certificate: %d %v\n%s",
 		lastCode, lastErr, tail(d.log(), 1500))
 }
+
+// TestAuditOpsReloadKeepsPullDeliveries checks DESIGN §12 Reload: "If
+// valid, the difference is applied without a restart. … A new processor
+// subscribes from the next line its feed publishes", with §9: "A
+// deliveryId is unguessable and valid for one delivery of one run" and
+// §6 pull: "unacked after ackTimeoutMillis → redelivered (attempt + 1)".
+// A reload that only adds a processor to the feed of an unchanged pull
+// subscriber must not cancel that subscriber's deliveries in flight: the
+// client's ACK of a delivery handed out before the reload is 200, and the
+// line is not handed out again. The binary restarts the whole feed for the
+// added processor: the ACK answers 404 "unknown deliveryId" and the same
+// lines come out again, with attempt 1 (not attempt + 1), before any
+// ackTimeoutMillis (60 s) ran out.
+func TestAuditOpsReloadKeepsPullDeliveries(t *testing.T) {
+	tmpl := `dataDir: ./state
+status: {listen: "` + addrPlaceholder + `", token: ` + ctToken + `}
+shutdownTimeoutMillis: 500
+feeds:
+  - {name: app, path: ./in.log, pollIntervalMillis: 20}
+processors:
+  - {name: c, feed: app, type: pull, ackTimeoutMillis: 60000}
+`
+	e := newEnv(t, tmpl)
+	os.WriteFile(e.path("in.log"), []byte("a1\na2\n"), 0o644)
+	d := e.start()
+	evs := pullFromN(t, d, "c", 2, "")
+	auditOpsReload(t, e, d, ctToken, tmpl+"  - {name: added, feed: app, type: discard}\n")
+	for _, ev := range evs {
+		code, _, body := request(t, d, http.MethodPost, "/v1/ack", ctToken, mustJSON(map[string]string{"deliveryId": ev.DeliveryID}))
+		if code != http.StatusOK {
+			t.Errorf("ACK of %s (handed out before the reload): %d %s, want 200 {\"status\":\"acked\"}", ev.Line, code, body)
+		}
+	}
+	again := pullFrom(t, d, "c", "max=10&wait=1s")
+	for _, ev := range again {
+		t.Errorf("after the reload, %s is handed out again (attempt %d, sequence %d) though its delivery was in flight with ackTimeoutMillis 60000",
+			ev.Line, ev.Attempt, ev.Sequence)
+	}
+}
