@@ -269,3 +269,62 @@ func ackAllQuiet(t testing.TB, d *daemon, evs []event) {
 		request(t, d, http.MethodPost, "/v1/ack", ctToken, mustJSON(map[string]string{"deliveryId": ev.DeliveryID}))
 	}
 }
+
+// auditOpsAddProcessor runs a feed of readStrategy rs with a file sink on
+// in.log ("a1\na2\n"), appends "a3\n" once the daemon read the file (for a
+// once-read: after it, so it is not part of the read), reloads with a
+// discard processor added, appends "a4\n", and returns out.log.
+func auditOpsAddProcessor(t *testing.T, rs string) string {
+	tmpl := `dataDir: ./state
+status: {listen: "` + addrPlaceholder + `", token: ` + ctToken + `}
+shutdownTimeoutMillis: 500
+feeds:
+  - {name: app, path: ./in.log, pollIntervalMillis: 20, readStrategy: ` + rs + `}
+processors:
+  - {name: out, feed: app, type: file, path: ./out.log}
+`
+	e := newEnv(t, tmpl)
+	os.WriteFile(e.path("in.log"), []byte("a1\na2\n"), 0o644)
+	d := e.start()
+	d.waitFor("a1, a2 read", 30*time.Second, func(r *report) bool { return r.Settled && r.Feeds[0].Sequence == 2 })
+	appendTo(t, e.path("in.log"), "a3\n")
+	if rs == "EARLIEST" {
+		d.waitFor("a3 read", 30*time.Second, func(r *report) bool { return r.Settled && r.Feeds[0].Sequence == 3 })
+	}
+	auditOpsReload(t, e, d, ctToken, tmpl+"  - {name: added, feed: app, type: discard}\n")
+	time.Sleep(300 * time.Millisecond)
+	appendTo(t, e.path("in.log"), "a4\n")
+	time.Sleep(time.Second)
+	d.waitSettled(30 * time.Second)
+	b, err := os.ReadFile(e.path("out.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestAuditOpsReloadEarliestNoRereads checks DESIGN §12 Reload: "If valid,
+// the difference is applied without a restart. … A new processor
+// subscribes from the next line its feed publishes." An EARLIEST feed's
+// file sink that has a1..a3 gets, after a reload that only adds a
+// processor, a4 and nothing else. The binary restarts the feed for the
+// added processor and an EARLIEST feed (no pointer) reads its file from 0
+// again: out.log becomes a1 a2 a3 a1 a2 a3 a4.
+func TestAuditOpsReloadEarliestNoRereads(t *testing.T) {
+	if got, want := auditOpsAddProcessor(t, "EARLIEST"), "a1\na2\na3\na4\n"; got != want {
+		t.Errorf("out.log after a reload that added a processor = %q, want %q", got, want)
+	}
+}
+
+// TestAuditOpsReloadOnceEarliestNoRereads checks DESIGN §12 Reload (as
+// above) with §4's ONCE_EARLIEST (TestOnceEarliest: "reads from 0 to the
+// file's size at open and stops … Bytes appended later are not read"). A
+// reload that only adds a processor must leave the finished once-read
+// alone: out.log stays a1 a2. The binary restarts the feed: the file is read
+// once more from 0, with the bytes appended since: out.log becomes
+// a1 a2 a1 a2 a3 (a4 too when it came before the new open).
+func TestAuditOpsReloadOnceEarliestNoRereads(t *testing.T) {
+	if got, want := auditOpsAddProcessor(t, "ONCE_EARLIEST"), "a1\na2\n"; got != want {
+		t.Errorf("out.log after a reload that added a processor = %q, want %q", got, want)
+	}
+}
