@@ -328,3 +328,33 @@ func TestAuditOpsReloadOnceEarliestNoRereads(t *testing.T) {
 		t.Errorf("out.log after a reload that added a processor = %q, want %q", got, want)
 	}
 }
+
+// TestAuditOpsReloadUnterminatedIsNow checks DESIGN §4: "`unterminated` is
+// their count in bytes (while tailing: the bytes after the last terminator
+// right now)", across §12 Reload ("If valid, the difference is applied
+// without a restart"). A tailing feed whose file ends in the 4 bytes
+// "part" reports unterminated 4; after a reload that adds a processor the
+// file is unchanged, so it must still report 4. The binary reports 8 (the
+// restarted feed adds the same 4 bytes to the earlier instance's count).
+func TestAuditOpsReloadUnterminatedIsNow(t *testing.T) {
+	tmpl := `dataDir: ./state
+status: {listen: "` + addrPlaceholder + `", token: ` + ctToken + `}
+shutdownTimeoutMillis: 500
+feeds:
+  - {name: app, path: ./in.log, pollIntervalMillis: 20}
+processors:
+  - {name: out, feed: app, type: file, path: ./out.log}
+`
+	e := newEnv(t, tmpl)
+	os.WriteFile(e.path("in.log"), []byte("a1\npart"), 0o644)
+	d := e.start()
+	d.waitFor("unterminated 4", 30*time.Second, func(r *report) bool {
+		return r.Settled && r.Feeds[0].Sequence == 1 && r.Feeds[0].Unterminated == 4
+	})
+	auditOpsReload(t, e, d, ctToken, tmpl+"  - {name: added, feed: app, type: discard}\n")
+	time.Sleep(time.Second)
+	r := d.waitSettled(30 * time.Second)
+	if u := r.Feeds[0].Unterminated; u != 4 {
+		t.Errorf("after a reload, with the file still ending in the 4 bytes \"part\": unterminated = %d, want 4", u)
+	}
+}
