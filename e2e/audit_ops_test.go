@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"strings"
 	"syscall"
@@ -422,3 +423,53 @@ processors:
 }
 
 func lineN(i int) string { return fmt.Sprintf("n%04d\n", i) }
+
+// TestAuditOpsRemovedProcessorDeadLettersStayLossy checks DESIGN §6 Dead
+// letters: "`lossless` is false while any ledger is non-empty, across
+// restarts", with §12 Reload ("Counters are never reset by a reload") and
+// §7 ("A restart never turns a lossy feed green by itself"). A webhook
+// processor dead-letters a line (the receiver answers 400); a reload then
+// removes the processor. Its ledger dataDir/dlq/hook.jsonl stays on disk
+// with the entry, so the feed must stay lossless false, after the reload
+// and after a restart. The binary turns the feed green at the reload
+// (deadLettered 0, lossless true) and keeps it green after the restart.
+func TestAuditOpsRemovedProcessorDeadLettersStayLossy(t *testing.T) {
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "refused", http.StatusBadRequest)
+	}))
+	defer hook.Close()
+	base := `dataDir: ./state
+status: {listen: "` + addrPlaceholder + `", token: ` + ctToken + `}
+shutdownTimeoutMillis: 500
+feeds:
+  - {name: app, path: ./in.log, pollIntervalMillis: 20}
+processors:
+  - {name: out, feed: app, type: file, path: ./out.log}
+`
+	withHook := base + "  - {name: hook, feed: app, type: webhook, url: \"" + hook.URL + "\", onFailure: deadLetter}\n"
+	e := newEnv(t, withHook)
+	os.WriteFile(e.path("in.log"), []byte("a1\n"), 0o644)
+	d := e.start()
+	d.waitFor("one dead letter", 30*time.Second, func(r *report) bool {
+		return r.Settled && r.Feeds[0].DeadLettered == 1 && !r.Lossless
+	})
+	auditOpsReload(t, e, d, ctToken, base)
+	time.Sleep(500 * time.Millisecond)
+	ledger, err := os.ReadFile(e.path("state/dlq/hook.jsonl"))
+	if err != nil || len(ledger) == 0 {
+		t.Fatalf("the ledger is no longer at dataDir/dlq/hook.jsonl (%v): the precondition of this test does not hold", err)
+	}
+	r := d.waitSettled(30 * time.Second)
+	if r.Lossless || r.Feeds[0].Lossless {
+		t.Errorf("after the reload that removed hook, its ledger still holds %d bytes but the feed is lossless (deadLettered %d)",
+			len(ledger), r.Feeds[0].DeadLettered)
+	}
+	d.stop()
+	e.tmpl = base
+	d = e.start()
+	r = d.waitSettled(30 * time.Second)
+	if r.Lossless || r.Feeds[0].Lossless {
+		t.Errorf("after a restart, the ledger dataDir/dlq/hook.jsonl still holds an entry but the feed is lossless (deadLettered %d)",
+			r.Feeds[0].DeadLettered)
+	}
+}
