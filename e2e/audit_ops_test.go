@@ -516,3 +516,42 @@ processors:
 			len(got), losses, r.Feeds[0].Dropped, r.Lossless)
 	}
 }
+
+// TestAuditOpsReloadPullSequenceNumbersOn checks DESIGN §7: "`sequence`: the
+// last sequence number published this run (from 1; 0 = none)" with §9's
+// pull event field "sequence" and §12 Reload: "If valid, the difference is
+// applied without a restart … Counters are never reset by a reload". A
+// pull client ACKs a1 (sequence 1) and a2 (2); a reload adds a processor;
+// a3 is appended. Its event must carry the sequence the feed published it
+// under (feed.status `sequence` 3), not a number a1 already had this run.
+// The binary hands a3 out with sequence 1 while feed.status says 3.
+func TestAuditOpsReloadPullSequenceNumbersOn(t *testing.T) {
+	tmpl := `dataDir: ./state
+status: {listen: "` + addrPlaceholder + `", token: ` + ctToken + `}
+shutdownTimeoutMillis: 500
+feeds:
+  - {name: app, path: ./in.log, pollIntervalMillis: 20}
+processors:
+  - {name: c, feed: app, type: pull}
+`
+	e := newEnv(t, tmpl)
+	os.WriteFile(e.path("in.log"), []byte("a1\na2\n"), 0o644)
+	d := e.start()
+	first := pullFromN(t, d, "c", 2, "")
+	ackAll(t, d, first)
+	d.waitSettled(30 * time.Second)
+	auditOpsReload(t, e, d, ctToken, tmpl+"  - {name: added, feed: app, type: discard}\n")
+	d.waitSettled(30 * time.Second)
+	appendTo(t, e.path("in.log"), "a3\n")
+	evs := pullFromN(t, d, "c", 1, "")
+	ackAll(t, d, evs)
+	r := d.waitFor("a3 acknowledged", 30*time.Second, func(r *report) bool { return r.Settled && r.Feeds[0].Acknowledged >= 3 })
+	seen := map[uint64]string{}
+	for _, ev := range first {
+		seen[ev.Sequence] = ev.Line
+	}
+	if ev := evs[0]; ev.Sequence != r.Feeds[0].Sequence || seen[ev.Sequence] != "" {
+		t.Errorf("a3 pulled after the reload has sequence %d; feed.status sequence = %d; before the reload %v had sequences %d, %d",
+			ev.Sequence, r.Feeds[0].Sequence, []string{first[0].Line, first[1].Line}, first[0].Sequence, first[1].Sequence)
+	}
+}
