@@ -71,6 +71,18 @@ func (l *connLimit) effective() int {
 	return n
 }
 
+// setMax changes the cap (0: DefaultMaxConnections), for a reload: the
+// connections open now stay; the next one past the cap makes room.
+func (l *connLimit) setMax(max int) {
+	if max <= 0 {
+		max = DefaultMaxConnections
+	}
+	l.mu.Lock()
+	l.max = max
+	l.effective()
+	l.mu.Unlock()
+}
+
 // evictOne closes one connection as pick would for a newcomer (never an
 // active one but a closing one); false when there is none.
 func (l *connLimit) evictOne() bool {
@@ -87,16 +99,17 @@ func (l *connLimit) evictOne() bool {
 	return true
 }
 
-// servers maps a server NewServer built to its connLimit, for Serve.
+// servers maps a server NewServer built to its *server (its connLimit, for
+// Serve; its settings, for Reconfigure).
 var servers sync.Map
 
 // Serve is srv.Serve(ln) for a server NewServer built, through a listener
 // that, when accept fails for want of descriptors (EMFILE, ENFILE), closes
 // the connection the cap would close and accepts again.
 func Serve(srv *http.Server, ln net.Listener) error {
-	if l, ok := servers.Load(srv); ok {
+	if s, ok := servers.Load(srv); ok {
 		defer servers.Delete(srv)
-		ln = &fdListener{Listener: ln, limit: l.(*connLimit)}
+		ln = &fdListener{Listener: ln, limit: s.(*server).limit}
 	}
 	if srv.TLSConfig != nil {
 		// HTTP/1.1 over TLS: the server handshakes each connection under

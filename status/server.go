@@ -63,6 +63,7 @@ func NewServer(cfg ServerConfig) *http.Server {
 	}
 	mux := http.NewServeMux()
 	s := &server{cfg: cfg}
+	s.access.Store(&access{token: cfg.Token, protectRead: cfg.ProtectRead})
 	routes := map[string]Route{
 		"/feed.status": {Methods: []string{http.MethodGet, http.MethodHead}, ReadOnly: true, Handler: s.status},
 		"/healthz":     {Methods: []string{http.MethodGet, http.MethodHead}, Handler: s.healthz},
@@ -79,8 +80,9 @@ func NewServer(cfg ServerConfig) *http.Server {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		// The token comes before the route: an unknown path under a
 		// protected prefix answers 401 to a caller without the token.
-		protected := s.cfg.ProtectRead || strings.HasPrefix(r.URL.Path, "/admin/") || strings.HasPrefix(r.URL.Path, "/v1/")
-		if protected && s.cfg.Token != "" && !s.authorized(r) {
+		a := s.access.Load()
+		protected := a.protectRead || strings.HasPrefix(r.URL.Path, "/admin/") || strings.HasPrefix(r.URL.Path, "/v1/")
+		if protected && a.token != "" && !a.authorized(r) {
 			WriteError(w, http.StatusUnauthorized, "missing or wrong bearer token")
 			return
 		}
@@ -106,8 +108,25 @@ func NewServer(cfg ServerConfig) *http.Server {
 		// CA, a port scan): in the daemon's log format, at DEBUG.
 		srv.ErrorLog = log.New(serverLog{cfg.Logger}, "", 0)
 	}
-	servers.Store(srv, limit)
+	servers.Store(srv, s)
 	return srv
+}
+
+// Reconfigure applies a reload's status.token, status.protectRead and
+// status.maxConnections to a server NewServer built, while it serves
+// (DESIGN §12 "Reload": no restart): each request from then on is checked
+// against the new token and protectRead; the cap applies from the next
+// connection (one past it makes room as usual). False: srv is not one of
+// NewServer's.
+func Reconfigure(srv *http.Server, token string, protectRead bool, maxConnections int) bool {
+	v, ok := servers.Load(srv)
+	if !ok {
+		return false
+	}
+	s := v.(*server)
+	s.access.Store(&access{token: token, protectRead: protectRead})
+	s.limit.setMax(maxConnections)
+	return true
 }
 
 // serverLog is net/http's error log through the daemon's logger: a TLS
@@ -125,10 +144,18 @@ func (s serverLog) Write(p []byte) (int, error) {
 }
 
 type server struct {
-	cfg    ServerConfig
+	cfg    ServerConfig // its Token and ProtectRead as built: access holds those in use
+	access atomic.Pointer[access]
 	mux    *http.ServeMux
 	routes map[string]Route
 	limit  *connLimit
+}
+
+// access is what a request is checked against: the token ("": none) and
+// protectRead, replaced whole by Reconfigure.
+type access struct {
+	token       string
+	protectRead bool
 }
 
 // connKey keys the request context's net.Conn (for the connection cap).
@@ -150,7 +177,7 @@ func (s *server) gate(next http.Handler) http.Handler {
 			WriteError(w, http.StatusUnauthorized, "a client certificate signed by status.tls.clientCAFile is required (only /livez, /readyz and /healthz answer without one)")
 			return
 		}
-		if s.cfg.Token != "" && !s.authorized(r) && s.needsToken(r) {
+		if a := s.access.Load(); a.token != "" && !a.authorized(r) && s.needsToken(r, a) {
 			WriteError(w, http.StatusUnauthorized, "missing or wrong bearer token")
 			return
 		}
@@ -183,7 +210,7 @@ func probePath(r *http.Request) bool {
 // and each cleaned) names a route that needs the token, or, naming none, a
 // path the "/" fallback would answer 401 (under /admin/ or /v1/, or any
 // with protectRead).
-func (s *server) needsToken(r *http.Request) bool {
+func (s *server) needsToken(r *http.Request, a *access) bool {
 	sent, _, _ := strings.Cut(r.RequestURI, "?")
 	if !strings.HasPrefix(sent, "/") {
 		sent = r.URL.Path // absolute-form or "*": the parsed path is all there is
@@ -200,12 +227,12 @@ func (s *server) needsToken(r *http.Request) bool {
 			u.Path, u.RawPath = q, ""
 			_, pattern := s.mux.Handler(&probe)
 			if rt, ok := s.routes[pattern]; ok {
-				if rt.Protected || (rt.ReadOnly && s.cfg.ProtectRead) {
+				if rt.Protected || (rt.ReadOnly && a.protectRead) {
 					return true
 				}
 				continue
 			}
-			if s.cfg.ProtectRead || strings.HasPrefix(q, "/admin/") || strings.HasPrefix(q, "/v1/") {
+			if a.protectRead || strings.HasPrefix(q, "/admin/") || strings.HasPrefix(q, "/v1/") {
 				return true
 			}
 		}
@@ -232,8 +259,9 @@ func cleanPath(p string) string {
 // (405), then the handler (body 413/400).
 func (s *server) wrap(rt Route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		needToken := rt.Protected || (rt.ReadOnly && s.cfg.ProtectRead)
-		if needToken && s.cfg.Token != "" && !s.authorized(r) {
+		a := s.access.Load()
+		needToken := rt.Protected || (rt.ReadOnly && a.protectRead)
+		if needToken && a.token != "" && !a.authorized(r) {
 			WriteError(w, http.StatusUnauthorized, "missing or wrong bearer token")
 			return
 		}
@@ -254,12 +282,12 @@ func (s *server) wrap(rt Route) http.Handler {
 
 // authorized checks "Authorization: Bearer <token>"; the scheme is
 // case-insensitive (RFC 7235 §2.1), the token compared in constant time.
-func (s *server) authorized(r *http.Request) bool {
+func (a *access) authorized(r *http.Request) bool {
 	scheme, got, ok := strings.Cut(r.Header.Get("Authorization"), " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") {
 		return false
 	}
-	return subtle.ConstantTimeCompare([]byte(got), []byte(s.cfg.Token)) == 1
+	return subtle.ConstantTimeCompare([]byte(got), []byte(a.token)) == 1
 }
 
 func (s *server) status(w http.ResponseWriter, r *http.Request) {

@@ -40,14 +40,9 @@ func cmdRun(args []string, stderr io.Writer) int {
 	if tok := os.Getenv("TAILFEED_TOKEN"); tok != "" {
 		cfg.Status.Token = tok
 	}
-	log := hclog.New(&hclog.LoggerOptions{
-		Name:       "tailfeed",
-		Level:      hclog.LevelFromString(cfg.Log.Level),
-		JSONFormat: cfg.Log.Format == "json",
-		Output:     stderr,
-	})
+	log, setLog := newLogger(stderr, cfg.Log)
 	securityWarnings(cfg, *path, tokenInFile, log)
-	d, err := daemon.New(cfg, log)
+	d, err := daemon.NewWithOptions(cfg, log, daemon.Options{SetLog: setLog})
 	if err != nil {
 		var ce *daemon.ConfigError
 		if errors.As(err, &ce) {

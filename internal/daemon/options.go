@@ -7,8 +7,12 @@ import (
 	"tailfeed/processor"
 )
 
-// Options are seams for in-process tests; `tailfeed run` passes none.
+// Options are seams for in-process tests; `tailfeed run` passes SetLog only.
 type Options struct {
+	// SetLog, when set, applies a reload's log section (level and format)
+	// to the daemon's logger; nil: the logger stays as it was built.
+	SetLog func(config.Log)
+
 	// Processors replaces the processor of the subscriber named by a key,
 	// whatever type the config gives it (the config must still be valid, so
 	// tests name a `discard` processor and swap in their own). Build gets the

@@ -30,8 +30,14 @@ package daemon
 //     and reports stalled "removed subscriber <name> holds N lines". The
 //     release counts N in released (a losses ledger entry: lossless false).
 //   - status.listen moves by binding the new address first; the other
-//     status settings (token, protectRead, maxConnections) take effect with
-//     it, otherwise at the next restart (a WARN says so).
+//     status settings (token, protectRead, maxConnections) apply to the
+//     running server otherwise (from its next request, or connection).
+//     Other status.tls files are loaded before anything changes (a set
+//     that does not load fails the reload) and served from the next
+//     handshake once the reload succeeded; turning status.tls on or off is
+//     a reload error (restart).
+//   - log.level and log.format apply from the end of the reload on
+//     (Options.SetLog; `tailfeed run` passes its logger's switch).
 
 import (
 	"context"
@@ -53,6 +59,7 @@ import (
 	"tailfeed/feed"
 	"tailfeed/internal/datadir"
 	"tailfeed/internal/fileutil"
+	"tailfeed/internal/tlsconfig"
 	"tailfeed/processor"
 	"tailfeed/sink"
 	"tailfeed/status"
@@ -157,22 +164,23 @@ func (d *Daemon) reload() error {
 	if err := d.checkPathsOf(cfg); err != nil {
 		return err
 	}
+	// Other status.tls files are loaded before anything changes (a pair
+	// that does not load fails the reload) and served once it succeeded.
+	var certs *tlsconfig.Staged
 	if ot, nt := old.Status.TLS, cfg.Status.TLS; ot.CertFile != nt.CertFile || ot.KeyFile != nt.KeyFile || ot.ClientCAFile != nt.ClientCAFile {
-		return &ConfigError{Loc: d.configLoc(nt.Line), Key: "status.tls",
-			Err: errors.New("cannot change at a reload (the files it names are re-read; restart to name others)")}
+		if (ot.CertFile == "") != (nt.CertFile == "") {
+			return &ConfigError{Loc: d.configLoc(nt.Line), Key: "status.tls",
+				Err: errors.New("cannot be turned on or off at a reload (the listener's protocol changes; restart to do it)")}
+		}
+		if certs, err = d.tls.Stage(nt.CertFile, nt.KeyFile, nt.ClientCAFile); err != nil {
+			return &ConfigError{Loc: d.configLoc(nt.Line), Key: "status.tls", Err: err}
+		}
 	}
 	var ln net.Listener
 	if cfg.Status.Listen != old.Status.Listen {
 		if ln, err = net.Listen("tcp", cfg.Status.Listen); err != nil {
 			return fmt.Errorf("status listen %s: %w", cfg.Status.Listen, err)
 		}
-	} else if cfg.Status.Token != old.Status.Token || cfg.Status.ProtectRead != old.Status.ProtectRead ||
-		cfg.Status.MaxConnections != old.Status.MaxConnections {
-		d.log.Warn("status.token, status.protectRead and status.maxConnections change with status.listen or at the next restart; kept")
-		// The running config says what runs: a later reload compares with
-		// (and warns against) the values the server still uses.
-		cfg.Status.Token, cfg.Status.ProtectRead, cfg.Status.MaxConnections =
-			old.Status.Token, old.Status.ProtectRead, old.Status.MaxConnections
 	}
 
 	oldFeeds := map[string]*Feed{}
@@ -320,6 +328,19 @@ func (d *Daemon) reload() error {
 			if newFeeds[name] == nil {
 				d.log.Info("feed removed", "feed", name)
 			}
+		}
+	}
+	if cfg != old {
+		// The new status settings and log apply with the new config (a
+		// rolled-back reload keeps the old ones).
+		if certs != nil {
+			d.tls.Use(certs)
+		}
+		if ln == nil {
+			status.Reconfigure(d.srv, cfg.Status.Token, cfg.Status.ProtectRead, cfg.Status.MaxConnections)
+		}
+		if d.opts.SetLog != nil && cfg.Log != old.Log {
+			d.opts.SetLog(cfg.Log)
 		}
 	}
 	var oldSrv *http.Server

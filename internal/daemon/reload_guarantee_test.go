@@ -284,20 +284,24 @@ func TestReloadBestEffortLeftoversCountedOnce(t *testing.T) {
 	}
 }
 
-// A token changed without a status.listen change is kept (a WARN says so)
-// and the running config keeps the running token, so that the next reload
-// warns again rather than believing the new one applies.
-func TestReloadKeptTokenStaysInRunningConfig(t *testing.T) {
+// A token changed without a status.listen change applies to the running
+// server (DESIGN §12 "Reload": applied without a restart), and the running
+// config holds it: the next reload needs the new token, the old one is
+// refused.
+func TestReloadNewTokenInRunningConfig(t *testing.T) {
 	e := start(t, reloadBase, Options{})
 	e.rewrite(strings.Replace(reloadBase, "token: sesame", "token: opensesame", 1))
 	if code, body := e.reload(); code != http.StatusOK {
 		t.Fatalf("reload: %d %s", code, body)
 	}
-	if got := e.d.config().Status.Token; got != "sesame" {
-		t.Errorf("running config's token %q after a reload that kept the server's; want sesame", got)
+	if got := e.d.config().Status.Token; got != "opensesame" {
+		t.Errorf("running config's token %q after a reload to opensesame; want opensesame", got)
 	}
-	if code, body := e.reload(); code != http.StatusOK { // still the old token
-		t.Fatalf("second reload with the running token: %d %s", code, body)
+	if code, body := e.reload(); code != http.StatusUnauthorized { // the old token
+		t.Fatalf("second reload with the old token: %d %s; want 401", code, body)
+	}
+	if code, body := e.do(http.MethodPost, "/admin/reload", "opensesame"); code != http.StatusOK {
+		t.Fatalf("second reload with the new token: %d %s", code, body)
 	}
 }
 

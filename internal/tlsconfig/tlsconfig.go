@@ -10,7 +10,10 @@
 // file). A set that does not load (the key not yet written for the new
 // certificate, a half-written file) keeps the last good one in use, with a
 // WARN once per change; Reload re-reads at once (SIGHUP, POST
-// /admin/reload) and returns the error.
+// /admin/reload) and returns the error. A reload that names other files
+// loads them first (Stage) and puts them in use only once the reload
+// succeeded (Use): a set that does not load fails the reload, the old
+// set stays.
 //
 // Decisions where the contract is silent: TLS 1.2 is the minimum; an empty
 // caFile uses the system's roots; a client's caFile is read once, when the
@@ -83,13 +86,14 @@ func LoadPool(file string) (*x509.CertPool, error) {
 // that signs client certificates. Its Config hands every handshake the
 // current files' settings.
 type Server struct {
-	certFile, keyFile, caFile string
-	log                       hclog.Logger
+	log hclog.Logger
 
 	mu     sync.Mutex
 	cfg    *tls.Config // current
 	loaded []fs.FileInfo
 	failed []fs.FileInfo // the file set that last failed to load (warned once)
+
+	certFile, keyFile, caFile string // under mu: a reload may name others (Use)
 }
 
 // NewServer loads the files; an error names what is wrong with them.
@@ -107,7 +111,11 @@ func NewServer(certFile, keyFile, clientCAFile string, log hclog.Logger) (*Serve
 // RequireClientCert reports whether clients must present a certificate
 // the client CA signed (the HTTP layer enforces it per route: probes are
 // exempt).
-func (s *Server) RequireClientCert() bool { return s.caFile != "" }
+func (s *Server) RequireClientCert() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.caFile != ""
+}
 
 // Config is the tls.Config to serve with: each handshake gets the current
 // files' configuration (re-read first when they changed on disk).
@@ -121,35 +129,78 @@ func (s *Server) Config() *tls.Config {
 	}
 }
 
-func (s *Server) files() []string {
-	f := []string{s.certFile, s.keyFile}
-	if s.caFile != "" {
-		f = append(f, s.caFile)
+// fileSet is the files a Server serves with.
+type fileSet struct{ cert, key, ca string }
+
+func (f fileSet) list() []string {
+	l := []string{f.cert, f.key}
+	if f.ca != "" {
+		l = append(l, f.ca)
 	}
-	return f
+	return l
+}
+
+// set is the files in use now.
+func (s *Server) set() fileSet {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return fileSet{s.certFile, s.keyFile, s.caFile}
 }
 
 // Reload reads the files now. On an error the configuration in use stays.
 func (s *Server) Reload() error {
-	infos, _ := statAll(s.files())
-	cfg, err := s.load()
+	f := s.set()
+	infos, _ := statAll(f.list())
+	cfg, err := f.load()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err != nil {
 		return err
 	}
+	if f != (fileSet{s.certFile, s.keyFile, s.caFile}) {
+		return nil // Use named others meanwhile
+	}
 	s.cfg, s.loaded, s.failed = cfg, infos, nil
 	return nil
 }
 
-func (s *Server) load() (*tls.Config, error) {
-	cert, err := tls.LoadX509KeyPair(s.certFile, s.keyFile)
+// Staged is a set of files Stage loaded, not in use yet.
+type Staged struct {
+	files fileSet
+	cfg   *tls.Config
+	infos []fs.FileInfo
+}
+
+// Stage loads other files (a reload naming them) without using them: an
+// error names what is wrong with them, and the files in use stay.
+func (s *Server) Stage(certFile, keyFile, clientCAFile string) (*Staged, error) {
+	f := fileSet{certFile, keyFile, clientCAFile}
+	infos, _ := statAll(f.list())
+	cfg, err := f.load()
 	if err != nil {
-		return nil, fmt.Errorf("certFile %s / keyFile %s: %w", s.certFile, s.keyFile, err)
+		return nil, err
+	}
+	return &Staged{files: f, cfg: cfg, infos: infos}, nil
+}
+
+// Use serves the staged files from the next handshake on (an open
+// connection keeps the certificate it was made with); they are re-read
+// when they change on disk, as the files they replace were.
+func (s *Server) Use(st *Staged) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.certFile, s.keyFile, s.caFile = st.files.cert, st.files.key, st.files.ca
+	s.cfg, s.loaded, s.failed = st.cfg, st.infos, nil
+}
+
+func (f fileSet) load() (*tls.Config, error) {
+	cert, err := tls.LoadX509KeyPair(f.cert, f.key)
+	if err != nil {
+		return nil, fmt.Errorf("certFile %s / keyFile %s: %w", f.cert, f.key, err)
 	}
 	c := &tls.Config{MinVersion: tls.VersionTLS12, NextProtos: []string{"http/1.1"}, Certificates: []tls.Certificate{cert}}
-	if s.caFile != "" {
-		pool, err := LoadPool(s.caFile)
+	if f.ca != "" {
+		pool, err := LoadPool(f.ca)
 		if err != nil {
 			return nil, fmt.Errorf("clientCAFile: %w", err)
 		}
@@ -164,7 +215,8 @@ func (s *Server) load() (*tls.Config, error) {
 // current re-reads the files when they changed since the last load (or
 // the last failed attempt) and returns the configuration in use.
 func (s *Server) current() *tls.Config {
-	infos, err := statAll(s.files())
+	f := s.set()
+	infos, err := statAll(f.list())
 	s.mu.Lock()
 	if err != nil || sameSet(infos, s.loaded) || sameSet(infos, s.failed) {
 		cfg := s.cfg
@@ -172,9 +224,12 @@ func (s *Server) current() *tls.Config {
 		return cfg
 	}
 	s.mu.Unlock()
-	cfg, lerr := s.load()
+	cfg, lerr := f.load()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if f != (fileSet{s.certFile, s.keyFile, s.caFile}) {
+		return s.cfg // Use named others meanwhile
+	}
 	if lerr != nil {
 		if !sameSet(infos, s.failed) {
 			s.log.Warn("status.tls: the changed certificate files do not load; serving the previous ones", "error", lerr)

@@ -258,3 +258,63 @@ func TestClientCertificateReloads(t *testing.T) {
 		t.Fatalf("after the rewrite: %v", err)
 	}
 }
+
+// A reload that names other files (DESIGN §12: "Certificate files are
+// re-read on reload"): Stage loads them without serving them (a pair that
+// does not load is an error, the files in use stay); Use serves them from
+// the next handshake, and they are then re-read when they change on disk,
+// as the files they replaced were; the old files no longer matter.
+func TestServerStageAndUseOtherFiles(t *testing.T) {
+	dir := t.TempDir()
+	ca1, ca2, ca3 := tlstest.NewCA(t, "one"), tlstest.NewCA(t, "two"), tlstest.NewCA(t, "three")
+	crt1, key1, _ := ca1.Files(t, dir, "s1")
+	c2, k2 := ca2.Issue(t, "s2")
+	crt2, key2 := tlstest.Write(t, dir, "s2.crt", c2), tlstest.Write(t, dir, "s2.key", k2)
+	s, err := NewServer(crt1, key1, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := serve(t, s.Config())
+	// A mismatched pair (s1's certificate, s2's key) does not stage.
+	if _, err := s.Stage(crt1, key2, ""); err == nil {
+		t.Fatal("Stage of a mismatched pair: no error")
+	}
+	if _, err := s.Stage(crt2, key2, filepath.Join(dir, "missing-ca.crt")); err == nil {
+		t.Fatal("Stage with a missing clientCAFile: no error")
+	}
+	st, err := s.Stage(crt2, key2, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := dial(addr, ca1.PEM, nil); err != nil {
+		t.Fatalf("staged, not used: the first certificate: %v", err)
+	}
+	s.Use(st)
+	if err := dial(addr, ca2.PEM, nil); err != nil {
+		t.Fatalf("after Use, the staged certificate: %v", err)
+	}
+	// The old files changing no longer matters; the new ones are watched.
+	os.Remove(crt1)
+	c3, k3 := ca3.Issue(t, "s3")
+	os.WriteFile(key2, k3, 0o600)
+	os.WriteFile(crt2, c3, 0o600)
+	if err := dial(addr, ca3.PEM, nil); err != nil {
+		t.Fatalf("after a rewrite of the used files, their new certificate: %v", err)
+	}
+	if err := s.Reload(); err != nil {
+		t.Fatalf("Reload of the used files: %v", err)
+	}
+	// A client CA staged in: RequireClientCert follows.
+	cca := tlstest.Write(t, dir, "clients.crt", tlstest.NewCA(t, "clients").PEM)
+	st, err = s.Stage(crt2, key2, cca)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.RequireClientCert() {
+		t.Fatal("staged, not used: RequireClientCert already true")
+	}
+	s.Use(st)
+	if !s.RequireClientCert() {
+		t.Fatal("after Use of a clientCAFile: RequireClientCert false")
+	}
+}
