@@ -5,7 +5,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"syscall"
 	"time"
+
+	"tailfeed/pointer"
 )
 
 // Review of ca90b00 (a glob stream whose file was copytruncated queues its
@@ -34,6 +37,17 @@ func ownCopytruncate(t *testing.T, src *Source, path string) string {
 		}
 	}
 	return cp
+}
+
+// ownKey is path's file key.
+func ownKey(t *testing.T, path string) uint64 {
+	t.Helper()
+	st, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sys := st.Sys().(*syscall.Stat_t)
+	return pointer.FileKey(uint64(sys.Dev), sys.Ino)
 }
 
 // ownOpenStream waits for the open stream at path and returns its source.
@@ -98,5 +112,68 @@ func TestOwnCutFileDroppedWhenStreamPreemptedOnItsCopyCountsFalseLoss(t *testing
 	if strings.Join(got, ",") != "b-1" || tails != 0 {
 		t.Fatalf("every line of a.log delivered and acknowledged, its copy read to its end: delivered %q (want b-1), lostTails %d lostBytes %d (%q); want 0",
 			got, tails, bytes, detail)
+	}
+}
+
+// COMMITTED, rotateWaitMillis 3 s: a.log's lines a-0..a-4 are read and
+// acknowledged; a-5..a-9 are appended, read and published, not yet
+// acknowledged. logrotate copytruncate: a.log copied to a.log.1 (outside
+// the glob, the copy holds all ten lines), a.log cut to 0. a.log's source
+// reads on in a.log.1 (readCopy), binding the pointer to the copy
+// (Pointer.Bind with the copy's file key). a-5..a-7 are acknowledged: the
+// commit writes the record (E, a.log.1's key, offset after a-7). The
+// daemon stops (kill -9 or a drain cut short: a-8, a-9 unacknowledged)
+// before the stream switches to its cut file. At the restart a.log.1 is
+// still on disk holding a-8 and a-9 past the pointer's offset, but the
+// pointer names a.log.1's key, a file the glob does not match: no stream
+// takes the pointer (ptrFor matches a.log's key only), countGone counts it
+// a lost tail, and a-8, a-9 are never delivered. DESIGN §4 "Restart after
+// rotation: every generation still on disk": "find the pointer's
+// generation: the file with the pointer's file key and fingerprint, or ... a
+// file matching the fingerprint alone (a copy ...) looked for in the path's
+// directory ... Read it from the offset to its end first"; §2 never lose a
+// line (a duplicate, never a gap). Observed: a-8, a-9 not delivered,
+// lostTails 1. Expected: a-8, a-9 delivered (again), then b-1; lostTails 0.
+// Pre-existing (readCopy's Bind predates ca90b00); ca90b00 makes the copy
+// the stream's file until its switch, the window in which this happens.
+func TestOwnRestartWhileReadingCopyWithCopysKeyInPointerLosesCopyTail(t *testing.T) {
+	dir, data, a := aLogIn(t, numbered("a", 5))
+	ig, stop := runGlobCfg(t, filepath.Join(dir, "*.log"), data, 200*time.Millisecond, func(c *GlobConfig) {
+		c.Stream.RotateWait = 3 * time.Second
+	})
+	if first, _ := ig.popEpochs(time.Second, true); len(first) != 5 {
+		t.Fatalf("first turn delivered %d lines, want 5", len(first))
+	}
+	src := ownOpenStream(t, ig, a)
+	appendTo(t, a, "a-5\na-6\na-7\n")
+	if got, _ := ig.popEpochs(500*time.Millisecond, false); strings.Join(got, ",") != "a-5,a-6,a-7" {
+		t.Fatalf("delivered %q, want a-5..a-7", got)
+	}
+	appendTo(t, a, "a-8\na-9\n")
+	if got, _ := ig.popEpochs(500*time.Millisecond, false); strings.Join(got, ",") != "a-8,a-9" {
+		t.Fatalf("delivered %q, want a-8, a-9", got)
+	}
+	cp := ownCopytruncate(t, src, a)
+	ig.q.AddDispatched(3) // a-5..a-7 acknowledged, a-8 and a-9 not
+	ig.pub.Poke()
+	time.Sleep(300 * time.Millisecond)
+	rec, ptrs, err := ig.pointer()
+	if err != nil || len(ptrs) != 1 {
+		t.Fatalf("pointer: %v %v", ptrs, err)
+	}
+	if rec.Offset != 32 || rec.FileKey != ownKey(t, cp) {
+		t.Fatalf("pointer offset %d key %016x after a-7 acknowledged, want 32 and a.log.1's key %016x", rec.Offset, rec.FileKey, ownKey(t, cp))
+	}
+	stop()
+	if _, err := os.Stat(cp); err != nil {
+		t.Fatal(err)
+	}
+	appendTo(t, a, "b-1\n")
+	ig2, _ := runGlobQuiet(t, filepath.Join(dir, "*.log"), data, 200*time.Millisecond)
+	got, _ := ig2.popEpochs(2*time.Second, true)
+	tails, bytes, detail := ig2.lost()
+	if strings.Join(got, ",") != "a-8,a-9,b-1" || tails != 0 {
+		t.Fatalf("restart with a.log.1 (the copy, a-8 and a-9 past the pointer) on disk: delivered %q, lostTails %d lostBytes %d (%q); want a-8,a-9,b-1 and 0 (pointer key %016x, a.log.1 is the copy)",
+			got, tails, bytes, detail, rec.FileKey)
 	}
 }
