@@ -425,3 +425,55 @@ func TestOwnResetOntoEmptyCutFileThenCopytruncateWhileStoppedReusesEpoch(t *test
 			got, e2, underE2, bAgain, tails, bytes, detail)
 	}
 }
+
+// COMMITTED: a.log's lines a-0..a-4 are read and acknowledged (pointer: E1,
+// a.log's key, fingerprint of its 20 bytes, offset 20); a-5 and a-6 are
+// appended, read and delivered, not yet acknowledged. logrotate
+// copytruncate: a.log copied to a.log.1 (outside the glob; it holds a-0..a-6),
+// cut to 0. a.log's source reads on in a.log.1 (nothing unread) and queues its
+// cut a.log behind it (ownCutFile); b-1 is written to a.log and the source
+// switches to it, its epoch waiting at the barrier for a-5, a-6. The daemon
+// dies there (kill -9; here a drain cut short). At the restart the pointer
+// still names E1 at offset 20 and a.log.1 still holds a-5, a-6 past it, but
+// a.log's first bytes are now b-1's: the glob gives a.log a new stream
+// (ptrFor wants key + fingerprint), no source ever looks for E1's copy, and
+// countGone counts E1 a lost tail: a-5 and a-6, delivered and never
+// acknowledged, are never delivered again. A single-file feed reads the copy
+// from the pointer (resumeRotated). DESIGN §2: "after any crash the restart
+// re-reads from the pointer ... never a gap"; §4 "Restart after rotation:
+// every generation still on disk ... a copy ... looked for in the path's
+// directory ... Read it from the offset to its end first"; §10: §3/§4 apply
+// to each file. Observed: only b-1 delivered, lostTails 1. Expected:
+// a-5, a-6 (again), b-1; lostTails 0. Pre-existing (fails without ca90b00
+// too); the window is the whole time the copy's lines are unacknowledged.
+func TestOwnKillWhileCutFileWaitsAtBarrierLosesCopysUnacknowledgedLines(t *testing.T) {
+	dir, data, a := aLogIn(t, numbered("a", 5))
+	ig, stop := runGlobQuiet(t, filepath.Join(dir, "*.log"), data, 200*time.Millisecond)
+	if first, _ := ig.popEpochs(time.Second, true); len(first) != 5 {
+		t.Fatalf("first turn delivered %d lines, want 5", len(first))
+	}
+	src := ownOpenStream(t, ig, a)
+	appendTo(t, a, "a-5\na-6\n")
+	if got, _ := ig.popEpochs(500*time.Millisecond, false); strings.Join(got, ",") != "a-5,a-6" {
+		t.Fatalf("delivered %q, want a-5, a-6", got)
+	}
+	cp := ownCopytruncate(t, src, a)
+	appendTo(t, a, "b-1\n")
+	time.Sleep(500 * time.Millisecond)
+	if got, _ := ig.popEpochs(300*time.Millisecond, false); len(got) != 0 {
+		t.Fatalf("b-1's epoch started before a-5, a-6 were acknowledged: delivered %q", got)
+	}
+	if rec, _, err := ig.pointer(); err != nil || rec.Offset != 20 || rec.FileKey != ownKey(t, a) {
+		t.Fatalf("pointer %+v (%v): want a.log's key at offset 20", rec, err)
+	}
+	stop()
+	if _, err := os.Stat(cp); err != nil {
+		t.Fatal(err)
+	}
+	ig2, _ := runGlobQuiet(t, filepath.Join(dir, "*.log"), data, 200*time.Millisecond)
+	got, _ := ig2.popEpochs(1500*time.Millisecond, true)
+	if tails, bytes, detail := ig2.lost(); strings.Join(got, ",") != "a-5,a-6,b-1" || tails != 0 {
+		t.Fatalf("restart with a.log.1 (a-5, a-6 past the pointer) on disk: delivered %q, lostTails %d lostBytes %d (%q); want a-5,a-6,b-1 and 0",
+			got, tails, bytes, detail)
+	}
+}
