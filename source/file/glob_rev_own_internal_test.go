@@ -477,3 +477,46 @@ func TestOwnKillWhileCutFileWaitsAtBarrierLosesCopysUnacknowledgedLines(t *testi
 			got, tails, bytes, detail)
 	}
 }
+
+// COMMITTED, glob *.log (the general case behind
+// TestOwnKillWhileCutFileWaitsAtBarrierLosesCopysUnacknowledgedLines, with
+// no ca90b00 code involved): a.log's five lines are read, acknowledged and
+// committed; the daemon stops. While it is down the application writes a-5,
+// a-6 and logrotate copytruncates (a.log.1 holds a-0..a-6, a.log is cut) and
+// the application writes b-1. At the restart a.log's key has other first
+// bytes: a new stream (b-1); the pointer's file is "gone while stopped"
+// (countGone: no matched file holds its first bytes) and a-5, a-6 in a.log.1
+// — a name rotatedNames matches, beside the path — are never read.
+// README (logrotate table): "copytruncate ... while stopped: nothing
+// tailfeed could have read: the copy (plain or .gz) is found by its first
+// bytes and read from the pointer ... lossless"; README (globs): "the tracked
+// file's stream reads the copy's unread tail when its name matches
+// rotatedNames"; DESIGN §4 "Restart after rotation", §10 (§3/§4 apply to
+// each file). Observed: b-1 only, lostTails 1. Expected: a-5, a-6, b-1,
+// lostTails 0. Pre-existing (not touched by ca90b00).
+func TestOwnGlobCopytruncateWhileStoppedCopyBesidePathIsNotRead(t *testing.T) {
+	dir, data, a := aLogIn(t, numbered("a", 5))
+	ig, stop := runGlobQuiet(t, filepath.Join(dir, "*.log"), data, 200*time.Millisecond)
+	if first, _ := ig.popEpochs(time.Second, true); len(first) != 5 {
+		t.Fatalf("first turn delivered %d lines, want 5", len(first))
+	}
+	stop()
+	appendTo(t, a, "a-5\na-6\n")
+	old, err := os.ReadFile(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(a+".1", old, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(a, 0); err != nil {
+		t.Fatal(err)
+	}
+	appendTo(t, a, "b-1\n")
+	ig2, _ := runGlobQuiet(t, filepath.Join(dir, "*.log"), data, 200*time.Millisecond)
+	got, _ := ig2.popEpochs(1500*time.Millisecond, true)
+	if tails, bytes, detail := ig2.lost(); strings.Join(got, ",") != "a-5,a-6,b-1" || tails != 0 {
+		t.Fatalf("copytruncate while stopped, the copy a.log.1 beside a.log: delivered %q, lostTails %d lostBytes %d (%q); want a-5,a-6,b-1 and 0",
+			got, tails, bytes, detail)
+	}
+}
