@@ -745,6 +745,31 @@ func (s *Source) barrierAtClose() {
 	}
 }
 
+// switchAtClose makes, at the stop, the switch from a glob stream's copy
+// to its own cut file (ownCutFile) that atEnd would have made once
+// rotateWait passed: when the copy is read to its end and every line is
+// acknowledged and synced, the pointer is Reset onto the cut file
+// (barrierAtClose), as a single-file feed's pointer is once it crossed the
+// barrier. Left on the copy, the pointer named the file's old content: a
+// stream preempted (maxOpenFiles) or stopped in that wait, whose copy was
+// then deleted, counted a lost tail at its next open, with every line
+// delivered.
+func (s *Source) switchAtClose() {
+	r := s.cur
+	if s.ptr == nil || s.barrier || r == nil || !r.copy || r.gz != nil || len(s.next) == 0 ||
+		s.dropped || s.pending != nil || r.consumed() < r.limit {
+		return
+	}
+	if nx := s.next[0]; !s.ownCutFile(r, nx.dev, nx.ino) {
+		return
+	}
+	if s.pub.Pending() > 0 || !s.commitOK.Load() || !s.ptr.Synced() {
+		return
+	}
+	s.switchTo()
+	s.barrierAtClose()
+}
+
 // whyBarrier is the pause reason while the epoch barrier waits.
 const whyBarrier = "epoch switch waits for the previous file's lines"
 

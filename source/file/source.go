@@ -421,6 +421,7 @@ func (s *Source) Close() error {
 	s.commitStep(true)
 	var err error
 	s.closing = true
+	s.switchAtClose()
 	s.noteTail()
 	if s.ptr != nil {
 		if s.barrier {
