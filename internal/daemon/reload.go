@@ -609,7 +609,8 @@ type carried struct {
 	lostTails, lostBytes                                uint64
 	pausedSeconds                                       float64
 	// seq is the sequences the earlier instances published: the restarted
-	// instance numbers on from it, so sequence, acknowledged, and every
+	// instance's publisher numbers on from it (Publisher.StartAt), so
+	// sequence, acknowledged, the sequence a processor sees, and every
 	// subscriber's position and dispatched never go back (each re-read
 	// line is published again under a new sequence).
 	seq, commitFailures uint64
@@ -634,6 +635,7 @@ func (f *Feed) inherit(old *Feed) {
 	c.bytesRead = old.carry.bytesRead + old.finalBytes
 	c.pausedSeconds = old.carry.pausedSeconds + old.finalPaused
 	c.seq, c.unterminated = s.SeqAfter, s.Unterminated
+	f.pub.StartAt(c.seq) // numbers on: a processor sees the sequence feed.status counts
 	c.commitFailures = old.carry.commitFailures + old.src.CommitFailures()
 	c.failures = map[string]uint64{}
 	for k, v := range old.carry.failures {
@@ -655,11 +657,11 @@ func (f *Feed) addCarry(s *status.FeedSnapshot) {
 	s.LostTails += c.lostTails
 	s.LostBytes += c.lostBytes
 	s.Unterminated += c.unterminated
-	s.SeqBefore += c.seq
-	s.SeqAfter += c.seq
-	s.Acknowledged += c.seq
+	// The publisher numbers on from c.seq (StartAt): sequence and
+	// acknowledged are the feed's already. A synced commit covers at least
+	// what the earlier instance acknowledged (its final commit).
 	if s.Pointer != nil {
-		s.Pointer.SyncedSeq += c.seq
+		s.Pointer.SyncedSeq = max(s.Pointer.SyncedSeq, c.seq)
 		s.Pointer.CommitFailures += c.commitFailures
 	}
 	for i := range s.Subscribers {
