@@ -501,14 +501,15 @@ func (d *Daemon) Stop() error {
 }
 
 // drainBestEffort waits, up to ctx, until every best-effort queue's group
-// finished what was given to it.
+// finished what was given to it (for a processor with a checkpoint hold,
+// a pull subscriber: until it is durable, acknowledged by a client).
 func (f *Feed) drainBestEffort(ctx context.Context) {
 	for _, g := range f.groups {
 		q := g.Queue()
 		if !q.BestEffort() {
 			continue
 		}
-		for q.Depth() > 0 || q.Finished() < q.Position() {
+		for q.Depth() > 0 || min(q.Finished(), q.AckPoint()) < q.Position() {
 			if st, _ := q.State(); st == feed.Dead {
 				break
 			}

@@ -612,7 +612,12 @@ func (p *Pull) waiting() []*pullEntry {
 
 // Close stops the timer goroutine, ends long polls and fails waiting
 // replays. Unacknowledged lines stay unacknowledged: the pointer does not
-// pass them, and the next run delivers them again. Close is idempotent.
+// pass them, and the next run delivers them again. A best-effort
+// (DROP_AFTER_SPIN) subscriber does not hold the pointer, so its
+// unacknowledged lines reach no one after the stop: they count as dropped
+// (DESIGN §5: lines still in a best-effort queue at the stop), as the
+// lines left in the queue itself do. No ACK is taken once Close began, so
+// the count is exact. Close is idempotent.
 func (p *Pull) Close() error {
 	p.closeOnce.Do(func() {
 		p.mu.Lock()
@@ -627,6 +632,14 @@ func (p *Pull) Close() error {
 		p.mu.Unlock()
 		close(p.stop)
 		<-p.done
+		p.mu.Lock()
+		left := p.unacked
+		p.mu.Unlock()
+		if left > 0 && p.q.BestEffort() {
+			p.log.Warn("best-effort pull subscriber stopped with lines no client acknowledged; counted as dropped",
+				"lines", left)
+			p.q.LeftAtStop(uint64(left))
+		}
 	})
 	return nil
 }
