@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -85,6 +86,7 @@ type Daemon struct {
 	holds    *holdStore
 	stopped  bool                 // Stop ran (under reloadMu)
 	skips    map[string]feed.Mark // processor → the re-read it skips, while a reload builds a feed
+	orphans  *orphanLedgers       // dead letters of processors no longer configured (orphans.go)
 }
 
 // Feed is one running feed.
@@ -118,6 +120,9 @@ type Feed struct {
 	recorded map[subLoss]uint64 // loss counters as last appended to the ledger (under the ledger's mu)
 	baseMu   sync.Mutex
 	base     lossCounters // what DELETE /admin/losses acknowledged: subtracted in the report
+
+	orphans        *orphanLedgers // ledgers of processors no longer configured (orphans.go)
+	orphanReleased atomic.Uint64  // their entries purged while this instance ran (released)
 }
 
 // New opens everything the config names (data dir lock, pointers, sinks,
@@ -170,6 +175,8 @@ func NewWithOptions(cfg *config.Config, log hclog.Logger, opts Options) (*Daemon
 		d.closeAll()
 		return nil, err
 	}
+	d.orphans = newOrphanLedgers(cfg.DataDir, log.Named("dlq"))
+	d.orphans.refresh(cfg)
 	for _, fc := range cfg.Feeds {
 		f, err := d.buildFeed(fc)
 		if err != nil {
@@ -220,7 +227,7 @@ func (d *Daemon) buildFeed(fc *config.Feed) (*Feed, error) {
 		return nil, err
 	}
 	f := &Feed{cfg: fc, strat: strat, policy: fc.Built.Overload, log: log, runDone: make(chan struct{}),
-		ledger: d.losses, recorded: map[subLoss]uint64{}, dataDir: d.cfg.DataDir}
+		ledger: d.losses, recorded: map[subLoss]uint64{}, dataDir: d.cfg.DataDir, orphans: d.orphans}
 	// A batch may fill a queue (DESIGN §5): fewer, larger hand-offs and
 	// writes; the source publishes the next one as soon as a group takes it.
 	batchLines := max(1, fc.QueueCapacity)

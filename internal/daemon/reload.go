@@ -322,6 +322,7 @@ func (d *Daemon) reload() error {
 			}
 		}
 	}
+	d.orphans.refresh(d.cfg) // a removed processor's dead letters still count
 	var oldSrv *http.Server
 	d.mu.Lock()
 	d.feeds = feeds
@@ -668,6 +669,7 @@ func (f *Feed) addCarry(s *status.FeedSnapshot) {
 		s.Subscribers[i].Position += c.seq
 		s.Subscribers[i].Dispatched += c.seq
 	}
+	s.Carry.Released += f.orphanReleased.Load() // a removed processor's dead letters purged (orphans.go)
 	for _, h := range f.held {
 		// A removed subscriber is STOPPED (the contract's states): it holds
 		// until released, then its lines count as released.
@@ -936,4 +938,5 @@ func (f *Feed) carryInto(b *status.LossCounters) {
 			b.Released += h.lines
 		}
 	}
+	b.Released += f.orphanReleased.Load()
 }

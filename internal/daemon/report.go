@@ -106,6 +106,7 @@ func (f *Feed) snapshot(files bool) status.FeedSnapshot {
 	s.Base = f.lossBase()
 	s.SeqAfter = pub.Sequence()
 	s.Ledgered = f.ledger != nil && f.ledger.has(f.cfg.Name)
+	s.RemovedDeadLettered = f.orphans.count(f.cfg.Name)
 	f.addCarry(&s)
 	return s
 }
