@@ -87,6 +87,7 @@ type Daemon struct {
 	stopped  bool                 // Stop ran (under reloadMu)
 	skips    map[string]feed.Mark // processor → the re-read it skips, while a reload builds a feed
 	orphans  *orphanLedgers       // dead letters of processors no longer configured (orphans.go)
+	prev     map[string]any       // processor → its sink in the stopped instance, while a reload builds a feed
 }
 
 // Feed is one running feed.
@@ -346,7 +347,7 @@ func (d *Daemon) buildGroup(f *Feed, pc *config.Processor, q *feed.Queue, log hc
 		return d.buildCustom(g, pc, build)
 	}
 	p, err := typ.New(sink.Env{Group: g, Config: pc, Feed: f.cfg, Publisher: f.pub, DataDir: d.cfg.DataDir, Instance: d.cfg.Instance,
-		Logger: log.Named(pc.Name)})
+		Logger: log.Named(pc.Name), Previous: d.prev[pc.Name]})
 	if err != nil {
 		return nil, nil, fmt.Errorf("processor %s: %w", pc.Name, err)
 	}

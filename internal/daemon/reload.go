@@ -360,9 +360,10 @@ func (d *Daemon) buildFeeds(cfg *config.Config, oldFeeds, stopped map[string]*Fe
 		}
 		if ok {
 			d.skips = skipsFor(f, procsOf(cfg, fc.Name))
+			d.prev = prevSinksOf(f, fc)
 		}
 		nf, err := d.buildFeed(fc)
-		d.skips = nil
+		d.skips, d.prev = nil, nil
 		if err != nil {
 			err = fmt.Errorf("feed %s: %w", fc.Name, err)
 			if !all {
@@ -465,6 +466,20 @@ func skipsFor(old *Feed, procs []*config.Processor) map[string]feed.Mark {
 			m = old.finalAck[""]
 		}
 		out[pc.Name] = m
+	}
+	return out
+}
+
+// prevSinksOf is, per processor, its sink in the stopped instance old of
+// feed fc (sink.Env.Previous: a pull subscriber keeps its deliveries in
+// flight), unless fc reads another path (a new feed).
+func prevSinksOf(old *Feed, fc *config.Feed) map[string]any {
+	if old.cfg.Path != fc.Path {
+		return nil
+	}
+	out := map[string]any{}
+	for _, g := range old.groups {
+		out[g.Name()] = g.Sink()
 	}
 	return out
 }

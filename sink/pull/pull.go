@@ -66,6 +66,11 @@ type Pull struct {
 	dying   []*pullEntry  // out of attempts, to be written to the ledger
 	closed  bool
 
+	// adopted are the previous instance's deliveries in flight and its
+	// lines acknowledged out of order (a reload restarted the feed: adopt),
+	// by place in the file, until their lines are re-read.
+	adopted map[adoptKey]*pullEntry
+
 	// Replayed dead letters held here, by ledger id: queued, out, or
 	// acknowledged until removeReplayed rewrote the ledger (a replay
 	// meanwhile must not queue them again, nor a purge count them).
@@ -86,6 +91,10 @@ type Config struct {
 	AckTimeout  time.Duration
 	MaxInFlight int
 	Logger      hclog.Logger
+	// Previous is the same subscriber's instance that a reload stopped to
+	// restart its feed (closed; nil: none). Its deliveries in flight stay
+	// valid here (adopt).
+	Previous *Pull
 }
 
 type pullState uint8
@@ -187,6 +196,9 @@ func New(cfg Config) (*Pull, error) {
 	}
 	// Pull filters by itself: each line needs its own queue mark.
 	p.match, p.exclude = g.TakeFilters()
+	if cfg.Previous != nil && !p.q.BestEffort() {
+		p.adopt(cfg.Previous)
+	}
 	g.Hold()
 	go p.run()
 	return p, nil
@@ -258,6 +270,16 @@ func (p *Pull) ProcessBatch(ctx context.Context, b *feed.Batch) (int, error) {
 		if (want != nil && !want[i]) || led[b.Ends[i]] {
 			p.skipTo(through)
 			continue
+		}
+		if len(p.adopted) > 0 && b.Positioned {
+			if a := p.takeAdopted(b.Epoch, b.Ends[i], through); a != nil {
+				if a.state == pullDone {
+					p.skipTo(through) // acknowledged before the restart
+				} else {
+					p.order = append(p.order, a) // its delivery is still out (or failed since)
+				}
+				continue
+			}
 		}
 		e := &ents[i]
 		p.order = append(p.order, e)
