@@ -266,6 +266,18 @@ func (p *Publisher) Through(i int, count uint64) Mark {
 	return p.lastAck
 }
 
+// StartAt makes the publisher number on from seq: its first line gets
+// sequence seq+1, and seq counts as published and acknowledged. A feed
+// restarted by a reload numbers on from its earlier instance (DESIGN §7
+// sequence, §12 "Counters are never reset by a reload"), so every line a
+// processor sees (d.Sequence, a pull event's sequence) carries the number
+// feed.status counts it under. Call it before the first publish.
+func (p *Publisher) StartAt(seq uint64) {
+	p.seq.Store(seq)
+	p.acked.Store(seq)
+	p.fullAt.Store(seq)
+}
+
 // SetHeld makes the publisher acknowledge nothing (true) while a removed
 // subscriber still holds lines it did not finish (DESIGN §12 "Reload"):
 // the pointer stays, the window fills and the feed pauses, as behind a

@@ -258,6 +258,23 @@ func (l *Ledger) Len() int {
 // Path is the ledger file's path.
 func (l *Ledger) Path() string { return l.path }
 
+// Feeds counts the entries per feed they name ("" for an entry that does
+// not decode): where the entries of a processor no longer configured
+// count (DESIGN §6: lossless false while any ledger is non-empty).
+func (l *Ledger) Feeds() map[string]int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := map[string]int{}
+	for _, e := range l.entries {
+		if e.e != nil {
+			out[e.e.Feed]++
+		} else {
+			out[""]++
+		}
+	}
+	return out
+}
+
 // DeadLetter appends d's line with its attempts and last error and fsyncs
 // the ledger. A positioned line already in the ledger is not appended again.
 func (l *Ledger) DeadLetter(d *feed.Delivery, attempts int, lastErr error) error {

@@ -37,6 +37,11 @@ import (
 // ErrNoLedger is returned by Replay for a group without a dead-letter ledger.
 var ErrNoLedger = errors.New("processor: subscriber has no dead-letter ledger")
 
+// ErrNotConfigured is returned by a replay of the dead letters of a
+// processor the config no longer names: there is nothing to replay them
+// into (they can be listed and purged).
+var ErrNotConfigured = errors.New("processor: not in the running config")
+
 // ErrReplayRunning is returned (wrapped) by Replay when ctx ended while the
 // replay was running: how many lines it replayed is not known yet.
 var ErrReplayRunning = errors.New("processor: replay still running")

@@ -31,6 +31,11 @@ type Env struct {
 	DataDir   string
 	Instance  string       // the sidecar's instance (DESIGN §11), in every engine-side identity
 	Logger    hclog.Logger // named after the processor
+	// Previous is the processor's sink in the feed's instance a reload
+	// just stopped to restart the feed (closed; nil: none, or another
+	// type): a sink may take over what it still held (pull: deliveries in
+	// flight).
+	Previous any
 }
 
 // Type is one sink type.

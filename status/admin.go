@@ -254,6 +254,9 @@ func replayAnswer(name string, res processor.ReplayResult, err error) (int, DLQR
 	if errors.Is(err, processor.ErrNoLedger) {
 		return http.StatusNotFound, out
 	}
+	if errors.Is(err, processor.ErrNotConfigured) {
+		return http.StatusConflict, out // a removed processor's ledger: list or purge it
+	}
 	return http.StatusServiceUnavailable, out
 }
 

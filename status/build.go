@@ -44,6 +44,11 @@ type FeedSnapshot struct {
 	// Carry is what the feed's earlier instances counted this run: a
 	// reload that restarts a feed never resets its counters (DESIGN §12).
 	Carry LossCounters
+	// RemovedDeadLettered is the entries, counting for this feed, in the
+	// dead-letter ledgers of processors the config no longer names: they
+	// count in deadLettered (DESIGN §6: lossless false while any ledger is
+	// non-empty).
+	RemovedDeadLettered uint64
 }
 
 // SubscriberSnapshot is one subscriber queue.
@@ -87,6 +92,7 @@ func Build(s FeedSnapshot) FeedReport {
 	fr.Refused += s.Carry.Refused
 	fr.CompletionFailures += s.Carry.CompletionFailures
 	fr.Released += s.Carry.Released
+	fr.DeadLettered += s.RemovedDeadLettered
 	fr.PendingAcks, fr.Acknowledged = s.PendingAcks, s.Acknowledged
 	if len(stalled) > 0 {
 		r := strings.Join(stalled, "; ")

@@ -26,6 +26,11 @@ func (a admin) Subscriber(feed, name string) (status.Releasable, bool) {
 
 func (a admin) DeadLetters(name string) status.DeadLetters {
 	g := a.d.processorGroup(name)
+	if g == nil {
+		if l := a.d.orphans.get(name); l != nil {
+			return orphanDLQ{a.d, name, l} // a removed processor's (orphans.go)
+		}
+	}
 	if g == nil || g.Ledger() == nil {
 		return nil
 	}

@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -85,6 +86,8 @@ type Daemon struct {
 	holds    *holdStore
 	stopped  bool                 // Stop ran (under reloadMu)
 	skips    map[string]feed.Mark // processor → the re-read it skips, while a reload builds a feed
+	orphans  *orphanLedgers       // dead letters of processors no longer configured (orphans.go)
+	prev     map[string]any       // processor → its sink in the stopped instance, while a reload builds a feed
 }
 
 // Feed is one running feed.
@@ -118,6 +121,9 @@ type Feed struct {
 	recorded map[subLoss]uint64 // loss counters as last appended to the ledger (under the ledger's mu)
 	baseMu   sync.Mutex
 	base     lossCounters // what DELETE /admin/losses acknowledged: subtracted in the report
+
+	orphans        *orphanLedgers // ledgers of processors no longer configured (orphans.go)
+	orphanReleased atomic.Uint64  // their entries purged while this instance ran (released)
 }
 
 // New opens everything the config names (data dir lock, pointers, sinks,
@@ -170,6 +176,8 @@ func NewWithOptions(cfg *config.Config, log hclog.Logger, opts Options) (*Daemon
 		d.closeAll()
 		return nil, err
 	}
+	d.orphans = newOrphanLedgers(cfg.DataDir, log.Named("dlq"))
+	d.orphans.refresh(cfg)
 	for _, fc := range cfg.Feeds {
 		f, err := d.buildFeed(fc)
 		if err != nil {
@@ -220,7 +228,7 @@ func (d *Daemon) buildFeed(fc *config.Feed) (*Feed, error) {
 		return nil, err
 	}
 	f := &Feed{cfg: fc, strat: strat, policy: fc.Built.Overload, log: log, runDone: make(chan struct{}),
-		ledger: d.losses, recorded: map[subLoss]uint64{}, dataDir: d.cfg.DataDir}
+		ledger: d.losses, recorded: map[subLoss]uint64{}, dataDir: d.cfg.DataDir, orphans: d.orphans}
 	// A batch may fill a queue (DESIGN §5): fewer, larger hand-offs and
 	// writes; the source publishes the next one as soon as a group takes it.
 	// Never more lines than the window holds: the publisher lets a batch
@@ -342,7 +350,7 @@ func (d *Daemon) buildGroup(f *Feed, pc *config.Processor, q *feed.Queue, log hc
 		return d.buildCustom(g, pc, build)
 	}
 	p, err := typ.New(sink.Env{Group: g, Config: pc, Feed: f.cfg, Publisher: f.pub, DataDir: d.cfg.DataDir, Instance: d.cfg.Instance,
-		Logger: log.Named(pc.Name)})
+		Logger: log.Named(pc.Name), Previous: d.prev[pc.Name]})
 	if err != nil {
 		return nil, nil, fmt.Errorf("processor %s: %w", pc.Name, err)
 	}
@@ -504,14 +512,15 @@ func (d *Daemon) Stop() error {
 }
 
 // drainBestEffort waits, up to ctx, until every best-effort queue's group
-// finished what was given to it.
+// finished what was given to it (for a processor with a checkpoint hold,
+// a pull subscriber: until it is durable, acknowledged by a client).
 func (f *Feed) drainBestEffort(ctx context.Context) {
 	for _, g := range f.groups {
 		q := g.Queue()
 		if !q.BestEffort() {
 			continue
 		}
-		for q.Depth() > 0 || q.Finished() < q.Position() {
+		for q.Depth() > 0 || min(q.Finished(), q.AckPoint()) < q.Position() {
 			if st, _ := q.State(); st == feed.Dead {
 				break
 			}

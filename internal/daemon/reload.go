@@ -343,6 +343,7 @@ func (d *Daemon) reload() error {
 			d.opts.SetLog(cfg.Log)
 		}
 	}
+	d.orphans.refresh(d.cfg) // a removed processor's dead letters still count
 	var oldSrv *http.Server
 	d.mu.Lock()
 	d.feeds = feeds
@@ -380,9 +381,10 @@ func (d *Daemon) buildFeeds(cfg *config.Config, oldFeeds, stopped map[string]*Fe
 		}
 		if ok {
 			d.skips = skipsFor(f, procsOf(cfg, fc.Name))
+			d.prev = prevSinksOf(f, fc)
 		}
 		nf, err := d.buildFeed(fc)
-		d.skips = nil
+		d.skips, d.prev = nil, nil
 		if err != nil {
 			err = fmt.Errorf("feed %s: %w", fc.Name, err)
 			if !all {
@@ -485,6 +487,20 @@ func skipsFor(old *Feed, procs []*config.Processor) map[string]feed.Mark {
 			m = old.finalAck[""]
 		}
 		out[pc.Name] = m
+	}
+	return out
+}
+
+// prevSinksOf is, per processor, its sink in the stopped instance old of
+// feed fc (sink.Env.Previous: a pull subscriber keeps its deliveries in
+// flight), unless fc reads another path (a new feed).
+func prevSinksOf(old *Feed, fc *config.Feed) map[string]any {
+	if old.cfg.Path != fc.Path {
+		return nil
+	}
+	out := map[string]any{}
+	for _, g := range old.groups {
+		out[g.Name()] = g.Sink()
 	}
 	return out
 }
@@ -630,7 +646,8 @@ type carried struct {
 	lostTails, lostBytes                                uint64
 	pausedSeconds                                       float64
 	// seq is the sequences the earlier instances published: the restarted
-	// instance numbers on from it, so sequence, acknowledged, and every
+	// instance's publisher numbers on from it (Publisher.StartAt), so
+	// sequence, acknowledged, the sequence a processor sees, and every
 	// subscriber's position and dispatched never go back (each re-read
 	// line is published again under a new sequence).
 	seq, commitFailures uint64
@@ -655,6 +672,7 @@ func (f *Feed) inherit(old *Feed) {
 	c.bytesRead = old.carry.bytesRead + old.finalBytes
 	c.pausedSeconds = old.carry.pausedSeconds + old.finalPaused
 	c.seq, c.unterminated = s.SeqAfter, s.Unterminated
+	f.pub.StartAt(c.seq) // numbers on: a processor sees the sequence feed.status counts
 	c.commitFailures = old.carry.commitFailures + old.src.CommitFailures()
 	c.failures = map[string]uint64{}
 	for k, v := range old.carry.failures {
@@ -676,17 +694,18 @@ func (f *Feed) addCarry(s *status.FeedSnapshot) {
 	s.LostTails += c.lostTails
 	s.LostBytes += c.lostBytes
 	s.Unterminated += c.unterminated
-	s.SeqBefore += c.seq
-	s.SeqAfter += c.seq
-	s.Acknowledged += c.seq
+	// The publisher numbers on from c.seq (StartAt): sequence and
+	// acknowledged are the feed's already. A synced commit covers at least
+	// what the earlier instance acknowledged (its final commit).
 	if s.Pointer != nil {
-		s.Pointer.SyncedSeq += c.seq
+		s.Pointer.SyncedSeq = max(s.Pointer.SyncedSeq, c.seq)
 		s.Pointer.CommitFailures += c.commitFailures
 	}
 	for i := range s.Subscribers {
 		s.Subscribers[i].Position += c.seq
 		s.Subscribers[i].Dispatched += c.seq
 	}
+	s.Carry.Released += f.orphanReleased.Load() // a removed processor's dead letters purged (orphans.go)
 	for _, h := range f.held {
 		// A removed subscriber is STOPPED (the contract's states): it holds
 		// until released, then its lines count as released.
@@ -955,4 +974,5 @@ func (f *Feed) carryInto(b *status.LossCounters) {
 			b.Released += h.lines
 		}
 	}
+	b.Released += f.orphanReleased.Load()
 }

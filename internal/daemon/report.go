@@ -106,6 +106,7 @@ func (f *Feed) snapshot(files bool) status.FeedSnapshot {
 	s.Base = f.lossBase()
 	s.SeqAfter = pub.Sequence()
 	s.Ledgered = f.ledger != nil && f.ledger.has(f.cfg.Name)
+	s.RemovedDeadLettered = f.orphans.count(f.cfg.Name)
 	f.addCarry(&s)
 	return s
 }
@@ -198,7 +199,7 @@ func (f *Feed) metrics() status.FeedMetrics {
 	m.ReadPos = src.ReadPos()
 	m.LinesRead, m.BytesRead = src.LinesRead()+f.carry.linesRead, src.BytesRead()+f.carry.bytesRead
 	m.Pauses, m.PausedSeconds, m.Paused = pub.Pauses()+f.carry.pauses, pub.PausedTotal().Seconds()+f.carry.pausedSeconds, pub.Paused()
-	m.CommitFailures, m.SyncedSeq = src.CommitFailures()+f.carry.commitFailures, src.SyncedSeq()+f.carry.seq
+	m.CommitFailures, m.SyncedSeq = src.CommitFailures()+f.carry.commitFailures, max(src.SyncedSeq(), f.carry.seq)
 	if st, err := os.Stat(f.cfg.Path); err == nil && f.glob == nil {
 		m.FileSize = st.Size()
 	}

@@ -46,10 +46,12 @@ func init() {
 
 // open builds a pull subscriber on its group.
 func open(env sink.Env) (any, error) {
+	prev, _ := env.Previous.(*Pull)
 	return New(Config{
 		Group:       env.Group,
 		AckTimeout:  time.Duration(env.Config.AckTimeoutMillis) * time.Millisecond,
 		MaxInFlight: env.Config.MaxInFlight,
+		Previous:    prev, // a reload restarted the feed: deliveries in flight stay valid
 	})
 }
 

@@ -66,6 +66,11 @@ type Pull struct {
 	dying   []*pullEntry  // out of attempts, to be written to the ledger
 	closed  bool
 
+	// adopted are the previous instance's deliveries in flight and its
+	// lines acknowledged out of order (a reload restarted the feed: adopt),
+	// by place in the file, until their lines are re-read.
+	adopted map[adoptKey]*pullEntry
+
 	// Replayed dead letters held here, by ledger id: queued, out, or
 	// acknowledged until removeReplayed rewrote the ledger (a replay
 	// meanwhile must not queue them again, nor a purge count them).
@@ -86,6 +91,10 @@ type Config struct {
 	AckTimeout  time.Duration
 	MaxInFlight int
 	Logger      hclog.Logger
+	// Previous is the same subscriber's instance that a reload stopped to
+	// restart its feed (closed; nil: none). Its deliveries in flight stay
+	// valid here (adopt).
+	Previous *Pull
 }
 
 type pullState uint8
@@ -187,6 +196,9 @@ func New(cfg Config) (*Pull, error) {
 	}
 	// Pull filters by itself: each line needs its own queue mark.
 	p.match, p.exclude = g.TakeFilters()
+	if cfg.Previous != nil && !p.q.BestEffort() {
+		p.adopt(cfg.Previous)
+	}
 	g.Hold()
 	go p.run()
 	return p, nil
@@ -258,6 +270,16 @@ func (p *Pull) ProcessBatch(ctx context.Context, b *feed.Batch) (int, error) {
 		if (want != nil && !want[i]) || led[b.Ends[i]] {
 			p.skipTo(through)
 			continue
+		}
+		if len(p.adopted) > 0 && b.Positioned {
+			if a := p.takeAdopted(b.Epoch, b.Ends[i], through); a != nil {
+				if a.state == pullDone {
+					p.skipTo(through) // acknowledged before the restart
+				} else {
+					p.order = append(p.order, a) // its delivery is still out (or failed since)
+				}
+				continue
+			}
 		}
 		e := &ents[i]
 		p.order = append(p.order, e)
@@ -612,7 +634,12 @@ func (p *Pull) waiting() []*pullEntry {
 
 // Close stops the timer goroutine, ends long polls and fails waiting
 // replays. Unacknowledged lines stay unacknowledged: the pointer does not
-// pass them, and the next run delivers them again. Close is idempotent.
+// pass them, and the next run delivers them again. A best-effort
+// (DROP_AFTER_SPIN) subscriber does not hold the pointer, so its
+// unacknowledged lines reach no one after the stop: they count as dropped
+// (DESIGN §5: lines still in a best-effort queue at the stop), as the
+// lines left in the queue itself do. No ACK is taken once Close began, so
+// the count is exact. Close is idempotent.
 func (p *Pull) Close() error {
 	p.closeOnce.Do(func() {
 		p.mu.Lock()
@@ -627,6 +654,14 @@ func (p *Pull) Close() error {
 		p.mu.Unlock()
 		close(p.stop)
 		<-p.done
+		p.mu.Lock()
+		left := p.unacked
+		p.mu.Unlock()
+		if left > 0 && p.q.BestEffort() {
+			p.log.Warn("best-effort pull subscriber stopped with lines no client acknowledged; counted as dropped",
+				"lines", left)
+			p.q.LeftAtStop(uint64(left))
+		}
 	})
 	return nil
 }
