@@ -1,0 +1,145 @@
+package e2e
+
+// Black-box audit of DESIGN §3 (pointer file), §4 (file source) and §10
+// (globs): each test here failed on the binary when it was written, because
+// the binary disagrees with the DESIGN sentence its doc comment quotes.
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// auditGlobConfig is one glob feed over ./in/* with short timers.
+const auditGlobConfig = `dataDir: ./state
+status:
+  listen: {{ADDR}}
+feeds:
+  - name: app
+    path: ./in/*
+    rotateWaitMillis: 1000
+    scanIntervalMillis: 500
+processors:
+  - name: out
+    feed: app
+    type: file
+    path: ./out.log
+    fsync: never
+`
+
+// auditFiles reads /feed.status?files=1 raw: the feed objects as maps, so
+// that a missing key and a null are told apart.
+func auditFiles(t testing.TB, d *daemon) []map[string]json.RawMessage {
+	t.Helper()
+	code, body, err := d.get("/feed.status?files=1")
+	if err != nil || code != 200 {
+		t.Fatalf("/feed.status?files=1: %d %v %s", code, err, body)
+	}
+	var r struct {
+		Feeds []map[string]json.RawMessage `json:"feeds"`
+	}
+	if err := json.Unmarshal(body, &r); err != nil {
+		t.Fatalf("%v: %s", err, body)
+	}
+	return r.Feeds
+}
+
+// TestAuditFilesDanglingSymlinkSkipped: DESIGN §10 "Non-regular matches
+// (directories, FIFOs, sockets, devices, dangling symlinks, symlinks to
+// anything but a regular file) are skipped, counted once per path in
+// `filesSkipped`, logged once." (the README says the same of dangling
+// links). The binary counts a directory but not a dangling symlink that
+// matches the glob: its stat fails with ENOENT and the scan takes it for a
+// file deleted since the listing, so filesSkipped stays 1 (the directory)
+// instead of 2, and nothing is logged for the link.
+func TestAuditFilesDanglingSymlinkSkipped(t *testing.T) {
+	e := newEnv(t, auditGlobConfig)
+	in := e.path("in")
+	writeFileLines(t, filepath.Join(in, "a.log"), "a", 0, 3)
+	if err := os.Mkdir(filepath.Join(in, "dir.log"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("nowhere.log", filepath.Join(in, "dangling.log")); err != nil {
+		t.Fatal(err)
+	}
+	d := e.start()
+	d.waitSettled(20 * time.Second)
+	time.Sleep(1500 * time.Millisecond) // two rescans (scanIntervalMillis 500)
+	g := getGlobStatus(t, d)
+	if n := g.Feeds[0].FilesSkipped; n != 2 {
+		t.Fatalf("filesSkipped %d, want 2 (the directory and the dangling symlink); files %+v", n, g.Feeds[0].Files)
+	}
+}
+
+// TestAuditFilesEmptyGlobListsNoFiles: DESIGN §10 "`GET
+// /feed.status?files=1` adds to each feed `files`:
+// `[{"path","fileKey","epoch","offset","size","state"}]` sorted by path".
+// A glob feed that matches nothing (WAITING_FOR_FILE) gets no `files` key at
+// all from the binary (the key is omitted, not an empty list), so a client
+// that reads `files` of every feed finds it missing.
+func TestAuditFilesEmptyGlobListsNoFiles(t *testing.T) {
+	e := newEnv(t, auditGlobConfig)
+	if err := os.MkdirAll(e.path("in"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	d := e.start()
+	d.waitFor("WAITING_FOR_FILE", 20*time.Second, func(r *report) bool {
+		return len(r.Feeds) == 1 && r.Feeds[0].State == "WAITING_FOR_FILE"
+	})
+	f := auditFiles(t, d)[0]
+	raw, ok := f["files"]
+	if !ok {
+		t.Fatalf("?files=1: feed has no \"files\" key; keys %v", keysOf(f))
+	}
+	var list []json.RawMessage
+	if err := json.Unmarshal(raw, &list); err != nil || list == nil {
+		t.Fatalf("?files=1: files is %s, want []", raw)
+	}
+}
+
+
+// TestAuditFilesCopyListedWithEpochZero: DESIGN §3 "epoch (uint64, random,
+// never 0)", §10 "`GET /feed.status?files=1` adds to each feed `files`:
+// `[{"path","fileKey","epoch","offset","size","state"}]` … `CLOSED`
+// (inactive, descriptor closed, still tracked)". After a live copytruncate
+// inside the glob (a.log copied to a.log.1, a.log truncated), the copy is
+// read from the old offset under a.log's stream, as §10 says — but the
+// binary then lists a.log.1 as a tracked file with `"epoch":
+// "0000000000000000"` (offset 0, state CLOSED): an epoch no stream, pointer
+// or epochs-file line ever had.
+func TestAuditFilesCopyListedWithEpochZero(t *testing.T) {
+	e := newEnv(t, auditGlobConfig)
+	in := e.path("in")
+	orig := filepath.Join(in, "a.log")
+	writeFileLines(t, orig, "a", 0, 2)
+	d := e.start()
+	d.waitSettled(20 * time.Second)
+	data, err := os.ReadFile(orig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(in, "a.log.1"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	if err := os.Truncate(orig, 0); err != nil {
+		t.Fatal(err)
+	}
+	appendTo(t, filepath.Join(in, "a.log.1"), "a 2\n")
+	out := e.path("out.log")
+	waitUntil(t, "3 lines", 20*time.Second, func() bool { return globLines(out) >= 3 })
+	time.Sleep(2500 * time.Millisecond) // rotateWaitMillis and a few rescans
+	d.waitSettled(20 * time.Second)
+	if got := perTag(t, out)["a"]; len(got) != 3 {
+		t.Fatalf("output %v, want a 0..2 once each", got)
+	}
+	g := getGlobStatus(t, d)
+	for _, f := range g.Feeds[0].Files {
+		if !hex16.MatchString(f.Epoch) || f.Epoch == "0000000000000000" {
+			t.Errorf("files entry %s (state %s, offset %d, size %d) has epoch %q, want 16 hex digits, never 0",
+				f.Path, f.State, f.Offset, f.Size, f.Epoch)
+		}
+	}
+}
