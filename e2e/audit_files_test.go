@@ -99,7 +99,6 @@ func TestAuditFilesEmptyGlobListsNoFiles(t *testing.T) {
 	}
 }
 
-
 // TestAuditFilesCopyListedWithEpochZero: DESIGN §3 "epoch (uint64, random,
 // never 0)", §10 "`GET /feed.status?files=1` adds to each feed `files`:
 // `[{"path","fileKey","epoch","offset","size","state"}]` … `CLOSED`
