@@ -142,3 +142,118 @@ func TestAuditFilesCopyListedWithEpochZero(t *testing.T) {
 		}
 	}
 }
+
+// TestAuditFilesGlobSymlinkToSinkOutput: DESIGN §10 "Matched: regular files
+// (symlinks followed to regular files …). Never matched: a `file`/`stdout`
+// sink's output, a dead-letter ledger, anything under dataDir". A symlink
+// inside the glob whose target is the feed's own file sink output is
+// matched by the binary and read: every line written to the output is read
+// back and written again, a feedback loop (tens of thousands of copies of
+// one input line within a second) instead of the one line of a.log.
+func TestAuditFilesGlobSymlinkToSinkOutput(t *testing.T) {
+	e := newEnv(t, `dataDir: ./state
+status:
+  listen: {{ADDR}}
+feeds:
+  - name: app
+    path: ./in/*.log
+    scanIntervalMillis: 500
+processors:
+  - name: out
+    feed: app
+    type: file
+    path: ./out.txt
+    fsync: never
+`)
+	in := e.path("in")
+	writeFileLines(t, filepath.Join(in, "a.log"), "a", 0, 1)
+	if err := os.Symlink("../out.txt", filepath.Join(in, "o.log")); err != nil {
+		t.Fatal(err)
+	}
+	d := e.start()
+	out := e.path("out.txt")
+	waitUntil(t, "a's line", 20*time.Second, func() bool { return globLines(out) >= 1 })
+	time.Sleep(1500 * time.Millisecond) // rescans; a loop has run by now
+	d.stop()
+	if n := globLines(out); n != 1 {
+		t.Fatalf("the output has %d lines, want 1 (a 0): the sink's output was matched through the symlink in/o.log and read back", n)
+	}
+}
+
+// TestAuditFilesGlobSymlinkIntoDataDir: DESIGN §10 "Never matched: … a
+// dead-letter ledger, anything under dataDir". A symlink inside the glob to
+// dataDir/feeds/app.epochs is matched by the binary and the epochs file's
+// JSON lines are delivered to the sink as input lines.
+func TestAuditFilesGlobSymlinkIntoDataDir(t *testing.T) {
+	e := newEnv(t, `dataDir: ./state
+status:
+  listen: {{ADDR}}
+feeds:
+  - name: app
+    path: ./in/*.log
+    scanIntervalMillis: 500
+processors:
+  - name: out
+    feed: app
+    type: file
+    path: ./out.txt
+    fsync: never
+`)
+	in := e.path("in")
+	writeFileLines(t, filepath.Join(in, "a.log"), "a", 0, 1)
+	if err := os.Symlink("../state/feeds/app.epochs", filepath.Join(in, "e.log")); err != nil {
+		t.Fatal(err)
+	}
+	d := e.start()
+	out := e.path("out.txt")
+	waitUntil(t, "a's line", 20*time.Second, func() bool { return globLines(out) >= 1 })
+	time.Sleep(1500 * time.Millisecond) // rescans find the epochs file
+	d.waitSettled(20 * time.Second)
+	d.stop()
+	data, _ := os.ReadFile(out)
+	if string(data) != "a 0\n" {
+		t.Fatalf("output %q, want only \"a 0\\n\": a file under dataDir was matched through the symlink in/e.log", tail(string(data), 600))
+	}
+}
+
+// TestAuditFilesSingleFeedSymlinkToSinkOutput: DESIGN §10 "(a single-file
+// feed whose path is a sink's output is a config error)", §9 "`run` exits
+// 2 on the same errors". A feed whose path is a symlink to its own file
+// sink's output is refused when the path names the output directly, but
+// through the symlink the binary starts, and a line appended to the output
+// then loops through the feed and the sink without end.
+func TestAuditFilesSingleFeedSymlinkToSinkOutput(t *testing.T) {
+	e := newEnv(t, `dataDir: ./state
+status:
+  listen: {{ADDR}}
+feeds:
+  - name: app
+    path: ./link.log
+processors:
+  - name: out
+    feed: app
+    type: file
+    path: ./out.log
+    fsync: never
+`)
+	if err := os.WriteFile(e.path("out.log"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("out.log", e.path("link.log")); err != nil {
+		t.Fatal(err)
+	}
+	d := e.spawn()
+	select {
+	case <-d.done:
+		if d.code != 2 {
+			t.Fatalf("run exited %d, want 2 (config error)\n%s", d.code, tail(d.log(), 2000))
+		}
+		return
+	case <-time.After(3 * time.Second):
+	}
+	appendTo(t, e.path("out.log"), "hello\n")
+	time.Sleep(1500 * time.Millisecond)
+	d.kill()
+	t.Fatalf("run started on a feed whose path is a symlink to its sink's output (want exit 2); after one appended line the output has %d lines",
+		globLines(e.path("out.log")))
+}
