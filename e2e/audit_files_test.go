@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -256,4 +257,86 @@ processors:
 	d.kill()
 	t.Fatalf("run started on a feed whose path is a symlink to its sink's output (want exit 2); after one appended line the output has %d lines",
 		globLines(e.path("out.log")))
+}
+
+// auditGlobPointers returns `pointer show --json` of every pointer file of
+// glob feed app.
+func auditGlobPointers(t testing.TB, e *env) []pointerRecord {
+	t.Helper()
+	paths, err := filepath.Glob(e.path("state/feeds/app/*.ptr"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recs []pointerRecord
+	for _, p := range paths {
+		rec, ok := showPointer(t, p)
+		if ok {
+			recs = append(recs, rec)
+		}
+	}
+	return recs
+}
+
+// TestAuditFilesFingerprintGrowsAfterRenameInGlob: DESIGN §3 "The
+// fingerprint grows at commit while it covers < 4 KiB and the file is
+// longer — always read from the open file descriptor, never from whatever
+// the path names now." §10 "A rename within the glob keeps the stream". A
+// glob file (every line acknowledged) is renamed within the glob (b.log →
+// c.log); the stream's reader finds b.log gone and closes the file
+// ("input path is gone … closing it"), and a line appended right then is
+// read after the stream reopens at c.log and committed: the pointer's
+// offset follows (12), but the binary never grows the fingerprint again —
+// fingerprintLength stays 8 (its length before the rename) on a 12-byte
+// file, 1.5 s and several commits' chances later.
+func TestAuditFilesFingerprintGrowsAfterRenameInGlob(t *testing.T) {
+	e := newEnv(t, `dataDir: ./state
+status:
+  listen: {{ADDR}}
+feeds:
+  - name: app
+    path: ./in/*.log
+    queueCapacity: 4
+    maxPendingAcks: 4
+    rotateWaitMillis: 300
+    scanIntervalMillis: 500
+processors:
+  - name: p
+    feed: app
+    type: pull
+`)
+	in := e.path("in")
+	b := filepath.Join(in, "b.log")
+	writeFileLines(t, b, "b", 0, 1)
+	d := e.start()
+	ackAll(t, d, pullFromN(t, d, "p", 1, ""))
+	writeFileLines(t, b, "b", 1, 1)
+	ackAll(t, d, pullFromN(t, d, "p", 1, ""))
+	time.Sleep(1500 * time.Millisecond)
+	c := filepath.Join(in, "c.log")
+	if err := os.Rename(b, c); err != nil {
+		t.Fatal(err)
+	}
+	// The stream's reader, finding b.log gone, closes the file
+	// (rotateWaitMillis); the line is appended as soon as it did, before
+	// the stream is opened again at c.log.
+	waitUntil(t, "the stream closing b.log", 20*time.Second, func() bool {
+		return strings.Contains(d.log(), "input path is gone and the open file is read to its end; closing it")
+	})
+	writeFileLines(t, c, "b", 2, 1)
+	time.Sleep(500 * time.Millisecond)
+	ackAll(t, d, pullFromN(t, d, "p", 1, ""))
+	time.Sleep(1500 * time.Millisecond) // no status request meanwhile
+	st, err := os.Stat(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs := auditGlobPointers(t, e)
+	if len(recs) != 1 {
+		t.Fatalf("%d pointer files, want 1: %+v", len(recs), recs)
+	}
+	r := recs[0]
+	if r.Offset != st.Size() || r.FingerprintLength != st.Size() {
+		t.Fatalf("pointer offset %d, fingerprintLength %d; the file is %d bytes: want both %d",
+			r.Offset, r.FingerprintLength, st.Size(), st.Size())
+	}
 }
