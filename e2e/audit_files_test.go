@@ -287,7 +287,7 @@ func auditGlobPointers(t testing.TB, e *env) []pointerRecord {
 // read after the stream reopens at c.log and committed: the pointer's
 // offset follows (12), but the binary never grows the fingerprint again —
 // fingerprintLength stays 8 (its length before the rename) on a 12-byte
-// file, 1.5 s and several commits' chances later.
+// file, 1.5 s later.
 func TestAuditFilesFingerprintGrowsAfterRenameInGlob(t *testing.T) {
 	e := newEnv(t, `dataDir: ./state
 status:
@@ -338,5 +338,56 @@ processors:
 	if r.Offset != st.Size() || r.FingerprintLength != st.Size() {
 		t.Fatalf("pointer offset %d, fingerprintLength %d; the file is %d bytes: want both %d",
 			r.Offset, r.FingerprintLength, st.Size(), st.Size())
+	}
+}
+
+// TestAuditFilesGoneEntryReadToItsEnd: DESIGN §10 "`files`:
+// `[{"path","fileKey","epoch","offset","size","state"}]` … `GONE` (deleted
+// or renamed out of the glob, read to its end, waiting to be forgotten)",
+// "A file renamed out of the glob is read to its end". a.log (12 bytes) is
+// renamed out of the glob and a 4-byte line appended to it after the rename
+// is delivered, so it was read to its end at 16 bytes. The binary lists it
+// GONE with `"size": 12` (the size before the rename) and an offset of
+// either 16 or 0 depending on timing (0: the pointer's empty record after
+// its reset), never offset = size = 16. (b.log, deleted without growing, is
+// listed GONE with offset = size = 12, as expected.)
+func TestAuditFilesGoneEntryReadToItsEnd(t *testing.T) {
+	e := newEnv(t, auditGlobConfig)
+	in := e.path("in")
+	a := filepath.Join(in, "a.log")
+	writeFileLines(t, a, "a", 0, 3)
+	writeFileLines(t, filepath.Join(in, "b.log"), "b", 0, 3)
+	d := e.start()
+	d.waitSettled(20 * time.Second)
+	if err := os.Rename(a, e.path("a.moved")); err != nil {
+		t.Fatal(err)
+	}
+	// A line appended to it after the rename is still read (§10 "A file
+	// renamed out of the glob is read to its end").
+	writeFileLines(t, e.path("a.moved"), "a", 3, 1)
+	out := e.path("out.log")
+	waitUntil(t, "a 3", 20*time.Second, func() bool { return len(perTag(t, out)["a"]) == 4 })
+	if err := os.Remove(filepath.Join(in, "b.log")); err != nil {
+		t.Fatal(err)
+	}
+	var g globStatus
+	waitUntil(t, "both files GONE", 20*time.Second, func() bool {
+		g = getGlobStatus(t, d)
+		n := 0
+		for _, f := range g.Feeds[0].Files {
+			if f.State == "GONE" {
+				n++
+			}
+		}
+		return n == 2
+	})
+	for _, f := range g.Feeds[0].Files {
+		want := int64(12) // b.log: 3 lines
+		if filepath.Base(f.Path) == "a.log" {
+			want = 16 // 4 lines
+		}
+		if f.Offset != want || f.Size != want {
+			t.Errorf("GONE entry %s: offset %d, size %d; want %d and %d (read to its end)", filepath.Base(f.Path), f.Offset, f.Size, want, want)
+		}
 	}
 }
