@@ -391,3 +391,46 @@ func TestAuditFilesGoneEntryReadToItsEnd(t *testing.T) {
 		}
 	}
 }
+
+// TestAuditFilesWaitingFileListedWithEpochZero: DESIGN §3 "epoch (uint64,
+// random, never 0)", §10 "Each matched file is its own stream: its own
+// epoch" and "`files`: `[{"path","fileKey","epoch","offset","size","state"}]`".
+// Under maxOpenFiles 2 (one open input and its pointer) with the only
+// subscriber paused (a pull client that does not pull), the files waiting
+// for their first turn are listed BEHIND with `"epoch":
+// "0000000000000000"`, an epoch that is never valid, rather than a real
+// epoch (or null while none is assigned).
+func TestAuditFilesWaitingFileListedWithEpochZero(t *testing.T) {
+	e := newEnv(t, `dataDir: ./state
+status:
+  listen: {{ADDR}}
+feeds:
+  - name: app
+    path: ./in/*.log
+    maxOpenFiles: 2
+    queueCapacity: 4
+    maxPendingAcks: 4
+processors:
+  - name: p
+    feed: app
+    type: pull
+`)
+	in := e.path("in")
+	for _, n := range []string{"a", "b", "c"} {
+		writeFileLines(t, filepath.Join(in, n+".log"), n, 0, 50)
+	}
+	d := e.start()
+	var g globStatus
+	waitUntil(t, "3 files tracked, paused", 20*time.Second, func() bool {
+		g = getGlobStatus(t, d)
+		return g.Feeds[0].FilesTracked == 3 && g.Feeds[0].FilesBehind == 3 && len(g.Feeds[0].Files) == 3
+	})
+	time.Sleep(500 * time.Millisecond)
+	g = getGlobStatus(t, d)
+	for _, f := range g.Feeds[0].Files {
+		if !hex16.MatchString(f.Epoch) || f.Epoch == "0000000000000000" {
+			t.Errorf("files entry %s (state %s, offset %d, size %d) has epoch %q, want a stream epoch (16 hex digits, never 0)",
+				filepath.Base(f.Path), f.State, f.Offset, f.Size, f.Epoch)
+		}
+	}
+}
