@@ -434,3 +434,35 @@ processors:
 		}
 	}
 }
+
+// TestAuditFilesGlobMatchesStdoutSinkOutput: DESIGN §10 "Never matched: a
+// `file`/`stdout` sink's output, a dead-letter ledger, anything under
+// dataDir". The daemon's standard output is a file in the directory the
+// glob `./*.log` covers (as when a launcher redirects it to a log file),
+// and the feed's stdout sink writes there. The binary matches that file
+// and reads its own stdout output back: a.log's one line comes out
+// thousands of times within a second, a feedback loop.
+func TestAuditFilesGlobMatchesStdoutSinkOutput(t *testing.T) {
+	e := newEnv(t, `dataDir: ./state
+status:
+  listen: {{ADDR}}
+log: {level: error}
+feeds:
+  - name: app
+    path: ./*.log
+    scanIntervalMillis: 500
+processors:
+  - name: so
+    feed: app
+    type: stdout
+`)
+	writeFileLines(t, e.path("a.log"), "a", 0, 1)
+	d := e.start() // its stdout (and stderr) is e.path("daemon-0.log")
+	waitUntil(t, "a's line on stdout", 20*time.Second, func() bool { return strings.Contains(d.log(), "a 0\n") })
+	time.Sleep(1500 * time.Millisecond)
+	d.kill()
+	if n := strings.Count(d.log(), "a 0\n"); n != 1 {
+		t.Fatalf("stdout has %d copies of \"a 0\", want 1: the stdout sink's output file %s was matched by the glob and read back",
+			n, filepath.Base(d.logPath))
+	}
+}
