@@ -466,3 +466,48 @@ processors:
 			n, filepath.Base(d.logPath))
 	}
 }
+
+// TestAuditFilesDeletedFileClosedWithinRotateWait: DESIGN §10 "A deleted
+// file that was read to its end is closed within `rotateWaitMillis`." With
+// rotateWaitMillis 300 and a pull client that has pulled a.log's only line
+// but not acknowledged it yet, a.log is deleted: the binary keeps the
+// deleted file's descriptor open (and counts it in filesOpen, state
+// CAUGHT_UP) 2 s later, waiting for the acknowledgement (the README says a
+// closing file waits up to a minute for it), instead of closing it within
+// rotateWaitMillis; the line's acknowledgement needs the pointer, not the
+// input's descriptor.
+func TestAuditFilesDeletedFileClosedWithinRotateWait(t *testing.T) {
+	e := newEnv(t, `dataDir: ./state
+status:
+  listen: {{ADDR}}
+feeds:
+  - name: app
+    path: ./in/*.log
+    rotateWaitMillis: 300
+    scanIntervalMillis: 300
+processors:
+  - name: p
+    feed: app
+    type: pull
+    ackTimeoutMillis: 600000
+`)
+	in := e.path("in")
+	a := filepath.Join(in, "a.log")
+	writeFileLines(t, a, "a", 0, 1)
+	d := e.start()
+	evs := pullFromN(t, d, "p", 1, "")
+	if err := os.Remove(a); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * time.Second) // rotateWaitMillis 300, with ample slack
+	holds := func() bool {
+		return inputFDs(d.pid(), in, "/nonexistent-no-pointers") > 0 // inputs only
+	}
+	open := holds()
+	g := getGlobStatus(t, d)
+	ackAll(t, d, evs)
+	if open {
+		t.Fatalf("2 s after a.log (read to its end) was deleted, with rotateWaitMillis 300, the daemon still holds its descriptor; filesOpen %d, files %+v",
+			g.Feeds[0].FilesOpen, g.Feeds[0].Files)
+	}
+}
