@@ -466,3 +466,46 @@ processors:
 			n, filepath.Base(d.logPath))
 	}
 }
+
+// TestAuditFilesRenameIntoPlaceIsACopy: DESIGN §10 "A new key is a new
+// stream, read from its start … — except a copy: a new key whose first
+// bytes match a tracked file's fingerprint is held back for
+// `rotateWaitMillis`; if the tracked file is truncated or disappears
+// meanwhile, the new file is its copy (§4) and is read from the old offset
+// under the old stream", §3 "The same content under a new file key
+// (copy-up, NFS remount, rename-into-place of the same bytes plus appended
+// ones) keeps the pointer and epoch". In a glob, a.log (2 lines, read and
+// committed) is replaced by a rename into place of a copy of its bytes
+// plus one appended line: the old file disappears as the new key appears.
+// The binary reads the new file from its start under a new epoch, so a 0
+// and a 1 come out twice, instead of reading it from offset 8 (only a 2).
+func TestAuditFilesRenameIntoPlaceIsACopy(t *testing.T) {
+	e := newEnv(t, auditGlobConfig)
+	in := e.path("in")
+	a := filepath.Join(in, "a.log")
+	writeFileLines(t, a, "a", 0, 2)
+	d := e.start()
+	out := e.path("out.log")
+	waitUntil(t, "2 lines", 20*time.Second, func() bool { return globLines(out) >= 2 })
+	d.waitSettled(20 * time.Second)
+	data, err := os.ReadFile(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmp := e.path("a.tmp") // outside the glob
+	if err := os.WriteFile(tmp, append(data, "a 2\n"...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, a); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "a 2", 20*time.Second, func() bool {
+		got := perTag(t, out)["a"]
+		return len(got) > 0 && got[len(got)-1] == 2
+	})
+	time.Sleep(2 * time.Second) // rotateWaitMillis 1000 and rescans
+	d.waitSettled(20 * time.Second)
+	if got := perTag(t, out)["a"]; len(got) != 3 {
+		t.Fatalf("output a %v, want [0 1 2]: the renamed-in copy was read from its start, not from the old offset", got)
+	}
+}
