@@ -72,6 +72,15 @@ func TestAuditFilesDanglingSymlinkSkipped(t *testing.T) {
 	if n := g.Feeds[0].FilesSkipped; n != 2 {
 		t.Fatalf("filesSkipped %d, want 2 (the directory and the dangling symlink); files %+v", n, g.Feeds[0].Files)
 	}
+	logged := 0
+	for _, l := range strings.Split(d.log(), "\n") {
+		if strings.Contains(l, "skipped") && strings.Contains(l, "dangling.log") {
+			logged++
+		}
+	}
+	if logged != 1 {
+		t.Fatalf("the dangling symlink is logged %d times, want once:\n%s", logged, tail(d.log(), 2000))
+	}
 }
 
 // TestAuditFilesEmptyGlobListsNoFiles: DESIGN §10 "`GET
@@ -244,10 +253,20 @@ processors:
 		t.Fatal(err)
 	}
 	d := e.spawn()
+	// "FILE:LINE: feeds[0].path: …" at the feed's entry (line 5), naming
+	// the feed's path; `validate` says the same, as it can stat both.
+	want := func(out string) bool {
+		return hasLine(out, func(l string) bool {
+			return strings.HasPrefix(l, e.cfg+":5: feeds[0].path: ") && strings.Contains(l, e.path("link.log"))
+		})
+	}
 	select {
 	case <-d.done:
-		if d.code != 2 {
-			t.Fatalf("run exited %d, want 2 (config error)\n%s", d.code, tail(d.log(), 2000))
+		if d.code != 2 || !want(d.log()) {
+			t.Fatalf("run exited %d, want 2 and a line %s:5: feeds[0].path: …link.log…\n%s", d.code, e.cfg, tail(d.log(), 2000))
+		}
+		if _, stderr, code := cli(t, "validate", "--config", e.cfg); code != 2 || !want(stderr) {
+			t.Fatalf("validate: exit %d, stderr %q; want 2 and the same line as run", code, stderr)
 		}
 		return
 	case <-time.After(3 * time.Second):
