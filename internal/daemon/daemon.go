@@ -23,6 +23,7 @@ import (
 	"tailfeed/config"
 	"tailfeed/feed"
 	"tailfeed/internal/datadir"
+	"tailfeed/internal/fileutil"
 	"tailfeed/internal/tlsconfig"
 	"tailfeed/overload"
 	"tailfeed/pointer"
@@ -273,6 +274,7 @@ func (d *Daemon) buildFeed(fc *config.Feed) (*Feed, error) {
 		Logger:       log,
 		NoNotify:     noFSNotify(),
 		Outputs:      d.ownOutputs(),
+		OutputFiles:  stdoutFiles(d.cfg),
 		OnLoss:       d.onLoss(fc.Name),
 		RotatedNames: fc.RotatedNames,
 	}
@@ -310,6 +312,25 @@ func (d *Daemon) ownOutputs() []string {
 		}
 	}
 	return out
+}
+
+// stdoutFiles is the daemon's standard output when a stdout sink writes
+// it and it is a regular file (a launcher redirected it to a log file): an
+// output known by its identity only (fstat of descriptor 1), never read.
+func stdoutFiles(cfg *config.Config) []file.FileID {
+	for _, pc := range cfg.Processors {
+		if pc.Type != "stdout" {
+			continue
+		}
+		if fi, err := os.Stdout.Stat(); err != nil || !fi.Mode().IsRegular() {
+			return nil
+		}
+		if dev, ino, err := fileutil.DevIno(os.Stdout); err == nil && (dev != 0 || ino != 0) {
+			return []file.FileID{{Dev: dev, Ino: ino}}
+		}
+		return nil
+	}
+	return nil
 }
 
 func (d *Daemon) buildGroup(f *Feed, pc *config.Processor, q *feed.Queue, log hclog.Logger) (*processor.Group, processor.Closer, error) {

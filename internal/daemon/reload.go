@@ -62,6 +62,7 @@ import (
 	"tailfeed/internal/tlsconfig"
 	"tailfeed/processor"
 	"tailfeed/sink"
+	"tailfeed/source/file"
 	"tailfeed/status"
 )
 
@@ -417,6 +418,22 @@ func (d *Daemon) checkPathsOf(cfg *config.Config) error {
 		if fi, err := os.Stat(fc.Path); err == nil && fi.IsDir() {
 			return &ConfigError{Loc: d.configLoc(fc.Line), Key: fmt.Sprintf("feeds[%d].path", i),
 				Err: fmt.Errorf("%s is a directory; a feed tails one file (feed %q)", fc.Path, fc.Name)}
+		}
+	}
+	// A feed path that is a sink's output through a symlink or a hard link
+	// (DESIGN §10): the output read back and written again without end.
+	if bad := config.CheckOutputInputs(cfg); len(bad) > 0 {
+		return &ConfigError{Loc: d.configLoc(bad[0].Line), Key: bad[0].Key, Err: errors.New(bad[0].Msg)}
+	}
+	if so := stdoutFiles(cfg); len(so) > 0 {
+		for i, fc := range cfg.Feeds {
+			if config.IsGlob(fc.Path) {
+				continue
+			}
+			if dev, ino, err := fileutil.DevInoPath(fc.Path); err == nil && (file.FileID{Dev: dev, Ino: ino}) == so[0] {
+				return &ConfigError{Loc: d.configLoc(fc.Line), Key: fmt.Sprintf("feeds[%d].path", i),
+					Err: fmt.Errorf("%s is tailfeed's standard output, which a stdout processor writes; a feed cannot read what a sink writes", fc.Path)}
+			}
 		}
 	}
 	return nil

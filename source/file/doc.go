@@ -389,7 +389,13 @@
 //     our own rather than a dependency). exclude globs are matched against
 //     the whole path. Symlinks are followed to regular files; symlinked
 //     directories are not descended (no loops). Anything under the daemon's
-//     own outputs (file sinks, dataDir) is never matched.
+//     own outputs (file sinks, dataDir) is never matched, under any name:
+//     by path; by the outputs' identities (stat'ed once per walk, after the
+//     listing, with Config.OutputFiles: the daemon's stdout when a stdout
+//     sink writes it), which catches symlinks and hard links to them at a
+//     map lookup per file; and for a matched symlink by its resolved path
+//     (under dataDir's), resolved once per link and file reached. A
+//     matching symlink to nothing is skipped like a non-regular file.
 //
 //   - Discovery: a walk from the pattern's longest literal directory,
 //     descending only directories that can still lead to a match, at

@@ -106,6 +106,16 @@ type Glob struct {
 	keys     map[uint64]string // scan's: each matched key's path (reused)
 	lastWalk int               // files the last walk found
 
+	// walk's, against reading the daemon's own outputs through another
+	// name (DESIGN §10 "Never matched"): the outputs' identities (rebuilt
+	// at each walk, reused), the symlinks matched with where each leads
+	// (resolved again only when the file it reaches changes), and the
+	// paths already logged as not read for it.
+	ownIDs    map[[2]uint64]bool
+	links     map[string]linkSeen
+	walkGen   uint64
+	ownLogged map[string]bool
+
 	// Housekeeping looks at these, not at every tracked stream (thousands
 	// of idle files): the streams holding a slot (running or stopping),
 	// the new files held back as possible copies, and when the gone
@@ -446,8 +456,11 @@ type found struct {
 	size, mod int64
 }
 
-func (g *Glob) own(p string) bool {
-	for _, o := range g.outs {
+func (g *Glob) own(p string) bool { return ownPath(g.outs, p) }
+
+// ownPath reports whether p is one of outs or lies under one.
+func ownPath(outs []string, p string) bool {
+	for _, o := range outs {
 		if p == o || under(p, o) {
 			return true
 		}
@@ -469,9 +482,20 @@ func (g *Glob) excluded(p string) bool {
 func (g *Glob) walk() []found {
 	out := make([]found, 0, g.lastWalk)
 	var st statScratch
-	var visit func(dir string)
-	visit = func(dir string) {
-		if g.own(dir) {
+	g.walkGen++
+	// Where the outputs' symlinks lead (dataDir's included): a directory
+	// reached through a symlink, or a symlink matched, whose real path is
+	// under one is not read.
+	var reals []string
+	for _, o := range g.outputsNow() {
+		if o.real != "" {
+			reals = append(reals, o.real)
+		}
+	}
+	var visit func(dir, real string)
+	// real: where dir's symlinks lead ("": nowhere else).
+	visit = func(dir, real string) {
+		if g.own(dir) || (real != "" && ownPath(reals, real)) {
 			return
 		}
 		// Watched before it is listed: a file created in between is seen
@@ -510,18 +534,29 @@ func (g *Glob) walk() []found {
 				continue
 			}
 			regular, isDir, dev, ino, size, mod, err := statAt(d, name, &st)
+			link := e.Type()&fs.ModeSymlink != 0
 			if errors.Is(err, fs.ErrNotExist) {
-				continue // deleted since the listing: gone, not skipped
+				if !link || !lexists(p) {
+					continue // deleted since the listing: gone, not skipped
+				}
+				err = errDangling // a symlink to nothing: skipped
 			}
 			if err != nil || !regular {
 				g.skip(p, isDir, err)
+				continue
+			}
+			if link && g.linkOwn(p, dev, ino, reals) {
 				continue
 			}
 			out = append(out, found{path: p, dev: dev, ino: ino, size: size, mod: mod})
 		}
 		d.Close()
 		for _, p := range sub {
-			visit(p)
+			r := ""
+			if real != "" {
+				r = filepath.Join(real, filepath.Base(p))
+			}
+			visit(p, r)
 		}
 	}
 	root := g.pat.Root()
@@ -539,10 +574,108 @@ func (g *Glob) walk() []found {
 			break
 		}
 	}
-	visit(root)
+	real := ""
+	if r, err := filepath.EvalSymlinks(root); err == nil && r != root {
+		real = r
+	}
+	visit(root, real)
+	out = g.dropOwnFiles(out)
+	for p, l := range g.links {
+		if l.gen != g.walkGen {
+			delete(g.links, p) // not matched any more
+		}
+	}
 	sort.Slice(out, func(i, j int) bool { return out[i].path < out[j].path })
 	g.lastWalk = len(out)
 	return out
+}
+
+// errDangling is why a dangling symlink that matches is skipped.
+var errDangling = errors.New("a dangling symlink (its target does not exist)")
+
+// lexists reports whether p names something itself (a symlink not
+// followed): a matching entry whose stat found nothing is a dangling
+// symlink, not a file deleted since the listing.
+func lexists(p string) bool {
+	_, err := os.Lstat(p)
+	return err == nil
+}
+
+// linkSeen is a matched symlink as the last walks saw it: the file it
+// reached, and whether its real path is one of the daemon's outputs or
+// under dataDir.
+type linkSeen struct {
+	dev, ino uint64
+	own      bool
+	gen      uint64 // the walk that last matched it
+}
+
+// linkOwn reports whether the matched symlink p, reaching the file (dev,
+// ino), leads to one of the daemon's outputs or under dataDir (reals: the
+// outputs' resolved paths). Its path is resolved once, and again when it
+// reaches another file.
+func (g *Glob) linkOwn(p string, dev, ino uint64, reals []string) bool {
+	if l, ok := g.links[p]; ok && l.dev == dev && l.ino == ino {
+		l.gen = g.walkGen
+		g.links[p] = l
+		return l.own
+	}
+	own := false
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		own = g.own(r) || ownPath(reals, r)
+	}
+	if g.links == nil {
+		g.links = map[string]linkSeen{}
+	}
+	g.links[p] = linkSeen{dev: dev, ino: ino, own: own, gen: g.walkGen}
+	if own {
+		g.ownNote(p)
+	}
+	return own
+}
+
+// dropOwnFiles removes from a walk's list the files that are the daemon's
+// outputs by identity (device and inode): reached through a symlink or a
+// hard link, or the daemon's standard output (Config.OutputFiles). The
+// outputs are stat'ed after the listing: an output the walk saw existed
+// then, so its identity is known here.
+func (g *Glob) dropOwnFiles(out []found) []found {
+	if g.ownIDs == nil {
+		g.ownIDs = map[[2]uint64]bool{}
+	}
+	ids := g.ownIDs
+	clear(ids)
+	for _, o := range g.outs {
+		if dev, ino, err := fileutil.DevInoPath(o); err == nil {
+			ids[[2]uint64{dev, ino}] = true
+		}
+	}
+	for _, f := range g.cfg.Stream.OutputFiles {
+		ids[[2]uint64{f.Dev, f.Ino}] = true
+	}
+	if len(ids) == 0 {
+		return out
+	}
+	return slices.DeleteFunc(out, func(f found) bool {
+		if !ids[[2]uint64{f.dev, f.ino}] {
+			return false
+		}
+		g.ownNote(f.path)
+		return true
+	})
+}
+
+// ownNote logs once per path that a match is not read: it is one of the
+// daemon's outputs under another name.
+func (g *Glob) ownNote(p string) {
+	if g.ownLogged[p] {
+		return
+	}
+	if g.ownLogged == nil {
+		g.ownLogged = map[string]bool{}
+	}
+	g.ownLogged[p] = true
+	g.log.Warn("glob match not read: it is tailfeed's own output (a sink's output or a file under dataDir) under another name", "path", p)
 }
 
 func (g *Glob) skip(p string, isDir bool, err error) {

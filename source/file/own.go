@@ -16,7 +16,13 @@ import (
 // reading it as the input's copy would feed the sink's output back to it.
 type outputs struct {
 	paths []string // cleaned; symlinks resolved as well where they resolve
+	files []FileID // Config.OutputFiles: outputs known by identity only
 }
+
+// FileID is a file's device and inode: an output the daemon writes that it
+// knows by no path (its standard output redirected to a regular file,
+// written by a stdout sink; Config.OutputFiles).
+type FileID struct{ Dev, Ino uint64 }
 
 // newOutputs keeps the outputs that do not hold the input path (a
 // directory holding the input would hide every copy of it).
@@ -72,7 +78,7 @@ type ownSet struct {
 // scan prepares the checks for one scan of dir.
 func (o *outputs) scan(dir string) ownSet {
 	set := ownSet{o: o}
-	if len(o.paths) == 0 {
+	if len(o.paths) == 0 && len(o.files) == 0 {
 		return set
 	}
 	if r, err := filepath.EvalSymlinks(dir); err == nil {
@@ -84,13 +90,16 @@ func (o *outputs) scan(dir string) ownSet {
 			set.ids[[2]uint64{dev, ino}] = true
 		}
 	}
+	for _, f := range o.files {
+		set.ids[[2]uint64{f.Dev, f.Ino}] = true
+	}
 	return set
 }
 
 // has reports whether the entry name of the scanned directory dir, with
 // identity (dev, ino), is one of the daemon's outputs or lies under one.
 func (s ownSet) has(dir, name string, dev, ino uint64) bool {
-	if s.o == nil || len(s.o.paths) == 0 {
+	if s.o == nil || (len(s.o.paths) == 0 && len(s.o.files) == 0) {
 		return false
 	}
 	if s.ids[[2]uint64{dev, ino}] {

@@ -37,6 +37,11 @@ type Config struct {
 	// never taken for a rotated file or a copytruncate copy (DESIGN §4). A
 	// directory holding the input is ignored.
 	Outputs []string
+	// OutputFiles are outputs the daemon writes known by identity only
+	// (its standard output when a stdout sink writes it and it is a
+	// regular file): like Outputs, never matched by a glob and never taken
+	// for a rotated file or a copy.
+	OutputFiles []FileID
 	// resolvedOuts, when not nil, is Outputs as resolveOutputs made it (a
 	// glob feed's streams share one resolution, Glob.outputsNow).
 	resolvedOuts []outPath
@@ -257,6 +262,7 @@ func New(cfg Config, pub Publisher) *Source {
 	} else {
 		s.outs = newOutputs(cfg.Outputs, cfg.Path)
 	}
+	s.outs.files = cfg.OutputFiles
 	s.deliveryPath = cfg.Path
 	if cfg.DeliveryPath != "" {
 		s.deliveryPath = cfg.DeliveryPath

@@ -1,0 +1,80 @@
+package config
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// OutputInput is a single-file feed whose path names a file sink's output
+// on the file system (CheckOutputInputs).
+type OutputInput struct {
+	Feed int    // the index in Feeds
+	Line int    // the feed's entry line
+	Key  string // "feeds[i].path"
+	Msg  string // what is wrong, naming the path and the processor
+}
+
+// Error is "KEY: message" (the file and line are the caller's).
+func (o OutputInput) Error() string { return o.Key + ": " + o.Msg }
+
+// CheckOutputInputs reports the single-file feeds whose path is, as the
+// file system has it now, a file sink's output (DESIGN §10 "a single-file
+// feed whose path is a sink's output is a config error"): the same path
+// once the symlinks of both are followed as far as they lead (a link to an
+// output not created yet counts), or the same file (device and inode: a
+// hard link). The same path as written is decode's error already. `run`
+// (at start and at a reload) and `validate` call it; it reads the file
+// system, so `validate` reports what it can see where it runs.
+func CheckOutputInputs(cfg *Config) []OutputInput {
+	var out []OutputInput
+	for i, f := range cfg.Feeds {
+		if f.Path == "" || IsGlob(f.Path) {
+			continue // a glob's matches are excluded one by one (DESIGN §10)
+		}
+		in := resolveAsFar(f.Path)
+		inInfo, inErr := os.Stat(f.Path)
+		for j, p := range cfg.Processors {
+			o := p.OutputPath()
+			if o == "" || o == f.Path {
+				continue
+			}
+			same := resolveAsFar(o) == in
+			if !same && inErr == nil {
+				if oi, err := os.Stat(o); err == nil && os.SameFile(inInfo, oi) {
+					same = true
+				}
+			}
+			if same {
+				out = append(out, OutputInput{Feed: i, Line: f.Line, Key: fmt.Sprintf("feeds[%d].path", i), Msg: fmt.Sprintf(
+					"%s is %s, the output of %s processor %s (line %d); a feed cannot read what a sink writes",
+					f.Path, o, p.Type, describeProc(p, j), p.Line)})
+				break
+			}
+		}
+	}
+	return out
+}
+
+// resolveAsFar is p with its symlinks followed as far as they lead: a
+// final component that does not exist, or a dangling symlink's target,
+// is kept as named (filepath.EvalSymlinks fails on those).
+func resolveAsFar(p string) string {
+	p = filepath.Clean(p)
+	for range 40 { // as the kernel's MAXSYMLINKS
+		dir, base := filepath.Split(p)
+		if r, err := filepath.EvalSymlinks(dir); err == nil {
+			dir = r
+		}
+		q := filepath.Join(dir, base)
+		t, err := os.Readlink(q)
+		if err != nil {
+			return q
+		}
+		if !filepath.IsAbs(t) {
+			t = filepath.Join(dir, t)
+		}
+		p = filepath.Clean(t)
+	}
+	return p
+}
