@@ -151,8 +151,15 @@ func (p *Pointer) reset(epoch uint64, f io.ReaderAt, fileKey uint64, why string)
 	if err != nil {
 		return fmt.Errorf("pointer: reset: read input: %w", err)
 	}
+	bound := p.key
 	p.src, p.key = f, fileKey
 	prev := p.cur
+	if bound != 0 && prev.Epoch != 0 {
+		// The epochs line names, as the record left, the file bound to
+		// the epoch now: a copytruncate copy the source reads on in
+		// (Bind) holds the epoch's bytes, the cut original no longer.
+		prev.FileKey = bound
+	}
 	p.cur = Record{
 		Epoch: epoch, FileKey: fileKey, FPLen: uint64(n), FP: Fingerprint(head[:n]),
 		Commits: p.cur.Commits + 1, Slot: p.cur.Slot, Layout: Layout,

@@ -42,7 +42,9 @@ import (
 // (previousEpoch, previousOffset) has every line of it (DESIGN §11); both
 // are absent on the other lines; previousFileKey,
 // previousFingerprintLength and previousFingerprint (with them, when the
-// record left named a file) are that record's identity: a restart with an
+// record left named a file) are that record's identity — the key the
+// file bound to the epoch when it was left (Bind: a copytruncate copy read
+// on in, not the cut original) — : a restart with an
 // empty record does not read that file again as a later generation; path is the input path the pointer
 // was opened for, "" when the record names no file (fileKey 0,
 // fingerprintLength 0); time is RFC 3339 UTC with nanoseconds; reason is

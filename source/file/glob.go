@@ -88,6 +88,12 @@ type Glob struct {
 	lastHK   time.Time
 	ghosts   uint64 // map keys of gone streams whose key a new file took
 
+	// readBefore: at the start, by file key, the epochs lines that moved a
+	// pointer off a file (its key, first bytes and committed end): a file
+	// new at this start that is one of them, no longer than that end, was
+	// read to it by a previous run (readBeforeStart).
+	readBefore map[uint64]pointer.EpochLine
+
 	drainBound time.Duration         // how long a stopping stream waits for its lines' acknowledgements
 	owed       map[*gstream]struct{} // the closed (or queued) streams that owe a commit (settleOwed)
 
@@ -1144,6 +1150,12 @@ func (g *Glob) seen(s *gstream, f found, now time.Time) {
 // copytruncate), whose unread tail that file's stream reads (§4); else it is
 // a new stream from its start (DESIGN §10).
 func (g *Glob) admit(s *gstream, f found, now time.Time) {
+	if !g.started && s.ptrPath == "" && !g.bounded() && g.readBeforeStart(s, f) {
+		g.markCopy(s)
+		g.log.Info("file new at this start was read to its end before (a copy taken for its original's); not read again",
+			"path", f.path, "size", f.size)
+		return
+	}
 	if !g.started || s.ptrPath != "" || g.bounded() {
 		g.enqueue(s)
 		return
@@ -1169,6 +1181,43 @@ func (g *Glob) admit(s *gstream, f found, now time.Time) {
 		return
 	}
 	g.enqueue(s)
+}
+
+// readBeforeStart: f, new at this start with no pointer naming it, is a
+// file a previous run's pointer moved off with every byte of it committed —
+// its key, its first bytes those of the record left, and no longer than
+// that record's offset: a copytruncate copy the original's stream read and
+// left for the cut file (the pointer moved onto the cut file, the copy
+// stays, matched by the glob when its name matches: logrotate's dateext
+// with "extension .log"). Read from its start it would deliver those lines
+// again after a clean restart. One that grows later is read from its
+// start (markCopy).
+func (g *Glob) readBeforeStart(s *gstream, f found) bool {
+	if g.cfg.EpochsPath == "" || f.size == 0 {
+		return false
+	}
+	if g.readBefore == nil {
+		g.readBefore = map[uint64]pointer.EpochLine{}
+		lines, _ := pointer.ReadEpochs(g.cfg.EpochsPath) // what parsed; adoptedEpochs warns
+		for _, l := range lines {
+			// Only the barrier's Reset ("reset"): its file read to its end,
+			// every line acknowledged. A forgotten file that comes back is
+			// read from its start (DESIGN §10), and so is one counted lost.
+			if l.Reason == "reset" && l.PrevEpoch != 0 && l.PrevFileKey != 0 && l.PrevOffset > 0 && l.PrevFPLen > 0 {
+				g.readBefore[l.PrevFileKey] = l
+			}
+		}
+	}
+	l, ok := g.readBefore[s.key]
+	if !ok || f.size > l.PrevOffset || uint64(f.size) < l.PrevFPLen {
+		return false
+	}
+	fh, err := fileutil.OpenRegular(f.path)
+	if err != nil {
+		return false
+	}
+	defer fh.Close()
+	return headIs(fh, int(l.PrevFPLen), l.PrevFP)
 }
 
 // copyCandidate is a tracked file whose fingerprint f's first bytes match.
