@@ -613,7 +613,6 @@ type carried struct {
 	// subscriber's position and dispatched never go back (each re-read
 	// line is published again under a new sequence).
 	seq, commitFailures uint64
-	unterminated        int64
 	failures            map[string]uint64 // per subscriber
 }
 
@@ -633,7 +632,10 @@ func (f *Feed) inherit(old *Feed) {
 	c.linesRead = old.carry.linesRead + old.finalRead
 	c.bytesRead = old.carry.bytesRead + old.finalBytes
 	c.pausedSeconds = old.carry.pausedSeconds + old.finalPaused
-	c.seq, c.unterminated = s.SeqAfter, s.Unterminated
+	// unterminated is not carried: it is no counter but the bytes after
+	// the last terminator now (DESIGN §4), which the restarted instance
+	// reports itself (it resumes where this one stopped, or re-reads them).
+	c.seq = s.SeqAfter
 	c.commitFailures = old.carry.commitFailures + old.src.CommitFailures()
 	c.failures = map[string]uint64{}
 	for k, v := range old.carry.failures {
@@ -654,7 +656,6 @@ func (f *Feed) addCarry(s *status.FeedSnapshot) {
 	s.Pauses += c.pauses
 	s.LostTails += c.lostTails
 	s.LostBytes += c.lostBytes
-	s.Unterminated += c.unterminated
 	s.SeqBefore += c.seq
 	s.SeqAfter += c.seq
 	s.Acknowledged += c.seq
