@@ -85,6 +85,7 @@ type Daemon struct {
 	holds    *holdStore
 	stopped  bool                 // Stop ran (under reloadMu)
 	skips    map[string]feed.Mark // processor → the re-read it skips, while a reload builds a feed
+	resume   *file.Resume         // where a feed without a pointer reads on, while a reload builds it
 }
 
 // Feed is one running feed.
@@ -285,6 +286,7 @@ func (d *Daemon) buildFeed(fc *config.Feed) (*Feed, error) {
 		f.ptr = p
 	}
 	stream.Pointer = f.ptr
+	stream.Resume = d.resume // a feed restarted by a reload (reload.go)
 	f.src = file.New(stream, f.pub)
 	return f, nil
 }

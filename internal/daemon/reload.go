@@ -43,6 +43,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -55,6 +56,7 @@ import (
 	"tailfeed/internal/fileutil"
 	"tailfeed/processor"
 	"tailfeed/sink"
+	"tailfeed/source/file"
 	"tailfeed/status"
 )
 
@@ -359,9 +361,10 @@ func (d *Daemon) buildFeeds(cfg *config.Config, oldFeeds, stopped map[string]*Fe
 		}
 		if ok {
 			d.skips = skipsFor(f, procsOf(cfg, fc.Name))
+			d.resume = resumeFor(f, fc, procsOf(cfg, fc.Name))
 		}
 		nf, err := d.buildFeed(fc)
-		d.skips = nil
+		d.skips, d.resume = nil, nil
 		if err != nil {
 			err = fmt.Errorf("feed %s: %w", fc.Name, err)
 			if !all {
@@ -466,6 +469,45 @@ func skipsFor(old *Feed, procs []*config.Processor) map[string]feed.Mark {
 		out[pc.Name] = m
 	}
 	return out
+}
+
+// resumeFor is where the restarted instance of old's feed reads on when it
+// has no pointer (every strategy but COMMITTED): its previous instance's
+// in-memory pointer (file key and first bytes, epoch, position, and for a
+// once-read the size it reads to), so the subscribers' skip by place works
+// as it does after a re-read from a pointer: EARLIEST does not read its
+// file again, a finished ONCE_EARLIEST stays finished, LATEST delivers the
+// lines appended during the restart. The source takes it only when the
+// file at the path is still the one read; otherwise, and when the feed's
+// path or readStrategy changed (a new feed, DESIGN §12), the strategy's
+// normal start. Lines published but not finished by a kept holding
+// subscriber (a drain cut short) are read again from the last line it
+// finished in that file (the others skip them by place). nil: none.
+func resumeFor(old *Feed, fc *config.Feed, procs []*config.Processor) *file.Resume {
+	src, ok := old.src.(*file.Source)
+	strat, err := file.ParseStrategy(fc.ReadStrategy)
+	if !ok || err != nil || strat != old.strat || strat == file.Committed || fc.Path != old.cfg.Path {
+		return nil
+	}
+	r := src.ResumePoint()
+	if r == nil {
+		return nil
+	}
+	c := *r
+	for _, g := range old.groups {
+		q := g.Queue()
+		if q.BestEffort() || q.Position() <= q.AckPoint() || !slices.ContainsFunc(procs, func(pc *config.Processor) bool { return pc.Name == g.Name() }) {
+			continue
+		}
+		at := c.From
+		if m := old.finalAck[g.Name()]; m.OK && m.Epoch == c.Epoch && m.Position >= c.From {
+			at = m.Position
+		}
+		if at < c.Offset {
+			c.Offset, c.InLong = at, false
+		}
+	}
+	return &c
 }
 
 // movePointerAside renames a stopped feed's pointer (and epoch history) to
