@@ -85,7 +85,11 @@ type Daemon struct {
 	holds    *holdStore
 	stopped  bool                 // Stop ran (under reloadMu)
 	skips    map[string]feed.Mark // processor → the re-read it skips, while a reload builds a feed
-	resume   *file.Resume         // where a feed without a pointer reads on, while a reload builds it
+
+	// While a reload builds a feed without a pointer: where it reads on
+	// (its file, or a glob's files by key; reload.go resumeFor).
+	resume  *file.Resume
+	resumes map[uint64]file.GlobResume
 }
 
 // Feed is one running feed.

@@ -361,10 +361,10 @@ func (d *Daemon) buildFeeds(cfg *config.Config, oldFeeds, stopped map[string]*Fe
 		}
 		if ok {
 			d.skips = skipsFor(f, procsOf(cfg, fc.Name))
-			d.resume = resumeFor(f, fc, procsOf(cfg, fc.Name))
+			d.resume, d.resumes = resumeFor(f, fc, procsOf(cfg, fc.Name))
 		}
 		nf, err := d.buildFeed(fc)
-		d.skips, d.resume = nil, nil
+		d.skips, d.resume, d.resumes = nil, nil, nil
 		if err != nil {
 			err = fmt.Errorf("feed %s: %w", fc.Name, err)
 			if !all {
@@ -482,16 +482,24 @@ func skipsFor(old *Feed, procs []*config.Processor) map[string]feed.Mark {
 // path or readStrategy changed (a new feed, DESIGN §12), the strategy's
 // normal start. Lines published but not finished by a kept holding
 // subscriber (a drain cut short) are read again from the last line it
-// finished in that file (the others skip them by place). nil: none.
-func resumeFor(old *Feed, fc *config.Feed, procs []*config.Processor) *file.Resume {
-	src, ok := old.src.(*file.Source)
+// finished in that file (the others skip them by place). nil: none. A
+// glob feed's streams likewise resume, each in its file (the second
+// result: file.GlobConfig.Resumes; nil: none).
+func resumeFor(old *Feed, fc *config.Feed, procs []*config.Processor) (*file.Resume, map[uint64]file.GlobResume) {
 	strat, err := file.ParseStrategy(fc.ReadStrategy)
-	if !ok || err != nil || strat != old.strat || strat == file.Committed || fc.Path != old.cfg.Path {
-		return nil
+	if err != nil || strat != old.strat || strat == file.Committed || fc.Path != old.cfg.Path {
+		return nil, nil
+	}
+	if old.glob != nil {
+		return nil, old.glob.Resumes()
+	}
+	src, ok := old.src.(*file.Source)
+	if !ok {
+		return nil, nil
 	}
 	r := src.ResumePoint()
 	if r == nil {
-		return nil
+		return nil, nil
 	}
 	c := *r
 	for _, g := range old.groups {
@@ -507,7 +515,7 @@ func resumeFor(old *Feed, fc *config.Feed, procs []*config.Processor) *file.Resu
 			c.Offset, c.InLong = at, false
 		}
 	}
-	return &c
+	return &c, nil
 }
 
 // movePointerAside renames a stopped feed's pointer (and epoch history) to
