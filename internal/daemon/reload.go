@@ -6,7 +6,8 @@ package daemon
 // How the difference is applied (decisions where the contract is silent):
 //   - A feed is restarted — stopped as at shutdown (sources stopped, queues
 //     drained within shutdownTimeoutMillis, final commit, pointer closed and
-//     unlocked), then built and started again from its pointer — when its
+//     unlocked), then built and started again from its pointer (without
+//     one: from its previous instance's place in memory, resumeFor) — when its
 //     own settings changed or any of its processors was added, removed or
 //     changed. Feeds that nothing touched keep running untouched. So a
 //     changed processor's new instance receives first the lines the old
