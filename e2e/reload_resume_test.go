@@ -7,9 +7,15 @@ package e2e
 // cases are in audit_ops_test.go).
 
 import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
+	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -134,5 +140,83 @@ func TestReloadGlobLatestLosesNothing(t *testing.T) {
 	}
 	if got["before the start"] > 0 {
 		t.Errorf("a line written before the start was delivered %d times (LATEST)", got["before the start"])
+	}
+}
+
+// TestReloadUnfinishedLinesNotLost: a feed without a pointer whose webhook
+// subscriber has not finished its lines when a reload stops the feed (the
+// drain cut short by shutdownTimeoutMillis) gets them again from the
+// restarted feed (as a COMMITTED feed re-reads them from its pointer); the
+// file sink, which finished them, does not get them twice. For one file
+// and for a glob.
+func TestReloadUnfinishedLinesNotLost(t *testing.T) {
+	for _, path := range []string{"./in/a.log", "./in/*.log"} {
+		t.Run(path, func(t *testing.T) {
+			var mu sync.Mutex
+			blocked := true
+			var lines []string
+			hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				mu.Lock()
+				b := blocked
+				mu.Unlock()
+				if b {
+					select { // never answers while blocked: the drain is cut short
+					case <-r.Context().Done():
+					case <-time.After(10 * time.Second):
+					}
+					http.Error(w, "busy", http.StatusServiceUnavailable)
+					return
+				}
+				body, _ := io.ReadAll(r.Body)
+				mu.Lock()
+				for _, l := range strings.Split(strings.TrimSpace(string(body)), "\n") {
+					var o struct {
+						Line string `json:"line"`
+					}
+					json.Unmarshal([]byte(l), &o)
+					lines = append(lines, o.Line)
+				}
+				mu.Unlock()
+			}))
+			defer hook.Close()
+			tmpl := `dataDir: ./state
+status: {listen: "` + addrPlaceholder + `", token: ` + ctToken + `}
+shutdownTimeoutMillis: 500
+feeds:
+  - {name: app, path: ` + path + `, pollIntervalMillis: 20, readStrategy: EARLIEST}
+processors:
+  - {name: out, feed: app, type: file, path: ./out.log}
+  - {name: hook, feed: app, type: webhook, url: "` + hook.URL + `", retry: {initialMillis: 20, maxMillis: 50}}
+`
+			e := newEnv(t, tmpl)
+			os.MkdirAll(e.path("in"), 0o755)
+			os.WriteFile(e.path("in/a.log"), []byte("a1\na2\n"), 0o644)
+			d := e.start()
+			waitUntil(t, "out.log holds a1, a2", 30*time.Second, func() bool {
+				b, _ := os.ReadFile(e.path("out.log"))
+				return string(b) == "a1\na2\n"
+			})
+			auditOpsReload(t, e, d, ctToken, tmpl+"  - {name: added, feed: app, type: discard}\n")
+			mu.Lock()
+			blocked = false
+			mu.Unlock()
+			appendTo(t, e.path("in/a.log"), "a3\n")
+			waitUntil(t, "the hook got a3", 30*time.Second, func() bool {
+				mu.Lock()
+				defer mu.Unlock()
+				return slices.Contains(lines, "a3")
+			})
+			d.waitSettled(30 * time.Second)
+			mu.Lock()
+			got := append([]string(nil), lines...)
+			mu.Unlock()
+			sort.Strings(got)
+			if strings.Join(got, ",") != "a1,a2,a3" {
+				t.Errorf("the webhook got %v after the reload, want a1, a2 (unfinished at the stop) and a3, once each", got)
+			}
+			if b, _ := os.ReadFile(e.path("out.log")); string(b) != "a1\na2\na3\n" {
+				t.Errorf("out.log = %q, want each line once", b)
+			}
+		})
 	}
 }

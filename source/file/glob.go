@@ -2424,7 +2424,27 @@ func (g *Glob) Resumes() map[uint64]GlobResume {
 		if s.gone || k != s.key || s.copyOf != nil {
 			continue // gone, another file's ghost, or held back as a possible copy (read from its start)
 		}
-		out[k] = GlobResume{First: s.first, Resume: s.resume, StartSize: s.startSize,
+		r := s.resume
+		if o := s.owe; r != nil && o != nil && o.sp != nil && o.sp.Pending() > 0 {
+			// Closed with lines not every holding subscriber finished (a
+			// drain cut short): read again from the last line they all
+			// finished in this file, or from where its source began (a
+			// duplicate at worst, never a gap; each subscriber skips by
+			// place what it finished).
+			c := *r
+			g.mux.mu.Lock()
+			a := o.sp.ack
+			g.mux.mu.Unlock()
+			back := c.From
+			if a.Epoch == c.Epoch && a.Position >= c.From {
+				back = a.Position
+			}
+			if back < c.Offset {
+				c.Offset, c.InLong = back, false
+			}
+			r = &c
+		}
+		out[k] = GlobResume{First: s.first, Resume: r, StartSize: s.startSize,
 			FromEnd: s.fromEnd, EndAt: s.endAt, EndHeadLen: s.endHeadLen, EndHead: s.endHead, Copy: s.isCopy}
 	}
 	return out
