@@ -162,7 +162,7 @@ func TestReloadUnfinishedLinesNotLost(t *testing.T) {
 				if b {
 					select { // never answers while blocked: the drain is cut short
 					case <-r.Context().Done():
-					case <-time.After(10 * time.Second):
+					case <-time.After(3 * time.Second):
 					}
 					http.Error(w, "busy", http.StatusServiceUnavailable)
 					return
