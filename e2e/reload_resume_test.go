@@ -220,3 +220,30 @@ processors:
 		})
 	}
 }
+
+// TestReloadGlobUnterminatedIsNow: a glob feed's unterminated after a
+// reload is the bytes after the last terminator now, not the earlier
+// instance's added again (DESIGN §4).
+func TestReloadGlobUnterminatedIsNow(t *testing.T) {
+	for _, rs := range []string{"EARLIEST", "ONCE_EARLIEST"} {
+		t.Run(rs, func(t *testing.T) {
+			tmpl := reloadGlobTmpl(rs)
+			e := newEnv(t, tmpl)
+			os.MkdirAll(e.path("in"), 0o755)
+			os.WriteFile(e.path("in/a.log"), []byte("a1\npart"), 0o644)
+			d := e.start()
+			d.waitFor("unterminated 4", 30*time.Second, func(r *report) bool {
+				return r.Settled && r.Feeds[0].Sequence == 1 && r.Feeds[0].Unterminated == 4
+			})
+			auditOpsReload(t, e, d, ctToken, tmpl+"  - {name: added, feed: app, type: discard}\n")
+			time.Sleep(time.Second)
+			r := d.waitSettled(30 * time.Second)
+			if u := r.Feeds[0].Unterminated; u != 4 {
+				t.Errorf("after a reload, with the file still ending in the 4 bytes \"part\": unterminated = %d, want 4", u)
+			}
+			if b, _ := os.ReadFile(e.path("out.log")); string(b) != "a1\n" {
+				t.Errorf("out.log = %q, want \"a1\\n\"", b)
+			}
+		})
+	}
+}
