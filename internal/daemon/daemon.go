@@ -89,6 +89,11 @@ type Daemon struct {
 	skips    map[string]feed.Mark // processor → the re-read it skips, while a reload builds a feed
 	orphans  *orphanLedgers       // dead letters of processors no longer configured (orphans.go)
 	prev     map[string]any       // processor → its sink in the stopped instance, while a reload builds a feed
+
+	// While a reload builds a feed without a pointer: where it reads on
+	// (its file, or a glob's files by key; reload.go resumeFor).
+	resume  *file.Resume
+	resumes map[uint64]file.GlobResume
 }
 
 // Feed is one running feed.
@@ -298,6 +303,7 @@ func (d *Daemon) buildFeed(fc *config.Feed) (*Feed, error) {
 		f.ptr = p
 	}
 	stream.Pointer = f.ptr
+	stream.Resume = d.resume // a feed restarted by a reload (reload.go)
 	f.src = file.New(stream, f.pub)
 	return f, nil
 }

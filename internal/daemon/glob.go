@@ -49,6 +49,7 @@ func (d *Daemon) buildGlob(f *Feed, fc *config.Feed, stream file.Config, log hcl
 		MaxOpenFiles:  fc.MaxOpenFiles,
 		CloseInactive: fc.Built.CloseInactive,
 		ForgetAfter:   fc.Built.ForgetAfter,
+		Resumes:       d.resumes, // a feed restarted by a reload (reload.go)
 	}
 	if f.strat == file.Committed {
 		gc.PointerDir = datadir.GlobPointers(d.cfg.DataDir, fc.Name)

@@ -6,7 +6,8 @@ package daemon
 // How the difference is applied (decisions where the contract is silent):
 //   - A feed is restarted — stopped as at shutdown (sources stopped, queues
 //     drained within shutdownTimeoutMillis, final commit, pointer closed and
-//     unlocked), then built and started again from its pointer — when its
+//     unlocked), then built and started again from its pointer (without
+//     one: from its previous instance's place in memory, resumeFor) — when its
 //     own settings changed or any of its processors was added, removed or
 //     changed. Feeds that nothing touched keep running untouched. So a
 //     changed processor's new instance receives first the lines the old
@@ -49,6 +50,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -383,9 +385,10 @@ func (d *Daemon) buildFeeds(cfg *config.Config, oldFeeds, stopped map[string]*Fe
 		if ok {
 			d.skips = skipsFor(f, procsOf(cfg, fc.Name))
 			d.prev = prevSinksOf(f, fc)
+			d.resume, d.resumes = resumeFor(f, fc, procsOf(cfg, fc.Name))
 		}
 		nf, err := d.buildFeed(fc)
-		d.skips, d.prev = nil, nil
+		d.skips, d.prev, d.resume, d.resumes = nil, nil, nil, nil
 		if err != nil {
 			err = fmt.Errorf("feed %s: %w", fc.Name, err)
 			if !all {
@@ -520,6 +523,53 @@ func prevSinksOf(old *Feed, fc *config.Feed) map[string]any {
 		out[g.Name()] = g.Sink()
 	}
 	return out
+}
+
+// resumeFor is where the restarted instance of old's feed reads on when it
+// has no pointer (every strategy but COMMITTED): its previous instance's
+// in-memory pointer (file key and first bytes, epoch, position, and for a
+// once-read the size it reads to), so the subscribers' skip by place works
+// as it does after a re-read from a pointer: EARLIEST does not read its
+// file again, a finished ONCE_EARLIEST stays finished, LATEST delivers the
+// lines appended during the restart. The source takes it only when the
+// file at the path is still the one read; otherwise, and when the feed's
+// path or readStrategy changed (a new feed, DESIGN §12), the strategy's
+// normal start. Lines published but not finished by a kept holding
+// subscriber (a drain cut short) are read again from the last line it
+// finished in that file (the others skip them by place). nil: none. A
+// glob feed's streams likewise resume, each in its file (the second
+// result: file.GlobConfig.Resumes; nil: none).
+func resumeFor(old *Feed, fc *config.Feed, procs []*config.Processor) (*file.Resume, map[uint64]file.GlobResume) {
+	strat, err := file.ParseStrategy(fc.ReadStrategy)
+	if err != nil || strat != old.strat || strat == file.Committed || fc.Path != old.cfg.Path {
+		return nil, nil
+	}
+	if old.glob != nil {
+		return nil, old.glob.Resumes()
+	}
+	src, ok := old.src.(*file.Source)
+	if !ok {
+		return nil, nil
+	}
+	r := src.ResumePoint()
+	if r == nil {
+		return nil, nil
+	}
+	c := *r
+	for _, g := range old.groups {
+		q := g.Queue()
+		if q.BestEffort() || q.Position() <= q.AckPoint() || !slices.ContainsFunc(procs, func(pc *config.Processor) bool { return pc.Name == g.Name() }) {
+			continue
+		}
+		at := c.From
+		if m := old.finalAck[g.Name()]; m.OK && m.Epoch == c.Epoch && m.Position >= c.From {
+			at = m.Position
+		}
+		if at < c.Offset {
+			c.Offset, c.InLong = at, false
+		}
+	}
+	return &c, nil
 }
 
 // movePointerAside renames a stopped feed's pointer (and epoch history) to
@@ -668,7 +718,6 @@ type carried struct {
 	// subscriber's position and dispatched never go back (each re-read
 	// line is published again under a new sequence).
 	seq, commitFailures uint64
-	unterminated        int64
 	failures            map[string]uint64 // per subscriber
 }
 
@@ -688,7 +737,10 @@ func (f *Feed) inherit(old *Feed) {
 	c.linesRead = old.carry.linesRead + old.finalRead
 	c.bytesRead = old.carry.bytesRead + old.finalBytes
 	c.pausedSeconds = old.carry.pausedSeconds + old.finalPaused
-	c.seq, c.unterminated = s.SeqAfter, s.Unterminated
+	// unterminated is not carried: it is no counter but the bytes after
+	// the last terminator now (DESIGN §4), which the restarted instance
+	// reports itself (it resumes where this one stopped, or re-reads them).
+	c.seq = s.SeqAfter
 	f.pub.StartAt(c.seq) // numbers on: a processor sees the sequence feed.status counts
 	c.commitFailures = old.carry.commitFailures + old.src.CommitFailures()
 	c.failures = map[string]uint64{}
@@ -710,7 +762,6 @@ func (f *Feed) addCarry(s *status.FeedSnapshot) {
 	s.Pauses += c.pauses
 	s.LostTails += c.lostTails
 	s.LostBytes += c.lostBytes
-	s.Unterminated += c.unterminated
 	// The publisher numbers on from c.seq (StartAt): sequence and
 	// acknowledged are the feed's already. A synced commit covers at least
 	// what the earlier instance acknowledged (its final commit).

@@ -38,6 +38,28 @@ type GlobConfig struct {
 	MaxOpenFiles  int
 	CloseInactive time.Duration
 	ForgetAfter   time.Duration
+	// Resumes, for a feed without pointers restarted by a reload: what its
+	// previous glob knew of each file by key (Glob.Resumes). At the first
+	// scan a file in it starts where its previous stream stopped (or, never
+	// read, as that glob would have started it); a file not in it is new
+	// (read from its start; ONCE_*: not read). nil: a start.
+	Resumes map[uint64]GlobResume
+}
+
+// GlobResume is what a glob without pointers knew of one file when it
+// closed (Glob.Resumes).
+type GlobResume struct {
+	First     string  // the path it was first matched under (Delivery.Path)
+	Resume    *Resume // where its last source stopped (nil: never read)
+	StartSize int64   // its size when first matched (ONCE_EARLIEST's end)
+	// LATEST, never read yet: its first turn starts at EndAt, unless its
+	// first bytes are no longer EndHead's.
+	FromEnd    bool
+	EndAt      int64
+	EndHeadLen int
+	EndHead    uint64
+	// Copy: taken for another file's copy (a copytruncate's), not read.
+	Copy bool
 }
 
 // FileStatus is one tracked file in GET /feed.status?files=1.
@@ -751,8 +773,10 @@ func (g *Glob) scan(ctx context.Context) {
 			g.byKey[1<<63|g.ghosts] = s
 		}
 		delete(g.retired, k) // a new stream from here on
-		if g.bounded() && g.started {
-			continue // ONCE_*: only the files matched at start
+		carried, isCarried := g.cfg.Resumes[k]
+		isCarried = isCarried && !g.started
+		if g.bounded() && (g.started || (g.cfg.Resumes != nil && !isCarried)) {
+			continue // ONCE_*: only the files matched at start (a reload's: at the first start)
 		}
 		if g.cfg.Stream.Strategy == OnceLatest {
 			continue // delivers nothing
@@ -769,7 +793,12 @@ func (g *Glob) scan(ctx context.Context) {
 				s.first = first // renamed while stopped: still named as first matched
 			}
 		}
-		if !g.started && g.cfg.Stream.Strategy == Latest {
+		if isCarried && s.ptrPath == "" {
+			// Restarted by a reload: on from where its previous stream
+			// stopped (its source checks the file is still the one read).
+			s.first, s.resume, s.startSize = carried.First, carried.Resume, carried.StartSize
+			s.fromEnd, s.endAt, s.endHeadLen, s.endHead = carried.FromEnd, carried.EndAt, carried.EndHeadLen, carried.EndHead
+		} else if !g.started && g.cfg.Stream.Strategy == Latest && g.cfg.Resumes == nil {
 			s.fromEnd, s.endAt = true, f.size
 			// Its first bytes, to tell a rewrite in place before its
 			// first turn from growth (one read per file, at start).
@@ -782,6 +811,10 @@ func (g *Glob) scan(ctx context.Context) {
 		g.byPath[f.path] = s
 		if !g.started {
 			made = append(made, s)
+		}
+		if isCarried && carried.Copy {
+			g.markCopy(s) // a copy its previous glob did not read: not read (unless it changes)
+			continue
 		}
 		g.admit(s, f, now)
 	}
@@ -2557,6 +2590,46 @@ func (g *Glob) Drain(ctx context.Context) {
 		}()
 	}
 	wg.Wait()
+}
+
+// Resumes is, for a glob without pointers, what it knows of each tracked
+// file (not gone) by key: a feed restarted by a reload starts its streams
+// from it (GlobConfig.Resumes). nil with pointers. Read after Close.
+func (g *Glob) Resumes() map[uint64]GlobResume {
+	if g.cfg.PointerDir != "" {
+		return nil
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := make(map[uint64]GlobResume, len(g.byKey))
+	for k, s := range g.byKey {
+		if s.gone || k != s.key || s.copyOf != nil {
+			continue // gone, another file's ghost, or held back as a possible copy (read from its start)
+		}
+		r := s.resume
+		if o := s.owe; r != nil && o != nil && o.sp != nil && o.sp.Pending() > 0 {
+			// Closed with lines not every holding subscriber finished (a
+			// drain cut short): read again from the last line they all
+			// finished in this file, or from where its source began (a
+			// duplicate at worst, never a gap; each subscriber skips by
+			// place what it finished).
+			c := *r
+			g.mux.mu.Lock()
+			a := o.sp.ack
+			g.mux.mu.Unlock()
+			back := c.From
+			if a.Epoch == c.Epoch && a.Position >= c.From {
+				back = a.Position
+			}
+			if back < c.Offset {
+				c.Offset, c.InLong = back, false
+			}
+			r = &c
+		}
+		out[k] = GlobResume{First: s.first, Resume: r, StartSize: s.startSize,
+			FromEnd: s.fromEnd, EndAt: s.endAt, EndHeadLen: s.endHeadLen, EndHead: s.endHead, Copy: s.isCopy}
+	}
+	return out
 }
 
 // Close makes every open stream's final commit and closes its files.

@@ -229,7 +229,7 @@ func (s *Source) startFile(f *os.File, dev, ino uint64) error {
 				r.limit = s.cfg.OnceLimit
 			}
 		}
-		if c := s.cfg.Resume; c != nil && c.Offset <= size && c.HeadLen > 0 && headIs(f, c.HeadLen, c.Head) {
+		if c := s.cfg.Resume; s.resumes(c, r, size) {
 			// A glob stream reopened without a pointer: on from where
 			// its last source stopped (the same content), in its epoch.
 			r.epoch = c.Epoch
@@ -249,6 +249,15 @@ func (s *Source) startFile(f *os.File, dev, ino uint64) error {
 			s.setDetail(d)
 		}
 	case Latest:
+		if c := s.cfg.Resume; s.resumes(c, r, size) {
+			// A feed restarted by a reload: on from where its previous
+			// instance stopped in the same file, in its epoch (the lines
+			// appended meanwhile are delivered).
+			r.epoch = c.Epoch
+			r.seek(c.Offset)
+			r.split.inLong = c.InLong
+			break
+		}
 		r.epoch = pointer.NewEpoch()
 		end := size
 		if s.cfg.HasEndAt && s.cfg.EndAt <= size {
@@ -263,6 +272,7 @@ func (s *Source) startFile(f *os.File, dev, ino uint64) error {
 		r.limit = size
 		r.seek(size)
 	}
+	r.from = r.consumed()
 	if _, err := r.refreshFingerprint(size); err != nil {
 		s.log.Warn("reading the fingerprint failed", "error", err)
 	}
@@ -271,6 +281,22 @@ func (s *Source) startFile(f *os.File, dev, ino uint64) error {
 	s.setFile(r)
 	s.missing = false
 	return nil
+}
+
+// resumes: c (Config.Resume) is where a source stopped in the file r
+// opened, of size now: the same file (its key, when c has one) holding at
+// least c.Offset bytes whose first bytes are still those read. A file that
+// was empty when it was left (no first bytes to tell it by) is the same
+// only by its key, at offset 0 (LATEST: what was appended since its
+// previous instance let it go is delivered).
+func (s *Source) resumes(c *Resume, r *reader, size int64) bool {
+	if c == nil || c.Offset > size || (c.Key != 0 && c.Key != r.key) {
+		return false
+	}
+	if c.HeadLen == 0 {
+		return s.cfg.Strategy == Latest && c.Key != 0 && c.Offset == 0
+	}
+	return headIs(r.f, c.HeadLen, c.Head)
 }
 
 // checkPointer validates the pointer against the file at the path (DESIGN

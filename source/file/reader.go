@@ -36,6 +36,7 @@ type reader struct {
 	base       int64
 	start, end int
 	limit      int64 // once-reads: stop at this offset; -1 to tail
+	from       int64 // where the source began reading it (startFile; else 0)
 	split      Splitter
 
 	// In-memory fingerprint of the first fpLen bytes, to notice content

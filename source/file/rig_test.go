@@ -44,6 +44,7 @@ type rigOpts struct {
 	onLoss     func(file.Loss)                     // file.Config.OnLoss
 	rotated    []string                            // file.Config.RotatedNames
 	pinned     bool                                // file.Config.Pinned (a glob stream)
+	resume     *file.Resume                        // file.Config.Resume (a reload's)
 }
 
 type rig struct {
@@ -120,6 +121,7 @@ func (r *rig) start() *rig {
 		Poll: r.opts.poll, RotateWait: r.opts.rotateWait, CommitSync: 5 * time.Millisecond,
 		Pointer: r.ptr, Logger: log, NoNotify: r.opts.noNotify, OpenHook: r.opts.openHook,
 		Outputs: r.opts.outputs, OnLoss: r.opts.onLoss, RotatedNames: r.opts.rotated, Pinned: r.opts.pinned,
+		Resume: r.opts.resume,
 	}, pub)
 	gctx, gstop := context.WithCancel(context.Background())
 	r.gstop = gstop

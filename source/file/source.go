@@ -74,7 +74,12 @@ type Config struct {
 	// Resume, for EARLIEST without a pointer (a glob stream opened again
 	// after closeInactiveMillis or its turn): where its last source
 	// stopped (Source.ResumePoint); used when the file's first bytes are
-	// still the ones read, else the file is read from its start.
+	// still the ones read, else the file is read from its start. A feed
+	// restarted by a reload passes it for every strategy but COMMITTED
+	// (its in-memory pointer): EARLIEST, ONCE_EARLIEST and LATEST resume
+	// there when the file at the path is still the one read (its key, when
+	// Resume has one, and its first bytes); else they start per the
+	// strategy.
 	Resume *Resume
 	// ResumeUnread is how many bytes past Resume's position the glob saw
 	// in the file while its first bytes were Resume's (never read): lost,
@@ -480,6 +485,13 @@ type Resume struct {
 	// first pieces were delivered (the rest ends that line: oversized
 	// counts it then).
 	InLong bool
+	// Key is the file's key (0: not checked), From where the source
+	// began reading it under Epoch (its start per the strategy, or the
+	// resume point it opened at): a reload resumes a pointer-less feed
+	// only in the same file, and from From when the lines past it were
+	// not all acknowledged.
+	Key  uint64
+	From int64
 }
 
 // ResumePoint is where this source (without a pointer) stopped in its file
@@ -570,7 +582,8 @@ func (s *Source) noteHead(r *reader) {
 		if s.dropped {
 			at, long = s.droppedFrom, s.droppedLong
 		}
-		s.resume = &Resume{Epoch: r.epoch, Offset: at, HeadLen: r.fpLen, Head: r.fp, Size: min(r.readPos(), readerSize(r)), Limit: max(r.limit, 0), InLong: long}
+		s.resume = &Resume{Epoch: r.epoch, Offset: at, HeadLen: r.fpLen, Head: r.fp, Size: min(r.readPos(), readerSize(r)), Limit: max(r.limit, 0), InLong: long,
+			Key: r.key, From: min(r.from, at)}
 		s.resumeOf = r
 	}
 }
