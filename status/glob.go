@@ -20,12 +20,12 @@ type GlobSnapshot struct {
 
 // FileReport is one tracked file of a glob feed.
 type FileReport struct {
-	Path    string `json:"path"`
-	FileKey string `json:"fileKey"`
-	Epoch   string `json:"epoch"`
-	Offset  int64  `json:"offset"`
-	Size    int64  `json:"size"`
-	State   string `json:"state"` // BEHIND, CAUGHT_UP, CLOSED or GONE
+	Path    string  `json:"path"`
+	FileKey string  `json:"fileKey"`
+	Epoch   *string `json:"epoch"` // null until its stream has one
+	Offset  int64   `json:"offset"`
+	Size    int64   `json:"size"`
+	State   string  `json:"state"` // BEHIND, CAUGHT_UP, CLOSED or GONE
 }
 
 // MarshalJSON writes a glob feed's report with its null and added fields;
