@@ -1573,7 +1573,9 @@ func (g *Glob) closed(s *gstream) {
 	}
 	s.offset = src.ReadPos()
 	s.epoch = src.Epoch()
-	s.readEpoch, s.readEnd = src.ReadEpoch(), s.offset
+	if e := src.ReadEpoch(); e != 0 { // 0: it opened nothing
+		s.readEpoch, s.readEnd = e, s.offset
+	}
 	if src.BytesRead() > 0 || src.LostTails() > 0 || (src.ptr != nil && src.ptr.Record().FileKey != 0) {
 		s.touched = true
 	}
