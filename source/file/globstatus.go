@@ -165,9 +165,6 @@ func (g *Glob) Files() []FileStatus {
 			epoch = s.newEpoch // its pointer is named: the epoch it starts with
 		}
 		f := FileStatus{Path: s.path, FileKey: hex16(s.key), Offset: s.offset, Size: s.size}
-		if epoch == 0 && s.fromEnd {
-			f.Offset = s.endAt // LATEST: where its first turn starts
-		}
 		if s.isCopy && s.src == nil {
 			epoch, f.Offset = s.copyEpoch, s.size
 		}
