@@ -117,7 +117,9 @@ func TestAuditFilesEmptyGlobListsNoFiles(t *testing.T) {
 // read from the old offset under a.log's stream, as §10 says — but the
 // binary then lists a.log.1 as a tracked file with `"epoch":
 // "0000000000000000"` (offset 0, state CLOSED): an epoch no stream, pointer
-// or epochs-file line ever had.
+// or epochs-file line ever had. The copy is a tracked file (filesTracked
+// counts it): it is listed, once, with the epoch a.log's stream read it
+// under, read to its size.
 func TestAuditFilesCopyListedWithEpochZero(t *testing.T) {
 	e := newEnv(t, auditGlobConfig)
 	in := e.path("in")
@@ -125,6 +127,11 @@ func TestAuditFilesCopyListedWithEpochZero(t *testing.T) {
 	writeFileLines(t, orig, "a", 0, 2)
 	d := e.start()
 	d.waitSettled(20 * time.Second)
+	before := getGlobStatus(t, d).Feeds[0].Files
+	if len(before) != 1 || !hex16.MatchString(before[0].Epoch) {
+		t.Fatalf("files %+v, want a.log under an epoch", before)
+	}
+	readUnder := before[0].Epoch // the epoch a.log's lines (and its copy's tail) are read under
 	data, err := os.ReadFile(orig)
 	if err != nil {
 		t.Fatal(err)
@@ -150,6 +157,13 @@ func TestAuditFilesCopyListedWithEpochZero(t *testing.T) {
 			t.Errorf("files entry %s (state %s, offset %d, size %d) has epoch %q, want 16 hex digits, never 0",
 				f.Path, f.State, f.Offset, f.Size, f.Epoch)
 		}
+		if filepath.Base(f.Path) == "a.log.1" && (f.Epoch != readUnder || f.Offset != 12 || f.Size != 12) {
+			t.Errorf("the copy's entry: epoch %s, offset %d, size %d; want %s (a.log's stream read it under it), 12 and 12",
+				f.Epoch, f.Offset, f.Size, readUnder)
+		}
+	}
+	if n := len(g.Feeds[0].Files); n != g.Feeds[0].FilesTracked || n != 2 {
+		t.Errorf("%d files entries, filesTracked %d; want one entry per tracked file (a.log, a.log.1)", n, g.Feeds[0].FilesTracked)
 	}
 }
 
@@ -371,7 +385,9 @@ processors:
 // GONE with `"size": 12` (the size before the rename) and an offset of
 // either 16 or 0 depending on timing (0: the pointer's empty record after
 // its reset), never offset = size = 16. (b.log, deleted without growing, is
-// listed GONE with offset = size = 12, as expected.)
+// listed GONE with offset = size = 12, but under the epoch of its pointer's
+// empty record after its reset, not the one its lines were read under.)
+// Each GONE entry shows the epoch its lines were read under.
 func TestAuditFilesGoneEntryReadToItsEnd(t *testing.T) {
 	e := newEnv(t, auditGlobConfig)
 	in := e.path("in")
@@ -380,6 +396,10 @@ func TestAuditFilesGoneEntryReadToItsEnd(t *testing.T) {
 	writeFileLines(t, filepath.Join(in, "b.log"), "b", 0, 3)
 	d := e.start()
 	d.waitSettled(20 * time.Second)
+	readUnder := map[string]string{} // base name → the epoch its lines are read under
+	for _, f := range getGlobStatus(t, d).Feeds[0].Files {
+		readUnder[filepath.Base(f.Path)] = f.Epoch
+	}
 	if err := os.Rename(a, e.path("a.moved")); err != nil {
 		t.Fatal(err)
 	}
@@ -410,6 +430,9 @@ func TestAuditFilesGoneEntryReadToItsEnd(t *testing.T) {
 		if f.Offset != want || f.Size != want {
 			t.Errorf("GONE entry %s: offset %d, size %d; want %d and %d (read to its end)", filepath.Base(f.Path), f.Offset, f.Size, want, want)
 		}
+		if e := readUnder[filepath.Base(f.Path)]; f.Epoch != e || !hex16.MatchString(e) {
+			t.Errorf("GONE entry %s: epoch %q, want %q, the epoch its lines were read under", filepath.Base(f.Path), f.Epoch, e)
+		}
 	}
 }
 
@@ -419,12 +442,16 @@ func TestAuditFilesGoneEntryReadToItsEnd(t *testing.T) {
 // Under maxOpenFiles 2 (one open input and its pointer) with the only
 // subscriber paused (a pull client that does not pull), the files waiting
 // for their first turn are listed BEHIND with `"epoch":
-// "0000000000000000"`, an epoch that is never valid, rather than a real
-// epoch (or null while none is assigned).
+// "0000000000000000"`, an epoch that is never valid. No epoch is drawn for
+// a file before its stream starts (its pointer is named by it then): a
+// waiting file's epoch is null (README "Status fields"), offset 0; once
+// the client pulls and acknowledges every line, each file has been read
+// under an epoch of its own, listed with it.
 func TestAuditFilesWaitingFileListedWithEpochZero(t *testing.T) {
 	e := newEnv(t, `dataDir: ./state
 status:
   listen: {{ADDR}}
+  token: `+ctToken+`
 feeds:
   - name: app
     path: ./in/*.log
@@ -447,12 +474,64 @@ processors:
 		return g.Feeds[0].FilesTracked == 3 && g.Feeds[0].FilesBehind == 3 && len(g.Feeds[0].Files) == 3
 	})
 	time.Sleep(500 * time.Millisecond)
-	g = getGlobStatus(t, d)
-	for _, f := range g.Feeds[0].Files {
-		if !hex16.MatchString(f.Epoch) || f.Epoch == "0000000000000000" {
-			t.Errorf("files entry %s (state %s, offset %d, size %d) has epoch %q, want a stream epoch (16 hex digits, never 0)",
-				filepath.Base(f.Path), f.State, f.Offset, f.Size, f.Epoch)
+	type entry struct {
+		Path   string  `json:"path"`
+		Epoch  *string `json:"epoch"`
+		Offset int64   `json:"offset"`
+		Size   int64   `json:"size"`
+		State  string  `json:"state"`
+	}
+	files := func() []entry {
+		var fs []entry
+		if err := json.Unmarshal(auditFiles(t, d)[0]["files"], &fs); err != nil {
+			t.Fatal(err)
 		}
+		return fs
+	}
+	withEpoch := 0
+	for _, f := range files() {
+		switch {
+		case f.Epoch == nil:
+			if f.Offset != 0 || f.State != "BEHIND" {
+				t.Errorf("files entry %s: epoch null, offset %d, state %s; want a file waiting for its first turn (offset 0, BEHIND)",
+					filepath.Base(f.Path), f.Offset, f.State)
+			}
+		case !hex16.MatchString(*f.Epoch) || *f.Epoch == "0000000000000000":
+			t.Errorf("files entry %s (state %s, offset %d, size %d) has epoch %q, want a stream epoch (16 hex digits, never 0) or null",
+				filepath.Base(f.Path), f.State, f.Offset, f.Size, *f.Epoch)
+		default:
+			withEpoch++
+		}
+	}
+	if withEpoch == 0 {
+		t.Errorf("no files entry has an epoch, want the open file's: %+v", files())
+	}
+	pulled := 0
+	deadline := time.Now().Add(30 * time.Second)
+	for pulled < 150 && time.Now().Before(deadline) {
+		evs := pullFrom(t, d, "p", "max=50&wait=200ms")
+		ackAll(t, d, evs)
+		pulled += len(evs)
+	}
+	if pulled != 150 {
+		t.Fatalf("pulled %d lines, want 150", pulled)
+	}
+	var last []entry
+	waitUntil(t, "every file read under an epoch", 20*time.Second, func() bool {
+		last = files()
+		for _, f := range last {
+			if f.Epoch == nil || f.Offset != 240 {
+				return false
+			}
+		}
+		return len(last) == 3
+	})
+	seen := map[string]bool{}
+	for _, f := range last {
+		if !hex16.MatchString(*f.Epoch) || *f.Epoch == "0000000000000000" || seen[*f.Epoch] {
+			t.Errorf("files entry %s: epoch %q, want an epoch of its own (16 hex digits, never 0)", filepath.Base(f.Path), *f.Epoch)
+		}
+		seen[*f.Epoch] = true
 	}
 }
 

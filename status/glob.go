@@ -20,12 +20,12 @@ type GlobSnapshot struct {
 
 // FileReport is one tracked file of a glob feed.
 type FileReport struct {
-	Path    string `json:"path"`
-	FileKey string `json:"fileKey"`
-	Epoch   string `json:"epoch"`
-	Offset  int64  `json:"offset"`
-	Size    int64  `json:"size"`
-	State   string `json:"state"` // BEHIND, CAUGHT_UP, CLOSED or GONE
+	Path    string  `json:"path"`
+	FileKey string  `json:"fileKey"`
+	Epoch   *string `json:"epoch"` // null until its stream has one
+	Offset  int64   `json:"offset"`
+	Size    int64   `json:"size"`
+	State   string  `json:"state"` // BEHIND, CAUGHT_UP, CLOSED or GONE
 }
 
 // MarshalJSON writes a glob feed's report with its null and added fields;
@@ -43,15 +43,18 @@ func (fr FeedReport) MarshalJSON() ([]byte, error) {
 	}
 	out := struct {
 		plain
-		Epoch        *string      `json:"epoch"`
-		Pointer      *globPointer `json:"pointer"`
-		FilesTracked int          `json:"filesTracked"`
-		FilesOpen    int          `json:"filesOpen"`
-		FilesBehind  int          `json:"filesBehind"`
-		FilesSkipped uint64       `json:"filesSkipped"`
-		Files        []FileReport `json:"files,omitempty"`
+		Epoch        *string       `json:"epoch"`
+		Pointer      *globPointer  `json:"pointer"`
+		FilesTracked int           `json:"filesTracked"`
+		FilesOpen    int           `json:"filesOpen"`
+		FilesBehind  int           `json:"filesBehind"`
+		FilesSkipped uint64        `json:"filesSkipped"`
+		Files        *[]FileReport `json:"files,omitempty"` // [] when asked for and nothing matches
 	}{plain: plain(fr), FilesTracked: fr.Glob.Tracked, FilesOpen: fr.Glob.Open, FilesBehind: fr.Glob.Behind,
-		FilesSkipped: fr.Glob.Skipped, Files: fr.Glob.Files}
+		FilesSkipped: fr.Glob.Skipped}
+	if fr.Glob.Files != nil {
+		out.Files = &fr.Glob.Files
+	}
 	if p := fr.Pointer; p != nil {
 		out.Pointer = &globPointer{Commits: p.Commits, CommitFailures: p.CommitFailures}
 	}

@@ -152,6 +152,7 @@ func (s *Source) forgetStep() {
 	// Done or owed, the mapping holds the empty record: the deleted file's
 	// later lines must not move it.
 	s.ptrEpoch = next
+	s.forgot.Store(&[2]uint64{epoch, next}) // before the epoch: ReadEpoch
 	s.epoch.Store(next)
 	s.commit.stored = false
 	if r != nil {

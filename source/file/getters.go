@@ -15,6 +15,17 @@ func (s *Source) State() State {
 // Epoch is the current file's epoch.
 func (s *Source) Epoch() uint64 { return s.epoch.Load() }
 
+// ReadEpoch is the epoch the current file's positioned lines were read
+// under: Epoch, except once the pointer was reset to the empty record
+// after its file was deleted (forgetStep): the epoch forgotten.
+func (s *Source) ReadEpoch() uint64 {
+	e := s.epoch.Load()
+	if f := s.forgot.Load(); f != nil && f[1] == e {
+		return f[0]
+	}
+	return e
+}
+
 // Detail is the latest notable event (rotation, truncation, reset), or "".
 func (s *Source) Detail() string {
 	if d := s.detail.Load(); d != nil {

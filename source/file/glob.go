@@ -64,12 +64,12 @@ type GlobResume struct {
 
 // FileStatus is one tracked file in GET /feed.status?files=1.
 type FileStatus struct {
-	Path    string `json:"path"`
-	FileKey string `json:"fileKey"`
-	Epoch   string `json:"epoch"`
-	Offset  int64  `json:"offset"`
-	Size    int64  `json:"size"`
-	State   string `json:"state"`
+	Path    string  `json:"path"`
+	FileKey string  `json:"fileKey"`
+	Epoch   *string `json:"epoch"` // nil until its stream has one
+	Offset  int64   `json:"offset"`
+	Size    int64   `json:"size"`
+	State   string  `json:"state"`
 }
 
 // Glob reads every file a pattern matches, one stream each, through one
@@ -242,11 +242,17 @@ type gstream struct {
 	isCopy      bool
 	copyHeadLen int
 	copyHead    uint64
+	copyEpoch   uint64  // the epoch its bytes were read under (Files)
 	resume      *Resume // EARLIEST without pointers: where its last source stopped
 	endAt       int64   // LATEST, present at start: its size then (where its first turn starts)
 	// endHeadLen, endHead: its first bytes' fingerprint then (EndHead).
 	endHeadLen int
 	endHead    uint64
+	// readEpoch, readEnd: the epoch its file's lines were read under
+	// and where its last source stopped (closed), kept for Files when
+	// its pointer is reset to the empty record (forgetStep, forgetClosed).
+	readEpoch uint64
+	readEnd   int64
 }
 
 // owed is the commit obligation of a stream closed while lines of it were
@@ -1200,7 +1206,7 @@ func (g *Glob) admit(s *gstream, f found, now time.Time) {
 	if c := g.tookForCopy(s); c != nil {
 		// Its file's stream took it for its copy at a truncation (before
 		// a look met it): not read again.
-		g.markCopy(s)
+		g.markCopy(s, c)
 		g.log.Info("new file is a copy its original's stream took; not read again", "path", f.path, "of", c.path)
 		return
 	}
@@ -1329,10 +1335,17 @@ func (g *Glob) copyNearby(s *gstream, now time.Time) bool {
 	return false
 }
 
-// markCopy takes s's file for another stream's copy: not read, unless it
-// changes later (seen).
-func (g *Glob) markCopy(s *gstream) {
+// markCopy takes s's file for c's copy: not read, unless it changes later
+// (seen).
+func (g *Glob) markCopy(s, c *gstream) {
 	s.done, s.isCopy = true, true
+	s.copyEpoch = c.epoch // read (or to be read) under c's pointer's epoch
+	if c.src != nil {
+		s.copyEpoch = c.src.ReadEpoch()
+		if t := c.src.CopyKey(); t != nil && t.Key == s.key {
+			s.copyEpoch = t.Epoch // c's source read it before its reset
+		}
+	}
 	s.copyHeadLen, s.copyHead = headOfPath(s.path)
 	if size, mod, err := statSizeMod(s.path); err == nil {
 		s.size, s.mod = size, mod
@@ -1394,7 +1407,7 @@ func (g *Glob) decideHeld(s *gstream, now time.Time) bool {
 		s.size, s.mod = size, mod
 	}
 	asCopy := func(why string) bool {
-		g.markCopy(s)
+		g.markCopy(s, c)
 		g.log.Info("new file is a copy of a tracked file; not read again", "path", s.path, "of", c.path, "why", why)
 		return false
 	}
@@ -1775,6 +1788,9 @@ func (g *Glob) closed(s *gstream) {
 	}
 	s.offset = src.ReadPos()
 	s.epoch = src.Epoch()
+	if e := src.ReadEpoch(); e != 0 { // 0: it opened nothing
+		s.readEpoch, s.readEnd = e, s.offset
+	}
 	if src.BytesRead() > 0 || src.LostTails() > 0 || (src.ptr != nil && src.ptr.Record().FileKey != 0) {
 		s.touched = true
 	}
@@ -2298,6 +2314,9 @@ func (g *Glob) forgetClosed(s *gstream, atScan bool) {
 			err = cerr
 		}
 		if err == nil {
+			if s.readEpoch == 0 {
+				s.readEpoch, s.readEnd = s.epoch, s.offset // Files
+			}
 			s.epoch, s.offset, s.fpLen, s.fp = next, 0, 0, 0
 			g.log.Info("closed glob file gone after every line of it was committed; the pointer records that nothing of it is pending",
 				"path", s.path, "end", rec.Offset, "pointer", s.ptrPath)

@@ -50,7 +50,7 @@ func epochOf(t *testing.T, r *globRig) uint64 {
 	if len(fs) != 1 {
 		t.Fatalf("files %+v", fs)
 	}
-	ep, err := strconv.ParseUint(fs[0].Epoch, 16, 64)
+	ep, err := strconv.ParseUint(*fs[0].Epoch, 16, 64)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -149,22 +149,42 @@ func (g *Glob) behindLocked(s *gstream) bool {
 // reportStat is statSizeMod (a test counts the calls).
 var reportStat = statSizeMod
 
-// Files lists every tracked file, sorted by path.
+// Files lists every tracked file, sorted by path. Its epoch is the one its
+// lines were read under, null while none is: a file waiting for its first
+// turn (a new pointer's epoch is drawn when its stream starts). A file
+// taken for another stream's copy shows the epoch that stream read it
+// under, read to its size; a GONE one, the epoch and the end its stream
+// read it under and to (not its pointer's empty record, once it is reset).
 func (g *Glob) Files() []FileStatus {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	out := make([]FileStatus, 0, len(g.byKey))
 	for _, s := range g.byKey {
-		f := FileStatus{Path: s.path, FileKey: hex16(s.key), Epoch: hex16(s.epoch), Offset: s.offset, Size: s.size}
+		epoch := s.epoch
+		if epoch == 0 {
+			epoch = s.newEpoch // its pointer is named: the epoch it starts with
+		}
+		f := FileStatus{Path: s.path, FileKey: hex16(s.key), Offset: s.offset, Size: s.size}
+		if s.isCopy && s.src == nil {
+			epoch, f.Offset = s.copyEpoch, s.size
+		}
 		switch {
 		case s.st == stOpen || s.st == stStopping:
-			f.Epoch, f.Offset = hex16(s.src.Epoch()), s.src.ReadPos()
+			if e := s.src.ReadEpoch(); e != 0 {
+				epoch, f.Offset = e, s.src.ReadPos()
+			}
 			f.State = CaughtUp.String()
 			if g.behindLocked(s) {
 				f.State = Behind.String()
 			}
 		case s.gone && s.st == stClosed:
 			f.State = "GONE"
+			if s.readEpoch != 0 && !s.isCopy {
+				epoch, f.Offset = s.readEpoch, s.readEnd
+			}
+			// Its size at the last look, or what its stream read past
+			// it (grown after it left the glob).
+			f.Size = max(f.Size, f.Offset)
 		case g.behindLocked(s):
 			f.State = Behind.String()
 		default:
@@ -172,6 +192,10 @@ func (g *Glob) Files() []FileStatus {
 		}
 		if fi, err := os.Stat(s.path); err == nil && !s.gone {
 			f.Size = fi.Size()
+		}
+		if epoch != 0 {
+			h := hex16(epoch)
+			f.Epoch = &h
 		}
 		out = append(out, f)
 	}

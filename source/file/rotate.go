@@ -237,7 +237,7 @@ func (s *Source) readCopy(r *reader, why string) bool {
 	var c *reader
 	var size int64 // the copy's (decompressed) size
 	if cf, dev, ino := s.findCopy(r.fpLen, r.fp, r.consumed(), time.Now(), s.known); cf != nil {
-		s.tookCopy(pointer.FileKey(dev, ino))
+		s.tookCopy(pointer.FileKey(dev, ino), r.epoch)
 		c = newReader(cf, dev, ino, s.bufSize(), s.cfg.MaxLine)
 		c.seek(r.consumed())
 		st, err := cf.Stat()
@@ -258,7 +258,7 @@ func (s *Source) readCopy(r *reader, why string) bool {
 			// file's copy (the glob does not read it again: CopiesRead,
 			// CopyKey).
 			s.log.Info("input truncated; its copy holds nothing unread", "path", s.cfg.Path, "offset", r.consumed())
-			s.tookCopy(key)
+			s.tookCopy(key, r.epoch)
 			s.copiesRead.Add(1)
 		}
 		return false

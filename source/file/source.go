@@ -219,6 +219,7 @@ type Source struct {
 
 	state          atomic.Int32
 	epoch          atomic.Uint64
+	forgot         atomic.Pointer[[2]uint64] // forgetStep: {the epoch forgotten, the empty record's} (ReadEpoch)
 	detail         atomic.Pointer[string]
 	oversized      atomic.Uint64
 	unterminated   atomic.Int64
@@ -630,16 +631,17 @@ func (s *Source) CopiesRead() uint64 { return s.copiesRead.Load() }
 // CopyTaken is a copy (copytruncate) of its file a source took at a
 // truncation: read on from, or found holding nothing it had not consumed.
 type CopyTaken struct {
-	Key uint64    // its file key
-	At  time.Time // when it was taken
+	Key   uint64    // its file key
+	At    time.Time // when it was taken
+	Epoch uint64    // the epoch its bytes were read under (the feed's status shows it)
 }
 
 // CopyKey is the file key of the last copy the source took and when (nil:
 // none). Safe from any goroutine.
 func (s *Source) CopyKey() *CopyTaken { return s.copyTaken.Load() }
 
-func (s *Source) tookCopy(key uint64) {
-	s.copyTaken.Store(&CopyTaken{Key: key, At: time.Now()})
+func (s *Source) tookCopy(key, epoch uint64) {
+	s.copyTaken.Store(&CopyTaken{Key: key, At: time.Now(), Epoch: epoch})
 }
 
 // Head is the open file's first-bytes fingerprint as read (publishHead) by
