@@ -819,7 +819,7 @@ func (g *Glob) scan(ctx context.Context) {
 			made = append(made, s)
 		}
 		if isCarried && carried.Copy {
-			g.markCopy(s) // a copy its previous glob did not read: not read (unless it changes)
+			g.markCopy(s, nil) // a copy its previous glob did not read: not read (unless it changes)
 			continue
 		}
 		g.admit(s, f, now)
@@ -1190,7 +1190,7 @@ func (g *Glob) seen(s *gstream, f found, now time.Time) {
 // a new stream from its start (DESIGN §10).
 func (g *Glob) admit(s *gstream, f found, now time.Time) {
 	if !g.started && s.ptrPath == "" && !g.bounded() && g.readBeforeStart(s, f) {
-		g.markCopy(s)
+		g.markCopy(s, nil)
 		g.log.Info("file new at this start was read to its end before (a copy taken for its original's); not read again",
 			"path", f.path, "size", f.size)
 		return
@@ -1256,7 +1256,11 @@ func (g *Glob) readBeforeStart(s *gstream, f found) bool {
 		return false
 	}
 	defer fh.Close()
-	return headIs(fh, int(l.PrevFPLen), l.PrevFP)
+	if !headIs(fh, int(l.PrevFPLen), l.PrevFP) {
+		return false
+	}
+	s.copyEpoch = l.PrevEpoch // read under it (the status shows it)
+	return true
 }
 
 // copyCandidate is a tracked file whose fingerprint f's first bytes match.
@@ -1339,8 +1343,9 @@ func (g *Glob) copyNearby(s *gstream, now time.Time) bool {
 // (seen).
 func (g *Glob) markCopy(s, c *gstream) {
 	s.done, s.isCopy = true, true
-	s.copyEpoch = c.epoch // read (or to be read) under c's pointer's epoch
-	if c.src != nil {
+	if c == nil {
+		// No stream of this run read it: s.copyEpoch is the caller's.
+	} else if s.copyEpoch = c.epoch; c.src != nil { // read (or to be read) under c's pointer's epoch
 		s.copyEpoch = c.src.ReadEpoch()
 		if t := c.src.CopyKey(); t != nil && t.Key == s.key {
 			s.copyEpoch = t.Epoch // c's source read it before its reset
