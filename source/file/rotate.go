@@ -429,6 +429,12 @@ func (s *Source) switchDue(r, nx *reader) int {
 		}
 		return switchNow
 	}
+	if r.copy && r.gz == nil && copyGrew(r) {
+		// Lines appended to the copy since it was taken (its snapshot's
+		// size): read here, under its epoch, before the cut file — the
+		// glob takes the copy as read to the size it sees.
+		return readMore
+	}
 	st, err := nx.f.Stat()
 	hasBytes := err == nil && st.Size() > 0
 	if !hasBytes && time.Since(later(r.grewAt, nx.queuedAt)) < s.cfg.RotateWait {
@@ -441,6 +447,17 @@ func (s *Source) switchDue(r, nx *reader) int {
 		return readMore
 	}
 	return switchNow
+}
+
+// copyGrew: the copytruncate copy r grew past the size it was taken at
+// (its snapshot): its limit moves to its size now.
+func copyGrew(r *reader) bool {
+	size, _, err := fstatSizeMod(r.f)
+	if err != nil || size <= r.limit {
+		return false
+	}
+	r.limit = size
+	return true
 }
 
 // switchTo makes the first queued file current. A file with the same first
@@ -760,8 +777,8 @@ func (s *Source) switchAtClose() {
 		s.dropped || s.pending != nil || r.consumed() < r.limit {
 		return
 	}
-	if nx := s.next[0]; !s.ownCutFile(r, nx.dev, nx.ino) {
-		return
+	if nx := s.next[0]; !s.ownCutFile(r, nx.dev, nx.ino) || copyGrew(r) {
+		return // (grown: left on the copy, the next source reads on in it)
 	}
 	if s.pub.Pending() > 0 || !s.commitOK.Load() || !s.ptr.Synced() {
 		return
