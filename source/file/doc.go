@@ -423,7 +423,10 @@
 //     are those its source read: owed.head). A source that finds its file
 //     neither at its path nor beside it counts nothing unless the glob
 //     found it gone (PinGone): it reports NotFound and the stream waits for
-//     a scan again. A file renamed within the glob keeps the per-path
+//     a scan again. Its own file at its path while its pointer names
+//     another file (the copy its last source read, readCopy's Bind) not
+//     beside the path: that file's unread tail is counted lost
+//     (resumeRotated), never dropped by the Replaced reset. A file renamed within the glob keeps the per-path
 //     barrier at the path it left (scan's vacated) until that stream has
 //     nothing left to wait for. A key is retired once its stream closed
 //     (an open file's inode cannot be reused). A stream reads only the file
