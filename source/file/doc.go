@@ -429,7 +429,10 @@
 //     are those its source read: owed.head). A source that finds its file
 //     neither at its path nor beside it counts nothing unless the glob
 //     found it gone (PinGone): it reports NotFound and the stream waits for
-//     a scan again. A file renamed within the glob keeps the per-path
+//     a scan again. Its own file at its path while its pointer names
+//     another file (the copy its last source read, readCopy's Bind) not
+//     beside the path: that file's unread tail is counted lost
+//     (resumeRotated), never dropped by the Replaced reset. A file renamed within the glob keeps the per-path
 //     barrier at the path it left (scan's vacated) until that stream has
 //     nothing left to wait for. A key is retired once its stream closed
 //     (an open file's inode cannot be reused). A stream reads only the file
@@ -473,7 +476,13 @@
 //     be its copy (copyNearby).
 //
 //     At a start, a previous run's pointer is taken by key + fingerprint
-//     alone.
+//     alone; one no matched file took is given to the file new at this
+//     start at its stream's first path (adoptByPath; not a record at
+//     offset 0, nor one whose bytes a file new at this start holds, a copy
+//     in the glob), whose source looks for the pointer's file beside the
+//     path as §4's restart does (by key; a copy by first bytes: a
+//     copytruncate while stopped, a stop while the stream read its copy, a
+//     rename out while stopped) and reads its tail first, or counts it.
 //
 //   - Publishing (mux.go): every stream publishes through the feed's one
 //     Publisher under one mutex; the mux remembers each published batch's
@@ -531,7 +540,8 @@
 //     by its Source, see Forgetting above; a file renamed out of the glob,
 //     or closed before it was deleted, is emptied by the glob:
 //     forgetClosed). At start, a pointer that still names a file (key,
-//     fingerprint) the first scan did not find, nor a copy of it, counts
+//     fingerprint) the first scan did not find, nor a copy of it, and that
+//     no file at its first path took (adoptByPath), counts
 //     one lost tail and is emptied (countGone): the file went away while
 //     the daemon was stopped, perhaps with lines appended.
 //

@@ -825,6 +825,7 @@ func (g *Glob) scan(ctx context.Context) {
 		g.admit(s, f, now)
 	}
 	if !g.started {
+		g.adoptByPath(made)
 		g.restartOrder(made)
 	}
 	// Tracked streams whose file is not matched any more.
@@ -2556,6 +2557,73 @@ func (g *Glob) ptrFor(k uint64, f found) (string, string) {
 		}
 	}
 	return "", ""
+}
+
+// adoptByPath, at the start, gives a previous run's pointer that no
+// matched file took (ptrFor: its file key with its first bytes) to the file
+// new at this start at the path its stream was first matched under, so that
+// the stream's source finds the pointer's file beside that path and reads
+// its unread tail before the new file (DESIGN §4 "Restart after rotation",
+// which §10 applies to each file): a copytruncate while stopped (the copy
+// beside the path holds the tail, the file at the path has its key and
+// other first bytes), a stop or a kill while the stream read its file's
+// copy (the pointer holds the copy's key, readCopy's Bind), a rename out
+// of the glob while stopped. The source counts the tail lost when that
+// file is not beside the path (resumeRotated), as countGone did. Left out
+// (countGone decides, as before): a record at offset 0 (nothing of it was
+// committed), several pointers naming one path (the one committed last is
+// taken), and a pointer whose bytes a file new at this start holds (a copy
+// in the glob, read from its start). Under mu, on the manager's goroutine.
+func (g *Glob) adoptByPath(made []*gstream) {
+	if len(g.loaded) == 0 {
+		return
+	}
+	for _, s := range made {
+		if s.ptrPath != "" || s.first != s.path {
+			continue
+		}
+		best := -1
+		var bestMod time.Time
+		for i, l := range g.loaded {
+			if l.rec.FileKey == 0 || l.rec.Offset == 0 || l.s.first != s.path {
+				continue
+			}
+			st, err := os.Stat(l.s.ptrPath)
+			if err != nil || g.copyMade(l.rec, made) {
+				continue
+			}
+			if best < 0 || st.ModTime().After(bestMod) {
+				best, bestMod = i, st.ModTime()
+			}
+		}
+		if best < 0 {
+			continue
+		}
+		l := g.loaded[best]
+		g.loaded = append(g.loaded[:best], g.loaded[best+1:]...)
+		s.ptrPath = l.s.ptrPath
+		g.log.Info("a previous run's pointer names no matched file; the file at its path takes it (its source looks for the pointer's file beside the path)",
+			"path", s.path, "pointer", l.s.ptrPath, "offset", l.rec.Offset, "fileKey", hex16(l.rec.FileKey))
+	}
+}
+
+// copyMade: a file made at this start with no pointer of its own holds
+// rec's bytes (countGone's copy: at least its offset long, its first bytes).
+func (g *Glob) copyMade(rec pointer.Record, made []*gstream) bool {
+	if rec.FPLen == 0 {
+		return false
+	}
+	for _, s := range made {
+		if s.ptrPath != "" {
+			continue
+		}
+		// s.size: the walk's look (no stat per pair: thousands of files
+		// copytruncated while stopped meet thousands of new ones).
+		if s.size >= rec.Offset && globHeadMatches(s.path, rec) {
+			return true
+		}
+	}
+	return false
 }
 
 func (g *Glob) logStart() {

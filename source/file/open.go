@@ -438,9 +438,15 @@ func (s *Source) resumeRotated(f *os.File, dev, ino uint64) bool {
 		if g == nil {
 			g = s.findGzCopy(rec, atPath)
 		}
-		if g == nil && s.cfg.Pinned && !s.cfg.PinGone {
+		if g == nil && s.cfg.Pinned && !s.cfg.PinGone && f == nil {
 			// Not beside its path: the glob looks for it in the whole
-			// glob (NotFound) before anything is counted.
+			// glob (NotFound) before anything is counted. With the
+			// stream's own file at its path (f, PinKey) the pointer names
+			// another file — the copy its last source read (readCopy's
+			// Bind), or the file a previous run's stream read there
+			// (adoptByPath) — that is not beside the path: gone with its
+			// unread tail, counted below (the glob tracks no other file
+			// of this pointer to look for).
 			return false
 		}
 		if g == nil {
