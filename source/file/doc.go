@@ -542,8 +542,11 @@
 //     and position (adoptRenamedOver, switchTo) if no stream was ever
 //     queued for that key (Config.Adoptable), and the glob gives the
 //     stream the new key (Source.Adopted, takeOver), dropping the new
-//     file's stream. A closed stream's file replaced so is not followed:
-//     the new file is read from its start (duplicates, never a gap).
+//     file's stream. A closed stream's file replaced so (its key gone
+//     from the glob and from beside its path, the new file at its path
+//     holding its pointer's first bytes and offset) is followed the same
+//     way by the scan (replacedClosed): the stream takes the new key and
+//     its next source keeps the pointer (KeptNewKey).
 //
 // Not done yet (decisions and gaps): ONCE_EARLIEST reads a
 // file to its size when its stream opens, not when it was matched; a

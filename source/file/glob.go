@@ -1037,6 +1037,9 @@ func (g *Glob) admit(s *gstream, f found, now time.Time) {
 		return
 	}
 	if c := g.copyCandidate(s, f); c != nil {
+		if g.replacedClosed(c, s, f) {
+			return
+		}
 		s.copyOf, s.heldUntil = c, now.Add(g.cfg.Stream.RotateWait)
 		if c.src != nil {
 			s.heldCopies = c.src.CopiesRead()
@@ -1182,6 +1185,29 @@ func (g *Glob) takeOver(c, n *gstream, k uint64) {
 	g.keyMu.Unlock()
 	g.log.Info("a file with the same content replaced a glob file; its stream reads on from its position under its epoch",
 		"path", c.path, "from", from)
+}
+
+// replacedClosed: n's file, at c's path and holding c's pointer's first
+// bytes and offset, replaced c's file while c's stream was closed (a
+// rename into place over it, or the file deleted and copied back: c's key
+// is neither in the glob nor beside its path). It is the same content
+// under a new key (DESIGN §3, §10: read from the old offset under the old
+// stream): c takes n's key and is queued, its source keeps its pointer's
+// epoch and offset (KeptNewKey), and n is dropped. Under mu, from a scan.
+func (g *Glob) replacedClosed(c, n *gstream, f found) bool {
+	if c.st != stClosed || c.ptrPath == "" || c.owe != nil || c.done || c.isCopy || c.copyOf != nil || c.path != f.path || c.tailSize > c.tailEnd {
+		return false
+	}
+	if _, ok := g.keys[c.key]; ok || exists(c.path, c.key) || g.findBeside(c) != "" {
+		return false
+	}
+	rec, err := pointer.Inspect(c.ptrPath)
+	if err != nil || rec.FileKey != c.key || rec.FPLen == 0 || f.size < rec.Offset || !globHeadMatches(f.path, rec) {
+		return false
+	}
+	g.takeOver(c, n, n.key)
+	g.enqueue(c)
+	return true
 }
 
 // markCopy takes s's file for another stream's copy: not read, unless it
