@@ -551,7 +551,18 @@
 //     never read as a stream of its own (the original's stream reads its
 //     unread tail from it, §4 readCopy, when its name matches rotatedNames);
 //     otherwise it is a new stream from its start. A new empty file waits
-//     for its first bytes before this decision.
+//     for its first bytes before this decision. A rename into place over
+//     an open stream's file (cp A A.tmp; echo >> A.tmp; mv A.tmp A: the
+//     open file deleted, the path naming its bytes plus appended ones) is
+//     case D: the stream's source switches to the new file at its epoch
+//     and position (adoptRenamedOver, switchTo) if no stream was ever
+//     queued for that key (Config.Adoptable), and the glob gives the
+//     stream the new key (Source.Adopted, takeOver), dropping the new
+//     file's stream. A closed stream's file replaced so (its key gone
+//     from the glob and from beside its path, the new file at its path
+//     holding its pointer's first bytes and offset) is followed the same
+//     way by the scan (replacedClosed): the stream takes the new key and
+//     its next source keeps the pointer (KeptNewKey).
 //
 // Not done yet (decisions and gaps): ONCE_EARLIEST reads a
 // file to its size when its stream opens, not when it was matched; a

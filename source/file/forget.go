@@ -1,7 +1,10 @@
 package file
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
+	"io"
 
 	"tailfeed/pointer"
 )
@@ -196,9 +199,31 @@ func (s *Source) noteClosed(r *reader) {
 	if s.ptr == nil || !r.positioned || r.epoch != s.ptrEpoch {
 		return
 	}
-	s.ptr.Bind(nil, r.key) // the descriptor is closed: the fingerprint stays
+	// The descriptor is closed: the fingerprint cannot be read from it
+	// any more. A commit of lines read from it and acknowledged after the
+	// close (DESIGN §3: the fingerprint grows at commit while it covers
+	// < 4 KiB and the file is longer) grows it over the first bytes the
+	// descriptor holds now, read before the close; nothing later.
+	s.ptr.Bind(closedHead(r, s.ptr.Record().FPLen), r.key)
 	if ok, _ := forgettable(r); ok {
 		s.forget = &forget{epoch: r.epoch, offset: r.consumed()}
 		s.forgetDue.Store(true)
 	}
+}
+
+// closedHead is a copy of the first bytes (up to pointer.MaxFingerprint)
+// r's descriptor holds, for the pointer to grow a fingerprint of fpLen
+// bytes from once r is closed; nil when the fingerprint is whole or they
+// cannot be read.
+func closedHead(r *reader, fpLen uint64) io.ReaderAt {
+	src := r.headSrc()
+	if fpLen >= pointer.MaxFingerprint || src == nil || r.f == nil {
+		return nil
+	}
+	b := make([]byte, pointer.MaxFingerprint)
+	n, err := src.ReadAt(b, 0)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil
+	}
+	return bytes.NewReader(b[:n])
 }

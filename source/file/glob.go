@@ -164,6 +164,12 @@ type Glob struct {
 	// after the old file's new name) waits for it all the same.
 	vacated map[string]*gstream
 
+	// readKeys: the keys of every stream ever queued to be read (under
+	// keyMu, asked by the streams' goroutines: Config.Adoptable): a
+	// stream never adopts one of them as its own file's new key.
+	keyMu    sync.Mutex
+	readKeys map[uint64]bool
+
 	detail string // the last loss CountLoss counted (under mu)
 	lossQ  []Loss // losses counted under mu, for OnLoss (countLossLocked, flushLosses)
 }
@@ -286,7 +292,7 @@ func NewGlob(cfg GlobConfig, pub *feed.Publisher) (*Glob, error) {
 		byPath: map[string]*gstream{}, byKey: map[uint64]*gstream{}, retired: map[uint64]bool{}, vacated: map[string]*gstream{},
 		skipped: map[string]bool{}, watched: map[string]bool{}, stopped: make(chan *gstream, 64), rest: make(chan struct{}, 1),
 		events: make(chan string, 1024), kick: make(chan struct{}, 1), opening: make(chan struct{}, maxOpening),
-		running: map[*gstream]struct{}{}, owed: map[*gstream]struct{}{}}
+		running: map[*gstream]struct{}{}, owed: map[*gstream]struct{}{}, readKeys: map[uint64]bool{}}
 	if g.log == nil {
 		g.log = hclog.NewNullLogger()
 	}
@@ -1204,6 +1210,10 @@ func (g *Glob) admit(s *gstream, f found, now time.Time) {
 		s.empty = true
 		return
 	}
+	if c := g.adoptedBy(s.key); c != nil {
+		g.takeOver(c, s, s.key)
+		return
+	}
 	if c := g.tookForCopy(s); c != nil {
 		// Its file's stream took it for its copy at a truncation (before
 		// a look met it): not read again.
@@ -1212,6 +1222,9 @@ func (g *Glob) admit(s *gstream, f found, now time.Time) {
 		return
 	}
 	if c := g.copyCandidate(s, f); c != nil {
+		if g.replacedClosed(c, s, f) {
+			return
+		}
 		s.copyOf, s.heldUntil = c, now.Add(g.cfg.Stream.RotateWait)
 		if c.src != nil {
 			s.heldCopies = c.src.CopiesRead()
@@ -1340,6 +1353,89 @@ func (g *Glob) copyNearby(s *gstream, now time.Time) bool {
 	return false
 }
 
+// adoptable: no stream was ever queued to read the file of key k
+// (Config.Adoptable). Any goroutine.
+func (g *Glob) adoptable(k uint64) bool {
+	g.keyMu.Lock()
+	defer g.keyMu.Unlock()
+	return !g.readKeys[k]
+}
+
+// adoptedBy is the running stream whose source reads on the file of key k
+// as its own file's same content under a new key (a rename into place:
+// Source.Adopted), or nil.
+func (g *Glob) adoptedBy(k uint64) *gstream {
+	for c := range g.running {
+		if c.src != nil && c.key != k && c.src.Adopted() == k {
+			return c
+		}
+	}
+	return nil
+}
+
+// takeOver makes c, whose source went on reading the file of n's key as
+// its own (the same content renamed into place over c's file: DESIGN §3
+// "keeps the pointer and epoch", §10 a copy "is read from the old offset
+// under the old stream"), the stream of that key; n, the new file's
+// stream, never started, is dropped. n may be nil (no look met the file
+// yet: c.path stays). Under mu.
+func (g *Glob) takeOver(c, n *gstream, k uint64) {
+	if g.byKey[c.key] == c {
+		delete(g.byKey, c.key)
+	}
+	from := c.path
+	c.key = k
+	g.byKey[k] = c
+	c.gone, c.goneAt = false, time.Time{}
+	delete(g.retired, k)
+	if n != nil {
+		n.done, n.copyOf = true, nil
+		if i := slices.Index(g.queue, n); i >= 0 {
+			g.queue = slices.Delete(g.queue, i, i+1)
+			n.st = stClosed
+		}
+		if g.byPath[n.path] == n {
+			delete(g.byPath, n.path)
+		}
+		if c.path != n.path {
+			if g.byPath[c.path] == c {
+				delete(g.byPath, c.path)
+			}
+			c.path = n.path
+		}
+		g.byPath[c.path] = c
+		c.size, c.mod = n.size, n.mod
+	}
+	g.keyMu.Lock()
+	g.readKeys[k] = true
+	g.keyMu.Unlock()
+	g.log.Info("a file with the same content replaced a glob file; its stream reads on from its position under its epoch",
+		"path", c.path, "from", from)
+}
+
+// replacedClosed: n's file, at c's path and holding c's pointer's first
+// bytes and offset, replaced c's file while c's stream was closed (a
+// rename into place over it, or the file deleted and copied back: c's key
+// is neither in the glob nor beside its path). It is the same content
+// under a new key (DESIGN §3, §10: read from the old offset under the old
+// stream): c takes n's key and is queued, its source keeps its pointer's
+// epoch and offset (KeptNewKey), and n is dropped. Under mu, from a scan.
+func (g *Glob) replacedClosed(c, n *gstream, f found) bool {
+	if c.st != stClosed || c.ptrPath == "" || c.owe != nil || c.done || c.isCopy || c.copyOf != nil || c.path != f.path || c.tailSize > c.tailEnd {
+		return false
+	}
+	if _, ok := g.keys[c.key]; ok || exists(c.path, c.key) || g.findBeside(c) != "" {
+		return false
+	}
+	rec, err := pointer.Inspect(c.ptrPath)
+	if err != nil || rec.FileKey != c.key || rec.FPLen == 0 || f.size < rec.Offset || !globHeadMatches(f.path, rec) {
+		return false
+	}
+	g.takeOver(c, n, n.key)
+	g.enqueue(c)
+	return true
+}
+
 // markCopy takes s's file for c's copy: not read, unless it changes later
 // (seen).
 func (g *Glob) markCopy(s, c *gstream) {
@@ -1398,6 +1494,10 @@ func tookIt(t *CopyTaken, s *gstream) bool {
 // it is still held.
 func (g *Glob) decideHeld(s *gstream, now time.Time) bool {
 	if s.copyOf == nil {
+		return false
+	}
+	if c := g.adoptedBy(s.key); c != nil {
+		g.takeOver(c, s, s.key)
 		return false
 	}
 	if now.Before(s.heldUntil) {
@@ -1477,6 +1577,9 @@ func (g *Glob) enqueue(s *gstream) {
 	if s.st != stClosed {
 		return
 	}
+	g.keyMu.Lock()
+	g.readKeys[s.key] = true
+	g.keyMu.Unlock()
 	s.st = stQueued
 	g.queue = append(g.queue, s)
 }
@@ -1628,6 +1731,7 @@ func (g *Glob) start(ctx context.Context, s *gstream, ahead *createdAhead, atPat
 	c.Path, c.DeliveryPath, c.Pinned, c.PinKey, c.PinGone = s.path, s.first, true, s.key, s.gone
 	c.NoNotify = true // the glob's watcher wakes it
 	c.OnRest = func() { poke(g.rest) }
+	c.Adoptable = g.adoptable
 	c.resolvedOuts = g.outputsNow()
 	// Hundreds of streams may read at once: while behind, each msyncs
 	// its pointer at most once a second (stored at every acknowledgement
@@ -1772,6 +1876,17 @@ func (g *Glob) closed(s *gstream) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	src := s.src
+	if k := src.Adopted(); k != 0 && k != s.key {
+		// Its source went on with its file's content under a new key
+		// before a look followed it there: the stream's file is that one.
+		n := g.byKey[k]
+		if n != nil && (n.st != stClosed || n.touched || n.ptrPath != "") {
+			n = nil // not expected (Adoptable): leave that stream alone
+			g.log.Warn("a glob stream's adopted file is tracked by another stream", "path", s.path)
+		} else {
+			g.takeOver(s, n, k)
+		}
+	}
 	switch {
 	case src.closeSize > src.closeEnd:
 		s.tailEnd, s.tailSize = src.closeEnd, src.closeSize

@@ -120,6 +120,9 @@ func (s *Source) check() {
 		return
 	}
 	if s.cfg.Pinned && (dev != r.dev || ino != r.ino) && !s.ownCutFile(r, dev, ino) {
+		if s.adoptRenamedOver(r, dev, ino) {
+			return
+		}
 		// A glob stream follows its file, not its path: another file at
 		// the path is another stream (the glob source's), and this one is
 		// read to its end as if the path were missing.
@@ -168,6 +171,40 @@ func (s *Source) check() {
 // every line was delivered.
 func (s *Source) ownCutFile(r *reader, dev, ino uint64) bool {
 	return r.copy && s.cfg.PinKey != 0 && pointer.FileKey(dev, ino) == s.cfg.PinKey
+}
+
+// adoptRenamedOver: a glob stream's open file was deleted and the path
+// names a file with its content under a new key, no shorter than what was
+// consumed (cp A A.tmp; echo more >> A.tmp; mv A.tmp A): that file is
+// queued, and atEnd switches to it keeping the epoch and the position
+// (switchTo's same-content path), as a single-file source does (DESIGN
+// §3, §10: a copy of a file that disappeared is read from the old offset
+// under the old stream). Only a file no other stream of the glob reads
+// (Config.Adoptable); a file renamed away (not deleted) is still read by
+// its stream, and the new file at the path is a stream of its own.
+func (s *Source) adoptRenamedOver(r *reader, dev, ino uint64) bool {
+	if s.cfg.Adoptable == nil || r.gone != "" || r.copy || r.gz != nil || !r.positioned || r.fpLen == 0 {
+		return false
+	}
+	if s.adoptQ == pointer.FileKey(dev, ino) && s.queued(dev, ino) {
+		return true // queued at an earlier look
+	}
+	if !deleted(r.f) || !s.cfg.Adoptable(pointer.FileKey(dev, ino)) {
+		return false
+	}
+	f, fdev, fino, err := openStable(s.cfg.Path, s.cfg.OpenHook)
+	if err != nil {
+		return false
+	}
+	st, err := f.Stat()
+	if err != nil || fdev != dev || fino != ino || !sameContent(r, &reader{f: f}, st.Size()) {
+		f.Close()
+		return false
+	}
+	s.missing = false
+	s.queueNext(f, fdev, fino)
+	s.adoptQ = pointer.FileKey(fdev, fino)
+	return true
 }
 
 // changed reports why the open file's content is no longer what was read
@@ -487,6 +524,16 @@ func (s *Source) switchTo() {
 		if s.ptr != nil {
 			s.ptr.Bind(nx.f, nx.key)
 		}
+		if s.cfg.Pinned && nx.key == s.adoptQ {
+			s.adopted.Store(nx.key) // the glob's stream follows the new key
+		}
+		return
+	}
+	if s.cfg.Pinned && nx.key == s.adoptQ {
+		// Queued by adoptRenamedOver, no longer the same content: not
+		// this stream's file (the glob reads it as a stream of its own).
+		nx.close()
+		s.missing, s.missingSince = true, time.Now()
 		return
 	}
 	if old.gone != "" || old.copy {

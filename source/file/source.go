@@ -71,6 +71,11 @@ type Config struct {
 	// file neither at its path nor beside it count it lost; otherwise it
 	// reads nothing and reports NotFound (the glob looks again).
 	PinGone bool
+	// Adoptable, with Pinned: may the source go on reading, under its
+	// epoch and position, a file of this key that replaced its deleted
+	// file at its path with the same content (a rename into place,
+	// DESIGN §3/§10)? Only a file no other stream reads; nil: never.
+	Adoptable func(key uint64) bool
 	// Resume, for EARLIEST without a pointer (a glob stream opened again
 	// after closeInactiveMillis or its turn): where its last source
 	// stopped (Source.ResumePoint); used when the file's first bytes are
@@ -173,6 +178,10 @@ type Source struct {
 	// head is the current file's first-bytes fingerprint as read, for a
 	// glob stream (copyCandidate reads it from another goroutine).
 	head atomic.Pointer[headFP]
+	// adopted: the key of the file a Pinned source switched to as the
+	// same content under a new key (Config.Adoptable); 0: none.
+	adopted atomic.Uint64
+	adoptQ  uint64 // the key of the file adoptRenamedOver queued (switchTo)
 	// copiesRead counts the copies (copytruncate) this source went on
 	// reading its file's tail from (CopiesRead).
 	copiesRead atomic.Uint64
@@ -639,6 +648,11 @@ type CopyTaken struct {
 // CopyKey is the file key of the last copy the source took and when (nil:
 // none). Safe from any goroutine.
 func (s *Source) CopyKey() *CopyTaken { return s.copyTaken.Load() }
+
+// Adopted is the key of the file the source reads on as its own file's
+// same content under a new key (a rename into place, Config.Adoptable),
+// or 0. Safe from any goroutine.
+func (s *Source) Adopted() uint64 { return s.adopted.Load() }
 
 func (s *Source) tookCopy(key, epoch uint64) {
 	s.copyTaken.Store(&CopyTaken{Key: key, At: time.Now(), Epoch: epoch})
