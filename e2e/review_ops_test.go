@@ -135,3 +135,86 @@ processors:
 		t.Errorf("after two reloads, handed out again before ackTimeoutMillis: %v (their deliveries were in flight)", again)
 	}
 }
+
+// TestReviewOpsReloadLatestWaitingFileAppearedLost: a LATEST feed waits for
+// its file (WAITING_FOR_FILE: its directory does not exist yet, so only the
+// poll, every 60 s, looks). The directory and the file appear with x1, x2,
+// and a reload (a discard processor added) restarts the feed before the
+// poll saw them. A file that appears while the feed waits is read from its
+// start ("input file appeared; reading it from its start"); the restarted
+// instance instead treats it as present at start and begins at its end:
+// x1 and x2 are never delivered, uncounted. (fixreload resumes a LATEST
+// feed only from a resume point, which a waiting feed does not have.)
+//
+// DESIGN §12 Reload "If valid, the difference is applied without a
+// restart"; §4 "Nothing green over a loss"; §2 "never a gap".
+//
+// Observed: out.log holds only x3 (appended after the reload); lossless true.
+// Expected: x1, x2, x3 (or the loss counted, lossless false).
+func TestReviewOpsReloadLatestWaitingFileAppearedLost(t *testing.T) {
+	tmpl := `dataDir: ./state
+status: {listen: "` + addrPlaceholder + `", token: ` + ctToken + `}
+shutdownTimeoutMillis: 300
+feeds:
+  - {name: app, path: ./logs/in.log, pollIntervalMillis: 60000, readStrategy: LATEST}
+processors:
+  - {name: out, feed: app, type: file, path: ./out.log}
+`
+	e := newEnv(t, tmpl)
+	d := e.start()
+	d.waitFor("waiting for the file", 30*time.Second, func(r *report) bool { return r.Feeds[0].State == "WAITING_FOR_FILE" })
+	if err := os.MkdirAll(e.path("logs"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(e.path("logs/in.log"), []byte("x1\nx2\n"), 0o644)
+	time.Sleep(200 * time.Millisecond)
+	auditOpsReload(t, e, d, ctToken, tmpl+"  - {name: added, feed: app, type: discard}\n")
+	time.Sleep(300 * time.Millisecond)
+	appendTo(t, e.path("logs/in.log"), "x3\n")
+	time.Sleep(500 * time.Millisecond)
+	r := d.waitSettled(30 * time.Second)
+	b, _ := os.ReadFile(e.path("out.log"))
+	if string(b) != "x1\nx2\nx3\n" && r.Feeds[0].Lossless {
+		t.Errorf("out.log after a reload of a LATEST feed whose file appeared while it waited = %q, want \"x1\\nx2\\nx3\\n\" (or a counted loss); lossless %v",
+			b, r.Feeds[0].Lossless)
+	}
+}
+
+// TestReviewOpsReloadOnceEarliestEmptyFileRereads: an ONCE_EARLIEST feed
+// opens an empty file: END_OF_STREAM at once, nothing to deliver (its size
+// at open is 0). x1 is appended afterwards; a reload adds a discard
+// processor. fixreload promises "a finished ONCE_EARLIEST stays finished"
+// (the resume point keeps the once-read's end), but a resume point with no
+// first bytes is never taken for ONCE_EARLIEST (Source.resumes), so the
+// restarted instance reads the file again to its current size and delivers
+// x1, a line appended after the once-read's end.
+//
+// DESIGN §4 "`ONCE_EARLIEST` reads from 0 to the file's size at open and
+// stops (END_OF_STREAM)"; §12 Reload "applied without a restart".
+//
+// Observed: out.log holds "x1\n" after the reload.
+// Expected: out.log empty (the once-read ended at 0 bytes), as it is for a
+// non-empty file (TestReloadGlobOnceEarliestNoRereads' one-file twin).
+func TestReviewOpsReloadOnceEarliestEmptyFileRereads(t *testing.T) {
+	tmpl := `dataDir: ./state
+status: {listen: "` + addrPlaceholder + `", token: ` + ctToken + `}
+shutdownTimeoutMillis: 300
+feeds:
+  - {name: app, path: ./in.log, pollIntervalMillis: 20, readStrategy: ONCE_EARLIEST}
+processors:
+  - {name: out, feed: app, type: file, path: ./out.log}
+`
+	e := newEnv(t, tmpl)
+	os.WriteFile(e.path("in.log"), nil, 0o644)
+	d := e.start()
+	d.waitFor("END_OF_STREAM", 30*time.Second, func(r *report) bool { return r.Feeds[0].State == "END_OF_STREAM" && r.Settled })
+	appendTo(t, e.path("in.log"), "x1\n")
+	time.Sleep(200 * time.Millisecond)
+	auditOpsReload(t, e, d, ctToken, tmpl+"  - {name: added, feed: app, type: discard}\n")
+	time.Sleep(500 * time.Millisecond)
+	d.waitSettled(30 * time.Second)
+	b, _ := os.ReadFile(e.path("out.log"))
+	if len(b) != 0 {
+		t.Errorf("out.log after a reload of a finished ONCE_EARLIEST feed (file empty at open, x1 appended later) = %q, want empty", b)
+	}
+}
