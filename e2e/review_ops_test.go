@@ -6,12 +6,19 @@ package e2e
 // observed vs expected).
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
+	"io"
 	"net/http"
+	"net/http/httptrace"
 	"os"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"tailfeed/internal/tlsconfig/tlstest"
 )
 
 // TestReviewOpsReloadEarliestRotatedTailLostUncounted: an EARLIEST feed
@@ -216,5 +223,108 @@ processors:
 	b, _ := os.ReadFile(e.path("out.log"))
 	if len(b) != 0 {
 		t.Errorf("out.log after a reload of a finished ONCE_EARLIEST feed (file empty at open, x1 appended later) = %q, want empty", b)
+	}
+}
+
+// TestReviewOpsReloadClientCAKeepAliveStillAccepted: status.tls with
+// clientCAFile ./ca-a.crt (mutual TLS is the API's authentication; no
+// token). A client with a certificate signed by CA a opens a keep-alive
+// connection and reads /admin/losses/app. A reload (SIGHUP) names
+// ./ca-b.crt instead (fixhttp stages and uses the new files): a new
+// connection with the a-signed certificate is refused from then on. But the
+// connection the client opened before the reload keeps full access: the
+// per-request check only asks whether the handshake verified a chain
+// (status.verifiedClient), not whether the CA now configured signed it,
+// and the server keeps the connection for as long as the client sends a
+// request within idleTimeout (120 s). The revoked CA's client stays in.
+//
+// DESIGN §12 TLS: "with `clientCAFile`, clients must present a certificate
+// it signed"; Reload: "If valid, the difference is applied without a
+// restart"; "Certificate files are re-read on reload".
+//
+// Observed: after the reload, GET /admin/losses/app on the kept-alive
+// connection answers 200 (and keeps doing so).
+// Expected: 401 (or the connection closed): the a-signed certificate is no
+// longer one the configured clientCAFile signed.
+func TestReviewOpsReloadClientCAKeepAliveStillAccepted(t *testing.T) {
+	const tmpl = `dataDir: ./state
+status:
+  listen: "` + addrPlaceholder + `"
+  tls: {certFile: ./server.crt, keyFile: ./server.key, clientCAFile: ./ca-a.crt}
+feeds:
+  - {name: app, path: ./in.log, pollIntervalMillis: 20}
+processors:
+  - {name: out, feed: app, type: file, path: ./out.log}
+`
+	e := newEnv(t, tmpl)
+	os.WriteFile(e.path("in.log"), []byte("a1\n"), 0o644)
+	srvCA := tlstest.NewCA(t, "servers")
+	caA, caB := tlstest.NewCA(t, "a"), tlstest.NewCA(t, "b")
+	sc, sk := srvCA.Issue(t, "server")
+	tlstest.Write(t, e.dir, "server.crt", sc)
+	tlstest.Write(t, e.dir, "server.key", sk)
+	tlstest.Write(t, e.dir, "ca-a.crt", caA.PEM)
+	tlstest.Write(t, e.dir, "ca-b.crt", caB.PEM)
+	cc, ck := caA.Issue(t, "client-a")
+	clientA, err := tls.X509KeyPair(cc, ck)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(srvCA.PEM)
+
+	d := e.spawn()
+	base := "https://" + d.addr
+	waitUntil(t, "HTTPS /livez", 60*time.Second, func() bool {
+		code, _, err := httpsGet(base+"/livez", "", roots, nil)
+		return err == nil && code == 200
+	})
+	// One client, one kept-alive connection.
+	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots, Certificates: []tls.Certificate{clientA}}, MaxIdleConnsPerHost: 1}
+	defer tr.CloseIdleConnections()
+	kept := &http.Client{Timeout: 10 * time.Second, Transport: tr}
+	get := func() (int, bool, error) {
+		reused := false
+		req, _ := http.NewRequest(http.MethodGet, base+"/admin/losses/app", nil)
+		req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
+			GotConn: func(i httptrace.GotConnInfo) { reused = i.Reused },
+		}))
+		resp, err := kept.Do(req)
+		if err != nil {
+			return 0, false, err
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode, reused, nil
+	}
+	if code, _, err := get(); err != nil || code != 200 {
+		t.Fatalf("before the reload, the a-signed client on GET /admin/losses/app: %d %v, want 200", code, err)
+	}
+	text := strings.NewReplacer("ca-a.crt", "ca-b.crt", addrPlaceholder, d.addr).Replace(tmpl)
+	if err := os.WriteFile(e.cfg, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d.signal(syscall.SIGHUP)
+	// The reload applied: a new connection with the a-signed certificate
+	// is refused. (Keep the kept connection busy meanwhile, well within
+	// idleTimeout.)
+	waitUntil(t, "a new a-signed connection refused after the reload", 20*time.Second, func() bool {
+		get()
+		code, _, err := httpsGet(base+"/admin/losses/app", "", roots, &clientA)
+		if err != nil || code == http.StatusUnauthorized {
+			t.Logf("a new a-signed connection after the reload: %d %v", code, err)
+			return true
+		}
+		return false
+	})
+	code, reused, err := get()
+	if err != nil {
+		return // the kept connection was closed: fine
+	}
+	if !reused {
+		t.Fatalf("the probe did not reuse the kept-alive connection (code %d): cannot tell", code)
+	}
+	if code != http.StatusUnauthorized {
+		t.Errorf("after a reload replaced clientCAFile ca-a.crt with ca-b.crt, the a-signed client's kept-alive connection still gets %d on GET /admin/losses/app, want 401", code)
 	}
 }
