@@ -526,29 +526,7 @@ func TestGlobCopytruncateCopyReadThenDeletedIsNotALossAtReopen(t *testing.T) {
 	if len(first) != 5 {
 		t.Fatalf("first turn delivered %d lines, want 5", len(first))
 	}
-	var sa *gstream
-	ig.waitFor(t, "a.log's stream open", func() bool {
-		sa = ig.g.byPath[a]
-		return sa != nil && sa.st == stOpen && sa.src != nil
-	})
-	src := sa.src
-	old, err := os.ReadFile(a)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cp := a + ".1"
-	if err := os.WriteFile(cp, old, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(20 * time.Millisecond)
-	if err := os.Truncate(a, 0); err != nil {
-		t.Fatal(err)
-	}
-	for end := time.Now().Add(5 * time.Second); src.CopyKey() == nil; time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(end) {
-			t.Fatal("a.log's source did not take a.log.1 for its copy")
-		}
-	}
+	cp := ownCopytruncate(t, ownOpenStream(t, ig, a), a)
 	for end := time.Now().Add(5 * time.Second); copyOpen(cp); time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(end) {
 			t.Fatal("a.log.1 still open after 5 s")
