@@ -214,3 +214,43 @@ func (s *Source) synced(err error) {
 func (s *Source) settleSync() {
 	s.collectSync(true)
 }
+
+// headFirst makes sure, before the first line of the pointer's epoch is
+// published, that the pointer's record holds the file's first bytes. A
+// Reset onto an empty file (a new file at the path after a rotation, a
+// copytruncate's cut file) or a pointer created for one records a
+// fingerprint of nothing: a restart could not tell the bytes published
+// under that epoch from others written over them while tailfeed was
+// stopped (a copytruncate before the epoch's first commit), and would read
+// the new bytes under the same epoch and positions — an exactlyOnce sink
+// that applied the old ones skips them. So the record is stored at offset 0
+// with the fingerprint grown over what the file holds now, and msynced,
+// before the batch goes out (one msync per such epoch). False when that
+// failed (counted in commitFailures; the batch waits, the next cycle
+// retries).
+func (s *Source) headFirst() bool {
+	b := s.pending
+	if s.ptr == nil || !b.Positioned || b.Epoch != s.ptrEpoch || s.headDone == b.Epoch {
+		return true
+	}
+	if rec := s.ptr.Record(); rec.Epoch != b.Epoch || rec.FPLen > 0 || rec.Offset > 0 {
+		s.headDone = b.Epoch
+		return true
+	}
+	s.collectSync(true)
+	err := s.ptr.Store(0)
+	if err == nil {
+		s.ioBegin(nil)
+		err = s.ptr.Sync()
+		s.ioEnd()
+	}
+	if err != nil {
+		s.commitFailures.Add(1)
+		s.commitOK.Store(false)
+		s.log.Error("pointer: recording the first bytes of the file before its first line failed; retrying", "error", err)
+		return false
+	}
+	s.commitOK.Store(true)
+	s.headDone = b.Epoch
+	return true
+}

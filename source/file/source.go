@@ -211,6 +211,7 @@ type Source struct {
 	// (Glob.loseTailLocked).
 	closeSize, closeEnd int64
 	closing             bool     // Close runs
+	headDone            uint64   // the pointer epoch headFirst last made sure of (0: none)
 	catchUp             *CatchUp // the daemon put the pointer back to an older epoch (SetCatchUp)
 
 	watchDirs   []watchDir
@@ -322,6 +323,10 @@ func (s *Source) Run(ctx context.Context) error {
 		s.commitStep(false)
 		s.pollIfDue()
 		if s.pending != nil {
+			if !s.headFirst() {
+				s.wait(ctx)
+				continue
+			}
 			if !s.pub.TryPublish(s.pending) {
 				s.wait(ctx)
 				continue
