@@ -173,7 +173,12 @@ func (s *server) gate(next http.Handler) http.Handler {
 			defer cw.check()
 			w = cw
 		}
-		if s.cfg.TLS != nil && s.cfg.TLS.RequireClientCert() && !verifiedClient(r) && !probePath(r) {
+		if s.cfg.TLS != nil && s.cfg.TLS.RequireClientCert() && !probePath(r) && !s.cfg.TLS.ClientVerified(r.TLS) {
+			if r.TLS != nil && len(r.TLS.VerifiedChains) > 0 {
+				// Verified at the handshake by a client CA no longer in
+				// use: end the connection, the next handshake decides.
+				w.Header().Set("Connection", "close")
+			}
 			WriteError(w, http.StatusUnauthorized, "a client certificate signed by status.tls.clientCAFile is required (only /livez, /readyz and /healthz answer without one)")
 			return
 		}
@@ -183,12 +188,6 @@ func (s *server) gate(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
-}
-
-// verifiedClient reports whether r came with a client certificate that
-// verified against the client CA (the handshake refuses one that does not).
-func verifiedClient(r *http.Request) bool {
-	return r.TLS != nil && len(r.TLS.VerifiedChains) > 0
 }
 
 // probePath reports whether r asks for a probe exactly (/livez, /readyz,

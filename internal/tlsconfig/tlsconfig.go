@@ -15,14 +15,21 @@
 // succeeded (Use): a set that does not load fails the reload, the old
 // set stays.
 //
+// A client certificate is checked at the handshake and again on every
+// request (ClientVerified): a reload or an on-disk change that replaces the
+// client CA takes access from a certificate the new CA did not sign at
+// once, also on a connection kept alive since before the change.
+//
 // Decisions where the contract is silent: TLS 1.2 is the minimum; an empty
 // caFile uses the system's roots; a client's caFile is read once, when the
 // client is built (a rotated CA is picked up by a restart or a reload).
 package tlsconfig
 
 import (
+	"bytes"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -71,15 +78,38 @@ func Client(f Files, log hclog.Logger) (*tls.Config, error) {
 
 // LoadPool reads a PEM file of CA certificates.
 func LoadPool(file string) (*x509.CertPool, error) {
-	pem, err := os.ReadFile(file)
+	pool, _, err := loadRoots(file)
+	return pool, err
+}
+
+// loadRoots reads a PEM file of CA certificates: the pool and its
+// certificates (the blocks x509.CertPool.AppendCertsFromPEM takes).
+func loadRoots(file string) (*x509.CertPool, []*x509.Certificate, error) {
+	data, err := os.ReadFile(file)
 	if err != nil {
-		return nil, fmt.Errorf("reading CA file: %w", err)
+		return nil, nil, fmt.Errorf("reading CA file: %w", err)
 	}
 	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(pem) {
-		return nil, fmt.Errorf("CA file %s holds no PEM certificate", file)
+	var certs []*x509.Certificate
+	for len(data) > 0 {
+		var b *pem.Block
+		if b, data = pem.Decode(data); b == nil {
+			break
+		}
+		if b.Type != "CERTIFICATE" || len(b.Headers) != 0 {
+			continue
+		}
+		c, err := x509.ParseCertificate(b.Bytes)
+		if err != nil {
+			continue
+		}
+		pool.AddCert(c)
+		certs = append(certs, c)
 	}
-	return pool, nil
+	if len(certs) == 0 {
+		return nil, nil, fmt.Errorf("CA file %s holds no PEM certificate", file)
+	}
+	return pool, certs, nil
 }
 
 // Server serves status.tls: a certificate and key, and optionally the CA
@@ -89,7 +119,8 @@ type Server struct {
 	log hclog.Logger
 
 	mu     sync.Mutex
-	cfg    *tls.Config // current
+	cfg    *tls.Config         // current
+	roots  []*x509.Certificate // cfg.ClientCAs' certificates
 	loaded []fs.FileInfo
 	failed []fs.FileInfo // the file set that last failed to load (warned once)
 
@@ -151,7 +182,7 @@ func (s *Server) set() fileSet {
 func (s *Server) Reload() error {
 	f := s.set()
 	infos, _ := statAll(f.list())
-	cfg, err := f.load()
+	cfg, roots, err := f.load()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err != nil {
@@ -160,7 +191,7 @@ func (s *Server) Reload() error {
 	if f != (fileSet{s.certFile, s.keyFile, s.caFile}) {
 		return nil // Use named others meanwhile
 	}
-	s.cfg, s.loaded, s.failed = cfg, infos, nil
+	s.cfg, s.roots, s.loaded, s.failed = cfg, roots, infos, nil
 	return nil
 }
 
@@ -168,6 +199,7 @@ func (s *Server) Reload() error {
 type Staged struct {
 	files fileSet
 	cfg   *tls.Config
+	roots []*x509.Certificate
 	infos []fs.FileInfo
 }
 
@@ -176,40 +208,80 @@ type Staged struct {
 func (s *Server) Stage(certFile, keyFile, clientCAFile string) (*Staged, error) {
 	f := fileSet{certFile, keyFile, clientCAFile}
 	infos, _ := statAll(f.list())
-	cfg, err := f.load()
+	cfg, roots, err := f.load()
 	if err != nil {
 		return nil, err
 	}
-	return &Staged{files: f, cfg: cfg, infos: infos}, nil
+	return &Staged{files: f, cfg: cfg, roots: roots, infos: infos}, nil
 }
 
 // Use serves the staged files from the next handshake on (an open
-// connection keeps the certificate it was made with); they are re-read
-// when they change on disk, as the files they replace were.
+// connection keeps the server certificate it was made with; its client
+// certificate is checked against the new client CA from its next request
+// on: ClientVerified); they are re-read when they change on disk, as the
+// files they replace were.
 func (s *Server) Use(st *Staged) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.certFile, s.keyFile, s.caFile = st.files.cert, st.files.key, st.files.ca
-	s.cfg, s.loaded, s.failed = st.cfg, st.infos, nil
+	s.cfg, s.roots, s.loaded, s.failed = st.cfg, st.roots, st.infos, nil
 }
 
-func (f fileSet) load() (*tls.Config, error) {
+func (f fileSet) load() (*tls.Config, []*x509.Certificate, error) {
 	cert, err := tls.LoadX509KeyPair(f.cert, f.key)
 	if err != nil {
-		return nil, fmt.Errorf("certFile %s / keyFile %s: %w", f.cert, f.key, err)
+		return nil, nil, fmt.Errorf("certFile %s / keyFile %s: %w", f.cert, f.key, err)
 	}
 	c := &tls.Config{MinVersion: tls.VersionTLS12, NextProtos: []string{"http/1.1"}, Certificates: []tls.Certificate{cert}}
+	var roots []*x509.Certificate
 	if f.ca != "" {
-		pool, err := LoadPool(f.ca)
+		pool, certs, err := loadRoots(f.ca)
 		if err != nil {
-			return nil, fmt.Errorf("clientCAFile: %w", err)
+			return nil, nil, fmt.Errorf("clientCAFile: %w", err)
 		}
-		c.ClientCAs = pool
+		c.ClientCAs, roots = pool, certs
 		// The certificate is checked when given; routes other than the
 		// probes refuse a request without one (status.Server).
 		c.ClientAuth = tls.VerifyClientCertIfGiven
 	}
-	return c, nil
+	return c, roots, nil
+}
+
+// ClientVerified reports whether the connection cs came with a client
+// certificate the client CA in use NOW signed (re-read first when its file
+// changed on disk, as at a handshake). The handshake verified it against
+// the CA in use then; a reload or an on-disk change may have replaced that
+// CA since, and a keep-alive connection outlives it. Cheap when the chain
+// the handshake verified ends at a certificate of the current CA (a byte
+// comparison per CA certificate); otherwise the certificate is verified
+// again against the current pool (a CA cross-signed into the new file).
+func (s *Server) ClientVerified(cs *tls.ConnectionState) bool {
+	if cs == nil || len(cs.VerifiedChains) == 0 || len(cs.PeerCertificates) == 0 {
+		return false
+	}
+	s.current() // re-read the files when they changed on disk
+	s.mu.Lock()
+	cfg, roots := s.cfg, s.roots
+	s.mu.Unlock()
+	if cfg.ClientCAs == nil {
+		return false
+	}
+	for _, chain := range cs.VerifiedChains {
+		last := chain[len(chain)-1]
+		for _, r := range roots {
+			if bytes.Equal(last.Raw, r.Raw) {
+				return true
+			}
+		}
+	}
+	inter := x509.NewCertPool()
+	for _, c := range cs.PeerCertificates[1:] {
+		inter.AddCert(c)
+	}
+	_, err := cs.PeerCertificates[0].Verify(x509.VerifyOptions{
+		Roots: cfg.ClientCAs, Intermediates: inter, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	})
+	return err == nil
 }
 
 // current re-reads the files when they changed since the last load (or
@@ -224,7 +296,7 @@ func (s *Server) current() *tls.Config {
 		return cfg
 	}
 	s.mu.Unlock()
-	cfg, lerr := f.load()
+	cfg, roots, lerr := f.load()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if f != (fileSet{s.certFile, s.keyFile, s.caFile}) {
@@ -237,7 +309,7 @@ func (s *Server) current() *tls.Config {
 		s.failed = infos
 		return s.cfg
 	}
-	s.cfg, s.loaded, s.failed = cfg, infos, nil
+	s.cfg, s.roots, s.loaded, s.failed = cfg, roots, infos, nil
 	s.log.Info("status.tls: certificate files changed on disk; reloaded", "certFile", s.certFile)
 	return cfg
 }

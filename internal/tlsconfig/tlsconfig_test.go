@@ -318,3 +318,85 @@ func TestServerStageAndUseOtherFiles(t *testing.T) {
 		t.Fatal("after Use of a clientCAFile: RequireClientCert false")
 	}
 }
+
+// handshake makes one connection to a server with cfg over a pipe and
+// returns the server's view of it.
+func handshake(t *testing.T, cfg *tls.Config, cert *tls.Certificate) *tls.ConnectionState {
+	t.Helper()
+	sc, cc := net.Pipe()
+	defer sc.Close()
+	defer cc.Close()
+	ccfg := &tls.Config{InsecureSkipVerify: true} // the server side is under test
+	if cert != nil {
+		ccfg.Certificates = []tls.Certificate{*cert}
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- tls.Client(cc, ccfg).Handshake() }()
+	srv := tls.Server(sc, cfg)
+	if err := srv.Handshake(); err != nil {
+		t.Fatalf("handshake: %v", err)
+	}
+	if err := <-errc; err != nil {
+		t.Fatalf("client handshake: %v", err)
+	}
+	cs := srv.ConnectionState()
+	return &cs
+}
+
+// ClientVerified checks a connection's client certificate against the
+// client CA in use now, not the one its handshake used: after the CA file
+// is rewritten on disk with another CA, or a reload names another file
+// (Stage, Use), a certificate the old CA signed no longer passes on a
+// connection made before; one the current CA signed does.
+func TestServerClientVerifiedAfterCAChange(t *testing.T) {
+	dir := t.TempDir()
+	ca, a, b := tlstest.NewCA(t, "ca"), tlstest.NewCA(t, "a"), tlstest.NewCA(t, "b")
+	crt, key, _ := ca.Files(t, dir, "server")
+	caFile := tlstest.Write(t, dir, "clients.crt", a.PEM)
+	s, err := NewServer(crt, key, caFile, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pair := func(ca *tlstest.CA) *tls.Certificate {
+		c, k := ca.Issue(t, "client")
+		p, err := tls.X509KeyPair(c, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &p
+	}
+	conn := handshake(t, s.Config(), pair(a))
+	if !s.ClientVerified(conn) {
+		t.Fatal("the a-signed certificate under CA a: refused")
+	}
+	if s.ClientVerified(handshake(t, s.Config(), nil)) || s.ClientVerified(nil) {
+		t.Fatal("a connection without a client certificate: accepted")
+	}
+	// The CA file rewritten on disk (a later modification time).
+	os.WriteFile(caFile, b.PEM, 0o600)
+	os.Chtimes(caFile, time.Now().Add(time.Second), time.Now().Add(time.Second))
+	if s.ClientVerified(conn) {
+		t.Error("after the CA file was rewritten with CA b, the a-signed certificate's connection: still accepted")
+	}
+	bconn := handshake(t, s.Config(), pair(b))
+	if !s.ClientVerified(bconn) {
+		t.Error("the b-signed certificate under CA b: refused")
+	}
+	// A reload naming another file that holds a and b.
+	st, err := s.Stage(crt, key, tlstest.Write(t, dir, "both.crt", append(append([]byte(nil), a.PEM...), b.PEM...)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Use(st)
+	if !s.ClientVerified(conn) || !s.ClientVerified(bconn) {
+		t.Error("after a reload to a file holding CA a and CA b: a certificate of one refused")
+	}
+	st, err = s.Stage(crt, key, tlstest.Write(t, dir, "a.crt", a.PEM))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Use(st)
+	if !s.ClientVerified(conn) || s.ClientVerified(bconn) {
+		t.Errorf("after a reload to CA a: a-signed %v, b-signed %v; want true, false", s.ClientVerified(conn), s.ClientVerified(bconn))
+	}
+}

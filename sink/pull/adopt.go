@@ -1,6 +1,7 @@
 package pull
 
 import (
+	"maps"
 	"regexp"
 	"slices"
 	"time"
@@ -46,8 +47,16 @@ func (p *Pull) adopt(prev *Pull) {
 	}
 	prev.mu.Lock()
 	defer prev.mu.Unlock()
+	// prev's own lines, and the entries prev adopted in turn whose lines
+	// it had not re-read yet (its ProcessBatch waited while they filled
+	// maxInFlight): those never entered prev.order, and forgetting them
+	// would make a second reload lose the deliveries the first kept.
+	cand := prev.order[prev.head:]
+	if len(prev.adopted) > 0 {
+		cand = append(slices.Clip(cand), slices.Collect(maps.Values(prev.adopted))...)
+	}
 	var out []*pullEntry
-	for _, old := range prev.order[prev.head:] {
+	for _, old := range cand {
 		if old.replay || !old.src.positioned || old.held {
 			continue
 		}
