@@ -317,8 +317,9 @@ func (s *Source) resumes(c *Resume, r *reader, size int64) bool {
 // resumeMoved handles the open of a feed restarted by a reload without a
 // pointer (EARLIEST, LATEST; not a glob stream) whose resume point
 // (Config.Resume) names a file other than the one at the path (f, nil when
-// the path is missing): the file was rotated while the previous instance
-// read it. As a restart finds a pointer's generation (resumeRotated), the
+// the path is missing; or one with its key that is not its content: a
+// reused inode, a cut or rewritten file): the file was rotated (or
+// replaced) while the previous instance read it. As a restart finds a pointer's generation (resumeRotated), the
 // file with the resume point's key and first bytes is looked for beside
 // the path: found, it is read first from the resume point, in its epoch,
 // and true (the caller queues f behind it, read from its start). Not found,
@@ -332,7 +333,12 @@ func (s *Source) resumeMoved(f *os.File, dev, ino uint64) bool {
 		return false
 	}
 	if f != nil && pointer.FileKey(dev, ino) == c.Key {
-		return false // the same file: startFile resumes it
+		st, err := f.Stat()
+		if err != nil || c.HeadLen == 0 || (st.Size() >= c.Offset && headIs(f, c.HeadLen, c.Head)) {
+			return false // the same file: startFile resumes it
+		}
+		// Its key reused by another file, or the file cut or rewritten:
+		// what was unread in it is gone (counted below).
 	}
 	rec := pointer.Record{Epoch: c.Epoch, Offset: c.Offset, FileKey: c.Key, FPLen: uint64(c.HeadLen), FP: c.Head}
 	atPath := func(d, i uint64) bool { return f != nil && d == dev && i == ino }
@@ -349,7 +355,7 @@ func (s *Source) resumeMoved(f *os.File, dev, ino uint64) bool {
 		}
 	}
 	if c.End > c.Offset {
-		d := fmt.Sprintf("input %s was rotated while the feed restarted and its previous file was not found beside it: its %d bytes from offset %d were never read",
+		d := fmt.Sprintf("input %s was rotated or replaced while the feed restarted and its previous file was not found beside it: its %d bytes from offset %d were never read",
 			s.cfg.Path, c.End-c.Offset, c.Offset)
 		s.lose(1, uint64(c.End-c.Offset), c.Epoch, d)
 		s.log.Warn(d, "path", s.cfg.Path)
