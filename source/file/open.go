@@ -192,6 +192,12 @@ func (s *Source) open() error {
 		}
 		return nil
 	}
+	if s.resumeMoved(f, dev, ino) {
+		if f != nil {
+			s.queueNext(f, dev, ino)
+		}
+		return nil
+	}
 	if f == nil {
 		s.notFound = s.cfg.Pinned && !s.lostTail
 		s.missing, s.missingSince = true, time.Now()
@@ -235,8 +241,8 @@ func (s *Source) startFile(f *os.File, dev, ino uint64) error {
 			r.epoch = c.Epoch
 			r.seek(c.Offset)
 			r.split.inLong = c.InLong
-			if s.cfg.Strategy == OnceEarliest && c.Limit > 0 {
-				r.limit = c.Limit // its size when first opened
+			if s.cfg.Strategy == OnceEarliest && (c.Limit > 0 || c.HeadLen == 0) {
+				r.limit = c.Limit // its size when first opened (0: it was empty)
 			}
 		} else if c != nil && s.cfg.ResumeUnread > 0 {
 			// Rewritten or cut while its stream waited, after the glob
@@ -259,6 +265,13 @@ func (s *Source) startFile(f *os.File, dev, ino uint64) error {
 			break
 		}
 		r.epoch = pointer.NewEpoch()
+		if c := s.cfg.Resume; c != nil && c.Waiting {
+			// Its previous instance waited for the file: it appeared
+			// meanwhile, read from its start (as openAtPath would).
+			s.log.Info("input file appeared while the feed restarted; reading it from its start under a new epoch", "path", s.cfg.Path)
+			r.seek(0)
+			break
+		}
 		end := size
 		if s.cfg.HasEndAt && s.cfg.EndAt <= size {
 			end = s.cfg.EndAt // the end as the glob found it at its start
@@ -294,9 +307,62 @@ func (s *Source) resumes(c *Resume, r *reader, size int64) bool {
 		return false
 	}
 	if c.HeadLen == 0 {
-		return s.cfg.Strategy == Latest && c.Key != 0 && c.Offset == 0
+		// ONCE_EARLIEST: a once-read of a file empty at open (Limit 0)
+		// stays finished at 0.
+		return c.Key != 0 && c.Offset == 0 && (s.cfg.Strategy == Latest || (s.cfg.Strategy == OnceEarliest && c.Limit == 0))
 	}
 	return headIs(r.f, c.HeadLen, c.Head)
+}
+
+// resumeMoved handles the open of a feed restarted by a reload without a
+// pointer (EARLIEST, LATEST; not a glob stream) whose resume point
+// (Config.Resume) names a file other than the one at the path (f, nil when
+// the path is missing; or one with its key that is not its content: a
+// reused inode, a cut or rewritten file): the file was rotated (or
+// replaced) while the previous instance read it. As a restart finds a pointer's generation (resumeRotated), the
+// file with the resume point's key and first bytes is looked for beside
+// the path: found, it is read first from the resume point, in its epoch,
+// and true (the caller queues f behind it, read from its start). Not found,
+// its bytes past the resume point that the previous instance saw (End) are
+// counted lost (DESIGN §4 Nothing green over a loss), and false: the
+// strategy's normal start. (Generations rotated in between are not looked
+// for: the previous instance had queued at most the path's file.)
+func (s *Source) resumeMoved(f *os.File, dev, ino uint64) bool {
+	c := s.cfg.Resume
+	if s.ptr != nil || s.cfg.Pinned || c == nil || c.Key == 0 || (s.cfg.Strategy != Earliest && s.cfg.Strategy != Latest) {
+		return false
+	}
+	if f != nil && pointer.FileKey(dev, ino) == c.Key {
+		st, err := f.Stat()
+		if err != nil || c.HeadLen == 0 || (st.Size() >= c.Offset && headIs(f, c.HeadLen, c.Head)) {
+			return false // the same file: startFile resumes it
+		}
+		// Its key reused by another file, or the file cut or rewritten:
+		// what was unread in it is gone (counted below).
+	}
+	rec := pointer.Record{Epoch: c.Epoch, Offset: c.Offset, FileKey: c.Key, FPLen: uint64(c.HeadLen), FP: c.Head}
+	atPath := func(d, i uint64) bool { return f != nil && d == dev && i == ino }
+	if old, odev, oino := s.findByKey(rec, atPath); old != nil {
+		if g := s.resumeAt(old, odev, oino, rec); g != nil {
+			g.split.inLong = c.InLong
+			g.from = g.consumed()
+			s.log.Info("input was rotated while the feed restarted; reading its previous file first from where it stopped",
+				"file", g.f.Name(), "offset", c.Offset)
+			s.cur = g
+			s.epoch.Store(g.epoch)
+			s.setFile(g)
+			return true
+		}
+	}
+	if c.End > c.Offset {
+		d := fmt.Sprintf("input %s was rotated or replaced while the feed restarted and its previous file was not found beside it: its %d bytes from offset %d were never read",
+			s.cfg.Path, c.End-c.Offset, c.Offset)
+		s.lose(1, uint64(c.End-c.Offset), c.Epoch, d)
+		s.log.Warn(d, "path", s.cfg.Path)
+		s.setDetail(d)
+		s.lostTail = true
+	}
+	return false
 }
 
 // checkPointer validates the pointer against the file at the path (DESIGN

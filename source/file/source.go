@@ -462,6 +462,13 @@ func (s *Source) Close() error {
 			err = cerr
 		}
 	}
+	if s.ptr == nil && !s.cfg.Pinned && s.cur == nil {
+		// Waiting for its file (ResumePoint's Waiting).
+		if s.resume == nil {
+			s.resume = &Resume{}
+		}
+		s.resume.Waiting = true
+	}
 	if r := s.cur; r != nil {
 		s.noteHead(r)
 		r.close()
@@ -507,6 +514,14 @@ type Resume struct {
 	// not all acknowledged.
 	Key  uint64
 	From int64
+	// End is the file's size when the source let go of it: a reload that
+	// finds the file neither at the path nor beside it (by Key) counts
+	// the bytes from Offset to it lost.
+	End int64
+	// Waiting: the source had no file open when it closed (it waited for
+	// its path): a file at the path now appeared meanwhile and is read
+	// from its start, as the waiting source would have (LATEST too).
+	Waiting bool
 }
 
 // ResumePoint is where this source (without a pointer) stopped in its file
@@ -598,7 +613,7 @@ func (s *Source) noteHead(r *reader) {
 			at, long = s.droppedFrom, s.droppedLong
 		}
 		s.resume = &Resume{Epoch: r.epoch, Offset: at, HeadLen: r.fpLen, Head: r.fp, Size: min(r.readPos(), readerSize(r)), Limit: max(r.limit, 0), InLong: long,
-			Key: r.key, From: min(r.from, at)}
+			Key: r.key, From: min(r.from, at), End: readerSize(r)}
 		s.resumeOf = r
 	}
 }
@@ -611,6 +626,7 @@ func (s *Source) moveResume(r *reader) {
 		return
 	}
 	s.resume.Offset, s.resume.Size, s.resume.InLong = r.consumed(), min(r.readPos(), readerSize(r)), r.split.inLong
+	s.resume.End = readerSize(r)
 }
 
 // readerSize is r's file's size now, or the last one it saw.
