@@ -1,0 +1,67 @@
+package file
+
+import (
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Review of lead3 (switchAtClose, readBeforeStart, copyGrew, headFirst) and
+// copykey (resumeRotated's count, adoptByPath).
+
+// TestRevLead3AdoptByPathReadsGlobMatchedGenerationTwice: COMMITTED glob
+// "dir/a.log*" (the rotated names matched too, as README advises). a.log's
+// five lines are delivered and committed; clean stop. While stopped,
+// logrotate (create, rotate 1) runs twice: a.log -> a.log.1 and a new
+// a.log gets b-0..b-2; then a.log.1 is deleted (rotate count), a.log ->
+// a.log.1 and a new a.log gets c-0, c-1. At the restart the pointer of the
+// first a.log names no matched file; adoptByPath gives it to the stream of
+// the new a.log, whose source (resumeRotated) queues the later generations
+// beside the path — a.log.1, which the glob also reads as a stream of its
+// own. DESIGN §10: "§3/§4 (pointer, identity, rotation, epochs) apply to
+// each file" and every line once per file (acceptance 1: "every line
+// once"); §4 rereads only after a crash ("a duplicate, never a gap" is for
+// kill -9, this is a clean stop). Observed: b-0..b-2 delivered twice (once
+// by a.log.1's own stream, once by a.log's stream as a later generation).
+// Expected: each of b-0..b-2, c-0, c-1 once. (Without adoptByPath the
+// pointer was counted gone and no generation was queued.)
+func TestRevLead3AdoptByPathReadsGlobMatchedGenerationTwice(t *testing.T) {
+	dir, data, a := aLogIn(t, numbered("a", 5))
+	pattern := filepath.Join(dir, "a.log*")
+	ig, stop := runGlobQuiet(t, pattern, data, 200*time.Millisecond)
+	if first, _ := ig.popEpochs(time.Second, true); len(first) != 5 {
+		t.Fatalf("first run delivered %d lines, want 5", len(first))
+	}
+	time.Sleep(300 * time.Millisecond)
+	stop()
+	time.Sleep(50 * time.Millisecond)
+	one := a + ".1"
+	if err := os.Rename(a, one); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(a, []byte(numbered("b", 3)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(20 * time.Millisecond)
+	if err := os.Remove(one); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(a, one); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(a, []byte(numbered("c", 2)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ig2, _ := runGlobQuiet(t, pattern, data, 200*time.Millisecond)
+	got, _ := ig2.popEpochs(2*time.Second, true)
+	sort.Strings(got)
+	want := "b-0,b-1,b-2,c-0,c-1"
+	if strings.Join(got, ",") != want {
+		tails, _, detail := ig2.lost()
+		t.Fatalf("clean restart after two rotations while stopped: delivered %q (lostTails %d %q); want each of %s once",
+			got, tails, detail, want)
+	}
+}
