@@ -1,6 +1,7 @@
 package file
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"errors"
@@ -1071,6 +1072,10 @@ func (g *Glob) resumeUnread(s *gstream) int64 {
 	return n
 }
 
+// maxUnendedTail bounds the unterminated last line readBeforeStart reads
+// past a record's end to tell it holds no line.
+const maxUnendedTail = 64 << 10
+
 // headIs: f's first n bytes hash to fp.
 func headIs(f *os.File, n int, fp uint64) bool {
 	b := make([]byte, n)
@@ -1262,7 +1267,7 @@ func (g *Glob) readBeforeStart(s *gstream, f found) bool {
 		}
 	}
 	l, ok := g.readBefore[s.key]
-	if !ok || f.size > l.PrevOffset || uint64(f.size) < l.PrevFPLen {
+	if !ok || f.size > l.PrevOffset+maxUnendedTail || uint64(f.size) < l.PrevFPLen {
 		return false
 	}
 	fh, err := fileutil.OpenRegular(f.path)
@@ -1272,6 +1277,19 @@ func (g *Glob) readBeforeStart(s *gstream, f found) bool {
 	defer fh.Close()
 	if !headIs(fh, int(l.PrevFPLen), l.PrevFP) {
 		return false
+	}
+	if f.size > l.PrevOffset {
+		// Past the committed end only a last line with no terminator (a
+		// writer stopped mid-line when the copy was made): never a line,
+		// never delivered (DESIGN §4); a terminator there is a line not
+		// read — the file is read from its start (duplicates, no gap).
+		tail := make([]byte, f.size-l.PrevOffset)
+		if n, err := fh.ReadAt(tail, l.PrevOffset); int64(n) != int64(len(tail)) && err != nil {
+			return false
+		}
+		if bytes.ContainsAny(tail, "\r\n") {
+			return false
+		}
 	}
 	s.copyEpoch = l.PrevEpoch // read under it (the status shows it)
 	return true
