@@ -1747,6 +1747,7 @@ var errNoneAhead = errors.New("no created line written ahead")
 func (g *Glob) start(ctx context.Context, s *gstream, ahead *createdAhead, atPath bool) error {
 	c := g.cfg.Stream
 	c.Path, c.DeliveryPath, c.Pinned, c.PinKey, c.PinGone = s.path, s.first, true, s.key, s.gone
+	c.GlobMatched = g.matched
 	c.NoNotify = true // the glob's watcher wakes it
 	c.OnRest = func() { poke(g.rest) }
 	c.Adoptable = g.adoptable
