@@ -218,8 +218,7 @@ func (s *Source) settleSync() {
 // headFirst makes sure, before the first line of the pointer's epoch is
 // published, that the pointer's record holds the file's first bytes. A
 // Reset onto an empty file (a new file at the path after a rotation, a
-// copytruncate's cut file) or a pointer created for one records a
-// fingerprint of nothing: a restart could not tell the bytes published
+// copytruncate's cut file) records a fingerprint of nothing: a restart could not tell the bytes published
 // under that epoch from others written over them while tailfeed was
 // stopped (a copytruncate before the epoch's first commit), and would read
 // the new bytes under the same epoch and positions — an exactlyOnce sink
@@ -233,7 +232,11 @@ func (s *Source) headFirst() bool {
 	if s.ptr == nil || !b.Positioned || b.Epoch != s.ptrEpoch || s.headDone == b.Epoch {
 		return true
 	}
-	if rec := s.ptr.Record(); rec.Epoch != b.Epoch || rec.FPLen > 0 || rec.Offset > 0 {
+	if rec := s.ptr.Record(); rec.Epoch != b.Epoch || rec.FPLen > 0 || rec.Offset > 0 || rec.FileKey == 0 {
+		// A record naming no file yet (a new pointer, never committed):
+		// the epochs file's line written ahead names its file and first
+		// bytes (adopted), and its first commit binds it (a glob stream
+		// may close owing it: settleOwed).
 		s.headDone = b.Epoch
 		return true
 	}
