@@ -832,7 +832,6 @@ func (g *Glob) scan(ctx context.Context) {
 		g.admit(s, f, now)
 	}
 	if !g.started {
-		g.adoptCopies(made)
 		g.adoptByPath(made)
 		g.restartOrder(made)
 	}
@@ -1748,7 +1747,6 @@ var errNoneAhead = errors.New("no created line written ahead")
 func (g *Glob) start(ctx context.Context, s *gstream, ahead *createdAhead, atPath bool) error {
 	c := g.cfg.Stream
 	c.Path, c.DeliveryPath, c.Pinned, c.PinKey, c.PinGone = s.path, s.first, true, s.key, s.gone
-	c.GlobMatched = g.matched
 	c.NoNotify = true // the glob's watcher wakes it
 	c.OnRest = func() { poke(g.rest) }
 	c.Adoptable = g.adoptable
@@ -2594,8 +2592,7 @@ func (g *Glob) firstPaths() map[uint64]string {
 // counted already), and a file whose copy holds its bytes — a file new at
 // this start (no pointer of its own) at least as long as the pointer's
 // offset whose first bytes match its fingerprint (cp + rm, copytruncate
-// while stopped): it took the pointer (adoptCopies) and is read on from the
-// offset; a second such copy is read from its start (duplicates, no gap).
+// while stopped): read from its start as a new file (duplicates, no gap).
 // The loss is counted first (OnLoss returns once the ledger entry is
 // fsynced), then the pointer is Reset to the empty record under a new
 // epoch (epochs line "lost"; "forgotten" for a copy), so the next restart does not count it again;
@@ -2740,44 +2737,6 @@ func (g *Glob) adoptByPath(made []*gstream) {
 		s.ptrPath = l.s.ptrPath
 		g.log.Info("a previous run's pointer names no matched file; the file at its path takes it (its source looks for the pointer's file beside the path)",
 			"path", s.path, "pointer", l.s.ptrPath, "offset", l.rec.Offset, "fileKey", hex16(l.rec.FileKey))
-	}
-}
-
-// adoptCopies, at the start, gives a previous run's pointer that no
-// matched file took by key (ptrFor) to a file new at this start that holds
-// its bytes — the pointer's first bytes and at least its offset — while the
-// pointer's own file is gone or now shorter than that offset: a
-// copytruncate while stopped whose copy the glob matches (dateext with
-// "extension .log"), or cp + rm. DESIGN §10 "Identity": such a file "is
-// that stream's copy at once", read from the old offset under the old
-// stream (§3: the same content under a new key keeps the pointer and
-// epoch), not again from its start. The first such file in path order
-// takes it; another copy is read from its start (duplicates). Under mu.
-func (g *Glob) adoptCopies(made []*gstream) {
-	for i := 0; i < len(g.loaded); i++ {
-		l := g.loaded[i]
-		if l.rec.FileKey == 0 || l.rec.Offset == 0 || l.rec.FPLen == 0 {
-			continue
-		}
-		if p, ok := g.keys[l.rec.FileKey]; ok {
-			if size, _, err := statSizeMod(p); err != nil || size >= l.rec.Offset {
-				continue // its file is there, not cut below the offset
-			}
-		}
-		for _, s := range made {
-			if s.ptrPath != "" || s.done || s.key == l.rec.FileKey || s.size < l.rec.Offset || !globHeadMatches(s.path, l.rec) {
-				continue
-			}
-			g.loaded = append(g.loaded[:i], g.loaded[i+1:]...)
-			i--
-			s.ptrPath = l.s.ptrPath
-			if l.s.first != "" {
-				s.first = l.s.first
-			}
-			g.log.Info("a previous run's file was copied while stopped; its copy takes its pointer and is read on from its offset",
-				"path", s.path, "pointer", l.s.ptrPath, "offset", l.rec.Offset)
-			break
-		}
 	}
 }
 

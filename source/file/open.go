@@ -549,11 +549,6 @@ func (s *Source) resumeRotated(f *os.File, dev, ino uint64) bool {
 		// The pointer's generation compressed while its plain file is read.
 		return g != nil && g.gz == nil && int64(g.fpLen) == int64(len(head)) && headMatches(head, uint64(g.fpLen), g.fp)
 	})
-	if m := s.cfg.GlobMatched; m != nil && len(gens) > 0 {
-		// A glob stream's generations that the glob itself matches are
-		// streams of their own: read there, not here too.
-		gens = slices.DeleteFunc(gens, func(gf genFile) bool { return m(gf.path) })
-	}
 	if g == nil && rec.FileKey == 0 && rec.FPLen == 0 && len(gens) > 0 {
 		// (Only with a generation to drop: it reads the whole epochs file.)
 		gens = s.dropForgotten(rec, gens)

@@ -71,10 +71,6 @@ type Config struct {
 	// file neither at its path nor beside it count it lost; otherwise it
 	// reads nothing and reports NotFound (the glob looks again).
 	PinGone bool
-	// GlobMatched, with Pinned: does the glob read the file at this path
-	// as a stream of its own? A generation it matches is never queued by
-	// this source (read twice otherwise). nil: none does.
-	GlobMatched func(path string) bool
 	// Adoptable, with Pinned: may the source go on reading, under its
 	// epoch and position, a file of this key that replaced its deleted
 	// file at its path with the same content (a rename into place,
