@@ -22,7 +22,7 @@ import (
 func TestEpochOnEmptyFileRecordsFirstBytesBeforeItsFirstLine(t *testing.T) {
 	hold := make(chan struct{})
 	notify := make(chan time.Time, 64)
-	r := newRig(t, "", rigOpts{strategy: file.Committed, hold: map[string]chan struct{}{"b-0": hold}, notify: notify})
+	r := newRig(t, "", rigOpts{strategy: file.Committed, hold: map[string]chan struct{}{"b-00000": hold}, notify: notify})
 	appendTo(t, r.path, numbered("a", 0, 3)...)
 	r.start()
 	r.waitLines(3)
@@ -44,7 +44,7 @@ func TestEpochOnEmptyFileRecordsFirstBytesBeforeItsFirstLine(t *testing.T) {
 	}
 	appendTo(t, r.path, numbered("b", 0, 3)...)
 	select {
-	case <-notify: // b-0 published and held by the subscriber: nothing of the epoch acknowledged
+	case <-notify: // b-00000 published and held by the subscriber: nothing of the epoch acknowledged
 	case <-time.After(5 * time.Second):
 		t.Fatal("b-0 not delivered")
 	}
