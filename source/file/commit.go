@@ -232,7 +232,8 @@ func (s *Source) headFirst() bool {
 	if s.ptr == nil || !b.Positioned || b.Epoch != s.ptrEpoch || s.headDone == b.Epoch {
 		return true
 	}
-	if rec := s.ptr.Record(); rec.Epoch != b.Epoch || rec.FPLen > 0 || rec.Offset > 0 || rec.FileKey == 0 {
+	owed := s.headOwed == b.Epoch // stored by an earlier try whose msync failed
+	if rec := s.ptr.Record(); !owed && (rec.Epoch != b.Epoch || rec.FPLen > 0 || rec.Offset > 0 || rec.FileKey == 0) {
 		// A record naming no file yet (a new pointer, never committed):
 		// the epochs file's line written ahead names its file and first
 		// bytes (adopted), and its first commit binds it (a glob stream
@@ -241,7 +242,14 @@ func (s *Source) headFirst() bool {
 		return true
 	}
 	s.collectSync(true)
-	err := s.ptr.Store(0)
+	var err error
+	if !owed {
+		if err = s.ptr.Store(0); err == nil {
+			// The record in memory now holds the first bytes: a retry
+			// after a failed msync must not take that for done.
+			s.headOwed = b.Epoch
+		}
+	}
 	if err == nil {
 		s.ioBegin(nil)
 		err = s.ptr.Sync()
@@ -254,6 +262,7 @@ func (s *Source) headFirst() bool {
 		return false
 	}
 	s.commitOK.Store(true)
+	s.headOwed = 0
 	s.headDone = b.Epoch
 	return true
 }

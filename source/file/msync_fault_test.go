@@ -220,3 +220,49 @@ func TestPointerMsyncFailure(t *testing.T) {
 		return r.src.CommitOK() && diskOffset(t, dir) == st.Size()
 	})
 }
+
+// TestHeadFirstMsyncFailureHoldsTheEpochsFirstLine: headFirst stores the
+// first bytes of a file an epoch began on empty and msyncs them before the
+// epoch's first line goes out. While that msync fails the line waits: the
+// record in memory already holds the first bytes, and a retry must not take
+// that for done (it published the line with nothing on disk).
+func TestHeadFirstMsyncFailureHoldsTheEpochsFirstLine(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "app.log")
+	var failing atomic.Bool
+	faulty := func(f *os.File) (pointer.Mapping, error) {
+		buf := make([]byte, pointer.Size)
+		if _, err := f.ReadAt(buf, 0); err != nil {
+			return nil, err
+		}
+		return &diskMapping{f: f, buf: buf, failing: &failing}, nil
+	}
+	first := appendNumbered(t, in, "a", 3)
+	r := startMsyncRun(t, dir, faulty, nil)
+	defer r.crash()
+	waitCond(t, "the first lines", func() bool { return len(r.log.all()) == len(first) })
+	waitCond(t, "their commit", func() bool { return r.src.CommitOK() && diskOffset(t, dir) == 3*7 })
+	if err := os.Rename(in, in+".1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(in, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var st syscall.Stat_t
+	if err := syscall.Stat(in, &st); err != nil {
+		t.Fatal(err)
+	}
+	key := pointer.FileKey(uint64(st.Dev), st.Ino)
+	waitCond(t, "the pointer on the new file", func() bool { return r.ptr.Record().FileKey == key })
+	failing.Store(true)
+	before := r.src.CommitFailures()
+	appendNumbered(t, in, "b", 3)
+	waitCond(t, "the failed msync of the first bytes", func() bool { return r.src.CommitFailures() > before })
+	time.Sleep(300 * time.Millisecond) // many retry cycles (poll 20 ms)
+	if got := r.log.all(); len(got) != len(first) {
+		t.Fatalf("%d lines of the new epoch delivered while the msync of its first bytes failed: %v", len(got)-len(first), got[len(first):])
+	}
+	failing.Store(false)
+	waitCond(t, "the new lines once the disk heals", func() bool { return len(r.log.all()) == len(first)+3 })
+	waitCond(t, "their commit", func() bool { return r.src.CommitOK() && diskOffset(t, dir) == 3*7 })
+}

@@ -212,6 +212,7 @@ type Source struct {
 	closeSize, closeEnd int64
 	closing             bool     // Close runs
 	headDone            uint64   // the pointer epoch headFirst last made sure of (0: none)
+	headOwed            uint64   // the epoch whose first-bytes record is stored but not yet msynced (0: none)
 	catchUp             *CatchUp // the daemon put the pointer back to an older epoch (SetCatchUp)
 
 	watchDirs   []watchDir
