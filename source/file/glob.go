@@ -832,6 +832,7 @@ func (g *Glob) scan(ctx context.Context) {
 		g.admit(s, f, now)
 	}
 	if !g.started {
+		g.adoptCopies(made)
 		g.adoptByPath(made)
 		g.restartOrder(made)
 	}
@@ -2737,6 +2738,49 @@ func (g *Glob) adoptByPath(made []*gstream) {
 		s.ptrPath = l.s.ptrPath
 		g.log.Info("a previous run's pointer names no matched file; the file at its path takes it (its source looks for the pointer's file beside the path)",
 			"path", s.path, "pointer", l.s.ptrPath, "offset", l.rec.Offset, "fileKey", hex16(l.rec.FileKey))
+	}
+}
+
+// adoptCopies, at the start, gives a previous run's pointer that no
+// matched file took (ptrFor) to its copy: DESIGN §10 "At a start, a new key
+// whose first bytes match a stream whose file is now shorter than its
+// offset is that stream's copy at once" — a copytruncate while stopped
+// whose copy the glob matches (logrotate dateext with "extension .log").
+// The pointer's own file must still be matched, under its key, and be
+// shorter than the pointer's offset (cut); the copy is a file new at this
+// start, at least that offset long, with the pointer's first bytes. It is
+// read on from the offset under the old stream and epoch (keeping its
+// Delivery.Path), not again from its start. The first such file in path
+// order takes it. A pointer whose file is gone (deleted, cp + rm) is left
+// to adoptByPath and countGone: a file sharing only its first bytes would
+// otherwise have its first lines skipped. Under mu.
+func (g *Glob) adoptCopies(made []*gstream) {
+	for i := 0; i < len(g.loaded); i++ {
+		l := g.loaded[i]
+		if l.rec.FileKey == 0 || l.rec.Offset == 0 || l.rec.FPLen == 0 {
+			continue
+		}
+		p, ok := g.keys[l.rec.FileKey]
+		if !ok {
+			continue // gone or renamed out: not the rule's case
+		}
+		if size, _, err := statSizeMod(p); err != nil || size >= l.rec.Offset {
+			continue // not cut below the offset
+		}
+		for _, s := range made {
+			if s.ptrPath != "" || s.done || s.key == l.rec.FileKey || s.size < l.rec.Offset || !globHeadMatches(s.path, l.rec) {
+				continue
+			}
+			g.loaded = append(g.loaded[:i], g.loaded[i+1:]...)
+			i--
+			s.ptrPath = l.s.ptrPath
+			if l.s.first != "" {
+				s.first = l.s.first
+			}
+			g.log.Info("a file was copied and cut while tailfeed was stopped; its copy takes its pointer and is read on from its offset",
+				"path", s.path, "cut", p, "pointer", l.s.ptrPath, "offset", l.rec.Offset)
+			break
+		}
 	}
 }
 
