@@ -2713,7 +2713,7 @@ func (g *Glob) adoptByPath(made []*gstream) {
 		return
 	}
 	for _, s := range made {
-		if s.ptrPath != "" || s.first != s.path {
+		if s.ptrPath != "" || s.first != s.path || g.matchesGenerations(s.path) {
 			continue
 		}
 		best := -1
@@ -2782,6 +2782,22 @@ func (g *Glob) adoptCopies(made []*gstream) {
 			break
 		}
 	}
+}
+
+// matchesGenerations: the glob matches a file beside path under one of its
+// rotated names (a pattern like "app.log*"). Such generations are streams
+// of their own; a source given a pointer by adoptByPath would queue them
+// beside the path and read them a second time. A pointer's file among them
+// is found by key (ptrFor) or as a copy (adoptCopies, copyMade); one not
+// found is gone and counted by countGone. Under mu.
+func (g *Glob) matchesGenerations(path string) bool {
+	dir, base := filepath.Dir(path), filepath.Base(path)
+	for _, p := range g.keys {
+		if p != path && filepath.Dir(p) == dir && isRotatedName(g.cfg.Stream.RotatedNames, filepath.Base(p), base) {
+			return true
+		}
+	}
+	return false
 }
 
 // copyMade: a file made at this start with no pointer of its own holds

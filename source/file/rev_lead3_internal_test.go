@@ -122,3 +122,52 @@ func TestRevLead3DeletedFileSharingFirstBytesIsNotACopy(t *testing.T) {
 		t.Fatalf("a new file sharing a deleted file's first bytes: delivered %q; want all of %q", got, want)
 	}
 }
+
+// TestRevLead3AdoptByPathReadsGlobMatchedGenerationTwice: COMMITTED glob
+// "dir/a.log*" (the rotated names matched too). a.log's five lines are
+// delivered and committed; clean stop. While stopped, logrotate (create,
+// rotate 1) runs twice: a.log -> a.log.1 and a new a.log gets b-0..b-2;
+// then a.log.1 is deleted, a.log -> a.log.1 and a new a.log gets c-0, c-1.
+// At the restart the pointer of the first a.log names no matched file; were
+// it given to the new a.log's stream (adoptByPath), that source would queue
+// the generations beside the path — a.log.1, which the glob also reads as
+// a stream of its own: b-0..b-2 twice. Expected: each of b-0..b-2, c-0,
+// c-1 once; the first a.log, gone with whatever it held past the pointer,
+// counted (lostTails 1: its pointer cannot tell).
+func TestRevLead3AdoptByPathReadsGlobMatchedGenerationTwice(t *testing.T) {
+	dir, data, a := aLogIn(t, numbered("a", 5))
+	pattern := filepath.Join(dir, "a.log*")
+	ig, stop := runGlobQuiet(t, pattern, data, 200*time.Millisecond)
+	if first, _ := ig.popEpochs(time.Second, true); len(first) != 5 {
+		t.Fatalf("first run delivered %d lines, want 5", len(first))
+	}
+	time.Sleep(300 * time.Millisecond)
+	stop()
+	time.Sleep(50 * time.Millisecond)
+	one := a + ".1"
+	if err := os.Rename(a, one); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(a, []byte(numbered("b", 3)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(20 * time.Millisecond)
+	if err := os.Remove(one); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(a, one); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(a, []byte(numbered("c", 2)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ig2, _ := runGlobQuiet(t, pattern, data, 200*time.Millisecond)
+	got, _ := ig2.popEpochs(2*time.Second, true)
+	sort.Strings(got)
+	want := "b-0,b-1,b-2,c-0,c-1"
+	tails, _, detail := ig2.lost()
+	if strings.Join(got, ",") != want || tails != 1 {
+		t.Fatalf("clean restart after two rotations while stopped: delivered %q (lostTails %d %q); want each of %s once, lostTails 1",
+			got, tails, detail, want)
+	}
+}
