@@ -242,13 +242,15 @@ func (s *Source) headFirst() bool {
 		return true
 	}
 	s.collectSync(true)
-	var err error
-	if !owed {
-		if err = s.ptr.Store(0); err == nil {
-			// The record in memory now holds the first bytes: a retry
-			// after a failed msync must not take that for done.
-			s.headOwed = b.Epoch
-		}
+	// Stored again on a retry too: after a failed msync the pages may be
+	// clean with their bytes not on disk, so the retry rewrites the slot
+	// (a new commit count) before it msyncs (DESIGN §3 "never retried
+	// alone").
+	err := s.ptr.Store(0)
+	if err == nil {
+		// The record in memory now holds the first bytes: a retry after a
+		// failed msync must not take that for done.
+		s.headOwed = b.Epoch
 	}
 	if err == nil {
 		s.ioBegin(nil)
