@@ -94,6 +94,11 @@ func (s *Source) LinesRead() uint64 { return s.linesRead.Load() }
 // BytesRead counts bytes read this run.
 func (s *Source) BytesRead() uint64 { return s.bytesRead.Load() }
 
+// Forgot reports that the source forgot its pointer's file: deleted, read
+// to its end, every line acknowledged (the pointer Reset to the empty
+// record).
+func (s *Source) Forgot() bool { return s.forgot.Load() != nil }
+
 // FileIdentity is the open file's device and inode (open false: none).
 func (s *Source) FileIdentity() (dev, ino uint64, open bool) {
 	return s.fileDev.Load(), s.fileIno.Load(), s.fileOpen.Load()

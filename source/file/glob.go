@@ -235,8 +235,12 @@ type gstream struct {
 	seenAt    time.Time // when the glob first saw its file
 	startSize int64     // its size then
 	// touched: a source of this stream opened its file (read it, bound
-	// it, or counted it lost): unread is false from then on.
+	// it, forgot it, or counted it lost): unread is false from then on.
 	touched bool
+	// genOwn: given a gone file's pointer at the start (adoptByPath) while
+	// the glob matches generations beside its path: its first source does
+	// not queue those (streams of their own; restartOrder puts them first).
+	genOwn bool
 	// heldCopies: its original's source's CopiesRead when it was held
 	// back; handoff: its original's resume point, handed over when the
 	// original (no pointer, closed) was seen truncated while it was held.
@@ -906,9 +910,19 @@ func (g *Glob) scan(ctx context.Context) {
 func (g *Glob) restartOrder(made []*gstream) {
 	var away map[string][]*gstream // first path → streams now elsewhere
 	for _, s := range made {
-		if s.first != s.path {
+		if s.first != s.path || s.genOwn {
 			if away == nil {
 				away = map[string][]*gstream{}
+			}
+			if s.genOwn {
+				// Given a gone file's pointer at its own path (adoptByPath):
+				// the generations the glob matches beside it, rotated
+				// while stopped, go first; it reads its pointer's file, if
+				// found, then its own.
+				if _, ok := away[s.first]; !ok {
+					away[s.first] = nil
+				}
+				continue
 			}
 			away[s.first] = append(away[s.first], s)
 		}
@@ -1748,6 +1762,9 @@ var errNoneAhead = errors.New("no created line written ahead")
 func (g *Glob) start(ctx context.Context, s *gstream, ahead *createdAhead, atPath bool) error {
 	c := g.cfg.Stream
 	c.Path, c.DeliveryPath, c.Pinned, c.PinKey, c.PinGone = s.path, s.first, true, s.key, s.gone
+	if s.genOwn {
+		c.GlobMatched, s.genOwn = g.matched, false
+	}
 	c.NoNotify = true // the glob's watcher wakes it
 	c.OnRest = func() { poke(g.rest) }
 	c.Adoptable = g.adoptable
@@ -1931,7 +1948,10 @@ func (g *Glob) closed(s *gstream) {
 	if e := src.ReadEpoch(); e != 0 { // 0: it opened nothing
 		s.readEpoch, s.readEnd = e, s.offset
 	}
-	if src.BytesRead() > 0 || src.LostTails() > 0 || (src.ptr != nil && src.ptr.Record().FileKey != 0) {
+	if src.BytesRead() > 0 || src.LostTails() > 0 || src.Forgot() || (src.ptr != nil && src.ptr.Record().FileKey != 0) {
+		// Forgot: its file was read to its end before this run (caught up
+		// at the start, nothing new) and forgotten at its deletion — the
+		// empty record names no file, yet nothing of it is unread.
 		s.touched = true
 	}
 	if g.cfg.PointerDir == "" {
@@ -2624,6 +2644,9 @@ func (g *Glob) countGone() {
 		copyAt := ""
 		if rec.FPLen > 0 {
 			for _, p := range fresh {
+				if !copyName(l.s.first, p) {
+					continue
+				}
 				if st, err := os.Stat(p); err == nil && st.Size() >= rec.Offset && globHeadMatches(p, rec) {
 					copyAt = p
 					break
@@ -2713,7 +2736,7 @@ func (g *Glob) adoptByPath(made []*gstream) {
 		return
 	}
 	for _, s := range made {
-		if s.ptrPath != "" || s.first != s.path || g.matchesGenerations(s.path) {
+		if s.ptrPath != "" || s.first != s.path {
 			continue
 		}
 		best := -1
@@ -2723,7 +2746,7 @@ func (g *Glob) adoptByPath(made []*gstream) {
 				continue
 			}
 			st, err := os.Stat(l.s.ptrPath)
-			if err != nil || g.copyMade(l.rec, made) {
+			if err != nil || g.copyMade(l.rec, l.s.first, made) {
 				continue
 			}
 			if best < 0 || st.ModTime().After(bestMod) {
@@ -2736,6 +2759,7 @@ func (g *Glob) adoptByPath(made []*gstream) {
 		l := g.loaded[best]
 		g.loaded = append(g.loaded[:best], g.loaded[best+1:]...)
 		s.ptrPath = l.s.ptrPath
+		s.genOwn = g.matchesGenerations(s.path)
 		g.log.Info("a previous run's pointer names no matched file; the file at its path takes it (its source looks for the pointer's file beside the path)",
 			"path", s.path, "pointer", l.s.ptrPath, "offset", l.rec.Offset, "fileKey", hex16(l.rec.FileKey))
 	}
@@ -2747,8 +2771,11 @@ func (g *Glob) adoptByPath(made []*gstream) {
 // offset is that stream's copy at once" — a copytruncate while stopped
 // whose copy the glob matches (logrotate dateext with "extension .log").
 // The pointer's own file must still be matched, under its key, and be
-// shorter than the pointer's offset (cut); the copy is a file new at this
-// start, at least that offset long, with the pointer's first bytes. It is
+// shorter than the pointer's offset or hold other first bytes (cut, and
+// written to again past the offset before the start); the copy is a file
+// new at this start beside it, named after it (its stem: logrotate's
+// names), at least that offset long, with the pointer's first bytes — a
+// file of another name sharing a header is not taken for it. It is
 // read on from the offset under the old stream and epoch (keeping its
 // Delivery.Path), not again from its start. The first such file in path
 // order takes it. A pointer whose file is gone (deleted, cp + rm) is left
@@ -2764,11 +2791,13 @@ func (g *Glob) adoptCopies(made []*gstream) {
 		if !ok {
 			continue // gone or renamed out: not the rule's case
 		}
-		if size, _, err := statSizeMod(p); err != nil || size >= l.rec.Offset {
-			continue // not cut below the offset
+		if size, _, err := statSizeMod(p); err != nil || (size >= l.rec.Offset && globHeadMatches(p, l.rec)) {
+			continue // not cut below the offset, nor rewritten
 		}
+		dir, base := filepath.Dir(p), filepath.Base(p)
 		for _, s := range made {
-			if s.ptrPath != "" || s.done || s.key == l.rec.FileKey || s.size < l.rec.Offset || !globHeadMatches(s.path, l.rec) {
+			if s.ptrPath != "" || s.done || s.key == l.rec.FileKey || s.size < l.rec.Offset ||
+				filepath.Dir(s.path) != dir || !sameStem(filepath.Base(s.path), base) || !globHeadMatches(s.path, l.rec) {
 				continue
 			}
 			g.loaded = append(g.loaded[:i], g.loaded[i+1:]...)
@@ -2779,17 +2808,55 @@ func (g *Glob) adoptCopies(made []*gstream) {
 			}
 			g.log.Info("a file was copied and cut while tailfeed was stopped; its copy takes its pointer and is read on from its offset",
 				"path", s.path, "cut", p, "pointer", l.s.ptrPath, "offset", l.rec.Offset)
+			g.rebind(s, l.rec.Offset)
 			break
 		}
+	}
+}
+
+// rebind commits s's pointer, at offset, under s's key: the copy adoptCopies
+// gave it is its file from now on, also when its stream reads nothing of
+// it (the copy ends at the offset) and never commits — else a stop then
+// leaves the pointer naming the cut file, the next start takes the copy
+// for a new file (read again from its start) and its deletion for a loss.
+// A failure is counted in commitFailures; the stream's first commit binds
+// it then. Under mu, at the start.
+func (g *Glob) rebind(s *gstream, offset int64) {
+	err := func() error {
+		f, err := os.Open(s.path)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		dev, ino, err := fileutil.DevIno(f)
+		if err != nil {
+			return err
+		}
+		if pointer.FileKey(dev, ino) != s.key {
+			return fmt.Errorf("%s is another file now", s.path)
+		}
+		p, err := pointer.Open(s.ptrPath, pointer.Options{Logger: g.log, EpochsPath: g.cfg.EpochsPath})
+		if err != nil {
+			return err
+		}
+		p.Bind(f, s.key)
+		err = p.Commit(offset)
+		if cerr := p.Close(); err == nil {
+			err = cerr
+		}
+		return err
+	}()
+	if err != nil {
+		g.acc.commitFailures++
+		g.log.Error("pointer: committing a copy's key failed; its stream's first commit binds it", "pointer", s.ptrPath, "path", s.path, "error", err)
 	}
 }
 
 // matchesGenerations: the glob matches a file beside path under one of its
 // rotated names (a pattern like "app.log*"). Such generations are streams
 // of their own; a source given a pointer by adoptByPath would queue them
-// beside the path and read them a second time. A pointer's file among them
-// is found by key (ptrFor) or as a copy (adoptCopies, copyMade); one not
-// found is gone and counted by countGone. Under mu.
+// beside the path and read them a second time: it is told not to
+// (genOwn), and restartOrder publishes them before it. Under mu.
 func (g *Glob) matchesGenerations(path string) bool {
 	dir, base := filepath.Dir(path), filepath.Base(path)
 	for _, p := range g.keys {
@@ -2800,14 +2867,24 @@ func (g *Glob) matchesGenerations(path string) bool {
 	return false
 }
 
+// copyName: path may be a copy of the file first matched at first (""
+// when unknown: any): beside it, named after it (sameStem) — logrotate's
+// copies, cp app.log app.log.bak. A file of another name that shares the
+// first bytes (a CSV header) is not taken for a gone file's copy: its
+// bytes would hide the gone file's unread tail (found beside the path by
+// the source, or counted lost).
+func copyName(first, path string) bool {
+	return first == "" || (filepath.Dir(path) == filepath.Dir(first) && sameStem(filepath.Base(path), filepath.Base(first)))
+}
+
 // copyMade: a file made at this start with no pointer of its own holds
 // rec's bytes (countGone's copy: at least its offset long, its first bytes).
-func (g *Glob) copyMade(rec pointer.Record, made []*gstream) bool {
+func (g *Glob) copyMade(rec pointer.Record, first string, made []*gstream) bool {
 	if rec.FPLen == 0 {
 		return false
 	}
 	for _, s := range made {
-		if s.ptrPath != "" {
+		if s.ptrPath != "" || !copyName(first, s.path) {
 			continue
 		}
 		// s.size: the walk's look (no stat per pair: thousands of files

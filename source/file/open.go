@@ -402,6 +402,16 @@ func (s *Source) checkPointer(r *reader, size int64) error {
 		}
 	case KeptNewKey:
 		s.log.Warn("input has a new file key but the same content; keeping the pointer", "path", s.cfg.Path)
+		// Committed under the new key at once (the same offset): else a
+		// stop before the next commit leaves the record naming the old key
+		// — a copy a glob's start gave the pointer (adoptCopies), with
+		// nothing new to read, would be taken for a new file at the next
+		// start and read again, and counted lost when deleted.
+		if err := s.ptr.Commit(rec.Offset); err != nil {
+			s.commitFailures.Add(1)
+			s.commitOK.Store(false)
+			s.log.Error("pointer: committing the new file key failed; the next commit retries", "path", s.cfg.Path, "error", err)
+		}
 	}
 	return nil
 }
@@ -549,6 +559,11 @@ func (s *Source) resumeRotated(f *os.File, dev, ino uint64) bool {
 		// The pointer's generation compressed while its plain file is read.
 		return g != nil && g.gz == nil && int64(g.fpLen) == int64(len(head)) && headMatches(head, uint64(g.fpLen), g.fp)
 	})
+	if m := s.cfg.GlobMatched; m != nil && len(gens) > 0 {
+		// The glob reads them as streams of their own (restartOrder
+		// publishes them before this one): not here too.
+		gens = slices.DeleteFunc(gens, func(gf genFile) bool { return m(gf.path) })
+	}
 	if g == nil && rec.FileKey == 0 && rec.FPLen == 0 && len(gens) > 0 {
 		// (Only with a generation to drop: it reads the whole epochs file.)
 		gens = s.dropForgotten(rec, gens)

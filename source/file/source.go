@@ -71,6 +71,11 @@ type Config struct {
 	// file neither at its path nor beside it count it lost; otherwise it
 	// reads nothing and reports NotFound (the glob looks again).
 	PinGone bool
+	// GlobMatched, with Pinned, at a glob's start only (a gone file's
+	// pointer given to the file at its path): does the glob read the file
+	// at this path as a stream of its own? A later generation it matches
+	// is not queued by this source (read twice otherwise). nil: none does.
+	GlobMatched func(path string) bool
 	// Adoptable, with Pinned: may the source go on reading, under its
 	// epoch and position, a file of this key that replaced its deleted
 	// file at its path with the same content (a rename into place,
