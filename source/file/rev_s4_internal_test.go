@@ -67,48 +67,37 @@ func firstRun(t *testing.T, pattern, data string, want int) {
 // "that stream's copy ... read from the old offset under the old stream".
 // Observed: a-0..a-4 delivered again in run 3. Expected: nothing.
 func TestRevS4AdoptedCopyWithNothingNewReadAgainAtTheNextRestart(t *testing.T) {
-	dir, data, a := aLogIn(t, numbered("a", 5))
-	pattern := filepath.Join(dir, "*.log")
-	firstRun(t, pattern, data, 5)
-	copytruncateStopped(t, a, filepath.Join(dir, "a-1.log"), "b-0\n")
-	ig2, stop2 := runGlobQuiet(t, pattern, data, 200*time.Millisecond)
-	got, _ := ig2.popEpochs(1500*time.Millisecond, true)
-	if strings.Join(got, ",") != "b-0" {
-		t.Fatalf("run 2 delivered %q, want b-0 only", got)
-	}
-	for i := 1; i < 10; i++ {
-		appendTo(t, a, "b-"+string(rune('0'+i))+"\n")
-	}
-	more, _ := ig2.popEpochs(1500*time.Millisecond, true)
-	if len(more) != 9 {
-		t.Fatalf("run 2 delivered %q after the appends, want b-1..b-9", more)
-	}
-	time.Sleep(300 * time.Millisecond)
-	stop2()
-	ig3, _ := runGlobQuiet(t, pattern, data, 200*time.Millisecond)
-	again, _ := ig3.popEpochs(1500*time.Millisecond, true)
-	if tails, _, detail := ig3.lost(); len(again) != 0 || tails != 0 {
-		t.Fatalf("third run after clean stops: delivered %q again, lostTails %d (%q); want nothing, 0", again, tails, detail)
-	}
+	adoptedCopyAcrossTwoRestarts(t, "", "b-0")
 }
 
-// TestRevS4AdoptedCopyReadOnReadAgainAtTheNextRestart (PASSING GUARD, kept
-// beside the failing test above: its commit binds the pointer to the copy's
-// key, so this case holds today): as above, but a-5
+// TestRevS4AdoptedCopyReadOnReadAgainAtTheNextRestart (a guard: its commit
+// bound the pointer to the copy's key before the fix too): as above, but a-5
 // was appended before the copytruncate, so run 2 reads a-5 from the adopted
 // copy and commits it. Run 3 after a clean stop, with the cut a.log grown
 // past the old offset meanwhile, must deliver nothing. DESIGN §2.
 // Observed / expected: see the failure message.
 func TestRevS4AdoptedCopyReadOnReadAgainAtTheNextRestart(t *testing.T) {
+	adoptedCopyAcrossTwoRestarts(t, "a-5\n", "a-5,b-0")
+}
+
+// adoptedCopyAcrossTwoRestarts: a.log's a-0..a-4 committed, clean stop;
+// extra appended, then copytruncate while stopped (copy a-1.log, in the
+// glob) with b-0 in the cut a.log; run 2 delivers want2, then b-1..b-9
+// appended to a.log (past the old offset); clean stop; run 3 must deliver
+// nothing and count nothing.
+func adoptedCopyAcrossTwoRestarts(t *testing.T, extra, want2 string) {
+	t.Helper()
 	dir, data, a := aLogIn(t, numbered("a", 5))
 	pattern := filepath.Join(dir, "*.log")
 	firstRun(t, pattern, data, 5)
-	appendTo(t, a, "a-5\n")
+	if extra != "" {
+		appendTo(t, a, extra)
+	}
 	copytruncateStopped(t, a, filepath.Join(dir, "a-1.log"), "b-0\n")
 	ig2, stop2 := runGlobQuiet(t, pattern, data, 200*time.Millisecond)
 	got, _ := ig2.popEpochs(1500*time.Millisecond, true)
-	if strings.Join(got, ",") != "a-5,b-0" {
-		t.Fatalf("run 2 delivered %q, want a-5 then b-0", got)
+	if strings.Join(got, ",") != want2 {
+		t.Fatalf("run 2 delivered %q, want %s", got, want2)
 	}
 	for i := 1; i < 10; i++ {
 		appendTo(t, a, "b-"+string(rune('0'+i))+"\n")
@@ -200,21 +189,7 @@ func TestRevS4GenerationMatchedPointersFileCompressedTailLost(t *testing.T) {
 	time.Sleep(300 * time.Millisecond)
 	stop()
 	appendTo(t, a, "a-5\n")
-	one := a + ".1"
-	if err := os.Rename(a, one); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(a, []byte(numbered("b", 3)), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(20 * time.Millisecond)
-	gzipTo(t, one, a+".2.gz")
-	if err := os.Rename(a, one); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(a, []byte(numbered("c", 2)), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	rotateTwiceWhileStopped(t, a, func(one string) { gzipTo(t, one, a+".2.gz") })
 	ig2, _ := runGlobCfg(t, pattern, data, 200*time.Millisecond, excl)
 	got, _ := ig2.popEpochs(2500*time.Millisecond, true)
 	sorted := append([]string(nil), got...)
@@ -243,6 +218,28 @@ func TestRevS4GenerationsRotatedWhileStoppedOutOfOrder(t *testing.T) {
 	dir, data, a := aLogIn(t, numbered("a", 5))
 	pattern := filepath.Join(dir, "a.log*")
 	firstRun(t, pattern, data, 5)
+	rotateTwiceWhileStopped(t, a, func(one string) {
+		if err := os.Remove(one); err != nil {
+			t.Fatal(err)
+		}
+	})
+	ig2, _ := runGlobQuiet(t, pattern, data, 200*time.Millisecond)
+	got, _ := ig2.popEpochs(2*time.Second, true)
+	// Each once (the new a.log's stream, given the gone file's pointer, does
+	// not read a.log.1 too: was b-0..b-2 twice), in order; the first a.log,
+	// gone with whatever it held past the pointer, counted.
+	tails, _, detail := ig2.lost()
+	if want := "b-0,b-1,b-2,c-0,c-1"; strings.Join(got, ",") != want || tails != 1 {
+		t.Fatalf("two rotations while stopped: delivered %q, lostTails %d (%q); want %s in that order (per path a.log), each once, lostTails 1",
+			got, tails, detail, want)
+	}
+}
+
+// rotateTwiceWhileStopped runs logrotate (create, rotate 1) twice on a:
+// a -> a.1 and a new a with b-0..b-2; drop(a.1) (deleted, or compressed
+// away); a -> a.1 and a new a with c-0, c-1.
+func rotateTwiceWhileStopped(t *testing.T, a string, drop func(one string)) {
+	t.Helper()
 	one := a + ".1"
 	if err := os.Rename(a, one); err != nil {
 		t.Fatal(err)
@@ -251,19 +248,12 @@ func TestRevS4GenerationsRotatedWhileStoppedOutOfOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(20 * time.Millisecond)
-	if err := os.Remove(one); err != nil {
-		t.Fatal(err)
-	}
+	drop(one)
 	if err := os.Rename(a, one); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(a, []byte(numbered("c", 2)), 0o600); err != nil {
 		t.Fatal(err)
-	}
-	ig2, _ := runGlobQuiet(t, pattern, data, 200*time.Millisecond)
-	got, _ := ig2.popEpochs(2*time.Second, true)
-	if want := "b-0,b-1,b-2,c-0,c-1"; strings.Join(got, ",") != want {
-		t.Fatalf("two rotations while stopped: delivered %q; want %s in that order (per path a.log)", got, want)
 	}
 }
 
