@@ -237,10 +237,14 @@ type gstream struct {
 	// touched: a source of this stream opened its file (read it, bound
 	// it, forgot it, or counted it lost): unread is false from then on.
 	touched bool
-	// genOwn: given a gone file's pointer at the start (adoptByPath) while
-	// the glob matches generations beside its path: its first source does
-	// not queue those (streams of their own; restartOrder puts them first).
+	// genOwn: given a gone file's pointer at the start (adoptByPath): its
+	// sources do not take files the glob matches for the pointer's file or
+	// a later generation (streams of their own; restartOrder publishes the
+	// generations beside its path first).
 	genOwn bool
+	// copyFor: adoptCopies gave it the pointer of the file now at this
+	// path, cut (restartOrder publishes that file's new lines after it).
+	copyFor string
 	// heldCopies: its original's source's CopiesRead when it was held
 	// back; handoff: its original's resume point, handed over when the
 	// original (no pointer, closed) was seen truncated while it was held.
@@ -910,6 +914,16 @@ func (g *Glob) scan(ctx context.Context) {
 func (g *Glob) restartOrder(made []*gstream) {
 	var away map[string][]*gstream // first path → streams now elsewhere
 	for _, s := range made {
+		if s.copyFor != "" {
+			// A copy adoptCopies gave a pointer: before the new lines of the
+			// file it was cut from (at copyFor, whatever the stream's first
+			// path: it may have been renamed within the glob).
+			if away == nil {
+				away = map[string][]*gstream{}
+			}
+			away[s.copyFor] = append(away[s.copyFor], s)
+			continue
+		}
 		if s.first != s.path || s.genOwn {
 			if away == nil {
 				away = map[string][]*gstream{}
@@ -937,7 +951,7 @@ func (g *Glob) restartOrder(made []*gstream) {
 			}
 		}
 		slices.SortStableFunc(ss, func(a, b *gstream) int { return cmp.Compare(a.mod, b.mod) })
-		if at := g.byPath[p]; at != nil && at.first == p && slices.Contains(made, at) {
+		if at := g.byPath[p]; at != nil && (at.first == p || at.genOwn) && at.copyFor == "" && slices.Contains(made, at) {
 			ss = append(ss, at)
 		}
 		for i := 1; i < len(ss); i++ {
@@ -1763,7 +1777,7 @@ func (g *Glob) start(ctx context.Context, s *gstream, ahead *createdAhead, atPat
 	c := g.cfg.Stream
 	c.Path, c.DeliveryPath, c.Pinned, c.PinKey, c.PinGone = s.path, s.first, true, s.key, s.gone
 	if s.genOwn {
-		c.GlobMatched, s.genOwn = g.matched, false
+		c.GlobMatched = g.matched // also when started again (preempted)
 	}
 	c.NoNotify = true // the glob's watcher wakes it
 	c.OnRest = func() { poke(g.rest) }
@@ -2644,7 +2658,7 @@ func (g *Glob) countGone() {
 		copyAt := ""
 		if rec.FPLen > 0 {
 			for _, p := range fresh {
-				if !copyName(l.s.first, p) {
+				if !g.copyName(l.s.first, p) {
 					continue
 				}
 				if st, err := os.Stat(p); err == nil && st.Size() >= rec.Offset && globHeadMatches(p, rec) {
@@ -2759,7 +2773,7 @@ func (g *Glob) adoptByPath(made []*gstream) {
 		l := g.loaded[best]
 		g.loaded = append(g.loaded[:best], g.loaded[best+1:]...)
 		s.ptrPath = l.s.ptrPath
-		s.genOwn = g.matchesGenerations(s.path)
+		s.genOwn = true
 		g.log.Info("a previous run's pointer names no matched file; the file at its path takes it (its source looks for the pointer's file beside the path)",
 			"path", s.path, "pointer", l.s.ptrPath, "offset", l.rec.Offset, "fileKey", hex16(l.rec.FileKey))
 	}
@@ -2794,15 +2808,14 @@ func (g *Glob) adoptCopies(made []*gstream) {
 		if size, _, err := statSizeMod(p); err != nil || (size >= l.rec.Offset && globHeadMatches(p, l.rec)) {
 			continue // not cut below the offset, nor rewritten
 		}
-		dir, base := filepath.Dir(p), filepath.Base(p)
 		for _, s := range made {
 			if s.ptrPath != "" || s.done || s.key == l.rec.FileKey || s.size < l.rec.Offset ||
-				filepath.Dir(s.path) != dir || !sameStem(filepath.Base(s.path), base) || !globHeadMatches(s.path, l.rec) {
+				!g.copyName(p, s.path) || !globHeadMatches(s.path, l.rec) {
 				continue
 			}
 			g.loaded = append(g.loaded[:i], g.loaded[i+1:]...)
 			i--
-			s.ptrPath = l.s.ptrPath
+			s.ptrPath, s.copyFor = l.s.ptrPath, p
 			if l.s.first != "" {
 				s.first = l.s.first
 			}
@@ -2867,14 +2880,32 @@ func (g *Glob) matchesGenerations(path string) bool {
 	return false
 }
 
-// copyName: path may be a copy of the file first matched at first (""
-// when unknown: any): beside it, named after it (sameStem) — logrotate's
-// copies, cp app.log app.log.bak. A file of another name that shares the
-// first bytes (a CSV header) is not taken for a gone file's copy: its
-// bytes would hide the gone file's unread tail (found beside the path by
-// the source, or counted lost).
-func copyName(first, path string) bool {
-	return first == "" || (filepath.Dir(path) == filepath.Dir(first) && sameStem(filepath.Base(path), filepath.Base(first)))
+// copyName: path may be a copy of the file at (or first matched at) first
+// ("" when unknown: any other path): beside it and named as logrotate
+// names its copies — one of its rotated names (rotatedNames; by default
+// app.log.1, app.log-20261202, app.log.1.gz), or dateext with the
+// extension kept (app-20261202.log, app-1.log). A file of another name
+// that shares the first bytes (a CSV header; app-error.log) is not taken
+// for a copy, nor the file at first itself: its bytes would hide the gone
+// file's unread tail (found beside the path by the source, or counted
+// lost).
+func (g *Glob) copyName(first, path string) bool {
+	if first == "" {
+		return true
+	}
+	if path == first || filepath.Dir(path) != filepath.Dir(first) {
+		return false
+	}
+	name, base := filepath.Base(path), filepath.Base(first)
+	if isRotatedName(g.cfg.Stream.RotatedNames, name, base) {
+		return true
+	}
+	ext := filepath.Ext(base)
+	stem := strings.TrimSuffix(base, ext)
+	if ext == "" || stem == "" || !strings.HasPrefix(name, stem) || !strings.HasSuffix(name, ext) || len(name) <= len(base) {
+		return false
+	}
+	return defaultSuffix.MatchString(name[len(stem) : len(name)-len(ext)])
 }
 
 // copyMade: a file made at this start with no pointer of its own holds
@@ -2884,7 +2915,7 @@ func (g *Glob) copyMade(rec pointer.Record, first string, made []*gstream) bool 
 		return false
 	}
 	for _, s := range made {
-		if s.ptrPath != "" || !copyName(first, s.path) {
+		if s.ptrPath != "" || !g.copyName(first, s.path) {
 			continue
 		}
 		// s.size: the walk's look (no stat per pair: thousands of files

@@ -375,6 +375,18 @@ func (s *Source) resumeMoved(f *os.File, dev, ino uint64) bool {
 // loss"). How many bytes is not known: lostBytes stays.
 func (s *Source) checkPointer(r *reader, size int64) error {
 	counted := false
+	if rec := s.ptr.Record(); s.cfg.GlobMatched != nil && rec.FileKey != 0 && rec.FileKey != r.key {
+		// A glob stream given a gone file's pointer at the start, its file
+		// not found beside the path (resumeRotated counted it): the file at
+		// the path is a new key, a new stream read from its start (DESIGN
+		// §10), even with the same first bytes (a shared header).
+		epoch := pointer.NewEpoch()
+		s.log.Info("a new file at the path of a file gone while stopped: reading it from its start under a new epoch",
+			"path", s.cfg.Path, "old_epoch", hex16(rec.Epoch), "new_epoch", hex16(epoch))
+		if err := s.ptr.ResetAs("replaced", epoch, r.f, r.key); err != nil {
+			return err
+		}
+	}
 	v, err := checkIdentity(s.ptr, r.f, r.key, size, s.log, func(v Verdict, before pointer.Record) {
 		// Counted before the Reset (S3): the ledger entry is fsynced while
 		// the pointer still names the cut file.
@@ -402,16 +414,14 @@ func (s *Source) checkPointer(r *reader, size int64) error {
 		}
 	case KeptNewKey:
 		s.log.Warn("input has a new file key but the same content; keeping the pointer", "path", s.cfg.Path)
-		// Committed under the new key at once (the same offset): else a
-		// stop before the next commit leaves the record naming the old key
-		// — a copy a glob's start gave the pointer (adoptCopies), with
-		// nothing new to read, would be taken for a new file at the next
-		// start and read again, and counted lost when deleted.
-		if err := s.ptr.Commit(rec.Offset); err != nil {
-			s.commitFailures.Add(1)
-			s.commitOK.Store(false)
-			s.log.Error("pointer: committing the new file key failed; the next commit retries", "path", s.cfg.Path, "error", err)
-		}
+		// Stored under the new key at once (the same offset) and msynced
+		// by the commit loop, retried like any commit until it holds, so
+		// the feed is not settled before: else a stop before the next
+		// commit leaves the record naming the old key — a copy a glob's
+		// start gave the pointer, with nothing new to read, would be taken
+		// for a new file at the next start and read again.
+		s.store(rec.Offset, s.syncedSeq.Load())
+		s.dirty.Store(true)
 	}
 	return nil
 }
@@ -451,6 +461,8 @@ func lastLineStart(f *os.File, size int64, maxLine int) int64 {
 // WARN, the lost-tail detail and lostTails + 1. False when there is nothing
 // to read before f: the ordinary open-time check decides about f.
 func (s *Source) resumeRotated(f *os.File, dev, ino uint64) bool {
+	s.resuming = true
+	defer func() { s.resuming = false }()
 	rec := s.ptr.Record()
 	atPath := func(d, i uint64) bool { return f != nil && d == dev && i == ino }
 	var g *reader // the pointer's generation, positioned at the offset
@@ -496,7 +508,11 @@ func (s *Source) resumeRotated(f *os.File, dev, ino uint64) bool {
 		if old, odev, oino := s.findByKey(rec, atPath); old != nil {
 			g = s.resumeAt(old, odev, oino, rec)
 			byKey = g != nil
-		} else if f != nil && rec.FPLen > 0 && fingerprintMatches(f, rec) {
+		} else if f != nil && s.cfg.GlobMatched == nil && rec.FPLen > 0 && fingerprintMatches(f, rec) {
+			// (Not for a glob stream given a gone file's pointer at the
+			// start: the file at its path is a new key, so a new stream,
+			// read from its start — DESIGN §10 "any other new key is a new
+			// stream" — however its first bytes look.)
 			if st, err := f.Stat(); err == nil && st.Size() >= rec.Offset {
 				s.checkLater(rec, f, dev, ino, nil, nil)
 				return false // the same content under a new key: the check keeps it
@@ -984,6 +1000,9 @@ func (s *Source) findCopyBy(notAfter time.Time, skip func(dev, ino uint64) bool,
 			if err != nil || !sizeOK(info.Size()) || info.ModTime().After(notAfter) ||
 				(best != nil && !info.ModTime().After(bmod)) {
 				continue
+			}
+			if m := s.cfg.GlobMatched; m != nil && s.resuming && m(filepath.Join(dir, e.Name())) {
+				continue // a stream of the glob's own (read there, from its start or adopted)
 			}
 			f, err := fileutil.OpenRegular(filepath.Join(dir, e.Name()))
 			if err != nil {

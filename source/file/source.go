@@ -71,10 +71,12 @@ type Config struct {
 	// file neither at its path nor beside it count it lost; otherwise it
 	// reads nothing and reports NotFound (the glob looks again).
 	PinGone bool
-	// GlobMatched, with Pinned, at a glob's start only (a gone file's
-	// pointer given to the file at its path): does the glob read the file
-	// at this path as a stream of its own? A later generation it matches
-	// is not queued by this source (read twice otherwise). nil: none does.
+	// GlobMatched, with Pinned, for a stream given a gone file's pointer at
+	// a glob's start (the file at its path): does the glob read the file at
+	// this path as a stream of its own? When this source looks beside its
+	// path for the pointer's file (resumeRotated), a copy or a later
+	// generation the glob matches is not taken (read twice otherwise).
+	// nil: none is skipped.
 	GlobMatched func(path string) bool
 	// Adoptable, with Pinned: may the source go on reading, under its
 	// epoch and position, a file of this key that replaced its deleted
@@ -218,6 +220,7 @@ type Source struct {
 	closing             bool     // Close runs
 	headDone            uint64   // the pointer epoch headFirst last made sure of (0: none)
 	headOwed            uint64   // the epoch whose first-bytes record is stored but not yet msynced (0: none)
+	resuming            bool     // in resumeRotated: copies the glob matches are not looked at (Config.GlobMatched)
 	catchUp             *CatchUp // the daemon put the pointer back to an older epoch (SetCatchUp)
 
 	watchDirs   []watchDir
