@@ -241,7 +241,8 @@ type gstream struct {
 	// sources do not take files the glob matches for the pointer's file or
 	// a later generation (streams of their own; restartOrder publishes the
 	// generations beside its path first).
-	genOwn bool
+	genOwn  bool
+	goneKey uint64 // with genOwn: the gone file's key its pointer named
 	// copyFor: adoptCopies gave it the pointer of the file now at this
 	// path, cut (restartOrder publishes that file's new lines after it).
 	copyFor string
@@ -1777,7 +1778,7 @@ func (g *Glob) start(ctx context.Context, s *gstream, ahead *createdAhead, atPat
 	c := g.cfg.Stream
 	c.Path, c.DeliveryPath, c.Pinned, c.PinKey, c.PinGone = s.path, s.first, true, s.key, s.gone
 	if s.genOwn {
-		c.GlobMatched = g.matched // also when started again (preempted)
+		c.GlobMatched, c.GoneKey = g.matched, s.goneKey // also when started again (preempted)
 	}
 	c.NoNotify = true // the glob's watcher wakes it
 	c.OnRest = func() { poke(g.rest) }
@@ -2773,7 +2774,7 @@ func (g *Glob) adoptByPath(made []*gstream) {
 		l := g.loaded[best]
 		g.loaded = append(g.loaded[:best], g.loaded[best+1:]...)
 		s.ptrPath = l.s.ptrPath
-		s.genOwn = true
+		s.genOwn, s.goneKey = true, l.rec.FileKey
 		g.log.Info("a previous run's pointer names no matched file; the file at its path takes it (its source looks for the pointer's file beside the path)",
 			"path", s.path, "pointer", l.s.ptrPath, "offset", l.rec.Offset, "fileKey", hex16(l.rec.FileKey))
 	}
@@ -2897,8 +2898,8 @@ func (g *Glob) copyName(first, path string) bool {
 		return false
 	}
 	name, base := filepath.Base(path), filepath.Base(first)
-	if isRotatedName(g.cfg.Stream.RotatedNames, name, base) {
-		return true
+	if isRotatedName(g.cfg.Stream.RotatedNames, name, base) && sameStem(name, base) {
+		return true // (a custom rotatedNames glob like "*.log.[0-9]*" names no stem)
 	}
 	ext := filepath.Ext(base)
 	stem := strings.TrimSuffix(base, ext)

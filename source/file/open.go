@@ -375,7 +375,7 @@ func (s *Source) resumeMoved(f *os.File, dev, ino uint64) bool {
 // loss"). How many bytes is not known: lostBytes stays.
 func (s *Source) checkPointer(r *reader, size int64) error {
 	counted := false
-	if rec := s.ptr.Record(); s.cfg.GlobMatched != nil && rec.FileKey != 0 && rec.FileKey != r.key {
+	if rec := s.ptr.Record(); s.adoptedGone(rec) && rec.FileKey != r.key {
 		// A glob stream given a gone file's pointer at the start, its file
 		// not found beside the path (resumeRotated counted it): the file at
 		// the path is a new key, a new stream read from its start (DESIGN
@@ -448,6 +448,12 @@ func lastLineStart(f *os.File, size int64, maxLine int) int64 {
 	return size
 }
 
+// adoptedGone: the source's stream was given a gone file's pointer at a
+// glob's start (Config.GlobMatched) and rec still names that file.
+func (s *Source) adoptedGone(rec pointer.Record) bool {
+	return s.cfg.GlobMatched != nil && rec.FileKey != 0 && rec.FileKey == s.cfg.GoneKey
+}
+
 // resumeRotated handles a restart after a rotation: the pointer names a
 // file other than the one at the path (f, nil when the path is missing), or
 // the path's file was truncated or rewritten while stopped. It finds the
@@ -461,9 +467,10 @@ func lastLineStart(f *os.File, size int64, maxLine int) int64 {
 // WARN, the lost-tail detail and lostTails + 1. False when there is nothing
 // to read before f: the ordinary open-time check decides about f.
 func (s *Source) resumeRotated(f *os.File, dev, ino uint64) bool {
-	s.resuming = true
-	defer func() { s.resuming = false }()
 	rec := s.ptr.Record()
+	adopted := s.adoptedGone(rec)
+	s.resuming = adopted
+	defer func() { s.resuming = false }()
 	atPath := func(d, i uint64) bool { return f != nil && d == dev && i == ino }
 	var g *reader // the pointer's generation, positioned at the offset
 	var ref time.Time
@@ -508,7 +515,7 @@ func (s *Source) resumeRotated(f *os.File, dev, ino uint64) bool {
 		if old, odev, oino := s.findByKey(rec, atPath); old != nil {
 			g = s.resumeAt(old, odev, oino, rec)
 			byKey = g != nil
-		} else if f != nil && s.cfg.GlobMatched == nil && rec.FPLen > 0 && fingerprintMatches(f, rec) {
+		} else if f != nil && !adopted && rec.FPLen > 0 && fingerprintMatches(f, rec) {
 			// (Not for a glob stream given a gone file's pointer at the
 			// start: the file at its path is a new key, so a new stream,
 			// read from its start — DESIGN §10 "any other new key is a new
@@ -575,7 +582,7 @@ func (s *Source) resumeRotated(f *os.File, dev, ino uint64) bool {
 		// The pointer's generation compressed while its plain file is read.
 		return g != nil && g.gz == nil && int64(g.fpLen) == int64(len(head)) && headMatches(head, uint64(g.fpLen), g.fp)
 	})
-	if m := s.cfg.GlobMatched; m != nil && len(gens) > 0 {
+	if m := s.cfg.GlobMatched; adopted && len(gens) > 0 {
 		// The glob reads them as streams of their own (restartOrder
 		// publishes them before this one): not here too.
 		gens = slices.DeleteFunc(gens, func(gf genFile) bool { return m(gf.path) })
@@ -1001,7 +1008,7 @@ func (s *Source) findCopyBy(notAfter time.Time, skip func(dev, ino uint64) bool,
 				(best != nil && !info.ModTime().After(bmod)) {
 				continue
 			}
-			if m := s.cfg.GlobMatched; m != nil && s.resuming && m(filepath.Join(dir, e.Name())) {
+			if s.resuming && s.cfg.GlobMatched(filepath.Join(dir, e.Name())) {
 				continue // a stream of the glob's own (read there, from its start or adopted)
 			}
 			f, err := fileutil.OpenRegular(filepath.Join(dir, e.Name()))

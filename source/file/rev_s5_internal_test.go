@@ -235,16 +235,18 @@ func TestRevS5NewFileAtPathSharingHeaderHidesGoneFilesLoss(t *testing.T) {
 	pattern := filepath.Join(dir, "*.log")
 	firstRun(t, pattern, data, 1)
 	appendTo(t, a, numbered("a", 3))
+	// The new file is made before the old one goes, so it cannot reuse its
+	// inode (a reused key with the same first bytes is the case identity
+	// cannot tell, README; a placeholder made after the removal did not
+	// always prevent it), then renamed to the path.
+	tmp := filepath.Join(dir, "new.tmp")
+	if err := os.WriteFile(tmp, []byte(hdr+numbered("n", 2)), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.Remove(a); err != nil {
 		t.Fatal(err)
 	}
-	// A placeholder keeps the new file off the old inode (a reused key
-	// with the same first bytes is the case identity cannot tell, README).
-	hold := filepath.Join(dir, "hold.tmp")
-	if err := os.WriteFile(hold, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(a, []byte(hdr+numbered("n", 2)), 0o600); err != nil {
+	if err := os.Rename(tmp, a); err != nil {
 		t.Fatal(err)
 	}
 	ig2, _ := runGlobQuiet(t, pattern, data, 200*time.Millisecond)

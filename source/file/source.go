@@ -78,6 +78,11 @@ type Config struct {
 	// generation the glob matches is not taken (read twice otherwise).
 	// nil: none is skipped.
 	GlobMatched func(path string) bool
+	// GoneKey, with GlobMatched: the file key of the gone file whose
+	// pointer the stream was given. The rules for such a stream hold only
+	// while its pointer still names that key (until it first moves on to a
+	// file of its own): then the ordinary rules apply again.
+	GoneKey uint64
 	// Adoptable, with Pinned: may the source go on reading, under its
 	// epoch and position, a file of this key that replaced its deleted
 	// file at its path with the same content (a rename into place,
