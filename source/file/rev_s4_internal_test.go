@@ -274,24 +274,7 @@ func rotateTwiceWhileStopped(t *testing.T, a string, drop func(one string)) {
 // lostTails 0; b.log's header missing. Expected: a-0..a-2, a-3, and all of
 // b.log (its header included) — or at least the loss counted.
 func TestRevS4CopyRuleTakesAnUnrelatedFileSharingTheHeader(t *testing.T) {
-	const hdr = "time,level,msg\n"
-	dir, data, a := aLogIn(t, hdr)
-	pattern := filepath.Join(dir, "*.log")
-	firstRun(t, pattern, data, 1)
-	appendTo(t, a, numbered("a", 3))
-	if err := os.WriteFile(filepath.Join(dir, "b.log"), []byte(hdr+numbered("b", 2)), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	copytruncateStopped(t, a, a+".1", "a-3\n")
-	ig2, _ := runGlobQuiet(t, pattern, data, 200*time.Millisecond)
-	got, _ := ig2.popEpochs(2500*time.Millisecond, true)
-	sorted := append([]string(nil), got...)
-	sort.Strings(sorted)
-	want := "a-0,a-1,a-2,a-3,b-0,b-1,time,level,msg"
-	if tails, _, detail := ig2.lost(); strings.Join(sorted, ",") != want {
-		t.Fatalf("copytruncate while stopped (copy beside the path, unmatched) and a new b.log with the same header: delivered %q, lostTails %d (%q); want each of %s",
-			got, tails, detail, want)
-	}
+	sharedHeaderCopytruncate(t, "a.log", "b.log", false)
 }
 
 // cleanAfterErrorMapping models Linux's msync after a writeback error: a

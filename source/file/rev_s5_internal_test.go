@@ -36,28 +36,47 @@ import (
 // header never delivered, lostTails 0. Expected: a-0..a-3 and all of
 // app-error.log (header included) — or at least the loss counted.
 func TestRevS5SameStemUnrelatedFileTakenForCutFilesCopy(t *testing.T) {
-	const hdr = "time,level,msg\n"
-	dir, data := t.TempDir(), t.TempDir()
-	a := filepath.Join(dir, "app.log")
-	if err := os.WriteFile(a, []byte(hdr), 0o600); err != nil {
+	sharedHeaderCopytruncate(t, "app.log", "app-error.log", true)
+}
+
+const csvHeader = "time,level,msg\n"
+
+// headerCommitted makes dir/name holding only a CSV header and has a first
+// run of the glob "*.log" deliver and commit it (clean stop).
+func headerCommitted(t *testing.T, name string) (dir, data, a string) {
+	t.Helper()
+	dir, data = t.TempDir(), t.TempDir()
+	a = filepath.Join(dir, name)
+	if err := os.WriteFile(a, []byte(csvHeader), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	pattern := filepath.Join(dir, "*.log")
-	firstRun(t, pattern, data, 1)
+	firstRun(t, filepath.Join(dir, "*.log"), data, 1)
+	return dir, data, a
+}
+
+// sharedHeaderCopytruncate: name's header committed; while stopped a-0..a-2
+// appended, another file other (matched) made with the same header and
+// e-0, e-1, logrotate copytruncate to name.1 (not matched) and a-3 to the
+// cut file. The restart must read everything (name.1's tail from the
+// pointer, other whole) — or, with orCounted, at least count the loss and
+// read other whole.
+func sharedHeaderCopytruncate(t *testing.T, name, other string, orCounted bool) {
+	t.Helper()
+	dir, data, a := headerCommitted(t, name)
 	appendTo(t, a, numbered("a", 3))
-	if err := os.WriteFile(filepath.Join(dir, "app-error.log"), []byte(hdr+numbered("e", 2)), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, other), []byte(csvHeader+numbered("e", 2)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	copytruncateStopped(t, a, a+".1", "a-3\n")
-	ig2, _ := runGlobQuiet(t, pattern, data, 200*time.Millisecond)
+	ig2, _ := runGlobQuiet(t, filepath.Join(dir, "*.log"), data, 200*time.Millisecond)
 	got, _ := ig2.popEpochs(2500*time.Millisecond, true)
 	sorted := append([]string(nil), got...)
 	sort.Strings(sorted)
 	want := "a-0,a-1,a-2,a-3,e-0,e-1,time,level,msg"
 	tails, _, detail := ig2.lost()
-	if strings.Join(sorted, ",") != want && !(tails > 0 && strings.Contains(strings.Join(sorted, ","), "time,level,msg")) {
-		t.Fatalf("copytruncate while stopped (copy app.log.1 beside, unmatched) and a new app-error.log with the same header: delivered %q, lostTails %d (%q); want each of %s (or the loss counted and app-error.log read whole)",
-			got, tails, detail, want)
+	if all := strings.Join(sorted, ","); all != want && !(orCounted && tails > 0 && strings.Contains(all, "time,level,msg")) {
+		t.Fatalf("copytruncate while stopped (copy %s.1 beside, unmatched) and a new %s with the same header: delivered %q, lostTails %d (%q); want each of %s",
+			name, other, got, tails, detail, want)
 	}
 }
 
@@ -74,22 +93,15 @@ func TestRevS5SameStemUnrelatedFileTakenForCutFilesCopy(t *testing.T) {
 // DESIGN §4 "Nothing green over a loss". Observed: lostTails 0 (lossless
 // true over three lines gone). Expected: lostTails 1.
 func TestRevS5SameStemUnrelatedFileHidesDeletedFilesLoss(t *testing.T) {
-	const hdr = "time,level,msg\n"
-	dir, data := t.TempDir(), t.TempDir()
-	a := filepath.Join(dir, "app.log")
-	if err := os.WriteFile(a, []byte(hdr), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	pattern := filepath.Join(dir, "*.log")
-	firstRun(t, pattern, data, 1)
+	dir, data, a := headerCommitted(t, "app.log")
 	appendTo(t, a, numbered("a", 3))
-	if err := os.WriteFile(filepath.Join(dir, "app-error.log"), []byte(hdr+numbered("e", 2)), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "app-error.log"), []byte(csvHeader+numbered("e", 2)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Remove(a); err != nil {
 		t.Fatal(err)
 	}
-	ig2, _ := runGlobQuiet(t, pattern, data, 200*time.Millisecond)
+	ig2, _ := runGlobQuiet(t, filepath.Join(dir, "*.log"), data, 200*time.Millisecond)
 	got, _ := ig2.popEpochs(2*time.Second, true)
 	if tails, _, detail := ig2.lost(); tails != 1 {
 		t.Fatalf("app.log (3 unread lines) deleted while stopped, an unrelated app-error.log shares its header: delivered %q, lostTails %d (%q); want lostTails 1",
@@ -226,14 +238,9 @@ func TestRevS5KeptNewKeyCommitFailureNeverRetried(t *testing.T) {
 // DESIGN §4 "Nothing green over a loss". Observed: lostTails 0. Expected:
 // lostTails 1, and the new app.log read whole (header, n-0, n-1).
 func TestRevS5NewFileAtPathSharingHeaderHidesGoneFilesLoss(t *testing.T) {
-	const hdr = "time,level,msg\n"
-	dir, data := t.TempDir(), t.TempDir()
-	a := filepath.Join(dir, "app.log")
-	if err := os.WriteFile(a, []byte(hdr), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	dir, data, a := headerCommitted(t, "app.log")
 	pattern := filepath.Join(dir, "*.log")
-	firstRun(t, pattern, data, 1)
+	hdr := csvHeader
 	appendTo(t, a, numbered("a", 3))
 	// The new file is made before the old one goes, so it cannot reuse its
 	// inode (a reused key with the same first bytes is the case identity
