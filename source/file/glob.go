@@ -211,17 +211,22 @@ type gstream struct {
 	size, mod   int64 // at the last look
 	offset      int64 // the pointer's offset when closed
 	epoch       uint64
-	reopen      bool      // changed while stopping: open again
-	commits     uint64    // its pointer's commit counter when closed
-	behind      bool      // stopped with bytes unread: queued again once closed
-	src0dropped bool      // its source dropped a batch it never published: queued again
-	newEpoch    uint64    // the epoch a new stream's pointer file is named by and starts with
-	empty       bool      // a new file with no bytes yet: admitted when it has some
-	copyOf      *gstream  // held back as a possible copy of this stream's file
-	heldUntil   time.Time // until when
-	fpLen, fp   uint64    // the pointer's fingerprint when closed
-	done        bool      // ONCE_EARLIEST: read to its size and closed for good
-	owe         *owed     // closed with lines unacknowledged (a drain cut short): the commit they owe
+	reopen      bool     // changed while stopping: open again
+	commits     uint64   // its pointer's commit counter when closed
+	behind      bool     // stopped with bytes unread: queued again once closed
+	src0dropped bool     // its source dropped a batch it never published: queued again
+	newEpoch    uint64   // the epoch a new stream's pointer file is named by and starts with
+	empty       bool     // a new file with no bytes yet: admitted when it has some
+	copyOf      *gstream // held back as a possible copy of this stream's file
+	// keyReused: a look found its key at its path with other first bytes
+	// (a new file on its inode — or its own file cut and written again
+	// while its stream was closed: a copytruncate, whose copy a later file
+	// of the same look may be: copyCandidate).
+	keyReused bool
+	heldUntil time.Time // until when
+	fpLen, fp uint64    // the pointer's fingerprint when closed
+	done      bool      // ONCE_EARLIEST: read to its size and closed for good
+	owe       *owed     // closed with lines unacknowledged (a drain cut short): the commit they owe
 	// tailEnd < tailSize: its file held bytes past what its stream
 	// published when the stream closed (Source.closeSize, closeEnd);
 	// read when it is opened again, counted lost if the file turns out
@@ -791,6 +796,7 @@ func (g *Glob) scan(ctx context.Context) {
 			if !s.gone {
 				s.gone, s.goneAt = true, now
 			}
+			s.keyReused = true
 			g.ghosts++
 			g.byKey[1<<63|g.ghosts] = s
 		}
@@ -1337,7 +1343,11 @@ func (g *Glob) copyCandidate(self *gstream, f found) *gstream {
 	head = head[:n]
 	sums := map[uint64]uint64{}
 	for _, c := range g.byKey {
-		if c == self || c.gone || c.done || c.copyOf != nil {
+		if c == self || (c.gone && !(c.keyReused && c.st == stClosed)) || c.done || c.copyOf != nil {
+			// (A closed stream whose key now names other first bytes may
+			// have been cut by a copytruncate: the copy, met later in the
+			// same look — app.log.1 after app.log — is held for it, not
+			// read again from its start.)
 			continue
 		}
 		fpLen, fp := c.fpLen, c.fp

@@ -124,3 +124,33 @@ func renameIntoPlace(t *testing.T, path, more string) {
 		t.Fatal(err)
 	}
 }
+
+// TestRevS6CopytruncateOfClosedStreamCopyMatchedAfterIt (the reviewer's
+// remark, reproduced): glob "a.log*"; a.log's n-0..n-2 delivered and
+// committed; its stream closed as inactive. logrotate copytruncate (copy
+// a.log.1, matched) and n-3 written to the cut a.log. A look meets a.log
+// first: its key with other first bytes, so its stream is gone and a new
+// one reads a.log; then a.log.1, whose first bytes are the gone stream's —
+// it was not held as its copy (gone streams were skipped) and was read
+// from its start: n-0..n-2 twice in one run, after n-3. With a copy name
+// sorting before the path (a-1.log) the copy was met first and held.
+// DESIGN §10 (a copy is read from the old offset under the old stream),
+// §2 (no duplicate without a crash). Expected: n-3 only.
+func TestRevS6CopytruncateOfClosedStreamCopyMatchedAfterIt(t *testing.T) {
+	dir, data, a := aLogIn(t, numbered("n", 3))
+	inactive := func(c *GlobConfig) { c.CloseInactive = 300 * time.Millisecond }
+	ig, _ := runGlobCfg(t, filepath.Join(dir, "a.log*"), data, 200*time.Millisecond, inactive)
+	if got, _ := ig.popEpochs(1500*time.Millisecond, true); strings.Join(got, ",") != "n-0,n-1,n-2" {
+		t.Fatalf("delivered %q, want n-0..n-2", got)
+	}
+	ig.waitFor(t, "a.log's stream closed as inactive, committed", func() bool {
+		s := ig.g.byPath[a]
+		return s != nil && s.st == stClosed && s.owe == nil
+	})
+	time.Sleep(200 * time.Millisecond)
+	copytruncateStopped(t, a, a+".1", "n-3\n")
+	got, _ := ig.popEpochs(2*time.Second, true)
+	if tails, _, detail := ig.lost(); strings.Join(got, ",") != "n-3" || tails != 0 {
+		t.Fatalf("copytruncate of a closed stream, copy a.log.1 matched: delivered %q, lostTails %d (%q); want n-3 only, 0", got, tails, detail)
+	}
+}
