@@ -2669,7 +2669,7 @@ func (g *Glob) countGone() {
 		copyAt := ""
 		if rec.FPLen > 0 {
 			for _, p := range fresh {
-				if !g.copyName(l.s.first, p) {
+				if !g.copyName(l.s.first, p, rec) {
 					continue
 				}
 				if st, err := os.Stat(p); err == nil && st.Size() >= rec.Offset && globHeadMatches(p, rec) {
@@ -2821,7 +2821,7 @@ func (g *Glob) adoptCopies(made []*gstream) {
 		}
 		for _, s := range made {
 			if s.ptrPath != "" || s.done || s.key == l.rec.FileKey || s.size < l.rec.Offset ||
-				!g.copyName(p, s.path) || !globHeadMatches(s.path, l.rec) {
+				!g.copyName(p, s.path, l.rec) || !globHeadMatches(s.path, l.rec) {
 				continue
 			}
 			g.loaded = append(g.loaded[:i], g.loaded[i+1:]...)
@@ -2892,19 +2892,29 @@ func (g *Glob) matchesGenerations(path string) bool {
 }
 
 // copyName: path may be a copy of the file at (or first matched at) first
-// ("" when unknown: any other path): beside it and named as logrotate
-// names its copies — one of its rotated names (rotatedNames; by default
-// app.log.1, app.log-20261202, app.log.1.gz), or dateext with the
-// extension kept (app-20261202.log, app-1.log). A file of another name
-// that shares the first bytes (a CSV header; app-error.log) is not taken
-// for a copy, nor the file at first itself: its bytes would hide the gone
-// file's unread tail (found beside the path by the source, or counted
-// lost).
-func (g *Glob) copyName(first, path string) bool {
+// ("" when unknown: any other path), whose pointer's record is rec. When
+// rec's fingerprint covers at least two lines, a file holding them is taken
+// for a copy wherever it is and whatever its name (cp + rm while stopped).
+// A fingerprint over one line only (a file committed holding nothing but a
+// CSV header) is no proof: the file must then sit beside first and be
+// named as logrotate names copies — one of its rotated names carrying its
+// stem (rotatedNames; by default app.log.1, app.log-20261202,
+// app.log.1.gz), or dateext with the extension kept (app-20261202.log,
+// app-1.log); another application's file sharing the header
+// (app-error.log) is not taken, nor the file at first itself: its bytes
+// would hide the gone file's unread tail (found beside the path by the
+// source, or counted lost).
+func (g *Glob) copyName(first, path string, rec pointer.Record) bool {
 	if first == "" {
 		return true
 	}
-	if path == first || filepath.Dir(path) != filepath.Dir(first) {
+	if path == first {
+		return false
+	}
+	if headLines(path, rec.FPLen) >= 2 {
+		return true
+	}
+	if filepath.Dir(path) != filepath.Dir(first) {
 		return false
 	}
 	name, base := filepath.Base(path), filepath.Base(first)
@@ -2919,6 +2929,21 @@ func (g *Glob) copyName(first, path string) bool {
 	return defaultSuffix.MatchString(name[len(stem) : len(name)-len(ext)])
 }
 
+// headLines counts the line terminators in path's first n bytes.
+func headLines(path string, n uint64) int {
+	if n == 0 {
+		return 0
+	}
+	f, err := fileutil.OpenRegular(path)
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	b := make([]byte, min(n, pointer.MaxFingerprint))
+	k, _ := f.ReadAt(b, 0)
+	return bytes.Count(b[:k], []byte{'\n'})
+}
+
 // copyMade: a file made at this start with no pointer of its own holds
 // rec's bytes (countGone's copy: at least its offset long, its first bytes).
 func (g *Glob) copyMade(rec pointer.Record, first string, made []*gstream) bool {
@@ -2926,7 +2951,7 @@ func (g *Glob) copyMade(rec pointer.Record, first string, made []*gstream) bool 
 		return false
 	}
 	for _, s := range made {
-		if s.ptrPath != "" || !g.copyName(first, s.path) {
+		if s.ptrPath != "" || !g.copyName(first, s.path, rec) {
 			continue
 		}
 		// s.size: the walk's look (no stat per pair: thousands of files
