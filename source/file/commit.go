@@ -218,8 +218,9 @@ func (s *Source) settleSync() {
 // headFirst makes sure, before the first line of the pointer's epoch is
 // published, that the pointer's record holds the file's first bytes. A
 // Reset onto an empty file (a new file at the path after a rotation, a
-// copytruncate's cut file) records a fingerprint of nothing: a restart could not tell the bytes published
-// under that epoch from others written over them while tailfeed was
+// copytruncate's cut file) records a fingerprint of nothing: a restart
+// could not tell the bytes published under that epoch from others written
+// over them while tailfeed was
 // stopped (a copytruncate before the epoch's first commit), and would read
 // the new bytes under the same epoch and positions — an exactlyOnce sink
 // that applied the old ones skips them. So the record is stored at offset 0
@@ -251,8 +252,6 @@ func (s *Source) headFirst() bool {
 		// The record in memory now holds the first bytes: a retry after a
 		// failed msync must not take that for done.
 		s.headOwed = b.Epoch
-	}
-	if err == nil {
 		s.ioBegin(nil)
 		err = s.ptr.Sync()
 		s.ioEnd()

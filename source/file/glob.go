@@ -2637,8 +2637,9 @@ func (g *Glob) firstPaths() map[uint64]string {
 // line of its file was committed before it was forgotten, or its tail was
 // counted already), and a file whose copy holds its bytes — a file new at
 // this start (no pointer of its own) at least as long as the pointer's
-// offset whose first bytes match its fingerprint (cp + rm, copytruncate
-// while stopped): read from its start as a new file (duplicates, no gap).
+// offset whose first bytes match its fingerprint and that copyName allows
+// (cp + rm, copytruncate while stopped): read from its start as a new file
+// (duplicates, no gap).
 // The loss is counted first (OnLoss returns once the ledger entry is
 // fsynced), then the pointer is Reset to the empty record under a new
 // epoch (epochs line "lost"; "forgotten" for a copy), so the next restart does not count it again;
@@ -2669,10 +2670,7 @@ func (g *Glob) countGone() {
 		copyAt := ""
 		if rec.FPLen > 0 {
 			for _, p := range fresh {
-				if !g.copyName(l.s.first, p, rec) {
-					continue
-				}
-				if st, err := os.Stat(p); err == nil && st.Size() >= rec.Offset && globHeadMatches(p, rec) {
+				if st, err := os.Stat(p); err == nil && st.Size() >= rec.Offset && globHeadMatches(p, rec) && g.copyName(l.s.first, p, rec) {
 					copyAt = p
 					break
 				}
@@ -2798,9 +2796,9 @@ func (g *Glob) adoptByPath(made []*gstream) {
 // The pointer's own file must still be matched, under its key, and be
 // shorter than the pointer's offset or hold other first bytes (cut, and
 // written to again past the offset before the start); the copy is a file
-// new at this start beside it, named after it (its stem: logrotate's
-// names), at least that offset long, with the pointer's first bytes — a
-// file of another name sharing a header is not taken for it. It is
+// new at this start, at least that offset long, with the pointer's first
+// bytes, that copyName allows (a one-line head, a header, is no proof: a
+// file of another name sharing it is not taken). It is
 // read on from the offset under the old stream and epoch (keeping its
 // Delivery.Path), not again from its start. The first such file in path
 // order takes it. A pointer whose file is gone (deleted, cp + rm) is left
@@ -2821,7 +2819,7 @@ func (g *Glob) adoptCopies(made []*gstream) {
 		}
 		for _, s := range made {
 			if s.ptrPath != "" || s.done || s.key == l.rec.FileKey || s.size < l.rec.Offset ||
-				!g.copyName(p, s.path, l.rec) || !globHeadMatches(s.path, l.rec) {
+				!globHeadMatches(s.path, l.rec) || !g.copyName(p, s.path, l.rec) {
 				continue
 			}
 			g.loaded = append(g.loaded[:i], g.loaded[i+1:]...)
@@ -2876,21 +2874,6 @@ func (g *Glob) rebind(s *gstream, offset int64) {
 	}
 }
 
-// matchesGenerations: the glob matches a file beside path under one of its
-// rotated names (a pattern like "app.log*"). Such generations are streams
-// of their own; a source given a pointer by adoptByPath would queue them
-// beside the path and read them a second time: it is told not to
-// (genOwn), and restartOrder publishes them before it. Under mu.
-func (g *Glob) matchesGenerations(path string) bool {
-	dir, base := filepath.Dir(path), filepath.Base(path)
-	for _, p := range g.keys {
-		if p != path && filepath.Dir(p) == dir && isRotatedName(g.cfg.Stream.RotatedNames, filepath.Base(p), base) {
-			return true
-		}
-	}
-	return false
-}
-
 // copyName: path may be a copy of the file at (or first matched at) first
 // ("" when unknown: any other path), whose pointer's record is rec. When
 // rec's fingerprint covers at least two lines, a file holding them is taken
@@ -2911,15 +2894,18 @@ func (g *Glob) copyName(first, path string, rec pointer.Record) bool {
 	if path == first {
 		return false
 	}
-	if headLines(path, rec.FPLen) >= 2 {
+	if filepath.Dir(path) == filepath.Dir(first) && g.copyNamed(filepath.Base(path), filepath.Base(first)) {
 		return true
 	}
-	if filepath.Dir(path) != filepath.Dir(first) {
-		return false
-	}
-	name, base := filepath.Base(path), filepath.Base(first)
+	return headLines(path, rec.FPLen) >= 2
+}
+
+// copyNamed: name is one of base's rotated names carrying its stem (a
+// custom rotatedNames glob like "*.log.[0-9]*" names no stem), or base with
+// a dateext or number before its extension.
+func (g *Glob) copyNamed(name, base string) bool {
 	if isRotatedName(g.cfg.Stream.RotatedNames, name, base) && sameStem(name, base) {
-		return true // (a custom rotatedNames glob like "*.log.[0-9]*" names no stem)
+		return true
 	}
 	ext := filepath.Ext(base)
 	stem := strings.TrimSuffix(base, ext)
@@ -2951,12 +2937,13 @@ func (g *Glob) copyMade(rec pointer.Record, first string, made []*gstream) bool 
 		return false
 	}
 	for _, s := range made {
-		if s.ptrPath != "" || !g.copyName(first, s.path, rec) {
+		if s.ptrPath != "" {
 			continue
 		}
 		// s.size: the walk's look (no stat per pair: thousands of files
-		// copytruncated while stopped meet thousands of new ones).
-		if s.size >= rec.Offset && globHeadMatches(s.path, rec) {
+		// copytruncated while stopped meet thousands of new ones); a file
+		// is opened only when its size and place allow it.
+		if s.size >= rec.Offset && globHeadMatches(s.path, rec) && g.copyName(first, s.path, rec) {
 			return true
 		}
 	}

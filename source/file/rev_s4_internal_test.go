@@ -19,7 +19,7 @@ import (
 )
 
 // Review of session 4 (headFirst's msync retry, adoptCopies,
-// adoptByPath's matchesGenerations).
+// adoptByPath skipping when the glob matches rotated names, since replaced by genOwn).
 
 // copytruncateStopped copies path to cp (the glob matches it) and cuts path
 // to nothing, then appends after to it: logrotate copytruncate while
@@ -172,7 +172,7 @@ func gzipTo(t *testing.T, src, dst string) {
 // a.log -> a.log.1, new a.log (c-0, c-1). The pointer's file is now
 // a.log.2.gz, on disk beside the path (DESIGN §4 "Restart after rotation":
 // found "by its decompressed bytes", "read it from the offset to its end
-// first"). matchesGenerations (a.log.1 matched) keeps adoptByPath from
+// first"). dba6095's skip (a.log.1 matched) kept adoptByPath from
 // giving the pointer to a.log's stream, whose source would have found the
 // .gz; countGone then counts the tail lost. Before dba6095 a-5 was read
 // (with b-0..b-2 twice, the bug dba6095 fixed). Observed: a-5 never
@@ -210,7 +210,7 @@ func TestRevS4GenerationMatchedPointersFileCompressedTailLost(t *testing.T) {
 // of the file previously at that path is acknowledged" (restartOrder: "the
 // files new at this start beside it under one of its rotatedNames ... and
 // the file at the path are published one after the other"). With no
-// pointer adopted (dba6095: matchesGenerations) no stream's first path is
+// pointer adopted (dba6095's skip) no stream's first path is
 // elsewhere, restartOrder orders nothing, and a.log and a.log.1 interleave.
 // Observed: c-0 before b-0 (or interleaved). Expected: b-0, b-1, b-2, then
 // c-0, c-1.
