@@ -9,7 +9,7 @@ import (
 // OutputInput is a single-file feed whose path names a file sink's output
 // on the file system (CheckOutputInputs).
 type OutputInput struct {
-	Feed int    // the index in Feeds
+	Feed int    // the index in Feeds (-1: a processor's path, CheckOutputOutputs)
 	Line int    // the feed's entry line
 	Key  string // "feeds[i].path"
 	Msg  string // what is wrong, naming the path and the processor
@@ -52,6 +52,47 @@ func CheckOutputInputs(cfg *Config) []OutputInput {
 				break
 			}
 		}
+	}
+	return out
+}
+
+// CheckOutputOutputs reports the file sinks whose output is, as the file
+// system has it now, the output of an earlier file sink (DESIGN §6 "two
+// file sinks on one path are a config error"): the same path once the
+// symlinks of both are followed as far as they lead (a symlinked
+// directory, a link to an output not created yet), or the same file
+// (device and inode: a hard link). Two sinks appending to one file write
+// every line twice, and an exactlyOnce sink's truncate at open would cut
+// the other's lines. The same path as written is decode's error already;
+// `run` (at start and at a reload) and `validate` call it.
+func CheckOutputOutputs(cfg *Config) []OutputInput {
+	var out []OutputInput
+	type seen struct {
+		i        int
+		resolved string
+		info     os.FileInfo
+	}
+	var earlier []seen
+	for i, p := range cfg.Processors {
+		o := p.OutputPath()
+		if o == "" {
+			continue
+		}
+		cur := seen{i: i, resolved: resolveAsFar(o)}
+		cur.info, _ = os.Stat(o)
+		for _, e := range earlier {
+			q := cfg.Processors[e.i]
+			if q.OutputPath() == o {
+				continue // decode's error (the same path as written)
+			}
+			if e.resolved == cur.resolved || (e.info != nil && cur.info != nil && os.SameFile(e.info, cur.info)) {
+				out = append(out, OutputInput{Feed: -1, Line: p.Line, Key: fmt.Sprintf("processors[%d].path", i), Msg: fmt.Sprintf(
+					"%s is %s, the output of %s processor %s (line %d), on the file system (a symlink or a hard link); two file sinks cannot share a file",
+					o, q.OutputPath(), q.Type, describeProc(q, e.i), q.Line)})
+				break
+			}
+		}
+		earlier = append(earlier, cur)
 	}
 	return out
 }

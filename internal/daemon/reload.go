@@ -428,6 +428,9 @@ func (d *Daemon) checkPathsOf(cfg *config.Config) error {
 	if bad := config.CheckOutputInputs(cfg); len(bad) > 0 {
 		return &ConfigError{Loc: d.configLoc(bad[0].Line), Key: bad[0].Key, Err: errors.New(bad[0].Msg)}
 	}
+	if bad := config.CheckOutputOutputs(cfg); len(bad) > 0 {
+		return &ConfigError{Loc: d.configLoc(bad[0].Line), Key: bad[0].Key, Err: errors.New(bad[0].Msg)}
+	}
 	if so := stdoutFiles(cfg); len(so) > 0 {
 		for i, fc := range cfg.Feeds {
 			if config.IsGlob(fc.Path) {
