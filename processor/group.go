@@ -70,6 +70,7 @@ type Group struct {
 	d         feed.Delivery
 	mark      uint64 // queue count through the end of the current batch
 	cpMark    uint64 // Mark(): queue count through the lines handed to the processor now
+	stepFrom  int    // the view line the processor call in progress starts at
 	published uint64 // dispatched count published so far
 
 	replays chan *replayReq // dead-letter replays, run between batches (dlq_replay.go)
@@ -143,6 +144,20 @@ func (g *Group) Hold() { g.q.Hold() }
 // to the processor in the current call (a single line in line mode, so a
 // sink that syncs inline never reports later lines of the batch durable).
 func (g *Group) Mark() uint64 { return g.cpMark }
+
+// Finished implements Host: the batch processor call in progress finished
+// its leading done lines and is about to wait out a failure inside the call
+// (a sink retrying by itself): their dispatch count is published now, as
+// the group publishes it at a fence of its own (DESIGN §6 "exactly at a
+// stop or a fence"). It returns the queue count through them, the Mark() a
+// processor holding the ack point passes to DurableThrough once they are
+// durable. Only inside ProcessBatch, on the group goroutine.
+func (g *Group) Finished(done int) uint64 {
+	v := min(g.stepFrom+done, len(g.view.Lines))
+	total := g.mark - uint64(g.cur.Len()) + uint64(g.origDone(v, g.cur.Len()))
+	g.publish(total)
+	return total
+}
 
 // DurableThrough implements Checkpoint.
 func (g *Group) DurableThrough(mark uint64) {
@@ -444,6 +459,7 @@ func (g *Group) step(ctx context.Context, from, attempt int, lineMode bool) (int
 		end = from + 1
 	}
 	g.cpMark = g.mark - uint64(g.cur.Len()) + uint64(g.origDone(end, g.cur.Len()))
+	g.stepFrom = from
 	if g.cfg.Batch != nil {
 		sub := g.sub(from, lineMode)
 		return g.cfg.Batch.ProcessBatch(ctx, sub)

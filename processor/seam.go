@@ -38,6 +38,11 @@ type Host interface {
 	Fail()
 	Fence(err error)
 	Unfence()
+	// Finished publishes the leading done lines of the batch the
+	// ProcessBatch call in progress was given as dispatched, before a sink
+	// waits out a failure inside the call, and returns the queue count
+	// through them (for DurableThrough).
+	Finished(done int) uint64
 	// HoldFence holds the feed at this subscriber for the sink itself, from
 	// any goroutine (pull: a line out of attempts under onFailure hold);
 	// the group does not lift it when a batch succeeds. LiftHold lifts it.

@@ -48,6 +48,7 @@ type Webhook struct {
 	// Only accessed from the group goroutine.
 	carries   map[uint64]*whChunk // per epoch: lines of its recorded request, waiting for the rest (carry.go)
 	carryLook time.Time           // when Flush last looked for a reason to give a carry up
+	at        int                 // in ProcessBatch: the first line of the batch not finished yet (-1: outside, or nothing to report)
 	buf       bytes.Buffer
 	enc       *json.Encoder
 	obj       whLine
@@ -163,7 +164,7 @@ func OpenWebhook(cfg WebhookConfig) (*Webhook, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &Webhook{cfg: cfg, h: g, log: log, client: cfg.Client, book: book, carries: map[uint64]*whChunk{}}
+	w := &Webhook{cfg: cfg, h: g, log: log, client: cfg.Client, book: book, carries: map[uint64]*whChunk{}, at: -1}
 	w.shown, w.hide = redact.URL(cfg.URL), webhookSecrets(cfg)
 	if w.client == nil {
 		tr := http.DefaultTransport.(*http.Transport).Clone()
@@ -183,14 +184,47 @@ func OpenWebhook(cfg WebhookConfig) (*Webhook, error) {
 // ProcessBatch sends b's lines in requests; it returns when all of them are
 // acknowledged by the receiver, dead-lettered or released (or carried: see
 // Webhook), and an error only when ctx ended or the record cannot be
-// written.
+// written. The lines it finished are published as it fences on a failing
+// request, and when it returns early (progress).
 func (w *Webhook) ProcessBatch(ctx context.Context, b *feed.Batch) (int, error) {
+	w.at = -1
+	if b.FirstSeq != 0 && len(b.Lines) > 0 {
+		w.at = 0
+	}
+	n, err := w.processBatch(ctx, b)
+	if err != nil && w.at >= 0 {
+		w.at = n
+		w.progress()
+	}
+	w.at = -1
+	return n, err
+}
+
+// progress publishes the leading lines of the batch in hand that are
+// finished (those before w.at: applied, dead-lettered or released) before
+// the sink waits out a failing request inside the call or returns early,
+// and lets its durable mark pass them unless a carry (an earlier line)
+// still waits: DESIGN §6 "dispatch counts are published … exactly at a
+// stop or a fence". Without it a fenced webhook held the ack point at the
+// batch's start while the lines before the failing request were applied.
+func (w *Webhook) progress() {
+	if w.at <= 0 {
+		return
+	}
+	mark := w.h.Finished(w.at)
+	if len(w.carries) == 0 {
+		w.h.DurableThrough(mark)
+	}
+}
+
+func (w *Webhook) processBatch(ctx context.Context, b *feed.Batch) (int, error) {
 	n := len(b.Lines)
 	if !b.Positioned {
 		// No position (downgraded lines; replays go through ReplayRequest): nothing to
 		// record, nothing to skip.
 		for i := 0; i < n; {
 			c, j := w.cut(b, i)
+			w.setAt(i)
 			if err := w.deliver(ctx, c); err != nil {
 				return i, err
 			}
@@ -216,6 +250,7 @@ func (w *Webhook) ProcessBatch(ctx context.Context, b *feed.Batch) (int, error) 
 	}
 	i := w.skipApplied(b, 0)
 	for {
+		w.setAt(i)
 		pe := w.book.pendingOf(b.Epoch)
 		c := w.carries[b.Epoch]
 		if c == nil && i < n && pe != nil && b.Ends[i] >= pe.First && b.Ends[i] <= pe.Last && w.partlyLettered(b.Feed, b.Epoch, pe) {
@@ -259,6 +294,13 @@ func (w *Webhook) ProcessBatch(ctx context.Context, b *feed.Batch) (int, error) 
 	}
 	w.durable()
 	return n, nil
+}
+
+// setAt notes that the batch's lines before i are finished (progress).
+func (w *Webhook) setAt(i int) {
+	if w.at >= 0 {
+		w.at = i
+	}
 }
 
 // durable reports the call's lines done, unless lines are still carried.
@@ -348,6 +390,7 @@ func (w *Webhook) deliver(ctx context.Context, c *whChunk) error {
 				return ctx.Err()
 			}
 			w.h.Fail()
+			w.progress()
 			w.h.Fence(err)
 		}
 		// Once part of the request is in the ledger it is never sent again
