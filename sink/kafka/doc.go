@@ -21,7 +21,10 @@
 // the offsets topic again, so it knows whether the batch landed. At the
 // first batch the sink reads offsetsTopic to its end, read-committed, and
 // skips the lines AlreadyApplied holds for the stored position of their
-// epoch.
+// epoch. The end is the high watermark as of the start, not the last
+// stable offset, which another sidecar's open transaction on a shared
+// offsets topic holds back: the read is uncommitted and a record counts
+// once its transaction's commit marker follows it (readOffsets).
 //
 // The offsets record advances over the lines the group finished without
 // handing them here (filtered out by match/exclude, dead-lettered, released

@@ -3,6 +3,7 @@ package kafka
 import (
 	"cmp"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -263,14 +264,26 @@ func (s *Sink) topics(ctx context.Context) error {
 // offsetsPrefix starts every offsets key of this processor.
 func (s *Sink) offsetsPrefix() string { return s.cfg.Instance + ":" + s.cfg.Name + ":" }
 
-// readOffsets reads the offsets topic from its start to its last stable
-// offset (read-committed: aborted transactions are not seen) and keeps the
-// last position of each (feed, epoch) of this processor.
+// readOffsets reads the offsets topic from its start to its end as of now
+// (the high watermark) and keeps the last committed position of each
+// (feed, epoch) of this processor. Read-committed in effect: a record of
+// this processor counts once its transaction's commit marker follows it,
+// never when an abort marker does. The read is uncommitted, each
+// transaction told by its marker, because a read-committed read stops at
+// the last stable offset: many sidecars share the offsets topic, and
+// another one's open transaction (for up to its transaction timeout after
+// a kill -9) would hide this processor's newer records behind it — the
+// sink would take itself for behind the pointer and produce the lines
+// again (DESIGN §11). This processor's own transactions have all ended
+// here (ensure takes the producer id first, which aborts an open one of
+// the previous run); a record of its keys in a transaction still open at
+// the end (another producer writing them) is waited for: an error, which
+// the caller retries, the feed held with the reason, no record reported.
 func (s *Sink) readOffsets(ctx context.Context) error {
 	actx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()
 	adm := kadm.NewClient(s.cl)
-	ends, err := adm.ListCommittedOffsets(actx, s.cfg.OffsetsTopic)
+	ends, err := adm.ListEndOffsets(actx, s.cfg.OffsetsTopic)
 	if err != nil {
 		return fmt.Errorf("kafka offsets topic %q: %w", s.cfg.OffsetsTopic, err)
 	}
@@ -291,12 +304,17 @@ func (s *Sink) readOffsets(ctx context.Context) error {
 		}
 	})
 	stored := map[feedEpoch]int64{}
+	type txn struct {
+		partition int32
+		producer  int64
+	}
+	open := map[txn][]*kgo.Record{} // this processor's records whose transaction has no marker yet
 	if len(want) > 0 {
 		opts := append([]kgo.Opt{}, s.cfg.Client...)
 		opts = append(opts,
 			kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{s.cfg.OffsetsTopic: parts}),
-			kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-			kgo.KeepControlRecords(), // a transaction's marker may be the last offset before the end
+			kgo.FetchIsolationLevel(kgo.ReadUncommitted()),
+			kgo.KeepControlRecords(), // the markers tell committed from aborted
 		)
 		cons, err := kgo.NewClient(opts...)
 		if err != nil {
@@ -304,6 +322,19 @@ func (s *Sink) readOffsets(ctx context.Context) error {
 		}
 		defer cons.Close()
 		prefix := s.offsetsPrefix()
+		apply := func(r *kgo.Record) {
+			var v offsetsValue
+			if json.Unmarshal(r.Value, &v) != nil {
+				s.log.Warn("kafka offsets record unreadable; ignored", "key", string(r.Key))
+				return
+			}
+			e, err := strconv.ParseUint(v.Epoch, 16, 64)
+			if err != nil {
+				s.log.Warn("kafka offsets record unreadable; ignored", "key", string(r.Key))
+				return
+			}
+			stored[feedEpoch{v.Feed, e}] = v.Position
+		}
 		for len(want) > 0 {
 			fs := cons.PollFetches(actx)
 			if actx.Err() != nil {
@@ -315,25 +346,35 @@ func (s *Sink) readOffsets(ctx context.Context) error {
 				return fmt.Errorf("kafka offsets topic %q: %w", s.cfg.OffsetsTopic, ferr)
 			}
 			fs.EachRecord(func(r *kgo.Record) {
-				if end, ok := want[r.Partition]; ok && r.Offset+1 >= end {
+				end, ok := want[r.Partition]
+				if !ok || r.Offset >= end {
+					return // past the end as of the start
+				}
+				if r.Offset+1 >= end {
 					delete(want, r.Partition)
 				}
-				if r.Attrs.IsControl() || !strings.HasPrefix(string(r.Key), prefix) {
-					return
+				t := txn{r.Partition, r.ProducerID}
+				switch {
+				case r.Attrs.IsControl():
+					// The key is a version and a type (int16s): 1 commits, 0 aborts.
+					if len(r.Key) >= 4 && binary.BigEndian.Uint16(r.Key[2:4]) == 1 {
+						for _, x := range open[t] {
+							apply(x)
+						}
+					}
+					delete(open, t)
+				case !strings.HasPrefix(string(r.Key), prefix):
+				case r.Attrs.IsTransactional():
+					open[t] = append(open[t], r)
+				default:
+					apply(r)
 				}
-				var v offsetsValue
-				if json.Unmarshal(r.Value, &v) != nil {
-					s.log.Warn("kafka offsets record unreadable; ignored", "key", string(r.Key))
-					return
-				}
-				e, err := strconv.ParseUint(v.Epoch, 16, 64)
-				if err != nil {
-					s.log.Warn("kafka offsets record unreadable; ignored", "key", string(r.Key))
-					return
-				}
-				stored[feedEpoch{v.Feed, e}] = v.Position
 			})
 		}
+	}
+	for t := range open {
+		return fmt.Errorf("kafka offsets topic %q: waiting for open transactions on it to end: producer id %d holds a record of this processor (%s…) in a transaction not committed or aborted yet",
+			s.cfg.OffsetsTopic, t.producer, s.offsetsPrefix())
 	}
 	s.stored = stored
 	s.log.Debug("kafka offsets read", "offsetsTopic", s.cfg.OffsetsTopic, "epochs", len(stored))
