@@ -387,6 +387,24 @@ func (s *Source) checkPointer(r *reader, size int64) error {
 			return err
 		}
 	}
+	if rec := s.ptr.Record(); s.catchUp != nil && s.catchUp.Epoch == rec.Epoch && rec.FileKey != r.key {
+		// A catch-up from an older epoch whose file is gone (counted by
+		// resumeRotated) and no later generation beside the path: the
+		// file at the path is the one the epochs file names for a later
+		// epoch (the pointer's own, say). It is read again from its start
+		// under that epoch, not a new one, so that (epoch, position) names
+		// the same line for every sink (DESIGN §11: the others skip what
+		// they hold through AlreadyApplied; a postgres inbox keeps one row).
+		if e := s.knownEpoch(r); e != 0 && e != rec.Epoch {
+			s.log.Info("catch-up: the older generation is gone; reading the file at the path under the epoch it was read under before",
+				"path", s.cfg.Path, "epoch", hex16(e))
+			if err := s.ptr.Reset(e, r.f, r.key); err != nil {
+				return err
+			}
+			r.epoch = e
+			s.splitDowngraded(r)
+		}
+	}
 	v, err := checkIdentity(s.ptr, r.f, r.key, size, s.log, func(v Verdict, before pointer.Record) {
 		// Counted before the Reset (S3): the ledger entry is fsynced while
 		// the pointer still names the cut file.
