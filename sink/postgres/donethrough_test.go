@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"fmt"
 	"regexp"
 	"slices"
 	"strings"
@@ -124,10 +125,12 @@ func TestFilteredTailIsMarked(t *testing.T) {
 	}
 }
 
-// TestNoMarksTableWarns: an existing table without its marks table (no
-// createTable) still takes every line; a filtered tail is then not
-// recorded, which the sink says once.
-func TestNoMarksTableWarns(t *testing.T) {
+// TestNoMarksTableIsMade: an existing table without its marks table (no
+// createTable) gets one at connect, so a filtered tail is recorded (a
+// start after it re-reads nothing); a role that may not create it still
+// has every line taken, and the sink says once that the tail is not
+// recorded.
+func TestNoMarksTableIsMade(t *testing.T) {
 	c := pgtest.Start(t, pgtest.Options{})
 	c.Psql(CreateSQL("lines"))
 	var logs syncBuf
@@ -139,10 +142,32 @@ func TestNoMarksTableWarns(t *testing.T) {
 	r.Publish("a-4", "skip-5")
 	r.WaitAck(5, 10*time.Second)
 	wantOnce(t, rows(t, c, "lines"), []string{"a-1", "a-4"})
-	if n := strings.Count(logs.String(), "marks table missing"); n != 1 {
-		t.Fatalf("%d warnings about the marks table, want 1:\n%s", n, logs.String())
+	if n := strings.Count(logs.String(), "marks table missing"); n != 0 {
+		t.Fatalf("%d warnings about the marks table, want 0 (it was made):\n%s", n, logs.String())
 	}
-	if got, want := doneThrough(t, r.sink), []processor.Mark{{Epoch: 0xe1, Position: 22}}; !slices.Equal(got, want) {
+	if got, want := doneThrough(t, r.sink), []processor.Mark{{Epoch: 0xe1, Position: 29}}; !slices.Equal(got, want) {
+		t.Fatalf("DoneThrough %v, want %v (the filtered tail)", got, want)
+	}
+
+	// A role without CREATE on the schema: the marks table is not made.
+	c.Psql("DROP TABLE lines_marks")
+	c.Psql("TRUNCATE lines")
+	c.Psql("CREATE ROLE weak LOGIN PASSWORD 'weakpw'")
+	c.Psql("GRANT SELECT, INSERT, UPDATE ON lines TO weak")
+	c.Psql("REVOKE CREATE ON SCHEMA public FROM PUBLIC")
+	dsn := fmt.Sprintf("postgres://weak:weakpw@127.0.0.1:%d/postgres?sslmode=disable", c.Port)
+	var logs2 syncBuf
+	log2 := hclog.New(&hclog.LoggerOptions{Output: &logs2, Level: hclog.Warn})
+	r2 := newRig(t, processor.GroupConfig{Retry: grouptest.FastRetry(2), Exclude: regexp.MustCompile("^skip")},
+		Config{DSN: dsn, Table: "lines", Feed: "app", Logger: log2})
+	r2.Publish("a-1", "skip-2")
+	r2.Publish("skip-3")
+	r2.Publish("a-4", "skip-5")
+	r2.WaitAck(5, 10*time.Second)
+	if n := strings.Count(logs2.String(), "marks table missing"); n != 1 {
+		t.Fatalf("%d warnings about the marks table, want 1:\n%s", n, logs2.String())
+	}
+	if got, want := doneThrough(t, r2.sink), []processor.Mark{{Epoch: 0xe1, Position: 22}}; !slices.Equal(got, want) {
 		t.Fatalf("DoneThrough %v, want %v (the last row)", got, want)
 	}
 }

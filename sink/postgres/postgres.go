@@ -46,8 +46,9 @@
 // key (one index probe per epoch, whatever the table's size), and the marks
 // table's rows. A table restored from a dump (both tables, one snapshot) is
 // then behind the pointer, and the daemon re-reads the gap. Without
-// createTable an existing table needs the marks table too; when it is
-// missing the sink warns once and writes no marks (a run ending in filtered
+// createTable the sink makes the marks table next to an existing table at
+// connect; when it cannot (no CREATE on the schema) it warns once and
+// writes no marks (a run ending in filtered
 // or dead-lettered lines is then re-read from its last row at every start:
 // duplicates for the other subscribers, never a gap).
 //
@@ -243,10 +244,22 @@ func (s *Sink) open(ctx context.Context) (*pgx.Conn, bool, error) {
 			}
 		}
 	}
-	var has bool
-	if err := c.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, s.marksTable).Scan(&has); err != nil {
+	var has, hasTable bool
+	if err := c.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL, to_regclass($2) IS NOT NULL`, s.marksTable, s.table).Scan(&has, &hasTable); err != nil {
 		c.Close(context.Background())
 		return nil, false, s.secret(fmt.Errorf("postgres connect: %w", err))
+	}
+	if !has && hasTable {
+		// The table made by the operator (createTable false) without its
+		// marks table: tailfeed's own bookkeeping, made next to it when
+		// the role may (else noMarks warns). Without it a run ending in
+		// filtered or dead-lettered lines is re-read at every start.
+		if _, err := c.Exec(ctx, MarksSQL(s.marksTable)); err == nil {
+			has = true
+			s.log.Info("postgres marks table created next to the table", "table", s.marksIdent.Sanitize())
+		} else {
+			s.log.Debug("postgres marks table could not be created", "error", s.secret(err))
+		}
 	}
 	return c, has, nil
 }
