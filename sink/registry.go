@@ -57,10 +57,16 @@ type Type struct {
 	// serves, as log key-values for the start-up log (never a secret).
 	Describe func(pc *config.Processor) []any
 	// Target, optional, names where a processor's durable state lives
-	// (file path, webhook url, postgres dsn and table): a reload that
-	// changes it starts the processor afresh. Nil: only a change of type
-	// is a new target.
+	// (file path, webhook url, postgres dsn and table, kafka topic and
+	// offsetsTopic, nats stream and subject): a reload that changes it
+	// starts the processor afresh. Nil: only a change of type is a new
+	// target.
 	Target func(pc *config.Processor) string
+	// Instance: the type puts Env.Instance in an engine-side identity
+	// (DESIGN §11), so a reload that changes the config's instance
+	// changes its processors (rebuilt with the new one; their Target is
+	// what decides whether their state is kept).
+	Instance bool
 }
 
 var (

@@ -130,6 +130,7 @@ type Feed struct {
 
 	orphans        *orphanLedgers // ledgers of processors no longer configured (orphans.go)
 	orphanReleased atomic.Uint64  // their entries purged while this instance ran (released)
+	asideReleased  atomic.Uint64  // dead letters a reload moved aside as it built this instance (released; reload.go)
 }
 
 // New opens everything the config names (data dir lock, pointers, sinks,

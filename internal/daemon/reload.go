@@ -24,6 +24,13 @@ package daemon
 //     config and started (each skips what its subscribers finished), and
 //     the reload fails: the daemon runs on unchanged.
 //   - Counters are carried into the restarted feed (never reset).
+//   - A changed processor's dead letters moved aside with its state (its
+//     target changed) are given up as a purge is: counted in released of
+//     its feed, with an entry in losses.jsonl (giveUpAside).
+//   - A change of instance changes every processor whose type puts it in
+//     an engine-side identity (sink.Type.Instance: kafka, nats, postgres):
+//     its feed restarts and builds it with the new instance. instance is
+//     not a target, so their state is kept.
 //   - A removed processor that did not finish what it was given holds the
 //     feed: its lines are recorded in dataDir/state/removed.json and, until
 //     POST /admin/release/<feed>/<name>, the restarted feed acknowledges
@@ -199,6 +206,7 @@ func (d *Daemon) reload() error {
 	// cannot build its new feeds undoes it and restarts the old ones.
 	stopped := map[string]*Feed{}
 	var undo []func()
+	var gaveUp []asideLoss // dead letters moved aside with a processor's state
 	var firstErr error
 	type stopping struct {
 		f       *Feed
@@ -209,7 +217,8 @@ func (d *Daemon) reload() error {
 	var stops []*stopping
 	for _, f := range d.feeds {
 		fc, keep := newFeeds[f.cfg.Name]
-		if keep && sameFeed(f.cfg, fc) && sameProcessors(procsOf(old, f.cfg.Name), procsOf(cfg, fc.Name)) {
+		if keep && sameFeed(f.cfg, fc) && sameProcessors(procsOf(old, f.cfg.Name), procsOf(cfg, fc.Name)) &&
+			!instanceChanged(old, cfg, procsOf(cfg, fc.Name)) {
 			continue
 		}
 		removed := map[string]bool{}
@@ -256,8 +265,12 @@ func (d *Daemon) reload() error {
 		}
 		for _, pc := range procsOf(old, f.cfg.Name) {
 			if npc := findProc(cfg, fc.Name, pc.Name); npc != nil && targetChanged(pc, npc) {
-				if u := d.moveStateAside(pc.Name); u != nil {
+				u, dir, dlq := d.moveStateAside(pc.Name)
+				if u != nil {
 					undo = append(undo, u)
+				}
+				if n := ledgered(f, pc.Name); dlq && n > 0 {
+					gaveUp = append(gaveUp, asideLoss{feed: fc.Name, proc: pc.Name, dir: dir, lines: n, epoch: f.src.Epoch()})
 				}
 			}
 		}
@@ -278,6 +291,7 @@ func (d *Daemon) reload() error {
 		if ln != nil {
 			ln.Close()
 		}
+		d.giveUpAside(gaveUp, nil) // what was moved aside stays there
 		return errors.New("the daemon stopped during the reload")
 	}
 	// Build what is new or changed, on the new config; start it only once
@@ -303,6 +317,9 @@ func (d *Daemon) reload() error {
 			ln = nil
 		}
 		cfg, firstErr = old, err
+	}
+	if cfg != old {
+		d.giveUpAside(gaveUp, built)
 	}
 	var feeds []*Feed
 	for _, fc := range cfg.Feeds {
@@ -613,8 +630,9 @@ func (d *Daemon) movePointerAside(f *Feed) func() {
 
 // moveStateAside moves a processor's durable state to
 // state/<processor>.<time>.old/ (its target changed). It returns how to
-// put it back (nil: nothing moved).
-func (d *Daemon) moveStateAside(name string) func() {
+// put it back (nil: nothing moved), the directory, and whether its
+// dead-letter ledger went there.
+func (d *Daemon) moveStateAside(name string) (_ func(), dir string, dlq bool) {
 	var files []string
 	for _, p := range []string{datadir.Record(d.cfg.DataDir, name), datadir.CountState(d.cfg.DataDir, name),
 		datadir.DeadLetters(d.cfg.DataDir, name)} {
@@ -623,12 +641,12 @@ func (d *Daemon) moveStateAside(name string) func() {
 		}
 	}
 	if len(files) == 0 {
-		return nil
+		return nil, "", false
 	}
-	dir := datadir.StateAside(d.cfg.DataDir, name, time.Now().UTC().Format("20060102T150405.000000000Z"))
+	dir = datadir.StateAside(d.cfg.DataDir, name, time.Now().UTC().Format("20060102T150405.000000000Z"))
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		d.log.Error("reload: state not moved aside", "processor", name, "error", err)
-		return nil
+		return nil, "", false
 	}
 	var moved []string
 	for _, p := range files {
@@ -636,6 +654,7 @@ func (d *Daemon) moveStateAside(name string) func() {
 			d.log.Error("reload: state not moved aside", "processor", name, "file", p, "error", err)
 		} else {
 			moved = append(moved, p)
+			dlq = dlq || p == datadir.DeadLetters(d.cfg.DataDir, name)
 		}
 	}
 	d.log.Warn("processor target changed: its state moved aside; it starts as new", "processor", name, "to", dir)
@@ -647,7 +666,52 @@ func (d *Daemon) moveStateAside(name string) func() {
 			}
 		}
 		os.Remove(dir)
+	}, dir, dlq
+}
+
+// asideLoss is a changed processor's dead letters that a reload moved
+// aside with its state.
+type asideLoss struct {
+	feed, proc, dir string
+	lines, epoch    uint64
+}
+
+// ledgered is the entries in the ledger of processor name of a stopped
+// feed (what its deadLettered counted).
+func ledgered(f *Feed, name string) uint64 {
+	for _, g := range f.groups {
+		if g.Name() == name {
+			return uint64(g.Ledgered())
+		}
 	}
+	return 0
+}
+
+// giveUpAside gives up dead letters moved aside as a purge does (DESIGN
+// §6: purged entries count in released): they count in released of their
+// feed's new instance (in built; none when the daemon stops) and in
+// losses.jsonl, so the feed stays lossless false, across restarts, until
+// DELETE /admin/losses/<feed>. A reload that is rolled back puts them back
+// and gives nothing up.
+func (d *Daemon) giveUpAside(gone []asideLoss, built map[string]*Feed) {
+	if len(gone) == 0 {
+		return
+	}
+	var out []LossEntry
+	now := time.Now().UTC().Format(time.RFC3339Nano)
+	for _, g := range gone {
+		if nf := built[g.feed]; nf != nil {
+			nf.asideReleased.Add(g.lines)
+		}
+		out = append(out, LossEntry{V: lossFormat, Feed: g.feed, Counter: "released", Amount: g.lines,
+			Epoch: status.Hex(g.epoch), Time: now,
+			Detail: fmt.Sprintf("dead letters of processor %s moved aside to %s (its target changed at a reload): %d", g.proc, g.dir, g.lines)})
+		d.log.Warn("dead letters moved aside with the state are given up: counted in released (losses.jsonl) until DELETE /admin/losses/"+g.feed,
+			"feed", g.feed, "processor", g.proc, "lines", g.lines, "to", g.dir)
+	}
+	d.losses.mu.Lock()
+	d.losses.appendLocked(out)
+	d.losses.mu.Unlock()
 }
 
 // sameFeed compares two feeds' settings (not their lines).
@@ -697,14 +761,30 @@ func findProc(cfg *config.Config, feed, name string) *config.Processor {
 }
 
 // targetChanged: a processor's durable state belongs to its target (its
-// sink type's Target: file path, webhook url, postgres dsn/table); another
-// type is another target.
+// sink type's Target: file path, webhook url, postgres dsn/table, kafka
+// topic/offsetsTopic, nats stream/subject); another type is another
+// target. instance is none of them: a change of it alone keeps the state.
 func targetChanged(a, b *config.Processor) bool {
 	if a.Type != b.Type {
 		return true
 	}
 	if t, ok := sink.Lookup(a.Type); ok && t.Target != nil {
 		return t.Target(a) != t.Target(b)
+	}
+	return false
+}
+
+// instanceChanged: cfg's instance is not old's and one of procs puts it in
+// an engine-side identity (its sink type's Instance): those processors
+// changed (DESIGN §12), and their feed restarts to build them anew.
+func instanceChanged(old, cfg *config.Config, procs []*config.Processor) bool {
+	if old.Instance == cfg.Instance {
+		return false
+	}
+	for _, pc := range procs {
+		if t, ok := sink.Lookup(pc.Type); ok && t.Instance {
+			return true
+		}
 	}
 	return false
 }
@@ -777,6 +857,7 @@ func (f *Feed) addCarry(s *status.FeedSnapshot) {
 		s.Subscribers[i].Dispatched += c.seq
 	}
 	s.Carry.Released += f.orphanReleased.Load() // a removed processor's dead letters purged (orphans.go)
+	s.Carry.Released += f.asideReleased.Load()  // a changed processor's dead letters moved aside (giveUpAside)
 	for _, h := range f.held {
 		// A removed subscriber is STOPPED (the contract's states): it holds
 		// until released, then its lines count as released.
@@ -1046,4 +1127,5 @@ func (f *Feed) carryInto(b *status.LossCounters) {
 		}
 	}
 	b.Released += f.orphanReleased.Load()
+	b.Released += f.asideReleased.Load()
 }

@@ -427,3 +427,47 @@ func TestReloadProcessorStateByTarget(t *testing.T) {
 	e.Stop()
 	startIn(t, e.dir, strings.Replace(cfg, "%DIR%/out.log", "%DIR%/out2.log", 1), Options{})
 }
+
+// TestReloadTargetChangeGivesUpDeadLetters: a changed processor's dead
+// letters moved aside with its state (its target changed) are given up as
+// a purge is: deadLettered drops by them, released grows by them, an entry
+// in losses.jsonl names the processor and the .old directory, and the feed
+// stays lossless false, across a restart, until DELETE /admin/losses.
+func TestReloadTargetChangeGivesUpDeadLetters(t *testing.T) {
+	var armed atomic.Bool
+	armed.Store(true)
+	opts := Options{Processors: map[string]Build{"sink": poisonSink(&armed, "")}}
+	e := start(t, dlqConfig, opts)
+	e.appendLines("a", "poison", "b")
+	e.waitFor("the poison line dead-lettered", 10*time.Second, func(f status.FeedReport) bool { return f.Settled && f.DeadLettered == 1 })
+	moved := strings.Replace(dlqConfig, "%DIR%/out.log", "%DIR%/out2.log", 1)
+	e.rewrite(moved)
+	if code, body := e.reload(); code != http.StatusOK {
+		t.Fatalf("reload: %d %s", code, body)
+	}
+	f := e.waitFor("restarted", 10*time.Second, settled)
+	if f.DeadLettered != 0 || f.Released != 1 || f.Lossless {
+		t.Fatalf("after the move aside: deadLettered %d released %d lossless %v, want 0, 1, false", f.DeadLettered, f.Released, f.Lossless)
+	}
+	olds, _ := filepath.Glob(filepath.Join(e.dir, "state", "state", "sink.*.old", "sink.jsonl"))
+	if len(olds) != 1 {
+		t.Fatalf("ledger not moved aside: %v", olds)
+	}
+	b, _ := os.ReadFile(filepath.Join(e.dir, "state", "losses.jsonl"))
+	var le LossEntry
+	if err := json.Unmarshal(b, &le); err != nil || le.Counter != "released" || le.Amount != 1 || le.Feed != "app" ||
+		!strings.Contains(le.Detail, "processor sink") || !strings.Contains(le.Detail, filepath.Dir(olds[0])) {
+		t.Fatalf("losses.jsonl %q (%v)", b, err)
+	}
+	e.Stop()
+	e = startIn(t, e.dir, moved, opts)
+	if f := e.waitFor("started", 10*time.Second, settled); f.Lossless || f.DeadLettered != 0 {
+		t.Fatalf("after a restart: lossless %v deadLettered %d, want false, 0", f.Lossless, f.DeadLettered)
+	}
+	if code, body := e.do(http.MethodDelete, "/admin/losses/app", "sesame"); code != http.StatusOK {
+		t.Fatalf("DELETE /admin/losses/app: %d %s", code, body)
+	}
+	if f := e.waitFor("acknowledged", 10*time.Second, settled); !f.Lossless {
+		t.Fatalf("lossless false after the acknowledgement: %+v", f)
+	}
+}

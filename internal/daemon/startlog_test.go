@@ -54,7 +54,8 @@ func TestStartLogNamesEveryTarget(t *testing.T) {
 
 // TestTargetChangedPerType: a reload starts a processor afresh when its
 // durable target changes (its sink.Type.Target: file path, webhook url,
-// postgres dsn or table) or its type does, and not for another key.
+// postgres dsn or table, kafka topic or offsetsTopic, nats stream or
+// subject) or its type does, and not for another key.
 func TestTargetChangedPerType(t *testing.T) {
 	parse := func(proc string) *config.Processor {
 		t.Helper()
@@ -75,11 +76,51 @@ func TestTargetChangedPerType(t *testing.T) {
 		{"{name: p, feed: app, type: postgres, dsn: 'host=a', table: t}", "{name: p, feed: app, type: postgres, dsn: 'host=b', table: t}", true},
 		{"{name: p, feed: app, type: postgres, dsn: 'host=a', table: t}", "{name: p, feed: app, type: postgres, dsn: 'host=a', table: u}", true},
 		{"{name: p, feed: app, type: postgres, dsn: 'host=a', table: t}", "{name: p, feed: app, type: postgres, dsn: 'host=a', table: t, createTable: true}", false},
-		{"{name: p, feed: app, type: kafka, brokers: ['k:1'], topic: a}", "{name: p, feed: app, type: kafka, brokers: ['k:1'], topic: b}", false},
+		{"{name: p, feed: app, type: kafka, brokers: ['k:1'], topic: a}", "{name: p, feed: app, type: kafka, brokers: ['k:1'], topic: b}", true},
+		{"{name: p, feed: app, type: kafka, brokers: ['k:1'], topic: a}", "{name: p, feed: app, type: kafka, brokers: ['k:1'], topic: a, offsetsTopic: o}", true},
+		{"{name: p, feed: app, type: kafka, brokers: ['k:1'], topic: a}", "{name: p, feed: app, type: kafka, brokers: ['k:2'], topic: a}", false},
+		{"{name: p, feed: app, type: nats, url: 'nats://n:1', stream: S, subject: a.x}", "{name: p, feed: app, type: nats, url: 'nats://n:1', stream: S, subject: b.x}", true},
+		{"{name: p, feed: app, type: nats, url: 'nats://n:1', stream: S, subject: a.x}", "{name: p, feed: app, type: nats, url: 'nats://n:1', stream: T, subject: a.x}", true},
+		{"{name: p, feed: app, type: nats, url: 'nats://n:1', stream: S, subject: a.x}", "{name: p, feed: app, type: nats, url: 'nats://n:2', stream: S, subject: a.x}", false},
 		{"{name: p, feed: app, type: discard}", "{name: p, feed: app, type: pull}", true},
 	} {
 		if got := targetChanged(parse(c.a), parse(c.b)); got != c.changed {
 			t.Errorf("%s → %s: targetChanged %v, want %v", c.a, c.b, got, c.changed)
+		}
+	}
+}
+
+// TestInstanceChangedPerType: a reload that changes instance changes the
+// processors that put it in an engine-side identity (kafka, nats,
+// postgres), not the others; their targets stay (their state is kept).
+func TestInstanceChangedPerType(t *testing.T) {
+	parse := func(instance, proc string) *config.Config {
+		t.Helper()
+		cfg, err := config.Parse([]byte("instance: "+instance+"\nfeeds:\n  - {name: app, path: /var/log/app.log}\nprocessors:\n  - "+proc+"\n"), "t.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cfg
+	}
+	for _, c := range []struct {
+		proc string
+		uses bool
+	}{
+		{"{name: p, feed: app, type: kafka, brokers: ['k:1'], topic: a}", true},
+		{"{name: p, feed: app, type: nats, url: 'nats://n:1', stream: S, subject: 'a.{instance}'}", true},
+		{"{name: p, feed: app, type: postgres, dsn: 'host=a', table: t}", true},
+		{"{name: p, feed: app, type: file, path: /o/a}", false},
+		{"{name: p, feed: app, type: webhook, url: 'http://h/a'}", false},
+	} {
+		a, b := parse("host-a", c.proc), parse("host-b", c.proc)
+		if got := instanceChanged(a, b, b.Processors); got != c.uses {
+			t.Errorf("%s: instanceChanged %v, want %v", c.proc, got, c.uses)
+		}
+		if instanceChanged(a, parse("host-a", c.proc), b.Processors) {
+			t.Errorf("%s: instanceChanged with the same instance", c.proc)
+		}
+		if targetChanged(a.Processors[0], b.Processors[0]) {
+			t.Errorf("%s: an instance change changed the target", c.proc)
 		}
 	}
 }

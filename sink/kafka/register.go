@@ -23,7 +23,12 @@ func init() {
 		Describe: func(pc *config.Processor) []any {
 			k := settings(pc)
 			return []any{"target", "kafka topic " + k.Topic + " at " + strings.Join(k.Brokers, ","), "exactlyOnce", pc.ExactlyOnce}
-		}})
+		},
+		Target: func(pc *config.Processor) string {
+			k := settings(pc)
+			return k.Topic + "\x00" + k.OffsetsTopic
+		},
+		Instance: true})
 }
 
 // open builds a kafka sink from its processor entry.

@@ -13,7 +13,14 @@ func init() {
 		Describe: func(pc *config.Processor) []any {
 			n := settings(pc)
 			return []any{"target", "nats stream " + n.Stream + " subject " + n.Subject + " at " + redact.URLList(pc.URL), "exactlyOnce", pc.ExactlyOnce}
-		}})
+		},
+		// The subject as written: a template over {instance} stays the
+		// same target when instance changes (DESIGN §12 lists the keys).
+		Target: func(pc *config.Processor) string {
+			n := settings(pc)
+			return n.Stream + "\x00" + n.Subject
+		},
+		Instance: true})
 }
 
 func open(env sink.Env) (any, error) {

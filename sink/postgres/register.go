@@ -15,7 +15,8 @@ func init() {
 		Target: func(pc *config.Processor) string {
 			st := settings(pc)
 			return st.DSN + "\x00" + st.Table
-		}})
+		},
+		Instance: true})
 }
 
 // open builds a postgres sink from its processor entry.
