@@ -61,6 +61,11 @@ type Type struct {
 	// changes it starts the processor afresh. Nil: only a change of type
 	// is a new target.
 	Target func(pc *config.Processor) string
+	// Files, optional, checks at start the files a processor's own keys
+	// name (nats credsFile) as the daemon checks every processor's tls
+	// files: one missing or unreadable is a config error at its line
+	// (exit 2). It returns the key at fault ("credsFile") and its line.
+	Files func(pc *config.Processor) (key string, line int, err error)
 }
 
 var (

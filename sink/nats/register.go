@@ -1,6 +1,8 @@
 package nats
 
 import (
+	"os"
+
 	"tailfeed/config"
 	"tailfeed/internal/datadir"
 	"tailfeed/internal/redact"
@@ -13,7 +15,21 @@ func init() {
 		Describe: func(pc *config.Processor) []any {
 			n := settings(pc)
 			return []any{"target", "nats stream " + n.Stream + " subject " + n.Subject + " at " + redact.URLList(pc.URL), "exactlyOnce", pc.ExactlyOnce}
-		}})
+		},
+		Files: files})
+}
+
+// files checks that credsFile can be read (sink.Type.Files): a missing one
+// is a config error at start, like a missing tls file.
+func files(pc *config.Processor) (string, int, error) {
+	n := settings(pc)
+	if n.CredsFile == "" {
+		return "", 0, nil
+	}
+	if _, err := os.ReadFile(n.CredsFile); err != nil {
+		return "credsFile", n.credsLine, err
+	}
+	return "", 0, nil
 }
 
 func open(env sink.Env) (any, error) {
@@ -30,6 +46,7 @@ func open(env sink.Env) (any, error) {
 		TLS:          n.TLS,
 		CredsFile:    n.CredsFile,
 		Token:        n.Token,
+		Literal:      n.Literal,
 		Timeout:      pc.Built.Timeout,
 		Window:       pc.BatchMaxLines,
 		Feed:         env.Feed.Name,

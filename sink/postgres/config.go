@@ -24,6 +24,9 @@ type Settings struct {
 	DSN         string // the connection string (a secret: never shown)
 	Table       string // [schema.]table
 	CreateTable bool   // create the table and its unique key when missing
+	// DSNReferenced: the file writes dsn with a ${VAR} reference, so a
+	// password in it is not a literal secret of the file (no WARN at start).
+	DSNReferenced bool
 }
 
 // validTable is a PostgreSQL table name the sink quotes as written:
@@ -43,6 +46,7 @@ func settings(pc *config.Processor) *Settings {
 func decode(s *config.Section, p *config.Processor, own bool) any {
 	st := &Settings{}
 	dsnLine, ok := s.NonEmpty("dsn", &st.DSN)
+	st.DSNReferenced = ok && config.HasReference(s.Written("dsn"))
 	if ok && own {
 		if _, err := pgconn.ParseConfig(st.DSN); err != nil {
 			s.Errorf(dsnLine, "%s: cannot parse the connection string: %s", s.At("dsn"), DSNProblem(err, st.DSN))
