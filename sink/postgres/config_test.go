@@ -51,7 +51,10 @@ func TestPostgresKeys(t *testing.T) {
 func TestPostgresDSNReferenced(t *testing.T) {
 	t.Setenv("TF_PGDSN", "host=db user=t password=hunter22 dbname=logs")
 	head := testutil.Lines("feeds:", "  - {name: app, path: /a}", "processors:")
-	for dsn, want := range map[string]bool{"'${TF_PGDSN}'": true, "'host=db password=hunter22'": false} {
+	t.Setenv("TF_PGPW", "hunter22")
+	t.Setenv("TF_PGHOST", "db")
+	for dsn, want := range map[string]bool{"'${TF_PGDSN}'": true, "'host=db password=hunter22'": false,
+		"'host=db password=${TF_PGPW}'": true, "'postgres://u:hunter22@${TF_PGHOST}/logs'": false} {
 		cfg, err := config.Parse([]byte(head+testutil.Lines("  - {name: pg, feed: app, type: postgres, table: t, dsn: "+dsn+"}")), "c.yaml")
 		if err != nil {
 			t.Fatal(err)

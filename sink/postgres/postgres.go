@@ -65,8 +65,8 @@
 // TLS and authentication are the DSN's (sslmode, sslrootcert, sslcert,
 // password, …: libpq's keywords, parsed by pgx). The DSN's password is a
 // secret: no log line, status or dead letter shows it; a DSN that holds a
-// literal password is a WARN at start naming the key (not a DSN the file
-// writes with a ${VAR} reference: Config.DSNReferenced).
+// literal password is a WARN at start naming the key (not one whose
+// password comes from a ${VAR} reference: Config.DSNReferenced).
 package postgres
 
 import (
@@ -106,8 +106,8 @@ type Config struct {
 	DSNKey string
 	Logger hclog.Logger
 	// DSNReferenced: the config file writes the DSN with a ${VAR}
-	// reference, so a password in it is not a literal secret of the file
-	// (no WARN).
+	// reference and not its password as it is: the password is not a
+	// literal secret of the file (no WARN).
 	DSNReferenced bool
 }
 
