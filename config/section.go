@@ -34,6 +34,24 @@ func (s *Section) KeyLine(key string) int {
 	return e.key.Line
 }
 
+// Written is the value at key as the file wrote it, before ${VAR}
+// expansion ("" when the key is absent, null or not a scalar): a start-up
+// WARN about a literal secret looks at it (HasReference).
+func (s *Section) Written(key string) string {
+	e, found := s.o.m[key]
+	if !found || isNull(e.val) {
+		return ""
+	}
+	n := resolve(e.val)
+	if n == nil || n.Kind != yaml.ScalarNode {
+		return ""
+	}
+	if r, ok := s.o.d.raw[n]; ok {
+		return r
+	}
+	return n.Value
+}
+
 // Errorf reports a problem at line ("FILE:LINE: " is added).
 func (s *Section) Errorf(line int, format string, args ...any) { s.o.d.errorf(line, format, args...) }
 

@@ -67,6 +67,11 @@ type Type struct {
 	// changes its processors (rebuilt with the new one; their Target is
 	// what decides whether their state is kept).
 	Instance bool
+	// Files, optional, checks at start the files a processor's own keys
+	// name (nats credsFile) as the daemon checks every processor's tls
+	// files: one missing or unreadable is a config error at its line
+	// (exit 2). It returns the key at fault ("credsFile") and its line.
+	Files func(pc *config.Processor) (key string, line int, err error)
 }
 
 var (

@@ -154,7 +154,13 @@ func NewWithOptions(cfg *config.Config, log hclog.Logger, opts Options) (*Daemon
 	}
 	for i, pc := range cfg.Processors {
 		// The files a processor's tls names are read here too, so a
-		// missing or bad one is a config error at its line (exit 2).
+		// missing or bad one is a config error at its line (exit 2); so
+		// are those its type's own keys name (sink.Type.Files).
+		if typ, ok := sink.Lookup(pc.Type); ok && typ.Files != nil {
+			if key, line, err := typ.Files(pc); err != nil {
+				return nil, &ConfigError{Loc: d.configLoc(line), Key: fmt.Sprintf("processors[%d].%s", i, key), Err: err}
+			}
+		}
 		t := pc.TLS
 		if t.Line == 0 {
 			continue

@@ -3,6 +3,7 @@ package kafka
 import (
 	"net"
 	"slices"
+	"strconv"
 	"strings"
 
 	"tailfeed/config"
@@ -50,7 +51,11 @@ type TLS struct {
 // SASL is a kafka processor's sasl section.
 type SASL struct {
 	Mechanism, Username, Password string
-	PasswordLine                  int // where the literal password is (for the WARN at start)
+	PasswordLine                  int // the password's line
+	// PasswordKey names the password (processors[0].sasl.password) when
+	// the file holds it literally, not as a ${VAR} reference: the WARN at
+	// start names it. "" otherwise.
+	PasswordKey string
 }
 
 // settings are pc's kafka settings (zero for another type's entry).
@@ -76,8 +81,13 @@ func decode(s *config.Section, p *config.Processor, own bool) any {
 			s.Errorf(it.Line, "%s: must be a host:port string, got %s", it.At, it.Describe())
 			continue
 		}
-		if h, port, err := net.SplitHostPort(v); err != nil || h == "" || port == "" {
+		h, port, err := net.SplitHostPort(v)
+		if err != nil || h == "" || port == "" {
 			s.Errorf(it.Line, "%s: %q is not host:port", it.At, config.Clip(v))
+			continue
+		}
+		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+			s.Errorf(it.Line, "%s: %q has no port number 1-65535", it.At, config.Clip(v))
 			continue
 		}
 		k.Brokers = append(k.Brokers, v)
@@ -107,6 +117,8 @@ func decode(s *config.Section, p *config.Processor, own bool) any {
 		}
 		if k.SASL.PasswordLine, _ = a.String("password", &k.SASL.Password); k.SASL.PasswordLine == 0 {
 			s.Errorf(a.Line(), "%s: missing password", s.At("sasl"))
+		} else if !config.HasReference(a.Written("password")) {
+			k.SASL.PasswordKey = a.At("password")
 		}
 	}
 	if !own {

@@ -64,7 +64,7 @@ type warner interface {
 
 // ConnOpts are the connection options of a kafka entry: seed brokers, TLS
 // and SASL. It warns (on log, when not nil) about insecureSkipVerify and a
-// literal SASL password.
+// literal SASL password (SASL.PasswordKey).
 func ConnOpts(k *Settings, log warner) ([]kgo.Opt, error) {
 	opts := []kgo.Opt{kgo.SeedBrokers(k.Brokers...)}
 	if t := k.TLS; t != nil {
@@ -89,10 +89,9 @@ func ConnOpts(k *Settings, log warner) ([]kgo.Opt, error) {
 		default:
 			return nil, fmt.Errorf("sasl.mechanism %q: want PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512", a.Mechanism)
 		}
-		if a.PasswordLine > 0 && log != nil {
-			// ${ENV} references are another issue's; until then every
-			// password in the file is literal.
-			log.Warn("kafka sasl.password is a literal secret in the config file; keep the file private", "key", "sasl.password", "line", a.PasswordLine)
+		if a.PasswordKey != "" && log != nil {
+			// A password from a ${VAR} reference is not in the file.
+			log.Warn("kafka sasl.password is a literal secret in the config file; prefer a ${ENV} reference, keep the file private", "key", a.PasswordKey, "line", a.PasswordLine)
 		}
 		opts = append(opts, kgo.SASL(m))
 	}

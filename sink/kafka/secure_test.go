@@ -148,12 +148,18 @@ func (w *warnings) Warn(msg string, args ...any) {
 func TestKafkaWarnings(t *testing.T) {
 	var w warnings
 	_, err := ConnOpts(&Settings{Brokers: []string{"127.0.0.1:1"}, TLS: &TLS{InsecureSkipVerify: true},
-		SASL: &SASL{Mechanism: "PLAIN", Username: "u", Password: "hunter2-literal", PasswordLine: 9}}, &w)
+		SASL: &SASL{Mechanism: "PLAIN", Username: "u", Password: "hunter2-literal", PasswordLine: 9, PasswordKey: "processors[0].sasl.password"}}, &w)
 	if err != nil {
 		t.Fatal(err)
 	}
 	all := strings.Join(w, "\n")
-	if !strings.Contains(all, "insecureSkipVerify") || !strings.Contains(all, "sasl.password") || strings.Contains(all, "hunter2") {
+	if !strings.Contains(all, "insecureSkipVerify") || !strings.Contains(all, "processors[0].sasl.password") || strings.Contains(all, "hunter2") {
 		t.Fatalf("warnings:\n%s", all)
+	}
+	// A password from a ${VAR} reference (no PasswordKey) is not literal.
+	w = nil
+	if _, err := ConnOpts(&Settings{Brokers: []string{"127.0.0.1:1"},
+		SASL: &SASL{Mechanism: "PLAIN", Username: "u", Password: "hunter2-env", PasswordLine: 9}}, &w); err != nil || len(w) != 0 {
+		t.Fatalf("err %v, warnings %q", err, w)
 	}
 }

@@ -29,8 +29,12 @@ type Settings struct {
 	TLS          *TLS   // nil: no tls mapping (plain nats://, or tls:// with the system roots)
 	CredsFile    string // absolute; a NATS credentials file
 	Token        string // a secret
+	// Literal names the keys whose secret the file holds as written, not
+	// as a ${VAR} reference (processors[0].token, processors[0].url for
+	// its userinfo): a WARN at start names each.
+	Literal []string
 
-	streamLine, subjectLine int
+	streamLine, subjectLine, credsLine int
 }
 
 // TLS is a nats processor's tls mapping.
@@ -66,8 +70,10 @@ func decode(s *config.Section, p *config.Processor, own bool) any {
 		}
 	}
 	s.Bool("createStream", &n.CreateStream)
-	s.FilePath("credsFile", &n.CredsFile)
-	s.NonEmpty("token", &n.Token)
+	n.credsLine, _ = s.FilePath("credsFile", &n.CredsFile)
+	if _, ok := s.NonEmpty("token", &n.Token); ok && !config.HasReference(s.Written("token")) {
+		n.Literal = append(n.Literal, s.At("token"))
+	}
 	// tls is a common key, decoded for every processor type before this:
 	// the nats sink takes the same keys.
 	if p.TLS.Line != 0 {
@@ -87,6 +93,8 @@ func decode(s *config.Section, p *config.Processor, own bool) any {
 	case p.URL != "":
 		if err := checkURL(p.URL); err != "" {
 			s.Errorf(urlLine, "%s.url: %q %s", path, config.Clip(redact.URLList(p.URL)), err)
+		} else if literalUserinfo(s.Written("url")) {
+			n.Literal = append(n.Literal, s.At("url"))
 		}
 	}
 	if n.streamLine == 0 {
@@ -133,6 +141,23 @@ func checkURL(s string) string {
 		}
 	}
 	return ""
+}
+
+// literalUserinfo reports whether a URL list as written holds a userinfo
+// (a token, or a user and password) that is not a ${VAR} reference.
+func literalUserinfo(written string) bool {
+	for _, one := range strings.Split(written, ",") {
+		if _, rest, ok := strings.Cut(one, "://"); ok {
+			one = rest
+		}
+		if i := strings.IndexAny(one, "/?#"); i >= 0 {
+			one = one[:i]
+		}
+		if at := strings.LastIndexByte(one, '@'); at > 0 && !config.HasReference(one[:at]) {
+			return true
+		}
+	}
+	return false
 }
 
 // checkStreams reports two nats processors of one feed publishing into

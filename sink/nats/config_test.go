@@ -1,6 +1,7 @@
 package nats
 
 import (
+	"os"
 	"strings"
 	"testing"
 
@@ -69,4 +70,81 @@ func TestNatsKeys(t *testing.T) {
 	}
 	// Two nats processors on different streams, or exactlyOnce with {instance}: fine.
 	mustParse(t, proc(append(ok, "    exactlyOnce: true")...)+lines("  - {name: m, feed: app, type: nats, url: 'nats://h:1', stream: OTHER, subject: x}"), "c.yaml")
+}
+
+// A secret the file holds literally (a token, a url's userinfo) is named
+// in Settings.Literal for the WARN at start; one from a ${VAR} reference is
+// not (DESIGN §11 Secrets).
+func TestNatsLiteralSecrets(t *testing.T) {
+	t.Setenv("TF_NATS_TOK", "tok")
+	t.Setenv("TF_NATS_URL", "nats://u:pw@h:1")
+	base := lines("feeds:", "  - {name: app, path: /a}", "processors:")
+	for _, c := range []struct{ keys, want string }{
+		{"url: 'nats://h:1', token: s3cret", "processors[0].token"},
+		{"url: 'nats://h:1', token: '${TF_NATS_TOK}'", ""},
+		{"url: 'nats://u:pw@h:1'", "processors[0].url"},
+		{"url: 'nats://h0:1,nats://T0KEN@h:1'", "processors[0].url"},
+		{"url: 'nats://u:${TF_NATS_TOK}@h:1'", ""},
+		{"url: '${TF_NATS_URL}'", ""},
+	} {
+		cfg := mustParse(t, base+lines("  - {name: n, feed: app, type: nats, stream: S, subject: s, "+c.keys+"}"), "c.yaml")
+		if got := strings.Join(cfg.Processors[0].Settings.(*Settings).Literal, ","); got != c.want {
+			t.Errorf("%s: literal %q, want %q", c.keys, got, c.want)
+		}
+	}
+}
+
+// credsFile is checked at start (sink.Type.Files): a missing one is named
+// with its line, for a config error like a missing tls file.
+func TestNatsCredsFileChecked(t *testing.T) {
+	dir := t.TempDir()
+	src := lines("feeds:", "  - {name: app, path: /a}", "processors:", "  - name: n", "    feed: app", "    type: nats",
+		"    url: nats://h:1", "    stream: S", "    subject: s", "    credsFile: "+dir+"/u.creds")
+	cfg := mustParse(t, src, "c.yaml")
+	if key, line, err := files(cfg.Processors[0]); key != "credsFile" || line != 10 || err == nil {
+		t.Errorf("missing credsFile: %q %d %v", key, line, err)
+	}
+	if err := os.WriteFile(dir+"/u.creds", []byte("creds"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := files(cfg.Processors[0]); err != nil {
+		t.Errorf("credsFile present: %v", err)
+	}
+}
+
+// A created stream's subject takes the sink's subjects: variable tokens
+// are wildcards, except a middle {instance} or {feed} holding a '.', which
+// is written in (a '*' is one token).
+func TestStreamSubject(t *testing.T) {
+	for _, c := range []struct{ subject, instance, want string }{
+		{"logs.{instance}.{feed}", "host1", "logs.*.>"},
+		{"logs.{instance}.{feed}.lines", "host1", "logs.*.*.lines"},
+		{"logs.{instance}.{feed}.lines", "web.example", "logs.web.example.*.lines"},
+		{"logs.{instance}-{epoch}.{path}.x", "web.example", "logs.web.*.*.x"},
+		{"logs.{feed}.{instance}", "web.example", "logs.*.>"},
+		{"logs.fixed", "web.example", "logs.fixed"},
+	} {
+		s := &Sink{cfg: Config{Subject: c.subject, Instance: c.instance, Feed: "app"}}
+		if got := s.streamSubject(); got != c.want {
+			t.Errorf("%s with instance %s: %q, want %q", c.subject, c.instance, got, c.want)
+		}
+		subj := Subject(c.subject, c.instance, "app", "/var/log/a.log", 7)
+		if !subjectMatch(s.streamSubject(), subj) {
+			t.Errorf("%q does not take %q", s.streamSubject(), subj)
+		}
+	}
+}
+
+// subjectMatch reports whether NATS subject filter f takes subject s.
+func subjectMatch(f, s string) bool {
+	ft, st := strings.Split(f, "."), strings.Split(s, ".")
+	for i, t := range ft {
+		if t == ">" {
+			return len(st) > i
+		}
+		if i >= len(st) || t != "*" && t != st[i] {
+			return false
+		}
+	}
+	return len(ft) == len(st)
 }

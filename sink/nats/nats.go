@@ -133,6 +133,7 @@ type Config struct {
 	TLS          *TLS
 	CredsFile    string
 	Token        string
+	Literal      []string      // config keys holding a literal secret (Settings.Literal): a WARN at start each
 	Timeout      time.Duration // per publish ack and per API request
 	Window       int           // messages awaiting their ack at once (batchMaxLines)
 	Feed         string        // the feed it reads (DoneThrough's marks are this feed's)
@@ -263,8 +264,10 @@ func Open(cfg Config) (*Sink, error) {
 		}
 		opts = append(opts, nats.UserCredentials(cfg.CredsFile))
 	}
+	for _, k := range cfg.Literal {
+		log.Warn("nats secret written literally in the config file, not as a ${ENV} reference; keep the file private", "key", k)
+	}
 	if cfg.Token != "" {
-		log.Warn("nats token is written literally in the config (processors[].token); keep the config file private")
 		opts = append(opts, nats.Token(cfg.Token))
 	}
 	s.opts = opts
@@ -386,18 +389,32 @@ func (s *Sink) ready(ctx context.Context) error {
 // streamSubject is the subject a created stream takes: the template with
 // every token holding a variable made '*', and '>' when it is the last
 // token (an instance may hold dots), so one stream serves every sidecar and
-// feed that share the template.
+// feed that share the template. A middle token whose {instance} or {feed}
+// holds a '.' here (instance web.example) would not fit one '*': it is
+// this sidecar's value, written in, its pieces that still hold {path} or
+// {epoch} (one token each) made '*'.
 func (s *Sink) streamSubject() string {
+	r := strings.NewReplacer("{instance}", s.cfg.Instance, "{feed}", s.cfg.Feed)
 	toks := strings.Split(s.cfg.Subject, ".")
+	out := make([]string, 0, len(toks))
 	for i, t := range toks {
-		if strings.Contains(t, "{") {
-			toks[i] = "*"
-			if i == len(toks)-1 {
-				toks[i] = ">"
+		switch {
+		case !strings.Contains(t, "{"):
+			out = append(out, t)
+		case i == len(toks)-1:
+			out = append(out, ">")
+		case !strings.Contains(r.Replace(t), "."):
+			out = append(out, "*")
+		default:
+			for _, p := range strings.Split(r.Replace(t), ".") {
+				if strings.Contains(p, "{") {
+					p = "*"
+				}
+				out = append(out, p)
 			}
 		}
 	}
-	return strings.Join(toks, ".")
+	return strings.Join(out, ".")
 }
 
 // Subject renders the subject template for a batch.

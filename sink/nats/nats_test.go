@@ -442,11 +442,11 @@ func TestStartWarnings(t *testing.T) {
 	var buf syncBuffer
 	log := hclog.New(&hclog.LoggerOptions{Output: &buf, Level: hclog.Info})
 	r := newRig(t, processor.GroupConfig{}, Config{URL: srv.URL(), CreateStream: true, Token: "s3cret-token",
-		TLS: &TLS{InsecureSkipVerify: true}, Logger: log})
+		TLS: &TLS{InsecureSkipVerify: true}, Literal: []string{"processors[0].token"}, Logger: log})
 	r.Publish("one")
 	r.WaitAck(1, 10*time.Second)
 	out := buf.String()
-	if !strings.Contains(out, "[WARN]  nats tls.insecureSkipVerify is true") || !strings.Contains(out, "[WARN]  nats token is written literally") {
+	if !strings.Contains(out, "[WARN]  nats tls.insecureSkipVerify is true") || !strings.Contains(out, "[WARN]  nats secret written literally in the config file, not as a ${ENV} reference; keep the file private: key=processors[0].token") {
 		t.Errorf("start warnings missing:\n%s", out)
 	}
 	if strings.Contains(out, "s3cret-token") {

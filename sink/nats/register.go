@@ -1,6 +1,8 @@
 package nats
 
 import (
+	"os"
+
 	"tailfeed/config"
 	"tailfeed/internal/datadir"
 	"tailfeed/internal/redact"
@@ -20,7 +22,21 @@ func init() {
 			n := settings(pc)
 			return n.Stream + "\x00" + n.Subject
 		},
-		Instance: true})
+		Instance: true,
+		Files:    files})
+}
+
+// files checks that credsFile can be read (sink.Type.Files): a missing one
+// is a config error at start, like a missing tls file.
+func files(pc *config.Processor) (string, int, error) {
+	n := settings(pc)
+	if n.CredsFile == "" {
+		return "", 0, nil
+	}
+	if _, err := os.ReadFile(n.CredsFile); err != nil {
+		return "credsFile", n.credsLine, err
+	}
+	return "", 0, nil
 }
 
 func open(env sink.Env) (any, error) {
@@ -37,6 +53,7 @@ func open(env sink.Env) (any, error) {
 		TLS:          n.TLS,
 		CredsFile:    n.CredsFile,
 		Token:        n.Token,
+		Literal:      n.Literal,
 		Timeout:      pc.Built.Timeout,
 		Window:       pc.BatchMaxLines,
 		Feed:         env.Feed.Name,

@@ -24,6 +24,10 @@ type Settings struct {
 	DSN         string // the connection string (a secret: never shown)
 	Table       string // [schema.]table
 	CreateTable bool   // create the table and its unique key when missing
+	// DSNReferenced: the file writes dsn with a ${VAR} reference and not
+	// the password as it is: a password from the environment, not a
+	// literal secret of the file (no WARN at start).
+	DSNReferenced bool
 }
 
 // validTable is a PostgreSQL table name the sink quotes as written:
@@ -44,8 +48,10 @@ func decode(s *config.Section, p *config.Processor, own bool) any {
 	st := &Settings{}
 	dsnLine, ok := s.NonEmpty("dsn", &st.DSN)
 	if ok && own {
-		if _, err := pgconn.ParseConfig(st.DSN); err != nil {
+		if cc, err := pgconn.ParseConfig(st.DSN); err != nil {
 			s.Errorf(dsnLine, "%s: cannot parse the connection string: %s", s.At("dsn"), DSNProblem(err, st.DSN))
+		} else if w := s.Written("dsn"); config.HasReference(w) && (cc.Password == "" || !strings.Contains(w, cc.Password)) {
+			st.DSNReferenced = true
 		}
 	}
 	tableLine, ok := s.NonEmpty("table", &st.Table)

@@ -45,3 +45,42 @@ func TestPostgresKeys(t *testing.T) {
 		}
 	}
 }
+
+// A DSN written as a ${VAR} reference is not a literal secret of the file
+// (DESIGN §11 Secrets): no WARN at start for its password.
+func TestPostgresDSNReferenced(t *testing.T) {
+	t.Setenv("TF_PGDSN", "host=db user=t password=hunter22 dbname=logs")
+	head := testutil.Lines("feeds:", "  - {name: app, path: /a}", "processors:")
+	t.Setenv("TF_PGPW", "hunter22")
+	t.Setenv("TF_PGHOST", "db")
+	for dsn, want := range map[string]bool{"'${TF_PGDSN}'": true, "'host=db password=hunter22'": false,
+		"'host=db password=${TF_PGPW}'": true, "'postgres://u:hunter22@${TF_PGHOST}/logs'": false} {
+		cfg, err := config.Parse([]byte(head+testutil.Lines("  - {name: pg, feed: app, type: postgres, table: t, dsn: "+dsn+"}")), "c.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := cfg.Processors[0].Settings.(*Settings).DSNReferenced; got != want {
+			t.Errorf("dsn %s: referenced %v, want %v", dsn, got, want)
+		}
+	}
+}
+
+// The marks table's name is <table>_marks while that fits PostgreSQL's 63
+// bytes; past it, a shortened name with a hash of the table's: at most 63
+// bytes, never the table's own name, distinct per table.
+func TestMarksIdent(t *testing.T) {
+	if got := MarksIdent([]string{"logs", "lines"}); strings.Join(got, ".") != "logs.lines_marks" {
+		t.Errorf("short: %v", got)
+	}
+	if got := MarksIdent([]string{strings.Repeat("a", 57)})[0]; got != strings.Repeat("a", 57)+"_marks" {
+		t.Errorf("57 bytes: %q", got)
+	}
+	seen := map[string]bool{}
+	for _, tbl := range []string{strings.Repeat("t", 58), strings.Repeat("t", 63), strings.Repeat("t", 62) + "u"} {
+		m := MarksIdent([]string{"s", tbl})
+		if len(m) != 2 || m[0] != "s" || len(m[1]) > 63 || m[1] == tbl || !strings.HasSuffix(m[1], "_marks") || seen[m[1]] {
+			t.Errorf("%d-byte table: marks %v", len(tbl), m)
+		}
+		seen[m[1]] = true
+	}
+}

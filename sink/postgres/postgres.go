@@ -66,12 +66,15 @@
 // TLS and authentication are the DSN's (sslmode, sslrootcert, sslcert,
 // password, …: libpq's keywords, parsed by pgx). The DSN's password is a
 // secret: no log line, status or dead letter shows it; a DSN that holds a
-// literal password is a WARN at start naming the key.
+// literal password is a WARN at start naming the key (not one whose
+// password comes from a ${VAR} reference: Config.DSNReferenced).
 package postgres
 
 import (
 	"cmp"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -103,6 +106,10 @@ type Config struct {
 	// DSNKey names the DSN in the start WARN (processors[i].dsn).
 	DSNKey string
 	Logger hclog.Logger
+	// DSNReferenced: the config file writes the DSN with a ${VAR}
+	// reference and not its password as it is: the password is not a
+	// literal secret of the file (no WARN).
+	DSNReferenced bool
 }
 
 // Sink is the postgres sink. Its methods run on the group goroutine.
@@ -155,7 +162,7 @@ func Open(cfg Config) (*Sink, error) {
 		// pgx's parse errors may quote the DSN: say only what kind it is.
 		return nil, fmt.Errorf("postgres: %s: cannot parse the connection string: %s", cfg.DSNKey, s.mask(DSNProblem(err, cfg.DSN)))
 	}
-	if cc.Password != "" {
+	if cc.Password != "" && !cfg.DSNReferenced {
 		log.Warn("the postgres DSN holds a literal password; prefer a ${ENV} reference or a .pgpass file", "key", cfg.DSNKey)
 		s.hide = append(s.hide, cc.Password)
 	}
@@ -202,11 +209,25 @@ func CreateSQL(table string) string {
 	PRIMARY KEY (instance, feed, epoch, position))`
 }
 
+// maxIdent is PostgreSQL's identifier limit in bytes (NAMEDATALEN - 1): a
+// longer name is truncated to it.
+const maxIdent = 63
+
 // MarksIdent is the marks table of a table given as its [schema.]table
-// parts: <table>_marks in the same schema.
+// parts: <table>_marks in the same schema. When that is longer than
+// PostgreSQL's 63 bytes (which would truncate it, maybe to the table's own
+// name) it is the table's first 48 bytes, '_', 8 hex digits of the
+// SHA-256 of the table's name and _marks: 63 bytes, never the table.
 func MarksIdent(parts []string) pgx.Identifier {
 	m := append(pgx.Identifier{}, parts...)
-	m[len(m)-1] += "_marks"
+	t := m[len(m)-1]
+	if len(t)+len("_marks") <= maxIdent {
+		m[len(m)-1] = t + "_marks"
+		return m
+	}
+	sum := sha256.Sum256([]byte(t))
+	tag := "_" + hex.EncodeToString(sum[:4]) + "_marks"
+	m[len(m)-1] = t[:maxIdent-len(tag)] + tag
 	return m
 }
 
