@@ -46,6 +46,15 @@ type GroupConfig struct {
 	Ledger    DeadLetterer // required for DeadLetter
 	Logger    hclog.Logger
 	Wake      func() // pokes the feed's source when the ack point moved
+	// OnRelease, optional, records lines of a positioned batch given up on
+	// purpose (POST /admin/release) before the ack point passes them: the
+	// lines of epoch after the one ending at after (the last line handed
+	// to the processor before them; -1 not known: nothing is recorded),
+	// through the one ending at through. The daemon keeps them, so that the
+	// processor's done-through mark passes them at the next start (DESIGN
+	// §11: its record advances over lines it was released from) when it
+	// reaches after. Called on the group goroutine.
+	OnRelease func(epoch uint64, after, through int64)
 }
 
 // Group is one subscriber: it reads its queue on one goroutine and runs the
@@ -71,6 +80,12 @@ type Group struct {
 	mark      uint64 // queue count through the end of the current batch
 	cpMark    uint64 // Mark(): queue count through the lines handed to the processor now
 	stepFrom  int    // the view line the processor call in progress starts at
+	stepEnd   int    // the view line after the last one it was given
+	// lastEnd is the end of the last line of an earlier batch of epoch
+	// lastEpoch handed to the processor (lastOK: one was), for OnRelease.
+	lastEnd   int64
+	lastEpoch uint64
+	lastOK    bool
 	published uint64 // dispatched count published so far
 
 	replays chan *replayReq // dead-letter replays, run between batches (dlq_replay.go)
@@ -425,7 +440,29 @@ func (g *Group) handle(ctx context.Context, b *feed.Batch) bool {
 	// TryPublish would count as a pause).
 	g.unfence()
 	g.publish(base + uint64(b.Len()))
+	if n := len(g.view.Lines); n > 0 && g.view.Positioned {
+		g.lastEnd, g.lastEpoch, g.lastOK = g.view.Ends[n-1], g.view.Epoch, true
+	}
 	return true
+}
+
+// noteRelease reports the view's lines first through last (inclusive),
+// given up on purpose, to OnRelease.
+func (g *Group) noteRelease(first, last int) {
+	if g.cfg.OnRelease == nil || !g.view.Positioned || first < 0 || last < first || last >= len(g.view.Lines) {
+		return
+	}
+	after := int64(-1)
+	switch {
+	case first > 0:
+		after = g.view.Ends[first-1]
+	case g.lastOK && g.lastEpoch == g.view.Epoch:
+		after = g.lastEnd
+	}
+	if after < 0 {
+		return // the epoch's first lines handed over: nothing to compare a mark with
+	}
+	g.cfg.OnRelease(g.view.Epoch, after, g.view.Ends[last])
 }
 
 // passed tells a batch processor that the lines through g.progress were
@@ -459,7 +496,7 @@ func (g *Group) step(ctx context.Context, from, attempt int, lineMode bool) (int
 		end = from + 1
 	}
 	g.cpMark = g.mark - uint64(g.cur.Len()) + uint64(g.origDone(end, g.cur.Len()))
-	g.stepFrom = from
+	g.stepFrom, g.stepEnd = from, end
 	if g.cfg.Batch != nil {
 		sub := g.sub(from, lineMode)
 		return g.cfg.Batch.ProcessBatch(ctx, sub)

@@ -106,6 +106,7 @@ func (g *Group) backoff(ctx context.Context, attempt int) (*ReleaseRequest, bool
 // the new count of finished view lines.
 func (g *Group) abandon(b *feed.Batch, base uint64, vdone int, req *ReleaseRequest) int {
 	pos := g.view.Ends[vdone]
+	g.noteRelease(vdone, vdone)
 	vdone++
 	g.progress = base + uint64(g.origDone(vdone, b.Len()))
 	g.released(1) // counted before the ack point passes the line

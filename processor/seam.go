@@ -56,8 +56,13 @@ type Host interface {
 	// Wait sleeps d; it returns a release request taken meanwhile (POST
 	// /admin/release), and false when ctx ended.
 	Wait(ctx context.Context, d time.Duration) (*ReleaseRequest, bool)
-	// GiveUp answers r: n lines were given up on purpose.
+	// GiveUp answers r: n lines were given up on purpose. GiveUpTail does
+	// the same for the last n lines of the batch the ProcessBatch call in
+	// progress was given, and records them (GroupConfig.OnRelease) so that
+	// the sink's done-through mark passes them at the next start: for a
+	// sink that cannot record them itself (its engine is down).
 	GiveUp(r *ReleaseRequest, n uint64)
+	GiveUpTail(r *ReleaseRequest, n uint64)
 	// DeadLetter writes a line to the group's ledger and counts it; a
 	// request name and its line count are recorded when request != "".
 	DeadLetter(d *feed.Delivery, attempts int, lastErr error, request string, requestLines int) error
@@ -148,6 +153,15 @@ func (g *Group) Wait(ctx context.Context, d time.Duration) (*ReleaseRequest, boo
 func (g *Group) GiveUp(r *ReleaseRequest, n uint64) {
 	g.released(n)
 	r.reply <- n
+}
+
+// GiveUpTail implements Host: GiveUp of the last n lines of the batch the
+// ProcessBatch call in progress was given, recorded through OnRelease.
+func (g *Group) GiveUpTail(r *ReleaseRequest, n uint64) {
+	if n > 0 {
+		g.noteRelease(max(g.stepFrom, g.stepEnd-int(n)), g.stepEnd-1)
+	}
+	g.GiveUp(r, n)
 }
 
 // requestLetterer is a ledger that records the request a line was in.

@@ -47,6 +47,9 @@ func (f *Feed) catchUp(ctx context.Context, dataDir string) {
 		if !ok {
 			return // stopped while the sink could not answer
 		}
+		// Lines it was released from while it could not record them
+		// (released.go): its record would have passed them.
+		marks = f.released.apply(f.cfg.Name, g.Name(), marks)
 		if d, ok := g.Sink().(processor.DoneThroughDoubter); ok {
 			if why := d.DoneThroughDoubt(); why != "" {
 				doubts = append(doubts, fmt.Sprintf("sink %s: %s", g.Name(), why))

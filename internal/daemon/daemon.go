@@ -85,6 +85,7 @@ type Daemon struct {
 	runCtx   context.Context
 	rl       reloadState
 	holds    *holdStore
+	released *releasedStore       // dataDir/state/released.json (released.go)
 	stopped  bool                 // Stop ran (under reloadMu)
 	skips    map[string]feed.Mark // processor → the re-read it skips, while a reload builds a feed
 	orphans  *orphanLedgers       // dead letters of processors no longer configured (orphans.go)
@@ -121,7 +122,8 @@ type Feed struct {
 	finalAcked, finalSeq  uint64               // acknowledged and published at that stop
 	finalAck              map[string]feed.Mark // each subscriber's finished lines at that stop ("": all published)
 
-	dataDir string // the daemon's (the epochs file, for a catch-up at start)
+	dataDir  string         // the daemon's (the epochs file, for a catch-up at start)
+	released *releasedStore // lines its subscribers were released from (released.go)
 
 	ledger   *lossLedger        // the daemon's losses ledger
 	recorded map[subLoss]uint64 // loss counters as last appended to the ledger (under the ledger's mu)
@@ -189,6 +191,10 @@ func NewWithOptions(cfg *config.Config, log hclog.Logger, opts Options) (*Daemon
 		d.closeAll()
 		return nil, err
 	}
+	if d.released, err = openReleased(cfg.DataDir); err != nil {
+		d.closeAll()
+		return nil, err
+	}
 	d.orphans = newOrphanLedgers(cfg.DataDir, log.Named("dlq"))
 	d.orphans.refresh(cfg)
 	for _, fc := range cfg.Feeds {
@@ -241,7 +247,7 @@ func (d *Daemon) buildFeed(fc *config.Feed) (*Feed, error) {
 		return nil, err
 	}
 	f := &Feed{cfg: fc, strat: strat, policy: fc.Built.Overload, log: log, runDone: make(chan struct{}),
-		ledger: d.losses, recorded: map[subLoss]uint64{}, dataDir: d.cfg.DataDir, orphans: d.orphans}
+		ledger: d.losses, recorded: map[subLoss]uint64{}, dataDir: d.cfg.DataDir, orphans: d.orphans, released: d.released}
 	// A batch may fill a queue (DESIGN §5): fewer, larger hand-offs and
 	// writes; the source publishes the next one as soon as a group takes it.
 	// Never more lines than the window holds: the publisher lets a batch
@@ -371,6 +377,12 @@ func (d *Daemon) buildGroup(f *Feed, pc *config.Processor, q *feed.Queue, log hc
 		gc.Match = pc.Built.Match
 	}
 	gc.Exclude = pc.Built.Exclude
+	feedName, sub := f.cfg.Name, pc.Name
+	gc.OnRelease = func(epoch uint64, after, through int64) {
+		if err := d.released.add(feedName, sub, epoch, after, through); err != nil {
+			log.Warn("could not record the released lines; a start may deliver them again (duplicates)", "error", err)
+		}
+	}
 	gc.Skip = d.skips[pc.Name] // a feed restarted by a reload (reload.go)
 	if !gc.Skip.OK && f.activeHold(pc.Name) != nil {
 		// Added back while it holds the feed: it re-reads nothing.

@@ -434,7 +434,7 @@ func (s *Sink) ProcessBatch(ctx context.Context, b *feed.Batch) (int, error) {
 		}
 		if rel != nil {
 			s.log.Warn("kafka lines released on purpose", "lines", n-from)
-			s.h.GiveUp(rel, uint64(n-from))
+			s.h.GiveUpTail(rel, uint64(n-from))
 			return n, nil
 		}
 	}

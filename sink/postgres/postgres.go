@@ -37,8 +37,9 @@
 // or below it are skipped (AlreadyApplied) without a round trip. The record
 // of an epoch the sink wrote itself is kept in memory. A replayed dead
 // letter never moves it. Lines the sink released itself (POST
-// /admin/release while the server was down) move no mark: a run that ends
-// on them is re-read from the last row at the next start (they land then).
+// /admin/release while the server was down) cannot be marked: it gives them
+// up with GiveUpTail, and the daemon keeps their range
+// (dataDir/state/released.json) for the catch-up at the next start.
 //
 // DoneThrough (DESIGN §11 "A restored sink is caught up from the input")
 // reports that record for every epoch of the feed at start, on its own
@@ -354,7 +355,7 @@ func (s *Sink) ProcessBatch(ctx context.Context, b *feed.Batch) (int, error) {
 		}
 		if rel != nil {
 			s.log.Warn("postgres batch released on purpose", "lines", n-done)
-			s.h.GiveUp(rel, uint64(n-done))
+			s.h.GiveUpTail(rel, uint64(n-done))
 			return n, nil
 		}
 	}

@@ -1,0 +1,146 @@
+package daemon
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+
+	"tailfeed/internal/datadir"
+	"tailfeed/internal/fileutil"
+	"tailfeed/processor"
+	"tailfeed/status"
+)
+
+// releasedKeep is how many ranges a subscriber's entry keeps (the oldest
+// go first): a range only matters until the sink's own record passes it.
+const releasedKeep = 64
+
+// releasedStore is dataDir/state/released.json: the lines each subscriber
+// was released from on purpose (POST /admin/release) while its sink could
+// not record them itself — an engine down, so no mark could be written
+// (processor.GroupConfig.OnRelease). DESIGN §11: a sink's done-through mark
+// is the last line it "applied, filtered, dead-lettered or was released
+// from (every built-in record advances over such lines)"; without this, a
+// start after such a release found the sink behind the pointer, committed
+// it back and every subscriber received the released lines again.
+//
+// A range (epoch, after, through) moves a sink's mark of that epoch to
+// through only when the mark is at or past after — the end of the last
+// line handed to the sink before the released ones — so a sink restored
+// to an earlier point is still caught up from its own mark (the released
+// lines then land in it: duplicates, never a gap).
+type releasedStore struct {
+	mu      sync.Mutex
+	path    string
+	entries []releasedEntry
+}
+
+type releasedEntry struct {
+	Feed       string `json:"feed"`
+	Subscriber string `json:"subscriber"`
+	Epoch      string `json:"epoch"`
+	After      int64  `json:"after"`
+	Through    int64  `json:"through"`
+}
+
+func openReleased(dataDir string) (*releasedStore, error) {
+	s := &releasedStore{path: filepath.Join(dataDir, datadir.State, "released.json")}
+	data, err := os.ReadFile(s.path)
+	if errors.Is(err, os.ErrNotExist) {
+		return s, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var doc struct {
+		Released []releasedEntry `json:"released"`
+	}
+	if err := json.Unmarshal(data, &doc); err != nil {
+		return nil, fmt.Errorf("%s: %w", s.path, err)
+	}
+	s.entries = doc.Released
+	return s, nil
+}
+
+// add records a range, joined to the subscriber's last one when it goes
+// on from it (lines released one at a time), and saves the file (fsync,
+// rename, fsync of the directory) before it returns.
+func (s *releasedStore) add(feedName, sub string, epoch uint64, after, through int64) error {
+	if s == nil {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ep := status.Hex(epoch)
+	last, n := -1, 0
+	for i, e := range s.entries {
+		if e.Feed == feedName && e.Subscriber == sub {
+			last, n = i, n+1
+		}
+	}
+	if last >= 0 {
+		if e := &s.entries[last]; e.Epoch == ep && e.Through == after {
+			e.Through = through
+			return s.saveLocked()
+		}
+	}
+	if n >= releasedKeep {
+		for i, e := range s.entries {
+			if e.Feed == feedName && e.Subscriber == sub {
+				s.entries = append(s.entries[:i], s.entries[i+1:]...)
+				break
+			}
+		}
+	}
+	s.entries = append(s.entries, releasedEntry{Feed: feedName, Subscriber: sub, Epoch: ep, After: after, Through: through})
+	return s.saveLocked()
+}
+
+func (s *releasedStore) saveLocked() error {
+	if err := os.MkdirAll(filepath.Dir(s.path), 0o700); err != nil {
+		return err
+	}
+	doc := struct {
+		Released []releasedEntry `json:"released"`
+	}{Released: s.entries}
+	if doc.Released == nil {
+		doc.Released = []releasedEntry{}
+	}
+	data, _ := json.Marshal(doc)
+	return fileutil.WriteAtomic(s.path, append(data, '\n'))
+}
+
+// apply moves the sink's marks over the ranges it was released from (in
+// the order they were recorded, so that ranges going on from each other
+// chain), as the sink's own record would have.
+func (s *releasedStore) apply(feedName, sub string, marks []processor.Mark) []processor.Mark {
+	if s == nil || len(marks) == 0 {
+		return marks
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []processor.Mark
+	for _, e := range s.entries {
+		if e.Feed != feedName || e.Subscriber != sub {
+			continue
+		}
+		ep, err := strconv.ParseUint(e.Epoch, 16, 64)
+		if err != nil {
+			continue
+		}
+		for i, m := range marks {
+			if m.Epoch == ep && m.Position >= e.After && m.Position < e.Through {
+				if out == nil {
+					out = append([]processor.Mark(nil), marks...)
+					marks = out
+				}
+				marks[i].Position = e.Through
+			}
+		}
+	}
+	return marks
+}

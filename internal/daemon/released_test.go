@@ -1,0 +1,67 @@
+package daemon
+
+import (
+	"slices"
+	"testing"
+
+	"tailfeed/processor"
+)
+
+// The released ranges survive a reopen; a range going on from the last
+// one joins it; a mark moves over a range only when it reaches the line
+// before it (a sink restored to an earlier point keeps its own mark and
+// is caught up from there), and ranges chain in the order recorded.
+func TestReleasedStore(t *testing.T) {
+	dir := t.TempDir()
+	s, err := openReleased(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range [][2]int64{{100, 120}, {120, 150}, {200, 260}} {
+		if err := s.add("app", "pg", 0xe1, r[0], r[1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.add("app", "other", 0xe1, 0, 999); err != nil {
+		t.Fatal(err)
+	}
+	s, err = openReleased(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(s.entries); n != 3 {
+		t.Fatalf("%d entries after the reopen, want 3 (100-120 and 120-150 joined): %+v", n, s.entries)
+	}
+	for _, c := range []struct {
+		in, want []processor.Mark
+	}{
+		{[]processor.Mark{{Epoch: 0xe1, Position: 100}}, []processor.Mark{{Epoch: 0xe1, Position: 150}}}, // at the line before: passed
+		{[]processor.Mark{{Epoch: 0xe1, Position: 90}}, []processor.Mark{{Epoch: 0xe1, Position: 90}}},   // restored earlier: kept
+		{[]processor.Mark{{Epoch: 0xe1, Position: 200}}, []processor.Mark{{Epoch: 0xe1, Position: 260}}},
+		{[]processor.Mark{{Epoch: 0xe1, Position: 170}}, []processor.Mark{{Epoch: 0xe1, Position: 170}}}, // lacks 150-200
+		{[]processor.Mark{{Epoch: 0xe2, Position: 100}}, []processor.Mark{{Epoch: 0xe2, Position: 100}}}, // another epoch
+		{[]processor.Mark{{Epoch: 0xe1, Position: 300}}, []processor.Mark{{Epoch: 0xe1, Position: 300}}},
+	} {
+		in := slices.Clone(c.in)
+		if got := s.apply("app", "pg", in); !slices.Equal(got, c.want) {
+			t.Errorf("apply(%v) = %v, want %v", c.in, got, c.want)
+		}
+		if !slices.Equal(in, c.in) {
+			t.Errorf("apply changed its argument: %v", in)
+		}
+	}
+	for i := range releasedKeep + 10 {
+		if err := s.add("app", "many", 0xe1, int64(10*i), int64(10*i+5)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n := 0
+	for _, e := range s.entries {
+		if e.Subscriber == "many" {
+			n++
+		}
+	}
+	if n != releasedKeep {
+		t.Fatalf("%d ranges kept, want %d", n, releasedKeep)
+	}
+}
