@@ -2,8 +2,6 @@ package daemon
 
 import (
 	"encoding/json"
-	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -49,18 +47,11 @@ type releasedEntry struct {
 
 func openReleased(dataDir string) (*releasedStore, error) {
 	s := &releasedStore{path: filepath.Join(dataDir, datadir.State, "released.json")}
-	data, err := os.ReadFile(s.path)
-	if errors.Is(err, os.ErrNotExist) {
-		return s, nil
-	}
-	if err != nil {
-		return nil, err
-	}
 	var doc struct {
 		Released []releasedEntry `json:"released"`
 	}
-	if err := json.Unmarshal(data, &doc); err != nil {
-		return nil, fmt.Errorf("%s: %w", s.path, err)
+	if err := readStateJSON(s.path, &doc); err != nil {
+		return nil, err
 	}
 	s.entries = doc.Released
 	return s, nil

@@ -954,21 +954,30 @@ type holdStore struct {
 
 func openHolds(dataDir string) (*holdStore, error) {
 	s := &holdStore{path: datadir.RemovedHolds(dataDir)}
-	data, err := os.ReadFile(s.path)
-	if errors.Is(err, os.ErrNotExist) {
-		return s, nil
-	}
-	if err != nil {
-		return nil, err
-	}
 	var doc struct {
 		Holds []holdEntry `json:"holds"`
 	}
-	if err := json.Unmarshal(data, &doc); err != nil {
-		return nil, fmt.Errorf("%s: %w", s.path, err)
+	if err := readStateJSON(s.path, &doc); err != nil {
+		return nil, err
 	}
 	s.entries = doc.Holds
 	return s, nil
+}
+
+// readStateJSON reads a JSON file of dataDir/state into v; a missing file
+// leaves v as it is.
+func readStateJSON(path string, v any) error {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
 }
 
 func (s *holdStore) saveLocked() error {
