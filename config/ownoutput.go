@@ -24,8 +24,8 @@ func (o OutputInput) Error() string { return o.Key + ": " + o.Msg }
 // once the symlinks of both are followed as far as they lead (a link to an
 // output not created yet counts), or the same file (device and inode: a
 // hard link). The same path as written is decode's error already. `run`
-// (at start and at a reload) and `validate` call it; it reads the file
-// system, so `validate` reports what it can see where it runs.
+// calls it (at start and at a reload); `validate` checks the file only
+// (DESIGN §9).
 func CheckOutputInputs(cfg *Config) []OutputInput {
 	var out []OutputInput
 	for i, f := range cfg.Feeds {
@@ -64,7 +64,8 @@ func CheckOutputInputs(cfg *Config) []OutputInput {
 // (device and inode: a hard link). Two sinks appending to one file write
 // every line twice, and an exactlyOnce sink's truncate at open would cut
 // the other's lines. The same path as written is decode's error already;
-// `run` (at start and at a reload) and `validate` call it.
+// `run` calls it (at start and at a reload); `validate` checks the file
+// only (DESIGN §9).
 func CheckOutputOutputs(cfg *Config) []OutputInput {
 	var out []OutputInput
 	type seen struct {

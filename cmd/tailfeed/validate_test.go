@@ -55,33 +55,3 @@ func TestValidateKnowsEverySinkType(t *testing.T) {
 	}
 }
 
-// validate checks the file system as run does: a feed reading a file
-// sink's output through a symlink, and two file sinks writing one file
-// through a symlinked directory, are refused at their lines (exit 2).
-func TestValidateChecksOutputsOnTheFileSystem(t *testing.T) {
-	dir := t.TempDir()
-	if err := os.Mkdir(filepath.Join(dir, "real"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink("real", filepath.Join(dir, "link")); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink("real/a.log", filepath.Join(dir, "in.log")); err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(dir, "t.yaml")
-	for _, c := range []struct{ src, want string }{
-		{"feeds:\n  - {name: app, path: ./in.log}\nprocessors:\n  - {name: f, feed: app, type: file, path: ./real/a.log}\n",
-			"t.yaml:2: feeds[0].path: "},
-		{"feeds:\n  - {name: app, path: ./x.log}\nprocessors:\n  - {name: f, feed: app, type: file, path: ./real/out.log}\n  - {name: g, feed: app, type: file, path: ./link/out.log}\n",
-			"t.yaml:5: processors[1].path: "},
-	} {
-		if err := os.WriteFile(path, []byte(c.src), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		var out, errb bytes.Buffer
-		if code := cmdValidate([]string{"--config", path}, &out, &errb); code != 2 || !strings.Contains(errb.String(), c.want) {
-			t.Fatalf("exit %d, want 2 with %q\n%s%s", code, c.want, out.String(), errb.String())
-		}
-	}
-}
