@@ -54,4 +54,3 @@ func TestValidateKnowsEverySinkType(t *testing.T) {
 		t.Fatalf("exit %d\n%s%s", code, out.String(), errb.String())
 	}
 }
-
