@@ -167,6 +167,48 @@ func (l *lossLedger) has(feed string) bool {
 // clearLocked rewrites the ledger without feed's entries (temp file, fsync,
 // rename, directory fsync) and returns how many it removed.
 func (l *lossLedger) clearLocked(feed string) (int, error) {
+	removed, err := l.rewriteLocked(func(e LossEntry) bool { return e.Feed == feed })
+	if err != nil {
+		return 0, err
+	}
+	l.cmu.Lock()
+	delete(l.counts, feed)
+	l.cmu.Unlock()
+	return removed, nil
+}
+
+// withdrawLocked removes entries it appended itself (appendLocked) for a
+// loss that did not happen after all (a reload rolled back): the same
+// feed, counter, amount, time and detail.
+func (l *lossLedger) withdrawLocked(entries []LossEntry) error {
+	if len(entries) == 0 {
+		return nil
+	}
+	left := map[LossEntry]int{}
+	for _, e := range entries {
+		left[e]++
+	}
+	_, err := l.rewriteLocked(func(e LossEntry) bool {
+		if left[e] > 0 {
+			left[e]--
+			return true
+		}
+		return false
+	})
+	l.cmu.Lock()
+	for _, e := range entries {
+		if l.counts[e.Feed] > 0 {
+			l.counts[e.Feed]--
+		}
+	}
+	l.cmu.Unlock()
+	return err
+}
+
+// rewriteLocked rewrites the ledger without the entries drop matches
+// (temp file, fsync, rename, directory fsync) and returns how many it
+// removed.
+func (l *lossLedger) rewriteLocked(drop func(LossEntry) bool) (int, error) {
 	b, err := os.ReadFile(l.path)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return 0, err
@@ -179,7 +221,7 @@ func (l *lossLedger) clearLocked(feed string) (int, error) {
 			continue
 		}
 		var e LossEntry
-		if json.Unmarshal(t, &e) == nil && e.Feed == feed {
+		if json.Unmarshal(t, &e) == nil && drop(e) {
 			removed++
 			continue
 		}
@@ -212,9 +254,6 @@ func (l *lossLedger) clearLocked(feed string) (int, error) {
 		l.f.Close()
 	}
 	l.f = nf
-	l.cmu.Lock()
-	delete(l.counts, feed)
-	l.cmu.Unlock()
 	return removed, nil
 }
 

@@ -4,6 +4,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/hashicorp/go-hclog"
+
 	"tailfeed/processor"
 )
 
@@ -63,5 +65,33 @@ func TestReleasedStore(t *testing.T) {
 	}
 	if n != releasedKeep {
 		t.Fatalf("%d ranges kept, want %d", n, releasedKeep)
+	}
+}
+
+// withdrawLocked removes exactly the entries given (a reload rolled back
+// withdraws the released entry it wrote ahead), keeps the others, and the
+// feed's count follows.
+func TestLossLedgerWithdraw(t *testing.T) {
+	dir := t.TempDir()
+	l, err := openLossLedger(dir, hclog.NewNullLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.close()
+	a := LossEntry{V: lossFormat, Feed: "app", Counter: "released", Amount: 1, Time: "t1", Detail: "aside"}
+	b := LossEntry{V: lossFormat, Feed: "app", Counter: "lostTails", Amount: 1, Time: "t2", Detail: "other"}
+	c := LossEntry{V: lossFormat, Feed: "web", Counter: "released", Amount: 2, Time: "t1", Detail: "aside"}
+	l.mu.Lock()
+	l.appendLocked([]LossEntry{a, b, c})
+	if err := l.withdrawLocked([]LossEntry{a, c}); err != nil {
+		t.Fatal(err)
+	}
+	l.mu.Unlock()
+	got, bad, err := l.read()
+	if err != nil || bad != 0 || len(got) != 1 || got[0] != b {
+		t.Fatalf("ledger after the withdrawal: %+v (bad %d, %v), want only %+v", got, bad, err, b)
+	}
+	if !l.has("app") || l.has("web") {
+		t.Fatalf("has(app) %v has(web) %v, want true false", l.has("app"), l.has("web"))
 	}
 }

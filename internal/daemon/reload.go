@@ -265,12 +265,21 @@ func (d *Daemon) reload() error {
 		}
 		for _, pc := range procsOf(old, f.cfg.Name) {
 			if npc := findProc(cfg, fc.Name, pc.Name); npc != nil && targetChanged(pc, npc) {
-				u, dir, dlq := d.moveStateAside(pc.Name)
+				n := ledgered(f, pc.Name)
+				var gone *asideLoss
+				u := d.moveStateAside(pc.Name, func(dir string) {
+					if n > 0 {
+						// Written ahead: a kill -9 once the ledger is
+						// aside must not leave the feed green.
+						gone = &asideLoss{feed: fc.Name, proc: pc.Name, dir: dir, lines: n, epoch: f.src.Epoch()}
+						gone.entry = d.appendAsideLoss(gone)
+					}
+				})
 				if u != nil {
 					undo = append(undo, u)
 				}
-				if n := ledgered(f, pc.Name); dlq && n > 0 {
-					gaveUp = append(gaveUp, asideLoss{feed: fc.Name, proc: pc.Name, dir: dir, lines: n, epoch: f.src.Epoch()})
+				if gone != nil {
+					gaveUp = append(gaveUp, *gone)
 				}
 			}
 		}
@@ -308,6 +317,7 @@ func (d *Daemon) reload() error {
 		for i := len(undo) - 1; i >= 0; i-- {
 			undo[i]()
 		}
+		d.withdrawAside(gaveUp) // the dead letters are back in their ledgers
 		d.mu.Lock()
 		d.cfg = old
 		d.mu.Unlock()
@@ -630,9 +640,10 @@ func (d *Daemon) movePointerAside(f *Feed) func() {
 
 // moveStateAside moves a processor's durable state to
 // state/<processor>.<time>.old/ (its target changed). It returns how to
-// put it back (nil: nothing moved), the directory, and whether its
-// dead-letter ledger went there.
-func (d *Daemon) moveStateAside(name string) (_ func(), dir string, dlq bool) {
+// put it back (nil: nothing moved). ahead, when the dead-letter ledger is
+// among the files, runs with the directory before anything is moved (the
+// loss it gives up is recorded first).
+func (d *Daemon) moveStateAside(name string, ahead func(dir string)) func() {
 	var files []string
 	for _, p := range []string{datadir.Record(d.cfg.DataDir, name), datadir.CountState(d.cfg.DataDir, name),
 		datadir.DeadLetters(d.cfg.DataDir, name)} {
@@ -641,12 +652,15 @@ func (d *Daemon) moveStateAside(name string) (_ func(), dir string, dlq bool) {
 		}
 	}
 	if len(files) == 0 {
-		return nil, "", false
+		return nil
 	}
-	dir = datadir.StateAside(d.cfg.DataDir, name, time.Now().UTC().Format("20060102T150405.000000000Z"))
+	dir := datadir.StateAside(d.cfg.DataDir, name, time.Now().UTC().Format("20060102T150405.000000000Z"))
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		d.log.Error("reload: state not moved aside", "processor", name, "error", err)
-		return nil, "", false
+		return nil
+	}
+	if ahead != nil && slices.Contains(files, datadir.DeadLetters(d.cfg.DataDir, name)) {
+		ahead(dir)
 	}
 	var moved []string
 	for _, p := range files {
@@ -654,7 +668,6 @@ func (d *Daemon) moveStateAside(name string) (_ func(), dir string, dlq bool) {
 			d.log.Error("reload: state not moved aside", "processor", name, "file", p, "error", err)
 		} else {
 			moved = append(moved, p)
-			dlq = dlq || p == datadir.DeadLetters(d.cfg.DataDir, name)
 		}
 	}
 	d.log.Warn("processor target changed: its state moved aside; it starts as new", "processor", name, "to", dir)
@@ -666,7 +679,7 @@ func (d *Daemon) moveStateAside(name string) (_ func(), dir string, dlq bool) {
 			}
 		}
 		os.Remove(dir)
-	}, dir, dlq
+	}
 }
 
 // asideLoss is a changed processor's dead letters that a reload moved
@@ -674,6 +687,7 @@ func (d *Daemon) moveStateAside(name string) (_ func(), dir string, dlq bool) {
 type asideLoss struct {
 	feed, proc, dir string
 	lines, epoch    uint64
+	entry           LossEntry // as written to losses.jsonl (appendAsideLoss)
 }
 
 // ledgered is the entries in the ledger of processor name of a stopped
@@ -687,31 +701,52 @@ func ledgered(f *Feed, name string) uint64 {
 	return 0
 }
 
-// giveUpAside gives up dead letters moved aside as a purge does (DESIGN
-// §6: purged entries count in released): they count in released of their
-// feed's new instance (in built; none when the daemon stops) and in
-// losses.jsonl, so the feed stays lossless false, across restarts, until
-// DELETE /admin/losses/<feed>. A reload that is rolled back puts them back
-// and gives nothing up.
-func (d *Daemon) giveUpAside(gone []asideLoss, built map[string]*Feed) {
+// appendAsideLoss records in losses.jsonl, before the ledger is moved
+// aside, that g's dead letters are given up as a purge gives them up
+// (DESIGN §6: purged entries count in released; §7: losses outlive the
+// run): the feed stays lossless false, across restarts (a kill -9 before
+// the reload ends included), until DELETE /admin/losses/<feed>. It returns
+// the entry (withdrawAside removes it again if the reload is rolled back).
+func (d *Daemon) appendAsideLoss(g *asideLoss) LossEntry {
+	e := LossEntry{V: lossFormat, Feed: g.feed, Counter: "released", Amount: g.lines,
+		Epoch: status.Hex(g.epoch), Time: time.Now().UTC().Format(time.RFC3339Nano),
+		Detail: fmt.Sprintf("dead letters of processor %s moved aside to %s (its target changed at a reload): %d", g.proc, g.dir, g.lines)}
+	d.losses.mu.Lock()
+	d.losses.appendLocked([]LossEntry{e})
+	d.losses.mu.Unlock()
+	return e
+}
+
+// withdrawAside removes the losses.jsonl entries of a reload rolled back:
+// its dead letters are back in their ledgers (deadLettered counts them).
+func (d *Daemon) withdrawAside(gone []asideLoss) {
 	if len(gone) == 0 {
 		return
 	}
-	var out []LossEntry
-	now := time.Now().UTC().Format(time.RFC3339Nano)
+	var es []LossEntry
+	for _, g := range gone {
+		es = append(es, g.entry)
+	}
+	d.losses.mu.Lock()
+	err := d.losses.withdrawLocked(es)
+	d.losses.mu.Unlock()
+	if err != nil {
+		d.log.Error("reload rolled back: its released entries stay in losses.jsonl (DELETE /admin/losses clears them)", "error", err)
+	}
+}
+
+// giveUpAside counts dead letters moved aside (recorded in losses.jsonl
+// ahead: appendAsideLoss) in released of their feed's new instance (in
+// built; none when the daemon stops), with a WARN. A reload that is
+// rolled back puts them back and gives nothing up (withdrawAside).
+func (d *Daemon) giveUpAside(gone []asideLoss, built map[string]*Feed) {
 	for _, g := range gone {
 		if nf := built[g.feed]; nf != nil {
 			nf.asideReleased.Add(g.lines)
 		}
-		out = append(out, LossEntry{V: lossFormat, Feed: g.feed, Counter: "released", Amount: g.lines,
-			Epoch: status.Hex(g.epoch), Time: now,
-			Detail: fmt.Sprintf("dead letters of processor %s moved aside to %s (its target changed at a reload): %d", g.proc, g.dir, g.lines)})
 		d.log.Warn("dead letters moved aside with the state are given up: counted in released (losses.jsonl) until DELETE /admin/losses/"+g.feed,
 			"feed", g.feed, "processor", g.proc, "lines", g.lines, "to", g.dir)
 	}
-	d.losses.mu.Lock()
-	d.losses.appendLocked(out)
-	d.losses.mu.Unlock()
 }
 
 // sameFeed compares two feeds' settings (not their lines).
