@@ -75,8 +75,13 @@ func TestMarksIdent(t *testing.T) {
 	if got := MarksIdent([]string{strings.Repeat("a", 57)})[0]; got != strings.Repeat("a", 57)+"_marks" {
 		t.Errorf("57 bytes: %q", got)
 	}
+	// 58–62 bytes: cut to 63 as PostgreSQL cut it before (existing
+	// marks tables keep their name).
+	if got := MarksIdent([]string{strings.Repeat("a", 60)})[0]; got != strings.Repeat("a", 60)+"_ma" {
+		t.Errorf("60 bytes: %q", got)
+	}
 	seen := map[string]bool{}
-	for _, tbl := range []string{strings.Repeat("t", 58), strings.Repeat("t", 63), strings.Repeat("t", 62) + "u"} {
+	for _, tbl := range []string{strings.Repeat("t", 63), strings.Repeat("t", 62) + "u"} {
 		m := MarksIdent([]string{"s", tbl})
 		if len(m) != 2 || m[0] != "s" || len(m[1]) > 63 || m[1] == tbl || !strings.HasSuffix(m[1], "_marks") || seen[m[1]] {
 			t.Errorf("%d-byte table: marks %v", len(tbl), m)

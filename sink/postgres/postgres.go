@@ -215,15 +215,16 @@ func CreateSQL(table string) string {
 const maxIdent = 63
 
 // MarksIdent is the marks table of a table given as its [schema.]table
-// parts: <table>_marks in the same schema. When that is longer than
-// PostgreSQL's 63 bytes (which would truncate it, maybe to the table's own
-// name) it is the table's first 48 bytes, '_', 8 hex digits of the
-// SHA-256 of the table's name and _marks: 63 bytes, never the table.
+// parts: <table>_marks in the same schema, cut to PostgreSQL's 63 bytes as
+// the server cuts it (the name existing deployments have). Only where that
+// cut is the table's own name (a 63-byte table name) is it the table's
+// first 48 bytes, '_', 8 hex digits of the SHA-256 of the table's name and
+// _marks: 63 bytes, never the table.
 func MarksIdent(parts []string) pgx.Identifier {
 	m := append(pgx.Identifier{}, parts...)
 	t := m[len(m)-1]
-	if len(t)+len("_marks") <= maxIdent {
-		m[len(m)-1] = t + "_marks"
+	if name := t + "_marks"; len(name) <= maxIdent || name[:maxIdent] != t {
+		m[len(m)-1] = name[:min(len(name), maxIdent)]
 		return m
 	}
 	sum := sha256.Sum256([]byte(t))
