@@ -168,3 +168,31 @@ func refLine(n *yaml.Node, off int) int {
 	}
 	return n.Line
 }
+
+// EnvMark stands, in FileText's result, for text the environment supplies.
+const EnvMark = "\x00"
+
+// FileText is a value as written (Written) expanded with what the
+// environment supplies replaced by EnvMark: what is left is the file's own
+// text — outside references, and the default of a reference whose variable
+// is unset or empty. A literal secret is one whose FileText, marks left
+// out, is not empty ("${PW:-secret}" with PW unset is the file's secret).
+func FileText(written string) string {
+	v, msg := expand(written, func(name string) (string, bool) {
+		x, ok := os.LookupEnv(name)
+		if ok && x != "" {
+			return EnvMark, true
+		}
+		return x, ok
+	})
+	if msg != "" {
+		return EnvMark // not expandable (a config error elsewhere): nothing to warn about
+	}
+	return v
+}
+
+// FileSupplied reports whether the file itself supplies any of a value as
+// written (FileText without the environment's parts is not empty).
+func FileSupplied(written string) bool {
+	return strings.ReplaceAll(FileText(written), EnvMark, "") != ""
+}

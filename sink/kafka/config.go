@@ -117,7 +117,7 @@ func decode(s *config.Section, p *config.Processor, own bool) any {
 		}
 		if k.SASL.PasswordLine, _ = a.String("password", &k.SASL.Password); k.SASL.PasswordLine == 0 {
 			s.Errorf(a.Line(), "%s: missing password", s.At("sasl"))
-		} else if !config.HasReference(a.Written("password")) {
+		} else if config.FileSupplied(a.Written("password")) {
 			k.SASL.PasswordKey = a.At("password")
 		}
 	}

@@ -71,7 +71,7 @@ func decode(s *config.Section, p *config.Processor, own bool) any {
 	}
 	s.Bool("createStream", &n.CreateStream)
 	n.credsLine, _ = s.FilePath("credsFile", &n.CredsFile)
-	if _, ok := s.NonEmpty("token", &n.Token); ok && !config.HasReference(s.Written("token")) {
+	if _, ok := s.NonEmpty("token", &n.Token); ok && config.FileSupplied(s.Written("token")) {
 		n.Literal = append(n.Literal, s.At("token"))
 	}
 	// tls is a common key, decoded for every processor type before this:
@@ -143,17 +143,27 @@ func checkURL(s string) string {
 	return ""
 }
 
-// literalUserinfo reports whether a URL list as written holds a userinfo
-// (a token, or a user and password) that is not a ${VAR} reference.
+// literalUserinfo reports whether a URL list as written holds a secret
+// in a userinfo that the file itself supplies (config.FileText): the
+// password of user:password, or a token (a userinfo without ':'); a user
+// name alone is no secret.
 func literalUserinfo(written string) bool {
-	for _, one := range strings.Split(written, ",") {
+	for _, one := range strings.Split(config.FileText(written), ",") {
 		if _, rest, ok := strings.Cut(one, "://"); ok {
 			one = rest
 		}
 		if i := strings.IndexAny(one, "/?#"); i >= 0 {
 			one = one[:i]
 		}
-		if at := strings.LastIndexByte(one, '@'); at > 0 && !config.HasReference(one[:at]) {
+		at := strings.LastIndexByte(one, '@')
+		if at <= 0 {
+			continue
+		}
+		secret := one[:at]
+		if _, pw, ok := strings.Cut(secret, ":"); ok {
+			secret = pw
+		}
+		if strings.ReplaceAll(secret, config.EnvMark, "") != "" {
 			return true
 		}
 	}

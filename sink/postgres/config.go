@@ -24,10 +24,10 @@ type Settings struct {
 	DSN         string // the connection string (a secret: never shown)
 	Table       string // [schema.]table
 	CreateTable bool   // create the table and its unique key when missing
-	// DSNReferenced: the file writes dsn with a ${VAR} reference and not
-	// the password as it is: a password from the environment, not a
-	// literal secret of the file (no WARN at start).
-	DSNReferenced bool
+	// PasswordLiteral: the file itself writes the dsn's password (not a
+	// ${VAR} reference, not PGPASSWORD or a .pgpass file): a literal
+	// secret, a WARN at start (DESIGN §11 Secrets).
+	PasswordLiteral bool
 }
 
 // validTable is a PostgreSQL table name the sink quotes as written:
@@ -50,8 +50,8 @@ func decode(s *config.Section, p *config.Processor, own bool) any {
 	if ok && own {
 		if cc, err := pgconn.ParseConfig(st.DSN); err != nil {
 			s.Errorf(dsnLine, "%s: cannot parse the connection string: %s", s.At("dsn"), DSNProblem(err, st.DSN))
-		} else if w := s.Written("dsn"); config.HasReference(w) && (cc.Password == "" || !strings.Contains(w, cc.Password)) {
-			st.DSNReferenced = true
+		} else if cc.Password != "" && literalPassword(config.FileText(s.Written("dsn"))) {
+			st.PasswordLiteral = true
 		}
 	}
 	tableLine, ok := s.NonEmpty("table", &st.Table)
@@ -87,4 +87,68 @@ func DSNProblem(err error, dsn string) string {
 		msg = strings.ReplaceAll(msg, dsn, "***")
 	}
 	return msg
+}
+
+// literalPassword reports whether a DSN as the file supplies it
+// (config.FileText: the environment's parts are config.EnvMark) holds a
+// password of its own: the password of a postgres:// URL's userinfo or of
+// its password= query parameter, or a password= keyword's value (quoted
+// or not).
+func literalPassword(t string) bool {
+	own := func(v string) bool { return strings.ReplaceAll(v, config.EnvMark, "") != "" }
+	if strings.HasPrefix(t, "postgres://") || strings.HasPrefix(t, "postgresql://") {
+		rest := t[strings.Index(t, "://")+3:]
+		host := rest
+		if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+			host = rest[:i]
+		}
+		if at := strings.LastIndexByte(host, '@'); at >= 0 {
+			if _, pw, ok := strings.Cut(host[:at], ":"); ok && own(pw) {
+				return true
+			}
+		}
+		if _, q, ok := strings.Cut(rest, "?"); ok {
+			for _, kv := range strings.Split(q, "&") {
+				if k, v, _ := strings.Cut(kv, "="); k == "password" && own(v) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	for i := 0; i < len(t); {
+		for i < len(t) && t[i] == ' ' || i < len(t) && t[i] == '\t' || i < len(t) && t[i] == '\n' {
+			i++
+		}
+		eq := strings.IndexByte(t[i:], '=')
+		if eq < 0 {
+			return false
+		}
+		key := strings.TrimSpace(t[i : i+eq])
+		i += eq + 1
+		for i < len(t) && t[i] == ' ' {
+			i++
+		}
+		var v strings.Builder
+		if i < len(t) && t[i] == '\'' {
+			for i++; i < len(t) && t[i] != '\''; i++ {
+				if t[i] == '\\' && i+1 < len(t) {
+					i++
+				}
+				v.WriteByte(t[i])
+			}
+			i++ // the closing quote
+		} else {
+			for ; i < len(t) && t[i] != ' ' && t[i] != '\t' && t[i] != '\n'; i++ {
+				if t[i] == '\\' && i+1 < len(t) {
+					i++
+				}
+				v.WriteByte(t[i])
+			}
+		}
+		if key == "password" && own(v.String()) {
+			return true
+		}
+	}
+	return false
 }

@@ -46,21 +46,33 @@ func TestPostgresKeys(t *testing.T) {
 	}
 }
 
-// A DSN written as a ${VAR} reference is not a literal secret of the file
-// (DESIGN §11 Secrets): no WARN at start for its password.
-func TestPostgresDSNReferenced(t *testing.T) {
+// A DSN password written in the file (even inside a DSN with a ${VAR}
+// reference, encoded, quoted, or as a reference's default) is a literal
+// secret (DESIGN §11 Secrets: a WARN at start); one the environment
+// supplies (a reference, PGPASSWORD) is not.
+func TestPostgresDSNPasswordLiteral(t *testing.T) {
 	t.Setenv("TF_PGDSN", "host=db user=t password=hunter22 dbname=logs")
 	head := testutil.Lines("feeds:", "  - {name: app, path: /a}", "processors:")
 	t.Setenv("TF_PGPW", "hunter22")
 	t.Setenv("TF_PGHOST", "db")
-	for dsn, want := range map[string]bool{"'${TF_PGDSN}'": true, "'host=db password=hunter22'": false,
-		"'host=db password=${TF_PGPW}'": true, "'postgres://u:hunter22@${TF_PGHOST}/logs'": false} {
+	t.Setenv("PGPASSWORD", "fromenv")
+	for dsn, want := range map[string]bool{
+		"'${TF_PGDSN}'":                             false,
+		"'host=db password=hunter22'":               true,
+		"'host=db password=${TF_PGPW}'":             false,
+		"'host=db password=${TF_UNSET:-hunter22}'":  true,
+		"'postgres://u:hunter22@${TF_PGHOST}/logs'": true,
+		"'postgres://u:p%40ss@${TF_PGHOST}/logs'":   true,
+		"\"host=${TF_PGHOST} password='p\\\\'s'\"":  true,
+		"'host=db user=t dbname=logs'":              false, // PGPASSWORD supplies it
+		"'postgres://u@db/logs?password=hunter22'":  true,
+	} {
 		cfg, err := config.Parse([]byte(head+testutil.Lines("  - {name: pg, feed: app, type: postgres, table: t, dsn: "+dsn+"}")), "c.yaml")
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("dsn %s: %v", dsn, err)
 		}
-		if got := cfg.Processors[0].Settings.(*Settings).DSNReferenced; got != want {
-			t.Errorf("dsn %s: referenced %v, want %v", dsn, got, want)
+		if got := cfg.Processors[0].Settings.(*Settings).PasswordLiteral; got != want {
+			t.Errorf("dsn %s: literal %v, want %v", dsn, got, want)
 		}
 	}
 }

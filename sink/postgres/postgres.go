@@ -68,7 +68,8 @@
 // password, …: libpq's keywords, parsed by pgx). The DSN's password is a
 // secret: no log line, status or dead letter shows it; a DSN that holds a
 // literal password is a WARN at start naming the key (not one whose
-// password comes from a ${VAR} reference: Config.DSNReferenced).
+// password comes from a ${VAR} reference, PGPASSWORD or a .pgpass file:
+// Config.PasswordLiteral).
 package postgres
 
 import (
@@ -107,10 +108,9 @@ type Config struct {
 	// DSNKey names the DSN in the start WARN (processors[i].dsn).
 	DSNKey string
 	Logger hclog.Logger
-	// DSNReferenced: the config file writes the DSN with a ${VAR}
-	// reference and not its password as it is: the password is not a
-	// literal secret of the file (no WARN).
-	DSNReferenced bool
+	// PasswordLiteral: the config file itself writes the DSN's password
+	// (Settings.PasswordLiteral): a WARN at start.
+	PasswordLiteral bool
 }
 
 // Sink is the postgres sink. Its methods run on the group goroutine.
@@ -163,9 +163,11 @@ func Open(cfg Config) (*Sink, error) {
 		// pgx's parse errors may quote the DSN: say only what kind it is.
 		return nil, fmt.Errorf("postgres: %s: cannot parse the connection string: %s", cfg.DSNKey, s.mask(DSNProblem(err, cfg.DSN)))
 	}
-	if cc.Password != "" && !cfg.DSNReferenced {
+	if cc.Password != "" {
+		s.hide = append(s.hide, cc.Password) // from the file, the environment or a .pgpass file alike
+	}
+	if cfg.PasswordLiteral {
 		log.Warn("the postgres DSN holds a literal password; prefer a ${ENV} reference or a .pgpass file", "key", cfg.DSNKey)
-		s.hide = append(s.hide, cc.Password)
 	}
 	if host, ok := unverified(cc); ok {
 		log.Warn("the postgres DSN does not verify the server's certificate (sslmode is not verify-full or verify-ca): the password and the lines may go to whoever answers; set sslmode=verify-full and sslrootcert",

@@ -277,7 +277,7 @@ func TestTLSVerifyFull(t *testing.T) {
 	logs := &syncBuf{}
 	log := hclog.New(&hclog.LoggerOptions{Output: logs, Level: hclog.Debug})
 	dsn := c.DSN(fmt.Sprintf("password=%s sslmode=verify-full sslrootcert=%s", pw, c.CAFile))
-	r := newRig(t, processor.GroupConfig{Retry: grouptest.FastRetry(2)}, Config{DSN: dsn, DSNKey: "processors[pg].dsn", Logger: log})
+	r := newRig(t, processor.GroupConfig{Retry: grouptest.FastRetry(2)}, Config{DSN: dsn, DSNKey: "processors[pg].dsn", PasswordLiteral: true, Logger: log})
 	r.Publish("tls-1", "tls-2")
 	r.WaitAck(2, 10*time.Second)
 	wantOnce(t, rows(t, c, "lines"), []string{"tls-1", "tls-2"})

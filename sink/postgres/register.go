@@ -24,15 +24,15 @@ func open(env sink.Env) (any, error) {
 	pc := env.Config
 	st := settings(pc)
 	return Open(Config{
-		Group:         env.Group,
-		DSN:           st.DSN,
-		Table:         st.Table,
-		CreateTable:   st.CreateTable,
-		Instance:      env.Instance,
-		Feed:          env.Feed.Name,
-		Timeout:       pc.Built.Timeout,
-		DSNKey:        fmt.Sprintf("processors[%s].dsn", pc.Name),
-		DSNReferenced: st.DSNReferenced,
-		Logger:        env.Logger,
+		Group:           env.Group,
+		DSN:             st.DSN,
+		Table:           st.Table,
+		CreateTable:     st.CreateTable,
+		Instance:        env.Instance,
+		Feed:            env.Feed.Name,
+		Timeout:         pc.Built.Timeout,
+		DSNKey:          fmt.Sprintf("processors[%s].dsn", pc.Name),
+		PasswordLiteral: st.PasswordLiteral,
+		Logger:          env.Logger,
 	})
 }
