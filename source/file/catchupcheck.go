@@ -119,6 +119,12 @@ func (s *Source) checkLater(rec pointer.Record, f *os.File, fdev, fino uint64, g
 			}
 		}
 		if found {
+			if m.FPLen > 0 {
+				if c.laterFound == nil {
+					c.laterFound = map[uint64]bool{}
+				}
+				c.laterFound[m.Epoch] = true
+			}
 			continue
 		}
 		d := fmt.Sprintf("%s: the generation read as %s (epoch %016x) is gone, or was truncated or rewritten while stopped; "+

@@ -54,6 +54,7 @@ type CatchUp struct {
 
 	used         map[uint64]bool
 	laterChecked bool
+	laterFound   map[uint64]bool // Later epochs checkLater found on disk, whole (at least End bytes, first bytes matching)
 }
 
 // SetCatchUp records c for the open at Run (call before Run).
@@ -395,7 +396,12 @@ func (s *Source) checkPointer(r *reader, size int64) error {
 		// under that epoch, not a new one, so that (epoch, position) names
 		// the same line for every sink (DESIGN §11: the others skip what
 		// they hold through AlreadyApplied; a postgres inbox keeps one row).
-		if e := s.knownEpoch(r); e != 0 && e != rec.Epoch {
+		// Only a generation checkLater found whole (first bytes as the
+		// pointer grew them, at least the bytes the sinks lack): a file
+		// truncated or rewritten in place keeps its key and may match an
+		// epochs line's short fingerprint (an empty file's), and read under
+		// the old epoch its new lines would be skipped as held.
+		if e := s.knownEpoch(r); e != 0 && e != rec.Epoch && s.catchUp.laterFound[e] {
 			s.log.Info("catch-up: the older generation is gone; reading the file at the path under the epoch it was read under before",
 				"path", s.cfg.Path, "epoch", hex16(e))
 			if err := s.ptr.Reset(e, r.f, r.key); err != nil {
