@@ -105,9 +105,7 @@ func resolveAsFar(p string) string {
 	p = filepath.Clean(p)
 	for range 40 { // as the kernel's MAXSYMLINKS
 		dir, base := filepath.Split(p)
-		if r, err := filepath.EvalSymlinks(dir); err == nil {
-			dir = r
-		}
+		dir = evalExisting(dir)
 		q := filepath.Join(dir, base)
 		t, err := os.Readlink(q)
 		if err != nil {
@@ -119,4 +117,23 @@ func resolveAsFar(p string) string {
 		p = filepath.Clean(t)
 	}
 	return p
+}
+
+// evalExisting is dir with the symlinks of its longest existing ancestor
+// followed (filepath.EvalSymlinks fails on a path that does not exist yet:
+// a sink's output directory it will create, under a symlinked one).
+func evalExisting(dir string) string {
+	dir = filepath.Clean(dir)
+	rest := ""
+	for d := dir; ; {
+		if r, err := filepath.EvalSymlinks(d); err == nil {
+			return filepath.Join(r, rest)
+		}
+		parent := filepath.Dir(d)
+		if parent == d {
+			return dir
+		}
+		rest = filepath.Join(filepath.Base(d), rest)
+		d = parent
+	}
 }

@@ -52,11 +52,18 @@ processors:
 	if err := os.WriteFile(e.path("in.log"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cfg := e.cfgWith(freeAddr(t))
-	stdout, stderr, code := cli(t, "validate", "--config", cfg)
-	if code != 2 || !strings.Contains(stderr, "processors[1].path") {
-		t.Fatalf("validate of two file sinks on ./real/sub/out.log and ./link/sub/out.log (link -> real, sub not made yet): exit %d, want 2 naming processors[1].path; stdout %q stderr %q",
-			code, stdout, stderr)
+	// run (validate checks the file only, DESIGN §9).
+	d := e.spawn()
+	deadline := time.Now().Add(15 * time.Second)
+	for !d.exited() && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if !d.exited() {
+		d.kill()
+		t.Fatalf("run of two file sinks on ./real/sub/out.log and ./link/sub/out.log (link -> real, sub not made yet) started; want exit 2 naming processors[1].path")
+	}
+	if d.code != 2 || !strings.Contains(d.log(), "processors[1].path") {
+		t.Fatalf("run exited %d, want 2 naming processors[1].path:\n%s", d.code, tail(d.log(), 2000))
 	}
 }
 
