@@ -446,6 +446,16 @@ func (g *Group) handle(ctx context.Context, b *feed.Batch) bool {
 	return true
 }
 
+// SetStart tells the group where its feed reads on from in epoch (the
+// end of the line before the first it will publish, a committed pointer's
+// offset): the line before a release of the run's first lines
+// (OnRelease). Call before the source publishes its first batch.
+func (g *Group) SetStart(epoch uint64, pos int64) {
+	if !g.lastOK {
+		g.lastEnd, g.lastEpoch, g.lastOK = pos, epoch, true
+	}
+}
+
 // noteRelease reports the view's lines first through last (inclusive),
 // given up on purpose, to OnRelease.
 func (g *Group) noteRelease(first, last int) {
