@@ -231,3 +231,59 @@ func TestRevS7PostgresEncodedLiteralPasswordNotWarned(t *testing.T) {
 			grepLines(log, "password"))
 	}
 }
+
+// TestRevS7ReleasedFirstLinesOfEpochReReadAtNextStart checks DESIGN §11:
+// "At start it reports its done-through mark (epoch, position): the last
+// line it applied, filtered, dead-lettered or was released from (every
+// built-in record advances over such lines)" and §2 (the only re-delivery
+// besides a crash's uncommitted lines is a restored sink's catch-up), for
+// the case c7f5680 claims to fix ("lines a sink is released from while it
+// cannot record them count as done at the next start").
+//
+// The postgres server goes down after every line of in.log (epoch E1) is
+// in the table; in.log is rotated to in.log.1 and the new in.log (epoch
+// E2) gets 100 lines; pg is FENCED and the operator releases them (POST
+// /admin/release/app/pg): released 100, settled, the pointer at the end of
+// E2. tailfeed is stopped cleanly, the server started, tailfeed started.
+// Nothing was restored. Expected: no backward commit, nothing re-read
+// (sequence 0), the plain file sink gets no duplicate. Observed: the
+// released lines are the first of their epoch, so Group.noteRelease has no
+// "after" (-1) and records nothing in released.json; at the start pg's
+// mark is still the end of E1, the catch-up re-reads E2 from its start and
+// every subscriber receives the 100 released lines again.
+func TestRevS7ReleasedFirstLinesOfEpochReReadAtNextStart(t *testing.T) {
+	c := pgtest.Start(t, pgtest.Options{})
+	e := audPgEnv(t, c, "e2e-host", c.DSN("sslmode=disable connect_timeout=2"))
+	in := newInput(t, e.path("in.log"))
+	in.appendLines(1000)
+	d := e.start()
+	r := d.waitSettled(60 * time.Second)
+	epoch1 := r.feed(t, "app").Pointer.Epoch
+	c.Stop()
+	if err := os.Rename(in.path, in.path+".1"); err != nil {
+		t.Fatal(err)
+	}
+	in.ends = nil
+	in.appendLines(100)
+	d.waitFor("the stall on the new file", 60*time.Second, func(r *report) bool { return r.feed(t, "app").Stalled != nil })
+	var f feedReport
+	for k := 0; k < 100; k++ {
+		request(t, d, http.MethodPost, "/admin/release/app/pg", "tok", nil)
+		r, _ = statusRaw(t, d)
+		f = r.feed(t, "app")
+		if r.Settled && f.Pointer != nil && f.Pointer.Epoch != epoch1 && f.Pointer.Offset == in.size() {
+			break
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	if !r.Settled || f.Released != 100 || f.Pointer.Epoch == epoch1 || f.Pointer.Offset != in.size() {
+		t.Fatalf("precondition: after the release settled %v released %d pointer %+v (size %d)", r.Settled, f.Released, f.Pointer, in.size())
+	}
+	d.stop()
+	c.StartServer()
+	d, _, f = settledRun(t, e)
+	if dups := duplicateLines(t, in, e.path("plain.log")); f.Sequence != 0 || dups != 0 {
+		t.Errorf("start after a release of an epoch's first lines, nothing restored: %d lines re-read, plain file sink %d duplicates (want 0, 0); %q",
+			f.Sequence, dups, grepLines(d.log(), "behind the pointer"))
+	}
+}

@@ -31,6 +31,10 @@ type Batch struct {
 	// or released) sets it, so that a stored record advances over them
 	// (DESIGN §11 done-through). 0: LastEnd. See Done.
 	Through int64
+	// Start is the file position where Lines[0] begins (the end of the
+	// line before it), set by the source for positioned lines; -1: not
+	// known. A release of the batch's first lines is recorded from it.
+	Start int64
 
 	buf   []byte // every line followed by '\n'; Lines are views into it
 	whole int    // lines in buf (Joined holds only while the batch shows them all)
@@ -49,6 +53,7 @@ func NewBatch() *Batch {
 	b.Positioned = true
 	b.FirstSeq = 0
 	b.Through = 0
+	b.Start = -1
 	b.refs.Store(0)
 	return b
 }
@@ -77,7 +82,7 @@ func (b *Batch) Joined() ([]byte, bool) {
 // is never released itself.
 func (b *Batch) Share(src *Batch) {
 	b.Feed, b.Path, b.Epoch, b.Positioned, b.FirstSeq = src.Feed, src.Path, src.Epoch, src.Positioned, src.FirstSeq
-	b.Through = src.Through
+	b.Through, b.Start = src.Through, src.Start
 	b.Lines, b.Ends, b.buf, b.whole = src.Lines, src.Ends, src.buf, src.whole
 }
 

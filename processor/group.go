@@ -466,6 +466,8 @@ func (g *Group) noteRelease(first, last int) {
 	switch {
 	case first > 0:
 		after = g.view.Ends[first-1]
+	case g.cur != nil && g.cur.Start >= 0:
+		after = g.cur.Start // lines of the batch before the view's first were filtered: finished without it
 	case g.lastOK && g.lastEpoch == g.view.Epoch:
 		after = g.lastEnd
 	}

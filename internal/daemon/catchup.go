@@ -38,6 +38,11 @@ func (f *Feed) catchUp(ctx context.Context, dataDir string) {
 	}
 	var sinks []catchup.Sink
 	var doubts []string
+	var lines []pointer.EpochLine // a single-file feed's epochs file
+	var linesErr error
+	if f.glob == nil {
+		lines, linesErr = pointer.ReadEpochs(datadir.Epochs(dataDir, f.cfg.Name))
+	}
 	for _, g := range f.groups {
 		dt, ok := g.Sink().(processor.DoneThrougher)
 		if !ok || g.Queue().BestEffort() {
@@ -49,7 +54,7 @@ func (f *Feed) catchUp(ctx context.Context, dataDir string) {
 		}
 		// Lines it was released from while it could not record them
 		// (released.go): its record would have passed them.
-		marks = f.released.apply(f.cfg.Name, g.Name(), marks)
+		marks = f.released.apply(f.cfg.Name, g.Name(), marks, lines)
 		if d, ok := g.Sink().(processor.DoneThroughDoubter); ok {
 			if why := d.DoneThroughDoubt(); why != "" {
 				doubts = append(doubts, fmt.Sprintf("sink %s: %s", g.Name(), why))
@@ -78,7 +83,7 @@ func (f *Feed) catchUp(ctx context.Context, dataDir string) {
 		f.catchUpStreams(ctx, datadir.GlobPointers(dataDir, f.cfg.Name), datadir.Epochs(dataDir, f.cfg.Name), sinks)
 		return
 	}
-	lines, err := pointer.ReadEpochs(datadir.Epochs(dataDir, f.cfg.Name))
+	err := linesErr
 	if err != nil {
 		f.log.Warn("epochs file read with errors; a sink left at an epoch it cannot map is counted as a possible loss", "error", err)
 	}

@@ -4,11 +4,13 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 
 	"tailfeed/internal/datadir"
 	"tailfeed/internal/fileutil"
+	"tailfeed/pointer"
 	"tailfeed/processor"
 	"tailfeed/status"
 )
@@ -107,14 +109,24 @@ func (s *releasedStore) saveLocked() error {
 
 // apply moves the sink's marks over the ranges it was released from (in
 // the order they were recorded, so that ranges going on from each other
-// chain), as the sink's own record would have.
-func (s *releasedStore) apply(feedName, sub string, marks []processor.Mark) []processor.Mark {
+// chain), as the sink's own record would have. A range of an epoch's first
+// lines (after 0) where the sink has no mark of that epoch counts when the
+// epochs file (lines; nil: not known) shows the sink holds all of the
+// epoch the pointer moved on from to it: its mark there at or past that
+// epoch's end (the catch-up's own rule, internal/catchup).
+func (s *releasedStore) apply(feedName, sub string, marks []processor.Mark, lines []pointer.EpochLine) []processor.Mark {
 	if s == nil || len(marks) == 0 {
 		return marks
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var out []processor.Mark
+	movedBy := map[uint64]pointer.EpochLine{} // epoch → the last line moving the pointer off it
+	for _, l := range lines {
+		if l.PrevEpoch != 0 && l.PrevEpoch != l.Epoch {
+			movedBy[l.PrevEpoch] = l
+		}
+	}
+	out := slices.Clone(marks)
 	for _, e := range s.entries {
 		if e.Feed != feedName || e.Subscriber != sub {
 			continue
@@ -123,15 +135,25 @@ func (s *releasedStore) apply(feedName, sub string, marks []processor.Mark) []pr
 		if err != nil {
 			continue
 		}
-		for i, m := range marks {
-			if m.Epoch == ep && m.Position >= e.After && m.Position < e.Through {
-				if out == nil {
-					out = append([]processor.Mark(nil), marks...)
-					marks = out
-				}
-				marks[i].Position = e.Through
+		found := false
+		for i, m := range out {
+			if m.Epoch != ep {
+				continue
+			}
+			found = true
+			if m.Position >= e.After && m.Position < e.Through {
+				out[i].Position = e.Through
+			}
+		}
+		if found || e.After != 0 {
+			continue
+		}
+		for _, m := range out {
+			if l, ok := movedBy[m.Epoch]; ok && l.Epoch == ep && m.Position >= l.PrevOffset {
+				out = append(out, processor.Mark{Epoch: ep, Position: e.Through})
+				break
 			}
 		}
 	}
-	return marks
+	return out
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"tailfeed/pointer"
 	"tailfeed/processor"
 )
 
@@ -45,12 +46,27 @@ func TestReleasedStore(t *testing.T) {
 		{[]processor.Mark{{Epoch: 0xe1, Position: 300}}, []processor.Mark{{Epoch: 0xe1, Position: 300}}},
 	} {
 		in := slices.Clone(c.in)
-		if got := s.apply("app", "pg", in); !slices.Equal(got, c.want) {
+		if got := s.apply("app", "pg", in, nil); !slices.Equal(got, c.want) {
 			t.Errorf("apply(%v) = %v, want %v", c.in, got, c.want)
 		}
 		if !slices.Equal(in, c.in) {
 			t.Errorf("apply changed its argument: %v", in)
 		}
+	}
+	// An epoch's first lines released, the sink with no mark of it: they
+	// count when the sink holds all of the epoch the pointer moved on
+	// from (its mark at that epoch's end), not when it lacks some of it.
+	if err := s.add("app", "pg", 0xe2, 0, 50); err != nil {
+		t.Fatal(err)
+	}
+	lines := []pointer.EpochLine{{Epoch: 0xe1}, {Epoch: 0xe2, PrevEpoch: 0xe1, PrevOffset: 400}}
+	if got, want := s.apply("app", "pg", []processor.Mark{{Epoch: 0xe1, Position: 400}}, lines),
+		[]processor.Mark{{Epoch: 0xe1, Position: 400}, {Epoch: 0xe2, Position: 50}}; !slices.Equal(got, want) {
+		t.Errorf("whole previous epoch: %v, want %v", got, want)
+	}
+	if got, want := s.apply("app", "pg", []processor.Mark{{Epoch: 0xe1, Position: 390}}, lines),
+		[]processor.Mark{{Epoch: 0xe1, Position: 390}}; !slices.Equal(got, want) {
+		t.Errorf("previous epoch not whole (restored): %v, want %v", got, want)
 	}
 	for i := range releasedKeep + 10 {
 		if err := s.add("app", "many", 0xe1, int64(10*i), int64(10*i+5)); err != nil {

@@ -363,6 +363,9 @@ func fillBatch(r *reader, found *Found, final bool, maxLines, maxBytes int, feed
 	b := feed.NewBatch()
 	b.Feed, b.Path, b.Epoch, b.Positioned = feedName, path, r.epoch, r.positioned
 	b.SetLines(r.buf, found.Starts, found.Lens, found.Ends)
+	if r.positioned {
+		b.Start = r.base + int64(found.Starts[0])
+	}
 	return b, found.Oversized
 }
 
