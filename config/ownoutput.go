@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // OutputInput is a single-file feed whose path names a file sink's output
@@ -119,21 +120,41 @@ func resolveAsFar(p string) string {
 	return p
 }
 
-// evalExisting is dir with the symlinks of its longest existing ancestor
-// followed (filepath.EvalSymlinks fails on a path that does not exist yet:
-// a sink's output directory it will create, under a symlinked one).
+// evalExisting is dir with its symlinks followed component by component as
+// far as they lead: through an ancestor that exists, and through a link
+// whose target does not exist yet (a sink's output directory it will
+// create, under a symlinked or dangling one); filepath.EvalSymlinks fails
+// on either.
 func evalExisting(dir string) string {
 	dir = filepath.Clean(dir)
-	rest := ""
-	for d := dir; ; {
-		if r, err := filepath.EvalSymlinks(d); err == nil {
-			return filepath.Join(r, rest)
+	if !filepath.IsAbs(dir) {
+		if wd, err := os.Getwd(); err == nil {
+			dir = filepath.Join(wd, dir)
 		}
-		parent := filepath.Dir(d)
-		if parent == d {
+	}
+	parts := strings.Split(strings.TrimPrefix(dir, "/"), "/")
+	cur := "/"
+	for hops := 0; len(parts) > 0; {
+		next := filepath.Join(cur, parts[0])
+		parts = parts[1:]
+		fi, err := os.Lstat(next)
+		if err != nil || fi.Mode()&os.ModeSymlink == 0 {
+			cur = next // a directory, or nothing yet: kept as named
+			continue
+		}
+		if hops++; hops > 40 { // as the kernel's MAXSYMLINKS
 			return dir
 		}
-		rest = filepath.Join(filepath.Base(d), rest)
-		d = parent
+		t, err := os.Readlink(next)
+		if err != nil {
+			cur = next
+			continue
+		}
+		if !filepath.IsAbs(t) {
+			t = filepath.Join(cur, t)
+		}
+		parts = append(strings.Split(strings.TrimPrefix(filepath.Clean(t), "/"), "/"), parts...)
+		cur = "/"
 	}
+	return cur
 }

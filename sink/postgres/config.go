@@ -91,13 +91,12 @@ func DSNProblem(err error, dsn string) string {
 
 // literalPassword reports whether a DSN as the file supplies it
 // (config.FileText: the environment's parts are config.EnvMark) holds a
-// password of its own: the password of a postgres:// URL's userinfo or of
-// its password= query parameter, or a password= keyword's value (quoted
-// or not).
+// password of its own: the password of a URL's userinfo, or the value of a
+// password= keyword or query parameter (quoted or not) — wherever the
+// environment's parts sit around it ("${BASE} password=x", "${URL}?password=x").
 func literalPassword(t string) bool {
 	own := func(v string) bool { return strings.ReplaceAll(v, config.EnvMark, "") != "" }
-	if strings.HasPrefix(t, "postgres://") || strings.HasPrefix(t, "postgresql://") {
-		rest := t[strings.Index(t, "://")+3:]
+	if _, rest, ok := strings.Cut(t, "://"); ok {
 		host := rest
 		if i := strings.IndexAny(rest, "/?#"); i >= 0 {
 			host = rest[:i]
@@ -107,27 +106,17 @@ func literalPassword(t string) bool {
 				return true
 			}
 		}
-		if _, q, ok := strings.Cut(rest, "?"); ok {
-			for _, kv := range strings.Split(q, "&") {
-				if k, v, _ := strings.Cut(kv, "="); k == "password" && own(v) {
-					return true
-				}
-			}
-		}
-		return false
 	}
-	for i := 0; i < len(t); {
-		for i < len(t) && t[i] == ' ' || i < len(t) && t[i] == '\t' || i < len(t) && t[i] == '\n' {
-			i++
-		}
-		eq := strings.IndexByte(t[i:], '=')
-		if eq < 0 {
+	const key = "password="
+	for i := 0; ; {
+		j := strings.Index(t[i:], key)
+		if j < 0 {
 			return false
 		}
-		key := strings.TrimSpace(t[i : i+eq])
-		i += eq + 1
-		for i < len(t) && t[i] == ' ' {
-			i++
+		at := i + j
+		i = at + len(key)
+		if at > 0 && !strings.ContainsRune(" \t\n?&"+config.EnvMark, rune(t[at-1])) {
+			continue // part of another key (e.g. sslpassword=)
 		}
 		var v strings.Builder
 		if i < len(t) && t[i] == '\'' {
@@ -137,18 +126,16 @@ func literalPassword(t string) bool {
 				}
 				v.WriteByte(t[i])
 			}
-			i++ // the closing quote
 		} else {
-			for ; i < len(t) && t[i] != ' ' && t[i] != '\t' && t[i] != '\n'; i++ {
+			for ; i < len(t) && !strings.ContainsRune(" \t\n&#", rune(t[i])); i++ {
 				if t[i] == '\\' && i+1 < len(t) {
 					i++
 				}
 				v.WriteByte(t[i])
 			}
 		}
-		if key == "password" && own(v.String()) {
+		if own(v.String()) {
 			return true
 		}
 	}
-	return false
 }

@@ -66,6 +66,8 @@ func TestPostgresDSNPasswordLiteral(t *testing.T) {
 		"\"host=${TF_PGHOST} password='p\\\\'s'\"":  true,
 		"'host=db user=t dbname=logs'":              false, // PGPASSWORD supplies it
 		"'postgres://u@db/logs?password=hunter22'":  true,
+		"'${TF_PGDSN} password=hunter22'":           true,
+		"'${TF_PGDSN} sslpassword=x'":               false,
 	} {
 		cfg, err := config.Parse([]byte(head+testutil.Lines("  - {name: pg, feed: app, type: postgres, table: t, dsn: "+dsn+"}")), "c.yaml")
 		if err != nil {

@@ -2,13 +2,14 @@ package postgres
 
 import (
 	"fmt"
+	"strings"
 
 	"tailfeed/config"
 	"tailfeed/sink"
 )
 
 func init() {
-	sink.Register(Type, sink.Type{New: open, Config: config.SinkSpec{Keys: keys, Decode: decode},
+	sink.Register(Type, sink.Type{New: open, Config: config.SinkSpec{Keys: keys, Decode: decode, Check: checkTables},
 		Describe: func(pc *config.Processor) []any {
 			return []any{"target", "postgres table " + settings(pc).Table} // the DSN holds secrets: never logged
 		},
@@ -35,4 +36,40 @@ func open(env sink.Env) (any, error) {
 		PasswordLiteral: st.PasswordLiteral,
 		Logger:          env.Logger,
 	})
+}
+
+// checkTables reports a postgres processor whose table is another postgres
+// processor's marks table (MarksIdent: <table>_marks cut to 63 bytes): the
+// two would write each other's rows. Their DSNs may name two databases;
+// the names are refused anyway (rename one table).
+func checkTables(cfg *config.Config, errorf func(line int, format string, args ...any)) {
+	marks := map[string]int{}
+	for i, p := range cfg.Processors {
+		st, ok := p.Settings.(*Settings)
+		if p.Type != Type || !ok || st.Table == "" {
+			continue
+		}
+		marks[strings.Join(MarksIdent(qualified(st.Table)), ".")] = i
+	}
+	for i, p := range cfg.Processors {
+		st, ok := p.Settings.(*Settings)
+		if p.Type != Type || !ok || st.Table == "" {
+			continue
+		}
+		if j, clash := marks[strings.Join(qualified(st.Table), ".")]; clash && j != i {
+			q := cfg.Processors[j]
+			errorf(p.Line, "processors[%d].table: %s is the marks table of postgres processor %q (line %d), whose table is %s; rename one of them",
+				i, st.Table, q.Name, q.Line, settings(q).Table)
+		}
+	}
+}
+
+// qualified is a table's [schema.]table parts with the schema PostgreSQL
+// takes by default written out, so that "lines" and "public.lines" compare.
+func qualified(table string) []string {
+	parts := strings.Split(table, ".")
+	if len(parts) == 1 {
+		return []string{"public", parts[0]}
+	}
+	return parts
 }
