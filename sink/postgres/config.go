@@ -107,7 +107,7 @@ func literalPassword(t string) bool {
 			}
 		}
 	}
-	const key = "password="
+	const key = "password"
 	for i := 0; ; {
 		j := strings.Index(t[i:], key)
 		if j < 0 {
@@ -115,8 +115,18 @@ func literalPassword(t string) bool {
 		}
 		at := i + j
 		i = at + len(key)
-		if at > 0 && !strings.ContainsRune(" \t\n?&"+config.EnvMark, rune(t[at-1])) {
-			continue // part of another key (e.g. sslpassword=)
+		if at > 0 && !strings.ContainsRune(" \t\n\r\f\v?&"+config.EnvMark, rune(t[at-1])) {
+			continue // part of another key (e.g. sslpassword)
+		}
+		for i < len(t) && strings.ContainsRune(" \t\n\r\f\v", rune(t[i])) {
+			i++ // libpq allows spaces around '='
+		}
+		if i >= len(t) || t[i] != '=' {
+			continue
+		}
+		i++
+		for i < len(t) && strings.ContainsRune(" \t\n\r\f\v", rune(t[i])) {
+			i++
 		}
 		var v strings.Builder
 		if i < len(t) && t[i] == '\'' {
@@ -127,7 +137,7 @@ func literalPassword(t string) bool {
 				v.WriteByte(t[i])
 			}
 		} else {
-			for ; i < len(t) && !strings.ContainsRune(" \t\n&#", rune(t[i])); i++ {
+			for ; i < len(t) && !strings.ContainsRune(" \t\n\r\f\v&#", rune(t[i])); i++ {
 				if t[i] == '\\' && i+1 < len(t) {
 					i++
 				}

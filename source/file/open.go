@@ -83,17 +83,9 @@ func (s *Source) SetCatchUp(c CatchUp) {
 // fixed header longer than the recorded fingerprint) can map a file to the
 // wrong one of them — the README names this.
 func (s *Source) knownEpoch(r *reader) uint64 {
-	e, _ := s.knownEpochBy(r)
-	return e
-}
-
-// knownEpochBy is knownEpoch that also reports the length of the first
-// bytes it matched r by (0: by file key alone, the epochs line naming a
-// file created empty).
-func (s *Source) knownEpochBy(r *reader) (uint64, uint64) {
 	c := s.catchUp
 	if c == nil || r.f == nil || !r.positioned {
-		return 0, 0
+		return 0
 	}
 	matches := func(n, fp uint64) bool {
 		if r.gz != nil {
@@ -111,7 +103,7 @@ func (s *Source) knownEpochBy(r *reader) (uint64, uint64) {
 				continue
 			}
 			c.used[l.Epoch] = true
-			return l.Epoch, l.FPLen
+			return l.Epoch
 		}
 	}
 	first := -1                             // the catch-up generation's first line
@@ -125,13 +117,13 @@ func (s *Source) knownEpochBy(r *reader) (uint64, uint64) {
 		}
 	}
 	if first < 0 {
-		return 0, 0
+		return 0
 	}
 	size := r.limit
 	if r.gz == nil {
 		st, err := r.f.Stat()
 		if err != nil {
-			return 0, 0
+			return 0
 		}
 		size = st.Size()
 	}
@@ -153,9 +145,9 @@ func (s *Source) knownEpochBy(r *reader) (uint64, uint64) {
 			continue // named before the catch-up's generation: an earlier file
 		}
 		c.used[l.Epoch] = true
-		return l.Epoch, l.FPLen
+		return l.Epoch
 	}
-	return 0, 0
+	return 0
 }
 
 // lostTailDetail is the feed's detail after a restart that found the rotated
@@ -404,13 +396,13 @@ func (s *Source) checkPointer(r *reader, size int64) error {
 		// under that epoch, not a new one, so that (epoch, position) names
 		// the same line for every sink (DESIGN §11: the others skip what
 		// they hold through AlreadyApplied; a postgres inbox keeps one row).
-		// Only when the match rests on first bytes — the epochs line's
-		// fingerprint, or the pointer's grown one checkLater found with at
-		// least the bytes the sinks lack: a file truncated or rewritten in
-		// place keeps its key, and matched by key alone (the epochs line of
-		// a file created empty) its new lines, read under the old epoch,
-		// would be skipped as held.
-		if e, fp := s.knownEpochBy(r); e != 0 && e != rec.Epoch && (fp > 0 || s.catchUp.laterFound[e]) {
+		// Only a generation checkLater found whole by the first bytes the
+		// pointer grew and with at least the bytes the sinks lack: a file
+		// truncated or rewritten in place keeps its key and may share the
+		// epochs line's short fingerprint (an empty file's, or a header's),
+		// and read under the old epoch its new lines would be skipped as
+		// held — a loss; a new epoch costs duplicates at most.
+		if e := s.knownEpoch(r); e != 0 && e != rec.Epoch && s.catchUp.laterFound[e] {
 			s.log.Info("catch-up: the older generation is gone; reading the file at the path under the epoch it was read under before",
 				"path", s.cfg.Path, "epoch", hex16(e))
 			if err := s.ptr.Reset(e, r.f, r.key); err != nil {
