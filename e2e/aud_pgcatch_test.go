@@ -791,19 +791,9 @@ func TestAudXReleasedLinesReReadAtNextStart(t *testing.T) {
 	d.waitSettled(60 * time.Second)
 	c.Stop()
 	in.appendLines(100)
-	d.waitFor("the stall", 60*time.Second, func(r *report) bool { return r.feed(t, "app").Stalled != nil })
-	var r *report
-	for k := 0; k < 100; k++ {
-		request(t, d, http.MethodPost, "/admin/release/app/pg", "tok", nil)
-		r, _ = statusRaw(t, d)
-		if r.Settled {
-			break
-		}
-		time.Sleep(300 * time.Millisecond)
-	}
-	f := r.feed(t, "app")
-	if !r.Settled || f.Released != 100 || f.Pointer.Offset != in.size() {
-		t.Fatalf("precondition: after the release settled %v released %d pointer %d of %d", r.Settled, f.Released, f.Pointer.Offset, in.size())
+	f := releaseHeld(t, d, 100)
+	if f.Pointer == nil || f.Pointer.Offset != in.size() {
+		t.Fatalf("precondition: after the release the pointer is %+v (input size %d)", f.Pointer, in.size())
 	}
 	d.stop()
 	c.StartServer()

@@ -6,7 +6,6 @@ package e2e
 
 import (
 	"fmt"
-	"net/http"
 	"os"
 	"strings"
 	"testing"
@@ -177,20 +176,9 @@ func TestRevS7ReleasedFirstBatchAfterRestartReReadAtNextStart(t *testing.T) {
 	d.waitSettled(60 * time.Second)
 	c.Stop()
 	in.appendLines(100)
-	d.waitFor("the stall", 60*time.Second, func(r *report) bool { return r.feed(t, "app").Stalled != nil })
-	var r *report
-	var f feedReport
-	for k := 0; k < 100; k++ {
-		request(t, d, http.MethodPost, "/admin/release/app/pg", "tok", nil)
-		r, _ = statusRaw(t, d)
-		f = r.feed(t, "app")
-		if r.Settled && f.Pointer != nil && f.Pointer.Offset == in.size() {
-			break
-		}
-		time.Sleep(300 * time.Millisecond)
-	}
-	if !r.Settled || f.Released != 100 || f.Pointer.Offset != in.size() {
-		t.Fatalf("precondition: after the release settled %v released %d pointer %+v (size %d)", r.Settled, f.Released, f.Pointer, in.size())
+	f := releaseHeld(t, d, 100)
+	if f.Pointer == nil || f.Pointer.Offset != in.size() {
+		t.Fatalf("precondition: after the release the pointer is %+v (input size %d)", f.Pointer, in.size())
 	}
 	d.stop()
 	c.StartServer()
@@ -265,19 +253,9 @@ func TestRevS7ReleasedFirstLinesOfEpochReReadAtNextStart(t *testing.T) {
 	}
 	in.ends = nil
 	in.appendLines(100)
-	d.waitFor("the stall on the new file", 60*time.Second, func(r *report) bool { return r.feed(t, "app").Stalled != nil })
-	var f feedReport
-	for k := 0; k < 100; k++ {
-		request(t, d, http.MethodPost, "/admin/release/app/pg", "tok", nil)
-		r, _ = statusRaw(t, d)
-		f = r.feed(t, "app")
-		if r.Settled && f.Pointer != nil && f.Pointer.Epoch != epoch1 && f.Pointer.Offset == in.size() {
-			break
-		}
-		time.Sleep(300 * time.Millisecond)
-	}
-	if !r.Settled || f.Released != 100 || f.Pointer.Epoch == epoch1 || f.Pointer.Offset != in.size() {
-		t.Fatalf("precondition: after the release settled %v released %d pointer %+v (size %d)", r.Settled, f.Released, f.Pointer, in.size())
+	f := releaseHeld(t, d, 100)
+	if f.Pointer == nil || f.Pointer.Epoch == epoch1 || f.Pointer.Offset != in.size() {
+		t.Fatalf("precondition: after the release the pointer is %+v (input size %d)", f.Pointer, in.size())
 	}
 	d.stop()
 	c.StartServer()

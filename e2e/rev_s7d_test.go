@@ -51,20 +51,9 @@ func TestRevS7DReleasedFirstLinesOfNewGenerationReReadAtNextStart(t *testing.T) 
 	}
 	in.ends = nil
 	in.appendLines(100)
-	d.waitFor("the stall", 60*time.Second, func(r *report) bool { return r.feed(t, "app").Stalled != nil })
-	var r *report
-	var f feedReport
-	for k := 0; k < 100; k++ {
-		request(t, d, http.MethodPost, "/admin/release/app/pg", "tok", nil)
-		r, _ = statusRaw(t, d)
-		f = r.feed(t, "app")
-		if r.Settled && f.Pointer != nil && f.Pointer.Offset == in.size() {
-			break
-		}
-		time.Sleep(300 * time.Millisecond)
-	}
-	if !r.Settled || f.Released != 100 || f.Pointer.Offset != in.size() {
-		t.Fatalf("precondition: after the release settled %v released %d pointer %+v (size %d)", r.Settled, f.Released, f.Pointer, in.size())
+	f := releaseHeld(t, d, 100)
+	if f.Pointer == nil || f.Pointer.Offset != in.size() {
+		t.Fatalf("precondition: after the release the pointer is %+v (input size %d)", f.Pointer, in.size())
 	}
 	d.stop()
 	c.StartServer()
@@ -110,21 +99,7 @@ func TestRevS7DGlobReleasedFirstBatchOfRunReReadAtNextStart(t *testing.T) {
 	d.waitSettled(60 * time.Second)
 	c.Stop()
 	in.appendLines(100)
-	d.waitFor("the stall", 60*time.Second, func(r *report) bool { return r.feed(t, "app").Stalled != nil })
-	var r *report
-	var f feedReport
-	for k := 0; k < 100; k++ {
-		request(t, d, http.MethodPost, "/admin/release/app/pg", "tok", nil)
-		r, _ = statusRaw(t, d)
-		f = r.feed(t, "app")
-		if r.Settled && f.Released == 100 {
-			break
-		}
-		time.Sleep(300 * time.Millisecond)
-	}
-	if !r.Settled || f.Released != 100 {
-		t.Fatalf("precondition: after the release settled %v released %d", r.Settled, f.Released)
-	}
+	releaseHeld(t, d, 100)
 	d.stop()
 	c.StartServer()
 	rel, _ := os.ReadFile(e.path("state/state/released.json"))
@@ -176,21 +151,7 @@ func TestRevS7DGlobTwoFilesReleasedMidRunReReadAtNextStart(t *testing.T) {
 	b.appendLines(100)
 	time.Sleep(500 * time.Millisecond)
 	a.appendLines(100)
-	d.waitFor("the stall", 60*time.Second, func(r *report) bool { return r.feed(t, "app").Stalled != nil })
-	var r *report
-	var f feedReport
-	for k := 0; k < 100; k++ {
-		request(t, d, http.MethodPost, "/admin/release/app/pg", "tok", nil)
-		r, _ = statusRaw(t, d)
-		f = r.feed(t, "app")
-		if r.Settled && f.Released == 200 {
-			break
-		}
-		time.Sleep(300 * time.Millisecond)
-	}
-	if !r.Settled || f.Released != 200 {
-		t.Fatalf("precondition: after the release settled %v released %d", r.Settled, f.Released)
-	}
+	releaseHeld(t, d, 200)
 	d.stop()
 	c.StartServer()
 	rel, _ := os.ReadFile(e.path("state/state/released.json"))
@@ -201,4 +162,26 @@ func TestRevS7DGlobTwoFilesReleasedMidRunReReadAtNextStart(t *testing.T) {
 		t.Errorf("glob feed of two files, start after a release mid-run, nothing restored: plain file sink %d duplicates (want 0); %q",
 			dups, grepLines(d.log(), "behind"))
 	}
+}
+
+// releaseHeld waits for feed app to stall on processor pg (its server
+// down), then gives pg's backlog up (POST /admin/release/app/pg) until the
+// feed is settled with want lines released — the set-up of the release
+// tests — and returns the feed's report.
+func releaseHeld(t *testing.T, d *daemon, want uint64) feedReport {
+	t.Helper()
+	d.waitFor("the stall", 60*time.Second, func(r *report) bool { return r.feed(t, "app").Stalled != nil })
+	var r *report
+	var f feedReport
+	for k := 0; k < 100; k++ {
+		request(t, d, http.MethodPost, "/admin/release/app/pg", "tok", nil)
+		r, _ = statusRaw(t, d)
+		f = r.feed(t, "app")
+		if r.Settled && f.Released == want {
+			return f
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	t.Fatalf("precondition: after the release settled %v released %d (want %d)", r.Settled, f.Released, want)
+	return f
 }
