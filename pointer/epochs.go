@@ -489,6 +489,31 @@ func (p *Pointer) Left(epoch uint64) (EpochLine, bool) {
 	return EpochLine{}, false
 }
 
+// Named returns the epochs file's last line naming epoch with a file
+// identity (a file key or first bytes: its "created" or "adopted" line);
+// false when there is none. A record that names an epoch but no file —
+// its file adopted (the line written) and the process killed before the
+// first commit stored the identity — is completed from it at a restart.
+func (p *Pointer) Named(epoch uint64) (EpochLine, bool) {
+	p.mu.Lock()
+	path := p.epochs
+	p.mu.Unlock()
+	if path == "" || epoch == 0 {
+		return EpochLine{}, false
+	}
+	lines, _ := ReadEpochs(path)
+	for i := len(lines) - 1; i >= 0; i-- {
+		if lines[i].Epoch != epoch {
+			continue
+		}
+		if lines[i].FileKey == 0 && lines[i].FPLen == 0 {
+			return EpochLine{}, false // the epoch's latest line names no file (forgotten, lost)
+		}
+		return lines[i], true
+	}
+	return EpochLine{}, false
+}
+
 // adoptedBefore reports whether the epochs file's last line already names
 // the file a is adopting: the same epoch, file key and path, and a
 // fingerprint that the input's first bytes (head) still match (it may have

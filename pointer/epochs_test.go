@@ -204,3 +204,39 @@ func TestEpochsFileAdoptionLoggedOnce(t *testing.T) {
 		t.Fatalf("%d adopted lines, want 3 (a new key, then new first bytes)", n)
 	}
 }
+
+// Named gives the file an epoch's latest epochs line names — the adopted
+// one after a kill -9 before the first commit stored it in the record —
+// and nothing once that epoch's latest line names no file.
+func TestNamedEpochFile(t *testing.T) {
+	dir := t.TempDir()
+	epochs := filepath.Join(dir, "app.epochs")
+	input := filepath.Join(dir, "app.log")
+	if err := os.WriteFile(input, []byte("first line\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	in, err := os.Open(input)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	p, err := Open(filepath.Join(dir, "app.ptr"), Options{EpochsPath: epochs, Input: input})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if err := p.Adopt(in, 42); err != nil {
+		t.Fatal(err)
+	}
+	e := p.Record().Epoch
+	if r := p.Record(); r.FileKey != 0 || r.FPLen != 0 {
+		t.Fatalf("record after Adopt names a file before any commit: %+v (the case Named is for)", r)
+	}
+	l, ok := p.Named(e)
+	if !ok || l.FileKey != 42 || l.FPLen != uint64(len("first line\n")) || l.FP != Fingerprint([]byte("first line\n")) {
+		t.Fatalf("Named(%x) = %+v, %v; want the adopted file", e, l, ok)
+	}
+	if _, ok := p.Named(e + 1); ok {
+		t.Fatal("Named of an epoch the file does not name found one")
+	}
+}

@@ -493,6 +493,18 @@ func (s *Source) adoptedGone(rec pointer.Record) bool {
 // to read before f: the ordinary open-time check decides about f.
 func (s *Source) resumeRotated(f *os.File, dev, ino uint64) bool {
 	rec := s.ptr.Record()
+	if rec.FileKey == 0 && rec.FPLen == 0 && rec.Epoch != 0 && !s.ptr.Fresh() && !s.cfg.Pinned {
+		// An epoch and no file: killed after the file was adopted (its
+		// epochs line written, lines published under the epoch) and before
+		// the first commit stored the identity. The epochs file names the
+		// file: it is the pointer's generation (read from the offset under
+		// the epoch, so exactlyOnce sinks skip what they hold), not a later
+		// generation read again under a new epoch.
+		if l, ok := s.ptr.Named(rec.Epoch); ok {
+			rec.FileKey, rec.FPLen, rec.FP = l.FileKey, l.FPLen, l.FP
+			s.log.Info("pointer names no file yet; its epoch's file from the epochs file", "epoch", hex16(rec.Epoch), "fileKey", hex16(rec.FileKey))
+		}
+	}
 	adopted := s.adoptedGone(rec)
 	s.resuming = adopted
 	defer func() { s.resuming = false }()
