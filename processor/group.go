@@ -48,8 +48,8 @@ type GroupConfig struct {
 	Wake      func() // pokes the feed's source when the ack point moved
 	// OnRelease, optional, records lines of a positioned batch given up on
 	// purpose (POST /admin/release) before the ack point passes them: the
-	// lines of epoch after the one ending at after (the last line handed
-	// to the processor before them; -1 not known: nothing is recorded),
+	// lines of epoch from position after (the end of the line before the
+	// first of them: the batch's Start, or its previous line's end),
 	// through the one ending at through. The daemon keeps them, so that the
 	// processor's done-through mark passes them at the next start (DESIGN
 	// §11: its record advances over lines it was released from) when it
@@ -81,11 +81,6 @@ type Group struct {
 	cpMark    uint64 // Mark(): queue count through the lines handed to the processor now
 	stepFrom  int    // the view line the processor call in progress starts at
 	stepEnd   int    // the view line after the last one it was given
-	// lastEnd is the end of the last line of an earlier batch of epoch
-	// lastEpoch handed to the processor (lastOK: one was), for OnRelease.
-	lastEnd   int64
-	lastEpoch uint64
-	lastOK    bool
 	published uint64 // dispatched count published so far
 
 	replays chan *replayReq // dead-letter replays, run between batches (dlq_replay.go)
@@ -440,20 +435,7 @@ func (g *Group) handle(ctx context.Context, b *feed.Batch) bool {
 	// TryPublish would count as a pause).
 	g.unfence()
 	g.publish(base + uint64(b.Len()))
-	if n := len(g.view.Lines); n > 0 && g.view.Positioned {
-		g.lastEnd, g.lastEpoch, g.lastOK = g.view.Ends[n-1], g.view.Epoch, true
-	}
 	return true
-}
-
-// SetStart tells the group where its feed reads on from in epoch (the
-// end of the line before the first it will publish, a committed pointer's
-// offset): the line before a release of the run's first lines
-// (OnRelease). Call before the source publishes its first batch.
-func (g *Group) SetStart(epoch uint64, pos int64) {
-	if !g.lastOK {
-		g.lastEnd, g.lastEpoch, g.lastOK = pos, epoch, true
-	}
 }
 
 // noteRelease reports the view's lines first through last (inclusive),
@@ -468,11 +450,9 @@ func (g *Group) noteRelease(first, last int) {
 		after = g.view.Ends[first-1]
 	case g.cur != nil && g.cur.Start >= 0:
 		after = g.cur.Start // lines of the batch before the view's first were filtered: finished without it
-	case g.lastOK && g.lastEpoch == g.view.Epoch:
-		after = g.lastEnd
 	}
 	if after < 0 {
-		return // the epoch's first lines handed over: nothing to compare a mark with
+		return // a batch with no Start (not from the source): nothing to compare a mark with
 	}
 	g.cfg.OnRelease(g.view.Epoch, after, g.view.Ends[last])
 }

@@ -489,14 +489,6 @@ func (f *Feed) start(ctx context.Context) {
 		defer close(f.runDone)
 		defer scancel()
 		f.catchUp(sctx, f.dataDir)
-		if f.ptr != nil && f.strat == file.Committed {
-			// Where this run reads on from (after the catch-up): the line
-			// before a release of the run's first lines (OnRelease).
-			rec := f.ptr.Record()
-			for _, g := range f.groups {
-				g.SetStart(rec.Epoch, rec.Offset)
-			}
-		}
 		f.src.Run(sctx)
 	}()
 }

@@ -55,7 +55,7 @@ func (r *Rig) Run() {
 func (r *Rig) Publish(lines ...string) *feed.Batch {
 	r.T.Helper()
 	b := feed.NewBatch()
-	b.Feed, b.Path, b.Epoch = "app", "/in.log", r.Epoch
+	b.Feed, b.Path, b.Epoch, b.Start = "app", "/in.log", r.Epoch, r.Pos
 	for _, l := range lines {
 		r.Pos += int64(len(l)) + 1
 		b.AppendLine([]byte(l), r.Pos)
