@@ -738,9 +738,16 @@ func TestAudOKRotateKill9ExactlyOnceBothEngines(t *testing.T) {
 			in.appendLines(300 + rng.IntN(1000))
 		}
 		after := uint64(100 + rng.IntN(2000))
-		waitUntil(t, fmt.Sprintf("kill %d: %d more messages", k, after), 120*time.Second, func() bool {
-			return progress()-from >= after || d.exited()
-		})
+		deadline := time.Now().Add(120 * time.Second)
+		for progress()-from < after && !d.exited() {
+			if time.Now().After(deadline) {
+				// Leave the evidence of a stall: the daemon's own account.
+				_, body, _ := d.get("/feed.status")
+				t.Fatalf("kill %d: timed out after 120s waiting for %d more messages (got %d)\nstatus: %s\nlog:\n%s",
+					k, after, progress()-from, body, tail(d.log(), 6000))
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
 		d.kill()
 		if d.code != -1 {
 			t.Fatalf("kill %d: exited %d before the kill\n%s", k, d.code, tail(d.log(), 3000))
