@@ -76,11 +76,7 @@ func audEnvSecretLog(t *testing.T) string {
 	cfg := strings.NewReplacer("./state", filepath.Join(dir, "state"), "./in.log", filepath.Join(dir, "in.log"),
 		addrPlaceholder, freeAddr(t)).Replace(audEnvSecretConfig)
 	log := startLog(t, cfg, 0o600, "AUD_KAFKA_PW=audKafkaPw-7731", "AUD_NATS_TOKEN=audNatsTok-9924")
-	for _, s := range []string{"audKafkaPw-7731", "audNatsTok-9924"} {
-		if strings.Contains(log, s) {
-			t.Errorf("the secret %q is in the log", s)
-		}
-	}
+	wantSecretsNotInLog(t, log, "audKafkaPw-7731", "audNatsTok-9924")
 	return log
 }
 
@@ -131,11 +127,7 @@ func TestAudOKLiteralSecretsWarned(t *testing.T) {
 	if len(audWarnLines(log, "token")) == 0 {
 		t.Errorf("no WARN naming the nats token:\n%s", log)
 	}
-	for _, s := range []string{"audKafkaPw-7731", "audNatsTok-9924"} {
-		if strings.Contains(log, s) {
-			t.Errorf("the secret %q is in the log", s)
-		}
-	}
+	wantSecretsNotInLog(t, log, "audKafkaPw-7731", "audNatsTok-9924")
 }
 
 // audRun runs `tailfeed run` on cfg (written to dir/tailfeed.yaml, mode
@@ -179,20 +171,14 @@ func audRun(t *testing.T, dir, cfg string, extraEnv ...string) (string, int) {
 func TestAudXNatsCredsFileMissingNotAConfigError(t *testing.T) {
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "in.log"), nil, 0o644)
-	cfg := fmt.Sprintf(`dataDir: %s
-status:
-  listen: %s
-feeds:
-  - {name: app, path: %s}
-processors:
-  - name: n
+	cfg := oneFeedConfig(t, dir, "", `  - name: n
     feed: app
     type: nats
     url: nats://127.0.0.1:1
     stream: LOGS
     subject: logs.{instance}.{feed}
     credsFile: /nonexistent/aud.creds
-`, filepath.Join(dir, "state"), freeAddr(t), filepath.Join(dir, "in.log"))
+`)
 	out, code := audRun(t, dir, cfg)
 	if code != 2 || !regexp.MustCompile(`tailfeed\.yaml:\d+: .*credsFile`).MatchString(out) {
 		t.Errorf("missing credsFile: exit %d, want 2 with tailfeed.yaml:LINE: …credsFile…; output:\n%s", code, tail(out, 2000))
@@ -279,12 +265,7 @@ processors:
 // compacted with one partition; the offsets record's key
 // <instance>:<processor>:<feed>:<epoch> and value {"feed","fileKey","epoch","position"}.
 func TestAudOKKafkaRecordsAndOffsets(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	broker := c.ListenAddrs()[0]
+	broker := startKafka(t)
 	e := newEnv(t, strings.ReplaceAll(audKafkaConfig, "{{BROKER}}", broker))
 	lines := []string{"alpha", "", "gamma \xff"}
 	os.WriteFile(e.path("in.log"), []byte(strings.Join(lines, "\n")+"\n"), 0o644)
@@ -336,9 +317,7 @@ func TestAudOKKafkaRecordsAndOffsets(t *testing.T) {
 	if v["fileKey"] != ptr.FileKey {
 		t.Errorf("offsets value's fileKey %v, the pointer's %s: %s", v["fileKey"], ptr.FileKey, last.Value)
 	}
-	cl, _ := kgo.NewClient(kgo.SeedBrokers(broker))
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
+	adm := kafkaAdmin(t, broker)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	td, err := adm.ListTopics(ctx, "offs")
@@ -367,12 +346,8 @@ func TestAudOKKafkaRecordsAndOffsets(t *testing.T) {
 // TestAudOKKafkaOffsetsNotCompactedWarnAtStart — DESIGN §11: "an offsets
 // topic that is not compacted is a WARN at start" (no line needed).
 func TestAudOKKafkaOffsetsNotCompactedWarnAtStart(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "logs", "offs"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	e := newEnv(t, strings.ReplaceAll(strings.ReplaceAll(audKafkaConfig, "{{BROKER}}", c.ListenAddrs()[0]), "createTopics: true", "createTopics: false"))
+	broker := startKafka(t, kfake.SeedTopics(1, "logs", "offs"))
+	e := newEnv(t, strings.ReplaceAll(strings.ReplaceAll(audKafkaConfig, "{{BROKER}}", broker), "createTopics: true", "createTopics: false"))
 	os.WriteFile(e.path("in.log"), nil, 0o644)
 	d := e.start()
 	waitUntil(t, "WARN naming the offsets topic not compacted", 30*time.Second, func() bool {
@@ -381,7 +356,9 @@ func TestAudOKKafkaOffsetsNotCompactedWarnAtStart(t *testing.T) {
 	d.stop()
 }
 
-const audNatsConfig = `instance: aud-host
+// audCommittedHead is the top of most engine configs here: instance
+// aud-host, feed app reading ./in.log COMMITTED (its further keys follow).
+const audCommittedHead = `instance: aud-host
 dataDir: ./state
 status:
   listen: {{ADDR}}
@@ -389,7 +366,22 @@ feeds:
   - name: app
     path: ./in.log
     readStrategy: COMMITTED
-    queueCapacity: 512
+`
+
+// audKafkaKx is processor kx: kafka exactlyOnce into topic logs, offsets
+// in offs.
+const audKafkaKx = `  - name: kx
+    feed: app
+    type: kafka
+    brokers: [{{BROKER}}]
+    topic: logs
+    offsetsTopic: offs
+    exactlyOnce: true
+    timeoutMillis: 2000
+    retry: {initialMillis: 50, maxMillis: 400}
+`
+
+const audNatsConfig = audCommittedHead + `    queueCapacity: 512
 processors:
   - name: exact
     feed: app
@@ -408,8 +400,7 @@ processors:
 // headers; createStream: file storage, the subject, a 2-minute duplicate
 // window.
 func TestAudOKNatsMessageAndCreatedStream(t *testing.T) {
-	srv := natstest.Start(t, natstest.Options{})
-	_, js := srv.Connect(t)
+	srv, js := startNats(t)
 	e := newEnv(t, strings.NewReplacer("{{NATS}}", srv.URL(), "{{STREAM}}", "AUDC", "{{CREATE}}", "true").Replace(audNatsConfig))
 	lines := []string{"one", "", "three"}
 	os.WriteFile(e.path("in.log"), []byte(strings.Join(lines, "\n")+"\n"), 0o644)
@@ -458,12 +449,7 @@ func TestAudOKNatsMessageAndCreatedStream(t *testing.T) {
 // and a short duplicate window (so the stream's dedupe does not hide
 // duplicates): every line once, in order.
 func TestAudOKNatsKill9OneAtATime(t *testing.T) {
-	srv := natstest.Start(t, natstest.Options{})
-	_, js := srv.Connect(t)
-	if _, err := js.CreateStream(context.Background(), jetstream.StreamConfig{Name: "AUDX", Subjects: []string{"aud.>"},
-		Storage: jetstream.FileStorage, Duplicates: 100 * time.Millisecond}); err != nil {
-		t.Fatal(err)
-	}
+	srv, js := startNats(t, shortDupStream("AUDX", "aud", false))
 	e := newEnv(t, strings.NewReplacer("{{NATS}}", srv.URL(), "{{STREAM}}", "AUDX", "{{CREATE}}", "false").Replace(audNatsConfig))
 	in := newInput(t, e.path("in.log"))
 	in.appendLines(500)
@@ -473,13 +459,9 @@ func TestAudOKNatsKill9OneAtATime(t *testing.T) {
 		from := streamMsgs(t, js, "AUDX")
 		in.appendLines(1500 + rng.IntN(1500))
 		after := uint64(50 + rng.IntN(800))
-		waitUntil(t, fmt.Sprintf("kill %d: %d messages", k, after), 120*time.Second, func() bool {
-			return streamMsgs(t, js, "AUDX")-from >= after || d.exited()
+		killWhen(t, d, fmt.Sprintf("kill %d: %d messages", k, after), 120*time.Second, func() bool {
+			return streamMsgs(t, js, "AUDX")-from >= after
 		})
-		d.kill()
-		if d.code != -1 {
-			t.Fatalf("kill %d: exited %d before the kill\n%s", k, d.code, tail(d.log(), 3000))
-		}
 	}
 	d := e.start()
 	d.waitSettled(300 * time.Second)
@@ -499,16 +481,7 @@ feeds:
     pollIntervalMillis: 20
     scanIntervalMillis: 200
 processors:
-  - name: kx
-    feed: app
-    type: kafka
-    brokers: [{{BROKER}}]
-    topic: logs
-    offsetsTopic: offs
-    exactlyOnce: true
-    timeoutMillis: 2000
-    retry: {initialMillis: 50, maxMillis: 400}
-  - name: nx
+` + audKafkaKx + `  - name: nx
     feed: app
     type: nats
     url: {{NATS}}
@@ -526,21 +499,9 @@ processors:
 // so the stream's dedupe hides nothing); afterwards every line is in each
 // engine exactly once, and on each nats subject in file order.
 func TestAudOKGlobKill9ExactlyOnceBothEngines(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, "logs"), kfake.SeedTopics(1, "offs"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	broker := c.ListenAddrs()[0]
-	srv := natstest.Start(t, natstest.Options{})
-	_, js := srv.Connect(t)
-	if _, err := js.CreateStream(context.Background(), jetstream.StreamConfig{Name: "AUDG", Subjects: []string{"aud.>"},
-		Storage: jetstream.FileStorage, Duplicates: 100 * time.Millisecond, AllowBatchPublish: true}); err != nil {
-		t.Fatal(err)
-	}
-	admCl, _ := kgo.NewClient(kgo.SeedBrokers(broker))
-	defer admCl.Close()
-	adm := kadm.NewClient(admCl)
+	broker := startKafka(t, kfake.SeedTopics(3, "logs"), kfake.SeedTopics(1, "offs"))
+	srv, js := startNats(t, shortDupStream("AUDG", "aud", true))
+	adm := kafkaAdmin(t, broker)
 	e := newEnv(t, strings.NewReplacer("{{BROKER}}", broker, "{{NATS}}", srv.URL()).Replace(audGlobKillConfig))
 	os.MkdirAll(e.path("in"), 0o755)
 	files := []*audFile{{t: t, path: e.path("in/a.log")}, {t: t, path: e.path("in/b.log")}, {t: t, path: e.path("in/c.log")}}
@@ -562,13 +523,9 @@ func TestAudOKGlobKill9ExactlyOnceBothEngines(t *testing.T) {
 			files[rng.IntN(3)].appendLines(800 + rng.IntN(1200))
 		}
 		after := uint64(100 + rng.IntN(2000))
-		waitUntil(t, fmt.Sprintf("kill %d: %d messages", k, after), 120*time.Second, func() bool {
-			return streamMsgs(t, js, "AUDG")+uint64(kafkaEnd(t, adm, "logs"))-from >= after || d.exited()
+		killWhen(t, d, fmt.Sprintf("kill %d: %d messages", k, after), 120*time.Second, func() bool {
+			return streamMsgs(t, js, "AUDG")+uint64(kafkaEnd(t, adm, "logs"))-from >= after
 		})
-		d.kill()
-		if d.code != -1 {
-			t.Fatalf("kill %d: exited %d before the kill\n%s", k, d.code, tail(d.log(), 3000))
-		}
 	}
 	d := e.start()
 	d.waitSettled(300 * time.Second)
@@ -642,28 +599,11 @@ func (f *audFile) appendLines(n int) {
 	}
 }
 
-const audRotateKillConfig = `instance: aud-host
-dataDir: ./state
-status:
-  listen: {{ADDR}}
-feeds:
-  - name: app
-    path: ./in.log
-    readStrategy: COMMITTED
-    queueCapacity: 512
+const audRotateKillConfig = audCommittedHead + `    queueCapacity: 512
     pollIntervalMillis: 20
     rotateWaitMillis: 200
 processors:
-  - name: kx
-    feed: app
-    type: kafka
-    brokers: [{{BROKER}}]
-    topic: logs
-    offsetsTopic: offs
-    exactlyOnce: true
-    timeoutMillis: 2000
-    retry: {initialMillis: 50, maxMillis: 400}
-  - name: nb
+` + audKafkaKx + `  - name: nb
     feed: app
     type: nats
     url: {{NATS}}
@@ -691,25 +631,9 @@ processors:
 // on disk. Afterwards kafka holds every line once (read-committed) and
 // each nats stream every line once, in order.
 func TestAudOKRotateKill9ExactlyOnceBothEngines(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "logs"), kfake.SeedTopics(1, "offs"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	broker := c.ListenAddrs()[0]
-	srv := natstest.Start(t, natstest.Options{})
-	_, js := srv.Connect(t)
-	for _, sc := range []jetstream.StreamConfig{
-		{Name: "AUDB", Subjects: []string{"audb.>"}, Storage: jetstream.FileStorage, Duplicates: 100 * time.Millisecond, AllowBatchPublish: true},
-		{Name: "AUDS", Subjects: []string{"auds.>"}, Storage: jetstream.FileStorage, Duplicates: 100 * time.Millisecond},
-	} {
-		if _, err := js.CreateStream(context.Background(), sc); err != nil {
-			t.Fatal(err)
-		}
-	}
-	admCl, _ := kgo.NewClient(kgo.SeedBrokers(broker))
-	defer admCl.Close()
-	adm := kadm.NewClient(admCl)
+	broker := startKafka(t, kfake.SeedTopics(2, "logs"), kfake.SeedTopics(1, "offs"))
+	srv, js := startNats(t, shortDupStream("AUDB", "audb", true), shortDupStream("AUDS", "auds", false))
+	adm := kafkaAdmin(t, broker)
 	e := newEnv(t, strings.NewReplacer("{{BROKER}}", broker, "{{NATS}}", srv.URL()).Replace(audRotateKillConfig))
 	in := &audFile{t: t, path: e.path("in.log")}
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 13))
@@ -788,15 +712,7 @@ func TestAudOKRotateKill9ExactlyOnceBothEngines(t *testing.T) {
 	t.Logf("%d lines, %d rotations, 8 kills", n, rotations)
 }
 
-const audReloadTargetNats = `instance: aud-host
-dataDir: ./state
-status:
-  listen: {{ADDR}}
-feeds:
-  - name: app
-    path: ./in.log
-    readStrategy: COMMITTED
-processors:
+const audReloadTargetNats = audCommittedHead + `processors:
   - name: n
     feed: app
     type: nats
@@ -808,15 +724,7 @@ processors:
     retry: {initialMillis: 50, maxMillis: 200, attempts: 1}
 `
 
-const audReloadTargetKafka = `instance: aud-host
-dataDir: ./state
-status:
-  listen: {{ADDR}}
-feeds:
-  - name: app
-    path: ./in.log
-    readStrategy: COMMITTED
-processors:
+const audReloadTargetKafka = audCommittedHead + `processors:
   - name: k
     feed: app
     type: kafka
@@ -880,12 +788,8 @@ func audReloadTarget(t *testing.T, tmpl string, first, second *strings.Replacer,
 // sink/kafka/register.go), so internal/daemon/reload.go targetChanged
 // never sees a change for them.
 func TestAudXReloadNatsSubjectChangeKeepsState(t *testing.T) {
-	srv := natstest.Start(t, natstest.Options{})
-	_, js := srv.Connect(t)
-	if _, err := js.CreateStream(context.Background(), jetstream.StreamConfig{Name: "AUDT", Subjects: []string{"one.>", "two.>"},
-		Storage: jetstream.FileStorage, MaxMsgSize: 1000}); err != nil {
-		t.Fatal(err)
-	}
+	srv, _ := startNats(t, jetstream.StreamConfig{Name: "AUDT", Subjects: []string{"one.>", "two.>"},
+		Storage: jetstream.FileStorage, MaxMsgSize: 1000})
 	audReloadTarget(t, audReloadTargetNats,
 		strings.NewReplacer("{{NATS}}", srv.URL(), "{{SUBJECT}}", "one"),
 		strings.NewReplacer("{{NATS}}", srv.URL(), "{{SUBJECT}}", "two"), "n")
@@ -897,13 +801,7 @@ func TestAudXReloadNatsSubjectChangeKeepsState(t *testing.T) {
 // when a reload changes its topic.
 // Observed: kept, no WARN (no Target registered for kafka).
 func TestAudXReloadKafkaTopicChangeKeepsState(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "one", "two"),
-		kfake.BrokerConfigs(map[string]string{"message.max.bytes": "2000"}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	b := c.ListenAddrs()[0]
+	b := startKafka(t, kfake.SeedTopics(1, "one", "two"), kfake.BrokerConfigs(map[string]string{"message.max.bytes": "2000"}))
 	audReloadTarget(t, audReloadTargetKafka,
 		strings.NewReplacer("{{BROKER}}", b, "{{TOPIC}}", "one"),
 		strings.NewReplacer("{{BROKER}}", b, "{{TOPIC}}", "two"), "k")
@@ -957,14 +855,8 @@ func TestAudXNatsCreateStreamDottedInstance(t *testing.T) {
 // topic / nats stream stalls the feed with the reason; created later by
 // hand, every line lands once and nothing is dead-lettered.
 func TestAudOKMissingTargetHoldsThenResumes(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	broker := c.ListenAddrs()[0]
-	srv := natstest.Start(t, natstest.Options{})
-	_, js := srv.Connect(t)
+	broker := startKafka(t)
+	srv, js := startNats(t)
 	cfg := strings.NewReplacer("{{BROKER}}", broker, "{{NATS}}", srv.URL()).Replace(`instance: aud-host
 dataDir: ./state
 status:
@@ -986,9 +878,7 @@ processors:
 	if f := func() feedReport { r, _ := statusRaw(t, d); return r.feed(t, "app") }(); f.DeadLettered != 0 {
 		t.Fatalf("dead-lettered %d while the target is missing", f.DeadLettered)
 	}
-	cl, _ := kgo.NewClient(kgo.SeedBrokers(broker))
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
+	adm := kafkaAdmin(t, broker)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if _, err := adm.CreateTopic(ctx, 1, 1, nil, "late"); err != nil {
@@ -1082,15 +972,7 @@ processors:
 	}
 }
 
-const audReloadLoadConfig = `instance: aud-host
-dataDir: ./state
-status:
-  listen: {{ADDR}}
-feeds:
-  - name: app
-    path: ./in.log
-    readStrategy: COMMITTED
-    queueCapacity: {{Q}}
+const audReloadLoadConfig = audCommittedHead + `    queueCapacity: {{Q}}
     pollIntervalMillis: 20
 processors:
   - name: kp
@@ -1138,20 +1020,8 @@ processors:
 // each engine — at-least-once sinks included (streams with a 100 ms
 // duplicate window: their dedupe hides nothing).
 func TestAudOKReloadUnderLoadNoDuplicates(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "plain", "exact"), kfake.SeedTopics(1, "offs"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	broker := c.ListenAddrs()[0]
-	srv := natstest.Start(t, natstest.Options{})
-	_, js := srv.Connect(t)
-	for _, name := range []string{"AUDP", "AUDE"} {
-		if _, err := js.CreateStream(context.Background(), jetstream.StreamConfig{Name: name, Subjects: []string{strings.ToLower(name) + ".>"},
-			Storage: jetstream.FileStorage, Duplicates: 100 * time.Millisecond, AllowBatchPublish: true}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	broker := startKafka(t, kfake.SeedTopics(2, "plain", "exact"), kfake.SeedTopics(1, "offs"))
+	srv, js := startNats(t, shortDupStream("AUDP", "audp", true), shortDupStream("AUDE", "aude", true))
 	tmpl := strings.NewReplacer("{{BROKER}}", broker, "{{NATS}}", srv.URL()).Replace(audReloadLoadConfig)
 	e := newEnv(t, strings.NewReplacer("{{T}}", "3000", "{{Q}}", "512").Replace(tmpl))
 	in := &audFile{t: t, path: e.path("in.log")}
@@ -1172,14 +1042,7 @@ func TestAudOKReloadUnderLoadNoDuplicates(t *testing.T) {
 	d.stop()
 	n := len(in.texts)
 	for _, topic := range []string{"plain", "exact"} {
-		got := kafkaCount(t, broker, topic, n)
-		bad := 0
-		for _, s := range in.texts {
-			if got[s] != 1 {
-				bad++
-			}
-		}
-		if bad > 0 {
+		if bad := notOnce(kafkaCount(t, broker, topic, n), in.texts); bad > 0 {
 			t.Errorf("kafka %s: %d of %d lines not exactly once", topic, bad, n)
 		}
 	}
@@ -1189,13 +1052,7 @@ func TestAudOKReloadUnderLoadNoDuplicates(t *testing.T) {
 		for _, m := range msgs {
 			seen[string(m.Data)]++
 		}
-		bad := 0
-		for _, s := range in.texts {
-			if seen[s] != 1 {
-				bad++
-			}
-		}
-		if bad > 0 || len(msgs) != n {
+		if bad := notOnce(seen, in.texts); bad > 0 || len(msgs) != n {
 			t.Errorf("nats %s: %d messages for %d lines, %d not exactly once", stream, len(msgs), n, bad)
 		}
 	}
@@ -1247,12 +1104,7 @@ processors:
 // lines are produced and committed a second time: duplicates in an
 // exactlyOnce topic without any crash of host-a.
 func TestAudXKafkaSharedOffsetsOpenTxnDuplicates(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "logs", "offs"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	broker := c.ListenAddrs()[0]
+	broker := startKafka(t, kfake.SeedTopics(1, "logs", "offs"))
 	e := newEnv(t, strings.ReplaceAll(audSharedOffsetsConfig, "{{BROKER}}", broker))
 	in := &audFile{t: t, path: e.path("in.log")}
 	in.appendLines(100)
@@ -1286,14 +1138,7 @@ func TestAudXKafkaSharedOffsetsOpenTxnDuplicates(t *testing.T) {
 	if err := b.EndTransaction(ctx, kgo.TryCommit); err != nil {
 		t.Fatal(err)
 	}
-	got := kafkaCount(t, broker, "logs", len(in.texts))
-	dup := 0
-	for _, s := range in.texts {
-		if got[s] != 1 {
-			dup++
-		}
-	}
-	if dup > 0 {
+	if dup := notOnce(kafkaCount(t, broker, "logs", len(in.texts)), in.texts); dup > 0 {
 		t.Errorf("exactlyOnce topic: %d of %d lines not exactly once (host-b's open transaction on the shared offsets topic hid host-a's newer offsets records at its start)", dup, len(in.texts))
 	}
 }
@@ -1304,11 +1149,9 @@ func TestAudXKafkaSharedOffsetsOpenTxnDuplicates(t *testing.T) {
 // caught up from the input; kill -9 three times in the middle of that
 // catch-up, then a clean run: the stream holds every line once, in order.
 func TestAudOKNatsKill9DuringCatchUp(t *testing.T) {
-	srv := natstest.Start(t, natstest.Options{})
-	_, js := srv.Connect(t)
+	srv, js := startNats(t, shortDupStream("AUDK", "aud", true))
 	ctx := context.Background()
-	st, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "AUDK", Subjects: []string{"aud.>"},
-		Storage: jetstream.FileStorage, Duplicates: 100 * time.Millisecond, AllowBatchPublish: true})
+	st, err := js.Stream(ctx, "AUDK")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1332,13 +1175,9 @@ func TestAudOKNatsKill9DuringCatchUp(t *testing.T) {
 		d := e.spawn()
 		from := streamMsgs(t, js, "AUDK")
 		after := uint64(100 + rng.IntN(1500))
-		waitUntil(t, fmt.Sprintf("kill %d: %d messages of the catch-up", k, after), 120*time.Second, func() bool {
-			return streamMsgs(t, js, "AUDK")-from >= after || d.exited()
+		killWhen(t, d, fmt.Sprintf("kill %d: %d messages of the catch-up", k, after), 120*time.Second, func() bool {
+			return streamMsgs(t, js, "AUDK")-from >= after
 		})
-		d.kill()
-		if d.code != -1 {
-			t.Fatalf("kill %d: exited %d\n%s", k, d.code, tail(d.log(), 3000))
-		}
 		in.appendLines(500)
 	}
 	d = e.start()
@@ -1363,11 +1202,7 @@ func TestAudOKNatsKill9DuringCatchUp(t *testing.T) {
 // record (written for a run ending in filtered lines) and the engine
 // sinks' dead-letter ledgers included.
 func TestAudOKEngineStateFilesPrivate(t *testing.T) {
-	srv := natstest.Start(t, natstest.Options{})
-	_, js := srv.Connect(t)
-	if _, err := js.CreateStream(context.Background(), jetstream.StreamConfig{Name: "AUDM", Subjects: []string{"aud.>"}, MaxMsgSize: 1000}); err != nil {
-		t.Fatal(err)
-	}
+	srv, _ := startNats(t, jetstream.StreamConfig{Name: "AUDM", Subjects: []string{"aud.>"}, MaxMsgSize: 1000})
 	cfg := strings.NewReplacer("{{NATS}}", srv.URL(), "{{STREAM}}", "AUDM", "{{CREATE}}", "false",
 		"    retry: {initialMillis: 50, maxMillis: 400}\n", "    retry: {initialMillis: 50, maxMillis: 400, attempts: 1}\n    onFailure: deadLetter\n    exclude: \"^skip\"\n").Replace(audNatsConfig)
 	e := newEnv(t, cfg)
@@ -1402,14 +1237,8 @@ func TestAudOKEngineStateFilesPrivate(t *testing.T) {
 // userinfo is a password or a token.)
 func TestAudXNatsURLLiteralPasswordNoWarn(t *testing.T) {
 	dir := t.TempDir()
-	cfg := fmt.Sprintf(`dataDir: %s
-status:
-  listen: %s
-feeds:
-  - {name: app, path: %s}
-processors:
-  - {name: n, feed: app, type: nats, url: "nats://aud:SecretPw99@127.0.0.1:1", stream: S, subject: "a.{instance}"}
-`, filepath.Join(dir, "state"), freeAddr(t), filepath.Join(dir, "in.log"))
+	cfg := oneFeedConfig(t, dir, "", `  - {name: n, feed: app, type: nats, url: "nats://aud:SecretPw99@127.0.0.1:1", stream: S, subject: "a.{instance}"}
+`)
 	log := startLog(t, cfg, 0o600)
 	if strings.Contains(log, "SecretPw99") {
 		t.Errorf("the password is in the log")

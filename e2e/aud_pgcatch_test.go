@@ -59,6 +59,18 @@ func audPgEnv(t *testing.T, c *pgtest.Cluster, instance, dsn string) *env {
 	return newEnv(t, strings.ReplaceAll(cfg, "{{DSN}}", dsn))
 }
 
+// wantCaughtUpOnce fails t unless, after the catch-up run d (feed report f), the table holds every line of in once and f is lossless without a lost tail, and a start after it re-reads nothing and stays lossless (wantNoSecondCatchUp).
+func wantCaughtUpOnce(t *testing.T, c *pgtest.Cluster, e *env, in *input, d *daemon, f feedReport) {
+	t.Helper()
+	if s := audRowsOnce(t, c, in); s != "" {
+		t.Errorf("after the restart: %s; catch-up in the log: %v", s, strings.Contains(d.log(), "committing the pointer back"))
+	}
+	if !f.Lossless || f.LostTails != 0 {
+		t.Errorf("after a catch-up of lines on disk: %s", f.lossFacts())
+	}
+	wantNoSecondCatchUp(t, e)
+}
+
 // audRowsOnce checks that the table holds every input line exactly once
 // (by text) and returns a description of what is wrong ("" when right).
 func audRowsOnce(t *testing.T, c *pgtest.Cluster, in *input) string {
@@ -92,9 +104,7 @@ func audRowsOnce(t *testing.T, c *pgtest.Cluster, in *input) string {
 // epoch 16 lowercase hex, position the byte offset after the line, the
 // instance column the host name when `instance` is not set.
 func TestAudOKPostgresTableShape(t *testing.T) {
-	c := pgtest.Start(t, pgtest.Options{})
-	e := audPgEnv(t, c, "", c.DSN("sslmode=disable"))
-	in := newInput(t, e.path("in.log"))
+	c, e, in := audPgStart(t, "", "sslmode=disable")
 	in.appendLines(50)
 	_, _, f := settledRun(t, e)
 	cols := c.Psql(`SELECT string_agg(column_name || ' ' || data_type, ', ' ORDER BY ordinal_position) FROM information_schema.columns WHERE table_name = 'lines'`)
@@ -128,29 +138,17 @@ func TestAudOKPostgresTableShape(t *testing.T) {
 // caught up, every line once in the table, the plain file sink receives
 // the 800 lines again, lossless.
 func TestAudOKPostgresRowsDeletedCaughtUp(t *testing.T) {
-	c := pgtest.Start(t, pgtest.Options{})
-	e := audPgEnv(t, c, "e2e-host", c.DSN("sslmode=disable"))
-	in := newInput(t, e.path("in.log"))
+	c, e, in := audPgStart(t, "e2e-host", "sslmode=disable")
 	in.appendLines(2000)
 	_, _, f := settledRun(t, e)
 	c.Psql(fmt.Sprintf(`DELETE FROM lines WHERE position > %d`, in.ends[1199]))
 	c.Psql(fmt.Sprintf(`INSERT INTO lines (instance, feed, epoch, position, path, line) VALUES ('other-host', 'app', '%s', 999999999, '/x', '\x41')`, f.Pointer.Epoch))
 	d, _, f2 := settledRun(t, e)
 	c.Psql(`DELETE FROM lines WHERE instance = 'other-host'`)
-	if s := audRowsOnce(t, c, in); s != "" {
-		t.Errorf("after the restart: %s; catch-up in the log: %v", s, strings.Contains(d.log(), "committing the pointer back"))
-	}
 	if dups := duplicateLines(t, in, e.path("plain.log")); dups != 800 {
 		t.Errorf("plain file sink: %d duplicates, want the 800 lines of the gap again", dups)
 	}
-	if !f2.Lossless || f2.LostTails != 0 {
-		t.Errorf("after a catch-up of lines on disk: %s", f2.lossFacts())
-	}
-	// A start after the catch-up re-reads nothing and stays lossless.
-	d3, _, f3 := settledRun(t, e)
-	if strings.Contains(d3.log(), "committing the pointer back") || f3.Sequence != 0 || !f3.Lossless {
-		t.Errorf("the start after the catch-up: sequence %d, %s, catch-up again %v", f3.Sequence, f3.lossFacts(), strings.Contains(d3.log(), "committing the pointer back"))
-	}
+	wantCaughtUpOnce(t, c, e, in, d, f2)
 }
 
 // TestAudOKPostgresOlderGenerationRowsDeleted checks DESIGN §11: "A sink
@@ -162,9 +160,7 @@ func TestAudOKPostgresRowsDeletedCaughtUp(t *testing.T) {
 // of the first epoch and every row of the second. Expected: every line once
 // in the table, lossless.
 func TestAudOKPostgresOlderGenerationRowsDeleted(t *testing.T) {
-	c := pgtest.Start(t, pgtest.Options{})
-	e := audPgEnv(t, c, "e2e-host", c.DSN("sslmode=disable"))
-	in := newInput(t, e.path("in.log"))
+	c, e, in := audPgStart(t, "e2e-host", "sslmode=disable")
 	in.appendLines(1500)
 	d := e.start()
 	r := d.waitSettled(60 * time.Second)
@@ -182,17 +178,7 @@ func TestAudOKPostgresOlderGenerationRowsDeleted(t *testing.T) {
 	d.stop()
 	c.Psql(fmt.Sprintf(`DELETE FROM lines WHERE (epoch = '%s' AND position > %d) OR epoch <> '%s'`, epoch1, cut, epoch1))
 	d, _, f := settledRun(t, e)
-	if s := audRowsOnce(t, c, in); s != "" {
-		t.Errorf("after the restart: %s; catch-up in the log: %v", s, strings.Contains(d.log(), "committing the pointer back"))
-	}
-	if !f.Lossless || f.LostTails != 0 {
-		t.Errorf("after a catch-up of lines on disk: %s", f.lossFacts())
-	}
-	// A start after the catch-up re-reads nothing and stays lossless.
-	d3, _, f3 := settledRun(t, e)
-	if strings.Contains(d3.log(), "committing the pointer back") || f3.Sequence != 0 || !f3.Lossless {
-		t.Errorf("the start after the catch-up: sequence %d, %s, catch-up again %v", f3.Sequence, f3.lossFacts(), strings.Contains(d3.log(), "committing the pointer back"))
-	}
+	wantCaughtUpOnce(t, c, e, in, d, f)
 }
 
 // TestAudOKPostgresFreshPointerNotAGap checks DESIGN §11: "A fresh pointer
@@ -202,9 +188,7 @@ func TestAudOKPostgresOlderGenerationRowsDeleted(t *testing.T) {
 // line under the old epoch. Expected: lossless, no lost tail; every line in
 // the table (the re-read lands under the new epoch).
 func TestAudOKPostgresFreshPointerNotAGap(t *testing.T) {
-	c := pgtest.Start(t, pgtest.Options{})
-	e := audPgEnv(t, c, "e2e-host", c.DSN("sslmode=disable"))
-	in := newInput(t, e.path("in.log"))
+	c, e, in := audPgStart(t, "e2e-host", "sslmode=disable")
 	in.appendLines(1000)
 	settledRun(t, e)
 	if err := os.WriteFile(e.path("state/feeds/app.ptr"), make([]byte, 1024), 0o600); err != nil {
@@ -233,18 +217,8 @@ func TestAudOKPostgresFreshPointerNotAGap(t *testing.T) {
 // copy from 1000 lines earlier while stopped. Expected: the table holds
 // every line once, lossless; the plain file sink gets the 1000 lines again.
 func TestAudOKPostgresAheadOnlySkips(t *testing.T) {
-	c := pgtest.Start(t, pgtest.Options{})
-	e := audPgEnv(t, c, "e2e-host", c.DSN("sslmode=disable"))
-	in := newInput(t, e.path("in.log"))
-	in.appendLines(1000)
-	settledRun(t, e)
-	bak := filepath.Join(t.TempDir(), "app.ptr")
-	copyFile(t, e.path("state/feeds/app.ptr"), bak)
-	d := e.start()
-	in.appendLines(1000)
-	d.waitSettled(60 * time.Second)
-	d.stop()
-	copyFile(t, bak, e.path("state/feeds/app.ptr"))
+	c, e, in := audPgStart(t, "e2e-host", "sslmode=disable")
+	audPointerPutBack1000(t, e, in)
 	_, _, f := settledRun(t, e)
 	if s := audRowsOnce(t, c, in); s != "" {
 		t.Error(s)
@@ -317,6 +291,18 @@ func TestAudOKPostgresDSNSecret(t *testing.T) {
 	t.Logf("%s", tail(all, 3000))
 }
 
+// audReloadInstance rewrites the running daemon d's config with instance
+// host-a changed to to and asks d to reload it; it returns the answer.
+func audReloadInstance(t *testing.T, e *env, d *daemon, to string) (int, []byte) {
+	t.Helper()
+	text := strings.ReplaceAll(e.tmpl, "instance: host-a", "instance: "+to)
+	if err := os.WriteFile(e.cfg, []byte(strings.ReplaceAll(text, addrPlaceholder, d.addr)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, _, body := request(t, d, http.MethodPost, "/admin/reload", "tok", nil)
+	return code, body
+}
+
 // TestAudXReloadInstanceNotApplied checks DESIGN §12 Reload: "The new
 // file is validated whole first ... If valid, the difference is applied
 // without a restart", with §11: "instance ... names this sidecar in every
@@ -330,17 +316,11 @@ func TestAudOKPostgresDSNSecret(t *testing.T) {
 // second sidecar renamed this way goes on deduplicating against the old
 // name).
 func TestAudXReloadInstanceNotApplied(t *testing.T) {
-	c := pgtest.Start(t, pgtest.Options{})
-	e := audPgEnv(t, c, "host-a", c.DSN("sslmode=disable"))
-	in := newInput(t, e.path("in.log"))
+	c, e, in := audPgStart(t, "host-a", "sslmode=disable")
 	in.appendLines(10)
 	d := e.start()
 	d.waitSettled(60 * time.Second)
-	text := strings.ReplaceAll(e.tmpl, "instance: host-a", "instance: host-b")
-	if err := os.WriteFile(e.cfg, []byte(strings.ReplaceAll(text, addrPlaceholder, d.addr)), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	code, _, body := request(t, d, http.MethodPost, "/admin/reload", "tok", nil)
+	code, body := audReloadInstance(t, e, d, "host-b")
 	if code != http.StatusOK {
 		t.Skipf("reload refused (%d %s): instance is not reloadable and says so", code, body)
 	}
@@ -400,9 +380,7 @@ const audPgTwoTmpl = audPgTmpl + `  - name: pg2
 // documents this ("the file at the path is then read under a new epoch"),
 // which contradicts DESIGN's "every line lands once".
 func TestAudXCatchUpGoneGenerationInboxOnce(t *testing.T) {
-	c := pgtest.Start(t, pgtest.Options{})
-	e := newEnv(t, strings.NewReplacer("{{INSTANCE}}", "instance: e2e-host\n", "{{DSN}}", c.DSN("sslmode=disable")).Replace(audPgTwoTmpl))
-	in := newInput(t, e.path("in.log"))
+	c, e, in := audPgTwoStart(t)
 	in.appendLines(2000)
 	d := e.start()
 	r := d.waitSettled(60 * time.Second)
@@ -490,16 +468,8 @@ func TestAudXPostgresLongTableNameMarks(t *testing.T) {
 func TestAudOKCountAheadOnlySkips(t *testing.T) {
 	e := newEnv(t, catchUpCountConfig)
 	in := newInput(t, e.path("in.log"))
-	in.appendLines(1000)
-	settledRun(t, e)
-	bak := filepath.Join(t.TempDir(), "app.ptr")
-	copyFile(t, e.path("state/feeds/app.ptr"), bak)
+	audPointerPutBack1000(t, e, in)
 	d := e.start()
-	in.appendLines(1000)
-	d.waitSettled(60 * time.Second)
-	d.stop()
-	copyFile(t, bak, e.path("state/feeds/app.ptr"))
-	d = e.start()
 	r := d.waitSettled(60 * time.Second)
 	code, body, err := d.get("/v1/state/counter")
 	d.stop()
@@ -561,9 +531,7 @@ func TestAudOKPostgresNewTableNotBehind(t *testing.T) {
 // SIGTERM stops it (exit 0); with the server back, the next start catches
 // the table up.
 func TestAudOKPostgresDownAtStartStallsThenCatchesUp(t *testing.T) {
-	c := pgtest.Start(t, pgtest.Options{})
-	e := audPgEnv(t, c, "e2e-host", c.DSN("sslmode=disable connect_timeout=2"))
-	in := newInput(t, e.path("in.log"))
+	c, e, in := audPgStart(t, "e2e-host", "sslmode=disable connect_timeout=2")
 	in.appendLines(1000)
 	settledRun(t, e)
 	c.Psql(fmt.Sprintf(`DELETE FROM lines WHERE position > %d`, in.ends[499]))
@@ -631,9 +599,7 @@ func TestAudOKPostgresGlobStreamRowsDeleted(t *testing.T) {
 
 // TestAudOKInstanceNullIsDefault probes `instance: ~` (YAML null).
 func TestAudOKInstanceNullIsDefault(t *testing.T) {
-	c := pgtest.Start(t, pgtest.Options{})
-	e := audPgEnv(t, c, "~", c.DSN("sslmode=disable"))
-	in := newInput(t, e.path("in.log"))
+	c, e, in := audPgStart(t, "~", "sslmode=disable")
 	in.appendLines(5)
 	settledRun(t, e)
 	host, _ := os.Hostname()
@@ -677,9 +643,7 @@ func TestAudOKPostgresMissingTableHoldsThenResumes(t *testing.T) {
 // Here every later generation is read under its own epoch: the untouched
 // inbox lines2 and the untouched exactlyOnce file sink hold every line once.
 func TestAudOKCatchUpGoneWithLaterGenerationInboxOnce(t *testing.T) {
-	c := pgtest.Start(t, pgtest.Options{})
-	e := newEnv(t, strings.NewReplacer("{{INSTANCE}}", "instance: e2e-host\n", "{{DSN}}", c.DSN("sslmode=disable")).Replace(audPgTwoTmpl))
-	in := newInput(t, e.path("in.log"))
+	c, e, in := audPgTwoStart(t)
 	in.appendLines(2000)
 	d := e.start()
 	r := d.waitSettled(60 * time.Second)
@@ -739,9 +703,7 @@ func pgDuplicatesIn(t *testing.T, c *pgtest.Cluster, table string, in *input) (m
 // from the sink's position, then the new file; the untouched inbox lines2
 // and the exactlyOnce file sink hold every line once; lossless.
 func TestAudOKCatchUpSameEpochRotatedWhileStopped(t *testing.T) {
-	c := pgtest.Start(t, pgtest.Options{})
-	e := newEnv(t, strings.NewReplacer("{{INSTANCE}}", "instance: e2e-host\n", "{{DSN}}", c.DSN("sslmode=disable")).Replace(audPgTwoTmpl))
-	in := newInput(t, e.path("in.log"))
+	c, e, in := audPgTwoStart(t)
 	in.appendLines(2000)
 	settledRun(t, e)
 	c.Psql(fmt.Sprintf(`DELETE FROM lines WHERE position > %d`, in.ends[1199]))
@@ -783,25 +745,13 @@ func TestAudOKCatchUpSameEpochRotatedWhileStopped(t *testing.T) {
 // start)", which contradicts DESIGN's "every built-in record advances over
 // such lines".
 func TestAudXReleasedLinesReReadAtNextStart(t *testing.T) {
-	c := pgtest.Start(t, pgtest.Options{})
-	e := audPgEnv(t, c, "e2e-host", c.DSN("sslmode=disable connect_timeout=2"))
-	in := newInput(t, e.path("in.log"))
+	c, e, in := audPgStart(t, "e2e-host", "sslmode=disable connect_timeout=2")
 	in.appendLines(1000)
-	d := e.start()
-	d.waitSettled(60 * time.Second)
-	c.Stop()
+	d, _ := startThenPgDown(t, c, e)
 	in.appendLines(100)
-	f := releaseHeld(t, d, 100)
-	if f.Pointer == nil || f.Pointer.Offset != in.size() {
-		t.Fatalf("precondition: after the release the pointer is %+v (input size %d)", f.Pointer, in.size())
-	}
-	d.stop()
-	c.StartServer()
-	d, _, f = settledRun(t, e)
-	if dups := duplicateLines(t, in, e.path("plain.log")); f.Sequence != 0 || dups != 0 {
-		t.Errorf("start after a release, nothing restored: %d lines re-read, plain file sink %d duplicates (want 0, 0); %q",
-			f.Sequence, dups, grepLines(d.log(), "behind the pointer"))
-	}
+	releaseThrough(t, d, in, 100)
+	d, f := restartAfterRelease(t, c, e, d)
+	wantNothingReRead(t, d, f, e, in, "start after a release")
 }
 
 // TestAudXFilteredTailReReadWithoutMarksTable checks DESIGN §11: "At start
@@ -830,11 +780,7 @@ func TestAudXFilteredTailReReadWithoutMarksTable(t *testing.T) {
 	c.Psql(`CREATE TABLE lines (instance text NOT NULL, feed text NOT NULL, epoch text NOT NULL, position bigint NOT NULL, path text NOT NULL, line bytea NOT NULL, inserted_at timestamptz NOT NULL DEFAULT now(), UNIQUE (instance, feed, epoch, position))`)
 	in := newInput(t, e.path("in.log"))
 	in.appendLines(1000)
-	var b strings.Builder
-	for i := range 50 {
-		fmt.Fprintf(&b, "filtered-%d\n", i)
-	}
-	appendTo(t, in.path, b.String())
+	appendFiltered(t, in, 50)
 	settledRun(t, e)
 	reRead := 0
 	var logs []string
@@ -900,15 +846,7 @@ func TestAudOKPostgresDeadLetterReplayLands(t *testing.T) {
 func TestAudOKFileSinkAheadAndFreshPointer(t *testing.T) {
 	e := newEnv(t, catchUpConfig)
 	in := newInput(t, e.path("in.log"))
-	in.appendLines(1000)
-	settledRun(t, e)
-	bak := filepath.Join(t.TempDir(), "app.ptr")
-	copyFile(t, e.path("state/feeds/app.ptr"), bak)
-	d := e.start()
-	in.appendLines(1000)
-	d.waitSettled(60 * time.Second)
-	d.stop()
-	copyFile(t, bak, e.path("state/feeds/app.ptr"))
+	audPointerPutBack1000(t, e, in)
 	_, _, f := settledRun(t, e)
 	for _, out := range []string{"exact.log", "other.log"} {
 		if dups, miss := duplicateLines(t, in, e.path(out)), missingLines(t, in, e.path(out)); dups != 0 || miss != 0 {
@@ -967,11 +905,7 @@ func TestAudOKFileExactlyOnceFilteredTailNotBehind(t *testing.T) {
 	e := newEnv(t, cuHeader+cuPlainFeed+cuProcessors+cuExact+"    exclude: '^filtered'\n"+cuPlain)
 	in := newInput(t, e.path("in.log"))
 	in.appendLines(1000)
-	var b strings.Builder
-	for i := range 50 {
-		fmt.Fprintf(&b, "filtered-%d\n", i)
-	}
-	appendTo(t, in.path, b.String())
+	appendFiltered(t, in, 50)
 	settledRun(t, e)
 	for k := range 2 {
 		d, _, f := settledRun(t, e)
@@ -981,23 +915,66 @@ func TestAudOKFileExactlyOnceFilteredTailNotBehind(t *testing.T) {
 	}
 }
 
-// audPointerPutBack runs 1000 lines (the pointer file copied aside), 1000
-// more, a rotation (in.log → in.log.1) and 500 lines in the new in.log;
-// then stops and puts the pointer file back to the copy (an older epoch:
-// every sink is ahead of it). gone deletes in.log.1 too. It returns the
-// next run's feed report and log.
-func audPointerPutBack(t *testing.T, c *pgtest.Cluster, e *env, in *input, gone bool) (feedReport, string) {
+// audPgTwoStart starts a private PostgreSQL and an env on audPgTwoTmpl (instance e2e-host), with its input in.log.
+func audPgTwoStart(t *testing.T) (*pgtest.Cluster, *env, *input) {
+	t.Helper()
+	c := pgtest.Start(t, pgtest.Options{})
+	e := newEnv(t, strings.NewReplacer("{{INSTANCE}}", "instance: e2e-host\n", "{{DSN}}", c.DSN("sslmode=disable")).Replace(audPgTwoTmpl))
+	return c, e, newInput(t, e.path("in.log"))
+}
+
+// appendFiltered appends n lines "filtered-<i>" to in (the lines an exclude '^filtered' drops).
+func appendFiltered(t *testing.T, in *input, n int) {
+	t.Helper()
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, "filtered-%d\n", i)
+	}
+	appendTo(t, in.path, b.String())
+}
+
+// audPointerPutBack1000 runs 1000 lines, copies the pointer file aside,
+// runs 1000 more and stops, then puts the pointer file back to the copy:
+// every sink is 1000 lines ahead of it.
+func audPointerPutBack1000(t *testing.T, e *env, in *input) {
+	t.Helper()
 	in.appendLines(1000)
 	settledRun(t, e)
 	bak := filepath.Join(t.TempDir(), "app.ptr")
 	copyFile(t, e.path("state/feeds/app.ptr"), bak)
 	d := e.start()
 	in.appendLines(1000)
+	d.waitSettled(60 * time.Second)
+	d.stop()
+	copyFile(t, bak, e.path("state/feeds/app.ptr"))
+}
+
+// audRunsThenRotates runs 1000 lines once, copies the pointer file aside
+// (to bak), starts again, appends 1000 more and, once settled, renames
+// in.log to in.log.1 (epoch1 the renamed file's epoch); d is still running.
+func audRunsThenRotates(t *testing.T, e *env, in *input) (d *daemon, bak, epoch1 string) {
+	t.Helper()
+	in.appendLines(1000)
+	settledRun(t, e)
+	bak = filepath.Join(t.TempDir(), "app.ptr")
+	copyFile(t, e.path("state/feeds/app.ptr"), bak)
+	d = e.start()
+	in.appendLines(1000)
 	r := d.waitSettled(60 * time.Second)
-	epoch1 := r.feed(t, "app").Pointer.Epoch
+	epoch1 = r.feed(t, "app").Pointer.Epoch
 	if err := os.Rename(in.path, in.path+".1"); err != nil {
 		t.Fatal(err)
 	}
+	return d, bak, epoch1
+}
+
+// audPointerPutBack runs 1000 lines (the pointer file copied aside), 1000
+// more, a rotation (in.log → in.log.1) and 500 lines in the new in.log;
+// then stops and puts the pointer file back to the copy (an older epoch:
+// every sink is ahead of it). gone deletes in.log.1 too. It returns the
+// next run's feed report and log.
+func audPointerPutBack(t *testing.T, c *pgtest.Cluster, e *env, in *input, gone bool) (feedReport, string) {
+	d, bak, epoch1 := audRunsThenRotates(t, e, in)
 	in.ends = nil
 	in.appendLines(500)
 	d.waitFor("the new in.log read", 60*time.Second, func(r *report) bool {
@@ -1023,9 +1000,7 @@ func audPointerPutBack(t *testing.T, c *pgtest.Cluster, e *env, in *input, gone 
 // and the exactlyOnce file sink hold every line once; only the plain sink
 // gets duplicates; lossless.
 func TestAudOKPointerPutBackOlderEpoch(t *testing.T) {
-	c := pgtest.Start(t, pgtest.Options{})
-	e := newEnv(t, strings.NewReplacer("{{INSTANCE}}", "instance: e2e-host\n", "{{DSN}}", c.DSN("sslmode=disable")).Replace(audPgTwoTmpl))
-	in := newInput(t, e.path("in.log"))
+	c, e, in := audPgTwoStart(t)
 	f, _ := audPointerPutBack(t, c, e, in, false)
 	_, d1 := pgDuplicatesIn(t, c, "lines", in)
 	_, d2 := pgDuplicatesIn(t, c, "lines2", in)
@@ -1039,17 +1014,11 @@ func TestAudOKPointerPutBackOlderEpoch(t *testing.T) {
 // "[A-Za-z0-9._-]+" with §12 Reload: an invalid instance in a reload is
 // answered 400 with FILE:LINE, config.lastError set, the daemon runs on.
 func TestAudOKReloadBadInstanceRefused(t *testing.T) {
-	c := pgtest.Start(t, pgtest.Options{})
-	e := audPgEnv(t, c, "host-a", c.DSN("sslmode=disable"))
-	in := newInput(t, e.path("in.log"))
+	_, e, in := audPgStart(t, "host-a", "sslmode=disable")
 	in.appendLines(10)
 	d := e.start()
 	d.waitSettled(60 * time.Second)
-	text := strings.ReplaceAll(e.tmpl, "instance: host-a", "instance: host/b")
-	if err := os.WriteFile(e.cfg, []byte(strings.ReplaceAll(text, addrPlaceholder, d.addr)), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	code, _, body := request(t, d, http.MethodPost, "/admin/reload", "tok", nil)
+	code, body := audReloadInstance(t, e, d, "host/b")
 	_, raw := statusRaw(t, d)
 	d.stop()
 	if code != http.StatusBadRequest || !strings.Contains(string(body), e.cfg+":1: instance") || !strings.Contains(string(raw), `"reloadFailures":1`) {
@@ -1098,9 +1067,7 @@ func TestAudOKCatchUpPullReceivesGap(t *testing.T) {
 // name (in.log-20261201) and a middle generation (in.log-20261202): the
 // catch-up finds both by §4's rules; every line once, lossless.
 func TestAudOKPostgresOlderGenerationDateName(t *testing.T) {
-	c := pgtest.Start(t, pgtest.Options{})
-	e := audPgEnv(t, c, "e2e-host", c.DSN("sslmode=disable"))
-	in := newInput(t, e.path("in.log"))
+	c, e, in := audPgStart(t, "e2e-host", "sslmode=disable")
 	in.appendLines(1500)
 	d := e.start()
 	r := d.waitSettled(60 * time.Second)

@@ -80,6 +80,25 @@ func (h *audHook) setAnswer(f func(n int, r audReq, w http.ResponseWriter) int) 
 	h.mu.Unlock()
 }
 
+// refuseUntilAccept makes h answer code to every request until the returned accept is called, 200 after.
+func (h *audHook) refuseUntilAccept(code int) (accept func()) {
+	var mu sync.Mutex
+	refuse := true
+	h.setAnswer(func(n int, r audReq, w http.ResponseWriter) int {
+		mu.Lock()
+		defer mu.Unlock()
+		if refuse {
+			return code
+		}
+		return http.StatusOK
+	})
+	return func() {
+		mu.Lock()
+		refuse = false
+		mu.Unlock()
+	}
+}
+
 // str decodes o[k] as a string.
 func audStr(o map[string]json.RawMessage, k string) string {
 	var s string
@@ -118,22 +137,7 @@ func audWrite(t *testing.T, path, content string) {
 // "./x/../out.log" and, for a feed reading an output, symlinks and hard
 // links); a reader of "one path" as literal text might disagree.
 func TestAudXTwoFileSinksOnOneFileThroughSymlink(t *testing.T) {
-	e := newEnv(t, `dataDir: ./state
-status: {listen: "{{ADDR}}"}
-shutdownTimeoutMillis: 500
-feeds:
-  - name: app
-    path: ./in.log
-processors:
-  - name: a
-    feed: app
-    type: file
-    path: ./real/out.log
-  - name: b
-    feed: app
-    type: file
-    path: ./link/out.log
-`)
+	e := newEnv(t, strings.Replace(twoFileSinksConfig("./real/out.log", "./link/out.log"), "feeds:", "shutdownTimeoutMillis: 500\nfeeds:", 1))
 	if err := os.Mkdir(e.path("real"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -176,20 +180,9 @@ func TestAudOKWebhookHonoursRetryAfter(t *testing.T) {
 		}
 		return http.StatusOK
 	})
-	e := newEnv(t, fmt.Sprintf(`dataDir: ./state
-status: {listen: "{{ADDR}}"}
-shutdownTimeoutMillis: 500
-feeds:
-  - name: app
-    path: ./in.log
-processors:
-  - name: hook
-    feed: app
-    type: webhook
-    url: %s/in
-    onFailure: deadLetter
+	e := newEnv(t, audHookConfig(h.srv.URL, `    onFailure: deadLetter
     retry: {initialMillis: 10, maxMillis: 20, attempts: 5}
-`, h.srv.URL))
+`))
 	audWrite(t, e.path("in.log"), "one\n")
 	d := e.start()
 	waitUntil(t, "two POSTs", 20*time.Second, func() bool { return len(h.requests()) >= 2 })
@@ -276,20 +269,38 @@ processors:
 	}
 }
 
-// audHookConfig is a one-feed config with one webhook at url.
-func audHookConfig(url, extra string) string {
-	return fmt.Sprintf(`dataDir: ./state
+// audOneFeed is the head of the one-feed configs: feed app on ./in.log, a
+// short shutdown, then the processors.
+const audOneFeed = `dataDir: ./state
 status: {listen: "{{ADDR}}"}
 shutdownTimeoutMillis: 500
 feeds:
   - name: app
     path: ./in.log
 processors:
-  - name: hook
+`
+
+// audHookConfig is a one-feed config with one webhook at url.
+func audHookConfig(url, extra string) string {
+	return audOneFeed + fmt.Sprintf(`  - name: hook
     feed: app
     type: webhook
     url: %s/in
 %s`, url, extra)
+}
+
+// audFileConfig is a one-feed config with one file sink "out" writing ./out.log.
+func audFileConfig(extra string) string {
+	return audOneFeed + `  - name: out
+    feed: app
+    type: file
+    path: ./out.log
+` + extra
+}
+
+// audWithToken is cfg with the status token ctToken.
+func audWithToken(cfg string) string {
+	return strings.Replace(cfg, `status: {listen: "{{ADDR}}"}`, `status: {listen: "{{ADDR}}", token: `+ctToken+`}`, 1)
 }
 
 // DESIGN §6 webhook: "408, 429, 5xx … → retry …; other 4xx → poison:
@@ -344,16 +355,7 @@ func TestAudOKWebhookPoisonAndRetryCodes(t *testing.T) {
 // ledger, and once the receiver takes it, the feed settles lossless.
 func TestAudOKWebhookPoisonHold(t *testing.T) {
 	h := newAudHook(t)
-	var mu sync.Mutex
-	refuse := true
-	h.setAnswer(func(n int, r audReq, w http.ResponseWriter) int {
-		mu.Lock()
-		defer mu.Unlock()
-		if refuse {
-			return http.StatusUnprocessableEntity
-		}
-		return http.StatusOK
-	})
+	accept := h.refuseUntilAccept(http.StatusUnprocessableEntity)
 	e := newEnv(t, audHookConfig(h.srv.URL, `    retry: {initialMillis: 10, maxMillis: 50, attempts: 2}
 `))
 	audWrite(t, e.path("in.log"), "x\ny\n")
@@ -368,9 +370,7 @@ func TestAudOKWebhookPoisonHold(t *testing.T) {
 			t.Fatalf("hold dead-lettered %q", lines)
 		}
 	}
-	mu.Lock()
-	refuse = false
-	mu.Unlock()
+	accept()
 	r := d.waitSettled(20 * time.Second)
 	if !r.Lossless {
 		t.Fatalf("not lossless after the hold ended")
@@ -379,14 +379,7 @@ func TestAudOKWebhookPoisonHold(t *testing.T) {
 
 // audPullConfig is a one-feed config with one pull subscriber "cons".
 func audPullConfig(extra string) string {
-	return `dataDir: ./state
-status: {listen: "{{ADDR}}", token: ` + ctToken + `}
-shutdownTimeoutMillis: 500
-feeds:
-  - name: app
-    path: ./in.log
-processors:
-  - name: cons
+	return audWithToken(audOneFeed) + `  - name: cons
     feed: app
     type: pull
 ` + extra
@@ -727,20 +720,9 @@ func TestAudOKStopWhileWebhookWaitsRetryAfter(t *testing.T) {
 // 3000, a line written must not be acknowledged (nor the pointer moved)
 // for about 3 s, and must be within 3 s + slack, with no more lines.
 func TestAudOKFileIntervalHoldsAckUntilFsync(t *testing.T) {
-	e := newEnv(t, `dataDir: ./state
-status: {listen: "{{ADDR}}"}
-shutdownTimeoutMillis: 500
-feeds:
-  - name: app
-    path: ./in.log
-processors:
-  - name: out
-    feed: app
-    type: file
-    path: ./out.log
-    fsync: interval
+	e := newEnv(t, audFileConfig(`    fsync: interval
     fsyncIntervalMillis: 3000
-`)
+`))
 	audWrite(t, e.path("in.log"), "")
 	d := e.start()
 	appendTo(t, e.path("in.log"), "x\n")
@@ -775,20 +757,11 @@ processors:
 // the second request whole under its original key.
 func TestAudOKWebhookPurgeAndReplayWholeRequests(t *testing.T) {
 	h := newAudHook(t)
-	var mu sync.Mutex
-	refuse := true
-	h.setAnswer(func(n int, r audReq, w http.ResponseWriter) int {
-		mu.Lock()
-		defer mu.Unlock()
-		if refuse {
-			return http.StatusBadRequest
-		}
-		return http.StatusOK
-	})
-	e := newEnv(t, strings.Replace(audHookConfig(h.srv.URL, `    batchMaxLines: 3
+	accept := h.refuseUntilAccept(http.StatusBadRequest)
+	e := newEnv(t, audWithToken(audHookConfig(h.srv.URL, `    batchMaxLines: 3
     onFailure: deadLetter
     retry: {initialMillis: 10, maxMillis: 20, attempts: 2}
-`), `status: {listen: "{{ADDR}}"}`, `status: {listen: "{{ADDR}}", token: `+ctToken+`}`, 1))
+`)))
 	audWrite(t, e.path("in.log"), "a\nb\nc\nd\ne\n")
 	d := e.start()
 	d.waitFor("5 dead letters", 20*time.Second, func(r *report) bool { return r.feed(t, "app").DeadLettered == 5 })
@@ -801,9 +774,7 @@ func TestAudOKWebhookPurgeAndReplayWholeRequests(t *testing.T) {
 	if f := r.feed(t, "app"); f.DeadLettered != 2 || f.Released != 3 || f.Lossless {
 		t.Fatalf("after DELETE ?max=1: deadLettered %d released %d lossless %v, want 2 3 false (%s)", f.DeadLettered, f.Released, f.Lossless, body)
 	}
-	mu.Lock()
-	refuse = false
-	mu.Unlock()
+	accept()
 	n := len(h.requests())
 	code, _, body = request(t, d, http.MethodPost, "/admin/dlq/hook/replay?max=1", ctToken, nil)
 	if code != http.StatusOK || !strings.Contains(string(body), `"replayed":2`) {
@@ -831,22 +802,11 @@ func TestAudOKWebhookPurgeAndReplayWholeRequests(t *testing.T) {
 // replay writes them, the ledger empties, and a restart keeps them (the
 // exactlyOnce record covers the replayed bytes) with nothing written twice.
 func TestAudOKFileShortWriteDeadLetterReplay(t *testing.T) {
-	e := newEnv(t, `dataDir: ./state
-status: {listen: "{{ADDR}}", token: `+ctToken+`}
-shutdownTimeoutMillis: 500
-feeds:
-  - name: app
-    path: ./in.log
-processors:
-  - name: out
-    feed: app
-    type: file
-    path: ./out.log
-    exactlyOnce: true
+	e := newEnv(t, audWithToken(audFileConfig(`    exactlyOnce: true
     fsync: always
     onFailure: deadLetter
     retry: {initialMillis: 20, maxMillis: 40, attempts: 2}
-`)
+`)))
 	in := e.path("in.log")
 	var want strings.Builder
 	for i := 1; i <= 60; i++ {
@@ -971,23 +931,12 @@ func TestAudOKWebhookReleaseWhileFenced(t *testing.T) {
 func TestAudOKDeadLetterNotTwiceAfterCrash(t *testing.T) {
 	h := newAudHook(t)
 	h.setAnswer(func(n int, r audReq, w http.ResponseWriter) int { return http.StatusBadRequest })
-	e := newEnv(t, fmt.Sprintf(`dataDir: ./state
-status: {listen: "{{ADDR}}", token: %s}
-shutdownTimeoutMillis: 500
-feeds:
-  - name: app
-    path: ./in.log
-processors:
-  - name: hook
-    feed: app
-    type: webhook
-    url: %s/in
-    onFailure: deadLetter
+	e := newEnv(t, audWithToken(audHookConfig(h.srv.URL, `    onFailure: deadLetter
     retry: {initialMillis: 10, maxMillis: 20, attempts: 2}
   - name: cons
     feed: app
     type: pull
-`, ctToken, h.srv.URL))
+`)))
 	audWrite(t, e.path("in.log"), "a\n")
 	d := e.start()
 	d.waitFor("a dead-lettered", 20*time.Second, func(r *report) bool { return r.feed(t, "app").DeadLettered == 1 })

@@ -27,21 +27,7 @@ import (
 // two paths differ and `validate` says ok (and `run` starts; both sinks
 // append to the one file).
 func TestRevS7TwoFileSinksSymlinkedDirNotYetMade(t *testing.T) {
-	e := newEnv(t, `dataDir: ./state
-status: {listen: "{{ADDR}}"}
-feeds:
-  - name: app
-    path: ./in.log
-processors:
-  - name: a
-    feed: app
-    type: file
-    path: ./real/sub/out.log
-  - name: b
-    feed: app
-    type: file
-    path: ./link/sub/out.log
-`)
+	e := twoFileSinksEnv(t, "./real/sub/out.log", "./link/sub/out.log")
 	if err := os.Mkdir(e.path("real"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -53,17 +39,11 @@ processors:
 	}
 	// run (validate checks the file only, DESIGN §9).
 	d := e.spawn()
-	deadline := time.Now().Add(15 * time.Second)
-	for !d.exited() && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-	}
-	if !d.exited() {
+	if !exitsWithin(d, 15*time.Second) {
 		d.kill()
 		t.Fatalf("run of two file sinks on ./real/sub/out.log and ./link/sub/out.log (link -> real, sub not made yet) started; want exit 2 naming processors[1].path")
 	}
-	if d.code != 2 || !strings.Contains(d.log(), "processors[1].path") {
-		t.Fatalf("run exited %d, want 2 naming processors[1].path:\n%s", d.code, tail(d.log(), 2000))
-	}
+	wantExit2NamingSecondPath(t, d)
 }
 
 // TestRevS7CatchUpKnownEpochRewrittenFileLost checks DESIGN §4/§3: a file
@@ -89,9 +69,7 @@ processors:
 // drops them (ON CONFLICT DO NOTHING) and the exactlyOnce file sink skips
 // them (AlreadyApplied): lines lost for never-restored subscribers.
 func TestRevS7CatchUpKnownEpochRewrittenFileLost(t *testing.T) {
-	c := pgtest.Start(t, pgtest.Options{})
-	e := newEnv(t, strings.NewReplacer("{{INSTANCE}}", "instance: e2e-host\n", "{{DSN}}", c.DSN("sslmode=disable")).Replace(audPgTwoTmpl))
-	in := newInput(t, e.path("in.log"))
+	c, e, in := audPgTwoStart(t)
 	in.appendLines(1000)
 	d := e.start()
 	r := d.waitSettled(60 * time.Second)
@@ -167,26 +145,14 @@ func TestRevS7CatchUpKnownEpochRewrittenFileLost(t *testing.T) {
 // per run, -1) and records nothing; the next start finds pg behind the
 // pointer and re-delivers the 100 released lines to every subscriber.
 func TestRevS7ReleasedFirstBatchAfterRestartReReadAtNextStart(t *testing.T) {
-	c := pgtest.Start(t, pgtest.Options{})
-	e := audPgEnv(t, c, "e2e-host", c.DSN("sslmode=disable connect_timeout=2"))
-	in := newInput(t, e.path("in.log"))
+	c, e, in := audPgStart(t, "e2e-host", "sslmode=disable connect_timeout=2")
 	in.appendLines(1000)
 	settledRun(t, e)
-	d := e.start()
-	d.waitSettled(60 * time.Second)
-	c.Stop()
+	d, _ := startThenPgDown(t, c, e)
 	in.appendLines(100)
-	f := releaseHeld(t, d, 100)
-	if f.Pointer == nil || f.Pointer.Offset != in.size() {
-		t.Fatalf("precondition: after the release the pointer is %+v (input size %d)", f.Pointer, in.size())
-	}
-	d.stop()
-	c.StartServer()
-	d, _, f = settledRun(t, e)
-	if dups := duplicateLines(t, in, e.path("plain.log")); f.Sequence != 0 || dups != 0 {
-		t.Errorf("start after a release in the first batch of a run, nothing restored: %d lines re-read, plain file sink %d duplicates (want 0, 0); %q",
-			f.Sequence, dups, grepLines(d.log(), "behind the pointer"))
-	}
+	releaseThrough(t, d, in, 100)
+	d, f := restartAfterRelease(t, c, e, d)
+	wantNothingReRead(t, d, f, e, in, "start after a release in the first batch of a run")
 }
 
 // TestRevS7PostgresEncodedLiteralPasswordNotWarned checks DESIGN §11
@@ -240,28 +206,19 @@ func TestRevS7PostgresEncodedLiteralPasswordNotWarned(t *testing.T) {
 // mark is still the end of E1, the catch-up re-reads E2 from its start and
 // every subscriber receives the 100 released lines again.
 func TestRevS7ReleasedFirstLinesOfEpochReReadAtNextStart(t *testing.T) {
-	c := pgtest.Start(t, pgtest.Options{})
-	e := audPgEnv(t, c, "e2e-host", c.DSN("sslmode=disable connect_timeout=2"))
-	in := newInput(t, e.path("in.log"))
+	c, e, in := audPgStart(t, "e2e-host", "sslmode=disable connect_timeout=2")
 	in.appendLines(1000)
-	d := e.start()
-	r := d.waitSettled(60 * time.Second)
+	d, r := startThenPgDown(t, c, e)
 	epoch1 := r.feed(t, "app").Pointer.Epoch
-	c.Stop()
 	if err := os.Rename(in.path, in.path+".1"); err != nil {
 		t.Fatal(err)
 	}
 	in.ends = nil
 	in.appendLines(100)
-	f := releaseHeld(t, d, 100)
-	if f.Pointer == nil || f.Pointer.Epoch == epoch1 || f.Pointer.Offset != in.size() {
+	f := releaseThrough(t, d, in, 100)
+	if f.Pointer.Epoch == epoch1 {
 		t.Fatalf("precondition: after the release the pointer is %+v (input size %d)", f.Pointer, in.size())
 	}
-	d.stop()
-	c.StartServer()
-	d, _, f = settledRun(t, e)
-	if dups := duplicateLines(t, in, e.path("plain.log")); f.Sequence != 0 || dups != 0 {
-		t.Errorf("start after a release of an epoch's first lines, nothing restored: %d lines re-read, plain file sink %d duplicates (want 0, 0); %q",
-			f.Sequence, dups, grepLines(d.log(), "behind the pointer"))
-	}
+	d, f = restartAfterRelease(t, c, e, d)
+	wantNothingReRead(t, d, f, e, in, "start after a release of an epoch's first lines")
 }

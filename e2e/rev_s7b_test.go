@@ -149,14 +149,7 @@ func TestRevS7AsideDeadLettersKill9BeforeLossRecorded(t *testing.T) {
 // and processors[2].url. Observed: none of the three.
 func TestRevS7SecretDefaultNotWarnedAsLiteral(t *testing.T) {
 	dir := t.TempDir()
-	cfg := fmt.Sprintf(`dataDir: %s
-instance: rev-host
-status:
-  listen: %s
-feeds:
-  - {name: app, path: %s}
-processors:
-  - name: k
+	cfg := oneFeedConfig(t, dir, "instance: rev-host\n", `  - name: k
     feed: app
     type: kafka
     brokers: ["127.0.0.1:1"]
@@ -175,13 +168,9 @@ processors:
     url: "nats://${REV_NATS_USER}:revUrlLit-3390@127.0.0.1:1"
     stream: S2
     subject: b.{instance}
-`, filepath.Join(dir, "state"), freeAddr(t), filepath.Join(dir, "in.log"))
+`)
 	log := startLog(t, cfg, 0o600, "REV_NATS_USER=tailfeed")
-	for _, s := range []string{"revKafkaLit-5521", "revNatsLit-8812", "revUrlLit-3390"} {
-		if strings.Contains(log, s) {
-			t.Errorf("the secret %q is in the log", s)
-		}
-	}
+	wantSecretsNotInLog(t, log, "revKafkaLit-5521", "revNatsLit-8812", "revUrlLit-3390")
 	for _, key := range []string{"processors[0].sasl.password", "processors[1].token", "processors[2].url"} {
 		var warned []string
 		for _, l := range audWarnLines(log, key) {
@@ -210,29 +199,19 @@ processors:
 // both processors. Observed: no such WARN.
 func TestRevS7PostgresEncodedPasswordNotWarned(t *testing.T) {
 	dir := t.TempDir()
-	cfg := fmt.Sprintf(`dataDir: %s
-status:
-  listen: %s
-feeds:
-  - {name: app, path: %s}
-processors:
-  - name: pgurl
+	cfg := oneFeedConfig(t, dir, "", `  - name: pgurl
     feed: app
     type: postgres
-    dsn: "postgres://tailfeed:revPg%%40Lit77@${REV_PG_HOST}/db?sslmode=disable"
+    dsn: "postgres://tailfeed:revPg%40Lit77@${REV_PG_HOST}/db?sslmode=disable"
     table: lines
   - name: pgkw
     feed: app
     type: postgres
     dsn: "host=${REV_PG_HOST_KW} port=1 user=tailfeed password='revPg\\'Kw88' sslmode=disable"
     table: lines2
-`, filepath.Join(dir, "state"), freeAddr(t), filepath.Join(dir, "in.log"))
+`)
 	log := startLog(t, cfg, 0o600, "REV_PG_HOST=127.0.0.1:1", "REV_PG_HOST_KW=127.0.0.1")
-	for _, s := range []string{"revPg%40Lit77", "revPg@Lit77", "revPg'Kw88", `revPg\'Kw88`} {
-		if strings.Contains(log, s) {
-			t.Errorf("the secret %q is in the log", s)
-		}
-	}
+	wantSecretsNotInLog(t, log, "revPg%40Lit77", "revPg@Lit77", "revPg'Kw88", `revPg\'Kw88`)
 	for _, name := range []string{"pgurl", "pgkw"} {
 		if len(audWarnLines(log, "processors["+name+"].dsn", "literal password")) == 0 {
 			t.Errorf("no literal-password WARN for processor %s (its password is written in the file); WARN lines:\n%s", name, strings.Join(audWarnLines(log), "\n"))
@@ -302,18 +281,12 @@ func TestRevS7PostgresMarksRenamedForExistingTables(t *testing.T) {
 // Observed: "the postgres DSN holds a literal password" for processors[pg].dsn.
 func TestRevS7PostgresEnvPasswordWarnedAsLiteral(t *testing.T) {
 	dir := t.TempDir()
-	cfg := fmt.Sprintf(`dataDir: %s
-status:
-  listen: %s
-feeds:
-  - {name: app, path: %s}
-processors:
-  - name: pg
+	cfg := oneFeedConfig(t, dir, "", `  - name: pg
     feed: app
     type: postgres
     dsn: "host=127.0.0.1 port=1 user=tailfeed dbname=db sslmode=disable"
     table: lines
-`, filepath.Join(dir, "state"), freeAddr(t), filepath.Join(dir, "in.log"))
+`)
 	log := startLog(t, cfg, 0o600, "PGPASSWORD=revPgEnv-4471")
 	if strings.Contains(log, "revPgEnv-4471") {
 		t.Errorf("the password from PGPASSWORD is in the log")

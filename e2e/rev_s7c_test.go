@@ -10,10 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"tailfeed/config"
-	"tailfeed/internal/testutil"
 	"tailfeed/internal/testutil/pgtest"
-	"tailfeed/sink/postgres"
 )
 
 // TestRevS7cPostgresDSNLiteralPasswordBesideBareReference checks DESIGN
@@ -33,16 +30,7 @@ import (
 func TestRevS7cPostgresDSNLiteralPasswordBesideBareReference(t *testing.T) {
 	t.Setenv("TF_REV_PGBASE", "host=db user=t dbname=logs")
 	t.Setenv("TF_REV_PGURL", "postgres://u@db/logs")
-	head := testutil.Lines("feeds:", "  - {name: app, path: /a}", "processors:")
-	for _, dsn := range []string{"'${TF_REV_PGBASE} password=hunter22'", "'${TF_REV_PGURL}?password=hunter22'"} {
-		cfg, err := config.Parse([]byte(head+testutil.Lines("  - {name: pg, feed: app, type: postgres, table: t, dsn: "+dsn+"}")), "c.yaml")
-		if err != nil {
-			t.Fatalf("dsn %s: %v", dsn, err)
-		}
-		if !cfg.Processors[0].Settings.(*postgres.Settings).PasswordLiteral {
-			t.Errorf("dsn %s: the file writes the password hunter22 itself; PasswordLiteral false (no literal-secret WARN at start)", dsn)
-		}
-	}
+	wantPasswordLiteral(t, "'${TF_REV_PGBASE} password=hunter22'", "'${TF_REV_PGURL}?password=hunter22'")
 }
 
 // TestRevS7cTwoFileSinksThroughDanglingDirLink checks DESIGN §6 file sink
@@ -60,21 +48,7 @@ func TestRevS7cPostgresDSNLiteralPasswordBesideBareReference(t *testing.T) {
 // append to one file (every line twice). (Not fixed by the change: the
 // longest existing ancestor stops at the dangling link itself.)
 func TestRevS7cTwoFileSinksThroughDanglingDirLink(t *testing.T) {
-	e := newEnv(t, `dataDir: ./state
-status: {listen: "{{ADDR}}"}
-feeds:
-  - name: app
-    path: ./in.log
-processors:
-  - name: a
-    feed: app
-    type: file
-    path: ./real/sub/out.log
-  - name: b
-    feed: app
-    type: file
-    path: ./link/out.log
-`)
+	e := twoFileSinksEnv(t, "./real/sub/out.log", "./link/out.log")
 	if err := os.Mkdir(e.path("real"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -85,23 +59,12 @@ processors:
 		t.Fatal(err)
 	}
 	d := e.spawn()
-	deadline := time.Now().Add(15 * time.Second)
-	for !d.exited() && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-	}
-	if !d.exited() {
-		var out []byte
-		for end := time.Now().Add(30 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
-			if out, _ = os.ReadFile(e.path("real/sub/out.log")); strings.Count(string(out), "one") >= 2 {
-				break
-			}
-		}
+	if !exitsWithin(d, 15*time.Second) {
+		out := writtenTwice(e.path("real/sub/out.log"))
 		d.kill()
 		t.Fatalf("run of two file sinks on ./real/sub/out.log and ./link/out.log (link -> real/sub, sub not made yet) started; want exit 2 naming processors[1].path; real/sub/out.log holds %q", out)
 	}
-	if d.code != 2 || !strings.Contains(d.log(), "processors[1].path") {
-		t.Fatalf("run exited %d, want 2 naming processors[1].path:\n%s", d.code, tail(d.log(), 2000))
-	}
+	wantExit2NamingSecondPath(t, d)
 }
 
 // TestRevS7cGlobReleasedFirstBatchAfterRestartReReadAtNextStart checks
@@ -129,18 +92,11 @@ func TestRevS7cGlobReleasedFirstBatchAfterRestartReReadAtNextStart(t *testing.T)
 	in := newInput(t, e.path("in/a.log"))
 	in.appendLines(1000)
 	settledRun(t, e)
-	d := e.start()
-	d.waitSettled(60 * time.Second)
-	c.Stop()
+	d, _ := startThenPgDown(t, c, e)
 	in.appendLines(100)
-	f := releaseHeld(t, d, 100)
-	d.stop()
-	c.StartServer()
-	d, _, f = settledRun(t, e)
-	if dups := duplicateLines(t, in, e.path("plain.log")); f.Sequence != 0 || dups != 0 {
-		t.Errorf("glob feed, start after a release in the first batch of a run, nothing restored: %d lines re-read, plain file sink %d duplicates (want 0, 0); %q",
-			f.Sequence, dups, grepLines(d.log(), "behind"))
-	}
+	releaseHeld(t, d, 100)
+	d, f := restartAfterRelease(t, c, e, d)
+	wantNothingReRead(t, d, f, e, in, "glob feed, start after a release in the first batch of a run")
 }
 
 // TestRevS7cPostgresMarksNameIsAnotherSinksTable checks DESIGN §11

@@ -39,31 +39,17 @@ import (
 // onward": the 100 released lines are read again and delivered a second
 // time to every subscriber.
 func TestRevS7DReleasedFirstLinesOfNewGenerationReReadAtNextStart(t *testing.T) {
-	c := pgtest.Start(t, pgtest.Options{})
-	e := audPgEnv(t, c, "e2e-host", c.DSN("sslmode=disable connect_timeout=2"))
-	in := newInput(t, e.path("in.log"))
+	c, e, in := audPgStart(t, "e2e-host", "sslmode=disable connect_timeout=2")
 	in.appendLines(1000)
-	d := e.start()
-	d.waitSettled(60 * time.Second)
-	c.Stop()
+	d, _ := startThenPgDown(t, c, e)
 	if err := os.Rename(in.path, in.path+".1"); err != nil {
 		t.Fatal(err)
 	}
 	in.ends = nil
 	in.appendLines(100)
-	f := releaseHeld(t, d, 100)
-	if f.Pointer == nil || f.Pointer.Offset != in.size() {
-		t.Fatalf("precondition: after the release the pointer is %+v (input size %d)", f.Pointer, in.size())
-	}
-	d.stop()
-	c.StartServer()
-	rel, _ := os.ReadFile(e.path("state/state/released.json"))
-	d, _, f = settledRun(t, e)
-	t.Logf("released.json before the start: %s", rel)
-	if dups := duplicateLines(t, in, e.path("plain.log")); f.Sequence != 0 || dups != 0 {
-		t.Errorf("start after a release of a new generation's first lines, nothing restored: %d lines re-read, plain file sink %d duplicates (want 0, 0); %q",
-			f.Sequence, dups, grepLines(d.log(), "behind the pointer"))
-	}
+	releaseThrough(t, d, in, 100)
+	d, f := restartAfterRelease(t, c, e, d)
+	wantNothingReRead(t, d, f, e, in, "start after a release of a new generation's first lines")
 }
 
 // TestRevS7DGlobReleasedFirstBatchOfRunReReadAtNextStart checks the same
@@ -84,27 +70,14 @@ func TestRevS7DReleasedFirstLinesOfNewGenerationReReadAtNextStart(t *testing.T) 
 // next start finds pg behind the stream's pointer and re-delivers the 100
 // released lines to every subscriber.
 func TestRevS7DGlobReleasedFirstBatchOfRunReReadAtNextStart(t *testing.T) {
-	c := pgtest.Start(t, pgtest.Options{})
-	cfg := strings.NewReplacer("{{INSTANCE}}", "instance: e2e-host\n", "{{DSN}}", c.DSN("sslmode=disable connect_timeout=2"),
-		"    path: ./in.log\n    readStrategy: COMMITTED\n    rotateWaitMillis: 200\n    pollIntervalMillis: 50\n",
-		"    path: ./in/*.log\n    readStrategy: COMMITTED\n    scanIntervalMillis: 200\n    pollIntervalMillis: 50\n").Replace(audPgTmpl)
-	e := newEnv(t, cfg)
-	if err := os.MkdirAll(e.path("in"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	c, e := revGlobPgStart(t)
 	in := newInput(t, e.path("in/a.log"))
 	in.appendLines(1000)
 	settledRun(t, e)
-	d := e.start()
-	d.waitSettled(60 * time.Second)
-	c.Stop()
+	d, _ := startThenPgDown(t, c, e)
 	in.appendLines(100)
 	releaseHeld(t, d, 100)
-	d.stop()
-	c.StartServer()
-	rel, _ := os.ReadFile(e.path("state/state/released.json"))
-	d, _, _ = settledRun(t, e)
-	t.Logf("released.json before the start: %s", rel)
+	d, _ = restartAfterRelease(t, c, e, d)
 	if dups := duplicateLines(t, in, e.path("plain.log")); dups != 0 || strings.Contains(d.log(), "behind") {
 		t.Errorf("glob feed, start after a release in the first batch of a run, nothing restored: plain file sink %d duplicates (want 0); %q",
 			dups, grepLines(d.log(), "behind"))
@@ -129,14 +102,7 @@ func TestRevS7DGlobReleasedFirstBatchOfRunReReadAtNextStart(t *testing.T) {
 // sink. Observed: pg found behind a stream's pointer, released lines
 // delivered again to every subscriber.
 func TestRevS7DGlobTwoFilesReleasedMidRunReReadAtNextStart(t *testing.T) {
-	c := pgtest.Start(t, pgtest.Options{})
-	cfg := strings.NewReplacer("{{INSTANCE}}", "instance: e2e-host\n", "{{DSN}}", c.DSN("sslmode=disable connect_timeout=2"),
-		"    path: ./in.log\n    readStrategy: COMMITTED\n    rotateWaitMillis: 200\n    pollIntervalMillis: 50\n",
-		"    path: ./in/*.log\n    readStrategy: COMMITTED\n    scanIntervalMillis: 200\n    pollIntervalMillis: 50\n").Replace(audPgTmpl)
-	e := newEnv(t, cfg)
-	if err := os.MkdirAll(e.path("in"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	c, e := revGlobPgStart(t)
 	a, b := newInput(t, e.path("in/a.log")), newInput(t, e.path("in/b.log"))
 	a.appendLines(1000)
 	b.texts = make([]string, 0)
@@ -145,23 +111,31 @@ func TestRevS7DGlobTwoFilesReleasedMidRunReReadAtNextStart(t *testing.T) {
 		b.texts = append(b.texts, "")
 	}
 	b.appendLines(1000)
-	d := e.start()
-	d.waitSettled(60 * time.Second)
-	c.Stop()
+	d, _ := startThenPgDown(t, c, e)
 	b.appendLines(100)
 	time.Sleep(500 * time.Millisecond)
 	a.appendLines(100)
 	releaseHeld(t, d, 200)
-	d.stop()
-	c.StartServer()
-	rel, _ := os.ReadFile(e.path("state/state/released.json"))
-	d, _, _ = settledRun(t, e)
-	t.Logf("released.json before the start: %s", rel)
+	d, _ = restartAfterRelease(t, c, e, d)
 	dups := duplicateLines(t, a, e.path("plain.log")) + duplicateLines(t, b, e.path("plain.log"))
 	if dups != 0 || strings.Contains(d.log(), "behind") {
 		t.Errorf("glob feed of two files, start after a release mid-run, nothing restored: plain file sink %d duplicates (want 0); %q",
 			dups, grepLines(d.log(), "behind"))
 	}
+}
+
+// revGlobPgStart starts a private PostgreSQL and an env on audPgTmpl with the glob feed ./in/*.log (the directory made).
+func revGlobPgStart(t *testing.T) (*pgtest.Cluster, *env) {
+	t.Helper()
+	c := pgtest.Start(t, pgtest.Options{})
+	cfg := strings.NewReplacer("{{INSTANCE}}", "instance: e2e-host\n", "{{DSN}}", c.DSN("sslmode=disable connect_timeout=2"),
+		"    path: ./in.log\n    readStrategy: COMMITTED\n    rotateWaitMillis: 200\n    pollIntervalMillis: 50\n",
+		"    path: ./in/*.log\n    readStrategy: COMMITTED\n    scanIntervalMillis: 200\n    pollIntervalMillis: 50\n").Replace(audPgTmpl)
+	e := newEnv(t, cfg)
+	if err := os.MkdirAll(e.path("in"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return c, e
 }
 
 // releaseHeld waits for feed app to stall on processor pg (its server

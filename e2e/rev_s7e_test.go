@@ -11,11 +11,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"tailfeed/config"
-	"tailfeed/internal/testutil"
-	"tailfeed/internal/testutil/pgtest"
-	"tailfeed/sink/postgres"
 )
 
 // TestRevS7eKnownEpochShortFingerprintRewrittenInPlaceLost checks DESIGN
@@ -47,20 +42,8 @@ import (
 // generation). At 91ab280 (984aeba's laterFound gate) the same steps read
 // in.log under a new epoch and the test passes: a regression of 6353aab.
 func TestRevS7eKnownEpochShortFingerprintRewrittenInPlaceLost(t *testing.T) {
-	c := pgtest.Start(t, pgtest.Options{})
-	e := newEnv(t, strings.NewReplacer("{{INSTANCE}}", "instance: e2e-host\n", "{{DSN}}", c.DSN("sslmode=disable")).Replace(audPgTwoTmpl))
-	in := newInput(t, e.path("in.log"))
-	in.appendLines(1000)
-	settledRun(t, e)
-	bak := filepath.Join(t.TempDir(), "app.ptr")
-	copyFile(t, e.path("state/feeds/app.ptr"), bak)
-	d := e.start()
-	in.appendLines(1000)
-	r := d.waitSettled(60 * time.Second)
-	epoch1 := r.feed(t, "app").Pointer.Epoch
-	if err := os.Rename(in.path, in.path+".1"); err != nil {
-		t.Fatal(err)
-	}
+	c, e, in := audPgTwoStart(t)
+	d, bak, epoch1 := audRunsThenRotates(t, e, in)
 	const header = "HEADER\n"
 	if err := os.WriteFile(in.path, []byte(header), 0o644); err != nil {
 		t.Fatal(err)
@@ -156,16 +139,7 @@ func TestRevS7eKnownEpochShortFingerprintRewrittenInPlaceLost(t *testing.T) {
 // claims to fix) is missed at both.
 func TestRevS7ePostgresDSNLiteralPasswordSpacedKeyword(t *testing.T) {
 	t.Setenv("TF_REV_PGBASE", "host=db user=t dbname=logs")
-	head := testutil.Lines("feeds:", "  - {name: app, path: /a}", "processors:")
-	for _, dsn := range []string{"'host=db user=t password = hunter22'", "'${TF_REV_PGBASE} password =hunter22'"} {
-		cfg, err := config.Parse([]byte(head+testutil.Lines("  - {name: pg, feed: app, type: postgres, table: t, dsn: "+dsn+"}")), "c.yaml")
-		if err != nil {
-			t.Fatalf("dsn %s: %v", dsn, err)
-		}
-		if !cfg.Processors[0].Settings.(*postgres.Settings).PasswordLiteral {
-			t.Errorf("dsn %s: the file writes the password hunter22 itself; PasswordLiteral false (no literal-secret WARN at start)", dsn)
-		}
-	}
+	wantPasswordLiteral(t, "'host=db user=t password = hunter22'", "'${TF_REV_PGBASE} password =hunter22'")
 }
 
 // TestRevS7eTwoFileSinksThroughLinkWithDotDot checks DESIGN §6 file sink
@@ -184,21 +158,7 @@ func TestRevS7ePostgresDSNLiteralPasswordSpacedKeyword(t *testing.T) {
 // append to deep/shared/out.log (every line twice). At the parent
 // (EvalSymlinks on the existing ancestor) it was refused.
 func TestRevS7eTwoFileSinksThroughLinkWithDotDot(t *testing.T) {
-	e := newEnv(t, `dataDir: ./state
-status: {listen: "{{ADDR}}"}
-feeds:
-  - name: app
-    path: ./in.log
-processors:
-  - name: a
-    feed: app
-    type: file
-    path: ./deep/shared/out.log
-  - name: b
-    feed: app
-    type: file
-    path: ./logs/out.log
-`)
+	e := twoFileSinksEnv(t, "./deep/shared/out.log", "./logs/out.log")
 	for _, dir := range []string{"deep/rel/v1", "deep/shared", "shared"} {
 		if err := os.MkdirAll(e.path(dir), 0o755); err != nil {
 			t.Fatal(err)
@@ -217,23 +177,12 @@ processors:
 		t.Fatal(err)
 	}
 	d := e.spawn()
-	deadline := time.Now().Add(15 * time.Second)
-	for !d.exited() && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-	}
-	if !d.exited() {
-		var out []byte
-		for end := time.Now().Add(30 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
-			if out, _ = os.ReadFile(e.path("deep/shared/out.log")); strings.Count(string(out), "one") >= 2 {
-				break
-			}
-		}
+	if !exitsWithin(d, 15*time.Second) {
+		out := writtenTwice(e.path("deep/shared/out.log"))
 		d.kill()
 		t.Fatalf("run of two file sinks on ./deep/shared/out.log and ./logs/out.log (logs -> deep/cur/../../shared, deep/cur -> rel/v1) started; want exit 2 naming processors[1].path; deep/shared/out.log holds %q", out)
 	}
-	if d.code != 2 || !strings.Contains(d.log(), "processors[1].path") {
-		t.Fatalf("run exited %d, want 2 naming processors[1].path:\n%s", d.code, tail(d.log(), 2000))
-	}
+	wantExit2NamingSecondPath(t, d)
 }
 
 func evalDir(t *testing.T, p string) string {
