@@ -13,17 +13,7 @@ import (
 // before the pointer holds the epoch; an adoption names the first file of
 // an epoch created without one. ReadEpochs reads them back in order.
 func TestEpochsFileRecordsEveryEpoch(t *testing.T) {
-	dir := t.TempDir()
-	epochs := filepath.Join(dir, "app.epochs")
-	input := filepath.Join(dir, "app.log")
-	if err := os.WriteFile(input, []byte("first line\nsecond line\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	in, err := os.Open(input)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer in.Close()
+	dir, epochs, input, in := epochsInput(t, "first line\nsecond line\n")
 	before := time.Now()
 	p := mustOpen(t, filepath.Join(dir, "app.ptr"), Options{EpochsPath: epochs, Input: input})
 	e0 := p.Record().Epoch
@@ -127,17 +117,7 @@ func TestEpochsFileRecordsFreshStart(t *testing.T) {
 // A ResetAs (the source's replaced, truncated) is recorded with its reason
 // and the new file's identity.
 func TestEpochsFileRecordsResetReason(t *testing.T) {
-	dir := t.TempDir()
-	epochs := filepath.Join(dir, "app.epochs")
-	input := filepath.Join(dir, "app.log")
-	if err := os.WriteFile(input, []byte("abc\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	in, err := os.Open(input)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer in.Close()
+	dir, epochs, input, in := epochsInput(t, "abc\n")
 	p := mustOpen(t, filepath.Join(dir, "app.ptr"), Options{EpochsPath: epochs, Input: input})
 	if err := p.Adopt(in, 7); err != nil {
 		t.Fatal(err)
@@ -209,17 +189,7 @@ func TestEpochsFileAdoptionLoggedOnce(t *testing.T) {
 // one after a kill -9 before the first commit stored it in the record —
 // and nothing once that epoch's latest line names no file.
 func TestNamedEpochFile(t *testing.T) {
-	dir := t.TempDir()
-	epochs := filepath.Join(dir, "app.epochs")
-	input := filepath.Join(dir, "app.log")
-	if err := os.WriteFile(input, []byte("first line\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	in, err := os.Open(input)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer in.Close()
+	dir, epochs, input, in := epochsInput(t, "first line\n")
 	p, err := Open(filepath.Join(dir, "app.ptr"), Options{EpochsPath: epochs, Input: input})
 	if err != nil {
 		t.Fatal(err)
@@ -239,4 +209,23 @@ func TestNamedEpochFile(t *testing.T) {
 	if _, ok := p.Named(e + 1); ok {
 		t.Fatal("Named of an epoch the file does not name found one")
 	}
+}
+
+// epochsInput writes content to dir/app.log in a fresh dir and returns dir,
+// the epochs file's path there, the input's path and the input opened
+// (closed when the test ends).
+func epochsInput(t *testing.T, content string) (dir, epochs, input string, in *os.File) {
+	t.Helper()
+	dir = t.TempDir()
+	epochs = filepath.Join(dir, "app.epochs")
+	input = filepath.Join(dir, "app.log")
+	if err := os.WriteFile(input, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	in, err := os.Open(input)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { in.Close() })
+	return dir, epochs, input, in
 }
