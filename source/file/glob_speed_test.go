@@ -121,8 +121,8 @@ func TestGlobSlotHandOverIsPrompt(t *testing.T) {
 	}
 }
 
-// A pointer whose record is empty and not fresh (a glob stream closed
-// before its first commit, opened again) with no generation beside its
+// A glob stream's pointer (Pinned) whose record is empty and not fresh
+// (closed before its first commit, opened again) with no generation beside its
 // path does not read the epochs file at open: the look-up of the file the
 // record was emptied for (dropForgotten) has nothing to drop, and reading
 // the whole epochs file for every such reopen made a glob feed of 1,000
@@ -154,7 +154,7 @@ func TestEmptyRecordReopenReadsNoEpochsFile(t *testing.T) {
 	q := feed.NewQueue("rec", 64, 1<<20, overload.Policy{Kind: overload.Pause})
 	pub := feed.NewPublisher("f", []*feed.Queue{q}, 1024, 64)
 	src := file.New(file.Config{Feed: "f", Path: filepath.Join(dir, "app.log"), Strategy: file.Committed,
-		Pointer: p, NoNotify: true, Poll: 50 * time.Millisecond}, pub)
+		Pointer: p, NoNotify: true, Poll: 50 * time.Millisecond, Pinned: true}, pub)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {

@@ -493,10 +493,11 @@ func (s *Source) adoptedGone(rec pointer.Record) bool {
 // to read before f: the ordinary open-time check decides about f.
 func (s *Source) resumeRotated(f *os.File, dev, ino uint64) bool {
 	rec := s.ptr.Record()
-	if rec.FileKey == 0 && rec.FPLen == 0 && rec.Epoch != 0 && !s.ptr.Fresh() && !s.cfg.Pinned && f != nil {
-		// (Only with a file at the path: a reopened empty record with
-		// nothing there reads no epochs file; an input rotated while
-		// stopped with no new file yet is read as before.)
+	if rec.FileKey == 0 && rec.FPLen == 0 && rec.Epoch != 0 && !s.ptr.Fresh() && !s.cfg.Pinned {
+		// (Not a glob stream's: its empty record reopened reads no epochs
+		// file — one per stream made a glob of 1,000 new files quadratic.
+		// A single-file feed reads it once per start, with or without a
+		// file at the path: its input may be rotated with no new file yet.)
 		// An epoch and no file: killed after the file was adopted (its
 		// epochs line written, lines published under the epoch) and before
 		// the first commit stored the identity. The epochs file names the
