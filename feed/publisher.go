@@ -43,6 +43,13 @@ type Publisher struct {
 
 	held atomic.Bool // a removed subscriber holds the pointer: nothing is acknowledged (SetHeld)
 
+	// stop ends a waiting policy's wait for room (StopWaits); stopped says
+	// a wait ended so (source goroutine only).
+	stop     <-chan struct{}
+	stopped  bool
+	waitHeld bool                // a wait for room ended because its subscriber holds the feed (source goroutine only)
+	dec      []overload.Decision // scratch per queue
+
 	// Epochs a processor waits for (Want), counted; any goroutine.
 	wantMu sync.Mutex
 	wanted map[uint64]int
@@ -77,6 +84,7 @@ func NewPublisher(feed string, queues []*Queue, maxPending, maxBatch int) *Publi
 		end:        make([]uint64, nq),
 		ackPts:     make([]uint64, nq),
 		holds:      make([]bool, nq),
+		dec:        make([]overload.Decision, nq),
 		whyWindow:  "window full",
 	}
 	for _, q := range queues {
@@ -127,16 +135,39 @@ func (p *Publisher) TryPublish(b *Batch) bool {
 	if !past {
 		p.resume()
 	}
+	// Decide for every queue before counting anything: a wait for room
+	// that the feed's stop ends (StopWaits) leaves b to the caller, nothing
+	// numbered, queued, dropped or refused — its lines are read again by
+	// the next run, not lost by the stop.
+	waited := false
+	for i, q := range p.Queues {
+		p.dec[i] = overload.Accept
+		if q.Gate.Policy.Kind != overload.Pause {
+			p.dec[i] = q.Gate.Admit(q.HasRoom(n, nb), func(deadline time.Time) bool {
+				waited = true
+				return p.waitRoom(q, n, nb, deadline, &p.whyFull[i])
+			})
+			if p.stopped {
+				return false
+			}
+			if p.waitHeld {
+				// Fenced or dead while the batch waited: a hold, not a
+				// refusal (DESIGN §5 Holds) — nothing counted, the
+				// feed paused with the reason, the batch kept.
+				p.waitHeld = false
+				return p.pause(&p.whyStalled[i])
+			}
+		}
+	}
+	if waited && !past {
+		p.resume() // the wait was a pause (waitRoom): the feed reads on
+	}
 	b.FirstSeq = p.seq.Load() + 1
 	var take int32
 	decisions := p.ackPts // reuse as scratch: 1 = accept
 	for i, q := range p.Queues {
 		p.start[i] = q.Position()
-		d := overload.Accept
-		if q.Gate.Policy.Kind != overload.Pause {
-			d = q.Gate.Admit(q.HasRoom(n, nb), func(deadline time.Time) bool { return p.waitRoom(q, n, nb, deadline) })
-		}
-		switch d {
+		switch p.dec[i] {
 		case overload.Accept:
 			decisions[i] = 1
 			take++
@@ -187,21 +218,54 @@ func (p *Publisher) pause(why *string) bool {
 	return false
 }
 
-// waitRoom waits until q has room for a batch or deadline passes.
-func (p *Publisher) waitRoom(q *Queue, n, nb int, deadline time.Time) bool {
+// waitRoom waits until q has room for a batch or deadline passes. The
+// source reads nothing meanwhile: the feed is paused (why) for the wait —
+// a slow subscriber makes the feed paused, not stalled (DESIGN §7). The
+// feed's stop ends the wait at once (stopped; no room).
+func (p *Publisher) waitRoom(q *Queue, n, nb int, deadline time.Time, why *string) bool {
+	if q.HasRoom(n, nb) {
+		return true
+	}
+	p.pause(why)
 	t := time.NewTimer(time.Until(deadline))
 	defer t.Stop()
+	// A subscriber that turns fenced or dead while the batch waits holds
+	// the feed (its lines are not refused): looked at every stallLook.
+	look := time.NewTicker(stallLook)
+	defer look.Stop()
 	for {
 		if q.HasRoom(n, nb) {
 			return true
 		}
+		if !q.BestEffort() && q.Stalling() {
+			p.waitHeld = true
+			return false
+		}
 		select {
 		case <-q.Room():
+		case <-look.C:
 		case <-t.C:
+			if !q.HasRoom(n, nb) && !q.BestEffort() && q.Stalling() {
+				p.waitHeld = true
+			}
 			return q.HasRoom(n, nb)
+		case <-p.stop:
+			p.stopped = true
+			return false
 		}
 	}
 }
+
+// stallLook is how often a wait for room looks whether its subscriber
+// turned fenced or dead (a hold ends the wait).
+const stallLook = 10 * time.Millisecond
+
+// StopWaits makes done end every wait for room (BLOCK_WITH_DEADLINE's
+// deadline, DROP_AFTER_SPIN's spin) once it is closed: the feed's stop
+// (SIGTERM, a reload) does not wait them out, and the batch waiting is
+// neither refused nor dropped — TryPublish returns false and the source,
+// stopping, leaves its lines to the next run. Call before the source runs.
+func (p *Publisher) StopWaits(done <-chan struct{}) { p.stop = done }
 
 // Acked is the result of PollAcks.
 type Acked struct {
@@ -267,15 +331,18 @@ func (p *Publisher) Through(i int, count uint64) Mark {
 }
 
 // StartAt makes the publisher number on from seq: its first line gets
-// sequence seq+1, and seq counts as published and acknowledged. A feed
+// sequence seq+1, and seq counts as published; acknowledged starts at
+// acked, what the earlier instance's subscribers had finished (the lines
+// after it are read again and published under new sequences: acknowledged
+// never claims a line nobody finished). A feed
 // restarted by a reload numbers on from its earlier instance (DESIGN §7
 // sequence, §12 "Counters are never reset by a reload"), so every line a
 // processor sees (d.Sequence, a pull event's sequence) carries the number
 // feed.status counts it under. Call it before the first publish.
-func (p *Publisher) StartAt(seq uint64) {
+func (p *Publisher) StartAt(seq, acked uint64) {
 	p.seq.Store(seq)
-	p.acked.Store(seq)
-	p.fullAt.Store(seq)
+	p.acked.Store(acked)
+	p.fullAt.Store(acked)
 }
 
 // SetHeld makes the publisher acknowledge nothing (true) while a removed

@@ -452,3 +452,79 @@ func TestPublishedBatchIsNotReadAfterQueueing(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// A wait for room is a pause (the source reads nothing meanwhile); the
+// feed's stop ends it at once, nothing numbered, refused or dropped; a
+// subscriber that turns fenced during it holds the feed instead of having
+// its lines refused at the deadline (DESIGN §5 Holds, §7 paused, §12
+// Signals). Before: the wait showed paused false, a stop waited out the
+// whole deadline and then counted the batch refused, and a fence during
+// the wait became a refusal.
+func TestWaitForRoomPausesEndsAtStopAndYieldsToAHold(t *testing.T) {
+	for _, policy := range []overload.Policy{
+		{Kind: overload.BlockWithDeadline, Deadline: time.Hour},
+		{Kind: overload.DropAfterSpin, Spin: time.Hour},
+	} {
+		t.Run(policy.Kind.String(), func(t *testing.T) {
+			q := NewQueue("slow", 2, 1<<20, policy)
+			p := NewPublisher("f", []*Queue{q}, 1000, 10)
+			stop := make(chan struct{})
+			p.StopWaits(stop)
+			var src lineSrc
+			mustPublish(t, p, src.batch(2))
+			b := src.batch(3)
+			done := make(chan bool)
+			go func() { done <- p.TryPublish(b) }()
+			waitTrue(t, "paused while waiting for room", p.Paused)
+			if !strings.Contains(p.PauseReason(), "queue slow full") || p.Pauses() != 1 {
+				t.Fatalf("pause reason %q, pauses %d", p.PauseReason(), p.Pauses())
+			}
+			close(stop)
+			select {
+			case ok := <-done:
+				if ok {
+					t.Fatal("a publish ended by the stop was accepted")
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("the stop did not end the wait")
+			}
+			if b.FirstSeq != 0 || p.Sequence() != 2 || q.Counters.Refused.Load() != 0 || q.Dropped() != 0 {
+				t.Fatalf("after the stop: FirstSeq %d sequence %d refused %d dropped %d", b.FirstSeq, p.Sequence(),
+					q.Counters.Refused.Load(), q.Dropped())
+			}
+		})
+	}
+	t.Run("fenced during the wait", func(t *testing.T) {
+		q := NewQueue("slow", 2, 1<<20, overload.Policy{Kind: overload.BlockWithDeadline, Deadline: time.Hour})
+		p := NewPublisher("f", []*Queue{q}, 1000, 10)
+		var src lineSrc
+		mustPublish(t, p, src.batch(2))
+		b := src.batch(3)
+		done := make(chan bool)
+		go func() { done <- p.TryPublish(b) }()
+		waitTrue(t, "paused while waiting for room", p.Paused)
+		q.SetState(Fenced, "failing")
+		select {
+		case ok := <-done:
+			if ok {
+				t.Fatal("a publish to a fenced subscriber's full queue was accepted")
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("the fence did not end the wait")
+		}
+		if q.Counters.Refused.Load() != 0 || p.Sequence() != 2 || !p.Paused() || !strings.Contains(p.PauseReason(), "stalled") {
+			t.Fatalf("after the fence: refused %d sequence %d paused %v reason %q", q.Counters.Refused.Load(), p.Sequence(), p.Paused(), p.PauseReason())
+		}
+	})
+}
+
+func waitTrue(t *testing.T, what string, f func() bool) {
+	t.Helper()
+	end := time.Now().Add(5 * time.Second)
+	for !f() {
+		if time.Now().After(end) {
+			t.Fatalf("timed out waiting: %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}

@@ -485,6 +485,7 @@ func (f *Feed) start(ctx context.Context) {
 	}
 	sctx, scancel := context.WithCancel(ctx)
 	f.cancelSrc = scancel
+	f.pub.StopWaits(sctx.Done()) // a stop never waits out a full queue's deadline or spin
 	go func() {
 		defer close(f.runDone)
 		defer scancel()
