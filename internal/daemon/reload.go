@@ -837,6 +837,7 @@ type carried struct {
 	// line is published again under a new sequence).
 	seq, commitFailures uint64
 	failures            map[string]uint64 // per subscriber
+	dispatched          map[string]uint64 // per subscriber: its ack point at the earlier instance's stop
 }
 
 // inherit carries the stopped instance's counters and acknowledged losses.
@@ -859,7 +860,15 @@ func (f *Feed) inherit(old *Feed) {
 	// the last terminator now (DESIGN §4), which the restarted instance
 	// reports itself (it resumes where this one stopped, or re-reads them).
 	c.seq = s.SeqAfter
-	f.pub.StartAt(c.seq) // numbers on: a processor sees the sequence feed.status counts
+	// Numbers on: a processor sees the sequence feed.status counts. What
+	// the earlier instance's subscribers had not finished is read again
+	// under new sequences: acknowledged and each dispatched stay at what
+	// was finished until the new instance's acknowledgements pass it.
+	f.pub.StartAt(c.seq, s.Acknowledged)
+	c.dispatched = map[string]uint64{}
+	for _, sub := range s.Subscribers {
+		c.dispatched[sub.Queue] = sub.Dispatched
+	}
 	c.commitFailures = old.carry.commitFailures + old.src.CommitFailures()
 	c.failures = map[string]uint64{}
 	for k, v := range old.carry.failures {
@@ -889,7 +898,14 @@ func (f *Feed) addCarry(s *status.FeedSnapshot) {
 	}
 	for i := range s.Subscribers {
 		s.Subscribers[i].Position += c.seq
-		s.Subscribers[i].Dispatched += c.seq
+		if was, ok := c.dispatched[s.Subscribers[i].Queue]; ok && s.Subscribers[i].Dispatched == 0 {
+			// Nothing finished in this instance yet: the earlier one's
+			// ack point. (A processor new at the reload subscribes from
+			// the next line: it owes none of the earlier sequences.)
+			s.Subscribers[i].Dispatched = was
+		} else {
+			s.Subscribers[i].Dispatched += c.seq
+		}
 	}
 	s.Carry.Released += f.orphanReleased.Load() // a removed processor's dead letters purged (orphans.go)
 	s.Carry.Released += f.asideReleased.Load()  // a changed processor's dead letters moved aside (giveUpAside)
