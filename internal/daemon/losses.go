@@ -34,9 +34,11 @@ import (
 //   - the queue and group counters (dropped, refused, completionFailures,
 //     released) are plain atomics bumped where the loss happens; a recorder
 //     reads them every lossFlushInterval and appends the delta per
-//     subscriber and counter, and once more at stop after the last count.
-//     A kill -9 can therefore lose at most the last lossFlushInterval of
-//     such entries (the README says so); an entry once written is fsynced.
+//     subscriber and counter, once more at stop after the last count, and
+//     before a report (feed.status, /metrics) is answered: what a report
+//     showed is in the ledger. A kill -9 can therefore lose at most the
+//     last lossFlushInterval of such entries that no report showed (the
+//     README says so); an entry once written is fsynced.
 //
 // Dead letters are not duplicated here: they have their own ledger.
 

@@ -15,8 +15,17 @@ import (
 // (status.Build, status.Health, status.Readiness, status.MetricsRoute).
 
 // Report builds the feed.status document. Reports are built one at a time,
-// so a higher version never carries an older snapshot.
+// so a higher version never carries an older snapshot. The losses it counts
+// are in losses.jsonl, fsynced, before it is answered (DESIGN §7 "Every
+// counted loss is also appended (fsynced)"): a kill -9 right after a report
+// never leaves the ledger short of what the report said.
 func (d *Daemon) Report() status.Report {
+	r := d.buildReport()
+	d.recordLosses() // the counters only grow: at least what r read
+	return r
+}
+
+func (d *Daemon) buildReport() status.Report {
 	d.reportMu.Lock()
 	defer d.reportMu.Unlock()
 	feeds := make([]status.FeedReport, 0, 0)
@@ -30,6 +39,12 @@ func (f *Feed) report() status.FeedReport { return status.Build(f.snapshot(false
 
 // ReportFiles is Report with every glob feed's files (?files=1).
 func (d *Daemon) ReportFiles() status.Report {
+	r := d.buildReportFiles()
+	d.recordLosses() // as Report
+	return r
+}
+
+func (d *Daemon) buildReportFiles() status.Report {
 	d.reportMu.Lock()
 	defer d.reportMu.Unlock()
 	feeds := make([]status.FeedReport, 0, len(d.feeds))
@@ -190,6 +205,7 @@ func (d *Daemon) metrics() []status.FeedMetrics {
 	for _, f := range d.feedList() {
 		out = append(out, f.metrics())
 	}
+	d.recordLosses() // as Report: the loss counters shown are in the ledger
 	return out
 }
 
