@@ -613,6 +613,17 @@ func (f *Feed) close() {
 	}
 }
 
+// Close releases what New opened (sinks, pointers, the listener, the
+// dataDir lock) of a daemon that was never started: `run` stopped by a
+// signal that came while New was still opening. Nothing was read, so
+// nothing is committed.
+func (d *Daemon) Close() {
+	for _, f := range d.feeds {
+		f.close()
+	}
+	d.closeAll()
+}
+
 func (d *Daemon) closeAll() {
 	if d.losses != nil {
 		d.losses.close()
