@@ -128,9 +128,10 @@ func start(cfg *config.Config, log hclog.Logger, opts daemon.Options, sigs <-cha
 		}
 	}
 	if r.err != nil {
-		var ce *daemon.ConfigError
-		if errors.As(r.err, &ce) {
-			fmt.Fprintln(stderr, ce)
+		// The config's fault (exit 2): a *daemon.ConfigError, or a
+		// daemon.ConfigErrors naming every problem, one per line.
+		if errors.Is(r.err, daemon.ErrConfig) {
+			fmt.Fprintln(stderr, r.err)
 			return nil, 2
 		}
 		log.Error("cannot start", "error", r.err)
