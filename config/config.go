@@ -229,8 +229,32 @@ func (p *Processor) Policy(f *Feed) SubscriberOverload {
 // Load reads the config file at path and parses it (see Parse). A missing or
 // unreadable file is an *Errors with one entry "FILE: message" and no line.
 func Load(path string) (*Config, error) {
+	cfg, _, err := load(path)
+	return cfg, err
+}
+
+// LoadPartial is Load for a caller that lists every problem of a file it
+// will not run (a reload, whose rejection names every FILE:LINE: message,
+// DESIGN §12, and which adds checks of its own on the file system): with
+// the *Errors of an invalid file it returns the config as far as it was
+// decoded — a value that did not decode keeps its default (DataDirLine is
+// 0 for a dataDir that did not), Built is zero or incomplete, and the
+// config is nil when the document could not be read at all. Such a
+// config is only to look for more problems in, never to run. A valid file
+// gives what Load gives.
+func LoadPartial(path string) (*Config, error) {
+	cfg, partial, err := load(path)
+	if err != nil {
+		return partial, err
+	}
+	return cfg, nil
+}
+
+// load is Load, with the partial config of an invalid file (see
+// LoadPartial).
+func load(path string) (cfg, partial *Config, err error) {
 	if path == "" {
-		return nil, &Errors{{File: "<config>", Msg: "no config file given"}}
+		return nil, nil, &Errors{{File: "<config>", Msg: "no config file given"}}
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -239,9 +263,9 @@ func Load(path string) (*Config, error) {
 		if errors.As(err, &pe) {
 			msg = "cannot read config file: " + pe.Err.Error()
 		}
-		return nil, &Errors{{File: path, Msg: msg, Err: err}}
+		return nil, nil, &Errors{{File: path, Msg: msg, Err: err}}
 	}
-	return Parse(data, path)
+	return parse(data, path)
 }
 
 // Parse decodes and validates a config. file names it in errors and anchors
@@ -249,14 +273,21 @@ func Load(path string) (*Config, error) {
 // directory when file is ""). On any problem it returns nil and an *Errors
 // listing every problem found, sorted by line.
 func Parse(data []byte, file string) (*Config, error) {
+	cfg, _, err := parse(data, file)
+	return cfg, err
+}
+
+// parse is Parse, with the partial config of an invalid document (see
+// LoadPartial).
+func parse(data []byte, file string) (cfg, partial *Config, err error) {
 	d := newDecoder(file)
-	cfg := d.parse(data)
+	cfg = d.parse(data)
 	if errs := d.result(); len(errs) > 0 {
-		return nil, &errs
+		return nil, cfg, &errs
 	}
 	d.build(cfg)
 	if errs := d.result(); len(errs) > 0 {
-		return nil, &errs
+		return nil, cfg, &errs
 	}
-	return cfg, nil
+	return cfg, nil, nil
 }

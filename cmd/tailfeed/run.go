@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -26,6 +27,13 @@ func cmdRun(args []string, stderr io.Writer) int {
 	hups := make(chan os.Signal, 1)
 	signal.Notify(hups, syscall.SIGHUP)
 	defer signal.Stop(hups)
+	// SIGTERM/SIGINT are caught from the start too (DESIGN §12: SIGTERM
+	// always stops the daemon): the start may block (a sink's first
+	// connection waits its timeout), and a signal then must end the run
+	// cleanly, not by the signal's default action.
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+	defer signal.Stop(sigs)
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	path := fs.String("config", "", "the config file (default: $TAILFEED_CONFIG, else ./tailfeed.yaml, else /etc/tailfeed/tailfeed.yaml)")
 	if _, ok := parseFlags(fs, args, stderr); !ok || !requireConfig("run", path, stderr) {
@@ -42,22 +50,13 @@ func cmdRun(args []string, stderr io.Writer) int {
 	}
 	log, setLog := newLogger(stderr, cfg.Log)
 	securityWarnings(cfg, *path, tokenInFile, log)
-	d, err := daemon.NewWithOptions(cfg, log, daemon.Options{SetLog: setLog})
-	if err != nil {
-		var ce *daemon.ConfigError
-		if errors.As(err, &ce) {
-			fmt.Fprintln(stderr, ce)
-			return 2
-		}
-		log.Error("cannot start", "error", err)
-		fmt.Fprintf(stderr, "tailfeed run: %v\n", err)
-		return 1
+	d, code := start(cfg, log, daemon.Options{SetLog: setLog}, sigs, stderr)
+	if d == nil {
+		return code
 	}
 	if stop := startCPUProfile(os.Getenv("TAILFEED_CPUPROFILE"), log); stop != nil {
 		defer stop()
 	}
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
 	ctx, cancel := context.WithCancel(context.Background())
 	d.Start(ctx)
 	// SIGHUP reloads the config file and never kills (DESIGN §12
@@ -84,6 +83,62 @@ func cmdRun(args []string, stderr io.Writer) int {
 	}
 	log.Info("stopped cleanly")
 	return 0
+}
+
+// start builds the daemon (daemon.NewWithOptions: it opens the dataDir,
+// the pointers and every sink) while it watches sigs. It returns the
+// daemon, or nil and the exit code: that of a failed start (2 for the
+// config's fault, else 1), or that of a stop signal that came during the
+// start. Nothing has been read then, so there is nothing to commit: the
+// start is given shutdownTimeoutMillis to finish (what it opened is then
+// closed) and otherwise left unfinished (a sink's open or connection that
+// blocks, as a silent NATS server makes it); either way the exit is 0, as
+// after a clean SIGTERM (DESIGN §9). A second signal exits at once (1).
+func start(cfg *config.Config, log hclog.Logger, opts daemon.Options, sigs <-chan os.Signal, stderr io.Writer) (*daemon.Daemon, int) {
+	type result struct {
+		d   *daemon.Daemon
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		d, err := daemon.NewWithOptions(cfg, log, opts)
+		done <- result{d, err}
+	}()
+	var r result
+	select {
+	case r = <-done:
+	case sig := <-sigs:
+		log.Info("stopping during the start: nothing was read yet, so there is nothing to commit", "signal", sig.String())
+		grace := time.NewTimer(cfg.Built.ShutdownTimeout)
+		defer grace.Stop()
+		select {
+		case r = <-done:
+			if r.err == nil {
+				r.d.Close()
+				log.Info("stopped cleanly")
+				return nil, 0
+			}
+		case <-grace.C:
+			log.Warn("the start did not finish within shutdownTimeoutMillis; exiting without it (nothing was read)")
+			log.Info("stopped cleanly")
+			return nil, 0
+		case s := <-sigs:
+			log.Warn("second signal: exiting at once", "signal", s.String())
+			return nil, 1
+		}
+	}
+	if r.err != nil {
+		// The config's fault (exit 2): a *daemon.ConfigError, or a
+		// daemon.ConfigErrors naming every problem, one per line.
+		if errors.Is(r.err, daemon.ErrConfig) {
+			fmt.Fprintln(stderr, r.err)
+			return nil, 2
+		}
+		log.Error("cannot start", "error", r.err)
+		fmt.Fprintf(stderr, "tailfeed run: %v\n", r.err)
+		return nil, 1
+	}
+	return r.d, 0
 }
 
 // securityWarnings logs at start what leaves the daemon open (DESIGN §12):

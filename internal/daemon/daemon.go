@@ -8,12 +8,15 @@
 package daemon
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"os"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -54,6 +57,63 @@ func (e *ConfigError) Unwrap() error { return e.Err }
 
 // Is makes errors.Is(err, ErrConfig) hold.
 func (e *ConfigError) Is(target error) bool { return target == ErrConfig }
+
+// ConfigErrors is every problem a start or a reload found in the config,
+// in the order of their lines (problems without a line first, then as
+// found): a start's checks on the file system (paths, files named) and a
+// reload's own rules with them, so that one rejection names them all
+// (DESIGN §12 "Reload": "an ERROR with every FILE:LINE: message"). Its
+// Error has one "FILE:LINE: message" per line; errors.Is(err, ErrConfig)
+// holds, and errors.As finds each member (a *ConfigError, or a
+// *config.Error of the file's own validation).
+type ConfigErrors []error
+
+func (e ConfigErrors) Error() string {
+	lines := make([]string, len(e))
+	for i, err := range e {
+		lines[i] = err.Error()
+	}
+	return strings.Join(lines, "\n")
+}
+
+// Unwrap gives the members to errors.Is and errors.As.
+func (e ConfigErrors) Unwrap() []error { return e }
+
+// Is makes errors.Is(err, ErrConfig) hold.
+func (e ConfigErrors) Is(target error) bool { return target == ErrConfig }
+
+// problems collects config problems with their lines (see ConfigErrors).
+type problems []problem
+
+type problem struct {
+	line int
+	err  error
+}
+
+func (p *problems) add(line int, err error) { *p = append(*p, problem{line, err}) }
+
+// configErr adds a *ConfigError at line.
+func (p *problems) configErr(d *Daemon, line int, key string, err error) {
+	p.add(line, &ConfigError{Loc: d.configLoc(line), Key: key, Err: err})
+}
+
+// err is nil without problems, the one problem alone, else a ConfigErrors
+// sorted by line (stable: the same line keeps the order found).
+func (p problems) err() error {
+	switch len(p) {
+	case 0:
+		return nil
+	case 1:
+		return p[0].err
+	}
+	sorted := slices.Clone(p)
+	slices.SortStableFunc(sorted, func(a, b problem) int { return cmp.Compare(a.line, b.line) })
+	out := make(ConfigErrors, len(sorted))
+	for i, pr := range sorted {
+		out[i] = pr.err
+	}
+	return out
+}
 
 // Daemon is a running tailfeed.
 type Daemon struct {
@@ -144,13 +204,13 @@ func New(cfg *config.Config, log hclog.Logger) (*Daemon, error) {
 // NewWithOptions is New with test seams (see Options).
 func NewWithOptions(cfg *config.Config, log hclog.Logger, opts Options) (*Daemon, error) {
 	d := &Daemon{cfg: cfg, log: log, reports: status.NewVersioner(), opts: opts, lossNote: make(chan struct{}, 1)}
-	if err := d.checkPaths(); err != nil {
-		return nil, err
-	}
+	// Every problem the config has on this host is named at once (exit 2),
+	// not one per start.
+	probs := d.pathProblems(cfg)
 	if t := cfg.Status.TLS; t.CertFile != "" {
 		srv, err := tlsconfig.NewServer(t.CertFile, t.KeyFile, t.ClientCAFile, log.Named("http"))
 		if err != nil {
-			return nil, &ConfigError{Loc: d.configLoc(t.Line), Key: "status.tls", Err: err}
+			probs.configErr(d, t.Line, "status.tls", err)
 		}
 		d.tls = srv
 	}
@@ -160,7 +220,7 @@ func NewWithOptions(cfg *config.Config, log hclog.Logger, opts Options) (*Daemon
 		// are those its type's own keys name (sink.Type.Files).
 		if typ, ok := sink.Lookup(pc.Type); ok && typ.Files != nil {
 			if key, line, err := typ.Files(pc); err != nil {
-				return nil, &ConfigError{Loc: d.configLoc(line), Key: fmt.Sprintf("processors[%d].%s", i, key), Err: err}
+				probs.configErr(d, line, fmt.Sprintf("processors[%d].%s", i, key), err)
 			}
 		}
 		t := pc.TLS
@@ -168,8 +228,11 @@ func NewWithOptions(cfg *config.Config, log hclog.Logger, opts Options) (*Daemon
 			continue
 		}
 		if _, err := tlsconfig.Client(tlsconfig.Files{CAFile: t.CAFile, CertFile: t.CertFile, KeyFile: t.KeyFile}, nil); err != nil {
-			return nil, &ConfigError{Loc: d.configLoc(t.Line), Key: fmt.Sprintf("processors[%d].tls", i), Err: err}
+			probs.configErr(d, t.Line, fmt.Sprintf("processors[%d].tls", i), err)
 		}
+	}
+	if err := probs.err(); err != nil {
+		return nil, err
 	}
 	lock, err := datadir.Open(cfg.DataDir, log)
 	if err != nil {
@@ -213,13 +276,6 @@ func NewWithOptions(cfg *config.Config, log hclog.Logger, opts Options) (*Daemon
 	d.ln = ln
 	return d, nil
 }
-
-// checkPaths refuses a feed whose path is a directory (DESIGN §12
-// "Validation": an error at run, exit 2, naming it). `validate` checks the
-// file only, so it accepts such a config. Anything else that is not a
-// regular file, and a directory that appears later, is the source's to
-// report (the feed goes FAILED).
-func (d *Daemon) checkPaths() error { return d.checkPathsOf(d.cfg) }
 
 // configLoc is "FILE:LINE" (or FILE alone without a line), naming the
 // config file as given on the command line.
@@ -612,6 +668,17 @@ func (f *Feed) close() {
 	if f.ptr != nil {
 		f.ptr.Close()
 	}
+}
+
+// Close releases what New opened (sinks, pointers, the listener, the
+// dataDir lock) of a daemon that was never started: `run` stopped by a
+// signal that came while New was still opening. Nothing was read, so
+// nothing is committed.
+func (d *Daemon) Close() {
+	for _, f := range d.feeds {
+		f.close()
+	}
+	d.closeAll()
 }
 
 func (d *Daemon) closeAll() {

@@ -160,31 +160,47 @@ func (d *Daemon) reload() error {
 	if name == "" {
 		name = old.File
 	}
-	cfg, err := config.Load(name)
+	// The new file is validated whole (DESIGN §12): the file's own
+	// problems, the reload's rules and the checks on the file system are
+	// listed together, by line. A file with problems of its own still gives
+	// the config as far as it decoded, checked for the rest.
+	var probs problems
+	cfg, err := config.LoadPartial(name)
 	if err != nil {
-		return err
+		var errs *config.Errors
+		if !errors.As(err, &errs) {
+			return err
+		}
+		for _, e := range *errs {
+			probs.add(e.Line, e)
+		}
+		if cfg == nil {
+			return probs.err()
+		}
 	}
+	partial := err != nil
 	if tok := os.Getenv("TAILFEED_TOKEN"); tok != "" {
 		cfg.Status.Token = tok
 	}
-	if cfg.DataDir != old.DataDir {
-		return &ConfigError{Loc: d.configLoc(cfg.DataDirLine), Key: "dataDir",
-			Err: fmt.Errorf("cannot change at a reload (running with %s; restart to move it)", old.DataDir)}
+	// A partial config's dataDir is checked only if it decoded.
+	if cfg.DataDir != old.DataDir && (!partial || cfg.DataDirLine > 0) {
+		probs.configErr(d, cfg.DataDirLine, "dataDir",
+			fmt.Errorf("cannot change at a reload (running with %s; restart to move it)", old.DataDir))
 	}
-	if err := d.checkPathsOf(cfg); err != nil {
-		return err
-	}
+	probs = append(probs, d.pathProblems(cfg)...)
 	// Other status.tls files are loaded before anything changes (a pair
 	// that does not load fails the reload) and served once it succeeded.
 	var certs *tlsconfig.Staged
-	if ot, nt := old.Status.TLS, cfg.Status.TLS; ot.CertFile != nt.CertFile || ot.KeyFile != nt.KeyFile || ot.ClientCAFile != nt.ClientCAFile {
+	if ot, nt := old.Status.TLS, cfg.Status.TLS; !partial && (ot.CertFile != nt.CertFile || ot.KeyFile != nt.KeyFile || ot.ClientCAFile != nt.ClientCAFile) {
 		if (ot.CertFile == "") != (nt.CertFile == "") {
-			return &ConfigError{Loc: d.configLoc(nt.Line), Key: "status.tls",
-				Err: errors.New("cannot be turned on or off at a reload (the listener's protocol changes; restart to do it)")}
+			probs.configErr(d, nt.Line, "status.tls",
+				errors.New("cannot be turned on or off at a reload (the listener's protocol changes; restart to do it)"))
+		} else if certs, err = d.tls.Stage(nt.CertFile, nt.KeyFile, nt.ClientCAFile); err != nil {
+			probs.configErr(d, nt.Line, "status.tls", err)
 		}
-		if certs, err = d.tls.Stage(nt.CertFile, nt.KeyFile, nt.ClientCAFile); err != nil {
-			return &ConfigError{Loc: d.configLoc(nt.Line), Key: "status.tls", Err: err}
-		}
+	}
+	if err := probs.err(); err != nil {
+		return err
 	}
 	var ln net.Listener
 	if cfg.Status.Listen != old.Status.Listen {
@@ -438,38 +454,46 @@ func (d *Daemon) buildFeeds(cfg *config.Config, oldFeeds, stopped map[string]*Fe
 	return built, firstErr
 }
 
-// checkPathsOf is checkPaths for cfg (the running one, or one read at a
-// reload, where a directory path is a reload error).
-func (d *Daemon) checkPathsOf(cfg *config.Config) error {
+// pathProblems refuses, in cfg (the running one at the start, or one read
+// at a reload, where they are reload errors), every feed whose path is a
+// directory (DESIGN §12 "Validation": an error at run, exit 2, naming it)
+// and every path that is a sink's output or tailfeed's standard output
+// on the file system. `validate` checks the file only, so it accepts such
+// a config. Anything else that is not a regular file, and a directory
+// that appears later, is the source's to report (the feed goes FAILED).
+// cfg may be a partial config (config.LoadPartial): a path that did not
+// decode is empty and checked for nothing.
+func (d *Daemon) pathProblems(cfg *config.Config) problems {
+	var probs problems
 	for i, fc := range cfg.Feeds {
-		if config.IsGlob(fc.Path) {
+		if fc.Path == "" || config.IsGlob(fc.Path) {
 			continue // a glob's matches are checked one by one (DESIGN §10)
 		}
 		if fi, err := os.Stat(fc.Path); err == nil && fi.IsDir() {
-			return &ConfigError{Loc: d.configLoc(fc.Line), Key: fmt.Sprintf("feeds[%d].path", i),
-				Err: fmt.Errorf("%s is a directory; a feed tails one file (feed %q)", fc.Path, fc.Name)}
+			probs.configErr(d, fc.Line, fmt.Sprintf("feeds[%d].path", i),
+				fmt.Errorf("%s is a directory; a feed tails one file (feed %q)", fc.Path, fc.Name))
 		}
 	}
 	// A feed path that is a sink's output through a symlink or a hard link
 	// (DESIGN §10): the output read back and written again without end.
-	if bad := config.CheckOutputInputs(cfg); len(bad) > 0 {
-		return &ConfigError{Loc: d.configLoc(bad[0].Line), Key: bad[0].Key, Err: errors.New(bad[0].Msg)}
+	for _, bad := range config.CheckOutputInputs(cfg) {
+		probs.configErr(d, bad.Line, bad.Key, errors.New(bad.Msg))
 	}
-	if bad := config.CheckOutputOutputs(cfg); len(bad) > 0 {
-		return &ConfigError{Loc: d.configLoc(bad[0].Line), Key: bad[0].Key, Err: errors.New(bad[0].Msg)}
+	for _, bad := range config.CheckOutputOutputs(cfg) {
+		probs.configErr(d, bad.Line, bad.Key, errors.New(bad.Msg))
 	}
 	if so := stdoutFiles(cfg); len(so) > 0 {
 		for i, fc := range cfg.Feeds {
-			if config.IsGlob(fc.Path) {
+			if fc.Path == "" || config.IsGlob(fc.Path) {
 				continue
 			}
 			if dev, ino, err := fileutil.DevInoPath(fc.Path); err == nil && (file.FileID{Dev: dev, Ino: ino}) == so[0] {
-				return &ConfigError{Loc: d.configLoc(fc.Line), Key: fmt.Sprintf("feeds[%d].path", i),
-					Err: fmt.Errorf("%s is tailfeed's standard output, which a stdout processor writes; a feed cannot read what a sink writes", fc.Path)}
+				probs.configErr(d, fc.Line, fmt.Sprintf("feeds[%d].path", i),
+					fmt.Errorf("%s is tailfeed's standard output, which a stdout processor writes; a feed cannot read what a sink writes", fc.Path))
 			}
 		}
 	}
-	return nil
+	return probs
 }
 
 // stopFeed stops one feed as at shutdown. A removed (named) pointer-holding

@@ -37,3 +37,8 @@ func OpenRegular(path string) (*os.File, error) {
 func OpenFile(path string, flag int, perm os.FileMode) (*os.File, error) {
 	return os.OpenFile(path, flag, perm)
 }
+
+// OpenAppend is os.OpenFile write-only and append, with flag added.
+func OpenAppend(path string, flag int, perm os.FileMode) (*os.File, error) {
+	return os.OpenFile(path, flag|os.O_WRONLY|os.O_APPEND, perm)
+}

@@ -3,6 +3,7 @@
 package fileutil
 
 import (
+	"errors"
 	"io/fs"
 	"os"
 
@@ -107,4 +108,40 @@ func rawOpen(path string, flag int, perm uint32) (int, error) {
 			return -1, &os.PathError{Op: "open", Path: path, Err: err}
 		}
 	}
+}
+
+// ErrNoReader is OpenAppend's error for a FIFO that no process has open
+// for reading.
+var ErrNoReader = errors.New("a FIFO that no process reads (a file sink does not wait for a reader: start the reader first)")
+
+// OpenAppend opens path write-only and append, creating it with perm, as
+// os.OpenFile does, but never blocks in the open: a FIFO nobody reads
+// would block open(2) for ever (before the daemon serves or handles a
+// signal), so the open is non-blocking and such a FIFO is ErrNoReader. A
+// FIFO with a reader stays non-blocking and goes to the runtime's poller
+// (a full pipe parks a goroutine, not a thread); anything else (a regular
+// file, /dev/null, /dev/full, a terminal) is put back in blocking mode.
+func OpenAppend(path string, flag int, perm os.FileMode) (*os.File, error) {
+	fd, err := rawOpen(path, flag|unix.O_WRONLY|unix.O_APPEND|unix.O_NONBLOCK|unix.O_NOCTTY, unixMode(perm))
+	if err != nil {
+		var pe *os.PathError
+		if errors.As(err, &pe) && pe.Err == unix.ENXIO {
+			if _, _, typ, serr := StatPath(path); serr == nil && typ == fs.ModeNamedPipe {
+				pe.Err = ErrNoReader
+			}
+		}
+		return nil, err
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return nil, &os.PathError{Op: "fstat", Path: path, Err: err}
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFIFO {
+		if err := unix.SetNonblock(fd, false); err != nil {
+			unix.Close(fd)
+			return nil, &os.PathError{Op: "open", Path: path, Err: err}
+		}
+	}
+	return os.NewFile(uintptr(fd), path), nil
 }

@@ -259,7 +259,10 @@ func openAppend(path string) (SinkFile, int64, error) { return openOutput(path, 
 // narrowed a new file; a changed `mode` applies at the next start). A
 // chmod the file's owner must do is a WARN, not a failure.
 func openOutput(path string, mode os.FileMode, log hclog.Logger) (SinkFile, int64, error) {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, mode)
+	// Never blocks in the open: a FIFO at the path that nobody reads is an
+	// error naming it (fileutil.ErrNoReader), not a start or a reload that
+	// hangs for ever (DESIGN §12: SIGTERM always stops the daemon).
+	f, err := fileutil.OpenAppend(path, os.O_CREATE, mode)
 	if err != nil {
 		return nil, 0, err
 	}
