@@ -36,9 +36,10 @@ type Batch struct {
 	// known. A release of the batch's first lines is recorded from it.
 	Start int64
 
-	buf   []byte // every line followed by '\n'; Lines are views into it
-	whole int    // lines in buf (Joined holds only while the batch shows them all)
-	refs  atomic.Int32
+	buf    []byte // every line followed by '\n'; Lines are views into it
+	whole  int    // lines in buf (Joined holds only while the batch shows them all)
+	refs   atomic.Int32
+	origin *Batch // the batch a Share view shows (nil: b is not a view)
 }
 
 var batchPool = sync.Pool{New: func() any { return new(Batch) }}
@@ -84,6 +85,24 @@ func (b *Batch) Share(src *Batch) {
 	b.Feed, b.Path, b.Epoch, b.Positioned, b.FirstSeq = src.Feed, src.Path, src.Epoch, src.Positioned, src.FirstSeq
 	b.Through, b.Start = src.Through, src.Start
 	b.Lines, b.Ends, b.buf, b.whole = src.Lines, src.Ends, src.buf, src.whole
+	b.origin = src
+	if src.origin != nil {
+		b.origin = src.origin
+	}
+}
+
+// Keep takes b's buffer (for a Share view: its batch's) out of the pool for
+// good: it is never recycled, and the garbage collector frees it once
+// nothing refers to it. For a writer that may still read the buffer after
+// the call that was given b returned (the stdout sink's write to a stuck
+// pipe, given up at a stop): the lines it would write later are never
+// another batch's. Call it while b is valid (before the call returns).
+func (b *Batch) Keep() {
+	if b.origin != nil {
+		b.origin.refs.Add(1)
+		return
+	}
+	b.refs.Add(1)
 }
 
 // SetLines copies data (a span of the file holding the lines and their

@@ -97,7 +97,8 @@ type Group struct {
 	left      uint64
 	replaying *replayReq
 	releases  chan *ReleaseRequest
-	stopping  atomic.Bool // a release no longer restarts the run loop
+	stopping  atomic.Bool  // a release no longer restarts the run loop
+	fate      atomic.Int32 // running, ended or abandoned (Abandon)
 
 	st subState // the fences and the queue's state (state.go)
 
@@ -189,10 +190,8 @@ func (g *Group) Start(ctx context.Context) {
 func (g *Group) supervise(ctx context.Context) {
 	var last *ReleaseRequest // a release answered after the goroutine ended (stopping)
 	defer func() {
-		// A best-effort queue's lines left unfinished at the stop (queued,
-		// or in the batch the group was in) count as dropped.
-		if q := g.q; q.BestEffort() && q.Position() > q.Finished() {
-			q.LeftAtStop(q.Position() - q.Finished())
+		if g.fate.CompareAndSwap(running, ended) {
+			g.leftAtStop()
 		}
 		close(g.done)
 		if last != nil {
@@ -214,6 +213,43 @@ func (g *Group) supervise(ctx context.Context) {
 		req.reply <- req.n
 	}
 }
+
+// Fates of a group's goroutine (Group.fate).
+const (
+	running   int32 = iota
+	ended           // it returned
+	abandoned       // the stop went on without it (Abandon)
+)
+
+// leftAtStop counts a best-effort queue's lines left unfinished at the stop
+// (queued, or in the batch the group was in) as dropped.
+func (g *Group) leftAtStop() {
+	if q := g.q; q.BestEffort() && q.Position() > q.Finished() {
+		q.LeftAtStop(q.Position() - q.Finished())
+	}
+}
+
+// Abandon gives the group up: its context ended (the stop's bound
+// expired) but its goroutine did not return, because the processor's
+// call in progress does not (a sink that ignores its context and whose
+// write never returns). Whoever stops the group goes on without it: it
+// does not close the processor (the call may still use it) nor read the
+// group's queue again. The lines the group did not finish stay unfinished
+// (a pointer-holding subscriber holds the ack point before them: they are
+// read again); a best-effort queue's count as dropped now. If the call
+// returns after all, the group publishes what it finished and ends
+// without calling the processor again. False: the goroutine ended
+// meanwhile (Done is closed; nothing was abandoned).
+func (g *Group) Abandon() bool {
+	if !g.fate.CompareAndSwap(running, abandoned) {
+		return false
+	}
+	g.leftAtStop()
+	return true
+}
+
+// Abandoned reports whether Abandon gave the group up.
+func (g *Group) Abandoned() bool { return g.fate.Load() == abandoned }
 
 // runSafe runs the group until ctx ends (false), or until a panic in the
 // processor, recovered here: the subscriber is quarantined DEAD (true).
@@ -311,7 +347,7 @@ func (g *Group) run(ctx context.Context) {
 		ok := g.handle(ctx, b)
 		b.Release()
 		g.cur = nil
-		if !ok {
+		if !ok || g.fate.Load() == abandoned {
 			return
 		}
 		g.pollReplay(ctx) // between batches, also while busy
@@ -371,6 +407,11 @@ func (g *Group) handle(ctx context.Context, b *feed.Batch) bool {
 		n, err := g.step(ctx, vdone, attempt, lineMode)
 		vdone += n
 		g.progress = finished()
+		if g.fate.Load() == abandoned {
+			// The stop went on without the group: no further call.
+			g.publish(g.progress)
+			return false
+		}
 		if err == nil {
 			if n > 0 || len(g.view.Lines) == 0 {
 				attempt = 1

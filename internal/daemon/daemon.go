@@ -164,7 +164,7 @@ type Feed struct {
 	glob   *file.Glob // a glob feed's source (DESIGN §10); nil for one file
 	pub    *feed.Publisher
 	groups []*processor.Group
-	closer []processor.Closer
+	closer []processor.Closer // closer[i]: groups[i]'s processor, when it is a Closer (else nil)
 	ptr    *pointer.Pointer
 	policy overload.Kind
 	strat  file.Strategy
@@ -331,9 +331,7 @@ func (d *Daemon) buildFeed(fc *config.Feed) (*Feed, error) {
 			return nil, err
 		}
 		f.groups = append(f.groups, g)
-		if c != nil {
-			f.closer = append(f.closer, c)
-		}
+		f.closer = append(f.closer, c)
 	}
 	stream := file.Config{
 		Feed:         fc.Name,
@@ -581,8 +579,9 @@ func (d *Daemon) Stop() error {
 		f.drainBestEffort(drainCtx)
 	}
 	var first error
+	abandonBy := time.Now().Add(abandonAfter)
 	for _, f := range d.feeds {
-		if err := f.stopGroups(); err != nil && first == nil {
+		if err := f.stopGroups(abandonBy); err != nil && first == nil {
 			first = err
 		}
 	}
@@ -638,21 +637,54 @@ func (f *Feed) drainBestEffort(ctx context.Context) {
 	}
 }
 
+// abandonAfter is how long a stop waits, once the drain is over (within
+// shutdownTimeoutMillis) and the groups' context ended, for a group whose
+// processor call does not return before it goes on without it (stopGroups).
+// Part of the 2 s DESIGN §12 "Signals" allows past shutdownTimeoutMillis.
+const abandonAfter = time.Second
+
 // stopGroups stops the groups (each counts what its best-effort queue still
 // held as dropped as it ends), and closes the processors (a final flush).
-func (f *Feed) stopGroups() error {
+// A group still in a processor call at abandonBy (a sink that ignores its
+// context and whose write never returns) is abandoned: the stop goes on
+// without it (DESIGN §5 bounds the drain, §12 the stop), its processor is
+// not closed (the call may still use it), and what it did not finish is not
+// acknowledged, so the final commit stops before a pointer-holding
+// subscriber's unfinished lines (read again at the next start, or by the
+// feed's next instance after a reload).
+func (f *Feed) stopGroups(abandonBy time.Time) error {
 	for _, g := range f.groups {
 		g.Stopping() // no release restarts a dead group past this point
 	}
 	if f.cancelGroups != nil {
 		f.cancelGroups()
 	}
-	for _, g := range f.groups {
-		<-g.Done()
+	bound := time.NewTimer(time.Until(abandonBy))
+	defer bound.Stop()
+	expired := false
+	gone := make([]bool, len(f.groups))
+	for i, g := range f.groups {
+		if !expired {
+			select {
+			case <-g.Done():
+			case <-bound.C:
+				expired = true
+			}
+		}
+		if expired && g.Abandon() {
+			gone[i] = true
+			f.log.Error("subscriber did not stop within shutdownTimeoutMillis: its processor's call does not return; going on without it (what it did not finish is not committed and is read again)",
+				"subscriber", g.Name())
+			continue
+		}
+		<-g.Done() // ended (Abandon false: it returned meanwhile)
 		g.Queue().Drain()
 	}
 	var first error
-	for _, c := range f.closer {
+	for i, c := range f.closer {
+		if c == nil || gone[i] {
+			continue
+		}
 		if err := c.Close(); err != nil && first == nil {
 			first = err
 		}
@@ -663,7 +695,9 @@ func (f *Feed) stopGroups() error {
 
 func (f *Feed) close() {
 	for _, c := range f.closer {
-		c.Close()
+		if c != nil {
+			c.Close()
+		}
 	}
 	if f.ptr != nil {
 		f.ptr.Close()

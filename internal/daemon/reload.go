@@ -503,7 +503,7 @@ func (d *Daemon) stopFeed(ctx context.Context, f *Feed, removed map[string]bool)
 	<-f.runDone
 	f.src.Drain(ctx)
 	f.drainBestEffort(ctx)
-	first := f.stopGroups()
+	first := f.stopGroups(time.Now().Add(abandonAfter))
 	for _, g := range f.groups {
 		q := g.Queue()
 		if !removed[g.Name()] || q.BestEffort() || q.Position() <= q.AckPoint() {
@@ -567,13 +567,17 @@ func skipsFor(old *Feed, procs []*config.Processor) map[string]feed.Mark {
 
 // prevSinksOf is, per processor, its sink in the stopped instance old of
 // feed fc (sink.Env.Previous: a pull subscriber keeps its deliveries in
-// flight), unless fc reads another path (a new feed).
+// flight), unless fc reads another path (a new feed); none for a group the
+// stop abandoned (stopGroups).
 func prevSinksOf(old *Feed, fc *config.Feed) map[string]any {
 	if old.cfg.Path != fc.Path {
 		return nil
 	}
 	out := map[string]any{}
 	for _, g := range old.groups {
+		if g.Abandoned() {
+			continue // its call may still be using it: the new instance starts without it
+		}
 		out[g.Name()] = g.Sink()
 	}
 	return out
