@@ -331,18 +331,17 @@ func (p *Publisher) Through(i int, count uint64) Mark {
 }
 
 // StartAt makes the publisher number on from seq: its first line gets
-// sequence seq+1, and seq counts as published; acknowledged starts at
-// acked, what the earlier instance's subscribers had finished (the lines
-// after it are read again and published under new sequences: acknowledged
-// never claims a line nobody finished). A feed
+// sequence seq+1, and seq counts as published and acknowledged (the
+// window's and the processors' view: every line of this instance comes
+// after it; what feed.status reports as acknowledged is the daemon's). A feed
 // restarted by a reload numbers on from its earlier instance (DESIGN §7
 // sequence, §12 "Counters are never reset by a reload"), so every line a
 // processor sees (d.Sequence, a pull event's sequence) carries the number
 // feed.status counts it under. Call it before the first publish.
-func (p *Publisher) StartAt(seq, acked uint64) {
+func (p *Publisher) StartAt(seq uint64) {
 	p.seq.Store(seq)
-	p.acked.Store(acked)
-	p.fullAt.Store(acked)
+	p.acked.Store(seq)
+	p.fullAt.Store(seq)
 }
 
 // SetHeld makes the publisher acknowledge nothing (true) while a removed

@@ -865,7 +865,30 @@ type carried struct {
 	// line is published again under a new sequence).
 	seq, commitFailures uint64
 	failures            map[string]uint64 // per subscriber
-	dispatched          map[string]uint64 // per subscriber: its ack point at the earlier instance's stop
+	dispatched          map[string]uint64 // per pointer-holding subscriber: its ack point at the earlier instance's stop
+	acked               uint64            // the acknowledged sequence the earlier instance reported at its stop
+}
+
+// reportedAcked is the acknowledged sequence feed.status and /metrics
+// report: the earlier instance's until this one acknowledges a line of its
+// own (pub is this instance's, numbered on from c.seq).
+func (c *carried) reportedAcked(pub uint64) uint64 {
+	if pub <= c.seq {
+		return min(pub, c.acked)
+	}
+	return pub
+}
+
+// reportedDispatched is the dispatched a subscriber reports: own is its
+// ack point in this instance (lines of its queue), numbered on from c.seq;
+// a kept pointer-holding subscriber that finished nothing here yet reports
+// its earlier ack point (a processor new at the reload owes none of the
+// earlier sequences).
+func (c *carried) reportedDispatched(name string, own uint64) uint64 {
+	if was, ok := c.dispatched[name]; ok && own == 0 {
+		return was
+	}
+	return own + c.seq
 }
 
 // inherit carries the stopped instance's counters and acknowledged losses.
@@ -889,13 +912,25 @@ func (f *Feed) inherit(old *Feed) {
 	// reports itself (it resumes where this one stopped, or re-reads them).
 	c.seq = s.SeqAfter
 	// Numbers on: a processor sees the sequence feed.status counts. What
-	// the earlier instance's subscribers had not finished is read again
-	// under new sequences: acknowledged and each dispatched stay at what
-	// was finished until the new instance's acknowledgements pass it.
-	f.pub.StartAt(c.seq, s.Acknowledged)
+	// the earlier instance's pointer-holding subscribers had not finished
+	// is read again under new sequences: the reported acknowledged and
+	// each such subscriber's dispatched stay at what was finished until
+	// the new instance finishes a line (reported, below; the publisher's
+	// own acknowledged is c.seq: the window and the processors see every
+	// line of this instance after it). A best-effort subscriber finished
+	// or dropped every line it was given; a hold's row is no subscriber.
+	f.pub.StartAt(c.seq)
+	c.acked = s.Acknowledged
 	c.dispatched = map[string]uint64{}
-	for _, sub := range s.Subscribers {
-		c.dispatched[sub.Queue] = sub.Dispatched
+	for _, g := range old.groups {
+		if g.Queue().BestEffort() {
+			continue
+		}
+		for _, sub := range s.Subscribers {
+			if sub.Queue == g.Name() {
+				c.dispatched[sub.Queue] = sub.Dispatched
+			}
+		}
 	}
 	c.commitFailures = old.carry.commitFailures + old.src.CommitFailures()
 	c.failures = map[string]uint64{}
@@ -924,16 +959,10 @@ func (f *Feed) addCarry(s *status.FeedSnapshot) {
 		s.Pointer.SyncedSeq = max(s.Pointer.SyncedSeq, c.seq)
 		s.Pointer.CommitFailures += c.commitFailures
 	}
+	s.Acknowledged = c.reportedAcked(s.Acknowledged)
 	for i := range s.Subscribers {
 		s.Subscribers[i].Position += c.seq
-		if was, ok := c.dispatched[s.Subscribers[i].Queue]; ok && s.Subscribers[i].Dispatched == 0 {
-			// Nothing finished in this instance yet: the earlier one's
-			// ack point. (A processor new at the reload subscribes from
-			// the next line: it owes none of the earlier sequences.)
-			s.Subscribers[i].Dispatched = was
-		} else {
-			s.Subscribers[i].Dispatched += c.seq
-		}
+		s.Subscribers[i].Dispatched = c.reportedDispatched(s.Subscribers[i].Queue, s.Subscribers[i].Dispatched)
 	}
 	s.Carry.Released += f.orphanReleased.Load() // a removed processor's dead letters purged (orphans.go)
 	s.Carry.Released += f.asideReleased.Load()  // a changed processor's dead letters moved aside (giveUpAside)

@@ -229,7 +229,7 @@ func (f *Feed) metrics() status.FeedMetrics {
 		if q.BestEffort() {
 			s.Dispatched = q.Finished()
 		}
-		s.Dispatched += f.carry.seq // a reload's restart numbers on (reload.go carried)
+		s.Dispatched = f.carry.reportedDispatched(q.Name, s.Dispatched) // a reload's restart numbers on (reload.go carried)
 		s.Position, s.Depth, s.Failures = q.Position()+f.carry.seq, q.Depth(), g.Failures()+f.carry.failures[q.Name]
 		st, _ := q.State()
 		s.Held = st == feed.Fenced || st == feed.Dead
