@@ -56,7 +56,8 @@ type LossEntry = status.LossEntry
 
 // lossLedger is dataDir/losses.jsonl. mu serialises appends, rewrites and
 // the recorder, so a DELETE sees every delta recorded before it; cmu
-// guards only counts, so a report never waits for an fsync.
+// guards only counts (a report records the losses it read first, so it
+// may wait for an fsync when there are new ones).
 type lossLedger struct {
 	mu     sync.Mutex
 	path   string

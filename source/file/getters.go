@@ -61,17 +61,19 @@ func (s *Source) LostBytes() uint64 { return s.lostBytes.Load() }
 // lose counts tails lost files and bytes lost bytes under epoch and reports
 // each nonzero counter to cfg.OnLoss. Source goroutine only.
 func (s *Source) lose(tails, bytes, epoch uint64, detail string) {
+	// The ledger first (OnLoss appends and fsyncs), then the counter: a
+	// report never shows a loss the ledger does not hold yet.
 	if tails > 0 {
-		s.lostTails.Add(tails)
 		if s.cfg.OnLoss != nil {
 			s.cfg.OnLoss(Loss{Counter: "lostTails", Amount: tails, Epoch: epoch, Detail: detail})
 		}
+		s.lostTails.Add(tails)
 	}
 	if bytes > 0 {
-		s.lostBytes.Add(bytes)
 		if s.cfg.OnLoss != nil {
 			s.cfg.OnLoss(Loss{Counter: "lostBytes", Amount: bytes, Epoch: epoch, Detail: detail})
 		}
+		s.lostBytes.Add(bytes)
 	}
 }
 

@@ -493,6 +493,9 @@ func (s *Source) adoptedGone(rec pointer.Record) bool {
 // to read before f: the ordinary open-time check decides about f.
 func (s *Source) resumeRotated(f *os.File, dev, ino uint64) bool {
 	rec := s.ptr.Record()
+	var unnamed pointer.Record // the record as read, when completed from an epochs line without first bytes
+	var named pointer.Record   // that record completed
+	deferLost := false         // its file not found by key: lost only if no generation is beside the path
 	if rec.FileKey == 0 && rec.FPLen == 0 && rec.Epoch != 0 && !s.ptr.Fresh() && !s.cfg.Pinned {
 		// (Not a glob stream's: its empty record reopened reads no epochs
 		// file — one per stream made a glob of 1,000 new files quadratic.
@@ -505,6 +508,9 @@ func (s *Source) resumeRotated(f *os.File, dev, ino uint64) bool {
 		// the epoch, so exactlyOnce sinks skip what they hold), not a later
 		// generation read again under a new epoch.
 		if l, ok := s.ptr.Named(rec.Epoch); ok {
+			if l.FPLen == 0 {
+				unnamed = rec // adopted while empty: no first bytes to find a copy or a .gz by
+			}
 			rec.FileKey, rec.FPLen, rec.FP = l.FileKey, l.FPLen, l.FP
 			s.log.Info("pointer names no file yet; its epoch's file from the epochs file", "epoch", hex16(rec.Epoch), "fileKey", hex16(rec.FileKey))
 		}
@@ -589,7 +595,15 @@ func (s *Source) resumeRotated(f *os.File, dev, ino uint64) bool {
 			// of this pointer to look for).
 			return false
 		}
-		if g == nil {
+		if g == nil && unnamed.Epoch != 0 {
+			// Its file was adopted while empty and is not found by its key:
+			// compressed (a .gz has another key) or copied, nothing tells
+			// which generation it is. Read the generations beside the path
+			// as the record without a file would (duplicates, never a gap);
+			// a lost tail only when there is none.
+			named = rec
+			rec, deferLost = unnamed, true
+		} else if g == nil {
 			s.loseTail(rec, lostTailDetail)
 			lost = true
 		}
@@ -631,6 +645,12 @@ func (s *Source) resumeRotated(f *os.File, dev, ino uint64) bool {
 	if g == nil && rec.FileKey == 0 && rec.FPLen == 0 && len(gens) > 0 {
 		// (Only with a generation to drop: it reads the whole epochs file.)
 		gens = s.dropForgotten(rec, gens)
+	}
+	if deferLost && len(gens) == 0 {
+		// No generation beside the path: the adopted file is gone.
+		rec = named
+		s.loseTail(rec, lostTailDetail)
+		lost = true
 	}
 	s.checkLater(rec, f, dev, ino, g, gens)
 	if g == nil && len(gens) == 0 {
