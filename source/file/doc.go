@@ -205,14 +205,18 @@
 //	   modified at or after the reference minus 2 s (the pointer's
 //	   generation's mtime; when it is gone or the record empty, the pointer
 //	   file's), not created before the pointer's own file when found by
-//	   its key (statx btime, where reported: an earlier generation within
-//	   the slack; a copy or .gz of it is born too late to bound), other
+//	   its key and modified before it (statx btime, where reported: an
+//	   earlier generation within the slack; a copy or .gz of it is born
+//	   too late to bound; a copytruncate's original, born before its
+//	   copies, refilled after them, is modified later: read), other
 //	   than the pointer's generation and the file at the path; a .gz whose
 //	   plain twin exists, or that does not end cleanly, is left out. They are
 //	   queued oldest first (ties by rank: a higher number, an earlier date
 //	   first), each read from 0 under a new epoch behind the barrier, then
 //	   the file at the path. With no pointer's generation, the first of them
-//	   is current under a new epoch at once.
+//	   is current under a new epoch at once. Each is opened by its identity:
+//	   renamed on since the scan (a rotation running meanwhile) it is found
+//	   under its new name; gone, it counts one lost tail (genUnread).
 //	   An empty record (a file forgotten, or a tail counted lost) is scanned
 //	   from the pointer file's mtime, the moment it was emptied; the file it
 //	   was emptied for, compressed or copied under a generation's name

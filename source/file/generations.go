@@ -6,6 +6,7 @@ import (
 	"cmp"
 	"compress/gzip"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -157,6 +158,7 @@ type genFile struct {
 	gz       bool
 	head     []byte    // gz: the first decompressed bytes (up to MaxFingerprint)
 	dsize    int64     // gz: the decompressed size
+	found    int64     // its size when found
 	size     int64     // torn: the compressed size last seen
 	grewAt   time.Time // torn: when it was first seen or last grew
 }
@@ -227,8 +229,8 @@ func headMatches(head []byte, fpLen uint64, fp uint64) bool {
 
 // scanGenerations lists the generations modified at or after ref minus
 // mtimeSlack (every one when ref is zero), and not created before born
-// where the file system reports creation times (zero: no such filter),
-// oldest first, ties by rank. skip
+// where the file system reports creation times (zero: no such filter)
+// unless modified at or after ref, oldest first, ties by rank. skip
 // rejects an identity (the file at the path, the pointer's generation, files
 // the source holds); skipGz a compressed one by its decompressed first bytes.
 // A .gz whose plain twin exists is left out; one that does not end cleanly
@@ -261,14 +263,20 @@ func (s *Source) scanGenerations(ref, born time.Time, skip func(dev, ino uint64)
 			if !ref.IsZero() && info.ModTime().Before(ref.Add(-mtimeSlack)) {
 				continue
 			}
-			if !born.IsZero() {
-				// Created before the pointer's generation: an earlier one
-				// (its mtime within the slack), not a later one.
+			if !born.IsZero() && info.ModTime().Before(ref) {
+				// Created before the pointer's generation and last modified
+				// before it was: an earlier one (its mtime within the
+				// slack), not a later one. Not one modified since (at or
+				// after ref): a copytruncate's original keeps its inode, so
+				// it is born before every copy of it, and its refill is
+				// newer than the copy the pointer names (read on in after a
+				// live copytruncate, or moved back onto at a restart) —
+				// read (at worst a duplicate), never skipped.
 				if b := birthTimePath(p); !b.IsZero() && b.Before(born) {
 					continue
 				}
 			}
-			g := genFile{path: p, dev: dev, ino: ino, mod: info.ModTime(), rank: rankOf(name, gd.base)}
+			g := genFile{path: p, dev: dev, ino: ino, mod: info.ModTime(), rank: rankOf(name, gd.base), found: info.Size()}
 			if strings.HasSuffix(name, ".gz") {
 				if _, err := os.Lstat(strings.TrimSuffix(p, ".gz")); err == nil {
 					s.log.Debug("a compressed generation's plain twin still exists; reading the twin", "file", p)
@@ -309,15 +317,11 @@ func (s *Source) scanGenerations(ref, born time.Time, skip func(dev, ino uint64)
 // its epoch is given at the switch). Nil when it cannot be opened as the
 // file scanned.
 func (s *Source) openGen(g genFile) *reader {
-	f, err := fileutil.OpenRegular(g.path)
-	if err != nil {
+	f := s.openGenFile(g)
+	if f == nil {
 		return nil
 	}
-	dev, ino, err := fileutil.DevIno(f)
-	if err != nil || dev != g.dev || ino != g.ino {
-		f.Close()
-		return nil
-	}
+	dev, ino := g.dev, g.ino
 	if g.gz {
 		r, err := s.gzReader(f, dev, ino, g.head, g.dsize, 0)
 		if err != nil {
@@ -332,6 +336,70 @@ func (s *Source) openGen(g genFile) *reader {
 		r.lastSize, r.lastMod = st.Size(), st.ModTime()
 	}
 	return r
+}
+
+// openGenFile opens the generation g found by a scan, by its identity:
+// at the name the scan saw, or — renamed on since by a rotation running
+// while the scan and the opens ran (logrotate's shift, app.log.3 to
+// app.log.4) — at whatever name beside the input now names it (a few looks:
+// a directory listed while a file is renamed may show neither name). Nil
+// when no name does (deleted) or it cannot be opened. Before, a generation
+// renamed between the scan and its open was skipped with a WARN only, its
+// lines never read while the feed stayed lossless, and the run's noteSeen
+// made it "seen", never read by a later scan either.
+func (s *Source) openGenFile(g genFile) *os.File {
+	try := func(p string) *os.File {
+		f, err := fileutil.OpenRegular(p)
+		if err != nil {
+			return nil
+		}
+		if dev, ino, err := fileutil.DevIno(f); err != nil || dev != g.dev || ino != g.ino {
+			f.Close()
+			return nil
+		}
+		return f
+	}
+	if f := try(g.path); f != nil {
+		return f
+	}
+	for look := 0; look < 3; look++ {
+		for _, gd := range s.genDirs() {
+			ents, err := os.ReadDir(gd.dir)
+			if err != nil {
+				continue
+			}
+			for _, e := range ents {
+				if !e.Type().IsRegular() {
+					continue
+				}
+				p := filepath.Join(gd.dir, e.Name())
+				if dev, ino, err := fileutil.DevInoPath(p); err != nil || dev != g.dev || ino != g.ino {
+					continue
+				}
+				if f := try(p); f != nil {
+					s.log.Info("a generation was renamed since it was found; opened under its new name", "file", g.path, "now", p)
+					return f
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// genUnread counts a generation found by a scan that could not be opened
+// (deleted since, or unreadable): its lines are not read, so the feed is not
+// lossless (DESIGN §4 "Nothing green over a loss"). One that was empty when
+// found loses nothing.
+func (s *Source) genUnread(g genFile) {
+	if !g.gz && g.found == 0 {
+		s.log.Info("an empty generation could not be opened; nothing of it is lost", "file", g.path)
+		return
+	}
+	d := fmt.Sprintf("a later generation of the input (%s) could not be opened; its lines are not read", g.path)
+	s.lose(1, 0, s.epoch.Load(), d)
+	s.log.Warn(d, "file", g.path)
+	s.setDetail(d)
+	s.lostTail = true
 }
 
 // gzReader makes a reader of the decompressed bytes of f from off: the
@@ -371,7 +439,7 @@ func (s *Source) queueGens(gens []genFile) {
 	for _, g := range gens {
 		r := s.openGen(g)
 		if r == nil {
-			s.log.Warn("a later generation of the input could not be opened; its lines are not read", "file", g.path)
+			s.genUnread(g)
 			continue
 		}
 		r.queuedAt = time.Now()

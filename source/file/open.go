@@ -663,7 +663,9 @@ func (s *Source) resumeRotated(f *os.File, dev, ino uint64) bool {
 		// The first later generation starts a new epoch, behind the barrier
 		// (the pointer is Reset before its first line is published).
 		for len(gens) > 0 && g == nil {
-			g = s.openGen(gens[0])
+			if g = s.openGen(gens[0]); g == nil {
+				s.genUnread(gens[0])
+			}
 			gens = gens[1:]
 		}
 		if g == nil {
@@ -971,7 +973,9 @@ func (s *Source) generationsBefore(r *reader) {
 	})
 	var first *reader
 	for len(gens) > 0 && first == nil {
-		first = s.openGen(gens[0])
+		if first = s.openGen(gens[0]); first == nil {
+			s.genUnread(gens[0])
+		}
 		gens = gens[1:]
 	}
 	if first == nil {
