@@ -88,7 +88,7 @@ func forgettable(r *reader) (ok, wait bool) {
 		return false, false
 	}
 	switch {
-	case r.unterminated() > 0:
+	case r.end > r.start:
 		return false, false // a partial line: lost with the file
 	case st.Size() > r.readPos():
 		return false, true

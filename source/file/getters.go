@@ -41,7 +41,8 @@ func (s *Source) ReadPos() int64 { return s.readPos.Load() }
 func (s *Source) Oversized() uint64 { return s.oversized.Load() }
 
 // Unterminated is the number of bytes after the last terminator (once-read:
-// at the end; tailing: right now).
+// at the end, none of them delivered; tailing: right now, pieces already
+// delivered of a long line not ended yet included).
 func (s *Source) Unterminated() int64 { return s.unterminated.Load() }
 
 // Downgraded counts lines delivered without a position.

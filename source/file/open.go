@@ -241,7 +241,7 @@ func (s *Source) startFile(f *os.File, dev, ino uint64) error {
 			// its last source stopped (the same content), in its epoch.
 			r.epoch = c.Epoch
 			r.seek(c.Offset)
-			r.split.inLong = c.InLong
+			r.split.setLong(c.InLong)
 			if s.cfg.Strategy == OnceEarliest && (c.Limit > 0 || c.HeadLen == 0) {
 				r.limit = c.Limit // its size when first opened (0: it was empty)
 			}
@@ -255,6 +255,9 @@ func (s *Source) startFile(f *os.File, dev, ino uint64) error {
 			s.log.Warn(d, "path", s.cfg.Path)
 			s.setDetail(d)
 		}
+		if s.cfg.Strategy == OnceEarliest {
+			r.onceEnd() // read only to just after the last terminator (§4)
+		}
 	case Latest:
 		if c := s.cfg.Resume; s.resumes(c, r, size) {
 			// A feed restarted by a reload: on from where its previous
@@ -262,7 +265,7 @@ func (s *Source) startFile(f *os.File, dev, ino uint64) error {
 			// appended meanwhile are delivered).
 			r.epoch = c.Epoch
 			r.seek(c.Offset)
-			r.split.inLong = c.InLong
+			r.split.setLong(c.InLong)
 			break
 		}
 		r.epoch = pointer.NewEpoch()
@@ -345,7 +348,7 @@ func (s *Source) resumeMoved(f *os.File, dev, ino uint64) bool {
 	atPath := func(d, i uint64) bool { return f != nil && d == dev && i == ino }
 	if old, odev, oino := s.findByKey(rec, atPath); old != nil {
 		if g := s.resumeAt(old, odev, oino, rec); g != nil {
-			g.split.inLong = c.InLong
+			g.split.setLong(c.InLong)
 			g.from = g.consumed()
 			s.log.Info("input was rotated while the feed restarted; reading its previous file first from where it stopped",
 				"file", g.f.Name(), "offset", c.Offset)

@@ -38,6 +38,10 @@ type reader struct {
 	limit      int64 // once-reads: stop at this offset; -1 to tail
 	from       int64 // where the source began reading it (startFile; else 0)
 	split      Splitter
+	// past: a once-read's bytes after its last terminator, from limit (moved
+	// back to just after that terminator, onceEnd) to the size it reads to:
+	// never read, never delivered, counted in unterminated.
+	past int64
 
 	// In-memory fingerprint of the first fpLen bytes, to notice content
 	// replaced in place.
@@ -110,15 +114,23 @@ func newReader(f *os.File, dev, ino uint64, bufSize, maxLine int) *reader {
 // line; when the byte before it, read through the descriptor, is a '\r', that
 // line ended at a lone '\r' (taken as final when its file was left, then
 // committed there): a '\n' at off completes that terminator, not a line.
+// When it is no terminator, off is inside a line (after a piece of it): the
+// splitter is told (mid), so that unterminated counts that line from its
+// start (lineStart finds it when asked).
 func (r *reader) seek(off int64) {
 	r.base, r.start, r.end = off, 0, 0
 	r.crTaken = false
+	r.split.mid = false
 	if off > 0 {
 		var b [1]byte
-		if n, _ := r.f.ReadAt(b[:], off-1); n == 1 && b[0] == '\r' {
-			r.crTaken = true
+		if n, _ := r.f.ReadAt(b[:], off-1); n == 1 {
+			r.crTaken = b[0] == '\r'
+			if b[0] != '\n' && b[0] != '\r' {
+				r.split.mid, r.split.lineFrom = true, -1
+			}
 		}
 	}
+	r.split.setLong(r.split.inLong)
 }
 
 // readPos is the offset of the next byte to read from the file.
@@ -127,8 +139,90 @@ func (r *reader) readPos() int64 { return r.base + int64(r.end) }
 // consumed is the offset just after the last line taken.
 func (r *reader) consumed() int64 { return r.base + int64(r.start) }
 
-// unterminated is the number of bytes read after the last line taken.
-func (r *reader) unterminated() int64 { return int64(r.end - r.start) }
+// unterminated is the number of bytes after the last terminator (DESIGN §4
+// `unterminated`): read and not taken, plus those of the current line
+// already delivered as pieces (or before the offset r was positioned at,
+// inside that line), plus a once-read's bytes after its last terminator
+// (past). Called when the source is at the end of what it read.
+func (r *reader) unterminated() int64 {
+	return r.readPos() - r.lineStart() + r.past
+}
+
+// lineStart is the file offset where the line at consumed() began: before
+// it when r is inside a line (pieces of it taken, or positioned inside it);
+// found once, by a scan back to the last terminator, when r was positioned
+// there (a restart or resume inside a long line).
+func (r *reader) lineStart() int64 {
+	if !r.split.mid {
+		return r.consumed()
+	}
+	if r.split.lineFrom < 0 {
+		from := r.consumed()
+		if r.gz == nil && r.f != nil {
+			if at, err := lastTermEnd(r.f, 0, from); err == nil {
+				from = at
+			}
+		}
+		r.split.lineFrom = from
+	}
+	return r.split.lineFrom
+}
+
+// onceEnd moves a once-read's limit back to just after the last terminator
+// before it (at or after the read position): DESIGN §4 "A once-read's bytes
+// after the last terminator are not delivered" — not even as pieces of a
+// line longer than maxLineBytes, which Split would cut from them. A final
+// lone '\r' is a terminator there (a once-read treats it as one, §4), and a
+// "\r\n" ends at its '\n'. The bytes after it are counted in past.
+func (r *reader) onceEnd() {
+	from := r.readPos()
+	if r.limit <= from {
+		return
+	}
+	at, err := lastTermEnd(r.f, from, r.limit)
+	if err != nil {
+		return // the file shrank or cannot be read: the reads fail the same way
+	}
+	r.past += r.limit - at
+	r.limit = at
+}
+
+// readTo is how far r has read its file: its read position, or, for a
+// once-read read to its limit, the size it read to (the bytes after its
+// last terminator were looked at: an unterminated line, never a loss).
+func (r *reader) readTo() int64 {
+	if r.past > 0 && r.readPos() >= r.limit {
+		return r.limit + r.past
+	}
+	return r.readPos()
+}
+
+// lastTermEnd returns the offset just after the last '\n' or '\r' of f in
+// [lo, hi), or lo when there is none. It reads backwards from hi in chunks
+// that grow from 4 KiB: the last terminator is usually close.
+func lastTermEnd(f *os.File, lo, hi int64) (int64, error) {
+	var small [4 << 10]byte
+	b := small[:]
+	for hi > lo {
+		n := min(hi-lo, int64(len(b)))
+		c := b[:n]
+		if _, err := f.ReadAt(c, hi-n); err != nil {
+			return lo, err
+		}
+		i := bytes.LastIndexByte(c, '\n')
+		if j := bytes.LastIndexByte(c[i+1:], '\r'); j >= 0 {
+			i += 1 + j
+		}
+		if i >= 0 {
+			return hi - n + int64(i) + 1, nil
+		}
+		hi -= n
+		if len(b) < 256<<10 {
+			b = make([]byte, 2*len(b))
+		}
+	}
+	return lo, nil
+}
 
 // take splits the buffered bytes into b (up to maxLines/maxBytes). It
 // returns the lines found and oversized lines completed.

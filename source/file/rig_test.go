@@ -45,6 +45,7 @@ type rigOpts struct {
 	rotated    []string                            // file.Config.RotatedNames
 	pinned     bool                                // file.Config.Pinned (a glob stream)
 	resume     *file.Resume                        // file.Config.Resume (a reload's)
+	maxLine    int                                 // file.Config.MaxLine (default 1<<16)
 }
 
 type rig struct {
@@ -78,6 +79,9 @@ func newRig(t testing.TB, dir string, o rigOpts) *rig {
 	}
 	if o.batchLines == 0 {
 		o.batchLines = 64
+	}
+	if o.maxLine == 0 {
+		o.maxLine = 1 << 16
 	}
 	return &rig{t: t, dir: dir, path: filepath.Join(dir, "app.log"), opts: o}
 }
@@ -116,7 +120,7 @@ func (r *rig) start() *rig {
 		pub = r.opts.wrap(pub)
 	}
 	r.src = file.New(file.Config{
-		Feed: "app", Path: r.path, Strategy: r.opts.strategy, MaxLine: 1 << 16,
+		Feed: "app", Path: r.path, Strategy: r.opts.strategy, MaxLine: r.opts.maxLine,
 		BatchLines: r.opts.batchLines, BatchBytes: 1 << 20,
 		Poll: r.opts.poll, RotateWait: r.opts.rotateWait, CommitSync: 5 * time.Millisecond,
 		Pointer: r.ptr, Logger: log, NoNotify: r.opts.noNotify, OpenHook: r.opts.openHook,

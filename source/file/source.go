@@ -626,7 +626,7 @@ func (s *Source) noteHead(r *reader) {
 		if s.dropped {
 			at, long = s.droppedFrom, s.droppedLong
 		}
-		s.resume = &Resume{Epoch: r.epoch, Offset: at, HeadLen: r.fpLen, Head: r.fp, Size: min(r.readPos(), readerSize(r)), Limit: max(r.limit, 0), InLong: long,
+		s.resume = &Resume{Epoch: r.epoch, Offset: at, HeadLen: r.fpLen, Head: r.fp, Size: min(r.readTo(), readerSize(r)), Limit: max(r.limit+r.past, 0), InLong: long,
 			Key: r.key, From: min(r.from, at), End: readerSize(r)}
 		s.resumeOf = r
 	}
@@ -639,7 +639,7 @@ func (s *Source) moveResume(r *reader) {
 	if s.resume == nil || s.resumeOf != r || s.dropped {
 		return
 	}
-	s.resume.Offset, s.resume.Size, s.resume.InLong = r.consumed(), min(r.readPos(), readerSize(r)), r.split.inLong
+	s.resume.Offset, s.resume.Size, s.resume.InLong = r.consumed(), min(r.readTo(), readerSize(r)), r.split.inLong
 	s.resume.End = readerSize(r)
 }
 

@@ -22,10 +22,13 @@ import (
 // piece carries the terminator. Because a piece is cut only when at least one more byte of its
 // line follows it, the output is the same however the input is chunked.
 //
-// Bytes after the last terminator are never taken, even when the stream ends (the caller counts
-// them as unterminated). For an oversized line that never ends this means: its full pieces are
-// delivered, the remainder (at most MaxLine bytes) is not, and the line is not counted in
-// Oversized.
+// Bytes after the last terminator are never taken whole, even when the stream ends: only full
+// pieces of a line that has not ended are (while tailing, a long line is delivered in pieces as
+// it is written, DESIGN §4). The caller counts the bytes after the last terminator as
+// unterminated, pieces already delivered included (reader.unterminated: the Splitter remembers
+// where such a line began). A once-read never gives Split bytes after its last terminator: it
+// reads only up to just after it (reader.onceEnd), so none of them is delivered, not even as a
+// piece (DESIGN §4: "A once-read's bytes after the last terminator are not delivered").
 
 // Found receives lines found by Split. The caller resets it (Reset) between batches; its slices
 // are reused, so a steady caller allocates nothing per line.
@@ -93,6 +96,22 @@ type Splitter struct {
 	MaxLine int // maxLineBytes (>0)
 
 	inLong bool // a piece of the current line was emitted; its last piece is still to come
+	// mid: the bytes at the next call's off continue a line that began before them, at the
+	// file offset lineFrom (-1: not known yet, see reader.lineStart) — pieces of it were
+	// emitted (inLong), or the reader was positioned inside it (reader.seek). inLong implies
+	// mid. In Split only a piece sets it and only a line's end clears it: a line costs the one
+	// test it cost when it was inLong's alone.
+	mid      bool
+	lineFrom int64
+}
+
+// setLong sets inLong (a resume point inside an oversized line whose first pieces were
+// delivered), keeping inLong ⇒ mid.
+func (s *Splitter) setLong(long bool) {
+	s.inLong = long
+	if long && !s.mid {
+		s.mid, s.lineFrom = true, -1
+	}
 }
 
 // Split scans buf[off:], where buf[0] is at file offset base and buf[off] begins a line (or
@@ -104,7 +123,7 @@ type Splitter struct {
 // final=true means no byte will follow buf (the end of a once-read): a trailing lone '\r' then
 // terminates its line; otherwise a '\r' as the last byte of buf waits for the next byte. Bytes
 // after the last terminator are never taken, even when final, except as full pieces of an
-// oversized line (see the notes at the top of this file).
+// oversized line (see the notes at the top of this file: a once-read never passes them).
 //
 // buf must be shorter than 2 GiB (positions in out are int32). The caller that keeps the
 // unconsumed tail moves it to the front of its buffer, appends more bytes, and calls again with
@@ -175,10 +194,16 @@ func (s *Splitter) Split(buf []byte, off int, base int64, final bool, maxLines, 
 		}
 		out.add(p, l, base+int64(end))
 		if piece {
+			if !s.mid {
+				s.mid, s.lineFrom = true, base+int64(p)
+			}
 			s.inLong = true
-		} else if s.inLong {
-			s.inLong = false
-			out.Oversized++
+		} else if s.mid {
+			s.mid = false
+			if s.inLong {
+				s.inLong = false
+				out.Oversized++
+			}
 		}
 		p = end
 	}
