@@ -49,6 +49,11 @@ var ErrReplayRunning = errors.New("processor: replay still running")
 // ErrReplayIncomplete wraps the error that ended a replay early.
 var ErrReplayIncomplete = errors.New("processor: replay incomplete")
 
+// errAbandoned ends a replay whose group a stop abandoned (Group.Abandon)
+// in a processor call that returned after all: the processor is not called
+// again.
+var errAbandoned = errors.New("subscriber abandoned by the stop")
+
 // ReplayResult is what a replay did.
 type ReplayResult struct {
 	Replayed  int `json:"replayed"`  // entries processed and removed from the ledger
@@ -192,7 +197,16 @@ func (g *Group) replay(ctx context.Context, req *replayReq) {
 units:
 	for _, u := range units {
 		if rr != nil {
-			if err = g.replayRequest(ctx, rr, u); err != nil {
+			err = g.replayRequest(ctx, rr, u)
+			if err == nil && g.gone() {
+				// Abandoned in the call, which returned after all: the unit
+				// was acknowledged, nothing more reaches the processor.
+				for _, it := range u {
+					done[it.id] = true
+				}
+				err = errAbandoned
+			}
+			if err != nil {
 				g.log.Warn("dead-letter replay failed", "request", u[0].entry.Request, "position", u[0].entry.Position, "error", err)
 				break
 			}
@@ -202,7 +216,12 @@ units:
 			continue
 		}
 		for _, it := range u {
-			if err = g.replayOne(ctx, it); err != nil {
+			err = g.replayOne(ctx, it)
+			if err == nil && g.gone() {
+				done[it.id] = true
+				err = errAbandoned // nothing more reaches the processor
+			}
+			if err != nil {
 				g.log.Warn("dead-letter replay failed", "position", it.entry.Position, "error", err)
 				break units
 			}
@@ -276,6 +295,9 @@ func (g *Group) flushReplayed(ctx context.Context) error {
 	}
 	if _, due := fl.FlushDue(); !due {
 		return nil
+	}
+	if g.gone() {
+		return errAbandoned // not flushed: the replayed lines stay in the ledger
 	}
 	return fl.Flush(ctx)
 }

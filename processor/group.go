@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -99,6 +100,15 @@ type Group struct {
 	releases  chan *ReleaseRequest
 	stopping  atomic.Bool  // a release no longer restarts the run loop
 	fate      atomic.Int32 // running, ended or abandoned (Abandon)
+
+	// Shared with Abandon (another goroutine), under pubMu: sent is the
+	// dispatched count given to the queue (published is the run
+	// goroutine's own view of it), finished the batch's finished prefix
+	// as the run goroutine last noted it (noteProgress), so that an
+	// abandon publishes exactly what the group finished within its batch.
+	pubMu    sync.Mutex
+	sent     uint64
+	finished uint64
 
 	st subState // the fences and the queue's state (state.go)
 
@@ -240,12 +250,38 @@ func (g *Group) leftAtStop() {
 // returns after all, the group publishes what it finished and ends
 // without calling the processor again. False: the goroutine ended
 // meanwhile (Done is closed; nothing was abandoned).
+//
+// What the group finished within the batch it is in (a per-line
+// processor's lines before the one whose call does not return; a batch
+// processor's prefix it reported through Host.Finished) is published
+// first, as at a fence (DESIGN §6 "exactly at a stop or a fence"), so the
+// final commit stops exactly before the first line the subscriber did not
+// finish.
 func (g *Group) Abandon() bool {
+	g.pubMu.Lock()
 	if !g.fate.CompareAndSwap(running, abandoned) {
+		g.pubMu.Unlock()
 		return false
+	}
+	moved := g.finished > g.sent
+	if moved {
+		g.q.AddDispatched(g.finished - g.sent)
+		g.sent = g.finished
+	}
+	g.pubMu.Unlock()
+	if moved {
+		g.cfg.Wake()
 	}
 	g.leftAtStop()
 	return true
+}
+
+// noteProgress records the batch's finished prefix (the queue count
+// through it) for an Abandon; on the run goroutine.
+func (g *Group) noteProgress(p uint64) {
+	g.pubMu.Lock()
+	g.finished = p
+	g.pubMu.Unlock()
 }
 
 // Abandoned reports whether Abandon gave the group up.
@@ -317,7 +353,7 @@ func (g *Group) run(ctx context.Context) {
 				if at, ok := fl.FlushDue(); ok {
 					if d := time.Until(at); d <= 0 {
 						g.flush(ctx, fl)
-						if ctx.Err() != nil {
+						if ctx.Err() != nil || g.gone() {
 							return // a flush still failing at the stop stays due: do not spin on it
 						}
 						continue
@@ -336,28 +372,40 @@ func (g *Group) run(ctx context.Context) {
 				return
 			case <-due:
 				g.flush(ctx, fl)
-				continue
 			case <-g.readyWait():
-				continue
 			case req := <-g.replays:
 				g.replay(ctx, req)
-				continue
 			}
+			if g.gone() {
+				return
+			}
+			continue
 		}
 		ok := g.handle(ctx, b)
 		b.Release()
 		g.cur = nil
-		if !ok || g.fate.Load() == abandoned {
+		if !ok || g.gone() {
 			return
 		}
 		g.pollReplay(ctx) // between batches, also while busy
+		if g.gone() {
+			return
+		}
 		if fl != nil {
 			if at, due := fl.FlushDue(); due && !time.Now().Before(at) {
 				g.flush(ctx, fl)
+				if g.gone() {
+					return
+				}
 			}
 		}
 	}
 }
+
+// gone reports whether the stop went on without the group (Abandon): the
+// processor is never called again, so every call into it is followed by
+// this check (a call the group was abandoned in may return after all).
+func (g *Group) gone() bool { return g.fate.Load() == abandoned }
 
 func (g *Group) readyWait() <-chan struct{} { return g.q.Ready() }
 
@@ -365,6 +413,9 @@ func (g *Group) readyWait() <-chan struct{} { return g.q.Ready() }
 func (g *Group) flush(ctx context.Context, fl Flusher) {
 	for attempt := 1; ; attempt++ {
 		err := fl.Flush(ctx)
+		if g.gone() {
+			return // abandoned in the call: never called again (run returns)
+		}
 		if err == nil {
 			g.unfence()
 			return
@@ -390,6 +441,7 @@ func (g *Group) handle(ctx context.Context, b *feed.Batch) bool {
 	g.mark = base + uint64(b.Len())
 	g.cur = b
 	g.progress = base
+	g.noteProgress(base)
 	g.filter(b)
 	vdone := 0 // leading view lines finished
 	attempt := 1
@@ -407,7 +459,8 @@ func (g *Group) handle(ctx context.Context, b *feed.Batch) bool {
 		n, err := g.step(ctx, vdone, attempt, lineMode)
 		vdone += n
 		g.progress = finished()
-		if g.fate.Load() == abandoned {
+		g.noteProgress(g.progress)
+		if g.gone() {
 			// The stop went on without the group: no further call.
 			g.publish(g.progress)
 			return false
@@ -445,7 +498,12 @@ func (g *Group) handle(ctx context.Context, b *feed.Batch) bool {
 				if g.deadLetter(ctx, b, vdone, attempt, err) {
 					vdone++
 					g.progress = base + uint64(g.origDone(vdone, b.Len())) // in the ledger: processed
+					g.noteProgress(g.progress)
 					g.passed(ctx)
+					if g.gone() {
+						g.publish(g.progress)
+						return false
+					}
 					attempt = 1
 					continue
 				}
@@ -466,6 +524,9 @@ func (g *Group) handle(ctx context.Context, b *feed.Batch) bool {
 			}
 			vdone = g.abandon(b, base, vdone, rel)
 			g.passed(ctx)
+			if g.gone() {
+				return false
+			}
 			attempt = 1
 			continue
 		}
@@ -543,6 +604,12 @@ func (g *Group) step(ctx context.Context, from, attempt int, lineMode bool) (int
 	// By index: a completion may register follow-up completions; they run
 	// too, in order, before the line counts as dispatched.
 	for i := 0; i < len(g.d.Completions()); i++ {
+		if g.gone() {
+			// Abandoned in the call: the processor's completions are not
+			// run (the line is not finished; handle ends the group).
+			g.d.ClearCompletions()
+			return 0, nil
+		}
 		if !g.complete(ctx, g.d.Completions()[i]) {
 			g.d.ClearCompletions()
 			return 0, ctx.Err() // stopped: the line is not finished
@@ -563,7 +630,7 @@ func (g *Group) complete(ctx context.Context, c func() error) bool {
 		if err == nil {
 			return true
 		}
-		if ctx.Err() != nil {
+		if ctx.Err() != nil || g.gone() {
 			return false
 		}
 		if attempt >= g.cfg.Retry.Attempts {
@@ -688,11 +755,17 @@ func (g *Group) origDone(vdone, n int) int {
 }
 
 func (g *Group) publish(total uint64) {
-	if total > g.published {
-		g.q.AddDispatched(total - g.published)
-		g.published = total
-		g.cfg.Wake()
+	if total <= g.published {
+		return
 	}
+	g.pubMu.Lock()
+	if total > g.sent { // an Abandon may have published part of it
+		g.q.AddDispatched(total - g.sent)
+		g.sent = total
+	}
+	g.pubMu.Unlock()
+	g.published = total
+	g.cfg.Wake()
 }
 
 func sleep(ctx context.Context, d time.Duration) bool {

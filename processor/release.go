@@ -109,6 +109,7 @@ func (g *Group) abandon(b *feed.Batch, base uint64, vdone int, req *ReleaseReque
 	g.noteRelease(vdone, vdone)
 	vdone++
 	g.progress = base + uint64(g.origDone(vdone, b.Len()))
+	g.noteProgress(g.progress)
 	g.released(1) // counted before the ack point passes the line
 	g.publish(g.progress)
 	g.log.Warn("line released on purpose; going on with the next one", "position", pos)
@@ -133,7 +134,10 @@ func (g *Group) releaseDead() uint64 {
 	n := g.left + uint64(g.q.Drain())
 	g.left = 0
 	g.published += n
+	g.pubMu.Lock()
+	g.sent += n
 	g.q.AddDispatched(n)
+	g.pubMu.Unlock()
 	g.q.DurableThrough(g.published)
 	released := g.q.AckPoint() - before
 	g.released(released)

@@ -3,6 +3,7 @@
 package fileutil
 
 import (
+	"errors"
 	"io/fs"
 	"os"
 )
@@ -42,3 +43,7 @@ func OpenFile(path string, flag int, perm os.FileMode) (*os.File, error) {
 func OpenAppend(path string, flag int, perm os.FileMode) (*os.File, error) {
 	return os.OpenFile(path, flag|os.O_WRONLY|os.O_APPEND, perm)
 }
+
+// ErrNoReader is OpenAppend's error for a FIFO that no process has open
+// for reading (never returned here: the open is os.OpenFile's).
+var ErrNoReader = errors.New("a FIFO that no process reads (the file sink opens it without waiting and retries until a reader has it open)")

@@ -112,7 +112,7 @@ func rawOpen(path string, flag int, perm uint32) (int, error) {
 
 // ErrNoReader is OpenAppend's error for a FIFO that no process has open
 // for reading.
-var ErrNoReader = errors.New("a FIFO that no process reads (a file sink does not wait for a reader: start the reader first)")
+var ErrNoReader = errors.New("a FIFO that no process reads (the file sink opens it without waiting and retries until a reader has it open)")
 
 // OpenAppend opens path write-only and append, creating it with perm, as
 // os.OpenFile does, but never blocks in the open: a FIFO nobody reads

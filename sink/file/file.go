@@ -139,6 +139,15 @@ func Open(cfg Config) (*Sink, error) {
 	_, serr := os.Stat(cfg.Path)
 	created := errors.Is(serr, fs.ErrNotExist)
 	f, size, err := open(cfg.Path)
+	if err != nil && cfg.Open == nil && isNoReader(err) {
+		// A FIFO without a reader yet: opened at the first write (fifo.go),
+		// the subscriber retrying, fenced, until a reader is there.
+		if cfg.Logger != nil {
+			cfg.Logger.Warn("the output is a FIFO that no process reads yet; the subscriber holds its lines and retries until a reader opens it",
+				"path", cfg.Path)
+		}
+		f, size, err = &fifoOutput{path: cfg.Path, mode: cfg.Mode, log: cfg.Logger}, 0, nil
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -261,7 +270,8 @@ func openAppend(path string) (SinkFile, int64, error) { return openOutput(path, 
 func openOutput(path string, mode os.FileMode, log hclog.Logger) (SinkFile, int64, error) {
 	// Never blocks in the open: a FIFO at the path that nobody reads is an
 	// error naming it (fileutil.ErrNoReader), not a start or a reload that
-	// hangs for ever (DESIGN §12: SIGTERM always stops the daemon).
+	// hangs for ever (DESIGN §12: SIGTERM always stops the daemon); Open
+	// then opens it at the first write (fifoOutput).
 	f, err := fileutil.OpenAppend(path, os.O_CREATE, mode)
 	if err != nil {
 		return nil, 0, err
@@ -367,6 +377,9 @@ func (s *Sink) write(p []byte) error {
 		}
 		if pe, ok := err.(*os.PathError); ok && pe.Op == "write" && pe.Path == s.cfg.Path {
 			return err // already "write PATH: reason" (the stalled reason shows it once)
+		}
+		if _, ok := err.(noReaderError); ok {
+			return err // "open PATH: a FIFO that no process reads …" (nothing written)
 		}
 		return fmt.Errorf("write %s: %w", s.cfg.Path, err)
 	}
