@@ -159,6 +159,7 @@ type genFile struct {
 	head     []byte    // gz: the first decompressed bytes (up to MaxFingerprint)
 	dsize    int64     // gz: the decompressed size
 	found    int64     // its size when found
+	scanned  time.Time // when the scan that found it began
 	size     int64     // torn: the compressed size last seen
 	grewAt   time.Time // torn: when it was first seen or last grew
 }
@@ -238,6 +239,7 @@ func headMatches(head []byte, fpLen uint64, fp uint64) bool {
 func (s *Source) scanGenerations(ref, born time.Time, skip func(dev, ino uint64) bool, skipGz func(head []byte) bool) []genFile {
 	var out []genFile
 	seen := map[[2]uint64]bool{}
+	now := time.Now()
 	for _, gd := range s.genDirs() {
 		ents, err := os.ReadDir(gd.dir)
 		if err != nil {
@@ -276,7 +278,7 @@ func (s *Source) scanGenerations(ref, born time.Time, skip func(dev, ino uint64)
 					continue
 				}
 			}
-			g := genFile{path: p, dev: dev, ino: ino, mod: info.ModTime(), rank: rankOf(name, gd.base), found: info.Size()}
+			g := genFile{path: p, dev: dev, ino: ino, mod: info.ModTime(), rank: rankOf(name, gd.base), found: info.Size(), scanned: now}
 			if strings.HasSuffix(name, ".gz") {
 				if _, err := os.Lstat(strings.TrimSuffix(p, ".gz")); err == nil {
 					s.log.Debug("a compressed generation's plain twin still exists; reading the twin", "file", p)
@@ -347,13 +349,20 @@ func (s *Source) openGen(g genFile) *reader {
 // renamed between the scan and its open was skipped with a WARN only, its
 // lines never read while the feed stayed lossless, and the run's noteSeen
 // made it "seen", never read by a later scan either.
+//
+// The identity is device and inode, and the file must still be the one
+// found: a deleted generation's inode is handed to the next file created
+// (ext4 reuses it at once — logrotate's `create` makes the new input with
+// it), so a file born after the scan, a plain one shorter than it was
+// found, or a .gz whose first decompressed bytes differ is another file:
+// the generation is gone (counted by the caller), never read as it.
 func (s *Source) openGenFile(g genFile) *os.File {
 	try := func(p string) *os.File {
 		f, err := fileutil.OpenRegular(p)
 		if err != nil {
 			return nil
 		}
-		if dev, ino, err := fileutil.DevIno(f); err != nil || dev != g.dev || ino != g.ino {
+		if !s.sameGen(f, p, g) {
 			f.Close()
 			return nil
 		}
@@ -369,8 +378,8 @@ func (s *Source) openGenFile(g genFile) *os.File {
 				continue
 			}
 			for _, e := range ents {
-				if !e.Type().IsRegular() {
-					continue
+				if !e.Type().IsRegular() || !s.rotatedName(e.Name(), gd.base) {
+					continue // renamed on by a rotation: still a generation's name
 				}
 				p := filepath.Join(gd.dir, e.Name())
 				if dev, ino, err := fileutil.DevInoPath(p); err != nil || dev != g.dev || ino != g.ino {
@@ -386,12 +395,30 @@ func (s *Source) openGenFile(g genFile) *os.File {
 	return nil
 }
 
+// sameGen reports whether f, opened at p, is the generation g its scan
+// found (see openGenFile).
+func (s *Source) sameGen(f *os.File, p string, g genFile) bool {
+	if dev, ino, err := fileutil.DevIno(f); err != nil || dev != g.dev || ino != g.ino {
+		return false
+	}
+	if b := birthTime(f); !b.IsZero() && !g.scanned.IsZero() && b.After(g.scanned) {
+		return false // created since the scan: its inode was reused
+	}
+	if g.gz {
+		head, ok := gzHead(p)
+		n := min(len(head), len(g.head))
+		return ok && bytes.Equal(head[:n], g.head[:n])
+	}
+	st, err := f.Stat()
+	return err == nil && st.Size() >= g.found // a generation does not shrink
+}
+
 // genUnread counts a generation found by a scan that could not be opened
 // (deleted since, or unreadable): its lines are not read, so the feed is not
 // lossless (DESIGN §4 "Nothing green over a loss"). One that was empty when
 // found loses nothing.
 func (s *Source) genUnread(g genFile) {
-	if !g.gz && g.found == 0 {
+	if (!g.gz && g.found == 0) || (g.gz && g.dsize == 0) {
 		s.log.Info("an empty generation could not be opened; nothing of it is lost", "file", g.path)
 		return
 	}
