@@ -2,6 +2,7 @@ package file
 
 import (
 	"errors"
+	"fmt"
 	"os"
 
 	"github.com/hashicorp/go-hclog"
@@ -10,8 +11,8 @@ import (
 	"tailfeed/processor"
 )
 
-// fifoOutput is the output of a sink whose path is a FIFO that no process
-// had open for reading when the sink was opened (fileutil.ErrNoReader).
+// fifoOutput is the output of a sink whose path is a FIFO (with a reader
+// at the open or not: fileutil.ErrNoReader).
 // "No reader yet" is not an error of the config: a consumer starts after
 // the daemon, or restarts while a reload rebuilds the feed, and a start,
 // a reload or its rollback must not fail (nor drop the feed) for it. The
@@ -45,28 +46,33 @@ func (o *fifoOutput) open() error {
 	return nil
 }
 
+// Write writes p to the FIFO, opening it first if it is not open. A failed
+// write (EPIPE: the reader went away, a consumer restarting) closes the
+// descriptor: with no reader and no writer left the pipe is gone, so a
+// part of p it held is never read by the next reader as the start of a
+// line; the next write opens the FIFO again (no reader yet: the same held
+// error). The error is the output's, like no reader at all: held, never
+// dead-lettered.
 func (o *fifoOutput) Write(p []byte) (int, error) {
 	if err := o.open(); err != nil {
 		return 0, err
 	}
-	return o.f.Write(p)
+	n, err := o.f.Write(p)
+	if err != nil {
+		o.f.Close()
+		o.f = nil
+		return n, noReaderError{fmt.Errorf("write %s: %w (the FIFO's reader went away; retrying until a reader opens it)", o.path, err)}
+	}
+	return n, nil
 }
 
-// Truncate and Sync of a FIFO never opened have nothing to do: nothing
-// was written to it.
-func (o *fifoOutput) Truncate(size int64) error {
-	if o.f == nil {
-		return nil
-	}
-	return o.f.Truncate(size)
-}
+// Truncate and Sync have nothing to do on a FIFO: a pipe cannot be cut
+// back (a failed write closes it instead, above) and holds nothing to
+// make durable (fsync on a pipe is EINVAL; `fsync: always` on a FIFO
+// output writes to the pipe, no more).
+func (o *fifoOutput) Truncate(size int64) error { return nil }
 
-func (o *fifoOutput) Sync() error {
-	if o.f == nil {
-		return nil
-	}
-	return o.f.Sync()
-}
+func (o *fifoOutput) Sync() error { return nil }
 
 func (o *fifoOutput) Close() error {
 	if o.f == nil {

@@ -147,6 +147,12 @@ func Open(cfg Config) (*Sink, error) {
 				"path", cfg.Path)
 		}
 		f, size, err = &fifoOutput{path: cfg.Path, mode: cfg.Mode, log: cfg.Logger}, 0, nil
+	} else if err == nil && cfg.Open == nil {
+		if st, serr := os.Stat(cfg.Path); serr == nil && st.Mode()&fs.ModeNamedPipe != 0 {
+			// A FIFO with a reader now: one that goes away later is held
+			// and retried the same way (fifo.go).
+			f, size = &fifoOutput{path: cfg.Path, mode: cfg.Mode, log: cfg.Logger, f: f}, 0
+		}
 	}
 	if err != nil {
 		return nil, err

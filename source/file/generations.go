@@ -159,7 +159,7 @@ type genFile struct {
 	head     []byte    // gz: the first decompressed bytes (up to MaxFingerprint)
 	dsize    int64     // gz: the decompressed size
 	found    int64     // its size when found
-	scanned  time.Time // when the scan that found it began
+	scanned  time.Time // when the directory listing that found it began
 	size     int64     // torn: the compressed size last seen
 	grewAt   time.Time // torn: when it was first seen or last grew
 }
@@ -239,8 +239,8 @@ func headMatches(head []byte, fpLen uint64, fp uint64) bool {
 func (s *Source) scanGenerations(ref, born time.Time, skip func(dev, ino uint64) bool, skipGz func(head []byte) bool) []genFile {
 	var out []genFile
 	seen := map[[2]uint64]bool{}
-	now := time.Now()
 	for _, gd := range s.genDirs() {
+		now := time.Now() // every file this listing shows was born before it
 		ents, err := os.ReadDir(gd.dir)
 		if err != nil {
 			continue
