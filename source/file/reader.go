@@ -176,6 +176,12 @@ func (r *reader) lineStart() int64 {
 // "\r\n" ends at its '\n'. The bytes after it are counted in past.
 func (r *reader) onceEnd() {
 	from := r.readPos()
+	if st, err := r.f.Stat(); err == nil && st.Size() < r.limit {
+		// Shrunk since the size was taken (a resumed once-read's Limit):
+		// its bytes past the end are gone, and a scan from there would
+		// fail at once and leave the tail to the splitter's pieces.
+		r.limit = max(st.Size(), from)
+	}
 	if r.limit <= from {
 		return
 	}
