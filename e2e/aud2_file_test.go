@@ -243,17 +243,7 @@ func aud2Soak(t *testing.T, copytruncate bool) {
 	r := d.waitSettled(10 * time.Second)
 	d.stop()
 	f := r.feed(t, "app")
-	var onDisk bytes.Buffer
-	ents, _ := os.ReadDir(e.dir)
-	for _, de := range ents {
-		if strings.HasPrefix(de.Name(), "app.log") {
-			b, _ := os.ReadFile(e.path(de.Name()))
-			onDisk.Write(b)
-		}
-	}
-	if _, missing := aud2Gap(onDisk.Bytes(), g.n); missing != 0 {
-		t.Fatalf("test error: %d lines written are on no generation on disk", missing)
-	}
+	aud2AllOnDisk(t, e, g.n)
 	for _, sink := range []string{"exact", "plain"} {
 		out, _ := os.ReadFile(e.path("out/" + sink + ".txt"))
 		if first, missing := aud2Gap(out, g.n); missing > 0 {
@@ -322,6 +312,23 @@ func aud2Analyze(t *testing.T, out []byte, n int) {
 	}
 	if len(runs) > 1 {
 		t.Logf("exactlyOnce output runs (%d): %v; %d lines missing", len(runs), runs, missing)
+	}
+}
+
+// aud2AllOnDisk fails the test unless every one of the n lines written is
+// on some generation of app.log still on disk.
+func aud2AllOnDisk(t *testing.T, e *env, n int) {
+	t.Helper()
+	var onDisk bytes.Buffer
+	ents, _ := os.ReadDir(e.dir)
+	for _, de := range ents {
+		if strings.HasPrefix(de.Name(), "app.log") {
+			b, _ := os.ReadFile(e.path(de.Name()))
+			onDisk.Write(b)
+		}
+	}
+	if _, missing := aud2Gap(onDisk.Bytes(), n); missing != 0 {
+		t.Fatalf("test error: %d lines written are on no generation on disk", missing)
 	}
 }
 
@@ -428,17 +435,7 @@ func TestAud2XKill9CopytruncateThenRotationLosesGeneration(t *testing.T) {
 		r := d.waitSettled(60 * time.Second)
 		f := r.feed(t, "app")
 		d.stop()
-		var onDisk bytes.Buffer
-		ents, _ := os.ReadDir(e.dir)
-		for _, de := range ents {
-			if strings.HasPrefix(de.Name(), "app.log") {
-				b, _ := os.ReadFile(e.path(de.Name()))
-				onDisk.Write(b)
-			}
-		}
-		if _, missing := aud2Gap(onDisk.Bytes(), g.n); missing != 0 {
-			t.Fatalf("test error: %d lines written are on no generation on disk", missing)
-		}
+		aud2AllOnDisk(t, e, g.n)
 		out, _ := os.ReadFile(e.path("out/exact.txt"))
 		first, missing := aud2Gap(out, g.n)
 		if missing == 0 {

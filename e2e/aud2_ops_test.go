@@ -57,6 +57,52 @@ func aud2Spawn(t *testing.T, dir, cfg string, stdout *os.File) (*exec.Cmd, chan 
 	return cmd, done, logPath
 }
 
+// aud2StartBlockedStdout starts a daemon whose stdout processor writes to a
+// pipe that is kept open and never read, and waits until the pipe is full
+// (skipping the test if the whole input went through); it returns the
+// process, the daemon, the config file's path and its text.
+func aud2StartBlockedStdout(t *testing.T) (*exec.Cmd, *daemon, string, string) {
+	t.Helper()
+	dir := t.TempDir()
+	var in strings.Builder
+	for i := 0; i < 100000; i++ {
+		fmt.Fprintf(&in, "line %06d xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\n", i)
+	}
+	if err := os.WriteFile(dir+"/in.log", []byte(in.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	addr := aud2FreePort(t)
+	cfg := dir + "/tailfeed.yaml"
+	text := fmt.Sprintf(`dataDir: ./state
+status: {listen: "%s"}
+shutdownTimeoutMillis: 500
+feeds:
+  - {name: app, path: ./in.log, pollIntervalMillis: 20}
+processors:
+  - {name: out, feed: app, type: stdout}
+`, addr)
+	os.WriteFile(cfg, []byte(text), 0o644)
+	// The reader end stays open and is never read: the pipe fills up.
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	cmd, done, logPath := aud2Spawn(t, dir, cfg, w)
+	w.Close()
+	d := &daemon{t: t, addr: addr, done: done, logPath: logPath}
+	// Wait until the sink has written something and then stopped making
+	// progress (the pipe is full).
+	d.waitFor("lines acknowledged", 60*time.Second, func(r *report) bool {
+		return len(r.Feeds) == 1 && r.Feeds[0].Acknowledged > 0
+	})
+	time.Sleep(time.Second)
+	if st, _ := d.status(); st != nil && st.Feeds[0].Acknowledged >= 100000 {
+		t.Skip("the whole input went through the pipe; nothing blocked")
+	}
+	return cmd, d, cfg, text
+}
+
 // TestAud2XSigtermStopsWithBlockedStdoutSink checks DESIGN §12 Signals:
 // "SIGTERM/SIGINT stop as in §5, within `shutdownTimeoutMillis` plus 2 s
 // (the final commit and closing the sinks)" and §12 Validation "SIGTERM
@@ -69,53 +115,17 @@ func aud2Spawn(t *testing.T, dir, cfg string, stdout *os.File) (*exec.Cmd, chan 
 // subscribers, then the final commit" and then never exits (still running
 // after 8 s; by hand still running after 40 s until a second SIGTERM).
 func TestAud2XSigtermStopsWithBlockedStdoutSink(t *testing.T) {
-	dir := t.TempDir()
-	var in strings.Builder
-	for i := 0; i < 100000; i++ {
-		fmt.Fprintf(&in, "line %06d xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\n", i)
-	}
-	if err := os.WriteFile(dir+"/in.log", []byte(in.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	addr := aud2FreePort(t)
-	cfg := dir + "/tailfeed.yaml"
-	os.WriteFile(cfg, []byte(fmt.Sprintf(`dataDir: ./state
-status: {listen: "%s"}
-shutdownTimeoutMillis: 500
-feeds:
-  - {name: app, path: ./in.log, pollIntervalMillis: 20}
-processors:
-  - {name: out, feed: app, type: stdout}
-`, addr)), 0o644)
-	// The reader end stays open and is never read: the pipe fills up.
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	cmd, done, logPath := aud2Spawn(t, dir, cfg, w)
-	w.Close()
-	d := &daemon{t: t, addr: addr, done: done, logPath: logPath}
-	// Wait until the sink has written something and then stopped making
-	// progress (the pipe is full).
-	d.waitFor("lines acknowledged", 60*time.Second, func(r *report) bool {
-		return len(r.Feeds) == 1 && r.Feeds[0].Acknowledged > 0
-	})
-	time.Sleep(time.Second)
-	before, _ := d.status()
-	if before != nil && before.Feeds[0].Acknowledged >= 100000 {
-		t.Skip("the whole input went through the pipe; nothing blocked")
-	}
+	cmd, d, _, _ := aud2StartBlockedStdout(t)
 	cmd.Process.Signal(syscall.SIGTERM)
 	start := time.Now()
 	select {
-	case <-done:
+	case <-d.done:
 		if code := cmd.ProcessState.ExitCode(); code != 0 {
 			t.Errorf("exit code after SIGTERM = %d, want 0", code)
 		}
 		t.Logf("stopped after %v", time.Since(start))
 	case <-time.After(8 * time.Second):
-		b, _ := os.ReadFile(logPath)
+		b, _ := os.ReadFile(d.logPath)
 		t.Errorf("SIGTERM with shutdownTimeoutMillis 500: still running after %v (DESIGN: stop within shutdownTimeoutMillis + 2 s) while its stdout sink is blocked on a full pipe\n%s", time.Since(start).Round(time.Millisecond), tail(string(b), 2000))
 	}
 }
@@ -312,40 +322,8 @@ processors:
 // Observed: POST /admin/reload does not answer at all (client timeout); by
 // hand, a SIGTERM sent then did not stop the daemon within 8 s either.
 func TestAud2XReloadWithBlockedStdoutSinkAnswers(t *testing.T) {
-	dir := t.TempDir()
-	var in strings.Builder
-	for i := 0; i < 100000; i++ {
-		fmt.Fprintf(&in, "line %06d xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\n", i)
-	}
-	if err := os.WriteFile(dir+"/in.log", []byte(in.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	addr := aud2FreePort(t)
-	cfg := dir + "/tailfeed.yaml"
-	text := fmt.Sprintf(`dataDir: ./state
-status: {listen: "%s"}
-shutdownTimeoutMillis: 500
-feeds:
-  - {name: app, path: ./in.log, pollIntervalMillis: 20}
-processors:
-  - {name: out, feed: app, type: stdout}
-`, addr)
-	os.WriteFile(cfg, []byte(text), 0o644)
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	_, done, logPath := aud2Spawn(t, dir, cfg, w)
-	w.Close()
-	d := &daemon{t: t, addr: addr, done: done, logPath: logPath}
-	d.waitFor("lines acknowledged", 60*time.Second, func(r *report) bool {
-		return len(r.Feeds) == 1 && r.Feeds[0].Acknowledged > 0
-	})
-	time.Sleep(time.Second)
-	if st, _ := d.status(); st != nil && st.Feeds[0].Acknowledged >= 100000 {
-		t.Skip("the whole input went through the pipe; nothing blocked")
-	}
+	_, d, cfg, text := aud2StartBlockedStdout(t)
+	addr, logPath := d.addr, d.logPath
 	os.WriteFile(cfg, []byte(strings.Replace(text, "type: stdout}", "type: stdout, format: json}", 1)), 0o644)
 	start := time.Now()
 	client := &http.Client{Timeout: 15 * time.Second}

@@ -470,12 +470,7 @@ func TestWaitForRoomPausesEndsAtStopAndYieldsToAHold(t *testing.T) {
 			p := NewPublisher("f", []*Queue{q}, 1000, 10)
 			stop := make(chan struct{})
 			p.StopWaits(stop)
-			var src lineSrc
-			mustPublish(t, p, src.batch(2))
-			b := src.batch(3)
-			done := make(chan bool)
-			go func() { done <- p.TryPublish(b) }()
-			waitTrue(t, "paused while waiting for room", p.Paused)
+			b, done := publishWaitingForRoom(t, p)
 			if !strings.Contains(p.PauseReason(), "queue slow full") || p.Pauses() != 1 {
 				t.Fatalf("pause reason %q, pauses %d", p.PauseReason(), p.Pauses())
 			}
@@ -497,12 +492,7 @@ func TestWaitForRoomPausesEndsAtStopAndYieldsToAHold(t *testing.T) {
 	t.Run("fenced during the wait", func(t *testing.T) {
 		q := NewQueue("slow", 2, 1<<20, overload.Policy{Kind: overload.BlockWithDeadline, Deadline: time.Hour})
 		p := NewPublisher("f", []*Queue{q}, 1000, 10)
-		var src lineSrc
-		mustPublish(t, p, src.batch(2))
-		b := src.batch(3)
-		done := make(chan bool)
-		go func() { done <- p.TryPublish(b) }()
-		waitTrue(t, "paused while waiting for room", p.Paused)
+		_, done := publishWaitingForRoom(t, p)
 		q.SetState(Fenced, "failing")
 		select {
 		case ok := <-done:
@@ -516,6 +506,20 @@ func TestWaitForRoomPausesEndsAtStopAndYieldsToAHold(t *testing.T) {
 			t.Fatalf("after the fence: refused %d sequence %d paused %v reason %q", q.Counters.Refused.Load(), p.Sequence(), p.Paused(), p.PauseReason())
 		}
 	})
+}
+
+// publishWaitingForRoom fills p's two-line queue, starts a publish of three
+// more lines and waits until p is paused waiting for room; it returns the
+// waiting batch and the channel that gets TryPublish's result.
+func publishWaitingForRoom(t *testing.T, p *Publisher) (*Batch, chan bool) {
+	t.Helper()
+	var src lineSrc
+	mustPublish(t, p, src.batch(2))
+	b := src.batch(3)
+	done := make(chan bool)
+	go func() { done <- p.TryPublish(b) }()
+	waitTrue(t, "paused while waiting for room", p.Paused)
+	return b, done
 }
 
 func waitTrue(t *testing.T, what string, f func() bool) {

@@ -71,16 +71,7 @@ func TestRevS6aStopAbandonCommitsLinesFinishedBeforeTheStuckOne(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the processor never reached line-000105")
 	}
-	stopped := make(chan struct{})
-	go func() {
-		e.Stop()
-		close(stopped)
-	}()
-	select {
-	case <-stopped:
-	case <-time.After(15 * time.Second):
-		t.Fatal("Stop did not return within 15 s")
-	}
+	stopWithin15s(t, e)
 	finished := before + 5*int64(len("line-000100\n")) // lines 100–104
 	rec, err := pointer.Inspect(datadir.Pointer(filepath.Join(e.dir, "state"), "app"))
 	if err != nil {
@@ -156,6 +147,18 @@ func TestRevS6aAbandonedGroupNeverCalledAgainAfterAFlush(t *testing.T) {
 	e.waitFor("the next lines queued behind the stuck flush", 10*time.Second, func(f status.FeedReport) bool {
 		return sub(t, f, "slow").Position > sub(t, f, "slow").Dispatched
 	})
+	stopWithin15s(t, e)
+	before := s.calls.Load()
+	let() // the flush returns after all
+	time.Sleep(500 * time.Millisecond)
+	if n := s.calls.Load() - before; n != 0 {
+		t.Errorf("the abandoned group called its processor %d more time(s) after the stop went on without it; want none", n)
+	}
+}
+
+// stopWithin15s stops e and fails the test if Stop has not returned 15 s later.
+func stopWithin15s(t *testing.T, e *env) {
+	t.Helper()
 	stopped := make(chan struct{})
 	go func() {
 		e.Stop()
@@ -165,11 +168,5 @@ func TestRevS6aAbandonedGroupNeverCalledAgainAfterAFlush(t *testing.T) {
 	case <-stopped:
 	case <-time.After(15 * time.Second):
 		t.Fatal("Stop did not return within 15 s")
-	}
-	before := s.calls.Load()
-	let() // the flush returns after all
-	time.Sleep(500 * time.Millisecond)
-	if n := s.calls.Load() - before; n != 0 {
-		t.Errorf("the abandoned group called its processor %d more time(s) after the stop went on without it; want none", n)
 	}
 }

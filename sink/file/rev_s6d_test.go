@@ -38,15 +38,7 @@ import (
 // to the dead-letter ledger (deadLettered counts up, the lines leave the
 // FIFO's stream) instead of being held until the reader is back.
 func TestRevS6dFIFOReaderGoneIsHeldNotDeadLettered(t *testing.T) {
-	dir := t.TempDir()
-	fifo := filepath.Join(dir, "out.fifo")
-	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
-		t.Skipf("mkfifo: %v", err)
-	}
-	s, err := Open(Config{Path: fifo})
-	if err != nil {
-		t.Fatalf("Open of a FIFO with no reader: %v", err)
-	}
+	fifo, s := openFIFOSink(t)
 	defer s.Close()
 	// No reader yet: held (ErrFatal), as the commit intends.
 	if _, err := s.ProcessBatch(t.Context(), eoBatch(1, 0, "a")); !errors.Is(err, processor.ErrFatal) {
@@ -109,15 +101,7 @@ func TestRevS6dFIFOReaderGoneIsHeldNotDeadLettered(t *testing.T) {
 // failed write left in the pipe (the fd is kept open, so the pipe's buffer
 // lives on) reaches the new reader: a torn piece of a line.
 func TestRevS6dFIFOReaderGoneMidBatchThenBackGetsWholeLines(t *testing.T) {
-	dir := t.TempDir()
-	fifo := filepath.Join(dir, "out.fifo")
-	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
-		t.Skipf("mkfifo: %v", err)
-	}
-	s, err := Open(Config{Path: fifo})
-	if err != nil {
-		t.Fatalf("Open of a FIFO with no reader: %v", err)
-	}
+	fifo, s := openFIFOSink(t)
 	defer s.Close()
 	line := strings.Repeat("x", 999)
 	lines := make([]string, 256) // 256000 bytes: more than a pipe holds (64 KiB)
@@ -213,4 +197,19 @@ func TestRevS6dFIFOReaderGoneMidBatchThenBackGetsWholeLines(t *testing.T) {
 			t.Fatalf("the new reader's line %d is torn (%d bytes, starts %.10q)", i, len(l), l)
 		}
 	}
+}
+
+// openFIFOSink makes a FIFO in a temporary directory (skipping the test
+// where mkfifo fails) and opens a file sink on it while nobody reads it.
+func openFIFOSink(t *testing.T) (string, *Sink) {
+	t.Helper()
+	fifo := filepath.Join(t.TempDir(), "out.fifo")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	s, err := Open(Config{Path: fifo})
+	if err != nil {
+		t.Fatalf("Open of a FIFO with no reader: %v", err)
+	}
+	return fifo, s
 }

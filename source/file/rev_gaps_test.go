@@ -36,15 +36,7 @@ import (
 func TestRevGapsGenerationGoneInodeReusedOpensAnotherFile(t *testing.T) {
 	dir := t.TempDir()
 	in := filepath.Join(dir, "app.log")
-	if err := os.WriteFile(in, []byte("cur\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(in+".1", []byte("one\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	curIno := inoOf(t, in)
-	s := New(Config{Feed: "app", Path: in, Strategy: Committed, MaxLine: 1 << 16}, nil)
-	gens := s.scanGenerations(time.Time{}, time.Time{}, func(_, i uint64) bool { return i == curIno }, nil)
+	s, gens := revGapsScan(t, in, "cur\n", ".1", []byte("one\n"))
 	if len(gens) != 1 {
 		t.Fatalf("scan found %d generations, want 1", len(gens))
 	}
@@ -67,11 +59,7 @@ func TestRevGapsGenerationGoneInodeReusedOpensAnotherFile(t *testing.T) {
 		t.Skip("the file system did not reuse the deleted generation's inode number")
 	}
 	s.queueGens(gens)
-	defer func() {
-		for _, r := range s.next {
-			r.close()
-		}
-	}()
+	defer closeQueued(s)
 	for _, r := range s.next {
 		b := make([]byte, 16)
 		n, _ := r.f.ReadAt(b, 0)
@@ -97,17 +85,8 @@ func TestRevGapsGenerationGoneInodeReusedOpensAnotherFile(t *testing.T) {
 // queues it as the generation (read from 0 under a generation's epoch, the
 // file at the path), and no loss is counted.
 func TestRevGapsLogrotateCreateReusesDeletedGenerationsInode(t *testing.T) {
-	dir := t.TempDir()
-	in := filepath.Join(dir, "app.log")
-	if err := os.WriteFile(in, []byte("cur-0\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(in+".1", []byte("gen-1\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	curIno := inoOf(t, in)
-	s := New(Config{Feed: "app", Path: in, Strategy: Committed, MaxLine: 1 << 16}, nil)
-	gens := s.scanGenerations(time.Time{}, time.Time{}, func(_, i uint64) bool { return i == curIno }, nil)
+	in := filepath.Join(t.TempDir(), "app.log")
+	s, gens := revGapsScan(t, in, "cur-0\n", ".1", []byte("gen-1\n"))
 	if len(gens) != 1 {
 		t.Fatalf("scan found %d generations, want 1", len(gens))
 	}
@@ -126,11 +105,7 @@ func TestRevGapsLogrotateCreateReusesDeletedGenerationsInode(t *testing.T) {
 		t.Skip("the file system did not reuse the deleted generation's inode number")
 	}
 	s.queueGens(gens)
-	defer func() {
-		for _, r := range s.next {
-			r.close()
-		}
-	}()
+	defer closeQueued(s)
 	for _, r := range s.next {
 		if r.f.Name() == in {
 			t.Errorf("the new file at the path (%s) was queued as the deleted generation %s", in, gens[0].path)
@@ -138,6 +113,28 @@ func TestRevGapsLogrotateCreateReusesDeletedGenerationsInode(t *testing.T) {
 	}
 	if s.LostTails() != 1 {
 		t.Errorf("lostTails %d, want 1: %s was deleted unread", s.LostTails(), gens[0].path)
+	}
+}
+
+// revGapsScan writes cur at in and gen at in+suffix, and returns a source
+// for in with the generations its restart scan finds (the file at in skipped).
+func revGapsScan(t *testing.T, in, cur, suffix string, gen []byte) (*Source, []genFile) {
+	t.Helper()
+	if err := os.WriteFile(in, []byte(cur), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(in+suffix, gen, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	curIno := inoOf(t, in)
+	s := New(Config{Feed: "app", Path: in, Strategy: Committed, MaxLine: 1 << 16}, nil)
+	return s, s.scanGenerations(time.Time{}, time.Time{}, func(_, i uint64) bool { return i == curIno }, nil)
+}
+
+// closeQueued closes the generations queued on s.
+func closeQueued(s *Source) {
+	for _, r := range s.next {
+		r.close()
 	}
 }
 
@@ -164,22 +161,13 @@ func inoOf(t *testing.T, p string) uint64 {
 // the empty .gz counts one lost tail and the feed shows lossless false over
 // no loss — the scan had its decompressed size (dsize 0) at hand.
 func TestRevGapsEmptyGzGoneBetweenScanAndOpenIsNoLoss(t *testing.T) {
-	dir := t.TempDir()
-	in := filepath.Join(dir, "app.log")
-	if err := os.WriteFile(in, []byte("cur\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
 	var buf bytes.Buffer
 	zw := gzip.NewWriter(&buf)
 	if err := zw.Close(); err != nil { // an empty log, compressed
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(in+".2.gz", buf.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	curIno := inoOf(t, in)
-	s := New(Config{Feed: "app", Path: in, Strategy: Committed, MaxLine: 1 << 16}, nil)
-	gens := s.scanGenerations(time.Time{}, time.Time{}, func(_, i uint64) bool { return i == curIno }, nil)
+	in := filepath.Join(t.TempDir(), "app.log")
+	s, gens := revGapsScan(t, in, "cur\n", ".2.gz", buf.Bytes())
 	if len(gens) != 1 || !gens[0].gz || gens[0].dsize != 0 {
 		t.Fatalf("scan found %+v, want the one empty .gz", gens)
 	}
