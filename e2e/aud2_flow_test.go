@@ -7,6 +7,7 @@ package e2e
 // TestAud2OK… tests are passing probes of rules that were checked and held.
 
 import (
+	"fmt"
 	"net/http"
 	"os"
 	"strings"
@@ -86,19 +87,26 @@ func TestAud2XReloadAcknowledgedClaimsUnackedLines(t *testing.T) {
 // aud2RefuseCfg: a file sink and a pull subscriber that takes one line at a
 // time under POLICY (BLOCK_WITH_DEADLINE with a 1 ms deadline refuses at once
 // when its one-line queue is full).
-const aud2RefuseCfg = `dataDir: ./state
-status: {listen: "` + addrPlaceholder + `"}
+var aud2RefuseCfg = aud2QueueCfg("", 1, "{subscribers: {pl: {policy: POLICY, blockDeadlineMillis: 1}}}", 1)
+
+// aud2QueueCfg is a feed app with queueCapacity qc and the given overload
+// setting, written to a file sink "out" and read by a pull subscriber "pl"
+// that takes at most maxInFlight lines at a time; statusExtra is added to
+// the status block.
+func aud2QueueCfg(statusExtra string, qc int, overload string, maxInFlight int) string {
+	return fmt.Sprintf(`dataDir: ./state
+status: {listen: "%s"%s}
 shutdownTimeoutMillis: 300
 feeds:
   - name: app
     path: ./in.log
-    queueCapacity: 1
-    overload:
-      subscribers: {pl: {policy: POLICY, blockDeadlineMillis: 1}}
+    queueCapacity: %d
+    overload: %s
 processors:
   - {name: out, feed: app, type: file, path: ./out.log}
-  - {name: pl, feed: app, type: pull, maxInFlight: 1, ackTimeoutMillis: 60000}
-`
+  - {name: pl, feed: app, type: pull, maxInFlight: %d, ackTimeoutMillis: 60000}
+`, addrPlaceholder, statusExtra, qc, overload, maxInFlight)
+}
 
 // TestAud2XKill9ForgetsCountedRefusal checks DESIGN §7 "Losses outlive the
 // run. Every counted loss is also appended (fsynced) to
@@ -171,18 +179,7 @@ func TestAud2XKill9ForgetsCountedRefusal(t *testing.T) {
 // the whole wait: a feed that has read nothing for seconds because a queue
 // is full is reported as not paused, so the stall alert never fires.
 func TestAud2XBlockWaitNotPaused(t *testing.T) {
-	e := newEnv(t, `dataDir: ./state
-status: {listen: "`+addrPlaceholder+`", stallAlertMillis: 1000}
-shutdownTimeoutMillis: 300
-feeds:
-  - name: app
-    path: ./in.log
-    queueCapacity: 1
-    overload: {policy: BLOCK_WITH_DEADLINE, blockDeadlineMillis: 20000}
-processors:
-  - {name: out, feed: app, type: file, path: ./out.log}
-  - {name: pl, feed: app, type: pull, maxInFlight: 1, ackTimeoutMillis: 60000}
-`)
+	e := newEnv(t, aud2QueueCfg(", stallAlertMillis: 1000", 1, "{policy: BLOCK_WITH_DEADLINE, blockDeadlineMillis: 20000}", 1))
 	in := newInput(t, e.path("in.log"))
 	in.appendLines(10)
 	d := e.start()
@@ -231,18 +228,7 @@ func TestAud2XSigtermWaitsOutBlockDeadline(t *testing.T) {
 		{"DROP_AFTER_SPIN", "{subscribers: {pl: {policy: DROP_AFTER_SPIN, spinBoundMillis: 20000}}}", ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			e := newEnv(t, `dataDir: ./state
-status: {listen: "`+addrPlaceholder+`"}
-shutdownTimeoutMillis: 300
-feeds:
-  - name: app
-    path: ./in.log
-    queueCapacity: 1
-    overload: `+c.overload+`
-processors:
-  - {name: out, feed: app, type: file, path: ./out.log}
-  - {name: pl, feed: app, type: pull, maxInFlight: 1, ackTimeoutMillis: 60000}
-`)
+			e := newEnv(t, aud2QueueCfg("", 1, c.overload, 1))
 			in := newInput(t, e.path("in.log"))
 			in.appendLines(10)
 			d := e.start()
@@ -287,19 +273,7 @@ processors:
 // with the pointer at the end of the file, refused lines are in the ledger,
 // and the subscriber's position counts only the lines given to it.
 func TestAud2OKBlockRefusalCountedAndNotHeld(t *testing.T) {
-	e := newEnv(t, `dataDir: ./state
-status: {listen: "`+addrPlaceholder+`", token: `+ctToken+`}
-shutdownTimeoutMillis: 300
-feeds:
-  - name: app
-    path: ./in.log
-    queueCapacity: 10
-    overload:
-      subscribers: {pl: {policy: BLOCK_WITH_DEADLINE, blockDeadlineMillis: 50}}
-processors:
-  - {name: out, feed: app, type: file, path: ./out.log}
-  - {name: pl, feed: app, type: pull, maxInFlight: 5, ackTimeoutMillis: 60000}
-`)
+	e := newEnv(t, aud2QueueCfg(", token: "+ctToken, 10, "{subscribers: {pl: {policy: BLOCK_WITH_DEADLINE, blockDeadlineMillis: 50}}}", 5))
 	in := newInput(t, e.path("in.log"))
 	in.appendLines(100)
 	d := e.start()

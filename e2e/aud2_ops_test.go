@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -103,6 +102,28 @@ processors:
 	return cmd, d, cfg, text
 }
 
+// aud2ArchiveCfg is a feed app polled every 20 ms and archived by a file
+// sink, with the status API behind the token "sesame".
+const aud2ArchiveCfg = `dataDir: ./state
+status: {listen: "{{ADDR}}", token: sesame}
+shutdownTimeoutMillis: 500
+feeds:
+  - {name: app, path: ./in.log, pollIntervalMillis: 20}
+processors:
+  - {name: archive, feed: app, type: file, path: ./out.log}
+`
+
+// aud2StartSettled starts a daemon on tmpl with the line "a" in in.log and
+// waits until it has settled.
+func aud2StartSettled(t *testing.T, tmpl string) (*env, *daemon) {
+	t.Helper()
+	e := newEnv(t, tmpl)
+	os.WriteFile(e.path("in.log"), []byte("a\n"), 0o644)
+	d := e.start()
+	d.waitSettled(30 * time.Second)
+	return e, d
+}
+
 // TestAud2XSigtermStopsWithBlockedStdoutSink checks DESIGN §12 Signals:
 // "SIGTERM/SIGINT stop as in §5, within `shutdownTimeoutMillis` plus 2 s
 // (the final commit and closing the sinks)" and §12 Validation "SIGTERM
@@ -143,19 +164,8 @@ func TestAud2XSigtermStopsWithBlockedStdoutSink(t *testing.T) {
 // failed reload). Likewise a type error elsewhere hides the directory
 // path. The operator fixes one problem per reload.
 func TestAud2XReloadErrorListsEveryProblem(t *testing.T) {
-	const tmpl = `dataDir: ./state
-status: {listen: "{{ADDR}}", token: sesame}
-shutdownTimeoutMillis: 500
-feeds:
-  - {name: app, path: ./in.log, pollIntervalMillis: 20}
-processors:
-  - {name: archive, feed: app, type: file, path: ./out.log}
-`
-	e := newEnv(t, tmpl)
-	os.WriteFile(e.path("in.log"), []byte("a\n"), 0o644)
+	e, d := aud2StartSettled(t, aud2ArchiveCfg)
 	os.Mkdir(e.path("adir"), 0o755)
-	d := e.start()
-	d.waitSettled(30 * time.Second)
 	bad := `dataDir: ./state2
 status: {listen: "{{ADDR}}", token: sesame}
 shutdownTimeoutMillis: 500
@@ -197,31 +207,6 @@ processors:
 // cleanly"). Less sure this is what a black-box test checks; it is what
 // `kubectl delete pod` or `systemctl stop` meets while NATS hangs.
 func TestAud2XSigtermDuringStartStopsCleanly(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	var mu sync.Mutex
-	var conns []net.Conn
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c) // accepted, never answered
-			mu.Unlock()
-		}
-	}()
-	defer func() {
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			c.Close()
-		}
-	}()
 	tmpl := fmt.Sprintf(`dataDir: ./state
 status: {listen: "{{ADDR}}"}
 shutdownTimeoutMillis: 500
@@ -229,7 +214,7 @@ feeds:
   - {name: app, path: ./in.log, pollIntervalMillis: 20}
 processors:
   - {name: n, feed: app, type: nats, url: "nats://%s", stream: S, subject: logs, timeoutMillis: 20000}
-`, ln.Addr().String())
+`, revSilentListener(t))
 	e := newEnv(t, tmpl)
 	os.WriteFile(e.path("in.log"), []byte("a\n"), 0o644)
 	d := e.spawn()
@@ -250,18 +235,8 @@ processors:
 // a bind error of a new status.listen fails the reload and keeps the old
 // listener; a successful reload clears lastError and moves loadedAt.
 func TestAud2OKReloadAndEnvProbes(t *testing.T) {
-	const tmpl = `dataDir: ./state
-status: {listen: "{{ADDR}}", token: sesame}
-shutdownTimeoutMillis: 500
-feeds:
-  - {name: app, path: ./in.log, pollIntervalMillis: 20}
-processors:
-  - {name: archive, feed: app, type: file, path: ./out.log}
-`
-	e := newEnv(t, tmpl)
-	os.WriteFile(e.path("in.log"), []byte("a\n"), 0o644)
-	d := e.start()
-	d.waitSettled(30 * time.Second)
+	const tmpl = aud2ArchiveCfg
+	e, d := aud2StartSettled(t, tmpl)
 	step(t, "two validation errors, both listed", func() {
 		reconfig(t, e, d, strings.Replace(tmpl, "pollIntervalMillis: 20}", "pollIntervalMillis: 20, queueCapacity: abc}", 1)+
 			"  - {name: q, feed: nope, type: discard}\n")

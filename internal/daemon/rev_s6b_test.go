@@ -42,11 +42,7 @@ import (
 // finishes a line: dispatched 20 < position 40, drained false, the feed
 // never settles while its input stays idle.
 func TestRevS6bReaddedProcessorAfterReleaseSettles(t *testing.T) {
-	cfg := reloadBase + "  - {name: slow, feed: app, type: discard}\n"
-	b := newBlocker()
-	e := start(t, cfg, Options{Processors: map[string]Build{"slow": b.build}})
-	e.appendLines(numbered("a", 0, 20)...)
-	e.waitFor("archive done", 10*time.Second, func(f status.FeedReport) bool { return sub(t, f, "archive").Dispatched == 20 })
+	_, e := startWithStuckSlow(t)
 	// Remove slow: its 20 unfinished lines become a hold.
 	e.rewrite(reloadBase)
 	if code, body := e.reload(); code != http.StatusOK {
@@ -79,6 +75,19 @@ func TestRevS6bReaddedProcessorAfterReleaseSettles(t *testing.T) {
 	}
 }
 
+// startWithStuckSlow starts reloadBase plus a processor "slow" that never
+// finishes a line, appends 20 lines and waits until archive finished them;
+// it returns the config and the env.
+func startWithStuckSlow(t *testing.T) (string, *env) {
+	t.Helper()
+	cfg := reloadBase + "  - {name: slow, feed: app, type: discard}\n"
+	b := newBlocker()
+	e := start(t, cfg, Options{Processors: map[string]Build{"slow": b.build}})
+	e.appendLines(numbered("a", 0, 20)...)
+	e.waitFor("archive done", 10*time.Second, func(f status.FeedReport) bool { return sub(t, f, "archive").Dispatched == 20 })
+	return cfg, e
+}
+
 // TestRevS6bMetricsDispatchedAfterReload: the change makes feed.status show
 // a kept subscriber's `dispatched` as its earlier ack point until the new
 // instance finishes a line ("acknowledged and dispatched never claim lines
@@ -90,11 +99,7 @@ func TestRevS6bReaddedProcessorAfterReleaseSettles(t *testing.T) {
 // Dispatched += f.carry.seq) and claims 20 lines finished while
 // feed.status says 0.
 func TestRevS6bMetricsDispatchedAfterReload(t *testing.T) {
-	cfg := reloadBase + "  - {name: slow, feed: app, type: discard}\n"
-	b := newBlocker()
-	e := start(t, cfg, Options{Processors: map[string]Build{"slow": b.build}})
-	e.appendLines(numbered("a", 0, 20)...)
-	e.waitFor("archive done", 10*time.Second, func(f status.FeedReport) bool { return sub(t, f, "archive").Dispatched == 20 })
+	cfg, e := startWithStuckSlow(t)
 	// A feed setting changes: the feed restarts, slow is kept (and still
 	// finishes nothing).
 	e.rewrite(strings.Replace(cfg, "pollIntervalMillis: 20", "pollIntervalMillis: 25", 1))
