@@ -237,7 +237,7 @@ func (p *Publisher) waitRoom(q *Queue, n, nb int, deadline time.Time, why *strin
 		if q.HasRoom(n, nb) {
 			return true
 		}
-		if !q.BestEffort() && q.Stalling() {
+		if q.Stalling() { // (never a best-effort queue: Stalls)
 			p.waitHeld = true
 			return false
 		}
@@ -245,10 +245,11 @@ func (p *Publisher) waitRoom(q *Queue, n, nb int, deadline time.Time, why *strin
 		case <-q.Room():
 		case <-look.C:
 		case <-t.C:
-			if !q.HasRoom(n, nb) && !q.BestEffort() && q.Stalling() {
-				p.waitHeld = true
+			if q.HasRoom(n, nb) {
+				return true
 			}
-			return q.HasRoom(n, nb)
+			p.waitHeld = q.Stalling()
+			return false
 		case <-p.stop:
 			p.stopped = true
 			return false

@@ -372,23 +372,10 @@ func (s *Source) openGenFile(g genFile) *os.File {
 		return f
 	}
 	for look := 0; look < 3; look++ {
-		for _, gd := range s.genDirs() {
-			ents, err := os.ReadDir(gd.dir)
-			if err != nil {
-				continue
-			}
-			for _, e := range ents {
-				if !e.Type().IsRegular() || !s.rotatedName(e.Name(), gd.base) {
-					continue // renamed on by a rotation: still a generation's name
-				}
-				p := filepath.Join(gd.dir, e.Name())
-				if dev, ino, err := fileutil.DevInoPath(p); err != nil || dev != g.dev || ino != g.ino {
-					continue
-				}
-				if f := try(p); f != nil {
-					s.log.Info("a generation was renamed since it was found; opened under its new name", "file", g.path, "now", p)
-					return f
-				}
+		if p, ok := s.genMoved(g); ok {
+			if f := try(p); f != nil {
+				s.log.Info("a generation was renamed since it was found; opened under its new name", "file", g.path, "now", p)
+				return f
 			}
 		}
 	}
@@ -742,7 +729,7 @@ func (s *Source) retryTorn() {
 		}
 		dev, ino, err := fileutil.DevInoPath(g.path)
 		if err != nil || dev != g.dev || ino != g.ino {
-			if p, ok := s.tornMoved(g); ok && !plain {
+			if p, ok := s.genMoved(g); ok && !plain {
 				g.path = p
 				keep = append(keep, g)
 			} else if !plain {
@@ -790,10 +777,11 @@ func (s *Source) retryTorn() {
 	}
 }
 
-// tornMoved returns where the torn .gz g is now when it is no longer at
+// genMoved returns where the generation g is now when it is no longer at
 // its path but beside the input under another generation name (rotated on:
-// app.log.1.gz to app.log.2.gz): it stays waited for there.
-func (s *Source) tornMoved(g genFile) (string, bool) {
+// app.log.1.gz to app.log.2.gz) — a torn .gz stays waited for there, a
+// generation found by a scan is opened there (openGenFile).
+func (s *Source) genMoved(g genFile) (string, bool) {
 	for _, gd := range s.genDirs() {
 		ents, err := os.ReadDir(gd.dir)
 		if err != nil {
