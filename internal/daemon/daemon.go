@@ -214,23 +214,6 @@ func NewWithOptions(cfg *config.Config, log hclog.Logger, opts Options) (*Daemon
 		}
 		d.tls = srv
 	}
-	for i, pc := range cfg.Processors {
-		// The files a processor's tls names are read here too, so a
-		// missing or bad one is a config error at its line (exit 2); so
-		// are those its type's own keys name (sink.Type.Files).
-		if typ, ok := sink.Lookup(pc.Type); ok && typ.Files != nil {
-			if key, line, err := typ.Files(pc); err != nil {
-				probs.configErr(d, line, fmt.Sprintf("processors[%d].%s", i, key), err)
-			}
-		}
-		t := pc.TLS
-		if t.Line == 0 {
-			continue
-		}
-		if _, err := tlsconfig.Client(tlsconfig.Files{CAFile: t.CAFile, CertFile: t.CertFile, KeyFile: t.KeyFile}, nil); err != nil {
-			probs.configErr(d, t.Line, fmt.Sprintf("processors[%d].tls", i), err)
-		}
-	}
 	if err := probs.err(); err != nil {
 		return nil, err
 	}

@@ -458,7 +458,8 @@ func (d *Daemon) buildFeeds(cfg *config.Config, oldFeeds, stopped map[string]*Fe
 // at a reload, where they are reload errors), every feed whose path is a
 // directory (DESIGN §12 "Validation": an error at run, exit 2, naming it)
 // and every path that is a sink's output or tailfeed's standard output
-// on the file system. `validate` checks the file only, so it accepts such
+// on the file system, and every file a processor names (its tls, its
+// type's own) that does not load. `validate` checks the file only, so it accepts such
 // a config. Anything else that is not a regular file, and a directory
 // that appears later, is the source's to report (the feed goes FAILED).
 // cfg may be a partial config (config.LoadPartial): a path that did not
@@ -481,6 +482,25 @@ func (d *Daemon) pathProblems(cfg *config.Config) problems {
 	}
 	for _, bad := range config.CheckOutputOutputs(cfg) {
 		probs.configErr(d, bad.Line, bad.Key, errors.New(bad.Msg))
+	}
+	for i, pc := range cfg.Processors {
+		// The files a processor's tls names are read here too, so a
+		// missing or bad one is a config error at its line (exit 2 at a
+		// start, a rejected reload naming it), not an error of the feed's
+		// build without one; so are those its type's own keys name
+		// (sink.Type.Files).
+		if typ, ok := sink.Lookup(pc.Type); ok && typ.Files != nil {
+			if key, line, err := typ.Files(pc); err != nil {
+				probs.configErr(d, line, fmt.Sprintf("processors[%d].%s", i, key), err)
+			}
+		}
+		t := pc.TLS
+		if t.Line == 0 {
+			continue
+		}
+		if _, err := tlsconfig.Client(tlsconfig.Files{CAFile: t.CAFile, CertFile: t.CertFile, KeyFile: t.KeyFile}, nil); err != nil {
+			probs.configErr(d, t.Line, fmt.Sprintf("processors[%d].tls", i), err)
+		}
 	}
 	if so := stdoutFiles(cfg); len(so) > 0 {
 		for i, fc := range cfg.Feeds {

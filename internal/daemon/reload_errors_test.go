@@ -42,6 +42,14 @@ func TestReloadErrorListsEveryProblem(t *testing.T) {
 		{"a type error, a dataDir change and a directory path",
 			strings.Replace(strings.Replace(withDir, "queueCapacity: 64", "queueCapacity: abc", 1), "%DIR%/state", "%DIR%/other", 1),
 			[]string{"tailfeed.yaml:2: dataDir: cannot change", "tailfeed.yaml:6: ", "tailfeed.yaml:7: feeds[1].path: "}, ""},
+		// A processor's TLS file that does not load is named by its line
+		// (line 9) like at a start, with the file's own problems — not
+		// an error of the feed's rebuild without one.
+		{"a missing processor TLS file", reloadBase + "  - {name: hook, feed: app, type: webhook, url: \"https://127.0.0.1:9/x\", tls: {caFile: %DIR%/nope.pem}}\n",
+			[]string{"tailfeed.yaml:9: processors[1].tls: "}, "feed app"},
+		{"a type error and a missing processor TLS file", strings.Replace(reloadBase, "queueCapacity: 64", "queueCapacity: abc", 1) +
+			"  - {name: hook, feed: app, type: webhook, url: \"https://127.0.0.1:9/x\", tls: {caFile: %DIR%/nope.pem}}\n",
+			[]string{"tailfeed.yaml:6: ", "tailfeed.yaml:9: processors[1].tls: "}, "feed app"},
 		// A dataDir that does not decode is the file's error alone, not
 		// also a change (its default is not what the file says).
 		{"a dataDir that does not decode", strings.Replace(withDir, "dataDir: %DIR%/state", "dataDir: [x]", 1),
