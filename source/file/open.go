@@ -283,7 +283,9 @@ func (s *Source) startFile(f *os.File, dev, ino uint64) error {
 				end = 0 // rewritten since the start: all of it is new
 			}
 		}
-		r.seek(lastLineStart(f, end, s.cfg.MaxLine))
+		at, long := lastLineStart(f, end, s.cfg.MaxLine)
+		r.seek(at)
+		r.split.setLong(long)
 	case OnceLatest:
 		r.epoch = pointer.NewEpoch()
 		r.limit = size
@@ -454,26 +456,54 @@ func (s *Source) checkPointer(r *reader, size int64) error {
 	return nil
 }
 
-// lastLineStart is where LATEST starts: just after the last terminator
-// before size (so a line being written is delivered whole), or size.
-func lastLineStart(f *os.File, size int64, maxLine int) int64 {
-	n := min(size, int64(min(maxLine, 64<<10)))
-	if n == 0 {
-		return size
+// latestScan bounds lastLineStart's scan for the start of the line being
+// written (a file without a terminator in its last 64 MiB: see there).
+const latestScan = 64 << 20
+
+// lastLineStart is where LATEST starts: at the start of the line being
+// written at size (just after the last terminator before it), so that line
+// is delivered whole; when it is already longer than maxLine, at the start
+// of its last piece (inLong: a reader from the line's start would have
+// delivered the pieces before it), so what follows is the pieces a reader
+// from its start would deliver, never a piece cut elsewhere or an empty
+// one. A '\r' as the last byte may be the first half of "\r\n": not taken
+// as a terminator. A line begun more than latestScan bytes back (no
+// terminator there) is taken up at its last known byte, as a piece: what
+// follows is delivered as that line's last pieces, none empty.
+func lastLineStart(f *os.File, size int64, maxLine int) (at int64, inLong bool) {
+	hi := size
+	if hi == 0 {
+		return 0, false
 	}
-	b := make([]byte, n)
-	if _, err := f.ReadAt(b, size-n); err != nil {
-		return size
+	var b [1]byte
+	if _, err := f.ReadAt(b[:], hi-1); err != nil {
+		return size, false
 	}
-	for i := len(b) - 1; i >= 0; i-- {
-		if b[i] == '\n' || b[i] == '\r' {
-			if b[i] == '\r' && i == len(b)-1 {
-				continue // may be the first half of "\r\n"
-			}
-			return size - n + int64(i) + 1
+	if b[0] == '\r' {
+		hi--
+	}
+	if hi == 0 {
+		return 0, false
+	}
+	lo := max(0, hi-latestScan)
+	ls, err := lastTermEnd(f, lo, hi)
+	if err != nil {
+		return size, false
+	}
+	if ls == lo && lo > 0 {
+		if _, err := f.ReadAt(b[:], lo-1); err != nil || (b[0] != '\n' && b[0] != '\r') {
+			return hi - 1, true
 		}
 	}
-	return size
+	m := int64(max(maxLine, 1))
+	if hi-ls <= m {
+		return ls, false
+	}
+	// The line's known bytes are more than one piece: a reader from ls
+	// cuts a piece each time more than m bytes lie unterminated after
+	// the last cut, so the last cut is at the largest ls+j·m below hi.
+	at = ls + (hi-ls-1)/m*m
+	return at, at > ls
 }
 
 // adoptedGone: the source's stream was given a gone file's pointer at a
