@@ -28,6 +28,8 @@ type Settings struct {
 	// ${VAR} reference, not PGPASSWORD or a .pgpass file): a literal
 	// secret, a WARN at start (DESIGN §11 Secrets).
 	PasswordLiteral bool
+
+	tableLine int // the line of table (config errors across entries)
 }
 
 // validTable is a PostgreSQL table name the sink quotes as written:
@@ -60,6 +62,7 @@ func decode(s *config.Section, p *config.Processor, own bool) any {
 	} else if ok && len(st.Table) > 2*63+1 {
 		s.Errorf(tableLine, "%s: too long (at most 63 bytes per name)", s.At("table"))
 	}
+	st.tableLine = tableLine
 	s.Bool("createTable", &st.CreateTable)
 	if !own {
 		return st

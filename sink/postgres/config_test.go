@@ -103,3 +103,26 @@ func TestMarksIdent(t *testing.T) {
 		seen[m[1]] = true
 	}
 }
+
+// Two postgres processors of one feed writing one table are a config error
+// at the second's table line (DESIGN §11: the table's rows are the record,
+// max(position) per (instance, feed, epoch); a filtered processor's rows
+// made an unfiltered one skip every line before its last). "lines" and
+// "public.lines" are one table; another feed, or another table, is fine.
+func TestTwoProcessorsOfOneFeedOnOneTable(t *testing.T) {
+	lines := testutil.Lines
+	head := lines("feeds:", "  - {name: app, path: /a}", "  - {name: web, path: /b}", "processors:", "  - {name: w, feed: web, type: postgres, dsn: host=db, table: weblines}")
+	pg := func(name, feed, table string) string {
+		return lines("  - name: "+name, "    feed: "+feed, "    type: postgres", "    dsn: host=db dbname=logs", "    table: "+table)
+	}
+	cfg := head + pg("errs", "app", "lines") + pg("all", "app", "public.lines")
+	_, err := config.Parse([]byte(cfg), "c.yaml")
+	if err == nil || !strings.Contains(err.Error(), `c.yaml:15: processors[2].table: postgres processor "errs" (line 10) also writes feed "app" into table public.lines`) {
+		t.Fatalf("err %v", err)
+	}
+	for _, ok := range []string{head + pg("a", "app", "lines") + pg("b", "web", "lines"), head + pg("a", "app", "lines") + pg("b", "app", "other")} {
+		if _, err := config.Parse([]byte(ok), "c.yaml"); err != nil {
+			t.Errorf("refused: %v", err)
+		}
+	}
+}

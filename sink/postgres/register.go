@@ -42,7 +42,29 @@ func open(env sink.Env) (any, error) {
 // processor's marks table (MarksIdent: <table>_marks cut to 63 bytes): the
 // two would write each other's rows. Their DSNs may name two databases;
 // the names are refused anyway (rename one table).
+//
+// It also reports two postgres processors of one feed writing one table
+// (DESIGN §11): the table's rows are the record, max(position) per
+// (instance, feed, epoch), so each would take the other's rows for its own
+// and skip lines it never wrote — a filtered processor's last row made an
+// unfiltered one skip every line before it. Like nats' rule for a feed and
+// a stream; by name, as above.
 func checkTables(cfg *config.Config, errorf func(line int, format string, args ...any)) {
+	tables := map[[2]string]int{}
+	for i, p := range cfg.Processors {
+		st, ok := p.Settings.(*Settings)
+		if p.Type != Type || !ok || st.Table == "" || p.Feed == "" {
+			continue
+		}
+		k := [2]string{p.Feed, strings.Join(qualified(st.Table), ".")}
+		if j, dup := tables[k]; dup {
+			q := cfg.Processors[j]
+			errorf(max(st.tableLine, p.Line), "processors[%d].table: postgres processor %q (line %d) also writes feed %q into table %s; two postgres processors cannot share a feed and a table (each would take the other's rows for its record)",
+				i, q.Name, max(settings(q).tableLine, q.Line), config.Clip(p.Feed), st.Table)
+			continue
+		}
+		tables[k] = i
+	}
 	marks := map[string]int{}
 	for i, p := range cfg.Processors {
 		st, ok := p.Settings.(*Settings)
