@@ -188,7 +188,8 @@ type Processor struct {
 	// postgres: *kafka.Settings and so on); nil when it has none.
 	Settings any
 
-	Line int // line of the processor's entry
+	Line     int // line of the processor's entry
+	PathLine int // line of its path key (0: none)
 
 	Built ProcessorBuilt // typed values (see build)
 }

@@ -324,6 +324,7 @@ func (d *decoder) processor(n *yaml.Node, path string) (*Processor, procMeta) {
 	o.enum("onFailure", &p.OnFailure, onFailures, nil)
 	d.retry(o.sub("retry", retryKeys), &p.Retry)
 	m.pathLine = d.fileKeys(o, &p)
+	p.PathLine = m.pathLine
 	o.integer("ackTimeoutMillis", &p.AckTimeoutMillis, 1, maxMillis)
 	o.integer("maxInFlight", &p.MaxInFlight, 1, maxCount)
 	d.webhookKeys(o, &p, spec.OwnURL)

@@ -458,8 +458,9 @@ func (d *Daemon) buildFeeds(cfg *config.Config, oldFeeds, stopped map[string]*Fe
 // at a reload, where they are reload errors), every feed whose path is a
 // directory (DESIGN §12 "Validation": an error at run, exit 2, naming it)
 // and every path that is a sink's output or tailfeed's standard output
-// on the file system, and every file a processor names (its tls, its
-// type's own) that does not load. `validate` checks the file only, so it accepts such
+// on the file system, every file sink output that is a directory, and
+// every file a processor names (its tls, its type's own) that does not
+// load. `validate` checks the file only, so it accepts such
 // a config. Anything else that is not a regular file, and a directory
 // that appears later, is the source's to report (the feed goes FAILED).
 // cfg may be a partial config (config.LoadPartial): a path that did not
@@ -484,6 +485,15 @@ func (d *Daemon) pathProblems(cfg *config.Config) problems {
 		probs.configErr(d, bad.Line, bad.Key, errors.New(bad.Msg))
 	}
 	for i, pc := range cfg.Processors {
+		// A file sink's output that is a directory is refused like a
+		// feed's (DESIGN §12 "a path that is a directory is an error at
+		// run, exit 2, naming it"), not a build error without a line.
+		if o := pc.OutputPath(); o != "" {
+			if fi, err := os.Stat(o); err == nil && fi.IsDir() {
+				probs.configErr(d, max(pc.PathLine, pc.Line), fmt.Sprintf("processors[%d].path", i),
+					fmt.Errorf("%s is a directory; a %s processor writes one file (processor %q)", o, pc.Type, pc.Name))
+			}
+		}
 		// The files a processor's tls names are read here too, so a
 		// missing or bad one is a config error at its line (exit 2 at a
 		// start, a rejected reload naming it), not an error of the feed's

@@ -50,6 +50,9 @@ func TestReloadErrorListsEveryProblem(t *testing.T) {
 		{"a type error and a missing processor TLS file", strings.Replace(reloadBase, "queueCapacity: 64", "queueCapacity: abc", 1) +
 			"  - {name: hook, feed: app, type: webhook, url: \"https://127.0.0.1:9/x\", tls: {caFile: %DIR%/nope.pem}}\n",
 			[]string{"tailfeed.yaml:6: ", "tailfeed.yaml:9: processors[1].tls: "}, "feed app"},
+		// A file sink whose output is a directory, likewise (line 9).
+		{"a file output that is a directory", reloadBase + "  - {name: o2, feed: app, type: file, path: %DIR%/adir}\n",
+			[]string{"tailfeed.yaml:9: processors[1].path: ", "adir is a directory"}, "feed app"},
 		// A dataDir that does not decode is the file's error alone, not
 		// also a change (its default is not what the file says).
 		{"a dataDir that does not decode", strings.Replace(withDir, "dataDir: %DIR%/state", "dataDir: [x]", 1),
