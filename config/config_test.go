@@ -61,7 +61,7 @@ func TestDefaults(t *testing.T) {
 		Retry:            config.Retry{InitialMillis: 1000, MaxMillis: 16000, Jitter: 0.2, Attempts: 6},
 		AckTimeoutMillis: 30000, MaxInFlight: 1000,
 		TimeoutMillis: 5000, BatchMaxLines: 500, BatchMaxBytes: 1048576,
-		Line:  5,
+		Line: 5, PathLine: 5,
 		Built: defaultProcBuilt,
 	}
 	if len(cfg.Processors) != 1 || !reflect.DeepEqual(cfg.Processors[0], wantProc) {
@@ -107,6 +107,7 @@ func TestExampleConfig(t *testing.T) {
 	wantProc := config.DefaultProcessor()
 	wantProc.Built = defaultProcBuilt
 	wantProc.Name, wantProc.Feed, wantProc.Type, wantProc.Line = "archive", "app", "file", cfg.Processors[0].Line
+	wantProc.PathLine = cfg.Processors[0].PathLine
 	wantProc.Path = filepath.Join(root, "var/demo/out.log")
 	want.Feeds = []*config.Feed{&wantFeed}
 	want.Processors = []*config.Processor{&wantProc}
