@@ -275,6 +275,30 @@ func (s *server) wrap(rt Route) http.Handler {
 			WriteError(w, http.StatusMethodNotAllowed, "method "+r.Method+" not allowed")
 			return
 		}
+		// A body over MaxBody is refused on every route (§7: "Bodies over
+		// 1 MiB → 413"), also where the handler reads none: a replay,
+		// purge or release with one must not run.
+		if r.ContentLength > MaxBody {
+			WriteError(w, http.StatusRequestEntityTooLarge, "body over 1 MiB")
+			return
+		}
+		if r.ContentLength < 0 && r.Body != nil && r.Body != http.NoBody && r.Method != http.MethodGet && r.Method != http.MethodHead {
+			// Of unknown length (chunked): read as far as the bound, and
+			// hand the handler what was read (not for GET or HEAD, whose
+			// handlers answer without a body: a chunked body that never
+			// comes must not hold /healthz's connection).
+			body, err := appendAll(nil, io.LimitReader(r.Body, MaxBody+1))
+			if err != nil {
+				WriteError(w, http.StatusBadRequest, "reading body: "+err.Error())
+				return
+			}
+			if len(body) > MaxBody {
+				WriteError(w, http.StatusRequestEntityTooLarge, "body over 1 MiB")
+				return
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			r.ContentLength = int64(len(body))
+		}
 		rt.Handler(w, r)
 	})
 }
