@@ -286,10 +286,7 @@ func (g *Group) replayOne(ctx context.Context, it replayItem) error {
 // flushReplayed runs the processor's deferred work once, so that replayed
 // lines are durable before they leave the ledger.
 func (g *Group) flushReplayed(ctx context.Context) error {
-	fl, _ := g.cfg.Processor.(Flusher)
-	if fl == nil {
-		fl, _ = g.cfg.Batch.(Flusher)
-	}
+	fl := g.flusher()
 	if fl == nil {
 		return nil
 	}

@@ -340,10 +340,7 @@ func (g *Group) park(ctx context.Context) (*ReleaseRequest, bool) {
 func (g *Group) Done() <-chan struct{} { return g.done }
 
 func (g *Group) run(ctx context.Context) {
-	fl, _ := g.cfg.Processor.(Flusher)
-	if fl == nil {
-		fl, _ = g.cfg.Batch.(Flusher)
-	}
+	fl := g.flusher()
 	var timer *time.Timer
 	for {
 		b := g.q.TryPopSpin() // polls briefly before parking: see feed.spinFor
@@ -435,6 +432,46 @@ func (g *Group) flush(ctx context.Context, fl Flusher) {
 	}
 }
 
+// retryWait is backoff between two attempts of a batch, during which the
+// processor's deferred work still runs when it falls due (DESIGN §6: an
+// fsync interval syncs "even if no more lines come"), so that the lines
+// finished before the failing one become durable, and the ack point passes
+// them, however long the retries or the hold last. Flush runs here on the
+// group goroutine, between two calls, as between batches; the fence stays
+// the batch's. A flush that fails (its durable mark stays where it was) or
+// is still due after it ran is not tried again in this wait: the next
+// attempt repairs what it left (a rewrite) and the next wait flushes again.
+func (g *Group) retryWait(ctx context.Context, attempt int) (*ReleaseRequest, bool) {
+	end := time.Now().Add(g.cfg.Retry.Backoff(attempt))
+	fl := g.flusher()
+	for flushed := false; fl != nil; flushed = true {
+		at, due := fl.FlushDue()
+		if !due || !at.Before(end) || flushed && !at.After(time.Now()) {
+			break
+		}
+		if rel, ok := g.Wait(ctx, time.Until(at)); rel != nil || !ok {
+			return rel, ok
+		}
+		err := fl.Flush(ctx)
+		if g.gone() {
+			return nil, false // abandoned in the call: never called again
+		}
+		if err != nil && ctx.Err() == nil {
+			g.log.Warn("deferred flush failed while retrying a batch; tried again at the next wait", "error", err)
+		}
+	}
+	return g.Wait(ctx, time.Until(end))
+}
+
+// flusher is the processor's Flusher (nil: it has no deferred work).
+func (g *Group) flusher() Flusher {
+	if fl, ok := g.cfg.Processor.(Flusher); ok {
+		return fl
+	}
+	fl, _ := g.cfg.Batch.(Flusher)
+	return fl
+}
+
 // handle processes one batch; false when the group must stop.
 func (g *Group) handle(ctx context.Context, b *feed.Batch) bool {
 	base := g.published
@@ -513,7 +550,7 @@ func (g *Group) handle(ctx context.Context, b *feed.Batch) bool {
 			}
 			// hold: keep retrying at the cap.
 		}
-		rel, ok := g.backoff(ctx, attempt)
+		rel, ok := g.retryWait(ctx, attempt)
 		if !ok {
 			return false
 		}

@@ -39,7 +39,11 @@ type BatchProcessor interface {
 }
 
 // Flusher is implemented by processors with deferred work (an fsync interval):
-// FlushDue says when Flush must run even if no more lines come.
+// FlushDue says when Flush must run even if no more lines come. The group
+// runs Flush on its goroutine, never during a Process or ProcessBatch call:
+// between batches, while idle, and between two attempts of a failing batch
+// (so that a hold does not keep the lines finished before the failing one
+// from becoming durable).
 type Flusher interface {
 	FlushDue() (time.Time, bool)
 	Flush(ctx context.Context) error
