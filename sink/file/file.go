@@ -108,6 +108,12 @@ type Sink struct {
 	syncedMark uint64    // checkpoint mark the last DurableThrough reported
 	broken     bool      // the file's tail is in an unknown state: rewrite before anything else
 
+	// Reopen after a rename or removal (reopen.go): a plain output that is
+	// a regular file opened by the default Open.
+	follow    bool
+	dev, ino  uint64    // the open output's identity
+	checkedAt time.Time // the path's last look
+
 	// exactlyOnce only (exactlyonce.go).
 	rec     *sideRecord
 	rec2    *epochRecord     // PerEpoch (perepoch.go)
@@ -177,6 +183,9 @@ func Open(cfg Config) (*Sink, error) {
 			return nil, err
 		}
 		s.marks = s.recordMarks()
+	}
+	if cfg.Open == nil && cfg.Record == "" {
+		s.followFile()
 	}
 	if cfg.Fsync == FsyncInterval {
 		cfg.Checkpoint.Hold()
@@ -333,6 +342,7 @@ func (s *Sink) processBatch(ctx context.Context, b *feed.Batch) (int, error) {
 			return 0, err
 		}
 	}
+	s.reopenIfMoved(ctx)
 	out := s.out.Render(b) // the batch's own buffer when it can: read-only, valid until ProcessBatch returns
 	if err := s.write(out); err != nil {
 		return 0, err
