@@ -108,8 +108,10 @@ type Sink struct {
 	syncedMark uint64    // checkpoint mark the last DurableThrough reported
 	broken     bool      // the file's tail is in an unknown state: rewrite before anything else
 
-	// Reopen after a rename or removal (reopen.go): a plain output that is
-	// a regular file opened by the default Open.
+	// A plain output (not exactlyOnce) that is a regular file (reopen.go):
+	// plain, a cut by another program (copytruncate) is noticed; follow
+	// (the default Open), a rename or removal is followed.
+	plain     bool
 	follow    bool
 	dev, ino  uint64    // the open output's identity
 	checkedAt time.Time // the path's last look
@@ -145,20 +147,8 @@ func Open(cfg Config) (*Sink, error) {
 	_, serr := os.Stat(cfg.Path)
 	created := errors.Is(serr, fs.ErrNotExist)
 	f, size, err := open(cfg.Path)
-	if err != nil && cfg.Open == nil && isNoReader(err) {
-		// A FIFO without a reader yet: opened at the first write (fifo.go),
-		// the subscriber retrying, fenced, until a reader is there.
-		if cfg.Logger != nil {
-			cfg.Logger.Warn("the output is a FIFO that no process reads yet; the subscriber holds its lines and retries until a reader opens it",
-				"path", cfg.Path)
-		}
-		f, size, err = &fifoOutput{path: cfg.Path, mode: cfg.Mode, log: cfg.Logger}, 0, nil
-	} else if err == nil && cfg.Open == nil {
-		if st, serr := os.Stat(cfg.Path); serr == nil && st.Mode()&fs.ModeNamedPipe != 0 {
-			// A FIFO with a reader now: one that goes away later is held
-			// and retried the same way (fifo.go).
-			f, size = &fifoOutput{path: cfg.Path, mode: cfg.Mode, log: cfg.Logger, f: f}, 0
-		}
+	if cfg.Open == nil {
+		f, size, err = cfg.fifoOutput(f, size, err)
 	}
 	if err != nil {
 		return nil, err
@@ -184,13 +174,34 @@ func Open(cfg Config) (*Sink, error) {
 		}
 		s.marks = s.recordMarks()
 	}
-	if cfg.Open == nil && cfg.Record == "" {
+	if cfg.Record == "" {
 		s.followFile()
 	}
 	if cfg.Fsync == FsyncInterval {
 		cfg.Checkpoint.Hold()
 	}
 	return s, nil
+}
+
+// fifoOutput gives what the default open of the output gave (f, size,
+// err) as a fifoOutput when the path is a FIFO: one without a reader yet
+// is opened at the first write (fifo.go), the subscriber retrying, fenced,
+// until a reader is there; one with a reader now is held and retried the
+// same way when that reader goes away.
+func (cfg Config) fifoOutput(f SinkFile, size int64, err error) (SinkFile, int64, error) {
+	if err != nil && isNoReader(err) {
+		if cfg.Logger != nil {
+			cfg.Logger.Warn("the output is a FIFO that no process reads yet; the subscriber holds its lines and retries until a reader opens it",
+				"path", cfg.Path)
+		}
+		return &fifoOutput{path: cfg.Path, mode: cfg.Mode, log: cfg.Logger}, 0, nil
+	}
+	if err == nil {
+		if st, serr := os.Stat(cfg.Path); serr == nil && st.Mode()&fs.ModeNamedPipe != 0 {
+			return &fifoOutput{path: cfg.Path, mode: cfg.Mode, log: cfg.Logger, f: f}, 0, nil
+		}
+	}
+	return f, size, err
 }
 
 // cutTornTail truncates the output to just after its last '\n'. Every write
@@ -337,6 +348,7 @@ func (s *Sink) processBatch(ctx context.Context, b *feed.Batch) (int, error) {
 		s.markEmpty() // writes nothing: a broken tail can wait for the next write
 		return 0, nil
 	}
+	s.noticeCut()
 	if s.broken {
 		if err := s.repair(); err != nil {
 			return 0, err
@@ -464,6 +476,7 @@ func (s *Sink) Flush(ctx context.Context) error {
 	if s.firstDirty.IsZero() && !s.broken {
 		return nil
 	}
+	s.noticeCut()
 	if s.broken {
 		if err := s.rewrite(); err != nil {
 			return err

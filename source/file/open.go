@@ -457,7 +457,8 @@ func (s *Source) checkPointer(r *reader, size int64) error {
 }
 
 // latestScan bounds lastLineStart's scan for the start of the line being
-// written (a file without a terminator in its last 64 MiB: see there).
+// written (a file without a terminator in its last 64 MiB, or maxLineBytes
+// + 1 when that is more: see there).
 const latestScan = 64 << 20
 
 // lastLineStart is where LATEST starts: at the start of the line being
@@ -467,9 +468,10 @@ const latestScan = 64 << 20
 // delivered the pieces before it), so what follows is the pieces a reader
 // from its start would deliver, never a piece cut elsewhere or an empty
 // one. A '\r' as the last byte may be the first half of "\r\n": not taken
-// as a terminator. A line begun more than latestScan bytes back (no
-// terminator there) is taken up at its last known byte, as a piece: what
-// follows is delivered as that line's last pieces, none empty.
+// as a terminator. A line begun more than latestScan (or maxLine + 1)
+// bytes back, so longer than maxLine, is taken up at its last known byte,
+// as a piece: what follows is delivered as that line's last pieces, none
+// empty (their cuts are not where a reader from its start would make them).
 func lastLineStart(f *os.File, size int64, maxLine int) (at int64, inLong bool) {
 	hi := size
 	if hi == 0 {
@@ -485,7 +487,7 @@ func lastLineStart(f *os.File, size int64, maxLine int) (at int64, inLong bool) 
 	if hi == 0 {
 		return 0, false
 	}
-	lo := max(0, hi-latestScan)
+	lo := max(0, hi-max(latestScan, int64(maxLine)+1))
 	ls, err := lastTermEnd(f, lo, hi)
 	if err != nil {
 		return size, false
