@@ -167,6 +167,10 @@ func (c collector) collect(ch chan<- prometheus.Metric, f FeedMetrics) {
 			lag = f.ReadPos // the pointer still names the previous file
 		}
 		gauge(mLagBytes, float64(max(lag, 0)))
+	} else if fr.Glob != nil && fr.Pointer != nil {
+		// A glob feed has no one pointer: its commits are summed over
+		// its files, as feed.status shows them (DESIGN §10 "Status").
+		counter(mCommits, float64(fr.Pointer.Commits))
 	}
 	collectGlob(ch, name, fr.Glob)
 	for _, s := range f.Subscribers {
