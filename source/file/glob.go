@@ -274,6 +274,9 @@ type gstream struct {
 	// its pointer is reset to the empty record (forgetStep, forgetClosed).
 	readEpoch uint64
 	readEnd   int64
+	// unterm: its source's bytes after the last terminator when it
+	// closed; still there while the file is closed (Unterminated).
+	unterm int64
 }
 
 // owed is the commit obligation of a stream closed while lines of it were
@@ -2013,6 +2016,7 @@ func (g *Glob) closed(s *gstream) {
 		g.acc.unterminated += uint64(max(src.Unterminated(), 0))
 		return
 	}
+	s.unterm = max(src.Unterminated(), 0)
 	if src.NotFound() && !s.done {
 		// Its file moved as it started, and its source counted nothing.
 		switch {

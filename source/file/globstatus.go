@@ -313,9 +313,23 @@ func (g *Glob) Epoch() uint64 { return 0 }
 // ReadPos is 0: positions are per file (Files).
 func (g *Glob) ReadPos() int64 { return 0 }
 
-// Unterminated sums the open files' bytes after their last terminator.
+// Unterminated sums the files' bytes after their last terminator: an open
+// file's as its source sees them, a closed one's as its last source left
+// them (the bytes are still there: DESIGN §4 "right now"), a gone one's
+// none.
 func (g *Glob) Unterminated() int64 {
-	return int64(g.sum(&g.acc.unterminated, func(s *Source) uint64 { return uint64(max(s.Unterminated(), 0)) }))
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	n := int64(g.acc.unterminated)
+	for _, s := range g.byKey {
+		switch {
+		case s.src != nil:
+			n += max(s.src.Unterminated(), 0)
+		case !s.gone:
+			n += s.unterm
+		}
+	}
+	return n
 }
 
 // Commits sums the commit counters of every tracked file's pointer and
