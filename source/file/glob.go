@@ -274,6 +274,9 @@ type gstream struct {
 	// its pointer is reset to the empty record (forgetStep, forgetClosed).
 	readEpoch uint64
 	readEnd   int64
+	// shownKey: the file key Files shows when key is a made-up map key
+	// (a file gone while stopped, its pointer reset: countGone); 0: key.
+	shownKey uint64
 	// unterm: its source's bytes after the last terminator when it
 	// closed; still there while the file is closed (Unterminated).
 	unterm int64
@@ -2671,6 +2674,9 @@ func (g *Glob) countGone() {
 	sort.Strings(fresh)
 	for _, l := range gone {
 		rec := l.rec
+		g.mu.Lock()
+		l.s.path = l.s.first // Files names it: the path its epochs line gave
+		g.mu.Unlock()
 		copyAt := ""
 		if rec.FPLen > 0 {
 			for _, p := range fresh {
@@ -2709,6 +2715,9 @@ func (g *Glob) countGone() {
 				g.mu.Lock()
 				l.s.commits = commits
 				g.ghosts++
+				// Files shows the file as its stream read it: its key,
+				// the epoch and the end it was read under and to.
+				l.s.shownKey, l.s.readEpoch, l.s.readEnd = rec.FileKey, rec.Epoch, rec.Offset
 				l.s.key, l.s.epoch, l.s.offset = 1<<63|1<<62|g.ghosts, next, 0
 				g.mu.Unlock()
 				continue

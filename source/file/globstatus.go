@@ -164,7 +164,11 @@ func (g *Glob) Files() []FileStatus {
 		if epoch == 0 {
 			epoch = s.newEpoch // its pointer is named: the epoch it starts with
 		}
-		f := FileStatus{Path: s.path, FileKey: hex16(s.key), Offset: s.offset, Size: s.size}
+		key := s.key
+		if s.shownKey != 0 {
+			key = s.shownKey
+		}
+		f := FileStatus{Path: s.path, FileKey: hex16(key), Offset: s.offset, Size: s.size}
 		if s.isCopy && s.src == nil {
 			epoch, f.Offset = s.copyEpoch, s.size
 		}
