@@ -15,6 +15,10 @@ func (d *Daemon) logStart() {
 		fc := f.cfg
 		args := []any{"input", fc.Path, "readStrategy", fc.ReadStrategy}
 		switch {
+		case f.glob != nil:
+			// One stream per file, each resuming on its own (DESIGN §10):
+			// the glob's start-up line counts them, debug names each.
+			args = append(args, "resume", globResume(fc.ReadStrategy))
 		case f.ptr != nil && f.ptr.Fresh():
 			args = append(args, "resume", "no pointer yet ("+f.ptr.FreshReason()+"): from the start of the file", "pointer", f.ptr.Path())
 		case f.ptr != nil:
@@ -32,6 +36,21 @@ func (d *Daemon) logStart() {
 			}
 		}
 	}
+}
+
+// globResume is where a glob feed's files resume, by read strategy.
+func globResume(strategy string) string {
+	switch strategy {
+	case config.StrategyLatest:
+		return "per file: a file present at start from its end, a new one from its start"
+	case config.StrategyOnceLatest:
+		return "none: nothing is read"
+	case config.StrategyOnceEarliest:
+		return "per file: each file matched at start from its start to its size"
+	case config.StrategyEarliest:
+		return "per file: from the start of each file"
+	}
+	return "per file: each file from its pointer's commit, a file without one from its start"
 }
 
 // target is what a processor writes to or serves, as log key-values

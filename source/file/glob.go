@@ -274,6 +274,9 @@ type gstream struct {
 	// its pointer is reset to the empty record (forgetStep, forgetClosed).
 	readEpoch uint64
 	readEnd   int64
+	// ptrOff: at the start, its previous run's pointer offset (0: none;
+	// logStart tells a file with unread bytes from one read to its end).
+	ptrOff int64
 	// shownKey: the file key Files shows when key is a made-up map key
 	// (a file gone while stopped, its pointer reset: countGone); 0: key.
 	shownKey uint64
@@ -821,8 +824,8 @@ func (g *Glob) scan(ctx context.Context) {
 		}
 		delete(g.vacated, f.path)
 		s := &gstream{path: f.path, first: f.path, key: k, size: f.size, mod: f.mod, activeAt: now, seenAt: now, startSize: f.size}
-		if ptr, first := g.ptrFor(k, f); ptr != "" {
-			s.ptrPath = ptr
+		if ptr, first, off := g.ptrFor(k, f); ptr != "" {
+			s.ptrPath, s.ptrOff = ptr, off
 			if first != "" {
 				s.first = first // renamed while stopped: still named as first matched
 			}
@@ -2738,18 +2741,19 @@ type loaded struct {
 
 // ptrFor finds a previous run's pointer for a new key: its key and first
 // bytes (identity at a restart is key + fingerprint alone, DESIGN §10),
-// and the path its stream was first matched under ("": unknown).
-func (g *Glob) ptrFor(k uint64, f found) (string, string) {
+// the path its stream was first matched under ("": unknown) and the
+// pointer's offset.
+func (g *Glob) ptrFor(k uint64, f found) (string, string, int64) {
 	if g.retired[k] {
-		return "", ""
+		return "", "", 0
 	}
 	for i, l := range g.loaded {
 		if l.rec.FileKey == k && globHeadMatches(f.path, l.rec) {
 			g.loaded = append(g.loaded[:i], g.loaded[i+1:]...)
-			return l.s.ptrPath, l.s.first
+			return l.s.ptrPath, l.s.first, l.rec.Offset
 		}
 	}
-	return "", ""
+	return "", "", 0
 }
 
 // adoptByPath, at the start, gives a previous run's pointer that no
@@ -2968,7 +2972,16 @@ func (g *Glob) logStart() {
 	defer g.mu.Unlock()
 	behind := 0
 	for _, s := range g.byKey {
-		if s.st == stQueued || s.st == stOpen {
+		// Queued (or started) for a turn: it has unread bytes when its
+		// file is longer than where that turn reads from.
+		from := s.ptrOff
+		switch {
+		case s.fromEnd:
+			from = s.endAt
+		case s.resume != nil:
+			from = max(s.resume.Offset, s.resume.Size)
+		}
+		if (s.st == stQueued || s.st == stOpen) && s.size > from {
 			behind++
 		}
 	}
