@@ -2638,6 +2638,19 @@ func (g *Glob) firstPaths() map[uint64]string {
 	return out
 }
 
+// excludedAt: the file of rec (its key, its first bytes) is still at p,
+// which the pattern matches and an exclude removes; and its size.
+func (g *Glob) excludedAt(p string, rec pointer.Record) (bool, int64) {
+	if p == "" || !g.pat.Match(p) || !g.excluded(p) || !exists(p, rec.FileKey) || !globHeadMatches(p, rec) {
+		return false, 0
+	}
+	st, err := os.Stat(p)
+	if err != nil {
+		return false, 0
+	}
+	return true, st.Size()
+}
+
 // countGone counts, at start, one lost tail for every previous run's
 // pointer that names a file (file key, fingerprint) the first scan did not
 // find, at any path the glob matches (DESIGN §4 "Nothing green over a
@@ -2681,7 +2694,8 @@ func (g *Glob) countGone() {
 		l.s.path = l.s.first // Files names it: the path its epochs line gave
 		g.mu.Unlock()
 		copyAt := ""
-		if rec.FPLen > 0 {
+		excl, size := g.excludedAt(l.s.first, rec)
+		if rec.FPLen > 0 && !excl {
 			for _, p := range fresh {
 				if st, err := os.Stat(p); err == nil && st.Size() >= rec.Offset && globHeadMatches(p, rec) && g.copyName(l.s.first, p, rec) {
 					copyAt = p
@@ -2690,7 +2704,21 @@ func (g *Glob) countGone() {
 			}
 		}
 		reason := "lost"
-		if copyAt == "" {
+		switch {
+		case excl:
+			// Still at its path, which the config now excludes: the
+			// operator chose not to read it any more (as a changed
+			// path, DESIGN §12), no loss. What it holds past the
+			// pointer is not read; a WARN says how much.
+			reason = "forgotten"
+			if n := size - rec.Offset; n > 0 {
+				g.log.Warn("glob file excluded by the config with bytes unread; not read any more (not counted lost)",
+					"path", l.s.first, "unreadBytes", n, "pointer", l.s.ptrPath, "offset", rec.Offset)
+			} else {
+				g.log.Info("glob file excluded by the config, read to its end; not read any more",
+					"path", l.s.first, "pointer", l.s.ptrPath)
+			}
+		case copyAt == "":
 			detail := fmt.Sprintf("glob file gone while stopped (pointer %s at offset %d); its unread tail, if any, is lost",
 				filepath.Base(l.s.ptrPath), rec.Offset)
 			g.mu.Lock()
@@ -2701,7 +2729,7 @@ func (g *Glob) countGone() {
 			}
 			g.log.Warn(detail, "pointer", l.s.ptrPath, "offset", rec.Offset, "fileKey", hex16(rec.FileKey),
 				"epoch", hex16(rec.Epoch))
-		} else {
+		default:
 			reason = "forgotten" // its bytes are in the copy, read from its start
 			g.log.Info("a glob file gone while stopped has a copy holding its bytes; the copy is read from its start",
 				"pointer", l.s.ptrPath, "copy", copyAt, "offset", rec.Offset)
