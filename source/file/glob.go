@@ -2662,7 +2662,8 @@ func (g *Glob) excludedAt(p string, rec pointer.Record) (bool, int64) {
 // this start (no pointer of its own) at least as long as the pointer's
 // offset whose first bytes match its fingerprint and that copyName allows
 // (cp + rm, copytruncate while stopped): read from its start as a new file
-// (duplicates, no gap).
+// (duplicates, no gap); and a file still at its path that an exclude now
+// removes (excludedAt: not read any more by the operator's choice).
 // The loss is counted first (OnLoss returns once the ledger entry is
 // fsynced), then the pointer is Reset to the empty record under a new
 // epoch (epochs line "lost"; "forgotten" for a copy), so the next restart does not count it again;
