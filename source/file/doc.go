@@ -446,9 +446,13 @@
 //     symlinked path's target, by key — not a file born after the glob
 //     first saw it (findBeside) — and read there, or counted lost from
 //     where its stream would have read on (leftUnread, unreadFrom); a
-//     closed file renamed out beside its path with bytes past its pointer
-//     is read there too (readBeside), and closed rotateWaitMillis after its
-//     last growth. At Close, an owed commit's file is followed through the
+//     closed file renamed out beside its path is opened again there
+//     (readBeside: its writer may still append), read to its end and
+//     closed rotateWaitMillis after its last growth (its key then
+//     retired). At the start, a previous run's pointer whose file no
+//     matched path holds is looked for beside the path its stream was
+//     first matched under by key and first bytes (besideAtStart) and read
+//     there the same way before anything is counted. At Close, an owed commit's file is followed through the
 //     glob or beside its path (finalScan), and a file found out of the
 //     glob that no pointer names and nobody read is counted.
 //

@@ -2077,10 +2077,23 @@ func (g *Glob) closed(s *gstream) {
 	}
 	if ended && s.gone && !exists(s.path, s.key) {
 		g.forgetClosed(s, false)
-	} else if s.gone && exists(s.path, s.key) && src.State() == CaughtUp && !g.matched(s.path) {
-		// Read to its end where it went out of the glob: nothing of it
-		// is pending (a restart would count it gone while stopped).
-		g.forgetClosed(s, false)
+	} else if s.gone && exists(s.path, s.key) && !g.matched(s.path) {
+		switch {
+		case s.behind || s.src0dropped || s.tailSize > s.tailEnd:
+			// Out of the glob beside its path with bytes its stream did
+			// not read (its turn ended, or the file grew after its last
+			// look): read on where it is.
+			g.enqueue(s)
+		case src.State() == CaughtUp:
+			// Read to its end where it went out of the glob: nothing of
+			// it is pending (a restart would count it gone while
+			// stopped), and its key is retired (DESIGN §10: renamed out
+			// and closed; back in the glob it is a new stream).
+			g.forgetClosed(s, false)
+			if g.byKey[s.key] == s {
+				g.retired[s.key] = true
+			}
+		}
 	}
 	if s.owe != nil {
 		g.settleOwed(s)
@@ -2174,25 +2187,34 @@ func (g *Glob) leftUnread(s *gstream) bool {
 // target leaves it): its path, or "". A file born after the glob first saw
 // s's is not it (its inode reused by a new file).
 func (g *Glob) findBeside(s *gstream) string {
-	outs := keepOutputs(g.outputsNow(), s.path)
+	f := g.keyBeside(s.path, pointer.Record{FileKey: s.key})
+	if f == nil {
+		return ""
+	}
+	bt := birthTime(f)
+	f.Close()
+	if !bt.IsZero() && bt.After(s.seenAt) {
+		return ""
+	}
+	return f.Name()
+}
+
+// keyBeside opens the file of rec (its key, and its first bytes when rec
+// has a fingerprint) beside path or, for a symlinked path, beside the
+// link's final target; nil when there is none.
+func (g *Glob) keyBeside(path string, rec pointer.Record) *os.File {
+	outs := keepOutputs(g.outputsNow(), path)
 	never := func(dev, ino uint64) bool { return false }
-	dirs := []string{filepath.Dir(s.path)}
-	if t, link := resolveLink(s.path); link && filepath.Dir(t) != dirs[0] {
+	dirs := []string{filepath.Dir(path)}
+	if t, link := resolveLink(path); link && filepath.Dir(t) != dirs[0] {
 		dirs = append(dirs, filepath.Dir(t))
 	}
 	for _, d := range dirs {
-		f, _, _ := findByKeyIn(d, pointer.Record{FileKey: s.key}, &outs, never)
-		if f == nil {
-			continue
+		if f, _, _ := findByKeyIn(d, rec, &outs, never); f != nil {
+			return f
 		}
-		bt := birthTime(f)
-		f.Close()
-		if !bt.IsZero() && bt.After(s.seenAt) {
-			return ""
-		}
-		return f.Name()
 	}
-	return ""
+	return nil
 }
 
 // matched: p is a path the glob matches (not excluded, not its own).
@@ -2201,11 +2223,12 @@ func (g *Glob) matched(p string) bool {
 }
 
 // readBeside: s's file, gone from the glob, is beside its path (or a
-// symlinked path's target) with bytes past what its pointer committed
-// (appended after its stream closed, before it was renamed out): s.path
-// names it there and the stream is queued to read them (DESIGN §10: a
-// file renamed out of the glob is read to its end). Only for a pointer
-// naming the file.
+// symlinked path's target): s.path names it there and the stream is queued
+// to read it to its end (DESIGN §10: a file renamed out of the glob is read
+// to its end, rotateWaitMillis after its last growth, then closed) — also
+// with no byte past what its pointer committed yet: logrotate renames, and
+// the application writes on to its descriptor until it reopens its log.
+// Only for a pointer naming the file.
 func (g *Glob) readBeside(s *gstream) bool {
 	if s.ptrPath == "" || s.done {
 		return false
@@ -2216,10 +2239,6 @@ func (g *Glob) readBeside(s *gstream) bool {
 	}
 	p := g.findBeside(s)
 	if p == "" {
-		return false
-	}
-	st, err := os.Stat(p)
-	if err != nil || st.Size() <= rec.Offset {
 		return false
 	}
 	s.path = p
@@ -2662,8 +2681,11 @@ func (g *Glob) excludedAt(p string, rec pointer.Record) (bool, int64) {
 // this start (no pointer of its own) at least as long as the pointer's
 // offset whose first bytes match its fingerprint and that copyName allows
 // (cp + rm, copytruncate while stopped): read from its start as a new file
-// (duplicates, no gap); and a file still at its path that an exclude now
-// removes (excludedAt: not read any more by the operator's choice).
+// (duplicates, no gap); a file still at its path that an exclude now
+// removes (excludedAt: not read any more by the operator's choice); and a
+// file found beside the path its stream was first matched under by the
+// pointer's key and first bytes (besideAtStart: renamed out of the glob,
+// read there from the pointer's offset).
 // The loss is counted first (OnLoss returns once the ledger entry is
 // fsynced), then the pointer is Reset to the empty record under a new
 // epoch (epochs line "lost"; "forgotten" for a copy), so the next restart does not count it again;
@@ -2703,6 +2725,9 @@ func (g *Glob) countGone() {
 					break
 				}
 			}
+		}
+		if copyAt == "" && !excl && g.besideAtStart(l) {
+			continue // renamed out beside its path: read there, not lost
 		}
 		reason := "lost"
 		switch {
@@ -2761,6 +2786,64 @@ func (g *Glob) countGone() {
 		g.log.Error("pointer reset after a glob file gone while stopped failed; the next restart may count it again",
 			"pointer", l.s.ptrPath, "error", err)
 	}
+}
+
+// besideAtStart, at the start, finds a previous run's pointer's file that
+// left the glob (DESIGN §4 "Restart after rotation": the pointer's file key
+// and first bytes, looked for beside the path its stream was first matched
+// under and beside that path's symlink target): logrotate renamed app.log
+// to app.log.1, out of the glob, before its stream had read it to its end
+// and closed — while stopped, or within rotateWaitMillis of the rename
+// (the new app.log's stream holds a pointer of its own, so adoptByPath
+// gives this one to nobody). Found, the pointer's stream is tracked there,
+// gone from the glob, and queued: its source reads the file from the
+// pointer's offset to its end, and it is closed rotateWaitMillis after its
+// last growth, as a file renamed out of the glob while running is; its
+// pointer then records that nothing of it is pending (closed). Not taken:
+// a record without first bytes (at a restart a key alone is no identity),
+// and a name the pattern matches (excluded, or the daemon's own output:
+// the operator's choice not to read it); and a pointer whose path holds no
+// matched file with a pointer of its own or given at this start (none, or
+// one new at this start that adoptByPath gave no pointer): generations born
+// at that path and rotated away while stopped could follow its file unseen,
+// and only a source reading from the path's pointer reads them — so it is
+// counted as before (an overcount when there were none). Manager
+// goroutine, before logStart.
+func (g *Glob) besideAtStart(l loaded) bool {
+	if l.s.first == "" || l.rec.FPLen == 0 {
+		return false
+	}
+	g.mu.Lock()
+	at := g.byPath[l.s.first]
+	known := at != nil && !at.gone && at.ptrPath != "" && at.newEpoch == 0
+	g.mu.Unlock()
+	if !known {
+		return false
+	}
+	f := g.keyBeside(l.s.first, l.rec)
+	if f == nil {
+		return false
+	}
+	p := f.Name()
+	st, err := f.Stat()
+	f.Close()
+	if err != nil || g.pat.Match(p) {
+		return false
+	}
+	now := time.Now()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	s := l.s
+	if g.byKey[s.key] != nil {
+		return false
+	}
+	s.path, s.size, s.mod = p, st.Size(), st.ModTime().UnixNano()
+	s.seenAt, s.activeAt, s.startSize = now, now, st.Size()
+	g.byKey[s.key] = s
+	g.enqueue(s)
+	g.log.Info("a glob file left the glob (renamed out beside its path); read there from its pointer to its end",
+		"path", p, "first", s.first, "pointer", s.ptrPath, "offset", l.rec.Offset, "size", st.Size())
+	return true
 }
 
 type loaded struct {
