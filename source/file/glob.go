@@ -1360,12 +1360,15 @@ func (g *Glob) copyCandidate(self *gstream, f found) *gstream {
 			continue
 		}
 		fpLen, fp := c.fpLen, c.fp
+		named := false // its open source's pointer names a file
 		if c.src != nil && c.src.ptr != nil {
 			rec := c.src.ptr.Record()
-			fpLen, fp = rec.FPLen, rec.FP
+			fpLen, fp, named = rec.FPLen, rec.FP, rec.FileKey != 0
 		}
-		if fpLen == 0 && c.src != nil && c.src.ptr == nil {
-			fpLen, fp = c.src.Head() // no pointer: its source's look
+		if fpLen == 0 && c.src != nil && !named {
+			// No pointer, or one not committed yet (a paused feed, no
+			// line acknowledged): its source's look.
+			fpLen, fp = c.src.Head()
 		}
 		if fpLen == 0 && c.resume != nil {
 			fpLen, fp = uint64(c.resume.HeadLen), c.resume.Head // no pointer: its last source's look

@@ -655,16 +655,15 @@ func readerSize(r *reader) int64 {
 
 // headFP is a fingerprint of a file's first n bytes.
 type headFP struct {
-	n     uint64
-	fp    uint64
-	noPtr bool // the source has no pointer
+	n  uint64
+	fp uint64
 }
 
 // publishHead makes r's fingerprint the one Head reports (a glob stream:
 // the glob tells copies of its file by it).
 func (s *Source) publishHead(r *reader) {
 	if s.cfg.Pinned && r.fpLen > 0 {
-		s.head.Store(&headFP{n: uint64(r.fpLen), fp: r.fp, noPtr: s.ptr == nil})
+		s.head.Store(&headFP{n: uint64(r.fpLen), fp: r.fp})
 	}
 }
 
@@ -693,11 +692,12 @@ func (s *Source) tookCopy(key, epoch uint64) {
 	s.copyTaken.Store(&CopyTaken{Key: key, At: time.Now(), Epoch: epoch})
 }
 
-// Head is the open file's first-bytes fingerprint as read (publishHead) by
-// a source without a pointer: safe from any goroutine; 0, 0 when none is
+// Head is the open file's first-bytes fingerprint as its source read it
+// (publishHead; the glob asks it of a source without a pointer, or whose
+// pointer names no file yet): safe from any goroutine; 0, 0 when none is
 // known.
 func (s *Source) Head() (uint64, uint64) {
-	if h := s.head.Load(); h != nil && h.noPtr {
+	if h := s.head.Load(); h != nil {
 		return h.n, h.fp
 	}
 	return 0, 0
