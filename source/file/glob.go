@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -406,6 +407,9 @@ func (g *Glob) Run(ctx context.Context) error {
 	g.mu.Lock()
 	g.started = true
 	g.mu.Unlock()
+	if g.cfg.PointerDir != "" {
+		g.countUnreadGone()
+	}
 	g.countGone()
 	g.logStart()
 	scanT := time.NewTicker(g.cfg.ScanInterval)
@@ -3244,8 +3248,110 @@ func (g *Glob) Close() error {
 			g.settleOwed(s) // acknowledged during the shutdown's drain
 		}
 	}
+	waiting := g.waitingAtStop()
 	g.mu.Unlock()
 	g.flushLosses() // counted above and by the last settles
+	g.writeUnreadList(waiting)
 	g.mux.close()
 	return first
+}
+
+// unreadListName is, in a glob feed's pointer directory, the list of the
+// files a stop left tracked in the glob and never read — waiting for their
+// first turn (every slot taken under maxOpenFiles, or a paused feed): no
+// pointer names them yet, so without it a restart would not know they
+// existed, and one deleted while stopped would be lost silently (DESIGN §4
+// "Nothing green over a loss"). The next start counts those it does not
+// find (countUnreadGone) and removes it. A kill -9 writes none.
+const unreadListName = "unread.list"
+
+// unreadEntry is one file of the unread list: its key, first bytes (as at
+// the stop), the size the glob last saw and its path.
+type unreadEntry struct {
+	Key   uint64 `json:"key"`
+	FPLen int    `json:"fpLen"`
+	FP    uint64 `json:"fp"`
+	Size  int64  `json:"size"`
+	Path  string `json:"path"`
+}
+
+// waitingAtStop is, at Close, every tracked file in the glob never read
+// with no pointer of its own and bytes seen (the unread list's entries
+// before their first bytes are read). Under mu.
+func (g *Glob) waitingAtStop() []unreadEntry {
+	if g.cfg.PointerDir == "" {
+		return nil
+	}
+	var out []unreadEntry
+	for k, s := range g.byKey {
+		if k != s.key || s.gone || s.ptrPath != "" || s.st == stOpen || s.st == stStopping || !g.unread(s) {
+			continue
+		}
+		if n := g.seenEnd(s); n > 0 {
+			out = append(out, unreadEntry{Key: s.key, Size: n, Path: s.path})
+		}
+	}
+	return out
+}
+
+// writeUnreadList stores the unread list (none: removes an old one).
+// Without mu.
+func (g *Glob) writeUnreadList(ws []unreadEntry) {
+	if g.cfg.PointerDir == "" {
+		return
+	}
+	path := filepath.Join(g.cfg.PointerDir, unreadListName)
+	var b bytes.Buffer
+	for _, w := range ws {
+		if !exists(w.Path, w.Key) {
+			continue // gone since the last look: the glob counted it, or will not know it either way
+		}
+		w.FPLen, w.FP = headOfPath(w.Path)
+		line, err := json.Marshal(w)
+		if err != nil {
+			continue
+		}
+		b.Write(line)
+		b.WriteByte('\n')
+	}
+	if b.Len() == 0 {
+		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+			g.log.Warn("cannot remove the glob's unread list", "path", path, "error", err)
+		}
+		return
+	}
+	if err := fileutil.WriteAtomic(path, b.Bytes()); err != nil {
+		g.log.Error("cannot write the glob's unread list: a file never read and deleted while stopped will not be counted",
+			"path", path, "error", err)
+	}
+}
+
+// countUnreadGone, at the start, counts every file of the unread list a
+// stop left that the first scan did not find in the glob (its key with its
+// first bytes): deleted or moved away while stopped, none of it ever read
+// (lostTails 1, lostBytes the size last seen), then removes the list.
+// Manager goroutine, after the first scan.
+func (g *Glob) countUnreadGone() {
+	path := filepath.Join(g.cfg.PointerDir, unreadListName)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return
+	}
+	for _, line := range bytes.Split(data, []byte{'\n'}) {
+		var w unreadEntry
+		if len(line) == 0 || json.Unmarshal(line, &w) != nil || w.Key == 0 {
+			continue
+		}
+		if p, ok := g.keys[w.Key]; ok && (w.FPLen == 0 || globHeadMatches(p, pointer.Record{FPLen: uint64(w.FPLen), FP: w.FP})) {
+			continue // still in the glob: read now
+		}
+		g.mu.Lock()
+		g.countLossLocked(1, uint64(w.Size), 0, fmt.Sprintf("glob file %s, tracked and never read when tailfeed stopped, is gone: its %d bytes were never read",
+			w.Path, w.Size))
+		g.mu.Unlock()
+	}
+	g.flushLosses()
+	if err := os.Remove(path); err != nil {
+		g.log.Warn("cannot remove the glob's unread list; the next start may count its files again", "path", path, "error", err)
+	}
 }
