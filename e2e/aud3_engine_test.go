@@ -153,15 +153,7 @@ processors:
 // up to errs' last one, and the non-ERROR lines before it never reach the
 // table; the feed reports settled and lossless.
 func TestAud3EXPostgresTwoProcessorsOneTableLoseLines(t *testing.T) {
-	c := pgtest.Start(t, pgtest.Options{})
-	c.Psql(`CREATE ROLE aud3 LOGIN;
-CREATE TABLE lines (instance text NOT NULL, feed text NOT NULL, epoch text NOT NULL, position bigint NOT NULL,
-  path text NOT NULL, line bytea NOT NULL, inserted_at timestamptz NOT NULL DEFAULT now(),
-  PRIMARY KEY (instance, feed, epoch, position));
-CREATE TABLE lines_marks (instance text NOT NULL, feed text NOT NULL, epoch text NOT NULL, position bigint NOT NULL,
-  updated_at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (instance, feed, epoch));
-GRANT SELECT ON lines, lines_marks TO aud3;`)
-	good := c.DSN("sslmode=disable")
+	c, good := aud3PgSelectOnlyRole(t)
 	limited := strings.Replace(good, "user=postgres", "user=aud3", 1)
 	e := newEnv(t, strings.NewReplacer("{{DSN}}", good, "{{DSNALL}}", limited).Replace(aud3PgTwoTmpl))
 	var lines []string
@@ -835,15 +827,7 @@ func aud3SQLList(texts []string) string {
 // hold) holds 200 lines; a reload gives it a DSN with a role that may.
 // Expected: the 200 held lines and 100 later ones in the table once.
 func TestAud3EOKReloadFixedDSNDeliversHeldLines(t *testing.T) {
-	c := pgtest.Start(t, pgtest.Options{})
-	c.Psql(`CREATE ROLE aud3 LOGIN;
-CREATE TABLE lines (instance text NOT NULL, feed text NOT NULL, epoch text NOT NULL, position bigint NOT NULL,
-  path text NOT NULL, line bytea NOT NULL, inserted_at timestamptz NOT NULL DEFAULT now(),
-  PRIMARY KEY (instance, feed, epoch, position));
-CREATE TABLE lines_marks (instance text NOT NULL, feed text NOT NULL, epoch text NOT NULL, position bigint NOT NULL,
-  updated_at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (instance, feed, epoch));
-GRANT SELECT ON lines, lines_marks TO aud3;`)
-	good := c.DSN("sslmode=disable")
+	c, good := aud3PgSelectOnlyRole(t)
 	tmpl := "shutdownTimeoutMillis: 1000\n" + audCommittedHead + `processors:
   - name: pg
     feed: app
@@ -1172,4 +1156,21 @@ processors:
 	if b, _ := os.ReadFile(e.path("out.log")); strings.Count(string(b), "\n") != 2000 {
 		t.Errorf("out.log holds %d lines, want 2000", strings.Count(string(b), "\n"))
 	}
+}
+
+// aud3PgSelectOnlyRole starts a private PostgreSQL with the sink's table
+// and marks table made, and a role aud3 that may only SELECT them; it
+// returns the cluster and the superuser's DSN (replace user=postgres by
+// user=aud3 for the limited one).
+func aud3PgSelectOnlyRole(t *testing.T) (*pgtest.Cluster, string) {
+	t.Helper()
+	c := pgtest.Start(t, pgtest.Options{})
+	c.Psql(`CREATE ROLE aud3 LOGIN;
+CREATE TABLE lines (instance text NOT NULL, feed text NOT NULL, epoch text NOT NULL, position bigint NOT NULL,
+  path text NOT NULL, line bytea NOT NULL, inserted_at timestamptz NOT NULL DEFAULT now(),
+  PRIMARY KEY (instance, feed, epoch, position));
+CREATE TABLE lines_marks (instance text NOT NULL, feed text NOT NULL, epoch text NOT NULL, position bigint NOT NULL,
+  updated_at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (instance, feed, epoch));
+GRANT SELECT ON lines, lines_marks TO aud3;`)
+	return c, c.DSN("sslmode=disable")
 }

@@ -445,16 +445,7 @@ processors:
 	d := e.start()
 	d.waitFor("the feed paused on the unpolled client", 30*time.Second, func(r *report) bool { return r.Feeds[0].Paused })
 	time.Sleep(3 * time.Second)
-	src, err := os.ReadFile(app)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(in, "app-1.log"), src, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Truncate(app, 0); err != nil {
-		t.Fatal(err)
-	}
+	aud3Copytruncate(t, app, filepath.Join(in, "app-1.log"))
 	writeFileLines(t, app, "new", 0, 3)
 	count := map[string]int{}
 	deadline := time.Now().Add(90 * time.Second)
@@ -524,16 +515,7 @@ processors:
 	d := e.start()
 	waitUntil(t, "1,000 old lines", 30*time.Second, func() bool { return len(perTag(t, exact)["old"]) == 1000 })
 	d.waitSettled(30 * time.Second)
-	src, err := os.ReadFile(app)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(in, "app.log.1"), src, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Truncate(app, 0); err != nil {
-		t.Fatal(err)
-	}
+	aud3Copytruncate(t, app, filepath.Join(in, "app.log.1"))
 	writeFileLines(t, app, "new", 0, 5)
 	waitUntil(t, "5 new lines", 30*time.Second, func() bool { return len(perTag(t, exact)["new"]) == 5 })
 	d.waitSettled(30 * time.Second)
@@ -757,5 +739,21 @@ processors:
 	f := r.feed(t, "app")
 	if got['c'] < 3000 && (f.LostTails == 0 || f.Lossless) {
 		t.Errorf("c.log (3,000 lines, tracked and unread at the stop) deleted while stopped: %d of its lines delivered, yet lostTails %d, lossless %v", got['c'], f.LostTails, f.Lossless)
+	}
+}
+
+// aud3Copytruncate does what logrotate's copytruncate does: copies path to
+// copy, then cuts path to 0 in place.
+func aud3Copytruncate(t *testing.T, path, copy string) {
+	t.Helper()
+	src, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(copy, src, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(path, 0); err != nil {
+		t.Fatal(err)
 	}
 }
