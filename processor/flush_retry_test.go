@@ -30,6 +30,7 @@ type intervalSink struct {
 	flushInCall   atomic.Bool // Flush ran during a ProcessBatch call
 	failFlush     atomic.Bool
 	failedFlushes atomic.Int64
+	unfence       bool // Flush lifts the retries' fence, as a webhook that sent its carried request does
 }
 
 func (s *intervalSink) ProcessBatch(_ context.Context, b *feed.Batch) (int, error) {
@@ -75,6 +76,9 @@ func (s *intervalSink) Flush(context.Context) error {
 	}
 	s.firstDirty = time.Time{}
 	s.cp.DurableThrough(s.dirtyMark)
+	if s.unfence {
+		s.cp.(processor.Host).Unfence()
+	}
 	return nil
 }
 
@@ -120,6 +124,24 @@ func TestGroupFlushesDueIntervalWhileRetrying(t *testing.T) {
 		}
 		if s.flushInCall.Load() {
 			t.Fatal("Flush ran during a ProcessBatch call")
+		}
+	})
+	t.Run("a flush that unfences", func(t *testing.T) {
+		// A sink whose Flush lifts the retries' fence (the webhook, when
+		// it sends its carried request) must not make the subscriber look
+		// RUNNING while its batch still fails (review: it showed RUNNING
+		// for the rest of the backoff).
+		r, s := startInterval(t, processor.Retry{Initial: 300 * time.Millisecond, Max: 300 * time.Millisecond, Attempts: 2},
+			processor.Hold, nil)
+		s.mu.Lock()
+		s.unfence = true
+		s.mu.Unlock()
+		r.publish("c", "bad", "d")
+		eventually(t, "the ack point past c", func() bool { return r.q.AckPoint() == 3 })
+		for end := time.Now().Add(time.Second); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
+			if st, _ := r.q.State(); st != feed.Fenced {
+				t.Fatalf("state %v while bad is still failing, want FENCED", st)
+			}
 		}
 	})
 	t.Run("deadLetter long schedule", func(t *testing.T) {

@@ -441,7 +441,7 @@ func (g *Group) flush(ctx context.Context, fl Flusher) {
 // the batch's. A flush that fails (its durable mark stays where it was) or
 // is still due after it ran is not tried again in this wait: the next
 // attempt repairs what it left (a rewrite) and the next wait flushes again.
-func (g *Group) retryWait(ctx context.Context, attempt int) (*ReleaseRequest, bool) {
+func (g *Group) retryWait(ctx context.Context, attempt int, failed error) (*ReleaseRequest, bool) {
 	end := time.Now().Add(g.cfg.Retry.Backoff(attempt))
 	fl := g.flusher()
 	for flushed := false; fl != nil; flushed = true {
@@ -458,6 +458,11 @@ func (g *Group) retryWait(ctx context.Context, attempt int) (*ReleaseRequest, bo
 		}
 		if err != nil && ctx.Err() == nil {
 			g.log.Warn("deferred flush failed while retrying a batch; tried again at the next wait", "error", err)
+		}
+		if !g.st.retrySet.Load() {
+			// The flush lifted the retries' fence (a webhook that sent
+			// its carried request unfences): the batch still fails.
+			g.fence(failed)
 		}
 	}
 	return g.Wait(ctx, time.Until(end))
@@ -550,7 +555,7 @@ func (g *Group) handle(ctx context.Context, b *feed.Batch) bool {
 			}
 			// hold: keep retrying at the cap.
 		}
-		rel, ok := g.retryWait(ctx, attempt)
+		rel, ok := g.retryWait(ctx, attempt, err)
 		if !ok {
 			return false
 		}
