@@ -2833,8 +2833,18 @@ func (g *Glob) besideAtStart(l loaded) bool {
 	}
 	p := f.Name()
 	st, err := f.Stat()
+	born := birthTime(f)
 	f.Close()
 	if err != nil || g.pat.Match(p) {
+		return false
+	}
+	// The pointer's file existed before its pointer was made (its stream
+	// opened it): one born after the pointer file has the key by inode
+	// reuse (ext4 gives a deleted file's inode to the next one), whatever
+	// its first bytes.
+	if pb := birthTimePath(l.s.ptrPath); !born.IsZero() && !pb.IsZero() && born.After(pb) {
+		g.log.Warn("a file beside a gone glob file's path has its file key but was born after its pointer: another file (inode reuse), not read",
+			"path", p, "first", l.s.first, "pointer", l.s.ptrPath)
 		return false
 	}
 	now := time.Now()
@@ -3273,6 +3283,7 @@ type unreadEntry struct {
 	FP    uint64 `json:"fp"`
 	Size  int64  `json:"size"`
 	Path  string `json:"path"`
+	Gone  bool   `json:"gone,omitempty"` // already gone at the stop: counted at the next start whatever it finds
 }
 
 // waitingAtStop is, at Close, every tracked file in the glob never read
@@ -3288,6 +3299,12 @@ func (g *Glob) waitingAtStop() []unreadEntry {
 			continue
 		}
 		if n := g.seenEnd(s); n > 0 {
+			if !exists(s.path, s.key) {
+				// Deleted since the last look, none of it read: no
+				// restart would know it, so it counts now.
+				g.countLossLocked(1, uint64(n), s.epoch, fmt.Sprintf("glob file %s, waiting for its first turn, was deleted before the stop: its %d bytes were never read", s.path, n))
+				continue
+			}
 			out = append(out, unreadEntry{Key: s.key, Size: n, Path: s.path})
 		}
 	}
@@ -3303,10 +3320,11 @@ func (g *Glob) writeUnreadList(ws []unreadEntry) {
 	path := filepath.Join(g.cfg.PointerDir, unreadListName)
 	var b bytes.Buffer
 	for _, w := range ws {
-		if !exists(w.Path, w.Key) {
-			continue // gone since the last look: the glob counted it, or will not know it either way
+		if exists(w.Path, w.Key) {
+			w.FPLen, w.FP = headOfPath(w.Path)
+		} else {
+			w.Gone = true // deleted since waitingAtStop looked: the next start counts it
 		}
-		w.FPLen, w.FP = headOfPath(w.Path)
 		line, err := json.Marshal(w)
 		if err != nil {
 			continue
@@ -3342,8 +3360,16 @@ func (g *Glob) countUnreadGone() {
 		if len(line) == 0 || json.Unmarshal(line, &w) != nil || w.Key == 0 {
 			continue
 		}
-		if p, ok := g.keys[w.Key]; ok && (w.FPLen == 0 || globHeadMatches(p, pointer.Record{FPLen: uint64(w.FPLen), FP: w.FP})) {
+		rec := pointer.Record{FileKey: w.Key, FPLen: uint64(w.FPLen), FP: w.FP}
+		if p, ok := g.keys[w.Key]; !w.Gone && ok && (w.FPLen == 0 || globHeadMatches(p, rec)) {
 			continue // still in the glob: read now
+		}
+		if excl, _ := g.excludedAt(w.Path, rec); !w.Gone && w.FPLen > 0 && excl {
+			// Still at its path, which the config now excludes: the
+			// operator's choice not to read it (as countGone), no loss.
+			g.log.Warn("glob file excluded by the config, never read; not read any more (not counted lost)",
+				"path", w.Path, "unreadBytes", w.Size)
+			continue
 		}
 		g.mu.Lock()
 		g.countLossLocked(1, uint64(w.Size), 0, fmt.Sprintf("glob file %s, tracked and never read when tailfeed stopped, is gone: its %d bytes were never read",
