@@ -130,10 +130,10 @@ type Sink struct {
 // interval, an output it created gets its directory fsynced, so that a power
 // loss cannot take the new file's entry (and every synced line in it) away.
 func Open(cfg Config) (*Sink, error) {
-	syncDir := cfg.SyncDir
-	if syncDir == nil {
-		syncDir = fileutil.SyncDir
+	if cfg.SyncDir == nil {
+		cfg.SyncDir = fileutil.SyncDir
 	}
+	syncDir := cfg.SyncDir
 	if cfg.Mode == 0 {
 		cfg.Mode = DefaultSinkMode
 	}

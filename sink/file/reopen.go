@@ -90,10 +90,7 @@ func (s *Sink) reopenIfMoved(ctx context.Context) {
 			return
 		}
 	}
-	syncDir := s.cfg.SyncDir
-	if syncDir == nil {
-		syncDir = fileutil.SyncDir
-	}
+	syncDir := s.cfg.SyncDir // set by Open
 	if err := makeParents(s.cfg.Path, s.cfg.Fsync != FsyncNever, syncDir); err != nil {
 		s.warn("the output was renamed or removed; cannot create its directory, writing on to the old file", err)
 		return
