@@ -62,6 +62,8 @@ type GroupConfig struct {
 // processor on every line, in order. It is the only writer of the queue's
 // dispatched counter, and (state.go) of its state and released counter.
 type Group struct {
+	retrying atomic.Bool // in retryWait's Flush: a sink's Unfence keeps the batch's fence
+
 	cfg GroupConfig
 	q   *feed.Queue
 	log hclog.Logger
@@ -441,7 +443,7 @@ func (g *Group) flush(ctx context.Context, fl Flusher) {
 // the batch's. A flush that fails (its durable mark stays where it was) or
 // is still due after it ran is not tried again in this wait: the next
 // attempt repairs what it left (a rewrite) and the next wait flushes again.
-func (g *Group) retryWait(ctx context.Context, attempt int, failed error) (*ReleaseRequest, bool) {
+func (g *Group) retryWait(ctx context.Context, attempt int) (*ReleaseRequest, bool) {
 	end := time.Now().Add(g.cfg.Retry.Backoff(attempt))
 	fl := g.flusher()
 	for flushed := false; fl != nil; flushed = true {
@@ -452,17 +454,14 @@ func (g *Group) retryWait(ctx context.Context, attempt int, failed error) (*Rele
 		if rel, ok := g.Wait(ctx, time.Until(at)); rel != nil || !ok {
 			return rel, ok
 		}
+		g.retrying.Store(true)
 		err := fl.Flush(ctx)
+		g.retrying.Store(false)
 		if g.gone() {
 			return nil, false // abandoned in the call: never called again
 		}
 		if err != nil && ctx.Err() == nil {
 			g.log.Warn("deferred flush failed while retrying a batch; tried again at the next wait", "error", err)
-		}
-		if !g.st.retrySet.Load() {
-			// The flush lifted the retries' fence (a webhook that sent
-			// its carried request unfences): the batch still fails.
-			g.fence(failed)
 		}
 	}
 	return g.Wait(ctx, time.Until(end))
@@ -555,7 +554,7 @@ func (g *Group) handle(ctx context.Context, b *feed.Batch) bool {
 			}
 			// hold: keep retrying at the cap.
 		}
-		rel, ok := g.retryWait(ctx, attempt, err)
+		rel, ok := g.retryWait(ctx, attempt)
 		if !ok {
 			return false
 		}

@@ -120,8 +120,14 @@ func (g *Group) Fail() { g.failures.Add(1) }
 // Fence implements Host.
 func (g *Group) Fence(err error) { g.fence(err) }
 
-// Unfence implements Host: it lifts the retries' fence.
-func (g *Group) Unfence() { g.unfence() }
+// Unfence implements Host: it lifts the retries' fence — not while the
+// group waits to retry a failing batch (a webhook's Flush in retryWait
+// sends its carried request and unfences; the batch still fails).
+func (g *Group) Unfence() {
+	if !g.retrying.Load() {
+		g.unfence()
+	}
+}
 
 // HoldFence implements Host.
 func (g *Group) HoldFence(err error) { g.hold(err) }
