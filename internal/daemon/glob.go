@@ -46,7 +46,7 @@ func (d *Daemon) buildGlob(f *Feed, fc *config.Feed, stream file.Config, log hcl
 		Stream:        stream,
 		Exclude:       fc.Exclude,
 		ScanInterval:  fc.Built.ScanInterval,
-		MaxOpenFiles:  fc.MaxOpenFiles,
+		MaxOpenFiles:  globDescriptors(fc.MaxOpenFiles),
 		CloseInactive: fc.Built.CloseInactive,
 		ForgetAfter:   fc.Built.ForgetAfter,
 		Resumes:       d.resumes, // a feed restarted by a reload (reload.go)
@@ -61,6 +61,24 @@ func (d *Daemon) buildGlob(f *Feed, fc *config.Feed, stream file.Config, log hcl
 	}
 	f.glob, f.src = g, g
 	return nil
+}
+
+// ownDescriptors is the part of a glob feed's maxOpenFiles left to the
+// process's own descriptors: the standard streams and the log, the status
+// listener and its connections, dataDir/LOCK, the losses ledger, the
+// inotify and epoll instances, the runtime's, a file sink's output, the
+// pointer directory and epochs file while a new pointer is made durable —
+// 14 to 18 for one glob feed with a file sink — so that an operator who
+// counts every descriptor of the process (ls /proc/PID/fd), not only the
+// inputs and pointers, finds it within maxOpenFiles too (with one feed).
+const ownDescriptors = 24
+
+// globDescriptors is the descriptor budget a glob feed's source gets for
+// its inputs, their pointers and its short looks at files' first bytes:
+// maxOpenFiles less ownDescriptors, at least 2 (one stream): below 29 a
+// feed with pointers reads one file at a time.
+func globDescriptors(maxOpenFiles int) int {
+	return max(2, maxOpenFiles-ownDescriptors)
 }
 
 // globSnapshot fills a glob feed's part of a snapshot (c: its counts, from
