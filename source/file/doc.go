@@ -512,6 +512,8 @@
 //     input and one pointer descriptor each; without a pointer, one), the
 //     reserve (maxOpenFiles/16, at least 1) left for short looks: the
 //     manager's fingerprint checks, a stream's search for a copy.
+//     (GlobConfig.MaxOpenFiles: the daemon gives the config's maxOpenFiles
+//     less what it keeps for the process's own descriptors.)
 //     Streams wanting a slot queue FIFO; when one waits, open streams that
 //     are caught up, or have had their slot for a second, give it up (a
 //     stream with bytes unread queues again), so one file cannot starve
