@@ -172,6 +172,9 @@ type Glob struct {
 	keyMu    sync.Mutex
 	readKeys map[uint64]bool
 
+	live    liveUnread      // the unread list kept while running (unreadlive.go; under mu)
+	ptrKeys map[uint64]bool // the file keys the pointers found at the start name
+
 	detail string // the last loss CountLoss counted (under mu)
 	lossQ  []Loss // losses counted under mu, for OnLoss (countLossLocked, flushLosses)
 }
@@ -2478,14 +2481,18 @@ func (g *Glob) housekeep(ctx context.Context) {
 		g.forget(now)
 	}
 	g.schedule(ctx)
+	list, write := g.liveUnreadDue(now)
 	g.mu.Unlock()
+	if write {
+		g.writeLiveUnread(list)
+	}
 }
 
 // forget deletes the pointers of streams gone, closed and finished for
 // forgetAfter (DESIGN §10 "Forgetting"), and drops them from tracking.
 func (g *Glob) forget(now time.Time) {
 	for k, s := range g.byKey {
-		if !s.gone || s.st != stClosed || s.owe != nil || now.Sub(s.goneAt) < g.cfg.ForgetAfter {
+		if !s.gone || s.st != stClosed || s.owe != nil || now.Sub(s.goneAt) < g.cfg.ForgetAfter || g.listedLive(s.key) {
 			continue
 		}
 		if s.ptrPath != "" {
@@ -2605,6 +2612,12 @@ func (g *Glob) loadPointers() {
 			if s.first = firsts[name]; s.first == "" {
 				s.first = firsts[rec.Epoch]
 			}
+		}
+		if rec.FileKey != 0 {
+			if g.ptrKeys == nil {
+				g.ptrKeys = map[uint64]bool{}
+			}
+			g.ptrKeys[rec.FileKey] = true
 		}
 		if rec.FileKey == 0 {
 			// Finished and forgotten by its source: deleted after forgetAfter.
@@ -3317,14 +3330,23 @@ func (g *Glob) writeUnreadList(ws []unreadEntry) {
 	if g.cfg.PointerDir == "" {
 		return
 	}
-	path := filepath.Join(g.cfg.PointerDir, unreadListName)
-	var b bytes.Buffer
-	for _, w := range ws {
+	for i := range ws {
+		w := &ws[i]
 		if exists(w.Path, w.Key) {
 			w.FPLen, w.FP = headOfPath(w.Path)
 		} else {
 			w.Gone = true // deleted since waitingAtStop looked: the next start counts it
 		}
+	}
+	g.storeUnreadList(ws)
+}
+
+// storeUnreadList writes ws as the unread list, atomically (none: removes
+// an old one); false when that failed (logged). Without mu.
+func (g *Glob) storeUnreadList(ws []unreadEntry) bool {
+	path := filepath.Join(g.cfg.PointerDir, unreadListName)
+	var b bytes.Buffer
+	for _, w := range ws {
 		line, err := json.Marshal(w)
 		if err != nil {
 			continue
@@ -3335,13 +3357,16 @@ func (g *Glob) writeUnreadList(ws []unreadEntry) {
 	if b.Len() == 0 {
 		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 			g.log.Warn("cannot remove the glob's unread list", "path", path, "error", err)
+			return false
 		}
-		return
+		return true
 	}
 	if err := fileutil.WriteAtomic(path, b.Bytes()); err != nil {
 		g.log.Error("cannot write the glob's unread list: a file never read and deleted while stopped will not be counted",
 			"path", path, "error", err)
+		return false
 	}
+	return true
 }
 
 // countUnreadGone, at the start, counts every file of the unread list a
@@ -3363,6 +3388,12 @@ func (g *Glob) countUnreadGone() {
 		rec := pointer.Record{FileKey: w.Key, FPLen: uint64(w.FPLen), FP: w.FP}
 		if p, ok := g.keys[w.Key]; !w.Gone && ok && (w.FPLen == 0 || globHeadMatches(p, rec)) {
 			continue // still in the glob: read now
+		}
+		if !w.Gone && g.ptrKeys[w.Key] {
+			// Listed while running, then given its pointer before a
+			// kill -9 (the list not written again yet): the pointer
+			// tells where it went and what of it is unread (countGone).
+			continue
 		}
 		if excl, _ := g.excludedAt(w.Path, rec); !w.Gone && w.FPLen > 0 && excl {
 			// Still at its path, which the config now excludes: the

@@ -1,0 +1,166 @@
+package file
+
+import (
+	"slices"
+	"time"
+)
+
+// The unread list kept while running (unreadListName). The stop's list
+// (Close) is exact; a kill -9 writes nothing at its end, so the list is
+// also kept while running: a file in the glob waiting for its first turn
+// for longer than unreadListDelay is named in it within a housekeeping
+// pass, and dropped from it once it has a pointer (or is gone, counted by
+// the glob). A restart after a kill -9 then counts such a file deleted
+// while tailfeed was down, as after a stop. What it cannot see: a file
+// found and deleted within unreadListDelay of a kill -9 (not listed yet),
+// and lostBytes short of what a listed file grew by since the last write
+// (sizes are written again at most every unreadListResize). A listed file
+// that got its pointer just before the kill is not counted: the start
+// skips an entry whose key a pointer names. One deleted while running and
+// counted then, the kill coming before the list drops it, counts again at
+// the restart (an overcount, not a gap).
+
+// unreadListDelay: a file must wait this long for its first turn before
+// the list names it. A start that reads every file present within it
+// (the common case, however many) writes no list at all.
+const unreadListDelay = time.Second
+
+// unreadListResize: how often the list is written again only because a
+// listed file grew.
+const unreadListResize = 5 * time.Second
+
+// liveUnread is the running list's state (manager goroutine, under mu).
+type liveUnread struct {
+	written  map[uint64]unreadEntry // the list on disk, by key
+	fps      map[uint64][2]uint64   // first bytes looked at for an entry: fpLen, fp
+	pending  time.Time              // since when an addition waits to be written
+	lastSize time.Time              // the last write for growth alone
+}
+
+// waitingNow is every tracked file in the glob never read, with no pointer
+// and bytes seen — the list's entries while running (no loss counted: the
+// glob counts a waiting file found deleted). Under mu.
+func (g *Glob) waitingNow() []unreadEntry {
+	var out []unreadEntry
+	for k, s := range g.byKey {
+		if k != s.key || s.gone || s.ptrPath != "" || s.st == stOpen || s.st == stStopping || !g.unread(s) {
+			continue
+		}
+		if n := g.seenEnd(s); n > 0 {
+			out = append(out, unreadEntry{Key: s.key, Size: n, Path: s.path})
+		}
+	}
+	return out
+}
+
+// liveUnreadDue decides, at a housekeeping pass, whether the list on disk
+// must be written again, and returns what to write (ok false: nothing to
+// do). Under mu.
+func (g *Glob) liveUnreadDue(now time.Time) ([]unreadEntry, bool) {
+	if g.cfg.PointerDir == "" || g.final {
+		return nil, false
+	}
+	lu := &g.live
+	cur := g.waitingNow()
+	added, dropped, grown := false, false, false
+	for _, w := range cur {
+		old, ok := lu.written[w.Key]
+		switch {
+		case !ok:
+			added = true
+		case old.Size != w.Size:
+			grown = true
+		}
+	}
+	if len(lu.written) > len(cur) {
+		dropped = true
+	} else if !added {
+		// Same count, none added: nothing dropped either.
+	} else {
+		keys := make(map[uint64]bool, len(cur))
+		for _, w := range cur {
+			keys[w.Key] = true
+		}
+		for k := range lu.written {
+			if !keys[k] {
+				dropped = true
+				break
+			}
+		}
+	}
+	if !added {
+		lu.pending = time.Time{}
+	} else if lu.pending.IsZero() {
+		lu.pending = now
+	}
+	switch {
+	case dropped:
+		// At once: a listed file that got its pointer (a restart would
+		// find it by the pointer anyway) or was counted gone.
+	case added && now.Sub(lu.pending) >= unreadListDelay:
+	case grown && now.Sub(lu.lastSize) >= unreadListResize:
+	default:
+		return nil, false
+	}
+	if added && now.Sub(lu.pending) < unreadListDelay {
+		// Written now for a drop or growth: the additions still wait.
+		cur = slices.DeleteFunc(cur, func(w unreadEntry) bool {
+			_, ok := lu.written[w.Key]
+			return !ok
+		})
+	} else {
+		lu.pending = time.Time{}
+	}
+	if grown {
+		lu.lastSize = now
+	}
+	return cur, true
+}
+
+// writeLiveUnread writes the running list (manager goroutine, without
+// mu; after liveUnreadDue) and records what it holds.
+func (g *Glob) writeLiveUnread(ws []unreadEntry) {
+	lu := &g.live
+	if lu.fps == nil {
+		lu.fps = map[uint64][2]uint64{}
+	}
+	var keep []unreadEntry
+	for _, w := range ws {
+		fp, ok := lu.fps[w.Key]
+		if old, listed := lu.written[w.Key]; listed && w.Size < old.Size {
+			ok = false // shorter than when listed: its first bytes may be new
+		}
+		if !ok {
+			n, h := headOfPath(w.Path)
+			if n == 0 {
+				continue // gone since the pass looked: the glob counts it
+			}
+			fp = [2]uint64{uint64(n), h}
+			lu.fps[w.Key] = fp
+		}
+		w.FPLen, w.FP = int(fp[0]), fp[1]
+		keep = append(keep, w)
+	}
+	if !g.storeUnreadList(keep) {
+		return // the old list stays; the next pass tries again
+	}
+	g.mu.Lock()
+	lu.written = make(map[uint64]unreadEntry, len(keep))
+	for _, w := range keep {
+		lu.written[w.Key] = w
+	}
+	for k := range lu.fps {
+		if _, ok := lu.written[k]; !ok {
+			delete(lu.fps, k)
+		}
+	}
+	g.mu.Unlock()
+}
+
+// listedLive: the list on disk may name key (forget keeps that stream's
+// pointer until the list no longer does: a restart skips a listed file
+// whose key a pointer names). Under mu.
+func (g *Glob) listedLive(key uint64) bool {
+	_, ok := g.live.written[key]
+	return ok
+}
