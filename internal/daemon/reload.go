@@ -1015,6 +1015,7 @@ func (f *Feed) addCarry(s *status.FeedSnapshot) {
 type hold struct {
 	name     string
 	lines    uint64
+	since    time.Time // when this feed began holding for it (/healthz's stall clock)
 	released atomic.Bool
 }
 
@@ -1196,7 +1197,7 @@ func (d *Daemon) applyHolds(f *Feed) {
 		return
 	}
 	for _, e := range d.holds.forFeed(f.cfg.Name) {
-		f.held = append(f.held, &hold{name: e.Subscriber, lines: e.Lines})
+		f.held = append(f.held, &hold{name: e.Subscriber, lines: e.Lines, since: time.Now()})
 	}
 	if len(f.held) > 0 {
 		f.pub.SetHeld(true)

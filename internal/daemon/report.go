@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"time"
 
@@ -161,6 +162,14 @@ func (d *Daemon) Health() (bool, string) {
 			q := g.Queue()
 			if st, why, since := q.StateAt(); q.Stalls(st) {
 				h.Stalls = append(h.Stalls, status.Stall{Since: since, Reason: why})
+			}
+		}
+		for _, hd := range f.held {
+			// A removed subscriber's hold stalls the feed as feed.status
+			// says (DESIGN §12 Reload), from when this feed began holding.
+			if !hd.released.Load() {
+				h.Stalls = append(h.Stalls, status.Stall{Since: hd.since,
+					Reason: fmt.Sprintf("removed subscriber %s holds %d lines", hd.name, hd.lines)})
 			}
 		}
 		h.PausedSince, h.PauseReason = f.pub.PausedSince(), f.pub.PauseReason()
