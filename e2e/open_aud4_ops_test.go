@@ -1,0 +1,459 @@
+//go:build openfindings
+
+// Open findings of the eighth session's audit (issue 13 closing note):
+// each TestAud4?X… test fails on the product as it is. Kept out of the
+// default build (go test -tags openfindings ./e2e -run TestAud4) until
+// fixed; a fixed finding moves to a file without the tag.
+
+package e2e
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Fourth-pass audit of DESIGN §12 "Operations", §9 and the CLI/config parts
+// of §7 against the built binary. TestAud4OX… are findings (they fail on
+// the product as it is); TestAud4OOK… are passing probes.
+
+// aud4PullLines pulls from subscriber sub for about wait and returns the
+// lines it was given.
+func aud4PullLines(t *testing.T, d *daemon, sub string, wait time.Duration) []string {
+	t.Helper()
+	var lines []string
+	for end := time.Now().Add(wait); time.Now().Before(end); {
+		code, _, body := request(t, d, http.MethodGet, "/v1/pull/"+sub+"?max=100&wait=300ms", "", nil)
+		if code != http.StatusOK {
+			t.Fatalf("pull %s: %d %s", sub, code, body)
+		}
+		var r struct {
+			Events []struct {
+				Line string `json:"line"`
+			} `json:"events"`
+		}
+		if err := json.Unmarshal(body, &r); err != nil {
+			t.Fatalf("pull %s: %v %s", sub, err, body)
+		}
+		for _, ev := range r.Events {
+			lines = append(lines, ev.Line)
+		}
+	}
+	return lines
+}
+
+// TestAud4OXPullAddedBackRereads: DESIGN §12 Reload: "A removed processor
+// … what it did not finish keeps holding the pointer … The hold is kept in
+// `dataDir/state/removed.json`, so a restart does not clear it; adding the
+// processor back re-reads nothing (its backlog stays held until
+// released)", and "A new processor subscribes from the next line its feed
+// publishes". A pull processor p was given a and b (unacknowledged) and is
+// removed by a reload (stalled "removed subscriber p holds 2 lines"); c is
+// appended; p is added back (by a reload, or in the config of a restart);
+// d is appended. Expected: p receives d only (its backlog a, b stays held
+// until released; c was published before it came back). Observed: p
+// receives a, b, c and d, while the feed still reports the hold of a and b
+// (a release would then count as lost two lines the client did receive).
+// A webhook processor added back the same way receives d only. Every run.
+func TestAud4OXPullAddedBackRereads(t *testing.T) {
+	for _, how := range []string{"reload", "restart"} {
+		t.Run(how, func(t *testing.T) {
+			e, d := aud4StartRemovedHold(t)
+			appendTo(t, e.path("in.log"), "c\n")
+			d.waitFor("c published", 20*time.Second, func(r *report) bool { return r.Feeds[0].sub(t, "arch").Dispatched >= 3 })
+			e.tmpl = aud4RemovedTmpl
+			if how == "reload" {
+				reconfig(t, e, d, e.tmpl)
+				if code, _, body := request(t, d, http.MethodPost, "/admin/reload", "", nil); code != 200 {
+					t.Fatalf("reload: %d %s", code, body)
+				}
+			} else {
+				d.stop()
+				d = e.start()
+			}
+			appendTo(t, e.path("in.log"), "d\n")
+			got := aud4PullLines(t, d, "p", 2*time.Second)
+			r, _ := statusRaw(t, d)
+			if strings.Join(got, ",") != "d" {
+				stalled := "null"
+				if s := r.Feeds[0].Stalled; s != nil {
+					stalled = *s
+				}
+				t.Errorf("pull processor p added back (%s) was given %q, want only [d]; the feed still reports stalled %q. "+
+					"DESIGN §12 Reload: \"adding the processor back re-reads nothing (its backlog stays held until released)\"",
+					how, got, stalled)
+			}
+			d.stop()
+		})
+	}
+}
+
+// TestAud4OXGlobReloadRedeliversFinishedLines: DESIGN §12 Reload: "A feed
+// whose settings changed is stopped the same way, then started again from
+// its pointer … A changed processor keeps its queue and position: the new
+// instance receives first the lines the old one did not finish", and §2:
+// re-deliveries happen after a crash ("exactly the lines acknowledged since
+// the last commit") and otherwise "the only other re-delivery is a restored
+// sink's catch-up (§11)" (README Reload: "no line reaches a subscriber
+// twice: each subscriber skips the re-read up to the place in the file").
+// A COMMITTED glob feed over two files (one.log "a b", two.log "x y") with a
+// file sink arch that finished all four lines and a pull subscriber p that
+// holds them (never pulled), so the pointers stay behind. A reload that
+// changes the feed (pollIntervalMillis, removing p, or adding a file
+// processor n) restarts it; so does a reload that only lists the same two
+// processors in the other order (a restart for no change: "the difference
+// is applied"). Expected: out.log holds a, b, x, y once, then
+// c; n.log holds c only ("A new processor subscribes from the next line its
+// feed publishes"). Observed: arch is given the lines of one or both files
+// again (out.log "a b x y a b c x y" or "a b x y a b c"), and n is given
+// the earlier lines of one or both files (n.log "a b c", "x y a b c"). With one
+// file (path ./logs/one.log) each line is written once and n.log is "c". Every
+// run (3 of 3, each case).
+func TestAud4OXGlobReloadRedeliversFinishedLines(t *testing.T) {
+	for _, change := range []string{"setting", "remove-p", "add-n", "reorder"} {
+		t.Run(change, func(t *testing.T) {
+			tmpl := `dataDir: ./state
+status: {listen: "{{ADDR}}"}
+shutdownTimeoutMillis: 300
+feeds:
+  - {name: app, path: "./logs/*.log", pollIntervalMillis: 20}
+processors:
+  - {name: arch, feed: app, type: file, path: ./out.log}
+  - {name: p, feed: app, type: pull}
+`
+			e := newEnv(t, tmpl)
+			os.MkdirAll(e.path("logs"), 0o755)
+			os.WriteFile(e.path("logs/one.log"), []byte("a\nb\n"), 0o644)
+			os.WriteFile(e.path("logs/two.log"), []byte("x\ny\n"), 0o644)
+			d := e.start()
+			d.waitFor("arch finished 4 lines, p holds them", 20*time.Second, func(r *report) bool {
+				return r.Feeds[0].PendingAcks == 4 && r.Feeds[0].sub(t, "arch").Dispatched == 4
+			})
+			next := strings.Replace(tmpl, "pollIntervalMillis: 20", "pollIntervalMillis: 30", 1)
+			switch change {
+			case "remove-p":
+				next = strings.Replace(tmpl, "  - {name: p, feed: app, type: pull}\n", "", 1)
+			case "add-n":
+				next = tmpl + "  - {name: n, feed: app, type: file, path: ./n.log}\n"
+			case "reorder": // the same processors, p listed first: no change at all
+				next = strings.Replace(strings.Replace(tmpl, "  - {name: p, feed: app, type: pull}\n", "", 1),
+					"processors:\n", "processors:\n  - {name: p, feed: app, type: pull}\n", 1)
+			}
+			reconfig(t, e, d, next)
+			if code, _, body := request(t, d, http.MethodPost, "/admin/reload", "", nil); code != 200 {
+				t.Fatalf("reload: %d %s", code, body)
+			}
+			appendTo(t, e.path("logs/one.log"), "c\n")
+			waitUntil(t, "c in out.log", 20*time.Second, func() bool {
+				b, _ := os.ReadFile(e.path("out.log"))
+				return strings.Contains(string(b), "c\n")
+			})
+			time.Sleep(500 * time.Millisecond)
+			b, _ := os.ReadFile(e.path("out.log"))
+			got := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+			sort.Strings(got)
+			if strings.Join(got, ",") != "a,b,c,x,y" {
+				t.Errorf("after a reload (%s) of a glob feed, the file sink wrote %q (out.log %q); want a, b, c, x, y once each: "+
+					"DESIGN §12 \"the new instance receives first the lines the old one did not finish\", §2 \"the only other re-delivery "+
+					"is a restored sink's catch-up\"", change, got, b)
+			}
+			if change == "add-n" {
+				if n, _ := os.ReadFile(e.path("n.log")); string(n) != "c\n" {
+					t.Errorf("processor n added by the reload wrote %q, want only \"c\\n\": DESIGN §12 \"A new processor subscribes "+
+						"from the next line its feed publishes\"", n)
+				}
+			}
+			d.stop()
+		})
+	}
+}
+
+// aud4Hook is a webhook receiver that answers 503 while down and records
+// the lines it accepted.
+type aud4Hook struct {
+	srv   *httptest.Server
+	mu    sync.Mutex
+	down  bool
+	lines []string
+}
+
+func newAud4Hook(t *testing.T) *aud4Hook {
+	h := &aud4Hook{down: true}
+	h.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if h.down {
+			http.Error(w, "down", http.StatusServiceUnavailable)
+			return
+		}
+		for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			var o struct {
+				Line string `json:"line"`
+			}
+			json.Unmarshal([]byte(l), &o)
+			h.lines = append(h.lines, o.Line)
+		}
+	}))
+	t.Cleanup(h.srv.Close)
+	return h
+}
+
+func (h *aud4Hook) setDown(down bool) {
+	h.mu.Lock()
+	h.down = down
+	h.mu.Unlock()
+}
+
+func (h *aud4Hook) got() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]string(nil), h.lines...)
+}
+
+// TestAud4OXGlobAddedBackRereads: DESIGN §12 Reload: "what it did not
+// finish keeps holding the pointer … The hold is kept in
+// `dataDir/state/removed.json`, so a restart does not clear it; adding the
+// processor back re-reads nothing (its backlog stays held until
+// released)"; "A new processor subscribes from the next line its feed
+// publishes". A COMMITTED glob feed over one.log ("a b") and two.log
+// ("x y"); a webhook processor hook whose receiver answers 503 (a hold) is
+// removed by a reload: stalled "removed subscriber hook holds 4 lines". c
+// and z are appended (one per file); the receiver comes back and hook is
+// added back (by a reload, or in the config of a restart); d is appended.
+// Expected: hook receives d only. Observed: hook receives the held backlog
+// and the line published while it was removed of one or both files (x, y,
+// z, d; or a, b, c, d; or all seven) — removed.json keeps one "through"
+// place ({"epoch" of one file, "position"}) for the whole glob — while the
+// feed still reports the hold of 4 lines. With one file the same steps give
+// d only. Every run (4 of 4).
+func TestAud4OXGlobAddedBackRereads(t *testing.T) {
+	for _, how := range []string{"reload", "restart"} {
+		t.Run(how, func(t *testing.T) {
+			h := newAud4Hook(t)
+			tmpl := `dataDir: ./state
+status: {listen: "{{ADDR}}"}
+shutdownTimeoutMillis: 300
+feeds:
+  - {name: app, path: "./logs/*.log", pollIntervalMillis: 20}
+processors:
+  - {name: arch, feed: app, type: file, path: ./out.log}
+  - {name: hook, feed: app, type: webhook, url: "` + h.srv.URL + `", retry: {initialMillis: 50, maxMillis: 100}}
+`
+			e := newEnv(t, tmpl)
+			os.MkdirAll(e.path("logs"), 0o755)
+			os.WriteFile(e.path("logs/one.log"), []byte("a\nb\n"), 0o644)
+			os.WriteFile(e.path("logs/two.log"), []byte("x\ny\n"), 0o644)
+			d := e.start()
+			d.waitFor("hook stalled, arch done", 20*time.Second, func(r *report) bool {
+				return r.Feeds[0].Stalled != nil && r.Feeds[0].sub(t, "arch").Dispatched == 4
+			})
+			e.tmpl = strings.Replace(tmpl, "  - {name: hook", "#", 1)
+			reconfig(t, e, d, e.tmpl)
+			if code, _, body := request(t, d, http.MethodPost, "/admin/reload", "", nil); code != 200 {
+				t.Fatalf("reload removing hook: %d %s", code, body)
+			}
+			d.waitFor("held by the removed hook", 20*time.Second, func(r *report) bool {
+				return r.Feeds[0].Stalled != nil && strings.Contains(*r.Feeds[0].Stalled, "removed subscriber hook")
+			})
+			appendTo(t, e.path("logs/one.log"), "c\n")
+			appendTo(t, e.path("logs/two.log"), "z\n")
+			d.waitFor("c and z published", 20*time.Second, func(r *report) bool { return r.Feeds[0].sub(t, "arch").Dispatched >= 6 })
+			h.setDown(false)
+			e.tmpl = tmpl
+			if how == "reload" {
+				reconfig(t, e, d, e.tmpl)
+				if code, _, body := request(t, d, http.MethodPost, "/admin/reload", "", nil); code != 200 {
+					t.Fatalf("reload adding hook back: %d %s", code, body)
+				}
+			} else {
+				d.stop()
+				d = e.start()
+			}
+			appendTo(t, e.path("logs/one.log"), "d\n")
+			waitUntil(t, "the hook got d", 20*time.Second, func() bool { return slices.Contains(h.got(), "d") })
+			time.Sleep(500 * time.Millisecond)
+			if got := h.got(); strings.Join(got, ",") != "d" {
+				r, _ := statusRaw(t, d)
+				stalled := "null"
+				if s := r.Feeds[0].Stalled; s != nil {
+					stalled = *s
+				}
+				t.Errorf("webhook processor added back (%s) to a glob feed received %q, want only [d]; the feed still reports stalled %q. "+
+					"DESIGN §12 Reload: \"adding the processor back re-reads nothing (its backlog stays held until released)\"",
+					how, got, stalled)
+			}
+			d.stop()
+		})
+	}
+}
+
+// TestAud4OXGlobPathChangeCountsLostTail: DESIGN §12 Reload: "if its
+// `path` changed, the old pointer is renamed to `feeds/<feed>.ptr.<epoch>.old`
+// and the new path starts as a new feed under its `readStrategy`"; §10: "A
+// file that disappears with an unread tail counts in `lostTails`"; §7:
+// lossless is false only for counted losses (README Reload: a glob's
+// narrowed `exclude` stops reading a file "as a changed path stops reading
+// the old one: no loss is counted"). A COMMITTED glob feed ./logs/*.log
+// reads one.log ("a b") and two.log ("x y") to their ends, all
+// acknowledged and committed (settled). A reload changes the path to
+// ./logs/t*.log (one.log, still on disk, read to its end, is no longer
+// matched). Expected: no loss (lostTails 0, lossless true, no losses.jsonl
+// entry). Observed: lostTails 1 (lostBytes 0), lossless false, and a
+// losses.jsonl entry "glob file gone while stopped (pointer … at offset 4);
+// its unread tail, if any, is lost" — a loss that outlives the run until an
+// operator deletes it, for a file that is neither gone nor unread. The old
+// glob's per-file pointers are not moved aside either. Narrowing by
+// `exclude` instead counts nothing. Every run.
+func TestAud4OXGlobPathChangeCountsLostTail(t *testing.T) {
+	tmpl := `dataDir: ./state
+status: {listen: "{{ADDR}}"}
+shutdownTimeoutMillis: 300
+feeds:
+  - {name: app, path: "./logs/*.log", pollIntervalMillis: 20}
+processors:
+  - {name: arch, feed: app, type: file, path: ./out.log}
+`
+	e := newEnv(t, tmpl)
+	os.MkdirAll(e.path("logs"), 0o755)
+	os.WriteFile(e.path("logs/one.log"), []byte("a\nb\n"), 0o644)
+	os.WriteFile(e.path("logs/two.log"), []byte("x\ny\n"), 0o644)
+	d := e.start()
+	d.waitFor("4 lines acknowledged, settled", 20*time.Second, func(r *report) bool {
+		return r.Settled && r.Feeds[0].Acknowledged == 4
+	})
+	e.tmpl = strings.Replace(tmpl, "./logs/*.log", "./logs/t*.log", 1)
+	reconfig(t, e, d, e.tmpl)
+	if code, _, body := request(t, d, http.MethodPost, "/admin/reload", "", nil); code != 200 {
+		t.Fatalf("reload: %d %s", code, body)
+	}
+	time.Sleep(time.Second)
+	r := d.waitSettled(20 * time.Second)
+	f := r.Feeds[0]
+	ledger, _ := os.ReadFile(e.path("state/losses.jsonl"))
+	if f.LostTails != 0 || !f.Lossless || len(ledger) != 0 {
+		t.Errorf("after a reload that changed the glob's path (one.log read to its end, still on disk, no longer matched): "+
+			"lostTails %d lostBytes %d lossless %v, losses.jsonl %q; want no loss: DESIGN §12 \"if its path changed, the old pointer is "+
+			"renamed … the new path starts as a new feed\", §10 \"A file that disappears with an unread tail counts in lostTails\"",
+			f.LostTails, f.LostBytes, f.Lossless, ledger)
+	}
+	d.stop()
+}
+
+// TestAud4OOKReloadBuildFailureRollsBack: a reload that changes the feed's
+// path and adds a file processor whose output cannot be created fails (400,
+// reloadFailures 1); the pointer moved aside is put back, the feed runs on
+// its old path, the pull delivery in flight stays valid, and a restart
+// re-reads nothing the file sink wrote (DESIGN §12 Reload; README: "what the
+// stops moved aside (pointer, …) is put back").
+func TestAud4OOKReloadBuildFailureRollsBack(t *testing.T) {
+	tmpl := `dataDir: ./state
+status: {listen: "{{ADDR}}", token: ` + ctToken + `}
+shutdownTimeoutMillis: 300
+feeds:
+  - {name: app, path: ./in.log, pollIntervalMillis: 20}
+processors:
+  - {name: arch, feed: app, type: file, path: ./out.log}
+  - {name: p, feed: app, type: pull}
+`
+	e := newEnv(t, tmpl)
+	os.WriteFile(e.path("in.log"), []byte("a\nb\n"), 0o644)
+	os.WriteFile(e.path("in2.log"), []byte("X\n"), 0o644)
+	os.WriteFile(e.path("blocker"), nil, 0o644)
+	d := e.start()
+	d.waitFor("2 lines pending", 20*time.Second, func(r *report) bool { return r.Feeds[0].PendingAcks == 2 })
+	first := pullFromN(t, d, "p", 1, "")
+	reconfig(t, e, d, strings.Replace(tmpl, "./in.log", "./in2.log", 1)+"  - {name: bad, feed: app, type: file, path: ./blocker/x.log}\n")
+	if code, _, body := request(t, d, http.MethodPost, "/admin/reload", ctToken, nil); code != 400 || !isErrorBody(body) {
+		t.Fatalf("reload with an unbuildable processor: %d %s, want 400 {\"error\"}", code, body)
+	}
+	if c := configOf(t, d); c.ReloadFailures != 1 || c.Reloads != 0 || c.LastError == nil {
+		t.Errorf("config after the failed reload: %+v", c)
+	}
+	if _, err := os.Stat(e.path("state/feeds/app.ptr")); err != nil {
+		t.Errorf("the pointer was not put back: %v", err)
+	}
+	appendTo(t, e.path("in.log"), "c\n")
+	rest := pullFromN(t, d, "p", 2, "")
+	ackAll(t, d, append(first, rest...))
+	d.waitSettled(20 * time.Second)
+	d.stop()
+	reconfig(t, e, d, tmpl)
+	d = e.start()
+	appendTo(t, e.path("in.log"), "d\n")
+	waitUntil(t, "d written", 20*time.Second, func() bool {
+		b, _ := os.ReadFile(e.path("out.log"))
+		return strings.HasSuffix(string(b), "d\n")
+	})
+	if b, _ := os.ReadFile(e.path("out.log")); string(b) != "a\nb\nc\nd\n" {
+		t.Errorf("out.log %q, want a b c d once each", b)
+	}
+	d.stop()
+}
+
+// TestAud4OOKEchoedSecretsRedacted: a receiver that answers 400/401 with
+// the request's Authorization, configured header and basic-auth password in
+// its body: the secret appears nowhere — status, /healthz, /metrics, the
+// dead-letter API and ledger, the log, `tailfeed status` (DESIGN §12
+// "Secrets never appear in status, health, metrics, logs or dead letters").
+func TestAud4OOKEchoedSecretsRedacted(t *testing.T) {
+	const secret = "hunter2-Xq9"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.ReadAll(r.Body)
+		u, p, _ := r.BasicAuth()
+		code := http.StatusBadRequest
+		if strings.Contains(r.URL.Path, "hold") {
+			code = http.StatusUnauthorized
+		}
+		http.Error(w, "rejected: Authorization was "+r.Header.Get("Authorization")+" X-Key="+r.Header.Get("X-Key")+" basic="+u+":"+p, code)
+	}))
+	defer srv.Close()
+	host := strings.TrimPrefix(srv.URL, "http://")
+	e := newEnv(t, `dataDir: ./state
+status: {listen: "{{ADDR}}", stallAlertMillis: 200}
+shutdownTimeoutMillis: 300
+feeds:
+  - {name: app, path: ./in.log, pollIntervalMillis: 20}
+processors:
+  - name: dl
+    feed: app
+    type: webhook
+    url: "http://user:`+secret+`@`+host+`/dl"
+    headers: {X-Key: "`+secret+`", Authorization: "Bearer `+secret+`"}
+    onFailure: deadLetter
+    retry: {initialMillis: 10, maxMillis: 20, attempts: 1}
+  - name: hold
+    feed: app
+    type: webhook
+    url: "http://`+host+`/hold"
+    headers: {X-Key: "`+secret+`"}
+    retry: {initialMillis: 10, maxMillis: 20, attempts: 1}
+`)
+	os.WriteFile(e.path("in.log"), []byte("a\n"), 0o644)
+	d := e.start()
+	d.waitFor("dead-lettered and stalled", 20*time.Second, func(r *report) bool {
+		return r.Feeds[0].DeadLettered == 1 && r.Feeds[0].Stalled != nil
+	})
+	time.Sleep(500 * time.Millisecond)
+	_, st := statusRaw(t, d)
+	_, hz, _ := d.get("/healthz")
+	_, m, _ := d.get("/metrics")
+	_, _, dlq := request(t, d, http.MethodGet, "/admin/dlq/dl", "", nil)
+	ledger, _ := os.ReadFile(e.path("state/dlq/dl.jsonl"))
+	o, er, _ := cli(t, "status", "--addr", d.addr)
+	d.stop()
+	for name, s := range map[string]string{"feed.status": string(st), "/healthz": string(hz), "/metrics": string(m),
+		"dlq API": string(dlq), "ledger": string(ledger), "log": d.log(), "tailfeed status": o + er} {
+		if strings.Contains(s, secret) {
+			t.Errorf("%s holds the secret", name)
+		}
+	}
+}
