@@ -174,7 +174,11 @@ func TestGlobNewFileReusingTakenCopysInodeIsRead(t *testing.T) {
 		}
 	}
 	if tmp == "" {
-		t.Fatalf("the file system gave no new file a.log.1's inode (%d tries): cannot reproduce inode reuse here", len(spare))
+		// ext4 without a journal passes over an inode deleted in the last
+		// minute while its table block is cached (recently_deleted), and
+		// tmpfs never reuses one: whether this can be reproduced depends
+		// on the machine, as in rev_gaps_test.go.
+		t.Skipf("the file system gave no new file a.log.1's inode (%d tries): cannot reproduce inode reuse here", len(spare))
 	}
 	c := filepath.Join(dir, "c.log")
 	if err := os.Rename(tmp, c); err != nil {
