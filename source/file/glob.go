@@ -1142,15 +1142,43 @@ func exists(path string, key uint64) bool {
 
 // sameFile: is f the file s tracks (its key, and first bytes matching the
 // pointer's fingerprint)? A retired key is never the same file again.
+//
+// The key alone proves it only while a descriptor holds the inode: the
+// stream's source reading it (its inode cannot be reused meanwhile). A
+// source lets its file go (deleted, read to its end) before the glob books
+// the stream closed and retires the key, and the file system may give the
+// inode to a new file at once: a file found under a stream's key at another
+// path, or after the stream's file was seen gone, or with a source holding
+// no file, is the stream's only if its first bytes are the ones the stream
+// read (DESIGN §10: the same key with other first bytes is inode reuse, a
+// new stream read from its start).
 func (g *Glob) sameFile(s *gstream, f found) bool {
-	if s.ptrPath == "" || s.st == stOpen || s.st == stStopping || (f.size == s.size && f.mod == s.mod) {
+	if s.ptrPath == "" {
+		return true
+	}
+	if (s.st == stOpen || s.st == stStopping) && s.src != nil && s.src.holds(s.key) {
+		return true
+	}
+	open := s.st == stOpen || s.st == stStopping // its source holding no descriptor on it
+	moved := f.path != s.path || s.gone
+	if !moved && !open && f.size == s.size && f.mod == s.mod {
 		return true
 	}
 	rec, err := pointer.Inspect(s.ptrPath)
-	if err != nil || rec.FileKey == 0 {
-		return true
+	if err == nil && rec.FileKey != 0 && (rec.FileKey != s.key || rec.FPLen > 0) {
+		return globHeadMatches(f.path, rec)
 	}
-	return globHeadMatches(f.path, rec)
+	// The pointer names no file (reset when the file went: forgotten) or
+	// no first bytes: the ones the stream's source last read.
+	if s.src != nil {
+		if n, fp := s.src.Head(); n > 0 {
+			return globHeadMatches(f.path, pointer.Record{FPLen: n, FP: fp})
+		}
+	}
+	if s.fpLen > 0 {
+		return globHeadMatches(f.path, pointer.Record{FPLen: s.fpLen, FP: s.fp})
+	}
+	return true // nothing to tell it by
 }
 
 func globHeadMatches(path string, rec pointer.Record) bool {

@@ -703,6 +703,12 @@ func (s *Source) Head() (uint64, uint64) {
 	return 0, 0
 }
 
+// holds reports whether the source's current file is the one with key: its
+// descriptor keeps the inode from being reused.
+func (s *Source) holds(key uint64) bool {
+	return s.fileOpen.Load() && pointer.FileKey(s.fileDev.Load(), s.fileIno.Load()) == key
+}
+
 // clearFile records that no file is open.
 func (s *Source) clearFile() {
 	if s.cur != nil {
