@@ -175,3 +175,27 @@ func hasCounts(v any, want map[string]float64) bool {
 	}
 	return false
 }
+
+// pullAckByFirstByte pulls from sub and acknowledges until four pulls in a
+// row (1 s long polls) bring nothing, or 90 s: how many lines began with
+// each first byte (a file's tag).
+func pullAckByFirstByte(t testing.TB, d *daemon, sub string) map[byte]int {
+	got := map[byte]int{}
+	deadline := time.Now().Add(90 * time.Second)
+	idle := 0
+	for time.Now().Before(deadline) && idle < 4 {
+		evs := pullFrom(t, d, sub, "max=1000&wait=1s")
+		if len(evs) == 0 {
+			idle++
+			continue
+		}
+		idle = 0
+		for _, ev := range evs {
+			if len(ev.Line) > 0 {
+				got[ev.Line[0]]++
+			}
+		}
+		ackAll(t, d, evs)
+	}
+	return got
+}

@@ -55,21 +55,7 @@ processors:
 		t.Fatal(err)
 	}
 	d = e.start()
-	got := map[byte]int{}
-	deadline := time.Now().Add(90 * time.Second)
-	idle := 0
-	for time.Now().Before(deadline) && idle < 4 {
-		evs := pullFrom(t, d, "pl", "max=1000&wait=1s")
-		if len(evs) == 0 {
-			idle++
-			continue
-		}
-		idle = 0
-		for _, ev := range evs {
-			got[ev.Line[0]]++
-		}
-		ackAll(t, d, evs)
-	}
+	got := pullAckByFirstByte(t, d, "pl")
 	r := d.waitSettled(30 * time.Second)
 	f := r.feed(t, "app")
 	if got['e'] != 0 {
