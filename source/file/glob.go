@@ -3325,6 +3325,8 @@ type unreadEntry struct {
 	Size  int64  `json:"size"`
 	Path  string `json:"path"`
 	Gone  bool   `json:"gone,omitempty"` // already gone at the stop: counted at the next start whatever it finds
+
+	s *gstream // the stream it was taken from (the running list: a key reused by another file is another entry)
 }
 
 // waitingAtStop is, at Close, every tracked file in the glob never read

@@ -32,9 +32,15 @@ const unreadListResize = 5 * time.Second
 // liveUnread is the running list's state (manager goroutine, under mu).
 type liveUnread struct {
 	written  map[uint64]unreadEntry // the list on disk, by key
-	fps      map[uint64][2]uint64   // first bytes looked at for an entry: fpLen, fp
+	fps      map[uint64]liveHead    // first bytes looked at for an entry
 	pending  time.Time              // since when an addition waits to be written
 	lastSize time.Time              // the last write for growth alone
+}
+
+// liveHead is the first bytes looked at for a listed stream's file.
+type liveHead struct {
+	s     *gstream
+	n, fp uint64
 }
 
 // waitingNow is every tracked file in the glob never read, with no pointer
@@ -47,7 +53,7 @@ func (g *Glob) waitingNow() []unreadEntry {
 			continue
 		}
 		if n := g.seenEnd(s); n > 0 {
-			out = append(out, unreadEntry{Key: s.key, Size: n, Path: s.path})
+			out = append(out, unreadEntry{Key: s.key, Size: n, Path: s.path, s: s})
 		}
 	}
 	return out
@@ -68,6 +74,10 @@ func (g *Glob) liveUnreadDue(now time.Time) ([]unreadEntry, bool) {
 		switch {
 		case !ok:
 			added = true
+		case old.s != w.s:
+			// Its key now another file's (inode reuse): the entry on
+			// disk names the old file's first bytes, at once replaced.
+			dropped = true
 		case old.Size != w.Size:
 			grown = true
 		}
@@ -122,23 +132,24 @@ func (g *Glob) liveUnreadDue(now time.Time) ([]unreadEntry, bool) {
 func (g *Glob) writeLiveUnread(ws []unreadEntry) {
 	lu := &g.live
 	if lu.fps == nil {
-		lu.fps = map[uint64][2]uint64{}
+		lu.fps = map[uint64]liveHead{}
 	}
 	var keep []unreadEntry
 	for _, w := range ws {
-		fp, ok := lu.fps[w.Key]
+		h, ok := lu.fps[w.Key]
+		ok = ok && h.s == w.s
 		if old, listed := lu.written[w.Key]; listed && w.Size < old.Size {
 			ok = false // shorter than when listed: its first bytes may be new
 		}
 		if !ok {
-			n, h := headOfPath(w.Path)
+			n, fp := headOfPath(w.Path)
 			if n == 0 {
 				continue // gone since the pass looked: the glob counts it
 			}
-			fp = [2]uint64{uint64(n), h}
-			lu.fps[w.Key] = fp
+			h = liveHead{s: w.s, n: uint64(n), fp: fp}
+			lu.fps[w.Key] = h
 		}
-		w.FPLen, w.FP = int(fp[0]), fp[1]
+		w.FPLen, w.FP = int(h.n), h.fp
 		keep = append(keep, w)
 	}
 	if !g.storeUnreadList(keep) {
