@@ -1148,9 +1148,9 @@ func exists(path string, key uint64) bool {
 // source lets its file go (deleted, read to its end) before the glob books
 // the stream closed and retires the key, and the file system may give the
 // inode to a new file at once: a file found under a stream's key at another
-// path, or after the stream's file was seen gone, or with a source holding
-// no file, is the stream's only if its first bytes are the ones the stream
-// read (DESIGN §10: the same key with other first bytes is inode reuse, a
+// path, or after the stream's file was seen gone, its source holding no
+// descriptor on it, is the stream's only if its first bytes are the ones
+// the stream read (DESIGN §10: the same key with other first bytes is inode reuse, a
 // new stream read from its start).
 func (g *Glob) sameFile(s *gstream, f found) bool {
 	if s.ptrPath == "" {
@@ -1159,9 +1159,12 @@ func (g *Glob) sameFile(s *gstream, f found) bool {
 	if (s.st == stOpen || s.st == stStopping) && s.src != nil && s.src.holds(s.key) {
 		return true
 	}
-	open := s.st == stOpen || s.st == stStopping // its source holding no descriptor on it
 	moved := f.path != s.path || s.gone
-	if !moved && !open && f.size == s.size && f.mod == s.mod {
+	if !moved && (s.st == stOpen || s.st == stStopping || (f.size == s.size && f.mod == s.mod)) {
+		// At its path, never seen gone: an open stream's source holds it
+		// or lets it go only RotateWait after its path went (a look in
+		// between sees it gone); a cut file its source reads the copy of
+		// is still its own (ownCutFile).
 		return true
 	}
 	rec, err := pointer.Inspect(s.ptrPath)
