@@ -2762,6 +2762,13 @@ func (g *Glob) countGone() {
 	}
 	g.mu.Unlock()
 	sort.Strings(fresh)
+	var takenAt map[[2]uint64]time.Time // read once, at the first file found beside
+	taken := func(l loaded) time.Time {
+		if takenAt == nil {
+			takenAt = g.takenAt()
+		}
+		return takenOr(takenAt, l)
+	}
 	for _, l := range gone {
 		rec := l.rec
 		g.mu.Lock()
@@ -2777,7 +2784,7 @@ func (g *Glob) countGone() {
 				}
 			}
 		}
-		if copyAt == "" && !excl && g.besideAtStart(l) {
+		if copyAt == "" && !excl && g.besideAtStart(l, taken) {
 			continue // renamed out beside its path: read there, not lost
 		}
 		reason := "lost"
@@ -2860,7 +2867,7 @@ func (g *Glob) countGone() {
 // and only a source reading from the path's pointer reads them — so it is
 // counted as before (an overcount when there were none). Manager
 // goroutine, before logStart.
-func (g *Glob) besideAtStart(l loaded) bool {
+func (g *Glob) besideAtStart(l loaded, taken func(loaded) time.Time) bool {
 	if l.s.first == "" || l.rec.FPLen == 0 {
 		return false
 	}
@@ -2882,13 +2889,16 @@ func (g *Glob) besideAtStart(l loaded) bool {
 	if err != nil || g.pat.Match(p) {
 		return false
 	}
-	// The pointer's file existed before its pointer was made (its stream
-	// opened it): one born after the pointer file has the key by inode
-	// reuse (ext4 gives a deleted file's inode to the next one), whatever
-	// its first bytes.
-	if pb := birthTimePath(l.s.ptrPath); !born.IsZero() && !pb.IsZero() && born.After(pb) {
-		g.log.Warn("a file beside a gone glob file's path has its file key but was born after its pointer: another file (inode reuse), not read",
-			"path", p, "first", l.s.first, "pointer", l.s.ptrPath)
+	// The pointer's file existed when the pointer took it (its stream had
+	// it open): one born after that instant has the key by inode reuse
+	// (ext4 gives a deleted file's inode to the next one), whatever its
+	// first bytes. That instant is when the pointer took its current file
+	// (takenAt), not when the pointer file was made: a pointer file is
+	// reset in place for every later file at its path (DESIGN §3), and
+	// those were all born after it.
+	if at := taken(l); !born.IsZero() && !at.IsZero() && born.After(at) {
+		g.log.Warn("a file beside a gone glob file's path has its file key but was born after its pointer took that key: another file (inode reuse), not read",
+			"path", p, "first", l.s.first, "pointer", l.s.ptrPath, "born", born, "taken", at)
 		return false
 	}
 	now := time.Now()
@@ -2905,6 +2915,41 @@ func (g *Glob) besideAtStart(l loaded) bool {
 	g.log.Info("a glob file left the glob (renamed out beside its path); read there from its pointer to its end",
 		"path", p, "first", s.first, "pointer", s.ptrPath, "offset", l.rec.Offset, "size", st.Size())
 	return true
+}
+
+// takenAt maps (epoch, file key) to the time of the epochs file's last
+// line naming that key under that epoch ("adopted", "reset", "replaced",
+// "truncated"): written once the pointer's stream had that file open, so
+// the file existed then (the line is written ahead of the record, DESIGN
+// §4). Empty without an epochs file.
+func (g *Glob) takenAt() map[[2]uint64]time.Time {
+	out := map[[2]uint64]time.Time{}
+	if g.cfg.EpochsPath == "" {
+		return out
+	}
+	lines, _ := pointer.ReadEpochs(g.cfg.EpochsPath) // what parsed; adoptedEpochs warns
+	for _, l := range lines {
+		if l.FileKey != 0 {
+			out[[2]uint64{l.Epoch, l.FileKey}] = l.Time
+		}
+	}
+	return out
+}
+
+// takenOr is the instant l's pointer is known to have held its record's
+// file open: its line in taken (takenAt), else — no line names the key
+// under the epoch (no epochs file, or a copy bound under the epoch, whose
+// key only a commit records) — the pointer file's mtime, its last write,
+// made while its stream had that file open (zero when it cannot be read:
+// no file is refused then).
+func takenOr(taken map[[2]uint64]time.Time, l loaded) time.Time {
+	if t, ok := taken[[2]uint64{l.rec.Epoch, l.rec.FileKey}]; ok {
+		return t
+	}
+	if st, err := os.Stat(l.s.ptrPath); err == nil {
+		return st.ModTime()
+	}
+	return time.Time{}
 }
 
 type loaded struct {
