@@ -1,6 +1,8 @@
 package feed
 
 import (
+	"cmp"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -329,6 +331,53 @@ func (p *Publisher) Through(i int, count uint64) Mark {
 		return Mark{Epoch: e.epoch, Position: w.ends[seq%uint64(len(w.ends))], OK: true}
 	}
 	return p.lastAck
+}
+
+// Marks is Through per epoch: for every epoch, the place of the last line
+// of it among the first count lines queue i was given (every line
+// published when i < 0), sorted by epoch. Lines below the window count by
+// the last acknowledged line of each epoch (of the epochs acknowledged
+// lately: window.acked). A feed whose lines interleave epochs (a glob's
+// streams, DESIGN §10) re-reads each stream from its own pointer after a
+// reload; one mark for the whole feed would cover one stream only. Call
+// it, as Through, only once the source stopped publishing and polling.
+func (p *Publisher) Marks(i int, count uint64) []Mark {
+	w := p.win
+	by := map[uint64]int64{}
+	for e, pos := range w.ackedOld {
+		by[e] = pos
+	}
+	for e, pos := range w.acked {
+		by[e] = pos
+	}
+	if i >= 0 && count == 0 {
+		return nil
+	}
+	for k := 0; k < w.n; k++ { // oldest first: a later line of an epoch wins
+		j := (w.head + k) % len(w.entries)
+		e := w.entries[j]
+		if !e.positioned || e.lines == 0 {
+			continue
+		}
+		last := e.firstSeq + uint64(e.lines) - 1
+		if i >= 0 {
+			start, end := w.bounds[j*2*w.nq+i], w.bounds[j*2*w.nq+w.nq+i]
+			if end == start || count <= start {
+				continue
+			}
+			last = e.firstSeq + (min(count, end) - start) - 1
+		}
+		by[e.epoch] = w.ends[last%uint64(len(w.ends))]
+	}
+	if p.lastPub.OK && i < 0 {
+		by[p.lastPub.Epoch] = p.lastPub.Position
+	}
+	out := make([]Mark, 0, len(by))
+	for e, pos := range by {
+		out = append(out, Mark{Epoch: e, Position: pos, OK: true})
+	}
+	slices.SortFunc(out, func(a, b Mark) int { return cmp.Compare(a.Epoch, b.Epoch) })
+	return out
 }
 
 // StartAt makes the publisher number on from seq: its first line gets

@@ -14,6 +14,28 @@ type window struct {
 	ends []int64 // ring of line end positions indexed by sequence % len
 	// pending is the number of lines published and not yet acknowledged.
 	pending int
+
+	// acked is, per epoch, the end of its last line acknowledged (and
+	// gone from the window): what a stop that re-reads from per-stream
+	// pointers must know of each epoch (Publisher.Marks). Two generations
+	// bound it: once cur holds ackedKeep epochs it becomes old and a new
+	// cur starts, so it holds the epochs acknowledged lately, not every
+	// one a long-running glob ever read.
+	acked, ackedOld map[uint64]int64
+}
+
+// ackedKeep bounds each generation of window.acked.
+const ackedKeep = 1024
+
+// noteAcked records the end of epoch's last acknowledged line.
+func (w *window) noteAcked(epoch uint64, pos int64) {
+	if w.acked == nil {
+		w.acked = map[uint64]int64{}
+	}
+	if _, ok := w.acked[epoch]; !ok && len(w.acked) >= ackedKeep {
+		w.ackedOld, w.acked = w.acked, map[uint64]int64{}
+	}
+	w.acked[epoch] = pos
 }
 
 type entry struct {
@@ -115,6 +137,9 @@ func (w *window) poll(ackPts []uint64, holds []bool) ack {
 		last := e.firstSeq + uint64(k) - 1
 		a.seq, a.moved = last, true
 		if e.positioned {
+			if a.positioned && a.epoch != e.epoch {
+				w.noteAcked(a.epoch, a.pos) // the epoch before this one in the poll
+			}
 			a.pos = w.ends[last%uint64(len(w.ends))]
 			a.epoch, a.positioned = e.epoch, true
 		}
@@ -132,6 +157,9 @@ func (w *window) poll(ackPts []uint64, holds []bool) ack {
 		}
 		w.head = (w.head + 1) % len(w.entries)
 		w.n--
+	}
+	if a.positioned {
+		w.noteAcked(a.epoch, a.pos)
 	}
 	return a
 }

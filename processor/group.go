@@ -35,13 +35,16 @@ type GroupConfig struct {
 	Batch     BatchProcessor // optional
 	Match     *regexp.Regexp // optional: only matching lines are processed
 	Exclude   *regexp.Regexp // optional: matching lines are skipped
-	// Skip finishes without processing the lines of epoch Skip.Epoch at
-	// or before Skip.Position, until the first line that is not (a feed
-	// restarted by a reload re-reads from its pointer: lines this
-	// subscriber finished, or that were published before it was added,
-	// are not delivered again; a re-read of another epoch, e.g. after a
-	// copytruncate, skips nothing). Not for a processor that filters itself.
-	Skip      feed.Mark
+	// Skip finishes without processing, for each of its marks, the lines
+	// of the mark's epoch at or before its position, until the first line
+	// of that epoch that is not (a feed restarted by a reload re-reads
+	// from its pointers: lines this subscriber finished, or that were
+	// published before it was added, are not delivered again; a re-read
+	// of an epoch without a mark, e.g. after a copytruncate, skips
+	// nothing). One mark per epoch: a glob feed's streams interleave, and
+	// each is re-read from its own pointer (DESIGN §10). A processor that
+	// filters itself takes the marks (TakeSkips) and applies them.
+	Skip      []feed.Mark
 	Retry     Retry
 	OnFailure OnFailure
 	Ledger    DeadLetterer // required for DeadLetter
@@ -72,13 +75,13 @@ type Group struct {
 	view      feed.Batch // the filtered lines of the current batch
 	subv      feed.Batch // a tail of view handed to ProcessBatch after a partial success
 	cur       *feed.Batch
-	idx       []int    // view index → batch index (when mapped)
-	mapped    bool     // the view leaves lines of the batch out: idx maps it
-	lines     [][]byte // the view's lines when mapped
-	ends      []int64  // and their positions
-	dlq       *Ledger  // cfg.Ledger when it is a *Ledger: lines already in it are skipped
-	ownFilter bool     // the processor filters by itself (pull): the view is always the whole batch
-	skipping  bool     // cfg.Skip still applies (until the first line past it)
+	idx       []int            // view index → batch index (when mapped)
+	mapped    bool             // the view leaves lines of the batch out: idx maps it
+	lines     [][]byte         // the view's lines when mapped
+	ends      []int64          // and their positions
+	dlq       *Ledger          // cfg.Ledger when it is a *Ledger: lines already in it are skipped
+	ownFilter bool             // the processor filters by itself (pull): the view is always the whole batch
+	skip      map[uint64]int64 // cfg.Skip's marks still applying, by epoch (until the first line of it past the mark)
 	d         feed.Delivery
 	mark      uint64 // queue count through the end of the current batch
 	cpMark    uint64 // Mark(): queue count through the lines handed to the processor now
@@ -130,7 +133,7 @@ func NewGroup(cfg GroupConfig) *Group {
 	}
 	dlq, _ := cfg.Ledger.(*Ledger)
 	return &Group{cfg: cfg, q: cfg.Queue, log: cfg.Logger.Named(cfg.Name), done: make(chan struct{}),
-		releases: make(chan *ReleaseRequest), replays: make(chan *replayReq), dlq: dlq, skipping: cfg.Skip.OK}
+		releases: make(chan *ReleaseRequest), replays: make(chan *replayReq), dlq: dlq, skip: skipSet(cfg.Skip)}
 }
 
 // SetBatchProcessor sets the processor after the group was made (a sink
@@ -146,10 +149,49 @@ func (g *Group) Queue() *feed.Queue { return g.q }
 // Name is the subscriber's name.
 func (g *Group) Name() string { return g.cfg.Name }
 
-// SkipMark is the group's GroupConfig.Skip: where a feed restarted by a
-// reload (or a processor added back while it holds its feed) finishes the
-// re-read without processing (OK false: none).
-func (g *Group) SkipMark() feed.Mark { return g.cfg.Skip }
+// SkipMarks is the group's GroupConfig.Skip: where, per epoch, a feed
+// restarted by a reload (or a subscriber added back) finishes the re-read
+// without processing (none: nothing).
+func (g *Group) SkipMarks() []feed.Mark { return g.cfg.Skip }
+
+// skipSet is marks by epoch (nil: none).
+func skipSet(marks []feed.Mark) map[uint64]int64 {
+	var out map[uint64]int64
+	for _, m := range marks {
+		if !m.OK {
+			continue
+		}
+		if out == nil {
+			out = map[uint64]int64{}
+		}
+		if at, ok := out[m.Epoch]; !ok || m.Position > at {
+			out[m.Epoch] = m.Position
+		}
+	}
+	return out
+}
+
+// SkipSet is a sink's own copy of marks by epoch, for a sink that applies
+// them itself (TakeSkips): a line of epoch e at or before set[e] is
+// finished unseen; the first line of e past it ends e's skip (Skips).
+type SkipSet map[uint64]int64
+
+// NewSkipSet makes a SkipSet of marks (nil: none).
+func NewSkipSet(marks []feed.Mark) SkipSet { return SkipSet(skipSet(marks)) }
+
+// Skips reports whether the line of epoch ending at pos is finished
+// unseen, and forgets the epoch's mark at its first line past it.
+func (s SkipSet) Skips(epoch uint64, pos int64) bool {
+	at, ok := s[epoch]
+	if !ok {
+		return false
+	}
+	if pos <= at {
+		return true
+	}
+	delete(s, epoch)
+	return false
+}
 
 // CompletionFailures counts completions given up after their retries.
 func (g *Group) CompletionFailures() uint64 { return g.completionFailures.Load() }
@@ -729,11 +771,13 @@ func (g *Group) filter(b *feed.Batch) {
 		led = g.dlq.Within(b) // nil (one atomic load) while the ledger holds no positioned entry
 	}
 	skip := int64(-1) // lines at or before skip are finished unseen
-	if g.skipping && !g.ownFilter {
-		if b.Len() > 0 && b.Positioned && b.Epoch == g.cfg.Skip.Epoch && b.Ends[0] <= g.cfg.Skip.Position {
-			skip = g.cfg.Skip.Position
-		} else if b.Len() > 0 {
-			g.skipping = false // the re-read is past what it finished
+	if len(g.skip) > 0 && !g.ownFilter && b.Len() > 0 && b.Positioned {
+		if at, ok := g.skip[b.Epoch]; ok {
+			if b.Ends[0] <= at {
+				skip = at
+			} else {
+				delete(g.skip, b.Epoch) // the re-read of this epoch is past what it finished
+			}
 		}
 	}
 	if g.cfg.Match == nil && g.cfg.Exclude == nil && led == nil && skip < 0 {

@@ -31,6 +31,10 @@ type Host interface {
 	// TakeFilters hands the group's match/exclude to a sink that filters by
 	// itself (each line then gets its own queue mark). Call before Start.
 	TakeFilters() (match, exclude *regexp.Regexp)
+	// TakeSkips hands the group's re-read skip (GroupConfig.Skip) to a
+	// sink that filters by itself, which must then finish unseen the lines
+	// it covers (SkipSet). Call before Start, after TakeFilters.
+	TakeSkips() []feed.Mark
 	// Fail counts a failed attempt; Fence holds the feed at this subscriber
 	// for the group's retries ("subscriber <name> failing: <err>"), Unfence
 	// lifts that fence (a sink retrying inside ProcessBatch, as the group
@@ -112,6 +116,13 @@ func (g *Group) TakeFilters() (match, exclude *regexp.Regexp) {
 	match, exclude = g.cfg.Match, g.cfg.Exclude
 	g.cfg.Match, g.cfg.Exclude, g.ownFilter = nil, nil, true
 	return match, exclude
+}
+
+// TakeSkips implements Host.
+func (g *Group) TakeSkips() []feed.Mark {
+	marks := g.cfg.Skip
+	g.skip = nil
+	return marks
 }
 
 // Fail implements Host.

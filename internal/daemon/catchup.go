@@ -60,12 +60,17 @@ func (f *Feed) catchUp(ctx context.Context, dataDir string) {
 				doubts = append(doubts, fmt.Sprintf("sink %s: %s", g.Name(), why))
 			}
 		}
-		if sm := g.SkipMark(); sm.OK && len(marks) > 0 {
+		if sms := g.SkipMarks(); len(sms) > 0 && len(marks) > 0 {
 			// Added back by a reload (or while it holds the feed), or a
-			// feed restarted by one: the lines through its skip mark are
-			// finished without it — it re-reads nothing of them (DESIGN
-			// §12), so its record is never "behind" them.
-			marks = append(marks, processor.Mark{Epoch: sm.Epoch, Position: sm.Position})
+			// feed restarted by one: the lines through its skip marks
+			// (one per epoch: a glob's streams) are finished without it —
+			// it re-reads nothing of them (DESIGN §12), so its record is
+			// never "behind" them.
+			for _, sm := range sms {
+				if sm.OK {
+					marks = append(marks, processor.Mark{Epoch: sm.Epoch, Position: sm.Position})
+				}
+			}
 		}
 		sinks = append(sinks, catchup.Sink{Name: g.Name(), Marks: marks})
 	}

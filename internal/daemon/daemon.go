@@ -145,11 +145,11 @@ type Daemon struct {
 	runCtx   context.Context
 	rl       reloadState
 	holds    *holdStore
-	released *releasedStore       // dataDir/state/released.json (released.go)
-	stopped  bool                 // Stop ran (under reloadMu)
-	skips    map[string]feed.Mark // processor → the re-read it skips, while a reload builds a feed
-	orphans  *orphanLedgers       // dead letters of processors no longer configured (orphans.go)
-	prev     map[string]any       // processor → its sink in the stopped instance, while a reload builds a feed
+	released *releasedStore         // dataDir/state/released.json (released.go)
+	stopped  bool                   // Stop ran (under reloadMu)
+	skips    map[string][]feed.Mark // processor → the re-read it skips (per epoch), while a reload builds a feed
+	orphans  *orphanLedgers         // dead letters of processors no longer configured (orphans.go)
+	prev     map[string]any         // processor → its sink in the stopped instance, while a reload builds a feed
 
 	// While a reload builds a feed without a pointer: where it reads on
 	// (its file, or a glob's files by key; reload.go resumeFor).
@@ -179,8 +179,8 @@ type Feed struct {
 	final                 status.FeedSnapshot // at its stop by a reload
 	finalRead, finalBytes uint64
 	finalPaused           float64
-	finalAcked, finalSeq  uint64               // acknowledged and published at that stop
-	finalAck              map[string]feed.Mark // each subscriber's finished lines at that stop ("": all published)
+	finalAcked, finalSeq  uint64                 // acknowledged and published at that stop
+	finalAck              map[string][]feed.Mark // each subscriber's finished lines at that stop, per epoch ("": all published)
 
 	dataDir  string         // the daemon's (the epochs file, for a catch-up at start)
 	released *releasedStore // lines its subscribers were released from (released.go)
@@ -421,9 +421,9 @@ func (d *Daemon) buildGroup(f *Feed, pc *config.Processor, q *feed.Queue, log hc
 		}
 	}
 	gc.Skip = d.skips[pc.Name] // a feed restarted by a reload (reload.go)
-	if !gc.Skip.OK && f.activeHold(pc.Name) != nil {
+	if len(gc.Skip) == 0 && f.activeHold(pc.Name) != nil {
 		// Added back while it holds the feed: it re-reads nothing.
-		gc.Skip = d.holds.throughMark(f.cfg.Name, pc.Name)
+		gc.Skip = d.holds.throughMarks(f.cfg.Name, pc.Name)
 	}
 	if gc.Ledger, err = d.openLedger(pc, log); err != nil {
 		return nil, nil, err
@@ -579,7 +579,9 @@ func (d *Daemon) Stop() error {
 		if f.activeHoldCount() > 0 {
 			// What this run published past a hold: a subscriber added back
 			// at the next start skips it.
-			if err := d.holds.markFeed(f.cfg.Name, f.pub.Through(-1, 0)); err != nil && first == nil {
+			var all []feed.Mark
+			f.quiet(func() { all = f.pub.Marks(-1, 0) })
+			if err := d.holds.markFeed(f.cfg.Name, all); err != nil && first == nil {
 				first = err
 			}
 		}

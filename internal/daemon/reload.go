@@ -14,7 +14,7 @@ package daemon
 //     one did not finish (they lie past the final commit), and a new
 //     processor subscribes from the next line its feed publishes. Each
 //     subscriber skips the re-read through the (epoch, position) of the
-//     last line it finished (skipsFor), so the lines it finished past the
+//     last line it finished, one per epoch (skipsFor), so the lines it finished past the
 //     final commit (a drain cut short) are not delivered again. The
 //     stopped feeds drain together, under one shutdownTimeoutMillis that
 //     a stop of the daemon cuts short.
@@ -534,13 +534,28 @@ func (d *Daemon) stopFeed(ctx context.Context, f *Feed, removed map[string]bool)
 	f.src.Drain(ctx)
 	f.drainBestEffort(ctx)
 	first := f.stopGroups(time.Now().Add(abandonAfter))
+	// What each subscriber finished, as places in the file, one per epoch:
+	// a glob feed's streams interleave, and each is re-read from its own
+	// pointer (DESIGN §10). Read while nothing polls the window (a glob's
+	// pump may until its Close).
+	var all []feed.Mark
+	var last feed.Mark
+	done := make([][]feed.Mark, len(f.groups))
+	f.quiet(func() {
+		all, last = f.pub.Marks(-1, 0), f.pub.Through(-1, 0)
+		for i, g := range f.groups {
+			if q := g.Queue(); !q.BestEffort() {
+				done[i] = f.pub.Marks(i, q.AckPoint())
+			}
+		}
+	})
 	for _, g := range f.groups {
 		q := g.Queue()
 		if !removed[g.Name()] || q.BestEffort() || q.Position() <= q.AckPoint() {
 			continue
 		}
 		n := q.Position() - q.AckPoint()
-		e := holdEntry{Feed: f.cfg.Name, Subscriber: g.Name(), Lines: n, Through: markOf(f.pub.Through(-1, 0))}
+		e := holdEntry{Feed: f.cfg.Name, Subscriber: g.Name(), Lines: n, Through: markOf(last), Throughs: marksOf(all)}
 		if err := d.holds.add(e); err != nil && first == nil {
 			first = err
 		} else if err == nil {
@@ -550,19 +565,17 @@ func (d *Daemon) stopFeed(ctx context.Context, f *Feed, removed map[string]bool)
 			"feed", f.cfg.Name, "subscriber", g.Name(), "lines", n)
 	}
 	f.finalAcked, f.finalSeq = f.pub.Acknowledged(), f.pub.Sequence()
-	// What each subscriber finished, as a place in the file: the restarted
-	// feed's instance skips the re-read up to it (skipsFor). Every line
-	// published to a best-effort queue was finished or counted dropped
-	// (at the publish, or left unfinished as it stopped): it skips all of
-	// them, so a line counted lost is never delivered after all.
-	all := f.pub.Through(-1, 0)
-	f.finalAck = map[string]feed.Mark{"": all}
+	// The restarted feed's instance skips the re-read up to what each
+	// subscriber finished (skipsFor). Every line published to a
+	// best-effort queue was finished or counted dropped (at the publish,
+	// or left unfinished as it stopped): it skips all of them, so a line
+	// counted lost is never delivered after all.
+	f.finalAck = map[string][]feed.Mark{"": all}
 	for i, g := range f.groups {
-		q := g.Queue()
-		if q.BestEffort() {
+		if g.Queue().BestEffort() {
 			f.finalAck[g.Name()] = all
 		} else {
-			f.finalAck[g.Name()] = f.pub.Through(i, q.AckPoint())
+			f.finalAck[g.Name()] = done[i]
 		}
 	}
 	f.final = f.snapshot(false)
@@ -575,6 +588,16 @@ func (d *Daemon) stopFeed(ctx context.Context, f *Feed, removed map[string]bool)
 	return held, first
 }
 
+// quiet runs fn while nothing polls or publishes to the feed's publisher
+// (its source stopped; a glob's mux may still poll until Close).
+func (f *Feed) quiet(fn func()) {
+	if f.glob != nil {
+		f.glob.Quiet(fn)
+		return
+	}
+	fn()
+}
+
 // skipsFor is, for each processor of the restarted feed fc, where in its
 // file the lines it re-reads from the pointer stop being finished without
 // processing: a kept or changed processor skips what it had finished (it
@@ -583,8 +606,8 @@ func (d *Daemon) stopFeed(ctx context.Context, f *Feed, removed map[string]bool)
 // place is (epoch, position), so a re-read that is not the same lines (a
 // copytruncate, another path, a failed final commit that leaves the
 // pointer further back) skips exactly what was finished, never more.
-func skipsFor(old *Feed, procs []*config.Processor) map[string]feed.Mark {
-	out := map[string]feed.Mark{}
+func skipsFor(old *Feed, procs []*config.Processor) map[string][]feed.Mark {
+	out := map[string][]feed.Mark{}
 	for _, pc := range procs {
 		m, ok := old.finalAck[pc.Name]
 		if !ok {
@@ -650,8 +673,10 @@ func resumeFor(old *Feed, fc *config.Feed, procs []*config.Processor) (*file.Res
 			continue
 		}
 		at := c.From
-		if m := old.finalAck[g.Name()]; m.OK && m.Epoch == c.Epoch && m.Position >= c.From {
-			at = m.Position
+		for _, m := range old.finalAck[g.Name()] {
+			if m.OK && m.Epoch == c.Epoch && m.Position >= c.From {
+				at = m.Position
+			}
 		}
 		if at < c.Offset {
 			c.Offset, c.InLong = at, false
@@ -1027,8 +1052,12 @@ type holdEntry struct {
 	// Through is the last line its feed published while the subscriber was
 	// gone (updated at each stop): added back, even across a restart, it
 	// skips the re-read through it (DESIGN §12: adding it back re-reads
-	// nothing).
-	Through *holdMark `json:"through,omitempty"`
+	// nothing). Throughs is the same per epoch — a glob feed's streams
+	// interleave and each is re-read from its own pointer (DESIGN §10), so
+	// one place for the whole feed would cover one stream only. A file
+	// written before Throughs existed has Through alone.
+	Through  *holdMark  `json:"through,omitempty"`
+	Throughs []holdMark `json:"throughs,omitempty"`
 }
 
 type holdMark struct {
@@ -1043,30 +1072,80 @@ func markOf(m feed.Mark) *holdMark {
 	return &holdMark{Epoch: status.Hex(m.Epoch), Position: m.Position}
 }
 
-// throughMark is the skip a subscriber added back while it holds feed
-// starts with (OK false: none).
-func (s *holdStore) throughMark(feedName, sub string) feed.Mark {
+func marksOf(ms []feed.Mark) []holdMark {
+	var out []holdMark
+	for _, m := range ms {
+		if hm := markOf(m); hm != nil {
+			out = append(out, *hm)
+		}
+	}
+	return out
+}
+
+// places is the hold's Throughs, or its Through alone in a file written
+// before Throughs existed.
+func (e *holdEntry) places() []holdMark {
+	if len(e.Throughs) == 0 && e.Through != nil {
+		return []holdMark{*e.Through}
+	}
+	return e.Throughs
+}
+
+// holdMarksKeep bounds a hold's Throughs (the epochs published last
+// are kept): beyond it, an epoch left out can only bring duplicates.
+const holdMarksKeep = 4096
+
+// mergeMarks is old's places with add's over them (add is newer), by
+// epoch.
+func mergeMarks(old, add []holdMark) []holdMark {
+	if len(old) == 0 {
+		return add
+	}
+	out := slices.Clone(old)
+	for _, m := range add {
+		if i := slices.IndexFunc(out, func(o holdMark) bool { return o.Epoch == m.Epoch }); i >= 0 {
+			out[i] = m
+		} else {
+			out = append(out, m)
+		}
+	}
+	if len(out) > holdMarksKeep {
+		out = out[len(out)-holdMarksKeep:]
+	}
+	return out
+}
+
+// throughMarks is the skip a subscriber added back while it holds feed
+// starts with (none: none), one place per epoch.
+func (s *holdStore) throughMarks(feedName, sub string) []feed.Mark {
 	if s == nil {
-		return feed.Mark{}
+		return nil
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, e := range s.entries {
-		if e.Feed == feedName && e.Subscriber == sub && e.Through != nil {
-			ep, err := strconv.ParseUint(e.Through.Epoch, 16, 64)
-			if err != nil {
-				return feed.Mark{}
-			}
-			return feed.Mark{Epoch: ep, Position: e.Through.Position, OK: true}
+		if e.Feed != feedName || e.Subscriber != sub {
+			continue
 		}
+		var out []feed.Mark
+		for _, hm := range e.places() {
+			ep, err := strconv.ParseUint(hm.Epoch, 16, 64)
+			if err != nil {
+				continue
+			}
+			out = append(out, feed.Mark{Epoch: ep, Position: hm.Position, OK: true})
+		}
+		return out
 	}
-	return feed.Mark{}
+	return nil
 }
 
-// markFeed records m as the Through of every hold of feedName (its
-// instance stops having published through m).
-func (s *holdStore) markFeed(feedName string, m feed.Mark) error {
-	if s == nil || !m.OK {
+// markFeed records ms (one place per epoch, the last of them published
+// last) as the Throughs of every hold of feedName (its instance stops
+// having published through them), and the last as its Through.
+func (s *holdStore) markFeed(feedName string, ms []feed.Mark) error {
+	hms := marksOf(ms)
+	if s == nil || len(hms) == 0 {
 		return nil
 	}
 	s.mu.Lock()
@@ -1074,7 +1153,7 @@ func (s *holdStore) markFeed(feedName string, m feed.Mark) error {
 	changed := false
 	for i := range s.entries {
 		if s.entries[i].Feed == feedName {
-			s.entries[i].Through = markOf(m)
+			s.entries[i].Throughs = mergeMarks(s.entries[i].places(), hms)
 			changed = true
 		}
 	}
@@ -1141,6 +1220,7 @@ func (s *holdStore) add(e holdEntry) error {
 			if e.Through != nil {
 				s.entries[i].Through = e.Through
 			}
+			s.entries[i].Throughs = mergeMarks(s.entries[i].places(), e.places())
 			return s.saveLocked()
 		}
 	}

@@ -114,6 +114,18 @@ func (p *Pull) takeAdopted(epoch uint64, pos int64, through uint64) *pullEntry {
 	return e
 }
 
+// isAdopted: the line at (epoch, pos) has an adopted entry (under p.mu
+// or before the subscriber runs: adopted changes only under it).
+func (p *Pull) isAdopted(epoch uint64, pos int64) bool {
+	if len(p.adopted) == 0 {
+		return false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	_, ok := p.adopted[adoptKey{epoch, pos}]
+	return ok
+}
+
 // sameRE: both nil, or the same expression.
 func sameRE(a, b *regexp.Regexp) bool {
 	if a == nil || b == nil {

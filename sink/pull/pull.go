@@ -38,6 +38,11 @@ type Pull struct {
 	onFailure   processor.OnFailure
 	match       *regexp.Regexp
 	exclude     *regexp.Regexp
+	// skip is the re-read a feed restarted by a reload, or the subscriber
+	// added back while it holds its feed, finishes unseen (the group's
+	// skip, which a sink filtering by itself applies: TakeSkips). Group
+	// goroutine only.
+	skip processor.SkipSet
 
 	mu    sync.Mutex
 	order []*pullEntry // lines in queue order, from the oldest one not done
@@ -196,6 +201,11 @@ func New(cfg Config) (*Pull, error) {
 	}
 	// Pull filters by itself: each line needs its own queue mark.
 	p.match, p.exclude = g.TakeFilters()
+	// And skips by itself what a restarted feed re-reads that it had
+	// finished, or that was published while it was removed: DESIGN §12,
+	// "adding the processor back re-reads nothing"; a kept subscriber
+	// receives first the lines it did not finish.
+	p.skip = processor.NewSkipSet(g.TakeSkips())
 	if cfg.Previous != nil && !p.q.BestEffort() {
 		p.adopt(cfg.Previous)
 	}
@@ -224,10 +234,20 @@ func (p *Pull) ProcessBatch(ctx context.Context, b *feed.Batch) (int, error) {
 	// The entries and the copies of the lines, one allocation each, made
 	// before the lock (ProcessBatch must not hold up the pulls).
 	var want []bool
-	if p.match != nil || p.exclude != nil {
+	if p.match != nil || p.exclude != nil || len(p.skip) > 0 {
 		want = make([]bool, len(b.Lines))
 		for i, line := range b.Lines {
 			want[i] = p.wanted(line)
+		}
+	}
+	// Lines the skip covers are finished unseen, as filtered ones, except
+	// one adopted from the previous instance (its delivery is still out,
+	// or it was acknowledged out of order): adoption places it.
+	if len(p.skip) > 0 && b.Positioned {
+		for i := range b.Lines {
+			if p.skip.Skips(b.Epoch, b.Ends[i]) && !p.isAdopted(b.Epoch, b.Ends[i]) {
+				want[i] = false
+			}
 		}
 	}
 	size := 0

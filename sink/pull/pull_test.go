@@ -413,3 +413,25 @@ func TestPullReleaseWaitsForADeadLetterInProgress(t *testing.T) {
 		})
 	}
 }
+
+// A pull subscriber filters by itself, so it applies the group's re-read
+// skip itself too (processor.Host.TakeSkips): a feed restarted by a
+// reload, or the subscriber added back while it holds the feed, re-reads
+// lines it finished or that were published while it was removed; they
+// are finished unseen, never handed out again (DESIGN §12 "adding the
+// processor back re-reads nothing"). Before, pull ignored the skip and
+// handed out every re-read line.
+func TestPullSkipsTheReread(t *testing.T) {
+	r := newPullRig(t, processor.GroupConfig{Retry: slowRetry(6),
+		Skip: []feed.Mark{{Epoch: 0xe1, Position: 16, OK: true}}}, time.Hour, 100) // through the second line (ends 8, 16, ...)
+	r.Publish(grouptest.Lines("l", 0, 4)...)
+	evs := r.pull(2, false)
+	if evs[0].Line != "l-00002" || evs[1].Line != "l-00003" || evs[0].Sequence != 3 {
+		t.Fatalf("events %+v, want the third and fourth lines only", evs)
+	}
+	if more := r.p.Pull(context.Background(), 10, 100*time.Millisecond, false); len(more) != 0 {
+		t.Fatalf("re-read lines handed out: %+v", more)
+	}
+	r.ack(evs...)
+	r.WaitAck(4, 5*time.Second)
+}

@@ -248,3 +248,13 @@ func (sp *streamPub) SetBarrier(epoch uint64) {
 }
 
 var _ Publisher = (*streamPub)(nil)
+
+// Quiet runs fn while no stream of the glob publishes to or polls the
+// feed's publisher (under the mux's lock): a feed a reload stopped reads
+// its acknowledgement window (feed.Publisher.Marks, Through) while the
+// mux's pump may still poll it until Close.
+func (g *Glob) Quiet(fn func()) {
+	g.mux.mu.Lock()
+	defer g.mux.mu.Unlock()
+	fn()
+}
