@@ -58,6 +58,18 @@ type Publisher struct {
 	// What the source says of an epoch (SetEpochInfo; nil: nothing).
 	epochInfo atomic.Pointer[func(uint64) EpochInfo]
 
+	// lossSync makes the losses counted so far durable (SetLossSync). The
+	// rest is PollAcks' (source goroutine only, or under the glob's mux
+	// lock): lossSynced is the sum of the queues' lossGen last made
+	// durable; lossFlight the sum a running sync (lossDone) covers;
+	// lossRetry when a sync may start again after a failed one.
+	lossSync   LossSync
+	lossSynced uint64
+	lossFlight uint64
+	lossBusy   bool
+	lossDone   chan error
+	lossRetry  time.Time
+
 	// The last positioned line published and acknowledged (source
 	// goroutine only; read by Through once the source stopped).
 	lastPub, lastAck Mark
@@ -270,6 +282,74 @@ const stallLook = 10 * time.Millisecond
 // stopping, leaves its lines to the next run. Call before the source runs.
 func (p *Publisher) StopWaits(done <-chan struct{}) { p.stop = done }
 
+// LossSync makes every loss counted so far (the queues' and groups' loss
+// counters) durable: written to the losses ledger and fsynced (DESIGN §7
+// "Losses outlive the run"). nil: done. Safe for concurrent use.
+type LossSync func() error
+
+// SetLossSync makes PollAcks wait for sync before it acknowledges lines
+// whenever a queue noted a loss since the last sync that succeeded, and
+// Queue.AddReleased call it before it returns: the pointer never commits
+// past a lost line, nor is a release or purge answered, before the loss is
+// in the ledger. The sync runs on a goroutine of its own, one at a time
+// (as the pointer's msync): the source reads and publishes on meanwhile,
+// and one sync covers every loss noted before it started (a drop burst
+// costs one fsync per sync, not one per batch); it pokes Wake when done.
+// Call it before anything runs.
+func (p *Publisher) SetLossSync(sync LossSync) {
+	p.lossSync = sync
+	p.lossDone = make(chan error, 1)
+	for _, q := range p.Queues {
+		q.lossSync = sync
+	}
+}
+
+// lossRetryGap is how long a failed loss sync waits before the next.
+const lossRetryGap = 100 * time.Millisecond
+
+// lossesDurable reports whether every loss the queues noted is durable;
+// when some is not, it starts a sync (if none runs) and reports false.
+// Called after the ack points were read: a loss is noted before the ack
+// point passes its lines, so a moved ack point read before shows its loss
+// here.
+func (p *Publisher) lossesDurable() bool {
+	var gen uint64
+	for _, q := range p.Queues {
+		gen += q.lossGen.Load()
+	}
+	if gen == p.lossSynced {
+		return true
+	}
+	if p.lossSync == nil {
+		p.lossSynced = gen
+		return true
+	}
+	if p.lossBusy {
+		select {
+		case err := <-p.lossDone:
+			p.lossBusy = false
+			if err != nil {
+				p.lossRetry = time.Now().Add(lossRetryGap)
+				time.AfterFunc(lossRetryGap, p.Poke)
+			} else {
+				p.lossSynced = p.lossFlight
+			}
+		default:
+		}
+	}
+	if gen == p.lossSynced {
+		return true
+	}
+	if !p.lossBusy && !time.Now().Before(p.lossRetry) {
+		p.lossBusy, p.lossFlight = true, gen
+		go func(sync LossSync, done chan<- error) {
+			done <- sync()
+			p.Poke()
+		}(p.lossSync, p.lossDone)
+	}
+	return false
+}
+
 // Acked is the result of PollAcks.
 type Acked struct {
 	Seq        uint64 // highest sequence acknowledged by every holding queue
@@ -280,7 +360,10 @@ type Acked struct {
 }
 
 // PollAcks reads the ack point of every pointer-holding queue and
-// acknowledges the window entries they all passed.
+// acknowledges the window entries they all passed, once the losses counted
+// so far are durable (SetLossSync): until the sync they wait for is done,
+// it acknowledges nothing (the pointer stays; while the ledger cannot be
+// written the feed fills its window and pauses).
 func (p *Publisher) PollAcks() Acked {
 	if p.held.Load() {
 		return Acked{Seq: p.acked.Load()}
@@ -288,6 +371,9 @@ func (p *Publisher) PollAcks() Acked {
 	for i, q := range p.Queues {
 		p.holds[i] = !q.BestEffort()
 		p.ackPts[i] = q.AckPoint()
+	}
+	if !p.lossesDurable() {
+		return Acked{Seq: p.acked.Load()}
 	}
 	a := p.win.poll(p.ackPts, p.holds)
 	if a.positioned {

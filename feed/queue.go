@@ -61,6 +61,13 @@ type Queue struct {
 	// counter moved: the daemon's loss recorder wakes on it instead of
 	// polling (an idle daemon wakes for nothing).
 	lossNote atomic.Pointer[chan struct{}]
+	// lossGen counts NoteLoss calls, each made after its counter moved:
+	// the publisher makes the losses durable (LossSync) before it
+	// acknowledges lines while it differs from what it last made durable.
+	lossGen atomic.Uint64
+	// lossSync, when set (Publisher.SetLossSync, before anything runs),
+	// makes the losses counted so far durable; AddReleased calls it.
+	lossSync LossSync
 
 	capLines, capBytes int
 
@@ -242,6 +249,19 @@ func (q *Queue) DurableThrough(mark uint64) {
 	}
 }
 
+// AckPointAfter is what AckPoint will be once the group adds more to
+// dispatched and the processor reports durable through mark: what a
+// release passes, counted before it moves anything (AddReleased).
+func (q *Queue) AckPointAfter(more, mark uint64) uint64 {
+	d := q.dispatched.Load() + more
+	if q.holding.Load() {
+		if m := max(q.durable.Load(), mark); m < d {
+			return m
+		}
+	}
+	return d
+}
+
 // AckPoint is how many leading lines of the queue are completely done.
 func (q *Queue) AckPoint() uint64 {
 	d := q.dispatched.Load()
@@ -301,8 +321,18 @@ func (q *Queue) LeftAtStop(n uint64) { q.left.Add(n); q.NoteLoss() }
 // (Counters.Dropped) and left in a best-effort queue at stop.
 func (q *Queue) Dropped() uint64 { return q.Counters.Dropped.Load() + q.left.Load() }
 
-// AddReleased counts lines given up on purpose (the group only).
-func (q *Queue) AddReleased(n uint64) { q.released.Add(n); q.NoteLoss() }
+// AddReleased counts lines given up on purpose (the group only) and makes
+// the count durable (LossSync) before it returns: the caller counts before
+// the ack point passes the lines, and answers the operator's release or
+// purge only after. A failed LossSync is retried by the publisher, which
+// acknowledges nothing until one succeeds.
+func (q *Queue) AddReleased(n uint64) {
+	q.released.Add(n)
+	q.NoteLoss()
+	if q.lossSync != nil {
+		_ = q.lossSync() // on failure the publisher retries it (PollAcks)
+	}
+}
 
 // SetLossNote makes the queue signal ch (buffered) after every loss it
 // counts; see NoteLoss.
@@ -312,6 +342,7 @@ func (q *Queue) SetLossNote(ch chan struct{}) { q.lossNote.Store(&ch) }
 // a loss counter of the queue (dropped, refused, released, left at stop)
 // or of its group (completion failures) moved.
 func (q *Queue) NoteLoss() {
+	q.lossGen.Add(1)
 	if p := q.lossNote.Load(); p != nil {
 		select {
 		case *p <- struct{}{}:

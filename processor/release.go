@@ -118,29 +118,32 @@ func (g *Group) abandon(b *feed.Batch, base uint64, vdone int, req *ReleaseReque
 }
 
 // giveUpUnsynced releases the dispatched lines a failing flush holds back.
+// The lines are counted (and the count made durable: Queue.AddReleased)
+// before the ack point passes them.
 func (g *Group) giveUpUnsynced(req *ReleaseRequest) {
-	before := g.q.AckPoint()
-	g.q.DurableThrough(g.q.Dispatched())
-	n := g.q.AckPoint() - before
+	through := g.q.Dispatched()
+	n := g.q.AckPointAfter(0, through) - g.q.AckPoint()
 	g.released(n)
+	g.q.DurableThrough(through)
 	g.log.Warn("unsynced lines released on purpose", "lines", n)
 	req.reply <- n
 }
 
 // releaseDead gives up a dead group's backlog, on the group's goroutine
-// (parked: see supervise), and returns the lines released.
+// (parked: see supervise), and returns the lines released. They are
+// counted (and the count made durable: Queue.AddReleased) before the ack
+// point passes them.
 func (g *Group) releaseDead() uint64 {
-	before := g.q.AckPoint()
 	n := g.left + uint64(g.q.Drain())
 	g.left = 0
+	released := g.q.AckPointAfter(n, g.published+n) - g.q.AckPoint()
+	g.released(released)
 	g.published += n
 	g.pubMu.Lock()
 	g.sent += n
 	g.q.AddDispatched(n)
 	g.pubMu.Unlock()
 	g.q.DurableThrough(g.published)
-	released := g.q.AckPoint() - before
-	g.released(released)
 	g.log.Warn("dead subscriber released on purpose; restarting it on the next line", "lines", released)
 	return released
 }

@@ -226,7 +226,7 @@ func NewWithOptions(cfg *config.Config, log hclog.Logger, opts Options) (*Daemon
 		return nil, err
 	}
 	d.lock = lock
-	losses, err := openLossLedger(cfg.DataDir, log.Named("losses"))
+	losses, err := openLossLedger(cfg.DataDir, log.Named("losses"), opts.WrapLossFile)
 	if err != nil {
 		d.closeAll()
 		return nil, err
@@ -306,6 +306,7 @@ func (d *Daemon) buildFeed(fc *config.Feed) (*Feed, error) {
 		queues = append(queues, q)
 	}
 	f.pub = feed.NewPublisher(fc.Name, queues, fc.MaxPendingAcks, batchLines)
+	f.pub.SetLossSync(d.lossSync(f)) // a loss is in the ledger before the pointer passes it
 	d.applyHolds(f)
 	for i, pc := range procs {
 		g, c, err := d.buildGroup(f, pc, queues[i], log)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"tailfeed/feed"
 	"tailfeed/internal/datadir"
 	"tailfeed/internal/fileutil"
 	"tailfeed/source/file"
@@ -27,18 +28,27 @@ import (
 // the feed's entries and zeroes this run's loss counters of the feed in the
 // report (through a baseline subtracted from the live counters).
 //
-// Two ways in, neither on the hot path:
+// A loss is in the ledger (written and fsynced) before the pointer commits
+// past the lines it concerns, and before an operator's release or purge is
+// answered. Ways in, none on the hot path:
 //   - the source's losses (lostTails, lostBytes) arrive through
 //     file.Config.OnLoss, rare events, each appended and fsynced before the
 //     source goes on;
 //   - the queue and group counters (dropped, refused, completionFailures,
-//     released) are plain atomics bumped where the loss happens; a recorder
-//     reads them every lossFlushInterval and appends the delta per
-//     subscriber and counter, once more at stop after the last count, and
-//     before a report (feed.status, /metrics) is answered: what a report
-//     showed is in the ledger. A kill -9 can therefore lose at most the
-//     last lossFlushInterval of such entries that no report showed (the
-//     README says so); an entry once written is fsynced.
+//     released) are plain atomics bumped where the loss happens, before the
+//     ack point passes the lines. The feed's publisher acknowledges no
+//     lines (PollAcks: what the pointer commits) while a queue noted a loss
+//     that the feed's lossSync has not made durable since: it runs
+//     lossSync on a goroutine of its own, one at a time, which appends the
+//     growth of the feed's counters per subscriber and counter and fsyncs,
+//     once for every loss of a burst noted before it started. A release or
+//     purge calls it as it counts (Queue.AddReleased), before the ack point
+//     moves and the answer goes out. While the ledger cannot be written,
+//     the feed acknowledges nothing (logged once).
+//   - a recorder appends the same deltas for every feed when the queues
+//     note a loss (lossNote), at most once per lossFlushInterval, once more
+//     at stop after the last count, and before a report (feed.status,
+//     /metrics) is answered: what a report showed is in the ledger.
 //
 // Dead letters are not duplicated here: they have their own ledger.
 
@@ -55,23 +65,37 @@ const lossFlushInterval = 100 * time.Millisecond
 type LossEntry = status.LossEntry
 
 // lossLedger is dataDir/losses.jsonl. mu serialises appends, rewrites and
-// the recorder, so a DELETE sees every delta recorded before it; cmu
-// guards only counts (a report records the losses it read first, so it
-// may wait for an fsync when there are new ones).
+// the recorder (and guards f, torn, unsynced, failing and every Feed's
+// recorded), so a DELETE sees every delta recorded before it; cmu guards
+// only counts (a report records the losses it read first, so it may wait
+// for an fsync when there are new ones).
 type lossLedger struct {
-	mu     sync.Mutex
-	path   string
-	f      *os.File // O_APPEND
-	log    hclog.Logger
-	cmu    sync.Mutex
-	counts map[string]int // entries per feed now in the file
+	mu       sync.Mutex
+	path     string
+	f        LossFile // O_APPEND
+	wrap     func(LossFile) LossFile
+	log      hclog.Logger
+	torn     bool // the last write failed: the next starts on a new line
+	unsynced bool // written and not yet fsynced (a failed fsync): the next sync retries
+	failing  bool // the last write or fsync failed (logged once until one succeeds)
+	cmu      sync.Mutex
+	counts   map[string]int // entries per feed now in the file
+}
+
+// LossFile is what the losses ledger appends through: the file, or what
+// Options.WrapLossFile makes of it (a test's faults).
+type LossFile interface {
+	Write(p []byte) (int, error)
+	Sync() error
+	Close() error
 }
 
 // openLossLedger reads the ledger (counting entries per feed) and opens it
 // for appending, 0600. A line that does not parse (a torn write after a
-// crash) is kept and logged; it names no feed, so it counts for none.
-func openLossLedger(dataDir string, log hclog.Logger) (*lossLedger, error) {
-	l := &lossLedger{path: datadir.LossesPath(dataDir), counts: map[string]int{}, log: log}
+// crash) is kept and logged; it names no feed, so it counts for none. wrap
+// (nil: none) wraps every file it appends to.
+func openLossLedger(dataDir string, log hclog.Logger, wrap func(LossFile) LossFile) (*lossLedger, error) {
+	l := &lossLedger{path: datadir.LossesPath(dataDir), counts: map[string]int{}, log: log, wrap: wrap}
 	entries, bad, err := l.read()
 	if err != nil {
 		return nil, err
@@ -96,12 +120,20 @@ func openLossLedger(dataDir string, log hclog.Logger) (*lossLedger, error) {
 			r.Close()
 		}
 	}
-	l.f = f
+	l.f = l.wrapped(f)
 	for feed, n := range l.counts {
 		log.Warn("feed has losses recorded in an earlier run; it is not lossless until they are acknowledged (DELETE /admin/losses/"+feed+")",
 			"feed", feed, "entries", n)
 	}
 	return l, nil
+}
+
+// wrapped is f as the ledger appends through it.
+func (l *lossLedger) wrapped(f *os.File) LossFile {
+	if l.wrap != nil {
+		return l.wrap(f)
+	}
+	return f
 }
 
 // read parses the whole ledger; bad counts the lines that do not parse.
@@ -134,31 +166,74 @@ func (l *lossLedger) read() (entries []LossEntry, bad int, err error) {
 // for their feeds even when the write fails (this run knows of them; the
 // live counters show them too); the failure is logged.
 func (l *lossLedger) appendLocked(entries []LossEntry) {
-	if len(entries) == 0 {
-		return
+	if l.writeLocked(entries) == nil {
+		l.syncLocked()
 	}
-	var buf bytes.Buffer
+}
+
+// writeLocked writes entries in one write, not fsynced yet (syncLocked).
+// The entries count for their feeds even when the write fails.
+func (l *lossLedger) writeLocked(entries []LossEntry) error {
+	if len(entries) == 0 {
+		return nil
+	}
 	l.cmu.Lock()
 	for _, e := range entries {
 		l.counts[e.Feed]++
 	}
 	l.cmu.Unlock()
+	if l.f == nil {
+		return errLossLedgerClosed
+	}
+	var buf bytes.Buffer
+	if l.torn {
+		buf.WriteByte('\n') // after a partial write: a line of its own (an empty line is skipped)
+	}
 	for _, e := range entries {
 		b, _ := json.Marshal(e)
 		buf.Write(b)
 		buf.WriteByte('\n')
 	}
-	if l.f == nil {
-		return
-	}
+	l.unsynced = true // a partial write too: the sync covers what reached the file
 	if _, err := l.f.Write(buf.Bytes()); err != nil {
-		l.log.Error("losses ledger: append failed; the losses show in this run's counters only", "path", l.path, "error", err)
-		return
+		l.torn = true
+		l.failed("append failed; the losses show in this run's counters, and a feed acknowledges nothing until they are written", err)
+		return err
+	}
+	l.torn = false
+	return nil
+}
+
+// syncLocked fsyncs what writeLocked wrote since the last fsync.
+func (l *lossLedger) syncLocked() error {
+	if !l.unsynced {
+		return nil
+	}
+	if l.f == nil {
+		return errLossLedgerClosed
 	}
 	if err := l.f.Sync(); err != nil {
-		l.log.Error("losses ledger: fsync failed", "path", l.path, "error", err)
+		l.failed("fsync failed; a feed acknowledges nothing until one succeeds", err)
+		return err
+	}
+	l.unsynced = false
+	if l.failing {
+		l.failing = false
+		l.log.Info("losses ledger: written and fsynced again", "path", l.path)
+	}
+	return nil
+}
+
+// failed logs a write or fsync failure, once until one succeeds.
+func (l *lossLedger) failed(what string, err error) {
+	if !l.failing {
+		l.failing = true
+		l.log.Error("losses ledger: "+what, "path", l.path, "error", err)
 	}
 }
+
+// errLossLedgerClosed: the daemon closed the ledger (after its stop).
+var errLossLedgerClosed = errors.New("losses ledger closed")
 
 // has reports whether the ledger holds an entry for feed.
 func (l *lossLedger) has(feed string) bool {
@@ -256,7 +331,8 @@ func (l *lossLedger) rewriteLocked(drop func(LossEntry) bool) (int, error) {
 	if l.f != nil {
 		l.f.Close()
 	}
-	l.f = nf
+	l.f = l.wrapped(nf)
+	l.torn, l.unsynced = false, false // whole lines, fsynced
 	return removed, nil
 }
 
@@ -290,7 +366,8 @@ func (d *Daemon) onLoss(feed string) func(file.Loss) {
 
 // recordLosses appends, for every subscriber of every feed, the growth of
 // its dropped, refused, completionFailures and released counters since the
-// last call. Only reads atomics: nothing on the hot path waits for it.
+// last call, and fsyncs. Only reads atomics: nothing on the hot path waits
+// for it.
 func (d *Daemon) recordLosses() {
 	d.losses.mu.Lock()
 	defer d.losses.mu.Unlock()
@@ -298,31 +375,63 @@ func (d *Daemon) recordLosses() {
 }
 
 func (d *Daemon) recordLossesLocked() {
-	var out []LossEntry
-	now := time.Now().UTC().Format(time.RFC3339Nano)
 	for _, f := range d.feedList() {
-		epoch := status.Hex(f.src.Epoch())
-		for _, g := range f.groups {
-			q := g.Queue()
-			for _, c := range []struct {
-				name, what string
-				v          uint64
-			}{
-				{"dropped", "dropped (overload policy DROP_AFTER_SPIN, or left in a best-effort queue at stop)", q.Dropped()},
-				{"refused", "refused (overload policy BLOCK_WITH_DEADLINE)", q.Counters.Refused.Load()},
-				{"completionFailures", "whose completion was given up after its retries", g.CompletionFailures()},
-				{"released", "released on purpose (admin release)", q.ReleasedLines()},
-			} {
-				k := subLoss{q.Name, c.name}
-				if last := f.recorded[k]; c.v > last {
-					out = append(out, LossEntry{V: lossFormat, Feed: f.cfg.Name, Counter: c.name, Amount: c.v - last,
-						Epoch: epoch, Time: now, Detail: fmt.Sprintf("subscriber %s: %d lines %s", q.Name, c.v-last, c.what)})
-					f.recorded[k] = c.v
-				}
+		d.recordFeedLocked(f)
+	}
+	d.losses.syncLocked()
+}
+
+// lossSync is feed f's feed.LossSync: its counters' growth appended and
+// fsynced (with whatever else was written and not fsynced yet).
+func (d *Daemon) lossSync(f *Feed) feed.LossSync {
+	return func() error {
+		d.losses.mu.Lock()
+		defer d.losses.mu.Unlock()
+		if err := d.recordFeedLocked(f); err != nil {
+			return err
+		}
+		return d.losses.syncLocked()
+	}
+}
+
+// recordFeedLocked writes, not fsynced yet, the growth of feed f's
+// subscribers' loss counters since they were last written; what a failed
+// write did not take is written again by the next call.
+func (d *Daemon) recordFeedLocked(f *Feed) error {
+	if f.src == nil {
+		return nil // not built yet: nothing ran
+	}
+	var out []LossEntry
+	var keys []subLoss
+	var vals []uint64
+	now := time.Now().UTC().Format(time.RFC3339Nano)
+	epoch := status.Hex(f.src.Epoch())
+	for _, g := range f.groups {
+		q := g.Queue()
+		for _, c := range []struct {
+			name, what string
+			v          uint64
+		}{
+			{"dropped", "dropped (overload policy DROP_AFTER_SPIN, or left in a best-effort queue at stop)", q.Dropped()},
+			{"refused", "refused (overload policy BLOCK_WITH_DEADLINE)", q.Counters.Refused.Load()},
+			{"completionFailures", "whose completion was given up after its retries", g.CompletionFailures()},
+			{"released", "released on purpose (admin release)", q.ReleasedLines()},
+		} {
+			k := subLoss{q.Name, c.name}
+			if last := f.recorded[k]; c.v > last {
+				out = append(out, LossEntry{V: lossFormat, Feed: f.cfg.Name, Counter: c.name, Amount: c.v - last,
+					Epoch: epoch, Time: now, Detail: fmt.Sprintf("subscriber %s: %d lines %s", q.Name, c.v-last, c.what)})
+				keys, vals = append(keys, k), append(vals, c.v)
 			}
 		}
 	}
-	d.losses.appendLocked(out)
+	if err := d.losses.writeLocked(out); err != nil {
+		return err
+	}
+	for i, k := range keys {
+		f.recorded[k] = vals[i]
+	}
+	return nil
 }
 
 // runLossRecorder records the losses the queues note (lossNote), at most
@@ -361,6 +470,11 @@ func (f *Feed) lossBase() lossCounters {
 // loss counted meanwhile is neither hidden nor lost: it shows in the
 // counters and reaches the ledger with the next flush.
 func (d *Daemon) acknowledgeLosses(f *Feed) (int, error) {
+	// The source's counters are read before the ledger's mu: a glob's take
+	// its mu, under which its manager acknowledges (PollAcks), which may
+	// take the ledger's mu (lossSync). Each is counted after its entry was
+	// appended (onLoss), so those read are in the ledger now.
+	lostTails, lostBytes := f.src.LostTails(), f.src.LostBytes()
 	d.losses.mu.Lock()
 	defer d.losses.mu.Unlock()
 	d.recordLossesLocked()
@@ -381,7 +495,7 @@ func (d *Daemon) acknowledgeLosses(f *Feed) (int, error) {
 			b.Released += v
 		}
 	}
-	b.LostTails, b.LostBytes = f.src.LostTails(), f.src.LostBytes()
+	b.LostTails, b.LostBytes = lostTails, lostBytes
 	f.carryInto(&b) // what earlier instances (before a reload) counted
 	f.baseMu.Lock()
 	f.base = b

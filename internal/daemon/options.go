@@ -21,6 +21,11 @@ type Options struct {
 	// processor.BatchProcessor; one that is also a processor.Closer is closed
 	// at stop.
 	Processors map[string]Build
+
+	// WrapLossFile, when set, wraps every file the losses ledger
+	// (dataDir/losses.jsonl) appends to: a test fails or delays its writes
+	// and fsyncs.
+	WrapLossFile func(LossFile) LossFile
 }
 
 // Build makes a test processor; see Options.

@@ -89,7 +89,7 @@ func TestReleasedStore(t *testing.T) {
 // feed's count follows.
 func TestLossLedgerWithdraw(t *testing.T) {
 	dir := t.TempDir()
-	l, err := openLossLedger(dir, hclog.NewNullLogger())
+	l, err := openLossLedger(dir, hclog.NewNullLogger(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

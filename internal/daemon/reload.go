@@ -1305,15 +1305,23 @@ func (r heldRelease) Release(ctx context.Context) (uint64, error) {
 	if !r.h.released.CompareAndSwap(false, true) {
 		return 0, processor.ErrNotHeld
 	}
+	// The loss is in the ledger before the hold leaves the disk: a kill -9
+	// between the two leaves the hold or both, never a release unrecorded.
+	e := []LossEntry{{V: lossFormat, Feed: r.f.cfg.Name, Counter: "released", Amount: r.h.lines,
+		Epoch: status.Hex(r.f.src.Epoch()), Time: time.Now().UTC().Format(time.RFC3339Nano),
+		Detail: "removed subscriber " + r.h.name + " released"}}
+	r.d.losses.mu.Lock()
+	r.d.losses.appendLocked(e)
+	r.d.losses.mu.Unlock()
 	if err := r.d.holds.remove(r.f.cfg.Name, r.h.name); err != nil {
+		r.d.losses.mu.Lock()
+		if werr := r.d.losses.withdrawLocked(e); werr != nil {
+			r.d.log.Error("losses ledger: the entry of a release that failed could not be withdrawn", "feed", r.f.cfg.Name, "error", werr)
+		}
+		r.d.losses.mu.Unlock()
 		r.h.released.Store(false)
 		return 0, err
 	}
-	r.d.losses.mu.Lock()
-	r.d.losses.appendLocked([]LossEntry{{V: lossFormat, Feed: r.f.cfg.Name, Counter: "released", Amount: r.h.lines,
-		Epoch: status.Hex(r.f.src.Epoch()), Time: time.Now().UTC().Format(time.RFC3339Nano),
-		Detail: "removed subscriber " + r.h.name + " released"}})
-	r.d.losses.mu.Unlock()
 	if r.f.activeHoldCount() == 0 {
 		r.f.pub.SetHeld(false)
 	}
