@@ -2677,10 +2677,13 @@ func (g *Glob) firstPaths() map[uint64]string {
 	return out
 }
 
-// excludedAt: the file of rec (its key, its first bytes) is still at p,
-// which the pattern matches and an exclude removes; and its size.
-func (g *Glob) excludedAt(p string, rec pointer.Record) (bool, int64) {
-	if p == "" || !g.pat.Match(p) || !g.excluded(p) || !exists(p, rec.FileKey) || !globHeadMatches(p, rec) {
+// unmatchedAt: the file of rec (its key, its first bytes) is still at p,
+// which the config no longer matches — its path changed or was narrowed
+// (a reload, or a restart with another config), an exclude removes it, or
+// it is now the daemon's own output: the operator chose not to read it any
+// more (DESIGN §12, a changed path starts as a new feed); and its size.
+func (g *Glob) unmatchedAt(p string, rec pointer.Record) (bool, int64) {
+	if p == "" || g.matched(p) || !exists(p, rec.FileKey) || !globHeadMatches(p, rec) {
 		return false, 0
 	}
 	st, err := os.Stat(p)
@@ -2702,7 +2705,8 @@ func (g *Glob) excludedAt(p string, rec pointer.Record) (bool, int64) {
 // offset whose first bytes match its fingerprint and that copyName allows
 // (cp + rm, copytruncate while stopped): read from its start as a new file
 // (duplicates, no gap); a file still at its path that an exclude now
-// removes (excludedAt: not read any more by the operator's choice); and a
+// removes or the changed path no longer matches (unmatchedAt: not read any
+// more by the operator's choice); and a
 // file found beside the path its stream was first matched under by the
 // pointer's key and first bytes (besideAtStart: renamed out of the glob,
 // read there from the pointer's offset).
@@ -2737,7 +2741,7 @@ func (g *Glob) countGone() {
 		l.s.path = l.s.first // Files names it: the path its epochs line gave
 		g.mu.Unlock()
 		copyAt := ""
-		excl, size := g.excludedAt(l.s.first, rec)
+		excl, size := g.unmatchedAt(l.s.first, rec)
 		if rec.FPLen > 0 && !excl {
 			for _, p := range fresh {
 				if st, err := os.Stat(p); err == nil && st.Size() >= rec.Offset && globHeadMatches(p, rec) && g.copyName(l.s.first, p, rec) {
@@ -2752,16 +2756,17 @@ func (g *Glob) countGone() {
 		reason := "lost"
 		switch {
 		case excl:
-			// Still at its path, which the config now excludes: the
-			// operator chose not to read it any more (as a changed
-			// path, DESIGN §12), no loss. What it holds past the
-			// pointer is not read; a WARN says how much.
+			// Still at its path, which the config no longer matches
+			// (an exclude, a changed or narrowed path): the operator
+			// chose not to read it any more (as a changed path,
+			// DESIGN §12), no loss. What it holds past the pointer is
+			// not read; a WARN says how much.
 			reason = "forgotten"
 			if n := size - rec.Offset; n > 0 {
-				g.log.Warn("glob file excluded by the config with bytes unread; not read any more (not counted lost)",
+				g.log.Warn("glob file no longer matched by the config (path or exclude) with bytes unread; not read any more (not counted lost)",
 					"path", l.s.first, "unreadBytes", n, "pointer", l.s.ptrPath, "offset", rec.Offset)
 			} else {
-				g.log.Info("glob file excluded by the config, read to its end; not read any more",
+				g.log.Info("glob file no longer matched by the config (path or exclude), read to its end; not read any more",
 					"path", l.s.first, "pointer", l.s.ptrPath)
 			}
 		case copyAt == "":
@@ -3395,10 +3400,11 @@ func (g *Glob) countUnreadGone() {
 			// tells where it went and what of it is unread (countGone).
 			continue
 		}
-		if excl, _ := g.excludedAt(w.Path, rec); !w.Gone && w.FPLen > 0 && excl {
-			// Still at its path, which the config now excludes: the
-			// operator's choice not to read it (as countGone), no loss.
-			g.log.Warn("glob file excluded by the config, never read; not read any more (not counted lost)",
+		if excl, _ := g.unmatchedAt(w.Path, rec); !w.Gone && w.FPLen > 0 && excl {
+			// Still at its path, which the config no longer matches
+			// (an exclude, a changed or narrowed path): the operator's
+			// choice not to read it (as countGone), no loss.
+			g.log.Warn("glob file no longer matched by the config (path or exclude), never read; not read any more (not counted lost)",
 				"path", w.Path, "unreadBytes", w.Size)
 			continue
 		}
