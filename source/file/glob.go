@@ -554,20 +554,45 @@ func (g *Glob) walk() []found {
 	out := make([]found, 0, g.lastWalk)
 	var st statScratch
 	g.walkGen++
-	// Where the outputs' symlinks lead (dataDir's included): a directory
-	// reached through a symlink, or a symlink matched, whose real path is
-	// under one is not read.
+	// Where the outputs lead, symlinks resolved (dataDir's included; an
+	// output without symlinks is its own real path): a directory reached
+	// through a symlink (the glob's root, or an ancestor of it), one that
+	// is dataDir's symlink target, or a symlink matched, whose real path
+	// is under one is not read. The output directories' identities catch
+	// what no path shows (a bind mount of dataDir under the glob).
 	var reals []string
+	var ownDirs map[[2]uint64]bool
 	for _, o := range g.outputsNow() {
 		if o.real != "" {
 			reals = append(reals, o.real)
+		} else {
+			reals = append(reals, o.p)
+		}
+		if st, err := os.Stat(o.p); err == nil && st.IsDir() {
+			if dev, ino, err := fileutil.DevInoPath(o.p); err == nil {
+				if ownDirs == nil {
+					ownDirs = map[[2]uint64]bool{}
+				}
+				ownDirs[[2]uint64{dev, ino}] = true
+			}
 		}
 	}
 	var visit func(dir, real string)
-	// real: where dir's symlinks lead ("": nowhere else).
+	// real: dir with its symlinks resolved ("": not known).
 	visit = func(dir, real string) {
 		if g.own(dir) || (real != "" && ownPath(reals, real)) {
 			return
+		}
+		d, err := os.Open(dir)
+		if err != nil {
+			return
+		}
+		if ownDirs != nil {
+			if dev, ino, err := fileutil.DevIno(d); err == nil && ownDirs[[2]uint64{dev, ino}] {
+				d.Close()
+				g.ownNote(dir)
+				return
+			}
 		}
 		// Watched before it is listed: a file created in between is seen
 		// by the listing or by an event.
@@ -575,10 +600,6 @@ func (g *Glob) walk() []found {
 			if err := g.watcher.Add(dir); err == nil {
 				g.watched[dir] = true
 			}
-		}
-		d, err := os.Open(dir)
-		if err != nil {
-			return
 		}
 		ents, err := d.ReadDir(-1)
 		if err != nil {
@@ -646,8 +667,8 @@ func (g *Glob) walk() []found {
 		}
 	}
 	real := ""
-	if r, err := filepath.EvalSymlinks(root); err == nil && r != root {
-		real = r
+	if r, err := filepath.EvalSymlinks(root); err == nil {
+		real = r // the walk descends no symlink: below root, dir's real path is real's
 	}
 	visit(root, real)
 	out = g.dropOwnFiles(out)
