@@ -6,6 +6,7 @@ package e2e
 // same-size rewrite.
 
 import (
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -249,5 +250,89 @@ func TestAud4GXGlobRootSymlinkReachesDataDir(t *testing.T) {
 	data, _ := os.ReadFile(out)
 	if n := globLines(out); n != 10 {
 		t.Errorf("out.log holds %d lines, want only the 10 of a.log; head %.200q", n, data)
+	}
+}
+
+// aud4pRewrite rewrites path in place (truncated, then written) with
+// content. (A copy of the openfindings files' aud4Rewrite.)
+func aud4pRewrite(t *testing.T, path, content string) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_TRUNC, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(content); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+}
+
+// TestAud4GXSameSizeRewriteNotCaughtUp: DESIGN §4 "Same-size rewrites. A
+// change of mtime alone (size unchanged) reads the fingerprint's bytes again
+// …: a file truncated and rewritten to exactly its old size between two
+// looks is a replacement … until that check ran, the feed is not
+// CAUGHT_UP"; §4 "before reporting CAUGHT_UP, check that the path names the
+// open file (device + inode) and that the file is not shorter than what was
+// read"; §7 "When a report is built, … the path must still name the open
+// file …; otherwise the state is BEHIND"; §10 "the fstat rule of §7, per
+// file". A glob feed ./in/*.log; a.log (open, caught up) is rewritten in
+// place 60 times — to the same size or shorter, other first bytes — and a
+// report is taken right after each change: it must not be CAUGHT_UP/settled while
+// the new content is not delivered. (The same test on a single-file feed
+// passes.) Failed in every run (5-20 of the 60 reports) before the glob
+// took the single-file rule (an open file's mtime against the one its
+// source last checked).
+func TestAud4GXSameSizeRewriteNotCaughtUp(t *testing.T) {
+	for _, mode := range []string{"same-size", "shorter"} {
+		t.Run(mode, func(t *testing.T) {
+			e := newEnv(t, aud4pCfg("./in/*.log", "    scanIntervalMillis: 60000\n", aud4pOutSink))
+			in := e.path("in")
+			p := filepath.Join(in, "a.log")
+			writeFileLines(t, p, "r00", 0, 3)
+			writeFileLines(t, filepath.Join(in, "b.log"), "b", 0, 3)
+			d := e.start()
+			out := e.path("out.log")
+			d.waitFor("6 lines settled", 20*time.Second, func(r *report) bool { return r.Settled && r.Feeds[0].Acknowledged >= 6 })
+			bad := 0
+			const rounds = 60
+			for i := 1; i <= rounds; i++ {
+				time.Sleep(30 * time.Millisecond)
+				tag := fmt.Sprintf("r%02d", i%100)
+				content := fmt.Sprintf("%s 0\n%s 1\n%s 2\n", tag, tag, tag)
+				want := 3
+				switch mode {
+				case "same-size":
+					aud4pRewrite(t, p, content)
+				case "shorter":
+					content = fmt.Sprintf("%s 0\n", tag)
+					want = 1
+					aud4pRewrite(t, p, content)
+				case "rename-over":
+					if err := os.WriteFile(p+".tmp", []byte(content), 0o644); err != nil {
+						t.Fatal(err)
+					}
+					if err := os.Rename(p+".tmp", p); err != nil {
+						t.Fatal(err)
+					}
+				}
+				r, err := d.status()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if r.Feeds[0].State == "CAUGHT_UP" || r.Settled {
+					if n := len(perTag(t, out)[tag]); n < want {
+						bad++
+						if bad <= 3 {
+							t.Errorf("change %d (%s): the report built right after it says state %s settled %v with %d of the %d new lines delivered", i, mode, r.Feeds[0].State, r.Settled, n, want)
+						}
+					}
+				}
+				waitUntil(t, tag+" delivered", 20*time.Second, func() bool { return len(perTag(t, out)[tag]) >= want })
+				d.waitSettled(20 * time.Second)
+			}
+			if bad > 0 {
+				t.Errorf("%s: %d of %d reports taken right after the change claimed CAUGHT_UP/settled", mode, bad, rounds)
+			}
+		})
 	}
 }

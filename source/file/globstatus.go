@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 	"sort"
+
+	"tailfeed/internal/fileutil"
 )
 
 // Getters of a glob feed for the status report and metrics (DESIGN §10
@@ -128,8 +130,26 @@ func (g *Glob) behindLocked(s *gstream) bool {
 			return true
 		}
 		if st == CaughtUp {
-			size, _, err := reportStat(s.path)
-			return err == nil && size > s.src.ReadPos()
+			// DESIGN §4 "Same-size rewrites", as a single-file feed's
+			// report checks (daemon fileCaughtUp): the path's file
+			// written since its source last checked its content (its
+			// mtime moved; a rewrite to the same size or shorter moves
+			// nothing else) is not CAUGHT_UP until the source looked
+			// again — when the path still names the open file (another
+			// file there is another stream's).
+			size, mod, err := reportStat(s.path)
+			if err != nil {
+				return false
+			}
+			if size > s.src.ReadPos() {
+				return true
+			}
+			if mod != s.src.VerifiedMod() {
+				dev, ino, open := s.src.FileIdentity()
+				pdev, pino, err := fileutil.DevInoPath(s.path)
+				return open && err == nil && pdev == dev && pino == ino
+			}
+			return false
 		}
 		// Waiting for its file having read none of the bytes the glob
 		// saw in it: gone before its turn, until its stream closes and
