@@ -125,6 +125,14 @@ func (g *Glob) behindLocked(s *gstream) bool {
 		size, _, err := reportStat(s.path)
 		return err != nil || size != s.src.ReadPos()
 	case stOpen:
+		// The open file's identity, read position and last verified
+		// mtime before its state (the source publishes a new file as
+		// BEHIND, then its position and identity; it verifies the mtime
+		// before it is CAUGHT_UP again): a CAUGHT_UP read after them
+		// means they belong to it, or to an earlier look that the
+		// file's mtime since then shows as stale.
+		dev, ino, open := s.src.FileIdentity()
+		pos, vmod := s.src.ReadPos(), s.src.VerifiedMod()
 		st := s.src.State()
 		if st != CaughtUp && st != WaitingForFile {
 			return true
@@ -141,11 +149,10 @@ func (g *Glob) behindLocked(s *gstream) bool {
 			if err != nil {
 				return false
 			}
-			if size > s.src.ReadPos() {
+			if size > pos {
 				return true
 			}
-			if mod != s.src.VerifiedMod() {
-				dev, ino, open := s.src.FileIdentity()
+			if mod != vmod {
 				pdev, pino, err := fileutil.DevInoPath(s.path)
 				return open && err == nil && pdev == dev && pino == ino
 			}
