@@ -554,20 +554,45 @@ func (g *Glob) walk() []found {
 	out := make([]found, 0, g.lastWalk)
 	var st statScratch
 	g.walkGen++
-	// Where the outputs' symlinks lead (dataDir's included): a directory
-	// reached through a symlink, or a symlink matched, whose real path is
-	// under one is not read.
+	// Where the outputs lead, symlinks resolved (dataDir's included; an
+	// output without symlinks is its own real path): a directory reached
+	// through a symlink (the glob's root, or an ancestor of it), one that
+	// is dataDir's symlink target, or a symlink matched, whose real path
+	// is under one is not read. The output directories' identities catch
+	// what no path shows (a bind mount of dataDir under the glob).
 	var reals []string
+	var ownDirs map[[2]uint64]bool
 	for _, o := range g.outputsNow() {
 		if o.real != "" {
 			reals = append(reals, o.real)
+		} else {
+			reals = append(reals, o.p)
+		}
+		if st, err := os.Stat(o.p); err == nil && st.IsDir() {
+			if dev, ino, err := fileutil.DevInoPath(o.p); err == nil {
+				if ownDirs == nil {
+					ownDirs = map[[2]uint64]bool{}
+				}
+				ownDirs[[2]uint64{dev, ino}] = true
+			}
 		}
 	}
 	var visit func(dir, real string)
-	// real: where dir's symlinks lead ("": nowhere else).
+	// real: dir with its symlinks resolved ("": not known).
 	visit = func(dir, real string) {
 		if g.own(dir) || (real != "" && ownPath(reals, real)) {
 			return
+		}
+		d, err := os.Open(dir)
+		if err != nil {
+			return
+		}
+		if ownDirs != nil {
+			if dev, ino, err := fileutil.DevIno(d); err == nil && ownDirs[[2]uint64{dev, ino}] {
+				d.Close()
+				g.ownNote(dir)
+				return
+			}
 		}
 		// Watched before it is listed: a file created in between is seen
 		// by the listing or by an event.
@@ -575,10 +600,6 @@ func (g *Glob) walk() []found {
 			if err := g.watcher.Add(dir); err == nil {
 				g.watched[dir] = true
 			}
-		}
-		d, err := os.Open(dir)
-		if err != nil {
-			return
 		}
 		ents, err := d.ReadDir(-1)
 		if err != nil {
@@ -646,8 +667,8 @@ func (g *Glob) walk() []found {
 		}
 	}
 	real := ""
-	if r, err := filepath.EvalSymlinks(root); err == nil && r != root {
-		real = r
+	if r, err := filepath.EvalSymlinks(root); err == nil {
+		real = r // the walk descends no symlink: below root, dir's real path is real's
 	}
 	visit(root, real)
 	out = g.dropOwnFiles(out)
@@ -2708,10 +2729,13 @@ func (g *Glob) firstPaths() map[uint64]string {
 	return out
 }
 
-// excludedAt: the file of rec (its key, its first bytes) is still at p,
-// which the pattern matches and an exclude removes; and its size.
-func (g *Glob) excludedAt(p string, rec pointer.Record) (bool, int64) {
-	if p == "" || !g.pat.Match(p) || !g.excluded(p) || !exists(p, rec.FileKey) || !globHeadMatches(p, rec) {
+// unmatchedAt: the file of rec (its key, its first bytes) is still at p,
+// which the config no longer matches — its path changed or was narrowed
+// (a reload, or a restart with another config), an exclude removes it, or
+// it is now the daemon's own output: the operator chose not to read it any
+// more (DESIGN §12, a changed path starts as a new feed); and its size.
+func (g *Glob) unmatchedAt(p string, rec pointer.Record) (bool, int64) {
+	if p == "" || g.matched(p) || !exists(p, rec.FileKey) || !globHeadMatches(p, rec) {
 		return false, 0
 	}
 	st, err := os.Stat(p)
@@ -2733,7 +2757,8 @@ func (g *Glob) excludedAt(p string, rec pointer.Record) (bool, int64) {
 // offset whose first bytes match its fingerprint and that copyName allows
 // (cp + rm, copytruncate while stopped): read from its start as a new file
 // (duplicates, no gap); a file still at its path that an exclude now
-// removes (excludedAt: not read any more by the operator's choice); and a
+// removes or the changed path no longer matches (unmatchedAt: not read any
+// more by the operator's choice); and a
 // file found beside the path its stream was first matched under by the
 // pointer's key and first bytes (besideAtStart: renamed out of the glob,
 // read there from the pointer's offset).
@@ -2775,7 +2800,7 @@ func (g *Glob) countGone() {
 		l.s.path = l.s.first // Files names it: the path its epochs line gave
 		g.mu.Unlock()
 		copyAt := ""
-		excl, size := g.excludedAt(l.s.first, rec)
+		excl, size := g.unmatchedAt(l.s.first, rec)
 		if rec.FPLen > 0 && !excl {
 			for _, p := range fresh {
 				if st, err := os.Stat(p); err == nil && st.Size() >= rec.Offset && globHeadMatches(p, rec) && g.copyName(l.s.first, p, rec) {
@@ -2790,16 +2815,17 @@ func (g *Glob) countGone() {
 		reason := "lost"
 		switch {
 		case excl:
-			// Still at its path, which the config now excludes: the
-			// operator chose not to read it any more (as a changed
-			// path, DESIGN §12), no loss. What it holds past the
-			// pointer is not read; a WARN says how much.
+			// Still at its path, which the config no longer matches
+			// (an exclude, a changed or narrowed path): the operator
+			// chose not to read it any more (as a changed path,
+			// DESIGN §12), no loss. What it holds past the pointer is
+			// not read; a WARN says how much.
 			reason = "forgotten"
 			if n := size - rec.Offset; n > 0 {
-				g.log.Warn("glob file excluded by the config with bytes unread; not read any more (not counted lost)",
+				g.log.Warn("glob file no longer matched by the config (path or exclude) with bytes unread; not read any more (not counted lost)",
 					"path", l.s.first, "unreadBytes", n, "pointer", l.s.ptrPath, "offset", rec.Offset)
 			} else {
-				g.log.Info("glob file excluded by the config, read to its end; not read any more",
+				g.log.Info("glob file no longer matched by the config (path or exclude), read to its end; not read any more",
 					"path", l.s.first, "pointer", l.s.ptrPath)
 			}
 		case copyAt == "":
@@ -3473,10 +3499,11 @@ func (g *Glob) countUnreadGone() {
 			// tells where it went and what of it is unread (countGone).
 			continue
 		}
-		if excl, _ := g.excludedAt(w.Path, rec); !w.Gone && w.FPLen > 0 && excl {
-			// Still at its path, which the config now excludes: the
-			// operator's choice not to read it (as countGone), no loss.
-			g.log.Warn("glob file excluded by the config, never read; not read any more (not counted lost)",
+		if excl, _ := g.unmatchedAt(w.Path, rec); !w.Gone && w.FPLen > 0 && excl {
+			// Still at its path, which the config no longer matches
+			// (an exclude, a changed or narrowed path): the operator's
+			// choice not to read it (as countGone), no loss.
+			g.log.Warn("glob file no longer matched by the config (path or exclude), never read; not read any more (not counted lost)",
 				"path", w.Path, "unreadBytes", w.Size)
 			continue
 		}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 	"sort"
+
+	"tailfeed/internal/fileutil"
 )
 
 // Getters of a glob feed for the status report and metrics (DESIGN §10
@@ -123,13 +125,38 @@ func (g *Glob) behindLocked(s *gstream) bool {
 		size, _, err := reportStat(s.path)
 		return err != nil || size != s.src.ReadPos()
 	case stOpen:
+		// The open file's identity, read position and last verified
+		// mtime before its state (the source publishes a new file as
+		// BEHIND, then its position and identity; it verifies the mtime
+		// before it is CAUGHT_UP again): a CAUGHT_UP read after them
+		// means they belong to it, or to an earlier look that the
+		// file's mtime since then shows as stale.
+		dev, ino, open := s.src.FileIdentity()
+		pos, vmod := s.src.ReadPos(), s.src.VerifiedMod()
 		st := s.src.State()
 		if st != CaughtUp && st != WaitingForFile {
 			return true
 		}
 		if st == CaughtUp {
-			size, _, err := reportStat(s.path)
-			return err == nil && size > s.src.ReadPos()
+			// DESIGN §4 "Same-size rewrites", as a single-file feed's
+			// report checks (daemon fileCaughtUp): the path's file
+			// written since its source last checked its content (its
+			// mtime moved; a rewrite to the same size or shorter moves
+			// nothing else) is not CAUGHT_UP until the source looked
+			// again — when the path still names the open file (another
+			// file there is another stream's).
+			size, mod, err := reportStat(s.path)
+			if err != nil {
+				return false
+			}
+			if size > pos {
+				return true
+			}
+			if mod != vmod {
+				pdev, pino, err := fileutil.DevInoPath(s.path)
+				return open && err == nil && pdev == dev && pino == ino
+			}
+			return false
 		}
 		// Waiting for its file having read none of the bytes the glob
 		// saw in it: gone before its turn, until its stream closes and

@@ -63,13 +63,13 @@ func TestRevS7bWaitingFileDeletedJustBeforeStopIsCounted(t *testing.T) {
 
 // Rule: README (config reload): a glob feed whose new exclude removes a
 // file still at its path stops reading it, as a changed path does: no
-// loss is counted, read to its end or not (this change's (d), excludedAt).
+// loss is counted, read to its end or not (this change's (d), excludedAt, now unmatchedAt).
 // Case: COMMITTED, *.log, maxOpenFiles 2: a.log holds the slot, b.log
 // waits for its first turn, never read, no pointer: the clean stop names
 // it in unread.list. The (reload's) restart excludes b.log, which is still
 // at its path, untouched. countUnreadGone looks for it only among the
 // matched files (g.keys), not finding it there counts it "gone": lostTails
-// 1, lostBytes its size, the feed lossy, while excludedAt treats the same
+// 1, lostBytes its size, the feed lossy, while excludedAt (now unmatchedAt) treats the same
 // file with a pointer as no loss.
 // Expected: lostTails 0 (nothing gone: the operator's choice). Observed:
 // lostTails 1, lostBytes 12 ("tracked and never read ... is gone").
