@@ -1,9 +1,10 @@
 //go:build openfindings
 
-// Open findings of the eighth session's audit (issue 13 closing note):
-// each TestAud4?X… test fails on the product as it is. Kept out of the
-// default build (go test -tags openfindings ./e2e -run TestAud4) until
-// fixed; a fixed finding moves to a file without the tag.
+// The eighth session's audit: its findings (TestAud4?X…) were fixed in the
+// ninth and moved to the aud4_*_test.go files of the default build. What
+// stays here are the auditors' passing probes, out of the default build to
+// keep CI's time (go test -tags openfindings ./e2e -run TestAud4); a new
+// finding may be parked here, failing, until it is fixed.
 
 package e2e
 
