@@ -92,7 +92,6 @@ feeds:
     maxOpenFiles: 2
     queueCapacity: 16
     maxPendingAcks: 16
-%s
 processors:
   - name: pl
     feed: app
@@ -100,41 +99,45 @@ processors:
 `
 
 // rev9WaitingSwap: under maxOpenFiles 2 and an unpolled pull client,
-// e.log (never read, no pointer) waits for its first turn; it is deleted
-// and, at once, x.log (other name, other first bytes) is created: it gets
-// e.log's inode. kill: the daemon is then killed (after the running unread
-// list had time to be written) and restarted.
-func rev9WaitingSwap(t *testing.T, extra string, kill bool) {
-	for try := 0; try < 5; try++ {
-		if rev9WaitingSwapOnce(t, extra, kill) || t.Failed() {
-			return
-		}
-	}
-	t.Skip("x.log never got e.log's inode in 5 tries")
-}
-
-func rev9WaitingSwapOnce(t *testing.T, extra string, kill bool) bool {
-	e := newEnv(t, fmt.Sprintf(rev9WaitCfg, extra))
+// a.log is read (paused) and b..i.log (never read, no pointer) wait for
+// their first turn, long enough to be in the running unread list. Each
+// waiting file is deleted and, at once, a new file (tag p..w: another
+// name, other first bytes, longer) is created: it usually gets the
+// deleted file's inode (ext4 hands it out at once). kill: the daemon is
+// then killed and restarted. Every deleted file is a lost tail of its
+// size; every new file is delivered whole.
+func rev9WaitingSwap(t *testing.T, kill bool) {
+	e := newEnv(t, rev9WaitCfg)
 	in := e.path("in")
-	for _, f := range []string{"a", "b", "c", "d", "e"} {
-		writeFileLines(t, filepath.Join(in, f+".log"), f, 0, 3000)
+	old := "bcdefghi"
+	neu := "pqrstuvw"
+	writeFileLines(t, filepath.Join(in, "a.log"), "a", 0, 3000)
+	for _, c := range old {
+		writeFileLines(t, filepath.Join(in, string(c)+".log"), string(c), 0, 3000)
 	}
 	d := e.start()
-	waitUntil(t, "e.log BEHIND, never read", 30*time.Second, func() bool {
-		_, _, _, state, off, size, ok := aud3Row(getGlobStatus(t, d), "e.log")
+	waitUntil(t, "i.log BEHIND, never read", 30*time.Second, func() bool {
+		_, _, _, state, off, size, ok := aud3Row(getGlobStatus(t, d), "i.log")
 		return ok && state == "BEHIND" && off == 0 && size > 0
 	})
 	time.Sleep(2500 * time.Millisecond) // listed in the running unread list
-	ep := filepath.Join(in, "e.log")
-	xp := filepath.Join(in, "x.log")
-	eIno := rev9Ino(ep)
-	st, _ := os.Stat(ep)
-	os.Remove(ep)
-	writeFileLines(t, xp, "x", 0, 4000)
-	if rev9Ino(xp) != eIno {
-		t.Logf("x.log did not get e.log's inode (%d vs %d): again", rev9Ino(xp), eIno)
-		d.stop()
-		return false
+	var lostSize uint64
+	reused := 0
+	for k := range old {
+		op := filepath.Join(in, string(old[k])+".log")
+		np := filepath.Join(in, string(neu[k])+".log")
+		ino := rev9Ino(op)
+		st, err := os.Stat(op)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lostSize += uint64(st.Size())
+		os.Remove(op)
+		writeFileLines(t, np, string(neu[k]), 0, 4000)
+		if rev9Ino(np) == ino {
+			reused++
+		}
+		time.Sleep(300 * time.Millisecond)
 	}
 	time.Sleep(3 * time.Second)
 	if kill {
@@ -144,36 +147,40 @@ func rev9WaitingSwapOnce(t *testing.T, extra string, kill bool) bool {
 	got := pullAckByFirstByte(t, d, "pl")
 	r := d.waitSettled(30 * time.Second)
 	f := r.feed(t, "app")
-	g := getGlobStatus(t, d)
-	xpath, _, _, _, _, _, _ := aud3Row(g, "x.log")
 	led, _ := os.ReadFile(e.path("state/losses.jsonl"))
 	lt, lb := globLedger(t, e), ledgerSum(t, e.path("state/losses.jsonl"), "app", "lostBytes")
-	if lt == 0 || f.Lossless || lb != uint64(st.Size()) {
-		t.Errorf("e.log (%d bytes, never read) deleted while waiting, x.log (%d bytes, other first bytes) born with its inode: ledger lostTails %d lostBytes %d, report lossless %v; want ≥ 1, e.log's %d bytes, false (DESIGN §10: a file that disappears with an unread tail counts in lostTails, lostBytes the bytes known gone; x.log has other first bytes: a new stream)\nlosses.jsonl: %s",
-			st.Size(), 26890, lt, lb, f.Lossless, st.Size(), led)
+	t.Logf("%d of %d new files got the deleted file's inode; got %v", reused, len(old), got)
+	if lt != len(old) || f.Lossless || lb != lostSize {
+		t.Errorf("%d waiting files (never read, %d bytes in all) deleted, each followed at once by a new file of other first bytes (%d of them with its inode): ledger lostTails %d lostBytes %d, report lossless %v; want %d, %d, false (DESIGN §10: the same key with other first bytes is a new stream; a file that disappears with an unread tail counts in lostTails, lostBytes the bytes known gone)\nlosses.jsonl:\n%s",
+			len(old), lostSize, reused, lt, lb, f.Lossless, len(old), lostSize, led)
 	}
-	if got['x'] < 4000 {
-		t.Errorf("x.log: %d of its 4000 lines delivered", got['x'])
-	}
-	for _, c := range []byte("abcd") {
-		if got[c] < 3000 {
-			t.Errorf("%c.log: %d lines delivered, want 3000", c, got[c])
+	for _, c := range []byte(neu) {
+		if got[c] < 4000 {
+			t.Errorf("%c.log: %d of its 4000 lines delivered", c, got[c])
 		}
 	}
-	t.Logf("got e=%d x=%d lostTails %d lostBytes %d; files row x.log: %q; files: %+v", got['e'], got['x'], f.LostTails, f.LostBytes, xpath, g.Feeds[0].Files)
+	if got['a'] < 3000 {
+		t.Errorf("a.log: %d of its 3000 lines delivered", got['a'])
+	}
 	d.stop()
-	return true
 }
 
 // TestRev9XBWaitingFileDeletedInodeReusedUncounted: DESIGN §10 "Identity is
 // the file key confirmed by the fingerprint: the same key with other first
 // bytes is a new stream (inode reuse)"; "A file that disappears with an
-// unread tail counts in lostTails as in §4"; §7 lossless. A waiting
-// stream has no pointer yet, so sameFile returns true at once
-// (`s.ptrPath == ""`) and x.log is taken for e.log renamed.
+// unread tail counts in lostTails as in §4"; §4 lostBytes "the bytes known
+// to be gone"; §7 lossless. A waiting stream has no pointer yet, so
+// sameFile returns true at once (`s.ptrPath == ""`) and a new file found
+// under its key before the glob saw the deletion is taken for the waiting
+// file renamed: the deleted file's bytes are never counted (observed:
+// ledger empty, lossless true), or, after a kill -9, the running unread
+// list (its first bytes cached for the same stream) makes the restart
+// count the NEW file's size (observed: lostBytes 26890 = x.log's size for
+// a 19890-byte e.log). A race between the deletion's event and the
+// creation: one swap per run failed ~1 in 5; this test swaps 8 files.
 func TestRev9XBWaitingFileDeletedInodeReusedUncounted(t *testing.T) {
-	t.Run("running", func(t *testing.T) { rev9WaitingSwap(t, "", false) })
-	t.Run("kill9", func(t *testing.T) { rev9WaitingSwap(t, "", true) })
+	t.Run("running", func(t *testing.T) { rev9WaitingSwap(t, false) })
+	t.Run("kill9", func(t *testing.T) { rev9WaitingSwap(t, true) })
 }
 
 // rev9TruncEmpty: a.log is read and committed, truncated to empty while
