@@ -687,3 +687,68 @@ func TestRev9OKCopytruncateCopyInGlob(t *testing.T) {
 	}
 	d.stop()
 }
+
+// rev9ReplaceWhileBehind: a.log (200 lines) is read while the pull client
+// does not poll (16 acknowledged first); a.log is replaced (mode "rename":
+// write a.tmp, mv a.tmp a.log; "rm": rm a.log, then a new a.log) with 30
+// "r" lines, then (renameAfter) the new a.log is renamed within the glob
+// to b.log; everything pulled. DESIGN §2 no duplicate without a crash, no
+// gap; §10 "A new key is a new stream"; "A rename within the glob keeps
+// the stream"; §7 lossless.
+func rev9ReplaceWhileBehind(t *testing.T, mode string, renameAfter bool) {
+	e := newEnv(t, fmt.Sprintf(rev9PullCfg, ""))
+	in := e.path("in")
+	a := filepath.Join(in, "a.log")
+	writeFileLines(t, a, "a", 0, 200)
+	d := e.start()
+	evs := pullFromN(t, d, "pl", 16, "")
+	ackAll(t, d, evs)
+	d.waitFor("16 acknowledged, paused", 20*time.Second, func(r *report) bool {
+		return r.Feeds[0].Acknowledged >= 16 && r.Feeds[0].Paused
+	})
+	if mode == "rm" {
+		os.Remove(a)
+		writeFileLines(t, a, "r", 0, 30)
+	} else {
+		writeFileLines(t, filepath.Join(in, "a.tmp"), "r", 0, 30)
+		if err := os.Rename(filepath.Join(in, "a.tmp"), a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(1500 * time.Millisecond)
+	if renameAfter {
+		if err := os.Rename(a, filepath.Join(in, "b.log")); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(1500 * time.Millisecond)
+	}
+	got := rev9PullLines(t, d, "pl")
+	r := d.waitSettled(30 * time.Second)
+	f := r.feed(t, "app")
+	var missing, dup []string
+	for i := 16; i < 230; i++ {
+		l := fmt.Sprintf("a %d", i)
+		if i >= 200 {
+			l = fmt.Sprintf("r %d", i-200)
+		}
+		switch c := got[l]; {
+		case c == 0:
+			missing = append(missing, l)
+		case c > 1:
+			dup = append(dup, fmt.Sprintf("%s×%d", l, c))
+		}
+	}
+	if len(missing) > 0 || len(dup) > 0 || !f.Lossless {
+		t.Errorf("a.log replaced (%s) while behind (renamed after: %v): missing %d %v, duplicated %d %v; lossless %v lostTails %d lostBytes %d\nfiles: %+v", mode, renameAfter, len(missing), rev9Head(missing), len(dup), rev9Head(dup), f.Lossless, f.LostTails, f.LostBytes, getGlobStatus(t, d).Feeds[0].Files)
+	}
+	d.stop()
+}
+
+// TestRev9OKReplaceWhileBehind: see rev9ReplaceWhileBehind.
+func TestRev9OKReplaceWhileBehind(t *testing.T) {
+	for _, mode := range []string{"rename", "rm"} {
+		for _, ra := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s-renamed%v", mode, ra), func(t *testing.T) { rev9ReplaceWhileBehind(t, mode, ra) })
+		}
+	}
+}
