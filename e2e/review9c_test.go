@@ -590,3 +590,82 @@ func TestRev9CXAWidenedPastSymlinkedDir(t *testing.T) {
 		})
 	}
 }
+
+// TestRev9COKTouchAfterRenameWithin: DESIGN §5/§7 (BEHIND only while
+// something is unread or unchecked), §10 a rename within the glob keeps
+// the stream. a.log, read to its end, is renamed within the glob to
+// c.log, then touched (mtime only): CAUGHT_UP/settled within 5 s.
+func TestRev9COKTouchAfterRenameWithin(t *testing.T) {
+	e := newEnv(t, rev9cCfg("./state", "./in/*.log", "    scanIntervalMillis: 60000\n"))
+	in := e.path("in")
+	writeFileLines(t, filepath.Join(in, "a.log"), "a", 0, 3)
+	d := e.start()
+	d.waitFor("3 lines settled", 20*time.Second, func(r *report) bool { return r.Settled && r.Feeds[0].Acknowledged >= 3 })
+	if err := os.Rename(filepath.Join(in, "a.log"), filepath.Join(in, "c.log")); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second)
+	d.waitSettled(20 * time.Second)
+	if msg, ok := rev9cTouchSettles(t, d, filepath.Join(in, "c.log"), 5*time.Second); !ok {
+		t.Errorf("c.log (a.log renamed within the glob) touched: %s; want CAUGHT_UP and settled", msg)
+	}
+}
+
+// TestRev9CXCSymlinkTargetRewriteStalls: DESIGN §4 "At every poll …
+// when the size or mtime changed since the last check, re-verify the
+// fingerprint …; On a change, open the file at the path at once"; "a poll
+// (pollIntervalMillis, default 250) covers file systems where events don't
+// arrive"; §10 the rescan every scanIntervalMillis is a fallback for
+// discovery; symlinks followed to regular files. The glob ./in/*.log
+// matches in/l.log, a symlink to real/a.log (a directory no fsnotify watch
+// covers); real/a.log is rewritten in place to the same size, other first
+// bytes (a replacement). Observed: the feed says BEHIND (honest since this
+// change), but the new lines are delivered only at the next rescan (60 s
+// here; ~3 s with scanIntervalMillis 3000): the source's poll sees the
+// change, the glob does not act on it. Expected: delivered within a few
+// polls (5 s allowed). Fails on the first rewrite, every run.
+func TestRev9CXCSymlinkTargetRewriteStalls(t *testing.T) {
+	e := newEnv(t, rev9cCfg("./state", "./in/*.log", "    scanIntervalMillis: 60000\n"))
+	p := e.path("real/a.log")
+	writeFileLines(t, p, "r00", 0, 3)
+	os.MkdirAll(e.path("in"), 0o755)
+	if err := os.Symlink(p, e.path("in/l.log")); err != nil {
+		t.Fatal(err)
+	}
+	d := e.start()
+	out := e.path("out.log")
+	d.waitFor("3 lines settled", 20*time.Second, func(r *report) bool { return r.Settled && r.Feeds[0].Acknowledged >= 3 })
+	bad := 0
+	for i := 1; i <= 5; i++ {
+		time.Sleep(30 * time.Millisecond)
+		tag := fmt.Sprintf("r%02d", i)
+		f, err := os.OpenFile(p, os.O_WRONLY|os.O_TRUNC, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(f, "%s 0\n%s 1\n%s 2\n", tag, tag, tag)
+		f.Close()
+		r, err := d.status()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Settled && len(perTag(t, out)[tag]) < 3 {
+			bad++
+		}
+		deadline := time.Now().Add(5 * time.Second)
+		for time.Now().Before(deadline) && len(perTag(t, out)[tag]) < 3 {
+			time.Sleep(20 * time.Millisecond)
+		}
+		if n := len(perTag(t, out)[tag]); n < 3 {
+			g := getGlobStatus(t, d)
+			r, _ := d.status()
+			data, _ := os.ReadFile(out)
+			t.Fatalf("same-size rewrite %d of real/a.log (matched as the symlink in/l.log): %d of its 3 lines delivered 5 s later: state %s settled %v lostTails %d lostBytes %d lossless %v, files %+v; out.log %q — DESIGN §4 a same-size rewrite with other first bytes is a replacement, read from its start; §2 every line delivered unless a loss is counted",
+				i, n, r.Feeds[0].State, r.Settled, r.Feeds[0].LostTails, r.Feeds[0].LostBytes, r.Feeds[0].Lossless, g.Feeds[0].Files, data)
+		}
+		d.waitSettled(20 * time.Second)
+	}
+	if bad > 0 {
+		t.Errorf("%d of 5 reports right after a same-size rewrite of the symlinked match's target said settled with the new lines undelivered", bad)
+	}
+}
