@@ -669,3 +669,24 @@ func TestRev9CXCSymlinkTargetRewriteStalls(t *testing.T) {
 		t.Errorf("%d of 5 reports right after a same-size rewrite of the symlinked match's target said settled with the new lines undelivered", bad)
 	}
 }
+
+// TestRev9COKPartialLineTouchSettles: DESIGN §7 "an fstat must show no
+// complete line past the read position" (a partial line is not one); §4
+// same-size rewrites. a.log ends with an unterminated "a 3"; the glob feed
+// settles; a touch (mtime only) settles again within 5 s.
+func TestRev9COKPartialLineTouchSettles(t *testing.T) {
+	e := newEnv(t, rev9cCfg("./state", "./in/*.log", "    scanIntervalMillis: 60000\n"))
+	p := e.path("in/a.log")
+	writeFileLines(t, p, "a", 0, 3)
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString("a 3")
+	f.Close()
+	d := e.start()
+	d.waitFor("3 lines settled", 20*time.Second, func(r *report) bool { return r.Settled && r.Feeds[0].Acknowledged >= 3 })
+	if msg, ok := rev9cTouchSettles(t, d, p, 5*time.Second); !ok {
+		t.Errorf("a.log with an unterminated last line touched: %s; want CAUGHT_UP and settled", msg)
+	}
+}
