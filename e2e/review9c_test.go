@@ -410,7 +410,7 @@ func TestRev9CXCMovedOutUnreadNotCaughtUp(t *testing.T) {
 			out := e.path("out.log")
 			d.waitSettled(20 * time.Second)
 			bad := 0
-			const rounds = 40
+			const rounds = 80
 			for i := 1; i <= rounds; i++ {
 				tag := fmt.Sprintf("f%02d", i)
 				p := filepath.Join(in, tag+".log")
@@ -688,5 +688,37 @@ func TestRev9COKPartialLineTouchSettles(t *testing.T) {
 	d.waitFor("3 lines settled", 20*time.Second, func(r *report) bool { return r.Settled && r.Feeds[0].Acknowledged >= 3 })
 	if msg, ok := rev9cTouchSettles(t, d, p, 5*time.Second); !ok {
 		t.Errorf("a.log with an unterminated last line touched: %s; want CAUGHT_UP and settled", msg)
+	}
+}
+
+// TestRev9COKRenamedNarrowedUnreadNotSilent: DESIGN §4 "Nothing green over
+// a loss", §12 a changed path (README: a WARN names the unread bytes of a
+// file no longer matched). The glob ./in/* reads a.log; it is renamed
+// within the glob to z.txt, read to its end; stopped; z.txt gets 2 lines;
+// restarted as ./in/*.log. Its 2 lines must be delivered, or counted
+// lost, or WARNed as unread — never dropped without a word.
+func TestRev9COKRenamedNarrowedUnreadNotSilent(t *testing.T) {
+	e := newEnv(t, rev9cCfg("./state", "./in/*", "    scanIntervalMillis: 500\n"))
+	in := e.path("in")
+	writeFileLines(t, filepath.Join(in, "a.log"), "a", 0, 5)
+	d := e.start()
+	d.waitFor("5 lines settled", 20*time.Second, func(r *report) bool { return r.Settled && r.Feeds[0].Acknowledged >= 5 })
+	if err := os.Rename(filepath.Join(in, "a.log"), filepath.Join(in, "z.txt")); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1500 * time.Millisecond)
+	d.waitSettled(20 * time.Second)
+	d.stop()
+	writeFileLines(t, filepath.Join(in, "z.txt"), "a", 5, 2)
+	e.tmpl = rev9cCfg("./state", "./in/*.log", "    scanIntervalMillis: 500\n")
+	d = e.start()
+	time.Sleep(2 * time.Second)
+	r := d.waitSettled(20 * time.Second)
+	got := perTag(t, e.path("out.log"))["a"]
+	lg := d.log()
+	warned := strings.Contains(lg, "unreadBytes")
+	t.Logf("a lines %v, lostTails %d, WARN unreadBytes %v", got, r.Feeds[0].LostTails, warned)
+	if len(got) < 7 && r.Feeds[0].LostTails == 0 && !warned {
+		t.Errorf("z.txt's 2 lines appended while stopped: not delivered (a %v), not counted (lostTails 0), not WARNed", got)
 	}
 }
