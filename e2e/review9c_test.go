@@ -736,3 +736,29 @@ func TestRev9COKRenamedNarrowedUnreadNotSilent(t *testing.T) {
 		t.Errorf("z.txt's 2 lines appended while stopped: not delivered (a %v), not counted (lostTails 0), not WARNed", got)
 	}
 }
+
+// TestRev9COKDataDirThroughLinkedAncestor: DESIGN §10 "Never matched: …
+// anything under dataDir" and nothing more. dataDir is ./link/state where
+// ./link -> ./in; the glob ./in/**/*.log reads ./in/a.log,
+// ./in/statex/b.log and ./in/sub/state/c.log, never ./in/state/*.
+func TestRev9COKDataDirThroughLinkedAncestor(t *testing.T) {
+	e := newEnv(t, rev9cCfg("./link/state", "./in/**/*.log", "    scanIntervalMillis: 500\n"))
+	in := e.path("in")
+	writeFileLines(t, filepath.Join(in, "a.log"), "a", 0, 2)
+	writeFileLines(t, filepath.Join(in, "statex", "b.log"), "b", 0, 2)
+	writeFileLines(t, filepath.Join(in, "sub", "state", "c.log"), "c", 0, 2)
+	writeFileLines(t, filepath.Join(in, "state", "decoy.log"), "d", 0, 2)
+	if err := os.Symlink(in, e.path("link")); err != nil {
+		t.Fatal(err)
+	}
+	d := e.start()
+	out := e.path("out.log")
+	waitUntil(t, "6 lines", 20*time.Second, func() bool { return globLines(out) >= 6 })
+	time.Sleep(1500 * time.Millisecond)
+	d.waitSettled(20 * time.Second)
+	got := perTag(t, out)
+	if len(got["a"]) != 2 || len(got["b"]) != 2 || len(got["c"]) != 2 || len(got["d"]) != 0 || globLines(out) != 6 {
+		data, _ := os.ReadFile(out)
+		t.Errorf("a %d b %d c %d decoy %d total %d; want 2 2 2 0 6; out %.300q", len(got["a"]), len(got["b"]), len(got["c"]), len(got["d"]), globLines(out), data)
+	}
+}
