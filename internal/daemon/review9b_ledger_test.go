@@ -1,0 +1,158 @@
+package daemon
+
+import (
+	"io/fs"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"tailfeed/internal/datadir"
+	"tailfeed/pointer"
+	"tailfeed/sink/file"
+	"tailfeed/status"
+)
+
+const rev9bHeldConfig = `
+dataDir: %DIR%/state
+status: {listen: "127.0.0.1:0", token: sesame}
+shutdownTimeoutMillis: 300
+feeds:
+  - {name: app, path: %DIR%/app.log, pollIntervalMillis: 20, commitSyncMillis: 1}
+processors:
+  - {name: other, feed: app, type: file, path: %DIR%/other.log}
+  - name: archive
+    feed: app
+    type: file
+    path: %DIR%/out.log
+    retry: {initialMillis: 5, maxMillis: 20, attempts: 3}
+`
+
+// rev9bCopy copies dir (the data directory, input and outputs as they are
+// on disk now: what a kill -9 at this moment leaves) into a new directory.
+func rev9bCopy(t *testing.T, dir string) string {
+	t.Helper()
+	to := t.TempDir()
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		dst := filepath.Join(to, rel)
+		if d.IsDir() {
+			return os.MkdirAll(dst, 0o700)
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(dst, b, 0o600)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return to
+}
+
+// TestRev9BXHeldReleaseLedgerFailsPointerPasses — DESIGN §7 "Every counted
+// loss is also appended (fsynced) to dataDir/losses.jsonl … A restart never
+// turns a lossy feed green by itself"; §12 a removed processor's hold is
+// given up by POST /admin/release (counted in released). The ledger change
+// under review: "a loss is written and fsynced to losses.jsonl before the
+// feed's pointer commits past the line; releases sync before the HTTP
+// answer". A file processor archive failing (ENOSPC) holds line "a"; a
+// reload removes it (stalled "removed subscriber archive holds 1 lines").
+// The losses ledger then fails every write and fsync; the hold is released.
+// Expected: the release is refused, or at least the pointer does not commit
+// past "a" until the release is in losses.jsonl. Observed: heldRelease
+// ignores appendLocked's failure: the release answers 200, removed.json
+// drops the hold, SetHeld(false) lets PollAcks run — no queue noted a loss
+// (lossGen unchanged), so nothing waits for a sync — and the pointer
+// commits past "a" with no "released" entry; a daemon started on a copy of
+// the data directory at that moment (a kill -9) reports lossless true.
+// Every run.
+func TestRev9BXHeldReleaseLedgerFailsPointerPasses(t *testing.T) {
+	dir := t.TempDir()
+	var sinkFailing, ledgerFailing atomic.Bool
+	sinkFailing.Store(true)
+	e := startIn(t, dir, rev9bHeldConfig, Options{
+		Processors:   map[string]Build{"archive": faultySink(&sinkFailing, file.FsyncNever)},
+		WrapLossFile: wrapFaultyLoss(&ledgerFailing),
+	})
+	e.appendLines("a")
+	e.waitFor("archive holds a", 10*time.Second, stalled)
+	without := rev9bHeldConfig[:strings.Index(rev9bHeldConfig, "  - name: archive\n")]
+	e.rewrite(without)
+	if code, body := e.reload(); code != http.StatusOK {
+		t.Fatalf("reload: %d %s", code, body)
+	}
+	e.waitFor("held by the removed archive", 10*time.Second, func(f status.FeedReport) bool {
+		return f.Stalled != nil && strings.Contains(*f.Stalled, "removed subscriber archive")
+	})
+	ptr := datadir.Pointer(filepath.Join(dir, "state"), "app")
+	rec0, _ := pointer.Inspect(ptr)
+	ledgerFailing.Store(true)
+	code, body := e.release("app", "archive")
+	time.Sleep(400 * time.Millisecond)
+	rec, err := pointer.Inspect(ptr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code == http.StatusOK && rec.Offset > rec0.Offset {
+		cp := rev9bCopy(t, dir)
+		e2 := startIn(t, cp, without, Options{})
+		r := e2.report()
+		t.Errorf("the losses ledger fails every write and fsync; POST /admin/release/app/archive answered %d %v and the pointer committed past the released line (offset %d → %d) with no ledger entry; a daemon started on a copy of the data directory now (a kill -9) reports lossless %v (feed %v). DESIGN §7 \"Every counted loss is also appended (fsynced) to dataDir/losses.jsonl … A restart never turns a lossy feed green by itself\"",
+			code, body, rec0.Offset, rec.Offset, r.Lossless, r.Feeds[0].Lossless)
+	}
+	ledgerFailing.Store(false)
+}
+
+// TestRev9BXPurgeLedgerFailsLossForgotten — DESIGN §6 "Purged entries count
+// in released"; §7 "Every counted loss is also appended (fsynced) to
+// dataDir/losses.jsonl … A restart never turns a lossy feed green by
+// itself"; the change under review: "releases/purges sync before the HTTP
+// answer". A file sink with onFailure deadLetter dead-letters "poison"
+// (the pointer passes it: it is in the dead-letter ledger). The losses
+// ledger then fails every write and fsync, and the dead letter is purged
+// (DELETE /admin/dlq/sink). Expected: the purge is refused (the entry stays
+// in the dead-letter ledger) while its loss cannot be recorded. Observed:
+// PurgeDeadLetters removes the entry first, then counts it
+// (Queue.AddReleased ignores the sync's error); the purge answers 200; the
+// line is now in neither ledger, and a daemon started on a copy of the data
+// directory (a kill -9 at that moment) reports lossless true. Every run.
+func TestRev9BXPurgeLedgerFailsLossForgotten(t *testing.T) {
+	dir := t.TempDir()
+	var armed, ledgerFailing atomic.Bool
+	armed.Store(true)
+	e := startIn(t, dir, dlqConfig, Options{
+		Processors:   map[string]Build{"sink": poisonSink(&armed, "")},
+		WrapLossFile: wrapFaultyLoss(&ledgerFailing),
+	})
+	e.appendLines("a", "poison line", "b")
+	e.waitFor("settled with a dead letter", 10*time.Second, func(f status.FeedReport) bool {
+		return f.Settled && f.DeadLettered == 1
+	})
+	ledgerFailing.Store(true)
+	code, body := e.do(http.MethodDelete, "/admin/dlq/sink", "sesame")
+	if code != http.StatusOK {
+		t.Logf("purge refused while the losses ledger fails: %d %s", code, body)
+		ledgerFailing.Store(false)
+		return
+	}
+	cp := rev9bCopy(t, dir)
+	ledgerFailing.Store(false)
+	e2 := startIn(t, cp, dlqConfig, Options{})
+	r := e2.report()
+	if r.Lossless || r.Feeds[0].Lossless {
+		cb, _ := os.ReadFile(filepath.Join(cp, "state", lossFile))
+		t.Errorf("the losses ledger fails; DELETE /admin/dlq/sink answered 200 %s; a daemon started on a copy of the data directory now (a kill -9) reports lossless true (deadLettered %d, losses.jsonl %q): the purged line is recorded nowhere. DESIGN §6 \"Purged entries count in released\", §7 \"A restart never turns a lossy feed green by itself\"",
+			body, r.Feeds[0].DeadLettered, cb)
+	}
+}
