@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"context"
 	"io/fs"
 	"net/http"
 	"os"
@@ -10,7 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"tailfeed/config"
+	"tailfeed/feed"
 	"tailfeed/internal/datadir"
+	"tailfeed/processor"
 	"tailfeed/pointer"
 	"tailfeed/sink/file"
 	"tailfeed/status"
@@ -154,5 +158,81 @@ func TestRev9BXPurgeLedgerFailsLossForgotten(t *testing.T) {
 		cb, _ := os.ReadFile(filepath.Join(cp, "state", lossFile))
 		t.Errorf("the losses ledger fails; DELETE /admin/dlq/sink answered 200 %s; a daemon started on a copy of the data directory now (a kill -9) reports lossless true (deadLettered %d, losses.jsonl %q): the purged line is recorded nowhere. DESIGN §6 \"Purged entries count in released\", §7 \"A restart never turns a lossy feed green by itself\"",
 			body, r.Feeds[0].DeadLettered, cb)
+	}
+}
+
+// rev9bSlow finishes every batch after delay, whatever its context says
+// (a write that takes its time once started).
+type rev9bSlow struct {
+	delay time.Duration
+	n     atomic.Int64
+}
+
+func (s *rev9bSlow) ProcessBatch(_ context.Context, b *feed.Batch) (int, error) {
+	time.Sleep(s.delay)
+	s.n.Add(int64(b.Len()))
+	return b.Len(), nil
+}
+
+func (s *rev9bSlow) build(*config.Processor, *processor.Group) (any, error) { return s, nil }
+
+const rev9bStopConfig = `
+dataDir: %DIR%/state
+status: {listen: "127.0.0.1:0", token: sesame}
+shutdownTimeoutMillis: 200
+feeds:
+  - name: app
+    path: %DIR%/app.log
+    pollIntervalMillis: 20
+    commitSyncMillis: 1
+    overload:
+      subscribers: {tap: {policy: DROP_AFTER_SPIN, spinBoundMillis: 1}}
+processors:
+  - {name: tap, feed: app, type: discard}
+  - {name: slow, feed: app, type: discard}
+`
+
+// TestRev9BXStopFinalCommitSkippedByLeftAtStop — DESIGN §12 Signals/Reload
+// "stop as at shutdown (queues drained within shutdownTimeoutMillis, final
+// commit …)"; Source.Close "makes the final commit of exactly what the
+// holding queues finished"; §2 re-deliveries only after a crash (or a
+// restored sink's catch-up). A pointer-holding processor slow finishes line
+// "a" 600 ms after it got it (past shutdownTimeoutMillis 200, within the
+// 1 s abandon bound); a best-effort tap (DROP_AFTER_SPIN) still holds "a"
+// at the stop, so stopGroups counts it left at stop (a loss noted after
+// Drain). Expected: the final commit covers "a" (slow finished it; the
+// stop's recordLosses already made the tap's loss durable), the pointer is
+// at 2, and the next start does not give "a" to slow again. Observed: the
+// final commitStep's PollAcks finds a loss noted that its own publisher has
+// not synced (Daemon.recordLosses does not advance lossSynced), starts a
+// sync and acknowledges nothing: the pointer stays at 0, and a clean
+// restart delivers "a" to slow a second time. Before the ledger change
+// the final commit covered it.
+func TestRev9BXStopFinalCommitSkippedByLeftAtStop(t *testing.T) {
+	dir := t.TempDir()
+	tap := newBlocker()
+	defer close(tap.open)
+	slow := &rev9bSlow{delay: 600 * time.Millisecond}
+	e := startIn(t, dir, rev9bStopConfig, Options{Processors: map[string]Build{"tap": tap.build, "slow": slow.build}})
+	e.appendLines("a")
+	waitFor(t, "both took a", 10*time.Second, func() bool { return tap.entered.Load() == 1 })
+	time.Sleep(50 * time.Millisecond)
+	e.Stop()
+	if slow.n.Load() != 1 {
+		t.Fatalf("slow finished %d lines at the stop, want 1", slow.n.Load())
+	}
+	rec, err := pointer.Inspect(datadir.Pointer(filepath.Join(dir, "state"), "app"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Offset != 2 {
+		slow2 := &rev9bSlow{}
+		tap2 := newBlocker()
+		close(tap2.open)
+		e2 := startIn(t, dir, rev9bStopConfig, Options{Processors: map[string]Build{"tap": tap2.build, "slow": slow2.build}})
+		time.Sleep(500 * time.Millisecond)
+		e2.Stop()
+		t.Errorf("slow finished \"a\" during the stop, yet the final commit left the pointer at %d (want 2); the next clean start gave slow %d line(s) again. "+
+			"DESIGN §2: re-deliveries only after a crash; Source.Close: the final commit is exactly what the holding queues finished", rec.Offset, slow2.n.Load())
 	}
 }
