@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -138,7 +139,10 @@ func TestRev9BOKGlobPullInFlightAcrossReload(t *testing.T) {
 // the daemon is stopped cleanly (SIGTERM) and started again on the same
 // config. The pointer is held at 0, so the restart re-reads a, b, c.
 // Expected: arch writes nothing again (out.log a, b, c once), d then
-// follows once.
+// follows once. Observed: out.log "a b c a b c d": the restart re-reads
+// from the held pointer and arch (not exactlyOnce) writes a, b, c again.
+// Pre-existing: fails the same way at 7a3f277 (before both diffs). Every
+// run.
 func TestRev9BXRestartWithHoldRedeliversKeptSink(t *testing.T) {
 	e, d := aud4StartRemovedHold(t)
 	appendTo(t, e.path("in.log"), "c\n")
@@ -209,4 +213,67 @@ func TestRev9BOKGlobAddedBackAfterCopytruncate(t *testing.T) {
 			"DESIGN §12 \"adding the processor back re-reads nothing\"", rev9bLines(got), b)
 	}
 	d.stop()
+}
+
+// TestRev9BOKPullAckedDuringReloadsOnce — DESIGN §12 Reload "A changed
+// processor keeps its queue and position: the new instance receives first
+// the lines the old one did not finish"; §2 no re-delivery but after a
+// crash. A pull client pulls and acknowledges continuously while lines are
+// appended and the feed is restarted by six reloads (pollIntervalMillis
+// toggled). Expected: no line whose acknowledgement was accepted (200,
+// every id acked) is handed out again; every line reaches the client.
+func TestRev9BOKPullAckedDuringReloadsOnce(t *testing.T) {
+	procs := `  - {name: arch, feed: app, type: file, path: ./out.log}
+  - {name: tap, feed: app, type: pull, maxInFlight: 50}
+`
+	cfg := func(ms int) string {
+		return aud4FCfg("    pollIntervalMillis: "+strconv.Itoa(ms)+"\n", procs)
+	}
+	e := newEnv(t, cfg(20))
+	in := newInput(t, e.path("in.log"))
+	in.appendLines(0)
+	d := e.start()
+	p := startAud4Puller(t, d, "tap")
+	for i := range 6 {
+		in.appendLines(300)
+		time.Sleep(time.Duration(30+i*20) * time.Millisecond)
+		reconfig(t, e, d, cfg(20+(i%2)*10))
+		if c, b := aud4Call(t, d, "POST", "/admin/reload", nil); c != 200 {
+			t.Fatalf("reload %d: %d %s", i, c, b)
+		}
+	}
+	in.appendLines(100)
+	waitUntil(t, "every line pulled", 30*time.Second, func() bool {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		seen := map[string]bool{}
+		for _, ev := range p.acked {
+			seen[ev.Line] = true
+		}
+		return len(seen) >= len(in.texts)
+	})
+	time.Sleep(500 * time.Millisecond)
+	p.halt()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	acked := map[string]int{} // line → index in evs of its acked delivery
+	ackedIDs := map[string]bool{}
+	for _, ev := range p.acked {
+		ackedIDs[ev.DeliveryID] = true
+	}
+	var dups []string
+	for i, ev := range p.evs {
+		if j, ok := acked[ev.Line]; ok && j < i {
+			dups = append(dups, ev.Line)
+		}
+		if ackedIDs[ev.DeliveryID] {
+			if _, ok := acked[ev.Line]; !ok {
+				acked[ev.Line] = i
+			}
+		}
+	}
+	if len(dups) > 0 {
+		t.Errorf("%d lines were handed out again after their acknowledgement was accepted across reloads (e.g. %q); DESIGN §12 \"the new instance receives first the lines the old one did not finish\"",
+			len(dups), dups[:min(5, len(dups))])
+	}
 }
