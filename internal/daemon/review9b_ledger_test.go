@@ -236,3 +236,124 @@ func TestRev9BXStopFinalCommitSkippedByLeftAtStop(t *testing.T) {
 			"DESIGN §2: re-deliveries only after a crash; Source.Close: the final commit is exactly what the holding queues finished", rec.Offset, slow2.n.Load())
 	}
 }
+
+// TestRev9BXReloadWhileLedgerFailsPointerPassesDrops — DESIGN §7 "Every
+// counted loss is also appended (fsynced) to dataDir/losses.jsonl … A
+// restart never turns a lossy feed green by itself"; the change under
+// review: "a loss (drop …) is written and fsynced to losses.jsonl before
+// the feed's pointer commits past the line". A best-effort tap
+// (DROP_AFTER_SPIN, queueCapacity 1, blocked) next to a discard subscriber
+// f; the losses ledger fails every write and fsync; 2,000 lines are read
+// and nearly all dropped for the tap. While the ledger fails the pointer
+// rightly stays (at most the tap's two lines). The tap is unblocked and a
+// reload that changes the feed's queueCapacity to 4096 restarts it (the new
+// instance drops nothing). Expected: the restarted instance does not
+// commit past the dropped lines either while their loss is not in the
+// ledger. Observed: the new instance's publisher starts with new queues
+// (lossGen 0 = lossSynced 0): it re-reads from the pointer, the tap skips
+// the re-read (finalAck: a best-effort queue skips everything published),
+// f finishes it, and the pointer commits to the end of the input while
+// losses.jsonl holds no "dropped" entry; a daemon started on a copy of the
+// data directory at that moment (a kill -9) reports lossless true. Every
+// run (3 of 3). Introduced with the gate: the new instance's publisher does
+// not know of the stopped one's unsynced losses.
+func TestRev9BXReloadWhileLedgerFailsPointerPassesDrops(t *testing.T) {
+	dir := t.TempDir()
+	var failing atomic.Bool
+	failing.Store(true)
+	tap := newBlocker()
+	e := startIn(t, dir, dropConfig, Options{
+		Processors:   map[string]Build{"tap": tap.build},
+		WrapLossFile: wrapFaultyLoss(&failing),
+	})
+	const n = 2000
+	const lineLen = int64(len("d-000000\n"))
+	e.appendLines(numbered("d-", 0, n)...)
+	e.waitFor("every line read, drops counted", 10*time.Second, func(f status.FeedReport) bool {
+		return f.Sequence == n && f.Dropped > 0
+	})
+	ptr := datadir.Pointer(filepath.Join(dir, "state"), "app")
+	time.Sleep(200 * time.Millisecond)
+	if rec, err := pointer.Inspect(ptr); err == nil && rec.Offset > 2*lineLen {
+		t.Fatalf("before the reload the pointer already passed %d lines", rec.Offset/lineLen)
+	}
+	// The reload gives the feed room (queueCapacity 4096) and the tap is
+	// unblocked: the new instance drops nothing.
+	close(tap.open)
+	e.rewrite(strings.Replace(dropConfig, "queueCapacity: 1", "queueCapacity: 4096", 1))
+	if code, body := e.reload(); code != http.StatusOK {
+		t.Fatalf("reload: %d %s", code, body)
+	}
+	time.Sleep(700 * time.Millisecond)
+	{
+		r := e.report()
+		t.Logf("after the reload: sequence %d pending %d dropped %d subs %+v", r.Feeds[0].Sequence, r.Feeds[0].PendingAcks, r.Feeds[0].Dropped, r.Feeds[0].Subscribers)
+	}
+	rec, err := pointer.Inspect(ptr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Offset > 2*lineLen {
+		cp := rev9bCopy(t, dir)
+		ledger, _ := os.ReadFile(filepath.Join(cp, "state", lossFile))
+		e2 := startIn(t, cp, strings.Replace(dropConfig, "DROP_AFTER_SPIN", "PAUSE", 1), Options{})
+		r := e2.report()
+		t.Errorf("the losses ledger fails; after a reload restarted the feed, the pointer committed past %d lines the tap never got (dropped) with losses.jsonl %q; a daemon started on a copy of the data directory now (a kill -9) reports lossless %v. DESIGN §7 \"Every counted loss is also appended (fsynced) to dataDir/losses.jsonl … A restart never turns a lossy feed green by itself\"",
+			rec.Offset/lineLen, ledger, r.Lossless)
+	}
+	failing.Store(false)
+}
+
+const rev9bHoldDropConfig = `
+dataDir: %DIR%/state
+status: {listen: "127.0.0.1:0", token: sesame}
+shutdownTimeoutMillis: 200
+feeds:
+  - name: app
+    path: %DIR%/app.log
+    queueCapacity: 16
+    pollIntervalMillis: 20
+    overload:
+      subscribers: {tap: {policy: DROP_AFTER_SPIN, spinBoundMillis: 1}}
+processors:
+  - {name: tap, feed: app, type: discard}
+  - {name: hold, feed: app, type: pull}
+`
+
+// TestRev9BXReloadCountsDropsTwice — DESIGN §2 drops "are counted"; §7
+// `dropped` and losses.jsonl's amounts ("Every counted loss is also
+// appended"); §12 "Counters are never reset by a reload" and a restarted
+// feed re-reads from its pointer, each subscriber skipping what it
+// finished. A best-effort tap (DROP_AFTER_SPIN, queueCapacity 16, blocked)
+// and a pull subscriber hold that no client polls (it takes up to 1,000
+// lines in flight, unacknowledged: the pointer stays at 0). Lines are read; the tap
+// drops most of them. A reload that changes pollIntervalMillis restarts the
+// feed, which re-reads from the pointer. Expected: each line is counted
+// lost to the tap at most once (dropped ≤ lines read). Observed: the
+// re-read lines, which the tap's skip (a best-effort queue skips all that
+// was published) would finish unseen, are dropped for it again at the
+// publish (its queue is still full of the blocked call's lines) and
+// counted a second time: dropped 368 of 200 lines read (ledger 368).
+// Every run. Pre-existing: fails the same way before both diffs (a0d5f40)
+// and at 7a3f277.
+func TestRev9BXReloadCountsDropsTwice(t *testing.T) {
+	dir := t.TempDir()
+	tap := newBlocker()
+	defer close(tap.open)
+	e := startIn(t, dir, rev9bHoldDropConfig, Options{Processors: map[string]Build{"tap": tap.build}})
+	e.appendLines(numbered("d-", 0, 200)...)
+	f := e.waitFor("paused with drops", 10*time.Second, func(f status.FeedReport) bool { return f.Dropped > 0 && f.Sequence > 0 })
+	time.Sleep(300 * time.Millisecond)
+	f = e.report().Feeds[0]
+	read := f.Sequence
+	e.rewrite(strings.Replace(rev9bHoldDropConfig, "pollIntervalMillis: 20", "pollIntervalMillis: 30", 1))
+	if code, body := e.reload(); code != http.StatusOK {
+		t.Fatalf("reload: %d %s", code, body)
+	}
+	time.Sleep(1000 * time.Millisecond)
+	f = e.report().Feeds[0]
+	if f.Dropped > read {
+		t.Errorf("%d lines were read (the pointer held at 0 by the pull subscriber hold); after a reload the feed counts dropped %d (ledger %d) — lines counted lost to the tap a second time when re-read. DESIGN §2 drops \"are counted\", §7",
+			read, f.Dropped, ledgerAmount(t, dir, "dropped"))
+	}
+}
