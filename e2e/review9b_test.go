@@ -445,3 +445,26 @@ processors:
 		t.Errorf("the client was given %d lines (%d distinct), want %d once each; repeated e.g. %q", len(evs), len(seen), 3*n, dups[:min(5, len(dups))])
 	}
 }
+
+// TestRev9BOKKill9AfterHeldRelease — DESIGN §12 a removed processor's hold
+// is given up by POST /admin/release (counted in released); §7 "Every
+// counted loss is also appended (fsynced) … A restart never turns a lossy
+// feed green by itself". A pull subscriber p holding a and b is removed by
+// a reload; the hold is released (200) and the daemon is killed -9 at once.
+// Expected: the next run reports lossless false, not stalled, and
+// GET /admin/losses/app lists the release.
+func TestRev9BOKKill9AfterHeldRelease(t *testing.T) {
+	e, d := aud4StartRemovedHold(t)
+	if code, _, body := request(t, d, http.MethodPost, "/admin/release/app/p", "", nil); code != 200 {
+		t.Fatalf("release: %d %s", code, body)
+	}
+	d.kill()
+	d = e.start()
+	r, _ := statusRaw(t, d)
+	code, _, body := request(t, d, http.MethodGet, "/admin/losses/app", "", nil)
+	if r.Lossless || r.Feeds[0].Stalled != nil || !strings.Contains(string(body), "released") {
+		t.Errorf("after a held release answered 200 and kill -9: lossless %v stalled %v, losses %d %s; want lossless false, not stalled, the release listed",
+			r.Lossless, r.Feeds[0].Stalled, code, body)
+	}
+	d.stop()
+}
