@@ -357,3 +357,38 @@ func TestRev9BXReloadCountsDropsTwice(t *testing.T) {
 			read, f.Dropped, ledgerAmount(t, dir, "dropped"))
 	}
 }
+
+// TestRev9BOKStopWhileLedgerFails — DESIGN §12 Signals: a stop ends within
+// shutdownTimeoutMillis plus 2 s. A best-effort tap drops lines while the
+// losses ledger fails every write and fsync (the feed acknowledges nothing:
+// its loss sync never succeeds). Expected: Stop returns within 300 ms + 2 s,
+// and the pointer did not pass the dropped lines.
+func TestRev9BOKStopWhileLedgerFails(t *testing.T) {
+	dir := t.TempDir()
+	var failing atomic.Bool
+	failing.Store(true)
+	tap := newBlocker()
+	defer close(tap.open)
+	e := startIn(t, dir, dropConfig, Options{
+		Processors:   map[string]Build{"tap": tap.build},
+		WrapLossFile: wrapFaultyLoss(&failing),
+	})
+	const lineLen = int64(len("d-000000\n"))
+	e.appendLines(numbered("d-", 0, 2000)...)
+	e.waitFor("drops counted", 10*time.Second, func(f status.FeedReport) bool { return f.Dropped > 0 })
+	start := time.Now()
+	done := make(chan struct{})
+	go func() { e.Stop(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatalf("Stop still running after 5 s while the losses ledger fails")
+	}
+	if d := time.Since(start); d > 2300*time.Millisecond {
+		t.Errorf("Stop took %v with shutdownTimeoutMillis 300 (bound: + 2 s)", d)
+	}
+	rec, err := pointer.Inspect(datadir.Pointer(filepath.Join(dir, "state"), "app"))
+	if err == nil && rec.Offset > 2*lineLen {
+		t.Errorf("the pointer passed %d lines while the losses ledger failed", rec.Offset/lineLen)
+	}
+}
