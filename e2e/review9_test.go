@@ -58,7 +58,7 @@ func rev9NewNames(t *testing.T, strategy string) {
 	t.Logf("%d inode reuses, every file read", reuses)
 }
 
-// TestRev9XANewNameRetiredInodeEarliest: DESIGN §10 "Identity is the file
+// TestRev9FixedANewNameRetiredInodeEarliest: DESIGN §10 "Identity is the file
 // key confirmed by the fingerprint: the same key with other first bytes is
 // a new stream (inode reuse); a key whose file was seen deleted … is
 // retired"; "A new key is a new stream, read from its start (COMMITTED,
@@ -71,7 +71,7 @@ func rev9NewNames(t *testing.T, strategy string) {
 // lossless — 3 of 3 runs (EARLIEST), 2 of 2 (LATEST). Not a regression:
 // the parent of the change (aed51a0) fails the same way; the change fixed
 // only streams with a pointer.
-func TestRev9XANewNameRetiredInodeEarliest(t *testing.T) {
+func TestRev9FixedANewNameRetiredInodeEarliest(t *testing.T) {
 	for _, st := range []string{"EARLIEST", "LATEST"} {
 		t.Run(st, func(t *testing.T) { rev9NewNames(t, st) })
 	}
@@ -165,7 +165,7 @@ func rev9WaitingSwap(t *testing.T, kill bool) {
 	d.stop()
 }
 
-// TestRev9XBWaitingFileDeletedInodeReusedUncounted: DESIGN §10 "Identity is
+// TestRev9FixedBWaitingFileDeletedInodeReusedUncounted: DESIGN §10 "Identity is
 // the file key confirmed by the fingerprint: the same key with other first
 // bytes is a new stream (inode reuse)"; "A file that disappears with an
 // unread tail counts in lostTails as in §4"; §4 lostBytes "the bytes known
@@ -183,7 +183,7 @@ func rev9WaitingSwap(t *testing.T, kill bool) {
 // fails the same way on the change's parent (aed51a0: the `ptrPath == ""`
 // shortcut is older); its kill9 case there overcounted instead (lostTails
 // 15 for 8 files: the list cached first bytes per key).
-func TestRev9XBWaitingFileDeletedInodeReusedUncounted(t *testing.T) {
+func TestRev9FixedBWaitingFileDeletedInodeReusedUncounted(t *testing.T) {
 	t.Run("running", func(t *testing.T) { rev9WaitingSwap(t, false) })
 	t.Run("kill9", func(t *testing.T) { rev9WaitingSwap(t, true) })
 }
@@ -276,7 +276,7 @@ processors:
     type: pull
 `
 
-// TestRev9XCCopytruncateThenRenamedWithinGlob: DESIGN §2 "The duplicates
+// TestRev9FixedCCopytruncateThenRenamedWithinGlob: DESIGN §2 "The duplicates
 // after a crash are exactly the lines acknowledged since the last commit
 // … the only other re-delivery is a restored sink's catch-up" (no
 // duplicate without a crash); §10 "A rename within the glob keeps the
@@ -297,7 +297,7 @@ processors:
 // true, and ?files=1 lists a.log GONE and b.log CAUGHT_UP with one file
 // key. within failed 7 of 7 runs, out-and-back 3 of 3; the change's
 // parent (aed51a0) delivers every line once (2 of 2): a regression.
-func TestRev9XCCopytruncateThenRenamedWithinGlob(t *testing.T) {
+func TestRev9FixedCCopytruncateThenRenamedWithinGlob(t *testing.T) {
 	for _, mode := range []string{"within", "out-and-back"} {
 		t.Run(mode, func(t *testing.T) { rev9CopyRename(t, mode, false) })
 	}

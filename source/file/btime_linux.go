@@ -35,3 +35,13 @@ func birthTimePath(path string) time.Time {
 	}
 	return time.Unix(st.Btime.Sec, int64(st.Btime.Nsec))
 }
+
+// birthTimeTarget is birthTime of the file path names, a final symlink
+// followed (a glob's matched link reads its target), zero when unknown.
+func birthTimeTarget(path string) time.Time {
+	var st unix.Statx_t
+	if err := unix.Statx(unix.AT_FDCWD, path, 0, unix.STATX_BTIME, &st); err != nil || st.Mask&unix.STATX_BTIME == 0 {
+		return time.Time{}
+	}
+	return time.Unix(st.Btime.Sec, int64(st.Btime.Nsec))
+}

@@ -11,3 +11,5 @@ import (
 func birthTime(*os.File) time.Time { return time.Time{} }
 
 func birthTimePath(string) time.Time { return time.Time{} }
+
+func birthTimeTarget(string) time.Time { return time.Time{} }

@@ -332,7 +332,7 @@ func (s *Source) openGen(g genFile) *reader {
 		}
 		return r
 	}
-	r := newReader(f, dev, ino, s.bufSize(), s.cfg.MaxLine)
+	r := s.newReader(f, dev, ino)
 	if st, err := f.Stat(); err == nil {
 		r.refreshFingerprint(st.Size())
 		r.lastSize, r.lastMod = st.Size(), st.ModTime()
@@ -427,7 +427,7 @@ func (s *Source) gzReader(f *os.File, dev, ino uint64, head []byte, dsize, off i
 	if err != nil {
 		return nil, err
 	}
-	r := newReader(f, dev, ino, s.bufSize(), s.cfg.MaxLine)
+	r := newReader(f, dev, ino, s.bufSize(), s.cfg.MaxLine) // counted once made (below)
 	r.gz, r.head = zr, head
 	if off > 0 {
 		if _, err := io.CopyN(io.Discard, zr, off-1); err != nil {
@@ -445,6 +445,7 @@ func (s *Source) gzReader(f *os.File, dev, ino uint64, head []byte, dsize, off i
 		r.lastSize, r.lastMod = st.Size(), st.ModTime()
 	}
 	r.snapshot(dsize)
+	s.fds.add(r)
 	return r, nil
 }
 

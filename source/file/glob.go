@@ -832,6 +832,12 @@ func (g *Glob) scan(ctx context.Context) {
 			delete(g.byKey, k)
 			if !s.gone {
 				s.gone, s.goneAt = true, now
+				if (s.st == stQueued || s.st == stClosed) && g.unread(s) {
+					// Its file deleted (its inode is another file's now)
+					// with bytes its stream never read: nobody else
+					// counts them.
+					g.neverRead(s)
+				}
 			}
 			s.keyReused = true
 			g.ghosts++
@@ -1174,26 +1180,27 @@ func exists(path string, key uint64) bool {
 // the stream read (DESIGN §10: the same key with other first bytes is inode reuse, a
 // new stream read from its start).
 func (g *Glob) sameFile(s *gstream, f found) bool {
-	if s.ptrPath == "" {
-		return true
-	}
-	if (s.st == stOpen || s.st == stStopping) && s.src != nil && s.src.holds(s.key) {
+	open := s.st == stOpen || s.st == stStopping
+	if open && s.src != nil && s.src.holds(s.key) {
 		return true
 	}
 	moved := f.path != s.path || s.gone
-	if !moved && (s.st == stOpen || s.st == stStopping || (f.size == s.size && f.mod == s.mod)) {
+	if !moved && (open || s.ptrPath == "" || (f.size == s.size && f.mod == s.mod)) {
 		// At its path, never seen gone: an open stream's source holds it
 		// or lets it go only RotateWait after its path went (a look in
 		// between sees it gone); a cut file its source reads the copy of
 		// is still its own (ownCutFile).
 		return true
 	}
-	rec, err := pointer.Inspect(s.ptrPath)
-	if err == nil && rec.FileKey != 0 && (rec.FileKey != s.key || rec.FPLen > 0) {
-		return globHeadMatches(f.path, rec)
+	if s.ptrPath != "" {
+		rec, err := pointer.Inspect(s.ptrPath)
+		if err == nil && rec.FileKey != 0 && (rec.FileKey != s.key || rec.FPLen > 0) {
+			return globHeadMatches(f.path, rec)
+		}
 	}
-	// The pointer names no file (reset when the file went: forgotten) or
-	// no first bytes: the ones the stream's source last read.
+	// No pointer, or one naming no file (reset when the file went:
+	// forgotten) or no first bytes: the ones the stream's source last
+	// read.
 	if s.src != nil {
 		if n, fp := s.src.Head(); n > 0 {
 			return globHeadMatches(f.path, pointer.Record{FPLen: n, FP: fp})
@@ -1202,7 +1209,11 @@ func (g *Glob) sameFile(s *gstream, f found) bool {
 	if s.fpLen > 0 {
 		return globHeadMatches(f.path, pointer.Record{FPLen: s.fpLen, FP: s.fp})
 	}
-	return true // nothing to tell it by
+	// Nothing of it was read (waiting for its first turn): a file born
+	// after the glob first saw the stream's is another one (its inode
+	// reused); born before, or no birth time, it is taken for the stream's.
+	bt := birthTimeTarget(f.path)
+	return bt.IsZero() || !bt.After(s.seenAt)
 }
 
 func globHeadMatches(path string, rec pointer.Record) bool {
@@ -2213,6 +2224,13 @@ func (g *Glob) leftUnread(s *gstream) bool {
 		s.path = p
 		return true
 	}
+	g.neverRead(s)
+	return false
+}
+
+// neverRead counts, as lost, what a queued or closed stream whose file
+// left the glob for good never read of it, and takes it off the queue.
+func (g *Glob) neverRead(s *gstream) {
 	if i := slices.Index(g.queue, s); i >= 0 {
 		g.queue = slices.Delete(g.queue, i, i+1)
 		s.st = stClosed
@@ -2241,7 +2259,6 @@ func (g *Glob) leftUnread(s *gstream) bool {
 		g.countLossLocked(1, uint64(n), s.epoch, fmt.Sprintf("glob file %s renamed out of the glob or deleted before its stream read it to its end: its %d bytes from offset %d were never read",
 			s.path, n, from))
 	}
-	return false
 }
 
 // findBeside looks for s's file by its key beside its path and, for a

@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	"tailfeed/internal/fileutil"
+	"tailfeed/pointer"
 )
 
 // Getters of a glob feed for the status report and metrics (DESIGN §10
@@ -147,20 +148,38 @@ func (g *Glob) behindLocked(s *gstream) bool {
 			// file there is another stream's).
 			size, mod, err := reportStat(s.path)
 			if err != nil {
-				return false
+				// The path names nothing (renamed out, deleted): CAUGHT_UP
+				// only once its source saw it read to its end there
+				// (DESIGN §7: the path missing and the file read to its
+				// end), not for what it read before it went.
+				return !s.src.FileEnded()
 			}
 			if size > pos {
 				return true
 			}
 			if mod != vmod {
 				pdev, pino, err := fileutil.DevInoPath(s.path)
-				return open && err == nil && pdev == dev && pino == ino
+				if err != nil {
+					return !s.src.FileEnded()
+				}
+				if open && pdev == dev && pino == ino {
+					return true
+				}
+				// Another file at the path (renamed over it): its own
+				// stream's once a look tracks it; until then it is
+				// unread.
+				return g.untrackedKey(pointer.FileKey(pdev, pino), s.path)
 			}
 			return false
 		}
 		// Waiting for its file having read none of the bytes the glob
 		// saw in it: gone before its turn, until its stream closes and
 		// counts them (or finds the file) — nothing green meanwhile.
+		// Another file at its path that no look tracks yet (renamed over
+		// it): unread.
+		if g.untrackedAt(s.path) {
+			return true
+		}
 		return s.src.BytesRead() == 0 && g.seenEnd(s) > max(g.unreadFrom(s), 0)
 	}
 	if s.copyOf != nil {
@@ -378,4 +397,19 @@ func (g *Glob) Commits() uint64 {
 		}
 	}
 	return n
+}
+
+// untrackedAt: path names a regular file no stream tracks (a file renamed
+// over a tracked one, before a look sees it). Under mu.
+func (g *Glob) untrackedAt(path string) bool {
+	dev, ino, err := fileutil.DevInoPath(path)
+	return err == nil && g.untrackedKey(pointer.FileKey(dev, ino), path)
+}
+
+// untrackedKey: no stream tracks the file with key at path (none has the
+// key, or the one that has it saw its file gone, or elsewhere: the inode
+// reused by the file now at path). Under mu.
+func (g *Glob) untrackedKey(key uint64, path string) bool {
+	t := g.byKey[key]
+	return t == nil || t.gone || t.path != path
 }

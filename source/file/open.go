@@ -214,10 +214,10 @@ func (s *Source) open() error {
 // startFile makes f, opened at start-up, the current file, positioned per
 // the read strategy.
 func (s *Source) startFile(f *os.File, dev, ino uint64) error {
-	r := newReader(f, dev, ino, s.bufSize(), s.cfg.MaxLine)
+	r := s.newReader(f, dev, ino)
 	st, err := f.Stat()
 	if err != nil {
-		f.Close()
+		r.close()
 		return err
 	}
 	size := st.Size()
@@ -225,7 +225,7 @@ func (s *Source) startFile(f *os.File, dev, ino uint64) error {
 	switch s.cfg.Strategy {
 	case Committed:
 		if err := s.checkPointer(r, size); err != nil {
-			f.Close()
+			r.close()
 			return err
 		}
 	case Earliest, OnceEarliest:
@@ -898,7 +898,7 @@ func (s *Source) resumeAt(old *os.File, dev, ino uint64, rec pointer.Record) *re
 		old.Close()
 		return nil
 	}
-	r := newReader(old, dev, ino, s.bufSize(), s.cfg.MaxLine)
+	r := s.newReader(old, dev, ino)
 	r.epoch, s.ptrEpoch = rec.Epoch, rec.Epoch
 	r.seek(rec.Offset)
 	r.lastSize, r.lastMod = st.Size(), st.ModTime()
@@ -972,7 +972,7 @@ func (s *Source) openAtPath() bool {
 	if s.resumeKept(f, dev, ino) {
 		return true
 	}
-	r := newReader(f, dev, ino, s.bufSize(), s.cfg.MaxLine)
+	r := s.newReader(f, dev, ino)
 	if st, err := f.Stat(); err == nil {
 		r.lastSize, r.lastMod = st.Size(), st.ModTime()
 	}

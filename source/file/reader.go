@@ -23,6 +23,7 @@ import (
 //
 // Only accessed from the source goroutine.
 type reader struct {
+	keys       *openKeys // the source's count of open descriptors by key (nil: not counted)
 	f          *os.File
 	dev, ino   uint64
 	key        uint64
@@ -382,6 +383,9 @@ func (r *reader) close() {
 	if r.f != nil {
 		r.f.Close()
 		r.f = nil
+		if r.keys != nil {
+			r.keys.done(r.key)
+		}
 	}
 }
 

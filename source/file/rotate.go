@@ -275,11 +275,11 @@ func (s *Source) readCopy(r *reader, why string) bool {
 	var size int64 // the copy's (decompressed) size
 	if cf, dev, ino := s.findCopy(r.fpLen, r.fp, r.consumed(), time.Now(), s.known); cf != nil {
 		s.tookCopy(pointer.FileKey(dev, ino), r.epoch)
-		c = newReader(cf, dev, ino, s.bufSize(), s.cfg.MaxLine)
+		c = s.newReader(cf, dev, ino)
 		c.seek(r.consumed())
 		st, err := cf.Stat()
 		if err != nil {
-			cf.Close()
+			c.close()
 			return false
 		}
 		size = st.Size()
@@ -368,7 +368,7 @@ func (s *Source) rewrittenUnread(nx *reader, why string) *reader {
 	var c *reader
 	var size int64 // the copy's (decompressed) size
 	if cf != nil {
-		c = newReader(cf, dev, ino, s.bufSize(), s.cfg.MaxLine)
+		c = s.newReader(cf, dev, ino)
 		if st, err := cf.Stat(); err == nil {
 			c.refreshFingerprint(st.Size())
 			c.lastSize, c.lastMod = st.Size(), st.ModTime()
@@ -434,7 +434,7 @@ func (s *Source) queued(dev, ino uint64) bool {
 
 // queueNext queues a file found at the path after a rotation.
 func (s *Source) queueNext(f *os.File, dev, ino uint64) {
-	r := newReader(f, dev, ino, s.bufSize(), s.cfg.MaxLine)
+	r := s.newReader(f, dev, ino)
 	r.queuedAt = time.Now()
 	if st, err := f.Stat(); err == nil {
 		r.refreshFingerprint(st.Size()) // to notice a truncation before it is read

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"tailfeed/internal/fileutil"
 	"tailfeed/pointer"
@@ -60,11 +61,86 @@ func TestSameFileTellsAReusedKeyByItsFirstBytes(t *testing.T) {
 		}
 	}
 	// Held open by the source: the key proves it (no read).
-	src.fileDev.Store(dev)
-	src.fileIno.Store(ino)
-	src.fileOpen.Store(true)
+	src.fds.add(&reader{key: key})
 	s := &gstream{path: old, key: key, st: stOpen, src: src, ptrPath: ptrPath, gone: true}
 	if !g.sameFile(s, found{path: filepath.Join(dir, "gone.log"), dev: dev, ino: ino}) {
 		t.Error("a file its source holds open not taken for the stream's file")
+	}
+}
+
+// TestSameFileWithoutAPointerOrAFirstRead: review 9's XA and XB. A stream
+// without a pointer (EARLIEST, LATEST) is told by the first bytes its
+// source read; a stream nothing of which was read (waiting for its first
+// turn) by birth time: a file born after the glob first saw the stream's
+// is another one (the inode reused). Before, a stream without a pointer
+// took any file under its key for its own: the new file was never read
+// (EARLIEST, LATEST) or the deleted waiting file's bytes were never
+// counted.
+func TestSameFileWithoutAPointerOrAFirstRead(t *testing.T) {
+	dir := t.TempDir()
+	oldBody := []byte("o-0\no-1\n")
+	neu := filepath.Join(dir, "n.log")
+	if err := os.WriteFile(neu, []byte("n-0\nn-1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	g := &Glob{}
+	src := &Source{}
+	src.head.Store(&headFP{n: uint64(len(oldBody)), fp: pointer.Fingerprint(oldBody)})
+	for _, st := range []streamState{stClosed, stQueued} {
+		s := &gstream{path: filepath.Join(dir, "o.log"), key: 7, st: st, src: src, gone: true}
+		if g.sameFile(s, found{path: neu}) {
+			t.Errorf("state %d, no pointer: a file with other first bytes taken for the stream's", st)
+		}
+	}
+	if birthTimeTarget(neu).IsZero() {
+		t.Log("no birth times here: the waiting-stream case is not checked")
+		return
+	}
+	w := &gstream{path: filepath.Join(dir, "o.log"), key: 7, st: stQueued, seenAt: time.Now().Add(-time.Hour)}
+	if g.sameFile(w, found{path: neu}) {
+		t.Error("a file born an hour after the glob saw a waiting stream's file taken for it")
+	}
+	w.seenAt = time.Now().Add(time.Hour)
+	if !g.sameFile(w, found{path: neu}) {
+		t.Error("a waiting stream's file, born before the glob saw it, renamed: not taken for it")
+	}
+}
+
+// TestSameFileHeldBehindACopy: review 9's XC. While a stream's source
+// reads a copytruncate's copy (the pointer names the copy), its own file
+// stays open behind it: renamed within the glob, it is still the stream's
+// file. The earlier fix asked only about the source's current file (the
+// copy) and compared the renamed file with the copy's first bytes: a new
+// stream, its lines delivered twice.
+func TestSameFileHeldBehindACopy(t *testing.T) {
+	dir := t.TempDir()
+	cp := filepath.Join(dir, "a.log.1")
+	if err := os.WriteFile(cp, []byte("a-0\na-1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b := filepath.Join(dir, "b.log")
+	if err := os.WriteFile(b, []byte("new-0\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cf, err := os.Open(cp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cf.Close()
+	ptrPath := filepath.Join(dir, "s.ptr")
+	p, err := pointer.Open(ptrPath, pointer.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Reset(pointer.NewEpoch(), cf, 99); err != nil { // names the copy
+		t.Fatal(err)
+	}
+	p.Close()
+	src := &Source{}
+	src.fds.add(&reader{key: 99}) // the copy, read now
+	src.fds.add(&reader{key: 5})  // the stream's own file, queued behind it
+	s := &gstream{path: filepath.Join(dir, "a.log"), key: 5, st: stOpen, src: src, ptrPath: ptrPath}
+	if !(&Glob{}).sameFile(s, found{path: b}) {
+		t.Error("the stream's file, held open behind the copy its source reads, renamed within the glob: not taken for it")
 	}
 }

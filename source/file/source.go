@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -190,6 +192,7 @@ type Source struct {
 	// head is the current file's first-bytes fingerprint as read, for a
 	// glob stream (copyCandidate reads it from another goroutine).
 	head atomic.Pointer[headFP]
+	fds  openKeys // descriptors held, by key (holds)
 	// adopted: the key of the file a Pinned source switched to as the
 	// same content under a new key (Config.Adoptable); 0: none.
 	adopted atomic.Uint64
@@ -703,10 +706,49 @@ func (s *Source) Head() (uint64, uint64) {
 	return 0, 0
 }
 
-// holds reports whether the source's current file is the one with key: its
-// descriptor keeps the inode from being reused.
-func (s *Source) holds(key uint64) bool {
-	return s.fileOpen.Load() && pointer.FileKey(s.fileDev.Load(), s.fileIno.Load()) == key
+// holds reports whether the source has a descriptor open on the file with
+// key (its current file, one left or queued behind a copy it reads, the
+// copy): the inode cannot be reused meanwhile. Safe from any goroutine.
+func (s *Source) holds(key uint64) bool { return s.fds.has(key) }
+
+// openKeys counts a source's open descriptors by file key: readers made
+// by Source.newReader, until their close.
+type openKeys struct {
+	mu sync.Mutex
+	n  map[uint64]int
+}
+
+func (o *openKeys) add(r *reader) {
+	o.mu.Lock()
+	if o.n == nil {
+		o.n = map[uint64]int{}
+	}
+	o.n[r.key]++
+	o.mu.Unlock()
+	r.keys = o
+}
+
+func (o *openKeys) done(key uint64) {
+	o.mu.Lock()
+	if o.n[key] <= 1 {
+		delete(o.n, key)
+	} else {
+		o.n[key]--
+	}
+	o.mu.Unlock()
+}
+
+func (o *openKeys) has(key uint64) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.n[key] > 0
+}
+
+// newReader makes a reader of f counted in s.open until its close.
+func (s *Source) newReader(f *os.File, dev, ino uint64) *reader {
+	r := newReader(f, dev, ino, s.bufSize(), s.cfg.MaxLine)
+	s.fds.add(r)
+	return r
 }
 
 // clearFile records that no file is open.
