@@ -384,4 +384,3 @@ func TestRev9BOKKill9AfterHeldRelease(t *testing.T) {
 	}
 	d.stop()
 }
-
