@@ -1872,6 +1872,10 @@ func (g *Glob) start(ctx context.Context, s *gstream, ahead *createdAhead, atPat
 	if s.genOwn {
 		c.GlobMatched, c.GoneKey = g.matched, s.goneKey // also when started again (preempted)
 	}
+	if s.src != nil {
+		c.prevSource = true
+		c.prevHeadLen, c.prevHead = s.src.Head()
+	}
 	c.NoNotify = true // the glob's watcher wakes it
 	c.OnRest = func() { poke(g.rest) }
 	c.Adoptable = g.adoptable

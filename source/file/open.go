@@ -417,6 +417,32 @@ func (s *Source) checkPointer(r *reader, size int64) error {
 			s.splitDowngraded(r)
 		}
 	}
+	if rec := s.ptr.Record(); rec.FileKey == 0 && rec.FPLen == 0 && rec.Offset == 0 && rec.Epoch != 0 && !s.ptr.Fresh() {
+		// Never committed, its epoch adopted before (the epochs file names
+		// the file its lines were published from): a file at the path
+		// with other first bytes (rewritten in place, or another file)
+		// is not read under that epoch — (epoch, position) would name
+		// other lines than the ones published, and a subscriber's skip of
+		// what it finished (a reload, a processor added back) would pass
+		// over the new ones unseen. A glob stream started again in this
+		// process asks its previous source's first bytes, not the epochs
+		// file (one read of it per reopened stream would make a glob of
+		// thousands of files quadratic).
+		var n, fp uint64
+		if s.cfg.Pinned && s.cfg.prevSource {
+			n, fp = s.cfg.prevHeadLen, s.cfg.prevHead
+		} else if l, ok := s.ptr.Named(rec.Epoch); ok {
+			n, fp = l.FPLen, l.FP
+		}
+		if n > 0 && (size < int64(n) || !headIs(r.f, int(n), fp)) {
+			epoch := pointer.NewEpoch()
+			s.log.Info("the file at the path is not the one the pointer's epoch was adopted for (other first bytes, nothing committed): reading it from its start under a new epoch",
+				"path", s.cfg.Path, "old_epoch", hex16(rec.Epoch), "new_epoch", hex16(epoch))
+			if err := s.ptr.ResetAs("replaced", epoch, r.f, r.key); err != nil {
+				return err
+			}
+		}
+	}
 	v, err := checkIdentity(s.ptr, r.f, r.key, size, s.log, func(v Verdict, before pointer.Record) {
 		// Counted before the Reset (S3): the ledger entry is fsynced while
 		// the pointer still names the cut file.

@@ -47,6 +47,12 @@ type Config struct {
 	// resolvedOuts, when not nil, is Outputs as resolveOutputs made it (a
 	// glob feed's streams share one resolution, Glob.outputsNow).
 	resolvedOuts []outPath
+	// prevHead, with Pinned: the first bytes (length, fingerprint) the
+	// stream's previous source in this process read from its file (0:
+	// none, its first source here): what its epoch was adopted for when
+	// its pointer names no file yet (checkPointer).
+	prevHeadLen, prevHead uint64
+	prevSource            bool
 	// RotatedNames are globs over base names (filepath.Match) that the
 	// input's rotated generations match, beside the path and beside a
 	// symlinked path's final target. Empty: the input's base name, then '.'
