@@ -18,22 +18,6 @@ import (
 	"time"
 )
 
-// aud4GenCfg is (a copy of the tagged file's aud4Cfg) a config with one
-// glob feed "app" over path (feed keys extra, indented four spaces) and the
-// processors procs (YAML list items).
-func aud4GenCfg(path, extra, procs string) string {
-	return `dataDir: ./state
-status:
-  listen: {{ADDR}}
-feeds:
-  - name: app
-    path: ` + path + `
-    rotateWaitMillis: 300
-` + extra + `
-processors:
-` + procs
-}
-
 // TestAud4GXReusedPointerGenerationCountedLost: DESIGN §4 "Restart after
 // rotation: every generation still on disk … find the pointer's generation:
 // the file with the pointer's file key and fingerprint … Read it from the
@@ -57,7 +41,7 @@ processors:
 func TestAud4GXReusedPointerGenerationCountedLost(t *testing.T) {
 	for _, mode := range []string{"stop", "kill", "kill-late", "kill-tail"} {
 		t.Run(mode, func(t *testing.T) {
-			e := newEnv(t, aud4GenCfg("./in/*.log", "    scanIntervalMillis: 500\n", `  - name: exact
+			e := newEnv(t, aud4Cfg("./in/*.log", "    scanIntervalMillis: 500\n", `  - name: exact
     feed: app
     type: file
     path: ./exact.log
@@ -126,14 +110,13 @@ func TestAud4GXReusedPointerGenerationCountedLost(t *testing.T) {
 // file reset for a later generation, its file taken as "born after its
 // pointer").
 func TestAud4GXKill9RotationsOutOfGlob(t *testing.T) {
-	aud4GenKill9Rotations(t, "./in/*.log", "", true, os.Rename)
+	aud4Kill9Rotations(t, "./in/*.log", "", true, os.Rename)
 }
 
-// aud4GenKill9Rotations is (a copy of the tagged file's aud4Kill9Rotations)
-// aud3Kill9Rotations (same scenario) that also logs
+// aud4Kill9Rotations is aud3Kill9Rotations (same scenario) that also logs
 // the losses ledger, and with exact false checks the plain "no gap, per-path
 // order" rules instead of byte-identical exactlyOnce output.
-func aud4GenKill9Rotations(t *testing.T, glob, keys string, exact bool, rotate func(cur, rotated string) error) {
+func aud4Kill9Rotations(t *testing.T, glob, keys string, exact bool, rotate func(cur, rotated string) error) {
 	e := newEnv(t, `dataDir: ./state
 status:
   listen: {{ADDR}}

@@ -13,9 +13,9 @@ import (
 	"time"
 )
 
-// aud4ICfg is a config with one glob feed "app" over path (feed keys extra,
+// aud4Cfg is a config with one glob feed "app" over path (feed keys extra,
 // indented four spaces) and the processors procs (YAML list items).
-func aud4ICfg(path, extra, procs string) string {
+func aud4Cfg(path, extra, procs string) string {
 	return `dataDir: ./state
 status:
   listen: {{ADDR}}
@@ -28,7 +28,7 @@ processors:
 ` + procs
 }
 
-const aud4IOutSink = `  - name: out
+const aud4OutSink = `  - name: out
     feed: app
     type: file
     path: ./out.log
@@ -57,7 +57,7 @@ func TestAud4GXReplacementWithRetiredInodeNeverRead(t *testing.T) {
 }
 
 func aud4ReplaceLoop(t *testing.T, mode string) {
-	e := newEnv(t, aud4ICfg("./in/*.log", "    scanIntervalMillis: 1000\n", aud4IOutSink))
+	e := newEnv(t, aud4Cfg("./in/*.log", "    scanIntervalMillis: 1000\n", aud4OutSink))
 	in := e.path("in")
 	p := filepath.Join(in, "a.log")
 	writeFileLines(t, p, "r000", 0, 3)
@@ -113,7 +113,7 @@ func aud4ReplaceLoop(t *testing.T, mode string) {
 // while the feed reports CAUGHT_UP, settled and lossless. Fails in every
 // run (within ~20 files).
 func TestAud4GXNewNameWithRetiredInodeNeverRead(t *testing.T) {
-	e := newEnv(t, aud4ICfg("./in/*.log", "    scanIntervalMillis: 1000\n", aud4IOutSink))
+	e := newEnv(t, aud4Cfg("./in/*.log", "    scanIntervalMillis: 1000\n", aud4OutSink))
 	in := e.path("in")
 	writeFileLines(t, filepath.Join(in, "keep.log"), "k", 0, 1)
 	d := e.start()

@@ -15,28 +15,6 @@ import (
 	"time"
 )
 
-// aud4pCfg is a config with one glob feed "app" over path (feed keys
-// extra, indented four spaces) and the processors procs (YAML list items).
-// (A copy of the openfindings files' aud4Cfg, so both builds compile.)
-func aud4pCfg(path, extra, procs string) string {
-	return `dataDir: ./state
-status:
-  listen: {{ADDR}}
-feeds:
-  - name: app
-    path: ` + path + `
-    rotateWaitMillis: 300
-` + extra + `
-processors:
-` + procs
-}
-
-const aud4pOutSink = `  - name: out
-    feed: app
-    type: file
-    path: ./out.log
-`
-
 // TestAud4GXReloadPathChangeCountsNoLoss: DESIGN §12 "if its `path`
 // changed, the old pointer is renamed to `feeds/<feed>.ptr.<epoch>.old` and
 // the new path starts as a new feed under its `readStrategy`"; §7 lossless.
@@ -49,7 +27,7 @@ const aud4pOutSink = `  - name: out
 // lostTails 2, two losses.jsonl entries, lossless false (and still false
 // after a restart). Failed in every run.
 func TestAud4GXReloadPathChangeCountsNoLoss(t *testing.T) {
-	e := newEnv(t, aud4pCfg("./in/*.log", "    scanIntervalMillis: 500\n", aud4pOutSink))
+	e := newEnv(t, aud4Cfg("./in/*.log", "    scanIntervalMillis: 500\n", aud4OutSink))
 	in := e.path("in")
 	writeFileLines(t, filepath.Join(in, "a.log"), "a", 0, 5)
 	writeFileLines(t, filepath.Join(in, "b.log"), "b", 0, 5)
@@ -57,7 +35,7 @@ func TestAud4GXReloadPathChangeCountsNoLoss(t *testing.T) {
 	d := e.start()
 	out := e.path("out.log")
 	d.waitFor("10 lines settled", 20*time.Second, func(r *report) bool { return r.Settled && r.Feeds[0].Acknowledged >= 10 })
-	e.tmpl = aud4pCfg("./in2/*.log", "    scanIntervalMillis: 500\n", aud4pOutSink)
+	e.tmpl = aud4Cfg("./in2/*.log", "    scanIntervalMillis: 500\n", aud4OutSink)
 	e.cfgWith(d.addr)
 	if code, _, body := request(t, d, http.MethodPost, "/admin/reload", "", nil); code != http.StatusOK {
 		t.Fatalf("reload: %d %s", code, body)
@@ -102,13 +80,13 @@ func TestAud4GXReloadGlobNarrowed(t *testing.T) {
 }
 
 func aud4GlobNarrowed(t *testing.T, mode string) {
-	e := newEnv(t, aud4pCfg("./in/*", "", aud4pOutSink))
+	e := newEnv(t, aud4Cfg("./in/*", "", aud4OutSink))
 	in := e.path("in")
 	writeFileLines(t, filepath.Join(in, "a.log"), "a", 0, 5)
 	writeFileLines(t, filepath.Join(in, "b.txt"), "b", 0, 5)
 	d := e.start()
 	d.waitFor("10 lines settled", 20*time.Second, func(r *report) bool { return r.Settled && r.Feeds[0].Acknowledged >= 10 })
-	e.tmpl = aud4pCfg("./in/*.log", "", aud4pOutSink)
+	e.tmpl = aud4Cfg("./in/*.log", "", aud4OutSink)
 	if mode == "reload" {
 		e.cfgWith(d.addr)
 		if code, _, body := request(t, d, http.MethodPost, "/admin/reload", "", nil); code != http.StatusOK {
@@ -189,7 +167,7 @@ processors:
 // file to read, thousands of streams within seconds, the output flooded
 // with pointer/epochs bytes. Failed in every run.
 func TestAud4GXDataDirSymlinkUnderGlob(t *testing.T) {
-	e := newEnv(t, aud4pCfg("./in/**/*", "    scanIntervalMillis: 500\n", aud4pOutSink))
+	e := newEnv(t, aud4Cfg("./in/**/*", "    scanIntervalMillis: 500\n", aud4OutSink))
 	in := e.path("in")
 	writeFileLines(t, filepath.Join(in, "a.log"), "a", 0, 5)
 	if err := os.MkdirAll(filepath.Join(in, "real"), 0o700); err != nil {
@@ -226,7 +204,7 @@ func TestAud4GXDataDirSymlinkUnderGlob(t *testing.T) {
 // same feedback loop as TestAud4GXDataDirSymlinkUnderGlob (hundreds of
 // dataDir files listed and read). Failed in every run.
 func TestAud4GXGlobRootSymlinkReachesDataDir(t *testing.T) {
-	e := newEnv(t, strings.Replace(aud4pCfg("./logs/**/*", "    scanIntervalMillis: 500\n", aud4pOutSink), "dataDir: ./state", "dataDir: ./in/state", 1))
+	e := newEnv(t, strings.Replace(aud4Cfg("./logs/**/*", "    scanIntervalMillis: 500\n", aud4OutSink), "dataDir: ./state", "dataDir: ./in/state", 1))
 	in := e.path("in")
 	writeFileLines(t, filepath.Join(in, "a.log"), "a", 0, 5)
 	if err := os.Symlink(in, e.path("logs")); err != nil {
@@ -253,9 +231,9 @@ func TestAud4GXGlobRootSymlinkReachesDataDir(t *testing.T) {
 	}
 }
 
-// aud4pRewrite rewrites path in place (truncated, then written) with
+// aud4Rewrite rewrites path in place (truncated, then written) with
 // content. (A copy of the openfindings files' aud4Rewrite.)
-func aud4pRewrite(t *testing.T, path, content string) {
+func aud4Rewrite(t *testing.T, path, content string) {
 	t.Helper()
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_TRUNC, 0o644)
 	if err != nil {
@@ -285,7 +263,7 @@ func aud4pRewrite(t *testing.T, path, content string) {
 func TestAud4GXSameSizeRewriteNotCaughtUp(t *testing.T) {
 	for _, mode := range []string{"same-size", "shorter"} {
 		t.Run(mode, func(t *testing.T) {
-			e := newEnv(t, aud4pCfg("./in/*.log", "    scanIntervalMillis: 60000\n", aud4pOutSink))
+			e := newEnv(t, aud4Cfg("./in/*.log", "    scanIntervalMillis: 60000\n", aud4OutSink))
 			in := e.path("in")
 			p := filepath.Join(in, "a.log")
 			writeFileLines(t, p, "r00", 0, 3)
@@ -302,11 +280,11 @@ func TestAud4GXSameSizeRewriteNotCaughtUp(t *testing.T) {
 				want := 3
 				switch mode {
 				case "same-size":
-					aud4pRewrite(t, p, content)
+					aud4Rewrite(t, p, content)
 				case "shorter":
 					content = fmt.Sprintf("%s 0\n", tag)
 					want = 1
-					aud4pRewrite(t, p, content)
+					aud4Rewrite(t, p, content)
 				case "rename-over":
 					if err := os.WriteFile(p+".tmp", []byte(content), 0o644); err != nil {
 						t.Fatal(err)

@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -26,27 +25,6 @@ import (
 // the product); TestAud4GOK… tests are cheap passing probes of rules that
 // held. Set AUD4_DEBUG=1 to keep the daemons' logs of the rotation soak in
 // /tmp/aud4g.
-
-// aud4Cfg is a config with one glob feed "app" over path (feed keys extra,
-// indented four spaces) and the processors procs (YAML list items).
-func aud4Cfg(path, extra, procs string) string {
-	return `dataDir: ./state
-status:
-  listen: {{ADDR}}
-feeds:
-  - name: app
-    path: ` + path + `
-    rotateWaitMillis: 300
-` + extra + `
-processors:
-` + procs
-}
-
-const aud4OutSink = `  - name: out
-    feed: app
-    type: file
-    path: ./out.log
-`
 
 // TestAud4GOKNestedDirsBurst: `**` with directories created while running,
 // scan fallback effectively off: every file must be found via fsnotify.
@@ -454,19 +432,6 @@ func TestAud4GOKKill9FirstReadsManyFiles(t *testing.T) {
 	if bad > 0 {
 		t.Errorf("%d problems over %d files", bad, files)
 	}
-}
-
-// aud4Rewrite rewrites path in place (same inode) with content.
-func aud4Rewrite(t *testing.T, path, content string) {
-	t.Helper()
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_TRUNC, 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.WriteString(content); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
 }
 
 // TestAud4GOKClosedFileIdentityChange: DESIGN §10 "a caught-up file
@@ -1551,185 +1516,6 @@ func TestAud4GOKKill9CopytruncateInGlob(t *testing.T) {
 		aud3Copytruncate(t, cur, rotated)
 		return nil
 	})
-}
-
-// aud4Kill9Rotations is aud3Kill9Rotations (same scenario) that also logs
-// the losses ledger, and with exact false checks the plain "no gap, per-path
-// order" rules instead of byte-identical exactlyOnce output.
-func aud4Kill9Rotations(t *testing.T, glob, keys string, exact bool, rotate func(cur, rotated string) error) {
-	e := newEnv(t, `dataDir: ./state
-status:
-  listen: {{ADDR}}
-feeds:
-  - name: app
-    path: `+glob+keys+`
-    rotateWaitMillis: 300
-    scanIntervalMillis: 1000
-processors:
-  - name: exact
-    feed: app
-    type: file
-    path: ./exact.log
-    exactlyOnce: true
-    fsync: never
-`)
-	in := e.path("in")
-	const paths, per = 4, 40
-	gen := make([]int, paths)  // current generation of each path
-	next := make([]int, paths) // next line number of the current generation
-	var files []string         // every generation's tag, in creation order
-	tagOf := func(p int) string { return fmt.Sprintf("p%dg%02d", p, gen[p]) }
-	where := map[string]string{} // tag → the file holding it now
-	for p := 0; p < paths; p++ {
-		files = append(files, tagOf(p))
-		where[tagOf(p)] = filepath.Join(in, fmt.Sprintf("p%d.log", p))
-	}
-	bursts := 0
-	burst := func() {
-		for p := 0; p < paths; p++ {
-			writeFileLines(t, filepath.Join(in, fmt.Sprintf("p%d.log", p)), tagOf(p), next[p], per)
-			next[p] += per
-		}
-		bursts++
-		if bursts%15 == 0 { // rotate one path in turn
-			p := (bursts / 15) % paths
-			rotated := filepath.Join(in, fmt.Sprintf("p%d.log.%d", p, gen[p]+1))
-			if err := rotate(filepath.Join(in, fmt.Sprintf("p%d.log", p)), rotated); err != nil {
-				t.Error(err)
-				return
-			}
-			where[tagOf(p)] = rotated
-			gen[p]++
-			writeFileLines(t, filepath.Join(in, fmt.Sprintf("p%d.log", p)), "", 0, 0) // the new, empty file
-			next[p] = 0
-			files = append(files, tagOf(p))
-			where[tagOf(p)] = filepath.Join(in, fmt.Sprintf("p%d.log", p))
-		}
-	}
-	burst()
-	stop := make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			select {
-			case <-stop:
-				return
-			case <-time.After(8 * time.Millisecond):
-				burst()
-			}
-		}
-	}()
-	exactPath := e.path("exact.log")
-	for k := 0; k < 6; k++ {
-		d := e.start()
-		before := globLines(exactPath)
-		waitUntil(t, "lines during the run", 60*time.Second, func() bool { return globLines(exactPath) > before+4000 })
-		time.Sleep(time.Duration(k*53) * time.Millisecond)
-		d.kill()
-		time.Sleep(150 * time.Millisecond) // bursts and rotations while down
-	}
-	close(stop)
-	<-done
-	if t.Failed() {
-		t.FailNow()
-	}
-	total := 0
-	want := map[string][]byte{}
-	for _, tag := range files {
-		b, err := os.ReadFile(where[tag])
-		if err != nil {
-			t.Fatal(err)
-		}
-		want[tag] = b
-		total += strings.Count(string(b), "\n")
-	}
-	d := e.start()
-	r := d.waitSettled(120 * time.Second)
-	if !r.Lossless {
-		led, _ := os.ReadFile(e.path("state/losses.jsonl"))
-		t.Errorf("first settled report lossless false (lostTails %d lostBytes %d); losses.jsonl:\n%s", r.Feeds[0].LostTails, r.Feeds[0].LostBytes, led)
-		if os.Getenv("AUD4_DEBUG") != "" {
-			ep, _ := os.ReadFile(e.path("state/feeds/app.epochs"))
-			t.Logf("epochs:\n%s", ep)
-			ls, _ := exec.Command("ls", "-li", "--time-style=full-iso", in).CombinedOutput()
-			t.Logf("ls:\n%s", ls)
-			os.MkdirAll("/tmp/aud4g", 0o755)
-			for i, d := range e.runs {
-				os.WriteFile(fmt.Sprintf("/tmp/aud4g/run%d.log", i), []byte(d.log()), 0o644)
-			}
-		}
-	}
-	got := map[string][]byte{}
-	data, _ := os.ReadFile(exactPath)
-	n := strings.Count(string(data), "\n")
-	if n < total {
-		t.Errorf("first settled report: the exactlyOnce output holds %d lines of %d written", n, total)
-	}
-	d.stop()
-	data, _ = os.ReadFile(exactPath)
-	order := map[int][]string{} // path → generations in output order of first line
-	for _, l := range strings.SplitAfter(string(data), "\n") {
-		if l == "" {
-			continue
-		}
-		tag, _, _ := strings.Cut(l, " ")
-		got[tag] = append(got[tag], l...)
-		var p, g int
-		fmt.Sscanf(tag, "p%dg%d", &p, &g)
-		if o := order[p]; len(o) == 0 || o[len(o)-1] != tag {
-			order[p] = append(order[p], tag)
-		}
-	}
-	firstOrder := map[int][]string{} // path → generations in order of their first line
-	seenTag := map[string]bool{}
-	lines := map[string]map[string]bool{}
-	for _, l := range strings.SplitAfter(string(data), "\n") {
-		if l == "" {
-			continue
-		}
-		tag, _, _ := strings.Cut(l, " ")
-		if lines[tag] == nil {
-			lines[tag] = map[string]bool{}
-		}
-		lines[tag][l] = true
-		if !seenTag[tag] {
-			seenTag[tag] = true
-			var p, g int
-			fmt.Sscanf(tag, "p%dg%d", &p, &g)
-			firstOrder[p] = append(firstOrder[p], tag)
-		}
-	}
-	for _, tag := range files {
-		if exact {
-			if string(got[tag]) != string(want[tag]) {
-				t.Errorf("exactlyOnce output of %s (%s): %d bytes, input %d bytes: not byte-identical", tag, filepath.Base(where[tag]), len(got[tag]), len(want[tag]))
-			}
-			continue
-		}
-		missing := 0
-		for _, l := range strings.SplitAfter(string(want[tag]), "\n") {
-			if l != "" && !lines[tag][l] {
-				missing++
-			}
-		}
-		if missing > 0 {
-			t.Errorf("%s (%s): %d of its lines never delivered (a gap)", tag, filepath.Base(where[tag]), missing)
-		}
-	}
-	o := order
-	if !exact {
-		o = firstOrder
-	}
-	for p, o := range o {
-		for i := 1; i < len(o); i++ {
-			if o[i] <= o[i-1] {
-				t.Errorf("path p%d.log: generations in output order %v: a later generation's line before an earlier one's (per-path order)", p, o)
-				break
-			}
-		}
-	}
-	t.Logf("%d files (%d rotations), %d lines", len(files), len(files)-paths, total)
 }
 
 // TestAud4GOKRotatedWhileStoppedTwice: DESIGN §4 "Restart after rotation:

@@ -24,7 +24,7 @@ func rev9Ino(p string) uint64 {
 // once delivered; the next file then usually gets the deleted file's inode
 // (ext4 hands it out at once). Every file must be delivered whole.
 func rev9NewNames(t *testing.T, strategy string) {
-	e := newEnv(t, aud4ICfg("./in/*.log", "    scanIntervalMillis: 1000\n    readStrategy: "+strategy+"\n", aud4IOutSink))
+	e := newEnv(t, aud4Cfg("./in/*.log", "    scanIntervalMillis: 1000\n    readStrategy: "+strategy+"\n", aud4OutSink))
 	in := e.path("in")
 	writeFileLines(t, filepath.Join(in, "keep.log"), "k", 0, 1)
 	d := e.start()
@@ -195,7 +195,7 @@ func TestRev9FixedBWaitingFileDeletedInodeReusedUncounted(t *testing.T) {
 // the glob looks. The file never left the glob and no descriptor ever let
 // its inode go: every "n" line once, nothing counted lost.
 func rev9TruncEmpty(t *testing.T, rename bool) {
-	e := newEnv(t, aud4ICfg("./in/*.log", "    scanIntervalMillis: 1000\n    closeInactiveMillis: 800\n", aud4IOutSink))
+	e := newEnv(t, aud4Cfg("./in/*.log", "    scanIntervalMillis: 1000\n    closeInactiveMillis: 800\n", aud4OutSink))
 	in := e.path("in")
 	a := filepath.Join(in, "a.log")
 	writeFileLines(t, a, "o", 0, 5)
@@ -401,7 +401,7 @@ func rev9Head(s []string) []string {
 // same file (its key, its first bytes) and its stream follows it; 5 lines
 // appended then. Every line once, nothing lost.
 func rev9HardLink(t *testing.T, closed bool) {
-	e := newEnv(t, aud4ICfg("./in/*.log", "    scanIntervalMillis: 500\n    closeInactiveMillis: 800\n", aud4IOutSink))
+	e := newEnv(t, aud4Cfg("./in/*.log", "    scanIntervalMillis: 500\n    closeInactiveMillis: 800\n", aud4OutSink))
 	in := e.path("in")
 	a, z := filepath.Join(in, "a.log"), filepath.Join(in, "z.log")
 	writeFileLines(t, a, "a", 0, 20)
@@ -455,7 +455,7 @@ func TestRev9OKHardLinkUnlinked(t *testing.T) {
 // since no descriptor holds the key) takes it for the deleted file at its
 // offset — its header line is never delivered.
 func TestRev9OKNewNameReusedInodeSameHeader(t *testing.T) {
-	e := newEnv(t, aud4ICfg("./in/*.log", "    scanIntervalMillis: 1000\n", aud4IOutSink))
+	e := newEnv(t, aud4Cfg("./in/*.log", "    scanIntervalMillis: 1000\n", aud4OutSink))
 	in := e.path("in")
 	writeFileLines(t, filepath.Join(in, "keep.log"), "k", 0, 1)
 	d := e.start()
@@ -574,7 +574,7 @@ func rev9CopyTruncate(cur, rotated string) error {
 // allows: "Reading a file twice is a duplicate, never a gap"), so only no
 // gap and lossless are checked (exact false).
 func TestRev9OKKill9CopytruncateOutOfGlob(t *testing.T) {
-	aud4GenKill9Rotations(t, "./in/*.log", "", false, rev9CopyTruncate)
+	aud4Kill9Rotations(t, "./in/*.log", "", false, rev9CopyTruncate)
 }
 
 // rev9CopyKill: a.log (200 lines) read while the pull client does not poll
