@@ -581,6 +581,7 @@ func (d *Daemon) stopFeed(ctx context.Context, f *Feed, removed map[string]bool)
 	f.final = f.snapshot(false)
 	f.finalRead, f.finalBytes = f.src.LinesRead(), f.src.BytesRead()
 	f.finalPaused = f.pub.PausedTotal().Seconds()
+	d.syncFinalLosses(f)
 	err := f.src.Close()
 	if err != nil && first == nil {
 		first = fmt.Errorf("feed %s: %w", f.cfg.Name, err)
@@ -996,6 +997,11 @@ func (f *Feed) inherit(old *Feed) {
 		c.failures[g.Name()] += g.Failures()
 	}
 	f.base = old.lossBase()
+	// The stopped instance's losses may not be in the ledger yet (its
+	// last sync failed): this instance's lossSync appends them first, and
+	// its pointer, which re-reads their lines, waits for a sync.
+	f.prev = old
+	f.pub.OweLossSync()
 }
 
 // addCarry adds the carried counters and the holds' rows to a snapshot.
@@ -1310,10 +1316,17 @@ func (r heldRelease) Release(ctx context.Context) (uint64, error) {
 	e := []LossEntry{{V: lossFormat, Feed: r.f.cfg.Name, Counter: "released", Amount: r.h.lines,
 		Epoch: status.Hex(r.f.src.Epoch()), Time: time.Now().UTC().Format(time.RFC3339Nano),
 		Detail: "removed subscriber " + r.h.name + " released"}}
+	// A release whose loss cannot be made durable is refused: the hold
+	// stays (and so does the pointer) until the ledger takes it.
 	r.d.losses.mu.Lock()
-	r.d.losses.appendLocked(e)
+	err := r.d.losses.appendLocked(e)
 	r.d.losses.mu.Unlock()
-	if err := r.d.holds.remove(r.f.cfg.Name, r.h.name); err != nil {
+	if err != nil {
+		err = fmt.Errorf("the losses ledger cannot record it (the hold stays; try again): %w", err)
+	} else if err = r.d.holds.remove(r.f.cfg.Name, r.h.name); err != nil {
+		err = fmt.Errorf("the hold could not be removed: %w", err)
+	}
+	if err != nil {
 		r.d.losses.mu.Lock()
 		if werr := r.d.losses.withdrawLocked(e); werr != nil {
 			r.d.log.Error("losses ledger: the entry of a release that failed could not be withdrawn", "feed", r.f.cfg.Name, "error", werr)
