@@ -428,3 +428,47 @@ func TestRev9BOKStopWhileLedgerFails(t *testing.T) {
 		t.Errorf("the pointer passed %d lines while the losses ledger failed", rec.Offset/lineLen)
 	}
 }
+
+// TestRev9BFixedAsideLedgerFailsReloadRefused — DESIGN §6 "Purged entries
+// count in released", §7 "Every counted loss is also appended (fsynced)";
+// §12 a processor whose target changes starts as new, its state (dead
+// letters included) moved aside and given up. The same pattern as the
+// purge: the loss is recorded before the dead letters leave their ledger.
+// While the losses ledger fails every write and fsync, a reload that
+// changes the dead-lettering sink's target is refused (rolled back: the
+// dead letter stays where it was, nothing is moved aside); once the ledger
+// works again the same reload goes through and is recorded.
+// Fixed: appendAsideLoss returns the ledger's error and moveStateAside
+// moves nothing when it fails; the reload then rolls back.
+func TestRev9BFixedAsideLedgerFailsReloadRefused(t *testing.T) {
+	dir := t.TempDir()
+	var armed, ledgerFailing atomic.Bool
+	armed.Store(true)
+	e := startIn(t, dir, dlqConfig, Options{
+		Processors:   map[string]Build{"sink": poisonSink(&armed, "")},
+		WrapLossFile: wrapFaultyLoss(&ledgerFailing),
+	})
+	e.appendLines("a", "poison line", "b")
+	e.waitFor("settled with a dead letter", 10*time.Second, func(f status.FeedReport) bool {
+		return f.Settled && f.DeadLettered == 1
+	})
+	ledgerFailing.Store(true)
+	e.rewrite(strings.Replace(dlqConfig, "%DIR%/out.log", "%DIR%/out2.log", 1))
+	code, body := e.reload()
+	if code == http.StatusOK {
+		t.Errorf("reload moving the dead letters aside answered 200 %s while the losses ledger fails", body)
+	}
+	if f := e.report().Feeds[0]; f.DeadLettered != 1 || f.Released != 0 {
+		t.Errorf("after the refused reload: deadLettered %d (want 1), released %d (want 0)", f.DeadLettered, f.Released)
+	}
+	if _, err := os.Stat(datadir.DeadLetters(filepath.Join(dir, "state"), "sink")); err != nil {
+		t.Errorf("the dead-letter ledger left its place: %v", err)
+	}
+	ledgerFailing.Store(false)
+	if code, body := e.reload(); code != http.StatusOK {
+		t.Fatalf("reload with the ledger back: %d %s", code, body)
+	}
+	if n := ledgerAmount(t, dir, "released"); n != 1 {
+		t.Errorf("losses.jsonl holds released %d after the move aside, want 1", n)
+	}
+}
