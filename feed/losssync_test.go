@@ -60,7 +60,7 @@ func TestPollAcksWaitsForTheLossSync(t *testing.T) {
 	if a := p.PollAcks(); a.Moved || syncs.Load() != n {
 		t.Fatalf("%d syncs more without a loss", syncs.Load()-n)
 	}
-	tap.AddReleased(1)
+	tap.AddReleased(1, false)
 	if syncs.Load() != n+1 || durable.Load() != 7 {
 		t.Fatalf("AddReleased returned before its sync (durable %d)", durable.Load())
 	}

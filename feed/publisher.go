@@ -66,6 +66,8 @@ type Publisher struct {
 	lossSync   LossSync
 	lossSynced uint64
 	lossFlight uint64
+	lossOwed   bool // a loss from before this publisher may not be durable yet (OweLossSync)
+	lossOwing  bool // the running sync started while lossOwed
 	lossBusy   bool
 	lossDone   chan error
 	lossRetry  time.Time
@@ -304,8 +306,76 @@ func (p *Publisher) SetLossSync(sync LossSync) {
 	}
 }
 
+// LossCount counts a loss (apply) and makes it durable as LossSync does,
+// with no other sync in between; when the ledger did not take the count
+// (its write failed), it calls undo and returns the error. Safe for
+// concurrent use.
+type LossCount func(apply, undo func()) error
+
+// SetLossCount is what Queue.AddReleased counts a refusable loss through
+// (a purge). Call it before anything runs.
+func (p *Publisher) SetLossCount(c LossCount) {
+	for _, q := range p.Queues {
+		q.lossCount = c
+	}
+}
+
 // lossRetryGap is how long a failed loss sync waits before the next.
 const lossRetryGap = 100 * time.Millisecond
+
+// OweLossSync makes PollAcks acknowledge nothing until a LossSync that
+// started after this call succeeded, whatever the queues noted: losses
+// counted before this publisher (a feed's earlier instance, stopped by a
+// reload while the ledger failed) may not be durable yet, and the lines
+// this one re-reads include theirs. Call it before anything runs.
+func (p *Publisher) OweLossSync() { p.lossOwed = true }
+
+// SyncLosses makes every loss the queues noted so far durable now, on the
+// caller's goroutine (after the sync in flight, if any, ended), and on
+// success lets PollAcks acknowledge past them without another sync: the
+// final commit at a stop, which a sync started by PollAcks itself would
+// leave behind. Call it only while nothing polls (the source stopped; a
+// glob's mux: under its lock).
+func (p *Publisher) SyncLosses() error {
+	if p.lossBusy {
+		p.lossDoneWith(<-p.lossDone)
+	}
+	gen := p.lossGen()
+	if gen == p.lossSynced && !p.lossOwed {
+		return nil
+	}
+	if p.lossSync != nil {
+		if err := p.lossSync(); err != nil {
+			p.lossRetry = time.Now().Add(lossRetryGap)
+			return err
+		}
+	}
+	p.lossSynced, p.lossOwed = gen, false
+	return nil
+}
+
+// lossGen is the sum of the queues' loss generations.
+func (p *Publisher) lossGen() uint64 {
+	var gen uint64
+	for _, q := range p.Queues {
+		gen += q.lossGen.Load()
+	}
+	return gen
+}
+
+// lossDoneWith takes the result of the sync in flight.
+func (p *Publisher) lossDoneWith(err error) {
+	p.lossBusy = false
+	if err != nil {
+		p.lossRetry = time.Now().Add(lossRetryGap)
+		time.AfterFunc(lossRetryGap, p.Poke)
+		return
+	}
+	p.lossSynced = p.lossFlight
+	if p.lossOwing {
+		p.lossOwed = false
+	}
+}
 
 // lossesDurable reports whether every loss the queues noted is durable;
 // when some is not, it starts a sync (if none runs) and reports false.
@@ -313,35 +383,26 @@ const lossRetryGap = 100 * time.Millisecond
 // point passes its lines, so a moved ack point read before shows its loss
 // here.
 func (p *Publisher) lossesDurable() bool {
-	var gen uint64
-	for _, q := range p.Queues {
-		gen += q.lossGen.Load()
-	}
-	if gen == p.lossSynced {
+	gen := p.lossGen()
+	if gen == p.lossSynced && !p.lossOwed {
 		return true
 	}
 	if p.lossSync == nil {
-		p.lossSynced = gen
+		p.lossSynced, p.lossOwed = gen, false
 		return true
 	}
 	if p.lossBusy {
 		select {
 		case err := <-p.lossDone:
-			p.lossBusy = false
-			if err != nil {
-				p.lossRetry = time.Now().Add(lossRetryGap)
-				time.AfterFunc(lossRetryGap, p.Poke)
-			} else {
-				p.lossSynced = p.lossFlight
-			}
+			p.lossDoneWith(err)
 		default:
 		}
 	}
-	if gen == p.lossSynced {
+	if gen == p.lossSynced && !p.lossOwed {
 		return true
 	}
 	if !p.lossBusy && !time.Now().Before(p.lossRetry) {
-		p.lossBusy, p.lossFlight = true, gen
+		p.lossBusy, p.lossFlight, p.lossOwing = true, gen, p.lossOwed
 		go func(sync LossSync, done chan<- error) {
 			done <- sync()
 			p.Poke()

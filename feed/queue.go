@@ -67,7 +67,8 @@ type Queue struct {
 	lossGen atomic.Uint64
 	// lossSync, when set (Publisher.SetLossSync, before anything runs),
 	// makes the losses counted so far durable; AddReleased calls it.
-	lossSync LossSync
+	lossSync  LossSync
+	lossCount LossCount // Publisher.SetLossCount
 
 	capLines, capBytes int
 
@@ -324,14 +325,30 @@ func (q *Queue) Dropped() uint64 { return q.Counters.Dropped.Load() + q.left.Loa
 // AddReleased counts lines given up on purpose (the group only) and makes
 // the count durable (LossSync) before it returns: the caller counts before
 // the ack point passes the lines, and answers the operator's release or
-// purge only after. A failed LossSync is retried by the publisher, which
-// acknowledges nothing until one succeeds.
-func (q *Queue) AddReleased(n uint64) {
-	q.released.Add(n)
-	q.NoteLoss()
-	if q.lossSync != nil {
-		_ = q.lossSync() // on failure the publisher retries it (PollAcks)
+// purge only after. A failed LossSync is returned and retried by the
+// publisher, which acknowledges nothing until one succeeds. refusable: the
+// caller gives nothing up when it fails (a purge keeps its dead letters):
+// then a count the ledger did not take is taken back (LossCount), so a
+// purge refused is not counted.
+func (q *Queue) AddReleased(n uint64, refusable bool) error {
+	apply := func() {
+		q.released.Add(n)
+		q.NoteLoss()
 	}
+	if refusable && q.lossCount != nil {
+		return q.lossCount(apply, func() { q.released.Add(^(n - 1)) })
+	}
+	apply()
+	return q.SyncLosses()
+}
+
+// SyncLosses makes the losses counted so far durable (the publisher's
+// LossSync; nil when there is none).
+func (q *Queue) SyncLosses() error {
+	if q.lossSync != nil {
+		return q.lossSync()
+	}
+	return nil
 }
 
 // SetLossNote makes the queue signal ch (buffered) after every loss it

@@ -105,17 +105,31 @@ func (g *Group) PurgeDeadLetters(max int) (int, error) {
 	if l == nil {
 		return 0, ErrNoLedger
 	}
-	var n int
-	var err error
-	if p, ok := g.Sink().(DeadLetterPurger); ok {
-		n, err = p.PurgeDeadLetters(max)
-	} else {
-		n, err = l.Purge(max)
+	// The purge is counted in released, and the count made durable (the
+	// losses ledger), before the entries leave the dead-letter ledger; a
+	// count that cannot be made durable refuses the purge (the entries
+	// stay): a purged line is always recorded somewhere.
+	count := func(byFeed map[string]int) error {
+		n := 0
+		for _, c := range byFeed {
+			n += c
+		}
+		if err := g.purged(uint64(n)); err != nil {
+			return fmt.Errorf("purge refused: the losses ledger cannot record it: %w", err)
+		}
+		return nil
 	}
-	if n > 0 {
-		g.purged(uint64(n))
+	switch p := g.Sink().(type) {
+	case DeadLetterCountedPurger:
+		return p.PurgeDeadLettersCounted(max, count)
+	case DeadLetterPurger:
+		n, err := p.PurgeDeadLetters(max)
+		if n > 0 {
+			g.purged(uint64(n))
+		}
+		return n, err
 	}
-	return n, err
+	return l.PurgeCounted(max, nil, count)
 }
 
 // Sink is the group's processor (a Processor or a BatchProcessor).

@@ -90,6 +90,13 @@ type DeadLetterPurger interface {
 	PurgeDeadLetters(max int) (int, error)
 }
 
+// DeadLetterCountedPurger is a DeadLetterPurger that tells count what it
+// purges before the entries leave the ledger (Ledger.RemoveCounted), and
+// purges nothing when count fails. The group prefers it.
+type DeadLetterCountedPurger interface {
+	PurgeDeadLettersCounted(max int, count func(byFeed map[string]int) error) (int, error)
+}
+
 // ReleaseRequest is a request to give held lines up, taken by Wait.
 type ReleaseRequest struct {
 	reply chan uint64

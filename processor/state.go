@@ -69,17 +69,22 @@ type stateChange struct {
 	// released counts lines given up on purpose in the queue's released
 	// counter (a release, or dead letters purged); with owner noFence only.
 	released uint64
+	// refusable: a purge, which removes nothing when its count cannot be
+	// made durable (Queue.AddReleased takes the count back then).
+	refusable bool
 }
 
 // change applies c: the only writer of the fences, the queue's state and
-// its released counter (see above).
-func (g *Group) change(c stateChange) {
+// its released counter (see above). It returns the error of making a
+// count durable (Queue.AddReleased), nil otherwise.
+func (g *Group) change(c stateChange) error {
 	s := &g.st
 	s.mu.Lock()
 	before, br := g.q.State()
 	count := c.owner == noFence // a release or a purge
+	var err error
 	if count {
-		g.q.AddReleased(c.released)
+		err = g.q.AddReleased(c.released, c.refusable)
 	}
 	switch {
 	case c.release:
@@ -102,6 +107,7 @@ func (g *Group) change(c stateChange) {
 	if before != after || br != ar || count {
 		g.cfg.Wake()
 	}
+	return err
 }
 
 // fence is owner's reason.
@@ -166,4 +172,6 @@ func (g *Group) die(reason string) { g.change(stateChange{owner: deadFence, reas
 
 // purged counts n dead letters purged from the ledger (DELETE /admin/dlq)
 // as released; the subscriber's state does not change.
-func (g *Group) purged(n uint64) { g.change(stateChange{released: n}) }
+func (g *Group) purged(n uint64) error {
+	return g.change(stateChange{released: n, refusable: true})
+}

@@ -187,8 +187,13 @@ type Feed struct {
 
 	ledger   *lossLedger        // the daemon's losses ledger
 	recorded map[subLoss]uint64 // loss counters as last appended to the ledger (under the ledger's mu)
-	baseMu   sync.Mutex
-	base     lossCounters // what DELETE /admin/losses acknowledged: subtracted in the report
+	// prev is the instance a reload stopped for this one while its loss
+	// counters' growth may not be in the ledger yet (a failing ledger):
+	// this feed's lossSync appends it first (under the ledger's mu; nil
+	// once appended).
+	prev   *Feed
+	baseMu sync.Mutex
+	base   lossCounters // what DELETE /admin/losses acknowledged: subtracted in the report
 
 	orphans        *orphanLedgers // ledgers of processors no longer configured (orphans.go)
 	orphanReleased atomic.Uint64  // their entries purged while this instance ran (released)
@@ -307,6 +312,7 @@ func (d *Daemon) buildFeed(fc *config.Feed) (*Feed, error) {
 	}
 	f.pub = feed.NewPublisher(fc.Name, queues, fc.MaxPendingAcks, batchLines)
 	f.pub.SetLossSync(d.lossSync(f)) // a loss is in the ledger before the pointer passes it
+	f.pub.SetLossCount(d.lossCount(f))
 	d.applyHolds(f)
 	for i, pc := range procs {
 		g, c, err := d.buildGroup(f, pc, queues[i], log)
@@ -577,6 +583,10 @@ func (d *Daemon) Stop() error {
 	}
 	d.recordLosses()
 	for _, f := range d.feeds {
+		// The final commit acknowledges what the holding queues finished
+		// only past losses its publisher knows durable: sync them here
+		// (the recorder's appends above do not tell the publisher).
+		d.syncFinalLosses(f)
 		if f.activeHoldCount() > 0 {
 			// What this run published past a hold: a subscriber added back
 			// at the next start skips it.

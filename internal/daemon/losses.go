@@ -164,11 +164,13 @@ func (l *lossLedger) read() (entries []LossEntry, bad int, err error) {
 
 // appendLocked writes entries in one write and fsyncs. The entries count
 // for their feeds even when the write fails (this run knows of them; the
-// live counters show them too); the failure is logged.
-func (l *lossLedger) appendLocked(entries []LossEntry) {
-	if l.writeLocked(entries) == nil {
-		l.syncLocked()
+// live counters show them too); the failure is logged and returned (a
+// caller that can still refuse the loss does: withdrawLocked).
+func (l *lossLedger) appendLocked(entries []LossEntry) error {
+	if err := l.writeLocked(entries); err != nil {
+		return err
 	}
+	return l.syncLocked()
 }
 
 // writeLocked writes entries in one write, not fsynced yet (syncLocked).
@@ -394,10 +396,49 @@ func (d *Daemon) lossSync(f *Feed) feed.LossSync {
 	}
 }
 
+// lossCount is feed f's feed.LossCount: the count applied, its growth
+// appended and fsynced under the ledger's mu (no recorder runs in
+// between); when the append fails, undo takes the count back (nothing of
+// it reached the file) and the error is returned. A failed fsync keeps the
+// count: the entry may be on disk, and the next sync retries the fsync.
+func (d *Daemon) lossCount(f *Feed) feed.LossCount {
+	return func(apply, undo func()) error {
+		d.losses.mu.Lock()
+		defer d.losses.mu.Unlock()
+		apply()
+		if err := d.recordFeedLocked(f); err != nil {
+			undo()
+			return err
+		}
+		return d.losses.syncLocked()
+	}
+}
+
+// syncFinalLosses makes feed f's losses durable before its source's final
+// commit (Source.Close), once it stopped publishing and polling: that
+// commit acknowledges past them only when this succeeded (logged when not:
+// the pointer then stays before the lines concerned).
+func (d *Daemon) syncFinalLosses(f *Feed) {
+	var err error
+	f.quiet(func() { err = f.pub.SyncLosses() })
+	if err != nil {
+		d.log.Error("losses ledger: the losses of a stopping feed could not be made durable; its final commit does not pass them",
+			"feed", f.cfg.Name, "error", err)
+	}
+}
+
 // recordFeedLocked writes, not fsynced yet, the growth of feed f's
 // subscribers' loss counters since they were last written; what a failed
 // write did not take is written again by the next call.
 func (d *Daemon) recordFeedLocked(f *Feed) error {
+	if f.prev != nil {
+		// The instance a reload stopped for this one first: its losses
+		// precede this one's, and this one's pointer waits for them.
+		if err := d.recordFeedLocked(f.prev); err != nil {
+			return err
+		}
+		f.prev = nil
+	}
 	if f.src == nil {
 		return nil // not built yet: nothing ran
 	}

@@ -157,33 +157,55 @@ func (d *Daemon) purgeOrphan(name string, max int) (int, error) {
 	if l == nil || d.stopped {
 		return 0, fmt.Errorf("the dead letters of %s are no longer a removed processor's (configured again, or stopping): try again", name)
 	}
+	// The purge's loss is in losses.jsonl (appended and fsynced) before the
+	// entries leave the dead-letter ledger; when it cannot be, nothing is
+	// purged (a kill -9 in between leaves the line recorded twice, never
+	// nowhere).
+	var counted []struct {
+		f *Feed
+		n uint64
+	}
+	n, err := l.PurgeCounted(max, nil, func(byFeed map[string]int) error {
+		o.mu.Lock()
+		gone := o.attributeLocked(byFeed)
+		o.mu.Unlock()
+		var out []LossEntry
+		now := time.Now().UTC().Format(time.RFC3339Nano)
+		for fn, g := range gone {
+			f := d.feed(fn)
+			if g == 0 || f == nil {
+				continue
+			}
+			counted = append(counted, struct {
+				f *Feed
+				n uint64
+			}{f, g})
+			out = append(out, LossEntry{V: lossFormat, Feed: fn, Counter: "released", Amount: g,
+				Epoch: status.Hex(f.src.Epoch()), Time: now,
+				Detail: fmt.Sprintf("dead letters of removed processor %s purged: %d", name, g)})
+		}
+		d.losses.mu.Lock()
+		defer d.losses.mu.Unlock()
+		if err := d.losses.appendLocked(out); err != nil {
+			counted = nil
+			if werr := d.losses.withdrawLocked(out); werr != nil {
+				d.log.Error("losses ledger: the entries of a purge refused could not be withdrawn", "processor", name, "error", werr)
+			}
+			return fmt.Errorf("purge refused: the losses ledger cannot record it: %w", err)
+		}
+		return nil
+	})
+	if n > 0 {
+		for _, c := range counted {
+			c.f.orphanReleased.Add(c.n)
+		}
+	}
 	o.mu.Lock()
-	before := o.attributeLocked(l.Feeds())
-	o.mu.Unlock()
-	n, err := l.Purge(max)
-	o.mu.Lock()
-	after := o.attributeLocked(l.Feeds())
 	if l.Len() == 0 {
 		delete(o.byName, name) // gone from disk: an unknown processor from now on
 	}
 	o.recountLocked()
 	o.mu.Unlock()
-	var out []LossEntry
-	now := time.Now().UTC().Format(time.RFC3339Nano)
-	for fn, b := range before {
-		gone := b - min(b, after[fn])
-		f := d.feed(fn)
-		if gone == 0 || f == nil {
-			continue
-		}
-		f.orphanReleased.Add(gone)
-		out = append(out, LossEntry{V: lossFormat, Feed: fn, Counter: "released", Amount: gone,
-			Epoch: status.Hex(f.src.Epoch()), Time: now,
-			Detail: fmt.Sprintf("dead letters of removed processor %s purged: %d", name, gone)})
-	}
-	d.losses.mu.Lock()
-	d.losses.appendLocked(out)
-	d.losses.mu.Unlock()
 	return n, err
 }
 

@@ -223,6 +223,7 @@ func (d *Daemon) reload() error {
 	stopped := map[string]*Feed{}
 	var undo []func()
 	var gaveUp []asideLoss // dead letters moved aside with a processor's state
+	var asideErr error     // a move aside whose loss the ledger did not take: the reload rolls back
 	var firstErr error
 	type stopping struct {
 		f       *Feed
@@ -283,13 +284,24 @@ func (d *Daemon) reload() error {
 			if npc := findProc(cfg, fc.Name, pc.Name); npc != nil && targetChanged(pc, npc) {
 				n := ledgered(f, pc.Name)
 				var gone *asideLoss
-				u := d.moveStateAside(pc.Name, func(dir string) {
-					if n > 0 {
-						// Written ahead: a kill -9 once the ledger is
-						// aside must not leave the feed green.
-						gone = &asideLoss{feed: fc.Name, proc: pc.Name, dir: dir, lines: n, epoch: f.src.Epoch()}
-						gone.entry = d.appendAsideLoss(gone)
+				u := d.moveStateAside(pc.Name, func(dir string) error {
+					if n == 0 {
+						return nil
 					}
+					// Written ahead: a kill -9 once the ledger is
+					// aside must not leave the feed green. When the
+					// losses ledger does not take it, nothing moves
+					// and the reload is rolled back.
+					g := &asideLoss{feed: fc.Name, proc: pc.Name, dir: dir, lines: n, epoch: f.src.Epoch()}
+					e, err := d.appendAsideLoss(g)
+					if err != nil {
+						if asideErr == nil {
+							asideErr = fmt.Errorf("processor %s: its dead letters cannot be given up: %w", pc.Name, err)
+						}
+						return err
+					}
+					g.entry, gone = e, g
+					return nil
 				})
 				if u != nil {
 					undo = append(undo, u)
@@ -324,12 +336,16 @@ func (d *Daemon) reload() error {
 	d.mu.Lock()
 	d.cfg = cfg
 	d.mu.Unlock()
-	built, err := d.buildFeeds(cfg, oldFeeds, stopped, false)
+	var built map[string]*Feed
+	err = asideErr
+	if err == nil {
+		built, err = d.buildFeeds(cfg, oldFeeds, stopped, false)
+	}
 	if err != nil {
 		// Run on unchanged: undo what the stops changed on disk and
 		// rebuild the stopped feeds from the old config (each resumes from
 		// its pointer and skips what its subscribers finished).
-		d.log.Error("reload: a feed could not be built; restarting the stopped feeds on the unchanged config", "error", err)
+		d.log.Error("reload: a feed could not be built (or a loss it gives up recorded); restarting the stopped feeds on the unchanged config", "error", err)
 		for i := len(undo) - 1; i >= 0; i-- {
 			undo[i]()
 		}
@@ -581,6 +597,7 @@ func (d *Daemon) stopFeed(ctx context.Context, f *Feed, removed map[string]bool)
 	f.final = f.snapshot(false)
 	f.finalRead, f.finalBytes = f.src.LinesRead(), f.src.BytesRead()
 	f.finalPaused = f.pub.PausedTotal().Seconds()
+	d.syncFinalLosses(f)
 	err := f.src.Close()
 	if err != nil && first == nil {
 		first = fmt.Errorf("feed %s: %w", f.cfg.Name, err)
@@ -725,8 +742,8 @@ func (d *Daemon) movePointerAside(f *Feed) func() {
 // state/<processor>.<time>.old/ (its target changed). It returns how to
 // put it back (nil: nothing moved). ahead, when the dead-letter ledger is
 // among the files, runs with the directory before anything is moved (the
-// loss it gives up is recorded first).
-func (d *Daemon) moveStateAside(name string, ahead func(dir string)) func() {
+// loss it gives up is recorded first); when it fails nothing is moved.
+func (d *Daemon) moveStateAside(name string, ahead func(dir string) error) func() {
 	var files []string
 	for _, p := range []string{datadir.Record(d.cfg.DataDir, name), datadir.CountState(d.cfg.DataDir, name),
 		datadir.DeadLetters(d.cfg.DataDir, name)} {
@@ -743,7 +760,11 @@ func (d *Daemon) moveStateAside(name string, ahead func(dir string)) func() {
 		return nil
 	}
 	if ahead != nil && slices.Contains(files, datadir.DeadLetters(d.cfg.DataDir, name)) {
-		ahead(dir)
+		if err := ahead(dir); err != nil {
+			d.log.Error("reload: state not moved aside: the loss of its dead letters cannot be recorded", "processor", name, "error", err)
+			os.Remove(dir)
+			return nil
+		}
 	}
 	var moved []string
 	for _, p := range files {
@@ -789,15 +810,21 @@ func ledgered(f *Feed, name string) uint64 {
 // (DESIGN §6: purged entries count in released; §7: losses outlive the
 // run): the feed stays lossless false, across restarts (a kill -9 before
 // the reload ends included), until DELETE /admin/losses/<feed>. It returns
-// the entry (withdrawAside removes it again if the reload is rolled back).
-func (d *Daemon) appendAsideLoss(g *asideLoss) LossEntry {
+// the entry (withdrawAside removes it again if the reload is rolled back),
+// or the error of a ledger that did not take it (its entry withdrawn).
+func (d *Daemon) appendAsideLoss(g *asideLoss) (LossEntry, error) {
 	e := LossEntry{V: lossFormat, Feed: g.feed, Counter: "released", Amount: g.lines,
 		Epoch: status.Hex(g.epoch), Time: time.Now().UTC().Format(time.RFC3339Nano),
 		Detail: fmt.Sprintf("dead letters of processor %s moved aside to %s (its target changed at a reload): %d", g.proc, g.dir, g.lines)}
 	d.losses.mu.Lock()
-	d.losses.appendLocked([]LossEntry{e})
-	d.losses.mu.Unlock()
-	return e
+	defer d.losses.mu.Unlock()
+	if err := d.losses.appendLocked([]LossEntry{e}); err != nil {
+		if werr := d.losses.withdrawLocked([]LossEntry{e}); werr != nil {
+			d.log.Error("losses ledger: the entry of a move aside refused could not be withdrawn", "processor", g.proc, "error", werr)
+		}
+		return LossEntry{}, err
+	}
+	return e, nil
 }
 
 // withdrawAside removes the losses.jsonl entries of a reload rolled back:
@@ -996,6 +1023,11 @@ func (f *Feed) inherit(old *Feed) {
 		c.failures[g.Name()] += g.Failures()
 	}
 	f.base = old.lossBase()
+	// The stopped instance's losses may not be in the ledger yet (its
+	// last sync failed): this instance's lossSync appends them first, and
+	// its pointer, which re-reads their lines, waits for a sync.
+	f.prev = old
+	f.pub.OweLossSync()
 }
 
 // addCarry adds the carried counters and the holds' rows to a snapshot.
@@ -1310,10 +1342,17 @@ func (r heldRelease) Release(ctx context.Context) (uint64, error) {
 	e := []LossEntry{{V: lossFormat, Feed: r.f.cfg.Name, Counter: "released", Amount: r.h.lines,
 		Epoch: status.Hex(r.f.src.Epoch()), Time: time.Now().UTC().Format(time.RFC3339Nano),
 		Detail: "removed subscriber " + r.h.name + " released"}}
+	// A release whose loss cannot be made durable is refused: the hold
+	// stays (and so does the pointer) until the ledger takes it.
 	r.d.losses.mu.Lock()
-	r.d.losses.appendLocked(e)
+	err := r.d.losses.appendLocked(e)
 	r.d.losses.mu.Unlock()
-	if err := r.d.holds.remove(r.f.cfg.Name, r.h.name); err != nil {
+	if err != nil {
+		err = fmt.Errorf("the losses ledger cannot record it (the hold stays; try again): %w", err)
+	} else if err = r.d.holds.remove(r.f.cfg.Name, r.h.name); err != nil {
+		err = fmt.Errorf("the hold could not be removed: %w", err)
+	}
+	if err != nil {
 		r.d.losses.mu.Lock()
 		if werr := r.d.losses.withdrawLocked(e); werr != nil {
 			r.d.log.Error("losses ledger: the entry of a release that failed could not be withdrawn", "feed", r.f.cfg.Name, "error", werr)

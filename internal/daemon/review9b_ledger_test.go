@@ -14,8 +14,8 @@ import (
 	"tailfeed/config"
 	"tailfeed/feed"
 	"tailfeed/internal/datadir"
-	"tailfeed/processor"
 	"tailfeed/pointer"
+	"tailfeed/processor"
 	"tailfeed/sink/file"
 	"tailfeed/status"
 )
@@ -64,7 +64,7 @@ func rev9bCopy(t *testing.T, dir string) string {
 	return to
 }
 
-// TestRev9BXHeldReleaseLedgerFailsPointerPasses — DESIGN §7 "Every counted
+// TestRev9BFixedHeldReleaseLedgerFailsPointerPasses — DESIGN §7 "Every counted
 // loss is also appended (fsynced) to dataDir/losses.jsonl … A restart never
 // turns a lossy feed green by itself"; §12 a removed processor's hold is
 // given up by POST /admin/release (counted in released). The ledger change
@@ -81,7 +81,9 @@ func rev9bCopy(t *testing.T, dir string) string {
 // commits past "a" with no "released" entry; a daemon started on a copy of
 // the data directory at that moment (a kill -9) reports lossless true.
 // Every run.
-func TestRev9BXHeldReleaseLedgerFailsPointerPasses(t *testing.T) {
+// Fixed: heldRelease refuses the release (503, the hold stays, its entry
+// withdrawn) when the ledger's append or fsync fails.
+func TestRev9BFixedHeldReleaseLedgerFailsPointerPasses(t *testing.T) {
 	dir := t.TempDir()
 	var sinkFailing, ledgerFailing atomic.Bool
 	sinkFailing.Store(true)
@@ -115,10 +117,22 @@ func TestRev9BXHeldReleaseLedgerFailsPointerPasses(t *testing.T) {
 		t.Errorf("the losses ledger fails every write and fsync; POST /admin/release/app/archive answered %d %v and the pointer committed past the released line (offset %d → %d) with no ledger entry; a daemon started on a copy of the data directory now (a kill -9) reports lossless %v (feed %v). DESIGN §7 \"Every counted loss is also appended (fsynced) to dataDir/losses.jsonl … A restart never turns a lossy feed green by itself\"",
 			code, body, rec0.Offset, rec.Offset, r.Lossless, r.Feeds[0].Lossless)
 	}
+	if code != http.StatusServiceUnavailable {
+		t.Errorf("release while the losses ledger fails: %d %v, want 503", code, body)
+	}
+	if f := e.report().Feeds[0]; f.Stalled == nil || !strings.Contains(*f.Stalled, "removed subscriber archive") {
+		t.Errorf("the refused release let the hold go: stalled %v", f.Stalled)
+	}
 	ledgerFailing.Store(false)
+	if code, body := e.release("app", "archive"); code != http.StatusOK {
+		t.Fatalf("release with the ledger back: %d %v", code, body)
+	}
+	if n := ledgerAmount(t, dir, "released"); n != 1 {
+		t.Errorf("losses.jsonl holds released %d after the release, want 1", n)
+	}
 }
 
-// TestRev9BXPurgeLedgerFailsLossForgotten — DESIGN §6 "Purged entries count
+// TestRev9BFixedPurgeLedgerFailsLossForgotten — DESIGN §6 "Purged entries count
 // in released"; §7 "Every counted loss is also appended (fsynced) to
 // dataDir/losses.jsonl … A restart never turns a lossy feed green by
 // itself"; the change under review: "releases/purges sync before the HTTP
@@ -131,7 +145,11 @@ func TestRev9BXHeldReleaseLedgerFailsPointerPasses(t *testing.T) {
 // (Queue.AddReleased ignores the sync's error); the purge answers 200; the
 // line is now in neither ledger, and a daemon started on a copy of the data
 // directory (a kill -9 at that moment) reports lossless true. Every run.
-func TestRev9BXPurgeLedgerFailsLossForgotten(t *testing.T) {
+// Fixed: a purge counts its loss and makes it durable before the entries
+// leave the dead-letter ledger (Ledger.RemoveCounted through
+// Queue.AddReleased's refusable LossCount); when the ledger does not take
+// it the purge is refused (500, entries kept) and the count taken back.
+func TestRev9BFixedPurgeLedgerFailsLossForgotten(t *testing.T) {
 	dir := t.TempDir()
 	var armed, ledgerFailing atomic.Bool
 	armed.Store(true)
@@ -148,6 +166,17 @@ func TestRev9BXPurgeLedgerFailsLossForgotten(t *testing.T) {
 	if code != http.StatusOK {
 		t.Logf("purge refused while the losses ledger fails: %d %s", code, body)
 		ledgerFailing.Store(false)
+		// A refused purge counts nothing and keeps the dead letter; once
+		// the ledger works again the purge goes through and is recorded.
+		if f := e.report().Feeds[0]; f.Released != 0 || f.DeadLettered != 1 {
+			t.Errorf("after the refused purge: released %d (want 0), deadLettered %d (want 1)", f.Released, f.DeadLettered)
+		}
+		if code, body := e.do(http.MethodDelete, "/admin/dlq/sink", "sesame"); code != http.StatusOK {
+			t.Fatalf("purge with the ledger back: %d %s", code, body)
+		}
+		if n := ledgerAmount(t, dir, "released"); n != 1 {
+			t.Errorf("losses.jsonl holds released %d after the purge, want 1", n)
+		}
 		return
 	}
 	cp := rev9bCopy(t, dir)
@@ -192,7 +221,7 @@ processors:
   - {name: slow, feed: app, type: discard}
 `
 
-// TestRev9BXStopFinalCommitSkippedByLeftAtStop — DESIGN §12 Signals/Reload
+// TestRev9BFixedStopFinalCommitSkippedByLeftAtStop — DESIGN §12 Signals/Reload
 // "stop as at shutdown (queues drained within shutdownTimeoutMillis, final
 // commit …)"; Source.Close "makes the final commit of exactly what the
 // holding queues finished"; §2 re-deliveries only after a crash (or a
@@ -208,7 +237,10 @@ processors:
 // sync and acknowledges nothing: the pointer stays at 0, and a clean
 // restart delivers "a" to slow a second time. Before the ledger change
 // the final commit covered it.
-func TestRev9BXStopFinalCommitSkippedByLeftAtStop(t *testing.T) {
+// Fixed: before the final commit (Stop, and a reload's stopFeed) the
+// daemon runs the feed's loss sync inline (Publisher.SyncLosses), which
+// marks the losses durable for that commit's PollAcks.
+func TestRev9BFixedStopFinalCommitSkippedByLeftAtStop(t *testing.T) {
 	dir := t.TempDir()
 	tap := newBlocker()
 	defer close(tap.open)
@@ -237,7 +269,7 @@ func TestRev9BXStopFinalCommitSkippedByLeftAtStop(t *testing.T) {
 	}
 }
 
-// TestRev9BXReloadWhileLedgerFailsPointerPassesDrops — DESIGN §7 "Every
+// TestRev9BFixedReloadWhileLedgerFailsPointerPassesDrops — DESIGN §7 "Every
 // counted loss is also appended (fsynced) to dataDir/losses.jsonl … A
 // restart never turns a lossy feed green by itself"; the change under
 // review: "a loss (drop …) is written and fsynced to losses.jsonl before
@@ -257,7 +289,11 @@ func TestRev9BXStopFinalCommitSkippedByLeftAtStop(t *testing.T) {
 // data directory at that moment (a kill -9) reports lossless true. Every
 // run (3 of 3). Introduced with the gate: the new instance's publisher does
 // not know of the stopped one's unsynced losses.
-func TestRev9BXReloadWhileLedgerFailsPointerPassesDrops(t *testing.T) {
+// Fixed: the restarted instance inherits the stopped one as prev (its
+// lossSync appends prev's unrecorded deltas first) and its publisher starts
+// owing a sync (Publisher.OweLossSync): nothing is acknowledged until one
+// succeeds.
+func TestRev9BFixedReloadWhileLedgerFailsPointerPassesDrops(t *testing.T) {
 	dir := t.TempDir()
 	var failing atomic.Bool
 	failing.Store(true)
@@ -390,5 +426,49 @@ func TestRev9BOKStopWhileLedgerFails(t *testing.T) {
 	rec, err := pointer.Inspect(datadir.Pointer(filepath.Join(dir, "state"), "app"))
 	if err == nil && rec.Offset > 2*lineLen {
 		t.Errorf("the pointer passed %d lines while the losses ledger failed", rec.Offset/lineLen)
+	}
+}
+
+// TestRev9BFixedAsideLedgerFailsReloadRefused — DESIGN §6 "Purged entries
+// count in released", §7 "Every counted loss is also appended (fsynced)";
+// §12 a processor whose target changes starts as new, its state (dead
+// letters included) moved aside and given up. The same pattern as the
+// purge: the loss is recorded before the dead letters leave their ledger.
+// While the losses ledger fails every write and fsync, a reload that
+// changes the dead-lettering sink's target is refused (rolled back: the
+// dead letter stays where it was, nothing is moved aside); once the ledger
+// works again the same reload goes through and is recorded.
+// Fixed: appendAsideLoss returns the ledger's error and moveStateAside
+// moves nothing when it fails; the reload then rolls back.
+func TestRev9BFixedAsideLedgerFailsReloadRefused(t *testing.T) {
+	dir := t.TempDir()
+	var armed, ledgerFailing atomic.Bool
+	armed.Store(true)
+	e := startIn(t, dir, dlqConfig, Options{
+		Processors:   map[string]Build{"sink": poisonSink(&armed, "")},
+		WrapLossFile: wrapFaultyLoss(&ledgerFailing),
+	})
+	e.appendLines("a", "poison line", "b")
+	e.waitFor("settled with a dead letter", 10*time.Second, func(f status.FeedReport) bool {
+		return f.Settled && f.DeadLettered == 1
+	})
+	ledgerFailing.Store(true)
+	e.rewrite(strings.Replace(dlqConfig, "%DIR%/out.log", "%DIR%/out2.log", 1))
+	code, body := e.reload()
+	if code == http.StatusOK {
+		t.Errorf("reload moving the dead letters aside answered 200 %s while the losses ledger fails", body)
+	}
+	if f := e.report().Feeds[0]; f.DeadLettered != 1 || f.Released != 0 {
+		t.Errorf("after the refused reload: deadLettered %d (want 1), released %d (want 0)", f.DeadLettered, f.Released)
+	}
+	if _, err := os.Stat(datadir.DeadLetters(filepath.Join(dir, "state"), "sink")); err != nil {
+		t.Errorf("the dead-letter ledger left its place: %v", err)
+	}
+	ledgerFailing.Store(false)
+	if code, body := e.reload(); code != http.StatusOK {
+		t.Fatalf("reload with the ledger back: %d %s", code, body)
+	}
+	if n := ledgerAmount(t, dir, "released"); n != 1 {
+		t.Errorf("losses.jsonl holds released %d after the move aside, want 1", n)
 	}
 }

@@ -305,6 +305,12 @@ var errPurged = errors.New("purged from the dead-letter ledger")
 // were delivered, not released). Under p.mu, so no ACK or replay runs in
 // between.
 func (p *Pull) PurgeDeadLetters(max int) (int, error) {
+	return p.PurgeDeadLettersCounted(max, nil)
+}
+
+// PurgeDeadLettersCounted implements processor.DeadLetterCountedPurger:
+// PurgeDeadLetters with count told first (Ledger.RemoveCounted).
+func (p *Pull) PurgeDeadLettersCounted(max int, count func(byFeed map[string]int) error) (int, error) {
 	l := p.h.Ledger()
 	if l == nil {
 		return 0, processor.ErrNoLedger
@@ -316,7 +322,7 @@ func (p *Pull) PurgeDeadLetters(max int) (int, error) {
 		return e != nil && e.state == pullDone
 	})
 
-	n, err := l.Remove(ids)
+	n, err := l.RemoveCounted(ids, count)
 	if err != nil {
 		return n, err
 	}
