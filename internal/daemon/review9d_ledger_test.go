@@ -1,0 +1,196 @@
+package daemon
+
+import (
+	"net/http"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"tailfeed/status"
+)
+
+// TestRev9DXARefusedPurgeLeavesFeedLossy — DESIGN §6 "Purged entries count
+// in released"; §7 lossless is false only over a loss ("Nothing green over a
+// loss", and never red over none: a status field that lies); the change
+// under review: "release/purge of … dead letters refuse (500) when the
+// ledger cannot be written, counting and syncing before removing anything"
+// and Queue.AddReleased: "a purge refused is not counted". A file sink
+// dead-letters "poison" (the feed is lossless: the line is in the
+// dead-letter ledger). The losses ledger fails every write; DELETE
+// /admin/dlq/sink is refused (the dead letter stays, released 0). The ledger
+// works again and the dead letter is replayed (it reaches the sink: deadLettered
+// 0). Expected: the feed is lossless true (nothing was given up; losses.jsonl
+// holds nothing), as it is after the same replay without the refused purge
+// (dlq_test.go). Observed: lossCount's failed
+// recordFeedLocked → writeLocked had already counted the entry in the
+// ledger's per-feed counts (l.counts[feed]++ before the write), and
+// lossCount's undo takes back only the queue's released counter (no
+// withdrawLocked, unlike heldRelease, purgeOrphan and appendAsideLoss): the
+// report's Ledgered stays true and the feed reports lossless false with an
+// empty losses.jsonl, for the rest of the run (a restart turns it green).
+func TestRev9DXARefusedPurgeLeavesFeedLossy(t *testing.T) {
+	dir := t.TempDir()
+	var armed, ledgerFailing atomic.Bool
+	armed.Store(true)
+	e := startIn(t, dir, dlqConfig, Options{
+		Processors:   map[string]Build{"sink": poisonSink(&armed, "")},
+		WrapLossFile: wrapFaultyLoss(&ledgerFailing),
+	})
+	e.appendLines("a", "poison line", "b")
+	f := e.waitFor("settled with a dead letter", 10*time.Second, func(f status.FeedReport) bool {
+		return f.Settled && f.DeadLettered == 1
+	})
+	ledgerFailing.Store(true)
+	code, body := e.do(http.MethodDelete, "/admin/dlq/sink", "sesame")
+	ledgerFailing.Store(false)
+	if code == http.StatusOK {
+		t.Fatalf("purge while the losses ledger fails answered 200 %s", body)
+	}
+	time.Sleep(200 * time.Millisecond)
+	f = e.report().Feeds[0]
+	if f.Released != 0 || f.DeadLettered != 1 {
+		t.Fatalf("after the refused purge: released %d deadLettered %d, want 0 and 1", f.Released, f.DeadLettered)
+	}
+	if n := ledgerAmount(t, dir, "released"); n != 0 {
+		t.Fatalf("losses.jsonl holds released %d after a refused purge", n)
+	}
+	// The dead letter is replayed (the sink works again): it reaches its
+	// processor and leaves the dead-letter ledger; nothing was lost.
+	armed.Store(false)
+	var res status.DLQResult
+	e.dlqJSON(http.MethodPost, "/admin/dlq/sink/replay", http.StatusOK, &res)
+	if res.Replayed != 1 {
+		t.Fatalf("replay %+v", res)
+	}
+	time.Sleep(300 * time.Millisecond)
+	f = e.report().Feeds[0]
+	if f.DeadLettered != 0 || f.Released != 0 {
+		t.Fatalf("after the replay: deadLettered %d released %d", f.DeadLettered, f.Released)
+	}
+	if !f.Lossless {
+		t.Errorf("a purge refused (%d %s) gave nothing up and losses.jsonl holds no entry, yet the feed reports lossless false (released %d, deadLettered %d): the refused count stays in the ledger's per-feed entry count (writeLocked counts before writing; lossCount's undo does not withdraw). DESIGN §7: lossless false only over a loss",
+			code, body, f.Released, f.DeadLettered)
+	}
+}
+
+// hangingLossFile blocks every fsync of the losses ledger while hang is set
+// (a disk that stops answering), until release is closed.
+type hangingLossFile struct {
+	LossFile
+	hang    *atomic.Bool
+	release chan struct{}
+	entered *atomic.Int32
+}
+
+func (f hangingLossFile) Sync() error {
+	if f.hang.Load() {
+		f.entered.Add(1)
+		<-f.release
+	}
+	return f.LossFile.Sync()
+}
+
+// TestRev9DXBStopHangsOnHungLedgerFsync — DESIGN §12 Signals: "SIGTERM/SIGINT
+// stop as in §5, within shutdownTimeoutMillis plus 2 s"; the brief: "SyncLosses
+// at stop with a ledger that hangs". A best-effort tap (DROP_AFTER_SPIN,
+// blocked) drops lines; the losses ledger's fsync then stops returning (a
+// dying disk): the publisher's loss sync goroutine is stuck in Sync holding
+// the ledger's mu. Expected: Stop returns within 300 ms + 2 s (the final
+// commit does not pass the unsynced drops, the run ends). Observed: Stop
+// blocks — recordLosses waits for the ledger's mu, and syncFinalLosses
+// (Publisher.SyncLosses) waits without bound for the sync in flight
+// (<-p.lossDone) and then calls lossSync inline — until the fsync returns.
+// Every run. The recordLosses wait predates the diff; SyncLosses adds a
+// second unbounded wait per feed.
+func TestRev9DXBStopHangsOnHungLedgerFsync(t *testing.T) {
+	dir := t.TempDir()
+	var hang atomic.Bool
+	var entered atomic.Int32
+	release := make(chan struct{})
+	released := false
+	defer func() {
+		if !released {
+			close(release)
+		}
+	}()
+	tap := newBlocker()
+	defer close(tap.open)
+	e := startIn(t, dir, dropConfig, Options{
+		Processors: map[string]Build{"tap": tap.build},
+		WrapLossFile: func(f LossFile) LossFile {
+			return hangingLossFile{f, &hang, release, &entered}
+		},
+	})
+	hang.Store(true)
+	e.appendLines(numbered("d-", 0, 2000)...)
+	// No status request: a report waits for the ledger too (TestRev9DXC).
+	deadline := time.Now().Add(5 * time.Second)
+	for entered.Load() == 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if entered.Load() == 0 {
+		t.Fatalf("no fsync of the losses ledger started after drops")
+	}
+	start := time.Now()
+	done := make(chan struct{})
+	go func() { e.Stop(); close(done) }()
+	select {
+	case <-done:
+		if d := time.Since(start); d > 2300*time.Millisecond {
+			t.Errorf("Stop took %v with shutdownTimeoutMillis 300 (bound: + 2 s)", d)
+		}
+	case <-time.After(4 * time.Second):
+		close(release)
+		released = true
+		<-done
+		t.Errorf("Stop still running %v after it began while the losses ledger's fsync hangs (shutdownTimeoutMillis 300; DESIGN §12: stop within shutdownTimeoutMillis + 2 s); it returned only once the fsync did (%v)",
+			4*time.Second, time.Since(start))
+	}
+}
+
+// TestRev9DXCStatusHangsOnHungLedgerFsync — DESIGN §7/§12: GET /feed.status is
+// how a launcher asks whether the run is complete and whole, and /healthz
+// "answers 503 at once while any feed is FAILED, and after stallAlertMillis
+// of a stall" (alerting); the brief: "a ledger lock held across an fsync while
+// the hot path needs it". A best-effort tap drops lines; the losses ledger's
+// fsync stops returning (the publisher's loss sync goroutine holds the
+// ledger's mu inside Sync). Expected: the report answers (the feed stalled,
+// its pointer held, the losses counted), as it does while the ledger fails
+// with an error. Observed: Daemon.Report calls recordLosses after building
+// the report, which waits for the ledger's mu: GET /feed.status never
+// answers (the client times out after 10 s) until the fsync returns. Every
+// run. Predates the diff under review (Report's recordLosses), but the diff
+// adds holders of the same mu across an fsync on the request path (purge,
+// release: lossCount, heldRelease) and at stop (SyncLosses).
+func TestRev9DXCStatusHangsOnHungLedgerFsync(t *testing.T) {
+	dir := t.TempDir()
+	var hang atomic.Bool
+	var entered atomic.Int32
+	release := make(chan struct{})
+	defer close(release)
+	tap := newBlocker()
+	defer close(tap.open)
+	e := startIn(t, dir, dropConfig, Options{
+		Processors: map[string]Build{"tap": tap.build},
+		WrapLossFile: func(f LossFile) LossFile {
+			return hangingLossFile{f, &hang, release, &entered}
+		},
+	})
+	hang.Store(true)
+	e.appendLines(numbered("d-", 0, 2000)...)
+	deadline := time.Now().Add(5 * time.Second)
+	for entered.Load() == 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if entered.Load() == 0 {
+		t.Fatalf("no fsync of the losses ledger started after drops")
+	}
+	got := make(chan status.Report, 1)
+	go func() { got <- e.d.Report() }()
+	select {
+	case r := <-got:
+		t.Logf("report answered: dropped %d lossless %v", r.Feeds[0].Dropped, r.Feeds[0].Lossless)
+	case <-time.After(3 * time.Second):
+		t.Errorf("the feed.status report did not answer within 3 s while the losses ledger's fsync hangs (Report → recordLosses waits for the ledger's mu, held across Sync by the publisher's loss sync)")
+	}
+}
