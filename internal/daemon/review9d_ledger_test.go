@@ -2,10 +2,13 @@ package daemon
 
 import (
 	"net/http"
+	"os"
+	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"tailfeed/internal/datadir"
 	"tailfeed/status"
 )
 
@@ -192,5 +195,59 @@ func TestRev9DXCStatusHangsOnHungLedgerFsync(t *testing.T) {
 		t.Logf("report answered: dropped %d lossless %v", r.Feeds[0].Dropped, r.Feeds[0].Lossless)
 	case <-time.After(3 * time.Second):
 		t.Errorf("the feed.status report did not answer within 3 s while the losses ledger's fsync hangs (Report → recordLosses waits for the ledger's mu, held across Sync by the publisher's loss sync)")
+	}
+}
+
+// TestRev9DXEPurgeRewriteFailsCountedTwice — DESIGN §6 "Purged entries count
+// in released"; §7 `released` counts lines given up (and losses.jsonl's
+// amounts: "Every counted loss is also appended"); the change under review:
+// a purge counts its loss and makes it durable before the entries leave the
+// dead-letter ledger (Ledger.RemoveCounted: count, then rewriteLocked). Two
+// lines are dead-lettered. The dead-letter ledger's rewrite then fails (its
+// temporary file cannot be created: a directory stands at
+// dlq/sink.jsonl.tmp — any write error of the rewrite does the same).
+// DELETE /admin/dlq/sink?max=1 answers an error and removes nothing, yet its
+// count stays (released 1, losses.jsonl released 1, deadLettered 2). Once the
+// rewrite works, the same purge is retried and succeeds. Expected: one line
+// given up, released 1 (a failed purge is not counted, as a refused one is
+// not: "a purge refused is not counted"). Observed: released 2 and
+// losses.jsonl released 2 for one purged line (deadLettered 1): the count of
+// the failed rewrite is never taken back. Every run. Introduced by the
+// diff: before it, Purge removed first and counted only n > 0.
+func TestRev9DXEPurgeRewriteFailsCountedTwice(t *testing.T) {
+	dir := t.TempDir()
+	var armed atomic.Bool
+	armed.Store(true)
+	e := startIn(t, dir, dlqConfig, Options{
+		Processors: map[string]Build{"sink": poisonSink(&armed, "")},
+	})
+	e.appendLines("a", "poison 1", "poison 2", "b")
+	e.waitFor("settled with two dead letters", 10*time.Second, func(f status.FeedReport) bool {
+		return f.Settled && f.DeadLettered == 2
+	})
+	tmp := datadir.DeadLetters(filepath.Join(dir, "state"), "sink") + ".tmp"
+	if err := os.MkdirAll(filepath.Join(tmp, "x"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	code, body := e.do(http.MethodDelete, "/admin/dlq/sink?max=1", "sesame")
+	f := e.report().Feeds[0]
+	t.Logf("purge while the rewrite fails: %d %s; released %d deadLettered %d, losses.jsonl released %d",
+		code, body, f.Released, f.DeadLettered, ledgerAmount(t, dir, "released"))
+	if code == http.StatusOK {
+		t.Fatalf("purge answered 200 while the dead-letter ledger cannot be rewritten")
+	}
+	if err := os.RemoveAll(tmp); err != nil {
+		t.Fatal(err)
+	}
+	if code, body := e.do(http.MethodDelete, "/admin/dlq/sink?max=1", "sesame"); code != http.StatusOK {
+		t.Fatalf("purge with the rewrite working: %d %s", code, body)
+	}
+	f = e.report().Feeds[0]
+	if f.DeadLettered != 1 {
+		t.Fatalf("after one successful purge of 1: deadLettered %d, want 1", f.DeadLettered)
+	}
+	if n := ledgerAmount(t, dir, "released"); f.Released != 1 || n != 1 {
+		t.Errorf("one dead letter purged (deadLettered 2 → 1), but released %d and losses.jsonl released %d (want 1 and 1): the purge whose rewrite failed (%d %s) removed nothing and stayed counted. DESIGN §6 \"Purged entries count in released\"",
+			f.Released, n, code, body)
 	}
 }
