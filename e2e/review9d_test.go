@@ -47,12 +47,16 @@ feeds:
 // position). Observed: behindLocked answers !FileEnded() — a flag the
 // source set at its last look, not an fstat — so the report says CAUGHT_UP
 // and settled until the next poll (pollIntervalMillis 3000; no fsnotify
-// event reaches a file outside the watched directory). rename: 3 of 3
-// rounds; single: 1 of 1 (the single-file feed, daemon fileCaughtUp, same
+// event reaches a file outside the watched directory). Mode "recreate":
+// renamed out, and a new shorter file created at the path (tracked by a
+// stream of its own): behindLocked's "another file at the path, tracked"
+// branch answers not behind without looking at the open file either.
+// rename: 3 of 3, recreate: 3 of 3
+// rounds each; single: 1 of 1 (the single-file feed, daemon fileCaughtUp, same
 // flag: pre-existing there); delete: 0 of 3 (passes: the unlinked case is
 // caught).
 func TestRev9DXDMovedOutThenWrittenCaughtUp(t *testing.T) {
-	for _, mode := range []string{"rename", "delete", "single"} {
+	for _, mode := range []string{"rename", "recreate", "delete", "single"} {
 		t.Run(mode, func(t *testing.T) {
 			path := "./in/*.log"
 			if mode == "single" {
@@ -91,6 +95,10 @@ func TestRev9DXDMovedOutThenWrittenCaughtUp(t *testing.T) {
 				}
 				if err != nil {
 					t.Fatal(err)
+				}
+				if mode == "recreate" {
+					// A new, shorter file at the path (its own stream).
+					writeFileLines(t, p, fmt.Sprintf("n%d", i), 0, 1)
 				}
 				// The source's next poll sees the path missing, the file
 				// read to its end.
