@@ -251,3 +251,64 @@ func TestRev9DXEPurgeRewriteFailsCountedTwice(t *testing.T) {
 			f.Released, n, code, body)
 	}
 }
+
+// syncFailingLossFile fails every fsync of the losses ledger (its writes
+// succeed) while failing is set.
+type syncFailingLossFile struct {
+	LossFile
+	failing *atomic.Bool
+}
+
+func (f syncFailingLossFile) Sync() error {
+	if f.failing.Load() {
+		return errLossInjected
+	}
+	return f.LossFile.Sync()
+}
+
+// TestRev9DXGPurgeRefusedOnFsyncCountedTwice — DESIGN §6 "Purged entries
+// count in released"; §7 released counts lines given up, losses.jsonl's
+// amounts likewise; the change under review: "purge of … dead letters
+// refuse (500) when the ledger cannot be written, counting and syncing
+// before removing anything" and lossCount: "A failed fsync keeps the
+// count". One line is dead-lettered. The losses ledger's fsync fails (its
+// write succeeds). DELETE /admin/dlq/sink is refused (500, the dead letter
+// stays) — but its count stays: released 1 while deadLettered 1 (the same
+// line counted as given up and as kept). The operator retries once the
+// ledger works: the purge goes through. Expected: one line given up,
+// released 1 and losses.jsonl released 1. Observed: released 2 and
+// losses.jsonl released 2 for the one purged line. Every run.
+func TestRev9DXGPurgeRefusedOnFsyncCountedTwice(t *testing.T) {
+	dir := t.TempDir()
+	var armed, failing atomic.Bool
+	armed.Store(true)
+	e := startIn(t, dir, dlqConfig, Options{
+		Processors: map[string]Build{"sink": poisonSink(&armed, "")},
+		WrapLossFile: func(f LossFile) LossFile {
+			return syncFailingLossFile{f, &failing}
+		},
+	})
+	e.appendLines("a", "poison line", "b")
+	e.waitFor("settled with a dead letter", 10*time.Second, func(f status.FeedReport) bool {
+		return f.Settled && f.DeadLettered == 1
+	})
+	failing.Store(true)
+	code, body := e.do(http.MethodDelete, "/admin/dlq/sink", "sesame")
+	f := e.report().Feeds[0]
+	failing.Store(false)
+	t.Logf("purge while the ledger's fsync fails: %d %s; released %d deadLettered %d", code, body, f.Released, f.DeadLettered)
+	if code == http.StatusOK {
+		t.Fatalf("purge answered 200 while the losses ledger's fsync fails")
+	}
+	if code, body := e.do(http.MethodDelete, "/admin/dlq/sink", "sesame"); code != http.StatusOK {
+		t.Fatalf("purge with the ledger back: %d %s", code, body)
+	}
+	f = e.report().Feeds[0]
+	if f.DeadLettered != 0 {
+		t.Fatalf("after the purge: deadLettered %d", f.DeadLettered)
+	}
+	if n := ledgerAmount(t, dir, "released"); f.Released != 1 || n != 1 {
+		t.Errorf("one dead letter purged, but released %d and losses.jsonl released %d (want 1 and 1): the purge refused for a failed fsync (%d %s) kept its count, and the retried purge counted the same line again. DESIGN §6 \"Purged entries count in released\"",
+			f.Released, n, code, body)
+	}
+}
