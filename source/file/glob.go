@@ -1185,7 +1185,8 @@ func (g *Glob) sameFile(s *gstream, f found) bool {
 		return true
 	}
 	moved := f.path != s.path || s.gone
-	if !moved && (open || s.ptrPath == "" || (f.size == s.size && f.mod == s.mod)) {
+	neverRead := s.src == nil && s.fpLen == 0 // waiting for its first turn: nothing of its first bytes known
+	if !moved && (open || (s.ptrPath == "" && !neverRead) || (f.size == s.size && f.mod == s.mod)) {
 		// At its path, never seen gone: an open stream's source holds it
 		// or lets it go only RotateWait after its path went (a look in
 		// between sees it gone); a cut file its source reads the copy of
@@ -1209,9 +1210,11 @@ func (g *Glob) sameFile(s *gstream, f found) bool {
 	if s.fpLen > 0 {
 		return globHeadMatches(f.path, pointer.Record{FPLen: s.fpLen, FP: s.fp})
 	}
-	// Nothing of it was read (waiting for its first turn): a file born
-	// after the glob first saw the stream's is another one (its inode
-	// reused); born before, or no birth time, it is taken for the stream's.
+	// Nothing of it was read (waiting for its first turn), at another
+	// path or changed at its own: a file born after the glob first saw
+	// the stream's is another one (its inode reused, deleted and made
+	// again at its path too); born before, or no birth time, it is taken
+	// for the stream's.
 	bt := birthTimeTarget(f.path)
 	return bt.IsZero() || !bt.After(s.seenAt)
 }

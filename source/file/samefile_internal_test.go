@@ -104,6 +104,16 @@ func TestSameFileWithoutAPointerOrAFirstRead(t *testing.T) {
 	if !g.sameFile(w, found{path: neu}) {
 		t.Error("a waiting stream's file, born before the glob saw it, renamed: not taken for it")
 	}
+	// Review 9d's XF: deleted and made again at its own path (the inode
+	// reused), before a look saw it gone.
+	at := &gstream{path: neu, key: 7, st: stQueued, size: 1, seenAt: time.Now().Add(-time.Hour)}
+	if g.sameFile(at, found{path: neu, size: 8}) {
+		t.Error("a file born an hour after the glob saw a waiting stream's file, at its path, taken for it")
+	}
+	at.seenAt = time.Now().Add(time.Hour)
+	if !g.sameFile(at, found{path: neu, size: 8}) {
+		t.Error("a waiting stream's file, grown at its path, not taken for it")
+	}
 }
 
 // TestSameFileHeldBehindACopy: review 9's XC. While a stream's source

@@ -1,0 +1,114 @@
+//go:build openfindings
+
+// Open finding of the ninth session's review 9d (issue 13 closing note):
+// fails on the product as it is, out of the default build until fixed
+// (go test -tags openfindings ./source/file -run TestRev9DX).
+
+package file
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// TestRev9DXHClosedStreamCopytruncatedLinesNeitherReadNorCounted — DESIGN §4
+// "Nothing green over a loss": a truncation with no copy counts; a
+// copytruncate's copy is read ("a copy … looked for in the path's
+// directory"); §10 a CLOSED file is still tracked and its identity checked
+// at every look; §2 no line lost. a.log (5 lines) is read, acknowledged and
+// closed as inactive (closeInactiveMillis 300). Then, between two looks of
+// the glob, 3 lines are appended to it and it is rotated by copytruncate
+// (cp a.log a.log.1 — outside the glob *.log —, truncate, 2 new lines), 3
+// times. Expected: each round's 3 appended lines delivered (from the copy,
+// as a single-file source's readCopy does: first bytes match, the copy is
+// no shorter than what was consumed) or counted lost (lostTails/lostBytes
+// > 0). Observed: in 3 of 4 runs some rounds' appended lines (9, 6, 3 of 9)
+// are never delivered and nothing is counted (lostTails 0, lostBytes 0):
+// sameFile finds the closed stream's key with other first bytes (the
+// pointer's fingerprint) and takes it for inode reuse — a ghost stream and a
+// new one read from 0 — so neither the cut file's tail nor its copy is
+// looked at. Likely predates the diff (sameFile's pointer first-bytes check
+// of a closed stream at its own path is older); not checked on the parent.
+func TestRev9DXHClosedStreamCopytruncatedLinesNeitherReadNorCounted(t *testing.T) {
+	ig := startInternalGlob(t, 300*time.Millisecond, 5*time.Second)
+	dir := filepath.Dir(ig.g.cfg.Stream.Path)
+	a := filepath.Join(dir, "a.log")
+	stop := make(chan struct{})
+	popped := make(chan map[string]int)
+	go func() {
+		got := map[string]int{}
+		for {
+			select {
+			case <-stop:
+				popped <- got
+				return
+			default:
+			}
+			if b := ig.q.TryPop(); b != nil {
+				for _, l := range b.Lines {
+					got[string(l)]++
+				}
+				ig.q.AddDispatched(uint64(b.Len()))
+				b.Release()
+				ig.pub.Poke()
+			} else {
+				time.Sleep(2 * time.Millisecond)
+			}
+		}
+	}()
+	var want []string
+	for round := range 3 {
+		ig.waitFor(t, "a.log's stream closed as inactive", func() bool {
+			s := ig.g.byPath[a]
+			return s != nil && s.st == stClosed
+		})
+		time.Sleep(150 * time.Millisecond)
+		f, err := os.OpenFile(a, os.O_WRONLY|os.O_APPEND, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 3 {
+			l := fmt.Sprintf("r%d-late-%d", round, i)
+			want = append(want, l)
+			fmt.Fprintln(f, l)
+		}
+		f.Close()
+		// copytruncate at once (before the glob's next look, 100 ms).
+		old, err := os.ReadFile(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("a.log.%d", round+1)), old, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		nf, err := os.OpenFile(a, os.O_WRONLY|os.O_TRUNC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 2 {
+			l := fmt.Sprintf("r%d-new-%d", round, i)
+			want = append(want, l)
+			fmt.Fprintln(nf, l)
+		}
+		nf.Close()
+		time.Sleep(1200 * time.Millisecond)
+	}
+	time.Sleep(1500 * time.Millisecond)
+	close(stop)
+	got := <-popped
+	var missing []string
+	for _, l := range want {
+		if got[l] == 0 {
+			missing = append(missing, l)
+		}
+	}
+	tails, bytes, detail := ig.lost()
+	t.Logf("%d distinct lines delivered; missing %v; lostTails %d lostBytes %d detail %q", len(got), missing, tails, bytes, detail)
+	if len(missing) > 0 && tails == 0 && bytes == 0 {
+		t.Errorf("%d of %d lines appended to a closed glob file and then rotated by copytruncate (copy a.log.N beside it) were never delivered, and nothing was counted lost (lostTails 0, lostBytes 0): %v. DESIGN §2 no line lost; §4 nothing green over a loss",
+			len(missing), len(want), missing)
+	}
+}
