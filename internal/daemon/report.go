@@ -141,7 +141,8 @@ func (f *Feed) fileCaughtUp(dev, ino uint64, open bool, readPos int64) bool {
 		if !os.IsNotExist(err) {
 			return false
 		}
-		return f.src.(*file.Source).FileEnded()
+		src := f.src.(*file.Source)
+		return src.FileEnded() && !src.OpenFileGrown(readPos)
 	}
 	if pdev != dev || pino != ino {
 		return false

@@ -151,8 +151,10 @@ func (g *Glob) behindLocked(s *gstream) bool {
 				// The path names nothing (renamed out, deleted): CAUGHT_UP
 				// only once its source saw it read to its end there
 				// (DESIGN §7: the path missing and the file read to its
-				// end), not for what it read before it went.
-				return !s.src.FileEnded()
+				// end), not for what it read before it went, and while an
+				// fstat of the open file shows nothing more (its writer
+				// may write on through its descriptor).
+				return !s.src.FileEnded() || s.src.OpenFileGrown(pos)
 			}
 			if size > pos {
 				return true
@@ -160,7 +162,7 @@ func (g *Glob) behindLocked(s *gstream) bool {
 			if mod != vmod {
 				pdev, pino, err := fileutil.DevInoPath(s.path)
 				if err != nil {
-					return !s.src.FileEnded()
+					return !s.src.FileEnded() || s.src.OpenFileGrown(pos)
 				}
 				if open && pdev == dev && pino == ino {
 					return true
@@ -168,7 +170,7 @@ func (g *Glob) behindLocked(s *gstream) bool {
 				// Another file at the path (renamed over it): its own
 				// stream's once a look tracks it; until then it is
 				// unread.
-				return g.untrackedKey(pointer.FileKey(pdev, pino), s.path)
+				return g.untrackedKey(pointer.FileKey(pdev, pino), s.path) || s.src.OpenFileGrown(pos)
 			}
 			return false
 		}

@@ -154,3 +154,44 @@ func TestSameFileHeldBehindACopy(t *testing.T) {
 		t.Error("the stream's file, held open behind the copy its source reads, renamed within the glob: not taken for it")
 	}
 }
+
+// TestOpenFileGrownFstatsTheDescriptor: review 9d's XD. A report on an
+// open file whose path names it no more (renamed out, deleted) said
+// CAUGHT_UP on the source's last look alone while its writer appended
+// through the descriptor it kept (DESIGN §7: an fstat must show nothing
+// past the read position). OpenFileGrown fstats the source's descriptor.
+func TestOpenFileGrownFstatsTheDescriptor(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "a.log")
+	if err := os.WriteFile(p, []byte("x\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Source{}
+	if s.OpenFileGrown(0) {
+		t.Error("no file open, yet grown")
+	}
+	s.curFile.Store(f)
+	if err := os.Rename(p, p+".1"); err != nil {
+		t.Fatal(err)
+	}
+	if s.OpenFileGrown(2) {
+		t.Error("read to its end (2 bytes), yet grown")
+	}
+	w, err := os.OpenFile(p+".1", os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Write([]byte("y\n"))
+	w.Close()
+	if !s.OpenFileGrown(2) {
+		t.Error("written on through another descriptor after its rename: not grown")
+	}
+	f.Close()
+	if s.OpenFileGrown(2) {
+		t.Error("closed meanwhile, yet grown")
+	}
+}

@@ -270,9 +270,10 @@ type Source struct {
 	fileDev        atomic.Uint64
 	fileIno        atomic.Uint64
 	fileOpen       atomic.Bool
-	fileEnded      atomic.Bool  // the open file is read to its end and the path is missing
-	verifiedMod    atomic.Int64 // the open file's mtime (UnixNano) at its last content check
-	pathFailed     atomic.Bool  // the path names no regular file: State is FAILED
+	curFile        atomic.Pointer[os.File] // the open file's descriptor, for the report's fstat (OpenFileGrown)
+	fileEnded      atomic.Bool             // the open file is read to its end and the path is missing
+	verifiedMod    atomic.Int64            // the open file's mtime (UnixNano) at its last content check
+	pathFailed     atomic.Bool             // the path names no regular file: State is FAILED
 }
 
 // New makes a source publishing to pub.
@@ -615,7 +616,21 @@ func (s *Source) setFile(r *reader) {
 	s.fileIno.Store(r.ino)
 	s.fileOpen.Store(true)
 	s.fileEnded.Store(false)
+	s.curFile.Store(r.f)
 	s.publishHead(r)
+}
+
+// OpenFileGrown reports whether an fstat of the open file's descriptor
+// shows bytes past pos (DESIGN §7's report check, for a file whose path
+// names it no more: written through a descriptor its writer kept); false
+// when no file is open or it was closed meanwhile. Safe from any goroutine.
+func (s *Source) OpenFileGrown(pos int64) bool {
+	f := s.curFile.Load()
+	if f == nil {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Size() > pos
 }
 
 // noteHead records, as the source lets go of r (its file read to its end
@@ -763,6 +778,7 @@ func (s *Source) clearFile() {
 		s.noteHead(s.cur)
 	}
 	s.cur = nil
+	s.curFile.Store(nil)
 	s.fileOpen.Store(false)
 	s.fileEnded.Store(false)
 }
