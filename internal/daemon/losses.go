@@ -163,9 +163,10 @@ func (l *lossLedger) read() (entries []LossEntry, bad int, err error) {
 }
 
 // appendLocked writes entries in one write and fsyncs. The entries count
-// for their feeds even when the write fails (this run knows of them; the
-// live counters show them too); the failure is logged and returned (a
-// caller that can still refuse the loss does: withdrawLocked).
+// for their feeds (has) once written, even when the fsync then fails (they
+// may be on disk); a failed write leaves them to the live counters. The
+// failure is logged and returned (a caller that can still refuse the loss
+// does: withdrawLocked).
 func (l *lossLedger) appendLocked(entries []LossEntry) error {
 	if err := l.writeLocked(entries); err != nil {
 		return err
@@ -276,21 +277,28 @@ func (l *lossLedger) withdrawLocked(entries []LossEntry) error {
 	for _, e := range entries {
 		left[e]++
 	}
+	var gone []string // the feeds of the entries found and removed
 	_, err := l.rewriteLocked(func(e LossEntry) bool {
 		if left[e] > 0 {
 			left[e]--
+			gone = append(gone, e.Feed)
 			return true
 		}
 		return false
 	})
+	if err != nil {
+		return err // nothing removed: the counts stay
+	}
+	// Only what was in the file counted (writeLocked counts what it
+	// wrote): an append that failed left nothing to take back.
 	l.cmu.Lock()
-	for _, e := range entries {
-		if l.counts[e.Feed] > 0 {
-			l.counts[e.Feed]--
+	for _, f := range gone {
+		if l.counts[f] > 0 {
+			l.counts[f]--
 		}
 	}
 	l.cmu.Unlock()
-	return err
+	return nil
 }
 
 // rewriteLocked rewrites the ledger without the entries drop matches
