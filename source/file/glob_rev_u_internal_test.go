@@ -301,7 +301,7 @@ func TestGlobQueuedUnreadDeletedInodeReusedOutsideGlobIsNotRead(t *testing.T) {
 		reused = ino == oldIno
 	}
 	if !reused {
-		t.Fatalf("setup: no new file got b.log's inode %d (this file system does not reuse it at once)", oldIno)
+		t.Skipf("no new file got b.log's inode %d in 200 tries (this file system does not reuse it at once): cannot reproduce inode reuse here", oldIno)
 	}
 	ig.waitFor(t, "the scan seeing b.log gone", func() bool { return b.gone })
 	ig.q.AddDispatched(n)
