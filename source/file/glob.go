@@ -199,6 +199,10 @@ type gstream struct {
 	key     uint64
 	ptrPath string
 	st      streamState
+	// copies: the keys of the copies (copytruncate) its earlier sources in
+	// this process took, the last maxCopiesKept: not later generations of
+	// its file for the next source (Config.prevCopies).
+	copies  []uint64
 	gone    bool      // deleted or out of the glob
 	goneAt  time.Time // when it was seen gone
 	after   *gstream  // per-path barrier: the stream previously at path
@@ -1196,7 +1200,20 @@ func (g *Glob) sameFile(s *gstream, f found) bool {
 	if s.ptrPath != "" {
 		rec, err := pointer.Inspect(s.ptrPath)
 		if err == nil && rec.FileKey != 0 && (rec.FileKey != s.key || rec.FPLen > 0) {
-			return globHeadMatches(f.path, rec)
+			if globHeadMatches(f.path, rec) {
+				return true
+			}
+			// Other first bytes under the key its pointer names, at its
+			// path, never seen gone, waiting: cut or rewritten in place
+			// (a copytruncate between two looks) — its source's next open
+			// reads the copy from the pointer's offset, or counts the tail
+			// lost, as a single file's does (DESIGN §4) — unless born after
+			// the glob first saw it: its inode reused by a new file.
+			if !moved && rec.FileKey == s.key && (s.st == stClosed || s.st == stQueued) {
+				bt := birthTimeTarget(f.path)
+				return bt.IsZero() || !bt.After(s.seenAt)
+			}
+			return false
 		}
 	}
 	// No pointer, or one naming no file (reset when the file went:
@@ -1307,6 +1324,11 @@ func (g *Glob) seen(s *gstream, f found, now time.Time) {
 			s.empty = false
 			g.admit(s, f, now)
 		case f.size != s.offset || g.cfg.PointerDir == "":
+			g.enqueue(s)
+		case s.fpLen > 0 && rewrittenAt(f.path, s.key, int(s.fpLen), s.fp):
+			// Rewritten in place to the size it was read to (a
+			// copytruncate refilled as long): its source's next open
+			// reads the copy, or counts the tail, then the new content.
 			g.enqueue(s)
 		}
 	}
@@ -1862,6 +1884,19 @@ func (a *createdAhead) write(path string, wg *sync.WaitGroup) {
 	}()
 }
 
+// maxCopiesKept bounds gstream.copies.
+const maxCopiesKept = 8
+
+// noteCopy keeps the key of the last copy src took in s.copies.
+func (s *gstream) noteCopy(src *Source) {
+	if t := src.CopyKey(); t != nil && !slices.Contains(s.copies, t.Key) {
+		s.copies = append(s.copies, t.Key)
+		if len(s.copies) > maxCopiesKept {
+			s.copies = slices.Delete(s.copies, 0, 1)
+		}
+	}
+}
+
 // appendCreated is pointer.AppendCreated (a test makes it fail).
 var appendCreated = pointer.AppendCreated
 
@@ -1878,7 +1913,9 @@ func (g *Glob) start(ctx context.Context, s *gstream, ahead *createdAhead, atPat
 	if s.src != nil {
 		c.prevSource = true
 		c.prevHeadLen, c.prevHead = s.src.Head()
+		s.noteCopy(s.src)
 	}
+	c.prevCopies = slices.Clone(s.copies)
 	c.NoNotify = true // the glob's watcher wakes it
 	c.OnRest = func() { poke(g.rest) }
 	c.Adoptable = g.adoptable
@@ -2059,6 +2096,7 @@ func (g *Glob) closed(s *gstream) {
 	}
 	s.offset = src.ReadPos()
 	s.epoch = src.Epoch()
+	s.noteCopy(src)
 	if e := src.ReadEpoch(); e != 0 { // 0: it opened nothing
 		s.readEpoch, s.readEnd = e, s.offset
 	}

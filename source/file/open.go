@@ -607,6 +607,7 @@ func (s *Source) resumeRotated(f *os.File, dev, ino uint64) bool {
 			g = s.resumeAt(c, cdev, cino, rec)
 			if g != nil {
 				g.snapshot(g.lastSize)
+				s.tookCopy(g.key, rec.Epoch)
 			}
 		}
 		if g == nil {
@@ -639,6 +640,7 @@ func (s *Source) resumeRotated(f *os.File, dev, ino uint64) bool {
 			if c, cdev, cino := s.findCopy(int(rec.FPLen), rec.FP, rec.Offset, time.Now(), atPath); c != nil {
 				if g = s.resumeAt(c, cdev, cino, rec); g != nil {
 					g.snapshot(g.lastSize)
+					s.tookCopy(g.key, rec.Epoch)
 				}
 			}
 		}
@@ -693,7 +695,7 @@ func (s *Source) resumeRotated(f *os.File, dev, ino uint64) bool {
 		}
 	}
 	gens := s.scanGenerations(ref, born, func(d, i uint64) bool {
-		return atPath(d, i) || (g != nil && d == g.dev && i == g.ino)
+		return atPath(d, i) || (g != nil && d == g.dev && i == g.ino) || slices.Contains(s.cfg.prevCopies, pointer.FileKey(d, i))
 	}, func(head []byte) bool {
 		// The pointer's generation compressed while its plain file is read.
 		return g != nil && g.gz == nil && int64(g.fpLen) == int64(len(head)) && headMatches(head, uint64(g.fpLen), g.fp)

@@ -53,6 +53,10 @@ type Config struct {
 	// its pointer names no file yet (checkPointer).
 	prevHeadLen, prevHead uint64
 	prevSource            bool
+	// prevCopies, with Pinned: the keys of the copies the stream's earlier
+	// sources in this process took (copytruncate): read already, never
+	// later generations of its file (resumeRotated).
+	prevCopies []uint64
 	// RotatedNames are globs over base names (filepath.Match) that the
 	// input's rotated generations match, beside the path and beside a
 	// symlinked path's final target. Empty: the input's base name, then '.'
