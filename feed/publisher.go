@@ -2,6 +2,7 @@ package feed
 
 import (
 	"cmp"
+	"errors"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -330,28 +331,61 @@ const lossRetryGap = 100 * time.Millisecond
 // this one re-reads include theirs. Call it before anything runs.
 func (p *Publisher) OweLossSync() { p.lossOwed = true }
 
-// SyncLosses makes every loss the queues noted so far durable now, on the
-// caller's goroutine (after the sync in flight, if any, ended), and on
+// SyncLosses makes every loss the queues noted so far durable, waiting
+// until by at most (after the sync in flight, if any, ended), and on
 // success lets PollAcks acknowledge past them without another sync: the
 // final commit at a stop, which a sync started by PollAcks itself would
-// leave behind. Call it only while nothing polls (the source stopped; a
-// glob's mux: under its lock).
-func (p *Publisher) SyncLosses() error {
+// leave behind. A ledger whose fsync hangs does not hang the stop: past by
+// it returns ErrLossSyncTimeout, the sync left running, and nothing is
+// acknowledged past the losses. Call it only while nothing polls (the
+// source stopped; a glob's mux: under its lock).
+func (p *Publisher) SyncLosses(by time.Time) error {
 	if p.lossBusy {
-		p.lossDoneWith(<-p.lossDone)
+		if done, _ := p.awaitLossSync(by); !done {
+			return ErrLossSyncTimeout
+		}
 	}
 	gen := p.lossGen()
 	if gen == p.lossSynced && !p.lossOwed {
 		return nil
 	}
-	if p.lossSync != nil {
-		if err := p.lossSync(); err != nil {
-			p.lossRetry = time.Now().Add(lossRetryGap)
-			return err
-		}
+	if p.lossSync == nil {
+		p.lossSynced, p.lossOwed = gen, false
+		return nil
 	}
-	p.lossSynced, p.lossOwed = gen, false
-	return nil
+	p.startLossSync(gen)
+	done, err := p.awaitLossSync(by)
+	if !done {
+		return ErrLossSyncTimeout
+	}
+	return err
+}
+
+// ErrLossSyncTimeout: SyncLosses gave up waiting for the losses ledger.
+var ErrLossSyncTimeout = errors.New("losses ledger: sync did not finish in time")
+
+// startLossSync runs the LossSync on a goroutine of its own, covering the
+// loss generation gen (lossDone receives its result).
+func (p *Publisher) startLossSync(gen uint64) {
+	p.lossBusy, p.lossFlight, p.lossOwing = true, gen, p.lossOwed
+	go func(sync LossSync, done chan<- error) {
+		done <- sync()
+		p.Poke()
+	}(p.lossSync, p.lossDone)
+}
+
+// awaitLossSync takes the result of the sync in flight, waiting until by
+// at most; done false: it did not finish (still in flight).
+func (p *Publisher) awaitLossSync(by time.Time) (done bool, err error) {
+	t := time.NewTimer(time.Until(by))
+	defer t.Stop()
+	select {
+	case err := <-p.lossDone:
+		p.lossDoneWith(err)
+		return true, err
+	case <-t.C:
+		return false, nil
+	}
 }
 
 // lossGen is the sum of the queues' loss generations.
@@ -402,11 +436,7 @@ func (p *Publisher) lossesDurable() bool {
 		return true
 	}
 	if !p.lossBusy && !time.Now().Before(p.lossRetry) {
-		p.lossBusy, p.lossFlight, p.lossOwing = true, gen, p.lossOwed
-		go func(sync LossSync, done chan<- error) {
-			done <- sync()
-			p.Poke()
-		}(p.lossSync, p.lossDone)
+		p.startLossSync(gen)
 	}
 	return false
 }

@@ -135,6 +135,11 @@ type Daemon struct {
 	lossStop chan struct{} // stops the loss recorder
 	lossNote chan struct{} // every queue signals it after a loss (wakes the recorder)
 	lossDone chan struct{} // closed when the loss recorder returned
+	// recMu guards recFlight: the recordLosses a report or a stop runs on
+	// a goroutine of its own (recordLossesBy), so that a hung fsync of the
+	// ledger does not hang them.
+	recMu     sync.Mutex
+	recFlight chan struct{}
 
 	opts Options
 
@@ -577,16 +582,24 @@ func (d *Daemon) Stop() error {
 	}
 	// Every loss is counted by now (stopGroups counts what best-effort
 	// queues still held): the last deltas reach the ledger.
+	// The ledger gets ledgerStopWait in all (a hung fsync: the final
+	// commits then stay before the losses not made durable).
+	ledgerBy := time.Now().Add(ledgerStopWait)
 	if d.lossStop != nil {
 		close(d.lossStop)
-		<-d.lossDone
+		t := time.NewTimer(time.Until(ledgerBy))
+		select {
+		case <-d.lossDone:
+		case <-t.C:
+		}
+		t.Stop()
 	}
-	d.recordLosses()
+	d.recordLossesBy(ledgerBy)
 	for _, f := range d.feeds {
 		// The final commit acknowledges what the holding queues finished
 		// only past losses its publisher knows durable: sync them here
 		// (the recorder's appends above do not tell the publisher).
-		d.syncFinalLosses(f)
+		d.syncFinalLosses(f, ledgerBy)
 		if f.activeHoldCount() > 0 {
 			// What this run published past a hold: a subscriber added back
 			// at the next start skips it.

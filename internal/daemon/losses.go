@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -48,7 +49,10 @@ import (
 //   - a recorder appends the same deltas for every feed when the queues
 //     note a loss (lossNote), at most once per lossFlushInterval, once more
 //     at stop after the last count, and before a report (feed.status,
-//     /metrics) is answered: what a report showed is in the ledger.
+//     /metrics) is answered: what a report showed is in the ledger — unless
+//     the ledger's write or fsync hangs past ledgerWait (a dying disk): the
+//     report answers then, from the live counters, and a stop goes on after
+//     ledgerStopWait; no pointer passes a loss not made durable either way.
 //
 // Dead letters are not duplicated here: they have their own ledger.
 
@@ -80,6 +84,8 @@ type lossLedger struct {
 	failing  bool // the last write or fsync failed (logged once until one succeeds)
 	cmu      sync.Mutex
 	counts   map[string]int // entries per feed now in the file
+	// slowLogged: slow logged since the last successful fsync.
+	slowLogged atomic.Bool
 }
 
 // LossFile is what the losses ledger appends through: the file, or what
@@ -228,11 +234,20 @@ func (l *lossLedger) syncLocked() error {
 		return err
 	}
 	l.unsynced = false
+	l.slowLogged.Store(false)
 	if l.failing {
 		l.failing = false
 		l.log.Info("losses ledger: written and fsynced again", "path", l.path)
 	}
 	return nil
+}
+
+// slow logs, once until the ledger is written and fsynced again, that a
+// report or a stop went on without waiting for it any longer.
+func (l *lossLedger) slow() {
+	if l.slowLogged.CompareAndSwap(false, true) {
+		l.log.Error("losses ledger: a write or fsync has not returned; reports and stops no longer wait for it (the losses show in the counters; no pointer passes them until they are durable)", "path", l.path)
+	}
 }
 
 // failed logs a write or fsync failure, once until one succeeds.
@@ -354,12 +369,25 @@ func (l *lossLedger) rewriteLocked(drop func(LossEntry) bool) (int, error) {
 	return removed, nil
 }
 
+// close closes the ledger's file, waiting ledgerStopWait at most for a
+// write or fsync in flight (a hung one: the close is left to it).
 func (l *lossLedger) close() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.f != nil {
-		l.f.Close()
-		l.f = nil
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if l.f != nil {
+			l.f.Close()
+			l.f = nil
+		}
+	}()
+	t := time.NewTimer(ledgerStopWait)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+		l.slow()
 	}
 }
 
@@ -390,6 +418,53 @@ func (d *Daemon) recordLosses() {
 	d.losses.mu.Lock()
 	defer d.losses.mu.Unlock()
 	d.recordLossesLocked()
+}
+
+// ledgerWait bounds how long a report (feed.status, /metrics) waits for
+// recordLosses, and ledgerStopWait how long a stop or a reload's stopped
+// feeds wait for the ledger in all: an fsync that hangs (a dying disk)
+// does not hang them. Past it a report answers from the live counters
+// (the loss shows; its entry follows when the fsync returns), and a final
+// commit does not pass the losses not made durable (their lines are read
+// again at the next start).
+const (
+	ledgerWait     = time.Second
+	ledgerStopWait = 500 * time.Millisecond
+)
+
+// recordLossesBy runs recordLosses on a goroutine of its own and waits for
+// it until by at most; false when it did not finish (logged once per hang).
+// One runs at a time: a caller that finds one running waits for it, then
+// runs its own (the one running may have read the counters before the
+// caller's report did).
+func (d *Daemon) recordLossesBy(by time.Time) bool {
+	for {
+		d.recMu.Lock()
+		ch, ours := d.recFlight, false
+		if ch == nil {
+			ch, ours = make(chan struct{}), true
+			d.recFlight = ch
+			go func() {
+				d.recordLosses()
+				d.recMu.Lock()
+				d.recFlight = nil
+				d.recMu.Unlock()
+				close(ch)
+			}()
+		}
+		d.recMu.Unlock()
+		t := time.NewTimer(time.Until(by))
+		select {
+		case <-ch:
+			t.Stop()
+			if ours {
+				return true
+			}
+		case <-t.C:
+			d.losses.slow()
+			return false
+		}
+	}
 }
 
 func (d *Daemon) recordLossesLocked() {
@@ -431,12 +506,13 @@ func (d *Daemon) lossCount(f *Feed) feed.LossCount {
 }
 
 // syncFinalLosses makes feed f's losses durable before its source's final
-// commit (Source.Close), once it stopped publishing and polling: that
+// commit (Source.Close), once it stopped publishing and polling, waiting
+// until by at most: that
 // commit acknowledges past them only when this succeeded (logged when not:
 // the pointer then stays before the lines concerned).
-func (d *Daemon) syncFinalLosses(f *Feed) {
+func (d *Daemon) syncFinalLosses(f *Feed, by time.Time) {
 	var err error
-	f.quiet(func() { err = f.pub.SyncLosses() })
+	f.quiet(func() { err = f.pub.SyncLosses(by) })
 	if err != nil {
 		d.log.Error("losses ledger: the losses of a stopping feed could not be made durable; its final commit does not pass them",
 			"feed", f.cfg.Name, "error", err)

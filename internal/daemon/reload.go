@@ -597,7 +597,7 @@ func (d *Daemon) stopFeed(ctx context.Context, f *Feed, removed map[string]bool)
 	f.final = f.snapshot(false)
 	f.finalRead, f.finalBytes = f.src.LinesRead(), f.src.BytesRead()
 	f.finalPaused = f.pub.PausedTotal().Seconds()
-	d.syncFinalLosses(f)
+	d.syncFinalLosses(f, time.Now().Add(ledgerStopWait))
 	err := f.src.Close()
 	if err != nil && first == nil {
 		first = fmt.Errorf("feed %s: %w", f.cfg.Name, err)

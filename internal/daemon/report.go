@@ -19,10 +19,11 @@ import (
 // so a higher version never carries an older snapshot. The losses it counts
 // are in losses.jsonl, fsynced, before it is answered (DESIGN §7 "Every
 // counted loss is also appended (fsynced)"): a kill -9 right after a report
-// never leaves the ledger short of what the report said.
+// never leaves the ledger short of what the report said — unless the
+// ledger's fsync hangs: the report waits ledgerWait for it, then answers.
 func (d *Daemon) Report() status.Report {
 	r := d.buildReport()
-	d.recordLosses() // the counters only grow: at least what r read
+	d.recordLossesBy(time.Now().Add(ledgerWait)) // the counters only grow: at least what r read
 	return r
 }
 
@@ -41,7 +42,7 @@ func (f *Feed) report() status.FeedReport { return status.Build(f.snapshot(false
 // ReportFiles is Report with every glob feed's files (?files=1).
 func (d *Daemon) ReportFiles() status.Report {
 	r := d.buildReportFiles()
-	d.recordLosses() // as Report
+	d.recordLossesBy(time.Now().Add(ledgerWait)) // as Report
 	return r
 }
 
@@ -215,7 +216,7 @@ func (d *Daemon) metrics() []status.FeedMetrics {
 	for _, f := range d.feedList() {
 		out = append(out, f.metrics())
 	}
-	d.recordLosses() // as Report: the loss counters shown are in the ledger
+	d.recordLossesBy(time.Now().Add(ledgerWait)) // as Report: the loss counters shown are in the ledger
 	return out
 }
 

@@ -1,0 +1,119 @@
+package daemon
+
+// Findings of the ninth session's review 9d, fixed in the tenth: a losses
+// ledger whose fsync hangs must hang neither a stop nor a report.
+
+import (
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"tailfeed/status"
+)
+
+// TestRev9DFixedBStopBoundedOnHungLedgerFsync — DESIGN §12 Signals: "SIGTERM/SIGINT
+// stop as in §5, within shutdownTimeoutMillis plus 2 s"; the brief: "SyncLosses
+// at stop with a ledger that hangs". A best-effort tap (DROP_AFTER_SPIN,
+// blocked) drops lines; the losses ledger's fsync then stops returning (a
+// dying disk): the publisher's loss sync goroutine is stuck in Sync holding
+// the ledger's mu. Expected: Stop returns within 300 ms + 2 s (the final
+// commit does not pass the unsynced drops, the run ends). Observed: Stop
+// blocks — recordLosses waits for the ledger's mu, and syncFinalLosses
+// (Publisher.SyncLosses) waits without bound for the sync in flight
+// (<-p.lossDone) and then calls lossSync inline — until the fsync returns.
+// Every run, before the tenth session bounded the ledger waits (Stop gives
+// the ledger ledgerStopWait in all). The recordLosses wait predates the diff; SyncLosses adds a
+// second unbounded wait per feed.
+func TestRev9DFixedBStopBoundedOnHungLedgerFsync(t *testing.T) {
+	dir := t.TempDir()
+	var hang atomic.Bool
+	var entered atomic.Int32
+	release := make(chan struct{})
+	released := false
+	defer func() {
+		if !released {
+			close(release)
+		}
+	}()
+	tap := newBlocker()
+	defer close(tap.open)
+	e := startIn(t, dir, dropConfig, Options{
+		Processors: map[string]Build{"tap": tap.build},
+		WrapLossFile: func(f LossFile) LossFile {
+			return hangingLossFile{f, &hang, release, &entered}
+		},
+	})
+	hang.Store(true)
+	e.appendLines(numbered("d-", 0, 2000)...)
+	// No status request: a report waits for the ledger too (TestRev9DFixedC).
+	deadline := time.Now().Add(5 * time.Second)
+	for entered.Load() == 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if entered.Load() == 0 {
+		t.Fatalf("no fsync of the losses ledger started after drops")
+	}
+	start := time.Now()
+	done := make(chan struct{})
+	go func() { e.Stop(); close(done) }()
+	select {
+	case <-done:
+		if d := time.Since(start); d > 2300*time.Millisecond {
+			t.Errorf("Stop took %v with shutdownTimeoutMillis 300 (bound: + 2 s)", d)
+		}
+	case <-time.After(4 * time.Second):
+		close(release)
+		released = true
+		<-done
+		t.Errorf("Stop still running %v after it began while the losses ledger's fsync hangs (shutdownTimeoutMillis 300; DESIGN §12: stop within shutdownTimeoutMillis + 2 s); it returned only once the fsync did (%v)",
+			4*time.Second, time.Since(start))
+	}
+}
+
+// TestRev9DFixedCStatusAnswersOnHungLedgerFsync — DESIGN §7/§12: GET /feed.status is
+// how a launcher asks whether the run is complete and whole, and /healthz
+// "answers 503 at once while any feed is FAILED, and after stallAlertMillis
+// of a stall" (alerting); the brief: "a ledger lock held across an fsync while
+// the hot path needs it". A best-effort tap drops lines; the losses ledger's
+// fsync stops returning (the publisher's loss sync goroutine holds the
+// ledger's mu inside Sync). Expected: the report answers (the feed stalled,
+// its pointer held, the losses counted), as it does while the ledger fails
+// with an error. Observed: Daemon.Report calls recordLosses after building
+// the report, which waits for the ledger's mu: GET /feed.status never
+// answers (the client times out after 10 s) until the fsync returns. Every
+// run, before the tenth session: a report waits ledgerWait (1 s) for the
+// ledger now. Predates the diff under review (Report's recordLosses), but the diff
+// adds holders of the same mu across an fsync on the request path (purge,
+// release: lossCount, heldRelease) and at stop (SyncLosses).
+func TestRev9DFixedCStatusAnswersOnHungLedgerFsync(t *testing.T) {
+	dir := t.TempDir()
+	var hang atomic.Bool
+	var entered atomic.Int32
+	release := make(chan struct{})
+	defer close(release)
+	tap := newBlocker()
+	defer close(tap.open)
+	e := startIn(t, dir, dropConfig, Options{
+		Processors: map[string]Build{"tap": tap.build},
+		WrapLossFile: func(f LossFile) LossFile {
+			return hangingLossFile{f, &hang, release, &entered}
+		},
+	})
+	hang.Store(true)
+	e.appendLines(numbered("d-", 0, 2000)...)
+	deadline := time.Now().Add(5 * time.Second)
+	for entered.Load() == 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if entered.Load() == 0 {
+		t.Fatalf("no fsync of the losses ledger started after drops")
+	}
+	got := make(chan status.Report, 1)
+	go func() { got <- e.d.Report() }()
+	select {
+	case r := <-got:
+		t.Logf("report answered: dropped %d lossless %v", r.Feeds[0].Dropped, r.Feeds[0].Lossless)
+	case <-time.After(3 * time.Second):
+		t.Errorf("the feed.status report did not answer within 3 s while the losses ledger's fsync hangs (Report → recordLosses waits for the ledger's mu, held across Sync by the publisher's loss sync)")
+	}
+}
