@@ -436,6 +436,10 @@ func (d *Daemon) buildGroup(f *Feed, pc *config.Processor, q *feed.Queue, log hc
 	if len(gc.Skip) == 0 && f.activeHold(pc.Name) != nil {
 		// Added back while it holds the feed: it re-reads nothing.
 		gc.Skip = d.holds.throughMarks(f.cfg.Name, pc.Name)
+	} else if len(gc.Skip) == 0 && f.activeHoldCount() > 0 {
+		// Started on a pointer a hold pins: it skips what it finished
+		// before the last clean stop (keepFinished).
+		gc.Skip = d.holds.keptMarks(f.cfg.Name, pc.Name)
 	}
 	if gc.Ledger, err = d.openLedger(pc, log); err != nil {
 		return nil, nil, err
@@ -602,10 +606,26 @@ func (d *Daemon) Stop() error {
 		d.syncFinalLosses(f, ledgerBy)
 		if f.activeHoldCount() > 0 {
 			// What this run published past a hold: a subscriber added back
-			// at the next start skips it.
+			// at the next start skips it; and what each configured
+			// subscriber finished, which the held pointer makes the next
+			// start read again: it skips that (best-effort: every line
+			// published was finished or counted dropped).
 			var all []feed.Mark
-			f.quiet(func() { all = f.pub.Marks(-1, 0) })
+			finished := map[string][]feed.Mark{}
+			f.quiet(func() {
+				all = f.pub.Marks(-1, 0)
+				for i, g := range f.groups {
+					if q := g.Queue(); q.BestEffort() {
+						finished[g.Name()] = all
+					} else {
+						finished[g.Name()] = f.pub.Marks(i, q.AckPoint())
+					}
+				}
+			})
 			if err := d.holds.markFeed(f.cfg.Name, all); err != nil && first == nil {
+				first = err
+			}
+			if err := d.holds.keepFinished(f.cfg.Name, finished); err != nil && first == nil {
 				first = err
 			}
 		}

@@ -1159,15 +1159,7 @@ func (s *holdStore) throughMarks(feedName, sub string) []feed.Mark {
 		if e.Feed != feedName || e.Subscriber != sub {
 			continue
 		}
-		var out []feed.Mark
-		for _, hm := range e.places() {
-			ep, err := strconv.ParseUint(hm.Epoch, 16, 64)
-			if err != nil {
-				continue
-			}
-			out = append(out, feed.Mark{Epoch: ep, Position: hm.Position, OK: true})
-		}
-		return out
+		return feedMarks(e.places())
 	}
 	return nil
 }
@@ -1200,18 +1192,103 @@ type holdStore struct {
 	mu      sync.Mutex
 	path    string
 	entries []holdEntry
+	kept    []keptEntry
+}
+
+// keptEntry is, for a configured subscriber of a feed a removed
+// subscriber's hold pins, the last line of each epoch it had finished at a
+// clean stop (Throughs, as a hold's): the next start re-reads from the
+// held pointer, and the subscriber skips what it finished (DESIGN §2: no
+// re-delivery without a crash). After a kill -9 the marks of the last clean
+// stop still hold (what they name was finished); what was finished after
+// them is delivered again, as after any crash. Dropped once the feed
+// starts with no hold.
+type keptEntry struct {
+	Feed       string     `json:"feed"`
+	Subscriber string     `json:"subscriber"`
+	Throughs   []holdMark `json:"throughs"`
 }
 
 func openHolds(dataDir string) (*holdStore, error) {
 	s := &holdStore{path: datadir.RemovedHolds(dataDir)}
 	var doc struct {
 		Holds []holdEntry `json:"holds"`
+		Kept  []keptEntry `json:"kept"`
 	}
 	if err := readStateJSON(s.path, &doc); err != nil {
 		return nil, err
 	}
-	s.entries = doc.Holds
+	s.entries, s.kept = doc.Holds, doc.Kept
 	return s, nil
+}
+
+// keepFinished records, for feedName's configured subscriber sub, the
+// lines it finished (one place per epoch) at a clean stop while a hold
+// pins the feed (merged over what an earlier stop recorded).
+func (s *holdStore) keepFinished(feedName string, finished map[string][]feed.Mark) error {
+	if s == nil || len(finished) == 0 {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for sub, ms := range finished {
+		hms := marksOf(ms)
+		if len(hms) == 0 {
+			continue
+		}
+		i := slices.IndexFunc(s.kept, func(k keptEntry) bool { return k.Feed == feedName && k.Subscriber == sub })
+		if i < 0 {
+			s.kept = append(s.kept, keptEntry{Feed: feedName, Subscriber: sub, Throughs: hms})
+			continue
+		}
+		s.kept[i].Throughs = mergeMarks(s.kept[i].Throughs, hms)
+	}
+	return s.saveLocked()
+}
+
+// keptMarks is the skip feedName's configured subscriber sub starts with
+// while a hold pins the feed (keepFinished; none: nil).
+func (s *holdStore) keptMarks(feedName, sub string) []feed.Mark {
+	if s == nil {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, k := range s.kept {
+		if k.Feed == feedName && k.Subscriber == sub {
+			return feedMarks(k.Throughs)
+		}
+	}
+	return nil
+}
+
+// dropKept forgets feedName's kept marks (it starts with no hold: its
+// pointer moved on from where they matter).
+func (s *holdStore) dropKept(feedName string) error {
+	if s == nil {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := len(s.kept)
+	s.kept = slices.DeleteFunc(s.kept, func(k keptEntry) bool { return k.Feed == feedName })
+	if len(s.kept) == n {
+		return nil
+	}
+	return s.saveLocked()
+}
+
+// feedMarks parses hms (one place per epoch).
+func feedMarks(hms []holdMark) []feed.Mark {
+	var out []feed.Mark
+	for _, hm := range hms {
+		ep, err := strconv.ParseUint(hm.Epoch, 16, 64)
+		if err != nil {
+			continue
+		}
+		out = append(out, feed.Mark{Epoch: ep, Position: hm.Position, OK: true})
+	}
+	return out
 }
 
 // readStateJSON reads a JSON file of dataDir/state into v; a missing file
@@ -1233,7 +1310,8 @@ func readStateJSON(path string, v any) error {
 func (s *holdStore) saveLocked() error {
 	doc := struct {
 		Holds []holdEntry `json:"holds"`
-	}{Holds: s.entries}
+		Kept  []keptEntry `json:"kept,omitempty"`
+	}{Holds: s.entries, Kept: s.kept}
 	if doc.Holds == nil {
 		doc.Holds = []holdEntry{}
 	}
@@ -1313,6 +1391,8 @@ func (d *Daemon) applyHolds(f *Feed) {
 	}
 	if len(f.held) > 0 {
 		f.pub.SetHeld(true)
+	} else if err := d.holds.dropKept(f.cfg.Name); err != nil {
+		d.log.Warn("could not forget the finished lines recorded for a hold no longer there", "feed", f.cfg.Name, "error", err)
 	}
 }
 
