@@ -144,7 +144,7 @@ func TestAud2XKill9RotationsSoakGap(t *testing.T) {
 // each run shows restarts going back to older generations (each re-read
 // under a new epoch), and the generations written meanwhile are never read.
 func TestAud2XKill9RenameRotationsSoakGap(t *testing.T) {
-	for i := 0; i < 8 && !t.Failed(); i++ {
+	for i := 0; i < 3 && !t.Failed(); i++ { // 8 while the gap was open; 3 since (CI time)
 		aud2Soak(t, false)
 	}
 }

@@ -156,8 +156,10 @@ func rev9dPullAckByTag(t testing.TB, d *daemon, sub string) map[string]int {
 // flag: pre-existing there); delete: 0 of 3 (passes: the unlinked case is
 // caught).
 func TestRev9DFixedDMovedOutThenWrittenCaughtUp(t *testing.T) {
+	t.Parallel() // mostly asleep (3.5 s per round): with the other parallel tests
 	for _, mode := range []string{"rename", "recreate", "delete", "single"} {
 		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
 			path := "./in/*.log"
 			if mode == "single" {
 				path = "./in/f1.log"

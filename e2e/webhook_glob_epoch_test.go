@@ -374,6 +374,7 @@ func TestWebhookGlobCarryGoesAtItsFilesBarrier(t *testing.T) {
 // pointers record them (it did report settled with each pointer still at
 // 0: a restart re-read those files from their start).
 func TestWebhookGlobNotSettledWhileClosedFilesPointersLag(t *testing.T) {
+	t.Parallel() // a minute asleep: with the other parallel tests
 	if testing.Short() {
 		t.Skip("waits out the one-minute drain bound")
 	}
