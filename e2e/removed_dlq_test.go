@@ -85,3 +85,59 @@ processors:
 		t.Errorf("after a restart: deadLettered %d, lossless %v; want 0, true", f.DeadLettered, f.Lossless)
 	}
 }
+
+// TestRemovedProcessorPurgeRewriteFailsCountedOnce: a purge of a removed
+// processor's dead letters counts its loss (losses.jsonl) before the
+// entries leave the dead-letter ledger; when that ledger's rewrite then
+// fails (here a directory stands where its temporary file goes; one of two
+// entries purged, so the ledger is rewritten, not removed), nothing
+// is purged and the count is taken back, so the purge retried once the
+// rewrite works counts the line once: released 1, losses.jsonl released 1
+// (DESIGN §6 "Purged entries count in released").
+func TestRemovedProcessorPurgeRewriteFailsCountedOnce(t *testing.T) {
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "refused", http.StatusBadRequest)
+	}))
+	defer hook.Close()
+	base := `dataDir: ./state
+status: {listen: "` + addrPlaceholder + `", token: ` + ctToken + `}
+shutdownTimeoutMillis: 500
+feeds:
+  - {name: app, path: ./in.log, pollIntervalMillis: 20}
+processors:
+  - {name: out, feed: app, type: file, path: ./out.log}
+`
+	e := newEnv(t, base+"  - {name: hook, feed: app, type: webhook, url: \""+hook.URL+"\", onFailure: deadLetter}\n")
+	os.WriteFile(e.path("in.log"), []byte("a1\n"), 0o644)
+	d := e.start()
+	d.waitFor("one dead letter", 30*time.Second, func(r *report) bool {
+		return r.Settled && r.Feeds[0].DeadLettered == 1
+	})
+	appendTo(t, e.path("in.log"), "a2\n") // a request of its own
+	d.waitFor("two dead letters", 30*time.Second, func(r *report) bool {
+		return r.Settled && r.Feeds[0].DeadLettered == 2
+	})
+	auditOpsReload(t, e, d, ctToken, base)
+	d.waitSettled(30 * time.Second)
+	tmp := e.path("state/dlq/hook.jsonl.tmp")
+	if err := os.MkdirAll(tmp+"/x", 0o700); err != nil {
+		t.Fatal(err)
+	}
+	code, _, body := request(t, d, http.MethodDelete, "/admin/dlq/hook?max=1", ctToken, nil)
+	if code == http.StatusOK {
+		t.Fatalf("DELETE /admin/dlq/hook while its ledger cannot be rewritten: 200 %s", body)
+	}
+	r, _ := statusRaw(t, d)
+	t.Logf("refused purge: %d %s; released %d deadLettered %d", code, body, r.Feeds[0].Released, r.Feeds[0].DeadLettered)
+	if err := os.RemoveAll(tmp); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, body := request(t, d, http.MethodDelete, "/admin/dlq/hook?max=1", ctToken, nil); code != http.StatusOK {
+		t.Fatalf("DELETE /admin/dlq/hook with the rewrite working: %d %s", code, body)
+	}
+	r, _ = statusRaw(t, d)
+	if f, n := r.Feeds[0], ledgerSum(t, e.path("state/losses.jsonl"), "app", "released"); f.DeadLettered != 1 || f.Released != 1 || n != 1 {
+		t.Errorf("one of two dead letters purged after a refused try: deadLettered %d, released %d, losses.jsonl released %d; want 1, 1, 1", f.DeadLettered, f.Released, n)
+	}
+	d.stop()
+}

@@ -307,11 +307,15 @@ func (p *Publisher) SetLossSync(sync LossSync) {
 	}
 }
 
-// LossCount counts a loss (apply) and makes it durable as LossSync does,
-// with no other sync in between; when the ledger did not take the count
-// (its write failed), it calls undo and returns the error. Safe for
-// concurrent use.
-type LossCount func(apply, undo func()) error
+// LossCount counts n lines of subscriber sub released (apply) and makes
+// the count durable as LossSync does, with no other sync in between; when
+// the ledger did not take the count (its write failed, or its fsync did and
+// the entry could be taken out again), it calls undo and returns the error.
+// On success takeBack, called later, takes the count back out of the ledger
+// and calls undo (the caller could not give the lines up after all: a
+// purge whose dead-letter rewrite failed); it returns an error, the count
+// kept, when it cannot. Safe for concurrent use.
+type LossCount func(sub string, n uint64, apply, undo func()) (takeBack func() error, err error)
 
 // SetLossCount is what Queue.AddReleased counts a refusable loss through
 // (a purge). Call it before anything runs.

@@ -329,17 +329,18 @@ func (q *Queue) Dropped() uint64 { return q.Counters.Dropped.Load() + q.left.Loa
 // publisher, which acknowledges nothing until one succeeds. refusable: the
 // caller gives nothing up when it fails (a purge keeps its dead letters):
 // then a count the ledger did not take is taken back (LossCount), so a
-// purge refused is not counted.
-func (q *Queue) AddReleased(n uint64, refusable bool) error {
+// purge refused is not counted, and takeBack (non-nil on success) takes a
+// count the ledger took back out when the caller fails after all.
+func (q *Queue) AddReleased(n uint64, refusable bool) (takeBack func() error, err error) {
 	apply := func() {
 		q.released.Add(n)
 		q.NoteLoss()
 	}
 	if refusable && q.lossCount != nil {
-		return q.lossCount(apply, func() { q.released.Add(^(n - 1)) })
+		return q.lossCount(q.Name, n, apply, func() { q.released.Add(^(n - 1)) })
 	}
 	apply()
-	return q.SyncLosses()
+	return nil, q.SyncLosses()
 }
 
 // SyncLosses makes the losses counted so far durable (the publisher's

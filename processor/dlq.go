@@ -522,10 +522,10 @@ func (l *Ledger) Remove(ids map[uint64]bool) (int, error) {
 // RemoveCounted is Remove for entries given up (a purge): count (nil:
 // none) is told, before anything is removed, how many entries of each feed
 // ("": an entry that names none) go, and an error from it removes nothing
-// and is returned. A purge so counts its loss (and makes the count
+// and is returned; a rewrite that fails then takes the count back. A purge so counts its loss (and makes the count
 // durable) before the entries leave the ledger: a kill -9 in between
 // leaves them recorded twice, never nowhere.
-func (l *Ledger) RemoveCounted(ids map[uint64]bool, count func(byFeed map[string]int) error) (int, error) {
+func (l *Ledger) RemoveCounted(ids map[uint64]bool, count PurgeCount) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	keep := make([]ledgerEntry, 0, len(l.entries))
@@ -543,12 +543,21 @@ func (l *Ledger) RemoveCounted(ids map[uint64]bool, count func(byFeed map[string
 	if n == 0 {
 		return 0, nil
 	}
+	var takeBack func() error
 	if count != nil {
-		if err := count(byFeed); err != nil {
+		var err error
+		if takeBack, err = count(byFeed); err != nil {
 			return 0, err
 		}
 	}
 	if err := l.rewriteLocked(keep); err != nil {
+		// Nothing removed: the count is taken back (a retried purge
+		// counts the entries once).
+		if takeBack != nil {
+			if terr := takeBack(); terr != nil {
+				return 0, fmt.Errorf("%w (and its count could not be taken back, so it stays counted: %v)", err, terr)
+			}
+		}
 		return 0, err
 	}
 	for _, e := range l.entries {
@@ -584,7 +593,7 @@ func (l *Ledger) purge(max int, skip func(id uint64) bool) (int, error) {
 
 // PurgeCounted is Purge with count told first (RemoveCounted); skip (nil:
 // none) names more entries to leave alone.
-func (l *Ledger) PurgeCounted(max int, skip func(id uint64) bool, count func(byFeed map[string]int) error) (int, error) {
+func (l *Ledger) PurgeCounted(max int, skip func(id uint64) bool, count PurgeCount) (int, error) {
 	ids := l.PurgeIDs(max, skip)
 	return l.RemoveCounted(ids, count)
 }

@@ -109,15 +109,16 @@ func (g *Group) PurgeDeadLetters(max int) (int, error) {
 	// losses ledger), before the entries leave the dead-letter ledger; a
 	// count that cannot be made durable refuses the purge (the entries
 	// stay): a purged line is always recorded somewhere.
-	count := func(byFeed map[string]int) error {
+	count := func(byFeed map[string]int) (func() error, error) {
 		n := 0
 		for _, c := range byFeed {
 			n += c
 		}
-		if err := g.purged(uint64(n)); err != nil {
-			return fmt.Errorf("purge refused: the losses ledger cannot record it: %w", err)
+		takeBack, err := g.purged(uint64(n))
+		if err != nil {
+			return nil, fmt.Errorf("purge refused: the losses ledger cannot record it: %w", err)
 		}
-		return nil
+		return takeBack, nil
 	}
 	switch p := g.Sink().(type) {
 	case DeadLetterCountedPurger:

@@ -94,8 +94,16 @@ type DeadLetterPurger interface {
 // purges before the entries leave the ledger (Ledger.RemoveCounted), and
 // purges nothing when count fails. The group prefers it.
 type DeadLetterCountedPurger interface {
-	PurgeDeadLettersCounted(max int, count func(byFeed map[string]int) error) (int, error)
+	PurgeDeadLettersCounted(max int, count PurgeCount) (int, error)
 }
+
+// PurgeCount is told, before a purge removes anything, how many entries of
+// each feed ("": an entry that names none) go, and counts them (durably);
+// an error refuses the purge. takeBack (nil: nothing to take back) takes
+// the count back when the entries could not be removed after all; it
+// errors when it cannot (the count then stays: an overcount, never a loss
+// unrecorded).
+type PurgeCount func(byFeed map[string]int) (takeBack func() error, err error)
 
 // ReleaseRequest is a request to give held lines up, taken by Wait.
 type ReleaseRequest struct {

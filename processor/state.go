@@ -72,6 +72,9 @@ type stateChange struct {
 	// refusable: a purge, which removes nothing when its count cannot be
 	// made durable (Queue.AddReleased takes the count back then).
 	refusable bool
+	// takeBack, when not nil, receives the count's take-back
+	// (Queue.AddReleased) once it was made durable.
+	takeBack *func() error
 }
 
 // change applies c: the only writer of the fences, the queue's state and
@@ -84,7 +87,11 @@ func (g *Group) change(c stateChange) error {
 	count := c.owner == noFence // a release or a purge
 	var err error
 	if count {
-		err = g.q.AddReleased(c.released, c.refusable)
+		var tb func() error
+		tb, err = g.q.AddReleased(c.released, c.refusable)
+		if c.takeBack != nil {
+			*c.takeBack = tb
+		}
 	}
 	switch {
 	case c.release:
@@ -171,7 +178,9 @@ func (g *Group) hold(err error) {
 func (g *Group) die(reason string) { g.change(stateChange{owner: deadFence, reason: reason}) }
 
 // purged counts n dead letters purged from the ledger (DELETE /admin/dlq)
-// as released; the subscriber's state does not change.
-func (g *Group) purged(n uint64) error {
-	return g.change(stateChange{released: n, refusable: true})
+// as released; the subscriber's state does not change. takeBack (nil:
+// none) takes the count back out when the purge fails after all.
+func (g *Group) purged(n uint64) (takeBack func() error, err error) {
+	err = g.change(stateChange{released: n, refusable: true, takeBack: &takeBack})
+	return takeBack, err
 }

@@ -469,7 +469,7 @@ func (d *Daemon) recordLossesBy(by time.Time) bool {
 
 func (d *Daemon) recordLossesLocked() {
 	for _, f := range d.feedList() {
-		d.recordFeedLocked(f)
+		d.recordFeedLocked(f, nil)
 	}
 	d.losses.syncLocked()
 }
@@ -480,7 +480,7 @@ func (d *Daemon) lossSync(f *Feed) feed.LossSync {
 	return func() error {
 		d.losses.mu.Lock()
 		defer d.losses.mu.Unlock()
-		if err := d.recordFeedLocked(f); err != nil {
+		if err := d.recordFeedLocked(f, nil); err != nil {
 			return err
 		}
 		return d.losses.syncLocked()
@@ -490,18 +490,52 @@ func (d *Daemon) lossSync(f *Feed) feed.LossSync {
 // lossCount is feed f's feed.LossCount: the count applied, its growth
 // appended and fsynced under the ledger's mu (no recorder runs in
 // between); when the append fails, undo takes the count back (nothing of
-// it reached the file) and the error is returned. A failed fsync keeps the
-// count: the entry may be on disk, and the next sync retries the fsync.
+// it reached the file) and the error is returned. When the fsync fails,
+// the count is taken back too if its entry can be taken out of the file
+// (takeBack: withdrawn by a rewrite, the recorded mark and the count
+// lowered), so that the refused purge, retried, counts its lines once; it
+// stays when it cannot (the entry may be on disk: an overcount, never a
+// loss unrecorded), as it does when its entry also carries other releases
+// counted meanwhile.
 func (d *Daemon) lossCount(f *Feed) feed.LossCount {
-	return func(apply, undo func()) error {
+	return func(sub string, n uint64, apply, undo func()) (func() error, error) {
 		d.losses.mu.Lock()
 		defer d.losses.mu.Unlock()
 		apply()
-		if err := d.recordFeedLocked(f); err != nil {
+		var out []recordedLoss
+		if err := d.recordFeedLocked(f, &out); err != nil {
 			undo()
-			return err
+			return nil, err
 		}
-		return d.losses.syncLocked()
+		k := subLoss{sub, "released"}
+		var mine []LossEntry
+		for _, w := range out {
+			if w.key == k && w.f == f && w.e.Amount == n {
+				mine = append(mine, w.e)
+			}
+		}
+		takeBackLocked := func() error {
+			if len(mine) != 1 {
+				return errors.New("its losses ledger entry carries other releases too")
+			}
+			if err := d.losses.withdrawLocked(mine); err != nil {
+				return err
+			}
+			f.recorded[k] -= n
+			undo()
+			return nil
+		}
+		if err := d.losses.syncLocked(); err != nil {
+			if terr := takeBackLocked(); terr != nil {
+				d.log.Error("losses ledger: the count of a refused purge could not be taken back; it stays counted", "feed", f.cfg.Name, "subscriber", sub, "error", terr)
+			}
+			return nil, err
+		}
+		return func() error {
+			d.losses.mu.Lock()
+			defer d.losses.mu.Unlock()
+			return takeBackLocked()
+		}, nil
 	}
 }
 
@@ -521,12 +555,13 @@ func (d *Daemon) syncFinalLosses(f *Feed, by time.Time) {
 
 // recordFeedLocked writes, not fsynced yet, the growth of feed f's
 // subscribers' loss counters since they were last written; what a failed
-// write did not take is written again by the next call.
-func (d *Daemon) recordFeedLocked(f *Feed) error {
+// write did not take is written again by the next call. written (nil: not
+// wanted) receives the entries written.
+func (d *Daemon) recordFeedLocked(f *Feed, written *[]recordedLoss) error {
 	if f.prev != nil {
 		// The instance a reload stopped for this one first: its losses
 		// precede this one's, and this one's pointer waits for them.
-		if err := d.recordFeedLocked(f.prev); err != nil {
+		if err := d.recordFeedLocked(f.prev, written); err != nil {
 			return err
 		}
 		f.prev = nil
@@ -563,8 +598,19 @@ func (d *Daemon) recordFeedLocked(f *Feed) error {
 	}
 	for i, k := range keys {
 		f.recorded[k] = vals[i]
+		if written != nil {
+			*written = append(*written, recordedLoss{f: f, key: k, e: out[i]})
+		}
 	}
 	return nil
+}
+
+// recordedLoss is one entry recordFeedLocked wrote: the feed instance and
+// the subscriber's counter whose growth it is.
+type recordedLoss struct {
+	f   *Feed
+	key subLoss
+	e   LossEntry
 }
 
 // runLossRecorder records the losses the queues note (lossNote), at most

@@ -165,7 +165,7 @@ func (d *Daemon) purgeOrphan(name string, max int) (int, error) {
 		f *Feed
 		n uint64
 	}
-	n, err := l.PurgeCounted(max, nil, func(byFeed map[string]int) error {
+	n, err := l.PurgeCounted(max, nil, func(byFeed map[string]int) (func() error, error) {
 		o.mu.Lock()
 		gone := o.attributeLocked(byFeed)
 		o.mu.Unlock()
@@ -191,9 +191,19 @@ func (d *Daemon) purgeOrphan(name string, max int) (int, error) {
 			if werr := d.losses.withdrawLocked(out); werr != nil {
 				d.log.Error("losses ledger: the entries of a purge refused could not be withdrawn", "processor", name, "error", werr)
 			}
-			return fmt.Errorf("purge refused: the losses ledger cannot record it: %w", err)
+			return nil, fmt.Errorf("purge refused: the losses ledger cannot record it: %w", err)
 		}
-		return nil
+		// The dead-letter rewrite failed after all: nothing purged, the
+		// entries withdrawn (a retried purge counts them once).
+		return func() error {
+			d.losses.mu.Lock()
+			defer d.losses.mu.Unlock()
+			if err := d.losses.withdrawLocked(out); err != nil {
+				return err
+			}
+			counted = nil
+			return nil
+		}, nil
 	})
 	if n > 0 {
 		for _, c := range counted {

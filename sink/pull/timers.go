@@ -310,7 +310,7 @@ func (p *Pull) PurgeDeadLetters(max int) (int, error) {
 
 // PurgeDeadLettersCounted implements processor.DeadLetterCountedPurger:
 // PurgeDeadLetters with count told first (Ledger.RemoveCounted).
-func (p *Pull) PurgeDeadLettersCounted(max int, count func(byFeed map[string]int) error) (int, error) {
+func (p *Pull) PurgeDeadLettersCounted(max int, count processor.PurgeCount) (int, error) {
 	l := p.h.Ledger()
 	if l == nil {
 		return 0, processor.ErrNoLedger
