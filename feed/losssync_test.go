@@ -65,3 +65,32 @@ func TestPollAcksWaitsForTheLossSync(t *testing.T) {
 		t.Fatalf("AddReleased returned before its sync (durable %d)", durable.Load())
 	}
 }
+
+// A drop or refusal at the publish counts only the lines past the queue's
+// re-read skip (SetPublishSkip): the lines its group finishes unseen are no
+// loss (a feed restarted by a reload re-reads them; they were counted, or
+// finished, by its earlier instance).
+func TestDropOfSkippedLinesCountsNothing(t *testing.T) {
+	q := pauseQ("q", 100)
+	tap := NewQueue("tap", 1, 1<<20, overload.Policy{Kind: overload.DropAfterSpin, Spin: time.Millisecond})
+	p := NewPublisher("f", []*Queue{q, tap}, 1000, 10)
+	var src lineSrc
+	first := src.batch(1) // fills the tap's one slot
+	skipTo := src.batch(3)
+	tap.SetPublishSkip([]Mark{{Epoch: 7, Position: src.end(4), OK: true}}) // lines 1..4 finished unseen
+	mustPublish(t, p, first)
+	mustPublish(t, p, skipTo) // lines 2..4: dropped for the tap, skipped: nothing counted
+	if n := tap.Dropped(); n != 0 {
+		t.Fatalf("dropped %d for lines the tap's group skips, want 0", n)
+	}
+	mustPublish(t, p, src.batch(2)) // lines 5, 6: past the mark, dropped and counted
+	if n := tap.Dropped(); n != 2 {
+		t.Fatalf("dropped %d after two lines past the skip, want 2", n)
+	}
+	other := src.batch(2) // lines 7, 8 of another epoch: counted
+	other.Epoch = 8
+	mustPublish(t, p, other)
+	if n := tap.Dropped(); n != 4 {
+		t.Fatalf("dropped %d after two lines of another epoch, want 4", n)
+	}
+}

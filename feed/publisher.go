@@ -190,12 +190,16 @@ func (p *Publisher) TryPublish(b *Batch) bool {
 			take++
 		case overload.Drop:
 			decisions[i] = 0
-			q.Counters.Dropped.Add(uint64(n))
-			q.NoteLoss()
+			if k := n - q.skipped(b); k > 0 { // a line its group skips is finished, not lost
+				q.Counters.Dropped.Add(uint64(k))
+				q.NoteLoss()
+			}
 		case overload.Skip:
 			decisions[i] = 0
-			q.Counters.Refused.Add(uint64(n))
-			q.NoteLoss()
+			if k := n - q.skipped(b); k > 0 {
+				q.Counters.Refused.Add(uint64(k))
+				q.NoteLoss()
+			}
 		}
 		p.end[i] = p.start[i] + decisions[i]*uint64(n)
 	}

@@ -3,6 +3,7 @@ package feed
 import (
 	"context"
 	"runtime"
+	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -69,6 +70,9 @@ type Queue struct {
 	// makes the losses counted so far durable; AddReleased calls it.
 	lossSync  LossSync
 	lossCount LossCount // Publisher.SetLossCount
+	// pubSkip: the re-read skip of the queue's group (SetPublishSkip),
+	// the end of the last line finished per epoch; read by the publisher.
+	pubSkip map[uint64]int64
 
 	capLines, capBytes int
 
@@ -317,6 +321,38 @@ func (q *Queue) StateSince() time.Time {
 // when it stopped (they count as dropped). The group calls it once, as its
 // goroutine ends.
 func (q *Queue) LeftAtStop(n uint64) { q.left.Add(n); q.NoteLoss() }
+
+// SetPublishSkip gives the queue its group's re-read skip (the lines of
+// each epoch up to the mark's position, finished unseen: a feed restarted
+// by a reload, DESIGN §12): a line so finished is no loss, so a drop or a
+// refusal at the publish does not count it. Call before anything
+// publishes.
+func (q *Queue) SetPublishSkip(marks []Mark) {
+	for _, m := range marks {
+		if !m.OK {
+			continue
+		}
+		if q.pubSkip == nil {
+			q.pubSkip = map[uint64]int64{}
+		}
+		if at, ok := q.pubSkip[m.Epoch]; !ok || m.Position > at {
+			q.pubSkip[m.Epoch] = m.Position
+		}
+	}
+}
+
+// skipped is how many of b's lines the queue's group finishes unseen
+// (SetPublishSkip): the first ones, those ending at or before its mark.
+func (q *Queue) skipped(b *Batch) int {
+	if len(q.pubSkip) == 0 || !b.Positioned {
+		return 0
+	}
+	at, ok := q.pubSkip[b.Epoch]
+	if !ok {
+		return 0
+	}
+	return sort.Search(len(b.Ends), func(i int) bool { return b.Ends[i] > at })
+}
 
 // Dropped is the lines dropped for this queue: by the overload policy
 // (Counters.Dropped) and left in a best-effort queue at stop.

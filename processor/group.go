@@ -132,6 +132,9 @@ func NewGroup(cfg GroupConfig) *Group {
 		cfg.Retry.Attempts = 1
 	}
 	dlq, _ := cfg.Ledger.(*Ledger)
+	if cfg.Queue != nil && len(cfg.Skip) > 0 {
+		cfg.Queue.SetPublishSkip(cfg.Skip) // a drop or refusal of a line it skips counts nothing
+	}
 	return &Group{cfg: cfg, q: cfg.Queue, log: cfg.Logger.Named(cfg.Name), done: make(chan struct{}),
 		releases: make(chan *ReleaseRequest), replays: make(chan *replayReq), dlq: dlq, skip: skipSet(cfg.Skip)}
 }
