@@ -17,20 +17,7 @@ import (
 // purge — after which deadLettered is 0 and, once the operator acknowledged
 // the losses, the feed is lossless again; a restart keeps it so.
 func TestRemovedProcessorDeadLettersAdmin(t *testing.T) {
-	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		http.Error(w, "refused", http.StatusBadRequest)
-	}))
-	defer hook.Close()
-	base := `dataDir: ./state
-status: {listen: "` + addrPlaceholder + `", token: ` + ctToken + `}
-shutdownTimeoutMillis: 500
-feeds:
-  - {name: app, path: ./in.log, pollIntervalMillis: 20}
-processors:
-  - {name: out, feed: app, type: file, path: ./out.log}
-`
-	withHook := base + "  - {name: hook, feed: app, type: webhook, url: \"" + hook.URL + "\", onFailure: deadLetter}\n"
-	e := newEnv(t, withHook)
+	e, base := removedHookEnv(t)
 	os.WriteFile(e.path("in.log"), []byte("a1\n"), 0o644)
 	d := e.start()
 	d.waitFor("one dead letter", 30*time.Second, func(r *report) bool {
@@ -95,19 +82,7 @@ processors:
 // rewrite works counts the line once: released 1, losses.jsonl released 1
 // (DESIGN §6 "Purged entries count in released").
 func TestRemovedProcessorPurgeRewriteFailsCountedOnce(t *testing.T) {
-	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		http.Error(w, "refused", http.StatusBadRequest)
-	}))
-	defer hook.Close()
-	base := `dataDir: ./state
-status: {listen: "` + addrPlaceholder + `", token: ` + ctToken + `}
-shutdownTimeoutMillis: 500
-feeds:
-  - {name: app, path: ./in.log, pollIntervalMillis: 20}
-processors:
-  - {name: out, feed: app, type: file, path: ./out.log}
-`
-	e := newEnv(t, base+"  - {name: hook, feed: app, type: webhook, url: \""+hook.URL+"\", onFailure: deadLetter}\n")
+	e, base := removedHookEnv(t)
 	os.WriteFile(e.path("in.log"), []byte("a1\n"), 0o644)
 	d := e.start()
 	d.waitFor("one dead letter", 30*time.Second, func(r *report) bool {
@@ -140,4 +115,25 @@ processors:
 		t.Errorf("one of two dead letters purged after a refused try: deadLettered %d, released %d, losses.jsonl released %d; want 1, 1, 1", f.DeadLettered, f.Released, n)
 	}
 	d.stop()
+}
+
+// removedHookEnv is an env whose config (feed app on ./in.log, a file sink
+// out) adds a webhook processor hook that refuses every request and
+// dead-letters it; base is the config without hook (the reload that
+// removes it).
+func removedHookEnv(t *testing.T) (e *env, base string) {
+	t.Helper()
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "refused", http.StatusBadRequest)
+	}))
+	t.Cleanup(hook.Close)
+	base = `dataDir: ./state
+status: {listen: "` + addrPlaceholder + `", token: ` + ctToken + `}
+shutdownTimeoutMillis: 500
+feeds:
+  - {name: app, path: ./in.log, pollIntervalMillis: 20}
+processors:
+  - {name: out, feed: app, type: file, path: ./out.log}
+`
+	return newEnv(t, base+"  - {name: hook, feed: app, type: webhook, url: \""+hook.URL+"\", onFailure: deadLetter}\n"), base
 }

@@ -4,6 +4,7 @@ package daemon
 // ledger whose fsync hangs must hang neither a stop nor a report.
 
 import (
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -25,34 +26,8 @@ import (
 // the ledger ledgerStopWait in all). The recordLosses wait predates the diff; SyncLosses adds a
 // second unbounded wait per feed.
 func TestRev9DFixedBStopBoundedOnHungLedgerFsync(t *testing.T) {
-	dir := t.TempDir()
-	var hang atomic.Bool
-	var entered atomic.Int32
-	release := make(chan struct{})
-	released := false
-	defer func() {
-		if !released {
-			close(release)
-		}
-	}()
-	tap := newBlocker()
-	defer close(tap.open)
-	e := startIn(t, dir, dropConfig, Options{
-		Processors: map[string]Build{"tap": tap.build},
-		WrapLossFile: func(f LossFile) LossFile {
-			return hangingLossFile{f, &hang, release, &entered}
-		},
-	})
-	hang.Store(true)
-	e.appendLines(numbered("d-", 0, 2000)...)
 	// No status request: a report waits for the ledger too (TestRev9DFixedC).
-	deadline := time.Now().Add(5 * time.Second)
-	for entered.Load() == 0 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if entered.Load() == 0 {
-		t.Fatalf("no fsync of the losses ledger started after drops")
-	}
+	e, release := startHungLedger(t)
 	start := time.Now()
 	done := make(chan struct{})
 	go func() { e.Stop(); close(done) }()
@@ -62,8 +37,7 @@ func TestRev9DFixedBStopBoundedOnHungLedgerFsync(t *testing.T) {
 			t.Errorf("Stop took %v with shutdownTimeoutMillis 300 (bound: + 2 s)", d)
 		}
 	case <-time.After(4 * time.Second):
-		close(release)
-		released = true
+		release()
 		<-done
 		t.Errorf("Stop still running %v after it began while the losses ledger's fsync hangs (shutdownTimeoutMillis 300; DESIGN §12: stop within shutdownTimeoutMillis + 2 s); it returned only once the fsync did (%v)",
 			4*time.Second, time.Since(start))
@@ -86,19 +60,36 @@ func TestRev9DFixedBStopBoundedOnHungLedgerFsync(t *testing.T) {
 // adds holders of the same mu across an fsync on the request path (purge,
 // release: lossCount, heldRelease) and at stop (SyncLosses).
 func TestRev9DFixedCStatusAnswersOnHungLedgerFsync(t *testing.T) {
-	dir := t.TempDir()
+	e, _ := startHungLedger(t)
+	got := make(chan status.Report, 1)
+	go func() { got <- e.d.Report() }()
+	select {
+	case r := <-got:
+		t.Logf("report answered: dropped %d lossless %v", r.Feeds[0].Dropped, r.Feeds[0].Lossless)
+	case <-time.After(3 * time.Second):
+		t.Errorf("the feed.status report did not answer within 3 s while the losses ledger's fsync hangs (Report → recordLosses waits for the ledger's mu, held across Sync by the publisher's loss sync)")
+	}
+}
+
+// startHungLedger starts a daemon on dropConfig whose best-effort tap is
+// blocked, appends 2,000 lines (drops) and returns once the losses
+// ledger's fsync hangs (until release, or the test's end).
+func startHungLedger(t *testing.T) (e *env, release func()) {
+	t.Helper()
 	var hang atomic.Bool
 	var entered atomic.Int32
-	release := make(chan struct{})
-	defer close(release)
+	ch := make(chan struct{})
+	var once sync.Once
+	release = func() { once.Do(func() { close(ch) }) }
 	tap := newBlocker()
-	defer close(tap.open)
-	e := startIn(t, dir, dropConfig, Options{
+	e = startIn(t, t.TempDir(), dropConfig, Options{
 		Processors: map[string]Build{"tap": tap.build},
 		WrapLossFile: func(f LossFile) LossFile {
-			return hangingLossFile{f, &hang, release, &entered}
+			return hangingLossFile{f, &hang, ch, &entered}
 		},
 	})
+	t.Cleanup(func() { close(tap.open) })
+	t.Cleanup(release) // before the daemon's stop (cleanups run last first)
 	hang.Store(true)
 	e.appendLines(numbered("d-", 0, 2000)...)
 	deadline := time.Now().Add(5 * time.Second)
@@ -108,12 +99,5 @@ func TestRev9DFixedCStatusAnswersOnHungLedgerFsync(t *testing.T) {
 	if entered.Load() == 0 {
 		t.Fatalf("no fsync of the losses ledger started after drops")
 	}
-	got := make(chan status.Report, 1)
-	go func() { got <- e.d.Report() }()
-	select {
-	case r := <-got:
-		t.Logf("report answered: dropped %d lossless %v", r.Feeds[0].Dropped, r.Feeds[0].Lossless)
-	case <-time.After(3 * time.Second):
-		t.Errorf("the feed.status report did not answer within 3 s while the losses ledger's fsync hangs (Report → recordLosses waits for the ledger's mu, held across Sync by the publisher's loss sync)")
-	}
+	return e, release
 }
