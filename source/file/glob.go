@@ -141,10 +141,16 @@ type Glob struct {
 	// at each walk, reused), the symlinks matched with where each leads
 	// (resolved again only when the file it reaches changes), and the
 	// paths already logged as not read for it.
-	ownIDs    map[[2]uint64]bool
-	links     map[string]linkSeen
-	walkGen   uint64
-	ownLogged map[string]bool
+	ownIDs map[[2]uint64]bool
+	links  map[string]linkSeen
+	// linkTo maps a matched symlink's target to the symlinks leading to it,
+	// and targetDirs are the directories watched only for such targets (not
+	// matched by the glob): an event there wakes the symlinks' streams, and
+	// an event naming any other file there is ignored. Manager goroutine.
+	linkTo     map[string][]string
+	targetDirs map[string]bool
+	walkGen    uint64
+	ownLogged  map[string]bool
 
 	// Housekeeping looks at these, not at every tracked stream (thousands
 	// of idle files): the streams holding a slot (running or stopping),
@@ -484,6 +490,23 @@ func (g *Glob) drainEvents(ctx context.Context) {
 			}
 			g.mu.Lock()
 			s := g.byPath[name]
+			if s == nil && (g.linkTo[name] != nil || g.targetDirs[filepath.Dir(name)]) {
+				// A matched symlink's target, or another file in a
+				// directory watched only for targets: the symlinks'
+				// streams are woken, nothing else (no rescan).
+				for _, lp := range g.linkTo[name] {
+					switch ls := g.byPath[lp]; {
+					case ls != nil && ls.st == stOpen:
+						poke(ls.src.events)
+						ls.activeAt = time.Now()
+					case ls != nil && !ls.gone && g.lookAt(ls):
+					case g.linkTo[name] != nil:
+						rescan = true
+					}
+				}
+				g.mu.Unlock()
+				continue
+			}
 			switch {
 			case s != nil && s.st == stOpen:
 				poke(s.src.events)
@@ -603,6 +626,7 @@ func (g *Glob) walk() []found {
 		if g.watcher != nil && !g.watched[dir] {
 			if err := g.watcher.Add(dir); err == nil {
 				g.watched[dir] = true
+				delete(g.targetDirs, dir) // matched here now: its events are the glob's
 			}
 		}
 		ents, err := d.ReadDir(-1)
@@ -662,6 +686,7 @@ func (g *Glob) walk() []found {
 			if d != root {
 				if g.watcher != nil && !g.watched[d] && g.watcher.Add(d) == nil {
 					g.watched[d] = true
+					delete(g.targetDirs, d)
 				}
 			}
 			break
@@ -679,6 +704,7 @@ func (g *Glob) walk() []found {
 	for p, l := range g.links {
 		if l.gen != g.walkGen {
 			delete(g.links, p) // not matched any more
+			g.unlinkTarget(p, l.target)
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].path < out[j].path })
@@ -704,6 +730,7 @@ type linkSeen struct {
 	dev, ino uint64
 	own      bool
 	gen      uint64 // the walk that last matched it
+	target   string // its resolved path ("": not resolved)
 }
 
 // linkOwn reports whether the matched symlink p, reaching the file (dev,
@@ -717,17 +744,60 @@ func (g *Glob) linkOwn(p string, dev, ino uint64, reals []string) bool {
 		return l.own
 	}
 	own := false
+	target := ""
 	if r, err := filepath.EvalSymlinks(p); err == nil {
 		own = g.own(r) || ownPath(reals, r)
+		target = r
 	}
 	if g.links == nil {
 		g.links = map[string]linkSeen{}
 	}
-	g.links[p] = linkSeen{dev: dev, ino: ino, own: own, gen: g.walkGen}
+	if old, ok := g.links[p]; ok {
+		g.unlinkTarget(p, old.target)
+	}
+	g.links[p] = linkSeen{dev: dev, ino: ino, own: own, gen: g.walkGen, target: target}
 	if own {
 		g.ownNote(p)
+	} else if target != "" {
+		g.watchTarget(p, target)
 	}
 	return own
+}
+
+// watchTarget watches the directory of the matched symlink p's target
+// (outside the glob's watched directories, a write there sends no event
+// the glob's own watches see: a rewrite of the target would wait for the
+// rescan) and maps target to p.
+func (g *Glob) watchTarget(p, target string) {
+	if g.linkTo == nil {
+		g.linkTo = map[string][]string{}
+	}
+	if !slices.Contains(g.linkTo[target], p) {
+		g.linkTo[target] = append(g.linkTo[target], p)
+	}
+	dir := filepath.Dir(target)
+	if g.watcher == nil || g.watched[dir] || g.targetDirs[dir] {
+		return
+	}
+	if g.watcher.Add(dir) == nil {
+		if g.targetDirs == nil {
+			g.targetDirs = map[string]bool{}
+		}
+		g.targetDirs[dir] = true
+	}
+}
+
+// unlinkTarget forgets that the symlink p led to target.
+func (g *Glob) unlinkTarget(p, target string) {
+	if target == "" {
+		return
+	}
+	ls := slices.DeleteFunc(g.linkTo[target], func(q string) bool { return q == p })
+	if len(ls) == 0 {
+		delete(g.linkTo, target)
+	} else {
+		g.linkTo[target] = ls
+	}
 }
 
 // dropOwnFiles removes from a walk's list the files that are the daemon's
@@ -2793,11 +2863,14 @@ func (g *Glob) firstPaths() map[uint64]string {
 
 // unmatchedAt: the file of rec (its key, its first bytes) is still at p,
 // which the config no longer matches — its path changed or was narrowed
-// (a reload, or a restart with another config), an exclude removes it, or
-// it is now the daemon's own output: the operator chose not to read it any
-// more (DESIGN §12, a changed path starts as a new feed); and its size.
+// (a reload, or a restart with another config), an exclude removes it, it
+// is now the daemon's own output, or the walk does not reach it (a path
+// widened to ** that names it through a symlinked directory, which the
+// walk never descends): the operator chose not to read it any more (DESIGN
+// §12, a changed path starts as a new feed); and its size. After the first
+// scan (g.keys).
 func (g *Glob) unmatchedAt(p string, rec pointer.Record) (bool, int64) {
-	if p == "" || g.matched(p) || !exists(p, rec.FileKey) || !globHeadMatches(p, rec) {
+	if p == "" || (g.matched(p) && g.keys[rec.FileKey] == p) || !exists(p, rec.FileKey) || !globHeadMatches(p, rec) {
 		return false, 0
 	}
 	st, err := os.Stat(p)
@@ -2863,6 +2936,7 @@ func (g *Glob) countGone() {
 		g.mu.Unlock()
 		copyAt := ""
 		excl, size := g.unmatchedAt(l.s.first, rec)
+		at := l.s.first // where the file is, for the log
 		if rec.FPLen > 0 && !excl {
 			for _, p := range fresh {
 				if st, err := os.Stat(p); err == nil && st.Size() >= rec.Offset && globHeadMatches(p, rec) && g.copyName(l.s.first, p, rec) {
@@ -2873,6 +2947,14 @@ func (g *Glob) countGone() {
 		}
 		if copyAt == "" && !excl && g.besideAtStart(l, taken) {
 			continue // renamed out beside its path: read there, not lost
+		}
+		if copyAt == "" && !excl {
+			// Its first path no longer matched, its file renamed within
+			// the glob before (to a name the config no longer matches
+			// either): excluded as the file at its first path would be.
+			if q, sz, ok := g.unmatchedBeside(l, taken); ok {
+				excl, size, at = true, sz, q
+			}
 		}
 		reason := "lost"
 		switch {
@@ -2885,10 +2967,10 @@ func (g *Glob) countGone() {
 			reason = "forgotten"
 			if n := size - rec.Offset; n > 0 {
 				g.log.Warn("glob file no longer matched by the config (path or exclude) with bytes unread; not read any more (not counted lost)",
-					"path", l.s.first, "unreadBytes", n, "pointer", l.s.ptrPath, "offset", rec.Offset)
+					"path", at, "unreadBytes", n, "pointer", l.s.ptrPath, "offset", rec.Offset)
 			} else {
 				g.log.Info("glob file no longer matched by the config (path or exclude), read to its end; not read any more",
-					"path", l.s.first, "pointer", l.s.ptrPath)
+					"path", at, "pointer", l.s.ptrPath)
 			}
 		case copyAt == "":
 			detail := fmt.Sprintf("glob file gone while stopped (pointer %s at offset %d); its unread tail, if any, is lost",
@@ -3003,6 +3085,35 @@ func (g *Glob) besideAtStart(l loaded, taken func(loaded) time.Time) bool {
 	g.log.Info("a glob file left the glob (renamed out beside its path); read there from its pointer to its end",
 		"path", p, "first", s.first, "pointer", s.ptrPath, "offset", l.rec.Offset, "size", st.Size())
 	return true
+}
+
+// unmatchedBeside: l's pointer's file (its key and first bytes, born
+// before the pointer took it) is beside the path its stream was first
+// matched under, at a name the config does not match, and that first path
+// is no longer matched either (the path narrowed, an exclude added, after
+// the file was renamed within the glob): its path and size. A first path
+// still matched says nothing of why the file left it (renamed out while
+// stopped: generations rotated away unseen may follow it), so there it is
+// not taken. Manager goroutine, at the start.
+func (g *Glob) unmatchedBeside(l loaded, taken func(loaded) time.Time) (string, int64, bool) {
+	if l.s.first == "" || l.rec.FPLen == 0 || g.matched(l.s.first) {
+		return "", 0, false
+	}
+	f := g.keyBeside(l.s.first, l.rec)
+	if f == nil {
+		return "", 0, false
+	}
+	p := f.Name()
+	st, err := f.Stat()
+	born := birthTime(f)
+	f.Close()
+	if err != nil || (g.matched(p) && g.keys[l.rec.FileKey] == p) {
+		return "", 0, false
+	}
+	if at := taken(l); !born.IsZero() && !at.IsZero() && born.After(at) {
+		return "", 0, false // its inode reused by a new file
+	}
+	return p, st.Size(), true
 }
 
 // takenAt maps (epoch, file key) to the time of the epochs file's last
