@@ -550,20 +550,40 @@ func (f *Feed) start(ctx context.Context) {
 // Stop performs the ordered shutdown. It returns the first error of the
 // final commits.
 func (d *Daemon) Stop() error {
+	// DESIGN §12: a stop ends within shutdownTimeoutMillis plus 2 s; the
+	// losses ledger gets what is left of that (ledgerStopBy).
+	hardBy := time.Now().Add(d.cfg.Built.ShutdownTimeout + 2*time.Second)
 	d.reloadMu.Lock() // a reload in progress finishes first
 	defer d.reloadMu.Unlock()
 	if d.stopped {
 		return nil // stopped already: Stop is idempotent
 	}
 	d.stopped = true
-	// Sources have been told to stop through the Start context; wait.
+	// Sources have been told to stop through the Start context; wait,
+	// runWait at most: a source stuck in a step that does not return (its
+	// loss appended to a ledger whose fsync hangs) is left as it is — no
+	// drain, no final commit (its pointer stays where its last commit put
+	// it: the lines since are read again at the next start), logged.
+	stuck := map[*Feed]bool{}
+	runBy := time.Now().Add(runWait)
 	for _, f := range d.feeds {
-		<-f.runDone
+		t := time.NewTimer(time.Until(runBy))
+		select {
+		case <-f.runDone:
+		case <-t.C:
+			stuck[f] = true
+			d.log.Error("feed's source did not stop (a step that does not return: a losses ledger write or fsync, a read); stopping without its drain and final commit (what it read since its last commit is read again at the next start)",
+				"feed", f.cfg.Name)
+		}
+		t.Stop()
 	}
 	drainCtx, cancel := context.WithTimeout(context.Background(), d.cfg.Built.ShutdownTimeout)
 	defer cancel()
 	var wg sync.WaitGroup
 	for _, f := range d.feeds {
+		if stuck[f] {
+			continue
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -575,7 +595,9 @@ func (d *Daemon) Stop() error {
 	// for them; they get the same bound before what they still hold counts
 	// as dropped.
 	for _, f := range d.feeds {
-		f.drainBestEffort(drainCtx)
+		if !stuck[f] {
+			f.drainBestEffort(drainCtx)
+		}
 	}
 	var first error
 	abandonBy := time.Now().Add(abandonAfter)
@@ -586,9 +608,10 @@ func (d *Daemon) Stop() error {
 	}
 	// Every loss is counted by now (stopGroups counts what best-effort
 	// queues still held): the last deltas reach the ledger.
-	// The ledger gets ledgerStopWait in all (a hung fsync: the final
-	// commits then stay before the losses not made durable).
-	ledgerBy := time.Now().Add(ledgerStopWait)
+	// The ledger gets what is left of the stop's bound (a slow fsync: the
+	// final commits pass the losses; a hung one: they stay before the
+	// losses not made durable, whose lines the next start reads again).
+	ledgerBy := ledgerStopBy(hardBy)
 	if d.lossStop != nil {
 		close(d.lossStop)
 		t := time.NewTimer(time.Until(ledgerBy))
@@ -600,6 +623,9 @@ func (d *Daemon) Stop() error {
 	}
 	d.recordLossesBy(ledgerBy)
 	for _, f := range d.feeds {
+		if stuck[f] {
+			continue
+		}
 		// The final commit acknowledges what the holding queues finished
 		// only past losses its publisher knows durable: sync them here
 		// (the recorder's appends above do not tell the publisher).
@@ -665,6 +691,11 @@ func (f *Feed) drainBestEffort(ctx context.Context) {
 		}
 	}
 }
+
+// runWait is how long a stop waits for a feed's source to end its run
+// before it goes on without it (Stop). Part of the 2 s DESIGN §12
+// "Signals" allows past shutdownTimeoutMillis.
+const runWait = 500 * time.Millisecond
 
 // abandonAfter is how long a stop waits, once the drain is over (within
 // shutdownTimeoutMillis) and the groups' context ended, for a group whose

@@ -369,7 +369,7 @@ func (l *lossLedger) rewriteLocked(drop func(LossEntry) bool) (int, error) {
 	return removed, nil
 }
 
-// close closes the ledger's file, waiting ledgerStopWait at most for a
+// close closes the ledger's file, waiting ledgerCloseWait at most for a
 // write or fsync in flight (a hung one: the close is left to it).
 func (l *lossLedger) close() {
 	done := make(chan struct{})
@@ -382,7 +382,7 @@ func (l *lossLedger) close() {
 			l.f = nil
 		}
 	}()
-	t := time.NewTimer(ledgerStopWait)
+	t := time.NewTimer(ledgerCloseWait)
 	defer t.Stop()
 	select {
 	case <-done:
@@ -430,7 +430,24 @@ func (d *Daemon) recordLosses() {
 const (
 	ledgerWait     = time.Second
 	ledgerStopWait = 500 * time.Millisecond
+	// ledgerStopMargin is what a stop keeps of its bound after the
+	// ledger's wait: the final commits, the ledger's close, the listener.
+	ledgerStopMargin = 400 * time.Millisecond
+	// ledgerCloseWait bounds the ledger's close (closeAll): only a write
+	// or fsync that does not return holds it.
+	ledgerCloseWait = 100 * time.Millisecond
 )
+
+// ledgerStopBy is until when a stop whose bound is hardBy waits for the
+// ledger: the bound less ledgerStopMargin, and never less than
+// ledgerStopWait from now (earlier phases that took their whole bound).
+func ledgerStopBy(hardBy time.Time) time.Time {
+	by := hardBy.Add(-ledgerStopMargin)
+	if least := time.Now().Add(ledgerStopWait); by.Before(least) {
+		return least
+	}
+	return by
+}
 
 // recordLossesBy runs recordLosses on a goroutine of its own and waits for
 // it until by at most; false when it did not finish (logged once per hang).

@@ -312,7 +312,7 @@ func (d *Daemon) reload() error {
 			}
 		}
 	}
-	d.recordLosses() // the stopped feeds' last deltas
+	d.recordLossesBy(time.Now().Add(ledgerStopWait)) // the stopped feeds' last deltas (a hung ledger: not waited for)
 	if d.runCtx.Err() != nil {
 		// The daemon is stopping: the stopped feeds made their final
 		// commit; the others are Stop's. Nothing new is built.

@@ -1,0 +1,286 @@
+package daemon
+
+// Findings of the tenth session's review 10a (DESIGN and the diff only),
+// each fixed the same session: the test failed before its fix; its comment
+// gives what was observed then.
+
+// Review 10a of the tenth session's bounded ledger waits (a hung
+// losses-ledger fsync must hang neither a stop nor a report).
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"sync/atomic"
+	"tailfeed/config"
+	"tailfeed/processor"
+	"testing"
+	"time"
+)
+
+const rev10TruncConfig = `
+dataDir: %DIR%/state
+status: {listen: "127.0.0.1:0", token: sesame}
+shutdownTimeoutMillis: 300
+feeds:
+  - name: app
+    path: %DIR%/app.log
+    queueCapacity: 4
+    maxPendingAcks: 8
+    pollIntervalMillis: 20
+    commitSyncMillis: 1
+processors:
+  - {name: tap, feed: app, type: discard}
+`
+
+// TestRev10FixedBStopHangsWhenASourceLossMeetsAHungLedger — DESIGN §12
+// Signals: a stop ends "within shutdownTimeoutMillis plus 2 s"; the diff's
+// claim (losses.go, daemon.go): "a hung fsync of the ledger does not hang
+// a stop". A pointer-holding subscriber is blocked (the window full, the
+// source paused but still looking at its file); the losses ledger's fsync
+// stops returning (a dying disk); the file is then truncated with bytes the
+// source saw but had not read: a live truncation, counted in lostBytes
+// through Config.OnLoss, which appends AND fsyncs the entry under the
+// ledger's mu on the source's goroutine. Expected: Stop returns within
+// 300 ms + 2 s. Observed (2 of 2 runs): Stop is still running 5 s later and
+// returns only when the fsync is let go — the source's goroutine is stuck
+// in OnLoss (onLoss → appendLocked → Sync), so Stop waits without bound on
+// the feed's run (<-f.runDone), before any of the diff's bounded waits. The
+// diff bounds recordLosses/SyncLosses/close only; the source's synchronous
+// loss path, the one that hangs here, has no bound. Predates the diff (it
+// fails the same way on 2e136fb^), but the diff claims the bound.
+// Observed: "truncated (size 0 < read 1114112) with no copy found;
+// 1585888 bytes … lost", Stop returned 5.3 s after it began, when the
+// test let the fsync go.
+func TestRev10FixedBStopHangsWhenASourceLossMeetsAHungLedger(t *testing.T) {
+	dir := t.TempDir()
+	var hang atomic.Bool
+	var entered atomic.Int32
+	release := make(chan struct{})
+	released := false
+	defer func() {
+		if !released {
+			close(release)
+		}
+	}()
+	tap := newBlocker()
+	defer close(tap.open)
+	e := startIn(t, dir, rev10TruncConfig, Options{
+		Processors: map[string]Build{"tap": tap.build},
+		WrapLossFile: func(f LossFile) LossFile {
+			return hangingLossFile{f, &hang, release, &entered}
+		},
+	})
+	e.appendLines(numbered("t-", 0, 300000)...) // ~3 MB: more than the source reads ahead of a full window
+	deadline := time.Now().Add(5 * time.Second)
+	for tap.entered.Load() == 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(300 * time.Millisecond) // the source paused, its look saw the size
+	hang.Store(true)
+	if err := os.Truncate(e.input, 0); err != nil {
+		t.Fatal(err)
+	}
+	for waitBy := time.Now().Add(5 * time.Second); entered.Load() == 0 && time.Now().Before(waitBy); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if entered.Load() == 0 {
+		t.Fatalf("no fsync of the losses ledger started after the truncation (lostBytes not counted through OnLoss?)")
+	}
+	start := time.Now()
+	done := make(chan struct{})
+	go func() { e.Stop(); close(done) }()
+	select {
+	case <-done:
+		if d := time.Since(start); d > 2300*time.Millisecond {
+			t.Errorf("Stop took %v with shutdownTimeoutMillis 300 (DESIGN §12 bound: + 2 s)", d)
+		} else {
+			t.Logf("Stop returned after %v", d)
+		}
+	case <-time.After(5 * time.Second):
+		close(release)
+		released = true
+		<-done
+		t.Errorf("Stop still running 5 s after it began while the losses ledger's fsync hangs and the source counted a live truncation (shutdownTimeoutMillis 300; DESIGN §12: stop within shutdownTimeoutMillis + 2 s; the diff: a hung ledger fsync does not hang a stop); it returned %v after it began, once the fsync was let go",
+			time.Since(start))
+	}
+}
+
+// TestRev10OKReportAnswersWhenASourceLossMeetsAHungLedger — the same state
+// as TestRev10FixedB (the source's goroutine stuck in OnLoss on a hung ledger
+// fsync): the feed.status report still answers within ledgerWait + slack
+// (DESIGN §7; the diff's bounded report). Passed 2 of 2 runs.
+func TestRev10OKReportAnswersWhenASourceLossMeetsAHungLedger(t *testing.T) {
+	dir := t.TempDir()
+	var hang atomic.Bool
+	var entered atomic.Int32
+	release := make(chan struct{})
+	defer close(release)
+	tap := newBlocker()
+	defer close(tap.open)
+	e := startIn(t, dir, rev10TruncConfig, Options{
+		Processors: map[string]Build{"tap": tap.build},
+		WrapLossFile: func(f LossFile) LossFile {
+			return hangingLossFile{f, &hang, release, &entered}
+		},
+	})
+	e.appendLines(numbered("t-", 0, 300000)...)
+	for by := time.Now().Add(5 * time.Second); tap.entered.Load() == 0 && time.Now().Before(by); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(300 * time.Millisecond)
+	hang.Store(true)
+	if err := os.Truncate(e.input, 0); err != nil {
+		t.Fatal(err)
+	}
+	for by := time.Now().Add(5 * time.Second); entered.Load() == 0 && time.Now().Before(by); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if entered.Load() == 0 {
+		t.Fatalf("no fsync of the losses ledger started after the truncation")
+	}
+	got := make(chan string, 1)
+	start := time.Now()
+	go func() {
+		r := e.d.Report()
+		got <- "answered"
+		_ = r
+	}()
+	select {
+	case <-got:
+		t.Logf("report answered after %v", time.Since(start))
+	case <-time.After(3 * time.Second):
+		t.Errorf("feed.status did not answer within 3 s while the source is stuck counting a loss on a hung ledger fsync (the diff: a report waits ledgerWait, 1 s)")
+	}
+}
+
+// TestRev10FixedJStopBoundHungLedgerPlusStuckSink — DESIGN §12 Signals: a stop
+// ends "within shutdownTimeoutMillis plus 2 s". abandonAfter (1 s) is
+// "part of the 2 s"; the diff adds, for a hung losses ledger, ledgerStopWait
+// (500 ms) for the recorder, recordLosses and the final syncs, and another
+// ledgerStopWait in lossLedger.close: 2 s in all before anything else the
+// stop does (drain bookkeeping, the final commits, the listener's
+// shutdown). A best-effort tap (blocked) drops lines, the ledger's fsync
+// then hangs, and the pointer-holding subscriber f is stuck in a call that
+// ignores its context. Expected: Stop within 300 ms + 2 s = 2.3 s.
+// Observed (3 of 3 runs): Stop took 2.304 s, 2.312 s, 2.315 s — over by a
+// few ms: the waits sum to exactly the 2 s, so any other work of the stop
+// overflows it (a pull long-poll open at the stop adds up to 1 s more in
+// srv.Shutdown, pre-existing). Before the diff the stop hung on the ledger.
+func TestRev10FixedJStopBoundHungLedgerPlusStuckSink(t *testing.T) {
+	dir := t.TempDir()
+	var hang atomic.Bool
+	var entered atomic.Int32
+	release := make(chan struct{})
+	defer close(release)
+	tap := newBlocker()
+	defer close(tap.open)
+	s := &lineStuck{stopAt: "d-000050", entered: make(chan struct{}), letGo: make(chan struct{})}
+	defer close(s.letGo)
+	e := startIn(t, dir, dropConfig, Options{
+		Processors: map[string]Build{"tap": tap.build,
+			"f": func(*config.Processor, *processor.Group) (any, error) { return s, nil }},
+		WrapLossFile: func(f LossFile) LossFile {
+			return hangingLossFile{f, &hang, release, &entered}
+		},
+	})
+	hang.Store(true)
+	e.appendLines(numbered("d-", 0, 2000)...)
+	for by := time.Now().Add(5 * time.Second); entered.Load() == 0 && time.Now().Before(by); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	select {
+	case <-s.entered:
+	case <-time.After(5 * time.Second):
+		t.Fatal("f never got stuck")
+	}
+	if entered.Load() == 0 {
+		t.Fatalf("no fsync of the losses ledger started after drops")
+	}
+	start := time.Now()
+	done := make(chan struct{})
+	go func() { e.Stop(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(6 * time.Second):
+		t.Fatalf("Stop still running after 6 s")
+	}
+	took := time.Since(start)
+	t.Logf("Stop took %v", took)
+	if took > 2300*time.Millisecond {
+		t.Errorf("Stop took %v with shutdownTimeoutMillis 300, a hung losses ledger and a sink stuck in a call: DESIGN §12 bound shutdownTimeoutMillis + 2 s = 2.3 s (abandonAfter 1 s + ledgerStopWait 500 ms + lossLedger.close's 500 ms fill the 2 s)", took)
+	}
+}
+
+// TestRev10FixedKStopDuringAReloadOnHungLedger — DESIGN §12 Signals: a stop
+// ends within shutdownTimeoutMillis + 2 s, and reload.go: "the stop's bound
+// holds during a reload too"; the diff bounds a reload's stopped feeds'
+// final syncs (ledgerStopWait) and claims a hung ledger fsync hangs no stop.
+// A best-effort tap drops lines, the losses ledger's fsync hangs; a reload
+// that restarts the feed (a processor added) runs; SIGTERM (cancel + Stop)
+// comes 300 ms later. Expected: Stop returns within 2.3 s. Observed (2 of
+// 2 runs): Stop still running 5 s after it began, the reload still
+// running; it returned 5.0 s after, once the test let the fsync go. A
+// goroutine dump shows the reload in recordLosses (losses.go:418) called
+// from reload.go:315. The reload never returns — after its stopped feeds' bounded syncs
+// it calls d.recordLosses() ("the stopped feeds' last deltas", unbounded)
+// which waits for the ledger's mu held across the hung fsync — and Stop
+// waits for the reload (reloadMu) until the fsync is let go. On the parent
+// the stop hung on the ledger anyway; the diff's bound misses this path.
+func TestRev10FixedKStopDuringAReloadOnHungLedger(t *testing.T) {
+	dir := t.TempDir()
+	var hang atomic.Bool
+	var entered atomic.Int32
+	release := make(chan struct{})
+	released := false
+	defer func() {
+		if !released {
+			close(release)
+		}
+	}()
+	tap := newBlocker()
+	defer close(tap.open)
+	e := startIn(t, dir, dropConfig, Options{
+		Processors: map[string]Build{"tap": tap.build},
+		WrapLossFile: func(f LossFile) LossFile {
+			return hangingLossFile{f, &hang, release, &entered}
+		},
+	})
+	hang.Store(true)
+	e.appendLines(numbered("d-", 0, 2000)...)
+	for by := time.Now().Add(5 * time.Second); entered.Load() == 0 && time.Now().Before(by); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if entered.Load() == 0 {
+		t.Fatalf("no fsync of the losses ledger started after drops")
+	}
+	e.rewrite(dropConfig + "  - {name: extra, feed: app, type: discard}\n")
+	reloaded := make(chan error, 1)
+	go func() { reloaded <- e.d.Reload(context.Background()) }()
+	time.Sleep(300 * time.Millisecond)
+	start := time.Now()
+	done := make(chan struct{})
+	go func() { e.Stop(); close(done) }()
+	select {
+	case <-done:
+		if d := time.Since(start); d > 2300*time.Millisecond {
+			t.Errorf("Stop took %v during a reload on a hung ledger (bound 2.3 s)", d)
+		} else {
+			t.Logf("Stop returned after %v", d)
+		}
+	case <-time.After(5 * time.Second):
+		var rs string
+		select {
+		case err := <-reloaded:
+			rs = fmt.Sprintf("returned %v", err)
+		default:
+			rs = "still running"
+		}
+		close(release)
+		released = true
+		<-done
+		t.Errorf("Stop (SIGTERM during a reload, the losses ledger's fsync hung) still running 5 s after it began (the reload %s); it returned %v after it began, once the fsync was let go. DESIGN §12: stop within shutdownTimeoutMillis + 2 s, during a reload too",
+			rs, time.Since(start))
+	}
+}
