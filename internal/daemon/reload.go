@@ -1127,8 +1127,10 @@ func (e *holdEntry) places() []holdMark {
 // are kept): beyond it, an epoch left out can only bring duplicates.
 const holdMarksKeep = 4096
 
-// mergeMarks is old's places with add's over them (add is newer), by
-// epoch.
+// mergeMarks is old's places with add's (add is newer), by epoch, the
+// further of the two where both name one: a later run that stopped before
+// its re-read from a held pointer reached an earlier run's place has not
+// undone what that run published or finished.
 func mergeMarks(old, add []holdMark) []holdMark {
 	if len(old) == 0 {
 		return add
@@ -1136,7 +1138,9 @@ func mergeMarks(old, add []holdMark) []holdMark {
 	out := slices.Clone(old)
 	for _, m := range add {
 		if i := slices.IndexFunc(out, func(o holdMark) bool { return o.Epoch == m.Epoch }); i >= 0 {
-			out[i] = m
+			if m.Position > out[i].Position {
+				out[i] = m
+			}
 		} else {
 			out = append(out, m)
 		}
