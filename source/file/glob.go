@@ -208,11 +208,16 @@ type gstream struct {
 	// copies: the keys of the copies (copytruncate) its earlier sources in
 	// this process took, the last maxCopiesKept: not later generations of
 	// its file for the next source (Config.prevCopies).
-	copies  []uint64
-	gone    bool      // deleted or out of the glob
-	goneAt  time.Time // when it was seen gone
-	after   *gstream  // per-path barrier: the stream previously at path
-	fromEnd bool      // LATEST, present at start
+	copies []CopyTaken
+	// cutSeen: a look found its file (a pointer's, closed or queued) cut
+	// or rewritten in place, cutUnread bytes past its pointer seen before;
+	// its next source takes both (Config.cutSeen).
+	cutSeen   bool
+	cutUnread int64
+	gone      bool      // deleted or out of the glob
+	goneAt    time.Time // when it was seen gone
+	after     *gstream  // per-path barrier: the stream previously at path
+	fromEnd   bool      // LATEST, present at start
 
 	src      *Source
 	sp       *streamPub
@@ -1339,6 +1344,14 @@ func (g *Glob) seen(s *gstream, f found, now time.Time) {
 		return
 	}
 	changed := f.size != s.size || f.mod != s.mod
+	if s.ptrPath != "" && changed && (s.st == stClosed || s.st == stQueued) && !s.cutSeen &&
+		(f.size < s.size || (s.fpLen > 0 && rewrittenAt(f.path, s.key, int(s.fpLen), s.fp))) {
+		// Cut or rewritten in place while its stream waits: what the
+		// glob saw past the pointer is what is known lost when no copy
+		// holds it (its next source looks).
+		_, s.cutUnread = g.unreadSeen(s)
+		s.cutSeen = true
+	}
 	if f.size < s.size {
 		// Truncated: no pointer to check it against (EARLIEST, LATEST):
 		// what is there now was written after the start, read whole.
@@ -1957,10 +1970,10 @@ func (a *createdAhead) write(path string, wg *sync.WaitGroup) {
 // maxCopiesKept bounds gstream.copies.
 const maxCopiesKept = 8
 
-// noteCopy keeps the key of the last copy src took in s.copies.
+// noteCopy keeps the last copy src took in s.copies.
 func (s *gstream) noteCopy(src *Source) {
-	if t := src.CopyKey(); t != nil && !slices.Contains(s.copies, t.Key) {
-		s.copies = append(s.copies, t.Key)
+	if t := src.CopyKey(); t != nil && !slices.ContainsFunc(s.copies, func(c CopyTaken) bool { return c.Key == t.Key }) {
+		s.copies = append(s.copies, *t)
 		if len(s.copies) > maxCopiesKept {
 			s.copies = slices.Delete(s.copies, 0, 1)
 		}
@@ -1986,6 +1999,8 @@ func (g *Glob) start(ctx context.Context, s *gstream, ahead *createdAhead, atPat
 		s.noteCopy(s.src)
 	}
 	c.prevCopies = slices.Clone(s.copies)
+	c.cutSeen, c.cutUnread = s.cutSeen, s.cutUnread
+	s.cutSeen, s.cutUnread = false, 0
 	c.NoNotify = true // the glob's watcher wakes it
 	c.OnRest = func() { poke(g.rest) }
 	c.Adoptable = g.adoptable

@@ -446,7 +446,7 @@ func (s *Source) checkPointer(r *reader, size int64) error {
 	v, err := checkIdentity(s.ptr, r.f, r.key, size, s.log, func(v Verdict, before pointer.Record) {
 		// Counted before the Reset (S3): the ledger entry is fsynced while
 		// the pointer still names the cut file.
-		if before.Offset > 0 && (v == Truncated || r.key == before.FileKey) && !s.lostTail {
+		if before.Offset > 0 && (v == Truncated || r.key == before.FileKey) && !s.lostTail && !s.cutNoted {
 			d := fmt.Sprintf("input %s was truncated or rewritten while stopped (%s, size %d, pointer offset %d) and no copy was found: "+
 				"lines written after the last commit may be lost; reading it from its start under a new epoch",
 				s.cfg.Path, v, size, before.Offset)
@@ -607,15 +607,35 @@ func (s *Source) resumeRotated(f *os.File, dev, ino uint64) bool {
 			g = s.resumeAt(c, cdev, cino, rec)
 			if g != nil {
 				g.snapshot(g.lastSize)
-				s.tookCopy(g.key, rec.Epoch)
+				s.tookCopy(g.key, rec.Epoch, g.fpLen, g.fp, g.lastSize)
 			}
 		}
 		if g == nil {
-			g = s.findGzCopy(rec, atPath)
+			if g = s.findGzCopy(rec, atPath); g != nil {
+				s.tookCopy(g.key, rec.Epoch, g.fpLen, g.fp, g.limit)
+			}
 		}
 		if g != nil {
 			s.log.Warn("input was truncated or rewritten while stopped; reading its copy from the pointer first",
 				"path", s.cfg.Path, "copy", g.f.Name(), "offset", rec.Offset)
+		} else if rec.Offset > 0 && s.cfg.cutSeen {
+			// A glob stream's file the glob saw cut or rewritten while the
+			// stream was closed, in this run: a live truncation (DESIGN
+			// §4), whose loss is what the glob had seen past the pointer
+			// (cutUnread); lines written and cut between two looks are
+			// not known.
+			s.cutNoted = true
+			if n := s.cfg.cutUnread; n > 0 {
+				d := fmt.Sprintf("glob file %s was truncated or rewritten while its stream was closed and no copy was found: its %d bytes from offset %d were never read",
+					s.cfg.Path, n, rec.Offset)
+				s.lose(1, uint64(n), rec.Epoch, d)
+				s.log.Warn(d, "path", s.cfg.Path)
+				s.setDetail(d)
+				s.lostTail = true
+			} else {
+				s.log.Info("glob file truncated or rewritten while its stream was closed, read to where it was seen last; reading it from its start under a new epoch",
+					"path", s.cfg.Path, "offset", rec.Offset)
+			}
 		} else if rec.Offset > 0 {
 			s.loseTail(rec, fmt.Sprintf("input %s was truncated or rewritten while stopped (pointer offset %d) and no copy was found: "+
 				"lines written after the last commit may be lost; reading it from its start under a new epoch", s.cfg.Path, rec.Offset))
@@ -640,12 +660,14 @@ func (s *Source) resumeRotated(f *os.File, dev, ino uint64) bool {
 			if c, cdev, cino := s.findCopy(int(rec.FPLen), rec.FP, rec.Offset, time.Now(), atPath); c != nil {
 				if g = s.resumeAt(c, cdev, cino, rec); g != nil {
 					g.snapshot(g.lastSize)
-					s.tookCopy(g.key, rec.Epoch)
+					s.tookCopy(g.key, rec.Epoch, g.fpLen, g.fp, g.lastSize)
 				}
 			}
 		}
 		if g == nil {
-			g = s.findGzCopy(rec, atPath)
+			if g = s.findGzCopy(rec, atPath); g != nil {
+				s.tookCopy(g.key, rec.Epoch, g.fpLen, g.fp, g.limit)
+			}
 		}
 		if g == nil && s.cfg.Pinned && !s.cfg.PinGone && f == nil {
 			// Not beside its path: the glob looks for it in the whole
@@ -695,11 +717,17 @@ func (s *Source) resumeRotated(f *os.File, dev, ino uint64) bool {
 		}
 	}
 	gens := s.scanGenerations(ref, born, func(d, i uint64) bool {
-		return atPath(d, i) || (g != nil && d == g.dev && i == g.ino) || slices.Contains(s.cfg.prevCopies, pointer.FileKey(d, i))
+		return atPath(d, i) || (g != nil && d == g.dev && i == g.ino) || s.prevCopy(pointer.FileKey(d, i))
 	}, func(head []byte) bool {
 		// The pointer's generation compressed while its plain file is read.
 		return g != nil && g.gz == nil && int64(g.fpLen) == int64(len(head)) && headMatches(head, uint64(g.fpLen), g.fp)
 	})
+	if len(s.cfg.prevCopies) > 0 && len(gens) > 0 {
+		// A compressed copy an earlier source of this glob stream read
+		// (logrotate's compress of a copytruncate copy: a new key, its
+		// first bytes and size): read already, no later generation.
+		gens = slices.DeleteFunc(gens, func(gf genFile) bool { return gf.gz && s.prevCopyGz(gf.head, gf.dsize) })
+	}
 	if m := s.cfg.GlobMatched; adopted && len(gens) > 0 {
 		// The glob reads them as streams of their own (restartOrder
 		// publishes them before this one): not here too.
@@ -745,6 +773,19 @@ func (s *Source) resumeRotated(f *os.File, dev, ino uint64) bool {
 	s.setFile(g)
 	s.queueGens(gens)
 	return true
+}
+
+// prevCopy: key is a copy an earlier source of this glob stream took.
+func (s *Source) prevCopy(key uint64) bool {
+	return slices.ContainsFunc(s.cfg.prevCopies, func(c CopyTaken) bool { return c.Key == key })
+}
+
+// prevCopyGz: a compressed file whose decompressed first bytes are head
+// and size dsize holds a copy an earlier source of this glob stream took.
+func (s *Source) prevCopyGz(head []byte, dsize int64) bool {
+	return slices.ContainsFunc(s.cfg.prevCopies, func(c CopyTaken) bool {
+		return c.HeadLen > 0 && c.Size > 0 && c.Size == dsize && headMatches(head, uint64(c.HeadLen), c.Head)
+	})
 }
 
 // loseTail counts the pointer's unread tail as lost (DESIGN §4): WARN, the

@@ -274,20 +274,22 @@ func (s *Source) readCopy(r *reader, why string) bool {
 	var c *reader
 	var size int64 // the copy's (decompressed) size
 	if cf, dev, ino := s.findCopy(r.fpLen, r.fp, r.consumed(), time.Now(), s.known); cf != nil {
-		s.tookCopy(pointer.FileKey(dev, ino), r.epoch)
 		c = s.newReader(cf, dev, ino)
 		c.seek(r.consumed())
 		st, err := cf.Stat()
 		if err != nil {
+			s.tookCopy(pointer.FileKey(dev, ino), r.epoch, 0, 0, 0)
 			c.close()
 			return false
 		}
 		size = st.Size()
+		s.tookCopy(pointer.FileKey(dev, ino), r.epoch, r.fpLen, r.fp, size)
 		c.lastSize, c.lastMod = st.Size(), st.ModTime()
 		c.snapshot(st.Size())
 	} else if c = s.findGzCopy(pointer.Record{FPLen: uint64(r.fpLen), FP: r.fp, Offset: r.consumed()}, s.known); c != nil {
 		// copytruncate + compress: the copy is already app.log.1.gz.
 		size = c.limit
+		s.tookCopy(c.key, r.epoch, c.fpLen, c.fp, size)
 	} else {
 		if key, ok := s.findShortCopy(r, r.consumed(), time.Now()); ok {
 			// A copy taken before this source read on holds nothing it
@@ -295,7 +297,7 @@ func (s *Source) readCopy(r *reader, why string) bool {
 			// file's copy (the glob does not read it again: CopiesRead,
 			// CopyKey).
 			s.log.Info("input truncated; its copy holds nothing unread", "path", s.cfg.Path, "offset", r.consumed())
-			s.tookCopy(key, r.epoch)
+			s.tookCopy(key, r.epoch, 0, 0, 0)
 			s.copiesRead.Add(1)
 		}
 		return false

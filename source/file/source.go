@@ -56,7 +56,13 @@ type Config struct {
 	// prevCopies, with Pinned: the keys of the copies the stream's earlier
 	// sources in this process took (copytruncate): read already, never
 	// later generations of its file (resumeRotated).
-	prevCopies []uint64
+	prevCopies []CopyTaken
+	// cutSeen, with Pinned: the glob saw the stream's file cut or
+	// rewritten in place while the stream was closed, in this run (a live
+	// truncation, DESIGN §4), cutUnread bytes past its pointer seen before
+	// (resumeRotated counts those, not a tail of unknown size).
+	cutSeen   bool
+	cutUnread int64
 	// RotatedNames are globs over base names (filepath.Match) that the
 	// input's rotated generations match, beside the path and beside a
 	// symlinked path's final target. Empty: the input's base name, then '.'
@@ -194,6 +200,7 @@ type Source struct {
 	kick         bool      // an fsnotify event arrived: check at once
 	checked      bool      // check ran in this duty cycle
 	lostTail     bool      // the detail says a rotated file's tail is lost: keep it
+	cutNoted     bool      // a cut the glob saw while closed was handled (cutSeen): checkPointer counts nothing more
 	notFound     bool      // Pinned: its file was not where it was looked for at open (NotFound)
 	closeHeadLen int       // HeadAtClose
 	closeHead    uint64
@@ -705,6 +712,12 @@ type CopyTaken struct {
 	Key   uint64    // its file key
 	At    time.Time // when it was taken
 	Epoch uint64    // the epoch its bytes were read under (the feed's status shows it)
+	// HeadLen, Head, Size: its first bytes' fingerprint and its size when
+	// taken (0: not known); a compressed twin of it (logrotate's compress,
+	// a new key) is told by them.
+	HeadLen int
+	Head    uint64
+	Size    int64
 }
 
 // CopyKey is the file key of the last copy the source took and when (nil:
@@ -716,8 +729,10 @@ func (s *Source) CopyKey() *CopyTaken { return s.copyTaken.Load() }
 // or 0. Safe from any goroutine.
 func (s *Source) Adopted() uint64 { return s.adopted.Load() }
 
-func (s *Source) tookCopy(key, epoch uint64) {
-	s.copyTaken.Store(&CopyTaken{Key: key, At: time.Now(), Epoch: epoch})
+// tookCopy records the copy of key the source took (headLen, head, size:
+// its first bytes' fingerprint and its size, 0 when not known).
+func (s *Source) tookCopy(key, epoch uint64, headLen int, head uint64, size int64) {
+	s.copyTaken.Store(&CopyTaken{Key: key, At: time.Now(), Epoch: epoch, HeadLen: headLen, Head: head, Size: size})
 }
 
 // Head is the open file's first-bytes fingerprint as its source read it
