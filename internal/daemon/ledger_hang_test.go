@@ -76,28 +76,52 @@ func TestRev9DFixedCStatusAnswersOnHungLedgerFsync(t *testing.T) {
 // ledger's fsync hangs (until release, or the test's end).
 func startHungLedger(t *testing.T) (e *env, release func()) {
 	t.Helper()
-	var hang atomic.Bool
-	var entered atomic.Int32
+	h := newHungLedger(t, dropConfig, nil)
+	h.hang.Store(true)
+	h.e.appendLines(numbered("d-", 0, 2000)...)
+	h.waitEntered(t, "after drops")
+	return h.e, h.release
+}
+
+// hungLedger is a daemon whose processor tap is blocked and whose losses
+// ledger's fsync hangs once hang is set, until release (or the test's
+// end); procs are more processors.
+type hungLedger struct {
+	e       *env
+	tap     *blocker
+	hang    *atomic.Bool
+	entered *atomic.Int32
+	release func()
+}
+
+func newHungLedger(t *testing.T, cfgYAML string, procs map[string]Build) *hungLedger {
+	t.Helper()
+	h := &hungLedger{tap: newBlocker(), hang: &atomic.Bool{}, entered: &atomic.Int32{}}
 	ch := make(chan struct{})
 	var once sync.Once
-	release = func() { once.Do(func() { close(ch) }) }
-	tap := newBlocker()
-	e = startIn(t, t.TempDir(), dropConfig, Options{
-		Processors: map[string]Build{"tap": tap.build},
+	h.release = func() { once.Do(func() { close(ch) }) }
+	all := map[string]Build{"tap": h.tap.build}
+	for k, v := range procs {
+		all[k] = v
+	}
+	h.e = startIn(t, t.TempDir(), cfgYAML, Options{
+		Processors: all,
 		WrapLossFile: func(f LossFile) LossFile {
-			return hangingLossFile{f, &hang, ch, &entered}
+			return hangingLossFile{f, h.hang, ch, h.entered}
 		},
 	})
-	t.Cleanup(func() { close(tap.open) })
-	t.Cleanup(release) // before the daemon's stop (cleanups run last first)
-	hang.Store(true)
-	e.appendLines(numbered("d-", 0, 2000)...)
-	deadline := time.Now().Add(5 * time.Second)
-	for entered.Load() == 0 && time.Now().Before(deadline) {
+	t.Cleanup(func() { close(h.tap.open) })
+	t.Cleanup(h.release) // before the daemon's stop (cleanups run last first)
+	return h
+}
+
+// waitEntered waits up to 5 s for an fsync of the ledger to hang.
+func (h *hungLedger) waitEntered(t *testing.T, what string) {
+	t.Helper()
+	for by := time.Now().Add(5 * time.Second); h.entered.Load() == 0 && time.Now().Before(by); {
 		time.Sleep(10 * time.Millisecond)
 	}
-	if entered.Load() == 0 {
-		t.Fatalf("no fsync of the losses ledger started after drops")
+	if h.entered.Load() == 0 {
+		t.Fatalf("no fsync of the losses ledger started %s", what)
 	}
-	return e, release
 }

@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"os"
 
-	"sync/atomic"
 	"tailfeed/config"
 	"tailfeed/processor"
 	"testing"
@@ -54,40 +53,8 @@ processors:
 // 1585888 bytes … lost", Stop returned 5.3 s after it began, when the
 // test let the fsync go.
 func TestRev10FixedBStopHangsWhenASourceLossMeetsAHungLedger(t *testing.T) {
-	dir := t.TempDir()
-	var hang atomic.Bool
-	var entered atomic.Int32
-	release := make(chan struct{})
-	released := false
-	defer func() {
-		if !released {
-			close(release)
-		}
-	}()
-	tap := newBlocker()
-	defer close(tap.open)
-	e := startIn(t, dir, rev10TruncConfig, Options{
-		Processors: map[string]Build{"tap": tap.build},
-		WrapLossFile: func(f LossFile) LossFile {
-			return hangingLossFile{f, &hang, release, &entered}
-		},
-	})
-	e.appendLines(numbered("t-", 0, 300000)...) // ~3 MB: more than the source reads ahead of a full window
-	deadline := time.Now().Add(5 * time.Second)
-	for tap.entered.Load() == 0 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	time.Sleep(300 * time.Millisecond) // the source paused, its look saw the size
-	hang.Store(true)
-	if err := os.Truncate(e.input, 0); err != nil {
-		t.Fatal(err)
-	}
-	for waitBy := time.Now().Add(5 * time.Second); entered.Load() == 0 && time.Now().Before(waitBy); {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if entered.Load() == 0 {
-		t.Fatalf("no fsync of the losses ledger started after the truncation (lostBytes not counted through OnLoss?)")
-	}
+	h := rev10TruncHung(t)
+	e := h.e
 	start := time.Now()
 	done := make(chan struct{})
 	go func() { e.Stop(); close(done) }()
@@ -99,8 +66,7 @@ func TestRev10FixedBStopHangsWhenASourceLossMeetsAHungLedger(t *testing.T) {
 			t.Logf("Stop returned after %v", d)
 		}
 	case <-time.After(5 * time.Second):
-		close(release)
-		released = true
+		h.release()
 		<-done
 		t.Errorf("Stop still running 5 s after it began while the losses ledger's fsync hangs and the source counted a live truncation (shutdownTimeoutMillis 300; DESIGN §12: stop within shutdownTimeoutMillis + 2 s; the diff: a hung ledger fsync does not hang a stop); it returned %v after it began, once the fsync was let go",
 			time.Since(start))
@@ -112,34 +78,7 @@ func TestRev10FixedBStopHangsWhenASourceLossMeetsAHungLedger(t *testing.T) {
 // fsync): the feed.status report still answers within ledgerWait + slack
 // (DESIGN §7; the diff's bounded report). Passed 2 of 2 runs.
 func TestRev10OKReportAnswersWhenASourceLossMeetsAHungLedger(t *testing.T) {
-	dir := t.TempDir()
-	var hang atomic.Bool
-	var entered atomic.Int32
-	release := make(chan struct{})
-	defer close(release)
-	tap := newBlocker()
-	defer close(tap.open)
-	e := startIn(t, dir, rev10TruncConfig, Options{
-		Processors: map[string]Build{"tap": tap.build},
-		WrapLossFile: func(f LossFile) LossFile {
-			return hangingLossFile{f, &hang, release, &entered}
-		},
-	})
-	e.appendLines(numbered("t-", 0, 300000)...)
-	for by := time.Now().Add(5 * time.Second); tap.entered.Load() == 0 && time.Now().Before(by); {
-		time.Sleep(10 * time.Millisecond)
-	}
-	time.Sleep(300 * time.Millisecond)
-	hang.Store(true)
-	if err := os.Truncate(e.input, 0); err != nil {
-		t.Fatal(err)
-	}
-	for by := time.Now().Add(5 * time.Second); entered.Load() == 0 && time.Now().Before(by); {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if entered.Load() == 0 {
-		t.Fatalf("no fsync of the losses ledger started after the truncation")
-	}
+	e := rev10TruncHung(t).e
 	got := make(chan string, 1)
 	start := time.Now()
 	go func() {
@@ -169,35 +108,19 @@ func TestRev10OKReportAnswersWhenASourceLossMeetsAHungLedger(t *testing.T) {
 // overflows it (a pull long-poll open at the stop adds up to 1 s more in
 // srv.Shutdown, pre-existing). Before the diff the stop hung on the ledger.
 func TestRev10FixedJStopBoundHungLedgerPlusStuckSink(t *testing.T) {
-	dir := t.TempDir()
-	var hang atomic.Bool
-	var entered atomic.Int32
-	release := make(chan struct{})
-	defer close(release)
-	tap := newBlocker()
-	defer close(tap.open)
 	s := &lineStuck{stopAt: "d-000050", entered: make(chan struct{}), letGo: make(chan struct{})}
 	defer close(s.letGo)
-	e := startIn(t, dir, dropConfig, Options{
-		Processors: map[string]Build{"tap": tap.build,
-			"f": func(*config.Processor, *processor.Group) (any, error) { return s, nil }},
-		WrapLossFile: func(f LossFile) LossFile {
-			return hangingLossFile{f, &hang, release, &entered}
-		},
-	})
-	hang.Store(true)
+	h := newHungLedger(t, dropConfig, map[string]Build{
+		"f": func(*config.Processor, *processor.Group) (any, error) { return s, nil }})
+	e := h.e
+	h.hang.Store(true)
 	e.appendLines(numbered("d-", 0, 2000)...)
-	for by := time.Now().Add(5 * time.Second); entered.Load() == 0 && time.Now().Before(by); {
-		time.Sleep(10 * time.Millisecond)
-	}
 	select {
 	case <-s.entered:
 	case <-time.After(5 * time.Second):
 		t.Fatal("f never got stuck")
 	}
-	if entered.Load() == 0 {
-		t.Fatalf("no fsync of the losses ledger started after drops")
-	}
+	h.waitEntered(t, "after drops")
 	start := time.Now()
 	done := make(chan struct{})
 	go func() { e.Stop(); close(done) }()
@@ -229,32 +152,7 @@ func TestRev10FixedJStopBoundHungLedgerPlusStuckSink(t *testing.T) {
 // waits for the reload (reloadMu) until the fsync is let go. On the parent
 // the stop hung on the ledger anyway; the diff's bound misses this path.
 func TestRev10FixedKStopDuringAReloadOnHungLedger(t *testing.T) {
-	dir := t.TempDir()
-	var hang atomic.Bool
-	var entered atomic.Int32
-	release := make(chan struct{})
-	released := false
-	defer func() {
-		if !released {
-			close(release)
-		}
-	}()
-	tap := newBlocker()
-	defer close(tap.open)
-	e := startIn(t, dir, dropConfig, Options{
-		Processors: map[string]Build{"tap": tap.build},
-		WrapLossFile: func(f LossFile) LossFile {
-			return hangingLossFile{f, &hang, release, &entered}
-		},
-	})
-	hang.Store(true)
-	e.appendLines(numbered("d-", 0, 2000)...)
-	for by := time.Now().Add(5 * time.Second); entered.Load() == 0 && time.Now().Before(by); {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if entered.Load() == 0 {
-		t.Fatalf("no fsync of the losses ledger started after drops")
-	}
+	e, release := startHungLedger(t)
 	e.rewrite(dropConfig + "  - {name: extra, feed: app, type: discard}\n")
 	reloaded := make(chan error, 1)
 	go func() { reloaded <- e.d.Reload(context.Background()) }()
@@ -277,10 +175,30 @@ func TestRev10FixedKStopDuringAReloadOnHungLedger(t *testing.T) {
 		default:
 			rs = "still running"
 		}
-		close(release)
-		released = true
+		release()
 		<-done
 		t.Errorf("Stop (SIGTERM during a reload, the losses ledger's fsync hung) still running 5 s after it began (the reload %s); it returned %v after it began, once the fsync was let go. DESIGN §12: stop within shutdownTimeoutMillis + 2 s, during a reload too",
 			rs, time.Since(start))
 	}
+}
+
+// rev10TruncHung starts rev10TruncConfig's daemon, its pointer-holding tap
+// blocked, appends ~3 MB (more than the source reads ahead of a full
+// window) and, once the source paused, makes the losses ledger's fsync
+// hang and truncates the input: the source counts the live truncation
+// through OnLoss, which hangs.
+func rev10TruncHung(t *testing.T) *hungLedger {
+	t.Helper()
+	h := newHungLedger(t, rev10TruncConfig, nil)
+	h.e.appendLines(numbered("t-", 0, 300000)...)
+	for by := time.Now().Add(5 * time.Second); h.tap.entered.Load() == 0 && time.Now().Before(by); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(300 * time.Millisecond) // the source paused, its look saw the size
+	h.hang.Store(true)
+	if err := os.Truncate(h.e.input, 0); err != nil {
+		t.Fatal(err)
+	}
+	h.waitEntered(t, "after the truncation (lostBytes not counted through OnLoss?)")
+	return h
 }

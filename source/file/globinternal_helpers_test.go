@@ -163,3 +163,35 @@ func copyKeyOf(src *Source) uint64 {
 	}
 	return 0
 }
+
+// consumeAll takes, counts and acknowledges every line published until
+// stop is called, which returns how many times each line came.
+func (ig *internalGlob) consumeAll() (stop func() map[string]int) {
+	done := make(chan struct{})
+	counted := make(chan map[string]int)
+	go func() {
+		got := map[string]int{}
+		for {
+			select {
+			case <-done:
+				counted <- got
+				return
+			default:
+			}
+			if b := ig.q.TryPop(); b != nil {
+				for _, l := range b.Lines {
+					got[string(l)]++
+				}
+				ig.q.AddDispatched(uint64(b.Len()))
+				b.Release()
+				ig.pub.Poke()
+			} else {
+				time.Sleep(2 * time.Millisecond)
+			}
+		}
+	}()
+	return func() map[string]int {
+		close(done)
+		return <-counted
+	}
+}

@@ -78,29 +78,7 @@ func rev10Compress(t *testing.T, delay bool, gap time.Duration, appendLate bool)
 	ig := startInternalGlob(t, 300*time.Millisecond, 5*time.Second)
 	dir := filepath.Dir(ig.g.cfg.Stream.Path)
 	a := filepath.Join(dir, "a.log")
-	stop := make(chan struct{})
-	popped := make(chan map[string]int)
-	go func() {
-		got := map[string]int{}
-		for {
-			select {
-			case <-stop:
-				popped <- got
-				return
-			default:
-			}
-			if b := ig.q.TryPop(); b != nil {
-				for _, l := range b.Lines {
-					got[string(l)]++
-				}
-				ig.q.AddDispatched(uint64(b.Len()))
-				b.Release()
-				ig.pub.Poke()
-			} else {
-				time.Sleep(2 * time.Millisecond)
-			}
-		}
-	}()
+	stop := ig.consumeAll()
 	want := []string{"line-0", "line-1", "line-2", "line-3", "line-4"}
 	for round := range 3 {
 		ig.waitFor(t, "a.log's stream closed as inactive", func() bool {
@@ -153,8 +131,7 @@ func rev10Compress(t *testing.T, delay bool, gap time.Duration, appendLate bool)
 		time.Sleep(gap)
 	}
 	time.Sleep(1500 * time.Millisecond)
-	close(stop)
-	got := <-popped
+	got := stop()
 	var missing, twice []string
 	for _, l := range want {
 		if got[l] == 0 {
