@@ -565,7 +565,7 @@ func (d *Daemon) Stop() error {
 	// drain, no final commit (its pointer stays where its last commit put
 	// it: the lines since are read again at the next start), logged.
 	stuck := map[*Feed]bool{}
-	runBy := time.Now().Add(runWait)
+	runBy := earliest(time.Now().Add(runWait), hardBy.Add(-1500*time.Millisecond))
 	for _, f := range d.feeds {
 		t := time.NewTimer(time.Until(runBy))
 		select {
@@ -577,7 +577,10 @@ func (d *Daemon) Stop() error {
 		}
 		t.Stop()
 	}
-	drainCtx, cancel := context.WithTimeout(context.Background(), d.cfg.Built.ShutdownTimeout)
+	// Each phase ends by its own bound and leaves the next ones theirs of
+	// hardBy (a reload before may have used some of it).
+	drainCtx, cancel := context.WithDeadline(context.Background(),
+		earliest(time.Now().Add(d.cfg.Built.ShutdownTimeout), hardBy.Add(-time.Second)))
 	defer cancel()
 	var wg sync.WaitGroup
 	for _, f := range d.feeds {
@@ -600,7 +603,7 @@ func (d *Daemon) Stop() error {
 		}
 	}
 	var first error
-	abandonBy := time.Now().Add(abandonAfter)
+	abandonBy := earliest(time.Now().Add(abandonAfter), hardBy.Add(-500*time.Millisecond))
 	for _, f := range d.feeds {
 		if err := f.stopGroups(abandonBy); err != nil && first == nil {
 			first = err
@@ -690,6 +693,14 @@ func (f *Feed) drainBestEffort(ctx context.Context) {
 			}
 		}
 	}
+}
+
+// earliest is the earlier of a and b.
+func earliest(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
 }
 
 // runWait is how long a stop waits for a feed's source to end its run

@@ -433,6 +433,7 @@ const (
 	// ledgerStopMargin is what a stop keeps of its bound after the
 	// ledger's wait: the final commits, the ledger's close, the listener.
 	ledgerStopMargin = 400 * time.Millisecond
+	ledgerStopLeast  = 100 * time.Millisecond
 	// ledgerCloseWait bounds the ledger's close (closeAll): only a write
 	// or fsync that does not return holds it.
 	ledgerCloseWait = 100 * time.Millisecond
@@ -440,10 +441,10 @@ const (
 
 // ledgerStopBy is until when a stop whose bound is hardBy waits for the
 // ledger: the bound less ledgerStopMargin, and never less than
-// ledgerStopWait from now (earlier phases that took their whole bound).
+// ledgerStopLeast from now (earlier phases that took their whole bound).
 func ledgerStopBy(hardBy time.Time) time.Time {
 	by := hardBy.Add(-ledgerStopMargin)
-	if least := time.Now().Add(ledgerStopWait); by.Before(least) {
+	if least := time.Now().Add(ledgerStopLeast); by.Before(least) {
 		return least
 	}
 	return by

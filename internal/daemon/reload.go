@@ -542,11 +542,36 @@ func (d *Daemon) pathProblems(cfg *config.Config) problems {
 	return probs
 }
 
+// awaitRun waits for f's source to end its run; once the daemon is
+// stopping, runWait at most more: a source stuck in a step that does not
+// return is then left as it is (false, logged), so that a reload does not
+// hold the stop past its bound.
+func (d *Daemon) awaitRun(f *Feed) bool {
+	select {
+	case <-f.runDone:
+		return true
+	case <-d.runCtx.Done():
+	}
+	t := time.NewTimer(runWait)
+	defer t.Stop()
+	select {
+	case <-f.runDone:
+		return true
+	case <-t.C:
+		d.log.Error("feed's source did not stop during a reload the daemon's stop cut short; left without its drain and final commit (what it read since its last commit is read again at the next start)",
+			"feed", f.cfg.Name)
+		return false
+	}
+}
+
 // stopFeed stops one feed as at shutdown. A removed (named) pointer-holding
 // subscriber that did not finish what it was given becomes a hold.
 func (d *Daemon) stopFeed(ctx context.Context, f *Feed, removed map[string]bool) (held []holdEntry, _ error) {
 	f.cancelSrc()
-	<-f.runDone
+	if !d.awaitRun(f) {
+		f.stopGroups(time.Now().Add(runWait))
+		return nil, fmt.Errorf("feed %s: its source did not stop (a step that does not return: a losses ledger write or fsync, a read); left without its drain and final commit", f.cfg.Name)
+	}
 	f.src.Drain(ctx)
 	f.drainBestEffort(ctx)
 	first := f.stopGroups(time.Now().Add(abandonAfter))
