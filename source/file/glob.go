@@ -1344,13 +1344,22 @@ func (g *Glob) seen(s *gstream, f found, now time.Time) {
 		return
 	}
 	changed := f.size != s.size || f.mod != s.mod
-	if s.ptrPath != "" && changed && (s.st == stClosed || s.st == stQueued) && !s.cutSeen &&
-		(f.size < s.size || (s.fpLen > 0 && rewrittenAt(f.path, s.key, int(s.fpLen), s.fp))) {
-		// Cut or rewritten in place while its stream waits: what the
-		// glob saw past the pointer is what is known lost when no copy
-		// holds it (its next source looks).
-		_, s.cutUnread = g.unreadSeen(s)
-		s.cutSeen = true
+	if s.ptrPath != "" && changed && (s.st == stClosed || s.st == stQueued) {
+		switch {
+		case s.cutSeen && f.size < s.size:
+			// Cut again before its stream ran: what the looks saw of the
+			// refill since the last cut is gone unread too.
+			s.cutUnread += g.seenEnd(s)
+		case !s.cutSeen && (f.size < s.size || (s.fpLen > 0 && rewrittenAt(f.path, s.key, int(s.fpLen), s.fp))):
+			// Cut or rewritten in place while its stream waits: what the
+			// glob saw past where its stream had read (not its pointer's
+			// commit: a stream closed owing its commit read further) is
+			// what is known lost when no copy holds it (its next source
+			// looks).
+			from := max(g.unreadFrom(s), s.offset)
+			s.cutUnread = max(g.seenEnd(s)-from, 0)
+			s.cutSeen = true
+		}
 	}
 	if f.size < s.size {
 		// Truncated: no pointer to check it against (EARLIEST, LATEST):

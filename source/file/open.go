@@ -794,6 +794,10 @@ func (s *Source) loseTail(rec pointer.Record, detail string) {
 	var bytes uint64
 	if c := s.catchUp; c != nil && c.Epoch == rec.Epoch {
 		detail, bytes = c.Detail, c.LostBytes
+	} else if s.cfg.cutSeen && s.cfg.cutUnread > 0 {
+		// A glob stream's file the glob saw cut in place, then gone: what
+		// its looks saw unread before the cut is known lost.
+		bytes = uint64(s.cfg.cutUnread)
 	}
 	s.lose(1, bytes, rec.Epoch, detail)
 	s.dropTornOf(rec)
@@ -1141,18 +1145,21 @@ func (s *Source) findCopy(fpLen int, fp uint64, size int64, notAfter time.Time, 
 // taken before the source read on), at least as long as r's fingerprint
 // and matching it. A file shorter than the fingerprint is never taken for
 // a copy: a few first bytes (a header line) are no proof.
-func (s *Source) findShortCopy(r *reader, consumed int64, notAfter time.Time) (key uint64, ok bool) {
+func (s *Source) findShortCopy(r *reader, consumed int64, notAfter time.Time) (key uint64, size int64, ok bool) {
 	if r.fpLen <= 0 || consumed <= int64(r.fpLen) {
-		return 0, false
+		return 0, 0, false
 	}
 	rec := pointer.Record{FPLen: uint64(r.fpLen), FP: r.fp}
 	f, dev, ino := s.findCopyBy(notAfter, s.known, func(n int64) bool { return n >= int64(r.fpLen) && n < consumed },
 		func(f *os.File, _ int64) bool { return fingerprintMatches(f, rec) })
 	if f == nil {
-		return 0, false
+		return 0, 0, false
+	}
+	if st, err := f.Stat(); err == nil {
+		size = st.Size()
 	}
 	f.Close()
-	return pointer.FileKey(dev, ino), true
+	return pointer.FileKey(dev, ino), size, true
 }
 
 // findCopyBy is findCopy's search: sizeOK and match say which files are

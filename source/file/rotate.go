@@ -291,13 +291,13 @@ func (s *Source) readCopy(r *reader, why string) bool {
 		size = c.limit
 		s.tookCopy(c.key, r.epoch, c.fpLen, c.fp, size)
 	} else {
-		if key, ok := s.findShortCopy(r, r.consumed(), time.Now()); ok {
+		if key, size, ok := s.findShortCopy(r, r.consumed(), time.Now()); ok {
 			// A copy taken before this source read on holds nothing it
 			// had not consumed: nothing to read from it, but it is this
 			// file's copy (the glob does not read it again: CopiesRead,
 			// CopyKey).
 			s.log.Info("input truncated; its copy holds nothing unread", "path", s.cfg.Path, "offset", r.consumed())
-			s.tookCopy(key, r.epoch, 0, 0, 0)
+			s.tookCopy(key, r.epoch, r.fpLen, r.fp, size) // its first bytes are r's
 			s.copiesRead.Add(1)
 		}
 		return false
