@@ -52,23 +52,7 @@ func TestRev9DFixedHClosedStreamCopytruncatedLinesReadFromItsCopy(t *testing.T) 
 		}
 		f.Close()
 		// copytruncate at once (before the glob's next look, 100 ms).
-		old, err := os.ReadFile(a)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("a.log.%d", round+1)), old, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		nf, err := os.OpenFile(a, os.O_WRONLY|os.O_TRUNC, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i := range 2 {
-			l := fmt.Sprintf("r%d-new-%d", round, i)
-			want = append(want, l)
-			fmt.Fprintln(nf, l)
-		}
-		nf.Close()
+		want = append(want, copytruncateRound(t, a, filepath.Join(dir, fmt.Sprintf("a.log.%d", round+1)), round)...)
 		time.Sleep(1200 * time.Millisecond)
 	}
 	time.Sleep(1500 * time.Millisecond)

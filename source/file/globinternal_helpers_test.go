@@ -195,3 +195,28 @@ func (ig *internalGlob) consumeAll() (stop func() map[string]int) {
 		return <-counted
 	}
 }
+
+// copytruncateRound copies a to copyPath, truncates a in place and writes
+// two new lines to it ("r<round>-new-0", "-1"), which it returns.
+func copytruncateRound(t *testing.T, a, copyPath string, round int) []string {
+	t.Helper()
+	old, err := os.ReadFile(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(copyPath, old, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	nf, err := os.OpenFile(a, os.O_WRONLY|os.O_TRUNC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nf.Close()
+	var lines []string
+	for i := range 2 {
+		l := fmt.Sprintf("r%d-new-%d", round, i)
+		lines = append(lines, l)
+		fmt.Fprintln(nf, l)
+	}
+	return lines
+}

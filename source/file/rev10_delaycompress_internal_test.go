@@ -106,23 +106,7 @@ func rev10Compress(t *testing.T, delay bool, gap time.Duration, appendLate bool)
 		} else {
 			os.Rename(filepath.Join(dir, "a.log.1.gz"), filepath.Join(dir, "a.log.2.gz"))
 		}
-		old, err := os.ReadFile(a)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, "a.log.1"), old, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		nf, err := os.OpenFile(a, os.O_WRONLY|os.O_TRUNC, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i := range 2 {
-			l := fmt.Sprintf("r%d-new-%d", round, i)
-			want = append(want, l)
-			fmt.Fprintln(nf, l)
-		}
-		nf.Close()
+		want = append(want, copytruncateRound(t, a, filepath.Join(dir, "a.log.1"), round)...)
 		if !delay {
 			rev10Gzip(t, filepath.Join(dir, "a.log.1"), filepath.Join(dir, "a.log.1.gz"))
 		} else if _, err := os.Stat(filepath.Join(dir, "a.log.2")); err == nil {

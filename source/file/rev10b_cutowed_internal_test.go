@@ -39,32 +39,7 @@ import (
 // seen past what was read, nothing when the file was read to its end, its
 // TestRev10FixedA — fails for an owing stream.)
 func TestRev10BFixedBCutWhileOwingCountsDeliveredBytesLost(t *testing.T) {
-	ig := startInternalGlob(t, 300*time.Millisecond, 100*time.Millisecond)
-	dir := filepath.Dir(ig.g.cfg.Stream.Path)
-	a := filepath.Join(dir, "a.log")
-	ig.firstTurnCommitted(t) // a.log's 35 bytes committed, the pointer bound to it
-	w, err := os.OpenFile(a, os.O_WRONLY|os.O_APPEND, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.WriteString("more-0\nmore-1\nmore-2\n")
-	w.Close()
-	n := uint64(0)
-	for end := time.Now().Add(10 * time.Second); n < 3 && time.Now().Before(end); {
-		if b := ig.q.TryPop(); b != nil {
-			n += uint64(b.Len())
-			b.Release()
-		} else {
-			time.Sleep(time.Millisecond)
-		}
-	}
-	if n != 3 {
-		t.Fatalf("took %d of the 3 appended lines", n)
-	}
-	ig.waitFor(t, "a.log's stream closed owing its commit", func() bool {
-		s := ig.g.byPath[a]
-		return s != nil && s.st == stClosed && s.owe != nil
-	})
+	ig, a, n := rev10bClosedOwing(t)
 	if err := os.WriteFile(a, []byte("n-0\nn-1\n"), 0o600); err != nil { // O_TRUNC: in place
 		t.Fatal(err)
 	}
@@ -109,32 +84,7 @@ func TestRev10BFixedBCutWhileOwingCountsDeliveredBytesLost(t *testing.T) {
 // lostBytes 21 — and those 21 are the three lines that WERE delivered
 // (TestRev10BFixedB), so the real 504-byte loss counts nothing in lostBytes.
 func TestRev10BFixedGSecondCutWhileHeldNotCounted(t *testing.T) {
-	ig := startInternalGlob(t, 300*time.Millisecond, 100*time.Millisecond)
-	dir := filepath.Dir(ig.g.cfg.Stream.Path)
-	a := filepath.Join(dir, "a.log")
-	ig.firstTurnCommitted(t)
-	w, err := os.OpenFile(a, os.O_WRONLY|os.O_APPEND, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.WriteString("more-0\nmore-1\nmore-2\n")
-	w.Close()
-	n := uint64(0)
-	for end := time.Now().Add(10 * time.Second); n < 3 && time.Now().Before(end); {
-		if b := ig.q.TryPop(); b != nil {
-			n += uint64(b.Len())
-			b.Release()
-		} else {
-			time.Sleep(time.Millisecond)
-		}
-	}
-	if n != 3 {
-		t.Fatalf("took %d of the 3 appended lines", n)
-	}
-	ig.waitFor(t, "a.log's stream closed owing its commit", func() bool {
-		s := ig.g.byPath[a]
-		return s != nil && s.st == stClosed && s.owe != nil
-	})
+	ig, a, n := rev10bClosedOwing(t)
 	if err := os.WriteFile(a, []byte("n-0\n"), 0o600); err != nil { // cut #1
 		t.Fatal(err)
 	}
@@ -148,7 +98,7 @@ func TestRev10BFixedGSecondCutWhileHeldNotCounted(t *testing.T) {
 	for i := range 10 {
 		fmt.Fprintf(&lost, "lost-%d %s\n", i, strings.Repeat("y", 42))
 	}
-	w, err = os.OpenFile(a, os.O_WRONLY|os.O_APPEND, 0)
+	w, err := os.OpenFile(a, os.O_WRONLY|os.O_APPEND, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,27 +154,7 @@ func TestRev10BFixedGSecondCutWhileHeldNotCounted(t *testing.T) {
 // from the size seen after the cut (4). Probably as before the diff (no
 // cutUnread then); the diff records the amount and drops it.
 func TestRev10BFixedHCutThenDeletedWhileHeldNotCounted(t *testing.T) {
-	ig := startInternalGlob(t, 300*time.Millisecond, 100*time.Millisecond)
-	dir := filepath.Dir(ig.g.cfg.Stream.Path)
-	a := filepath.Join(dir, "a.log")
-	ig.firstTurnCommitted(t)
-	rev10AppendLines(t, a, "more-0", "more-1", "more-2")
-	n := uint64(0)
-	for end := time.Now().Add(10 * time.Second); n < 3 && time.Now().Before(end); {
-		if b := ig.q.TryPop(); b != nil {
-			n += uint64(b.Len())
-			b.Release()
-		} else {
-			time.Sleep(time.Millisecond)
-		}
-	}
-	if n != 3 {
-		t.Fatalf("took %d of the 3 appended lines", n)
-	}
-	ig.waitFor(t, "a.log's stream closed owing its commit", func() bool {
-		s := ig.g.byPath[a]
-		return s != nil && s.st == stClosed && s.owe != nil
-	})
+	ig, a, n := rev10bClosedOwing(t)
 	var lost []string
 	for i := range 10 {
 		lost = append(lost, fmt.Sprintf("lost-%d %s", i, strings.Repeat("y", 42)))
@@ -253,4 +183,31 @@ func TestRev10BFixedHCutThenDeletedWhileHeldNotCounted(t *testing.T) {
 		t.Errorf("lostTails %d lostBytes %d (detail %q): ten lines (500 bytes) seen by a look and never read, their file cut (cutUnread %d recorded) and then deleted while its stream was held closed: DESIGN §4 \"nothing green over a loss\" (a live truncation counts size last seen − read position), §10 a file gone with an unread tail counts in lostTails",
 			tails, bytes, detail, cut)
 	}
+}
+
+// rev10bClosedOwing starts a glob whose a.log (35 bytes) is read and
+// committed, appends three lines, takes them unacknowledged (n, 3) and
+// returns once a.log's stream closed owing its commit.
+func rev10bClosedOwing(t *testing.T) (ig *internalGlob, a string, n uint64) {
+	t.Helper()
+	ig = startInternalGlob(t, 300*time.Millisecond, 100*time.Millisecond)
+	a = filepath.Join(filepath.Dir(ig.g.cfg.Stream.Path), "a.log")
+	ig.firstTurnCommitted(t) // a.log's 35 bytes committed, the pointer bound to it
+	rev10AppendLines(t, a, "more-0", "more-1", "more-2")
+	for end := time.Now().Add(10 * time.Second); n < 3 && time.Now().Before(end); {
+		if b := ig.q.TryPop(); b != nil {
+			n += uint64(b.Len())
+			b.Release()
+		} else {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	if n != 3 {
+		t.Fatalf("took %d of the 3 appended lines", n)
+	}
+	ig.waitFor(t, "a.log's stream closed owing its commit", func() bool {
+		s := ig.g.byPath[a]
+		return s != nil && s.st == stClosed && s.owe != nil
+	})
+	return ig, a, n
 }

@@ -43,29 +43,7 @@ func TestRev10BFixedCShortCopyGzReadAgain(t *testing.T) {
 	ig := startInternalGlob(t, 300*time.Millisecond, 5*time.Second)
 	dir := filepath.Dir(ig.g.cfg.Stream.Path)
 	a := filepath.Join(dir, "a.log")
-	stop := make(chan struct{})
-	popped := make(chan map[string]int)
-	go func() {
-		got := map[string]int{}
-		for {
-			select {
-			case <-stop:
-				popped <- got
-				return
-			default:
-			}
-			if b := ig.q.TryPop(); b != nil {
-				for _, l := range b.Lines {
-					got[string(l)]++
-				}
-				ig.q.AddDispatched(uint64(b.Len()))
-				b.Release()
-				ig.pub.Poke()
-			} else {
-				time.Sleep(2 * time.Millisecond)
-			}
-		}
-	}()
+	stop := ig.consumeAll()
 	want := []string{"line-0", "line-1", "line-2", "line-3", "line-4"}
 	ig.waitFor(t, "a.log's stream closed as inactive", func() bool {
 		s := ig.g.byPath[a]
@@ -139,29 +117,12 @@ func TestRev10BFixedCShortCopyGzReadAgain(t *testing.T) {
 		for i := 4; i >= 1; i-- {
 			os.Rename(filepath.Join(dir, fmt.Sprintf("a.log.%d.gz", i)), filepath.Join(dir, fmt.Sprintf("a.log.%d.gz", i+1)))
 		}
-		old, err := os.ReadFile(a)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, "a.log.1"), old, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		nf, err := os.OpenFile(a, os.O_WRONLY|os.O_TRUNC, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i := range 2 {
-			l := fmt.Sprintf("r%d-new-%d", round, i)
-			want = append(want, l)
-			fmt.Fprintln(nf, l)
-		}
-		nf.Close()
+		want = append(want, copytruncateRound(t, a, filepath.Join(dir, "a.log.1"), round)...)
 		rev10Gzip(t, filepath.Join(dir, "a.log.1"), filepath.Join(dir, "a.log.1.gz"))
 		time.Sleep(1200 * time.Millisecond)
 	}
 	time.Sleep(1500 * time.Millisecond)
-	close(stop)
-	got := <-popped
+	got := stop()
 	var missing, twice []string
 	for _, l := range want {
 		if got[l] == 0 {
