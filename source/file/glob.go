@@ -1417,11 +1417,10 @@ func (g *Glob) seen(s *gstream, f found, now time.Time) {
 			g.admit(s, f, now)
 		case f.size != s.offset || g.cfg.PointerDir == "":
 			g.enqueue(s)
-		case s.cutSeen:
-			// Cut or rewritten in place (above), refilled to the size it
-			// was read to (a copytruncate refilled as long): its source's
-			// next open reads the copy, or counts what was seen unread,
-			// then the new content.
+		case s.fpLen > 0 && rewrittenAt(f.path, s.key, int(s.fpLen), s.fp):
+			// Rewritten in place to the size it was read to (a
+			// copytruncate refilled as long): its source's next open
+			// reads the copy, or counts the tail, then the new content.
 			g.enqueue(s)
 		}
 	}
