@@ -186,6 +186,7 @@ type Feed struct {
 	finalPaused           float64
 	finalAcked, finalSeq  uint64                 // acknowledged and published at that stop
 	finalAck              map[string][]feed.Mark // each subscriber's finished lines at that stop, per epoch ("": all published)
+	published             []feed.Mark            // what the instances before this one (reloads) published, per epoch (publishedMarks)
 
 	dataDir  string         // the daemon's (the epochs file, for a catch-up at start)
 	released *releasedStore // lines its subscribers were released from (released.go)
@@ -642,12 +643,12 @@ func (d *Daemon) Stop() error {
 			var all []feed.Mark
 			finished := map[string][]feed.Mark{}
 			f.quiet(func() {
-				all = f.pub.Marks(-1, 0)
+				all = f.publishedMarks()
 				for i, g := range f.groups {
 					if q := g.Queue(); q.BestEffort() {
 						finished[g.Name()] = all
 					} else {
-						finished[g.Name()] = f.pub.Marks(i, q.AckPoint())
+						finished[g.Name()] = f.finishedMarks(i, g)
 					}
 				}
 			})

@@ -48,6 +48,7 @@ package daemon
 //     (Options.SetLog; `tailfeed run` passes its logger's switch).
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -583,10 +584,10 @@ func (d *Daemon) stopFeed(ctx context.Context, f *Feed, removed map[string]bool)
 	var last feed.Mark
 	done := make([][]feed.Mark, len(f.groups))
 	f.quiet(func() {
-		all, last = f.pub.Marks(-1, 0), f.pub.Through(-1, 0)
+		all, last = f.publishedMarks(), f.pub.Through(-1, 0)
 		for i, g := range f.groups {
-			if q := g.Queue(); !q.BestEffort() {
-				done[i] = f.pub.Marks(i, q.AckPoint())
+			if !g.Queue().BestEffort() {
+				done[i] = f.finishedMarks(i, g)
 			}
 		}
 	})
@@ -638,6 +639,44 @@ func (f *Feed) quiet(fn func()) {
 		return
 	}
 	fn()
+}
+
+// finishedMarks is what f's group i finished, one place per epoch: what
+// its queue acknowledged this instance and, where further, the skip it
+// started with — what it finished before (a reload's skip, a clean stop's
+// kept marks) that this instance's re-read has not reached yet. Call it
+// as Marks: once the source stopped publishing and polling (f.quiet).
+func (f *Feed) finishedMarks(i int, g *processor.Group) []feed.Mark {
+	return furthestMarks(g.SkipMarks(), f.pub.Marks(i, g.Queue().AckPoint()))
+}
+
+// publishedMarks is every line the feed published, one place per epoch:
+// this instance's and, where further, its earlier instances' (before a
+// reload) that this instance's re-read has not reached yet. Call it as
+// Marks.
+func (f *Feed) publishedMarks() []feed.Mark {
+	return furthestMarks(f.published, f.pub.Marks(-1, 0))
+}
+
+// furthestMarks is a's and b's places by epoch, the further of the two
+// where both name one, sorted by epoch.
+func furthestMarks(a, b []feed.Mark) []feed.Mark {
+	if len(a) == 0 {
+		return b
+	}
+	by := map[uint64]int64{}
+	for _, m := range slices.Concat(a, b) {
+		if p, ok := by[m.Epoch]; !m.OK || (ok && p >= m.Position) {
+			continue
+		}
+		by[m.Epoch] = m.Position
+	}
+	out := make([]feed.Mark, 0, len(by))
+	for e, pos := range by {
+		out = append(out, feed.Mark{Epoch: e, Position: pos, OK: true})
+	}
+	slices.SortFunc(out, func(x, y feed.Mark) int { return cmp.Compare(x.Epoch, y.Epoch) })
+	return out
 }
 
 // skipsFor is, for each processor of the restarted feed fc, where in its
@@ -1018,6 +1057,7 @@ func (f *Feed) inherit(old *Feed) {
 	// the last terminator now (DESIGN §4), which the restarted instance
 	// reports itself (it resumes where this one stopped, or re-reads them).
 	c.seq = s.SeqAfter
+	f.published = old.finalAck[""]
 	// Numbers on: a processor sees the sequence feed.status counts. What
 	// the earlier instance's pointer-holding subscribers had not finished
 	// is read again under new sequences: the reported acknowledged and
