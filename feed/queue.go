@@ -327,18 +327,24 @@ func (q *Queue) LeftAtStop(n uint64) { q.left.Add(n); q.NoteLoss() }
 // by a reload, DESIGN §12): a line so finished is no loss, so a drop or a
 // refusal at the publish does not count it. Call before anything
 // publishes.
-func (q *Queue) SetPublishSkip(marks []Mark) {
+func (q *Queue) SetPublishSkip(marks []Mark) { q.pubSkip = MarksByEpoch(marks) }
+
+// MarksByEpoch is marks as a map of epoch to the furthest position marked
+// in it (marks not OK left out; nil when none is OK).
+func MarksByEpoch(marks []Mark) map[uint64]int64 {
+	var out map[uint64]int64
 	for _, m := range marks {
 		if !m.OK {
 			continue
 		}
-		if q.pubSkip == nil {
-			q.pubSkip = map[uint64]int64{}
+		if out == nil {
+			out = map[uint64]int64{}
 		}
-		if at, ok := q.pubSkip[m.Epoch]; !ok || m.Position > at {
-			q.pubSkip[m.Epoch] = m.Position
+		if at, ok := out[m.Epoch]; !ok || m.Position > at {
+			out[m.Epoch] = m.Position
 		}
 	}
+	return out
 }
 
 // skipped is how many of b's lines the queue's group finishes unseen

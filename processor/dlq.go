@@ -522,9 +522,10 @@ func (l *Ledger) Remove(ids map[uint64]bool) (int, error) {
 // RemoveCounted is Remove for entries given up (a purge): count (nil:
 // none) is told, before anything is removed, how many entries of each feed
 // ("": an entry that names none) go, and an error from it removes nothing
-// and is returned; a rewrite that fails then takes the count back. A purge so counts its loss (and makes the count
-// durable) before the entries leave the ledger: a kill -9 in between
-// leaves them recorded twice, never nowhere.
+// and is returned; a rewrite that fails then takes the count back. A purge
+// so counts its loss (and makes the count durable) before the entries leave
+// the ledger: a kill -9 in between leaves them recorded twice, never
+// nowhere.
 func (l *Ledger) RemoveCounted(ids map[uint64]bool, count PurgeCount) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -136,7 +136,7 @@ func NewGroup(cfg GroupConfig) *Group {
 		cfg.Queue.SetPublishSkip(cfg.Skip) // a drop or refusal of a line it skips counts nothing
 	}
 	return &Group{cfg: cfg, q: cfg.Queue, log: cfg.Logger.Named(cfg.Name), done: make(chan struct{}),
-		releases: make(chan *ReleaseRequest), replays: make(chan *replayReq), dlq: dlq, skip: skipSet(cfg.Skip)}
+		releases: make(chan *ReleaseRequest), replays: make(chan *replayReq), dlq: dlq, skip: feed.MarksByEpoch(cfg.Skip)}
 }
 
 // SetBatchProcessor sets the processor after the group was made (a sink
@@ -157,30 +157,13 @@ func (g *Group) Name() string { return g.cfg.Name }
 // without processing (none: nothing).
 func (g *Group) SkipMarks() []feed.Mark { return g.cfg.Skip }
 
-// skipSet is marks by epoch (nil: none).
-func skipSet(marks []feed.Mark) map[uint64]int64 {
-	var out map[uint64]int64
-	for _, m := range marks {
-		if !m.OK {
-			continue
-		}
-		if out == nil {
-			out = map[uint64]int64{}
-		}
-		if at, ok := out[m.Epoch]; !ok || m.Position > at {
-			out[m.Epoch] = m.Position
-		}
-	}
-	return out
-}
-
 // SkipSet is a sink's own copy of marks by epoch, for a sink that applies
 // them itself (TakeSkips): a line of epoch e at or before set[e] is
 // finished unseen; the first line of e past it ends e's skip (Skips).
 type SkipSet map[uint64]int64
 
 // NewSkipSet makes a SkipSet of marks (nil: none).
-func NewSkipSet(marks []feed.Mark) SkipSet { return SkipSet(skipSet(marks)) }
+func NewSkipSet(marks []feed.Mark) SkipSet { return SkipSet(feed.MarksByEpoch(marks)) }
 
 // Skips reports whether the line of epoch ending at pos is finished
 // unseen, and forgets the epoch's mark at its first line past it.

@@ -439,7 +439,7 @@ func (d *Daemon) buildGroup(f *Feed, pc *config.Processor, q *feed.Queue, log hc
 		gc.Skip = d.holds.throughMarks(f.cfg.Name, pc.Name)
 	} else if len(gc.Skip) == 0 && f.activeHoldCount() > 0 {
 		// Started on a pointer a hold pins: it skips what it finished
-		// before the last clean stop (keepFinished).
+		// before the last clean stop (markStop).
 		gc.Skip = d.holds.keptMarks(f.cfg.Name, pc.Name)
 	}
 	if gc.Ledger, err = d.openLedger(pc, log); err != nil {
@@ -652,10 +652,7 @@ func (d *Daemon) Stop() error {
 					}
 				}
 			})
-			if err := d.holds.markFeed(f.cfg.Name, all); err != nil && first == nil {
-				first = err
-			}
-			if err := d.holds.keepFinished(f.cfg.Name, finished); err != nil && first == nil {
+			if err := d.holds.markStop(f.cfg.Name, all, finished); err != nil && first == nil {
 				first = err
 			}
 		}

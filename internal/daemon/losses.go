@@ -51,8 +51,9 @@ import (
 //     at stop after the last count, and before a report (feed.status,
 //     /metrics) is answered: what a report showed is in the ledger — unless
 //     the ledger's write or fsync hangs past ledgerWait (a dying disk): the
-//     report answers then, from the live counters, and a stop goes on after
-//     ledgerStopWait; no pointer passes a loss not made durable either way.
+//     report answers then, from the live counters, and a stop goes on when
+//     its share of its bound is over (ledgerStopBy); no pointer passes a
+//     loss not made durable either way.
 //
 // Dead letters are not duplicated here: they have their own ledger.
 
@@ -421,9 +422,9 @@ func (d *Daemon) recordLosses() {
 }
 
 // ledgerWait bounds how long a report (feed.status, /metrics) waits for
-// recordLosses, and ledgerStopWait how long a stop or a reload's stopped
-// feeds wait for the ledger in all: an fsync that hangs (a dying disk)
-// does not hang them. Past it a report answers from the live counters
+// recordLosses, ledgerStopWait how long a reload's stopped feeds wait for
+// the ledger, and a stop waits until ledgerStopBy: an fsync that hangs (a
+// dying disk) does not hang them. Past it a report answers from the live counters
 // (the loss shows; its entry follows when the fsync returns), and a final
 // commit does not pass the losses not made durable (their lines are read
 // again at the next start).

@@ -664,13 +664,7 @@ func furthestMarks(a, b []feed.Mark) []feed.Mark {
 	if len(a) == 0 {
 		return b
 	}
-	by := map[uint64]int64{}
-	for _, m := range slices.Concat(a, b) {
-		if p, ok := by[m.Epoch]; !m.OK || (ok && p >= m.Position) {
-			continue
-		}
-		by[m.Epoch] = m.Position
-	}
+	by := feed.MarksByEpoch(slices.Concat(a, b))
 	out := make([]feed.Mark, 0, len(by))
 	for e, pos := range by {
 		out = append(out, feed.Mark{Epoch: e, Position: pos, OK: true})
@@ -1233,29 +1227,6 @@ func (s *holdStore) throughMarks(feedName, sub string) []feed.Mark {
 	return nil
 }
 
-// markFeed records ms (one place per epoch, the last of them published
-// last) as the Throughs of every hold of feedName (its instance stops
-// having published through them), and the last as its Through.
-func (s *holdStore) markFeed(feedName string, ms []feed.Mark) error {
-	hms := marksOf(ms)
-	if s == nil || len(hms) == 0 {
-		return nil
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	changed := false
-	for i := range s.entries {
-		if s.entries[i].Feed == feedName {
-			s.entries[i].Throughs = mergeMarks(s.entries[i].places(), hms)
-			changed = true
-		}
-	}
-	if !changed {
-		return nil
-	}
-	return s.saveLocked()
-}
-
 // holdStore is dataDir/state/removed.json.
 type holdStore struct {
 	mu      sync.Mutex
@@ -1291,20 +1262,32 @@ func openHolds(dataDir string) (*holdStore, error) {
 	return s, nil
 }
 
-// keepFinished records, for feedName's configured subscriber sub, the
-// lines it finished (one place per epoch) at a clean stop while a hold
-// pins the feed (merged over what an earlier stop recorded).
-func (s *holdStore) keepFinished(feedName string, finished map[string][]feed.Mark) error {
-	if s == nil || len(finished) == 0 {
+// markStop records, at a clean stop of feedName while a hold pins it, the
+// places (one per epoch) its instance published (all: the Throughs of
+// every hold of it, the last of them published last) and those each
+// configured subscriber finished (finished: its kept marks, which the
+// next start skips), merged over what earlier stops recorded, in one write.
+func (s *holdStore) markStop(feedName string, all []feed.Mark, finished map[string][]feed.Mark) error {
+	if s == nil {
 		return nil
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	changed := false
+	if hms := marksOf(all); len(hms) > 0 {
+		for i := range s.entries {
+			if s.entries[i].Feed == feedName {
+				s.entries[i].Throughs = mergeMarks(s.entries[i].places(), hms)
+				changed = true
+			}
+		}
+	}
 	for sub, ms := range finished {
 		hms := marksOf(ms)
 		if len(hms) == 0 {
 			continue
 		}
+		changed = true
 		i := slices.IndexFunc(s.kept, func(k keptEntry) bool { return k.Feed == feedName && k.Subscriber == sub })
 		if i < 0 {
 			s.kept = append(s.kept, keptEntry{Feed: feedName, Subscriber: sub, Throughs: hms})
@@ -1312,11 +1295,14 @@ func (s *holdStore) keepFinished(feedName string, finished map[string][]feed.Mar
 		}
 		s.kept[i].Throughs = mergeMarks(s.kept[i].Throughs, hms)
 	}
+	if !changed {
+		return nil
+	}
 	return s.saveLocked()
 }
 
 // keptMarks is the skip feedName's configured subscriber sub starts with
-// while a hold pins the feed (keepFinished; none: nil).
+// while a hold pins the feed (markStop; none: nil).
 func (s *holdStore) keptMarks(feedName, sub string) []feed.Mark {
 	if s == nil {
 		return nil

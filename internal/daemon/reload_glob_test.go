@@ -96,10 +96,10 @@ func TestHoldThroughsPerEpoch(t *testing.T) {
 	if err := s.add(holdEntry{Feed: "app", Subscriber: "hook", Lines: 4}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.markFeed("app", []feed.Mark{{Epoch: 1, Position: 4, OK: true}, {Epoch: 2, Position: 4, OK: true}}); err != nil {
+	if err := s.markStop("app", []feed.Mark{{Epoch: 1, Position: 4, OK: true}, {Epoch: 2, Position: 4, OK: true}}, nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.markFeed("app", []feed.Mark{{Epoch: 1, Position: 6, OK: true}}); err != nil {
+	if err := s.markStop("app", []feed.Mark{{Epoch: 1, Position: 6, OK: true}}, nil); err != nil {
 		t.Fatal(err)
 	}
 	s, err = openHolds(dir)

@@ -37,7 +37,7 @@ var rev10KeptSmall = strings.Replace(rev10KeptBase, "queueCapacity: 64}", "queue
 // reload and holds the pointer at 0; clean stop: kept archive = line 40.
 // Run 2 (same feed; a new subscriber newbie added, blocked, so the window —
 // maxPendingAcks 8 — lets only the first few held lines be re-read):
-// archive skips those few; clean stop. keepFinished now records archive's
+// archive skips those few; clean stop. markStop now records archive's
 // AckPoint of this run (a few lines in) and mergeMarks REPLACES the
 // epoch's place (line 40) with it — it does not keep the larger one.
 // Run 3 (newbie unblocked, run 1's window): archive is delivered again,
@@ -48,7 +48,7 @@ var rev10KeptSmall = strings.Replace(rev10KeptBase, "queueCapacity: 64}", "queue
 // twice, with only clean stops. Any clean stop while the re-read of a held
 // backlog has not yet passed the kept place does this (a newbie is only the
 // deterministic way; a large backlog and a quick stop do it too). The
-// hold's own throughs are replaced the same way (360 → 72: markFeed's
+// hold's own throughs are replaced the same way (360 → 72: markStop's
 // mergeMarks), so slow, added back, would re-read 9…40 too (not asserted).
 func TestRev10FixedEKeptMarksOverwrittenByAShorterStopRedeliver(t *testing.T) {
 	dir := t.TempDir()

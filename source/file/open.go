@@ -603,18 +603,7 @@ func (s *Source) resumeRotated(f *os.File, dev, ino uint64) bool {
 		}
 		// Truncated or rewritten while stopped: a copy may hold the unread
 		// tail (copytruncate), plain or compressed.
-		if c, cdev, cino := s.findCopy(int(rec.FPLen), rec.FP, rec.Offset, time.Now(), atPath); c != nil {
-			g = s.resumeAt(c, cdev, cino, rec)
-			if g != nil {
-				g.snapshot(g.lastSize)
-				s.tookCopy(g.key, rec.Epoch, g.fpLen, g.fp, g.lastSize)
-			}
-		}
-		if g == nil {
-			if g = s.findGzCopy(rec, atPath); g != nil {
-				s.tookCopy(g.key, rec.Epoch, g.fpLen, g.fp, g.limit)
-			}
-		}
+		g = s.copyAt(rec, atPath)
 		if g != nil {
 			s.log.Warn("input was truncated or rewritten while stopped; reading its copy from the pointer first",
 				"path", s.cfg.Path, "copy", g.f.Name(), "offset", rec.Offset)
@@ -657,17 +646,7 @@ func (s *Source) resumeRotated(f *os.File, dev, ino uint64) bool {
 		if g == nil {
 			// No file with its key: a copy holding its bytes (moved across
 			// file systems, cp + rm), plain or compressed.
-			if c, cdev, cino := s.findCopy(int(rec.FPLen), rec.FP, rec.Offset, time.Now(), atPath); c != nil {
-				if g = s.resumeAt(c, cdev, cino, rec); g != nil {
-					g.snapshot(g.lastSize)
-					s.tookCopy(g.key, rec.Epoch, g.fpLen, g.fp, g.lastSize)
-				}
-			}
-		}
-		if g == nil {
-			if g = s.findGzCopy(rec, atPath); g != nil {
-				s.tookCopy(g.key, rec.Epoch, g.fpLen, g.fp, g.limit)
-			}
+			g = s.copyAt(rec, atPath)
 		}
 		if g == nil && s.cfg.Pinned && !s.cfg.PinGone && f == nil {
 			// Not beside its path: the glob looks for it in the whole
@@ -773,6 +752,24 @@ func (s *Source) resumeRotated(f *os.File, dev, ino uint64) bool {
 	s.setFile(g)
 	s.queueGens(gens)
 	return true
+}
+
+// copyAt is a copy of rec's file (findCopy, else a compressed one:
+// findGzCopy) positioned at rec's offset, recorded as taken (tookCopy);
+// nil when there is none. skip rejects identities (the file at the path).
+func (s *Source) copyAt(rec pointer.Record, skip func(dev, ino uint64) bool) *reader {
+	if c, dev, ino := s.findCopy(int(rec.FPLen), rec.FP, rec.Offset, time.Now(), skip); c != nil {
+		if g := s.resumeAt(c, dev, ino, rec); g != nil {
+			g.snapshot(g.lastSize)
+			s.tookCopy(g.key, rec.Epoch, g.fpLen, g.fp, g.lastSize)
+			return g
+		}
+	}
+	if g := s.findGzCopy(rec, skip); g != nil {
+		s.tookCopy(g.key, rec.Epoch, g.fpLen, g.fp, g.limit)
+		return g
+	}
+	return nil
 }
 
 // prevCopy: key is a copy an earlier source of this glob stream took.
