@@ -1979,9 +1979,12 @@ func (a *createdAhead) write(path string, wg *sync.WaitGroup) {
 // maxCopiesKept bounds gstream.copies.
 const maxCopiesKept = 8
 
-// noteCopy keeps the last copy src took in s.copies.
+// noteCopy keeps the last copy src took in s.copies. A copy is told by
+// its key and when it was taken: a later copy given an earlier, deleted
+// one's inode (logrotate's compress removed it) is another copy, whose
+// first bytes and size tell its own compressed twin (prevCopyGz).
 func (s *gstream) noteCopy(src *Source) {
-	if t := src.CopyKey(); t != nil && !slices.ContainsFunc(s.copies, func(c CopyTaken) bool { return c.Key == t.Key }) {
+	if t := src.CopyKey(); t != nil && !slices.ContainsFunc(s.copies, func(c CopyTaken) bool { return c.Key == t.Key && c.At.Equal(t.At) }) {
 		s.copies = append(s.copies, *t)
 		if len(s.copies) > maxCopiesKept {
 			s.copies = slices.Delete(s.copies, 0, 1)

@@ -696,16 +696,22 @@ func (s *Source) resumeRotated(f *os.File, dev, ino uint64) bool {
 		}
 	}
 	gens := s.scanGenerations(ref, born, func(d, i uint64) bool {
-		return atPath(d, i) || (g != nil && d == g.dev && i == g.ino) || s.prevCopy(pointer.FileKey(d, i))
+		return atPath(d, i) || (g != nil && d == g.dev && i == g.ino)
 	}, func(head []byte) bool {
 		// The pointer's generation compressed while its plain file is read.
 		return g != nil && g.gz == nil && int64(g.fpLen) == int64(len(head)) && headMatches(head, uint64(g.fpLen), g.fp)
 	})
 	if len(s.cfg.prevCopies) > 0 && len(gens) > 0 {
-		// A compressed copy an earlier source of this glob stream read
-		// (logrotate's compress of a copytruncate copy: a new key, its
-		// first bytes and size): read already, no later generation.
-		gens = slices.DeleteFunc(gens, func(gf genFile) bool { return gf.gz && s.prevCopyGz(gf.head, gf.dsize) })
+		// A copy an earlier source of this glob stream read (its key and
+		// first bytes), or its compressed twin (logrotate's compress of a
+		// copytruncate copy: a new key, its first bytes and size): read
+		// already, no later generation.
+		gens = slices.DeleteFunc(gens, func(gf genFile) bool {
+			if gf.gz {
+				return s.prevCopyGz(gf.head, gf.dsize)
+			}
+			return s.prevCopy(gf)
+		})
 	}
 	if m := s.cfg.GlobMatched; adopted && len(gens) > 0 {
 		// The glob reads them as streams of their own (restartOrder
@@ -772,9 +778,29 @@ func (s *Source) copyAt(rec pointer.Record, skip func(dev, ino uint64) bool) *re
 	return nil
 }
 
-// prevCopy: key is a copy an earlier source of this glob stream took.
-func (s *Source) prevCopy(key uint64) bool {
-	return slices.ContainsFunc(s.cfg.prevCopies, func(c CopyTaken) bool { return c.Key == key })
+// prevCopy: the plain generation gf is a copy an earlier source of this
+// glob stream took — its key, and its first bytes where they were
+// recorded: a later file given the inode of a taken copy since deleted
+// (logrotate's compress) is not that copy, and is read.
+func (s *Source) prevCopy(gf genFile) bool {
+	key := pointer.FileKey(gf.dev, gf.ino)
+	var head []byte
+	return slices.ContainsFunc(s.cfg.prevCopies, func(c CopyTaken) bool {
+		if c.Key != key {
+			return false
+		}
+		if c.HeadLen == 0 {
+			return true
+		}
+		if head == nil {
+			h, err := readHead(gf.path)
+			if err != nil {
+				return true // unreadable: it is not read as a generation either
+			}
+			head = h
+		}
+		return headMatches(head, uint64(c.HeadLen), c.Head)
+	})
 }
 
 // prevCopyGz: a compressed file whose decompressed first bytes are head
