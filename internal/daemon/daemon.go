@@ -152,7 +152,7 @@ type Daemon struct {
 	holds    *holdStore
 	released *releasedStore         // dataDir/state/released.json (released.go)
 	stopped  bool                   // Stop ran (under reloadMu)
-	skips    map[string][]feed.Mark // processor → the re-read it skips (per epoch), while a reload builds a feed
+	skips    map[string][]feed.Mark // processor → the re-read it skips (per epoch; "": a processor added), while a reload builds a feed
 	orphans  *orphanLedgers         // dead letters of processors no longer configured (orphans.go)
 	prev     map[string]any         // processor → its sink in the stopped instance, while a reload builds a feed
 
@@ -433,11 +433,18 @@ func (d *Daemon) buildGroup(f *Feed, pc *config.Processor, q *feed.Queue, log hc
 			log.Warn("could not record the released lines; a start may deliver them again (duplicates)", "error", err)
 		}
 	}
-	gc.Skip = d.skips[pc.Name] // a feed restarted by a reload (reload.go)
-	if len(gc.Skip) == 0 && f.activeHold(pc.Name) != nil {
+	switch skip, own := d.skips[pc.Name]; {
+	case own:
+		// A kept or changed processor of a feed restarted by a reload
+		// (reload.go): it skips what it finished.
+		gc.Skip = skip
+	case f.activeHold(pc.Name) != nil:
 		// Added back while it holds the feed: it re-reads nothing.
 		gc.Skip = d.holds.throughMarks(f.cfg.Name, pc.Name)
-	} else if len(gc.Skip) == 0 && f.activeHoldCount() > 0 {
+	case d.skips != nil:
+		// Added by a reload: it subscribes from the next line.
+		gc.Skip = d.skips[""]
+	case f.activeHoldCount() > 0:
 		// Started on a pointer a hold pins: it skips what it finished
 		// before the last clean stop (markStop).
 		gc.Skip = d.holds.keptMarks(f.cfg.Name, pc.Name)
@@ -643,13 +650,9 @@ func (d *Daemon) Stop() error {
 			var all []feed.Mark
 			finished := map[string][]feed.Mark{}
 			f.quiet(func() {
-				all = f.publishedMarks()
+				all = f.pub.Marks(-1, 0)
 				for i, g := range f.groups {
-					if q := g.Queue(); q.BestEffort() {
-						finished[g.Name()] = all
-					} else {
-						finished[g.Name()] = f.finishedMarks(i, g)
-					}
+					finished[g.Name()] = f.finishedMarks(i, g)
 				}
 			})
 			if err := d.holds.markStop(f.cfg.Name, all, finished); err != nil && first == nil {

@@ -584,11 +584,9 @@ func (d *Daemon) stopFeed(ctx context.Context, f *Feed, removed map[string]bool)
 	var last feed.Mark
 	done := make([][]feed.Mark, len(f.groups))
 	f.quiet(func() {
-		all, last = f.publishedMarks(), f.pub.Through(-1, 0)
+		all, last = f.pub.Marks(-1, 0), f.pub.Through(-1, 0)
 		for i, g := range f.groups {
-			if !g.Queue().BestEffort() {
-				done[i] = f.finishedMarks(i, g)
-			}
+			done[i] = f.finishedMarks(i, g)
 		}
 	})
 	for _, g := range f.groups {
@@ -608,17 +606,12 @@ func (d *Daemon) stopFeed(ctx context.Context, f *Feed, removed map[string]bool)
 	}
 	f.finalAcked, f.finalSeq = f.pub.Acknowledged(), f.pub.Sequence()
 	// The restarted feed's instance skips the re-read up to what each
-	// subscriber finished (skipsFor). Every line published to a
-	// best-effort queue was finished or counted dropped (at the publish,
-	// or left unfinished as it stopped): it skips all of them, so a line
-	// counted lost is never delivered after all.
-	f.finalAck = map[string][]feed.Mark{"": all}
+	// subscriber finished (skipsFor; finishedMarks), a new subscriber
+	// every line published before it was added (publishedMarks: also what
+	// earlier instances published that this one had not re-read yet).
+	f.finalAck = map[string][]feed.Mark{"": f.publishedMarks(all)}
 	for i, g := range f.groups {
-		if g.Queue().BestEffort() {
-			f.finalAck[g.Name()] = all
-		} else {
-			f.finalAck[g.Name()] = done[i]
-		}
+		f.finalAck[g.Name()] = done[i]
 	}
 	f.final = f.snapshot(false)
 	f.finalRead, f.finalBytes = f.src.LinesRead(), f.src.BytesRead()
@@ -641,21 +634,31 @@ func (f *Feed) quiet(fn func()) {
 	fn()
 }
 
-// finishedMarks is what f's group i finished, one place per epoch: what
-// its queue acknowledged this instance and, where further, the skip it
-// started with — what it finished before (a reload's skip, a clean stop's
-// kept marks) that this instance's re-read has not reached yet. Call it
-// as Marks: once the source stopped publishing and polling (f.quiet).
+// finishedMarks is what f's group i finished, one place per epoch: the
+// skip it started with — what it finished before (a reload's skip, a
+// clean stop's kept marks) that this instance's re-read may not have
+// reached yet — and, where further, what it finished in this instance:
+// what its queue acknowledged or, for a best-effort queue, every line this
+// instance published (finished, or counted dropped at the publish or as
+// it stopped: a line counted lost is never delivered after all). Not what
+// earlier instances published: a subscriber not given those lines again
+// in this instance has not finished them. Call it as Marks: once the
+// source stopped publishing and polling (f.quiet).
 func (f *Feed) finishedMarks(i int, g *processor.Group) []feed.Mark {
-	return furthestMarks(g.SkipMarks(), f.pub.Marks(i, g.Queue().AckPoint()))
+	q := g.Queue()
+	if q.BestEffort() {
+		return furthestMarks(g.SkipMarks(), f.pub.Marks(-1, 0))
+	}
+	return furthestMarks(g.SkipMarks(), f.pub.Marks(i, q.AckPoint()))
 }
 
 // publishedMarks is every line the feed published, one place per epoch:
-// this instance's and, where further, its earlier instances' (before a
-// reload) that this instance's re-read has not reached yet. Call it as
-// Marks.
-func (f *Feed) publishedMarks() []feed.Mark {
-	return furthestMarks(f.published, f.pub.Marks(-1, 0))
+// this instance's (mine: Marks(-1, 0)) and, where further, its earlier
+// instances' (before a reload) that this instance's re-read has not
+// reached yet — where a subscriber added now starts. A hold's places are
+// this instance's only, as its count of lines is (stopFeed).
+func (f *Feed) publishedMarks(mine []feed.Mark) []feed.Mark {
+	return furthestMarks(f.published, mine)
 }
 
 // furthestMarks is a's and b's places by epoch, the further of the two
@@ -676,19 +679,19 @@ func furthestMarks(a, b []feed.Mark) []feed.Mark {
 // skipsFor is, for each processor of the restarted feed fc, where in its
 // file the lines it re-reads from the pointer stop being finished without
 // processing: a kept or changed processor skips what it had finished (it
-// receives first the lines it did not finish), a new one every line the
-// stopped instance had published (it subscribes from the next line). The
+// receives first the lines it did not finish), a new one (under "") every
+// line the stopped instance and those before it had published (it
+// subscribes from the next line) — unless it is one a hold names, added
+// back: it skips the hold's places (buildGroup). The
 // place is (epoch, position), so a re-read that is not the same lines (a
 // copytruncate, another path, a failed final commit that leaves the
 // pointer further back) skips exactly what was finished, never more.
 func skipsFor(old *Feed, procs []*config.Processor) map[string][]feed.Mark {
-	out := map[string][]feed.Mark{}
+	out := map[string][]feed.Mark{"": old.finalAck[""]}
 	for _, pc := range procs {
-		m, ok := old.finalAck[pc.Name]
-		if !ok {
-			m = old.finalAck[""]
+		if m, ok := old.finalAck[pc.Name]; ok {
+			out[pc.Name] = m
 		}
-		out[pc.Name] = m
 	}
 	return out
 }
@@ -1264,7 +1267,8 @@ func openHolds(dataDir string) (*holdStore, error) {
 
 // markStop records, at a clean stop of feedName while a hold pins it, the
 // places (one per epoch) its instance published (all: the Throughs of
-// every hold of it, the last of them published last) and those each
+// every hold of it, the last of them published last; of a hold whose
+// subscriber was added back, what it finished) and those each
 // configured subscriber finished (finished: its kept marks, which the
 // next start skips), merged over what earlier stops recorded, in one write.
 func (s *holdStore) markStop(feedName string, all []feed.Mark, finished map[string][]feed.Mark) error {
@@ -1274,12 +1278,19 @@ func (s *holdStore) markStop(feedName string, all []feed.Mark, finished map[stri
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	changed := false
-	if hms := marksOf(all); len(hms) > 0 {
-		for i := range s.entries {
-			if s.entries[i].Feed == feedName {
-				s.entries[i].Throughs = mergeMarks(s.entries[i].places(), hms)
-				changed = true
-			}
+	for i := range s.entries {
+		if s.entries[i].Feed != feedName {
+			continue
+		}
+		ms := all
+		if own, ok := finished[s.entries[i].Subscriber]; ok {
+			// Added back and configured: the lines it was given since and
+			// did not finish are no part of the hold, they are read again.
+			ms = own
+		}
+		if hms := marksOf(ms); len(hms) > 0 {
+			s.entries[i].Throughs = mergeMarks(s.entries[i].places(), hms)
+			changed = true
 		}
 	}
 	for sub, ms := range finished {
