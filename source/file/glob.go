@@ -1980,11 +1980,15 @@ func (a *createdAhead) write(path string, wg *sync.WaitGroup) {
 const maxCopiesKept = 8
 
 // noteCopy keeps the last copy src took in s.copies. A copy is told by
-// its key and when it was taken: a later copy given an earlier, deleted
+// its key, first bytes and size: a later copy given an earlier, deleted
 // one's inode (logrotate's compress removed it) is another copy, whose
-// first bytes and size tell its own compressed twin (prevCopyGz).
+// first bytes and size tell its own compressed twin (prevCopyGz); the same
+// copy taken again by a later source is kept once.
 func (s *gstream) noteCopy(src *Source) {
-	if t := src.CopyKey(); t != nil && !slices.ContainsFunc(s.copies, func(c CopyTaken) bool { return c.Key == t.Key && c.At.Equal(t.At) }) {
+	same := func(a, b CopyTaken) bool {
+		return a.Key == b.Key && a.HeadLen == b.HeadLen && a.Head == b.Head && a.Size == b.Size
+	}
+	if t := src.CopyKey(); t != nil && !slices.ContainsFunc(s.copies, func(c CopyTaken) bool { return same(c, *t) }) {
 		s.copies = append(s.copies, *t)
 		if len(s.copies) > maxCopiesKept {
 			s.copies = slices.Delete(s.copies, 0, 1)
