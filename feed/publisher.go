@@ -188,6 +188,7 @@ func (p *Publisher) TryPublish(b *Batch) bool {
 		case overload.Accept:
 			decisions[i] = 1
 			take++
+			q.noteOld(b)
 		case overload.Drop:
 			decisions[i] = 0
 			if k := n - q.skipped(b); k > 0 { // a line its group skips is finished, not lost

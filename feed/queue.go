@@ -73,6 +73,11 @@ type Queue struct {
 	// pubSkip: the re-read skip of the queue's group (SetPublishSkip),
 	// the end of the last line finished per epoch; read by the publisher.
 	pubSkip map[uint64]int64
+	// pubOld: where the feed's earlier instances published through
+	// (SetPublishOld); oldGiven: the lines at or before it, past pubSkip,
+	// this instance gave the queue again. Both read by the publisher only.
+	pubOld   map[uint64]int64
+	oldGiven atomic.Uint64
 
 	capLines, capBytes int
 
@@ -328,6 +333,32 @@ func (q *Queue) LeftAtStop(n uint64) { q.left.Add(n); q.NoteLoss() }
 // refusal at the publish does not count it. Call before anything
 // publishes.
 func (q *Queue) SetPublishSkip(marks []Mark) { q.pubSkip = MarksByEpoch(marks) }
+
+// SetPublishOld gives the queue where the feed's earlier instances (before
+// a reload) published through, per epoch: OldGiven counts the lines at or
+// before it, past the group's skip, that this instance's re-read gives the
+// queue again. Call before anything publishes.
+func (q *Queue) SetPublishOld(marks []Mark) { q.pubOld = MarksByEpoch(marks) }
+
+// OldGiven is how many lines an earlier instance of the feed gave the
+// queue's subscriber that this instance gave it again (SetPublishOld).
+func (q *Queue) OldGiven() uint64 { return q.oldGiven.Load() }
+
+// noteOld counts b's lines at or before the earlier instances' place and
+// past the group's skip (SetPublishOld), as b is queued.
+func (q *Queue) noteOld(b *Batch) {
+	if len(q.pubOld) == 0 || !b.Positioned {
+		return
+	}
+	at, ok := q.pubOld[b.Epoch]
+	if !ok {
+		return
+	}
+	n := sort.Search(len(b.Ends), func(i int) bool { return b.Ends[i] > at })
+	if k := n - q.skipped(b); k > 0 {
+		q.oldGiven.Add(uint64(k))
+	}
+}
 
 // MarksByEpoch is marks as a map of epoch to the furthest position marked
 // in it (marks not OK left out; nil when none is OK).

@@ -589,13 +589,21 @@ func (d *Daemon) stopFeed(ctx context.Context, f *Feed, removed map[string]bool)
 			done[i] = f.finishedMarks(i, g)
 		}
 	})
+	f.finalOwed = map[string]uint64{}
 	for _, g := range f.groups {
-		q := g.Queue()
-		if !removed[g.Name()] || q.BestEffort() || q.Position() <= q.AckPoint() {
+		if !g.Queue().BestEffort() {
+			f.finalOwed[g.Name()] = f.unfinished(g)
+		}
+	}
+	for _, g := range f.groups {
+		n := f.finalOwed[g.Name()]
+		if !removed[g.Name()] || n == 0 {
 			continue
 		}
-		n := q.Position() - q.AckPoint()
-		e := holdEntry{Feed: f.cfg.Name, Subscriber: g.Name(), Lines: n, Through: markOf(last), Throughs: marksOf(all)}
+		// Its places: every line published, also by the instances before
+		// this one (its count has their lines it did not finish): added
+		// back, it re-reads none of what it holds.
+		e := holdEntry{Feed: f.cfg.Name, Subscriber: g.Name(), Lines: n, Through: markOf(last), Throughs: marksOf(f.publishedMarks(all))}
 		if err := d.holds.add(e); err != nil && first == nil {
 			first = err
 		} else if err == nil {
@@ -650,6 +658,20 @@ func (f *Feed) finishedMarks(i int, g *processor.Group) []feed.Mark {
 		return furthestMarks(g.SkipMarks(), f.pub.Marks(-1, 0))
 	}
 	return furthestMarks(g.SkipMarks(), f.pub.Marks(i, q.AckPoint()))
+}
+
+// unfinished is how many lines group g's subscriber was given and did not
+// finish: this instance's, and those an earlier instance (before a reload)
+// gave it that this one has not given it again yet (a re-read stopped
+// short by a full window).
+func (f *Feed) unfinished(g *processor.Group) uint64 {
+	q := g.Queue()
+	var n uint64
+	if q.Position() > q.AckPoint() {
+		n = q.Position() - q.AckPoint()
+	}
+	prev := f.owed[g.Name()]
+	return n + prev - min(prev, q.OldGiven())
 }
 
 // publishedMarks is every line the feed published, one place per epoch:
@@ -1055,6 +1077,12 @@ func (f *Feed) inherit(old *Feed) {
 	// reports itself (it resumes where this one stopped, or re-reads them).
 	c.seq = s.SeqAfter
 	f.published = old.finalAck[""]
+	f.owed = old.finalOwed
+	for _, g := range f.groups {
+		if f.owed[g.Name()] > 0 {
+			g.Queue().SetPublishOld(f.published)
+		}
+	}
 	// Numbers on: a processor sees the sequence feed.status counts. What
 	// the earlier instance's pointer-holding subscribers had not finished
 	// is read again under new sequences: the reported acknowledged and
