@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"sort"
+	"strings"
 
 	"tailfeed/internal/datadir"
 )
@@ -24,6 +25,7 @@ func (d *decoder) validate(cfg *Config, m *meta) {
 		d.subscribers(f, i, m.feeds[i], procs)
 	}
 	d.unread(cfg, feeds)
+	d.stateNames(cfg, feeds, m)
 	d.outputPaths(cfg, m)
 	for _, name := range SinkTypes() {
 		if spec, _ := sinkSpec(name); spec.Check != nil {
@@ -53,6 +55,27 @@ func (d *decoder) unread(cfg *Config, feeds map[string]*Feed) {
 		}
 		d.errorf(f.Line, "feeds[%d]: no processor reads feed %q; its lines would go nowhere (add a processor with feed: %s)",
 			i, clip(f.Name), clip(f.Name))
+	}
+}
+
+// stateNames reports a glob feed whose pointers' directory under
+// dataDir/feeds (DESIGN §10: feeds/<feed>/) is another feed's pointer file
+// (§3: feeds/<feed>.ptr) or epochs file (feeds/<feed>.epochs): feeds "x"
+// and "x.ptr" would share dataDir/feeds/x.ptr. The error is at the glob
+// feed's name.
+func (d *decoder) stateNames(cfg *Config, feeds map[string]*Feed, m *meta) {
+	for i, f := range cfg.Feeds {
+		if f.Name == "" || !IsGlob(f.Path) || feeds[f.Name] != f {
+			continue
+		}
+		for _, file := range []struct{ suffix, what string }{{".ptr", "pointer"}, {".epochs", "epochs"}} {
+			stem, ok := strings.CutSuffix(f.Name, file.suffix)
+			if !ok || feeds[stem] == nil {
+				continue
+			}
+			d.errorf(m.feeds[i].nameLine, "feeds[%d].name: a glob feed named %q keeps its pointers in dataDir/feeds/%s/, which is feed %q's %s file (rename one of the two feeds)",
+				i, clip(f.Name), clip(f.Name), clip(stem), file.what)
+		}
 	}
 }
 

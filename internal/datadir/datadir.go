@@ -10,7 +10,7 @@
 //	<dataDir>/feeds/<feed>/<epoch>.ptr a glob feed's per-file pointers (DESIGN §10)
 //	<dataDir>/dlq/<processor>.jsonl  a processor's dead-letter ledger
 //	<dataDir>/state/<processor>.rec  an exactlyOnce file sink's or a webhook's record
-//	<dataDir>/state/<processor>.json a count processor's state
+//	<dataDir>/state/<processor>.count.json a count processor's state
 //	<dataDir>/state/removed.json     removed subscribers' holds (DESIGN §12 "Reload")
 //	<dataDir>/state/<processor>.<time>.old/  a changed processor's state moved aside at a reload
 //	<dataDir>/feeds/<feed>.ptr.<epoch>.old   a feed's pointer moved aside when its path changed
@@ -82,8 +82,22 @@ func Record(dataDir, processor string) string {
 	return filepath.Join(dataDir, State, processor+".rec")
 }
 
-// CountState is dataDir/state/<processor>.json: a count processor's state.
+// CountState is dataDir/state/<processor>.count.json: a count processor's
+// state. Not <processor>.json, as an earlier tailfeed kept it: a processor
+// named removed or
+// released took the daemon's own removed.json or released.json;
+// CountStateOld is that name, which a count processor's first open moves
+// to this one.
 func CountState(dataDir, processor string) string {
+	return filepath.Join(dataDir, State, processor+".count.json")
+}
+
+// CountStateOld is where a count processor's state was kept before
+// CountState (none for the names the daemon's own files have).
+func CountStateOld(dataDir, processor string) string {
+	if processor == "removed" || processor == "released" {
+		return ""
+	}
 	return filepath.Join(dataDir, State, processor+".json")
 }
 

@@ -1,8 +1,15 @@
 package count
 
 import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
 	"tailfeed/config"
 	"tailfeed/internal/datadir"
+	"tailfeed/internal/fileutil"
 	"tailfeed/sink"
 )
 
@@ -12,18 +19,46 @@ func init() {
 	}})
 }
 
-// open builds a count processor; its state is dataDir/state/<processor>.json,
-// saved at most fsyncIntervalMillis after a change. It applies match
-// itself (the group does not filter a count processor by it).
+// open builds a count processor; its state is
+// dataDir/state/<processor>.count.json (datadir.CountState; a state an
+// earlier tailfeed kept as <processor>.json is moved there first), saved at
+// most fsyncIntervalMillis after a change. It applies match itself (the
+// group does not filter a count processor by it).
 func open(env sink.Env) (any, error) {
 	pc := env.Config
+	path := datadir.CountState(env.DataDir, pc.Name)
+	if err := moveOldState(datadir.CountStateOld(env.DataDir, pc.Name), path); err != nil {
+		return nil, err
+	}
 	return OpenCount(CountConfig{
 		Name:       pc.Name,
-		Path:       datadir.CountState(env.DataDir, pc.Name),
+		Path:       path,
 		Match:      pc.Built.Match,
 		Interval:   pc.Built.FsyncInterval,
 		Checkpoint: env.Group,
 		Glob:       map[string]bool{env.Feed.Name: config.IsGlob(env.Feed.Path)},
 		Feed:       env.Feed.Name,
 	})
+}
+
+// moveOldState renames the state file old (an earlier tailfeed's name for
+// it; "": none) to path when path does not exist yet, and makes the
+// rename durable.
+func moveOldState(old, path string) error {
+	if old == "" {
+		return nil
+	}
+	if _, err := os.Lstat(path); err == nil || !errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if _, err := os.Lstat(old); err != nil {
+		return nil
+	}
+	if err := os.Rename(old, path); err != nil {
+		return fmt.Errorf("count state: move %s to %s: %w", old, path, err)
+	}
+	if err := fileutil.SyncDir(filepath.Dir(path)); err != nil {
+		return fmt.Errorf("count state: moved %s to %s: %w", old, path, err)
+	}
+	return nil
 }
