@@ -440,8 +440,9 @@ func (d *Daemon) buildGroup(f *Feed, pc *config.Processor, q *feed.Queue, log hc
 		// (reload.go): it skips what it finished.
 		gc.Skip = skip
 	case f.activeHold(pc.Name) != nil:
-		// Added back while it holds the feed: it re-reads nothing.
-		gc.Skip = d.holds.throughMarks(f.cfg.Name, pc.Name)
+		// Added back while it holds the feed: it re-reads nothing, neither
+		// what it holds nor, added by a reload, what was published since.
+		gc.Skip = furthestMarks(d.holds.throughMarks(f.cfg.Name, pc.Name), d.skips[""])
 	case d.skips != nil:
 		// Added by a reload: it subscribes from the next line.
 		gc.Skip = d.skips[""]

@@ -593,6 +593,21 @@ func (d *Daemon) stopFeed(ctx context.Context, f *Feed, removed map[string]bool)
 	for _, g := range f.groups {
 		if !g.Queue().BestEffort() {
 			f.finalOwed[g.Name()] = f.unfinished(g)
+			continue
+		}
+		// A best-effort queue finished or counted what this instance gave
+		// it; what an earlier instance gave it (before its policy became
+		// best-effort) and this one did not give again is carried, or,
+		// the subscriber removed, dropped.
+		left := f.owedLeft(g)
+		switch {
+		case left == 0:
+		case removed[g.Name()]:
+			g.Queue().LeftAtStop(left)
+			d.log.Warn("removed best-effort subscriber had not been given again lines an earlier instance gave it; counted dropped",
+				"feed", f.cfg.Name, "subscriber", g.Name(), "lines", left)
+		default:
+			f.finalOwed[g.Name()] = left
 		}
 	}
 	for _, g := range f.groups {
@@ -670,8 +685,14 @@ func (f *Feed) unfinished(g *processor.Group) uint64 {
 	if q.Position() > q.AckPoint() {
 		n = q.Position() - q.AckPoint()
 	}
+	return n + f.owedLeft(g)
+}
+
+// owedLeft is how many lines an earlier instance gave group g's subscriber
+// without its finishing them that this instance has not given it again.
+func (f *Feed) owedLeft(g *processor.Group) uint64 {
 	prev := f.owed[g.Name()]
-	return n + prev - min(prev, q.OldGiven())
+	return prev - min(prev, g.Queue().OldGiven())
 }
 
 // publishedMarks is every line the feed published, one place per epoch:
@@ -1077,7 +1098,11 @@ func (f *Feed) inherit(old *Feed) {
 	// reports itself (it resumes where this one stopped, or re-reads them).
 	c.seq = s.SeqAfter
 	f.published = old.finalAck[""]
-	f.owed = old.finalOwed
+	if old.cfg.Path == f.cfg.Path {
+		// (A new path starts as a new feed: what the old file's lines
+		// owed is not given again by this one's.)
+		f.owed = old.finalOwed
+	}
 	for _, g := range f.groups {
 		if f.owed[g.Name()] > 0 {
 			g.Queue().SetPublishOld(f.published)
