@@ -109,30 +109,61 @@ func twoReloads(t *testing.T, dir, extra string) *env {
 	const n = 40
 	slow := newBlocker()
 	t.Cleanup(func() { close(slow.open) })
-	newbie := newBlocker()
-	t.Cleanup(func() { close(newbie.open) })
-	open := newBlocker()
-	close(open.open)
-	builds := 0
-	pick := func(pc *config.Processor, g *processor.Group) (any, error) {
-		if builds++; builds == 1 {
-			return newbie.build(pc, g)
-		}
-		return open.build(pc, g)
-	}
-	e := startIn(t, dir, rev10KeptBase+"  - {name: slow, feed: app, type: discard}\n",
-		Options{Processors: map[string]Build{"slow": slow.build, "newbie": pick}})
-	e.appendLines(numbered("a-", 0, n)...)
-	e.waitFor("archive done", 10*time.Second, func(f status.FeedReport) bool { return sub(t, f, "archive").Dispatched == n })
-	e.rewrite(rev10KeptSmall + "  - {name: newbie, feed: app, type: discard}\n")
+	e := slowGiven40(t, dir, slow.build, map[string]Build{"newbie": blockedThenOpen(t)}, "")
+	e.rewrite(rev10KeptSmall + newbieLine)
 	if code, body := e.reload(); code != http.StatusOK {
 		t.Fatalf("reload: %d %s", code, body)
 	}
 	time.Sleep(time.Second) // the re-read stops at the window, 8 lines in
-	e.rewrite(rev10KeptBase + "  - {name: newbie, feed: app, type: discard}\n" + extra)
+	e.rewrite(rev10KeptBase + newbieLine + extra)
 	if code, body := e.reload(); code != http.StatusOK {
 		t.Fatalf("second reload: %d %s", code, body)
 	}
 	time.Sleep(1500 * time.Millisecond)
+	return e
+}
+
+// The config lines of the custom processors slow and newbie (Options).
+const (
+	slowLine   = "  - {name: slow, feed: app, type: discard}\n"
+	newbieLine = "  - {name: newbie, feed: app, type: discard}\n"
+)
+
+// builds is a custom processor's Build whose k-th call (a reload builds
+// the processor again) builds with bs[k-1]; every call past them with the
+// last.
+func builds(bs ...Build) Build {
+	k := 0
+	return func(pc *config.Processor, g *processor.Group) (any, error) {
+		b := bs[min(k, len(bs)-1)]
+		k++
+		return b(pc, g)
+	}
+}
+
+// blockedThenOpen builds a processor that finishes nothing (blocked until
+// the test ends) at its first build and everything at the later ones.
+func blockedThenOpen(t *testing.T) Build {
+	blocked, open := newBlocker(), newBlocker()
+	t.Cleanup(func() { close(blocked.open) })
+	close(open.open)
+	return builds(blocked.build, open.build)
+}
+
+// slowGiven40 starts rev10KeptBase with the custom processor slow (built
+// by slow) and more (their config lines in extra, slow's added), writes
+// 40 lines and waits until archive wrote them and slow was given them.
+func slowGiven40(t *testing.T, dir string, slow Build, more map[string]Build, extra string) *env {
+	t.Helper()
+	const n = 40
+	procs := map[string]Build{"slow": slow}
+	for name, b := range more {
+		procs[name] = b
+	}
+	e := startIn(t, dir, rev10KeptBase+slowLine+extra, Options{Processors: procs})
+	e.appendLines(numbered("a-", 0, n)...)
+	e.waitFor("archive done, slow given 40", 20*time.Second, func(f status.FeedReport) bool {
+		return sub(t, f, "archive").Dispatched == n && sub(t, f, "slow").Position == n
+	})
 	return e
 }

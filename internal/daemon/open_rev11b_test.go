@@ -44,13 +44,7 @@ func TestRev11BCHoldAfterARestartForgetsWhatEarlierRunsGave(t *testing.T) {
 	const n = 40
 	slowA, newbieA := newBlocker(), newBlocker()
 	t.Cleanup(func() { close(slowA.open); close(newbieA.open) })
-	slowLine := "  - {name: slow, feed: app, type: discard}\n"
-	newbieLine := "  - {name: newbie, feed: app, type: discard}\n"
-	e := startIn(t, dir, rev10KeptBase+slowLine, Options{Processors: map[string]Build{"slow": slowA.build, "newbie": newbieA.build}})
-	e.appendLines(numbered("a-", 0, n)...)
-	e.waitFor("archive done, slow given 40", 20*time.Second, func(f status.FeedReport) bool {
-		return sub(t, f, "archive").Dispatched == n && sub(t, f, "slow").Position == n
-	})
+	e := slowGiven40(t, dir, slowA.build, map[string]Build{"newbie": newbieA.build}, "")
 	e.rewrite(rev10KeptSmall + slowLine + newbieLine)
 	if code, body := e.reload(); code != http.StatusOK {
 		t.Fatalf("reload 1: %d %s", code, body)

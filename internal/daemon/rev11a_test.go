@@ -180,34 +180,7 @@ func TestRev11ACBestEffortSkipsEarlierInstancesUnfinishedLines(t *testing.T) {
 	slowA := newBlocker()
 	t.Cleanup(func() { close(slowA.open) })
 	recB, recC := &recorder{}, &recorder{}
-	slowBuilds := 0
-	slow := func(pc *config.Processor, g *processor.Group) (any, error) {
-		switch slowBuilds++; slowBuilds {
-		case 1:
-			return slowA.build(pc, g)
-		case 2:
-			return recB.build(pc, g)
-		}
-		return recC.build(pc, g)
-	}
-	newbie := newBlocker()
-	t.Cleanup(func() { close(newbie.open) })
-	open := newBlocker()
-	close(open.open)
-	newbieBuilds := 0
-	pickNewbie := func(pc *config.Processor, g *processor.Group) (any, error) {
-		if newbieBuilds++; newbieBuilds == 1 {
-			return newbie.build(pc, g)
-		}
-		return open.build(pc, g)
-	}
-	slowLine := "  - {name: slow, feed: app, type: discard}\n"
-	newbieLine := "  - {name: newbie, feed: app, type: discard}\n"
-	e := startIn(t, dir, rev10KeptBase+slowLine, Options{Processors: map[string]Build{"slow": slow, "newbie": pickNewbie}})
-	e.appendLines(numbered("a-", 0, n)...)
-	e.waitFor("archive done, slow given 40", 20*time.Second, func(f status.FeedReport) bool {
-		return sub(t, f, "archive").Dispatched == n && sub(t, f, "slow").Position == n
-	})
+	e := slowGiven40(t, dir, builds(slowA.build, recB.build, recC.build), map[string]Build{"newbie": blockedThenOpen(t)}, "")
 	bestEffort := strings.Replace(rev10KeptSmall, "maxPendingAcks: 8}", "maxPendingAcks: 8, overload: {subscribers: {slow: {policy: DROP_AFTER_SPIN}}}}", 1)
 	if bestEffort == rev10KeptSmall {
 		t.Fatal("config not changed")
@@ -269,19 +242,7 @@ func TestRev11ADAddedBackAfterAPartReReadLosesUncounted(t *testing.T) {
 	slowA := newBlocker()
 	t.Cleanup(func() { close(slowA.open) })
 	rec := &recorder{}
-	builds := 0
-	slow := func(pc *config.Processor, g *processor.Group) (any, error) {
-		if builds++; builds <= 2 {
-			return slowA.build(pc, g)
-		}
-		return rec.build(pc, g)
-	}
-	slowLine := "  - {name: slow, feed: app, type: discard}\n"
-	e := startIn(t, dir, rev10KeptBase+slowLine, Options{Processors: map[string]Build{"slow": slow}})
-	e.appendLines(numbered("a-", 0, n)...)
-	e.waitFor("archive done, slow given 40", 20*time.Second, func(f status.FeedReport) bool {
-		return sub(t, f, "archive").Dispatched == n && sub(t, f, "slow").Position == n
-	})
+	e := slowGiven40(t, dir, builds(slowA.build, slowA.build, rec.build), nil, "")
 	e.rewrite(rev10KeptSmall + slowLine)
 	if code, body := e.reload(); code != http.StatusOK {
 		t.Fatalf("reload 1: %d %s", code, body)
