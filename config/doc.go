@@ -26,8 +26,10 @@
 // out-of-range numbers, missing required keys (feed name and path; processor
 // name, feed and type; path for file, url for webhook), names outside
 // [A-Za-z0-9._-]+, duplicate feed names, a glob feed named as another feed's
-// pointer or epochs file (<feed>.ptr, <feed>.epochs: its pointers' directory
-// would be that file), duplicate processor names, a
+// file under dataDir/feeds (a single-file feed's <feed>.ptr, any feed's
+// <feed>.epochs, or a name a reload moves them aside to, *.ptr.<epoch>.old,
+// *.epochs.<epoch>.old: its pointers' directory would be that file),
+// duplicate processor names, a
 // processor naming no feed, an overload.subscribers key naming no processor
 // of that feed, match/exclude that do not compile as RE2, a rotatedNames
 // entry that is not a well-formed filepath.Match glob over a base name (empty,

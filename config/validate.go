@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"regexp"
 	"sort"
 	"strings"
 
@@ -59,8 +60,11 @@ func (d *decoder) unread(cfg *Config, feeds map[string]*Feed) {
 }
 
 // stateNames reports a glob feed whose pointers' directory under
-// dataDir/feeds (DESIGN §10: feeds/<feed>/) is another feed's pointer file
-// (§3: feeds/<feed>.ptr) or epochs file (feeds/<feed>.epochs): feeds "x"
+// dataDir/feeds (DESIGN §10: feeds/<feed>/) is another feed's file there:
+// a single-file feed's pointer (§3: feeds/<feed>.ptr), any feed's epochs
+// file (feeds/<feed>.epochs), or where a reload moves them aside when a
+// feed's path changes (feeds/<feed>.ptr.<epoch>.old,
+// feeds/<feed>.epochs.<epoch>.old; refused whatever the feed). Feeds "x"
 // and "x.ptr" would share dataDir/feeds/x.ptr. The error is at the glob
 // feed's name.
 func (d *decoder) stateNames(cfg *Config, feeds map[string]*Feed, m *meta) {
@@ -68,16 +72,25 @@ func (d *decoder) stateNames(cfg *Config, feeds map[string]*Feed, m *meta) {
 		if f.Name == "" || !IsGlob(f.Path) || feeds[f.Name] != f {
 			continue
 		}
+		if movedAsideName.MatchString(f.Name) {
+			d.errorf(m.feeds[i].nameLine, "feeds[%d].name: a glob feed named %q keeps its pointers in dataDir/feeds/%s/, where a reload moves a feed's pointer or epochs file aside (rename the feed)",
+				i, clip(f.Name), clip(f.Name))
+			continue
+		}
 		for _, file := range []struct{ suffix, what string }{{".ptr", "pointer"}, {".epochs", "epochs"}} {
 			stem, ok := strings.CutSuffix(f.Name, file.suffix)
-			if !ok || feeds[stem] == nil {
-				continue
+			if !ok || feeds[stem] == nil || (file.suffix == ".ptr" && IsGlob(feeds[stem].Path)) {
+				continue // a glob feed has no feeds/<feed>.ptr
 			}
 			d.errorf(m.feeds[i].nameLine, "feeds[%d].name: a glob feed named %q keeps its pointers in dataDir/feeds/%s/, which is feed %q's %s file (rename one of the two feeds)",
 				i, clip(f.Name), clip(f.Name), clip(stem), file.what)
 		}
 	}
 }
+
+// movedAsideName is the name of a pointer or epochs file a reload moved
+// aside (datadir.PointerAside: <feed>.ptr.<epoch>.old).
+var movedAsideName = regexp.MustCompile(`\.(ptr|epochs)\.[0-9a-f]+\.old$`)
 
 // uniqueFeeds reports a feed name used twice and indexes the feeds by name
 // (the first of each name).

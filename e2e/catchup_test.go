@@ -784,7 +784,7 @@ const catchUpCountConfig = cuHeader + cuPlainFeed + `processors:
 func TestCatchUpRestoredCount(t *testing.T) {
 	e := newEnv(t, catchUpCountConfig)
 	in := newInput(t, e.path("in.log"))
-	state := e.path("state/state/counter.count.json")
+	state := e.path("state/state/count/counter.json")
 	in.appendLines(3000)
 	d := e.start()
 	d.waitSettled(60 * time.Second)

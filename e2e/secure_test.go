@@ -181,7 +181,7 @@ func TestDataDirPrivate(t *testing.T) {
 	}
 	sort.Strings(files)
 	t.Logf("dataDir files: %v", files)
-	for _, want := range []string{"LOCK", "feeds/app.ptr", "dlq/hook.jsonl", "state/archive.rec", "state/counter.count.json", "state/hook.rec"} {
+	for _, want := range []string{"LOCK", "feeds/app.ptr", "dlq/hook.jsonl", "state/archive.rec", "state/count/counter.json", "state/hook.rec"} {
 		if _, ok := modes[e.path("state/"+want)]; !ok {
 			t.Errorf("no %s in dataDir (have %v): the walk checked less than it should", want, files)
 		}

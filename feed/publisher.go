@@ -184,11 +184,11 @@ func (p *Publisher) TryPublish(b *Batch) bool {
 	decisions := p.ackPts // reuse as scratch: 1 = accept
 	for i, q := range p.Queues {
 		p.start[i] = q.Position()
+		q.noteOld(b) // given again, queued or counted dropped or refused below
 		switch p.dec[i] {
 		case overload.Accept:
 			decisions[i] = 1
 			take++
-			q.noteOld(b)
 		case overload.Drop:
 			decisions[i] = 0
 			if k := n - q.skipped(b); k > 0 { // a line its group skips is finished, not lost

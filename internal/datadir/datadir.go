@@ -10,7 +10,7 @@
 //	<dataDir>/feeds/<feed>/<epoch>.ptr a glob feed's per-file pointers (DESIGN §10)
 //	<dataDir>/dlq/<processor>.jsonl  a processor's dead-letter ledger
 //	<dataDir>/state/<processor>.rec  an exactlyOnce file sink's or a webhook's record
-//	<dataDir>/state/<processor>.count.json a count processor's state
+//	<dataDir>/state/count/<processor>.json a count processor's state
 //	<dataDir>/state/removed.json     removed subscribers' holds (DESIGN §12 "Reload")
 //	<dataDir>/state/<processor>.<time>.old/  a changed processor's state moved aside at a reload
 //	<dataDir>/feeds/<feed>.ptr.<epoch>.old   a feed's pointer moved aside when its path changed
@@ -82,15 +82,18 @@ func Record(dataDir, processor string) string {
 	return filepath.Join(dataDir, State, processor+".rec")
 }
 
-// CountState is dataDir/state/<processor>.count.json: a count processor's
-// state. Not <processor>.json, as an earlier tailfeed kept it: a processor
-// named removed or
-// released took the daemon's own removed.json or released.json;
-// CountStateOld is that name, which a count processor's first open moves
-// to this one.
+// CountState is dataDir/state/count/<processor>.json: a count processor's
+// state. Not state/<processor>.json, as an earlier tailfeed kept it: a
+// processor named removed or released took the daemon's own removed.json
+// or released.json. In a directory of their own the names of count
+// states meet no other file, old or new; CountStateOld is the earlier
+// name, which a count processor's first open moves to this one.
 func CountState(dataDir, processor string) string {
-	return filepath.Join(dataDir, State, processor+".count.json")
+	return filepath.Join(dataDir, State, CountDir, processor+".json")
 }
+
+// CountDir is the directory of the count states under dataDir/state.
+const CountDir = "count"
 
 // CountStateOld is where a count processor's state was kept before
 // CountState (none for the names the daemon's own files have).

@@ -13,7 +13,7 @@ func TestLayout(t *testing.T) {
 		{Epochs("/d", "app"), "/d/feeds/app.epochs"},
 		{DeadLetters("/d", "p"), "/d/dlq/p.jsonl"},
 		{Record("/d", "p"), "/d/state/p.rec"},
-		{CountState("/d", "p"), "/d/state/p.count.json"}, {CountStateOld("/d", "p"), "/d/state/p.json"}, {CountStateOld("/d", "removed"), ""},
+		{CountState("/d", "p"), "/d/state/count/p.json"}, {CountStateOld("/d", "p"), "/d/state/p.json"}, {CountStateOld("/d", "removed"), ""},
 	} {
 		if c.got != c.want {
 			t.Errorf("got %s, want %s", c.got, c.want)

@@ -20,7 +20,7 @@ func init() {
 }
 
 // open builds a count processor; its state is
-// dataDir/state/<processor>.count.json (datadir.CountState; a state an
+// dataDir/state/count/<processor>.json (datadir.CountState; a state an
 // earlier tailfeed kept as <processor>.json is moved there first), saved at
 // most fsyncIntervalMillis after a change. It applies match itself (the
 // group does not filter a count processor by it).
@@ -41,13 +41,17 @@ func open(env sink.Env) (any, error) {
 	})
 }
 
-// moveOldState renames the state file old (an earlier tailfeed's name for
-// it; "": none) to path when path does not exist yet, and makes the
-// rename durable.
+// moveOldState makes path's directory, and renames the state file old
+// (an earlier tailfeed's name for it; "": none) to path when path does not
+// exist yet, and makes the rename durable.
 func moveOldState(old, path string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return fmt.Errorf("count state: %w", err)
+	}
 	if old == "" {
 		return nil
 	}
+	defer os.Remove(old + ".tmp") // an earlier tailfeed's save a crash interrupted: never read
 	if _, err := os.Lstat(path); err == nil || !errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
@@ -57,8 +61,10 @@ func moveOldState(old, path string) error {
 	if err := os.Rename(old, path); err != nil {
 		return fmt.Errorf("count state: move %s to %s: %w", old, path, err)
 	}
-	if err := fileutil.SyncDir(filepath.Dir(path)); err != nil {
-		return fmt.Errorf("count state: moved %s to %s: %w", old, path, err)
+	for _, dir := range []string{filepath.Dir(path), filepath.Dir(old)} {
+		if err := fileutil.SyncDir(dir); err != nil {
+			return fmt.Errorf("count state: moved %s to %s: %w", old, path, err)
+		}
 	}
 	return nil
 }

@@ -24,7 +24,7 @@ func TestNoteCopyKeepsALaterCopyOnAReusedKey(t *testing.T) {
 	at := time.Now()
 	for i, c := range []CopyTaken{
 		{Key: 7, At: at, HeadLen: 10, Head: 1, Size: 100},
-		{Key: 7, At: at, HeadLen: 10, Head: 1, Size: 100}, // the same copy noted again (the stream restarted)
+		{Key: 7, At: at, HeadLen: 10, Head: 1, Size: 100},                                 // the same copy noted again (the stream restarted)
 		{Key: 7, At: at.Add(time.Millisecond), HeadLen: 10, Head: 1, Size: 100, Epoch: 3}, // taken again by a later source
 		{Key: 7, At: at.Add(time.Second), HeadLen: 18, Head: 2, Size: 18},
 	} {

@@ -339,6 +339,14 @@ func NewGlob(cfg GlobConfig, pub *feed.Publisher) (*Glob, error) {
 	if g.log == nil {
 		g.log = hclog.NewNullLogger()
 	}
+	if cfg.PointerDir != "" {
+		// Another file where its pointers' directory goes: a single-file
+		// feed's pointer or epochs file whose name this feed took (a feed
+		// removed or renamed by a reload leaves its pointer behind).
+		if fi, err := os.Lstat(cfg.PointerDir); err == nil && !fi.IsDir() {
+			return nil, fmt.Errorf("%s is a file, not a directory: a glob feed keeps its per-file pointers there (another feed's pointer of that name? rename the feed, or move the file if that feed is gone)", cfg.PointerDir)
+		}
+	}
 	for _, e := range cfg.Exclude {
 		p, err := CompilePattern(e)
 		if err != nil {
