@@ -65,11 +65,12 @@ func (d *decoder) unread(cfg *Config, feeds map[string]*Feed) {
 // file (feeds/<feed>.epochs), or where a reload moves them aside when a
 // feed's path changes (feeds/<feed>.ptr.<epoch>.old,
 // feeds/<feed>.epochs.<epoch>.old; refused whatever the feed). Feeds "x"
-// and "x.ptr" would share dataDir/feeds/x.ptr. The error is at the glob
-// feed's name.
+// and "x.ptr" would share dataDir/feeds/x.ptr. Only a COMMITTED feed keeps
+// these files. The error is at the glob feed's name.
 func (d *decoder) stateNames(cfg *Config, feeds map[string]*Feed, m *meta) {
+	committed := func(f *Feed) bool { return f.ReadStrategy == StrategyCommitted } // only it keeps pointers
 	for i, f := range cfg.Feeds {
-		if f.Name == "" || !IsGlob(f.Path) || feeds[f.Name] != f {
+		if f.Name == "" || !IsGlob(f.Path) || feeds[f.Name] != f || !committed(f) {
 			continue
 		}
 		if movedAsideName.MatchString(f.Name) {
@@ -79,7 +80,7 @@ func (d *decoder) stateNames(cfg *Config, feeds map[string]*Feed, m *meta) {
 		}
 		for _, file := range []struct{ suffix, what string }{{".ptr", "pointer"}, {".epochs", "epochs"}} {
 			stem, ok := strings.CutSuffix(f.Name, file.suffix)
-			if !ok || feeds[stem] == nil || (file.suffix == ".ptr" && IsGlob(feeds[stem].Path)) {
+			if !ok || feeds[stem] == nil || !committed(feeds[stem]) || (file.suffix == ".ptr" && IsGlob(feeds[stem].Path)) {
 				continue // a glob feed has no feeds/<feed>.ptr
 			}
 			d.errorf(m.feeds[i].nameLine, "feeds[%d].name: a glob feed named %q keeps its pointers in dataDir/feeds/%s/, which is feed %q's %s file (rename one of the two feeds)",

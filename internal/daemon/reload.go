@@ -849,11 +849,21 @@ func (d *Daemon) movePointerAside(f *Feed) func() {
 // loss it gives up is recorded first); when it fails nothing is moved.
 func (d *Daemon) moveStateAside(name string, ahead func(dir string) error) func() {
 	var files []string
+	asideName := map[string]string{} // file → its name in the aside directory (its base name)
 	for _, p := range []string{datadir.Record(d.cfg.DataDir, name), datadir.CountState(d.cfg.DataDir, name),
-		datadir.DeadLetters(d.cfg.DataDir, name)} {
+		datadir.DeadLetters(d.cfg.DataDir, name), datadir.CountStateOld(d.cfg.DataDir, name)} {
+		if p == "" {
+			continue
+		}
 		if _, err := os.Stat(p); err == nil {
 			files = append(files, p)
+			asideName[p] = filepath.Base(p)
 		}
+	}
+	if old := datadir.CountStateOld(d.cfg.DataDir, name); asideName[old] != "" {
+		// An earlier tailfeed's count state, never moved (the processor
+		// was no count since): a count opened later would take it.
+		asideName[old] = "earlier-" + filepath.Base(old)
 	}
 	if len(files) == 0 {
 		return nil
@@ -872,7 +882,7 @@ func (d *Daemon) moveStateAside(name string, ahead func(dir string) error) func(
 	}
 	var moved []string
 	for _, p := range files {
-		if err := os.Rename(p, filepath.Join(dir, filepath.Base(p))); err != nil {
+		if err := os.Rename(p, filepath.Join(dir, asideName[p])); err != nil {
 			d.log.Error("reload: state not moved aside", "processor", name, "file", p, "error", err)
 		} else {
 			moved = append(moved, p)
@@ -882,7 +892,7 @@ func (d *Daemon) moveStateAside(name string, ahead func(dir string) error) func(
 	return func() {
 		for _, p := range moved {
 			os.Remove(p) // what a failed build may have created
-			if err := os.Rename(filepath.Join(dir, filepath.Base(p)), p); err != nil {
+			if err := os.Rename(filepath.Join(dir, asideName[p]), p); err != nil {
 				d.log.Error("reload: state not moved back", "processor", name, "file", p, "error", err)
 			}
 		}

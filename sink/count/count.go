@@ -43,7 +43,7 @@ type Count struct {
 // CountConfig configures a count processor.
 type CountConfig struct {
 	Name       string
-	Path       string               // the state file, dataDir/state/<processor>.count.json
+	Path       string               // the state file, dataDir/state/count/<processor>.json
 	Match      *regexp.Regexp       // nil: count whole lines
 	Interval   time.Duration        // longest a change waits for its save
 	Checkpoint processor.Checkpoint // the group

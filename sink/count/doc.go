@@ -6,7 +6,7 @@
 //
 // The counts and, per feed, the (epoch, position) of the last line applied
 // are kept in memory and saved together, atomically, to
-// dataDir/state/<processor>.count.json (CountState; temp file, fsync, rename,
+// dataDir/state/count/<processor>.json (CountState; temp file, fsync, rename,
 // fsync of the directory) at most fsyncIntervalMillis after the first
 // unsaved change — not per line. The queue's ack point waits for the save
 // (a checkpoint hold), so the pointer never passes a line whose count is

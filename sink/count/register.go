@@ -45,8 +45,16 @@ func open(env sink.Env) (any, error) {
 // (an earlier tailfeed's name for it; "": none) to path when path does not
 // exist yet, and makes the rename durable.
 func moveOldState(old, path string) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return fmt.Errorf("count state: %w", err)
+	dir := filepath.Dir(path)
+	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		// Made durable with its entry: a state saved in it must not vanish
+		// with the directory at a power loss.
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return fmt.Errorf("count state: %w", err)
+		}
+		if err := fileutil.SyncDir(filepath.Dir(dir)); err != nil {
+			return fmt.Errorf("count state: %w", err)
+		}
 	}
 	if old == "" {
 		return nil

@@ -343,7 +343,7 @@ func NewGlob(cfg GlobConfig, pub *feed.Publisher) (*Glob, error) {
 		// Another file where its pointers' directory goes: a single-file
 		// feed's pointer or epochs file whose name this feed took (a feed
 		// removed or renamed by a reload leaves its pointer behind).
-		if fi, err := os.Lstat(cfg.PointerDir); err == nil && !fi.IsDir() {
+		if fi, err := os.Stat(cfg.PointerDir); err == nil && !fi.IsDir() {
 			return nil, fmt.Errorf("%s is a file, not a directory: a glob feed keeps its per-file pointers there (another feed's pointer of that name? rename the feed, or move the file if that feed is gone)", cfg.PointerDir)
 		}
 	}
