@@ -27,10 +27,7 @@ func keptEarlyRun1(t *testing.T, dir string, n int) *env {
 	e := startIn(t, dir, rev10KeptBase+"  - {name: slow, feed: app, type: discard}\n", Options{Processors: map[string]Build{"slow": slow.build}})
 	e.appendLines(numbered("a-", 0, n)...)
 	e.waitFor("archive done", 20*time.Second, func(f status.FeedReport) bool { return sub(t, f, "archive").Dispatched == uint64(n) })
-	e.rewrite(rev10KeptBase)
-	if code, body := e.reload(); code != http.StatusOK {
-		t.Fatalf("reload: %d %s", code, body)
-	}
+	e.reloadTo(rev10KeptBase, "reload")
 	return e
 }
 
@@ -110,17 +107,21 @@ func twoReloads(t *testing.T, dir, extra string) *env {
 	slow := newBlocker()
 	t.Cleanup(func() { close(slow.open) })
 	e := slowGiven40(t, dir, slow.build, map[string]Build{"newbie": blockedThenOpen(t)}, "")
-	e.rewrite(rev10KeptSmall + newbieLine)
-	if code, body := e.reload(); code != http.StatusOK {
-		t.Fatalf("reload: %d %s", code, body)
-	}
+	e.reloadTo(rev10KeptSmall+newbieLine, "reload")
 	time.Sleep(time.Second) // the re-read stops at the window, 8 lines in
-	e.rewrite(rev10KeptBase + newbieLine + extra)
-	if code, body := e.reload(); code != http.StatusOK {
-		t.Fatalf("second reload: %d %s", code, body)
-	}
+	e.reloadTo(rev10KeptBase+newbieLine+extra, "second reload")
 	time.Sleep(1500 * time.Millisecond)
 	return e
+}
+
+// reloadTo rewrites the config to cfgYAML and reloads, failing the test
+// unless the reload answers 200 (what: which reload).
+func (e *env) reloadTo(cfgYAML, what string) {
+	e.t.Helper()
+	e.rewrite(cfgYAML)
+	if code, body := e.reload(); code != http.StatusOK {
+		e.t.Fatalf("%s: %d %s", what, code, body)
+	}
 }
 
 // The config lines of the custom processors slow and newbie (Options).

@@ -45,10 +45,7 @@ func TestRev11BCHoldAfterARestartForgetsWhatEarlierRunsGave(t *testing.T) {
 	slowA, newbieA := newBlocker(), newBlocker()
 	t.Cleanup(func() { close(slowA.open); close(newbieA.open) })
 	e := slowGiven40(t, dir, slowA.build, map[string]Build{"newbie": newbieA.build}, "")
-	e.rewrite(rev10KeptSmall + slowLine + newbieLine)
-	if code, body := e.reload(); code != http.StatusOK {
-		t.Fatalf("reload 1: %d %s", code, body)
-	}
+	e.reloadTo(rev10KeptSmall+slowLine+newbieLine, "reload 1")
 	time.Sleep(time.Second) // the re-read stops at the window
 	e.Stop()
 
@@ -58,10 +55,7 @@ func TestRev11BCHoldAfterARestartForgetsWhatEarlierRunsGave(t *testing.T) {
 	time.Sleep(time.Second)
 	r := e.report().Feeds[0]
 	t.Logf("run 2: sequence %d, slow position %d", r.Sequence, sub(t, r, "slow").Position)
-	e.rewrite(rev10KeptSmall + newbieLine)
-	if code, body := e.reload(); code != http.StatusOK {
-		t.Fatalf("reload 2 (remove slow): %d %s", code, body)
-	}
+	e.reloadTo(rev10KeptSmall+newbieLine, "reload 2 (remove slow)")
 	f := e.waitFor("stalled by the hold", 10*time.Second, func(f status.FeedReport) bool { return f.Stalled != nil })
 	t.Logf("stalled: %q", *f.Stalled)
 	code, body := e.do(http.MethodPost, "/admin/release/app/slow", "sesame")

@@ -52,15 +52,9 @@ func TestRev11AAHoldCountsOnlyTheReReadLines(t *testing.T) {
 	e.waitFor("archive done, slow given 40", 20*time.Second, func(f status.FeedReport) bool {
 		return sub(t, f, "archive").Dispatched == n && sub(t, f, "slow").Position == n
 	})
-	e.rewrite(rev10KeptSmall + "  - {name: slow, feed: app, type: discard}\n")
-	if code, body := e.reload(); code != http.StatusOK {
-		t.Fatalf("reload 1: %d %s", code, body)
-	}
+	e.reloadTo(rev10KeptSmall+"  - {name: slow, feed: app, type: discard}\n", "reload 1")
 	time.Sleep(time.Second) // the re-read stops at the window
-	e.rewrite(rev10KeptSmall)
-	if code, body := e.reload(); code != http.StatusOK {
-		t.Fatalf("reload 2: %d %s", code, body)
-	}
+	e.reloadTo(rev10KeptSmall, "reload 2")
 	f := e.waitFor("stalled by the hold", 10*time.Second, func(f status.FeedReport) bool { return f.Stalled != nil })
 	t.Logf("stalled: %q", *f.Stalled)
 	if !strings.Contains(*f.Stalled, "holds 40 lines") {
@@ -115,15 +109,9 @@ func TestRev11ABAddedBackSubscriberLosesWhatItWasGivenBeforeAStop(t *testing.T) 
 	e := startIn(t, dir, withSlow, Options{Processors: map[string]Build{"slow": pick}})
 	e.appendLines(numbered("a-", 0, n)...)
 	e.waitFor("archive done", 20*time.Second, func(f status.FeedReport) bool { return sub(t, f, "archive").Dispatched == n })
-	e.rewrite(rev10KeptBase)
-	if code, body := e.reload(); code != http.StatusOK {
-		t.Fatalf("reload (remove slow): %d %s", code, body)
-	}
+	e.reloadTo(rev10KeptBase, "reload (remove slow)")
 	e.waitFor("stalled by the hold", 10*time.Second, func(f status.FeedReport) bool { return f.Stalled != nil })
-	e.rewrite(withSlow)
-	if code, body := e.reload(); code != http.StatusOK {
-		t.Fatalf("reload (add slow back): %d %s", code, body)
-	}
+	e.reloadTo(withSlow, "reload (add slow back)")
 	time.Sleep(500 * time.Millisecond)
 	e.appendLines(numbered("b-", 0, 10)...)
 	e.waitFor("b lines given to slow", 10*time.Second, func(f status.FeedReport) bool {
@@ -185,17 +173,11 @@ func TestRev11ACBestEffortSkipsEarlierInstancesUnfinishedLines(t *testing.T) {
 	if bestEffort == rev10KeptSmall {
 		t.Fatal("config not changed")
 	}
-	e.rewrite(bestEffort + slowLine + newbieLine)
-	if code, body := e.reload(); code != http.StatusOK {
-		t.Fatalf("reload 1: %d %s", code, body)
-	}
+	e.reloadTo(bestEffort+slowLine+newbieLine, "reload 1")
 	time.Sleep(time.Second) // B re-reads up to the window (newbie blocked)
 	r := e.report().Feeds[0]
 	t.Logf("instance B: sequence %d, slow received %d, lossless %v", r.Sequence, len(recB.got()), r.Lossless)
-	e.rewrite(rev10KeptBase + slowLine + newbieLine)
-	if code, body := e.reload(); code != http.StatusOK {
-		t.Fatalf("reload 2: %d %s", code, body)
-	}
+	e.reloadTo(rev10KeptBase+slowLine+newbieLine, "reload 2")
 	e.waitFor("newbie done", 10*time.Second, func(f status.FeedReport) bool { return f.Settled })
 	r = e.report().Feeds[0]
 	t.Logf("instance C: settled, lossless %v, dropped %d, slow dispatched %d", r.Lossless, r.Dropped, sub(t, r, "slow").Dispatched)
@@ -243,20 +225,11 @@ func TestRev11ADAddedBackAfterAPartReReadLosesUncounted(t *testing.T) {
 	t.Cleanup(func() { close(slowA.open) })
 	rec := &recorder{}
 	e := slowGiven40(t, dir, builds(slowA.build, slowA.build, rec.build), nil, "")
-	e.rewrite(rev10KeptSmall + slowLine)
-	if code, body := e.reload(); code != http.StatusOK {
-		t.Fatalf("reload 1: %d %s", code, body)
-	}
+	e.reloadTo(rev10KeptSmall+slowLine, "reload 1")
 	time.Sleep(time.Second) // the re-read stops at the window
-	e.rewrite(rev10KeptSmall)
-	if code, body := e.reload(); code != http.StatusOK {
-		t.Fatalf("reload 2: %d %s", code, body)
-	}
+	e.reloadTo(rev10KeptSmall, "reload 2")
 	e.waitFor("stalled by the hold", 10*time.Second, func(f status.FeedReport) bool { return f.Stalled != nil })
-	e.rewrite(rev10KeptBase + slowLine)
-	if code, body := e.reload(); code != http.StatusOK {
-		t.Fatalf("reload 3: %d %s", code, body)
-	}
+	e.reloadTo(rev10KeptBase+slowLine, "reload 3")
 	time.Sleep(1500 * time.Millisecond)
 	code, body := e.do(http.MethodPost, "/admin/release/app/slow", "sesame")
 	t.Logf("release: %d %s", code, body)

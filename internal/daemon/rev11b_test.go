@@ -8,7 +8,6 @@ package daemon
 // open (open_rev11b_test.go, -tags openfindings).
 
 import (
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -42,18 +41,12 @@ func TestRev11BAAddedBackReReadsLinesPublishedWhileGone(t *testing.T) {
 	t.Cleanup(func() { close(slowA.open) })
 	rec := &recorder{}
 	e := slowGiven40(t, dir, builds(slowA.build, rec.build), nil, "")
-	e.rewrite(rev10KeptBase)
-	if code, body := e.reload(); code != http.StatusOK {
-		t.Fatalf("reload 1 (remove slow): %d %s", code, body)
-	}
+	e.reloadTo(rev10KeptBase, "reload 1 (remove slow)")
 	e.waitFor("stalled by the hold", 10*time.Second, func(f status.FeedReport) bool { return f.Stalled != nil })
 	e.appendLines(numbered("b-", 0, 10)...)
 	e.waitFor("archive wrote the b lines", 10*time.Second, func(f status.FeedReport) bool { return f.Sequence >= n+10 || sub(t, f, "archive").Dispatched >= 10 })
 	time.Sleep(300 * time.Millisecond)
-	e.rewrite(rev10KeptBase + slowLine)
-	if code, body := e.reload(); code != http.StatusOK {
-		t.Fatalf("reload 2 (add slow back): %d %s", code, body)
-	}
+	e.reloadTo(rev10KeptBase+slowLine, "reload 2 (add slow back)")
 	time.Sleep(1500 * time.Millisecond)
 	r := e.report().Feeds[0]
 	t.Logf("after add-back: stalled %v, slow dispatched %d", r.Stalled != nil, sub(t, r, "slow").Dispatched)
@@ -123,10 +116,7 @@ func owedBestEffortRemoved(t *testing.T, finishInB bool) {
 	if bestEffort == rev10KeptSmall {
 		t.Fatal("config not changed")
 	}
-	e.rewrite(bestEffort + slowLine + newbieLine)
-	if code, body := e.reload(); code != http.StatusOK {
-		t.Fatalf("reload 1: %d %s", code, body)
-	}
+	e.reloadTo(bestEffort+slowLine+newbieLine, "reload 1")
 	time.Sleep(time.Second) // B re-reads up to the window (newbie blocked)
 	r := e.report().Feeds[0]
 	t.Logf("instance B: sequence %d, slow position %d, lossless %v", r.Sequence, sub(t, r, "slow").Position, r.Lossless)
@@ -134,10 +124,7 @@ func owedBestEffortRemoved(t *testing.T, finishInB bool) {
 	if finishInB {
 		want -= sub(t, r, "slow").Position - n // finished in B (positions number on from A's 40): not lost
 	}
-	e.rewrite(rev10KeptBase + newbieLine)
-	if code, body := e.reload(); code != http.StatusOK {
-		t.Fatalf("reload 2: %d %s", code, body)
-	}
+	e.reloadTo(rev10KeptBase+newbieLine, "reload 2")
 	time.Sleep(2 * time.Second)
 	r = e.report().Feeds[0]
 	var stalled string
@@ -185,17 +172,11 @@ func TestRev11BEPathChangeCarriesOwedIntoAHold(t *testing.T) {
 		t.Fatal(err)
 	}
 	moved := strings.Replace(rev10KeptBase, "%DIR%/app.log", "%DIR%/app2.log", 1)
-	e.rewrite(moved + slowLine)
-	if code, body := e.reload(); code != http.StatusOK {
-		t.Fatalf("reload 1 (path change): %d %s", code, body)
-	}
+	e.reloadTo(moved+slowLine, "reload 1 (path change)")
 	e.waitFor("slow finished app2.log", 10*time.Second, func(f status.FeedReport) bool {
 		return strings.HasSuffix(f.Path, "app2.log") && f.Settled && len(rec.got()) == 5
 	})
-	e.rewrite(moved)
-	if code, body := e.reload(); code != http.StatusOK {
-		t.Fatalf("reload 2 (remove slow): %d %s", code, body)
-	}
+	e.reloadTo(moved, "reload 2 (remove slow)")
 	time.Sleep(time.Second)
 	r := e.report().Feeds[0]
 	e.Stop()

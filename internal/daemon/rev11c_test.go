@@ -47,17 +47,11 @@ func TestRev11CEOwedLineDroppedAtPublishCountedTwice(t *testing.T) {
 	if be == rev10KeptBase {
 		t.Fatal("config not changed")
 	}
-	e.rewrite(be + slowLine)
-	if code, body := e.reload(); code != http.StatusOK {
-		t.Fatalf("reload 1: %d %s", code, body)
-	}
+	e.reloadTo(be+slowLine, "reload 1")
 	time.Sleep(1500 * time.Millisecond) // B re-reads the 40 lines
 	r := e.report().Feeds[0]
 	t.Logf("instance B: sequence %d, slow position %d, dropped %d", r.Sequence, sub(t, r, "slow").Position, r.Dropped)
-	e.rewrite(strings.Replace(rev10KeptBase, "queueCapacity: 64}", "queueCapacity: 4}", 1))
-	if code, body := e.reload(); code != http.StatusOK {
-		t.Fatalf("reload 2: %d %s", code, body)
-	}
+	e.reloadTo(strings.Replace(rev10KeptBase, "queueCapacity: 64}", "queueCapacity: 4}", 1), "reload 2")
 	time.Sleep(time.Second)
 	r = e.report().Feeds[0]
 	var stalled string
@@ -99,24 +93,15 @@ func TestRev11CFOwedDroppedLinesBecomeAHold(t *testing.T) {
 	e := slowGiven40(t, dir, builds(slowA.build, slowB.build, slowC.build), nil, "")
 	small := strings.Replace(rev10KeptBase, "queueCapacity: 64}", "queueCapacity: 4}", 1)
 	be := strings.Replace(rev10KeptBase, "queueCapacity: 64}", "queueCapacity: 4, overload: {subscribers: {slow: {policy: DROP_AFTER_SPIN, spinBoundMillis: 1}}}}", 1)
-	e.rewrite(be + slowLine)
-	if code, body := e.reload(); code != http.StatusOK {
-		t.Fatalf("reload 1: %d %s", code, body)
-	}
+	e.reloadTo(be+slowLine, "reload 1")
 	time.Sleep(1500 * time.Millisecond)
 	r := e.report().Feeds[0]
 	t.Logf("instance B: sequence %d, slow position %d, dropped %d", r.Sequence, sub(t, r, "slow").Position, r.Dropped)
-	e.rewrite(small + slowLine)
-	if code, body := e.reload(); code != http.StatusOK {
-		t.Fatalf("reload 2: %d %s", code, body)
-	}
+	e.reloadTo(small+slowLine, "reload 2")
 	time.Sleep(1500 * time.Millisecond)
 	r = e.report().Feeds[0]
 	t.Logf("instance C: slow position %d, dropped %d", sub(t, r, "slow").Position, r.Dropped)
-	e.rewrite(small)
-	if code, body := e.reload(); code != http.StatusOK {
-		t.Fatalf("reload 3: %d %s", code, body)
-	}
+	e.reloadTo(small, "reload 3")
 	time.Sleep(time.Second)
 	r = e.report().Feeds[0]
 	var stalled string

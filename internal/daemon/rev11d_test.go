@@ -48,10 +48,7 @@ func TestRev11DBStaleOldCountStateTakenByTypeChange(t *testing.T) {
 	e := startIn(t, dir, reloadBase+"  - {name: c, feed: app, type: file, path: %DIR%/c.log}\n", Options{})
 	e.appendLines(numbered("a", 0, 3)...)
 	e.waitFor("settled", 10*time.Second, settled)
-	e.rewrite(reloadBase + "  - {name: c, feed: app, type: count}\n")
-	if code, body := e.reload(); code != http.StatusOK {
-		t.Fatalf("reload: %d %s", code, body)
-	}
+	e.reloadTo(reloadBase+"  - {name: c, feed: app, type: count}\n", "reload")
 	e.appendLines(numbered("b", 0, 2)...)
 	e.waitFor("settled", 10*time.Second, func(f status.FeedReport) bool { return f.Settled && f.Sequence >= 5 })
 	var st struct {
