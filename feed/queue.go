@@ -345,7 +345,8 @@ func (q *Queue) SetPublishOld(marks []Mark) { q.pubOld = MarksByEpoch(marks) }
 func (q *Queue) OldGiven() uint64 { return q.oldGiven.Load() }
 
 // noteOld counts b's lines at or before the earlier instances' place and
-// past the group's skip (SetPublishOld), as b is queued.
+// past the group's skip (SetPublishOld), as b is published to the queue
+// (queued, or counted dropped or refused).
 func (q *Queue) noteOld(b *Batch) {
 	if len(q.pubOld) == 0 || !b.Positioned {
 		return

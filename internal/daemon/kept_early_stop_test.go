@@ -145,10 +145,24 @@ func builds(bs ...Build) Build {
 // blockedThenOpen builds a processor that finishes nothing (blocked until
 // the test ends) at its first build and everything at the later ones.
 func blockedThenOpen(t *testing.T) Build {
-	blocked, open := newBlocker(), newBlocker()
-	t.Cleanup(func() { close(blocked.open) })
+	open := newBlocker()
 	close(open.open)
-	return builds(blocked.build, open.build)
+	return builds(blocked(t), open.build)
+}
+
+// blocked builds a processor that finishes nothing until the test ends.
+func blocked(t *testing.T) Build {
+	b := newBlocker()
+	t.Cleanup(func() { close(b.open) })
+	return b.build
+}
+
+// stalledOf is f's stalled reason ("": not stalled).
+func stalledOf(f status.FeedReport) string {
+	if f.Stalled == nil {
+		return ""
+	}
+	return *f.Stalled
 }
 
 // slowGiven40 starts rev10KeptBase with the custom processor slow (built

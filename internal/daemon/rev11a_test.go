@@ -45,13 +45,7 @@ import (
 func TestRev11AAHoldCountsOnlyTheReReadLines(t *testing.T) {
 	dir := t.TempDir()
 	const n = 40
-	slow := newBlocker()
-	t.Cleanup(func() { close(slow.open) })
-	e := startIn(t, dir, rev10KeptBase+"  - {name: slow, feed: app, type: discard}\n", Options{Processors: map[string]Build{"slow": slow.build}})
-	e.appendLines(numbered("a-", 0, n)...)
-	e.waitFor("archive done, slow given 40", 20*time.Second, func(f status.FeedReport) bool {
-		return sub(t, f, "archive").Dispatched == n && sub(t, f, "slow").Position == n
-	})
+	e := slowGiven40(t, dir, blocked(t), nil, "")
 	e.reloadTo(rev10KeptSmall+"  - {name: slow, feed: app, type: discard}\n", "reload 1")
 	time.Sleep(time.Second) // the re-read stops at the window
 	e.reloadTo(rev10KeptSmall, "reload 2")
@@ -165,10 +159,8 @@ func readFileString(p string) (string, error) {
 func TestRev11ACBestEffortSkipsEarlierInstancesUnfinishedLines(t *testing.T) {
 	dir := t.TempDir()
 	const n = 40
-	slowA := newBlocker()
-	t.Cleanup(func() { close(slowA.open) })
 	recB, recC := &recorder{}, &recorder{}
-	e := slowGiven40(t, dir, builds(slowA.build, recB.build, recC.build), map[string]Build{"newbie": blockedThenOpen(t)}, "")
+	e := slowGiven40(t, dir, builds(blocked(t), recB.build, recC.build), map[string]Build{"newbie": blockedThenOpen(t)}, "")
 	bestEffort := strings.Replace(rev10KeptSmall, "maxPendingAcks: 8}", "maxPendingAcks: 8, overload: {subscribers: {slow: {policy: DROP_AFTER_SPIN}}}}", 1)
 	if bestEffort == rev10KeptSmall {
 		t.Fatal("config not changed")
@@ -221,10 +213,8 @@ func TestRev11ACBestEffortSkipsEarlierInstancesUnfinishedLines(t *testing.T) {
 func TestRev11ADAddedBackAfterAPartReReadLosesUncounted(t *testing.T) {
 	dir := t.TempDir()
 	const n = 40
-	slowA := newBlocker()
-	t.Cleanup(func() { close(slowA.open) })
-	rec := &recorder{}
-	e := slowGiven40(t, dir, builds(slowA.build, slowA.build, rec.build), nil, "")
+	rec, slowA := &recorder{}, blocked(t)
+	e := slowGiven40(t, dir, builds(slowA, slowA, rec.build), nil, "")
 	e.reloadTo(rev10KeptSmall+slowLine, "reload 1")
 	time.Sleep(time.Second) // the re-read stops at the window
 	e.reloadTo(rev10KeptSmall, "reload 2")

@@ -37,10 +37,8 @@ import (
 func TestRev11BAAddedBackReReadsLinesPublishedWhileGone(t *testing.T) {
 	dir := t.TempDir()
 	const n = 40
-	slowA := newBlocker()
-	t.Cleanup(func() { close(slowA.open) })
 	rec := &recorder{}
-	e := slowGiven40(t, dir, builds(slowA.build, rec.build), nil, "")
+	e := slowGiven40(t, dir, builds(blocked(t), rec.build), nil, "")
 	e.reloadTo(rev10KeptBase, "reload 1 (remove slow)")
 	e.waitFor("stalled by the hold", 10*time.Second, func(f status.FeedReport) bool { return f.Stalled != nil })
 	e.appendLines(numbered("b-", 0, 10)...)
@@ -127,10 +125,7 @@ func owedBestEffortRemoved(t *testing.T, finishInB bool) {
 	e.reloadTo(rev10KeptBase+newbieLine, "reload 2")
 	time.Sleep(2 * time.Second)
 	r = e.report().Feeds[0]
-	var stalled string
-	if r.Stalled != nil {
-		stalled = *r.Stalled
-	}
+	stalled := stalledOf(r)
 	t.Logf("instance C: stalled %q, lossless %v, dropped %d, released %d", stalled, r.Lossless, r.Dropped, r.Released)
 	e.Stop()
 	if !strings.Contains(stalled, "holds 40 lines") && r.Dropped+r.Released < want || r.Lossless {
@@ -160,10 +155,8 @@ func owedBestEffortRemoved(t *testing.T, finishInB bool) {
 func TestRev11BEPathChangeCarriesOwedIntoAHold(t *testing.T) {
 	dir := t.TempDir()
 	const n = 40
-	slowA := newBlocker()
-	t.Cleanup(func() { close(slowA.open) })
 	rec := &recorder{}
-	e := slowGiven40(t, dir, builds(slowA.build, rec.build), nil, "")
+	e := slowGiven40(t, dir, builds(blocked(t), rec.build), nil, "")
 	var b strings.Builder
 	for _, l := range numbered("n-", 0, 5) {
 		b.WriteString(l + "\n")

@@ -40,9 +40,7 @@ import (
 func TestRev11CEOwedLineDroppedAtPublishCountedTwice(t *testing.T) {
 	dir := t.TempDir()
 	const n = 40
-	slowA, slowB := newBlocker(), newBlocker()
-	t.Cleanup(func() { close(slowA.open); close(slowB.open) })
-	e := slowGiven40(t, dir, builds(slowA.build, slowB.build), nil, "")
+	e := slowGiven40(t, dir, builds(blocked(t), blocked(t)), nil, "")
 	be := strings.Replace(rev10KeptBase, "queueCapacity: 64}", "queueCapacity: 4, overload: {subscribers: {slow: {policy: DROP_AFTER_SPIN, spinBoundMillis: 1}}}}", 1)
 	if be == rev10KeptBase {
 		t.Fatal("config not changed")
@@ -54,10 +52,7 @@ func TestRev11CEOwedLineDroppedAtPublishCountedTwice(t *testing.T) {
 	e.reloadTo(strings.Replace(rev10KeptBase, "queueCapacity: 64}", "queueCapacity: 4}", 1), "reload 2")
 	time.Sleep(time.Second)
 	r = e.report().Feeds[0]
-	var stalled string
-	if r.Stalled != nil {
-		stalled = *r.Stalled
-	}
+	stalled := stalledOf(r)
 	t.Logf("instance C: stalled %q, lossless %v, dropped %d, released %d", stalled, r.Lossless, r.Dropped, r.Released)
 	e.Stop()
 	if r.Dropped != n || stalled != "" {
@@ -88,9 +83,7 @@ func TestRev11CEOwedLineDroppedAtPublishCountedTwice(t *testing.T) {
 func TestRev11CFOwedDroppedLinesBecomeAHold(t *testing.T) {
 	dir := t.TempDir()
 	const n = 40
-	slowA, slowB, slowC := newBlocker(), newBlocker(), newBlocker()
-	t.Cleanup(func() { close(slowA.open); close(slowB.open); close(slowC.open) })
-	e := slowGiven40(t, dir, builds(slowA.build, slowB.build, slowC.build), nil, "")
+	e := slowGiven40(t, dir, builds(blocked(t), blocked(t), blocked(t)), nil, "")
 	small := strings.Replace(rev10KeptBase, "queueCapacity: 64}", "queueCapacity: 4}", 1)
 	be := strings.Replace(rev10KeptBase, "queueCapacity: 64}", "queueCapacity: 4, overload: {subscribers: {slow: {policy: DROP_AFTER_SPIN, spinBoundMillis: 1}}}}", 1)
 	e.reloadTo(be+slowLine, "reload 1")
@@ -104,10 +97,7 @@ func TestRev11CFOwedDroppedLinesBecomeAHold(t *testing.T) {
 	e.reloadTo(small, "reload 3")
 	time.Sleep(time.Second)
 	r = e.report().Feeds[0]
-	var stalled string
-	if r.Stalled != nil {
-		stalled = *r.Stalled
-	}
+	stalled := stalledOf(r)
 	t.Logf("instance D: stalled %q, lossless %v, dropped %d, released %d", stalled, r.Lossless, r.Dropped, r.Released)
 	e.Stop()
 	if stalled != "" {
