@@ -173,18 +173,24 @@ processors:
 }
 
 // aud4Hook is a webhook receiver that answers 503 while down and records
-// the lines it accepted.
+// the lines it accepted. Its first answer comes after a second: the
+// failure that fences the subscriber (and holds the feed) comes after
+// every file of the glob was read, not between two files' first reads (on
+// a loaded machine the second file was read after the fence: 2 lines
+// published of 4).
 type aud4Hook struct {
 	srv   *httptest.Server
 	mu    sync.Mutex
 	down  bool
 	lines []string
+	first sync.Once
 }
 
 func newAud4Hook(t *testing.T) *aud4Hook {
 	h := &aud4Hook{down: true}
 	h.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
+		h.first.Do(func() { time.Sleep(time.Second) })
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		if h.down {
