@@ -277,6 +277,31 @@ func (d *Daemon) reload() error {
 			continue
 		}
 		if fc.Path != f.cfg.Path {
+			// What a subscriber kept across the change was given of the
+			// old file and did not finish is never given to it again
+			// (the new path starts as a new feed): given up, counted in
+			// released and recorded ahead as a changed processor's dead
+			// letters are (a rollback withdraws it, the lines re-read).
+			// A glob changed to another glob keeps its per-file pointers:
+			// a file still matched is re-read from its pointer, one no
+			// longer matched is let go as an excluded one (README).
+			for _, pc := range procsOf(old, f.cfg.Name) {
+				n := f.finalOwed[pc.Name]
+				if n == 0 || findProc(cfg, fc.Name, pc.Name) == nil || (config.IsGlob(f.cfg.Path) && config.IsGlob(fc.Path)) {
+					continue
+				}
+				g := &asideLoss{feed: fc.Name, proc: pc.Name, lines: n, epoch: f.src.Epoch(),
+					detail: fmt.Sprintf("processor %s had not finished %d lines of %s when a reload changed the feed's path to %s: given up", pc.Name, n, f.cfg.Path, fc.Path)}
+				e, err := d.appendAsideLoss(g)
+				if err != nil {
+					if asideErr == nil {
+						asideErr = fmt.Errorf("processor %s: the lines of the old path it did not finish cannot be given up: %w", pc.Name, err)
+					}
+					continue
+				}
+				g.entry = e
+				gaveUp = append(gaveUp, *g)
+			}
 			if u := d.movePointerAside(f); u != nil {
 				undo = append(undo, u)
 			}
@@ -905,6 +930,7 @@ func (d *Daemon) moveStateAside(name string, ahead func(dir string) error) func(
 type asideLoss struct {
 	feed, proc, dir string
 	lines, epoch    uint64
+	detail          string    // what was given up ("": dead letters moved aside to dir)
 	entry           LossEntry // as written to losses.jsonl (appendAsideLoss)
 }
 
@@ -927,9 +953,12 @@ func ledgered(f *Feed, name string) uint64 {
 // the entry (withdrawAside removes it again if the reload is rolled back),
 // or the error of a ledger that did not take it (its entry withdrawn).
 func (d *Daemon) appendAsideLoss(g *asideLoss) (LossEntry, error) {
+	detail := g.detail
+	if detail == "" {
+		detail = fmt.Sprintf("dead letters of processor %s moved aside to %s (its target changed at a reload): %d", g.proc, g.dir, g.lines)
+	}
 	e := LossEntry{V: lossFormat, Feed: g.feed, Counter: "released", Amount: g.lines,
-		Epoch: status.Hex(g.epoch), Time: time.Now().UTC().Format(time.RFC3339Nano),
-		Detail: fmt.Sprintf("dead letters of processor %s moved aside to %s (its target changed at a reload): %d", g.proc, g.dir, g.lines)}
+		Epoch: status.Hex(g.epoch), Time: time.Now().UTC().Format(time.RFC3339Nano), Detail: detail}
 	d.losses.mu.Lock()
 	defer d.losses.mu.Unlock()
 	if err := d.losses.appendLocked([]LossEntry{e}); err != nil {
@@ -967,6 +996,11 @@ func (d *Daemon) giveUpAside(gone []asideLoss, built map[string]*Feed) {
 	for _, g := range gone {
 		if nf := built[g.feed]; nf != nil {
 			nf.asideReleased.Add(g.lines)
+		}
+		if g.detail != "" {
+			d.log.Warn("lines of the old path given up at a path change: counted in released (losses.jsonl) until DELETE /admin/losses/"+g.feed,
+				"feed", g.feed, "processor", g.proc, "lines", g.lines)
+			continue
 		}
 		d.log.Warn("dead letters moved aside with the state are given up: counted in released (losses.jsonl) until DELETE /admin/losses/"+g.feed,
 			"feed", g.feed, "processor", g.proc, "lines", g.lines, "to", g.dir)

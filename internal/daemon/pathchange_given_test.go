@@ -1,0 +1,76 @@
+package daemon
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"tailfeed/status"
+)
+
+// A reload that changes a feed's path starts the new path as a new feed
+// (DESIGN §12); the lines of the old file a pointer-holding subscriber was
+// given and did not finish are never given to it again. They were skipped
+// for it, so the feed is not lossless (§4 "Nothing green over a loss"):
+// counted in `released` (given up by the operator's change, as a release
+// gives up a hold's lines) and in losses.jsonl, before the old pointer
+// moves aside.
+func TestPathChangeCountsWhatASubscriberDidNotFinish(t *testing.T) {
+	dir := t.TempDir()
+	rec := &recorder{}
+	e := slowGiven40(t, dir, builds(blocked(t), rec.build), nil, "")
+	var b strings.Builder
+	for _, l := range numbered("n-", 0, 5) {
+		b.WriteString(l + "\n")
+	}
+	if err := os.WriteFile(filepath.Join(dir, "app2.log"), []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	moved := strings.Replace(rev10KeptBase, "%DIR%/app.log", "%DIR%/app2.log", 1)
+	e.reloadTo(moved+slowLine, "reload (path change)")
+	f := e.waitFor("slow finished app2.log", 10*time.Second, func(f status.FeedReport) bool {
+		return strings.HasSuffix(f.Path, "app2.log") && f.Settled && len(rec.got()) == 5
+	})
+	e.Stop()
+	if f.Released != 40 || f.Lossless {
+		t.Errorf("after a path change gave up the 40 lines of app.log slow was given and did not finish: released %d, lossless %v; want 40, false", f.Released, f.Lossless)
+	}
+	if got := ledgerAmount(t, dir, "released"); got != 40 {
+		t.Errorf("losses.jsonl: %d released lines, want 40", got)
+	}
+}
+
+// A glob feed whose path changes to another glob keeps its per-file
+// pointers (README "Reload"): the lines of a file still matched that a
+// subscriber was given and did not finish are read again from its
+// pointer, never given up — nothing counted released.
+func TestGlobPathChangeReReadsWhatASubscriberDidNotFinish(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in")
+	if err := os.MkdirAll(in, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for _, l := range numbered("a-", 0, 40) {
+		b.WriteString(l + "\n")
+	}
+	if err := os.WriteFile(filepath.Join(in, "a.log"), []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	base := strings.Replace(rev10KeptBase, "path: %DIR%/app.log", `path: "%DIR%/in/*.log"`, 1)
+	rec := &recorder{}
+	e := startIn(t, dir, base+slowLine, Options{Processors: map[string]Build{"slow": builds(blocked(t), rec.build)}})
+	e.waitFor("archive done, slow given 40", 20*time.Second, func(f status.FeedReport) bool {
+		return sub(t, f, "archive").Dispatched == 40 && sub(t, f, "slow").Position == 40
+	})
+	e.reloadTo(strings.Replace(base, "/in/*.log", "/in/a*.log", 1)+slowLine, "reload (glob path change)")
+	f := e.waitFor("slow given a.log again", 10*time.Second, func(f status.FeedReport) bool {
+		return f.Settled && len(rec.got()) == 40
+	})
+	e.Stop()
+	if f.Released != 0 || !f.Lossless {
+		t.Errorf("a glob path change that still matches a.log: released %d, lossless %v; want 0, true (its lines are read again from its pointer)", f.Released, f.Lossless)
+	}
+}
