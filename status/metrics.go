@@ -155,7 +155,11 @@ func (c collector) collect(ch chan<- prometheus.Metric, f FeedMetrics) {
 	gauge(mPending, float64(fr.PendingAcks))
 	counter(mCommitFailures, float64(f.CommitFailures))
 	gauge(mLagLines, float64(Sub0(f.LinesRead, f.SyncedSeq)))
-	gauge(mReadPos, float64(f.ReadPos))
+	if fr.Glob == nil {
+		// A glob feed has no one current file (DESIGN §10: no per-file
+		// label): left out, as its file size and pointer offset are.
+		gauge(mReadPos, float64(f.ReadPos))
+	}
 	if f.FileSize >= 0 {
 		gauge(mFileSize, float64(f.FileSize))
 	}

@@ -27,33 +27,27 @@ func (d *Daemon) Report() status.Report {
 	return r
 }
 
-func (d *Daemon) buildReport() status.Report {
+func (d *Daemon) buildReport() status.Report { return d.buildReportOf(false) }
+
+// buildReportOf is the report, with every glob feed's files when files.
+func (d *Daemon) buildReportOf(files bool) status.Report {
 	d.reportMu.Lock()
 	defer d.reportMu.Unlock()
 	feeds := make([]status.FeedReport, 0, 0)
 	for _, f := range d.feedList() {
-		feeds = append(feeds, f.report())
+		feeds = append(feeds, status.Build(f.snapshot(files)))
 	}
 	return d.reports.Stamp(d.withConfig(status.Combine(feeds)))
 }
 
 func (f *Feed) report() status.FeedReport { return status.Build(f.snapshot(false)) }
 
-// ReportFiles is Report with every glob feed's files (?files=1).
+// ReportFiles is Report with every glob feed's files (?files=1): the same
+// document, config included, plus files (DESIGN §10).
 func (d *Daemon) ReportFiles() status.Report {
-	r := d.buildReportFiles()
+	r := d.buildReportOf(true)
 	d.recordLossesBy(time.Now().Add(ledgerWait)) // as Report
 	return r
-}
-
-func (d *Daemon) buildReportFiles() status.Report {
-	d.reportMu.Lock()
-	defer d.reportMu.Unlock()
-	feeds := make([]status.FeedReport, 0, len(d.feeds))
-	for _, f := range d.feeds {
-		feeds = append(feeds, status.Build(f.snapshot(true)))
-	}
-	return d.reports.Stamp(status.Combine(feeds))
 }
 
 // snapshot reads one feed in the order status.FeedSnapshot documents.

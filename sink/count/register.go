@@ -15,7 +15,8 @@ import (
 
 func init() {
 	sink.Register("count", sink.Type{New: open, OwnMatch: true, Describe: func(pc *config.Processor) []any {
-		return []any{"target", "counts, at GET /v1/state/" + pc.Name, "exactlyOnce", pc.ExactlyOnce}
+		// Re-deliveries are always skipped (README: exactlyOnce is implied).
+		return []any{"target", "counts, at GET /v1/state/" + pc.Name, "exactlyOnce", true}
 	}})
 }
 
