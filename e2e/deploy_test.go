@@ -72,6 +72,8 @@ func TestDeploySystemdUnit(t *testing.T) {
 	want := map[string]string{
 		"ExecStart":                "/usr/local/bin/tailfeed run --config /etc/tailfeed/tailfeed.yaml",
 		"ExecReload":               "/bin/kill -HUP $MAINPID",
+		"Type":                     "notify", // READY=1 once SIGHUP is caught (sdnotify_test.go)
+		"NotifyAccess":             "main",
 		"KillSignal":               "SIGTERM",
 		"Restart":                  "on-failure",
 		"RestartPreventExitStatus": "2",

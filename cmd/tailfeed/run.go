@@ -21,6 +21,7 @@ import (
 	"tailfeed/config"
 	"tailfeed/internal/daemon"
 	"tailfeed/internal/redact"
+	"tailfeed/internal/sdnotify"
 )
 
 func cmdRun(args []string, stderr io.Writer) int {
@@ -65,11 +66,15 @@ func cmdRun(args []string, stderr io.Writer) int {
 	go func() {
 		for range hups {
 			log.Info("SIGHUP received: reloading the config")
+			notify(log, sdnotify.Reloading())
 			d.Reload(context.Background())
+			notify(log, "READY=1")
 		}
 	}()
 	log.Info("tailfeed running", "version", version, "config", *path, "status", d.Scheme()+"://"+d.Addr()+"/feed.status", "feeds", len(cfg.Feeds))
+	notify(log, "READY=1")
 	sig := <-sigs
+	notify(log, "STOPPING=1")
 	log.Info("stopping: draining subscribers, then the final commit", "signal", sig.String())
 	go func() {
 		s := <-sigs
@@ -83,6 +88,14 @@ func cmdRun(args []string, stderr io.Writer) int {
 	}
 	log.Info("stopped cleanly")
 	return 0
+}
+
+// notify tells a service manager the daemon's state (sdnotify; nothing
+// without $NOTIFY_SOCKET); a failed send is logged, never fatal.
+func notify(log hclog.Logger, state string) {
+	if named, err := sdnotify.Notify(state); named && err != nil {
+		log.Warn("cannot notify the service manager ($NOTIFY_SOCKET)", "state", state, "error", err)
+	}
 }
 
 // start builds the daemon (daemon.NewWithOptions: it opens the dataDir,
