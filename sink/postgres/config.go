@@ -28,6 +28,9 @@ type Settings struct {
 	// ${VAR} reference, not PGPASSWORD or a .pgpass file): a literal
 	// secret, a WARN at start (DESIGN §11 Secrets).
 	PasswordLiteral bool
+	// DSNAt names the dsn key as config errors and the nats sink's
+	// warnings do (processors[i].dsn).
+	DSNAt string
 
 	tableLine int // the line of table (config errors across entries)
 }
@@ -47,7 +50,7 @@ func settings(pc *config.Processor) *Settings {
 // decode reads the postgres keys of any processor, and checks what a
 // postgres processor needs when own.
 func decode(s *config.Section, p *config.Processor, own bool) any {
-	st := &Settings{}
+	st := &Settings{DSNAt: s.At("dsn")}
 	dsnLine, ok := s.NonEmpty("dsn", &st.DSN)
 	if ok && own {
 		if cc, err := pgconn.ParseConfig(st.DSN); err != nil {

@@ -25,6 +25,11 @@ func TestPostgresKeys(t *testing.T) {
 	if st := p.Settings.(*Settings); p.Type != Type || st.Table != "logs.lines" || !st.CreateTable || !strings.Contains(st.DSN, "dbname=logs") {
 		t.Fatalf("decoded %+v %+v", p, st)
 	}
+	// The start WARN about a literal password names the key by index, as
+	// config errors and the nats sink's warnings do (was processors[pg].dsn).
+	if at := p.Settings.(*Settings).DSNAt; at != "processors[0].dsn" {
+		t.Errorf("DSNAt %q, want processors[0].dsn", at)
+	}
 	for _, c := range []struct{ yaml, want string }{
 		{head + lines("  - {name: pg, feed: app, type: postgres, table: t}"), "c.yaml:4: processors[0]: a postgres processor needs dsn"},
 		{head + lines("  - {name: pg, feed: app, type: postgres, dsn: \"password=hunter22\"}"), "c.yaml:4: processors[0]: a postgres processor needs table"},

@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 
@@ -32,7 +33,7 @@ func open(env sink.Env) (any, error) {
 		Instance:        env.Instance,
 		Feed:            env.Feed.Name,
 		Timeout:         pc.Built.Timeout,
-		DSNKey:          fmt.Sprintf("processors[%s].dsn", pc.Name),
+		DSNKey:          cmp.Or(st.DSNAt, fmt.Sprintf("processors[%s].dsn", pc.Name)),
 		PasswordLiteral: st.PasswordLiteral,
 		Logger:          env.Logger,
 	})
