@@ -64,11 +64,12 @@ certificate when it sets clientCAFile.`,
 	},
 	"pointer": {
 		synopsis: "tailfeed pointer show FILE [--json]",
-		about: `Prints a pointer file (dataDir/feeds/<feed>.ptr): offset, epoch, fileKey,
+		about: `Prints a pointer file (dataDir/feeds/<feed>.ptr, or a glob feed's
+dataDir/feeds/<feed>/<epoch>.ptr): offset, epoch, fileKey, fingerprintLength,
 fingerprint, commits, the slot in force and the layout. Takes no lock: it may
 be read while the daemon runs.`,
 		exits: `  0  printed
-  1  no valid slot, or the file cannot be read
+  1  no valid slot, or the file cannot be read or is shorter than 1,024 bytes
   2  bad usage`,
 		flags: []string{"show", "--help"},
 	},
