@@ -8,12 +8,16 @@
 //	<dataDir>/feeds/<feed>.ptr       a COMMITTED feed's pointer
 //	<dataDir>/feeds/<feed>.epochs    the feed's epoch history
 //	<dataDir>/feeds/<feed>/<epoch>.ptr a glob feed's per-file pointers (DESIGN §10)
+//	<dataDir>/feeds/<feed>/unread.list a glob feed's files never read (waiting for a turn) at a stop
 //	<dataDir>/dlq/<processor>.jsonl  a processor's dead-letter ledger
 //	<dataDir>/state/<processor>.rec  an exactlyOnce file sink's or a webhook's record
 //	<dataDir>/state/count/<processor>.json a count processor's state
-//	<dataDir>/state/removed.json     removed subscribers' holds (DESIGN §12 "Reload")
+//	<dataDir>/state/removed.json     removed subscribers' holds (DESIGN §12 "Reload"), kept and owed marks
+//	<dataDir>/state/released.json    lines a subscriber was released from while its sink could not record them
+//	<dataDir>/state/<processor>.rec  also a nats sink's JSON side record
 //	<dataDir>/state/<processor>.<time>.old/  a changed processor's state moved aside at a reload
 //	<dataDir>/feeds/<feed>.ptr.<epoch>.old   a feed's pointer moved aside when its path changed
+//	<dataDir>/feeds/<feed>.epochs.<epoch>.old its epoch history, moved aside with it
 //
 // Nothing else under dataDir is tailfeed's.
 package datadir
