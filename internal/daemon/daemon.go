@@ -255,14 +255,6 @@ func NewWithOptions(cfg *config.Config, log hclog.Logger, opts Options) (*Daemon
 	}
 	d.orphans = newOrphanLedgers(cfg.DataDir, log.Named("dlq"))
 	d.orphans.refresh(cfg)
-	names := map[string]bool{}
-	for _, fc := range cfg.Feeds {
-		names[fc.Name] = true
-	}
-	if err := d.holds.keepOwedOf(names); err != nil {
-		d.closeAll()
-		return nil, err
-	}
 	for _, fc := range cfg.Feeds {
 		f, err := d.buildFeed(fc)
 		if err == nil {

@@ -736,10 +736,11 @@ func (f *Feed) owePublished() {
 // recorded as owed (holdStore.takeOwed): a hold made before the re-read
 // gave a subscriber every line an earlier run gave it still counts them.
 func (d *Daemon) restoreOwed(f *Feed) error {
-	// Taken whatever the strategy: left there, it would be stale when
-	// the feed is COMMITTED again.
+	if f.strat != file.Committed {
+		return nil
+	}
 	owed, published, err := d.holds.takeOwed(f.cfg.Name, f.cfg.Path)
-	if err != nil || len(owed) == 0 || f.strat != file.Committed {
+	if err != nil || len(owed) == 0 {
 		return err
 	}
 	f.owed, f.published = owed, published
@@ -1410,23 +1411,6 @@ func (s *holdStore) markOwed(feedName, path string, lines map[string]uint64, pub
 		s.owed = append(s.owed, owedEntry{Feed: feedName, Path: path, Lines: lines, Published: hms})
 	default:
 		s.owed[i] = owedEntry{Feed: feedName, Path: path, Lines: lines, Published: hms}
-	}
-	return s.saveLocked()
-}
-
-// keepOwedOf forgets, durably, what clean stops recorded as owed for a
-// feed not in names (removed from the config while stopped: added back
-// later, it must not count lines of a run long gone).
-func (s *holdStore) keepOwedOf(names map[string]bool) error {
-	if s == nil {
-		return nil
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n := len(s.owed)
-	s.owed = slices.DeleteFunc(s.owed, func(o owedEntry) bool { return !names[o.Feed] })
-	if len(s.owed) == n {
-		return nil
 	}
 	return s.saveLocked()
 }

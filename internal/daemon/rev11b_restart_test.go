@@ -103,33 +103,3 @@ func TestOwedAtAStopIsTakenByTheNextStart(t *testing.T) {
 		t.Errorf("stalled %q; want \"holds 2 lines\" (the 40 owed at the first stop were finished in the second run)", *f.Stalled)
 	}
 }
-
-// The owed entry of a clean stop is forgotten at the next start when the
-// config changed while stopped so that it cannot apply — the feed removed
-// (renamed), or no longer COMMITTED — and is not left to count lines of a
-// long-gone run once the feed is back as it was.
-func TestOwedForgottenWhenTheFeedChangedWhileStopped(t *testing.T) {
-	for name, cfg := range map[string]string{
-		"renamed":  strings.ReplaceAll(rev10KeptBase, "name: app,", "name: app2,") + "  - {name: slow, feed: app2, type: discard}\n",
-		"earliest": strings.Replace(rev10KeptBase, "queueCapacity: 64}", "queueCapacity: 64, readStrategy: EARLIEST}", 1) + slowLine,
-	} {
-		t.Run(name, func(t *testing.T) {
-			dir := t.TempDir()
-			slowA := newBlocker()
-			t.Cleanup(func() { close(slowA.open) })
-			e := slowGiven40(t, dir, slowA.build, nil, "")
-			e.Stop()
-			removed := filepath.Join(dir, "state", "state", "removed.json")
-			if b, _ := os.ReadFile(removed); !strings.Contains(string(b), `"owed"`) {
-				t.Fatalf("setup: removed.json after the first run: %s; want an owed entry", b)
-			}
-			cfg = strings.ReplaceAll(cfg, "feed: app,", "feed: "+map[string]string{"renamed": "app2", "earliest": "app"}[name]+",")
-			e = startIn(t, dir, cfg, Options{Processors: map[string]Build{"slow": blocked(t)}})
-			b, _ := os.ReadFile(removed)
-			e.Stop()
-			if strings.Contains(string(b), `"owed"`) {
-				t.Errorf("removed.json once a run with the feed %s started: %s; want the owed entry gone", name, b)
-			}
-		})
-	}
-}
