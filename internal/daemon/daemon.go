@@ -257,9 +257,6 @@ func NewWithOptions(cfg *config.Config, log hclog.Logger, opts Options) (*Daemon
 	d.orphans.refresh(cfg)
 	for _, fc := range cfg.Feeds {
 		f, err := d.buildFeed(fc)
-		if err == nil {
-			err = d.restoreOwed(f)
-		}
 		if err != nil {
 			d.closeAll()
 			return nil, err
@@ -661,20 +658,6 @@ func (d *Daemon) Stop() error {
 				}
 			})
 			if err := d.holds.markStop(f.cfg.Name, all, finished); err != nil && first == nil {
-				first = err
-			}
-		}
-		if f.strat == file.Committed {
-			// What the subscribers were given and did not finish is read
-			// again from the pointer at the next start: carried there, as
-			// a reload carries it.
-			var owed map[string]uint64
-			var published []feed.Mark
-			f.quiet(func() {
-				owed = d.owedAtStop(f, nil)
-				published = f.publishedMarks(f.pub.Marks(-1, 0))
-			})
-			if err := d.holds.markOwed(f.cfg.Name, f.cfg.Path, owed, published); err != nil && first == nil {
 				first = err
 			}
 		}

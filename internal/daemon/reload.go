@@ -614,7 +614,27 @@ func (d *Daemon) stopFeed(ctx context.Context, f *Feed, removed map[string]bool)
 			done[i] = f.finishedMarks(i, g)
 		}
 	})
-	f.finalOwed = d.owedAtStop(f, removed)
+	f.finalOwed = map[string]uint64{}
+	for _, g := range f.groups {
+		if !g.Queue().BestEffort() {
+			f.finalOwed[g.Name()] = f.unfinished(g)
+			continue
+		}
+		// A best-effort queue finished or counted what this instance gave
+		// it; what an earlier instance gave it (before its policy became
+		// best-effort) and this one did not give again is carried, or,
+		// the subscriber removed, dropped.
+		left := f.owedLeft(g)
+		switch {
+		case left == 0:
+		case removed[g.Name()]:
+			g.Queue().LeftAtStop(left)
+			d.log.Warn("removed best-effort subscriber had not been given again lines an earlier instance gave it; counted dropped",
+				"feed", f.cfg.Name, "subscriber", g.Name(), "lines", left)
+		default:
+			f.finalOwed[g.Name()] = left
+		}
+	}
 	for _, g := range f.groups {
 		n := f.finalOwed[g.Name()]
 		if !removed[g.Name()] || n == 0 {
@@ -680,34 +700,6 @@ func (f *Feed) finishedMarks(i int, g *processor.Group) []feed.Mark {
 	return furthestMarks(g.SkipMarks(), f.pub.Marks(i, q.AckPoint()))
 }
 
-// owedAtStop is, at a stop of f (its groups stopped), what each subscriber
-// was given and did not finish (unfinished), carried to the next instance
-// (Feed.owed; past a clean restart: holdStore.markOwed).
-func (d *Daemon) owedAtStop(f *Feed, removed map[string]bool) map[string]uint64 {
-	owed := map[string]uint64{}
-	for _, g := range f.groups {
-		if !g.Queue().BestEffort() {
-			owed[g.Name()] = f.unfinished(g)
-			continue
-		}
-		// A best-effort queue finished or counted what this instance gave
-		// it; what an earlier instance gave it (before its policy became
-		// best-effort) and this one did not give again is carried, or,
-		// the subscriber removed, dropped.
-		left := f.owedLeft(g)
-		switch {
-		case left == 0:
-		case removed[g.Name()]:
-			g.Queue().LeftAtStop(left)
-			d.log.Warn("removed best-effort subscriber had not been given again lines an earlier instance gave it; counted dropped",
-				"feed", f.cfg.Name, "subscriber", g.Name(), "lines", left)
-		default:
-			owed[g.Name()] = left
-		}
-	}
-	return owed
-}
-
 // unfinished is how many lines group g's subscriber was given and did not
 // finish: this instance's, and those an earlier instance (before a reload)
 // gave it that this one has not given it again yet (a re-read stopped
@@ -719,33 +711,6 @@ func (f *Feed) unfinished(g *processor.Group) uint64 {
 		n = q.Position() - q.AckPoint()
 	}
 	return n + f.owedLeft(g)
-}
-
-// owePublished has each queue owed lines count, as given again, the lines
-// it is given below what earlier instances published (f.owed, f.published
-// set: by a reload's inherit or, at a start, restoreOwed).
-func (f *Feed) owePublished() {
-	for _, g := range f.groups {
-		if f.owed[g.Name()] > 0 {
-			g.Queue().SetPublishOld(f.published)
-		}
-	}
-}
-
-// restoreOwed gives a COMMITTED feed, at a start, what its last clean stop
-// recorded as owed (holdStore.takeOwed): a hold made before the re-read
-// gave a subscriber every line an earlier run gave it still counts them.
-func (d *Daemon) restoreOwed(f *Feed) error {
-	if f.strat != file.Committed {
-		return nil
-	}
-	owed, published, err := d.holds.takeOwed(f.cfg.Name, f.cfg.Path)
-	if err != nil || len(owed) == 0 {
-		return err
-	}
-	f.owed, f.published = owed, published
-	f.owePublished()
-	return nil
 }
 
 // owedLeft is how many lines an earlier instance gave group g's subscriber
@@ -1182,7 +1147,11 @@ func (f *Feed) inherit(old *Feed) {
 		// owed is not given again by this one's.)
 		f.owed = old.finalOwed
 	}
-	f.owePublished()
+	for _, g := range f.groups {
+		if f.owed[g.Name()] > 0 {
+			g.Queue().SetPublishOld(f.published)
+		}
+	}
 	// Numbers on: a processor sees the sequence feed.status counts. What
 	// the earlier instance's pointer-holding subscribers had not finished
 	// is read again under new sequences: the reported acknowledged and
@@ -1364,80 +1333,6 @@ type holdStore struct {
 	path    string
 	entries []holdEntry
 	kept    []keptEntry
-	owed    []owedEntry
-}
-
-// owedEntry is, for a COMMITTED feed at a clean stop, what each of its
-// subscribers was given and had not finished (Lines; the same count a
-// reload carries in Feed.owed) and every place the feed had published
-// (Published, one per epoch): the next start re-reads those lines from
-// the pointer, and a hold made of a subscriber before the re-read gave it
-// all of them again still counts them (DESIGN §12 "holds N lines", §7
-// released). Taken (removed) by the next start of the feed on the same
-// path; a kill -9 after that start forgets it, as the lines given in that
-// run are not known either.
-type owedEntry struct {
-	Feed      string            `json:"feed"`
-	Path      string            `json:"path"`
-	Lines     map[string]uint64 `json:"lines"`
-	Published []holdMark        `json:"published"`
-}
-
-// markOwed records, at a clean stop, feedName's owed lines and published
-// places (none owed: forgets what an earlier stop recorded); one write
-// when something changed.
-func (s *holdStore) markOwed(feedName, path string, lines map[string]uint64, published []feed.Mark) error {
-	if s == nil {
-		return nil
-	}
-	for name, n := range lines {
-		if n == 0 {
-			delete(lines, name)
-		}
-	}
-	hms := marksOf(published)
-	if len(hms) > holdMarksKeep {
-		hms = hms[len(hms)-holdMarksKeep:] // as a hold's: the latest
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	i := slices.IndexFunc(s.owed, func(o owedEntry) bool { return o.Feed == feedName })
-	switch {
-	case len(lines) == 0 && i < 0:
-		return nil
-	case len(lines) == 0:
-		s.owed = slices.Delete(s.owed, i, i+1)
-	case i < 0:
-		s.owed = append(s.owed, owedEntry{Feed: feedName, Path: path, Lines: lines, Published: hms})
-	default:
-		s.owed[i] = owedEntry{Feed: feedName, Path: path, Lines: lines, Published: hms}
-	}
-	return s.saveLocked()
-}
-
-// takeOwed returns and forgets, durably, what the last clean stop of
-// feedName recorded as owed (markOwed) when it read path then; nothing
-// when it read another path (a new feed: the old file's lines are not
-// given again).
-func (s *holdStore) takeOwed(feedName, path string) (map[string]uint64, []feed.Mark, error) {
-	if s == nil {
-		return nil, nil, nil
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	i := slices.IndexFunc(s.owed, func(o owedEntry) bool { return o.Feed == feedName })
-	if i < 0 {
-		return nil, nil, nil
-	}
-	o := s.owed[i]
-	s.owed = slices.Delete(s.owed, i, i+1)
-	if err := s.saveLocked(); err != nil {
-		return nil, nil, err
-	}
-	if o.Path != path {
-		return nil, nil, nil
-	}
-	return o.Lines, feedMarks(o.Published), nil
 }
 
 // keptEntry is, for a configured subscriber of a feed a removed
@@ -1459,12 +1354,11 @@ func openHolds(dataDir string) (*holdStore, error) {
 	var doc struct {
 		Holds []holdEntry `json:"holds"`
 		Kept  []keptEntry `json:"kept"`
-		Owed  []owedEntry `json:"owed"`
 	}
 	if err := readStateJSON(s.path, &doc); err != nil {
 		return nil, err
 	}
-	s.entries, s.kept, s.owed = doc.Holds, doc.Kept, doc.Owed
+	s.entries, s.kept = doc.Holds, doc.Kept
 	return s, nil
 }
 
@@ -1580,8 +1474,7 @@ func (s *holdStore) saveLocked() error {
 	doc := struct {
 		Holds []holdEntry `json:"holds"`
 		Kept  []keptEntry `json:"kept,omitempty"`
-		Owed  []owedEntry `json:"owed,omitempty"`
-	}{Holds: s.entries, Kept: s.kept, Owed: s.owed}
+	}{Holds: s.entries, Kept: s.kept}
 	if doc.Holds == nil {
 		doc.Holds = []holdEntry{}
 	}
