@@ -8,7 +8,12 @@ package daemon
 // What a subscriber was given and did not finish carries across reloads
 // (a hold counts it) but not across a restart: a hold made after a
 // restart whose re-read a full window cut short counts only what this
-// run gave the subscriber again.
+// run gave the subscriber again. The twelfth session persisted the owed
+// counts at every clean stop (removed.json "owed") and reverted it: its
+// review (12a) showed the count going stale or lost on every path it did
+// not cover (a failed start, a feed added or removed by a reload, a
+// truncation while stopped, a path spelled otherwise, lines re-given that
+// the subscriber had finished) — overcounts where this one undercounts.
 
 import (
 	"net/http"

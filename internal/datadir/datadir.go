@@ -12,7 +12,7 @@
 //	<dataDir>/dlq/<processor>.jsonl  a processor's dead-letter ledger
 //	<dataDir>/state/<processor>.rec  an exactlyOnce file sink's or a webhook's record
 //	<dataDir>/state/count/<processor>.json a count processor's state
-//	<dataDir>/state/removed.json     removed subscribers' holds (DESIGN §12 "Reload"), kept and owed marks
+//	<dataDir>/state/removed.json     removed subscribers' holds (DESIGN §12 "Reload") and kept marks
 //	<dataDir>/state/released.json    lines a subscriber was released from while its sink could not record them
 //	<dataDir>/state/<processor>.rec  also a nats sink's JSON side record
 //	<dataDir>/state/<processor>.<time>.old/  a changed processor's state moved aside at a reload
