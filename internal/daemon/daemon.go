@@ -330,6 +330,13 @@ func (d *Daemon) buildFeed(fc *config.Feed) (*Feed, error) {
 		f.groups = append(f.groups, g)
 		f.closer = append(f.closer, c)
 	}
+	if len(f.held) == 0 {
+		// Taken by the groups (their skips): a kill -9 from here on
+		// delivers what they name again, as after any crash.
+		if err := d.holds.dropKept(f.cfg.Name); err != nil {
+			d.log.Warn("could not forget the finished lines recorded at the last stop", "feed", f.cfg.Name, "error", err)
+		}
+	}
 	stream := file.Config{
 		Feed:         fc.Name,
 		Path:         fc.Path,
@@ -446,9 +453,10 @@ func (d *Daemon) buildGroup(f *Feed, pc *config.Processor, q *feed.Queue, log hc
 	case d.skips != nil:
 		// Added by a reload: it subscribes from the next line.
 		gc.Skip = d.skips[""]
-	case f.activeHoldCount() > 0:
-		// Started on a pointer a hold pins: it skips what it finished
-		// before the last clean stop (markStop).
+	default:
+		// Started on a pointer a hold pinned, or one a slower subscriber
+		// kept behind, at the last clean stop: it skips what it finished
+		// before it (markStop; DESIGN §2: re-delivery only after a crash).
 		gc.Skip = d.holds.keptMarks(f.cfg.Name, pc.Name)
 	}
 	if gc.Ledger, err = d.openLedger(pc, log); err != nil {
@@ -643,12 +651,14 @@ func (d *Daemon) Stop() error {
 		// only past losses its publisher knows durable: sync them here
 		// (the recorder's appends above do not tell the publisher).
 		d.syncFinalLosses(f, ledgerBy)
-		if f.activeHoldCount() > 0 {
+		if held := f.activeHoldCount() > 0; held || f.strat == file.Committed {
 			// What this run published past a hold: a subscriber added back
 			// at the next start skips it; and what each configured
-			// subscriber finished, which the held pointer makes the next
-			// start read again: it skips that (best-effort: every line
-			// published was finished or counted dropped).
+			// subscriber finished, which the held pointer — or a slower
+			// subscriber's unfinished lines — makes the next start read
+			// again: it skips that (best-effort: every line published was
+			// finished or counted dropped). Recorded when the subscribers
+			// finished different lines (else the commit is where all are).
 			var all []feed.Mark
 			finished := map[string][]feed.Mark{}
 			f.quiet(func() {
@@ -657,8 +667,10 @@ func (d *Daemon) Stop() error {
 					finished[g.Name()] = f.finishedMarks(i, g)
 				}
 			})
-			if err := d.holds.markStop(f.cfg.Name, all, finished); err != nil && first == nil {
-				first = err
+			if held || marksDiffer(finished) {
+				if err := d.holds.markStop(f.cfg.Name, all, finished); err != nil && first == nil {
+					first = err
+				}
 			}
 		}
 		if err := f.src.Close(); err != nil && first == nil {

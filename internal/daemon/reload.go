@@ -53,6 +53,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -1554,9 +1555,24 @@ func (d *Daemon) applyHolds(f *Feed) {
 	}
 	if len(f.held) > 0 {
 		f.pub.SetHeld(true)
-	} else if err := d.holds.dropKept(f.cfg.Name); err != nil {
-		d.log.Warn("could not forget the finished lines recorded for a hold no longer there", "feed", f.cfg.Name, "error", err)
 	}
+}
+
+// marksDiffer reports whether the subscribers' finished places (by name)
+// are not all the same: some finished lines another did not.
+func marksDiffer(finished map[string][]feed.Mark) bool {
+	var first map[uint64]int64
+	for _, ms := range finished {
+		by := feed.MarksByEpoch(ms)
+		if first == nil {
+			first = by
+			continue
+		}
+		if !maps.Equal(first, by) {
+			return true
+		}
+	}
+	return false
 }
 
 // activeHold is the feed's unreleased hold of subscriber name (nil: none).
