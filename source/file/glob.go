@@ -924,6 +924,12 @@ func (g *Glob) scan(ctx context.Context) {
 					// with bytes its stream never read: nobody else
 					// counts them.
 					g.neverRead(s)
+				} else {
+					// Read to the size last seen and committed: its
+					// pointer records that nothing of it is pending, as
+					// for a closed file gone from the glob (a restart
+					// would count it gone while stopped).
+					g.forgetClosed(s, true)
 				}
 			}
 			s.keyReused = true

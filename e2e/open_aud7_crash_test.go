@@ -1,0 +1,202 @@
+//go:build openfindings
+
+package e2e
+
+// Open findings of the twelfth session's audit 7 (a black-box helper,
+// DESIGN only, the built binary under SIGKILL with glob rotation): each
+// fails on the product as it is and is kept out of the default build until
+// fixed (go test -tags openfindings ./e2e -run TestAud7). Helpers in
+// aud7_test.go. See the issue 13 closing note of the twelfth session.
+
+import (
+	"os"
+	"os/exec"
+	"testing"
+	"time"
+)
+
+// TestAud7ACopytruncateQuietFileCopyReadAgain: a quiet file in a glob feed
+// (./in/*.log, maxOpenFiles 3, closeInactiveMillis 200), closed as inactive
+// between its lines, rotated by copytruncate every ~0.6 s with numbered
+// copies (w.log.1, w.log.2, … shifted first as logrotate does, not matched
+// by the glob) while the daemon runs — no kill, no restart. DESIGN §10:
+// "Exactly-once output is byte-identical per input file"; README, glob
+// copytruncate of a closed file: "Copies its earlier opens in this process
+// read are never taken for later generations", and copytruncate live
+// "nothing twice". Observed: an old copy, already read under its own epoch,
+// is read again from its start under a new epoch (e.g. lines 6–7 under
+// epoch 77822b44… and again, after three more rotations, under 29baf24b…),
+// so they land twice in the exactlyOnce output: 15 lines written, 17 or 21
+// output lines. About half the runs of 6 rotations fail (5 of 9 runs), so
+// this test makes up to 3 runs of 8 rotations (failed 4 of 4 times).
+// Caveat: with copytruncates 2.2 s apart it held (3 runs of 6); the
+// re-read copies are within DESIGN §4's 2 s mtime slack for later
+// generations at a restart — but this is a running daemon re-reading a
+// copy it already read, which the README sentence above excludes.
+func TestAud7ACopytruncateQuietFileCopyReadAgain(t *testing.T) {
+	total := 0
+	for run := 0; run < 3; run++ {
+		seq, m, n := a7quietCopytruncate(t, 8, 300)
+		dups := 0
+		for _, c := range m {
+			if c > 1 {
+				dups += c - 1
+			}
+		}
+		t.Logf("run %d: %d lines written, %d output lines, %d distinct, %d duplicates", run, seq, n, len(m), dups)
+		if len(m) != seq {
+			t.Errorf("run %d: %d distinct lines in the output, %d written", run, len(m), seq)
+		}
+		total += dups
+		if dups > 0 {
+			break
+		}
+	}
+	if total > 0 {
+		t.Errorf("exactlyOnce output holds %d duplicate lines of one input file (copytruncate, live, no crash)", total)
+	}
+}
+
+// TestAud7BRenameOutOfGlobKill9Twice: four writers (three busy, one quiet)
+// under ./in/*.log, each rotated logrotate-`create` style (w.log → w.log.1,
+// older generations shifted, none ever deleted, none matched by the glob, a
+// new w.log at once) every 2.5–3.75 s — outside the 2 s mtime slack of
+// DESIGN §4's later-generation rule — with maxOpenFiles 3 and
+// closeInactiveMillis 200; the daemon is killed with SIGKILL 14 times at
+// random moments (during start-up, at random, right after a rotation, right
+// after a SIGHUP reload that changes the feed, after a while), sometimes
+// staying down while the writers rotate. Every line is on disk at the end.
+//
+// DESIGN §10: "Exactly-once output is byte-identical per input file"; §7
+// "lossless … true only while tailfeed can show that no line was skipped"
+// (and README: "`create` (rename), live or stopped, any number of
+// rotations | nothing … lossless"; for a glob "a new app.log takes the
+// pointer of the file last at that path and reads app.log.1's unread tail
+// and the later generations beside it first").
+//
+// Observed, 4 of 4 runs (10–16 rotations, 14 kills, ~30–45k lines each):
+//   - the quiet writer's new file taken twice at a restart that follows a
+//     rotation: the epochs file shows, 2–9 ms apart, a "reset" of the old
+//     stream's pointer onto the new w3.log AND an "adopted" new stream for
+//     the same file key, so its lines are delivered under two epochs and
+//     land twice in the exactlyOnce output (10–28 duplicates; once also 5
+//     of a busy writer's lines) (3 of 4 runs; 4 of 6 counting later
+//     checks — this test makes up to 3 runs of ~15 s);
+//   - the extra stream's pointer is then counted as a loss at a later
+//     restart: lostTails + 1, "glob file gone while stopped (pointer
+//     69b92ef25856cd7a.ptr at offset 270); its unread tail, if any, is
+//     lost", while no line is missing — lossless false for a loss that
+//     did not happen;
+//   - with faster rotations the same writers lose lines outright:
+//     TestAud7CRenameFastKill9LosesLines.
+func TestAud7BRenameOutOfGlobKill9Twice(t *testing.T) {
+	for run := 0; run < 3 && !t.Failed(); run++ {
+		t.Logf("run %d", run)
+		res, st, body, r := a7scenario(t, "./in/*.log", a7small, a7fourWriters("rename"), 14, 2500*time.Millisecond)
+		a7assert(t, r, res, st, body, false)
+		for tag, rr := range res {
+			if rr.missing > 0 {
+				t.Errorf("%s: %d of %d lines never delivered although every generation is on disk", tag, rr.missing, rr.total)
+			}
+		}
+	}
+}
+
+// TestAud7CRenameFastKill9LosesLines: the writers of B rotated every
+// 0.35–0.53 s (logrotate `create`, every generation kept on disk beside the
+// path, none matched by ./in/*.log), maxOpenFiles 3, closeInactiveMillis
+// 200, 10 SIGKILLs at random moments, then a last clean start that must
+// read everything. DESIGN §4: "Restart after rotation: every generation
+// still on disk … Reading a file twice is a duplicate, never a gap";
+// README: "`create` (rename), live or stopped, any number of rotations |
+// nothing", and for a glob "a file renamed out beside its path, found there
+// by its key, is read to its end as usual" and "a new app.log takes the
+// pointer of the file last at that path and reads app.log.1's unread tail
+// and the later generations beside it first".
+//
+// Observed in 3 of 3 runs at this rate (and 4 of 4 with rotations
+// 0.35–1.05 s apart; 0 of 3 at 0.7–1.05 s): lines never delivered although
+// their generation is on disk — w1 1,485 + w2 1,044 of ~12,100 (101,185
+// bytes); w1 1,796 + w2 1,472 + w3 1 (130,721 bytes); w1 374 + w2 441 of
+// ~7,900 (32,603 bytes against a ledger of lostBytes 25,279, lostTails 5).
+// In the fourth, 236,518 bytes (w1 2,467, w2 3,425, w3 20 lines) against
+// lostBytes 28,351 and lostTails 7. The losses are counted only in part and
+// wrongly: the ledger's entries say "glob file …/w1.log renamed out of the
+// glob or deleted before its stream read it to its end: its 11931 bytes …
+// were never read" or "glob file gone while stopped (pointer … at offset
+// 0); its unread tail, if any, is lost" for files that sit on disk beside
+// their path under w1.log.N — findable, never gone (DESIGN §4 counts in
+// lostTails only a tail "that cannot be found (deleted, or compressed in a
+// format not read)"). In two runs a whole generation of the quiet writer
+// (w3.log.9, 4 lines; w3.log.1, 6 lines) never appears in the epochs file
+// at all; D is that case made small, where it is not counted at all. The writer renames and
+// reopens atomically: no line is ever written to a renamed file.
+// Duplicates are not asserted here (rotations < 2 s apart fall in §4's
+// 2 s mtime slack).
+func TestAud7CRenameFastKill9LosesLines(t *testing.T) {
+	res, st, body, r := a7scenario(t, "./in/*.log", a7small, a7fourWriters("rename"), 10, 350*time.Millisecond)
+	sum, miss, _, _ := r.summary(res)
+	t.Logf("%s", sum)
+	f := st.Feeds[0]
+	t.Logf("status: lossless %v lostTails %d lostBytes %d; losses ledger: %s", st.Lossless, f.LostTails, f.LostBytes, tail(r.losses, 2000))
+	missBytes := 0
+	for tag, rr := range res {
+		missBytes += rr.missBytes
+		if rr.missing > 0 {
+			t.Errorf("%s: %d of %d lines never delivered (first %s) although every generation is on disk", tag, rr.missing, rr.total, rr.firstMissing)
+		}
+	}
+	if miss > 0 {
+		lt, lb := a7ledger(r.losses)
+		t.Logf("%d bytes of lines missing; the losses ledger counts lostTails %d, lostBytes %d", missBytes, lt, lb)
+		_ = body
+		if k := os.Getenv("AUD7_KEEP"); k != "" {
+			os.RemoveAll(k)
+			exec.Command("cp", "-a", r.e.dir, k).Run()
+		}
+	}
+}
+
+// TestAud7DEmptyAdoptedFileRotatedWhileDown: a SILENT loss (found while
+// narrowing C). A glob feed (./in/*.log, maxOpenFiles 3,
+// closeInactiveMillis 200) reads w.log (2 lines); it is rotated live
+// (w.log → w.log.1, a new, empty w.log); 1.5 s later, settled, the daemon is
+// killed with SIGKILL. While it is down the application writes 3 lines to
+// w.log and logrotate rotates again (w.log.1 → w.log.2, w.log → w.log.1, a
+// new w.log with 2 lines). Every file is on disk; the restart must deliver
+// all 7 lines or count what it cannot.
+//
+// DESIGN §7: "lossless is true only while tailfeed can show that no line
+// was skipped"; §4: "Restart after rotation: every generation still on
+// disk … read every later generation: the files matching rotatedNames …";
+// README (glob, order across a restart): "the files first matched under
+// one path — files rotated away from it …, the files new at this start
+// beside it under one of its rotatedNames (generations born and rotated
+// while tailfeed was stopped: app.log.1 for app.log by default), and the
+// file at the path now — are published one after the other".
+//
+// Observed: in about 1 run in 4 (1 of 8 single runs; then failing at the
+// 1st, 2nd, 3rd, 4th and 1st iteration of five invocations of this test),
+// lines 2–4 (all of w.log.1) are never delivered, and feed.status says
+// lossless true, lostTails 0, with an empty losses ledger. The failing
+// runs' first daemon log shows the first w.log's stream closed ("closed
+// glob file gone after every line of it was committed; the pointer records
+// that nothing of it is pending") and no pointer ever created for the
+// empty new w.log before the kill; at the restart nothing names w.log.1 and
+// it is never read. The test makes up to 12 runs and stops at the first
+// failing one.
+func TestAud7DEmptyAdoptedFileRotatedWhileDown(t *testing.T) {
+	for run := 0; run < 12; run++ {
+		missing, n, distinct, lossless, lostTails, losses := a7emptyAdopted(t)
+		t.Logf("run %d: %d output lines, %d distinct of 7; missing %v; lossless %v lostTails %d; ledger %s", run, n, distinct, missing, lossless, lostTails, losses)
+		if len(missing) > 0 {
+			t.Errorf("run %d: lines %v (in w.log.1, on disk beside the path) never delivered; lostTails %d, lossless %v", run, missing, lostTails, lossless)
+		}
+		if distinct != n {
+			t.Errorf("run %d: %d duplicates", run, n-distinct)
+		}
+		if t.Failed() {
+			return
+		}
+	}
+}
