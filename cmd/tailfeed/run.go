@@ -13,6 +13,7 @@ import (
 	"runtime/pprof"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -63,18 +64,17 @@ func cmdRun(args []string, stderr io.Writer) int {
 	// SIGHUP reloads the config file and never kills (DESIGN §12
 	// "Signals"): caught from before the config is read through the stop; a
 	// reload failure leaves the daemon running on its config.
+	sd := &notifier{log: log}
 	go func() {
 		for range hups {
 			log.Info("SIGHUP received: reloading the config")
-			notify(log, sdnotify.Reloading())
-			d.Reload(context.Background())
-			notify(log, "READY=1")
+			sd.reload(func() { d.Reload(context.Background()) })
 		}
 	}()
 	log.Info("tailfeed running", "version", version, "config", *path, "status", d.Scheme()+"://"+d.Addr()+"/feed.status", "feeds", len(cfg.Feeds))
-	notify(log, "READY=1")
+	sd.ready()
 	sig := <-sigs
-	notify(log, "STOPPING=1")
+	sd.stopping()
 	log.Info("stopping: draining subscribers, then the final commit", "signal", sig.String())
 	go func() {
 		s := <-sigs
@@ -90,12 +90,57 @@ func cmdRun(args []string, stderr io.Writer) int {
 	return 0
 }
 
-// notify tells a service manager the daemon's state (sdnotify; nothing
-// without $NOTIFY_SOCKET); a failed send is logged, never fatal.
-func notify(log hclog.Logger, state string) {
+// notifier tells a service manager the daemon's state (sdnotify; nothing
+// without $NOTIFY_SOCKET) in an order the protocol expects: READY=1 once
+// the daemon serves (after a reload that began before it, once that ended),
+// RELOADING=1 … READY=1 around a reload, STOPPING=1 at the stop and nothing
+// after it. A failed send is logged, never fatal.
+type notifier struct {
+	log       hclog.Logger
+	mu        sync.Mutex
+	started   bool // READY=1 was due (the start ended)
+	reloading bool
+	stopped   bool
+}
+
+func (n *notifier) send(state string) {
 	if named, err := sdnotify.Notify(state); named && err != nil {
-		log.Warn("cannot notify the service manager ($NOTIFY_SOCKET)", "state", state, "error", err)
+		n.log.Warn("cannot notify the service manager ($NOTIFY_SOCKET)", "state", state, "error", err)
 	}
+}
+
+func (n *notifier) ready() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.started = true
+	if !n.reloading && !n.stopped {
+		n.send("READY=1")
+	}
+}
+
+// reload runs do between RELOADING=1 and READY=1 (neither once stopping;
+// before the start ended, READY=1 is the start's).
+func (n *notifier) reload(do func()) {
+	n.mu.Lock()
+	n.reloading = true
+	if n.started && !n.stopped {
+		n.send(sdnotify.Reloading())
+	}
+	n.mu.Unlock()
+	do()
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.reloading = false
+	if n.started && !n.stopped {
+		n.send("READY=1")
+	}
+}
+
+func (n *notifier) stopping() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.stopped = true
+	n.send("STOPPING=1")
 }
 
 // start builds the daemon (daemon.NewWithOptions: it opens the dataDir,

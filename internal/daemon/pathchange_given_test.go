@@ -74,3 +74,41 @@ func TestGlobPathChangeReReadsWhatASubscriberDidNotFinish(t *testing.T) {
 		t.Errorf("a glob path change that still matches a.log: released %d, lossless %v; want 0, true (its lines are read again from its pointer)", f.Released, f.Lossless)
 	}
 }
+
+// Review 12a (fixed in the same session: a path naming the same file is no
+// change of file, sameFileAt).
+// TestRev12ACPathChangeToTheSameFileCountsReleased — DESIGN §7 "lossless:
+// … released … are 0"; §4 "Nothing green over a loss" and its converse
+// (lossless false only over a loss); the change (README "Reload"): "The
+// lines of the old file a subscriber kept by the reload was given and had
+// not finished are never given to it again: they are given up, counted in
+// released".
+//
+// Scenario: slow (blocked) is given 40 lines of app.log and finishes none.
+// A reload changes the feed's path to link.log, a symlink to app.log (the
+// same file; DESIGN §4 resolves symlinks at every check). The new path is
+// a new feed from 0 (COMMITTED, no pointer): slow, open now, is given and
+// finishes all 40 lines again.
+//
+// Expected: released 0, lossless true (no line was skipped for slow).
+// Observed: released 40, losses.jsonl released 40, lossless false — the
+// count is made from the old instance's finalOwed without looking at what
+// the new path re-reads. 3 of 3 runs.
+func TestRev12ACPathChangeToTheSameFileCountsReleased(t *testing.T) {
+	dir := t.TempDir()
+	rec := &recorder{}
+	e := slowGiven40(t, dir, builds(blocked(t), rec.build), nil, "")
+	if err := os.Symlink(filepath.Join(dir, "app.log"), filepath.Join(dir, "link.log")); err != nil {
+		t.Fatal(err)
+	}
+	moved := strings.Replace(rev10KeptBase, "%DIR%/app.log", "%DIR%/link.log", 1)
+	e.reloadTo(moved+slowLine, "reload (path change to a symlink to the same file)")
+	f := e.waitFor("slow finished the 40 lines through link.log", 10*time.Second, func(f status.FeedReport) bool {
+		return strings.HasSuffix(f.Path, "link.log") && f.Settled && len(rec.got()) == 40
+	})
+	e.Stop()
+	if f.Released != 0 || !f.Lossless {
+		t.Errorf("slow was given and finished every one of the 40 lines again through link.log: released %d, lossless %v; want 0, true (ledger released %d)",
+			f.Released, f.Lossless, ledgerAmount(t, dir, "released"))
+	}
+}

@@ -286,9 +286,12 @@ func (d *Daemon) reload() error {
 			// A glob changed to another glob keeps its per-file pointers:
 			// a file still matched is re-read from its pointer, one no
 			// longer matched is let go as an excluded one (README).
+			// A new path naming the same file (a symlink to it, another
+			// spelling) reads it again from its start: nothing given up.
+			same := sameFileAt(f.cfg.Path, fc.Path)
 			for _, pc := range procsOf(old, f.cfg.Name) {
 				n := f.finalOwed[pc.Name]
-				if n == 0 || findProc(cfg, fc.Name, pc.Name) == nil || (config.IsGlob(f.cfg.Path) && config.IsGlob(fc.Path)) {
+				if n == 0 || same || findProc(cfg, fc.Name, pc.Name) == nil || (config.IsGlob(f.cfg.Path) && config.IsGlob(fc.Path)) {
 					continue
 				}
 				g := &asideLoss{feed: fc.Name, proc: pc.Name, lines: n, epoch: f.src.Epoch(),
@@ -924,6 +927,19 @@ func (d *Daemon) moveStateAside(name string, ahead func(dir string) error) func(
 		}
 		os.Remove(dir)
 	}
+}
+
+// sameFileAt reports whether paths a and b (no globs) name one file now.
+func sameFileAt(a, b string) bool {
+	if config.IsGlob(a) || config.IsGlob(b) {
+		return false
+	}
+	x, err := os.Stat(a)
+	if err != nil {
+		return false
+	}
+	y, err := os.Stat(b)
+	return err == nil && os.SameFile(x, y)
 }
 
 // asideLoss is a changed processor's dead letters that a reload moved
