@@ -162,7 +162,7 @@ func TestRevS7ReleasedFirstBatchAfterRestartReReadAtNextStart(t *testing.T) {
 // the literal-password WARN". The file writes the password literally, but
 // percent-encoded as a URL requires for '@' (postgres://postgres:
 // pw%40x7q@${TF_PGHOSTPORT}/postgres). Expected: the WARN naming
-// processors[pg].dsn (the password is in the file), and the password
+// processors[0].dsn (the password is in the file), and the password
 // nowhere in the log. Observed: decode compares the written text with the
 // parsed (decoded) password "pw@x7q", does not find it, calls the DSN
 // DSNReferenced and the WARN is never given: a literal secret of the file
@@ -180,8 +180,8 @@ func TestRevS7PostgresEncodedLiteralPasswordNotWarned(t *testing.T) {
 		t.Fatalf("precondition: %s rows, want 10", n)
 	}
 	log := d.log()
-	if !strings.Contains(log, "literal password") || !strings.Contains(grepLines(log, "literal password"), "processors[pg].dsn") || strings.Contains(log, pw) {
-		t.Errorf("a DSN whose file text holds the password (percent-encoded) beside a ${VAR} host: want the literal-password WARN naming processors[pg].dsn; got %q",
+	if !strings.Contains(log, "literal password") || !strings.Contains(grepLines(log, "literal password"), "processors[0].dsn") || strings.Contains(log, pw) {
+		t.Errorf("a DSN whose file text holds the password (percent-encoded) beside a ${VAR} host: want the literal-password WARN naming processors[0].dsn; got %q",
 			grepLines(log, "password"))
 	}
 }

@@ -212,8 +212,9 @@ func TestRevS7PostgresEncodedPasswordNotWarned(t *testing.T) {
 `)
 	log := startLog(t, cfg, 0o600, "REV_PG_HOST=127.0.0.1:1", "REV_PG_HOST_KW=127.0.0.1")
 	wantSecretsNotInLog(t, log, "revPg%40Lit77", "revPg@Lit77", "revPg'Kw88", `revPg\'Kw88`)
-	for _, name := range []string{"pgurl", "pgkw"} {
-		if len(audWarnLines(log, "processors["+name+"].dsn", "literal password")) == 0 {
+	for i, name := range []string{"pgurl", "pgkw"} {
+		// The key by index, as config errors name it (processors[i].dsn).
+		if len(audWarnLines(log, fmt.Sprintf("processors[%d].dsn", i), "literal password")) == 0 {
 			t.Errorf("no literal-password WARN for processor %s (its password is written in the file); WARN lines:\n%s", name, strings.Join(audWarnLines(log), "\n"))
 		}
 	}

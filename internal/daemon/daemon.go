@@ -330,13 +330,6 @@ func (d *Daemon) buildFeed(fc *config.Feed) (*Feed, error) {
 		f.groups = append(f.groups, g)
 		f.closer = append(f.closer, c)
 	}
-	if len(f.held) == 0 {
-		// Taken by the groups (their skips): a kill -9 from here on
-		// delivers what they name again, as after any crash.
-		if err := d.holds.dropKept(f.cfg.Name); err != nil {
-			d.log.Warn("could not forget the finished lines recorded at the last stop", "feed", f.cfg.Name, "error", err)
-		}
-	}
 	stream := file.Config{
 		Feed:         fc.Name,
 		Path:         fc.Path,
@@ -474,11 +467,25 @@ func (d *Daemon) buildGroup(f *Feed, pc *config.Processor, q *feed.Queue, log hc
 	return d.setProcessor(g, pc, p)
 }
 
+// dropKeptOf forgets, as f starts with no hold, the finished lines the last
+// clean stop recorded (markStop): its groups took them as their skips. Not
+// before the start: a start that fails keeps them for the next one. A
+// kill -9 from here on delivers them again, as after any crash.
+func (d *Daemon) dropKeptOf(f *Feed) {
+	if len(f.held) > 0 {
+		return
+	}
+	if err := d.holds.dropKept(f.cfg.Name); err != nil {
+		d.log.Warn("could not forget the finished lines recorded at the last stop", "feed", f.cfg.Name, "error", err)
+	}
+}
+
 // Start runs the sources, the groups and the status server.
 func (d *Daemon) Start(ctx context.Context) {
 	d.runCtx = ctx
 	d.logStart()
 	for _, f := range d.feeds {
+		d.dropKeptOf(f)
 		f.start(ctx)
 	}
 	go d.watchReady(ctx)

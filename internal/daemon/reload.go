@@ -64,6 +64,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"tailfeed/pointer"
 	"time"
 
 	"tailfeed/config"
@@ -286,9 +287,12 @@ func (d *Daemon) reload() error {
 			// A glob changed to another glob keeps its per-file pointers:
 			// a file still matched is re-read from its pointer, one no
 			// longer matched is let go as an excluded one (README).
-			// A new path naming the same file (a symlink to it, another
-			// spelling) reads it again from its start: nothing given up.
-			same := sameFileAt(f.cfg.Path, fc.Path)
+			// A new path naming the file the old one was reading (a
+			// symlink to it, another spelling), under a strategy that
+			// reads a new feed from its start: it is read again, nothing
+			// given up.
+			strat, _ := file.ParseStrategy(fc.ReadStrategy)
+			same := (strat == file.Committed || strat == file.Earliest || strat == file.OnceEarliest) && d.committedAt(f, fc.Path)
 			for _, pc := range procsOf(old, f.cfg.Name) {
 				n := f.finalOwed[pc.Name]
 				if n == 0 || same || findProc(cfg, fc.Name, pc.Name) == nil || (config.IsGlob(f.cfg.Path) && config.IsGlob(fc.Path)) {
@@ -412,6 +416,7 @@ func (d *Daemon) reload() error {
 		default:
 			d.log.Info("feed added", "feed", fc.Name, "path", fc.Path)
 		}
+		d.dropKeptOf(nf)
 		nf.start(d.runCtx)
 		feeds = append(feeds, nf)
 	}
@@ -929,17 +934,31 @@ func (d *Daemon) moveStateAside(name string, ahead func(dir string) error) func(
 	}
 }
 
-// sameFileAt reports whether paths a and b (no globs) name one file now.
-func sameFileAt(a, b string) bool {
-	if config.IsGlob(a) || config.IsGlob(b) {
+// committedAt reports whether path (no glob) names the file f's pointer
+// (its final commit) is in: every line after it, the unfinished ones
+// included, is in that file (a rotation moves on, never back), which a new
+// feed reading path from its start reads again.
+func (d *Daemon) committedAt(f *Feed, path string) bool {
+	if config.IsGlob(f.cfg.Path) || config.IsGlob(path) {
 		return false
 	}
-	x, err := os.Stat(a)
+	rec, err := pointer.Inspect(datadir.Pointer(d.cfg.DataDir, f.cfg.Name))
 	if err != nil {
 		return false
 	}
-	y, err := os.Stat(b)
-	return err == nil && os.SameFile(x, y)
+	key := rec.FileKey
+	if key == 0 {
+		// Nothing committed under its epoch yet: the epochs file names
+		// the file the epoch was drawn for.
+		lines, _ := pointer.ReadEpochs(datadir.Epochs(d.cfg.DataDir, f.cfg.Name))
+		for _, l := range lines {
+			if l.Epoch == rec.Epoch && l.FileKey != 0 {
+				key = l.FileKey
+			}
+		}
+	}
+	dev, ino, err := fileutil.DevInoPath(path)
+	return key != 0 && err == nil && pointer.FileKey(dev, ino) == key
 }
 
 // asideLoss is a changed processor's dead letters that a reload moved
@@ -1578,10 +1597,11 @@ func (d *Daemon) applyHolds(f *Feed) {
 // are not all the same: some finished lines another did not.
 func marksDiffer(finished map[string][]feed.Mark) bool {
 	var first map[uint64]int64
+	seen := false // (one that finished nothing has no marks: nil)
 	for _, ms := range finished {
 		by := feed.MarksByEpoch(ms)
-		if first == nil {
-			first = by
+		if !seen {
+			first, seen = by, true
 			continue
 		}
 		if !maps.Equal(first, by) {
