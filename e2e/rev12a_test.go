@@ -4,9 +4,7 @@ package e2e
 // (sd_notify), fixed that session (run.go notifier).
 
 import (
-	"net"
 	"os"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -44,21 +42,7 @@ processors:
 	if err := os.WriteFile(e.path("app.log"), []byte("a\nb\nc\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	sock := filepath.Join(t.TempDir(), "notify.sock")
-	c, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: sock, Net: "unixgram"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	next := func(within time.Duration) (string, bool) {
-		c.SetReadDeadline(time.Now().Add(within))
-		buf := make([]byte, 4096)
-		n, err := c.Read(buf)
-		if err != nil {
-			return "", false
-		}
-		return string(buf[:n]), true
-	}
+	sock, next := notifySocket(t)
 	d := e.spawnIn(e.dir, "NOTIFY_SOCKET="+sock)
 	if got, _ := next(30 * time.Second); got != "READY=1" {
 		t.Fatalf("first notification %q, want READY=1", got)

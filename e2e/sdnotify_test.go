@@ -28,21 +28,14 @@ processors:
 	if err := os.WriteFile(e.path("app.log"), []byte("a\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	sock := filepath.Join(t.TempDir(), "notify.sock")
-	c, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: sock, Net: "unixgram"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	sock, read := notifySocket(t)
 	next := func(what string) string {
 		t.Helper()
-		c.SetReadDeadline(time.Now().Add(30 * time.Second))
-		buf := make([]byte, 4096)
-		n, err := c.Read(buf)
-		if err != nil {
-			t.Fatalf("waiting for %s on $NOTIFY_SOCKET: %v", what, err)
+		got, ok := read(30 * time.Second)
+		if !ok {
+			t.Fatalf("waiting for %s on $NOTIFY_SOCKET: nothing", what)
 		}
-		return string(buf[:n])
+		return got
 	}
 	d := e.spawnIn(e.dir, "NOTIFY_SOCKET="+sock)
 	if got := next("READY=1"); got != "READY=1" {
@@ -69,5 +62,26 @@ processors:
 	}
 	if code := d.wait(30 * time.Second); code != 0 {
 		t.Fatalf("exit %d after SIGTERM, want 0:\n%s", code, d.log())
+	}
+}
+
+// notifySocket listens on a unix datagram socket for sd_notify messages
+// (its path goes in $NOTIFY_SOCKET); read returns the next one within a
+// bound (false: none came).
+func notifySocket(t *testing.T) (string, func(within time.Duration) (string, bool)) {
+	sock := filepath.Join(t.TempDir(), "notify.sock")
+	c, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: sock, Net: "unixgram"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return sock, func(within time.Duration) (string, bool) {
+		c.SetReadDeadline(time.Now().Add(within))
+		buf := make([]byte, 4096)
+		n, err := c.Read(buf)
+		if err != nil {
+			return "", false
+		}
+		return string(buf[:n]), true
 	}
 }
