@@ -64,7 +64,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"tailfeed/pointer"
 	"time"
 
 	"tailfeed/config"
@@ -276,6 +275,10 @@ func (d *Daemon) reload() error {
 		stopped[f.cfg.Name] = f
 		fc, keep := newFeeds[f.cfg.Name]
 		if !keep {
+			// Removed: stopped as at shutdown, so what its subscribers
+			// finished is kept as a clean stop keeps it (added back
+			// later, it re-delivers nothing).
+			d.keepFinished(f, nil)
 			continue
 		}
 		if fc.Path != f.cfg.Path {
@@ -292,7 +295,7 @@ func (d *Daemon) reload() error {
 			// reads a new feed from its start: it is read again, nothing
 			// given up.
 			strat, _ := file.ParseStrategy(fc.ReadStrategy)
-			same := (strat == file.Committed || strat == file.Earliest || strat == file.OnceEarliest) && d.committedAt(f, fc.Path)
+			same := (strat == file.Committed || strat == file.Earliest || strat == file.OnceEarliest) && readAgainAt(f, fc.Path)
 			for _, pc := range procsOf(old, f.cfg.Name) {
 				n := f.finalOwed[pc.Name]
 				if n == 0 || same || findProc(cfg, fc.Name, pc.Name) == nil || (config.IsGlob(f.cfg.Path) && config.IsGlob(fc.Path)) {
@@ -349,7 +352,13 @@ func (d *Daemon) reload() error {
 	d.recordLossesBy(time.Now().Add(ledgerStopWait)) // the stopped feeds' last deltas (a hung ledger: not waited for)
 	if d.runCtx.Err() != nil {
 		// The daemon is stopping: the stopped feeds made their final
-		// commit; the others are Stop's. Nothing new is built.
+		// commit; the others are Stop's. Nothing new is built. What the
+		// stopped feeds' subscribers finished is kept, as Stop keeps it.
+		for _, st := range stops {
+			if newFeeds[st.f.cfg.Name] != nil {
+				d.keepFinished(st.f, st.removed)
+			}
+		}
 		var kept []*Feed
 		for _, f := range d.feeds {
 			if stopped[f.cfg.Name] == nil {
@@ -934,31 +943,45 @@ func (d *Daemon) moveStateAside(name string, ahead func(dir string) error) func(
 	}
 }
 
-// committedAt reports whether path (no glob) names the file f's pointer
-// (its final commit) is in: every line after it, the unfinished ones
-// included, is in that file (a rotation moves on, never back), which a new
-// feed reading path from its start reads again.
-func (d *Daemon) committedAt(f *Feed, path string) bool {
-	if config.IsGlob(f.cfg.Path) || config.IsGlob(path) {
+// readAgainAt reports whether a new feed reading path from its start gives
+// f's subscribers again every line they were given and did not finish:
+// path names the file f's single-file source had open when it stopped
+// (this instance's, not a pointer left on disk), that file is still as
+// long as what was published of it (not cut by a copytruncate), and no
+// subscriber left a line unfinished in another file (a rotated-away one).
+func readAgainAt(f *Feed, path string) bool {
+	src, ok := f.src.(*file.Source)
+	if !ok || config.IsGlob(path) || f.finalAck == nil {
 		return false
 	}
-	rec, err := pointer.Inspect(datadir.Pointer(d.cfg.DataDir, f.cfg.Name))
+	dev, ino, open := src.FileIdentity()
+	if !open {
+		return false
+	}
+	st, err := os.Stat(path)
 	if err != nil {
 		return false
 	}
-	key := rec.FileKey
-	if key == 0 {
-		// Nothing committed under its epoch yet: the epochs file names
-		// the file the epoch was drawn for.
-		lines, _ := pointer.ReadEpochs(datadir.Epochs(d.cfg.DataDir, f.cfg.Name))
-		for _, l := range lines {
-			if l.Epoch == rec.Epoch && l.FileKey != 0 {
-				key = l.FileKey
+	if d, i, err := fileutil.DevInoPath(path); err != nil || d != dev || i != ino {
+		return false
+	}
+	epoch := src.Epoch()
+	published := feed.MarksByEpoch(f.finalAck[""])
+	if st.Size() < published[epoch] {
+		return false
+	}
+	for name, ms := range f.finalAck {
+		if name == "" {
+			continue
+		}
+		fin := feed.MarksByEpoch(ms)
+		for e, pos := range published {
+			if e != epoch && fin[e] < pos {
+				return false
 			}
 		}
 	}
-	dev, ino, err := fileutil.DevInoPath(path)
-	return key != 0 && err == nil && pointer.FileKey(dev, ino) == key
+	return true
 }
 
 // asideLoss is a changed processor's dead letters that a reload moved
@@ -1590,6 +1613,28 @@ func (d *Daemon) applyHolds(f *Feed) {
 	}
 	if len(f.held) > 0 {
 		f.pub.SetHeld(true)
+	}
+}
+
+// keepFinished records, for a COMMITTED feed stopped by a reload that will
+// not start it again (removed, or the daemon stopping), what each of its
+// subscribers finished (its finalAck; not a processor the reload removed,
+// which holds instead) — as Daemon.Stop does at a clean stop (markStop).
+func (d *Daemon) keepFinished(f *Feed, removed map[string]bool) {
+	if f.strat != file.Committed || f.finalAck == nil {
+		return
+	}
+	finished := map[string][]feed.Mark{}
+	for name, ms := range f.finalAck {
+		if name != "" && !removed[name] {
+			finished[name] = ms
+		}
+	}
+	if len(d.holds.forFeed(f.cfg.Name)) == 0 && !marksDiffer(finished) {
+		return
+	}
+	if err := d.holds.markStop(f.cfg.Name, f.finalAck[""], finished); err != nil {
+		d.log.Warn("could not record what the stopped feed's subscribers finished; its next start may deliver those lines again", "feed", f.cfg.Name, "error", err)
 	}
 }
 
