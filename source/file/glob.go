@@ -178,9 +178,8 @@ type Glob struct {
 	keyMu    sync.Mutex
 	readKeys map[uint64]bool
 
-	live      liveUnread      // the unread list kept while running (unreadlive.go; under mu)
-	ptrKeys   map[uint64]bool // the file keys the pointers found at the start name
-	ptrFirsts map[string]bool // the paths those pointers' files were first matched under
+	live    liveUnread      // the unread list kept while running (unreadlive.go; under mu)
+	ptrKeys map[uint64]bool // the file keys the pointers found at the start name
 
 	detail string // the last loss CountLoss counted (under mu)
 	lossQ  []Loss // losses counted under mu, for OnLoss (countLossLocked, flushLosses)
@@ -2848,12 +2847,6 @@ func (g *Glob) loadPointers() {
 				g.ptrKeys = map[uint64]bool{}
 			}
 			g.ptrKeys[rec.FileKey] = true
-			if s.first != "" {
-				if g.ptrFirsts == nil {
-					g.ptrFirsts = map[string]bool{}
-				}
-				g.ptrFirsts[s.first] = true
-			}
 		}
 		if rec.FileKey == 0 {
 			// Finished and forgotten by its source: deleted after forgetAfter.
@@ -3648,10 +3641,6 @@ func (g *Glob) waitingAtStop() []unreadEntry {
 				continue
 			}
 			out = append(out, unreadEntry{Key: s.key, Size: n, Path: s.path})
-		} else if exists(s.path, s.key) {
-			// Empty: listed too, so that a restart knows it was there if
-			// it is written to and rotated away while tailfeed is down.
-			out = append(out, unreadEntry{Key: s.key, Path: s.path})
 		}
 	}
 	return out
@@ -3721,13 +3710,6 @@ func (g *Glob) countUnreadGone() {
 		rec := pointer.Record{FileKey: w.Key, FPLen: uint64(w.FPLen), FP: w.FP}
 		if p, ok := g.keys[w.Key]; !w.Gone && ok && (w.FPLen == 0 || globHeadMatches(p, rec)) {
 			continue // still in the glob: read now
-		}
-		if !w.Gone && g.ptrFirsts[w.Path] {
-			// A previous run's pointer names a file first matched at its
-			// path: the stream that takes it reads the generations
-			// rotated away beside the path (this file among them, if
-			// it is one) — DESIGN §4 "Restart after rotation".
-			continue
 		}
 		if !w.Gone && g.ptrKeys[w.Key] {
 			// Listed while running, then given its pointer before a

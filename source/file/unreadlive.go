@@ -44,7 +44,7 @@ type liveHead struct {
 }
 
 // waitingNow is every tracked file in the glob never read, with no pointer
-// (empty ones included) — the list's entries while running (no loss counted: the
+// and bytes seen — the list's entries while running (no loss counted: the
 // glob counts a waiting file found deleted). Under mu.
 func (g *Glob) waitingNow() []unreadEntry {
 	var out []unreadEntry
@@ -52,10 +52,9 @@ func (g *Glob) waitingNow() []unreadEntry {
 		if k != s.key || s.gone || s.ptrPath != "" || s.st == stOpen || s.st == stStopping || !g.unread(s) {
 			continue
 		}
-		// An empty file too (size 0): written to and rotated away while
-		// tailfeed is down, nothing else would tell the restart it was
-		// there (audit 7 D).
-		out = append(out, unreadEntry{Key: s.key, Size: max(g.seenEnd(s), 0), Path: s.path, s: s})
+		if n := g.seenEnd(s); n > 0 {
+			out = append(out, unreadEntry{Key: s.key, Size: n, Path: s.path, s: s})
+		}
 	}
 	return out
 }
@@ -144,11 +143,9 @@ func (g *Glob) writeLiveUnread(ws []unreadEntry) {
 		}
 		if !ok {
 			n, fp := headOfPath(w.Path)
-			if n == 0 && (w.Size > 0 || !exists(w.Path, w.Key)) {
+			if n == 0 {
 				continue // gone since the pass looked: the glob counts it
 			}
-			// (n 0, still there: empty, listed without first bytes —
-			// a restart tells it by its key alone.)
 			h = liveHead{s: w.s, n: uint64(n), fp: fp}
 			lu.fps[w.Key] = h
 		}
