@@ -674,10 +674,8 @@ func (d *Daemon) Stop() error {
 					finished[g.Name()] = f.finishedMarks(i, g)
 				}
 			})
-			if held || marksDiffer(finished) {
-				if err := d.holds.markStop(f.cfg.Name, all, finished); err != nil && first == nil {
-					first = err
-				}
+			if err := d.recordKept(f, held, all, finished); err != nil && first == nil {
+				first = err
 			}
 		}
 		if err := f.src.Close(); err != nil && first == nil {

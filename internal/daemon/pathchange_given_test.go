@@ -21,13 +21,7 @@ func TestPathChangeCountsWhatASubscriberDidNotFinish(t *testing.T) {
 	dir := t.TempDir()
 	rec := &recorder{}
 	e := slowGiven40(t, dir, builds(blocked(t), rec.build), nil, "")
-	var b strings.Builder
-	for _, l := range numbered("n-", 0, 5) {
-		b.WriteString(l + "\n")
-	}
-	if err := os.WriteFile(filepath.Join(dir, "app2.log"), []byte(b.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeNumbered(t, filepath.Join(dir, "app2.log"), "n-", 5)
 	moved := strings.Replace(rev10KeptBase, "%DIR%/app.log", "%DIR%/app2.log", 1)
 	e.reloadTo(moved+slowLine, "reload (path change)")
 	f := e.waitFor("slow finished app2.log", 10*time.Second, func(f status.FeedReport) bool {
@@ -52,13 +46,7 @@ func TestGlobPathChangeReReadsWhatASubscriberDidNotFinish(t *testing.T) {
 	if err := os.MkdirAll(in, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	var b strings.Builder
-	for _, l := range numbered("a-", 0, 40) {
-		b.WriteString(l + "\n")
-	}
-	if err := os.WriteFile(filepath.Join(in, "a.log"), []byte(b.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeNumbered(t, filepath.Join(in, "a.log"), "a-", 40)
 	base := strings.Replace(rev10KeptBase, "path: %DIR%/app.log", `path: "%DIR%/in/*.log"`, 1)
 	rec := &recorder{}
 	e := startIn(t, dir, base+slowLine, Options{Processors: map[string]Build{"slow": builds(blocked(t), rec.build)}})
@@ -110,5 +98,34 @@ func TestRev12ACPathChangeToTheSameFileCountsReleased(t *testing.T) {
 	if f.Released != 0 || !f.Lossless {
 		t.Errorf("slow was given and finished every one of the 40 lines again through link.log: released %d, lossless %v; want 0, true (ledger released %d)",
 			f.Released, f.Lossless, ledgerAmount(t, dir, "released"))
+	}
+}
+
+// writeNumbered writes n numbered lines (prefix) to path, replacing it.
+func writeNumbered(t *testing.T, path, prefix string, n int) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(strings.Join(numbered(prefix, 0, n), "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// wantGivenAgainOrReleased fails t unless a subscriber that had not
+// finished n lines (prefix; what names them) before a path change was given
+// them all again (got) or they are counted: released n in the report f and
+// in losses.jsonl, lossless false.
+func wantGivenAgainOrReleased(t *testing.T, dir string, f status.FeedReport, got []string, prefix string, n int, what string) {
+	t.Helper()
+	again := 0
+	for _, l := range got {
+		if strings.HasPrefix(l, prefix) {
+			again++
+		}
+	}
+	if again >= n {
+		return
+	}
+	if led := ledgerAmount(t, dir, "released"); f.Released != uint64(n) || f.Lossless || led != uint64(n) {
+		t.Errorf("slow was given %d of the %d lines (%s) again (%d lines in all: %q…); released %d, lossless %v, losses.jsonl released %d; want them counted released, lossless false",
+			again, n, what, len(got), got[:min(3, len(got))], f.Released, f.Lossless, led)
 	}
 }

@@ -1630,12 +1630,20 @@ func (d *Daemon) keepFinished(f *Feed, removed map[string]bool) {
 			finished[name] = ms
 		}
 	}
-	if len(d.holds.forFeed(f.cfg.Name)) == 0 && !marksDiffer(finished) {
-		return
-	}
-	if err := d.holds.markStop(f.cfg.Name, f.finalAck[""], finished); err != nil {
+	if err := d.recordKept(f, len(d.holds.forFeed(f.cfg.Name)) > 0, f.finalAck[""], finished); err != nil {
 		d.log.Warn("could not record what the stopped feed's subscribers finished; its next start may deliver those lines again", "feed", f.cfg.Name, "error", err)
 	}
+}
+
+// recordKept records at a clean stop of f (markStop) the places it
+// published (all) and what each subscriber finished (finished), when a hold
+// pins it (held) or its subscribers finished different lines — the next
+// start re-reads from the commit and each skips what it finished.
+func (d *Daemon) recordKept(f *Feed, held bool, all []feed.Mark, finished map[string][]feed.Mark) error {
+	if !held && !marksDiffer(finished) {
+		return nil
+	}
+	return d.holds.markStop(f.cfg.Name, all, finished)
 }
 
 // marksDiffer reports whether the subscribers' finished places (by name)

@@ -8,7 +8,6 @@ package daemon
 // open (open_rev11b_test.go, -tags openfindings).
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -157,13 +156,7 @@ func TestRev11BEPathChangeCarriesOwedIntoAHold(t *testing.T) {
 	const n = 40
 	rec := &recorder{}
 	e := slowGiven40(t, dir, builds(blocked(t), rec.build), nil, "")
-	var b strings.Builder
-	for _, l := range numbered("n-", 0, 5) {
-		b.WriteString(l + "\n")
-	}
-	if err := os.WriteFile(filepath.Join(dir, "app2.log"), []byte(b.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeNumbered(t, filepath.Join(dir, "app2.log"), "n-", 5)
 	moved := strings.Replace(rev10KeptBase, "%DIR%/app.log", "%DIR%/app2.log", 1)
 	e.reloadTo(moved+slowLine, "reload 1 (path change)")
 	e.waitFor("slow finished app2.log", 10*time.Second, func(f status.FeedReport) bool {

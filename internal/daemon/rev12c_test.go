@@ -170,16 +170,7 @@ func TestRev12CCPathChangeAfterACopytruncateGivesUpUncounted(t *testing.T) {
 		return strings.HasSuffix(f.Path, "link.log") && f.Settled && len(rec.got()) >= 5
 	})
 	e.Stop()
-	old := 0
-	for _, l := range rec.got() {
-		if strings.HasPrefix(l, "a-") {
-			old++
-		}
-	}
-	if old < 40 && (f.Released != 40 || f.Lossless || ledgerAmount(t, dir, "released") != 40) {
-		t.Errorf("slow was given %d of the 40 lines (now in the copy app.log.1 only) again (%d lines in all: %q…); released %d, lossless %v, losses.jsonl released %d; want the 40 counted released, lossless false",
-			old, len(rec.got()), rec.got()[:min(3, len(rec.got()))], f.Released, f.Lossless, ledgerAmount(t, dir, "released"))
-	}
+	wantGivenAgainOrReleased(t, dir, f, rec.got(), "a-", 40, "the lines now in the copy app.log.1 only")
 }
 
 // TestRev12CDStopDuringAReloadKeepsNoMarks — DESIGN §2 (as A: re-delivery
@@ -259,14 +250,5 @@ func TestRev12CFStalePointerExemptsAnEarliestFeedsLines(t *testing.T) {
 		return strings.HasSuffix(f.Path, "app.log") && f.Settled && len(rec.got()) >= 40
 	})
 	e.Stop()
-	gotB := 0
-	for _, l := range rec.got() {
-		if strings.HasPrefix(l, "b-") {
-			gotB++
-		}
-	}
-	if gotB < 40 && (f.Released != 40 || f.Lossless || ledgerAmount(t, dir, "released") != 40) {
-		t.Errorf("slow was given %d of b.log's 40 lines again; released %d, lossless %v, losses.jsonl released %d; want the 40 counted released, lossless false",
-			gotB, f.Released, f.Lossless, ledgerAmount(t, dir, "released"))
-	}
+	wantGivenAgainOrReleased(t, dir, f, rec.got(), "b-", 40, "b.log's lines")
 }
