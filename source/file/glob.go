@@ -119,6 +119,7 @@ type Glob struct {
 	readBefore map[uint64]pointer.EpochLine
 
 	drainBound time.Duration         // how long a stopping stream waits for its lines' acknowledgements
+	afterWalk  func([]found)         // tests: runs between a scan's walk and its look at what it listed
 	owed       map[*gstream]struct{} // the closed (or queued) streams that owe a commit (settleOwed)
 
 	// opening bounds the pointer I/O waiting for the disk at once across
@@ -242,6 +243,9 @@ type gstream struct {
 	// while its stream was closed: a copytruncate, whose copy a later file
 	// of the same look may be: copyCandidate).
 	keyReused bool
+	// unlisted: the last scan did not list its file, yet found it at its
+	// path by its key (scan): the next one decides.
+	unlisted  bool
 	heldUntil time.Time // until when
 	fpLen, fp uint64    // the pointer's fingerprint when closed
 	done      bool      // ONCE_EARLIEST: read to its size and closed for good
@@ -875,6 +879,9 @@ func (g *Glob) skip(p string, isDir bool, err error) {
 // scan matches the pattern and reconciles the tracked streams with it.
 func (g *Glob) scan(ctx context.Context) {
 	list := g.walk()
+	if g.afterWalk != nil {
+		g.afterWalk(list)
+	}
 	now := time.Now()
 	defer g.flushLosses() // after the unlock
 	g.mu.Lock()
@@ -908,7 +915,7 @@ func (g *Glob) scan(ctx context.Context) {
 				s.path = f.path
 				g.byPath[f.path] = s
 			}
-			s.gone = false
+			s.gone, s.unlisted = false, false
 			g.seen(s, f, now)
 			continue
 		}
@@ -996,8 +1003,23 @@ func (g *Glob) scan(ctx context.Context) {
 			continue
 		}
 		if !s.gone {
+			away := !exists(s.path, s.key) // once: a file created at its path since is decided by the next scan
+			if !away && !s.unlisted && g.matched(s.path) {
+				// Not listed by the walk, yet at its path in the glob by
+				// its key now: deleted, and a file created there since
+				// the walk was given its inode, or put back. Seen gone
+				// now, the stream would not be forgotten (its file "at
+				// its path") and the new file's stream would not look at
+				// it again (already gone): its pointer, naming a deleted
+				// file, would count "gone while stopped" at the next
+				// start. The next scan tells them apart (sameFile), as
+				// for any file at its path; once.
+				s.unlisted = true
+				g.scanDue.Store(true)
+				continue
+			}
+			s.unlisted = false
 			s.gone, s.goneAt = true, now
-			away := !exists(s.path, s.key)
 			if away && (s.st == stQueued || s.st == stClosed) {
 				// Out of the glob beside its path, with bytes its stream
 				// has not read: read there (s.path names it now).
@@ -1009,6 +1031,10 @@ func (g *Glob) scan(ctx context.Context) {
 					}
 				case s.st == stClosed && s.owe == nil:
 					away = !g.readBeside(s)
+				case s.st == stClosed && g.findBeside(s) != "":
+					// Owing its commit: read there once it is made
+					// (settleOwed), its noted tail with it.
+					away = false
 				}
 			}
 			if away {
@@ -1288,6 +1314,14 @@ func (g *Glob) sameFile(s *gstream, f found) bool {
 	}
 	if s.ptrPath != "" {
 		rec, err := pointer.Inspect(s.ptrPath)
+		if err == nil && s.genOwn && rec.FileKey == s.goneKey && rec.FileKey != s.key {
+			// Given a gone file's pointer at its path (adoptByPath), its
+			// source not on its own file yet: the record's first bytes are
+			// the gone file's, nothing of its own was read. Born after the
+			// glob first saw it, its inode was given to another file.
+			bt := birthTimeTarget(f.path)
+			return bt.IsZero() || !bt.After(s.seenAt)
+		}
 		if err == nil && rec.FileKey != 0 && (rec.FileKey != s.key || rec.FPLen > 0) {
 			if globHeadMatches(f.path, rec) {
 				return true
@@ -2296,16 +2330,27 @@ func (g *Glob) closed(s *gstream) {
 		return
 	}
 	if s.gone && !exists(s.path, s.key) {
-		if g.byKey[s.key] == s {
-			g.retired[s.key] = true // not retired at the scan while open
-		}
-		if !g.unread(s) {
-			g.loseTailLocked(s)
-		} else if g.leftUnread(s) {
-			// Its source found another file at its path (or none) and
-			// read nothing, or (no pointers) its file went beside it.
-			g.enqueue(s)
-			return
+		if !g.unread(s) && s.tailSize > s.tailEnd && (g.pointerNames(s) || s.owe != nil) && g.findBeside(s) != "" {
+			// Renamed out beside its path as its stream closed, with
+			// bytes written before the rename its source did not read:
+			// read there to its end (DESIGN §10), now, or once its owed
+			// commit is made (settleOwed; commitOwed binds a pointer that
+			// names no file yet where the file went) — not a lost tail.
+			if s.owe == nil && g.readBeside(s) {
+				return
+			}
+		} else {
+			if g.byKey[s.key] == s {
+				g.retired[s.key] = true // not retired at the scan while open
+			}
+			if !g.unread(s) {
+				g.loseTailLocked(s)
+			} else if g.leftUnread(s) {
+				// Its source found another file at its path (or none) and
+				// read nothing, or (no pointers) its file went beside it.
+				g.enqueue(s)
+				return
+			}
 		}
 	}
 	if ended && s.gone && !exists(s.path, s.key) {
@@ -2585,6 +2630,7 @@ func (g *Glob) settleOwed(s *gstream) {
 	}
 	g.setOwe(s, nil)
 	if s.gone && !exists(s.path, s.key) && !(s.st == stClosed && g.readBeside(s)) {
+		g.loseTailLocked(s) // a tail left for it (closed, scan) that nobody reads now
 		g.forgetClosed(s, !o.ended)
 	}
 }
