@@ -795,3 +795,56 @@ func TestAud7EDeletedClosedFileCountedLost(t *testing.T) {
 }
 
 const a7small = "    maxOpenFiles: 3\n    closeInactiveMillis: 200\n"
+
+// TestAud7BRenameOutOfGlobKill9Twice: four writers (three busy, one quiet)
+// under ./in/*.log, each rotated logrotate-`create` style (w.log → w.log.1,
+// older generations shifted, none ever deleted, none matched by the glob, a
+// new w.log at once) every 2.5–3.75 s — outside the 2 s mtime slack of
+// DESIGN §4's later-generation rule — with maxOpenFiles 3 and
+// closeInactiveMillis 200; the daemon is killed with SIGKILL 14 times at
+// random moments (during start-up, at random, right after a rotation, right
+// after a SIGHUP reload that changes the feed, after a while), sometimes
+// staying down while the writers rotate. Every line is on disk at the end.
+//
+// DESIGN §10: "Exactly-once output is byte-identical per input file"; §7
+// "lossless … true only while tailfeed can show that no line was skipped"
+// (and README: "`create` (rename), live or stopped, any number of
+// rotations | nothing … lossless"; for a glob "a new app.log takes the
+// pointer of the file last at that path and reads app.log.1's unread tail
+// and the later generations beside it first").
+//
+// Observed, 4 of 4 runs (10–16 rotations, 14 kills, ~30–45k lines each):
+//   - the quiet writer's new file taken twice at a restart that follows a
+//     rotation: the epochs file shows, 2–9 ms apart, a "reset" of the old
+//     stream's pointer onto the new w3.log AND an "adopted" new stream for
+//     the same file key, so its lines are delivered under two epochs and
+//     land twice in the exactlyOnce output (10–28 duplicates; once also 5
+//     of a busy writer's lines) (3 of 4 runs; 4 of 6 counting later
+//     checks — this test makes up to 3 runs of ~15 s);
+//   - the extra stream's pointer is then counted as a loss at a later
+//     restart: lostTails + 1, "glob file gone while stopped (pointer
+//     69b92ef25856cd7a.ptr at offset 270); its unread tail, if any, is
+//     lost", while no line is missing — lossless false for a loss that
+//     did not happen;
+//   - with faster rotations the same writers lose lines outright:
+//     TestAud7CRenameFastKill9LosesLines.
+//
+// Fixed in the thirteenth session (it was parked behind -tags
+// openfindings): the new file given the old pointer was taken for an inode
+// reuse while its stream waited for a slot (a second stream), and a line
+// written as a renamed-out file's stream closed was counted lost though read
+// beside its path (source/file: TestGlobGenOwnStreamWaitingIsNotTakenForInodeReuse,
+// TestGlobFileRenamedOutWhileItsStreamStopsIsReadBeside). 7 of 7 runs pass
+// after the fix (4 of 4 failed before).
+func TestAud7BRenameOutOfGlobKill9Twice(t *testing.T) {
+	for run := 0; run < 3 && !t.Failed(); run++ {
+		t.Logf("run %d", run)
+		res, st, body, r := a7scenario(t, "./in/*.log", a7small, a7fourWriters("rename"), 14, 2500*time.Millisecond)
+		a7assert(t, r, res, st, body, false)
+		for tag, rr := range res {
+			if rr.missing > 0 {
+				t.Errorf("%s: %d of %d lines never delivered although every generation is on disk", tag, rr.missing, rr.total)
+			}
+		}
+	}
+}
