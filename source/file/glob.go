@@ -2630,7 +2630,11 @@ func (g *Glob) settleOwed(s *gstream) {
 	}
 	g.setOwe(s, nil)
 	if s.gone && !exists(s.path, s.key) && !(s.st == stClosed && g.readBeside(s)) {
-		g.loseTailLocked(s) // a tail left for it (closed, scan) that nobody reads now
+		if s.st == stClosed {
+			// A tail closed and the scan left for it, read by nobody now
+			// (queued: its source finds the file beside its path or counts it).
+			g.loseTailLocked(s)
+		}
 		g.forgetClosed(s, !o.ended)
 	}
 }

@@ -1,6 +1,7 @@
 package file
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -61,9 +62,12 @@ func TestGlobFileDeletedWhileItsStreamStopsIsForgotten(t *testing.T) {
 // bytes … were never read", every line delivered, lossless false).
 func TestGlobFileRenamedOutWhileItsStreamStopsIsReadBeside(t *testing.T) {
 	// owing: the drain gives up first, the stream closes owing its commit
-	// and the acknowledgements come after (settleOwed reads beside).
-	for _, owing := range []bool{false, true} {
-		t.Run(map[bool]string{false: "acked-in-drain", true: "owing"}[owing], func(t *testing.T) {
+	// and the acknowledgements come after (settleOwed reads beside);
+	// deleted: then a.log.1 is deleted before they come — the tail is read
+	// by nobody and counted once (settleOwed).
+	for _, c := range []struct{ owing, deleted bool }{{false, false}, {true, false}, {true, true}} {
+		owing := c.owing
+		t.Run(fmt.Sprintf("owing=%v,deleted=%v", c.owing, c.deleted), func(t *testing.T) {
 			dir, data, path := aLogIn(t, numbered("line", 5))
 			pattern := filepath.Join(dir, "*.log")
 			drain := 10 * time.Second
@@ -83,10 +87,21 @@ func TestGlobFileRenamedOutWhileItsStreamStopsIsReadBeside(t *testing.T) {
 			if owing {
 				ig.waitFor(t, "the stream closed owing its commit", func() bool { return s.st != stStopping && s.owe != nil })
 			}
+			if c.deleted {
+				if err := os.Remove(path + ".1"); err != nil {
+					t.Fatal(err)
+				}
+			}
 			ig.q.AddDispatched(n)
 			ig.pub.Poke()
 			got := ig.popAll(2 * time.Second)
 			tails, bytes, detail := ig.lost()
+			if c.deleted {
+				if got != 0 || tails != 1 || bytes != 21 {
+					t.Errorf("a.log.1 deleted before the owed commit: %d lines delivered, lostTails %d lostBytes %d (%q); want its unread line counted once (1, 21 bytes)", got, tails, bytes, detail)
+				}
+				return
+			}
 			if got != 1 || tails != 0 || bytes != 0 {
 				t.Errorf("after the close: %d lines delivered, lostTails %d lostBytes %d (%q); want the appended line read beside its path (a.log.1), nothing lost", got, tails, bytes, detail)
 			}
