@@ -159,6 +159,7 @@ type Glob struct {
 	// streams were last looked at for forgetting.
 	running    map[*gstream]struct{}
 	held       []*gstream
+	heldForget []*gstream // closed beside their path, read to their end, not forgotten yet (forgetHeld)
 	lastForget time.Time
 
 	filesSkipped atomic.Uint64
@@ -246,6 +247,8 @@ type gstream struct {
 	// unlisted: the last scan did not list its file, yet found it at its
 	// path by its key (scan): the next one decides.
 	unlisted  bool
+	held      bool      // its pointer kept for the path's empty new file (forgetOrHold)
+	heldAt    string    // held: where its file is, beside its path
 	heldUntil time.Time // until when
 	fpLen, fp uint64    // the pointer's fingerprint when closed
 	done      bool      // ONCE_EARLIEST: read to its size and closed for good
@@ -1031,9 +1034,11 @@ func (g *Glob) scan(ctx context.Context) {
 					}
 				case s.st == stClosed && s.owe == nil:
 					away = !g.readBeside(s)
-				case s.st == stClosed && g.findBeside(s) != "":
+				case s.owe != nil && g.findBeside(s) != "":
 					// Owing its commit: read there once it is made
-					// (settleOwed), its noted tail with it.
+					// (settleOwed; commitOwed binds a pointer naming no
+					// file yet where the file went), its noted tail with
+					// it — closed, or queued to start again.
 					away = false
 				}
 			}
@@ -1302,6 +1307,14 @@ func (g *Glob) sameFile(s *gstream, f found) bool {
 	open := s.st == stOpen || s.st == stStopping
 	if open && s.src != nil && s.src.holds(s.key) {
 		return true
+	}
+	if s.unlisted && !open {
+		// The last walk did not list it (deleted, and a file created
+		// since has its inode?): first bytes are no proof (a long
+		// header), a birth after the glob first saw the stream's file is.
+		if bt := birthTimeTarget(f.path); !bt.IsZero() && bt.After(s.seenAt) {
+			return false
+		}
 	}
 	moved := f.path != s.path || s.gone
 	neverRead := s.src == nil && s.fpLen == 0 // waiting for its first turn: nothing of its first bytes known
@@ -2354,7 +2367,7 @@ func (g *Glob) closed(s *gstream) {
 		}
 	}
 	if ended && s.gone && !exists(s.path, s.key) {
-		g.forgetClosed(s, false)
+		g.forgetOrHold(s, g.findBeside(s))
 	} else if s.gone && exists(s.path, s.key) && !g.matched(s.path) {
 		switch {
 		case s.behind || s.src0dropped || s.tailSize > s.tailEnd:
@@ -2366,8 +2379,15 @@ func (g *Glob) closed(s *gstream) {
 			// Read to its end where it went out of the glob: nothing of
 			// it is pending (a restart would count it gone while
 			// stopped), and its key is retired (DESIGN §10: renamed out
-			// and closed; back in the glob it is a new stream).
-			g.forgetClosed(s, false)
+			// and closed; back in the glob it is a new stream) — unless
+			// the file now at the path it left is empty, with no pointer
+			// yet (a live rotation's new file): its pointer is then the
+			// only record of the path's generations, and a restart after
+			// that file was written to and rotated away while tailfeed
+			// was down finds it through this one (adoptByPath, the later
+			// generations beside it). Forgotten once the new file's
+			// pointer holds a commit (forgetHeld).
+			g.forgetOrHold(s, s.path)
 			if g.byKey[s.key] == s {
 				g.retired[s.key] = true
 			}
@@ -2719,6 +2739,7 @@ func (g *Glob) housekeep(ctx context.Context) {
 			g.settleOwed(s) // closed, or queued for a slot
 		}
 	}
+	g.forgetHeld()
 	for s := range g.running {
 		if s.st != stOpen {
 			continue
@@ -3784,4 +3805,67 @@ func (g *Glob) countUnreadGone() {
 	if err := os.Remove(path); err != nil {
 		g.log.Warn("cannot remove the glob's unread list; the next start may count its files again", "path", path, "error", err)
 	}
+}
+
+// forgetOrHold forgets s's pointer (forgetClosed: its file read to its
+// end, gone from the glob), unless its file is beside its path (at, "" if
+// deleted) and the file now at the path s's file left is empty with no
+// pointer yet (a live rotation's new file): s's pointer is then the only
+// record of the path's generations, and a restart after that new file was
+// written to and rotated away while tailfeed was down finds it through
+// this one (adoptByPath gives it to the file then at the path, whose
+// source reads the later generations beside it; audit 7 D). Kept until
+// forgetHeld lets it go.
+func (g *Glob) forgetOrHold(s *gstream, at string) {
+	if at != "" && !s.held && g.emptySuccessor(s) {
+		s.held, s.heldAt = true, at
+		g.heldForget = append(g.heldForget, s)
+		return
+	}
+	g.forgetClosed(s, false)
+}
+
+// emptySuccessor: the file at the path s's file left is another one,
+// empty, with no pointer: tracked so (admit), or not seen by a scan yet
+// (created just after the rename).
+func (g *Glob) emptySuccessor(s *gstream) bool {
+	if n := g.byPath[s.first]; n != nil && n != s {
+		return n.empty && n.ptrPath == "" && !n.gone
+	}
+	dev, ino, err := fileutil.DevInoPath(s.first)
+	if err != nil || pointer.FileKey(dev, ino) == s.key {
+		return false
+	}
+	size, _, err := statSizeMod(s.first)
+	return err == nil && size == 0
+}
+
+// forgetHeld forgets (forgetClosed) the pointers forgetOrHold kept: once
+// the file at the path their file left has a pointer holding a commit (it
+// records the path's generations from there), once the kept file is gone
+// from beside its path (read to its end, nothing of it pending), or when
+// the stream is not closed any more (started again: its next close
+// decides). Under mu.
+func (g *Glob) forgetHeld() {
+	keep := g.heldForget[:0]
+	for _, s := range g.heldForget {
+		switch n := g.byPath[s.first]; {
+		case s.st != stClosed:
+			s.held, s.heldAt = false, ""
+			continue
+		case !exists(s.heldAt, s.key):
+		case n != nil && n != s && n.ptrPath != "":
+			if rec, err := pointer.Inspect(n.ptrPath); err != nil || rec.Offset == 0 || rec.FileKey != n.key {
+				keep = append(keep, s)
+				continue
+			}
+		default:
+			keep = append(keep, s)
+			continue
+		}
+		s.held, s.heldAt = false, ""
+		g.forgetClosed(s, false)
+	}
+	clear(g.heldForget[len(keep):])
+	g.heldForget = keep
 }

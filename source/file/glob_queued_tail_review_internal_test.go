@@ -148,6 +148,12 @@ func TestGlobQueuedStreamDeletedBeforeAnyScanThenStartedIsCounted(t *testing.T) 
 // drops the count only when the key is already back at the scan that
 // finds it out; here it comes back after that scan: the line is delivered
 // (twice) and counted lost — lossy, exit 1, with nothing lost.
+//
+// Since the thirteenth session a stream owing its commit whose file is
+// beside its path is not retired at the scan that sees it out (it is
+// neither closed nor read to its end: DESIGN §10 retires a key "renamed out
+// and closed"); back in as c.log, it follows its file and reads on from its
+// pointer — the line once, nothing twice.
 func TestGlobQueuedStreamRenamedOutAndBackInIsNotALoss(t *testing.T) {
 	ig := startInternalGlob(t, 50*time.Millisecond, 300*time.Millisecond)
 	const line = "written-while-closing\n"
@@ -161,13 +167,15 @@ func TestGlobQueuedStreamRenamedOutAndBackInIsNotALoss(t *testing.T) {
 	if err := os.Rename(out, filepath.Join(dir, "c.log")); err != nil {
 		t.Fatal(err)
 	}
-	ig.waitFor(t, "c.log tracked as a new stream", func() bool { return len(ig.g.byKey) == 2 })
+	c := filepath.Join(dir, "c.log")
+	ig.waitFor(t, "c.log tracked", func() bool { return ig.g.byPath[c] != nil })
 	ig.q.AddDispatched(n)
 	ig.pub.Poke()
 	got := ig.popAll(3 * time.Second)
-	// c.log from its start: 5 + 5 + the line.
-	if got < 11 {
-		t.Fatalf("c.log read from its start: %d lines delivered, want at least 11", got)
+	// The old stream following c.log: the line; a new stream: c.log from
+	// its start, 5 + 5 + the line.
+	if got != 1 && got < 11 {
+		t.Fatalf("c.log: %d lines delivered, want the line (followed) or at least 11 (read from its start)", got)
 	}
 	if tails, bytes, detail := ig.lost(); tails != 0 {
 		t.Errorf("a.log renamed out and back in as c.log while its stream waited (queued) with %q unread, %d lines delivered (c.log from its start): lostTails %d, lostBytes %d, detail %q; want 0 (nothing lost)",
