@@ -1,15 +1,10 @@
 package file
 
 import (
-	"context"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
-
-	"tailfeed/feed"
-	"tailfeed/overload"
 )
 
 // A live rotation (w.log → w.log.1 beside the glob, a new, empty w.log)
@@ -141,45 +136,14 @@ func TestGlobEmptySuccessorKeptPointerForgottenOnceItCommits(t *testing.T) {
 	}
 }
 
-// runGlobKillable runs a glob like runGlobOn, set changing its config;
-// kill stops its Run without the drain and the final commit (a kill -9 as
-// far as the pointers on disk go).
+// runGlobKillable runs a glob as runGlobOn does (closeInactive 50 ms, a
+// 300 ms drain bound), set changing its config; kill ends its Run without
+// the drain and the final commit.
 func runGlobKillable(t *testing.T, pattern, data string, set func(*GlobConfig)) (ig *internalGlob, kill func()) {
 	t.Helper()
-	ig = &internalGlob{ptrDir: filepath.Join(data, "feeds", "f")}
-	ig.q = feed.NewQueue("rec", 4096, 8<<20, overload.Policy{Kind: overload.Pause})
-	ig.pub = feed.NewPublisher("f", []*feed.Queue{ig.q}, 65536, 512)
-	cfg := GlobConfig{
-		Stream: Config{Feed: "f", Path: pattern, Strategy: Committed, Poll: 50 * time.Millisecond,
-			RotateWait: 200 * time.Millisecond, CommitSync: 5 * time.Millisecond, BatchLines: 512, Outputs: []string{data}},
-		PointerDir:    ig.ptrDir,
-		EpochsPath:    filepath.Join(data, "feeds", "f.epochs"),
-		ScanInterval:  100 * time.Millisecond,
-		MaxOpenFiles:  16,
-		CloseInactive: 50 * time.Millisecond,
-		ForgetAfter:   time.Minute,
-	}
-	set(&cfg)
-	g, err := NewGlob(cfg, ig.pub)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g.drainBound = 300 * time.Millisecond
-	ig.g = g
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		g.Run(ctx)
-	}()
-	var once sync.Once
-	kill = func() { once.Do(func() { cancel(); <-done }) }
-	t.Cleanup(func() {
-		kill()
-		dctx, c := context.WithTimeout(context.Background(), 5*time.Second)
-		g.Drain(dctx)
-		c()
-		g.Close()
-	})
+	ig, kill, _ = runGlobKill(t, pattern, data, 5*time.Second, func(c *GlobConfig) {
+		c.CloseInactive = 50 * time.Millisecond
+		set(c)
+	}, func(g *Glob) { g.drainBound = 300 * time.Millisecond })
 	return ig, kill
 }

@@ -40,6 +40,15 @@ func runGlobCfg(t *testing.T, pattern, data string, drain time.Duration, set fun
 // its manager starts.
 func runGlobWith(t *testing.T, pattern, data string, drain time.Duration, set func(*GlobConfig), pre func(*Glob)) (ig *internalGlob, stop func()) {
 	t.Helper()
+	ig, _, stop = runGlobKill(t, pattern, data, drain, set, pre)
+	return ig, stop
+}
+
+// runGlobKill is runGlobWith that also returns kill, which ends the
+// manager's Run without the drain and the final commit (a kill -9 as far
+// as the pointers on disk go; stop, or the test's cleanup, closes the rest).
+func runGlobKill(t *testing.T, pattern, data string, drain time.Duration, set func(*GlobConfig), pre func(*Glob)) (ig *internalGlob, kill, stop func()) {
+	t.Helper()
 	ig = &internalGlob{ptrDir: filepath.Join(data, "feeds", "f")}
 	ig.q = feed.NewQueue("rec", 4096, 8<<20, overload.Policy{Kind: overload.Pause})
 	ig.pub = feed.NewPublisher("f", []*feed.Queue{ig.q}, 65536, 512)
@@ -70,11 +79,11 @@ func runGlobWith(t *testing.T, pattern, data string, drain time.Duration, set fu
 		defer close(done)
 		g.Run(ctx)
 	}()
-	var once sync.Once
+	var killed, once sync.Once
+	kill = func() { killed.Do(func() { cancel(); <-done }) }
 	stop = func() {
 		once.Do(func() {
-			cancel()
-			<-done
+			kill()
 			dctx, c := context.WithTimeout(context.Background(), drain)
 			g.Drain(dctx)
 			c()
@@ -82,7 +91,7 @@ func runGlobWith(t *testing.T, pattern, data string, drain time.Duration, set fu
 		})
 	}
 	t.Cleanup(stop)
-	return ig, stop
+	return ig, kill, stop
 }
 
 // popEpochs pops (and acknowledges, when ack) what the feed delivers for
