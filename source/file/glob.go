@@ -3662,6 +3662,7 @@ func (g *Glob) Close() error {
 			g.settleOwed(s) // acknowledged during the shutdown's drain
 		}
 	}
+	g.forgetHeld() // the new files' final commits are made
 	waiting := g.waitingAtStop()
 	g.mu.Unlock()
 	g.flushLosses() // counted above and by the last settles
@@ -3854,6 +3855,9 @@ func (g *Glob) forgetHeld() {
 			s.held, s.heldAt = false, ""
 			continue
 		case !exists(s.heldAt, s.key):
+		case (n == nil || n == s || n.gone) && !anyFileAt(s.first):
+			// The empty new file it was kept for is gone (deleted while
+			// empty): nothing at the path to follow.
 		case n != nil && n != s && n.ptrPath != "":
 			if rec, err := pointer.Inspect(n.ptrPath); err != nil || rec.Offset == 0 || rec.FileKey != n.key {
 				keep = append(keep, s)
@@ -3868,4 +3872,10 @@ func (g *Glob) forgetHeld() {
 	}
 	clear(g.heldForget[len(keep):])
 	g.heldForget = keep
+}
+
+// anyFileAt: something is at path (a file to follow).
+func anyFileAt(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }
