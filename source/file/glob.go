@@ -2379,14 +2379,8 @@ func (g *Glob) closed(s *gstream) {
 			// Read to its end where it went out of the glob: nothing of
 			// it is pending (a restart would count it gone while
 			// stopped), and its key is retired (DESIGN §10: renamed out
-			// and closed; back in the glob it is a new stream) — unless
-			// the file now at the path it left is empty, with no pointer
-			// yet (a live rotation's new file): its pointer is then the
-			// only record of the path's generations, and a restart after
-			// that file was written to and rotated away while tailfeed
-			// was down finds it through this one (adoptByPath, the later
-			// generations beside it). Forgotten once the new file's
-			// pointer holds a commit (forgetHeld).
+			// and closed; back in the glob it is a new stream) — or kept
+			// for a live rotation's empty new file (forgetOrHold).
 			g.forgetOrHold(s, s.path)
 			if g.byKey[s.key] == s {
 				g.retired[s.key] = true
@@ -3833,12 +3827,8 @@ func (g *Glob) emptySuccessor(s *gstream) bool {
 	if n := g.byPath[s.first]; n != nil && n != s {
 		return n.empty && n.ptrPath == "" && !n.gone
 	}
-	dev, ino, err := fileutil.DevInoPath(s.first)
-	if err != nil || pointer.FileKey(dev, ino) == s.key {
-		return false
-	}
 	size, _, err := statSizeMod(s.first)
-	return err == nil && size == 0
+	return err == nil && size == 0 && !exists(s.first, s.key)
 }
 
 // forgetHeld forgets (forgetClosed) the pointers forgetOrHold kept: once
