@@ -485,12 +485,16 @@
 //
 //     At a start, a previous run's pointer is taken by key + fingerprint
 //     alone; one no matched file took is given to the file new at this
-//     start at its stream's first path (adoptByPath; not a record at
-//     offset 0, nor one whose bytes a file new at this start holds, a copy
-//     in the glob), whose source looks for the pointer's file beside the
-//     path as §4's restart does (by key; a copy by first bytes: a
-//     copytruncate while stopped, a stop while the stream read its copy, a
-//     rename out while stopped) and reads its tail first, or counts it.
+//     start at its stream's first path (adoptByPath; not one whose bytes a
+//     file new at this start holds, a copy in the glob), whose source looks
+//     for the pointer's file beside the path as §4's restart does (by key;
+//     a copy by first bytes: a copytruncate while stopped, a stop while the
+//     stream read its copy, a rename out while stopped) and reads its tail
+//     first, or counts it. A record at offset 0 that names no file (bound
+//     while its file was empty, nothing committed) takes its key from the
+//     epochs line; that file found beside the path is read from its start
+//     under the pointer's epoch, one born after the pointer file was last
+//     written being another (inode reuse).
 //
 //   - Publishing (mux.go): every stream publishes through the feed's one
 //     Publisher under one mutex; the mux remembers each published batch's

@@ -3275,12 +3275,28 @@ func (g *Glob) ptrFor(k uint64, f found) (string, string, int64) {
 		return "", "", 0
 	}
 	for i, l := range g.loaded {
-		if l.rec.FileKey == k && globHeadMatches(f.path, l.rec) {
+		if l.rec.FileKey == k && globHeadMatches(f.path, l.rec) && !(l.rec.FPLen == 0 && bornAfterPtr(f.path, l.s.ptrPath)) {
 			g.loaded = append(g.loaded[:i], g.loaded[i+1:]...)
 			return l.s.ptrPath, l.s.first, l.rec.Offset
 		}
 	}
 	return "", "", 0
+}
+
+// bornAfterPtr: the file at path was born after the pointer file at ptr
+// was last written (both known). A pointer's file existed before the
+// pointer took it, so such a file has its key by inode reuse: with no
+// first bytes recorded (a file bound while empty), the key is all a
+// restart has, and birth time tells the two apart (adoptByPath then gives
+// the pointer to the new file at its path, whose source counts the gone
+// file and reads the new one under a new epoch).
+func bornAfterPtr(path, ptr string) bool {
+	st, err := os.Stat(ptr)
+	if err != nil {
+		return false
+	}
+	b := birthTimeTarget(path)
+	return !b.IsZero() && b.After(st.ModTime())
 }
 
 // adoptByPath, at the start, gives a previous run's pointer that no
@@ -3292,12 +3308,14 @@ func (g *Glob) ptrFor(k uint64, f found) (string, string, int64) {
 // beside the path holds the tail, the file at the path has its key and
 // other first bytes), a stop or a kill while the stream read its file's
 // copy (the pointer holds the copy's key, readCopy's Bind), a rename out
-// of the glob while stopped. The source counts the tail lost when that
-// file is not beside the path (resumeRotated), as countGone did. Left out
-// (countGone decides, as before): a record at offset 0 (nothing of it was
-// committed), several pointers naming one path (the one committed last is
-// taken), and a pointer whose bytes a file new at this start holds (a copy
-// in the glob, read from its start). Under mu, on the manager's goroutine.
+// of the glob while stopped, also of a file its stream bound while it was
+// empty (a record at offset 0 with no key: the epochs line gave it, and the
+// source reads that file from its start). The source counts the tail lost
+// when that file is not beside the path (resumeRotated), as countGone did.
+// Several pointers naming one path: the one written last is taken (the
+// others go to countGone). Left out (countGone decides, as before): a
+// pointer whose bytes a file new at this start holds (a copy in the glob,
+// read from its start). Under mu, on the manager's goroutine.
 func (g *Glob) adoptByPath(made []*gstream) {
 	if len(g.loaded) == 0 {
 		return
@@ -3309,7 +3327,7 @@ func (g *Glob) adoptByPath(made []*gstream) {
 		best := -1
 		var bestMod time.Time
 		for i, l := range g.loaded {
-			if l.rec.FileKey == 0 || l.rec.Offset == 0 || l.s.first != s.path {
+			if l.rec.FileKey == 0 || l.s.first != s.path {
 				continue
 			}
 			st, err := os.Stat(l.s.ptrPath)

@@ -576,6 +576,24 @@ func (s *Source) resumeRotated(f *os.File, dev, ino uint64) bool {
 			s.log.Info("pointer names no file yet; its epoch's file from the epochs file", "epoch", hex16(rec.Epoch), "fileKey", hex16(rec.FileKey))
 		}
 	}
+	var bornBy time.Time // a file found by the key born after it is another (inode reuse)
+	if rec.FileKey == 0 && rec.FPLen == 0 && rec.Offset == 0 && rec.Epoch != 0 && s.cfg.Pinned &&
+		s.cfg.GlobMatched != nil && s.cfg.GoneKey != 0 && !s.ptr.Fresh() {
+		// A glob stream given, at the start, the pointer of a gone file
+		// its stream bound while the file was empty (adoptByPath): the
+		// record names no file (nothing of it was committed); the glob
+		// took the key from the epochs line. Its file renamed beside the
+		// path while stopped is read from its start under the pointer's
+		// epoch (exactlyOnce sinks skip what they hold of it), not
+		// counted gone (DESIGN §4 "Restart after rotation"); not found,
+		// the generations beside the path are read as for an unnamed
+		// record, a lost tail only when there is none. The file existed
+		// before its pointer was made: one born after the pointer file
+		// was last written has the key by inode reuse.
+		unnamed = rec
+		rec.FileKey = s.cfg.GoneKey
+		bornBy = s.ptrModTime()
+	}
 	adopted := s.adoptedGone(rec)
 	s.resuming = adopted
 	defer func() { s.resuming = false }()
@@ -595,7 +613,7 @@ func (s *Source) resumeRotated(f *os.File, dev, ino uint64) bool {
 		if s.ptr.Fresh() || rec.Offset != 0 || s.cfg.Pinned {
 			return false
 		}
-	case f != nil && pointer.FileKey(dev, ino) == rec.FileKey:
+	case f != nil && pointer.FileKey(dev, ino) == rec.FileKey && !bornLater(f, bornBy):
 		st, err := f.Stat()
 		if err != nil || (st.Size() >= rec.Offset && fingerprintMatches(f, rec)) {
 			s.checkLater(rec, f, dev, ino, nil, nil)
@@ -630,7 +648,7 @@ func (s *Source) resumeRotated(f *os.File, dev, ino uint64) bool {
 				"lines written after the last commit may be lost; reading it from its start under a new epoch", s.cfg.Path, rec.Offset))
 		}
 	default:
-		if old, odev, oino := s.findByKey(rec, atPath); old != nil {
+		if old, odev, oino := s.findByKey(rec, atPath); old != nil && !bornAfter(old, bornBy) {
 			g = s.resumeAt(old, odev, oino, rec)
 			byKey = g != nil
 		} else if f != nil && !adopted && rec.FPLen > 0 && fingerprintMatches(f, rec) {
@@ -730,7 +748,10 @@ func (s *Source) resumeRotated(f *os.File, dev, ino uint64) bool {
 	}
 	s.checkLater(rec, f, dev, ino, g, gens)
 	if g == nil && len(gens) == 0 {
-		if lost && f == nil {
+		if lost && (f == nil || unnamed.Epoch != 0) {
+			// (A file at the path with a record that names no file would
+			// be adopted into the lost file's epoch: an exactlyOnce sink
+			// holding that file's lines would skip its first bytes.)
 			s.forgetLost(rec)
 		}
 		return false
@@ -984,6 +1005,24 @@ func (s *Source) forgetLost(rec pointer.Record) {
 	s.epoch.Store(next)
 	s.log.Info("the pointer records that nothing of the lost file is pending", "path", s.cfg.Path,
 		"lostEpoch", fmt.Sprintf("%016x", rec.Epoch), "epoch", fmt.Sprintf("%016x", next))
+}
+
+// bornLater: f was born after t (both known).
+func bornLater(f *os.File, t time.Time) bool {
+	if t.IsZero() {
+		return false
+	}
+	b := birthTime(f)
+	return !b.IsZero() && b.After(t)
+}
+
+// bornAfter is bornLater, f closed when true.
+func bornAfter(f *os.File, t time.Time) bool {
+	if bornLater(f, t) {
+		f.Close()
+		return true
+	}
+	return false
 }
 
 // resumeAt makes a reader of the rotated file old at the pointer's offset,
