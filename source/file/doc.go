@@ -491,10 +491,15 @@
 //     a copy by first bytes: a copytruncate while stopped, a stop while the
 //     stream read its copy, a rename out while stopped) and reads its tail
 //     first, or counts it. A record at offset 0 that names no file (bound
-//     while its file was empty, nothing committed) takes its key from the
-//     epochs line; that file found beside the path is read from its start
-//     under the pointer's epoch, one born after the pointer file was last
-//     written being another (inode reuse).
+//     while its file was empty, nothing committed) takes its key and first
+//     bytes from the epochs line; that file found beside the path is read
+//     from its start under the pointer's epoch, one born after the pointer
+//     file was last written being another (inode reuse); not found, it is
+//     counted and the pointer moves to a new epoch (GoneEpoch: counted once)
+//     before the file at the path is read, no generation beside read for it.
+//     Until a genOwn stream's pointer names its own file, a look tells that
+//     file by birth time, not by the first bytes of the file the pointer
+//     names (the gone one or a later generation).
 //
 //   - Publishing (mux.go): every stream publishes through the feed's one
 //     Publisher under one mutex; the mux remembers each published batch's

@@ -274,6 +274,7 @@ type gstream struct {
 	// generations beside its path first).
 	genOwn  bool
 	goneKey uint64 // with genOwn: the gone file's key its pointer named
+	goneEp  uint64 // with genOwn: its pointer's epoch then
 	// copyFor: adoptCopies gave it the pointer of the file now at this
 	// path, cut (restartOrder publishes that file's new lines after it).
 	copyFor string
@@ -1327,10 +1328,12 @@ func (g *Glob) sameFile(s *gstream, f found) bool {
 	}
 	if s.ptrPath != "" {
 		rec, err := pointer.Inspect(s.ptrPath)
-		if err == nil && s.genOwn && rec.FileKey == s.goneKey && rec.FileKey != s.key {
+		if err == nil && s.genOwn && rec.FileKey != s.key {
 			// Given a gone file's pointer at its path (adoptByPath), its
-			// source not on its own file yet: the record's first bytes are
-			// the gone file's, nothing of its own was read. Born after the
+			// source not on its own file yet: the record names the gone
+			// file, a later generation beside the path its source read
+			// next, or none (reset for the next file, nothing committed);
+			// its first bytes are not the stream's file's. Born after the
 			// glob first saw it, its inode was given to another file.
 			bt := birthTimeTarget(f.path)
 			return bt.IsZero() || !bt.After(s.seenAt)
@@ -2068,7 +2071,7 @@ func (g *Glob) start(ctx context.Context, s *gstream, ahead *createdAhead, atPat
 	c := g.cfg.Stream
 	c.Path, c.DeliveryPath, c.Pinned, c.PinKey, c.PinGone = s.path, s.first, true, s.key, s.gone
 	if s.genOwn {
-		c.GlobMatched, c.GoneKey = g.matched, s.goneKey // also when started again (preempted)
+		c.GlobMatched, c.GoneKey, c.GoneEpoch = g.matched, s.goneKey, s.goneEp // also when started again (preempted)
 	}
 	if s.src != nil {
 		c.prevSource = true
@@ -3344,7 +3347,7 @@ func (g *Glob) adoptByPath(made []*gstream) {
 		l := g.loaded[best]
 		g.loaded = append(g.loaded[:best], g.loaded[best+1:]...)
 		s.ptrPath = l.s.ptrPath
-		s.genOwn, s.goneKey = true, l.rec.FileKey
+		s.genOwn, s.goneKey, s.goneEp = true, l.rec.FileKey, l.rec.Epoch
 		g.log.Info("a previous run's pointer names no matched file; the file at its path takes it (its source looks for the pointer's file beside the path)",
 			"path", s.path, "pointer", l.s.ptrPath, "offset", l.rec.Offset, "fileKey", hex16(l.rec.FileKey))
 	}

@@ -11,17 +11,23 @@ import (
 	"time"
 )
 
-// emptyFileKilled starts a glob feed on a dir holding one empty w.log,
-// waits until its stream has a pointer (a record naming no file: nothing
-// committed, the key only in the epochs line) and is closed, and kills it.
-// It returns the pattern, the data dir, w.log's path, its inode and the
-// pointer's epoch.
-func emptyFileKilled(t *testing.T) (pattern, data, w string, ino uint64, epoch uint64) {
+// emptyFileKilled starts a glob feed on a dir holding one empty w.log
+// (and, when older is not empty, an older generation w.log.1 holding it,
+// written just before), waits until w.log's stream has a pointer (a record
+// naming no file: nothing committed, the key only in the epochs line) and
+// is closed, and kills it. It returns the pattern, the data dir, w.log's
+// path, its inode and the pointer's epoch.
+func emptyFileKilled(t *testing.T, older string) (pattern, data, w string, ino uint64, epoch uint64) {
 	t.Helper()
 	dir := t.TempDir()
 	data = t.TempDir()
 	pattern = filepath.Join(dir, "*.log")
 	w = filepath.Join(dir, "w.log")
+	if older != "" {
+		if err := os.WriteFile(w+".1", []byte(older), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if err := os.WriteFile(w, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +68,7 @@ func emptyFileKilled(t *testing.T) (pattern, data, w string, ino uint64, epoch u
 // the stream's source, pinned to its file, read no epochs line, took the
 // record for an unused one and adopted the new w.log into its epoch.
 func TestGlobEmptyFilesPointerAtZeroRotatedWhileDownIsRead(t *testing.T) {
-	pattern, data, w, _, epoch := emptyFileKilled(t)
+	pattern, data, w, _, epoch := emptyFileKilled(t, "")
 	appendTo(t, w, numbered("first", 4))
 	if err := os.Rename(w, w+".1"); err != nil {
 		t.Fatal(err)
@@ -93,7 +99,7 @@ func TestGlobEmptyFilesPointerAtZeroRotatedWhileDownIsRead(t *testing.T) {
 // the gone file's epoch, which would let an exactlyOnce sink skip its first
 // bytes.
 func TestGlobEmptyFilesPointerAtZeroDeletedWhileDownIsCounted(t *testing.T) {
-	pattern, data, w, _, epoch := emptyFileKilled(t)
+	pattern, data, w, _, epoch := emptyFileKilled(t, "")
 	appendTo(t, w, numbered("first", 4))
 	// The new file made beside and renamed over the old one: another inode.
 	if err := os.WriteFile(w+".new", []byte(numbered("second", 2)), 0o600); err != nil {
@@ -120,7 +126,7 @@ func TestGlobEmptyFilesPointerAtZeroDeletedWhileDownIsCounted(t *testing.T) {
 // exactlyOnce sink would skip the bytes it holds of the deleted one), but
 // as a later generation under a new epoch, and the deleted file counted.
 func TestGlobEmptyFilesPointerAtZeroInodeReusedBesideIsAnotherFile(t *testing.T) {
-	pattern, data, w, ino, epoch := emptyFileKilled(t)
+	pattern, data, w, ino, epoch := emptyFileKilled(t, "")
 	if err := os.Remove(w); err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +170,7 @@ func TestGlobEmptyFilesPointerAtZeroInodeReusedBesideIsAnotherFile(t *testing.T)
 // uncounted. Born after the pointer file was last written, it is another
 // file: read whole under a new epoch, the deleted file counted.
 func TestGlobEmptyFilesPointerAtZeroInodeReusedAtPathIsAnotherFile(t *testing.T) {
-	pattern, data, w, ino, epoch := emptyFileKilled(t)
+	pattern, data, w, ino, epoch := emptyFileKilled(t, "")
 	if err := os.Remove(w); err != nil {
 		t.Fatal(err)
 	}

@@ -577,21 +577,29 @@ func (s *Source) resumeRotated(f *os.File, dev, ino uint64) bool {
 		}
 	}
 	var bornBy time.Time // a file found by the key born after it is another (inode reuse)
+	gone0 := false       // a glob pointer bound while its file was empty, given at the start
 	if rec.FileKey == 0 && rec.FPLen == 0 && rec.Offset == 0 && rec.Epoch != 0 && s.cfg.Pinned &&
-		s.cfg.GlobMatched != nil && s.cfg.GoneKey != 0 && !s.ptr.Fresh() {
+		s.cfg.GlobMatched != nil && s.cfg.GoneKey != 0 && rec.Epoch == s.cfg.GoneEpoch && !s.ptr.Fresh() {
 		// A glob stream given, at the start, the pointer of a gone file
-		// its stream bound while the file was empty (adoptByPath): the
-		// record names no file (nothing of it was committed); the glob
-		// took the key from the epochs line. Its file renamed beside the
-		// path while stopped is read from its start under the pointer's
-		// epoch (exactlyOnce sinks skip what they hold of it), not
-		// counted gone (DESIGN §4 "Restart after rotation"); not found,
-		// the generations beside the path are read as for an unnamed
-		// record, a lost tail only when there is none. The file existed
-		// before its pointer was made: one born after the pointer file
-		// was last written has the key by inode reuse.
-		unnamed = rec
+		// its stream bound while nothing of it was committed
+		// (adoptByPath): the record names no file; the glob took the key
+		// from the epochs line, which holds its first bytes if it had
+		// any. That file found beside the path (renamed, or a copy or a
+		// .gz of it by its first bytes) is read from the pointer's offset
+		// under its epoch (exactlyOnce sinks skip what they hold of it),
+		// not counted gone (DESIGN §4 "Restart after rotation"). Not
+		// found, it is counted lost as before and the file at the path is
+		// read under a new epoch.
 		rec.FileKey = s.cfg.GoneKey
+		if l, ok := s.ptr.Named(rec.Epoch); ok && l.FileKey == rec.FileKey {
+			rec.FPLen, rec.FP = l.FPLen, l.FP
+		}
+		gone0 = true
+	}
+	if s.adoptedGone(rec) && rec.FPLen == 0 {
+		// No first bytes to tell the pointer's file from another on its
+		// inode: it existed before its pointer took it, so one born after
+		// the pointer file was last written is another file.
 		bornBy = s.ptrModTime()
 	}
 	adopted := s.adoptedGone(rec)
@@ -689,6 +697,17 @@ func (s *Source) resumeRotated(f *os.File, dev, ino uint64) bool {
 			s.loseTail(rec, lostTailDetail)
 			lost = true
 		}
+	}
+	if lost && (gone0 || !bornBy.IsZero()) {
+		// A glob pointer with no first bytes whose file is not beside the
+		// path: counted (as countGone did before the file at the path took
+		// it) and moved to a new epoch, so the file at the path is read
+		// under its own — not adopted into the lost file's epoch, where an
+		// exactlyOnce sink holding that file's lines would skip its first
+		// bytes. The files beside the path are not read: nothing tells a
+		// later generation from an older file or a copy of it read before.
+		s.forgetLost(rec)
+		return false
 	}
 	var born time.Time
 	if g != nil {

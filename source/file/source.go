@@ -101,6 +101,12 @@ type Config struct {
 	// while its pointer still names that key (until it first moves on to a
 	// file of its own): then the ordinary rules apply again.
 	GoneKey uint64
+	// GoneEpoch, with GoneKey: the epoch of that pointer's record then. A
+	// record naming no file (its file bound while empty) is that file's
+	// only while it keeps this epoch: once the source counted the file
+	// lost and moved the pointer to a new epoch, a later start of the
+	// stream does not count it again.
+	GoneEpoch uint64
 	// Adoptable, with Pinned: may the source go on reading, under its
 	// epoch and position, a file of this key that replaced its deleted
 	// file at its path with the same content (a rename into place,
