@@ -47,8 +47,16 @@ type genDir struct{ dir, base string }
 // path is a symlink, the final target's directory under the target's base
 // name (DESIGN §4 "Symlinks"). The link is resolved at every call.
 func (s *Source) genDirs() []genDir {
-	dirs := []genDir{{filepath.Dir(s.cfg.Path), filepath.Base(s.cfg.Path)}}
-	if t, link := resolveLink(s.cfg.Path); link {
+	path := s.cfg.Path
+	if s.resuming && s.cfg.DeliveryPath != "" {
+		// A glob stream given a gone file's pointer at the start whose own
+		// file was renamed before its source started: the pointer's file
+		// and its later generations rotate beside the path the stream was
+		// matched under, not beside its file's new name.
+		path = s.cfg.DeliveryPath
+	}
+	dirs := []genDir{{filepath.Dir(path), filepath.Base(path)}}
+	if t, link := resolveLink(path); link {
 		d := genDir{filepath.Dir(t), filepath.Base(t)}
 		if d != dirs[0] {
 			dirs = append(dirs, d)
