@@ -2369,14 +2369,7 @@ func (g *Glob) closed(s *gstream) {
 			}
 		}
 	}
-	if s.gone && !exists(s.path, s.key) && (ended || (s.owe == nil && src.State() == CaughtUp && !s.behind && !s.src0dropped && s.tailSize <= s.tailEnd)) {
-		// Its file left the glob (deleted, or renamed out beside its
-		// path) and its source read it to its end: ended there, or
-		// stopped by the glob once caught up (a close for inactivity or
-		// for a slot, the rename seen meanwhile) — its pointer then
-		// named the file until it was forgotten forgetAfterMillis later,
-		// and a restart in between counted it gone when it was deleted
-		// while stopped (review 13b D).
+	if ended && s.gone && !exists(s.path, s.key) {
 		g.forgetOrHold(s, g.findBeside(s))
 	} else if s.gone && exists(s.path, s.key) && !g.matched(s.path) {
 		switch {
