@@ -168,6 +168,7 @@ type Glob struct {
 	// (awaitScan): Run scans at its next pass.
 	scanDue atomic.Bool
 	final   bool // Close's last settleOwed pass: no scan comes (under mu)
+	closing bool // Close runs: a stream closed now closes for the stop (under mu)
 	// vacated: paths a stream left (renamed within the glob) while it may
 	// still hold a new file there back (the per-path barrier): a rotation
 	// within the glob whose new file shows up at a later scan (or sorts
@@ -2369,7 +2370,7 @@ func (g *Glob) closed(s *gstream) {
 			}
 		}
 	}
-	if ended && s.gone && !exists(s.path, s.key) {
+	if s.gone && !exists(s.path, s.key) && (ended || g.caughtUpOut(s, src)) {
 		g.forgetOrHold(s, g.findBeside(s))
 	} else if s.gone && exists(s.path, s.key) && !g.matched(s.path) {
 		switch {
@@ -2393,6 +2394,21 @@ func (g *Glob) closed(s *gstream) {
 	if s.owe != nil {
 		g.settleOwed(s)
 	}
+}
+
+// caughtUpOut: s, whose file left the glob and its path, was closed by the
+// glob (for inactivity or for a slot, never at a stop) once its source had
+// read the file to its end and every line it published was committed.
+// Closed so, nobody reads that file again (a file out of the glob whose
+// stream closed is not followed: DESIGN §10 "read to its end ..., then
+// closed"), so its pointer goes as an ended source's does (forgetOrHold);
+// kept, it named the file until forgetAfterMillis, and a restart in
+// between counted the file gone when it was deleted while tailfeed was
+// stopped, although every line of it was delivered (review 13b D). A
+// stream closed by a stop keeps its pointer: the next start reads on
+// beside its path what the file got while tailfeed was stopped. Under mu.
+func (g *Glob) caughtUpOut(s *gstream, src *Source) bool {
+	return !g.closing && s.owe == nil && src.State() == CaughtUp && !s.behind && !s.src0dropped && s.tailSize <= s.tailEnd
 }
 
 // loseTailLocked counts the bytes a closed stream's file held past what
@@ -3627,6 +3643,9 @@ func (g *Glob) Close() error {
 	// Past the shutdown bound (Drain came first): streams still stopping
 	// make their final commit of what is acknowledged now.
 	g.endLife()
+	g.mu.Lock()
+	g.closing = true
+	g.mu.Unlock()
 	// An append of created lines ahead still running (its streams gave up
 	// waiting for it) ends before the feed does.
 	g.aheadWG.Wait()

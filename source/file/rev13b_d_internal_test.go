@@ -1,7 +1,5 @@
-//go:build openfindings
-
-// Parked (thirteenth session, review 13b): fails on the product as it is;
-// see the issue 13 closing note. go test -tags openfindings ./source/file -run TestRev13B
+// Review 13b, finding D (second route): parked in the thirteenth and
+// fourteenth sessions, found and fixed in the fifteenth (caughtUpOut).
 
 package file
 
