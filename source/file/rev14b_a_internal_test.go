@@ -1,8 +1,6 @@
-//go:build openfindings
-
-// Review 14b, finding A. Parked (fourteenth session): fails on the product
-// as it is, and at 7921d24 too; see the issue 13 closing note.
-// go test -tags openfindings ./source/file -run TestRev14B
+// Review 14b, finding A: parked in the fourteenth session, found and fixed
+// in the fifteenth (Source.noteTail leaves a generation's tail to the
+// pointer that names it).
 
 package file
 
