@@ -2091,10 +2091,12 @@ func (g *Glob) start(ctx context.Context, s *gstream, ahead *createdAhead, atPat
 	// all the same: kill -9 keeps it); caught up, every commitSyncMillis.
 	c.BusySync = max(c.CommitSync, time.Second)
 	c.IOSlots = g.opening
-	if g.watcher != nil {
+	if g.watcher != nil && !s.gone {
 		// Events wake the stream; while its file is where it was, its own
 		// look is a fallback at the rescan interval (thousands of open
-		// files stay idle). Rotations and deletions poll at Poll.
+		// files stay idle). Rotations and deletions poll at Poll. A file
+		// out of the glob (read beside its path) polls at Poll: events
+		// name it by a path the glob does not track.
 		c.IdlePoll = g.cfg.ScanInterval
 	}
 	c.Pointer = nil
@@ -2356,6 +2358,15 @@ func (g *Glob) closed(s *gstream) {
 			if s.owe == nil && g.readBeside(s) {
 				return
 			}
+		} else if !ended && !g.closing && s.owe == nil && !g.unread(s) && g.readBeside(s) {
+			// Renamed out beside its path as the glob closed its stream
+			// (for inactivity or a slot), no byte past what it read yet:
+			// read there to its end, rotateWaitMillis after its last
+			// growth (DESIGN §10), as when a scan sees the rename after
+			// the close — the application may write on to its
+			// descriptor until it reopens its log (review 13a B: such a
+			// line was neither read nor counted).
+			return
 		} else {
 			if g.byKey[s.key] == s {
 				g.retired[s.key] = true // not retired at the scan while open
@@ -2770,11 +2781,14 @@ func (g *Glob) housekeep(ctx context.Context) {
 		case st == WaitingForFile && s.sp.Pending() == 0:
 			// Pinned: its file is read to its end and gone from the path.
 			g.stop(s)
-		case st == CaughtUp && now.Sub(s.activeAt) >= g.cfg.CloseInactive:
+		case st == CaughtUp && !s.gone && now.Sub(s.activeAt) >= g.cfg.CloseInactive:
 			g.stop(s)
 		case st == CaughtUp && s.gone && s.sp.Pending() == 0 && now.Sub(s.activeAt) >= g.cfg.Stream.RotateWait:
 			// Read where it went out of the glob: done rotateWait after
-			// its last growth, as a file renamed out of the glob is.
+			// its last growth, as a file renamed out of the glob is —
+			// not closed as inactive before (a closeInactiveMillis
+			// shorter than rotateWaitMillis left a line its writer
+			// appended just after the rename unread: review 13a B).
 			g.stop(s)
 		}
 	}

@@ -1,7 +1,8 @@
-//go:build openfindings
-
-// Parked (thirteenth session): fails on the product as it is; see the
-// issue 13 closing note. go test -tags openfindings ./source/file -run TestRev13A
+// Review 13a, finding B: parked in the thirteenth session, found and fixed
+// in the fifteenth (closed() reads beside its path a file renamed out of the
+// glob as its stream closed). The wait below is for the stream's close, not
+// for it to be neither stopping nor open: fixed, it is open again beside its
+// path.
 
 package file
 
@@ -51,7 +52,7 @@ func TestRev13ARenamedOutWhileStoppingThenWrittenIsRead(t *testing.T) {
 	ig.waitFor(t, "the scan saw a.log gone while its stream stopped", func() bool { return s.gone })
 	ig.q.AddDispatched(n)
 	ig.pub.Poke()
-	ig.waitFor(t, "the stream closed", func() bool { return s.st != stStopping && s.st != stOpen })
+	ig.waitFor(t, "the stream closed", func() bool { return s.st != stStopping })
 	if _, err := w.WriteString("written-after-the-rename\n"); err != nil {
 		t.Fatal(err)
 	}
