@@ -529,6 +529,11 @@
 //     the rest and memory grows with open files, not tracked ones. A
 //     caught-up stream unchanged for closeInactiveMillis closes; a change
 //     (event or rescan) reopens it with its identity checked again. A
+//     stream whose file left the glob (gone) closes only rotateWaitMillis
+//     after its last read, polling at Poll (events name its file by a path
+//     the glob does not track); one closed by the glob (not at a stop) as
+//     its file was renamed out beside its path is started again there
+//     (readBeside), as when a scan sees the rename after the close. A
 //     closing stream waits at most a minute (stopDrainBound) for its
 //     lines' acknowledgements; if some are still missing, or its last
 //     commit failed, it closes owing the commit (owed): its streamPub stays
