@@ -217,6 +217,7 @@ type gstream struct {
 	// its next source takes both (Config.cutSeen).
 	cutSeen   bool
 	cutUnread int64
+	genTail   genTail   // the pointer's generation its last source was reading at its close (Config.genTail)
 	gone      bool      // deleted or out of the glob
 	goneAt    time.Time // when it was seen gone
 	after     *gstream  // per-path barrier: the stream previously at path
@@ -2081,6 +2082,7 @@ func (g *Glob) start(ctx context.Context, s *gstream, ahead *createdAhead, atPat
 	}
 	c.prevCopies = slices.Clone(s.copies)
 	c.cutSeen, c.cutUnread = s.cutSeen, s.cutUnread
+	c.genTail = s.genTail
 	s.cutSeen, s.cutUnread = false, 0
 	c.NoNotify = true // the glob's watcher wakes it
 	c.OnRest = func() { poke(g.rest) }
@@ -2242,6 +2244,7 @@ func (g *Glob) closed(s *gstream) {
 			g.takeOver(s, n, k)
 		}
 	}
+	s.genTail = src.closeGen
 	switch {
 	case src.closeSize > src.closeEnd:
 		s.tailEnd, s.tailSize = src.closeEnd, src.closeSize
@@ -2390,12 +2393,15 @@ func (g *Glob) closed(s *gstream) {
 			// not read (its turn ended, or the file grew after its last
 			// look): read on where it is.
 			g.enqueue(s)
-		case src.State() == CaughtUp:
+		case src.State() == CaughtUp && !g.closing:
 			// Read to its end where it went out of the glob: nothing of
 			// it is pending (a restart would count it gone while
 			// stopped), and its key is retired (DESIGN §10: renamed out
 			// and closed; back in the glob it is a new stream) — or kept
-			// for a live rotation's empty new file (forgetOrHold).
+			// for a live rotation's empty new file (forgetOrHold). Not at
+			// a stop: the pointer stays, and the next start reads on
+			// beside the path what the file got while tailfeed was
+			// stopped, as after a kill -9 (review 15a C, D).
 			g.forgetOrHold(s, s.path)
 			if g.byKey[s.key] == s {
 				g.retired[s.key] = true
@@ -2419,7 +2425,20 @@ func (g *Glob) closed(s *gstream) {
 // stream closed by a stop keeps its pointer: the next start reads on
 // beside its path what the file got while tailfeed was stopped. Under mu.
 func (g *Glob) caughtUpOut(s *gstream, src *Source) bool {
-	return !g.closing && s.owe == nil && src.State() == CaughtUp && !s.behind && !s.src0dropped && s.tailSize <= s.tailEnd
+	if g.closing || s.owe != nil || src.State() != CaughtUp || s.behind || s.src0dropped || s.tailSize > s.tailEnd {
+		return false
+	}
+	// Quiet for rotateWaitMillis (DESIGN §10: read to its end
+	// rotateWaitMillis after its last growth, then closed): a stream
+	// preempted for a slot sooner keeps its pointer, since its writer may
+	// still append (review 15a B: such a line was then neither read nor
+	// counted). Bytes its source read since the last housekeeping count as
+	// growth now.
+	now := time.Now()
+	if n := src.BytesRead(); n != s.lastRead {
+		s.lastRead, s.activeAt = n, now
+	}
+	return now.Sub(s.activeAt) >= g.cfg.Stream.RotateWait
 }
 
 // loseTailLocked counts the bytes a closed stream's file held past what
