@@ -861,6 +861,11 @@ func (s *Source) loseTail(rec pointer.Record, detail string) {
 		// A glob stream's file the glob saw cut in place, then gone: what
 		// its looks saw unread before the cut is known lost.
 		bytes = uint64(s.cfg.cutUnread)
+	} else if t := s.cfg.genTail; t.Key != 0 && t.Key == rec.FileKey && t.Epoch == rec.Epoch && t.Size > rec.Offset {
+		// The generation an earlier source of this glob stream was
+		// reading when it closed (preempted), gone since: its size then
+		// is known (review 15a A).
+		bytes = uint64(t.Size - rec.Offset)
 	}
 	s.lose(1, bytes, rec.Epoch, detail)
 	s.dropTornOf(rec)

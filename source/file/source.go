@@ -63,6 +63,11 @@ type Config struct {
 	// (resumeRotated counts those, not a tail of unknown size).
 	cutSeen   bool
 	cutUnread int64
+	// genTail, with Pinned: the generation of its pointer (not the
+	// stream's own file) an earlier source of the stream was reading when
+	// it closed, and that file's size then: found gone, the bytes past the
+	// pointer's offset up to that size are known lost (loseTail).
+	genTail genTail
 	// RotatedNames are globs over base names (filepath.Match) that the
 	// input's rotated generations match, beside the path and beside a
 	// symlinked path's final target. Empty: the input's base name, then '.'
@@ -248,11 +253,15 @@ type Source struct {
 	// counts them lost when the file turns out gone from the glob
 	// (Glob.loseTailLocked).
 	closeSize, closeEnd int64
-	closing             bool     // Close runs
-	headDone            uint64   // the pointer epoch headFirst last made sure of (0: none)
-	headOwed            uint64   // the epoch whose first-bytes record is stored but not yet msynced (0: none)
-	resuming            bool     // in resumeRotated: copies the glob matches are not looked at (Config.GlobMatched)
-	catchUp             *CatchUp // the daemon put the pointer back to an older epoch (SetCatchUp)
+	// closeGen: the generation the source was reading at Close, not its
+	// own file (noteTail): the glob hands it to the stream's next source
+	// (Config.genTail).
+	closeGen genTail
+	closing  bool     // Close runs
+	headDone uint64   // the pointer epoch headFirst last made sure of (0: none)
+	headOwed uint64   // the epoch whose first-bytes record is stored but not yet msynced (0: none)
+	resuming bool     // in resumeRotated: copies the glob matches are not looked at (Config.GlobMatched)
+	catchUp  *CatchUp // the daemon put the pointer back to an older epoch (SetCatchUp)
 
 	watchDirs   []watchDir
 	watchWarned bool
@@ -575,6 +584,13 @@ func (s *Source) ResumePoint() *Resume { return s.resume }
 // returned.
 func (s *Source) NotFound() bool { return s.notFound }
 
+// genTail is a generation a glob stream's source was reading when it closed
+// (its key, the epoch it was read under) and its size then.
+type genTail struct {
+	Key, Epoch uint64
+	Size       int64
+}
+
 // noteTail records closeSize and closeEnd for a glob stream (Pinned): its
 // source no longer reads, but the file may have grown since its last read
 // — renamed out of the glob or deleted while the stream was closing (its
@@ -592,7 +608,11 @@ func (s *Source) noteTail() {
 		// from there (or counts it lost when it is gone). The glob's
 		// noted tail is its own file's; this file's, counted by the glob
 		// when its own file leaves the glob, was a false loss (review
-		// 14b A: 0.5–1.5 MB, every line delivered).
+		// 14b A: 0.5–1.5 MB, every line delivered). Its size is kept for
+		// the next source: found gone, those bytes are known lost.
+		if size, _, err := fstatSizeMod(r.f); err == nil {
+			s.closeGen = genTail{Key: r.key, Epoch: r.epoch, Size: size}
+		}
 		return
 	}
 	size, _, err := fstatSizeMod(r.f)
