@@ -1986,6 +1986,14 @@ func (g *Glob) preempt() {
 		}
 		st := s.src.State()
 		done := st == CaughtUp || st == WaitingForFile
+		if s.gone && st == CaughtUp && !g.quietOut(s, s.src, now) {
+			// Out of the glob and caught up: its writer may still append
+			// until rotateWaitMillis after its last growth (DESIGN §10);
+			// stopped now, a line appended then was read by nobody (review
+			// 15a B, 15b B), or its pointer was kept until forgetAfter
+			// (15b A). Housekeeping closes it once quiet.
+			done = false
+		}
 		// A stream still STARTING (its pointer being created, its file
 		// opened) has not had its turn yet, however long that takes.
 		if done || (!s.gone && st != Starting && now.Sub(s.openedAt) > time.Second) {
@@ -2393,15 +2401,19 @@ func (g *Glob) closed(s *gstream) {
 			// not read (its turn ended, or the file grew after its last
 			// look): read on where it is.
 			g.enqueue(s)
-		case src.State() == CaughtUp && !g.closing:
-			// Read to its end where it went out of the glob: nothing of
-			// it is pending (a restart would count it gone while
-			// stopped), and its key is retired (DESIGN §10: renamed out
-			// and closed; back in the glob it is a new stream) — or kept
-			// for a live rotation's empty new file (forgetOrHold). Not at
-			// a stop: the pointer stays, and the next start reads on
-			// beside the path what the file got while tailfeed was
-			// stopped, as after a kill -9 (review 15a C, D).
+		case src.State() == CaughtUp && g.quietOut(s, src, time.Now()):
+			// Read to its end where it went out of the glob and quiet for
+			// rotateWaitMillis (DESIGN §10: then closed): nothing of it is
+			// pending (a restart would count it gone while stopped), and
+			// its key is retired (renamed out and closed; back in the glob
+			// it is a new stream) — or kept for a live rotation's empty
+			// new file (forgetOrHold). Also at a stop. Sooner (a stop
+			// within rotateWaitMillis of its last growth), the pointer
+			// stays: its writer may still append, and the next start
+			// reads on beside the path what the file got while tailfeed
+			// was stopped, as after a kill -9 (review 15a C, D; a start
+			// with no file at the path it left counts it gone instead:
+			// an overcount, open_rev15b_c).
 			g.forgetOrHold(s, s.path)
 			if g.byKey[s.key] == s {
 				g.retired[s.key] = true
@@ -2429,12 +2441,18 @@ func (g *Glob) caughtUpOut(s *gstream, src *Source) bool {
 		return false
 	}
 	// Quiet for rotateWaitMillis (DESIGN §10: read to its end
-	// rotateWaitMillis after its last growth, then closed): a stream
-	// preempted for a slot sooner keeps its pointer, since its writer may
-	// still append (review 15a B: such a line was then neither read nor
-	// counted). Bytes its source read since the last housekeeping count as
-	// growth now.
-	now := time.Now()
+	// rotateWaitMillis after its last growth, then closed): the glob
+	// closes a gone stream no sooner (preempt, housekeep); one closed
+	// sooner all the same (a read racing the close) keeps its pointer,
+	// since its writer may still append (review 15a B: such a line was
+	// then neither read nor counted).
+	return g.quietOut(s, src, time.Now())
+}
+
+// quietOut: s's source (src) read nothing for rotateWaitMillis — a gone
+// stream is done with its file (DESIGN §10). Bytes src read since the last
+// look count as growth now. Under mu.
+func (g *Glob) quietOut(s *gstream, src *Source, now time.Time) bool {
 	if n := src.BytesRead(); n != s.lastRead {
 		s.lastRead, s.activeAt = n, now
 	}
