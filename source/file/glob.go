@@ -87,14 +87,20 @@ type Glob struct {
 	pub  *feed.Publisher
 
 	// Manager goroutine only, read by the getters under mu.
-	mu       sync.Mutex
-	byPath   map[string]*gstream
-	byKey    map[uint64]*gstream
-	retired  map[uint64]bool // keys whose file was seen deleted: a new file with one is new
-	skipped  map[string]bool
-	open     int // streams holding a slot (running or stopping)
-	queue    []*gstream
-	started  bool
+	mu      sync.Mutex
+	byPath  map[string]*gstream
+	byKey   map[uint64]*gstream
+	retired map[uint64]bool // keys whose file was seen deleted: a new file with one is new
+	skipped map[string]bool
+	open    int // streams holding a slot (running or stopping)
+	queue   []*gstream
+	started bool
+	// ready: the start is over (logStart): a previous run's pointers that
+	// matched no file are counted and tracked. The feed is STARTING until
+	// then, never settled with a gone file counted in lostTails and not
+	// listed yet (a report between the two showed neither its row nor it
+	// in filesTracked).
+	ready    bool
 	scanned  bool
 	stopped  chan *gstream
 	rest     chan struct{} // a stream read all it could: a waiting one may take its slot
@@ -3605,6 +3611,7 @@ func (g *Glob) logStart() {
 		g.byKey[l.s.key] = l.s
 	}
 	g.loaded = nil
+	g.ready = true
 	g.log.Info("glob feed started", "pattern", g.pat.String(), "filesTracked", len(g.byKey), "filesWithUnreadBytes", behind)
 }
 

@@ -19,9 +19,11 @@ type GlobCounts struct {
 }
 
 // State is CAUGHT_UP when every tracked file is read to its end, BEHIND
-// while one is not, WAITING_FOR_FILE while nothing matches, STARTING before
-// the first scan. It stops at the first file behind: /healthz and /readyz
-// ask it alone (the readiness watch every 10 ms while a start reads).
+// while one is not, WAITING_FOR_FILE while nothing matches, STARTING until
+// the start is over (the first scan, and the previous run's pointers that
+// matched no file counted and tracked). It stops at the first file behind:
+// /healthz and /readyz ask it alone (the readiness watch every 10 ms while
+// a start reads).
 func (g *Glob) State() State {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -54,7 +56,7 @@ func (g *Glob) stateLocked(c *GlobCounts) State {
 	}
 	live, behind, done := 0, false, true
 	for _, s := range g.byKey {
-		if c == nil && (!g.started || g.bounded()) {
+		if c == nil && (!g.ready || g.bounded()) {
 			break // decided below without a look at the files
 		}
 		if c != nil {
@@ -78,7 +80,7 @@ func (g *Glob) stateLocked(c *GlobCounts) State {
 		}
 	}
 	switch {
-	case !g.started:
+	case !g.ready:
 		return Starting
 	case g.bounded():
 		if c == nil {
