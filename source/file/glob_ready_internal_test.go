@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// TestGlobStartingUntilGoneWhileStoppedTracked — found by the project's CI
+// TestGlobNotSettledUntilGoneWhileStoppedTracked — found by the project's CI
 // on 3a17f1e (e2e TestAud3GXGoneWhileStoppedRowHasNoPath, 1 run in many):
 // a file read to its end, the feed stopped, the file deleted while
 // stopped. At the restart countGone counts it in lostTails, and only then
@@ -17,8 +17,9 @@ import (
 // lostTails 1 and neither the file's row in ?files=1 nor the file in
 // filesTracked (DESIGN §10 "`GONE` … waiting to be forgotten", §4 "Nothing
 // green over a loss": a count is shown with what it counts). The feed is
-// STARTING until the start is over.
-func TestGlobStartingUntilGoneWhileStoppedTracked(t *testing.T) {
+// BEHIND (open, so ready, but never settled) until the start is over
+// (STARTING so long kept /readyz at 503: review 16a C).
+func TestGlobNotSettledUntilGoneWhileStoppedTracked(t *testing.T) {
 	dir, data, _ := aLogIn(t, numbered("a", 5))
 	b := filepath.Join(dir, "b.log")
 	if err := os.WriteFile(b, []byte(numbered("b", 5)), 0o600); err != nil {
@@ -67,8 +68,8 @@ func TestGlobStartingUntilGoneWhileStoppedTracked(t *testing.T) {
 	if len(looks) != 1 {
 		t.Fatalf("OnLoss called %d times; want 1 (b.log gone while stopped)", len(looks))
 	}
-	if l := looks[0]; l.st != Starting {
-		t.Errorf("as b.log was counted gone: state %v with %d files rows, filesTracked %d; want STARTING until it is tracked (a settled report counted a loss it did not list)",
+	if l := looks[0]; l.st != Behind {
+		t.Errorf("as b.log was counted gone: state %v with %d files rows, filesTracked %d; want BEHIND (not settled) until it is tracked (a settled report counted a loss it did not list)",
 			l.st, l.rows, l.tracked)
 	}
 	var row *FileStatus

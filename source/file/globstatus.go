@@ -19,11 +19,11 @@ type GlobCounts struct {
 }
 
 // State is CAUGHT_UP when every tracked file is read to its end, BEHIND
-// while one is not, WAITING_FOR_FILE while nothing matches, STARTING until
-// the start is over (the first scan, and the previous run's pointers that
-// matched no file counted and tracked). It stops at the first file behind:
-// /healthz and /readyz ask it alone (the readiness watch every 10 ms while
-// a start reads).
+// while one is not, WAITING_FOR_FILE while nothing matches, STARTING before
+// the first scan, and BEHIND (never settled) until the rest of the start is
+// over: the previous run's pointers that matched no file counted and
+// tracked. It stops at the first file behind: /healthz and /readyz ask it
+// alone (the readiness watch every 10 ms while a start reads).
 func (g *Glob) State() State {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -80,8 +80,16 @@ func (g *Glob) stateLocked(c *GlobCounts) State {
 		}
 	}
 	switch {
-	case !g.ready:
+	case !g.started:
 		return Starting
+	case !g.ready:
+		// Files are open and read (/readyz: ready), but a previous run's
+		// pointers whose file went while stopped are still being counted
+		// and listed: not settled, whatever the files show (a report
+		// counting a loss it does not list, or settled before the loss
+		// is counted, would lie; review 16a C: STARTING so long kept
+		// /readyz at 503 while lines were delivered).
+		return Behind
 	case g.bounded():
 		if c == nil {
 			done = g.allDoneLocked()
