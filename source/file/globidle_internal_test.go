@@ -252,7 +252,7 @@ func rescanFixture(tb testing.TB, n int) *Glob {
 	g.maxSlots = 0 // nothing opens: every stream stays closed
 	g.ctx = context.Background()
 	g.scan(g.ctx)
-	g.started = true
+	g.started, g.ready = true, true // a started glob, its start over (logStart)
 	for _, s := range g.byKey {
 		s.st, s.offset = stClosed, s.size
 	}

@@ -56,7 +56,7 @@ func (g *Glob) stateLocked(c *GlobCounts) State {
 	}
 	live, behind, done := 0, false, true
 	for _, s := range g.byKey {
-		if c == nil && (!g.ready || g.bounded()) {
+		if c == nil && (!g.started || !g.ready || g.bounded()) {
 			break // decided below without a look at the files
 		}
 		if c != nil {
