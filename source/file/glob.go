@@ -166,6 +166,7 @@ type Glob struct {
 	running    map[*gstream]struct{}
 	held       []*gstream
 	heldForget []*gstream // closed beside their path, read to their end, not forgotten yet (forgetHeld)
+	watchOut   []*gstream // closed out of the glob within rotateWait of their last growth (lookWatched)
 	lastForget time.Time
 
 	filesSkipped atomic.Uint64
@@ -256,6 +257,7 @@ type gstream struct {
 	// path by its key (scan): the next one decides.
 	unlisted  bool
 	held      bool      // its pointer kept for the path's empty new file (forgetOrHold)
+	watching  bool      // in watched: closed out of the glob, its writer may still append
 	heldAt    string    // held: where its file is, beside its path
 	heldUntil time.Time // until when
 	fpLen, fp uint64    // the pointer's fingerprint when closed
@@ -1992,23 +1994,42 @@ func (g *Glob) preempt() {
 		}
 		st := s.src.State()
 		done := st == CaughtUp || st == WaitingForFile
-		if s.gone && st == CaughtUp && !g.quietOut(s, s.src, now) {
+		if s.gone && st == CaughtUp {
 			// Out of the glob and caught up: its writer may still append
-			// until rotateWaitMillis after its last growth (DESIGN §10);
-			// stopped now, a line appended then was read by nobody (review
-			// 15a B, 15b B), or its pointer was kept until forgetAfter
-			// (15b A). Housekeeping closes it once quiet.
-			done = false
+			// until rotateWaitMillis after its last growth (DESIGN §10).
+			// It gives up its slot (a still-written file out of the glob
+			// never starves a waiting one: review 16a A) only where its
+			// next turn finds it again — beside its path, every line it
+			// published acknowledged (closed then queues it there, or
+			// lets its pointer go once quiet: 16a B) — or once quiet.
+			// Elsewhere (moved to another directory, deleted while
+			// written) a line appended after a stop was read by nobody
+			// (review 15a B, 15b B, or its pointer kept until
+			// forgetAfter: 15b A); housekeeping closes it once quiet.
+			// A gone stream with bytes to read is never stopped before
+			// its end.
+			quiet := g.quietOut(s, s.src, now)
+			if s.sp.Pending() > 0 || !(quiet || g.refindable(s)) {
+				done = false
+			}
 		}
 		// A stream still STARTING (its pointer being created, its file
 		// opened) has not had its turn yet, however long that takes.
-		if done || (!s.gone && st != Starting && now.Sub(s.openedAt) > time.Second) {
+		turn := !s.gone && st != Starting && now.Sub(s.openedAt) > time.Second
+		if done || turn {
 			// A file with unread bytes takes its turn again later (closed
-			// queues it); a gone one is never stopped before its end.
+			// queues it).
 			g.stop(s)
 			need--
 		}
 	}
+}
+
+// refindable: s's file, gone from the glob, is where a stream started
+// again finds it: at s.path (beside its first path, or excluded in place),
+// or beside its path by its key (findBeside). Under mu.
+func (g *Glob) refindable(s *gstream) bool {
+	return exists(s.path, s.key) || g.findBeside(s) != ""
 }
 
 // outputsNow is the daemon's outputs with their symlinks resolved, as the
@@ -2424,6 +2445,19 @@ func (g *Glob) closed(s *gstream) {
 			if g.byKey[s.key] == s {
 				g.retired[s.key] = true
 			}
+		case !g.closing && src.State() == CaughtUp:
+			// Stopped within rotateWaitMillis of its last growth (a
+			// waiting file took its slot: review 16a A): its writer may
+			// still append. Housekeeping watches its size: grown, it is
+			// queued to read on where it is; quiet, its pointer goes
+			// (lookWatched). Not queued now: a queued stream holds the
+			// barrier of the file new at its path, which would wait for
+			// it, and preempt would stop it again for that file — round
+			// and round.
+			if !s.watching {
+				s.watching = true
+				g.watchOut = append(g.watchOut, s)
+			}
 		}
 	}
 	if s.owe != nil {
@@ -2807,6 +2841,7 @@ func (g *Glob) housekeep(ctx context.Context) {
 		}
 	}
 	g.forgetHeld()
+	g.lookWatched(now)
 	for s := range g.running {
 		if s.st != stOpen {
 			continue
@@ -2856,6 +2891,54 @@ func (g *Glob) housekeep(ctx context.Context) {
 	if write {
 		g.writeLiveUnread(list)
 	}
+}
+
+// lookWatched looks at the streams closed out of the glob within
+// rotateWaitMillis of their last growth (closed): a file grown past what
+// its stream read is queued to read on (DESIGN §10: read to its end
+// rotateWaitMillis after its last growth); one quiet for rotateWaitMillis
+// lets its pointer go and its key is retired, as when it is closed so;
+// one gone from where it was (renamed again, deleted) is found beside its
+// path or left to the scan, which counts what it cannot find. A stream
+// started again, or tracked again in the glob, is not watched any more.
+// Under mu.
+func (g *Glob) lookWatched(now time.Time) {
+	keep := g.watchOut[:0]
+	for _, s := range g.watchOut {
+		if s.st != stClosed || !s.gone || s.owe != nil {
+			s.watching = false
+			continue
+		}
+		if !exists(s.path, s.key) {
+			if p := g.findBeside(s); p != "" {
+				s.path = p
+			} else {
+				// Deleted (or moved away) since it closed: what it
+				// held past the stream's end is unknown here — its size
+				// was last seen read to its end; a restart finds the
+				// pointer and counts it if it cannot find the file.
+				s.watching = false
+				continue
+			}
+		}
+		size, _, err := statSizeMod(s.path)
+		switch {
+		case err == nil && size > s.offset:
+			s.activeAt = now
+			s.watching = false
+			g.enqueue(s)
+		case now.Sub(s.activeAt) >= g.cfg.Stream.RotateWait:
+			s.watching = false
+			g.forgetOrHold(s, s.path)
+			if g.byKey[s.key] == s {
+				g.retired[s.key] = true
+			}
+		default:
+			keep = append(keep, s)
+		}
+	}
+	clear(g.watchOut[len(keep):])
+	g.watchOut = keep
 }
 
 // forget deletes the pointers of streams gone, closed and finished for

@@ -89,8 +89,13 @@ func TestRev15BBPreemptedBesideStreamForgetsFileStillWrittenWithinRotateWait(t *
 	}
 	t.Logf("the gone stream open again beside its path: %v", beside)
 	if beside {
+		ig.g.mu.Lock()
+		opened := s.openedAt
+		ig.g.mu.Unlock()
 		appendTo(t, a, "a-later\n") // a.log wants the slot again
-		ig.waitFor(t, "the beside stream closed", func() bool { return s.st == stClosed })
+		// Stopped for a.log's turn: closed, or (since review 16a A)
+		// queued again beside its path, or open there again.
+		ig.waitFor(t, "the beside stream stopped", func() bool { return s.st != stOpen || !s.openedAt.Equal(opened) })
 	}
 	time.Sleep(300 * time.Millisecond)
 	since := time.Since(renamed)
