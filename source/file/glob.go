@@ -2945,7 +2945,7 @@ func (g *Glob) lookWatched(now time.Time) {
 // forgetAfter (DESIGN §10 "Forgetting"), and drops them from tracking.
 func (g *Glob) forget(now time.Time) {
 	for k, s := range g.byKey {
-		if !s.gone || s.st != stClosed || s.owe != nil || now.Sub(s.goneAt) < g.cfg.ForgetAfter || g.listedLive(s.key) {
+		if !s.gone || s.st != stClosed || s.owe != nil || s.watching || now.Sub(s.goneAt) < g.cfg.ForgetAfter || g.listedLive(s.key) {
 			continue
 		}
 		if s.ptrPath != "" {
