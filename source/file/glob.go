@@ -257,7 +257,8 @@ type gstream struct {
 	// path by its key (scan): the next one decides.
 	unlisted  bool
 	held      bool      // its pointer kept for the path's empty new file (forgetOrHold)
-	watching  bool      // in watched: closed out of the glob, its writer may still append
+	watching  bool      // in watchOut: closed out of the glob, its writer may still append
+	watchSize int64     // watching: its file's size at the last look
 	heldAt    string    // held: where its file is, beside its path
 	heldUntil time.Time // until when
 	fpLen, fp uint64    // the pointer's fingerprint when closed
@@ -1998,18 +1999,17 @@ func (g *Glob) preempt() {
 			// Out of the glob and caught up: its writer may still append
 			// until rotateWaitMillis after its last growth (DESIGN §10).
 			// It gives up its slot (a still-written file out of the glob
-			// never starves a waiting one: review 16a A) only where its
-			// next turn finds it again — beside its path, every line it
-			// published acknowledged (closed then queues it there, or
-			// lets its pointer go once quiet: 16a B) — or once quiet.
+			// never starves a waiting one: review 16a A, with slow
+			// acknowledgements too: 16b D) only where its next turn
+			// finds it again — beside its path (closed() then has it
+			// watched: lookWatched) — or once quiet.
 			// Elsewhere (moved to another directory, deleted while
 			// written) a line appended after a stop was read by nobody
 			// (review 15a B, 15b B, or its pointer kept until
 			// forgetAfter: 15b A); housekeeping closes it once quiet.
 			// A gone stream with bytes to read is never stopped before
 			// its end.
-			quiet := g.quietOut(s, s.src, now)
-			if s.sp.Pending() > 0 || !(quiet || g.refindable(s)) {
+			if !g.quietOut(s, s.src, now) && !g.refindable(s) {
 				done = false
 			}
 		}
@@ -2428,7 +2428,7 @@ func (g *Glob) closed(s *gstream) {
 			// not read (its turn ended, or the file grew after its last
 			// look): read on where it is.
 			g.enqueue(s)
-		case src.State() == CaughtUp && g.quietOut(s, src, time.Now()):
+		case src.State() == CaughtUp && s.owe == nil && g.quietOut(s, src, time.Now()):
 			// Read to its end where it went out of the glob and quiet for
 			// rotateWaitMillis (DESIGN §10: then closed): nothing of it is
 			// pending (a restart would count it gone while stopped), and
@@ -2447,15 +2447,16 @@ func (g *Glob) closed(s *gstream) {
 			}
 		case !g.closing && src.State() == CaughtUp:
 			// Stopped within rotateWaitMillis of its last growth (a
-			// waiting file took its slot: review 16a A): its writer may
-			// still append. Housekeeping watches its size: grown, it is
+			// waiting file took its slot: review 16a A), or with lines
+			// unacknowledged (its pointer goes once they are committed
+			// and it is quiet: 16a B): its writer may still append. Housekeeping watches its size: grown, it is
 			// queued to read on where it is; quiet, its pointer goes
 			// (lookWatched). Not queued now: a queued stream holds the
 			// barrier of the file new at its path, which would wait for
 			// it, and preempt would stop it again for that file — round
 			// and round.
 			if !s.watching {
-				s.watching = true
+				s.watching, s.watchSize = true, s.offset
 				g.watchOut = append(g.watchOut, s)
 			}
 		}
@@ -2899,30 +2900,51 @@ func (g *Glob) housekeep(ctx context.Context) {
 // rotateWaitMillis after its last growth); one quiet for rotateWaitMillis
 // lets its pointer go and its key is retired, as when it is closed so;
 // one gone from where it was (renamed again, deleted) is found beside its
-// path or left to the scan, which counts what it cannot find. A stream
-// started again, or tracked again in the glob, is not watched any more.
-// Under mu.
+// path, or counted (nobody can tell what it got since the last look). A
+// stream started again, or no longer tracked, is not watched any more.
+// At the stop (final), a grown one is left for the next start. Under mu.
 func (g *Glob) lookWatched(now time.Time) {
 	keep := g.watchOut[:0]
 	for _, s := range g.watchOut {
-		if s.st != stClosed || !s.gone || s.owe != nil {
+		if s.st != stClosed || !s.gone || g.byKey[s.key] != s {
 			s.watching = false
+			continue
+		}
+		if s.owe != nil {
+			keep = append(keep, s) // settleOwed commits its lines first
 			continue
 		}
 		if !exists(s.path, s.key) {
 			if p := g.findBeside(s); p != "" {
 				s.path = p
 			} else {
-				// Deleted (or moved away) since it closed: what it
-				// held past the stream's end is unknown here — its size
-				// was last seen read to its end; a restart finds the
-				// pointer and counts it if it cannot find the file.
+				// Deleted (or moved out of reach) within rotateWaitMillis
+				// of its last growth, its stream closed: what its writer
+				// appended since the last look was read by nobody, and
+				// nobody can tell whether there was any (review 16b B):
+				// counted (DESIGN §4 "Nothing green over a loss"), the
+				// bytes seen past the stream's end as lostBytes. Its key
+				// is retired (a file given its inode later is new: 16b
+				// C) and its pointer records that nothing of it is
+				// pending, so a restart counts it no more.
 				s.watching = false
+				g.countLossLocked(1, uint64(max(s.watchSize-s.offset, 0)), s.epoch, fmt.Sprintf(
+					"glob file %s, out of the glob and closed for a waiting file within rotateWaitMillis of its last growth, went before its next look: lines appended to it since, if any, were never read",
+					s.path))
+				g.retired[s.key] = true
+				g.forgetClosed(s, false)
 				continue
 			}
 		}
 		size, _, err := statSizeMod(s.path)
+		if err == nil {
+			s.watchSize = size
+		}
 		switch {
+		case err == nil && size > s.offset && g.final:
+			// Grown at the stop: the pointer stays, the next start
+			// reads on beside its path.
+			keep = append(keep, s)
 		case err == nil && size > s.offset:
 			s.activeAt = now
 			s.watching = false
@@ -3838,6 +3860,12 @@ func (g *Glob) Close() error {
 		}
 	}
 	g.forgetHeld() // the new files' final commits are made
+	// Files out of the glob closed for a waiting one, their last lines
+	// committed by the settles above: quiet for rotateWaitMillis, their
+	// pointers go as they would have while running (a restart after their
+	// deletion counted them gone: review 16a B); sooner, they stay and
+	// the next start reads on beside their path.
+	g.lookWatched(time.Now())
 	waiting := g.waitingAtStop()
 	g.mu.Unlock()
 	g.flushLosses() // counted above and by the last settles

@@ -70,7 +70,7 @@ func (g *Glob) stateLocked(c *GlobCounts) State {
 			c.Behind++
 		}
 		done = done && s.done
-		if s.gone && s.st == stClosed && s.copyOf == nil {
+		if s.gone && s.st == stClosed && s.copyOf == nil && !s.watching {
 			continue
 		}
 		live++
@@ -197,6 +197,17 @@ func (g *Glob) behindLocked(s *gstream) bool {
 	if s.copyOf != nil {
 		return true // held back as a possible copy: unread until decided
 	}
+	if s.watching {
+		// Closed out of the glob within rotateWaitMillis of its last
+		// growth (lookWatched): grown past what its stream read, or gone
+		// from where it was, it is unread until the next look queues it
+		// or counts it (review 16b A: CAUGHT_UP and settled meanwhile).
+		if !exists(s.path, s.key) {
+			return true
+		}
+		size, _, err := reportStat(s.path)
+		return err != nil || size > s.offset
+	}
 	if s.gone {
 		return false
 	}
@@ -239,6 +250,8 @@ func (g *Glob) Files() []FileStatus {
 			if g.behindLocked(s) {
 				f.State = Behind.String()
 			}
+		case s.watching && g.behindLocked(s):
+			f.State = Behind.String()
 		case s.gone && s.st == stClosed:
 			f.State = "GONE"
 			if s.readEpoch != 0 && !s.isCopy {
