@@ -167,7 +167,12 @@ type Glob struct {
 	held       []*gstream
 	heldForget []*gstream // closed beside their path, read to their end, not forgotten yet (forgetHeld)
 	watchOut   []*gstream // closed out of the glob within rotateWait of their last growth (lookWatched)
-	lastForget time.Time
+	// watchWrites maps a watched stream's path to its watchWrote (forward
+	// marks it at a write event); evErrs counts fsnotify's errors (an
+	// overflow drops events).
+	watchWrites sync.Map
+	evErrs      atomic.Uint64
+	lastForget  time.Time
 
 	filesSkipped atomic.Uint64
 
@@ -256,14 +261,20 @@ type gstream struct {
 	// unlisted: the last scan did not list its file, yet found it at its
 	// path by its key (scan): the next one decides.
 	unlisted  bool
-	held      bool      // its pointer kept for the path's empty new file (forgetOrHold)
-	watching  bool      // in watchOut: closed out of the glob, its writer may still append
-	watchSize int64     // watching: its file's size at the last look
-	heldAt    string    // held: where its file is, beside its path
-	heldUntil time.Time // until when
-	fpLen, fp uint64    // the pointer's fingerprint when closed
-	done      bool      // ONCE_EARLIEST: read to its size and closed for good
-	owe       *owed     // closed with lines unacknowledged (a drain cut short): the commit they owe
+	held      bool  // its pointer kept for the path's empty new file (forgetOrHold)
+	watching  bool  // in watchOut: closed out of the glob, its writer may still append
+	watchSize int64 // watching: its file's size at the last look
+	// watching: a write event for its path seen since the watch began
+	// (forward), fsnotify's error count then, and when a look first found
+	// its file gone.
+	watchWrote  *atomic.Bool
+	watchErrs   uint64
+	watchGoneAt time.Time
+	heldAt      string    // held: where its file is, beside its path
+	heldUntil   time.Time // until when
+	fpLen, fp   uint64    // the pointer's fingerprint when closed
+	done        bool      // ONCE_EARLIEST: read to its size and closed for good
+	owe         *owed     // closed with lines unacknowledged (a drain cut short): the commit they owe
 	// tailEnd < tailSize: its file held bytes past what its stream
 	// published when the stream closed (Source.closeSize, closeEnd);
 	// read when it is opened again, counted lost if the file turns out
@@ -494,6 +505,11 @@ func (g *Glob) forward(w *fsnotify.Watcher) {
 			if !ok {
 				return
 			}
+			if ev.Has(fsnotify.Write) {
+				if v, ok := g.watchWrites.Load(ev.Name); ok {
+					v.(*atomic.Bool).Store(true)
+				}
+			}
 			select {
 			case g.events <- ev.Name:
 			default:
@@ -503,6 +519,7 @@ func (g *Glob) forward(w *fsnotify.Watcher) {
 			if !ok {
 				return
 			}
+			g.evErrs.Add(1)
 			poke(g.kick)
 		}
 	}
@@ -2455,10 +2472,7 @@ func (g *Glob) closed(s *gstream) {
 			// barrier of the file new at its path, which would wait for
 			// it, and preempt would stop it again for that file — round
 			// and round.
-			if !s.watching {
-				s.watching, s.watchSize = true, s.offset
-				g.watchOut = append(g.watchOut, s)
-			}
+			g.watch(s)
 		}
 	}
 	if s.owe != nil {
@@ -2894,20 +2908,42 @@ func (g *Glob) housekeep(ctx context.Context) {
 	}
 }
 
+// watch puts s, closed out of the glob within rotateWaitMillis of its last
+// growth (closed), on watchOut, its path's writes noted from now on
+// (forward). Under mu.
+func (g *Glob) watch(s *gstream) {
+	if s.watching {
+		return
+	}
+	s.watching, s.watchSize, s.watchGoneAt = true, s.offset, time.Time{}
+	s.watchWrote = new(atomic.Bool)
+	s.watchErrs = g.evErrs.Load()
+	g.watchWrites.Store(s.path, s.watchWrote)
+	g.watchOut = append(g.watchOut, s)
+}
+
+// unwatch ends s's watch. Under mu.
+func (g *Glob) unwatch(s *gstream) {
+	s.watching = false
+	if v, ok := g.watchWrites.Load(s.path); ok && v == s.watchWrote {
+		g.watchWrites.Delete(s.path)
+	}
+}
+
 // lookWatched looks at the streams closed out of the glob within
 // rotateWaitMillis of their last growth (closed): a file grown past what
 // its stream read is queued to read on (DESIGN §10: read to its end
 // rotateWaitMillis after its last growth); one quiet for rotateWaitMillis
 // lets its pointer go and its key is retired, as when it is closed so;
 // one gone from where it was (renamed again, deleted) is found beside its
-// path, or counted (nobody can tell what it got since the last look). A
+// path, or let go — counted when it may have got a line nobody read. A
 // stream started again, or no longer tracked, is not watched any more.
 // At the stop (final), a grown one is left for the next start. Under mu.
 func (g *Glob) lookWatched(now time.Time) {
 	keep := g.watchOut[:0]
 	for _, s := range g.watchOut {
 		if s.st != stClosed || !s.gone || g.byKey[s.key] != s {
-			s.watching = false
+			g.unwatch(s)
 			continue
 		}
 		if s.owe != nil {
@@ -2916,26 +2952,44 @@ func (g *Glob) lookWatched(now time.Time) {
 		}
 		if !exists(s.path, s.key) {
 			if p := g.findBeside(s); p != "" {
-				s.path = p
+				g.watchWrites.Delete(s.path)
+				s.path, s.watchGoneAt = p, time.Time{}
+				g.watchWrites.Store(p, s.watchWrote)
 			} else {
+				if s.watchGoneAt.IsZero() && !g.final {
+					// Decided at the next look: fsnotify's events up to
+					// the deletion (a write just before it) are in by then.
+					s.watchGoneAt = now
+					keep = append(keep, s)
+					continue
+				}
 				// Deleted (or moved out of reach) within rotateWaitMillis
-				// of its last growth, its stream closed: what its writer
-				// appended since the last look was read by nobody, and
-				// nobody can tell whether there was any (review 16b B):
-				// counted (DESIGN §4 "Nothing green over a loss"), the
-				// bytes seen past the stream's end as lostBytes. Its key
-				// is retired (a file given its inode later is new: 16b
-				// C) and its pointer records that nothing of it is
-				// pending, so a restart counts it no more.
-				s.watching = false
-				g.countLossLocked(1, uint64(max(s.watchSize-s.offset, 0)), s.epoch, fmt.Sprintf(
-					"glob file %s, out of the glob and closed for a waiting file within rotateWaitMillis of its last growth, went before its next look: lines appended to it since, if any, were never read",
-					s.path))
+				// of its last growth, its stream closed: logrotate's
+				// compress after a rename, say. A write to it since its
+				// stream closed (fsnotify's event, or a size seen past
+				// the stream's end) was read by nobody: counted (review
+				// 16b B). Without one, nothing was lost (review 16c A:
+				// counting each such rotation was an overcount) — unless
+				// nobody could have seen one (its directory not watched,
+				// no fsnotify, or events dropped): counted then too
+				// (DESIGN §4 "Nothing green over a loss"). Its key is
+				// retired (a file given its inode later is new: 16b C)
+				// and its pointer records that nothing of it is pending,
+				// so a restart counts it no more.
+				wrote := s.watchWrote.Load() || s.watchSize > s.offset
+				blind := g.watcher == nil || !g.watched[filepath.Dir(s.path)] || g.evErrs.Load() != s.watchErrs
+				g.unwatch(s)
+				if wrote || blind {
+					g.countLossLocked(1, uint64(max(s.watchSize-s.offset, 0)), s.epoch, fmt.Sprintf(
+						"glob file %s, out of the glob and closed for a waiting file within rotateWaitMillis of its last growth, went before its next look: lines appended to it since (written: %v) were never read",
+						s.path, wrote))
+				}
 				g.retired[s.key] = true
 				g.forgetClosed(s, false)
 				continue
 			}
 		}
+		s.watchGoneAt = time.Time{}
 		size, _, err := statSizeMod(s.path)
 		if err == nil {
 			s.watchSize = size
@@ -2947,10 +3001,10 @@ func (g *Glob) lookWatched(now time.Time) {
 			keep = append(keep, s)
 		case err == nil && size > s.offset:
 			s.activeAt = now
-			s.watching = false
+			g.unwatch(s)
 			g.enqueue(s)
 		case now.Sub(s.activeAt) >= g.cfg.Stream.RotateWait:
-			s.watching = false
+			g.unwatch(s)
 			g.forgetOrHold(s, s.path)
 			if g.byKey[s.key] == s {
 				g.retired[s.key] = true
