@@ -449,7 +449,12 @@
 //     closed file renamed out beside its path is opened again there
 //     (readBeside: its writer may still append), read to its end and
 //     closed rotateWaitMillis after its last growth (its key then
-//     retired). At the start, a previous run's pointer whose file no
+//     retired). A caught-up file out of the glob gives its slot to a
+//     waiting file sooner only where a new turn finds it (beside its
+//     path); closed so, it is watched (lookWatched, about once a second):
+//     grown, queued to read on; quiet and committed, let go; gone, let go —
+//     counted when fsnotify showed a write since it closed, or when
+//     nothing could show one. At the start, a previous run's pointer whose file no
 //     matched path holds is looked for beside the path its stream was
 //     first matched under by key and first bytes (besideAtStart) and read
 //     there the same way before anything is counted. At Close, an owed commit's file is followed through the
