@@ -381,10 +381,19 @@ func (r *reader) close() {
 		r.gz = nil
 	}
 	if r.f != nil {
-		r.f.Close()
-		r.f = nil
+		// Uncounted before the close: holds(key) promises that no other
+		// file can have the inode, and a scan takes a file at an open
+		// stream's key for that stream's own on that promise (sameFile).
+		// Counted until after the close, a file created in between on
+		// the freed inode was taken for the stream's, read to its end
+		// already: its lines were never read (CI, TestRev9COKRenameOverDelivered).
 		if r.keys != nil {
 			r.keys.done(r.key)
+		}
+		r.f.Close()
+		r.f = nil
+		if r.keys != nil && r.keys.closed != nil {
+			r.keys.closed(r.key)
 		}
 	}
 }

@@ -34,6 +34,10 @@ type Config struct {
 	// OpenHook runs between the stat and the open of the input (tests inject
 	// the open race through it).
 	OpenHook func()
+	// CloseHook runs right after a descriptor the source read through is
+	// closed, with its file's key (tests: a new file may be given that
+	// inode from here on).
+	CloseHook func(key uint64)
 	// Outputs are the paths the daemon writes itself (file-sink outputs,
 	// dataDir): a file at one of them, or under one that is a directory, is
 	// never taken for a rotated file or a copytruncate copy (DESIGN §4). A
@@ -323,6 +327,7 @@ func New(cfg Config, pub Publisher) *Source {
 		cfg.MaxLine = 1 << 20
 	}
 	s := &Source{cfg: cfg, pub: pub, ptr: cfg.Pointer, log: cfg.Logger, events: make(chan struct{}, 1)}
+	s.fds.closed = cfg.CloseHook
 	if cfg.resolvedOuts != nil {
 		s.outs = keepOutputs(cfg.resolvedOuts, cfg.Path)
 	} else {
@@ -790,8 +795,9 @@ func (s *Source) holds(key uint64) bool { return s.fds.has(key) }
 // openKeys counts a source's open descriptors by file key: readers made
 // by Source.newReader, until their close.
 type openKeys struct {
-	mu sync.Mutex
-	n  map[uint64]int
+	mu     sync.Mutex
+	n      map[uint64]int
+	closed func(key uint64) // Config.CloseHook
 }
 
 func (o *openKeys) add(r *reader) {
