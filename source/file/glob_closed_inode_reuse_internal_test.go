@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -91,40 +90,11 @@ func TestGlobFileOnInodeFreedByClosingStreamIsRead(t *testing.T) {
 		}
 	}, nil)
 	defer stop()
-	var mu sync.Mutex
-	got := map[string]int{}
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			select {
-			case <-done:
-				return
-			default:
-			}
-			b := ig.q.TryPop()
-			if b == nil {
-				time.Sleep(2 * time.Millisecond)
-				continue
-			}
-			mu.Lock()
-			for _, l := range b.Lines {
-				got[string(l)]++
-			}
-			mu.Unlock()
-			ig.q.AddDispatched(uint64(b.Len()))
-			b.Release()
-			ig.pub.Poke()
-		}
-	}()
-	defer func() { close(done); wg.Wait() }()
+	count, stopConsume := ig.consumeLive()
+	defer stopConsume()
 	delivered := func(prefix string) bool {
-		mu.Lock()
-		defer mu.Unlock()
 		for i := range 3 {
-			if got[fmt.Sprintf("%s-%d", prefix, i)] == 0 {
+			if count(fmt.Sprintf("%s-%d", prefix, i)) == 0 {
 				return false
 			}
 		}

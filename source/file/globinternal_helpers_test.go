@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -167,21 +168,31 @@ func copyKeyOf(src *Source) uint64 {
 // consumeAll takes, counts and acknowledges every line published until
 // stop is called, which returns how many times each line came.
 func (ig *internalGlob) consumeAll() (stop func() map[string]int) {
+	_, stop = ig.consumeLive()
+	return stop
+}
+
+// consumeLive is consumeAll with count, which tells how many times a line
+// came so far (any goroutine).
+func (ig *internalGlob) consumeLive() (count func(line string) int, stop func() map[string]int) {
+	var mu sync.Mutex
+	got := map[string]int{}
 	done := make(chan struct{})
-	counted := make(chan map[string]int)
+	finished := make(chan struct{})
 	go func() {
-		got := map[string]int{}
+		defer close(finished)
 		for {
 			select {
 			case <-done:
-				counted <- got
 				return
 			default:
 			}
 			if b := ig.q.TryPop(); b != nil {
+				mu.Lock()
 				for _, l := range b.Lines {
 					got[string(l)]++
 				}
+				mu.Unlock()
 				ig.q.AddDispatched(uint64(b.Len()))
 				b.Release()
 				ig.pub.Poke()
@@ -190,10 +201,22 @@ func (ig *internalGlob) consumeAll() (stop func() map[string]int) {
 			}
 		}
 	}()
-	return func() map[string]int {
-		close(done)
-		return <-counted
+	count = func(line string) int {
+		mu.Lock()
+		defer mu.Unlock()
+		return got[line]
 	}
+	var once sync.Once
+	stop = func() map[string]int {
+		once.Do(func() {
+			close(done)
+			<-finished
+		})
+		mu.Lock()
+		defer mu.Unlock()
+		return got
+	}
+	return count, stop
 }
 
 // copytruncateRound copies a to copyPath, truncates a in place and writes
