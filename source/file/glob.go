@@ -1331,27 +1331,34 @@ func exists(path string, key uint64) bool {
 // path, or after the stream's file was seen gone, its source holding no
 // descriptor on it, is the stream's only if its first bytes are the ones
 // the stream read (DESIGN §10: the same key with other first bytes is inode reuse, a
-// new stream read from its start).
+// new stream read from its start), and never when it was born after the
+// glob first saw the stream's file (bornSince: seenAt, moved on by
+// takeOver when the stream takes another file's key).
 func (g *Glob) sameFile(s *gstream, f found) bool {
 	open := s.st == stOpen || s.st == stStopping
 	if open && s.src != nil && s.src.holds(s.key) {
 		return true
 	}
-	if s.unlisted && !open {
-		// The last walk did not list it (deleted, and a file created
-		// since has its inode?): first bytes are no proof (a long
-		// header), a birth after the glob first saw the stream's file is.
-		if bt := birthTimeTarget(f.path); !bt.IsZero() && bt.After(s.seenAt) {
-			return false
-		}
+	if bornSince(f.path, s.seenAt) {
+		// No descriptor pins the inode, and the file was born after the
+		// glob first saw the stream's: another file on its freed inode,
+		// whatever its path, size, mtime or first bytes (a deletion no
+		// look saw: its event names an open stream's path, a poke; the
+		// source lets the file go RotateWait later, before the next
+		// periodic scan; a new file given the inode at once, with the old
+		// one's size, even its mtime: cp -p, rsync -t).
+		return false
 	}
 	moved := f.path != s.path || s.gone
 	neverRead := s.src == nil && s.fpLen == 0 // waiting for its first turn: nothing of its first bytes known
 	if !moved && (open || (s.ptrPath == "" && !neverRead) || (f.size == s.size && f.mod == s.mod)) {
-		// At its path, never seen gone: an open stream's source holds it
-		// or lets it go only RotateWait after its path went (a look in
-		// between sees it gone); a cut file its source reads the copy of
-		// is still its own (ownCutFile).
+		// At its path, never seen gone, not born since (where the file
+		// system tells birth times; elsewhere this trusts an open stream
+		// whose source let its file go, and an unchanged size and mtime:
+		// README "Rewrites tailfeed cannot see"): an open stream's source
+		// holds it or lets it go only RotateWait after its path went; a
+		// cut file its source reads the copy of is still its own
+		// (ownCutFile).
 		return true
 	}
 	if s.ptrPath != "" {
@@ -1401,6 +1408,18 @@ func (g *Glob) sameFile(s *gstream, f found) bool {
 	// for the stream's.
 	bt := birthTimeTarget(f.path)
 	return bt.IsZero() || !bt.After(s.seenAt)
+}
+
+// bornSince: the file at path (a symlink followed) was born after t, where
+// the file system tells birth times (false where it does not, or t is
+// zero: a previous run's pointer, not seen by this one). A file's birth
+// precedes any look at it, on the same clock.
+func bornSince(path string, t time.Time) bool {
+	if t.IsZero() {
+		return false
+	}
+	bt := birthTimeTarget(path)
+	return !bt.IsZero() && bt.After(t)
 }
 
 func globHeadMatches(path string, rec pointer.Record) bool {
@@ -1735,6 +1754,13 @@ func (g *Glob) takeOver(c, n *gstream, k uint64) {
 	from := c.path
 	c.key = k
 	g.byKey[k] = c
+	// Its file is n's from here: first seen when n's was (or now, no look
+	// met it yet; it was born before), for every birth-time check
+	// (sameFile, findBeside) against the file its key names now.
+	c.seenAt = time.Now()
+	if n != nil && !n.seenAt.IsZero() {
+		c.seenAt = n.seenAt
+	}
 	c.gone, c.goneAt = false, time.Time{}
 	delete(g.retired, k)
 	if n != nil {

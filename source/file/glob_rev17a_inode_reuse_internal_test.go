@@ -1,8 +1,6 @@
-//go:build openfindings
-
-// Review 17a, findings A and B: open (found in the seventeenth session, not fixed:
-// found 35 min before its end, no time left for a change to glob identity
-// and a CI run over it). Run: go test -tags openfindings -run TestRev17A ./source/file
+// Review 17a, findings A and B: found in the seventeenth session, fixed in
+// the eighteenth (sameFile: a file born after the glob first saw a
+// stream's, its inode not pinned by the stream's source, is another file).
 
 package file
 
@@ -32,7 +30,7 @@ func TestRev17AAFileOnInodeFreedBeforeAnyScanSawTheDeletionIsRead(t *testing.T) 
 			return
 		}
 	}
-	t.Skip("the file system never gave the freed inode to the next file made: the case did not arise")
+	t.Skip("SKIP: the file system never gave the freed inode to the next file made: the case did not arise")
 }
 
 // review 17a B: a.log, read to its end by an open stream, is deleted; no
@@ -52,7 +50,7 @@ func TestRev17ABSameSizeSameMtimeFileOnFreedInodeIsRead(t *testing.T) {
 			return
 		}
 	}
-	t.Skip("the file system never gave the freed inode to the next file made: the case did not arise")
+	t.Skip("SKIP: the file system never gave the freed inode to the next file made: the case did not arise")
 }
 
 // rev17aReused runs one round; false when the new file was not given the
@@ -64,6 +62,9 @@ func rev17aReused(t *testing.T, attempt int, sameMtime bool) bool {
 	a := filepath.Join(dir, "a.log")
 	if err := os.WriteFile(a, []byte(numbered("a00", 3)), 0o600); err != nil {
 		t.Fatal(err)
+	}
+	if birthTimeTarget(a).IsZero() {
+		t.Skip("SKIP: no birth times on this file system: a file on a freed inode with the old one's size and mtime cannot be told apart (README \"Rewrites tailfeed cannot see\")")
 	}
 	var (
 		armed   atomic.Uint64
