@@ -588,6 +588,11 @@ func (g *Glob) lookAt(s *gstream) bool {
 		return false
 	}
 	f := found{path: s.path, dev: dev, ino: ino, size: st.Size(), mod: st.ModTime().UnixNano()}
+	if bt := birthTimeTarget(s.path); !bt.IsZero() {
+		// A second look: replaced since the key's, it is another file's
+		// birth — sameFile then says no and a rescan decides.
+		f.born = bt.UnixNano()
+	}
 	if !g.sameFile(s, f) {
 		return false
 	}
@@ -601,6 +606,7 @@ type found struct {
 	path      string
 	dev, ino  uint64
 	size, mod int64
+	born      int64 // birth time (UnixNano) from the same stat as the key; 0: not known
 }
 
 func (g *Glob) own(p string) bool { return ownPath(g.outs, p) }
@@ -702,7 +708,7 @@ func (g *Glob) walk() []found {
 			if g.excluded(p) || g.own(p) {
 				continue
 			}
-			regular, isDir, dev, ino, size, mod, err := statAt(d, name, &st)
+			regular, isDir, dev, ino, size, mod, born, err := statAt(d, name, &st)
 			link := e.Type()&fs.ModeSymlink != 0
 			if errors.Is(err, fs.ErrNotExist) {
 				if !link || !lexists(p) {
@@ -717,7 +723,7 @@ func (g *Glob) walk() []found {
 			if link && g.linkOwn(p, dev, ino, reals) {
 				continue
 			}
-			out = append(out, found{path: p, dev: dev, ino: ino, size: size, mod: mod})
+			out = append(out, found{path: p, dev: dev, ino: ino, size: size, mod: mod, born: born})
 		}
 		d.Close()
 		for _, p := range sub {
@@ -1332,21 +1338,26 @@ func exists(path string, key uint64) bool {
 // descriptor on it, is the stream's only if its first bytes are the ones
 // the stream read (DESIGN §10: the same key with other first bytes is inode reuse, a
 // new stream read from its start), and never when it was born after the
-// glob first saw the stream's file (bornSince: seenAt, moved on by
-// takeOver when the stream takes another file's key).
+// glob first saw the stream's file (seenAt, moved on by takeOver when the
+// stream takes another file's key) with other first bytes than its
+// pointer's.
 func (g *Glob) sameFile(s *gstream, f found) bool {
 	open := s.st == stOpen || s.st == stStopping
 	if open && s.src != nil && s.src.holds(s.key) {
 		return true
 	}
-	if bornSince(f.path, s.seenAt) {
-		// No descriptor pins the inode, and the file was born after the
-		// glob first saw the stream's: another file on its freed inode,
-		// whatever its path, size, mtime or first bytes (a deletion no
-		// look saw: its event names an open stream's path, a poke; the
-		// source lets the file go RotateWait later, before the next
-		// periodic scan; a new file given the inode at once, with the old
-		// one's size, even its mtime: cp -p, rsync -t).
+	if f.born != 0 && !s.seenAt.IsZero() && f.born > s.seenAt.UnixNano() && !g.headRead(s, f) {
+		// No descriptor pins the inode, the file was born after the glob
+		// first saw the stream's (the walk's birth time, of the inode it
+		// keyed), and its first bytes are not those the stream's pointer
+		// read: another file on its freed inode, whatever its path, size
+		// or mtime (a deletion no look saw: its event names an open
+		// stream's path, a poke; the source lets the file go RotateWait
+		// later, before the next periodic scan; a new file given the
+		// inode at once, with the old one's size, even its mtime: cp -p,
+		// rsync -t). The same first bytes keep it the stream's: an
+		// overlay file system gives a file copied up to its upper layer
+		// (its first write, a touch) a new birth time under the same key.
 		return false
 	}
 	moved := f.path != s.path || s.gone
@@ -1410,16 +1421,14 @@ func (g *Glob) sameFile(s *gstream, f found) bool {
 	return bt.IsZero() || !bt.After(s.seenAt)
 }
 
-// bornSince: the file at path (a symlink followed) was born after t, where
-// the file system tells birth times (false where it does not, or t is
-// zero: a previous run's pointer, not seen by this one). A file's birth
-// precedes any look at it, on the same clock.
-func bornSince(path string, t time.Time) bool {
-	if t.IsZero() {
+// headRead: s's pointer names s's file with first bytes, and f's first
+// bytes are those (false when no pointer tells them).
+func (g *Glob) headRead(s *gstream, f found) bool {
+	if s.ptrPath == "" {
 		return false
 	}
-	bt := birthTimeTarget(path)
-	return !bt.IsZero() && bt.After(t)
+	rec, err := pointer.Inspect(s.ptrPath)
+	return err == nil && rec.FileKey == s.key && rec.FPLen > 0 && globHeadMatches(f.path, rec)
 }
 
 func globHeadMatches(path string, rec pointer.Record) bool {
@@ -1754,12 +1763,17 @@ func (g *Glob) takeOver(c, n *gstream, k uint64) {
 	from := c.path
 	c.key = k
 	g.byKey[k] = c
-	// Its file is n's from here: first seen when n's was (or now, no look
-	// met it yet; it was born before), for every birth-time check
+	// Its file is n's from here: first seen when n's was or, no look met
+	// it yet, when c's source switched to it (holding it open: born
+	// before, its inode not reused yet), for every birth-time check
 	// (sameFile, findBeside) against the file its key names now.
-	c.seenAt = time.Now()
-	if n != nil && !n.seenAt.IsZero() {
+	switch {
+	case n != nil && !n.seenAt.IsZero():
 		c.seenAt = n.seenAt
+	case c.src != nil && c.src.Adopted() == k && !c.src.AdoptedAt().IsZero():
+		c.seenAt = c.src.AdoptedAt()
+	default:
+		c.seenAt = time.Now()
 	}
 	c.gone, c.goneAt = false, time.Time{}
 	delete(g.retired, k)

@@ -527,6 +527,7 @@ func (s *Source) switchTo() {
 			s.ptr.Bind(nx.f, nx.key)
 		}
 		if s.cfg.Pinned && nx.key == s.adoptQ {
+			s.adoptedAt.Store(time.Now().UnixNano())
 			s.adopted.Store(nx.key) // the glob's stream follows the new key
 		}
 		return

@@ -10,14 +10,14 @@ import (
 )
 
 // statAt stats the entry name of the directory dir (see the unix one).
-func statAt(dir *os.File, name string, _ *statScratch) (regular, isDir bool, dev, ino uint64, size, mod int64, err error) {
+func statAt(dir *os.File, name string, _ *statScratch) (regular, isDir bool, dev, ino uint64, size, mod, born int64, err error) {
 	p := filepath.Join(dir.Name(), name)
 	st, err := os.Stat(p)
 	if err != nil {
-		return false, false, 0, 0, 0, 0, err
+		return false, false, 0, 0, 0, 0, 0, err
 	}
 	dev, ino, _ = fileutil.DevInoPath(p)
-	return st.Mode().IsRegular(), st.IsDir(), dev, ino, st.Size(), st.ModTime().UnixNano(), nil
+	return st.Mode().IsRegular(), st.IsDir(), dev, ino, st.Size(), st.ModTime().UnixNano(), 0, nil
 }
 
 type statScratch struct{}

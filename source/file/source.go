@@ -228,7 +228,9 @@ type Source struct {
 	// adopted: the key of the file a Pinned source switched to as the
 	// same content under a new key (Config.Adoptable); 0: none.
 	adopted atomic.Uint64
-	adoptQ  uint64 // the key of the file adoptRenamedOver queued (switchTo)
+	// adoptedAt: when it switched to that file (UnixNano; AdoptedAt).
+	adoptedAt atomic.Int64
+	adoptQ    uint64 // the key of the file adoptRenamedOver queued (switchTo)
 	// copiesRead counts the copies (copytruncate) this source went on
 	// reading its file's tail from (CopiesRead).
 	copiesRead atomic.Uint64
@@ -769,6 +771,15 @@ func (s *Source) CopyKey() *CopyTaken { return s.copyTaken.Load() }
 // same content under a new key (a rename into place, Config.Adoptable),
 // or 0. Safe from any goroutine.
 func (s *Source) Adopted() uint64 { return s.adopted.Load() }
+
+// AdoptedAt is when the source switched to the file Adopted names, holding
+// it open (it was born before; its inode was not reused yet); zero: none.
+func (s *Source) AdoptedAt() time.Time {
+	if t := s.adoptedAt.Load(); t != 0 {
+		return time.Unix(0, t)
+	}
+	return time.Time{}
+}
 
 // tookCopy records the copy of key the source took (headLen, head, size:
 // its first bytes' fingerprint and its size, 0 when not known).
