@@ -424,7 +424,12 @@
 //   - Identity: the file key confirmed by the pointer's fingerprint; the
 //     same key with other first bytes is a new stream; a key whose file was
 //     seen deleted (or out of the glob) is retired: a file that later shows
-//     up with it is new whatever its bytes. A rename within the glob keeps
+//     up with it is new whatever its bytes. Unless the stream's source holds
+//     a descriptor on the key, a file born after the glob first saw the
+//     stream's (the walk's statx: birth time and key of one inode) is a new
+//     stream whatever its size and mtime, unless its first bytes are those
+//     the pointer records for that key (overlayfs copy-up moves the birth
+//     time, not the key). A rename within the glob keeps
 //     the stream (Delivery.Path stays the first path): a queued stream
 //     whose file left its path is started only after a scan followed it
 //     or found it gone (awaitScan; its source would look for it only beside
