@@ -3307,6 +3307,8 @@ func (g *Glob) countGone() {
 	}
 	g.mu.Unlock()
 	sort.Strings(fresh)
+	var besides []loaded // taken beside their first path (besideAtStart)
+	defer func() { g.readGaps(besides) }()
 	var takenAt map[[2]uint64]time.Time // read once, at the first file found beside
 	taken := func(l loaded) time.Time {
 		if takenAt == nil {
@@ -3331,6 +3333,7 @@ func (g *Glob) countGone() {
 			}
 		}
 		if copyAt == "" && !excl && g.besideAtStart(l, taken) {
+			besides = append(besides, l)
 			continue // renamed out beside its path: read there, not lost
 		}
 		if copyAt == "" && !excl {
@@ -3470,6 +3473,160 @@ func (g *Glob) besideAtStart(l loaded, taken func(loaded) time.Time) bool {
 	g.log.Info("a glob file left the glob (renamed out beside its path); read there from its pointer to its end",
 		"path", p, "first", s.first, "pointer", s.ptrPath, "offset", l.rec.Offset, "size", st.Size())
 	return true
+}
+
+// readGaps, at the start, after besideAtStart took the pointers in
+// besides (their files left the glob beside their first path): a
+// generation beside such a path that was born after the file one of them
+// names and before the file the path's stream's pointer names (its own,
+// or the one it reads first), and last written before that file was, is
+// read by nobody — the one source reads from its pointer to its file's
+// end, the other from its own pointer on — while no pointer and no epochs
+// line names it: a stream given the older pointer at an earlier start was
+// to read it (its own file) and was stopped before it did (preempted, then
+// killed or reloaded; audit 7 C). Each such file is read from its start
+// as a file of its own, beside the path (DESIGN §4: every generation still
+// on disk is read; twice is a duplicate, never a gap). Only where the file
+// system tells birth times, plain files (not .gz), not matched by the
+// glob, none of the pointers' files or a copy of them (their first
+// bytes). Manager goroutine, before logStart.
+func (g *Glob) readGaps(besides []loaded) {
+	if len(besides) == 0 {
+		return
+	}
+	type bound struct {
+		low  time.Time        // the earliest birth of a file taken beside
+		recs []pointer.Record // those files' records
+	}
+	byFirst := map[string]*bound{}
+	for _, l := range besides {
+		g.mu.Lock()
+		p := l.s.path
+		g.mu.Unlock()
+		bt := birthTimePath(p)
+		if bt.IsZero() {
+			continue
+		}
+		b := byFirst[l.s.first]
+		if b == nil {
+			b = &bound{low: bt}
+			byFirst[l.s.first] = b
+		}
+		if bt.Before(b.low) {
+			b.low = bt
+		}
+		b.recs = append(b.recs, l.rec)
+	}
+	var named map[uint64][]pointer.Record // file key → first bytes the epochs file names it with
+	for first, b := range byFirst {
+		g.mu.Lock()
+		at := g.byPath[first]
+		ok := at != nil && !at.gone && at.ptrPath != "" && at.newEpoch == 0
+		var atPtr string
+		var atKey uint64
+		if ok {
+			atPtr, atKey = at.ptrPath, at.key
+		}
+		g.mu.Unlock()
+		if !ok {
+			continue
+		}
+		rec, err := pointer.Inspect(atPtr)
+		if err != nil || rec.FileKey == 0 || rec.FPLen == 0 {
+			continue
+		}
+		var upBorn, upMod time.Time
+		if rec.FileKey == atKey {
+			upBorn = birthTimeTarget(first)
+			if st, err := os.Stat(first); err == nil {
+				upMod = st.ModTime()
+			}
+		} else if f := g.keyBeside(first, rec); f != nil {
+			upBorn = birthTime(f)
+			if st, err := f.Stat(); err == nil {
+				upMod = st.ModTime()
+			}
+			f.Close()
+		}
+		if upBorn.IsZero() || upMod.IsZero() || !b.low.Before(upBorn) {
+			continue
+		}
+		dir, base := filepath.Dir(first), filepath.Base(first)
+		ents, err := os.ReadDir(dir)
+		if err != nil {
+			continue
+		}
+		for _, e := range ents {
+			name := e.Name()
+			p := filepath.Join(dir, name)
+			if !e.Type().IsRegular() || strings.HasSuffix(name, ".gz") || !sameStem(name, base) ||
+				!isRotatedName(g.cfg.Stream.RotatedNames, name, base) || g.pat.Match(p) || g.own(p) {
+				continue
+			}
+			if named == nil {
+				named = g.epochsNamed()
+			}
+			g.readGap(p, first, b.low, upBorn, upMod, append([]pointer.Record{rec}, b.recs...), named)
+		}
+	}
+}
+
+// readGap queues the file at p as a gap generation of first (readGaps)
+// when it is one.
+func (g *Glob) readGap(p, first string, low, upBorn, upMod time.Time, recs []pointer.Record, named map[uint64][]pointer.Record) {
+	f, err := fileutil.OpenRegular(p)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	dev, ino, err := fileutil.DevIno(f)
+	st, serr := f.Stat()
+	bt := birthTime(f)
+	if err != nil || serr != nil || st.Size() == 0 || bt.IsZero() || !bt.After(low) || !bt.Before(upBorn) || !st.ModTime().Before(upMod) {
+		return
+	}
+	k := pointer.FileKey(dev, ino)
+	for _, r := range named[k] {
+		if r.FPLen == 0 || (r.FPLen <= uint64(st.Size()) && headIs(f, int(r.FPLen), r.FP)) {
+			return // read (or adopted) by a stream before
+		}
+	}
+	for _, r := range recs {
+		if r.FPLen > 0 && r.FPLen <= uint64(st.Size()) && headIs(f, int(r.FPLen), r.FP) {
+			return // a copy of a pointer's file
+		}
+	}
+	now := time.Now()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.byKey[k] != nil || g.ptrKeys[k] {
+		return
+	}
+	s := &gstream{path: p, first: first, key: k, size: st.Size(), mod: st.ModTime().UnixNano(), activeAt: now, seenAt: now,
+		startSize: st.Size(), gone: true, goneAt: now}
+	g.byKey[k] = s
+	g.enqueue(s)
+	g.log.Warn("a generation beside a glob path that no pointer names was born between two pointers' files: read from its start",
+		"path", p, "first", first, "size", st.Size())
+}
+
+// epochsNamed maps each file key the epochs file names (a line's file, or
+// the one it moved a pointer off) to the first bytes named with it.
+func (g *Glob) epochsNamed() map[uint64][]pointer.Record {
+	out := map[uint64][]pointer.Record{}
+	if g.cfg.EpochsPath == "" {
+		return out
+	}
+	lines, _ := pointer.ReadEpochs(g.cfg.EpochsPath) // what parsed; adoptedEpochs warns
+	for _, l := range lines {
+		if l.FileKey != 0 {
+			out[l.FileKey] = append(out[l.FileKey], pointer.Record{FileKey: l.FileKey, FPLen: l.FPLen, FP: l.FP})
+		}
+		if l.PrevFileKey != 0 {
+			out[l.PrevFileKey] = append(out[l.PrevFileKey], pointer.Record{FileKey: l.PrevFileKey, FPLen: l.PrevFPLen, FP: l.PrevFP})
+		}
+	}
+	return out
 }
 
 // unmatchedBeside: l's pointer's file (its key and first bytes, born
