@@ -462,7 +462,10 @@
 //     nothing could show one. At the start, a previous run's pointer whose file no
 //     matched path holds is looked for beside the path its stream was
 //     first matched under by key and first bytes (besideAtStart) and read
-//     there the same way before anything is counted. At Close, an owed commit's file is followed through the
+//     there the same way before anything is counted; a generation beside
+//     that path born between its file and the file the path's pointer
+//     names, that no pointer or epochs line names, is read from its start
+//     as a stream of its own (readGaps). At Close, an owed commit's file is followed through the
 //     glob or beside its path (finalScan), and a file found out of the
 //     glob that no pointer names and nobody read is counted.
 //
