@@ -190,6 +190,7 @@ func (s *Source) open() error {
 	if s.ptr != nil && s.cfg.Strategy == Committed && s.resumeRotated(f, dev, ino) {
 		if f != nil {
 			s.queueNext(f, dev, ino)
+			s.rotatedBeforeOpen()
 		}
 		return nil
 	}
@@ -209,6 +210,34 @@ func (s *Source) open() error {
 		return nil
 	}
 	return s.startFile(f, dev, ino)
+}
+
+// rotatedBeforeOpen runs when the source opened on the pointer's file
+// beside the path with the path's file queued behind it (rotated while
+// stopped, or while a glob stream waited for its turn): the writer went on
+// to the new file before this open, so rotateWait — the time it gets to
+// finish with a rotated file before an empty next file is switched to —
+// runs from each file's last write (its mtime when opened), not from the
+// open. Counted from the open, a glob stream started again for each turn
+// and stopped within rotateWait (two such streams taking turns in one
+// slot) never switched to its empty new file: BEHIND for good, never
+// settled (audit 7 C, eighteenth session).
+func (s *Source) rotatedBeforeOpen() {
+	var last time.Time
+	for _, r := range append([]*reader{s.cur}, s.next[:len(s.next)-1]...) {
+		if r == nil || r.lastMod.IsZero() {
+			continue
+		}
+		if r.lastMod.Before(r.grewAt) {
+			r.grewAt = r.lastMod
+		}
+		if r.lastMod.After(last) {
+			last = r.lastMod
+		}
+	}
+	if nx := s.next[len(s.next)-1]; !last.IsZero() && last.Before(nx.queuedAt) {
+		nx.queuedAt = last
+	}
 }
 
 // startFile makes f, opened at start-up, the current file, positioned per
