@@ -427,9 +427,8 @@
 //     up with it is new whatever its bytes. Unless the stream's source holds
 //     a descriptor on the key, a file born after the glob first saw the
 //     stream's (the walk's statx: birth time and key of one inode) is a new
-//     stream whatever its size and mtime, unless its first bytes are those
-//     the pointer records for that key (overlayfs copy-up moves the birth
-//     time, not the key). A rename within the glob keeps
+//     stream whatever its size, mtime and first bytes. Birth times are not
+//     used on overlayfs (a copy-up moves the birth time, not the key). A rename within the glob keeps
 //     the stream (Delivery.Path stays the first path): a queued stream
 //     whose file left its path is started only after a scan followed it
 //     or found it gone (awaitScan; its source would look for it only beside

@@ -1339,25 +1339,26 @@ func exists(path string, key uint64) bool {
 // the stream read (DESIGN §10: the same key with other first bytes is inode reuse, a
 // new stream read from its start), and never when it was born after the
 // glob first saw the stream's file (seenAt, moved on by takeOver when the
-// stream takes another file's key) with other first bytes than its
-// pointer's.
+// stream takes another file's key; the walk's birth time, none on
+// overlayfs: a copy-up moves it).
 func (g *Glob) sameFile(s *gstream, f found) bool {
 	open := s.st == stOpen || s.st == stStopping
 	if open && s.src != nil && s.src.holds(s.key) {
 		return true
 	}
-	if f.born != 0 && !s.seenAt.IsZero() && f.born > s.seenAt.UnixNano() && !g.headRead(s, f) {
-		// No descriptor pins the inode, the file was born after the glob
-		// first saw the stream's (the walk's birth time, of the inode it
-		// keyed), and its first bytes are not those the stream's pointer
-		// read: another file on its freed inode, whatever its path, size
-		// or mtime (a deletion no look saw: its event names an open
-		// stream's path, a poke; the source lets the file go RotateWait
-		// later, before the next periodic scan; a new file given the
-		// inode at once, with the old one's size, even its mtime: cp -p,
-		// rsync -t). The same first bytes keep it the stream's: an
-		// overlay file system gives a file copied up to its upper layer
-		// (its first write, a touch) a new birth time under the same key.
+	// bornAfter: the walk's birth time (of the inode it keyed; 0 where
+	// none is known, overlayfs included) is after the glob first saw the
+	// stream's file (zero seenAt: a previous run's pointer, any birth).
+	bornAfter := f.born != 0 && (s.seenAt.IsZero() || f.born > s.seenAt.UnixNano())
+	if bornAfter && !s.seenAt.IsZero() {
+		// No descriptor pins the inode and the file was born after the
+		// glob first saw the stream's: another file on its freed inode,
+		// whatever its path, size, mtime or first bytes (a deletion no
+		// look saw: its event names an open stream's path, a poke; the
+		// source lets the file go RotateWait later, before the next
+		// periodic scan; a new file given the inode at once, with the old
+		// one's size, even its mtime: cp -p, rsync -t; the same banner
+		// longer than the fingerprint).
 		return false
 	}
 	moved := f.path != s.path || s.gone
@@ -1381,8 +1382,7 @@ func (g *Glob) sameFile(s *gstream, f found) bool {
 			// next, or none (reset for the next file, nothing committed);
 			// its first bytes are not the stream's file's. Born after the
 			// glob first saw it, its inode was given to another file.
-			bt := birthTimeTarget(f.path)
-			return bt.IsZero() || !bt.After(s.seenAt)
+			return !bornAfter
 		}
 		if err == nil && rec.FileKey != 0 && (rec.FileKey != s.key || rec.FPLen > 0) {
 			if globHeadMatches(f.path, rec) {
@@ -1395,8 +1395,7 @@ func (g *Glob) sameFile(s *gstream, f found) bool {
 			// lost, as a single file's does (DESIGN §4) — unless born after
 			// the glob first saw it: its inode reused by a new file.
 			if !moved && rec.FileKey == s.key && (s.st == stClosed || s.st == stQueued) {
-				bt := birthTimeTarget(f.path)
-				return bt.IsZero() || !bt.After(s.seenAt)
+				return !bornAfter
 			}
 			return false
 		}
@@ -1417,18 +1416,7 @@ func (g *Glob) sameFile(s *gstream, f found) bool {
 	// the stream's is another one (its inode reused, deleted and made
 	// again at its path too); born before, or no birth time, it is taken
 	// for the stream's.
-	bt := birthTimeTarget(f.path)
-	return bt.IsZero() || !bt.After(s.seenAt)
-}
-
-// headRead: s's pointer names s's file with first bytes, and f's first
-// bytes are those (false when no pointer tells them).
-func (g *Glob) headRead(s *gstream, f found) bool {
-	if s.ptrPath == "" {
-		return false
-	}
-	rec, err := pointer.Inspect(s.ptrPath)
-	return err == nil && rec.FileKey == s.key && rec.FPLen > 0 && globHeadMatches(f.path, rec)
+	return !bornAfter
 }
 
 func globHeadMatches(path string, rec pointer.Record) bool {

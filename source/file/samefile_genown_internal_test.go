@@ -68,11 +68,11 @@ func TestSameFileGenOwnStreamWhosePointerNamesALaterGeneration(t *testing.T) {
 			for _, st := range []streamState{stQueued, stClosed} {
 				s := &gstream{path: f3, first: f3, key: key, st: st, ptrPath: ptrPath, genOwn: true, goneKey: 12345,
 					size: 5, seenAt: time.Now().Add(time.Hour)}
-				if !g.sameFile(s, found{path: f3, dev: dev, ino: ino, size: 15}) {
+				if !g.sameFile(s, found{path: f3, born: bornNano(f3), dev: dev, ino: ino, size: 15}) {
 					t.Errorf("state %d: the stream's own file, born before the glob saw it, grown, taken for another (a second stream reads it again)", st)
 				}
 				s.seenAt = time.Now().Add(-time.Hour)
-				if g.sameFile(s, found{path: f3, dev: dev, ino: ino, size: 15}) {
+				if g.sameFile(s, found{path: f3, born: bornNano(f3), dev: dev, ino: ino, size: 15}) {
 					t.Errorf("state %d: a file born an hour after the glob saw the stream's taken for it (inode reuse)", st)
 				}
 			}

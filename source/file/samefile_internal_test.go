@@ -51,12 +51,12 @@ func TestSameFileTellsAReusedKeyByItsFirstBytes(t *testing.T) {
 		s := &gstream{path: old, key: key, st: st, src: src, ptrPath: ptrPath, gone: true, size: 21}
 		// The new file, found under the freed key (as the file system
 		// hands it out): another name, other first bytes.
-		if g.sameFile(s, found{path: neu, dev: dev, ino: ino, size: 21}) {
+		if g.sameFile(s, found{path: neu, born: bornNano(neu), dev: dev, ino: ino, size: 21}) {
 			t.Errorf("state %d: a file with the stream's key and other first bytes taken for the stream's file", st)
 		}
 		// The stream's own file renamed: the same first bytes.
 		s.gone = false
-		if !g.sameFile(s, found{path: old, dev: dev, ino: ino, size: 21}) || !g.sameFile(&gstream{path: neu, key: key, st: st, src: src, ptrPath: ptrPath}, found{path: old, dev: dev, ino: ino, size: 21}) {
+		if !g.sameFile(s, found{path: old, born: bornNano(old), dev: dev, ino: ino, size: 21}) || !g.sameFile(&gstream{path: neu, key: key, st: st, src: src, ptrPath: ptrPath}, found{path: old, born: bornNano(old), dev: dev, ino: ino, size: 21}) {
 			t.Errorf("state %d: the stream's own file (its first bytes) not taken for it", st)
 		}
 	}
@@ -88,7 +88,7 @@ func TestSameFileWithoutAPointerOrAFirstRead(t *testing.T) {
 	src.head.Store(&headFP{n: uint64(len(oldBody)), fp: pointer.Fingerprint(oldBody)})
 	for _, st := range []streamState{stClosed, stQueued} {
 		s := &gstream{path: filepath.Join(dir, "o.log"), key: 7, st: st, src: src, gone: true}
-		if g.sameFile(s, found{path: neu}) {
+		if g.sameFile(s, found{path: neu, born: bornNano(neu)}) {
 			t.Errorf("state %d, no pointer: a file with other first bytes taken for the stream's", st)
 		}
 	}
@@ -97,21 +97,21 @@ func TestSameFileWithoutAPointerOrAFirstRead(t *testing.T) {
 		return
 	}
 	w := &gstream{path: filepath.Join(dir, "o.log"), key: 7, st: stQueued, seenAt: time.Now().Add(-time.Hour)}
-	if g.sameFile(w, found{path: neu}) {
+	if g.sameFile(w, found{path: neu, born: bornNano(neu)}) {
 		t.Error("a file born an hour after the glob saw a waiting stream's file taken for it")
 	}
 	w.seenAt = time.Now().Add(time.Hour)
-	if !g.sameFile(w, found{path: neu}) {
+	if !g.sameFile(w, found{path: neu, born: bornNano(neu)}) {
 		t.Error("a waiting stream's file, born before the glob saw it, renamed: not taken for it")
 	}
 	// Review 9d's XF: deleted and made again at its own path (the inode
 	// reused), before a look saw it gone.
 	at := &gstream{path: neu, key: 7, st: stQueued, size: 1, seenAt: time.Now().Add(-time.Hour)}
-	if g.sameFile(at, found{path: neu, size: 8}) {
+	if g.sameFile(at, found{path: neu, born: bornNano(neu), size: 8}) {
 		t.Error("a file born an hour after the glob saw a waiting stream's file, at its path, taken for it")
 	}
 	at.seenAt = time.Now().Add(time.Hour)
-	if !g.sameFile(at, found{path: neu, size: 8}) {
+	if !g.sameFile(at, found{path: neu, born: bornNano(neu), size: 8}) {
 		t.Error("a waiting stream's file, grown at its path, not taken for it")
 	}
 }
@@ -150,7 +150,7 @@ func TestSameFileHeldBehindACopy(t *testing.T) {
 	src.fds.add(&reader{key: 99}) // the copy, read now
 	src.fds.add(&reader{key: 5})  // the stream's own file, queued behind it
 	s := &gstream{path: filepath.Join(dir, "a.log"), key: 5, st: stOpen, src: src, ptrPath: ptrPath}
-	if !(&Glob{}).sameFile(s, found{path: b}) {
+	if !(&Glob{}).sameFile(s, found{path: b, born: bornNano(b)}) {
 		t.Error("the stream's file, held open behind the copy its source reads, renamed within the glob: not taken for it")
 	}
 }
@@ -194,4 +194,13 @@ func TestOpenFileGrownFstatsTheDescriptor(t *testing.T) {
 	if s.OpenFileGrown(2) {
 		t.Error("closed meanwhile, yet grown")
 	}
+}
+
+// bornNano is the birth time of the file path names, as a walk's found
+// carries it (0: none known).
+func bornNano(p string) int64 {
+	if bt := birthTimeTarget(p); !bt.IsZero() {
+		return bt.UnixNano()
+	}
+	return 0
 }

@@ -5,6 +5,7 @@ package file
 import (
 	"errors"
 	"os"
+	"path/filepath"
 
 	"golang.org/x/sys/unix"
 )
@@ -23,8 +24,8 @@ func statAt(dir *os.File, name string, st *statScratch) (regular, isDir bool, de
 		err := unix.Statx(int(dir.Fd()), name, 0, unix.STATX_BASIC_STATS|unix.STATX_BTIME, x)
 		if err == nil {
 			kind := uint32(x.Mode) & unix.S_IFMT
-			if x.Mask&unix.STATX_BTIME != 0 {
-				born = x.Btime.Sec*1e9 + int64(x.Btime.Nsec)
+			if bt := bornOf(x, func(fs *unix.Statfs_t) error { return statfsAt(dir, name, fs) }); !bt.IsZero() {
+				born = bt.UnixNano()
 			}
 			return kind == unix.S_IFREG, kind == unix.S_IFDIR, unix.Mkdev(x.Dev_major, x.Dev_minor), x.Ino, int64(x.Size),
 				x.Mtime.Sec*1e9 + int64(x.Mtime.Nsec), born, nil
@@ -41,6 +42,12 @@ func statAt(dir *os.File, name string, st *statScratch) (regular, isDir bool, de
 	kind := s.Mode & unix.S_IFMT
 	return kind == unix.S_IFREG, kind == unix.S_IFDIR, uint64(s.Dev), uint64(s.Ino), int64(s.Size),
 		int64(s.Mtim.Sec)*1e9 + int64(s.Mtim.Nsec), 0, nil
+}
+
+// statfsAt is statfs of the entry name of the open directory dir (once
+// per device: bornOf's cache).
+func statfsAt(dir *os.File, name string, fs *unix.Statfs_t) error {
+	return unix.Statfs(filepath.Join(dir.Name(), name), fs)
 }
 
 // statScratch is statAt's buffers, reused across a walk.
