@@ -3505,7 +3505,7 @@ func (g *Glob) readGaps(besides []loaded) {
 		}
 		b.recs = append(b.recs, l.rec)
 	}
-	var named map[uint64][]pointer.Record // file key → first bytes the epochs file names it with
+	var named map[uint64][]namedAs // file key → first bytes the epochs file names it with
 	for first, b := range byFirst {
 		g.mu.Lock()
 		at := g.byPath[first]
@@ -3561,7 +3561,7 @@ func (g *Glob) readGaps(besides []loaded) {
 
 // readGap queues the file at p as a gap generation of first (readGaps)
 // when it is one.
-func (g *Glob) readGap(p, first string, low, upBorn, upMod time.Time, recs []pointer.Record, named map[uint64][]pointer.Record) {
+func (g *Glob) readGap(p, first string, low, upBorn, upMod time.Time, recs []pointer.Record, named map[uint64][]namedAs) {
 	f, err := fileutil.OpenRegular(p)
 	if err != nil {
 		return
@@ -3575,12 +3575,16 @@ func (g *Glob) readGap(p, first string, low, upBorn, upMod time.Time, recs []poi
 	}
 	k := pointer.FileKey(dev, ino)
 	for _, r := range named[k] {
-		if r.FPLen == 0 || (r.FPLen <= uint64(st.Size()) && headIs(f, int(r.FPLen), r.FP)) {
+		// A line with no first bytes names this file only if written
+		// after its birth (else another file on the inode: review 18c D).
+		if (r.FPLen == 0 && r.at.After(bt)) || (r.FPLen > 0 && r.FPLen <= uint64(st.Size()) && headIs(f, int(r.FPLen), r.FP)) {
 			return // read (or adopted) by a stream before
 		}
 	}
 	for _, r := range recs {
-		if r.FPLen > 0 && r.FPLen <= uint64(st.Size()) && headIs(f, int(r.FPLen), r.FP) {
+		// The whole fingerprint, or the whole file: a shorter match is a
+		// shared header, not a copy (review 18c A).
+		if (r.FPLen == pointer.MaxFingerprint || r.FPLen == uint64(st.Size())) && headIs(f, int(r.FPLen), r.FP) {
 			return // a copy of a pointer's file
 		}
 	}
@@ -3598,20 +3602,26 @@ func (g *Glob) readGap(p, first string, low, upBorn, upMod time.Time, recs []poi
 		"path", p, "first", first, "size", st.Size())
 }
 
+// namedAs is a file as an epochs line names it: its first bytes, and when.
+type namedAs struct {
+	FPLen, FP uint64
+	at        time.Time
+}
+
 // epochsNamed maps each file key the epochs file names (a line's file, or
 // the one it moved a pointer off) to the first bytes named with it.
-func (g *Glob) epochsNamed() map[uint64][]pointer.Record {
-	out := map[uint64][]pointer.Record{}
+func (g *Glob) epochsNamed() map[uint64][]namedAs {
+	out := map[uint64][]namedAs{}
 	if g.cfg.EpochsPath == "" {
 		return out
 	}
 	lines, _ := pointer.ReadEpochs(g.cfg.EpochsPath) // what parsed; adoptedEpochs warns
 	for _, l := range lines {
 		if l.FileKey != 0 {
-			out[l.FileKey] = append(out[l.FileKey], pointer.Record{FileKey: l.FileKey, FPLen: l.FPLen, FP: l.FP})
+			out[l.FileKey] = append(out[l.FileKey], namedAs{FPLen: l.FPLen, FP: l.FP, at: l.Time})
 		}
 		if l.PrevFileKey != 0 {
-			out[l.PrevFileKey] = append(out[l.PrevFileKey], pointer.Record{FileKey: l.PrevFileKey, FPLen: l.PrevFPLen, FP: l.PrevFP})
+			out[l.PrevFileKey] = append(out[l.PrevFileKey], namedAs{FPLen: l.PrevFPLen, FP: l.PrevFP, at: l.Time})
 		}
 	}
 	return out
@@ -3744,8 +3754,8 @@ func (g *Glob) adoptByPath(made []*gstream) {
 		if s.ptrPath != "" || s.first != s.path {
 			continue
 		}
-		best := -1
-		var bestMod time.Time
+		best, byBirth, allBorn := -1, -1, true
+		var bestMod, bestBorn time.Time
 		for i, l := range g.loaded {
 			if l.rec.FileKey == 0 || l.s.first != s.path {
 				continue
@@ -3757,9 +3767,28 @@ func (g *Glob) adoptByPath(made []*gstream) {
 			if best < 0 || st.ModTime().After(bestMod) {
 				best, bestMod = i, st.ModTime()
 			}
+			var born time.Time
+			if f := g.keyBeside(s.path, l.rec); f != nil {
+				born = birthTime(f)
+				f.Close()
+			}
+			if born.IsZero() {
+				allBorn = false
+			} else if byBirth < 0 || born.After(bestBorn) {
+				byBirth, bestBorn = i, born
+			}
 		}
 		if best < 0 {
 			continue
+		}
+		if allBorn && byBirth >= 0 {
+			// Every candidate's file is beside the path: the one born last
+			// is the latest generation, whose later ones the new file
+			// follows. The pointer written last may name an older one, read
+			// after its stream was stopped and started again (besideAtStart,
+			// readGaps): given to the new file, its source would take the
+			// later generations (read already) for its own (review 18c F).
+			best = byBirth
 		}
 		l := g.loaded[best]
 		g.loaded = append(g.loaded[:best], g.loaded[best+1:]...)
