@@ -103,8 +103,6 @@ func TestRev18CAGapSharingTheNewFilesHeaderIsLost(t *testing.T) {
 	}
 }
 
-
-
 // An empty file (v.log) was matched in an earlier run: its stream's
 // pointer took it while empty, so the epochs file names its key with no
 // first bytes. It was deleted; its inode was given to the gap generation
@@ -170,7 +168,6 @@ func rev18cKey(t *testing.T, p string) uint64 {
 	}
 	return pointer.FileKey(dev, ino)
 }
-
 
 // The gap stream readGaps queued at a start is killed (kill -9) while it
 // reads the gap generation (its lines published, the first acknowledged):
