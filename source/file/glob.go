@@ -3754,8 +3754,8 @@ func (g *Glob) adoptByPath(made []*gstream) {
 		if s.ptrPath != "" || s.first != s.path {
 			continue
 		}
-		best, byBirth, allBorn := -1, -1, true
-		var bestMod, bestBorn time.Time
+		best, byFile, allFound := -1, -1, true
+		var bestMod, bestFileMod time.Time
 		for i, l := range g.loaded {
 			if l.rec.FileKey == 0 || l.s.first != s.path {
 				continue
@@ -3767,28 +3767,34 @@ func (g *Glob) adoptByPath(made []*gstream) {
 			if best < 0 || st.ModTime().After(bestMod) {
 				best, bestMod = i, st.ModTime()
 			}
-			var born time.Time
+			var mod time.Time
 			if f := g.keyBeside(s.path, l.rec); f != nil {
-				born = birthTime(f)
+				if fst, err := f.Stat(); err == nil {
+					mod = fst.ModTime()
+				}
 				f.Close()
 			}
-			if born.IsZero() {
-				allBorn = false
-			} else if byBirth < 0 || born.After(bestBorn) {
-				byBirth, bestBorn = i, born
+			if mod.IsZero() {
+				allFound = false
+			} else if byFile < 0 || mod.After(bestFileMod) {
+				byFile, bestFileMod = i, mod
 			}
 		}
 		if best < 0 {
 			continue
 		}
-		if allBorn && byBirth >= 0 {
-			// Every candidate's file is beside the path: the one born last
-			// is the latest generation, whose later ones the new file
-			// follows. The pointer written last may name an older one, read
-			// after its stream was stopped and started again (besideAtStart,
-			// readGaps): given to the new file, its source would take the
-			// later generations (read already) for its own (review 18c F).
-			best = byBirth
+		if allFound && byFile >= 0 {
+			// Every candidate's file is beside the path: the one written
+			// last is the latest generation — the new file's source takes
+			// the files written after it for the later ones (by mtime). The
+			// pointer written last may name an older file, read after its
+			// stream was stopped and started again (besideAtStart,
+			// readGaps): given to the new file, its source would read the
+			// later generations again (review 18c F). Not the one born last
+			// either: a file born earlier may be written later (renamed
+			// within the glob, written on through its descriptor: review
+			// 18d A).
+			best = byFile
 		}
 		l := g.loaded[best]
 		g.loaded = append(g.loaded[:best], g.loaded[best+1:]...)

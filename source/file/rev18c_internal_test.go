@@ -4,8 +4,8 @@
 // (an epochs line with no first bytes names the file only if written after
 // its birth), F (a gap stream killed mid-read, then a rotation: adoptByPath
 // gave its pointer, the last written, to the new file, whose source read
-// the later generations again; the latest-born pointer file wins where all
-// are found). B, C, E are parked (open_rev18c_internal_test.go).
+// the later generations again; the pointer of the file written last wins
+// where all are found: review 18d). B, C, E are parked (open_rev18c_internal_test.go).
 
 package file
 
