@@ -228,58 +228,9 @@ func rev18aQueuedRotatedAfterWalk(t *testing.T, once bool) (got map[string]int, 
 	if birthTimeTarget(b).IsZero() {
 		t.Skip("SKIP: no birth times on this file system")
 	}
-	var (
-		armed   atomic.Uint64
-		done    atomic.Bool
-		hookErr atomic.Value
-	)
-	hook := func(list []found) {
-		k := armed.Load()
-		if k == 0 {
-			return
-		}
-		for _, f := range list {
-			if f.path == b && keyOf(f) == k {
-				armed.Store(0)
-				if err := os.Rename(b, b1); err != nil {
-					hookErr.Store(err)
-					return
-				}
-				if err := os.WriteFile(b, []byte(numbered("new", 3)), 0o600); err != nil {
-					hookErr.Store(err)
-				}
-				done.Store(true)
-				return
-			}
-		}
-	}
-	ig, _ := runGlobWith(t, filepath.Join(dir, "*.log*"), data, 200*time.Millisecond, func(c *GlobConfig) {
-		if once {
-			c.Stream.Strategy = OnceEarliest
-			c.PointerDir = ""
-		}
-		c.MaxOpenFiles = 2
-	}, func(g *Glob) { g.afterWalk = hook })
-	if ig.g.maxSlots != 1 {
-		t.Fatalf("maxSlots %d, want 1", ig.g.maxSlots)
-	}
-	n := ig.take(t) // a.log's lines, not acknowledged yet
-	var bs *gstream
-	ig.waitFor(t, "b.log's stream queued", func() bool {
-		bs = ig.g.byPath[b]
-		return bs != nil && bs.st == stQueued
-	})
-	ig.g.mu.Lock()
-	armed.Store(bs.key)
-	ig.g.mu.Unlock()
-	for end := time.Now().Add(10 * time.Second); !done.Load(); time.Sleep(2 * time.Millisecond) {
-		if err, _ := hookErr.Load().(error); err != nil {
-			t.Fatal(err)
-		}
-		if time.Now().After(end) {
-			t.Fatal("no scan walked b.log in 10 s")
-		}
-	}
+	w := &walkRotator{b: b, b1: b1}
+	ig, n := startQueuedB(t, dir, data, once, w)
+	w.wait(t, "b.log")
 	time.Sleep(300 * time.Millisecond) // the next scan (b.log.1)
 	ig.q.AddDispatched(n)
 	ig.pub.Poke()
@@ -545,4 +496,76 @@ func rev18aInMountNS(t *testing.T, name string) {
 	case err != nil:
 		t.Errorf("in a mount namespace:\n%s", out)
 	}
+}
+
+// walkRotator renames b to b1 and writes a new b (three "new" lines)
+// between a scan's walk and its look at what it listed, the first time a
+// walk lists b under the armed key with more than minSize bytes.
+type walkRotator struct {
+	b, b1   string
+	minSize int64
+	armed   atomic.Uint64
+	done    atomic.Bool
+	err     atomic.Value
+}
+
+func (w *walkRotator) hook(list []found) {
+	k := w.armed.Load()
+	if k == 0 {
+		return
+	}
+	for _, f := range list {
+		if f.path == w.b && keyOf(f) == k && f.size > w.minSize {
+			w.armed.Store(0)
+			if err := os.Rename(w.b, w.b1); err != nil {
+				w.err.Store(err)
+				return
+			}
+			if err := os.WriteFile(w.b, []byte(numbered("new", 3)), 0o600); err != nil {
+				w.err.Store(err)
+			}
+			w.done.Store(true)
+			return
+		}
+	}
+}
+
+// wait waits up to 10 s for the rotation (what: the file a walk lists).
+func (w *walkRotator) wait(t *testing.T, what string) {
+	t.Helper()
+	for end := time.Now().Add(10 * time.Second); !w.done.Load(); time.Sleep(2 * time.Millisecond) {
+		if err, _ := w.err.Load().(error); err != nil {
+			t.Fatal(err)
+		}
+		if time.Now().After(end) {
+			t.Fatalf("no scan walked %s in 10 s", what)
+		}
+	}
+}
+
+// startQueuedB runs a glob over dir's *.log* with one slot (ONCE_EARLIEST
+// without pointers when once, else COMMITTED): a.log's n lines taken, not
+// acknowledged, b.log's stream queued behind it, and w armed with its key.
+func startQueuedB(t *testing.T, dir, data string, once bool, w *walkRotator) (*internalGlob, uint64) {
+	t.Helper()
+	ig, _ := runGlobWith(t, filepath.Join(dir, "*.log*"), data, 200*time.Millisecond, func(c *GlobConfig) {
+		if once {
+			c.Stream.Strategy = OnceEarliest
+			c.PointerDir = ""
+		}
+		c.MaxOpenFiles = 2
+	}, func(g *Glob) { g.afterWalk = w.hook })
+	if ig.g.maxSlots != 1 {
+		t.Fatalf("maxSlots %d, want 1", ig.g.maxSlots)
+	}
+	n := ig.take(t) // a.log's lines, not acknowledged yet
+	var bs *gstream
+	ig.waitFor(t, "b.log's stream queued", func() bool {
+		bs = ig.g.byPath[w.b]
+		return bs != nil && bs.st == stQueued
+	})
+	ig.g.mu.Lock()
+	w.armed.Store(bs.key)
+	ig.g.mu.Unlock()
+	return ig, n
 }

@@ -420,50 +420,8 @@ func rev18bQueuedGrownRotated(t *testing.T, once bool) (got map[string]int, st S
 	if err := os.Link(b, link); err != nil {
 		t.Skipf("SKIP: hard link: %v", err)
 	}
-	var (
-		armed   atomic.Uint64
-		done    atomic.Bool
-		hookErr atomic.Value
-	)
-	hook := func(list []found) {
-		k := armed.Load()
-		if k == 0 {
-			return
-		}
-		for _, f := range list {
-			if f.path == b && keyOf(f) == k && f.size > 20 {
-				armed.Store(0)
-				if err := os.Rename(b, b1); err != nil {
-					hookErr.Store(err)
-					return
-				}
-				if err := os.WriteFile(b, []byte(numbered("new", 3)), 0o600); err != nil {
-					hookErr.Store(err)
-				}
-				done.Store(true)
-				return
-			}
-		}
-	}
-	ig, _ := runGlobWith(t, filepath.Join(dir, "*.log*"), data, 200*time.Millisecond, func(c *GlobConfig) {
-		if once {
-			c.Stream.Strategy = OnceEarliest
-			c.PointerDir = ""
-		}
-		c.MaxOpenFiles = 2
-	}, func(g *Glob) { g.afterWalk = hook })
-	if ig.g.maxSlots != 1 {
-		t.Fatalf("maxSlots %d, want 1", ig.g.maxSlots)
-	}
-	n := ig.take(t) // a.log's lines, not acknowledged yet
-	var bs *gstream
-	ig.waitFor(t, "b.log's stream queued", func() bool {
-		bs = ig.g.byPath[b]
-		return bs != nil && bs.st == stQueued
-	})
-	ig.g.mu.Lock()
-	armed.Store(bs.key)
-	ig.g.mu.Unlock()
+	w := &walkRotator{b: b, b1: b1, minSize: 20}
+	ig, n := startQueuedB(t, dir, data, once, w)
 	// The writer's line, its event not seen by the glob (another directory).
 	lf, err := os.OpenFile(link, os.O_WRONLY|os.O_APPEND, 0)
 	if err != nil {
@@ -473,14 +431,7 @@ func rev18bQueuedGrownRotated(t *testing.T, once bool) (got map[string]int, st S
 		t.Fatal(err)
 	}
 	lf.Close()
-	for end := time.Now().Add(10 * time.Second); !done.Load(); time.Sleep(2 * time.Millisecond) {
-		if err, _ := hookErr.Load().(error); err != nil {
-			t.Fatal(err)
-		}
-		if time.Now().After(end) {
-			t.Fatal("no scan walked the grown b.log in 10 s")
-		}
-	}
+	w.wait(t, "the grown b.log")
 	time.Sleep(300 * time.Millisecond) // the next scan (b.log.1)
 	ig.q.AddDispatched(n)
 	ig.pub.Poke()
