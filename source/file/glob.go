@@ -3476,8 +3476,8 @@ func (g *Glob) besideAtStart(l loaded, taken func(loaded) time.Time) bool {
 // as a file of its own, beside the path (DESIGN §4: every generation still
 // on disk is read; twice is a duplicate, never a gap). Only where the file
 // system tells birth times, plain files (not .gz), not matched by the
-// glob, none of the pointers' files or a copy of them (their first
-// bytes). Manager goroutine, before logStart.
+// glob, none of the pointers' files or a copy of them (their whole
+// fingerprint, or the whole file). Manager goroutine, before logStart.
 func (g *Glob) readGaps(besides []loaded) {
 	if len(besides) == 0 {
 		return

@@ -17,24 +17,7 @@ import (
 // slot) never switched to its empty file and the feed never settled
 // (audit 7 C, eighteenth session).
 func TestRotatedWhileStoppedEmptyNewFileSwitchedOnceOldFileQuiet(t *testing.T) {
-	opts := rigOpts{strategy: file.Committed, rotateWait: 10 * time.Second}
-	r := newRig(t, "", opts)
-	appendTo(t, r.path, numbered("a", 0, 3)...)
-	r.start()
-	r.waitLines(3)
-	r.waitSettled()
-	r.stop()
-	old := time.Now().Add(-time.Minute)
-	if err := os.Chtimes(r.path, old, old); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(r.path, r.path+".1"); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(r.path, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	r2 := newRig(t, r.dir, opts).start()
+	r2 := restartAfterRotationToEmpty(t, time.Minute)
 	r2.waitFor("the switch to the empty new file", 5*time.Second, func() bool {
 		return strings.Contains(r2.logs.String(), "switching to the next file")
 	})
@@ -49,20 +32,7 @@ func TestRotatedWhileStoppedEmptyNewFileSwitchedOnceOldFileQuiet(t *testing.T) {
 // finishing with it, so the empty new file waits rotateWait from that
 // write (not switched at once).
 func TestRotatedWhileStoppedEmptyNewFileWaitsWhileOldFileFresh(t *testing.T) {
-	opts := rigOpts{strategy: file.Committed, rotateWait: 10 * time.Second}
-	r := newRig(t, "", opts)
-	appendTo(t, r.path, numbered("a", 0, 3)...)
-	r.start()
-	r.waitLines(3)
-	r.waitSettled()
-	r.stop()
-	if err := os.Rename(r.path, r.path+".1"); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(r.path, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	r2 := newRig(t, r.dir, opts).start()
+	r2 := restartAfterRotationToEmpty(t, 0)
 	r2.waitFor("the new file queued", 5*time.Second, func() bool {
 		return strings.Contains(r2.logs.String(), "queued behind the open one")
 	})
@@ -70,4 +40,31 @@ func TestRotatedWhileStoppedEmptyNewFileWaitsWhileOldFileFresh(t *testing.T) {
 	if strings.Contains(r2.logs.String(), "switching to the next file") {
 		t.Fatal("switched to the empty new file while the rotated one was written less than rotateWait ago")
 	}
+}
+
+// restartAfterRotationToEmpty reads three lines (rotateWait 10 s), stops,
+// dates the file quietFor back (0: left as written), renames it to .1,
+// creates an empty file at the path and starts again.
+func restartAfterRotationToEmpty(t *testing.T, quietFor time.Duration) *rig {
+	t.Helper()
+	opts := rigOpts{strategy: file.Committed, rotateWait: 10 * time.Second}
+	r := newRig(t, "", opts)
+	appendTo(t, r.path, numbered("a", 0, 3)...)
+	r.start()
+	r.waitLines(3)
+	r.waitSettled()
+	r.stop()
+	if quietFor > 0 {
+		old := time.Now().Add(-quietFor)
+		if err := os.Chtimes(r.path, old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Rename(r.path, r.path+".1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(r.path, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return newRig(t, r.dir, opts).start()
 }
