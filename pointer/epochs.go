@@ -64,6 +64,22 @@ import (
 //	lost      the file's unread tail was counted lost at start (ledger
 //	          first) and nothing else was opened: an empty record under a
 //	          new epoch, so that the next start does not count it again
+//	held      the record's file was read to its end and closed with every
+//	          line committed, out of the glob beside its path, and the
+//	          record keeps naming it (same epoch) as the record of the
+//	          path's later generations (a glob feed's pointer kept for the
+//	          path's empty new file); end is the record's offset and
+//	          nextFileKey that empty file's key (0: unknown). While
+//	          it is the epoch's last line, nothing of that file is pending
+//	          at end: a start that finds the file gone, or its key on a
+//	          file shorter than end, loses nothing (DESIGN §4 "A file that
+//	          was read to its end, committed and then deleted is not a
+//	          lost tail"); and the empty file is named: a start that finds
+//	          no file of that key beside the path counts it gone (lines
+//	          written to it while tailfeed was down, if any, are lost). A
+//	          start voids the line at once (below)
+//	unheld    voids the epoch's "held" line: the file may be read on
+//	          under the epoch again, so a later loss of it counts
 //	downgraded not a pointer epoch: the epoch of its own that a file's
 //	          late lines (appended after the switch, DESIGN §4 epoch
 //	          barrier) are delivered under, with downgradedFrom (the
@@ -105,6 +121,36 @@ type EpochLine struct {
 	// Epoch instead (delivered without a position).
 	DownFrom uint64
 	DownAt   int64
+	// End, on a "held" line only: the offset the file was read to and
+	// committed at (the record's); NextKey the file key of the empty file
+	// at the path the record was kept for (0: unknown).
+	End     int64
+	NextKey uint64
+}
+
+// ReasonHeld and ReasonUnheld are the reasons of the lines that mark a
+// record's file as read to its end with nothing pending, and void that.
+const (
+	ReasonHeld   = "held"
+	ReasonUnheld = "unheld"
+)
+
+// HeldMarks maps each epoch whose last line in lines is a "held" one to
+// that line.
+func HeldMarks(lines []EpochLine) map[uint64]EpochLine {
+	var out map[uint64]EpochLine
+	for _, l := range lines {
+		switch {
+		case l.Reason == ReasonHeld:
+			if out == nil {
+				out = map[uint64]EpochLine{}
+			}
+			out[l.Epoch] = l
+		case out != nil:
+			delete(out, l.Epoch)
+		}
+	}
+	return out
 }
 
 // ReasonDowngraded is the reason of a line naming a downgraded epoch.
@@ -131,6 +177,8 @@ type epochJSON struct {
 	PrevFP  string `json:"previousFingerprint,omitempty"`
 	DownFr  string `json:"downgradedFrom,omitempty"`
 	DownAt  *int64 `json:"downgradedAt,omitempty"`
+	End     *int64 `json:"end,omitempty"`
+	NextKey string `json:"nextFileKey,omitempty"`
 }
 
 // AppendEpoch appends l to the epochs file at path (created 0600 with its
@@ -160,7 +208,28 @@ func epochLineJSON(l EpochLine) ([]byte, error) {
 	if l.DownFrom != 0 {
 		j.DownFr, j.DownAt = hex(l.DownFrom), &l.DownAt
 	}
+	if l.Reason == ReasonHeld {
+		j.End = &l.End
+		if l.NextKey != 0 {
+			j.NextKey = hex(l.NextKey)
+		}
+	}
 	return json.Marshal(j)
+}
+
+// AppendEpochs appends lines to the epochs file at path with one write and
+// one fsync (shared with the appends meanwhile, group.go); it returns once
+// they are on disk.
+func AppendEpochs(path string, lines []EpochLine) error {
+	var buf []byte
+	for _, l := range lines {
+		b, err := epochLineJSON(l)
+		if err != nil {
+			return err
+		}
+		buf = append(append(buf, b...), '\n')
+	}
+	return appendGrouped(path, buf)
 }
 
 // AppendCreated appends the "created" line of each epoch to the epochs
@@ -374,6 +443,17 @@ func parseEpochLine(raw []byte) (EpochLine, error) {
 			return l, errors.New("downgradedFrom without a downgradedAt of at least 0")
 		}
 		l.DownAt = *j.DownAt
+	}
+	if l.Reason == ReasonHeld {
+		if j.End == nil || *j.End < 0 {
+			return l, errors.New("a held line without an end of at least 0")
+		}
+		l.End = *j.End
+		if j.NextKey != "" {
+			if l.NextKey, err = parseHex("nextFileKey", j.NextKey); err != nil {
+				return l, err
+			}
+		}
 	}
 	return l, nil
 }

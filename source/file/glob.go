@@ -260,8 +260,15 @@ type gstream struct {
 	keyReused bool
 	// unlisted: the last scan did not list its file, yet found it at its
 	// path by its key (scan): the next one decides.
-	unlisted  bool
-	held      bool  // its pointer kept for the path's empty new file (forgetOrHold)
+	unlisted bool
+	held     bool // its pointer kept for the path's empty new file (forgetOrHold)
+	// heldMark: its pointer's "held" epochs line (nothing of its file
+	// pending at the record's offset): found at the start (voided on disk
+	// then, used by this start only: Config.held), or written by
+	// forgetOrHold in this run (heldLive: still its epoch's last line,
+	// voided when the stream starts again).
+	heldMark  heldMark
+	heldLive  bool
 	watching  bool  // in watchOut: closed out of the glob, its writer may still append
 	watchSize int64 // watching: its file's size at the last look
 	// watching: a write event for its path seen since the watch began
@@ -2150,7 +2157,11 @@ var errNoneAhead = errors.New("no created line written ahead")
 // start opens s's pointer and runs its Source (a new pointer's "created"
 // line goes into ahead); atPath: its file is at s.path (schedule looked).
 func (g *Glob) start(ctx context.Context, s *gstream, ahead *createdAhead, atPath bool) error {
+	if err := g.voidHeld(s); err != nil {
+		return err
+	}
 	c := g.cfg.Stream
+	c.held = s.heldMark // a mark found at this start (one written in this run was voided)
 	c.Path, c.DeliveryPath, c.Pinned, c.PinKey, c.PinGone = s.path, s.first, true, s.key, s.gone
 	if s.genOwn {
 		c.GlobMatched, c.GoneKey, c.GoneEpoch = g.matched, s.goneKey, s.goneEp // also when started again (preempted)
@@ -3123,6 +3134,7 @@ func (g *Glob) loadPointers() {
 	}
 	var adopted map[uint64]pointer.EpochLine
 	var firsts map[uint64]string
+	var marks map[uint64]pointer.EpochLine
 	for _, e := range ents {
 		p := filepath.Join(g.cfg.PointerDir, e.Name())
 		if strings.HasPrefix(e.Name(), "new-") && strings.HasSuffix(e.Name(), ".tmp") {
@@ -3163,7 +3175,11 @@ func (g *Glob) loadPointers() {
 			// line naming a file for the pointer's first epoch (its name),
 			// else for its current one.
 			if firsts == nil {
-				firsts = g.firstPaths()
+				firsts, marks = g.firstPaths()
+			}
+			if m, ok := marks[rec.Epoch]; ok && m.FileKey == rec.FileKey && m.End == rec.Offset {
+				s.heldMark = heldMark{Epoch: rec.Epoch, Key: rec.FileKey, End: rec.Offset, FPLen: m.FPLen, FP: m.FP,
+					Next: m.NextKey, At: m.Time}
 			}
 			name, _ := strconv.ParseUint(strings.TrimSuffix(e.Name(), ".ptr"), 16, 64)
 			if s.first = firsts[name]; s.first == "" {
@@ -3183,7 +3199,71 @@ func (g *Glob) loadPointers() {
 		}
 		g.loaded = append(g.loaded, loaded{s: s, rec: rec})
 	}
+	g.voidLoadedHeld()
 }
+
+// voidLoadedHeld voids on disk the held marks found at this start (an
+// "unheld" line each, one write and fsync for all): each is good for this
+// start only — its pointer is taken by the file at its path, or found
+// beside it and read on, or counted gone, and a later start must judge by
+// what this run records. Kept in memory (gstream.heldMark) while the
+// record still names the file at its end. The append failed, none is used
+// (counted gone, as without marks).
+func (g *Glob) voidLoadedHeld() {
+	g.countNextGone()
+	var lines []pointer.EpochLine
+	for _, l := range g.loaded {
+		if m := l.s.heldMark; m.Epoch != 0 {
+			lines = append(lines, pointer.EpochLine{Epoch: m.Epoch, FileKey: m.Key, FPLen: m.FPLen, FP: m.FP,
+				Path: l.s.first, Time: time.Now(), Reason: pointer.ReasonUnheld})
+		}
+	}
+	if len(lines) == 0 {
+		return
+	}
+	if err := appendEpochs(g.cfg.EpochsPath, lines); err != nil {
+		g.log.Warn("cannot void the held marks found at this start; their files, if gone, are counted lost", "epochs", g.cfg.EpochsPath, "error", err)
+		for _, l := range g.loaded {
+			l.s.heldMark = heldMark{}
+		}
+	}
+}
+
+// countNextGone counts, at the start, one lost tail for each held mark's
+// empty file (heldMark.Next) found nowhere beside the path it was at, by
+// its key, born before the mark (a file born after it on its inode is
+// another): the application may have written to it while tailfeed was
+// down before it was deleted (DESIGN §4 "Nothing green over a loss"), and
+// nothing else on disk named it (review 14a G). Found (at the path, or
+// rotated beside it), it is read as any file there is. Before the marks
+// are voided: a kill -9 in between counts it again at the next start,
+// never not at all. Not looked for elsewhere: moved to another directory
+// (or compressed: a .gz has another key) it is counted (an overcount).
+func (g *Glob) countNextGone() {
+	for _, l := range g.loaded {
+		m := l.s.heldMark
+		if m.Next == 0 || l.s.first == "" {
+			continue
+		}
+		if f := g.keyBeside(l.s.first, pointer.Record{FileKey: m.Next}); f != nil {
+			born := birthTime(f)
+			f.Close()
+			if born.IsZero() || !born.After(m.At) {
+				continue
+			}
+		}
+		detail := fmt.Sprintf("glob file %s, empty when tailfeed last saw it (a rotation's new file), is gone while stopped: lines written to it since, if any, are lost",
+			l.s.first)
+		g.mu.Lock()
+		g.countLossLocked(1, 0, m.Epoch, detail)
+		g.mu.Unlock()
+		g.log.Warn(detail, "fileKey", hex16(m.Next), "pointer", l.s.ptrPath)
+	}
+	g.flushLosses()
+}
+
+// appendEpochs is pointer.AppendEpochs (a test makes it fail).
+var appendEpochs = pointer.AppendEpochs
 
 // neverWritten: the pointer file at p holds no byte but zeros (at most
 // pointer.Size of them): created (O_EXCL, sized) and never written.
@@ -3222,8 +3302,9 @@ func (g *Glob) adoptedEpochs() map[uint64]pointer.EpochLine {
 }
 
 // firstPaths maps each epoch to the path of its first line in the epochs
-// file that names a file.
-func (g *Glob) firstPaths() map[uint64]string {
+// file that names a file; and each epoch whose last line is a "held" one
+// to that line (pointer.HeldMarks).
+func (g *Glob) firstPaths() (map[uint64]string, map[uint64]pointer.EpochLine) {
 	out := map[uint64]string{}
 	lines, _ := pointer.ReadEpochs(g.cfg.EpochsPath) // what parsed; adoptedEpochs warns
 	for _, l := range lines {
@@ -3231,7 +3312,7 @@ func (g *Glob) firstPaths() map[uint64]string {
 			out[l.Epoch] = l.Path
 		}
 	}
-	return out
+	return out, pointer.HeldMarks(lines)
 }
 
 // unmatchedAt: the file of rec (its key, its first bytes) is still at p,
@@ -3348,6 +3429,13 @@ func (g *Glob) countGone() {
 				g.log.Info("glob file no longer matched by the config (path or exclude), read to its end; not read any more",
 					"path", at, "pointer", l.s.ptrPath)
 			}
+		case copyAt == "" && l.s.heldMark.names(rec):
+			// Read to its end and closed with every line committed in an
+			// earlier run, its pointer kept only for the path's new file
+			// (markHeld): DESIGN §4, not a lost tail.
+			reason = "forgotten"
+			g.log.Info("a glob file read to its end and closed before is gone; nothing of it was pending",
+				"path", l.s.first, "pointer", l.s.ptrPath, "offset", rec.Offset)
 		case copyAt == "":
 			detail := fmt.Sprintf("glob file gone while stopped (pointer %s at offset %d); its unread tail, if any, is lost",
 				filepath.Base(l.s.ptrPath), rec.Offset)
@@ -3617,7 +3705,7 @@ func (g *Glob) epochsNamed() map[uint64][]namedAs {
 	}
 	lines, _ := pointer.ReadEpochs(g.cfg.EpochsPath) // what parsed; adoptedEpochs warns
 	for _, l := range lines {
-		if l.FileKey != 0 {
+		if l.FileKey != 0 && !markLine(l) {
 			out[l.FileKey] = append(out[l.FileKey], namedAs{FPLen: l.FPLen, FP: l.FP, at: l.Time})
 		}
 		if l.PrevFileKey != 0 {
@@ -3668,11 +3756,19 @@ func (g *Glob) takenAt() map[[2]uint64]time.Time {
 	}
 	lines, _ := pointer.ReadEpochs(g.cfg.EpochsPath) // what parsed; adoptedEpochs warns
 	for _, l := range lines {
-		if l.FileKey != 0 {
+		if l.FileKey != 0 && !markLine(l) {
 			out[[2]uint64{l.Epoch, l.FileKey}] = l.Time
 		}
 	}
 	return out
+}
+
+// markLine: l is a held mark or its void (pointer.ReasonHeld, ReasonUnheld),
+// written after the file it names was taken (when it was kept, when a start
+// found the mark): its time says nothing of when the file was known, and a
+// file born on a reused inode before it is not the one it names.
+func markLine(l pointer.EpochLine) bool {
+	return l.Reason == pointer.ReasonHeld || l.Reason == pointer.ReasonUnheld
 }
 
 // takenOr is the instant l's pointer is known to have held its record's
@@ -3800,6 +3896,7 @@ func (g *Glob) adoptByPath(made []*gstream) {
 		g.loaded = append(g.loaded[:best], g.loaded[best+1:]...)
 		s.ptrPath = l.s.ptrPath
 		s.genOwn, s.goneKey, s.goneEp = true, l.rec.FileKey, l.rec.Epoch
+		s.heldMark = l.s.heldMark
 		g.log.Info("a previous run's pointer names no matched file; the file at its path takes it (its source looks for the pointer's file beside the path)",
 			"path", s.path, "pointer", l.s.ptrPath, "offset", l.rec.Offset, "fileKey", hex16(l.rec.FileKey))
 	}
@@ -4295,23 +4392,97 @@ func (g *Glob) countUnreadGone() {
 // source reads the later generations beside it; audit 7 D). Kept until
 // forgetHeld lets it go.
 func (g *Glob) forgetOrHold(s *gstream, at string) {
-	if at != "" && !s.held && g.emptySuccessor(s) {
-		s.held, s.heldAt = true, at
-		g.heldForget = append(g.heldForget, s)
-		return
+	if at != "" && !s.held {
+		if ok, next := g.emptySuccessor(s); ok {
+			s.held, s.heldAt = true, at
+			g.heldForget = append(g.heldForget, s)
+			g.markHeld(s, next)
+			return
+		}
 	}
 	g.forgetClosed(s, false)
 }
 
+// markHeld writes s's "held" epochs line (pointer.ReasonHeld): its file,
+// read to its end and closed with every line committed, is kept named by
+// its pointer only as the record of the path's generations; a restart that
+// finds it gone (deleted while stopped: logrotate's "rotate 1") or its key
+// on a shorter file (the inode given to another file) loses nothing of it
+// — DESIGN §4 "a file that was read to its end, committed and then deleted
+// is not a lost tail" — which the record alone, naming it at an offset,
+// cannot tell (review 13b B). It also names the empty file the pointer is
+// kept for (next, its key): nothing else on disk does until that file gets
+// a pointer of its own, and a restart that finds no file of that key beside
+// the path counts it gone (countNextGone: written to while tailfeed was
+// down and deleted, its lines are lost — review 14a G). Only when the
+// pointer file holds that record (not a commit still to be stored), or
+// the empty record its stream bound to an empty file (the epochs file names
+// the file: this line is the one a start completes the record from); a
+// failure leaves no line: a restart then counts the kept file gone, as
+// before (an overcount), and the empty file unnamed (as before).
+func (g *Glob) markHeld(s *gstream, next uint64) {
+	if g.cfg.EpochsPath == "" || s.ptrPath == "" || s.owe != nil {
+		return
+	}
+	rec, err := pointer.Inspect(s.ptrPath)
+	if err != nil || rec.Offset != s.offset {
+		return
+	}
+	switch {
+	case rec.FileKey == 0 && rec.FPLen == 0 && rec.Offset == 0 && s.key != 0:
+		rec.FileKey, rec.FP = s.key, pointer.Fingerprint(nil) // bound while empty, never committed
+	case rec.FileKey == 0 || rec.FileKey != s.key:
+		return
+	}
+	l := pointer.EpochLine{Epoch: rec.Epoch, FileKey: rec.FileKey, FPLen: rec.FPLen, FP: rec.FP,
+		Path: s.first, Time: time.Now(), Reason: pointer.ReasonHeld, End: rec.Offset, NextKey: next}
+	if err := appendEpoch(g.cfg.EpochsPath, l); err != nil {
+		g.log.Warn("cannot mark a held pointer's file as read to its end; a restart that finds it gone counts it lost",
+			"pointer", s.ptrPath, "error", err)
+		return
+	}
+	s.heldMark = heldMark{Epoch: rec.Epoch, Key: rec.FileKey, End: rec.Offset, FPLen: rec.FPLen, FP: rec.FP, Next: next, At: l.Time}
+	s.heldLive = true
+}
+
+// voidHeld appends an "unheld" line for s's held mark written in this run:
+// its stream starts again and may read its file on under the epoch, so a
+// later loss of it counts. A failure keeps the stream from starting
+// (the caller retries): read on under a live mark, a kill and a deletion
+// while stopped would lose lines unsaid.
+func (g *Glob) voidHeld(s *gstream) error {
+	if !s.heldLive {
+		return nil
+	}
+	m := s.heldMark
+	l := pointer.EpochLine{Epoch: m.Epoch, FileKey: m.Key, FPLen: m.FPLen, FP: m.FP,
+		Path: s.first, Time: time.Now(), Reason: pointer.ReasonUnheld}
+	if err := appendEpoch(g.cfg.EpochsPath, l); err != nil {
+		return fmt.Errorf("epochs file %s: voiding the held line of epoch %s: %w", g.cfg.EpochsPath, hex16(m.Epoch), err)
+	}
+	s.heldMark, s.heldLive = heldMark{}, false
+	return nil
+}
+
+// appendEpoch is pointer.AppendEpoch (a test makes it fail).
+var appendEpoch = pointer.AppendEpoch
+
 // emptySuccessor: the file at the path s's file left is another one,
 // empty, with no pointer: tracked so (admit), or not seen by a scan yet
 // (created just after the rename).
-func (g *Glob) emptySuccessor(s *gstream) bool {
+func (g *Glob) emptySuccessor(s *gstream) (bool, uint64) {
 	if n := g.byPath[s.first]; n != nil && n != s {
-		return n.empty && n.ptrPath == "" && !n.gone
+		return n.empty && n.ptrPath == "" && !n.gone, n.key
 	}
 	size, _, err := statSizeMod(s.first)
-	return err == nil && size == 0 && !exists(s.first, s.key)
+	if err != nil || size != 0 || exists(s.first, s.key) {
+		return false, 0
+	}
+	dev, ino, err := fileutil.DevInoPath(s.first)
+	if err != nil {
+		return true, 0
+	}
+	return true, pointer.FileKey(dev, ino)
 }
 
 // forgetHeld forgets (forgetClosed) the pointers forgetOrHold kept: once

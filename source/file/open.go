@@ -201,7 +201,7 @@ func (s *Source) open() error {
 		return nil
 	}
 	if f == nil {
-		s.notFound = s.cfg.Pinned && !s.lostTail
+		s.notFound = s.cfg.Pinned && !s.lostTail && !s.heldGone
 		s.missing, s.missingSince = true, time.Now()
 		if s.cfg.Strategy.Bounded() {
 			return fmt.Errorf("open %s: %w", s.cfg.Path, fs.ErrNotExist)
@@ -475,7 +475,7 @@ func (s *Source) checkPointer(r *reader, size int64) error {
 	v, err := checkIdentity(s.ptr, r.f, r.key, size, s.log, func(v Verdict, before pointer.Record) {
 		// Counted before the Reset (S3): the ledger entry is fsynced while
 		// the pointer still names the cut file.
-		if before.Offset > 0 && (v == Truncated || r.key == before.FileKey) && !s.lostTail && !s.cutNoted {
+		if before.Offset > 0 && (v == Truncated || r.key == before.FileKey) && !s.lostTail && !s.cutNoted && !s.heldGone {
 			d := fmt.Sprintf("input %s was truncated or rewritten while stopped (%s, size %d, pointer offset %d) and no copy was found: "+
 				"lines written after the last commit may be lost; reading it from its start under a new epoch",
 				s.cfg.Path, v, size, before.Offset)
@@ -883,6 +883,15 @@ func (s *Source) prevCopyGz(head []byte, dsize int64) bool {
 // loseTail counts the pointer's unread tail as lost (DESIGN §4): WARN, the
 // detail (kept until the next restart) and lostTails + 1.
 func (s *Source) loseTail(rec pointer.Record, detail string) {
+	if s.cfg.held.names(rec) {
+		// Read to its end and closed with every line committed in an
+		// earlier run, nothing of it pending since (DESIGN §4: not a
+		// lost tail); forgetLost moves the pointer off it as forgotten.
+		s.heldGone = true
+		s.log.Info("the pointer's file, read to its end and closed before, is not found as it was; nothing of it was pending",
+			"path", s.cfg.Path, "offset", rec.Offset, "fileKey", hex16(rec.FileKey))
+		return
+	}
 	var bytes uint64
 	if c := s.catchUp; c != nil && c.Epoch == rec.Epoch {
 		detail, bytes = c.Detail, c.LostBytes
@@ -1050,7 +1059,11 @@ func (s *Source) dropTornOf(rec pointer.Record) {
 // its own Reset (checkIdentity's "replaced", or the barrier's).
 func (s *Source) forgetLost(rec pointer.Record) {
 	next := pointer.NewEpoch()
-	if err := s.ptr.ResetAs("lost", next, nil, 0); err != nil {
+	reason := "lost"
+	if s.heldGone {
+		reason = "forgotten" // nothing of it was pending (Config.held)
+	}
+	if err := s.ptr.ResetAs(reason, next, nil, 0); err != nil {
 		s.commitFailures.Add(1)
 		s.log.Error("pointer reset after a lost tail failed; the next restart may count it again", "error", err)
 	}

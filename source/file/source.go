@@ -72,6 +72,13 @@ type Config struct {
 	// it closed, and that file's size then: found gone, the bytes past the
 	// pointer's offset up to that size are known lost (loseTail).
 	genTail genTail
+	// held, with Pinned: the pointer's epochs line at this start said its
+	// file was read to its end and closed with every line committed in an
+	// earlier run (pointer.ReasonHeld: a glob pointer kept for the path's
+	// empty new file). While the record still names that file at that
+	// end, its file found gone, or its key on a file shorter than the end,
+	// is no loss (loseTail, checkPointer).
+	held heldMark
 	// RotatedNames are globs over base names (filepath.Match) that the
 	// input's rotated generations match, beside the path and beside a
 	// symlinked path's final target. Empty: the input's base name, then '.'
@@ -215,6 +222,7 @@ type Source struct {
 	kick         bool      // an fsnotify event arrived: check at once
 	checked      bool      // check ran in this duty cycle
 	lostTail     bool      // the detail says a rotated file's tail is lost: keep it
+	heldGone     bool      // the pointer's file, held (Config.held), was not found as it was: nothing lost, nothing pending
 	cutNoted     bool      // a cut the glob saw while closed was handled (cutSeen): checkPointer counts nothing more
 	notFound     bool      // Pinned: its file was not where it was looked for at open (NotFound)
 	closeHeadLen int       // HeadAtClose
@@ -590,6 +598,23 @@ func (s *Source) ResumePoint() *Resume { return s.resume }
 // the file moved as the stream started (PinGone unset). Read once Run
 // returned.
 func (s *Source) NotFound() bool { return s.notFound }
+
+// heldMark is a "held" epochs line: the record (Epoch, Key, End) names a
+// file of which nothing is pending.
+type heldMark struct {
+	Epoch, Key uint64
+	End        int64
+	FPLen, FP  uint64 // the record's first bytes then
+	// The glob's: the key of the empty file at the path the record was
+	// kept for (0: unknown) and when the mark was written.
+	Next uint64
+	At   time.Time
+}
+
+// names: rec is the record the mark was written for.
+func (m heldMark) names(rec pointer.Record) bool {
+	return m.Epoch != 0 && m.Epoch == rec.Epoch && m.Key == rec.FileKey && m.End == rec.Offset
+}
 
 // genTail is a generation a glob stream's source was reading when it closed
 // (its key, the epoch it was read under) and its size then.

@@ -1,0 +1,220 @@
+package file
+
+import (
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"tailfeed/pointer"
+)
+
+// Review 13b, finding B (parked from the thirteenth session to the
+// nineteenth): a live rotation (A, read and committed, → w.log.1; an empty
+// B at w.log) keeps A's pointer for the empty B (forgetOrHold). tailfeed
+// stops; while it is stopped logrotate runs once more with "rotate 1"
+// (w.log.1 — A, read to its end — deleted, B → w.log.1, a new empty w.log
+// C). Not a line was written since A was read: the restart must deliver
+// nothing and count nothing (DESIGN §4: "A file that was read to its end,
+// committed and then deleted is not a lost tail"). It counted lostTails 1:
+// the kept pointer, adopted by C (or matching C by key when C got A's
+// freed inode), did not find A as it was. markHeld's "held" epochs line
+// now says that nothing of A was pending.
+//
+// Modes: "rotate1" as logrotate does it (on ext4 C usually gets A's freed
+// inode: the pointer's key at the path, shorter than its offset);
+// "rotate1-newinode" with A's inode taken by another file first (C has a
+// new key: the pointer adopted by the path); "nocreate" without a new
+// w.log (no file at the path: the start's countGone; B found beside it);
+// "kill" as rotate1 after a stop without drain or final commit (kill -9:
+// the held line was written when A's pointer was kept). And "next-gone":
+// A and B both deleted (no file at the path): B, empty when last seen,
+// may have been written to before it was deleted — one lost tail, for B
+// (review 14a G's class), none for A.
+func TestRev13BBCleanStopWhileKeptThenRotatedWhileStopped(t *testing.T) {
+	for _, mode := range []string{"rotate1", "rotate1-newinode", "nocreate", "kill", "next-gone"} {
+		t.Run(mode, func(t *testing.T) { cleanStopKeptRotated(t, mode) })
+	}
+}
+
+// heldRun runs a glob over dir/*.log until w.log's file A (2 lines) is
+// read, committed, rotated to w.log.1 with an empty w.log after it, and
+// A's pointer kept for it (held); then it stops the run (kill: without
+// drain or final commit). It returns w.log's path, the pointer's record
+// then and its epoch's held mark.
+func heldRun(t *testing.T, dir, data string, kill bool) (string, pointer.Record) {
+	t.Helper()
+	w := filepath.Join(dir, "w.log")
+	if err := os.WriteFile(w, []byte(numbered("first", 2)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ig, stopRun, stop := runGlobOn(t, filepath.Join(dir, "*.log"), data)
+	if got := ig.popAll(time.Second); got != 2 {
+		t.Fatalf("first run delivered %d lines, want 2", got)
+	}
+	var a *gstream
+	ig.waitFor(t, "w.log's stream read, committed, closed", func() bool {
+		a = ig.g.byPath[w]
+		return a != nil && a.st == stClosed && a.owe == nil
+	})
+	if err := os.Rename(w, w+".1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(w, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ig.waitFor(t, "A kept for the empty B", func() bool { return a.gone && a.st == stClosed && a.held })
+	ptr := a.ptrPath
+	if kill {
+		stopRun()
+	} else {
+		time.Sleep(300 * time.Millisecond)
+		stop()
+	}
+	rec, err := pointer.Inspect(ptr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Offset != int64(len(numbered("first", 2))) {
+		t.Fatalf("A's pointer at offset %d after the first run, want A's end", rec.Offset)
+	}
+	return w, rec
+}
+
+func cleanStopKeptRotated(t *testing.T, mode string) {
+	dir, data := t.TempDir(), t.TempDir()
+	w, rec := heldRun(t, dir, data, mode == "kill")
+	if m := pointer.HeldMarks(readEpochLines(t, data))[rec.Epoch]; m.FileKey != rec.FileKey || m.End != rec.Offset {
+		t.Fatalf("no held line for A's record (epoch %016x) after the first run: %+v", rec.Epoch, m)
+	}
+	if err := os.Remove(w + ".1"); err != nil { // rotate 1: the oldest generation, A, removed
+		t.Fatal(err)
+	}
+	if mode == "rotate1-newinode" {
+		if err := os.WriteFile(filepath.Join(dir, "inode-taker"), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if mode == "next-gone" {
+		if err := os.Remove(w); err != nil {
+			t.Fatal(err)
+		}
+	} else {
+		if err := os.Rename(w, w+".1"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if mode != "next-gone" && mode != "nocreate" {
+		if err := os.WriteFile(w, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if st, err := os.Stat(w); err == nil {
+			t.Logf("%s: the new w.log has A's key: %v", mode, pointer.FileKey(uint64(st.Sys().(*syscall.Stat_t).Dev), st.Sys().(*syscall.Stat_t).Ino) == rec.FileKey)
+		}
+	}
+	ig2, _, _ := runGlobOn(t, filepath.Join(dir, "*.log"), data)
+	got := ig2.popAll(2 * time.Second)
+	tails, bytes, detail := ig2.lost()
+	want := uint64(0)
+	if mode == "next-gone" {
+		want = 1
+	}
+	if got != 0 || tails != want || bytes != 0 {
+		t.Errorf("%s while stopped, no line written since A was read: %d lines delivered, lostTails %d lostBytes %d (%q); want none delivered, lostTails %d", mode, got, tails, bytes, detail, want)
+	}
+	if _, ok := pointer.HeldMarks(readEpochLines(t, data))[rec.Epoch]; ok {
+		t.Errorf("%s: the held line of A's record is still its epoch's last after a start; a start must void it", mode)
+	}
+}
+
+// readEpochLines is the feed's epochs file (runGlobOn's layout).
+func readEpochLines(t *testing.T, data string) []pointer.EpochLine {
+	t.Helper()
+	lines, err := pointer.ReadEpochs(filepath.Join(data, "feeds", "f.epochs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lines
+}
+
+// The held mark is good for the start that finds it only: a start voids
+// it on disk before any source reads on, so a file read on under the
+// record in that run and lost later counts (here: A found beside the path,
+// as held, a line appended to it while stopped; the restart reads it).
+func TestGlobHeldMarkVoidedAtTheStartThatFindsIt(t *testing.T) {
+	dir, data := t.TempDir(), t.TempDir()
+	w, rec := heldRun(t, dir, data, false)
+	f, err := os.OpenFile(w+".1", os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString("late\n"); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	ig2, _, _ := runGlobOn(t, filepath.Join(dir, "*.log"), data)
+	if got := ig2.popAll(2 * time.Second); got != 1 {
+		t.Errorf("A's line written while stopped (A held beside the path): %d lines delivered, want 1", got)
+	}
+	if tails, bytes, detail := ig2.lost(); tails != 0 || bytes != 0 {
+		t.Errorf("lostTails %d lostBytes %d (%q), want none", tails, bytes, detail)
+	}
+	lines := readEpochLines(t, data)
+	if _, ok := pointer.HeldMarks(lines)[rec.Epoch]; ok {
+		t.Errorf("the held line of A's record is still its epoch's last after the start that found it")
+	}
+	voided := false
+	for _, l := range lines {
+		voided = voided || (l.Epoch == rec.Epoch && l.Reason == pointer.ReasonUnheld)
+	}
+	if !voided {
+		t.Errorf("no unheld line for A's epoch %016x", rec.Epoch)
+	}
+}
+
+// A held stream started again in the same run voids its held line before
+// its source reads on (g.start). Appended to beside its path, a held
+// file is not read on in a run (closed rotateWaitMillis after its last
+// growth, as a file renamed out of the glob is); the test queues it as
+// any path that starts it again would.
+func TestGlobHeldMarkVoidedWhenTheStreamStartsAgain(t *testing.T) {
+	dir, data := t.TempDir(), t.TempDir()
+	w := filepath.Join(dir, "w.log")
+	if err := os.WriteFile(w, []byte(numbered("first", 2)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ig, _, _ := runGlobOn(t, filepath.Join(dir, "*.log"), data)
+	if got := ig.popAll(time.Second); got != 2 {
+		t.Fatalf("delivered %d lines, want 2", got)
+	}
+	var a *gstream
+	ig.waitFor(t, "w.log's stream read, committed, closed", func() bool {
+		a = ig.g.byPath[w]
+		return a != nil && a.st == stClosed && a.owe == nil
+	})
+	if err := os.Rename(w, w+".1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(w, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ig.waitFor(t, "A kept for the empty B", func() bool { return a.gone && a.st == stClosed && a.held })
+	ig.g.mu.Lock()
+	epoch := a.heldMark.Epoch
+	ig.g.mu.Unlock()
+	if _, ok := pointer.HeldMarks(readEpochLines(t, data))[epoch]; !ok || epoch == 0 {
+		t.Fatalf("no held line written for A (epoch %016x)", epoch)
+	}
+	ig.g.mu.Lock()
+	ig.g.enqueue(a)
+	ig.g.mu.Unlock()
+	poke(ig.g.rest)
+	ig.waitFor(t, "A's stream started again", func() bool { return a.st != stQueued })
+	if _, ok := pointer.HeldMarks(readEpochLines(t, data))[epoch]; ok {
+		t.Errorf("A's held line is still its epoch's last after its stream started again")
+	}
+	if got := ig.popAll(500 * time.Millisecond); got != 0 {
+		t.Errorf("A started again with nothing new: %d lines delivered", got)
+	}
+}
