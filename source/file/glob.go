@@ -3213,7 +3213,7 @@ func (g *Glob) voidLoadedHeld() {
 	g.countNextGone()
 	var lines []pointer.EpochLine
 	for _, l := range g.loaded {
-		if m := l.s.heldMark; m.Epoch != 0 {
+		if m := l.s.heldMark; m.Epoch != 0 && !m.Counted {
 			lines = append(lines, pointer.EpochLine{Epoch: m.Epoch, FileKey: m.Key, FPLen: m.FPLen, FP: m.FP,
 				Path: l.s.first, Time: time.Now(), Reason: pointer.ReasonUnheld})
 		}
@@ -3224,7 +3224,9 @@ func (g *Glob) voidLoadedHeld() {
 	if err := appendEpochs(g.cfg.EpochsPath, lines); err != nil {
 		g.log.Warn("cannot void the held marks found at this start; their files, if gone, are counted lost", "epochs", g.cfg.EpochsPath, "error", err)
 		for _, l := range g.loaded {
-			l.s.heldMark = heldMark{}
+			if !l.s.heldMark.Counted {
+				l.s.heldMark = heldMark{}
+			}
 		}
 	}
 }
@@ -3238,7 +3240,13 @@ func (g *Glob) voidLoadedHeld() {
 // rotated beside it), it is read as any file there is. Before the marks
 // are voided: a kill -9 in between counts it again at the next start,
 // never not at all. Not looked for elsewhere: moved to another directory
-// (or compressed: a .gz has another key) it is counted (an overcount).
+// (or compressed: a .gz has another key) it is counted (an overcount). One
+// that got a pointer of its own before the stop (opened with its first
+// bytes, nothing committed before the kept pointer was let go) is counted
+// here too — that pointer, bound while the file was empty, names no first
+// bytes, and its source would take an older file beside the path for a
+// later generation and count nothing — and that pointer's record is marked
+// so that it is not counted again.
 func (g *Glob) countNextGone() {
 	for _, l := range g.loaded {
 		m := l.s.heldMark
@@ -3258,6 +3266,15 @@ func (g *Glob) countNextGone() {
 		g.countLossLocked(1, 0, m.Epoch, detail)
 		g.mu.Unlock()
 		g.log.Warn(detail, "fileKey", hex16(m.Next), "pointer", l.s.ptrPath)
+		for _, o := range g.loaded {
+			if o.rec.FileKey == m.Next && o.s.heldMark.Epoch == 0 {
+				// Its own pointer (its stream opened before the stop,
+				// nothing of it committed): counted here, not again by
+				// whoever takes that pointer.
+				o.s.heldMark = heldMark{Epoch: o.rec.Epoch, Key: o.rec.FileKey, End: o.rec.Offset,
+					FPLen: o.rec.FPLen, FP: o.rec.FP, Counted: true}
+			}
+		}
 	}
 	g.flushLosses()
 }

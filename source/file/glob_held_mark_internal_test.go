@@ -3,6 +3,7 @@ package file
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"testing"
 	"time"
@@ -216,5 +217,117 @@ func TestGlobHeldMarkVoidedWhenTheStreamStartsAgain(t *testing.T) {
 	}
 	if got := ig.popAll(500 * time.Millisecond); got != 0 {
 		t.Errorf("A started again with nothing new: %d lines delivered", got)
+	}
+}
+
+// The empty file B a held pointer was kept for gets a line and a pointer
+// of its own while tailfeed runs (the line not acknowledged yet: the held
+// pointer stays); tailfeed stops; while it is down B gets more lines and is
+// deleted, a new w.log made. B is lost, and counted once. "old": A (the
+// held pointer's file, w.log.1) last written a minute before, and B's
+// pointer's record naming B (its identity stored, as a stop's commit at 0
+// does when it comes first) — its source counts B gone (loseTail), so the
+// held line's nextFileKey must not count it a second time. "fresh": A
+// written at the restart, B's record as the stop left it; when it names
+// no file yet (nothing committed), its source takes the file at the path
+// for a new one, or A for a later generation of B (read again:
+// duplicates, allowed, DESIGN §4 "never a gap"), and counts nothing —
+// silent before the held line named B.
+func TestGlobHeldNextWithItsOwnPointerCountedOnce(t *testing.T) {
+	for _, mode := range []string{"old", "fresh"} {
+		t.Run(mode, func(t *testing.T) { heldNextOwnPointer(t, mode) })
+	}
+}
+
+func heldNextOwnPointer(t *testing.T, mode string) {
+	dir, data := t.TempDir(), t.TempDir()
+	pattern := filepath.Join(dir, "*.log")
+	w := filepath.Join(dir, "w.log")
+	if err := os.WriteFile(w, []byte(numbered("first", 2)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ig, _, stop := runGlobKill(t, pattern, data, 5*time.Second, func(c *GlobConfig) { c.CloseInactive = 50 * time.Millisecond },
+		func(g *Glob) { g.drainBound = 300 * time.Millisecond })
+	if got := ig.popAll(time.Second); got != 2 {
+		t.Fatalf("first run delivered %d lines, want 2", got)
+	}
+	var a *gstream
+	ig.waitFor(t, "w.log's stream read, committed, closed", func() bool {
+		a = ig.g.byPath[w]
+		return a != nil && a.st == stClosed && a.owe == nil
+	})
+	if err := os.Rename(w, w+".1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(w, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ig.waitFor(t, "A held for the empty B", func() bool {
+		return a.gone && a.held && a.heldMark.Next != 0
+	})
+	appendTo(t, w, "b-0\n")
+	var bPtr string
+	ig.waitFor(t, "B given a pointer of its own, A still held", func() bool {
+		b := ig.g.byPath[w]
+		if b != nil && b != a && b.ptrPath != "" && a.held {
+			bPtr = b.ptrPath
+			return true
+		}
+		return false
+	})
+	time.Sleep(100 * time.Millisecond)
+	stop() // b-0 never acknowledged: B's pointer stays at 0, A's held (as after a kill)
+	if rec, err := pointer.Inspect(bPtr); err != nil || rec.Offset != 0 {
+		t.Fatalf("B's pointer after the stop: %+v, %v; want offset 0", rec, err)
+	} else if mode == "old" && rec.FileKey == 0 {
+		// Its identity stored, as a stop's commit at 0 does when it
+		// comes (timing): the record names B by key and first bytes.
+		p, err := pointer.Open(bPtr, pointer.Options{EpochsPath: filepath.Join(data, "feeds", "f.epochs")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := os.Open(w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, _ := f.Stat()
+		p.Bind(f, pointer.FileKey(uint64(st.Sys().(*syscall.Stat_t).Dev), st.Sys().(*syscall.Stat_t).Ino))
+		if err := p.Commit(0); err != nil {
+			t.Fatal(err)
+		}
+		p.Close()
+		f.Close()
+	}
+	appendTo(t, w, numbered("b", 2))
+	if err := os.Remove(w); err != nil {
+		t.Fatal(err)
+	}
+	// B's inode taken by another file first (given to the new w.log, B's
+	// pointer's source would take it for B rewritten: at offset 0, no loss).
+	if err := os.WriteFile(filepath.Join(dir, "inode-taker"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(w, []byte(numbered("second", 2)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	at := time.Now().Add(-time.Minute)
+	if mode == "fresh" {
+		at = time.Now()
+	}
+	if err := os.Chtimes(w+".1", at, at); err != nil {
+		t.Fatal(err)
+	}
+	ig2, _, _ := runGlobOn(t, pattern, data)
+	got, _ := ig2.popEpochs(2*time.Second, true)
+	tails, _, detail := ig2.lost()
+	want := []string{"second-0", "second-1"}
+	if mode == "fresh" && len(got) == 4 {
+		// (B's pointer bound while B was still empty: A read again. Bound
+		// after b-0 arrived, it names B's first bytes and its source counts
+		// B gone itself, as in "old".)
+		want = []string{"first-0", "first-1", "second-0", "second-1"}
+	}
+	if tails != 1 || !slices.Equal(got, want) {
+		t.Errorf("%s: restart delivered %q, lostTails %d (%q); want %q and lostTails 1 (B, once)", mode, got, tails, detail, want)
 	}
 }

@@ -886,9 +886,10 @@ func (s *Source) loseTail(rec pointer.Record, detail string) {
 	if s.cfg.held.names(rec) {
 		// Read to its end and closed with every line committed in an
 		// earlier run, nothing of it pending since (DESIGN §4: not a
-		// lost tail); forgetLost moves the pointer off it as forgotten.
+		// lost tail), or counted at this start already (heldMark.Counted);
+		// forgetLost moves the pointer off it as forgotten.
 		s.heldGone = true
-		s.log.Info("the pointer's file, read to its end and closed before, is not found as it was; nothing of it was pending",
+		s.log.Info("the pointer's file is not found as it was; nothing of it was pending, or its loss was counted at this start",
 			"path", s.cfg.Path, "offset", rec.Offset, "fileKey", hex16(rec.FileKey))
 		return
 	}

@@ -606,9 +606,12 @@ type heldMark struct {
 	End        int64
 	FPLen, FP  uint64 // the record's first bytes then
 	// The glob's: the key of the empty file at the path the record was
-	// kept for (0: unknown) and when the mark was written.
-	Next uint64
-	At   time.Time
+	// kept for (0: unknown) and when the mark was written; Counted: not a
+	// held line but the record of that empty file, whose loss the start
+	// counted already (countNextGone).
+	Next    uint64
+	At      time.Time
+	Counted bool
 }
 
 // names: rec is the record the mark was written for.
