@@ -3177,7 +3177,11 @@ func (g *Glob) loadPointers() {
 			if firsts == nil {
 				firsts, marks = g.firstPaths()
 			}
-			if m, ok := marks[rec.Epoch]; ok && m.FileKey == rec.FileKey && m.End == rec.Offset {
+			if m, ok := marks[rec.Epoch]; ok && m.FileKey == rec.FileKey {
+				// (Its end may be past the record's offset now: a restored
+				// sink's catch-up rewound the pointer. The mark then says
+				// nothing of the file — names — but its empty file is
+				// still looked for: review 19a C.)
 				s.heldMark = heldMark{Epoch: rec.Epoch, Key: rec.FileKey, End: rec.Offset, FPLen: m.FPLen, FP: m.FP,
 					Next: m.NextKey, At: m.Time}
 			}
@@ -3210,6 +3214,14 @@ func (g *Glob) loadPointers() {
 // record still names the file at its end. The append failed, none is used
 // (counted gone, as without marks).
 func (g *Glob) voidLoadedHeld() {
+	for _, l := range g.loaded {
+		if m := &l.s.heldMark; m.Epoch != 0 && l.s.first != "" {
+			if f := g.keyBeside(l.s.first, l.rec); f != nil {
+				f.Close()
+				m.Found = true
+			}
+		}
+	}
 	g.countNextGone()
 	var lines []pointer.EpochLine
 	for _, l := range g.loaded {
@@ -3446,13 +3458,14 @@ func (g *Glob) countGone() {
 				g.log.Info("glob file no longer matched by the config (path or exclude), read to its end; not read any more",
 					"path", at, "pointer", l.s.ptrPath)
 			}
-		case copyAt == "" && l.s.heldMark.names(rec):
+		case copyAt == "" && g.heldDone(l):
 			// Read to its end and closed with every line committed in an
 			// earlier run, its pointer kept only for the path's new file
 			// (markHeld): DESIGN §4, not a lost tail.
 			reason = "forgotten"
 			g.log.Info("a glob file read to its end and closed before is gone; nothing of it was pending",
 				"path", l.s.first, "pointer", l.s.ptrPath, "offset", rec.Offset)
+			g.readNext(l)
 		case copyAt == "":
 			detail := fmt.Sprintf("glob file gone while stopped (pointer %s at offset %d); its unread tail, if any, is lost",
 				filepath.Base(l.s.ptrPath), rec.Offset)
@@ -3693,18 +3706,78 @@ func (g *Glob) readGap(p, first string, low, upBorn, upMod time.Time, recs []poi
 			return // a copy of a pointer's file
 		}
 	}
+	if g.queueBeside(p, first, k, st) {
+		g.log.Warn("a generation beside a glob path that no pointer names was born between two pointers' files: read from its start",
+			"path", p, "first", first, "size", st.Size())
+	}
+}
+
+// queueBeside tracks the file at p (key k, stat st), beside the glob path
+// first and named by no pointer, as a new stream gone from the glob, queued
+// to be read from its start (its Delivery.Path first's); false when a
+// stream or a pointer has that key already.
+func (g *Glob) queueBeside(p, first string, k uint64, st os.FileInfo) bool {
 	now := time.Now()
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.byKey[k] != nil || g.ptrKeys[k] {
-		return
+		return false
 	}
 	s := &gstream{path: p, first: first, key: k, size: st.Size(), mod: st.ModTime().UnixNano(), activeAt: now, seenAt: now,
 		startSize: st.Size(), gone: true, goneAt: now}
 	g.byKey[k] = s
 	g.enqueue(s)
-	g.log.Warn("a generation beside a glob path that no pointer names was born between two pointers' files: read from its start",
-		"path", p, "first", first, "size", st.Size())
+	return true
+}
+
+// heldDone: l's held mark names its record, and its file is gone, or
+// found beside its path (where the start does not read it: no file at
+// the path) with nothing past the mark's end.
+func (g *Glob) heldDone(l loaded) bool {
+	m := l.s.heldMark
+	if !m.Found {
+		return m.names(l.rec)
+	}
+	m.Found = false
+	if !m.names(l.rec) || l.s.first == "" {
+		return false
+	}
+	f := g.keyBeside(l.s.first, l.rec)
+	if f == nil {
+		return true // gone since the mark was read
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	return err == nil && st.Size() == m.End
+}
+
+// readNext, at the start, reads the empty file a held mark names
+// (heldMark.Next) when it is beside its path under a name the glob does not
+// match, and its pointer's own file is gone with no file at the path to
+// take the pointer (countGone): logrotate's "nocreate" moved it there
+// after the application wrote to it while tailfeed was down. Empty when
+// the mark was written, every byte it holds is unread: read from its
+// start as a stream of its own (review 19a E). (A file at the path takes
+// the pointer instead, and its source reads the generations beside it.)
+func (g *Glob) readNext(l loaded) {
+	m := l.s.heldMark
+	if m.Next == 0 || l.s.first == "" {
+		return
+	}
+	f := g.keyBeside(l.s.first, pointer.Record{FileKey: m.Next})
+	if f == nil {
+		return
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	born := birthTime(f)
+	if err != nil || st.Size() == 0 || g.matched(f.Name()) || (!born.IsZero() && born.After(m.At)) {
+		return
+	}
+	if g.queueBeside(f.Name(), l.s.first, m.Next, st) {
+		g.log.Info("the empty new file a kept pointer was held for was written to and rotated out of the glob while tailfeed was down: read from its start",
+			"path", f.Name(), "first", l.s.first, "size", st.Size())
+	}
 }
 
 // namedAs is a file as an epochs line names it: its first bytes, and when.
@@ -4525,6 +4598,7 @@ func (g *Glob) forgetHeld() {
 				continue
 			}
 		default:
+			g.remarkHeld(s)
 			keep = append(keep, s)
 			continue
 		}
@@ -4533,6 +4607,40 @@ func (g *Glob) forgetHeld() {
 	}
 	clear(g.heldForget[len(keep):])
 	g.heldForget = keep
+}
+
+// remarkHeld moves s's held line on to the file now at its path when the
+// empty file the line names is neither there nor beside it any more
+// (deleted while tailfeed runs, another file made at the path): a start
+// would count that file gone while stopped (review 19a F). Deleted while
+// tailfeed ran, it was the running glob's to count (empty, or read by a
+// stream of its own). The file now at the path is the one a start must
+// find. Under mu.
+func (g *Glob) remarkHeld(s *gstream) {
+	m := s.heldMark
+	if !s.heldLive || m.Next == 0 {
+		return
+	}
+	dev, ino, err := fileutil.DevInoPath(s.first)
+	k := pointer.FileKey(dev, ino)
+	if err != nil || k == s.key {
+		return
+	}
+	// (A file on the empty file's inode born after the line is another
+	// one: the inode is given again at once when a file is deleted and
+	// one made.)
+	if k == m.Next {
+		if b := birthTimePath(s.first); b.IsZero() || !b.After(m.At) {
+			return
+		}
+	} else if f := g.keyBeside(s.first, pointer.Record{FileKey: m.Next}); f != nil {
+		b := birthTime(f)
+		f.Close()
+		if b.IsZero() || !b.After(m.At) {
+			return // rotated beside the path: still the one to look for
+		}
+	}
+	g.markHeld(s, k)
 }
 
 // anyFileAt: something is at path (a file to follow).

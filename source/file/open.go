@@ -727,7 +727,7 @@ func (s *Source) resumeRotated(f *os.File, dev, ino uint64) bool {
 			lost = true
 		}
 	}
-	if lost && (gone0 || !bornBy.IsZero()) {
+	if lost && (gone0 || !bornBy.IsZero()) && !s.heldGone {
 		// A glob pointer with no first bytes whose file is not beside the
 		// path: counted (as countGone did before the file at the path took
 		// it) and moved to a new epoch, so the file at the path is read
@@ -738,6 +738,11 @@ func (s *Source) resumeRotated(f *os.File, dev, ino uint64) bool {
 		s.forgetLost(rec)
 		return false
 	}
+	// (Held, heldGone: the pointer's file was read to its end and closed
+	// before the stop, the files beside the path written since are its
+	// later generations — the empty file it was kept for, written to
+	// while tailfeed was down and rotated: read, by the pointer file's
+	// mtime, review 19a D.)
 	var born time.Time
 	if g != nil {
 		s.log.Info("input was rotated while stopped; reading the pointer's file first", "file", g.f.Name(), "offset", rec.Offset)

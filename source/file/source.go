@@ -612,11 +612,15 @@ type heldMark struct {
 	Next    uint64
 	At      time.Time
 	Counted bool
+	// Found: the file it names was found beside its path by its key and
+	// first bytes when the start read the mark: read on, it may hold
+	// bytes past End by now, so the mark names nothing (review 19a A).
+	Found bool
 }
 
 // names: rec is the record the mark was written for.
 func (m heldMark) names(rec pointer.Record) bool {
-	return m.Epoch != 0 && m.Epoch == rec.Epoch && m.Key == rec.FileKey && m.End == rec.Offset
+	return m.Epoch != 0 && !m.Found && m.Epoch == rec.Epoch && m.Key == rec.FileKey && m.End == rec.Offset
 }
 
 // genTail is a generation a glob stream's source was reading when it closed
