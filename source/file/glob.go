@@ -3060,7 +3060,7 @@ func (g *Glob) lookWatched(now time.Time) {
 // forgetAfter (DESIGN §10 "Forgetting"), and drops them from tracking.
 func (g *Glob) forget(now time.Time) {
 	for k, s := range g.byKey {
-		if !s.gone || s.st != stClosed || s.owe != nil || s.watching || now.Sub(s.goneAt) < g.cfg.ForgetAfter || g.listedLive(s.key) {
+		if !s.gone || s.st != stClosed || s.owe != nil || s.watching || s.held || now.Sub(s.goneAt) < g.cfg.ForgetAfter || g.listedLive(s.key) {
 			continue
 		}
 		if s.ptrPath != "" {
@@ -3182,7 +3182,7 @@ func (g *Glob) loadPointers() {
 				// sink's catch-up rewound the pointer. The mark then says
 				// nothing of the file — names — but its empty file is
 				// still looked for: review 19a C.)
-				s.heldMark = heldMark{Epoch: rec.Epoch, Key: rec.FileKey, End: rec.Offset, FPLen: m.FPLen, FP: m.FP,
+				s.heldMark = heldMark{Epoch: rec.Epoch, Key: rec.FileKey, End: m.End, FPLen: m.FPLen, FP: m.FP,
 					Next: m.NextKey, At: m.Time}
 			}
 			name, _ := strconv.ParseUint(strings.TrimSuffix(e.Name(), ".ptr"), 16, 64)
@@ -3217,8 +3217,13 @@ func (g *Glob) voidLoadedHeld() {
 	for _, l := range g.loaded {
 		if m := &l.s.heldMark; m.Epoch != 0 && l.s.first != "" {
 			if f := g.keyBeside(l.s.first, l.rec); f != nil {
+				// (One born after the line is another file on its inode:
+				// the marked file is gone — review 19b B.)
+				st, err := f.Stat()
+				if b := birthTime(f); err == nil && (b.IsZero() || !b.After(m.At)) {
+					m.Found, m.FoundSize = true, st.Size()
+				}
 				f.Close()
-				m.Found = true
 			}
 		}
 	}
@@ -3467,6 +3472,7 @@ func (g *Glob) countGone() {
 				"path", l.s.first, "pointer", l.s.ptrPath, "offset", rec.Offset)
 			g.readNext(l)
 		case copyAt == "":
+			g.readNext(l) // (its empty file, written and rotated beside the path: review 19b D)
 			detail := fmt.Sprintf("glob file gone while stopped (pointer %s at offset %d); its unread tail, if any, is lost",
 				filepath.Base(l.s.ptrPath), rec.Offset)
 			g.mu.Lock()
@@ -3744,7 +3750,8 @@ func (g *Glob) heldDone(l loaded) bool {
 	}
 	f := g.keyBeside(l.s.first, l.rec)
 	if f == nil {
-		return true // gone since the mark was read
+		// Gone since the mark was read: what it held then (review 19b E).
+		return l.s.heldMark.FoundSize == m.End
 	}
 	defer f.Close()
 	st, err := f.Stat()
@@ -4630,7 +4637,8 @@ func (g *Glob) remarkHeld(s *gstream) {
 	// one: the inode is given again at once when a file is deleted and
 	// one made.)
 	if k == m.Next {
-		if b := birthTimePath(s.first); b.IsZero() || !b.After(m.At) {
+		// (Through a symlinked path to its target: review 19b C.)
+		if b := birthTimeTarget(s.first); b.IsZero() || !b.After(m.At) {
 			return
 		}
 	} else if f := g.keyBeside(s.first, pointer.Record{FileKey: m.Next}); f != nil {

@@ -616,6 +616,8 @@ type heldMark struct {
 	// first bytes when the start read the mark: read on, it may hold
 	// bytes past End by now, so the mark names nothing (review 19a A).
 	Found bool
+	// FoundSize: the size it was found with (Found).
+	FoundSize int64
 }
 
 // names: rec is the record the mark was written for.
