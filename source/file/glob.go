@@ -3749,6 +3749,13 @@ func (g *Glob) heldDone(l loaded) bool {
 		return false
 	}
 	f := g.keyBeside(l.s.first, l.rec)
+	if f != nil {
+		if b := birthTime(f); !b.IsZero() && b.After(m.At) {
+			// Another file on its inode (review 19c A).
+			f.Close()
+			f = nil
+		}
+	}
 	if f == nil {
 		// Gone since the mark was read: what it held then (review 19b E).
 		return l.s.heldMark.FoundSize == m.End

@@ -12,7 +12,6 @@ import (
 	"tailfeed/pointer"
 )
 
-
 // Review 19b (second review of the held line, nineteenth session): six
 // findings, each failing 3 of 3 at 7813267; all fixed in the same session
 // (A: the mark's end is the line's, not the rewound record's; B: a file
