@@ -10,7 +10,6 @@ import (
 	"tailfeed/pointer"
 )
 
-
 // Review 19c (third review, nineteenth session): one finding, failing 3 of
 // 3 at 45d50b7, fixed in the same session (heldDone asks the birth time of
 // the file it finds on the marked file's key). It stays as a regression
