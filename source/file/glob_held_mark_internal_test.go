@@ -54,18 +54,7 @@ func heldRun(t *testing.T, dir, data string, kill bool) (string, pointer.Record)
 	if got := ig.popAll(time.Second); got != 2 {
 		t.Fatalf("first run delivered %d lines, want 2", got)
 	}
-	var a *gstream
-	ig.waitFor(t, "w.log's stream read, committed, closed", func() bool {
-		a = ig.g.byPath[w]
-		return a != nil && a.st == stClosed && a.owe == nil
-	})
-	if err := os.Rename(w, w+".1"); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(w, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	ig.waitFor(t, "A kept for the empty B", func() bool { return a.gone && a.st == stClosed && a.held })
+	a := ig.rotateToEmpty(t, w, "w.log's stream read, committed, closed", func(s *gstream) bool { return s.st == stClosed && s.owe == nil })
 	ptr := a.ptrPath
 	if kill {
 		stopRun()
@@ -189,18 +178,7 @@ func TestGlobHeldMarkVoidedWhenTheStreamStartsAgain(t *testing.T) {
 	if got := ig.popAll(time.Second); got != 2 {
 		t.Fatalf("delivered %d lines, want 2", got)
 	}
-	var a *gstream
-	ig.waitFor(t, "w.log's stream read, committed, closed", func() bool {
-		a = ig.g.byPath[w]
-		return a != nil && a.st == stClosed && a.owe == nil
-	})
-	if err := os.Rename(w, w+".1"); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(w, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	ig.waitFor(t, "A kept for the empty B", func() bool { return a.gone && a.st == stClosed && a.held })
+	a := ig.rotateToEmpty(t, w, "w.log's stream read, committed, closed", func(s *gstream) bool { return s.st == stClosed && s.owe == nil })
 	ig.g.mu.Lock()
 	epoch := a.heldMark.Epoch
 	ig.g.mu.Unlock()
@@ -330,4 +308,25 @@ func heldNextOwnPointer(t *testing.T, mode string) {
 	if tails != 1 || !slices.Equal(got, want) {
 		t.Errorf("%s: restart delivered %q, lostTails %d (%q); want %q and lostTails 1 (B, once)", mode, got, tails, detail, want)
 	}
+}
+
+// rotateToEmpty waits until w's stream is ready (what: the wait's name),
+// then rotates w live the way logrotate's create does — renamed to w.1, an
+// empty w made — and waits until the stream's pointer is kept for that
+// empty file (held). It returns the stream.
+func (ig *internalGlob) rotateToEmpty(t *testing.T, w, what string, ready func(*gstream) bool) *gstream {
+	t.Helper()
+	var a *gstream
+	ig.waitFor(t, what, func() bool {
+		a = ig.g.byPath[w]
+		return a != nil && ready(a)
+	})
+	if err := os.Rename(w, w+".1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(w, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ig.waitFor(t, "w's stream's pointer kept for the empty file", func() bool { return a.gone && a.held })
+	return a
 }

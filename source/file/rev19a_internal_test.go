@@ -122,18 +122,7 @@ func TestRev19ABSuccessorWithOwnPointerDeletedCountedTwice(t *testing.T) {
 	if got := ig.popAll(time.Second); got != 2 {
 		t.Fatalf("first run delivered %d lines, want 2", got)
 	}
-	var a *gstream
-	ig.waitFor(t, "w.log's stream read, committed, closed", func() bool {
-		a = ig.g.byPath[w]
-		return a != nil && a.st == stClosed && a.owe == nil
-	})
-	if err := os.Rename(w, w+".1"); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(w, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	ig.waitFor(t, "A kept for the empty B", func() bool { return a.gone && a.st == stClosed && a.held })
+	a := ig.rotateToEmpty(t, w, "w.log's stream read, committed, closed", func(s *gstream) bool { return s.st == stClosed && s.owe == nil })
 	appendTo(t, w, numbered("second", 3))
 	var b *gstream
 	taken := 0
@@ -271,18 +260,7 @@ func emptyHeldRotated(t *testing.T, kill bool) {
 		t.Fatal(err)
 	}
 	ig, killRun, stop := runGlobKill(t, pattern, data, 2*time.Second, func(c *GlobConfig) { c.CloseInactive = 50 * time.Millisecond }, nil)
-	var a *gstream
-	ig.waitFor(t, "the empty w.log given a pointer, closed", func() bool {
-		a = ig.g.byPath[w]
-		return a != nil && a.ptrPath != "" && a.st == stClosed
-	})
-	if err := os.Rename(w, w+".1"); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(w, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	ig.waitFor(t, "A held for the empty B", func() bool { return a.gone && a.held })
+	ig.rotateToEmpty(t, w, "the empty w.log given a pointer, closed", func(s *gstream) bool { return s.ptrPath != "" && s.st == stClosed })
 	time.Sleep(600 * time.Millisecond)
 	if kill {
 		killRun()
@@ -370,18 +348,7 @@ func TestRev19AFSuccessorDeletedWhileRunningFalseLoss(t *testing.T) {
 	if got := ig.popAll(time.Second); got != 2 {
 		t.Fatalf("first run delivered %d lines, want 2", got)
 	}
-	var a *gstream
-	ig.waitFor(t, "w.log's stream read, committed, closed", func() bool {
-		a = ig.g.byPath[w]
-		return a != nil && a.st == stClosed && a.owe == nil
-	})
-	if err := os.Rename(w, w+".1"); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(w, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	ig.waitFor(t, "A kept for the empty B", func() bool { return a.gone && a.st == stClosed && a.held })
+	ig.rotateToEmpty(t, w, "w.log's stream read, committed, closed", func(s *gstream) bool { return s.st == stClosed && s.owe == nil })
 	time.Sleep(300 * time.Millisecond)
 	if err := os.Remove(w); err != nil { // B, empty, deleted while tailfeed runs
 		t.Fatal(err)

@@ -136,18 +136,7 @@ func TestRev19BBEmptyHeldFileInodeReusedSuccessorUnread(t *testing.T) {
 				t.Fatal(err)
 			}
 			ig, _, stop := runGlobKill(t, pattern, data, 2*time.Second, func(c *GlobConfig) { c.CloseInactive = 50 * time.Millisecond }, nil)
-			var a *gstream
-			ig.waitFor(t, "the empty w.log given a pointer, closed", func() bool {
-				a = ig.g.byPath[w]
-				return a != nil && a.ptrPath != "" && a.st == stClosed
-			})
-			if err := os.Rename(w, w+".1"); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(w, nil, 0o600); err != nil {
-				t.Fatal(err)
-			}
-			ig.waitFor(t, "A held for the empty B", func() bool { return a.gone && a.held })
+			ig.rotateToEmpty(t, w, "the empty w.log given a pointer, closed", func(s *gstream) bool { return s.ptrPath != "" && s.st == stClosed })
 			time.Sleep(600 * time.Millisecond)
 			stop()
 			if len(pointer.HeldMarks(readEpochLines(t, data))) == 0 {
