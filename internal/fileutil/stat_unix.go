@@ -4,9 +4,25 @@ package fileutil
 
 import (
 	"os"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
+
+// StatDevIno stats path once (following symlinks) and returns what it
+// found with that file's device and inode: the two cannot belong to two
+// files a rename swapped in between.
+func StatDevIno(path string) (os.FileInfo, uint64, uint64, error) {
+	info, err := os.Stat(path)
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	if st, ok := info.Sys().(*syscall.Stat_t); ok {
+		return info, uint64(st.Dev), uint64(st.Ino), nil
+	}
+	dev, ino, err := DevInoPath(path)
+	return info, dev, ino, err
+}
 
 // DevIno returns the device and inode of the open file f (fstat).
 func DevIno(f *os.File) (dev, ino uint64, err error) {

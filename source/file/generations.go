@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -244,14 +245,70 @@ func headMatches(head []byte, fpLen uint64, fp uint64) bool {
 // the source holds); skipGz a compressed one by its decompressed first bytes.
 // A .gz whose plain twin exists is left out; one that does not end cleanly
 // too, and it is looked at again at the next poll (retryTorn).
+//
+// A directory is listed, then each name looked at: a rotation running in
+// between (logrotate's shift, app.log.1 to app.log.2, …) made names name
+// other files than listed, and a generation could be left out of the scan
+// — never queued nor counted, lossless true (the e2e soak's third
+// mechanism, TestAud2XKill9RenameRotationsSoakGap, nineteenth session). So
+// the names are listed again after the scan, and the scan is made again
+// (up to scanTries times) until no name changed its file meanwhile.
 func (s *Source) scanGenerations(ref, born time.Time, skip func(dev, ino uint64) bool, skipGz func(head []byte) bool) []genFile {
 	var out []genFile
+	for try := 0; try < scanTries; try++ {
+		var ids map[string][2]uint64
+		out, ids = s.scanGenerationsOnce(ref, born, skip, skipGz)
+		if maps.Equal(ids, s.genNames()) {
+			break
+		}
+		s.log.Debug("the generations were renamed while scanned (a rotation running); scanning again", "path", s.cfg.Path)
+	}
+	return out
+}
+
+// scanTries bounds scanGenerations' looks while rotations keep running.
+const scanTries = 5
+
+// scanListed, when set (tests), runs right after a generation scan listed
+// a directory, before it looks at the names.
+var scanListed func(dir string)
+
+// genNames maps each generation name beside the input (genDirs, rotated
+// names) to the identity it names now.
+func (s *Source) genNames() map[string][2]uint64 {
+	out := map[string][2]uint64{}
+	for _, gd := range s.genDirs() {
+		ents, err := os.ReadDir(gd.dir)
+		if err != nil {
+			continue
+		}
+		for _, e := range ents {
+			if !e.Type().IsRegular() || !s.rotatedName(e.Name(), gd.base) {
+				continue
+			}
+			p := filepath.Join(gd.dir, e.Name())
+			if dev, ino, err := fileutil.DevInoPath(p); err == nil {
+				out[p] = [2]uint64{dev, ino}
+			}
+		}
+	}
+	return out
+}
+
+// scanGenerationsOnce is one scan (scanGenerations), with the identity each
+// listed generation name had when looked at.
+func (s *Source) scanGenerationsOnce(ref, born time.Time, skip func(dev, ino uint64) bool, skipGz func(head []byte) bool) ([]genFile, map[string][2]uint64) {
+	var out []genFile
+	ids := map[string][2]uint64{}
 	seen := map[[2]uint64]bool{}
 	for _, gd := range s.genDirs() {
 		now := time.Now() // every file this listing shows was born before it
 		ents, err := os.ReadDir(gd.dir)
 		if err != nil {
 			continue
+		}
+		if scanListed != nil {
+			scanListed(gd.dir)
 		}
 		own := s.outs.scan(gd.dir)
 		for _, e := range ents {
@@ -260,13 +317,13 @@ func (s *Source) scanGenerations(ref, born time.Time, skip func(dev, ino uint64)
 				continue
 			}
 			p := filepath.Join(gd.dir, name)
-			info, err := e.Info()
-			if err != nil {
+			info, dev, ino, err := fileutil.StatDevIno(p) // one stat: its times and size are that file's
+			if err != nil || !info.Mode().IsRegular() {
 				continue
 			}
-			dev, ino, err := fileutil.DevInoPath(p)
+			ids[p] = [2]uint64{dev, ino}
 			id := [2]uint64{dev, ino}
-			if err != nil || seen[id] || own.has(gd.dir, name, dev, ino) || skip(dev, ino) {
+			if seen[id] || own.has(gd.dir, name, dev, ino) || skip(dev, ino) {
 				continue
 			}
 			seen[id] = true
@@ -320,7 +377,7 @@ func (s *Source) scanGenerations(ref, born time.Time, skip func(dev, ino uint64)
 		}
 		return 0
 	})
-	return out
+	return out, ids
 }
 
 // openGen opens a generation as a reader from its start (not queued yet;
