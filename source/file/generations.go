@@ -620,35 +620,20 @@ func (s *Source) noteSeen() {
 	for _, r := range s.old {
 		note(r)
 	}
-	for _, gd := range s.genDirs() {
-		ents, err := os.ReadDir(gd.dir)
-		if err != nil {
+	for p, id := range s.genNames() {
+		if strings.HasSuffix(p, ".gz") {
+			sg := s.genSeen[id]
+			sg.look = look
+			s.genSeen[id] = sg
 			continue
 		}
-		for _, e := range ents {
-			if !e.Type().IsRegular() || !s.rotatedName(e.Name(), gd.base) {
-				continue
-			}
-			p := filepath.Join(gd.dir, e.Name())
-			dev, ino, err := fileutil.DevInoPath(p)
-			if err != nil {
-				continue
-			}
-			id := [2]uint64{dev, ino}
-			if strings.HasSuffix(p, ".gz") {
-				sg := s.genSeen[id]
-				sg.look = look
-				s.genSeen[id] = sg
-				continue
-			}
-			// A plain one's first bytes as they are now: a .gz of it
-			// appearing later is its twin.
-			sg := seenGen{look: look}
-			if b, err := readHead(p); err == nil && len(b) > 0 {
-				sg.fpLen, sg.fp = uint64(len(b)), pointer.Fingerprint(b)
-			}
-			s.genSeen[id] = sg
+		// A plain one's first bytes as they are now: a .gz of it
+		// appearing later is its twin.
+		sg := seenGen{look: look}
+		if b, err := readHead(p); err == nil && len(b) > 0 {
+			sg.fpLen, sg.fp = uint64(len(b)), pointer.Fingerprint(b)
 		}
+		s.genSeen[id] = sg
 	}
 	if len(s.genSeen) > seenCap { // a directory of many rotations: keep it bounded
 		gone := make([][2]uint64, 0, len(s.genSeen))

@@ -2676,6 +2676,20 @@ func (g *Glob) keyBeside(path string, rec pointer.Record) *os.File {
 	return nil
 }
 
+// keyBesideBefore is keyBeside, but not a file born after at (where birth
+// times are known): a file a mark written at at names existed then, so
+// one born later has its key by inode reuse.
+func (g *Glob) keyBesideBefore(path string, rec pointer.Record, at time.Time) *os.File {
+	f := g.keyBeside(path, rec)
+	if f != nil {
+		if b := birthTime(f); !b.IsZero() && b.After(at) {
+			f.Close()
+			return nil
+		}
+	}
+	return f
+}
+
 // matched: p is a path the glob matches (not excluded, not its own).
 func (g *Glob) matched(p string) bool {
 	return g.pat.Match(p) && !g.excluded(p) && !g.own(p)
@@ -3216,11 +3230,10 @@ func (g *Glob) loadPointers() {
 func (g *Glob) voidLoadedHeld() {
 	for _, l := range g.loaded {
 		if m := &l.s.heldMark; m.Epoch != 0 && l.s.first != "" {
-			if f := g.keyBeside(l.s.first, l.rec); f != nil {
-				// (One born after the line is another file on its inode:
-				// the marked file is gone — review 19b B.)
-				st, err := f.Stat()
-				if b := birthTime(f); err == nil && (b.IsZero() || !b.After(m.At)) {
+			// (One born after the line is another file on its inode: the
+			// marked file is gone — review 19b B.)
+			if f := g.keyBesideBefore(l.s.first, l.rec, m.At); f != nil {
+				if st, err := f.Stat(); err == nil {
 					m.Found, m.FoundSize = true, st.Size()
 				}
 				f.Close()
@@ -3270,12 +3283,9 @@ func (g *Glob) countNextGone() {
 		if m.Next == 0 || l.s.first == "" {
 			continue
 		}
-		if f := g.keyBeside(l.s.first, pointer.Record{FileKey: m.Next}); f != nil {
-			born := birthTime(f)
+		if f := g.keyBesideBefore(l.s.first, pointer.Record{FileKey: m.Next}, m.At); f != nil {
 			f.Close()
-			if born.IsZero() || !born.After(m.At) {
-				continue
-			}
+			continue
 		}
 		detail := fmt.Sprintf("glob file %s, empty when tailfeed last saw it (a rotation's new file), is gone while stopped: lines written to it since, if any, are lost",
 			l.s.first)
@@ -3748,14 +3758,7 @@ func (g *Glob) heldDone(l loaded) bool {
 	if !m.names(l.rec) || l.s.first == "" {
 		return false
 	}
-	f := g.keyBeside(l.s.first, l.rec)
-	if f != nil {
-		if b := birthTime(f); !b.IsZero() && b.After(m.At) {
-			// Another file on its inode (review 19c A).
-			f.Close()
-			f = nil
-		}
-	}
+	f := g.keyBesideBefore(l.s.first, l.rec, m.At) // (not another file on its inode: review 19c A)
 	if f == nil {
 		// Gone since the mark was read: what it held then (review 19b E).
 		return l.s.heldMark.FoundSize == m.End
@@ -3778,14 +3781,13 @@ func (g *Glob) readNext(l loaded) {
 	if m.Next == 0 || l.s.first == "" {
 		return
 	}
-	f := g.keyBeside(l.s.first, pointer.Record{FileKey: m.Next})
+	f := g.keyBesideBefore(l.s.first, pointer.Record{FileKey: m.Next}, m.At)
 	if f == nil {
 		return
 	}
 	defer f.Close()
 	st, err := f.Stat()
-	born := birthTime(f)
-	if err != nil || st.Size() == 0 || g.matched(f.Name()) || (!born.IsZero() && born.After(m.At)) {
+	if err != nil || st.Size() == 0 || g.matched(f.Name()) {
 		return
 	}
 	if g.queueBeside(f.Name(), l.s.first, m.Next, st) {
@@ -4648,12 +4650,9 @@ func (g *Glob) remarkHeld(s *gstream) {
 		if b := birthTimeTarget(s.first); b.IsZero() || !b.After(m.At) {
 			return
 		}
-	} else if f := g.keyBeside(s.first, pointer.Record{FileKey: m.Next}); f != nil {
-		b := birthTime(f)
+	} else if f := g.keyBesideBefore(s.first, pointer.Record{FileKey: m.Next}, m.At); f != nil {
 		f.Close()
-		if b.IsZero() || !b.After(m.At) {
-			return // rotated beside the path: still the one to look for
-		}
+		return // rotated beside the path: still the one to look for
 	}
 	g.markHeld(s, k)
 }
