@@ -71,6 +71,7 @@ import (
 	"tailfeed/internal/datadir"
 	"tailfeed/internal/fileutil"
 	"tailfeed/internal/tlsconfig"
+	"tailfeed/pointer"
 	"tailfeed/processor"
 	"tailfeed/sink"
 	"tailfeed/source/file"
@@ -946,26 +947,41 @@ func (d *Daemon) moveStateAside(name string, ahead func(dir string) error) func(
 // readAgainAt reports whether a new feed reading path from its start gives
 // f's subscribers again every line they were given and did not finish:
 // path names the file f's single-file source had open when it stopped
-// (this instance's, not a pointer left on disk), that file is still as
-// long as what was published of it (not cut by a copytruncate), and no
-// subscriber left a line unfinished in another file (a rotated-away one).
+// (this instance's, not a pointer left on disk) — or, for a glob feed, a
+// file one of its streams read in this instance, under the epoch its
+// stream had at its close —, that file is still as long as what was
+// published of it (not cut by a copytruncate), and no subscriber left a
+// line unfinished in another file (a rotated-away one; for a glob, any
+// other matched file).
 func readAgainAt(f *Feed, path string) bool {
-	src, ok := f.src.(*file.Source)
-	if !ok || config.IsGlob(path) || f.finalAck == nil {
-		return false
-	}
-	dev, ino, open := src.FileIdentity()
-	if !open {
+	if config.IsGlob(path) || f.finalAck == nil {
 		return false
 	}
 	st, err := os.Stat(path)
 	if err != nil {
 		return false
 	}
-	if d, i, err := fileutil.DevInoPath(path); err != nil || d != dev || i != ino {
+	d, i, err := fileutil.DevInoPath(path)
+	if err != nil {
 		return false
 	}
-	epoch := src.Epoch()
+	var epoch uint64
+	switch src := f.src.(type) {
+	case *file.Source:
+		dev, ino, open := src.FileIdentity()
+		if !open || d != dev || i != ino {
+			return false
+		}
+		epoch = src.Epoch()
+	case *file.Glob:
+		e, ok := src.EpochOf(pointer.FileKey(d, i))
+		if !ok {
+			return false
+		}
+		epoch = e
+	default:
+		return false
+	}
 	published := feed.MarksByEpoch(f.finalAck[""])
 	if st.Size() < published[epoch] {
 		return false

@@ -4278,6 +4278,22 @@ func (g *Glob) Resumes() map[uint64]GlobResume {
 	return out
 }
 
+// EpochOf is the epoch under which the glob's stream of the file of key
+// last read it (its last source's, at its close): a reload that changes
+// the feed's path to that file's own path reads it again from its start
+// (internal/daemon readAgainAt). false: no stream of this run has that
+// file (gone, another file's ghost, held back as a copy, or not opened in
+// this run). Read after Close.
+func (g *Glob) EpochOf(key uint64) (uint64, bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	s := g.byKey[key]
+	if s == nil || s.gone || s.key != key || s.copyOf != nil || s.epoch == 0 {
+		return 0, false
+	}
+	return s.epoch, true
+}
+
 // Close makes every open stream's final commit and closes its files.
 func (g *Glob) Close() error {
 	// Past the shutdown bound (Drain came first): streams still stopping
