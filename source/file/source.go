@@ -520,6 +520,7 @@ func (s *Source) Close() error {
 		} else {
 			s.forgetStep()
 		}
+		s.growAtClose()
 		if !s.commitOK.Load() {
 			err = errors.New("final pointer commit failed")
 		}
@@ -546,6 +547,30 @@ func (s *Source) Close() error {
 		r.close()
 	}
 	return err
+}
+
+// growAtClose grows the pointer's fingerprint over its file's first bytes
+// as they are now (up to pointer.MaxFingerprint), as any commit does
+// (DESIGN §3), when no commit did since the file grew: a pointer a
+// subscriber that finished nothing kept in place covers only the bytes
+// its file had at its last commit. Not grown, a rewrite in place while
+// tailfeed is down that keeps those few bytes is the same file at the
+// next start, and a subscriber that had finished more than the pointer
+// (a clean stop's kept marks: it skips by place what it finished) would
+// skip the new lines — a gap. Grown, the rewrite is a replaced file, read
+// from its start. Nothing is written when the fingerprint covers all it
+// can; a failed msync leaves the record as it was (no worse than before).
+func (s *Source) growAtClose() {
+	rec := s.ptr.Record()
+	if rec.FileKey == 0 || rec.FPLen >= pointer.MaxFingerprint || !s.commitOK.Load() {
+		return
+	}
+	if err := s.ptr.Store(rec.Offset); err != nil {
+		return
+	}
+	if err := s.ptr.Sync(); err != nil {
+		s.log.Warn("pointer's fingerprint not grown at the stop (a rewrite of the file past its first bytes while stopped is not seen)", "path", s.cfg.Path, "error", err)
+	}
 }
 
 // HeadAtClose is the fingerprint of the first bytes of the file the source
