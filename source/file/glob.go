@@ -3540,13 +3540,18 @@ func (g *Glob) countGone() {
 // pointer then records that nothing of it is pending (closed). Not taken:
 // a record without first bytes (at a restart a key alone is no identity),
 // and a name the pattern matches (excluded, or the daemon's own output:
-// the operator's choice not to read it); and a pointer whose path holds no
-// matched file with a pointer of its own or given at this start (none, or
-// one new at this start that adoptByPath gave no pointer): generations born
-// at that path and rotated away while stopped could follow its file unseen,
-// and only a source reading from the path's pointer reads them — so it is
-// counted as before (an overcount when there were none). Manager
-// goroutine, before logStart.
+// the operator's choice not to read it); and a pointer whose path holds a
+// matched file with no pointer of its own nor one given at this start (new
+// at this start, adoptByPath gave it none): generations born at that path
+// and rotated away while stopped could follow its file unseen, and only a
+// source reading from the path's pointer reads them — so it is counted as
+// before (an overcount when there were none). With no file at the path at
+// all (logrotate renamed it and the application has not written since;
+// review 15b C) the file is taken where the file system tells birth times
+// (readGaps then reads every generation born beside the path after it that
+// nothing names: the upper bound is now), not taken where it does not, nor
+// for a held pointer (its mark decides, heldDone). Manager goroutine,
+// before logStart.
 func (g *Glob) besideAtStart(l loaded, taken func(loaded) time.Time) bool {
 	if l.s.first == "" || l.rec.FPLen == 0 {
 		return false
@@ -3554,8 +3559,9 @@ func (g *Glob) besideAtStart(l loaded, taken func(loaded) time.Time) bool {
 	g.mu.Lock()
 	at := g.byPath[l.s.first]
 	known := at != nil && !at.gone && at.ptrPath != "" && at.newEpoch == 0
+	untracked := at == nil || at.gone
 	g.mu.Unlock()
-	if !known {
+	if !known && (!untracked || l.s.heldMark.Epoch != 0 || !noFileAt(l.s.first)) {
 		return false
 	}
 	f := g.keyBeside(l.s.first, l.rec)
@@ -3566,7 +3572,9 @@ func (g *Glob) besideAtStart(l loaded, taken func(loaded) time.Time) bool {
 	st, err := f.Stat()
 	born := birthTime(f)
 	f.Close()
-	if err != nil || g.pat.Match(p) {
+	if err != nil || g.pat.Match(p) || (!known && born.IsZero()) {
+		// (No file at the path: the generations born there after this
+		// one are found by their birth times, readGaps.)
 		return false
 	}
 	// The pointer's file existed when the pointer took it (its stream had
@@ -3601,8 +3609,9 @@ func (g *Glob) besideAtStart(l loaded, taken func(loaded) time.Time) bool {
 // besides (their files left the glob beside their first path): a
 // generation beside such a path that was born after the file one of them
 // names and before the file the path's stream's pointer names (its own,
-// or the one it reads first), and last written before that file was, is
-// read by nobody — the one source reads from its pointer to its file's
+// or the one it reads first), and last written before that file was — or,
+// with nothing at the path (besideAtStart, review 15b C), born after it at
+// all — is read by nobody — the one source reads from its pointer to its file's
 // end, the other from its own pointer on — while no pointer and no epochs
 // line names it: a stream given the older pointer at an earlier start was
 // to read it (its own file) and was stopped before it did (preempted, then
@@ -3649,26 +3658,44 @@ func (g *Glob) readGaps(besides []loaded) {
 		if ok {
 			atPtr, atKey = at.ptrPath, at.key
 		}
+		untracked := at == nil || at.gone
 		g.mu.Unlock()
-		if !ok {
-			continue
-		}
-		rec, err := pointer.Inspect(atPtr)
-		if err != nil || rec.FileKey == 0 || rec.FPLen == 0 {
-			continue
-		}
+		var rec pointer.Record
 		var upBorn, upMod time.Time
-		if rec.FileKey == atKey {
-			upBorn = birthTimeTarget(first)
-			if st, err := os.Stat(first); err == nil {
-				upMod = st.ModTime()
+		switch {
+		case ok:
+			var err error
+			rec, err = pointer.Inspect(atPtr)
+			if err != nil {
+				continue
 			}
-		} else if f := g.keyBeside(first, rec); f != nil {
-			upBorn = birthTime(f)
-			if st, err := f.Stat(); err == nil {
-				upMod = st.ModTime()
+			// A pointer bound while its file was empty names no first
+			// bytes, nor its key while nothing of it was read: the file
+			// at the path, which its stream reads from its start, bounds
+			// the gaps (review 18c B). One naming another file needs its
+			// first bytes to be found beside the path.
+			if rec.FileKey == atKey || (rec.FileKey == 0 && rec.Offset == 0) {
+				upBorn = birthTimeTarget(first)
+				if st, err := os.Stat(first); err == nil {
+					upMod = st.ModTime()
+				}
+			} else if rec.FileKey == 0 || rec.FPLen == 0 {
+				continue
+			} else if f := g.keyBeside(first, rec); f != nil {
+				upBorn = birthTime(f)
+				if st, err := f.Stat(); err == nil {
+					upMod = st.ModTime()
+				}
+				f.Close()
 			}
-			f.Close()
+		case untracked && noFileAt(first):
+			// No file at the path (besideAtStart, review 15b C): every
+			// generation born beside it after the earliest file taken
+			// there is a gap, up to now.
+			upBorn = time.Now().Add(time.Second)
+			upMod = upBorn
+		default:
+			continue
 		}
 		if upBorn.IsZero() || upMod.IsZero() || !b.low.Before(upBorn) {
 			continue
@@ -3688,7 +3715,11 @@ func (g *Glob) readGaps(besides []loaded) {
 			if named == nil {
 				named = g.epochsNamed()
 			}
-			g.readGap(p, first, b.low, upBorn, upMod, append([]pointer.Record{rec}, b.recs...), named)
+			recs := b.recs
+			if rec.FileKey != 0 {
+				recs = append([]pointer.Record{rec}, recs...)
+			}
+			g.readGap(p, first, b.low, upBorn, upMod, recs, named)
 		}
 	}
 }
@@ -3723,9 +3754,15 @@ func (g *Glob) readGap(p, first string, low, upBorn, upMod time.Time, recs []poi
 		}
 	}
 	if g.queueBeside(p, first, k, st) {
-		g.log.Warn("a generation beside a glob path that no pointer names was born between two pointers' files: read from its start",
+		g.log.Warn("a generation beside a glob path that no pointer or epochs line names was born after a pointer's file (and before the next one's, if any): read from its start",
 			"path", p, "first", first, "size", st.Size())
 	}
+}
+
+// noFileAt: nothing is at path (no file, no symlink).
+func noFileAt(path string) bool {
+	_, err := os.Lstat(path)
+	return errors.Is(err, fs.ErrNotExist)
 }
 
 // queueBeside tracks the file at p (key k, stat st), beside the glob path

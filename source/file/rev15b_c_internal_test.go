@@ -1,12 +1,12 @@
-//go:build openfindings
-
 // Review 15b, finding C: parked in the fifteenth session (an overcount, the
-// README's "gone while stopped" row): a clean stop while a gone stream reads
-// its file beside its path keeps the pointer (review 15a C: forgotten, a
-// line written while stopped was lost silently), and a start with no file at
-// the stream's first path does not look beside it (besideAtStart wants a
-// stream with a pointer at that path, whose source reads the generations
-// born there): counted gone. go test -tags openfindings ./source/file -run TestRev15BC
+// README's "gone while stopped" row), fixed in the twentieth: a clean stop
+// while a gone stream reads its file beside its path keeps the pointer
+// (review 15a C: forgotten, a line written while stopped was lost
+// silently), and a start with no file at the stream's first path did not
+// look beside it (besideAtStart wanted a stream with a pointer at that
+// path, whose source reads the generations born there): counted gone. It
+// now looks there when nothing is at the path (and readGaps reads the
+// generations born after it; glob_beside_nofile_internal_test.go).
 
 // Review 15b, finding C (c879b1a: closed() keeps the pointer of a stream
 // read beside its path when the glob is closing).
