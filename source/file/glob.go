@@ -3287,7 +3287,7 @@ func (g *Glob) countNextGone() {
 			f.Close()
 			continue
 		}
-		detail := fmt.Sprintf("glob file %s, empty when tailfeed last saw it (a rotation's new file), is gone while stopped: lines written to it since, if any, are lost",
+		detail := fmt.Sprintf("glob file %s, a rotation's newer file at that path with no line of it committed yet, is gone while stopped: its lines, if any, are lost",
 			l.s.first)
 		g.mu.Lock()
 		g.countLossLocked(1, 0, m.Epoch, detail)
