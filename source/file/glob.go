@@ -3700,26 +3700,35 @@ func (g *Glob) readGaps(besides []loaded) {
 		if upBorn.IsZero() || upMod.IsZero() || !b.low.Before(upBorn) {
 			continue
 		}
-		dir, base := filepath.Dir(first), filepath.Base(first)
-		ents, err := os.ReadDir(dir)
-		if err != nil {
-			continue
+		recs := b.recs
+		if rec.FileKey != 0 {
+			recs = append([]pointer.Record{rec}, recs...)
 		}
-		for _, e := range ents {
-			name := e.Name()
-			p := filepath.Join(dir, name)
-			if !e.Type().IsRegular() || strings.HasSuffix(name, ".gz") || !sameStem(name, base) ||
-				!isRotatedName(g.cfg.Stream.RotatedNames, name, base) || g.pat.Match(p) || g.own(p) {
+		// Beside the path, and beside a symlinked path's final target
+		// under the target's name (the generations a rotation of the
+		// target makes; review 18c E).
+		places := [][2]string{{filepath.Dir(first), filepath.Base(first)}}
+		if t, link := resolveLink(first); link {
+			places = append(places, [2]string{filepath.Dir(t), filepath.Base(t)})
+		}
+		for _, pl := range places {
+			dir, base := pl[0], pl[1]
+			ents, err := os.ReadDir(dir)
+			if err != nil {
 				continue
 			}
-			if named == nil {
-				named = g.epochsNamed()
+			for _, e := range ents {
+				name := e.Name()
+				p := filepath.Join(dir, name)
+				if !e.Type().IsRegular() || strings.HasSuffix(name, ".gz") || !sameStem(name, base) ||
+					!isRotatedName(g.cfg.Stream.RotatedNames, name, base) || g.pat.Match(p) || g.own(p) {
+					continue
+				}
+				if named == nil {
+					named = g.epochsNamed()
+				}
+				g.readGap(p, first, b.low, upBorn, upMod, recs, named)
 			}
-			recs := b.recs
-			if rec.FileKey != 0 {
-				recs = append([]pointer.Record{rec}, recs...)
-			}
-			g.readGap(p, first, b.low, upBorn, upMod, recs, named)
 		}
 	}
 }
