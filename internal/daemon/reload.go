@@ -53,6 +53,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"net"
 	"net/http"
@@ -949,8 +950,9 @@ func (d *Daemon) moveStateAside(name string, ahead func(dir string) error) func(
 // path names the file f's single-file source had open when it stopped
 // (this instance's, not a pointer left on disk) — or, for a glob feed, a
 // file one of its streams read in this instance, under the epoch its
-// stream had at its close —, that file is still as long as what was
-// published of it (not cut by a copytruncate), and no subscriber left a
+// stream had at its close —, that file still begins with the bytes read
+// under that epoch and is as long as what was published of it (not cut or
+// rewritten in place: a copytruncate keeps the inode), and no subscriber left a
 // line unfinished in another file (a rotated-away one; for a glob, any
 // other matched file).
 func readAgainAt(f *Feed, path string) bool {
@@ -965,7 +967,8 @@ func readAgainAt(f *Feed, path string) bool {
 	if err != nil {
 		return false
 	}
-	var epoch uint64
+	var epoch, head uint64
+	var headLen int
 	switch src := f.src.(type) {
 	case *file.Source:
 		dev, ino, open := src.FileIdentity()
@@ -973,13 +976,21 @@ func readAgainAt(f *Feed, path string) bool {
 			return false
 		}
 		epoch = src.Epoch()
-	case *file.Glob:
-		e, ok := src.EpochOf(pointer.FileKey(d, i))
-		if !ok {
+		var ok bool
+		if headLen, head, ok = src.HeadRead(epoch); !ok {
 			return false
 		}
-		epoch = e
+	case *file.Glob:
+		var ok bool
+		if epoch, headLen, head, ok = src.EpochOf(pointer.FileKey(d, i)); !ok {
+			return false
+		}
 	default:
+		return false
+	}
+	// Still the content read under the epoch: not truncated in place or
+	// rewritten since (review 20a A-C: a copytruncate keeps the inode).
+	if !headMatches(path, headLen, head) {
 		return false
 	}
 	published := feed.MarksByEpoch(f.finalAck[""])
@@ -998,6 +1009,21 @@ func readAgainAt(f *Feed, path string) bool {
 		}
 	}
 	return true
+}
+
+// headMatches: the file at path begins with n bytes whose fingerprint is
+// fp (pointer.Fingerprint).
+func headMatches(path string, n int, fp uint64) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	b := make([]byte, n)
+	if _, err := io.ReadFull(f, b); err != nil {
+		return false
+	}
+	return pointer.Fingerprint(b) == fp
 }
 
 // asideLoss is a changed processor's dead letters that a reload moved

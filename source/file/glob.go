@@ -243,9 +243,14 @@ type gstream struct {
 	activeAt time.Time // last read progress or change seen
 	lastRead uint64
 
-	size, mod   int64 // at the last look
-	offset      int64 // the pointer's offset when closed
-	epoch       uint64
+	size, mod int64 // at the last look
+	offset    int64 // the pointer's offset when closed
+	epoch     uint64
+	// readHeadLen, readHead: its last source's fingerprint of the first
+	// bytes of the file it read under epoch, at its close (HeadRead; 0:
+	// not known).
+	readHeadLen int
+	readHead    uint64
 	reopen      bool     // changed while stopping: open again
 	commits     uint64   // its pointer's commit counter when closed
 	behind      bool     // stopped with bytes unread: queued again once closed
@@ -2358,6 +2363,7 @@ func (g *Glob) closed(s *gstream) {
 	}
 	s.offset = src.ReadPos()
 	s.epoch = src.Epoch()
+	s.readHeadLen, s.readHead, _ = src.HeadRead(s.epoch)
 	s.noteCopy(src)
 	if e := src.ReadEpoch(); e != 0 { // 0: it opened nothing
 		s.readEpoch, s.readEnd = e, s.offset
@@ -3420,7 +3426,7 @@ func (g *Glob) countGone() {
 	}
 	g.mu.Unlock()
 	sort.Strings(fresh)
-	var besides []loaded // taken beside their first path (besideAtStart)
+	var besides []takenBeside // taken beside their first path (besideAtStart)
 	defer func() { g.readGaps(besides) }()
 	var takenAt map[[2]uint64]time.Time // read once, at the first file found beside
 	taken := func(l loaded) time.Time {
@@ -3445,9 +3451,11 @@ func (g *Glob) countGone() {
 				}
 			}
 		}
-		if copyAt == "" && !excl && g.besideAtStart(l, taken) {
-			besides = append(besides, l)
-			continue // renamed out beside its path: read there, not lost
+		if copyAt == "" && !excl {
+			if ok, alone := g.besideAtStart(l, taken); ok {
+				besides = append(besides, takenBeside{l, alone})
+				continue // renamed out beside its path: read there, not lost
+			}
 		}
 		if copyAt == "" && !excl {
 			// Its first path no longer matched, its file renamed within
@@ -3552,21 +3560,27 @@ func (g *Glob) countGone() {
 // nothing names: the upper bound is now), not taken where it does not, nor
 // for a held pointer (its mark decides, heldDone). Manager goroutine,
 // before logStart.
-func (g *Glob) besideAtStart(l loaded, taken func(loaded) time.Time) bool {
+func (g *Glob) besideAtStart(l loaded, taken func(loaded) time.Time) (ok bool, alone time.Time) {
 	if l.s.first == "" || l.rec.FPLen == 0 {
-		return false
+		return false, time.Time{}
 	}
 	g.mu.Lock()
 	at := g.byPath[l.s.first]
 	known := at != nil && !at.gone && at.ptrPath != "" && at.newEpoch == 0
 	untracked := at == nil || at.gone
 	g.mu.Unlock()
-	if !known && (!untracked || l.s.heldMark.Epoch != 0 || !noFileAt(l.s.first)) {
-		return false
+	// (Nothing at the path: only a path the config still matches — one it
+	// no longer matches is let go as an excluded one, unmatchedBeside:
+	// review 20a D.)
+	if !known && (!untracked || l.s.heldMark.Epoch != 0 || !g.matched(l.s.first) || !noFileAt(l.s.first)) {
+		return false, time.Time{}
+	}
+	if !known {
+		alone = time.Now() // nothing at the path when looked
 	}
 	f := g.keyBeside(l.s.first, l.rec)
 	if f == nil {
-		return false
+		return false, time.Time{}
 	}
 	p := f.Name()
 	st, err := f.Stat()
@@ -3575,7 +3589,7 @@ func (g *Glob) besideAtStart(l loaded, taken func(loaded) time.Time) bool {
 	if err != nil || g.pat.Match(p) || (!known && born.IsZero()) {
 		// (No file at the path: the generations born there after this
 		// one are found by their birth times, readGaps.)
-		return false
+		return false, time.Time{}
 	}
 	// The pointer's file existed when the pointer took it (its stream had
 	// it open): one born after that instant has the key by inode reuse
@@ -3587,14 +3601,14 @@ func (g *Glob) besideAtStart(l loaded, taken func(loaded) time.Time) bool {
 	if at := taken(l); !born.IsZero() && !at.IsZero() && born.After(at) {
 		g.log.Warn("a file beside a gone glob file's path has its file key but was born after its pointer took that key: another file (inode reuse), not read",
 			"path", p, "first", l.s.first, "pointer", l.s.ptrPath, "born", born, "taken", at)
-		return false
+		return false, time.Time{}
 	}
 	now := time.Now()
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	s := l.s
 	if g.byKey[s.key] != nil {
-		return false
+		return false, time.Time{}
 	}
 	s.path, s.size, s.mod = p, st.Size(), st.ModTime().UnixNano()
 	s.seenAt, s.activeAt, s.startSize = now, now, st.Size()
@@ -3602,7 +3616,7 @@ func (g *Glob) besideAtStart(l loaded, taken func(loaded) time.Time) bool {
 	g.enqueue(s)
 	g.log.Info("a glob file left the glob (renamed out beside its path); read there from its pointer to its end",
 		"path", p, "first", s.first, "pointer", s.ptrPath, "offset", l.rec.Offset, "size", st.Size())
-	return true
+	return true, alone
 }
 
 // readGaps, at the start, after besideAtStart took the pointers in
@@ -3621,16 +3635,18 @@ func (g *Glob) besideAtStart(l loaded, taken func(loaded) time.Time) bool {
 // system tells birth times, plain files (not .gz), not matched by the
 // glob, none of the pointers' files or a copy of them (their whole
 // fingerprint, or the whole file). Manager goroutine, before logStart.
-func (g *Glob) readGaps(besides []loaded) {
+func (g *Glob) readGaps(besides []takenBeside) {
 	if len(besides) == 0 {
 		return
 	}
 	type bound struct {
-		low  time.Time        // the earliest birth of a file taken beside
-		recs []pointer.Record // those files' records
+		low   time.Time        // the earliest birth of a file taken beside
+		recs  []pointer.Record // those files' records
+		alone time.Time        // nothing at the path when one was taken (the latest such look)
 	}
 	byFirst := map[string]*bound{}
-	for _, l := range besides {
+	for _, tb := range besides {
+		l := tb.loaded
 		g.mu.Lock()
 		p := l.s.path
 		g.mu.Unlock()
@@ -3646,6 +3662,9 @@ func (g *Glob) readGaps(besides []loaded) {
 		if bt.Before(b.low) {
 			b.low = bt
 		}
+		if tb.alone.After(b.alone) {
+			b.alone = tb.alone
+		}
 		b.recs = append(b.recs, l.rec)
 	}
 	var named map[uint64][]namedAs // file key → first bytes the epochs file names it with
@@ -3654,11 +3673,13 @@ func (g *Glob) readGaps(besides []loaded) {
 		at := g.byPath[first]
 		ok := at != nil && !at.gone && at.ptrPath != "" && at.newEpoch == 0
 		var atPtr string
-		var atKey uint64
+		var atKey, atGone uint64
 		if ok {
 			atPtr, atKey = at.ptrPath, at.key
+			if at.genOwn {
+				atGone = at.goneKey
+			}
 		}
-		untracked := at == nil || at.gone
 		g.mu.Unlock()
 		var rec pointer.Record
 		var upBorn, upMod time.Time
@@ -3670,11 +3691,24 @@ func (g *Glob) readGaps(besides []loaded) {
 				continue
 			}
 			// A pointer bound while its file was empty names no first
-			// bytes, nor its key while nothing of it was read: the file
-			// at the path, which its stream reads from its start, bounds
-			// the gaps (review 18c B). One naming another file needs its
-			// first bytes to be found beside the path.
-			if rec.FileKey == atKey || (rec.FileKey == 0 && rec.Offset == 0) {
+			// bytes, nor its key while nothing of it was read: its own
+			// file, read from its start, bounds the gaps — the file at the
+			// path (review 18c B), or, given to that file at this start
+			// (adoptByPath), the gone file the epochs file names, beside
+			// the path: its source reads the generations after that one
+			// (review 20a G). One naming another file needs its first
+			// bytes to be found beside the path.
+			if rec.FileKey == 0 && rec.Offset == 0 && atGone != 0 {
+				f := g.keyBeside(first, pointer.Record{FileKey: atGone})
+				if f == nil {
+					continue
+				}
+				upBorn = birthTime(f)
+				if st, err := f.Stat(); err == nil {
+					upMod = st.ModTime()
+				}
+				f.Close()
+			} else if rec.FileKey == atKey || (rec.FileKey == 0 && rec.Offset == 0) {
 				upBorn = birthTimeTarget(first)
 				if st, err := os.Stat(first); err == nil {
 					upMod = st.ModTime()
@@ -3688,12 +3722,14 @@ func (g *Glob) readGaps(besides []loaded) {
 				}
 				f.Close()
 			}
-		case untracked && noFileAt(first):
-			// No file at the path (besideAtStart, review 15b C): every
-			// generation born beside it after the earliest file taken
-			// there is a gap, up to now.
-			upBorn = time.Now().Add(time.Second)
-			upMod = upBorn
+		case !b.alone.IsZero():
+			// No file at the path when besideAtStart looked (review 15b
+			// C): every generation born beside it after the earliest file
+			// taken there and before that look is a gap. A file made at
+			// the path since (not a generation then) is a new stream of
+			// its own (review 20a E).
+			upBorn = b.alone
+			upMod = upBorn.Add(time.Hour) // (any last write: none was at the path)
 		default:
 			continue
 		}
@@ -3766,6 +3802,14 @@ func (g *Glob) readGap(p, first string, low, upBorn, upMod time.Time, recs []poi
 		g.log.Warn("a generation beside a glob path that no pointer or epochs line names was born after a pointer's file (and before the next one's, if any): read from its start",
 			"path", p, "first", first, "size", st.Size())
 	}
+}
+
+// takenBeside is a previous run's pointer besideAtStart took beside its
+// first path, and when it found nothing at that path (zero: a file with a
+// pointer was there).
+type takenBeside struct {
+	loaded
+	alone time.Time
 }
 
 // noFileAt: nothing is at path (no file, no symlink).
@@ -4325,19 +4369,25 @@ func (g *Glob) Resumes() map[uint64]GlobResume {
 }
 
 // EpochOf is the epoch under which the glob's stream of the file of key
-// last read it (its last source's, at its close): a reload that changes
-// the feed's path to that file's own path reads it again from its start
-// (internal/daemon readAgainAt). false: no stream of this run has that
-// file (gone, another file's ghost, held back as a copy, or not opened in
-// this run). Read after Close.
-func (g *Glob) EpochOf(key uint64) (uint64, bool) {
+// last read it (its last source's, at its close) and the fingerprint of
+// that file's first bytes as it read them: a reload that changes the
+// feed's path to that file's own path reads it again from its start
+// (internal/daemon readAgainAt) — when it still begins with those bytes.
+// false: no stream of this run has that file (gone, another file's ghost,
+// held back as a copy, or not opened in this run), or its first bytes
+// under that epoch are not known (truncated or rewritten since: the
+// content read under it is not the file's any more). Read after Close.
+func (g *Glob) EpochOf(key uint64) (epoch uint64, headLen int, head uint64, ok bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	s := g.byKey[key]
-	if s == nil || s.gone || s.key != key || s.copyOf != nil || s.epoch == 0 {
-		return 0, false
+	if s == nil || s.gone || s.key != key || s.copyOf != nil || s.epoch == 0 || s.st != stClosed {
+		return 0, 0, 0, false
 	}
-	return s.epoch, true
+	if s.readHeadLen == 0 {
+		return 0, 0, 0, false
+	}
+	return s.epoch, s.readHeadLen, s.readHead, true
 }
 
 // Close makes every open stream's final commit and closes its files.

@@ -559,7 +559,8 @@ func (s *Source) Close() error {
 // (a clean stop's kept marks: it skips by place what it finished) would
 // skip the new lines — a gap. Grown, the rewrite is a replaced file, read
 // from its start. Nothing is written when the fingerprint covers all it
-// can; a failed msync leaves the record as it was (no worse than before).
+// can; a failed msync leaves the record on disk as it was, counted in
+// commitFailures, and Close reports the final commit failed.
 func (s *Source) growAtClose() {
 	rec := s.ptr.Record()
 	if rec.FileKey == 0 || rec.FPLen >= pointer.MaxFingerprint || !s.commitOK.Load() {
@@ -569,8 +570,28 @@ func (s *Source) growAtClose() {
 		return
 	}
 	if err := s.ptr.Sync(); err != nil {
-		s.log.Warn("pointer's fingerprint not grown at the stop (a rewrite of the file past its first bytes while stopped is not seen)", "path", s.cfg.Path, "error", err)
+		// A failed msync is counted (DESIGN §3), and the stop's commit
+		// reported failed: the record on disk is the one before (valid,
+		// its fingerprint shorter).
+		s.commitFailures.Add(1)
+		s.commitOK.Store(false)
+		s.log.Error("pointer msync failed at the stop (its fingerprint not grown: a rewrite of the file past its first bytes while stopped is not seen)", "path", s.cfg.Path, "error", err)
 	}
+}
+
+// HeadRead is the fingerprint of the first bytes of the file the source
+// read under epoch, as it read them, when it closed: the pointer's epoch's
+// file (HeadAtClose), or, without a pointer, the resume point's. false:
+// not known (another epoch, nothing read, or content it saw replaced).
+// Read after Close.
+func (s *Source) HeadRead(epoch uint64) (int, uint64, bool) {
+	if s.ptr != nil && s.ptrEpoch == epoch && s.closeHeadLen > 0 {
+		return s.closeHeadLen, s.closeHead, true
+	}
+	if r := s.resume; s.ptr == nil && r != nil && r.Epoch == epoch && r.HeadLen > 0 {
+		return r.HeadLen, r.Head, true
+	}
+	return 0, 0, false
 }
 
 // HeadAtClose is the fingerprint of the first bytes of the file the source
