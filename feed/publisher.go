@@ -566,6 +566,24 @@ func (p *Publisher) Marks(i int, count uint64) []Mark {
 	return out
 }
 
+// UnpositionedAfter reports whether queue i was given lines without a
+// position (late lines of a file let go, DESIGN §4) past the first count
+// lines it was given: lines it has not finished that no Mark names. Call
+// it, as Marks, only once the source stopped publishing and polling.
+func (p *Publisher) UnpositionedAfter(i int, count uint64) bool {
+	w := p.win
+	for k := 0; k < w.n; k++ {
+		j := (w.head + k) % len(w.entries)
+		if e := w.entries[j]; e.positioned || e.lines == 0 {
+			continue
+		}
+		if end := w.bounds[j*2*w.nq+w.nq+i]; end > w.bounds[j*2*w.nq+i] && end > count {
+			return true
+		}
+	}
+	return false
+}
+
 // StartAt makes the publisher number on from seq: its first line gets
 // sequence seq+1, and seq counts as published and acknowledged (the
 // window's and the processors' view: every line of this instance comes

@@ -628,10 +628,14 @@ func (d *Daemon) stopFeed(ctx context.Context, f *Feed, removed map[string]bool)
 	var all []feed.Mark
 	var last feed.Mark
 	done := make([][]feed.Mark, len(f.groups))
+	f.finalUnpositioned = false
 	f.quiet(func() {
 		all, last = f.pub.Marks(-1, 0), f.pub.Through(-1, 0)
 		for i, g := range f.groups {
 			done[i] = f.finishedMarks(i, g)
+			if q := g.Queue(); !q.BestEffort() && f.pub.UnpositionedAfter(i, q.AckPoint()) {
+				f.finalUnpositioned = true
+			}
 		}
 	})
 	f.finalOwed = map[string]uint64{}
@@ -956,7 +960,10 @@ func (d *Daemon) moveStateAside(name string, ahead func(dir string) error) func(
 // line unfinished in another file (a rotated-away one; for a glob, any
 // other matched file).
 func readAgainAt(f *Feed, path string) bool {
-	if config.IsGlob(path) || f.finalAck == nil {
+	if config.IsGlob(path) || f.finalAck == nil || f.finalUnpositioned {
+		// (A subscriber's unfinished late lines of a file let go have no
+		// place any mark names: never read again from a path (review
+		// 20b B).)
 		return false
 	}
 	st, err := os.Stat(path)

@@ -4381,7 +4381,7 @@ func (g *Glob) EpochOf(key uint64) (epoch uint64, headLen int, head uint64, ok b
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	s := g.byKey[key]
-	if s == nil || s.gone || s.key != key || s.copyOf != nil || s.epoch == 0 || s.st != stClosed {
+	if s == nil || s.gone || s.key != key || s.copyOf != nil || s.epoch == 0 || (s.st != stClosed && s.st != stQueued) {
 		return 0, 0, 0, false
 	}
 	if s.readHeadLen == 0 {
