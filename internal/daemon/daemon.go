@@ -188,7 +188,7 @@ type Feed struct {
 	finalAck              map[string][]feed.Mark // each subscriber's finished lines at that stop, per epoch ("": all published)
 	published             []feed.Mark            // what the instances before this one (reloads) published, per epoch (publishedMarks)
 	owed, finalOwed       map[string]uint64      // lines earlier instances gave each holding subscriber that it did not finish (unfinished); at this one's stop
-	finalUnpositioned     bool                   // at its stop: a holding subscriber had not finished lines given without a position (late lines)
+	owedUnpos, finalUnpos map[string]bool        // per holding subscriber: lines given without a position (late lines) it did not finish, by an earlier instance (owed); at this one's stop
 
 	dataDir  string         // the daemon's (the epochs file, for a catch-up at start)
 	released *releasedStore // lines its subscribers were released from (released.go)

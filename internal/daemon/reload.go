@@ -297,7 +297,7 @@ func (d *Daemon) reload() error {
 			// reads a new feed from its start: it is read again, nothing
 			// given up.
 			strat, _ := file.ParseStrategy(fc.ReadStrategy)
-			same := (strat == file.Committed || strat == file.Earliest || strat == file.OnceEarliest) && readAgainAt(f, fc.Path)
+			same := (strat == file.Committed || strat == file.Earliest || strat == file.OnceEarliest) && readAgainAt(f, fc.Path, st.removed)
 			for _, pc := range procsOf(old, f.cfg.Name) {
 				n := f.finalOwed[pc.Name]
 				if n == 0 || same || findProc(cfg, fc.Name, pc.Name) == nil || (config.IsGlob(f.cfg.Path) && config.IsGlob(fc.Path)) {
@@ -628,13 +628,16 @@ func (d *Daemon) stopFeed(ctx context.Context, f *Feed, removed map[string]bool)
 	var all []feed.Mark
 	var last feed.Mark
 	done := make([][]feed.Mark, len(f.groups))
-	f.finalUnpositioned = false
+	f.finalUnpos = map[string]bool{}
 	f.quiet(func() {
 		all, last = f.pub.Marks(-1, 0), f.pub.Through(-1, 0)
 		for i, g := range f.groups {
 			done[i] = f.finishedMarks(i, g)
-			if q := g.Queue(); !q.BestEffort() && f.pub.UnpositionedAfter(i, q.AckPoint()) {
-				f.finalUnpositioned = true
+			// Late lines without a position it was given and did not
+			// finish: this instance's, or an earlier one's it has not been
+			// given again (owed; review 20c A).
+			if q := g.Queue(); !q.BestEffort() && (f.pub.UnpositionedAfter(i, q.AckPoint()) || (f.owedUnpos[g.Name()] && f.owedLeft(g) > 0)) {
+				f.finalUnpos[g.Name()] = true
 			}
 		}
 	})
@@ -959,12 +962,17 @@ func (d *Daemon) moveStateAside(name string, ahead func(dir string) error) func(
 // rewritten in place: a copytruncate keeps the inode), and no subscriber left a
 // line unfinished in another file (a rotated-away one; for a glob, any
 // other matched file).
-func readAgainAt(f *Feed, path string) bool {
-	if config.IsGlob(path) || f.finalAck == nil || f.finalUnpositioned {
-		// (A subscriber's unfinished late lines of a file let go have no
-		// place any mark names: never read again from a path (review
-		// 20b B).)
+func readAgainAt(f *Feed, path string, removed map[string]bool) bool {
+	if config.IsGlob(path) || f.finalAck == nil {
 		return false
+	}
+	for name, unpos := range f.finalUnpos {
+		// A kept subscriber's unfinished late lines of a file let go have
+		// no place any mark names: never read again from a path (review
+		// 20b B). A removed one's are its hold's (review 20c C).
+		if unpos && !removed[name] {
+			return false
+		}
 	}
 	st, err := os.Stat(path)
 	if err != nil {
@@ -1253,7 +1261,7 @@ func (f *Feed) inherit(old *Feed) {
 	if old.cfg.Path == f.cfg.Path {
 		// (A new path starts as a new feed: what the old file's lines
 		// owed is not given again by this one's.)
-		f.owed = old.finalOwed
+		f.owed, f.owedUnpos = old.finalOwed, old.finalUnpos
 	}
 	for _, g := range f.groups {
 		if f.owed[g.Name()] > 0 {

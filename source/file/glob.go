@@ -3694,21 +3694,24 @@ func (g *Glob) readGaps(besides []takenBeside) {
 			// bytes, nor its key while nothing of it was read: its own
 			// file, read from its start, bounds the gaps — the file at the
 			// path (review 18c B), or, given to that file at this start
-			// (adoptByPath), the gone file the epochs file names, beside
-			// the path: its source reads the generations after that one
-			// (review 20a G). One naming another file needs its first
-			// bytes to be found beside the path.
+			// (adoptByPath), the gone file the epochs file names when it
+			// is beside the path: its source reads the generations after
+			// that one (review 20a G). One naming another file needs its
+			// first bytes to be found beside the path.
+			var gone *os.File
 			if rec.FileKey == 0 && rec.Offset == 0 && atGone != 0 {
-				f := g.keyBeside(first, pointer.Record{FileKey: atGone})
-				if f == nil {
-					continue
-				}
-				upBorn = birthTime(f)
-				if st, err := f.Stat(); err == nil {
+				gone = g.keyBeside(first, pointer.Record{FileKey: atGone})
+			}
+			if gone != nil {
+				upBorn = birthTime(gone)
+				if st, err := gone.Stat(); err == nil {
 					upMod = st.ModTime()
 				}
-				f.Close()
+				gone.Close()
 			} else if rec.FileKey == atKey || (rec.FileKey == 0 && rec.Offset == 0) {
+				// (Also when the gone file is not beside the path any
+				// more: its source counts it and reads no generation
+				// beside the path for it — review 20c B.)
 				upBorn = birthTimeTarget(first)
 				if st, err := os.Stat(first); err == nil {
 					upMod = st.ModTime()

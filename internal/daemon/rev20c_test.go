@@ -1,0 +1,206 @@
+package daemon
+
+// Review 20c (the fixes of reviews 20a and 20b: readAgainAt checks the
+// first bytes read under the epoch, and a holding subscriber's unfinished
+// late lines, Publisher.UnpositionedAfter, at the stop).
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"tailfeed/config"
+	"tailfeed/feed"
+	"tailfeed/processor"
+	"tailfeed/status"
+	"testing"
+	"time"
+)
+
+// TestRev20CAPathChangeAfterASettingsReloadGivesUpOwedLateLinesUncounted
+// — DESIGN §4 "Nothing green over a loss", §7 released; §12 / README
+// "Reload": what a kept subscriber was given and did not finish is counted
+// released unless the new path reads it all again. The fix of review 20b
+// B (finalUnpositioned) looks at the stopping instance's publisher only.
+//
+// Scenario: review 20b B's (slow finishes every line but the late ones;
+// 40 a-, rotation, 10 n-, 5 late- lines written to app.log.1 through the
+// old descriptor, delivered downgraded, unfinished by slow). Reload 1
+// changes a setting only (pollIntervalMillis): the feed is stopped and
+// started again from its pointer (the new app.log); slow's 5 late lines
+// are carried as owed (finalOwed), never given again. Reload 2 changes the
+// path to link.log, a symlink to app.log: the stopping instance (reload
+// 1's) published no late line, finalUnpositioned is false, no mark names
+// the late epoch: readAgainAt says "read again" and nothing is counted.
+//
+// Expected: slow given the 5 late lines again, or released 5, lossless
+// false, losses.jsonl released 5. Observed before the fix (3 of 3): slow given none of them again
+// (only the 10 n- lines), released 0, lossless true, settled (3 of 3).
+// After reload 1 slow still had them in its queue (position 55, finished
+// 50): the loss is reload 2's. The single-reload case (review 20b B) passes.
+func TestRev20CAPathChangeAfterASettingsReloadGivesUpOwedLateLinesUncounted(t *testing.T) {
+	dir := t.TempDir()
+	gate := &lateGate{open: make(chan struct{})}
+	t.Cleanup(func() { close(gate.open) })
+	rec := &recorder{}
+	e := startIn(t, dir, rev10KeptBase+slowLine, Options{Processors: map[string]Build{"slow": builds(gate.build, rec.build)}})
+	in := filepath.Join(dir, "app.log")
+	e.appendLines(numbered("a-", 0, 40)...)
+	e.waitFor("archive and slow done with the a- lines", 20*time.Second, func(f status.FeedReport) bool {
+		return sub(t, f, "archive").Dispatched == 40 && sub(t, f, "slow").Dispatched == 40
+	})
+	old, err := os.OpenFile(in, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer old.Close()
+	if err := os.Rename(in, in+".1"); err != nil {
+		t.Fatal(err)
+	}
+	writeNumbered(t, in, "n-", 10)
+	e.waitFor("the new app.log read and finished", 20*time.Second, func(f status.FeedReport) bool {
+		return sub(t, f, "archive").Dispatched == 50 && sub(t, f, "slow").Dispatched == 50
+	})
+	for _, l := range numbered("late-", 0, 5) {
+		if _, err := old.WriteString(l + "\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.waitFor("the late lines delivered (downgraded), slow given them", 10*time.Second, func(f status.FeedReport) bool {
+		return f.Downgraded == 5 && sub(t, f, "slow").Position == 55 && sub(t, f, "archive").Dispatched == 55
+	})
+	time.Sleep(300 * time.Millisecond)
+	e.reloadTo(strings.Replace(rev10KeptBase, "pollIntervalMillis: 20", "pollIntervalMillis: 25", 1)+slowLine, "reload 1 (a setting only)")
+	f1 := e.waitFor("reload 1 settled or stalled", 10*time.Second, func(f status.FeedReport) bool {
+		return sub(t, f, "archive").Dispatched >= 0 && f.State == "CAUGHT_UP"
+	})
+	t.Logf("after reload 1: released %d lossless %v stalled %v settled %v slow %+v", f1.Released, f1.Lossless, f1.Stalled, f1.Settled, sub(t, f1, "slow"))
+	if err := os.Symlink(in, filepath.Join(dir, "link.log")); err != nil {
+		t.Fatal(err)
+	}
+	e.reloadTo(strings.Replace(strings.Replace(rev10KeptBase, "%DIR%/app.log", "%DIR%/link.log", 1), "pollIntervalMillis: 20", "pollIntervalMillis: 25", 1)+slowLine, "reload 2 (path change to a symlink to the open file)")
+	f := e.waitFor("the new path caught up", 10*time.Second, func(f status.FeedReport) bool {
+		return strings.HasSuffix(f.Path, "link.log") && f.State == "CAUGHT_UP" && len(rec.got()) >= 10
+	})
+	time.Sleep(500 * time.Millisecond)
+	f = e.report().Feeds[0]
+	e.Stop()
+	t.Logf("after reload 2: released %d lossless %v stalled %v settled %v", f.Released, f.Lossless, f.Stalled, f.Settled)
+	wantGivenAgainOrReleased(t, dir, f, rec.got(), "late-", 5, "the late lines in the rotated app.log.1")
+}
+
+// prefixGate finishes every line except those beginning with prefix, on
+// which it blocks until the test ends.
+type prefixGate struct {
+	prefix string
+	open   chan struct{}
+}
+
+func (g *prefixGate) Process(ctx context.Context, d *feed.Delivery) error {
+	if !strings.HasPrefix(string(d.Line), g.prefix) {
+		return nil
+	}
+	select {
+	case <-g.open:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (g *prefixGate) build(*config.Processor, *processor.Group) (any, error) { return g, nil }
+
+// TestRev20CCRemovedSubscribersLateLinesCountKeptOnesLinesReleased — DESIGN
+// §7 "lossless: … released … are 0" (lossless false only over a loss),
+// §5/§12 released: "lines given up"; README "Reload": the lines a kept
+// subscriber did not finish are given up (released) unless the new path
+// reads them all again. Review 20b B's fix sets finalUnpositioned for any
+// holding queue at the stop — also one the same reload removes (its
+// unfinished lines become a hold, kept in removed.json, not the kept
+// subscribers' concern) — and readAgainAt then answers false for every
+// kept subscriber.
+//
+// Scenario: single-file COMMITTED feed app.log; subscribers archive, slow
+// (blocks on m- lines) and rm (blocks on late- lines). 40 a- lines
+// (finished by all); logrotate: app.log renamed to app.log.1, a new
+// app.log with 10 n- lines (finished by all: the barrier crossed); 5 late-
+// lines written to app.log.1 through the old descriptor (downgraded; slow
+// finishes them, rm does not); 10 m- lines appended to app.log (slow does
+// not finish them). A reload removes rm and changes the path to link.log,
+// a symlink to app.log. The new feed reads app.log from its start: slow is
+// given the n- and m- lines again.
+//
+// Expected: slow given its 10 unfinished m- lines again, released 0 for
+// it (rm's late lines are a hold, stalled, not released). Observed before the fix (3 of 3): slow
+// given its 10 m- lines again, yet released 10, lossless false, losses.jsonl
+// released 10 (stalled "removed subscriber rm holds 15 lines"), 3 of 3.
+// Without "|| f.finalUnpositioned" in readAgainAt (before 683a28a) it
+// passes: a regression of review 20b B's fix.
+func TestRev20CCRemovedSubscribersLateLinesCountKeptOnesLinesReleased(t *testing.T) {
+	dir := t.TempDir()
+	slowGate := &prefixGate{prefix: "m-", open: make(chan struct{})}
+	rmGate := &prefixGate{prefix: "late-", open: make(chan struct{})}
+	t.Cleanup(func() { close(slowGate.open); close(rmGate.open) })
+	rec := &recorder{}
+	rmLine := "  - {name: rm, feed: app, type: discard}\n"
+	e := startIn(t, dir, rev10KeptBase+slowLine+rmLine, Options{Processors: map[string]Build{
+		"slow": builds(slowGate.build, rec.build), "rm": rmGate.build}})
+	in := filepath.Join(dir, "app.log")
+	e.appendLines(numbered("a-", 0, 40)...)
+	e.waitFor("the a- lines finished", 20*time.Second, func(f status.FeedReport) bool {
+		return sub(t, f, "archive").Dispatched == 40 && sub(t, f, "slow").Dispatched == 40 && sub(t, f, "rm").Dispatched == 40
+	})
+	old, err := os.OpenFile(in, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer old.Close()
+	if err := os.Rename(in, in+".1"); err != nil {
+		t.Fatal(err)
+	}
+	writeNumbered(t, in, "n-", 10)
+	e.waitFor("the new app.log finished", 20*time.Second, func(f status.FeedReport) bool {
+		return sub(t, f, "archive").Dispatched == 50 && sub(t, f, "slow").Dispatched == 50 && sub(t, f, "rm").Dispatched == 50
+	})
+	for _, l := range numbered("late-", 0, 5) {
+		if _, err := old.WriteString(l + "\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.waitFor("the late lines delivered (downgraded), slow finished them", 10*time.Second, func(f status.FeedReport) bool {
+		return f.Downgraded == 5 && sub(t, f, "slow").Dispatched == 55 && sub(t, f, "rm").Position == 55
+	})
+	e.appendLines(numbered("m-", 0, 10)...)
+	e.waitFor("the m- lines given", 10*time.Second, func(f status.FeedReport) bool {
+		return sub(t, f, "slow").Position == 65 && sub(t, f, "archive").Dispatched == 65
+	})
+	time.Sleep(300 * time.Millisecond)
+	if f := e.report().Feeds[0]; sub(t, f, "slow").Dispatched != 55 || sub(t, f, "rm").Dispatched != 50 {
+		t.Fatalf("before the reload slow finished %d (want 55), rm %d (want 50)", sub(t, f, "slow").Dispatched, sub(t, f, "rm").Dispatched)
+	}
+	if err := os.Symlink(in, filepath.Join(dir, "link.log")); err != nil {
+		t.Fatal(err)
+	}
+	e.reloadTo(strings.Replace(rev10KeptBase, "%DIR%/app.log", "%DIR%/link.log", 1)+slowLine, "reload (rm removed, path change to a symlink to the open file)")
+	f := e.waitFor("the new path caught up, slow given app.log again", 10*time.Second, func(f status.FeedReport) bool {
+		return strings.HasSuffix(f.Path, "link.log") && f.State == "CAUGHT_UP" && len(rec.got()) >= 20
+	})
+	time.Sleep(300 * time.Millisecond)
+	f = e.report().Feeds[0]
+	e.Stop()
+	again := 0
+	for _, l := range rec.got() {
+		if strings.HasPrefix(l, "m-") {
+			again++
+		}
+	}
+	t.Logf("slow given %d m- lines again (%d in all); released %d lossless %v stalled %q; losses.jsonl released %d",
+		again, len(rec.got()), f.Released, f.Lossless, stalledOf(f), ledgerAmount(t, dir, "released"))
+	if again < 10 {
+		t.Fatalf("slow given %d of its 10 unfinished m- lines again; the scenario expects the new path to read app.log from its start", again)
+	}
+	if f.Released != 0 || ledgerAmount(t, dir, "released") != 0 {
+		t.Errorf("slow was given every one of its 10 unfinished m- lines again by the new path; rm (removed) holds its late lines: released %d, lossless %v, losses.jsonl released %d; want released 0 (nothing of slow's given up)",
+			f.Released, f.Lossless, ledgerAmount(t, dir, "released"))
+	}
+}
