@@ -77,12 +77,21 @@ func TestRev20BAGlobPathChangeToAQueuedStreamsFileCountsReleased(t *testing.T) {
 	}
 }
 
-// lateGate is a processor that finishes every line except the late ones
-// (prefix "late-"), on which it blocks until the test ends.
-type lateGate struct{ open chan struct{} }
+// prefixGate finishes every line except those beginning with prefix, on
+// which it blocks until the test ends.
+type prefixGate struct {
+	prefix string
+	open   chan struct{}
+}
 
-func (g *lateGate) Process(ctx context.Context, d *feed.Delivery) error {
-	if !strings.HasPrefix(string(d.Line), "late-") {
+func newPrefixGate(t *testing.T, prefix string) *prefixGate {
+	g := &prefixGate{prefix: prefix, open: make(chan struct{})}
+	t.Cleanup(func() { close(g.open) })
+	return g
+}
+
+func (g *prefixGate) Process(ctx context.Context, d *feed.Delivery) error {
+	if !strings.HasPrefix(string(d.Line), g.prefix) {
 		return nil
 	}
 	select {
@@ -93,7 +102,51 @@ func (g *lateGate) Process(ctx context.Context, d *feed.Delivery) error {
 	}
 }
 
-func (g *lateGate) build(*config.Processor, *processor.Group) (any, error) { return g, nil }
+func (g *prefixGate) build(*config.Processor, *processor.Group) (any, error) { return g, nil }
+
+// rotateWithLateLines: 40 a- lines finished by archive and subs; app.log
+// renamed to app.log.1 (a descriptor on it kept), a new app.log with 10 n-
+// lines finished by them (the barrier crossed); then 5 late- lines written
+// to app.log.1 through the old descriptor, within rotateWaitMillis: the
+// source delivers them downgraded (an epoch of their own, positionless).
+// It returns once they are given to every one of subs.
+func (e *env) rotateWithLateLines(t *testing.T, subs ...string) {
+	t.Helper()
+	in := filepath.Join(e.dir, "app.log")
+	finished := func(n uint64) func(status.FeedReport) bool {
+		return func(f status.FeedReport) bool {
+			ok := sub(t, f, "archive").Dispatched == n
+			for _, s := range subs {
+				ok = ok && sub(t, f, s).Dispatched == n
+			}
+			return ok
+		}
+	}
+	e.appendLines(numbered("a-", 0, 40)...)
+	e.waitFor("the a- lines finished", 20*time.Second, finished(40))
+	old, err := os.OpenFile(in, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer old.Close()
+	if err := os.Rename(in, in+".1"); err != nil {
+		t.Fatal(err)
+	}
+	writeNumbered(t, in, "n-", 10) // the new app.log
+	e.waitFor("the new app.log read and finished", 20*time.Second, finished(50))
+	for _, l := range numbered("late-", 0, 5) {
+		if _, err := old.WriteString(l + "\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.waitFor("the late lines delivered (downgraded) and given", 10*time.Second, func(f status.FeedReport) bool {
+		ok := f.Downgraded == 5 && sub(t, f, "archive").Dispatched == 55
+		for _, s := range subs {
+			ok = ok && sub(t, f, s).Position == 55
+		}
+		return ok
+	})
+}
 
 // TestRev20BBPathChangeGivesUpDowngradedLinesUncounted — DESIGN §4
 // "Nothing green over a loss", §7 released; §12 / README "Reload": what a
@@ -121,35 +174,10 @@ func (g *lateGate) build(*config.Processor, *processor.Group) (any, error) { ret
 // Publisher.UnpositionedAfter, and readAgainAt then answers false).
 func TestRev20BBPathChangeGivesUpDowngradedLinesUncounted(t *testing.T) {
 	dir := t.TempDir()
-	gate := &lateGate{open: make(chan struct{})}
-	t.Cleanup(func() { close(gate.open) })
 	rec := &recorder{}
-	e := startIn(t, dir, rev10KeptBase+slowLine, Options{Processors: map[string]Build{"slow": builds(gate.build, rec.build)}})
+	e := startIn(t, dir, rev10KeptBase+slowLine, Options{Processors: map[string]Build{"slow": builds(newPrefixGate(t, "late-").build, rec.build)}})
 	in := filepath.Join(dir, "app.log")
-	e.appendLines(numbered("a-", 0, 40)...)
-	e.waitFor("archive and slow done with the a- lines", 20*time.Second, func(f status.FeedReport) bool {
-		return sub(t, f, "archive").Dispatched == 40 && sub(t, f, "slow").Dispatched == 40
-	})
-	old, err := os.OpenFile(in, os.O_WRONLY|os.O_APPEND, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer old.Close()
-	if err := os.Rename(in, in+".1"); err != nil {
-		t.Fatal(err)
-	}
-	writeNumbered(t, in, "n-", 10) // the new app.log
-	e.waitFor("the new app.log read and finished", 20*time.Second, func(f status.FeedReport) bool {
-		return sub(t, f, "archive").Dispatched == 50 && sub(t, f, "slow").Dispatched == 50
-	})
-	for _, l := range numbered("late-", 0, 5) {
-		if _, err := old.WriteString(l + "\n"); err != nil {
-			t.Fatal(err)
-		}
-	}
-	e.waitFor("the late lines delivered (downgraded), slow given them", 10*time.Second, func(f status.FeedReport) bool {
-		return f.Downgraded == 5 && sub(t, f, "slow").Position == 55 && sub(t, f, "archive").Dispatched == 55
-	})
+	e.rotateWithLateLines(t, "slow")
 	time.Sleep(300 * time.Millisecond)
 	if f := e.report().Feeds[0]; sub(t, f, "slow").Dispatched != 50 || f.Acknowledged != 50 {
 		t.Fatalf("slow finished %d lines before the reload (feed acknowledged %d), want 50 (the late lines unfinished)", sub(t, f, "slow").Dispatched, f.Acknowledged)

@@ -5,13 +5,9 @@ package daemon
 // late lines, Publisher.UnpositionedAfter, at the stop).
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
-	"tailfeed/config"
-	"tailfeed/feed"
-	"tailfeed/processor"
 	"tailfeed/status"
 	"testing"
 	"time"
@@ -40,35 +36,10 @@ import (
 // 50): the loss is reload 2's. The single-reload case (review 20b B) passes.
 func TestRev20CAPathChangeAfterASettingsReloadGivesUpOwedLateLinesUncounted(t *testing.T) {
 	dir := t.TempDir()
-	gate := &lateGate{open: make(chan struct{})}
-	t.Cleanup(func() { close(gate.open) })
 	rec := &recorder{}
-	e := startIn(t, dir, rev10KeptBase+slowLine, Options{Processors: map[string]Build{"slow": builds(gate.build, rec.build)}})
+	e := startIn(t, dir, rev10KeptBase+slowLine, Options{Processors: map[string]Build{"slow": builds(newPrefixGate(t, "late-").build, rec.build)}})
 	in := filepath.Join(dir, "app.log")
-	e.appendLines(numbered("a-", 0, 40)...)
-	e.waitFor("archive and slow done with the a- lines", 20*time.Second, func(f status.FeedReport) bool {
-		return sub(t, f, "archive").Dispatched == 40 && sub(t, f, "slow").Dispatched == 40
-	})
-	old, err := os.OpenFile(in, os.O_WRONLY|os.O_APPEND, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer old.Close()
-	if err := os.Rename(in, in+".1"); err != nil {
-		t.Fatal(err)
-	}
-	writeNumbered(t, in, "n-", 10)
-	e.waitFor("the new app.log read and finished", 20*time.Second, func(f status.FeedReport) bool {
-		return sub(t, f, "archive").Dispatched == 50 && sub(t, f, "slow").Dispatched == 50
-	})
-	for _, l := range numbered("late-", 0, 5) {
-		if _, err := old.WriteString(l + "\n"); err != nil {
-			t.Fatal(err)
-		}
-	}
-	e.waitFor("the late lines delivered (downgraded), slow given them", 10*time.Second, func(f status.FeedReport) bool {
-		return f.Downgraded == 5 && sub(t, f, "slow").Position == 55 && sub(t, f, "archive").Dispatched == 55
-	})
+	e.rotateWithLateLines(t, "slow")
 	time.Sleep(300 * time.Millisecond)
 	e.reloadTo(strings.Replace(rev10KeptBase, "pollIntervalMillis: 20", "pollIntervalMillis: 25", 1)+slowLine, "reload 1 (a setting only)")
 	f1 := e.waitFor("reload 1 settled or stalled", 10*time.Second, func(f status.FeedReport) bool {
@@ -88,27 +59,6 @@ func TestRev20CAPathChangeAfterASettingsReloadGivesUpOwedLateLinesUncounted(t *t
 	t.Logf("after reload 2: released %d lossless %v stalled %v settled %v", f.Released, f.Lossless, f.Stalled, f.Settled)
 	wantGivenAgainOrReleased(t, dir, f, rec.got(), "late-", 5, "the late lines in the rotated app.log.1")
 }
-
-// prefixGate finishes every line except those beginning with prefix, on
-// which it blocks until the test ends.
-type prefixGate struct {
-	prefix string
-	open   chan struct{}
-}
-
-func (g *prefixGate) Process(ctx context.Context, d *feed.Delivery) error {
-	if !strings.HasPrefix(string(d.Line), g.prefix) {
-		return nil
-	}
-	select {
-	case <-g.open:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-func (g *prefixGate) build(*config.Processor, *processor.Group) (any, error) { return g, nil }
 
 // TestRev20CCRemovedSubscribersLateLinesCountKeptOnesLinesReleased — DESIGN
 // §7 "lossless: … released … are 0" (lossless false only over a loss),
@@ -138,38 +88,12 @@ func (g *prefixGate) build(*config.Processor, *processor.Group) (any, error) { r
 // passes: a regression of review 20b B's fix.
 func TestRev20CCRemovedSubscribersLateLinesCountKeptOnesLinesReleased(t *testing.T) {
 	dir := t.TempDir()
-	slowGate := &prefixGate{prefix: "m-", open: make(chan struct{})}
-	rmGate := &prefixGate{prefix: "late-", open: make(chan struct{})}
-	t.Cleanup(func() { close(slowGate.open); close(rmGate.open) })
 	rec := &recorder{}
 	rmLine := "  - {name: rm, feed: app, type: discard}\n"
 	e := startIn(t, dir, rev10KeptBase+slowLine+rmLine, Options{Processors: map[string]Build{
-		"slow": builds(slowGate.build, rec.build), "rm": rmGate.build}})
+		"slow": builds(newPrefixGate(t, "m-").build, rec.build), "rm": newPrefixGate(t, "late-").build}})
 	in := filepath.Join(dir, "app.log")
-	e.appendLines(numbered("a-", 0, 40)...)
-	e.waitFor("the a- lines finished", 20*time.Second, func(f status.FeedReport) bool {
-		return sub(t, f, "archive").Dispatched == 40 && sub(t, f, "slow").Dispatched == 40 && sub(t, f, "rm").Dispatched == 40
-	})
-	old, err := os.OpenFile(in, os.O_WRONLY|os.O_APPEND, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer old.Close()
-	if err := os.Rename(in, in+".1"); err != nil {
-		t.Fatal(err)
-	}
-	writeNumbered(t, in, "n-", 10)
-	e.waitFor("the new app.log finished", 20*time.Second, func(f status.FeedReport) bool {
-		return sub(t, f, "archive").Dispatched == 50 && sub(t, f, "slow").Dispatched == 50 && sub(t, f, "rm").Dispatched == 50
-	})
-	for _, l := range numbered("late-", 0, 5) {
-		if _, err := old.WriteString(l + "\n"); err != nil {
-			t.Fatal(err)
-		}
-	}
-	e.waitFor("the late lines delivered (downgraded), slow finished them", 10*time.Second, func(f status.FeedReport) bool {
-		return f.Downgraded == 5 && sub(t, f, "slow").Dispatched == 55 && sub(t, f, "rm").Position == 55
-	})
+	e.rotateWithLateLines(t, "slow", "rm")
 	e.appendLines(numbered("m-", 0, 10)...)
 	e.waitFor("the m- lines given", 10*time.Second, func(f status.FeedReport) bool {
 		return sub(t, f, "slow").Position == 65 && sub(t, f, "archive").Dispatched == 65
