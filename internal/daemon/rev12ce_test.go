@@ -34,17 +34,8 @@ import (
 // but counts n per processor, not per file.
 func TestRev12CEGlobToItsOnlyFileCountsReDeliveredLines(t *testing.T) {
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "app.log"), nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	glob := strings.Replace(rev10KeptBase, "%DIR%/app.log", "%DIR%/app*.log", 1)
 	rec := &recorder{}
-	e := startIn(t, dir, glob+slowLine, Options{Processors: map[string]Build{"slow": builds(blocked(t), rec.build)}})
-	e.input = filepath.Join(dir, "app.log")
-	e.appendLines(numbered("a-", 0, 40)...)
-	e.waitFor("archive done, slow given 40", 20*time.Second, func(f status.FeedReport) bool {
-		return sub(t, f, "archive").Dispatched == 40 && sub(t, f, "slow").Position == 40
-	})
+	e := globSlowGiven40(t, dir, "", rec)
 	e.reloadTo(rev10KeptBase+slowLine, "reload (glob to its only file)")
 	f := e.waitFor("slow given the 40 lines again", 10*time.Second, func(f status.FeedReport) bool {
 		return strings.HasSuffix(f.Path, "app.log") && f.Settled && len(rec.got()) >= 40
@@ -104,4 +95,27 @@ func TestGlobToItsOnlyFileCutShorterCountsReleased(t *testing.T) {
 	if f.Released != 40 || f.Lossless {
 		t.Errorf("app.log cut to 0 bytes before the path change: released %d, lossless %v; want 40, false", f.Released, f.Lossless)
 	}
+}
+
+// globSlowGiven40 starts a glob feed app*.log (settings: extra feed keys
+// added to its line, "" for none) over an empty app.log with slow blocked
+// (rec takes its later builds), writes 40 a- lines and returns once
+// archive finished them and slow was given them.
+func globSlowGiven40(t *testing.T, dir, settings string, rec *recorder) *env {
+	t.Helper()
+	in := filepath.Join(dir, "app.log")
+	if err := os.WriteFile(in, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	glob := strings.Replace(rev10KeptBase, "%DIR%/app.log", "%DIR%/app*.log", 1)
+	if settings != "" {
+		glob = strings.Replace(glob, "queueCapacity: 64}", "queueCapacity: 64, "+settings+"}", 1)
+	}
+	e := startIn(t, dir, glob+slowLine, Options{Processors: map[string]Build{"slow": builds(blocked(t), rec.build)}})
+	e.input = in
+	e.appendLines(numbered("a-", 0, 40)...)
+	e.waitFor("archive done, slow given 40", 20*time.Second, func(f status.FeedReport) bool {
+		return sub(t, f, "archive").Dispatched == 40 && sub(t, f, "slow").Position == 40
+	})
+	return e
 }

@@ -34,18 +34,9 @@ import (
 // false, losses.jsonl released 40. Observed before the fix: see the review 20a note (3 of 3 failed).
 func TestRev20AAGlobPathChangeAfterACopytruncateGivesUpUncounted(t *testing.T) {
 	dir := t.TempDir()
-	in := filepath.Join(dir, "app.log")
-	if err := os.WriteFile(in, nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	glob := strings.Replace(rev10KeptBase, "%DIR%/app.log", "%DIR%/app*.log", 1)
 	rec := &recorder{}
-	e := startIn(t, dir, glob+slowLine, Options{Processors: map[string]Build{"slow": builds(blocked(t), rec.build)}})
-	e.input = in
-	e.appendLines(numbered("a-", 0, 40)...)
-	e.waitFor("archive done, slow given 40", 20*time.Second, func(f status.FeedReport) bool {
-		return sub(t, f, "archive").Dispatched == 40 && sub(t, f, "slow").Position == 40
-	})
+	e := globSlowGiven40(t, dir, "", rec)
+	in := e.input
 	b, err := os.ReadFile(in)
 	if err != nil {
 		t.Fatal(err)
@@ -72,18 +63,9 @@ func TestRev20AAGlobPathChangeAfterACopytruncateGivesUpUncounted(t *testing.T) {
 // itself): slow's 40 unfinished lines can be given by nobody.
 func TestRev20ABGlobPathChangeAfterATruncationGivesUpUncounted(t *testing.T) {
 	dir := t.TempDir()
-	in := filepath.Join(dir, "app.log")
-	if err := os.WriteFile(in, nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	glob := strings.Replace(rev10KeptBase, "%DIR%/app.log", "%DIR%/app*.log", 1)
 	rec := &recorder{}
-	e := startIn(t, dir, glob+slowLine, Options{Processors: map[string]Build{"slow": builds(blocked(t), rec.build)}})
-	e.input = in
-	e.appendLines(numbered("a-", 0, 40)...)
-	e.waitFor("archive done, slow given 40", 20*time.Second, func(f status.FeedReport) bool {
-		return sub(t, f, "archive").Dispatched == 40 && sub(t, f, "slow").Position == 40
-	})
+	e := globSlowGiven40(t, dir, "", rec)
+	in := e.input
 	if err := os.Truncate(in, 0); err != nil {
 		t.Fatal(err)
 	}

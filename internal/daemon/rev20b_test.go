@@ -41,19 +41,8 @@ import (
 // first bytes from its last close, as a closed one's).
 func TestRev20BAGlobPathChangeToAQueuedStreamsFileCountsReleased(t *testing.T) {
 	dir := t.TempDir()
-	in := filepath.Join(dir, "app.log")
-	if err := os.WriteFile(in, nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	glob := strings.Replace(rev10KeptBase, "%DIR%/app.log", "%DIR%/app*.log", 1)
-	glob = strings.Replace(glob, "queueCapacity: 64}", "queueCapacity: 64, closeInactiveMillis: 300}", 1)
 	rec := &recorder{}
-	e := startIn(t, dir, glob+slowLine, Options{Processors: map[string]Build{"slow": builds(blocked(t), rec.build)}})
-	e.input = in
-	e.appendLines(numbered("a-", 0, 40)...)
-	e.waitFor("archive done, slow given 40", 20*time.Second, func(f status.FeedReport) bool {
-		return sub(t, f, "archive").Dispatched == 40 && sub(t, f, "slow").Position == 40
-	})
+	e := globSlowGiven40(t, dir, "closeInactiveMillis: 300", rec)
 	time.Sleep(1500 * time.Millisecond) // closed as inactive (lines unacknowledged)
 	e.appendLines(numbered("b-", 0, 10)...)
 	time.Sleep(1500 * time.Millisecond) // the glob sees it grow and queues the stream
