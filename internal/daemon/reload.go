@@ -634,9 +634,12 @@ func (d *Daemon) stopFeed(ctx context.Context, f *Feed, removed map[string]bool)
 		for i, g := range f.groups {
 			done[i] = f.finishedMarks(i, g)
 			// Late lines without a position it was given and did not
-			// finish: this instance's, or an earlier one's it has not been
-			// given again (owed; review 20c A).
-			if q := g.Queue(); !q.BestEffort() && (f.pub.UnpositionedAfter(i, q.AckPoint()) || (f.owedUnpos[g.Name()] && f.owedLeft(g) > 0)) {
+			// finish: this instance's (a best-effort queue finished or
+			// counted its own), or an earlier one's it has not been given
+			// again (owed, carried whatever the policy now: review 20c A,
+			// 20d A/B).
+			q := g.Queue()
+			if (!q.BestEffort() && f.pub.UnpositionedAfter(i, q.AckPoint())) || (f.owedUnpos[g.Name()] && f.owedLeft(g) > 0) {
 				f.finalUnpos[g.Name()] = true
 			}
 		}
