@@ -3624,8 +3624,9 @@ func (g *Glob) besideAtStart(l loaded, taken func(loaded) time.Time) (ok bool, a
 // generation beside such a path that was born after the file one of them
 // names and before the file the path's stream's pointer names (its own,
 // or the one it reads first), and last written before that file was — or,
-// with nothing at the path (besideAtStart, review 15b C), born after it at
-// all — is read by nobody — the one source reads from its pointer to its file's
+// with nothing at the path (besideAtStart, review 15b C), born after it
+// and before besideAtStart found the path empty — is read by nobody — the
+// one source reads from its pointer to its file's
 // end, the other from its own pointer on — while no pointer and no epochs
 // line names it: a stream given the older pointer at an earlier start was
 // to read it (its own file) and was stopped before it did (preempted, then
