@@ -53,7 +53,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"net"
 	"net/http"
@@ -1008,7 +1007,7 @@ func readAgainAt(f *Feed, path string, removed map[string]bool) bool {
 	}
 	// Still the content read under the epoch: not truncated in place or
 	// rewritten since (review 20a A-C: a copytruncate keeps the inode).
-	if !headMatches(path, headLen, head) {
+	if !file.PathHeadIs(path, headLen, head) {
 		return false
 	}
 	published := feed.MarksByEpoch(f.finalAck[""])
@@ -1027,21 +1026,6 @@ func readAgainAt(f *Feed, path string, removed map[string]bool) bool {
 		}
 	}
 	return true
-}
-
-// headMatches: the file at path begins with n bytes whose fingerprint is
-// fp (pointer.Fingerprint).
-func headMatches(path string, n int, fp uint64) bool {
-	f, err := os.Open(path)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	b := make([]byte, n)
-	if _, err := io.ReadFull(f, b); err != nil {
-		return false
-	}
-	return pointer.Fingerprint(b) == fp
 }
 
 // asideLoss is a changed processor's dead letters that a reload moved

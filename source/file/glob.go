@@ -1333,6 +1333,18 @@ func headIs(f *os.File, n int, fp uint64) bool {
 	return got == n && (err == nil || errors.Is(err, io.EOF)) && pointer.Fingerprint(b) == fp
 }
 
+// PathHeadIs: the file at path begins with n bytes whose fingerprint is
+// fp (as Source.HeadRead tells them): a reload asks it of a new path's file
+// (internal/daemon readAgainAt).
+func PathHeadIs(path string, n int, fp uint64) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	return headIs(f, n, fp)
+}
+
 func exists(path string, key uint64) bool {
 	dev, ino, err := fileutil.DevInoPath(path)
 	return err == nil && pointer.FileKey(dev, ino) == key
