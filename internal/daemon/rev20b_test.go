@@ -181,3 +181,22 @@ func TestRev20BBPathChangeGivesUpDowngradedLinesUncounted(t *testing.T) {
 	e.Stop()
 	wantGivenAgainOrReleased(t, dir, f, rec.got(), "late-", 5, "the late lines in the rotated app.log.1")
 }
+
+// reloadToLink makes link.log, a symlink to app.log, and reloads to
+// cfgYAML (whose path is link.log); it returns the report half a second
+// after the new path is caught up with at least n lines in rec, the daemon
+// stopped.
+func (e *env) reloadToLink(t *testing.T, cfgYAML, what string, rec *recorder, n int) status.FeedReport {
+	t.Helper()
+	if err := os.Symlink(filepath.Join(e.dir, "app.log"), filepath.Join(e.dir, "link.log")); err != nil {
+		t.Fatal(err)
+	}
+	e.reloadTo(cfgYAML, what)
+	e.waitFor("the new path caught up", 10*time.Second, func(f status.FeedReport) bool {
+		return strings.HasSuffix(f.Path, "link.log") && f.State == "CAUGHT_UP" && len(rec.got()) >= n
+	})
+	time.Sleep(500 * time.Millisecond)
+	f := e.report().Feeds[0]
+	e.Stop()
+	return f
+}

@@ -5,8 +5,6 @@ package daemon
 // late lines, Publisher.UnpositionedAfter, at the stop).
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"tailfeed/status"
 	"testing"
@@ -38,7 +36,6 @@ func TestRev20CAPathChangeAfterASettingsReloadGivesUpOwedLateLinesUncounted(t *t
 	dir := t.TempDir()
 	rec := &recorder{}
 	e := startIn(t, dir, rev10KeptBase+slowLine, Options{Processors: map[string]Build{"slow": builds(newPrefixGate(t, "late-").build, rec.build)}})
-	in := filepath.Join(dir, "app.log")
 	e.rotateWithLateLines(t, "slow")
 	time.Sleep(300 * time.Millisecond)
 	e.reloadTo(strings.Replace(rev10KeptBase, "pollIntervalMillis: 20", "pollIntervalMillis: 25", 1)+slowLine, "reload 1 (a setting only)")
@@ -46,16 +43,7 @@ func TestRev20CAPathChangeAfterASettingsReloadGivesUpOwedLateLinesUncounted(t *t
 		return sub(t, f, "archive").Dispatched >= 0 && f.State == "CAUGHT_UP"
 	})
 	t.Logf("after reload 1: released %d lossless %v stalled %v settled %v slow %+v", f1.Released, f1.Lossless, f1.Stalled, f1.Settled, sub(t, f1, "slow"))
-	if err := os.Symlink(in, filepath.Join(dir, "link.log")); err != nil {
-		t.Fatal(err)
-	}
-	e.reloadTo(strings.Replace(strings.Replace(rev10KeptBase, "%DIR%/app.log", "%DIR%/link.log", 1), "pollIntervalMillis: 20", "pollIntervalMillis: 25", 1)+slowLine, "reload 2 (path change to a symlink to the open file)")
-	f := e.waitFor("the new path caught up", 10*time.Second, func(f status.FeedReport) bool {
-		return strings.HasSuffix(f.Path, "link.log") && f.State == "CAUGHT_UP" && len(rec.got()) >= 10
-	})
-	time.Sleep(500 * time.Millisecond)
-	f = e.report().Feeds[0]
-	e.Stop()
+	f := e.reloadToLink(t, strings.Replace(strings.Replace(rev10KeptBase, "%DIR%/app.log", "%DIR%/link.log", 1), "pollIntervalMillis: 20", "pollIntervalMillis: 25", 1)+slowLine, "reload 2 (path change to a symlink to the open file)", rec, 10)
 	t.Logf("after reload 2: released %d lossless %v stalled %v settled %v", f.Released, f.Lossless, f.Stalled, f.Settled)
 	wantGivenAgainOrReleased(t, dir, f, rec.got(), "late-", 5, "the late lines in the rotated app.log.1")
 }
@@ -92,7 +80,6 @@ func TestRev20CCRemovedSubscribersLateLinesCountKeptOnesLinesReleased(t *testing
 	rmLine := "  - {name: rm, feed: app, type: discard}\n"
 	e := startIn(t, dir, rev10KeptBase+slowLine+rmLine, Options{Processors: map[string]Build{
 		"slow": builds(newPrefixGate(t, "m-").build, rec.build), "rm": newPrefixGate(t, "late-").build}})
-	in := filepath.Join(dir, "app.log")
 	e.rotateWithLateLines(t, "slow", "rm")
 	e.appendLines(numbered("m-", 0, 10)...)
 	e.waitFor("the m- lines given", 10*time.Second, func(f status.FeedReport) bool {
@@ -102,16 +89,7 @@ func TestRev20CCRemovedSubscribersLateLinesCountKeptOnesLinesReleased(t *testing
 	if f := e.report().Feeds[0]; sub(t, f, "slow").Dispatched != 55 || sub(t, f, "rm").Dispatched != 50 {
 		t.Fatalf("before the reload slow finished %d (want 55), rm %d (want 50)", sub(t, f, "slow").Dispatched, sub(t, f, "rm").Dispatched)
 	}
-	if err := os.Symlink(in, filepath.Join(dir, "link.log")); err != nil {
-		t.Fatal(err)
-	}
-	e.reloadTo(strings.Replace(rev10KeptBase, "%DIR%/app.log", "%DIR%/link.log", 1)+slowLine, "reload (rm removed, path change to a symlink to the open file)")
-	f := e.waitFor("the new path caught up, slow given app.log again", 10*time.Second, func(f status.FeedReport) bool {
-		return strings.HasSuffix(f.Path, "link.log") && f.State == "CAUGHT_UP" && len(rec.got()) >= 20
-	})
-	time.Sleep(300 * time.Millisecond)
-	f = e.report().Feeds[0]
-	e.Stop()
+	f := e.reloadToLink(t, strings.Replace(rev10KeptBase, "%DIR%/app.log", "%DIR%/link.log", 1)+slowLine, "reload (rm removed, path change to a symlink to the open file)", rec, 20)
 	again := 0
 	for _, l := range rec.got() {
 		if strings.HasPrefix(l, "m-") {

@@ -5,8 +5,6 @@ package daemon
 // subscribers' late lines).
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"tailfeed/status"
 	"testing"
@@ -46,7 +44,6 @@ func TestRev20DAPathChangeAfterAPolicyChangeToBestEffortGivesUpOwedLateLinesUnco
 	dir := t.TempDir()
 	rec := &recorder{}
 	e := startIn(t, dir, rev10KeptBase+slowLine, Options{Processors: map[string]Build{"slow": builds(newPrefixGate(t, "late-").build, rec.build)}})
-	in := filepath.Join(dir, "app.log")
 	e.rotateWithLateLines(t, "slow")
 	time.Sleep(300 * time.Millisecond)
 	e.reloadTo(rev20dBestEffortSlow+slowLine, "reload 1 (slow's policy to best-effort)")
@@ -56,16 +53,7 @@ func TestRev20DAPathChangeAfterAPolicyChangeToBestEffortGivesUpOwedLateLinesUnco
 	time.Sleep(300 * time.Millisecond)
 	f1 = e.report().Feeds[0]
 	t.Logf("after reload 1: released %d dropped %d lossless %v stalled %v settled %v slow %+v", f1.Released, f1.Dropped, f1.Lossless, f1.Stalled, f1.Settled, sub(t, f1, "slow"))
-	if err := os.Symlink(in, filepath.Join(dir, "link.log")); err != nil {
-		t.Fatal(err)
-	}
-	e.reloadTo(strings.Replace(rev20dBestEffortSlow, "%DIR%/app.log", "%DIR%/link.log", 1)+slowLine, "reload 2 (path change to a symlink to the open file)")
-	f := e.waitFor("the new path caught up", 10*time.Second, func(f status.FeedReport) bool {
-		return strings.HasSuffix(f.Path, "link.log") && f.State == "CAUGHT_UP" && len(rec.got()) >= 10
-	})
-	time.Sleep(500 * time.Millisecond)
-	f = e.report().Feeds[0]
-	e.Stop()
+	f := e.reloadToLink(t, strings.Replace(rev20dBestEffortSlow, "%DIR%/app.log", "%DIR%/link.log", 1)+slowLine, "reload 2 (path change to a symlink to the open file)", rec, 10)
 	again := 0
 	for _, l := range rec.got() {
 		if strings.HasPrefix(l, "late-") {
@@ -99,7 +87,6 @@ func TestRev20DBPolicyBestEffortAndBackThenPathChangeGivesUpOwedLateLinesUncount
 	dir := t.TempDir()
 	rec := &recorder{}
 	e := startIn(t, dir, rev10KeptBase+slowLine, Options{Processors: map[string]Build{"slow": builds(newPrefixGate(t, "late-").build, rec.build)}})
-	in := filepath.Join(dir, "app.log")
 	e.rotateWithLateLines(t, "slow")
 	time.Sleep(300 * time.Millisecond)
 	e.reloadTo(rev20dBestEffortSlow+slowLine, "reload 1 (slow's policy to best-effort)")
@@ -110,16 +97,7 @@ func TestRev20DBPolicyBestEffortAndBackThenPathChangeGivesUpOwedLateLinesUncount
 	time.Sleep(300 * time.Millisecond)
 	f2 := e.report().Feeds[0]
 	t.Logf("after reload 2: released %d dropped %d lossless %v slow %+v", f2.Released, f2.Dropped, f2.Lossless, sub(t, f2, "slow"))
-	if err := os.Symlink(in, filepath.Join(dir, "link.log")); err != nil {
-		t.Fatal(err)
-	}
-	e.reloadTo(strings.Replace(rev10KeptBase, "%DIR%/app.log", "%DIR%/link.log", 1)+slowLine, "reload 3 (path change to a symlink to the open file)")
-	f := e.waitFor("the new path caught up", 10*time.Second, func(f status.FeedReport) bool {
-		return strings.HasSuffix(f.Path, "link.log") && f.State == "CAUGHT_UP" && len(rec.got()) >= 10
-	})
-	time.Sleep(500 * time.Millisecond)
-	f = e.report().Feeds[0]
-	e.Stop()
+	f := e.reloadToLink(t, strings.Replace(rev10KeptBase, "%DIR%/app.log", "%DIR%/link.log", 1)+slowLine, "reload 3 (path change to a symlink to the open file)", rec, 10)
 	t.Logf("after reload 3: released %d dropped %d lossless %v stalled %v settled %v", f.Released, f.Dropped, f.Lossless, f.Stalled, f.Settled)
 	wantGivenAgainOrReleased(t, dir, f, rec.got(), "late-", 5, "the late lines in the rotated app.log.1")
 }
