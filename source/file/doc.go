@@ -511,7 +511,10 @@
 //     before the file at the path is read, no generation beside read for it.
 //     Until a genOwn stream's pointer names its own file, a look tells that
 //     file by birth time, not by the first bytes of the file the pointer
-//     names (the gone one or a later generation).
+//     names (the gone one or a later generation). Its own file leaving the
+//     glob before its source reached it (not found beside the path) is
+//     counted whole, once (ownLost), and the stream still reads the
+//     pointer's file beside the path, or counts it (leftUnread).
 //
 //   - Publishing (mux.go): every stream publishes through the feed's one
 //     Publisher under one mutex; the mux remembers each published batch's

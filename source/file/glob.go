@@ -309,6 +309,10 @@ type gstream struct {
 	genOwn  bool
 	goneKey uint64 // with genOwn: the gone file's key its pointer named
 	goneEp  uint64 // with genOwn: its pointer's epoch then
+	// ownLost: with genOwn, its own file left the glob before its source
+	// reached it and was counted lost (leftUnread); its sources read the
+	// pointer's file beside the path only.
+	ownLost bool
 	// copyFor: adoptCopies gave it the pointer of the file now at this
 	// path, cut (restartOrder publishes that file's new lines after it).
 	copyFor string
@@ -1078,6 +1082,16 @@ func (g *Glob) scan(ctx context.Context) {
 					if g.leftUnread(s) {
 						g.enqueue(s) // closed: read where it is now
 						away = false
+					}
+				case g.ownAfterGone(s):
+					// Its source read (some of) the pointer's file, not
+					// its own yet: leftUnread counts its own file and
+					// its stream reads the pointer's file on beside the
+					// path — now, or once its owed commit is made
+					// (settleOwed).
+					away = false
+					if s.owe == nil && g.leftUnread(s) {
+						g.enqueue(s)
 					}
 				case s.st == stClosed && s.owe == nil:
 					away = !g.readBeside(s)
@@ -2435,6 +2449,12 @@ func (g *Glob) closed(s *gstream) {
 			if g.leftUnread(s) {
 				g.enqueue(s)
 			}
+		case g.ownAfterGone(s):
+			// Its own file gone before its source reached it: counted
+			// (leftUnread); the pointer's file is read on beside the path.
+			if s.owe == nil && g.leftUnread(s) {
+				g.enqueue(s)
+			}
 		case !g.pointerNames(s):
 			// Its pointer names no file (an owed commit bound to none):
 			// its source cannot look for it; the glob does.
@@ -2483,7 +2503,17 @@ func (g *Glob) closed(s *gstream) {
 			if g.byKey[s.key] == s {
 				g.retired[s.key] = true // not retired at the scan while open
 			}
-			if !g.unread(s) {
+			if g.ownAfterGone(s) && s.owe == nil {
+				// Its source read the pointer's file, and its own file
+				// left the path before the source opened it: counted
+				// (leftUnread) — or found beside the path — and the
+				// stream reads on where it is (the pointer's file's
+				// tail, if any; an ended source read it to its end).
+				if g.leftUnread(s) {
+					g.enqueue(s)
+					return
+				}
+			} else if !g.unread(s) {
 				g.loseTailLocked(s)
 			} else if g.leftUnread(s) {
 				// Its source found another file at its path (or none) and
@@ -2622,8 +2652,36 @@ func (g *Glob) leftUnread(s *gstream) bool {
 		s.path = p
 		return true
 	}
+	if g.ownAfterGone(s) {
+		// Given a gone file's pointer at the start (adoptByPath), its
+		// source was to read the pointer's file beside the path first,
+		// then its own from its start: its own file is gone unread —
+		// counted whole — but the pointer's file is still to be read
+		// (DESIGN §4: the pointer's generation before the file at the
+		// path). Queued gone, its source looks for it beside the path by
+		// the pointer's key and reads its tail, or counts it (PinGone);
+		// review 13a C: the stream was taken off the queue, the pointer's
+		// file neither read nor counted, and the own file's bytes counted
+		// from the pointer's offset in the other file (nothing).
+		s.ownLost = true
+		s.tailEnd, s.tailSize = 0, 0
+		if n := g.seenEnd(s); n > 0 {
+			g.countLossLocked(1, uint64(n), s.epoch, fmt.Sprintf("glob file %s renamed out of the glob or deleted before its stream read it (it was to read the previous run's file of its path first): its %d bytes were never read",
+				s.path, n))
+		}
+		return true
+	}
 	g.neverRead(s)
 	return false
+}
+
+// ownAfterGone: s was given a gone file's pointer at the start
+// (adoptByPath) and its own file is not counted yet (ownLost) while the
+// pointer names another file — the gone one, or a later generation its
+// source read after it — or, bound while empty, none: its source has not
+// reached its own file. Under mu.
+func (g *Glob) ownAfterGone(s *gstream) bool {
+	return s.genOwn && !s.ownLost && s.ptrPath != "" && !s.done && !g.pointerNames(s)
 }
 
 // neverRead counts, as lost, what a queued or closed stream whose file
@@ -2836,6 +2894,12 @@ func (g *Glob) settleOwed(s *gstream) {
 		g.log.Debug("closed glob file's late acknowledgements committed", "path", s.path, "offset", o.pos)
 	}
 	g.setOwe(s, nil)
+	if s.gone && !exists(s.path, s.key) && g.ownAfterGone(s) && g.leftUnread(s) {
+		// Its own file left the glob before its source reached it:
+		// counted, and the pointer's file read on beside the path.
+		g.enqueue(s)
+		return
+	}
 	if s.gone && !exists(s.path, s.key) && !(s.st == stClosed && g.readBeside(s)) {
 		if s.st == stClosed {
 			// A tail closed and the scan left for it, read by nobody now
