@@ -980,7 +980,18 @@ func (g *Glob) scan(ctx context.Context) {
 			delete(g.byKey, k)
 			if !s.gone {
 				s.gone, s.goneAt = true, now
-				if (s.st == stQueued || s.st == stClosed) && g.unread(s) {
+				if (s.st == stQueued || s.st == stClosed) && g.ownAfterGone(s) {
+					// Given a gone file's pointer at the start, its own
+					// file deleted before its source reached it: counted
+					// whole, and the pointer's file is read beside the
+					// path — now, or once its owed commit is made
+					// (settleOwed) — never the new file on its inode
+					// (Config.ownGone; review 21a B).
+					g.ownGone(s)
+					if s.owe == nil {
+						g.enqueue(s)
+					}
+				} else if (s.st == stQueued || s.st == stClosed) && g.unread(s) {
 					// Its file deleted (its inode is another file's now)
 					// with bytes its stream never read: nobody else
 					// counts them.
@@ -2196,6 +2207,7 @@ func (g *Glob) start(ctx context.Context, s *gstream, ahead *createdAhead, atPat
 	c.Path, c.DeliveryPath, c.Pinned, c.PinKey, c.PinGone = s.path, s.first, true, s.key, s.gone
 	if s.genOwn {
 		c.GlobMatched, c.GoneKey, c.GoneEpoch = g.matched, s.goneKey, s.goneEp // also when started again (preempted)
+		c.ownGone = s.ownLost
 	}
 	if s.src != nil {
 		c.prevSource = true
@@ -2504,12 +2516,25 @@ func (g *Glob) closed(s *gstream) {
 				g.retired[s.key] = true // not retired at the scan while open
 			}
 			if g.ownAfterGone(s) && s.owe == nil {
-				// Its source read the pointer's file, and its own file
-				// left the path before the source opened it: counted
-				// (leftUnread) — or found beside the path — and the
-				// stream reads on where it is (the pointer's file's
-				// tail, if any; an ended source read it to its end).
-				if g.leftUnread(s) {
+				// Its source read (some of) the pointer's file and the
+				// generations after it, and its own file left the path
+				// before the source opened it. Beside the path: read
+				// there — on from where its source stopped, or, ended
+				// (what it found beside the path read, its own file not
+				// among them), at its new name. Gone: counted whole
+				// (ownGone), and a source that had not ended reads on
+				// (the pointer's file's tail); an ended one read it to
+				// its end: its pointer goes below (forgetOrHold).
+				p := g.findBeside(s)
+				if p != "" {
+					if ended {
+						s.path = p
+					}
+					g.enqueue(s)
+					return
+				}
+				g.ownGone(s)
+				if !ended {
 					g.enqueue(s)
 					return
 				}
@@ -2647,32 +2672,45 @@ func (g *Glob) unread(s *gstream) bool {
 // look are counted lost and the stream is closed (taken off the queue).
 // Under mu.
 func (g *Glob) leftUnread(s *gstream) bool {
+	if g.ownAfterGone(s) {
+		// Given a gone file's pointer at the start (adoptByPath), its
+		// source was to read the pointer's file beside the path first,
+		// the later generations, then its own from its start. Queued
+		// gone, its source looks for the pointer's file beside its path
+		// by the pointer's key and reads its tail, or counts it
+		// (PinGone), and the later generations after it — its own file
+		// among them when it is beside the path too (s.path stays: the
+		// generations are named after it; followed to its own file's new
+		// name, a source reading a later generation misses those between
+		// it and its own: review 14b A's scenario). Its own file gone,
+		// it is counted whole (review 13a C: the stream was taken off
+		// the queue, the pointer's file neither read nor counted, and the
+		// own file's bytes counted from the pointer's offset in the
+		// other file: nothing).
+		if g.findBeside(s) == "" {
+			g.ownGone(s)
+		}
+		return true
+	}
 	if p := g.findBeside(s); p != "" {
 		g.log.Debug("file renamed out of the glob before any of it was read; read where it is", "from", s.path, "to", p)
 		s.path = p
 		return true
 	}
-	if g.ownAfterGone(s) {
-		// Given a gone file's pointer at the start (adoptByPath), its
-		// source was to read the pointer's file beside the path first,
-		// then its own from its start: its own file is gone unread —
-		// counted whole — but the pointer's file is still to be read
-		// (DESIGN §4: the pointer's generation before the file at the
-		// path). Queued gone, its source looks for it beside the path by
-		// the pointer's key and reads its tail, or counts it (PinGone);
-		// review 13a C: the stream was taken off the queue, the pointer's
-		// file neither read nor counted, and the own file's bytes counted
-		// from the pointer's offset in the other file (nothing).
-		s.ownLost = true
-		s.tailEnd, s.tailSize = 0, 0
-		if n := g.seenEnd(s); n > 0 {
-			g.countLossLocked(1, uint64(n), s.epoch, fmt.Sprintf("glob file %s renamed out of the glob or deleted before its stream read it (it was to read the previous run's file of its path first): its %d bytes were never read",
-				s.path, n))
-		}
-		return true
-	}
 	g.neverRead(s)
 	return false
+}
+
+// ownGone counts, once, the whole of s's own file (ownAfterGone: its
+// source never reached it) as lost, and marks s so that its sources read
+// the pointer's file beside the path only (Config.ownGone). Under mu.
+func (g *Glob) ownGone(s *gstream) {
+	s.ownLost = true
+	s.tailEnd, s.tailSize = 0, 0
+	if n := g.seenEnd(s); n > 0 {
+		g.countLossLocked(1, uint64(n), s.epoch, fmt.Sprintf("glob file %s renamed out of the glob or deleted before its stream read it (it was to read the previous run's file of its path first): its %d bytes were never read",
+			s.path, n))
+	}
 }
 
 // ownAfterGone: s was given a gone file's pointer at the start
@@ -3192,7 +3230,10 @@ func (g *Glob) forgetClosed(s *gstream, atScan bool) {
 		return
 	}
 	rec, err := pointer.Inspect(s.ptrPath)
-	if err != nil || rec.FileKey != s.key || rec.Offset != s.offset {
+	// (Its own file counted gone unread, ownLost: the record names the
+	// file beside the path its source read last — the pointer's file, or
+	// a later generation — read to its end, committed: review 21a A.)
+	if err != nil || (rec.FileKey != s.key && !(s.ownLost && rec.FileKey != 0)) || rec.Offset != s.offset {
 		return
 	}
 	p, err := pointer.Open(s.ptrPath, pointer.Options{Logger: g.log, EpochsPath: g.cfg.EpochsPath})

@@ -166,7 +166,7 @@ func (s *Source) open() error {
 		s.epoch.Store(pointer.NewEpoch())
 	}
 	f, dev, ino, err := openStable(s.cfg.Path, s.cfg.OpenHook)
-	if err == nil && s.cfg.Pinned && s.cfg.PinKey != 0 && pointer.FileKey(dev, ino) != s.cfg.PinKey {
+	if err == nil && s.cfg.Pinned && (s.cfg.ownGone || (s.cfg.PinKey != 0 && pointer.FileKey(dev, ino) != s.cfg.PinKey)) {
 		// Another file took the path: a stream of its own reads it.
 		f.Close()
 		f, err = nil, fs.ErrNotExist

@@ -1,6 +1,7 @@
 package file
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"sync/atomic"
@@ -32,6 +33,13 @@ import (
 // returns the restarted glob, the directory and its data directory.
 func genOwnWaiting(t *testing.T, gone func(dir, w string)) (ig *internalGlob, dir, data string, stop func()) {
 	t.Helper()
+	return genOwnWaitingAfter(t, nil, gone)
+}
+
+// genOwnWaitingAfter is genOwnWaiting with stopped run on w.log's path
+// after the rotation made while tailfeed was stopped.
+func genOwnWaitingAfter(t *testing.T, stopped func(w string), gone func(dir, w string)) (ig *internalGlob, dir, data string, stop func()) {
+	t.Helper()
 	dir, data = t.TempDir(), t.TempDir()
 	pattern := filepath.Join(dir, "*.log")
 	a, w := filepath.Join(dir, "a.log"), filepath.Join(dir, "w.log")
@@ -51,6 +59,9 @@ func genOwnWaiting(t *testing.T, gone func(dir, w string)) (ig *internalGlob, di
 	}
 	if err := os.WriteFile(w, []byte(numbered("n", 3)), 0o600); err != nil { // 12 bytes
 		t.Fatal(err)
+	}
+	if stopped != nil {
+		stopped(w)
 	}
 	var opens atomic.Int32
 	release := make(chan struct{})
@@ -202,5 +213,62 @@ func TestRev13AGenOwnFileGoneAsItsSourceOpensIsCounted(t *testing.T) {
 	wantLines(t, ig3.popLines(time.Second))
 	if tails, bytes, detail := ig3.lost(); tails != 0 {
 		t.Errorf("the next start: lostTails %d lostBytes %d (%q): want nothing", tails, bytes, detail)
+	}
+}
+
+// rotateNumbered shifts w's numbered generations up by one (w.log.1 to
+// w.log.2, …) and renames w to w.log.1, as logrotate does, then makes a new
+// w holding body.
+func rotateNumbered(t *testing.T, w, body string) {
+	t.Helper()
+	for i := 8; i >= 1; i-- {
+		if _, err := os.Stat(fmt.Sprintf("%s.%d", w, i)); err == nil {
+			if err := os.Rename(fmt.Sprintf("%s.%d", w, i), fmt.Sprintf("%s.%d", w, i+1)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := os.Rename(w, w+".1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(w, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Rotated twice while stopped (the pointer's file w.log.2, a later
+// generation w.log.1 with m-lines, the new w.log), and once more while
+// w.log's stream waits: its own file is w.log.1 then, beside the path,
+// with the pointer's file at w.log.3 and the later generation at w.log.2.
+// Every line once, nothing lost: the stream reads the pointer's tail, the
+// generation after it and its own file (followed to its new name, its
+// source looked for generations beside w.log.1 and never read the m-lines).
+func TestRev13AGenOwnWaitingFileRotatedAgainReadsEveryGeneration(t *testing.T) {
+	ig, _, _, stop := genOwnWaitingAfter(t, func(w string) {
+		// A second rotation while stopped: the pointer's file to
+		// w.log.2, a generation with m-lines at w.log.1, the n-lines
+		// file (made again, last) at w.log.
+		if err := os.Remove(w); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(w+".1", w+".2"); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(20 * time.Millisecond)
+		if err := os.WriteFile(w+".1", []byte(numbered("m", 3)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(20 * time.Millisecond)
+		if err := os.WriteFile(w, []byte(numbered("n", 3)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}, func(_, w string) {
+		time.Sleep(20 * time.Millisecond)
+		rotateNumbered(t, w, numbered("f4", 2))
+	})
+	defer stop()
+	wantLines(t, ig.popLines(4*time.Second), "tail-0", "tail-1", "m-0", "m-1", "m-2", "n-0", "n-1", "n-2", "f4-0", "f4-1")
+	if tails, bytes, detail := ig.lost(); tails != 0 {
+		t.Errorf("lostTails %d lostBytes %d (%q): want nothing lost", tails, bytes, detail)
 	}
 }

@@ -79,6 +79,12 @@ type Config struct {
 	// end, its file found gone, or its key on a file shorter than the end,
 	// is no loss (loseTail, checkPointer).
 	held heldMark
+	// ownGone, with Pinned and GoneKey: the stream's own file left the
+	// glob before an earlier source reached it and was counted lost (the
+	// glob's ownLost): the source reads its pointer's file beside the
+	// path (and the later generations) only — no file at the path is its
+	// own, whatever its key (the own file's inode may be another file's).
+	ownGone bool
 	// RotatedNames are globs over base names (filepath.Match) that the
 	// input's rotated generations match, beside the path and beside a
 	// symlinked path's final target. Empty: the input's base name, then '.'
