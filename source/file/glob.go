@@ -1103,6 +1103,8 @@ func (g *Glob) scan(ctx context.Context) {
 					away = false
 					if s.owe == nil && g.leftUnread(s) {
 						g.enqueue(s)
+					} else if s.owe != nil && g.findBeside(s) == "" {
+						g.ownGone(s) // counted now (review 21a F)
 					}
 				case s.st == stClosed && s.owe == nil:
 					away = !g.readBeside(s)
@@ -2538,6 +2540,14 @@ func (g *Glob) closed(s *gstream) {
 					g.enqueue(s)
 					return
 				}
+			} else if g.ownAfterGone(s) {
+				// Owing its commit: its own file is counted now, the
+				// stream queued to read on once the commit is made
+				// (settleOwed; review 21a F: a stop before the
+				// acknowledgements counted nothing).
+				if g.findBeside(s) == "" {
+					g.ownGone(s)
+				}
 			} else if !g.unread(s) {
 				g.loseTailLocked(s)
 			} else if g.leftUnread(s) {
@@ -2932,10 +2942,19 @@ func (g *Glob) settleOwed(s *gstream) {
 		g.log.Debug("closed glob file's late acknowledgements committed", "path", s.path, "offset", o.pos)
 	}
 	g.setOwe(s, nil)
-	if s.gone && !exists(s.path, s.key) && g.ownAfterGone(s) && g.leftUnread(s) {
+	if s.gone && !exists(s.path, s.key) && s.genOwn && !s.done && s.ptrPath != "" && !g.pointerNames(s) {
 		// Its own file left the glob before its source reached it:
-		// counted, and the pointer's file read on beside the path.
-		g.enqueue(s)
+		// counted (ownGone: now, or when it was seen gone), or found
+		// beside the path; the pointer's file is read on beside the
+		// path — not forgotten: its source may have stopped short of its
+		// end (forgetClosed takes an ownLost stream's record for read to
+		// its end). At the stop, the pointer stays for the next start.
+		if g.ownAfterGone(s) {
+			g.leftUnread(s)
+		}
+		if !g.final {
+			g.enqueue(s)
+		}
 		return
 	}
 	if s.gone && !exists(s.path, s.key) && !(s.st == stClosed && g.readBeside(s)) {
@@ -4555,6 +4574,18 @@ func (g *Glob) Close() error {
 	g.finalScan()
 	g.mu.Lock()
 	for _, s := range g.queue {
+		if s.gone && g.ownAfterGone(s) && !exists(s.path, s.key) {
+			// Given a gone file's pointer at the start, its own file
+			// left the path before its source reached it (queued): a
+			// restart finds it only as a generation of its path, under a
+			// rotated name beside it (the pointer names another file);
+			// under any other name, no restart knows it (review 21a C).
+			if p := g.findBeside(s); p == "" || !sameStem(filepath.Base(p), filepath.Base(s.first)) ||
+				!isRotatedName(g.cfg.Stream.RotatedNames, filepath.Base(p), filepath.Base(s.first)) {
+				g.ownGone(s)
+			}
+			continue
+		}
 		if s.gone && !g.matched(s.path) && g.unread(s) {
 			// Found out of the glob beside its path, never read, and no
 			// pointer names it: a restart will not know it.
