@@ -313,6 +313,10 @@ type gstream struct {
 	// reached it and was counted lost (leftUnread); its sources read the
 	// pointer's file beside the path only.
 	ownLost bool
+	// ownAt: with genOwn, where its own file was found beside the path
+	// (renamed out of the glob) before its source reached it: its next
+	// source opens it there (Config.ownAt); s.path stays.
+	ownAt string
 	// copyFor: adoptCopies gave it the pointer of the file now at this
 	// path, cut (restartOrder publishes that file's new lines after it).
 	copyFor string
@@ -2210,6 +2214,10 @@ func (g *Glob) start(ctx context.Context, s *gstream, ahead *createdAhead, atPat
 	if s.genOwn {
 		c.GlobMatched, c.GoneKey, c.GoneEpoch = g.matched, s.goneKey, s.goneEp // also when started again (preempted)
 		c.ownGone = s.ownLost
+		if !s.ownLost && s.ownAt != "" && !g.pointerNames(s) {
+			c.ownAt = s.ownAt
+		}
+		c.otherKeys = g.otherKeys(s)
 	}
 	if s.src != nil {
 		c.prevSource = true
@@ -2527,11 +2535,8 @@ func (g *Glob) closed(s *gstream) {
 				// (ownGone), and a source that had not ended reads on
 				// (the pointer's file's tail); an ended one read it to
 				// its end: its pointer goes below (forgetOrHold).
-				p := g.findBeside(s)
-				if p != "" {
-					if ended {
-						s.path = p
-					}
+				if p := g.findBeside(s); p != "" {
+					s.ownAt = p // (ended: its source found nothing else to read)
 					g.enqueue(s)
 					return
 				}
@@ -2697,7 +2702,9 @@ func (g *Glob) leftUnread(s *gstream) bool {
 		// the queue, the pointer's file neither read nor counted, and the
 		// own file's bytes counted from the pointer's offset in the
 		// other file: nothing).
-		if g.findBeside(s) == "" {
+		if p := g.findBeside(s); p != "" {
+			s.ownAt = p
+		} else {
 			g.ownGone(s)
 		}
 		return true
@@ -2730,6 +2737,56 @@ func (g *Glob) ownGone(s *gstream) {
 // reached its own file. Under mu.
 func (g *Glob) ownAfterGone(s *gstream) bool {
 	return s.genOwn && !s.ownLost && s.ptrPath != "" && !s.done && !g.pointerNames(s)
+}
+
+// laterGeneration: the file at p, beside s's first path, is one a start
+// reads as a later generation of the file s's pointer names (a genOwn
+// stream's source: resumeRotated) — a rotated name of the path, modified
+// no earlier than that file (its mtime, or the pointer file's when it is
+// not found) less mtimeSlack. Under mu.
+func (g *Glob) laterGeneration(s *gstream, p string) bool {
+	name, base := filepath.Base(p), filepath.Base(s.first)
+	if !sameStem(name, base) || !isRotatedName(g.cfg.Stream.RotatedNames, name, base) {
+		return false
+	}
+	st, err := os.Stat(p)
+	if err != nil {
+		return false
+	}
+	var ref time.Time
+	if rec, err := pointer.Inspect(s.ptrPath); err == nil && rec.FileKey != 0 {
+		if f := g.keyBeside(s.first, rec); f != nil {
+			if fst, err := f.Stat(); err == nil {
+				ref = fst.ModTime()
+			}
+			f.Close()
+		}
+	}
+	if ref.IsZero() {
+		pst, err := os.Stat(s.ptrPath)
+		if err != nil {
+			return false
+		}
+		ref = pst.ModTime()
+	}
+	return !st.ModTime().Before(ref.Add(-mtimeSlack))
+}
+
+// otherKeys is the keys of the files of the streams other than s the glob
+// tracks beside s's first path, out of the glob (Config.otherKeys). Under
+// mu.
+func (g *Glob) otherKeys(s *gstream) map[uint64]bool {
+	var out map[uint64]bool
+	dir := filepath.Dir(s.first)
+	for _, o := range g.byKey {
+		if o != s && !o.done && o.key != 0 && filepath.Dir(o.path) == dir && !g.matched(o.path) {
+			if out == nil {
+				out = map[uint64]bool{}
+			}
+			out[o.key] = true
+		}
+	}
+	return out
 }
 
 // neverRead counts, as lost, what a queued or closed stream whose file
@@ -4580,8 +4637,7 @@ func (g *Glob) Close() error {
 			// restart finds it only as a generation of its path, under a
 			// rotated name beside it (the pointer names another file);
 			// under any other name, no restart knows it (review 21a C).
-			if p := g.findBeside(s); p == "" || !sameStem(filepath.Base(p), filepath.Base(s.first)) ||
-				!isRotatedName(g.cfg.Stream.RotatedNames, filepath.Base(p), filepath.Base(s.first)) {
+			if p := g.findBeside(s); p == "" || !g.laterGeneration(s, p) {
 				g.ownGone(s)
 			}
 			continue

@@ -165,7 +165,11 @@ func (s *Source) open() error {
 	} else {
 		s.epoch.Store(pointer.NewEpoch())
 	}
-	f, dev, ino, err := openStable(s.cfg.Path, s.cfg.OpenHook)
+	at := s.cfg.Path
+	if s.cfg.ownAt != "" {
+		at = s.cfg.ownAt // its own file, renamed out beside the path before its turn
+	}
+	f, dev, ino, err := openStable(at, s.cfg.OpenHook)
 	if err == nil && s.cfg.Pinned && (s.cfg.ownGone || (s.cfg.PinKey != 0 && pointer.FileKey(dev, ino) != s.cfg.PinKey)) {
 		// Another file took the path: a stream of its own reads it.
 		f.Close()
@@ -787,7 +791,11 @@ func (s *Source) resumeRotated(f *os.File, dev, ino uint64) bool {
 	if m := s.cfg.GlobMatched; adopted && len(gens) > 0 {
 		// The glob reads them as streams of their own (restartOrder
 		// publishes them before this one): not here too.
-		gens = slices.DeleteFunc(gens, func(gf genFile) bool { return m(gf.path) })
+		// Nor a file it tracks as another stream out of the glob (a
+		// stream followed beside the path: review 21b J).
+		gens = slices.DeleteFunc(gens, func(gf genFile) bool {
+			return m(gf.path) || (!gf.gz && s.cfg.otherKeys[pointer.FileKey(gf.dev, gf.ino)])
+		})
 	}
 	if g == nil && rec.FileKey == 0 && rec.FPLen == 0 && len(gens) > 0 {
 		// (Only with a generation to drop: it reads the whole epochs file.)

@@ -85,6 +85,15 @@ type Config struct {
 	// path (and the later generations) only — no file at the path is its
 	// own, whatever its key (the own file's inode may be another file's).
 	ownGone bool
+	// ownAt, with Pinned and GoneKey: the stream's own file left its path
+	// for this name beside it before an earlier source reached it (renamed
+	// out of the glob): opened there, it is read after the pointer's file
+	// and the later generations beside the path (named after the path).
+	ownAt string
+	// otherKeys, with GoneKey: the keys of the files the glob tracks as
+	// other streams when the source started (followed out of the glob
+	// beside the path, say): never read here as later generations.
+	otherKeys map[uint64]bool
 	// RotatedNames are globs over base names (filepath.Match) that the
 	// input's rotated generations match, beside the path and beside a
 	// symlinked path's final target. Empty: the input's base name, then '.'
