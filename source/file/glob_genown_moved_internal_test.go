@@ -3,6 +3,7 @@ package file
 import (
 	"os"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -14,11 +15,12 @@ import (
 // pointer (adoptByPath): its source is to read F1's tail, F2, then F3.
 // While that stream waits for a slot (maxOpenFiles 1) logrotate rotates
 // again (F3 → w.log.1, F2 → w.log.2, F1 → w.log.3, a new F4 at w.log) and a
-// scan follows F3 out of the glob to w.log.1. Its source then started with
+// scan finds F3 out of the glob at w.log.1. Its source then started with
 // w.log.1 for its path, and looked for the pointer's later generations
 // beside that name (w.log.1.1 …), not beside w.log, where they rotate:
 // F2's 3 lines were never read, and nothing was counted (audit 7 C: a busy
-// writer's whole generation missing, lossless true). DESIGN §4 "Restart
+// writer's whole generation missing, lossless true); the stream now keeps
+// its path and opens its own file where it went (ownAt). DESIGN §4 "Restart
 // after rotation: every generation still on disk … read".
 func TestGlobGenOwnStreamMovedBeforeItStartsReadsTheGenerations(t *testing.T) {
 	dir, data := t.TempDir(), t.TempDir()
@@ -69,6 +71,9 @@ func TestGlobGenOwnStreamMovedBeforeItStartsReadsTheGenerations(t *testing.T) {
 		}
 	}, nil)
 	defer stop2()
+	var relOnce sync.Once
+	rel := func() { relOnce.Do(func() { close(release) }) }
+	defer rel() // (before stop2: a failed wait leaves no open blocked)
 	var gen *gstream
 	ig2.waitFor(t, "w.log's stream, given the old pointer, waiting for the slot", func() bool {
 		for _, s := range ig2.g.byKey {
@@ -79,8 +84,11 @@ func TestGlobGenOwnStreamMovedBeforeItStartsReadsTheGenerations(t *testing.T) {
 		return gen != nil
 	})
 	rotate(numbered("f4", 2))
-	ig2.waitFor(t, "the waiting stream followed to w.log.1", func() bool { return gen.path == w+".1" })
-	close(release)
+	// Its own file found beside the path (its source opens it there, after
+	// the generations named after w.log: Config.ownAt), the stream's path
+	// unchanged.
+	ig2.waitFor(t, "the waiting stream's own file found at w.log.1", func() bool { return gen.ownAt == w+".1" && gen.path == w })
+	rel()
 	got := ig2.popLines(3 * time.Second)
 	tails, bytes, detail := ig2.lost()
 	missing := []string{}
