@@ -514,7 +514,14 @@
 //     names (the gone one or a later generation). Its own file leaving the
 //     glob before its source reached it (not found beside the path) is
 //     counted whole, once (ownLost), and the stream still reads the
-//     pointer's file beside the path, or counts it (leftUnread).
+//     pointer's file beside the path, or counts it (leftUnread); found
+//     beside the path, the stream keeps its path (the generations are
+//     named after it) and its next source opens its own file where it is
+//     (ownAt), after them. Its source never reads, as a later generation,
+//     a file the glob tracks as another stream (otherKeys). A stop counts
+//     an own file still unread beside the path unless the next start
+//     reads it as a later generation (laterGeneration); a kill -9 records
+//     nothing of it (parked: open_rev21c).
 //
 //   - Publishing (mux.go): every stream publishes through the feed's one
 //     Publisher under one mutex; the mux remembers each published batch's

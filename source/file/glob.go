@@ -974,6 +974,7 @@ func (g *Glob) scan(ctx context.Context) {
 				g.byPath[f.path] = s
 			}
 			s.gone, s.unlisted = false, false
+			s.ownAt = "" // back in the glob: its file is at s.path (review 21c A, B)
 			g.seen(s, f, now)
 			continue
 		}
@@ -2214,7 +2215,7 @@ func (g *Glob) start(ctx context.Context, s *gstream, ahead *createdAhead, atPat
 	if s.genOwn {
 		c.GlobMatched, c.GoneKey, c.GoneEpoch = g.matched, s.goneKey, s.goneEp // also when started again (preempted)
 		c.ownGone = s.ownLost
-		if !s.ownLost && s.ownAt != "" && !g.pointerNames(s) {
+		if !s.ownLost && s.ownAt != "" && s.gone && !g.pointerNames(s) {
 			c.ownAt = s.ownAt
 		}
 		c.otherKeys = g.otherKeys(s)

@@ -1,0 +1,350 @@
+package file
+
+import (
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// Review of af423e6..5545006 (review 21b H–L: Config.ownAt, otherKeys,
+// laterGeneration). Each finding (TestRev21C[A-E]) fails at 5545006;
+// TestRev21CPass* are cases ruled out (they pass). A and B are fixed (a
+// stale ownAt); C, D and E are parked in open_rev21c_internal_test.go.
+
+// rev21cOwnOut holds w.log's genOwn stream queued (genOwnHeld, no slot),
+// renames its own file w.log (n-lines) out of the glob to w.log.old and
+// waits for the scan to find it there (s.ownAt set); with fresh, a new
+// w.log (f-lines) is made at the path.
+func rev21cOwnOut(t *testing.T, fresh bool) (ig *internalGlob, dir string, gen *gstream, stop func()) {
+	t.Helper()
+	ig, dir, _, gen, _, stop = rev21cOwnOutKill(t, fresh)
+	return ig, dir, gen, stop
+}
+
+func rev21cOwnOutKill(t *testing.T, fresh bool) (ig *internalGlob, dir, data string, gen *gstream, kill, stop func()) {
+	t.Helper()
+	ig, dir, data, release, kill, stop := genOwnHeld(t, nil)
+	ig.g.mu.Lock()
+	ig.g.maxSlots = 0 // nothing starts until the test says so
+	ig.g.mu.Unlock()
+	release()
+	w := filepath.Join(dir, "w.log")
+	ig.waitFor(t, "w.log's genOwn stream", func() bool {
+		for _, s := range ig.g.byKey {
+			if s.genOwn {
+				gen = s
+			}
+		}
+		return gen != nil
+	})
+	if err := os.Rename(w, w+".old"); err != nil {
+		t.Fatal(err)
+	}
+	if fresh {
+		if err := os.WriteFile(w, []byte(numbered("f", 2)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ig.waitFor(t, "the scan finding w.log beside the path (ownAt)", func() bool { return gen.ownAt != "" })
+	time.Sleep(200 * time.Millisecond)
+	return ig, dir, data, gen, kill, stop
+}
+
+func (ig *internalGlob) slots(n int) {
+	ig.g.mu.Lock()
+	ig.g.maxSlots = n
+	ig.g.mu.Unlock()
+}
+
+// Ruled out (passes): the own file, found at w.log.old (ownAt), is renamed
+// on to w.log.bak before the stream's turn — the scan finds it again there.
+func TestRev21CPassOwnAtRenamedAgainBeforeTurn(t *testing.T) {
+	ig, dir, _, stop := rev21cOwnOut(t, true)
+	defer stop()
+	w := filepath.Join(dir, "w.log")
+	if err := os.Rename(w+".old", w+".bak"); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(400 * time.Millisecond)
+	ig.slots(1)
+	got := ig.popLines(6 * time.Second)
+	wantLines(t, got, "tail-0", "tail-1", "n-0", "n-1", "n-2", "f-0", "f-1")
+	if tails, bytes, detail := ig.lost(); tails != 0 {
+		t.Errorf("lostTails %d lostBytes %d (%q): want nothing lost", tails, bytes, detail)
+	}
+}
+
+// A. w.log's genOwn stream waits for a slot (genOwnHeld, maxOpenFiles 1);
+// its own file w.log (n-lines) is renamed out to w.log.old (no new w.log):
+// the scan finds it beside the path, s.ownAt = w.log.old (leftUnread).
+// Before the stream's turn the file is renamed back to w.log: the scan
+// finds the stream back in the glob (gone false), but s.ownAt is never
+// cleared, so its source opens w.log.old — no such file — and the stream
+// sits in stStopping for good (the one slot held): w.log.1's tail is
+// delivered, the n-lines are neither delivered nor counted, and the feed
+// never catches up. DESIGN §2: never lose a line silently; §10: a rename
+// within the glob keeps the stream, every file read to its end.
+func TestRev21CAOwnAtStaleOwnFileRenamedBackToPathNeverRead(t *testing.T) {
+	ig, dir, _, stop := rev21cOwnOut(t, false)
+	defer stop()
+	w := filepath.Join(dir, "w.log")
+	if err := os.Rename(w+".old", w); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(400 * time.Millisecond)
+	ig.slots(1)
+	got := ig.popLines(6 * time.Second)
+	wantLines(t, got, "tail-0", "tail-1", "n-0", "n-1", "n-2")
+	if tails, bytes, detail := ig.lost(); tails != 0 {
+		t.Errorf("lostTails %d lostBytes %d (%q): want nothing lost", tails, bytes, detail)
+	}
+}
+
+// B. A's stale ownAt with the own file renamed from w.log.old into the
+// glob under another matched name, x.log (the stream follows it: path
+// x.log), a new w.log (f-lines) made at the path meanwhile. The source
+// opens the stale ownAt w.log.old: the stream sits in stStopping for good,
+// holding the slot — the n-lines (x.log) and the new w.log's f-lines are
+// never delivered nor counted; the feed never settles. DESIGN §2, §10.
+func TestRev21CBOwnAtStaleOwnFileRenamedIntoGlobNeverRead(t *testing.T) {
+	ig, dir, _, stop := rev21cOwnOut(t, true)
+	defer stop()
+	w := filepath.Join(dir, "w.log")
+	if err := os.Rename(w+".old", filepath.Join(dir, "x.log")); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(400 * time.Millisecond)
+	ig.slots(1)
+	got := ig.popLines(6 * time.Second)
+	wantLines(t, got, "tail-0", "tail-1", "n-0", "n-1", "n-2", "f-0", "f-1")
+	if tails, bytes, detail := ig.lost(); tails != 0 {
+		t.Errorf("lostTails %d lostBytes %d (%q): want nothing lost", tails, bytes, detail)
+	}
+}
+
+// Ruled out (passes): the own file at ownAt is deleted before the turn:
+// counted once (12 bytes), the tail and the new w.log read.
+func TestRev21CPassOwnAtDeletedBeforeTurn(t *testing.T) {
+	ig, dir, _, stop := rev21cOwnOut(t, true)
+	defer stop()
+	w := filepath.Join(dir, "w.log")
+	if err := os.Remove(w + ".old"); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(400 * time.Millisecond)
+	ig.slots(1)
+	got := ig.popLines(6 * time.Second)
+	wantLines(t, got, "tail-0", "tail-1", "f-0", "f-1")
+	if tails, bytes, detail := ig.lost(); tails != 1 || bytes != 12 {
+		t.Errorf("lostTails %d lostBytes %d (%q): want 1 and 12 (the deleted own file)", tails, bytes, detail)
+	}
+}
+
+// rev21cOpenHeld is genOwnHeld (the pointer's file w.log.1 with a 14-byte
+// unread tail, the own file w.log with n-lines, maxOpenFiles 1) with the
+// genOwn stream's source held in its first open (between the stat and the
+// open of w.log) until mid returns.
+func rev21cOpenHeld(t *testing.T, mid func(dir, w string)) (ig *internalGlob, dir, data string, stop func()) {
+	t.Helper()
+	dir, data = t.TempDir(), t.TempDir()
+	pattern := filepath.Join(dir, "*.log")
+	a, w := filepath.Join(dir, "a.log"), filepath.Join(dir, "w.log")
+	for p, c := range map[string]string{a: numbered("a", 5), w: numbered("w", 5)} {
+		if err := os.WriteFile(p, []byte(c), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ig1, _, stop1 := runGlobOn(t, pattern, data)
+	if got := ig1.popAll(2 * time.Second); got != 10 {
+		t.Fatalf("first run delivered %d lines, want 10", got)
+	}
+	stop1()
+	appendTo(t, w, numbered("tail", 2))
+	if err := os.Rename(w, w+".1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(w, []byte(numbered("n", 3)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var opens atomic.Int32
+	ch1, in2, ch2 := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	ig, stop = runGlobWith(t, pattern, data, 5*time.Second, func(c *GlobConfig) {
+		c.MaxOpenFiles = 1
+		c.CloseInactive = 50 * time.Millisecond
+		c.Stream.OpenHook = func() {
+			switch opens.Add(1) {
+			case 1:
+				<-ch1
+			case 2:
+				close(in2)
+				<-ch2
+			}
+		}
+	}, nil)
+	ig.waitFor(t, "w.log's stream, given the old pointer, waiting for the slot", func() bool {
+		for _, s := range ig.g.byKey {
+			if s.genOwn && s.st == stQueued {
+				return true
+			}
+		}
+		return false
+	})
+	close(ch1)
+	select {
+	case <-in2:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the genOwn source's open never came")
+	}
+	mid(dir, w)
+	close(ch2)
+	return ig, dir, data, stop
+}
+
+// Ruled out (passes): the genOwn source stats w.log (its own file), and
+// w.log is renamed out to w.log.old before the open.
+func TestRev21CPassOwnFileRenamedOutDuringOpen(t *testing.T) {
+	ig, _, _, stop := rev21cOpenHeld(t, func(dir, w string) {
+		if err := os.Rename(w, w+".old"); err != nil {
+			t.Fatal(err)
+		}
+	})
+	defer stop()
+	got := ig.popLines(6 * time.Second)
+	wantLines(t, got, "tail-0", "tail-1", "n-0", "n-1", "n-2")
+	if tails, bytes, detail := ig.lost(); tails != 0 {
+		t.Errorf("lostTails %d lostBytes %d (%q): want nothing lost", tails, bytes, detail)
+	}
+}
+
+// Ruled out (passes): the same with a new w.log (f-lines) made at once.
+func TestRev21CPassOwnFileRenamedOutAndNewFileDuringOpen(t *testing.T) {
+	ig, _, _, stop := rev21cOpenHeld(t, func(dir, w string) {
+		if err := os.Rename(w, w+".old"); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(w, []byte(numbered("f", 2)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	})
+	defer stop()
+	got := ig.popLines(6 * time.Second)
+	wantLines(t, got, "tail-0", "tail-1", "n-0", "n-1", "n-2", "f-0", "f-1")
+	if tails, bytes, detail := ig.lost(); tails != 0 {
+		t.Errorf("lostTails %d lostBytes %d (%q): want nothing lost", tails, bytes, detail)
+	}
+}
+
+// Ruled out (passes): the same with a logrotate rotation (the own file to
+// w.log.1, a later generation; the pointer's file to w.log.2; a new w.log).
+func TestRev21CPassOwnFileRotatedDuringOpen(t *testing.T) {
+	ig, _, _, stop := rev21cOpenHeld(t, func(dir, w string) {
+		rotateNumbered(t, w, numbered("f", 2))
+	})
+	defer stop()
+	got := ig.popLines(6 * time.Second)
+	wantLines(t, got, "tail-0", "tail-1", "n-0", "n-1", "n-2", "f-0", "f-1")
+	if tails, bytes, detail := ig.lost(); tails != 0 {
+		t.Errorf("lostTails %d lostBytes %d (%q): want nothing lost", tails, bytes, detail)
+	}
+}
+
+// Ruled out (passes): the own file at ownAt (w.log.old) renamed on to
+// w.log.bak, and the new w.log (its own stream F) renamed to w.log.old —
+// the stale name now another stream's file; a new w.log (g-lines).
+func TestRev21CPassOwnAtNameTakenByAnotherStreamsFile(t *testing.T) {
+	ig, dir, _, stop := rev21cOwnOut(t, true)
+	defer stop()
+	w := filepath.Join(dir, "w.log")
+	if err := os.Rename(w+".old", w+".bak"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(w, w+".old"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(w, []byte(numbered("g", 2)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(400 * time.Millisecond)
+	ig.slots(1)
+	got := ig.popLines(6 * time.Second)
+	wantLines(t, got, "tail-0", "tail-1", "n-0", "n-1", "n-2", "f-0", "f-1", "g-0", "g-1")
+	if tails, bytes, detail := ig.lost(); tails != 0 {
+		t.Errorf("lostTails %d lostBytes %d (%q): want nothing lost", tails, bytes, detail)
+	}
+}
+
+// Ruled out (passes): review 21b J with the ownLost stream's source already
+// running (its rotateWait long) when the new w.log (F) appears and is
+// rotated to w.log.1 — F's key is not in the source's otherKeys snapshot,
+// but the source has ended by then and F's lines are read once.
+func TestRev21CPassRunningOwnLostSourceLaterStreamsFile(t *testing.T) {
+	ig, dir, _, release, _, stop := genOwnHeld(t, func(g *Glob) { g.cfg.Stream.RotateWait = 3 * time.Second })
+	defer stop()
+	ig.slots(0)
+	release()
+	w := filepath.Join(dir, "w.log")
+	var gen *gstream
+	ig.waitFor(t, "w.log's genOwn stream", func() bool {
+		for _, s := range ig.g.byKey {
+			if s.genOwn {
+				gen = s
+			}
+		}
+		return gen != nil
+	})
+	tmp := filepath.Join(dir, "w.tmp")
+	if err := os.WriteFile(tmp, []byte(numbered("f", 2)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(w); err != nil {
+		t.Fatal(err)
+	}
+	ig.waitFor(t, "the scan counting w.log (ownLost)", func() bool { return gen.ownLost })
+	ig.slots(1)
+	ig.waitFor(t, "the ownLost source running", func() bool { return gen.st == stOpen })
+	time.Sleep(200 * time.Millisecond)
+	now := time.Now()
+	if err := os.Chtimes(tmp, now, now); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, w); err != nil {
+		t.Fatal(err)
+	}
+	var fs *gstream
+	ig.waitFor(t, "the new w.log's stream", func() bool {
+		for _, s := range ig.g.byKey {
+			if s != gen && s.first == w && s.key != gen.key {
+				fs = s
+			}
+		}
+		return fs != nil
+	})
+	time.Sleep(50 * time.Millisecond)
+	rotateNumbered(t, w, numbered("g", 2))
+	got := ig.popLines(10 * time.Second)
+	wantLines(t, got, "tail-0", "tail-1", "f-0", "f-1", "g-0", "g-1")
+	if tails, bytes, detail := ig.lost(); tails != 1 || bytes != 12 {
+		t.Errorf("lostTails %d lostBytes %d (%q): want 1 and 12 (the deleted w.log)", tails, bytes, detail)
+	}
+}
+
+// Ruled out (passes): the genOwn source stats w.log, and w.log is renamed
+// within the glob to x.log before the open; a new w.log (f-lines).
+func TestRev21CPassOwnFileRenamedWithinGlobDuringOpen(t *testing.T) {
+	ig, _, _, stop := rev21cOpenHeld(t, func(dir, w string) {
+		if err := os.Rename(w, filepath.Join(dir, "x.log")); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(w, []byte(numbered("f", 2)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	})
+	defer stop()
+	got := ig.popLines(6 * time.Second)
+	wantLines(t, got, "tail-0", "tail-1", "n-0", "n-1", "n-2", "f-0", "f-1")
+	if tails, bytes, detail := ig.lost(); tails != 0 {
+		t.Errorf("lostTails %d lostBytes %d (%q): want nothing lost", tails, bytes, detail)
+	}
+}
