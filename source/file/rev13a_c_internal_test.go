@@ -36,30 +36,41 @@ func genOwnWaiting(t *testing.T, gone func(dir, w string)) (ig *internalGlob, di
 	return genOwnWaitingAfter(t, nil, gone)
 }
 
-// genOwnWaitingAfter is genOwnWaiting with stopped run on w.log's path
-// after the rotation made while tailfeed was stopped.
-func genOwnWaitingAfter(t *testing.T, stopped func(w string), gone func(dir, w string)) (ig *internalGlob, dir, data string, stop func()) {
+// genOwnStopped writes a.log and w.log (5 lines each), reads them in a
+// first run and stops it; then w.log gets tail lines ("tail-0" …) that run
+// never read and is rotated to w.log.1 while stopped, and a new w.log holds
+// three n-lines (12 bytes): at the next start the new w.log takes the old
+// pointer (adoptByPath, genOwn).
+func genOwnStopped(t *testing.T, tail int) (dir, data, a, w string) {
 	t.Helper()
 	dir, data = t.TempDir(), t.TempDir()
-	pattern := filepath.Join(dir, "*.log")
-	a, w := filepath.Join(dir, "a.log"), filepath.Join(dir, "w.log")
+	a, w = filepath.Join(dir, "a.log"), filepath.Join(dir, "w.log")
 	for p, c := range map[string]string{a: numbered("a", 5), w: numbered("w", 5)} {
 		if err := os.WriteFile(p, []byte(c), 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
-	ig1, _, stop1 := runGlobOn(t, pattern, data)
+	ig1, _, stop1 := runGlobOn(t, filepath.Join(dir, "*.log"), data)
 	if got := ig1.popAll(2 * time.Second); got != 10 {
 		t.Fatalf("first run delivered %d lines, want 10", got)
 	}
 	stop1()
-	appendTo(t, w, numbered("tail", 2)) // 14 bytes the first run never read
+	appendTo(t, w, numbered("tail", tail))
 	if err := os.Rename(w, w+".1"); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(w, []byte(numbered("n", 3)), 0o600); err != nil { // 12 bytes
+	if err := os.WriteFile(w, []byte(numbered("n", 3)), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	return dir, data, a, w
+}
+
+// genOwnWaitingAfter is genOwnWaiting with stopped run on w.log's path
+// after the rotation made while tailfeed was stopped.
+func genOwnWaitingAfter(t *testing.T, stopped func(w string), gone func(dir, w string)) (ig *internalGlob, dir, data string, stop func()) {
+	t.Helper()
+	dir, data, _, w := genOwnStopped(t, 2)
+	pattern := filepath.Join(dir, "*.log")
 	if stopped != nil {
 		stopped(w)
 	}

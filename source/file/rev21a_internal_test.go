@@ -233,26 +233,8 @@ func (rw *reuseWalk) replace(t *testing.T, w string, do func() bool) bool {
 // the first stream's open holds until release is called (at most once).
 func genOwnHeld(t *testing.T, pre func(*Glob)) (ig *internalGlob, dir, data string, release, kill, stop func()) {
 	t.Helper()
-	dir, data = t.TempDir(), t.TempDir()
+	dir, data, _, _ = genOwnStopped(t, 2)
 	pattern := filepath.Join(dir, "*.log")
-	a, w := filepath.Join(dir, "a.log"), filepath.Join(dir, "w.log")
-	for p, c := range map[string]string{a: numbered("a", 5), w: numbered("w", 5)} {
-		if err := os.WriteFile(p, []byte(c), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	ig1, _, stop1 := runGlobOn(t, pattern, data)
-	if got := ig1.popAll(2 * time.Second); got != 10 {
-		t.Fatalf("first run delivered %d lines, want 10", got)
-	}
-	stop1()
-	appendTo(t, w, numbered("tail", 2)) // 14 bytes the first run never read
-	if err := os.Rename(w, w+".1"); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(w, []byte(numbered("n", 3)), 0o600); err != nil { // 12 bytes
-		t.Fatal(err)
-	}
 	var opens atomic.Int32
 	ch := make(chan struct{})
 	var once sync.Once
@@ -420,27 +402,9 @@ func TestRev21ADOwnLostStreamReadsNewFileOnItsFreedInode(t *testing.T) {
 // reuse), read once; §2: never lose a line silently; a line delivered
 // twice only after a crash.
 func TestRev21AETouchedGenOwnInodeReusedAtPathReadsNewFileTwiceUncounted(t *testing.T) {
-	dir, data := t.TempDir(), t.TempDir()
-	pattern := filepath.Join(dir, "*.log")
-	a, w := filepath.Join(dir, "a.log"), filepath.Join(dir, "w.log")
-	for p, c := range map[string]string{a: numbered("a", 5), w: numbered("w", 5)} {
-		if err := os.WriteFile(p, []byte(c), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	ig1, _, stop1 := runGlobOn(t, pattern, data)
-	if got := ig1.popAll(2 * time.Second); got != 10 {
-		t.Fatalf("first run delivered %d lines, want 10", got)
-	}
-	stop1()
 	const n = 6000
-	appendTo(t, w, numbered("tail", n))
-	if err := os.Rename(w, w+".1"); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(w, []byte(numbered("n", 3)), 0o600); err != nil { // 12 bytes
-		t.Fatal(err)
-	}
+	dir, data, a, w := genOwnStopped(t, n)
+	pattern := filepath.Join(dir, "*.log")
 	rw := &reuseWalk{}
 	ig, stop := runGlobWith(t, pattern, data, 5*time.Second, func(c *GlobConfig) {
 		c.MaxOpenFiles = 1
@@ -532,27 +496,9 @@ func TestRev21AETouchedGenOwnInodeReusedAtPathReadsNewFileTwiceUncounted(t *test
 // (lossless only while tailfeed can show no line was skipped); §10: a file
 // that disappears with an unread tail counts in lostTails.
 func TestRev21AFOwedGenOwnOwnFileDeletedThenStopNeverCounted(t *testing.T) {
-	dir, data := t.TempDir(), t.TempDir()
-	pattern := filepath.Join(dir, "*.log")
-	a, w := filepath.Join(dir, "a.log"), filepath.Join(dir, "w.log")
-	for p, c := range map[string]string{a: numbered("a", 5), w: numbered("w", 5)} {
-		if err := os.WriteFile(p, []byte(c), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	ig1, _, stop1 := runGlobOn(t, pattern, data)
-	if got := ig1.popAll(2 * time.Second); got != 10 {
-		t.Fatalf("first run delivered %d lines, want 10", got)
-	}
-	stop1()
 	const n = 6000
-	appendTo(t, w, numbered("tail", n))
-	if err := os.Rename(w, w+".1"); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(w, []byte(numbered("n", 3)), 0o600); err != nil { // 12 bytes
-		t.Fatal(err)
-	}
+	dir, data, a, w := genOwnStopped(t, n)
+	pattern := filepath.Join(dir, "*.log")
 	ig, stop := runGlobWith(t, pattern, data, 300*time.Millisecond, func(c *GlobConfig) {
 		c.MaxOpenFiles = 1
 		c.CloseInactive = 50 * time.Millisecond
@@ -607,27 +553,9 @@ func TestRev21AFOwedGenOwnOwnFileDeletedThenStopNeverCounted(t *testing.T) {
 // scan counts w.log whole (ownLost) and the stream reads w.log.1 on from
 // its pointer: every tail line once, w.log's 12 bytes counted once.
 func TestRev21AGenOwnTouchedQueuedOwnFileDeletedReadsOnAndCounts(t *testing.T) {
-	dir, data := t.TempDir(), t.TempDir()
-	pattern := filepath.Join(dir, "*.log")
-	a, w := filepath.Join(dir, "a.log"), filepath.Join(dir, "w.log")
-	for p, c := range map[string]string{a: numbered("a", 5), w: numbered("w", 5)} {
-		if err := os.WriteFile(p, []byte(c), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	ig1, _, stop1 := runGlobOn(t, pattern, data)
-	if got := ig1.popAll(2 * time.Second); got != 10 {
-		t.Fatalf("first run delivered %d lines, want 10", got)
-	}
-	stop1()
 	const n = 6000
-	appendTo(t, w, numbered("tail", n))
-	if err := os.Rename(w, w+".1"); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(w, []byte(numbered("n", 3)), 0o600); err != nil { // 12 bytes
-		t.Fatal(err)
-	}
+	dir, data, a, w := genOwnStopped(t, n)
+	pattern := filepath.Join(dir, "*.log")
 	ig, stop := runGlobWith(t, pattern, data, 5*time.Second, func(c *GlobConfig) {
 		c.MaxOpenFiles = 1
 		c.CloseInactive = 50 * time.Millisecond
@@ -702,27 +630,9 @@ func TestRev21AGenOwnTouchedQueuedOwnFileDeletedReadsOnAndCounts(t *testing.T) {
 // deleted; the acknowledgements arrive: the owed commit is made, w.log
 // counted once, and the stream reads w.log.1 on: every tail line once.
 func TestRev21AGenOwnOwedOwnFileDeletedThenAckedReadsOn(t *testing.T) {
-	dir, data := t.TempDir(), t.TempDir()
-	pattern := filepath.Join(dir, "*.log")
-	a, w := filepath.Join(dir, "a.log"), filepath.Join(dir, "w.log")
-	for p, c := range map[string]string{a: numbered("a", 5), w: numbered("w", 5)} {
-		if err := os.WriteFile(p, []byte(c), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	ig1, _, stop1 := runGlobOn(t, pattern, data)
-	if got := ig1.popAll(2 * time.Second); got != 10 {
-		t.Fatalf("first run delivered %d lines, want 10", got)
-	}
-	stop1()
 	const n = 6000
-	appendTo(t, w, numbered("tail", n))
-	if err := os.Rename(w, w+".1"); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(w, []byte(numbered("n", 3)), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	dir, data, a, w := genOwnStopped(t, n)
+	pattern := filepath.Join(dir, "*.log")
 	ig, stop := runGlobWith(t, pattern, data, 5*time.Second, func(c *GlobConfig) {
 		c.MaxOpenFiles = 1
 		c.CloseInactive = 50 * time.Millisecond

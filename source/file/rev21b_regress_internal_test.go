@@ -24,27 +24,9 @@ import (
 // then acknowledged: w.log.1's tail is read on to its end, every line
 // once, w.log's 12 bytes counted once.
 func TestRev21BPassOwedGenOwnInodeReusedAtPathReadsOn(t *testing.T) {
-	dir, data := t.TempDir(), t.TempDir()
-	pattern := filepath.Join(dir, "*.log")
-	a, w := filepath.Join(dir, "a.log"), filepath.Join(dir, "w.log")
-	for p, c := range map[string]string{a: numbered("a", 5), w: numbered("w", 5)} {
-		if err := os.WriteFile(p, []byte(c), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	ig1, _, stop1 := runGlobOn(t, pattern, data)
-	if got := ig1.popAll(2 * time.Second); got != 10 {
-		t.Fatalf("first run delivered %d lines, want 10", got)
-	}
-	stop1()
 	const n = 6000
-	appendTo(t, w, numbered("tail", n))
-	if err := os.Rename(w, w+".1"); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(w, []byte(numbered("n", 3)), 0o600); err != nil { // 12 bytes
-		t.Fatal(err)
-	}
+	dir, data, a, w := genOwnStopped(t, n)
+	pattern := filepath.Join(dir, "*.log")
 	rw := &reuseWalk{}
 	ig, stop := runGlobWith(t, pattern, data, 5*time.Second, func(c *GlobConfig) {
 		c.MaxOpenFiles = 1
@@ -127,27 +109,9 @@ func TestRev21BPassOwedGenOwnInodeReusedAtPathReadsOn(t *testing.T) {
 // delivered, and nothing counted but w.log's 12 bytes (w.log.1's unread
 // bytes at the stop are not a loss: the pointer names them).
 func TestRev21BPassOwnLostStreamStoppedMidTailCountsOnlyOwnFile(t *testing.T) {
-	dir, data := t.TempDir(), t.TempDir()
-	pattern := filepath.Join(dir, "*.log")
-	a, w := filepath.Join(dir, "a.log"), filepath.Join(dir, "w.log")
-	for p, c := range map[string]string{a: numbered("a", 5), w: numbered("w", 5)} {
-		if err := os.WriteFile(p, []byte(c), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	ig1, _, stop1 := runGlobOn(t, pattern, data)
-	if got := ig1.popAll(2 * time.Second); got != 10 {
-		t.Fatalf("first run delivered %d lines, want 10", got)
-	}
-	stop1()
 	const n = 100000
-	appendTo(t, w, numbered("tail", n))
-	if err := os.Rename(w, w+".1"); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(w, []byte(numbered("n", 3)), 0o600); err != nil { // 12 bytes
-		t.Fatal(err)
-	}
+	dir, data, _, w := genOwnStopped(t, n)
+	pattern := filepath.Join(dir, "*.log")
 	var opens atomic.Int32
 	ch := make(chan struct{})
 	var once sync.Once

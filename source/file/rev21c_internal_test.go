@@ -148,26 +148,9 @@ func TestRev21CPassOwnAtDeletedBeforeTurn(t *testing.T) {
 // open of w.log) until mid returns.
 func rev21cOpenHeld(t *testing.T, mid func(dir, w string)) (ig *internalGlob, dir, data string, stop func()) {
 	t.Helper()
-	dir, data = t.TempDir(), t.TempDir()
+	var w string
+	dir, data, _, w = genOwnStopped(t, 2)
 	pattern := filepath.Join(dir, "*.log")
-	a, w := filepath.Join(dir, "a.log"), filepath.Join(dir, "w.log")
-	for p, c := range map[string]string{a: numbered("a", 5), w: numbered("w", 5)} {
-		if err := os.WriteFile(p, []byte(c), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	ig1, _, stop1 := runGlobOn(t, pattern, data)
-	if got := ig1.popAll(2 * time.Second); got != 10 {
-		t.Fatalf("first run delivered %d lines, want 10", got)
-	}
-	stop1()
-	appendTo(t, w, numbered("tail", 2))
-	if err := os.Rename(w, w+".1"); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(w, []byte(numbered("n", 3)), 0o600); err != nil {
-		t.Fatal(err)
-	}
 	var opens atomic.Int32
 	ch1, in2, ch2 := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	ig, stop = runGlobWith(t, pattern, data, 5*time.Second, func(c *GlobConfig) {
