@@ -962,7 +962,7 @@ func (g *Glob) scan(ctx context.Context) {
 		if keys[k] != f.path {
 			continue
 		}
-		if s := g.byKey[k]; s != nil && !(s.gone && g.retired[k]) && g.sameFile(s, f) {
+		if s := g.byKey[k]; s != nil && !(s.gone && g.retired[k]) && !s.ownLost && g.sameFile(s, f) {
 			if s.path != f.path {
 				// Renamed within the glob: the stream follows its file.
 				if g.byPath[s.path] == s {
@@ -2670,7 +2670,8 @@ func (g *Glob) loseTailLocked(s *gstream) {
 // noted tail is loseTailLocked's), not held back as a possible copy, and
 // its stream is to read it from its start.
 func (g *Glob) unread(s *gstream) bool {
-	if s.copyOf != nil || s.done {
+	if s.copyOf != nil || s.done || s.ownLost {
+		// (ownLost: its own file was counted; it reads its pointer's.)
 		return false
 	}
 	if g.cfg.PointerDir == "" {
