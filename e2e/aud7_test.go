@@ -898,3 +898,49 @@ func TestAud7DEmptyAdoptedFileRotatedWhileDown(t *testing.T) {
 		}
 	}
 }
+
+// TestAud7ACopytruncateQuietFileCopyReadAgain: a quiet file in a glob feed
+// (./in/*.log, maxOpenFiles 3, closeInactiveMillis 200), closed as inactive
+// between its lines, rotated by copytruncate every ~0.6 s with numbered
+// copies (w.log.1, w.log.2, … shifted first as logrotate does, not matched
+// by the glob) while the daemon runs — no kill, no restart. DESIGN §10:
+// "Exactly-once output is byte-identical per input file"; README, glob
+// copytruncate of a closed file: "Copies its earlier opens in this process
+// read are never taken for later generations", and copytruncate live
+// "nothing twice". Observed: an old copy, already read under its own epoch,
+// is read again from its start under a new epoch (e.g. lines 6–7 under
+// epoch 77822b44… and again, after three more rotations, under 29baf24b…),
+// so they land twice in the exactlyOnce output: 15 lines written, 17 or 21
+// output lines. About half the runs of 6 rotations fail (5 of 9 runs), so
+// this test makes up to 3 runs of 8 rotations (failed 4 of 4 times).
+// Caveat: with copytruncates 2.2 s apart it held (3 runs of 6); the
+// re-read copies are within DESIGN §4's 2 s mtime slack for later
+// generations at a restart — but this is a running daemon re-reading a
+// copy it already read, which the README sentence above excludes.
+// Fixed in the twenty-second session (3 runs of 8 rotations, 4 times: no
+// duplicate): a source open across several copytruncates took one copy per
+// truncation and the glob kept only the last for the stream's next source
+// (source/file TestAud7ACopiesOfOneOpenSourceNotReadAgain).
+func TestAud7ACopytruncateQuietFileCopyReadAgain(t *testing.T) {
+	total := 0
+	for run := 0; run < 3; run++ {
+		seq, m, n := a7quietCopytruncate(t, 8, 300)
+		dups := 0
+		for _, c := range m {
+			if c > 1 {
+				dups += c - 1
+			}
+		}
+		t.Logf("run %d: %d lines written, %d output lines, %d distinct, %d duplicates", run, seq, n, len(m), dups)
+		if len(m) != seq {
+			t.Errorf("run %d: %d distinct lines in the output, %d written", run, len(m), seq)
+		}
+		total += dups
+		if dups > 0 {
+			break
+		}
+	}
+	if total > 0 {
+		t.Errorf("exactlyOnce output holds %d duplicate lines of one input file (copytruncate, live, no crash)", total)
+	}
+}

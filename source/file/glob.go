@@ -2181,17 +2181,23 @@ func (a *createdAhead) write(path string, wg *sync.WaitGroup) {
 // maxCopiesKept bounds gstream.copies.
 const maxCopiesKept = 8
 
-// noteCopy keeps the last copy src took in s.copies. A copy is told by
-// its key, first bytes and size: a later copy given an earlier, deleted
-// one's inode (logrotate's compress removed it) is another copy, whose
-// first bytes and size tell its own compressed twin (prevCopyGz); the same
-// copy taken again by a later source is kept once.
+// noteCopy keeps the copies src took in s.copies (the last
+// maxCopiesKept). A copy is told by its key, first bytes and size: a later
+// copy given an earlier, deleted one's inode (logrotate's compress removed
+// it) is another copy, whose first bytes and size tell its own compressed
+// twin (prevCopyGz); the same copy taken again by a later source is kept
+// once. Every copy, not only the last: a source open across several
+// copytruncates took one per truncation, and a later source must not read
+// any of them again as a later generation (audit 7 A).
 func (s *gstream) noteCopy(src *Source) {
 	same := func(a, b CopyTaken) bool {
 		return a.Key == b.Key && a.HeadLen == b.HeadLen && a.Head == b.Head && a.Size == b.Size
 	}
-	if t := src.CopyKey(); t != nil && !slices.ContainsFunc(s.copies, func(c CopyTaken) bool { return same(c, *t) }) {
-		s.copies = append(s.copies, *t)
+	for _, t := range src.CopiesTaken() {
+		if slices.ContainsFunc(s.copies, func(c CopyTaken) bool { return same(c, t) }) {
+			continue
+		}
+		s.copies = append(s.copies, t)
 		if len(s.copies) > maxCopiesKept {
 			s.copies = slices.Delete(s.copies, 0, 1)
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -258,9 +259,12 @@ type Source struct {
 	// reading its file's tail from (CopiesRead).
 	copiesRead atomic.Uint64
 	// copyTaken: the last copy of its file it took (readCopy: one it
-	// read on from, or one holding nothing unread), and when.
-	copyTaken atomic.Pointer[CopyTaken]
-	badPath   string // why the path is not read (regular.go); "" while it is fine
+	// read on from, or one holding nothing unread), and when; copiesTaken,
+	// the last maxCopiesKept of them, oldest first (a source open across
+	// several copytruncates takes one per truncation).
+	copyTaken   atomic.Pointer[CopyTaken]
+	copiesTaken atomic.Pointer[[]CopyTaken]
+	badPath     string // why the path is not read (regular.go); "" while it is fine
 	// detailBeforeBad is the detail the path's failure replaced.
 	detailBeforeBad *string
 	// genSeen: the generations (and files) the source saw while running,
@@ -862,6 +866,16 @@ type CopyTaken struct {
 // none). Safe from any goroutine.
 func (s *Source) CopyKey() *CopyTaken { return s.copyTaken.Load() }
 
+// CopiesTaken are the last maxCopiesKept copies the source took, oldest
+// first (nil: none); the slice is never changed after it is returned.
+// Safe from any goroutine.
+func (s *Source) CopiesTaken() []CopyTaken {
+	if p := s.copiesTaken.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
 // Adopted is the key of the file the source reads on as its own file's
 // same content under a new key (a rename into place, Config.Adoptable),
 // or 0. Safe from any goroutine.
@@ -879,7 +893,13 @@ func (s *Source) AdoptedAt() time.Time {
 // tookCopy records the copy of key the source took (headLen, head, size:
 // its first bytes' fingerprint and its size, 0 when not known).
 func (s *Source) tookCopy(key, epoch uint64, headLen int, head uint64, size int64) {
-	s.copyTaken.Store(&CopyTaken{Key: key, At: time.Now(), Epoch: epoch, HeadLen: headLen, Head: head, Size: size})
+	t := CopyTaken{Key: key, At: time.Now(), Epoch: epoch, HeadLen: headLen, Head: head, Size: size}
+	s.copyTaken.Store(&t)
+	all := append(slices.Clone(s.CopiesTaken()), t)
+	if len(all) > maxCopiesKept {
+		all = all[len(all)-maxCopiesKept:]
+	}
+	s.copiesTaken.Store(&all)
 }
 
 // Head is the open file's first-bytes fingerprint as its source read it
