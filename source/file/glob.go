@@ -2542,12 +2542,10 @@ func (g *Glob) closed(s *gstream) {
 				// (ownGone), and a source that had not ended reads on
 				// (the pointer's file's tail); an ended one read it to
 				// its end: its pointer goes below (forgetOrHold).
-				if p := g.findBeside(s); p != "" {
-					s.ownAt = p // (ended: its source found nothing else to read)
+				if g.ownBesideOrGone(s) { // (ended: its source found nothing else to read)
 					g.enqueue(s)
 					return
 				}
-				g.ownGone(s)
 				if !ended {
 					g.enqueue(s)
 					return
@@ -2710,11 +2708,7 @@ func (g *Glob) leftUnread(s *gstream) bool {
 		// the queue, the pointer's file neither read nor counted, and the
 		// own file's bytes counted from the pointer's offset in the
 		// other file: nothing).
-		if p := g.findBeside(s); p != "" {
-			s.ownAt = p
-		} else {
-			g.ownGone(s)
-		}
+		g.ownBesideOrGone(s)
 		return true
 	}
 	if p := g.findBeside(s); p != "" {
@@ -2723,6 +2717,18 @@ func (g *Glob) leftUnread(s *gstream) bool {
 		return true
 	}
 	g.neverRead(s)
+	return false
+}
+
+// ownBesideOrGone: s's own file (ownAfterGone) left the glob; found beside
+// its path, true, and it is read there (ownAt) after the pointer's file and
+// the later generations; else it is counted (ownGone). Under mu.
+func (g *Glob) ownBesideOrGone(s *gstream) bool {
+	if p := g.findBeside(s); p != "" {
+		s.ownAt = p
+		return true
+	}
+	g.ownGone(s)
 	return false
 }
 
