@@ -487,6 +487,7 @@ func (g *Glob) Run(ctx context.Context) error {
 		g.countUnreadGone()
 	}
 	g.countGone()
+	g.removeMovedList() // (countGone read it; the next stop writes its own)
 	g.logStart()
 	scanT := time.NewTicker(g.cfg.ScanInterval)
 	defer scanT.Stop()
@@ -3635,6 +3636,16 @@ func (g *Glob) countGone() {
 	sort.Strings(fresh)
 	var besides []takenBeside // taken beside their first path (besideAtStart)
 	defer func() { g.readGaps(besides) }()
+	var movedList map[[2]uint64]movedEntry // read once, at the first file it may name
+	moved := func() map[[2]uint64]movedEntry {
+		if movedList == nil {
+			movedList = g.readMovedList()
+			if movedList == nil {
+				movedList = map[[2]uint64]movedEntry{}
+			}
+		}
+		return movedList
+	}
 	var takenAt map[[2]uint64]time.Time // read once, at the first file found beside
 	taken := func(l loaded) time.Time {
 		if takenAt == nil {
@@ -3668,7 +3679,11 @@ func (g *Glob) countGone() {
 			// Its first path no longer matched, its file renamed within
 			// the glob before (to a name the config no longer matches
 			// either): excluded as the file at its first path would be.
+			// Its first path still matched: only the stop's moved list
+			// tells a rename within the glob before the stop (review 9c A).
 			if q, sz, ok := g.unmatchedBeside(l, taken); ok {
+				excl, size, at = true, sz, q
+			} else if q, sz, ok := g.movedUnmatched(l, moved()); ok {
 				excl, size, at = true, sz, q
 			}
 		}
@@ -4678,9 +4693,11 @@ func (g *Glob) Close() error {
 	// the next start reads on beside their path.
 	g.lookWatched(time.Now())
 	waiting := g.waitingAtStop()
+	moved := g.movedAtStop()
 	g.mu.Unlock()
 	g.flushLosses() // counted above and by the last settles
 	g.writeUnreadList(waiting)
+	g.writeMovedList(moved)
 	g.mux.close()
 	return first
 }
