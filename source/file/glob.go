@@ -2787,6 +2787,23 @@ func (g *Glob) laterGeneration(s *gstream, p string) bool {
 	return !st.ModTime().Before(ref.Add(-mtimeSlack))
 }
 
+// readAsGeneration: s's file, out of the glob beside s's first path,
+// is one the next start reads as a later generation of another stream's
+// pointer's file (laterGeneration): a stream of the same first path given
+// a gone file's pointer at this start whose source has not reached its own
+// file — the pointer still names that gone file, and the next start gives
+// it to the file then at the path, whose source reads the generations
+// beside it (review 21c C: the stop counted such a file, then the restart
+// delivered it). Under mu.
+func (g *Glob) readAsGeneration(s *gstream) bool {
+	for _, q := range g.byKey {
+		if q != s && q.genOwn && q.first == s.first && q.ptrPath != "" && !q.done && !g.pointerNames(q) && g.laterGeneration(q, s.path) {
+			return true
+		}
+	}
+	return false
+}
+
 // otherKeys is the keys of the files of the streams other than s the glob
 // tracks beside s's first path, out of the glob (Config.otherKeys). Under
 // mu.
@@ -4671,7 +4688,7 @@ func (g *Glob) Close() error {
 			}
 			continue
 		}
-		if s.gone && !g.matched(s.path) && g.unread(s) {
+		if s.gone && !g.matched(s.path) && g.unread(s) && !g.readAsGeneration(s) {
 			// Found out of the glob beside its path, never read, and no
 			// pointer names it: a restart will not know it.
 			if from, n := g.unreadSeen(s); n > 0 {
