@@ -317,6 +317,11 @@ type gstream struct {
 	// (renamed out of the glob) before its source reached it: its next
 	// source opens it there (Config.ownAt); s.path stays.
 	ownAt string
+	// ownRead: with genOwn, a source of it reached its own file (its
+	// pointer named the file at a close): from then on an ownAt is no
+	// file left unread (ownOut), whatever the pointer names later (the
+	// empty record once the file is forgotten).
+	ownRead bool
 	// copyFor: adoptCopies gave it the pointer of the file now at this
 	// path, cut (restartOrder publishes that file's new lines after it).
 	copyFor string
@@ -2416,6 +2421,9 @@ func (g *Glob) closed(s *gstream) {
 	if src.ptr != nil {
 		rec := src.ptr.Record()
 		s.commits, s.fpLen, s.fp = rec.Commits, rec.FPLen, rec.FP
+		if s.genOwn && rec.FileKey == s.key {
+			s.ownRead = true
+		}
 	}
 	s.offset = src.ReadPos()
 	s.epoch = src.Epoch()
@@ -4737,6 +4745,13 @@ type unreadEntry struct {
 	Size  int64  `json:"size"`
 	Path  string `json:"path"`
 	Gone  bool   `json:"gone,omitempty"` // already gone at the stop: counted at the next start whatever it finds
+	// Out: a stream's own file that left the glob for this name beside
+	// its path before its source reached it (the stream was given the
+	// previous run's pointer of the path at a start: ownAt), listed while
+	// running for a kill -9 — the next start neither reads it (no pointer
+	// names it, and it is no later generation of that pointer's file) nor,
+	// without the list, knows it (review 21c D, E).
+	Out bool `json:"out,omitempty"`
 
 	s *gstream // the stream it was taken from (the running list: a key reused by another file is another entry)
 }
@@ -4837,7 +4852,7 @@ func (g *Glob) countUnreadGone() {
 			// tells where it went and what of it is unread (countGone).
 			continue
 		}
-		if excl, _ := g.unmatchedAt(w.Path, rec); !w.Gone && w.FPLen > 0 && excl {
+		if excl, _ := g.unmatchedAt(w.Path, rec); !w.Gone && !w.Out && w.FPLen > 0 && excl {
 			// Still at its path, which the config no longer matches
 			// (an exclude, a changed or narrowed path): the operator's
 			// choice not to read it (as countGone), no loss.
@@ -4845,9 +4860,13 @@ func (g *Glob) countUnreadGone() {
 				"path", w.Path, "unreadBytes", w.Size)
 			continue
 		}
+		detail := fmt.Sprintf("glob file %s, tracked and never read when tailfeed stopped, is gone: its %d bytes were never read", w.Path, w.Size)
+		if w.Out {
+			detail = fmt.Sprintf("glob file %s, renamed out of the glob before its stream read it (it was to read the previous run's file of its path first), was not read before tailfeed was killed: its %d bytes were never read",
+				w.Path, w.Size)
+		}
 		g.mu.Lock()
-		g.countLossLocked(1, uint64(w.Size), 0, fmt.Sprintf("glob file %s, tracked and never read when tailfeed stopped, is gone: its %d bytes were never read",
-			w.Path, w.Size))
+		g.countLossLocked(1, uint64(w.Size), 0, detail)
 		g.mu.Unlock()
 	}
 	g.flushLosses()

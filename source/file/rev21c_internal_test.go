@@ -383,3 +383,89 @@ func TestRev21CCTwoRotationsThenStopCountsFileTheRestartReads(t *testing.T) {
 		t.Errorf("lostTails %d lostBytes %d over both runs (%q): want nothing lost", tails, bytes, detail)
 	}
 }
+
+// D. rev21cOwnOut (the own file w.log renamed out to w.log.old, ownAt, a
+// new w.log with f-lines) and a kill -9 before the stream's turn (the
+// crash twin of review 21a C, whose count is made by Close only). The
+// restart gives the pointer (naming w.log.1) to the new w.log; w.log.old
+// is no generation and no pointer names it: the n-lines are neither
+// delivered nor counted in either run. DESIGN §2: after a crash, duplicates
+// — never a gap. Fixed in the twenty-second session: the running unread list
+// names such an own file at once (Out), and the restart counts it.
+func TestRev21CDOwnFileRenamedOutThenKillIsLostSilently(t *testing.T) {
+	ig, dir, data, _, kill, _ := rev21cOwnOutKill(t, true)
+	kill()
+	ig3, stop3 := runGlobWith(t, filepath.Join(dir, "*.log"), data, time.Second, nil, nil)
+	defer stop3()
+	got := ig3.popLines(3 * time.Second)
+	tails, bytes, detail := sumLost(ig, ig3)
+	readOwn := got["n-0"] == 1 && got["n-1"] == 1 && got["n-2"] == 1
+	if !readOwn && bytes < 12 {
+		t.Errorf("the n-lines file (12 bytes, renamed out to w.log.old) neither delivered nor counted: delivered at the next start %v, lostTails %d lostBytes %d over both runs (%q)", got, tails, bytes, detail)
+	}
+	if got["tail-0"] != 1 || got["tail-1"] != 1 || got["f-0"] != 1 || got["f-1"] != 1 {
+		t.Errorf("delivered at the next start %v: want tail-0, tail-1, f-0, f-1 once", got)
+	}
+}
+
+// E. Review 21b I's case (the own file, 10 s older by mtime than the
+// pointer's file, rotated out to w.log.1 before its turn: no later
+// generation for a restart) with a kill -9 in place of the clean stop:
+// Close's laterGeneration count never runs, and the restart skips w.log.1
+// (older than the pointer's file − 2 s): the n-lines are neither delivered
+// nor counted. DESIGN §2: after a crash, never a gap. Fixed with D.
+func TestRev21CEOlderOwnFileRotatedOutThenKillIsLostSilently(t *testing.T) {
+	ig, dir, data, kill, _ := genOwnOld(t)
+	ig.rotateOwnOut(t, filepath.Join(dir, "w.log"))
+	kill()
+	ig3, stop3 := runGlobWith(t, filepath.Join(dir, "*.log"), data, time.Second, nil, nil)
+	defer stop3()
+	got := ig3.popLines(3 * time.Second)
+	tails, bytes, detail := sumLost(ig, ig3)
+	readOwn := got["n-0"] == 1 && got["n-1"] == 1 && got["n-2"] == 1
+	if !readOwn && bytes < 12 {
+		t.Errorf("the n-lines file (12 bytes, rotated out to w.log.1) neither delivered nor counted: delivered at the next start %v, lostTails %d lostBytes %d over both runs (%q)", got, tails, bytes, detail)
+	}
+}
+
+// Ruled out (guards the fix of D): the own file renamed out (listed while
+// running, Out), then a clean stop: Close counts it and the stop's list
+// drops it — counted once over both runs (12 bytes), not again at the
+// restart.
+func TestRev21CPassOwnOutListedThenStopCountsOnce(t *testing.T) {
+	ig, dir, data, _, _, stop := rev21cOwnOutKill(t, true)
+	time.Sleep(300 * time.Millisecond) // a housekeeping pass wrote the list
+	stop()
+	ig3, stop3 := runGlobWith(t, filepath.Join(dir, "*.log"), data, time.Second, nil, nil)
+	defer stop3()
+	got := ig3.popLines(3 * time.Second)
+	wantLines(t, got, "tail-0", "tail-1", "f-0", "f-1")
+	if tails, bytes, detail := sumLost(ig, ig3); tails != 1 || bytes != 12 {
+		t.Errorf("lostTails %d lostBytes %d over both runs (%q): want 1 and 12 (w.log.old counted once)", tails, bytes, detail)
+	}
+}
+
+// Ruled out (guards the fix of D): the own file renamed out and listed,
+// then the stream gets its slot and reads it there (ownAt), then a kill -9:
+// the restart counts nothing (the list dropped it once the pointer named
+// it, or skips it as a pointer's file), and every line came once.
+func TestRev21CPassOwnOutListedThenReadThenKillCountsNothing(t *testing.T) {
+	ig, dir, data, _, kill, _ := rev21cOwnOutKill(t, true)
+	time.Sleep(300 * time.Millisecond)
+	ig.slots(1)
+	got := ig.popLines(4 * time.Second)
+	kill()
+	ig3, stop3 := runGlobWith(t, filepath.Join(dir, "*.log"), data, time.Second, nil, nil)
+	defer stop3()
+	for l, n := range ig3.popLines(3 * time.Second) {
+		got[l] += n
+	}
+	for _, l := range []string{"tail-0", "tail-1", "n-0", "n-1", "n-2", "f-0", "f-1"} {
+		if got[l] < 1 {
+			t.Errorf("line %s never delivered (%v)", l, got)
+		}
+	}
+	if tails, bytes, detail := sumLost(ig, ig3); tails != 0 {
+		t.Errorf("lostTails %d lostBytes %d over both runs (%q): want nothing (w.log.old was read)", tails, bytes, detail)
+	}
+}

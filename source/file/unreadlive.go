@@ -56,7 +56,22 @@ func (g *Glob) waitingNow() []unreadEntry {
 			out = append(out, unreadEntry{Key: s.key, Size: n, Path: s.path, s: s})
 		}
 	}
+	for k, s := range g.byKey {
+		if k == s.key && g.ownOut(s) {
+			if n := g.seenEnd(s); n > 0 {
+				out = append(out, unreadEntry{Key: s.key, Size: n, Path: s.ownAt, Out: true, s: s})
+			}
+		}
+	}
 	return out
+}
+
+// ownOut: s's own file left the glob for s.ownAt before its source reached
+// it, and no start reads it there: not a later generation of the file s's
+// pointer names (laterGeneration), so a kill -9 before its turn would leave
+// it unread and, unlisted, uncounted (a stop counts it: Close). Under mu.
+func (g *Glob) ownOut(s *gstream) bool {
+	return s.gone && s.ownAt != "" && !s.ownRead && g.ownAfterGone(s) && !g.matched(s.ownAt) && !g.laterGeneration(s, s.ownAt)
 }
 
 // liveUnreadDue decides, at a housekeeping pass, whether the list on disk
@@ -68,12 +83,18 @@ func (g *Glob) liveUnreadDue(now time.Time) ([]unreadEntry, bool) {
 	}
 	lu := &g.live
 	cur := g.waitingNow()
-	added, dropped, grown := false, false, false
+	// urgent: an own file out of the glob (ownOut) is listed at once, not
+	// after unreadListDelay: it is rare, and it waits for nothing to come.
+	added, dropped, grown, urgent := false, false, false, false
 	for _, w := range cur {
 		old, ok := lu.written[w.Key]
 		switch {
+		case !ok && w.Out:
+			urgent = true
 		case !ok:
 			added = true
+		case old.Path != w.Path || old.Out != w.Out:
+			urgent = true // an own file that left the glob (ownOut), or came back
 		case old.s != w.s:
 			// Its key now another file's (inode reuse): the entry on
 			// disk names the old file's first bytes, at once replaced.
@@ -104,7 +125,7 @@ func (g *Glob) liveUnreadDue(now time.Time) ([]unreadEntry, bool) {
 		lu.pending = now
 	}
 	switch {
-	case dropped:
+	case dropped || urgent:
 		// At once: a listed file that got its pointer (a restart would
 		// find it by the pointer anyway) or was counted gone.
 	case added && now.Sub(lu.pending) >= unreadListDelay:
@@ -116,7 +137,7 @@ func (g *Glob) liveUnreadDue(now time.Time) ([]unreadEntry, bool) {
 		// Written now for a drop or growth: the additions still wait.
 		cur = slices.DeleteFunc(cur, func(w unreadEntry) bool {
 			_, ok := lu.written[w.Key]
-			return !ok
+			return !ok && !w.Out
 		})
 	} else {
 		lu.pending = time.Time{}
