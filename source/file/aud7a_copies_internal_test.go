@@ -83,3 +83,21 @@ func TestAud7ACopiesOfOneOpenSourceNotReadAgain(t *testing.T) {
 		t.Errorf("lostTails %d lostBytes %d (%q), want nothing lost: every copy is on disk", tails, bytes, detail)
 	}
 }
+
+// noteCopy keeps every copy a source took (the last maxCopiesKept), not
+// only its last one.
+func TestNoteCopyKeepsEveryCopyOfOneSource(t *testing.T) {
+	src := &Source{}
+	for i := range maxCopiesKept + 2 {
+		src.tookCopy(uint64(100+i), 1, 10, uint64(i), int64(10+i))
+	}
+	var s gstream
+	s.noteCopy(src)
+	if len(s.copies) != maxCopiesKept || s.copies[0].Key != 102 || s.copies[maxCopiesKept-1].Key != uint64(100+maxCopiesKept+1) {
+		t.Fatalf("copies = %+v, want the last %d of the source's %d copies, oldest first", s.copies, maxCopiesKept, maxCopiesKept+2)
+	}
+	s.noteCopy(src) // the same source noted again: nothing added twice
+	if len(s.copies) != maxCopiesKept {
+		t.Fatalf("noted twice: %d copies, want %d", len(s.copies), maxCopiesKept)
+	}
+}

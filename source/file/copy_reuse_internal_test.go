@@ -30,6 +30,7 @@ func TestNoteCopyKeepsALaterCopyOnAReusedKey(t *testing.T) {
 	} {
 		src := &Source{}
 		src.copyTaken.Store(&c)
+		src.copiesTaken.Store(&[]CopyTaken{c})
 		s.noteCopy(src)
 		t.Logf("after %d: %+v", i, s.copies)
 	}
