@@ -84,20 +84,43 @@ func TestAud7ACopiesOfOneOpenSourceNotReadAgain(t *testing.T) {
 	}
 }
 
-// noteCopy keeps every copy a source took (the last maxCopiesKept), not
-// only its last one.
+// noteCopy keeps every copy a source took, not only its last one; all
+// those of the last minute, however many (review 22a B: a bound of 8 had
+// the first of 10 quick copytruncates read again).
 func TestNoteCopyKeepsEveryCopyOfOneSource(t *testing.T) {
 	src := &Source{}
-	for i := range maxCopiesKept + 2 {
+	n := maxCopiesKept + 2
+	for i := range n {
 		src.tookCopy(uint64(100+i), 1, 10, uint64(i), int64(10+i))
 	}
 	var s gstream
 	s.noteCopy(src)
-	if len(s.copies) != maxCopiesKept || s.copies[0].Key != 102 || s.copies[maxCopiesKept-1].Key != uint64(100+maxCopiesKept+1) {
-		t.Fatalf("copies = %+v, want the last %d of the source's %d copies, oldest first", s.copies, maxCopiesKept, maxCopiesKept+2)
+	if len(s.copies) != n || s.copies[0].Key != 100 || s.copies[n-1].Key != uint64(100+n-1) {
+		t.Fatalf("copies = %+v, want the source's %d copies, oldest first", s.copies, n)
 	}
 	s.noteCopy(src) // the same source noted again: nothing added twice
-	if len(s.copies) != maxCopiesKept {
-		t.Fatalf("noted twice: %d copies, want %d", len(s.copies), maxCopiesKept)
+	if len(s.copies) != n {
+		t.Fatalf("noted twice: %d copies, want %d", len(s.copies), n)
+	}
+}
+
+// trimCopies keeps every copy taken within copiesWindow of the last one,
+// and of the older ones only as many as bring the list to maxCopiesKept.
+func TestTrimCopiesKeepsTheLastMinute(t *testing.T) {
+	now := time.Now()
+	var cs []CopyTaken
+	for i := range 12 { // taken 12..1 minutes before now
+		cs = append(cs, CopyTaken{Key: uint64(i), At: now.Add(-time.Duration(12-i) * time.Minute)})
+	}
+	for i := range 12 { // and 12 in the last second
+		cs = append(cs, CopyTaken{Key: uint64(100 + i), At: now.Add(-time.Duration(12-i) * time.Millisecond)})
+	}
+	got := trimCopies(cs)
+	if len(got) != 13 || got[0].Key != 11 || got[12].Key != 111 {
+		t.Fatalf("trimCopies kept %d: %+v; want the 12 of the last second and the newest older one (key 11)", len(got), got)
+	}
+	few := []CopyTaken{{Key: 1, At: now.Add(-time.Hour)}, {Key: 2, At: now}}
+	if got := trimCopies(few); len(got) != 2 {
+		t.Fatalf("trimCopies of %d copies kept %d, want all (under maxCopiesKept)", len(few), len(got))
 	}
 }

@@ -221,7 +221,7 @@ type gstream struct {
 	ptrPath string
 	st      streamState
 	// copies: the keys of the copies (copytruncate) its earlier sources in
-	// this process took, the last maxCopiesKept: not later generations of
+	// this process took (trimCopies): not later generations of
 	// its file for the next source (Config.prevCopies).
 	copies []CopyTaken
 	// cutSeen: a look found its file (a pointer's, closed or queued) cut
@@ -2184,11 +2184,40 @@ func (a *createdAhead) write(path string, wg *sync.WaitGroup) {
 	}()
 }
 
-// maxCopiesKept bounds gstream.copies.
+// maxCopiesKept bounds gstream.copies and a source's CopiesTaken — for the
+// copies taken more than copiesWindow before the last one only: every copy
+// of the last minute is kept, however many (a source open across more
+// copytruncates than a fixed bound, all within DESIGN §4's 2 s of the copy
+// its stream's next source resumes from, had the oldest read again as
+// later generations: review 22a B). An older copy stays a later generation
+// only through its mtime changing since (or a compressed twin): the last
+// maxCopiesKept are kept for those.
 const maxCopiesKept = 8
 
-// noteCopy keeps the copies src took in s.copies (the last
-// maxCopiesKept). A copy is told by its key, first bytes and size: a later
+// copiesWindow: the copies taken this long before the last one are all
+// kept (trimCopies).
+const copiesWindow = time.Minute
+
+// trimCopies drops the oldest of cs (in the order taken) past
+// maxCopiesKept that were taken more than copiesWindow before the last.
+func trimCopies(cs []CopyTaken) []CopyTaken {
+	if len(cs) <= maxCopiesKept {
+		return cs
+	}
+	var last time.Time
+	for _, c := range cs {
+		if c.At.After(last) {
+			last = c.At
+		}
+	}
+	n := 0
+	for len(cs)-n > maxCopiesKept && last.Sub(cs[n].At) > copiesWindow {
+		n++
+	}
+	return slices.Delete(cs, 0, n)
+}
+
+// noteCopy keeps the copies src took in s.copies (trimCopies). A copy is told by its key, first bytes and size: a later
 // copy given an earlier, deleted one's inode (logrotate's compress removed
 // it) is another copy, whose first bytes and size tell its own compressed
 // twin (prevCopyGz); the same copy taken again by a later source is kept
@@ -2204,10 +2233,8 @@ func (s *gstream) noteCopy(src *Source) {
 			continue
 		}
 		s.copies = append(s.copies, t)
-		if len(s.copies) > maxCopiesKept {
-			s.copies = slices.Delete(s.copies, 0, 1)
-		}
 	}
+	s.copies = trimCopies(s.copies)
 }
 
 // appendCreated is pointer.AppendCreated (a test makes it fail).

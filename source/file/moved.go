@@ -130,11 +130,16 @@ func (g *Glob) removeMovedList() {
 }
 
 // movedUnmatched: the moved list names l's pointer's record (its epoch and
-// file key) at a path the config no longer matches, and that file (its key
-// and first bytes) is still there: the path and its size.
+// file key) at a path the pattern still matches but an exclude now
+// removes, and that file (its key and first bytes) is still there: the path
+// and its size. Only an exclude: at a name the changed pattern no longer
+// matches, the file is one renamed out of the glob as far as the new
+// pattern goes — read on beside its path (besideAtStart), or counted when
+// it cannot be (review 22a A, C: taken for excluded, its lines written
+// while stopped were neither read nor counted).
 func (g *Glob) movedUnmatched(l loaded, moved map[[2]uint64]movedEntry) (string, int64, bool) {
 	m, ok := moved[[2]uint64{l.rec.Epoch, l.rec.FileKey}]
-	if !ok || m.FPLen != l.rec.FPLen || m.FP != l.rec.FP || g.matched(m.Path) {
+	if !ok || m.FPLen != l.rec.FPLen || m.FP != l.rec.FP || !g.pat.Match(m.Path) || !g.excluded(m.Path) {
 		return "", 0, false
 	}
 	excl, size := g.unmatchedAt(m.Path, l.rec)

@@ -260,8 +260,8 @@ type Source struct {
 	copiesRead atomic.Uint64
 	// copyTaken: the last copy of its file it took (readCopy: one it
 	// read on from, or one holding nothing unread), and when; copiesTaken,
-	// the last maxCopiesKept of them, oldest first (a source open across
-	// several copytruncates takes one per truncation).
+	// all of them (trimCopies), oldest first (a source open across several
+	// copytruncates takes one per truncation).
 	copyTaken   atomic.Pointer[CopyTaken]
 	copiesTaken atomic.Pointer[[]CopyTaken]
 	badPath     string // why the path is not read (regular.go); "" while it is fine
@@ -866,8 +866,8 @@ type CopyTaken struct {
 // none). Safe from any goroutine.
 func (s *Source) CopyKey() *CopyTaken { return s.copyTaken.Load() }
 
-// CopiesTaken are the last maxCopiesKept copies the source took, oldest
-// first (nil: none); the slice is never changed after it is returned.
+// CopiesTaken are the copies the source took (trimCopies), oldest first
+// (nil: none); the slice is never changed after it is returned.
 // Safe from any goroutine.
 func (s *Source) CopiesTaken() []CopyTaken {
 	if p := s.copiesTaken.Load(); p != nil {
@@ -895,10 +895,7 @@ func (s *Source) AdoptedAt() time.Time {
 func (s *Source) tookCopy(key, epoch uint64, headLen int, head uint64, size int64) {
 	t := CopyTaken{Key: key, At: time.Now(), Epoch: epoch, HeadLen: headLen, Head: head, Size: size}
 	s.copyTaken.Store(&t)
-	all := append(slices.Clone(s.CopiesTaken()), t)
-	if len(all) > maxCopiesKept {
-		all = all[len(all)-maxCopiesKept:]
-	}
+	all := trimCopies(append(slices.Clone(s.CopiesTaken()), t))
 	s.copiesTaken.Store(&all)
 }
 
