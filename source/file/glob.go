@@ -224,6 +224,10 @@ type gstream struct {
 	// this process took (trimCopies): not later generations of
 	// its file for the next source (Config.prevCopies).
 	copies []CopyTaken
+	// gens: the files its earlier sources in this process switched away
+	// from (trimGens): read already, not later generations of its file for
+	// the next source unless grown (Config.prevGens).
+	gens []GenDone
 	// cutSeen: a look found its file (a pointer's, closed or queued) cut
 	// or rewritten in place, cutUnread bytes past its pointer seen before;
 	// its next source takes both (Config.cutSeen).
@@ -2198,6 +2202,38 @@ const maxCopiesKept = 8
 // kept (trimCopies).
 const copiesWindow = time.Minute
 
+// trimGens is trimCopies for the files a source switched away from.
+func trimGens(gs []GenDone) []GenDone {
+	if len(gs) <= maxCopiesKept {
+		return gs
+	}
+	var last time.Time
+	for _, g := range gs {
+		if g.At.After(last) {
+			last = g.At
+		}
+	}
+	n := 0
+	for len(gs)-n > maxCopiesKept && last.Sub(gs[n].At) > copiesWindow {
+		n++
+	}
+	return slices.Delete(gs, 0, n)
+}
+
+// noteGens keeps the files src switched away from in s.gens (an entry of
+// the same file moved to the larger end).
+func (s *gstream) noteGens(src *Source) {
+	for _, d := range src.GensDone() {
+		i := slices.IndexFunc(s.gens, func(g GenDone) bool { return g.Key == d.Key && g.FPLen == d.FPLen && g.FP == d.FP })
+		if i >= 0 {
+			s.gens[i].End = max(s.gens[i].End, d.End)
+			continue
+		}
+		s.gens = append(s.gens, d)
+	}
+	s.gens = trimGens(s.gens)
+}
+
 // trimCopies drops the oldest of cs (in the order taken) past
 // maxCopiesKept that were taken more than copiesWindow before the last.
 func trimCopies(cs []CopyTaken) []CopyTaken {
@@ -2265,6 +2301,7 @@ func (g *Glob) start(ctx context.Context, s *gstream, ahead *createdAhead, atPat
 		s.noteCopy(s.src)
 	}
 	c.prevCopies = slices.Clone(s.copies)
+	c.prevGens = slices.Clone(s.gens)
 	c.cutSeen, c.cutUnread = s.cutSeen, s.cutUnread
 	c.genTail = s.genTail
 	s.cutSeen, s.cutUnread = false, 0
@@ -2456,6 +2493,7 @@ func (g *Glob) closed(s *gstream) {
 	s.epoch = src.Epoch()
 	s.readHeadLen, s.readHead, _ = src.HeadRead(s.epoch)
 	s.noteCopy(src)
+	s.noteGens(src)
 	if e := src.ReadEpoch(); e != 0 { // 0: it opened nothing
 		s.readEpoch, s.readEnd = e, s.offset
 	}

@@ -788,6 +788,12 @@ func (s *Source) resumeRotated(f *os.File, dev, ino uint64) bool {
 			return s.prevCopy(gf)
 		})
 	}
+	if len(s.cfg.prevGens) > 0 && len(gens) > 0 {
+		// A file an earlier source of this glob stream switched away from
+		// (read to its end, then another after it), not grown since: read
+		// already, no later generation.
+		gens = slices.DeleteFunc(gens, func(gf genFile) bool { return !gf.gz && s.prevGen(gf) })
+	}
 	if m := s.cfg.GlobMatched; adopted && len(gens) > 0 {
 		// The glob reads them as streams of their own (restartOrder
 		// publishes them before this one): not here too.
@@ -882,6 +888,27 @@ func (s *Source) prevCopy(gf genFile) bool {
 			head = h
 		}
 		return headMatches(head, uint64(c.HeadLen), c.Head)
+	})
+}
+
+// prevGen: the plain generation gf is a file an earlier source of this glob
+// stream switched away from — its key and first bytes — no longer now than
+// where its lines ended then.
+func (s *Source) prevGen(gf genFile) bool {
+	key := pointer.FileKey(gf.dev, gf.ino)
+	var head []byte
+	return slices.ContainsFunc(s.cfg.prevGens, func(g GenDone) bool {
+		if g.Key != key || gf.found > g.End {
+			return false
+		}
+		if head == nil {
+			h, err := readHead(gf.path)
+			if err != nil {
+				return false // unreadable: the scan's own rules decide
+			}
+			head = h
+		}
+		return headMatches(head, uint64(g.FPLen), g.FP)
 	})
 }
 

@@ -596,6 +596,7 @@ func (s *Source) retire(r *reader) {
 	r.closeAt = time.Now().Add(s.cfg.RotateWait)
 	s.old = append(s.old, r)
 	s.watchAll.Store(true)
+	s.noteDone(r, false)
 }
 
 // logDowngraded records in the epochs file that r's lines from where it
@@ -676,6 +677,7 @@ func (s *Source) pollOld() bool {
 			if filled = s.fillFrom(r, true); !filled {
 				s.noteClosed(r)
 				s.moveResume(r)
+				s.noteDone(r, true)
 				r.close()
 				continue
 			}

@@ -62,6 +62,12 @@ type Config struct {
 	// sources in this process took (copytruncate): read already, never
 	// later generations of its file (resumeRotated).
 	prevCopies []CopyTaken
+	// prevGens, with Pinned: the files the stream's earlier sources in this
+	// process switched away from (GensDone): a later generation that is
+	// one of them, no longer than where its lines ended, is read already
+	// (resumeRotated; review 15a A: a source preempted on a generation
+	// read the ones before it again when its pointer's file was gone).
+	prevGens []GenDone
 	// cutSeen, with Pinned: the glob saw the stream's file cut or
 	// rewritten in place while the stream was closed, in this run (a live
 	// truncation, DESIGN §4), cutUnread bytes past its pointer seen before
@@ -264,7 +270,10 @@ type Source struct {
 	// copytruncates takes one per truncation).
 	copyTaken   atomic.Pointer[CopyTaken]
 	copiesTaken atomic.Pointer[[]CopyTaken]
-	badPath     string // why the path is not read (regular.go); "" while it is fine
+	// gensDone: the files the source switched away from (retire), with
+	// where their lines ended (GensDone).
+	gensDone atomic.Pointer[[]GenDone]
+	badPath  string // why the path is not read (regular.go); "" while it is fine
 	// detailBeforeBad is the detail the path's failure replaced.
 	detailBeforeBad *string
 	// genSeen: the generations (and files) the source saw while running,
@@ -563,6 +572,7 @@ func (s *Source) Close() error {
 	}
 	for _, r := range s.old {
 		s.moveResume(r)
+		s.noteDone(r, true)
 		r.close()
 	}
 	return err
@@ -888,6 +898,48 @@ func (s *Source) AdoptedAt() time.Time {
 		return time.Unix(0, t)
 	}
 	return time.Time{}
+}
+
+// GenDone is a file a source switched away from (a generation read to its
+// end, then another file read after it: retire): its key, first bytes and
+// where its lines ended (its late lines included, as far as the source
+// read them), and when it was noted.
+type GenDone struct {
+	Key   uint64
+	FPLen int
+	FP    uint64
+	End   int64
+	At    time.Time
+}
+
+// GensDone are the files the source switched away from (oldest first;
+// trimmed as copies are: trimGens); the slice is never changed after it is
+// returned. Safe from any goroutine.
+func (s *Source) GensDone() []GenDone {
+	if p := s.gensDone.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// noteDone records r as switched away from (retire), or moves the end of
+// its entry on (more of it read since: late lines). update: only an entry
+// already there is moved (a retired file closed). Source goroutine.
+func (s *Source) noteDone(r *reader, update bool) {
+	if r == nil || r.key == 0 || r.fpLen == 0 {
+		return
+	}
+	all := slices.Clone(s.GensDone())
+	i := slices.IndexFunc(all, func(g GenDone) bool { return g.Key == r.key && g.FPLen == r.fpLen && g.FP == r.fp })
+	switch {
+	case i >= 0:
+		all[i].End = max(all[i].End, r.consumed())
+	case update:
+		return
+	default:
+		all = trimGens(append(all, GenDone{Key: r.key, FPLen: r.fpLen, FP: r.fp, End: r.consumed(), At: time.Now()}))
+	}
+	s.gensDone.Store(&all)
 }
 
 // tookCopy records the copy of key the source took (headLen, head, size:
