@@ -19,6 +19,7 @@ import (
 // lost, lossless true. The file with other first bytes than its epoch's
 // epochs line names is now read under a new epoch.
 func TestAdoptedEpochNotKeptForOtherFirstBytes(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	in := filepath.Join(dir, "app.log")
 	if err := os.WriteFile(in, []byte("a\nb\n"), 0o644); err != nil {

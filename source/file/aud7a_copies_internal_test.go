@@ -27,6 +27,7 @@ import (
 // source, within §4's 2 s of the pointer's file) again from their start as
 // later generations: 7 lines twice (line-0…4, r0-new-0, -1), in 6 runs of 6.
 func TestAud7ACopiesOfOneOpenSourceNotReadAgain(t *testing.T) {
+	t.Parallel()
 	ig := startInternalGlob(t, 500*time.Millisecond, 5*time.Second)
 	dir := filepath.Dir(ig.g.cfg.Stream.Path)
 	a := filepath.Join(dir, "a.log")
@@ -88,6 +89,7 @@ func TestAud7ACopiesOfOneOpenSourceNotReadAgain(t *testing.T) {
 // those of the last minute, however many (review 22a B: a bound of 8 had
 // the first of 10 quick copytruncates read again).
 func TestNoteCopyKeepsEveryCopyOfOneSource(t *testing.T) {
+	t.Parallel()
 	src := &Source{}
 	n := maxCopiesKept + 2
 	for i := range n {
@@ -107,6 +109,7 @@ func TestNoteCopyKeepsEveryCopyOfOneSource(t *testing.T) {
 // trimCopies keeps every copy taken within copiesWindow of the last one,
 // and of the older ones only as many as bring the list to maxCopiesKept.
 func TestTrimCopiesKeepsTheLastMinute(t *testing.T) {
+	t.Parallel()
 	now := time.Now()
 	var cs []CopyTaken
 	for i := range 12 { // taken 12..1 minutes before now

@@ -14,6 +14,7 @@ import (
 // old one back learns that no more of them will come); once it is crossed,
 // it is 0 again.
 func TestEpochBarrierTellsThePublisher(t *testing.T) {
+	t.Parallel()
 	block := make(chan struct{})
 	r := newRig(t, "", rigOpts{strategy: file.Committed, block: block})
 	var unblock sync.Once

@@ -30,6 +30,7 @@ import (
 // as what was read was not reopened at all; and the reopened source read
 // the earlier rounds' copies again as later generations (13 duplicates).
 func TestRev9DFixedHClosedStreamCopytruncatedLinesReadFromItsCopy(t *testing.T) {
+	t.Parallel()
 	ig := startInternalGlob(t, 300*time.Millisecond, 5*time.Second)
 	dir := filepath.Dir(ig.g.cfg.Stream.Path)
 	a := filepath.Join(dir, "a.log")

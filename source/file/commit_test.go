@@ -37,6 +37,7 @@ func (m *gatedMapping) Flush() error {
 // are still read and delivered; the commit is not reported synced until it
 // returns, and then covers everything acknowledged meanwhile.
 func TestSlowMsyncDoesNotHoldReading(t *testing.T) {
+	t.Parallel()
 	m := &gatedMapping{buf: make([]byte, pointer.Size), entered: make(chan struct{}, 1), release: make(chan struct{})}
 	r := newRig(t, "", rigOpts{strategy: file.Committed, ptrMap: func(*os.File) (pointer.Mapping, error) { return m, nil }})
 	appendTo(t, r.path, numbered("a", 0, 5)...)

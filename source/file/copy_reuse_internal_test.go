@@ -20,6 +20,7 @@ import (
 // taken for the earlier (same key) and not kept, and its .gz was read
 // again as a later generation.
 func TestNoteCopyKeepsALaterCopyOnAReusedKey(t *testing.T) {
+	t.Parallel()
 	var s gstream
 	at := time.Now()
 	for i, c := range []CopyTaken{
@@ -44,6 +45,7 @@ func TestNoteCopyKeepsALaterCopyOnAReusedKey(t *testing.T) {
 // the fix any file on the key was left out: a later generation so placed
 // was never read.
 func TestPrevCopyTellsAReusedInodeByItsFirstBytes(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	p := filepath.Join(dir, "a.log.1")
 	if err := os.WriteFile(p, []byte("copied-line-0\ncopied-line-1\n"), 0o600); err != nil {

@@ -47,6 +47,7 @@ func truncateWithArchive(t *testing.T, declare bool) *rig {
 // never taken for the copytruncate copy: a truncation in place reads the file
 // from its start, and the sink's lines are not read back.
 func TestSinkOutputNextToInputIsNotTakenForCopy(t *testing.T) {
+	t.Parallel()
 	r := truncateWithArchive(t, true)
 	r.stop()
 	all := r.rec.all()
@@ -73,6 +74,7 @@ func TestSinkOutputNextToInputIsNotTakenForCopy(t *testing.T) {
 // switched-away file. So a sink output nobody declared still does not feed
 // back into its source.
 func TestCopyIsASnapshotNeverWatched(t *testing.T) {
+	t.Parallel()
 	r := truncateWithArchive(t, false)
 	r.stop()
 	all := r.rec.all()
@@ -92,6 +94,7 @@ func TestCopyIsASnapshotNeverWatched(t *testing.T) {
 // is found (the declared output is skipped even though it is newer) and its
 // unread lines are delivered once.
 func TestCopyTruncateNextToSinkOutput(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	archive := filepath.Join(dir, "app.archive.log")
 	hold := make(chan struct{})

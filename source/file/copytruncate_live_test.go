@@ -39,6 +39,7 @@ func copyFile(t *testing.T, src, dst string) {
 // copy is not a later generation), none lost. (e2e TestLogrotate,
 // copytruncate/live, found 128 lines twice.)
 func TestLiveCopytruncateDeliversNoLineTwice(t *testing.T) {
+	t.Parallel()
 	for _, notify := range []bool{false, true} {
 		t.Run(fmt.Sprintf("notify=%v", notify), func(t *testing.T) {
 			r := newRig(t, "", rigOpts{strategy: file.Committed, noNotify: !notify})
@@ -84,6 +85,7 @@ func TestLiveCopytruncateDeliversNoLineTwice(t *testing.T) {
 // path replaced by a new file) is no later generation: its lines were read
 // from the file itself and are not delivered again.
 func TestLiveCopyOfTheOpenFileIsNotReadAsAGeneration(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, "", rigOpts{strategy: file.Committed, noNotify: true})
 	appendTo(t, r.path, numbered("a", 0, 1000)...) // more than the fingerprint's bytes
 	r.start()
@@ -108,6 +110,7 @@ func TestLiveCopyOfTheOpenFileIsNotReadAsAGeneration(t *testing.T) {
 // wake-up, not a poll) reads the copy's unread lines at once: the feed does
 // not report CAUGHT_UP with them unread until the next poll.
 func TestLiveCopyFoundAtTheEndIsReadAtOnce(t *testing.T) {
+	t.Parallel()
 	hold := make(chan struct{})
 	r := newRig(t, "", rigOpts{strategy: file.Committed, noNotify: true, poll: 3 * time.Second,
 		hold: map[string]chan struct{}{"a-00004": hold}})

@@ -14,6 +14,7 @@ import (
 // a2's terminator, and is not an empty line; the next line keeps its
 // position.
 func TestRevLoneCRCommittedInsideCRLF(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, "", rigOpts{strategy: file.Committed, rotateWait: 200 * time.Millisecond})
 	if err := os.WriteFile(r.path, []byte("a1\na2\r"), 0o644); err != nil {
 		t.Fatal(err)

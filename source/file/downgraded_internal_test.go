@@ -13,6 +13,7 @@ import (
 // position, whatever the buffer and batch sizes: (epoch, position) stays
 // the first delivery's (DESIGN §11 catch-up).
 func TestReaderSplitsAtDowngradedEpoch(t *testing.T) {
+	t.Parallel()
 	var b strings.Builder
 	for i := range 50 {
 		b.WriteString(strings.Repeat("x", i%7) + "line\n")

@@ -36,6 +36,7 @@ func (r *rig) crash() {
 // restart count a lost tail although every line was delivered and committed.
 // Now the file is forgotten as soon as it is deleted and all committed.
 func TestDeletedFileSettledThenKill9CountsNoLostTail(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, "", rigOpts{strategy: file.Committed, rotateWait: time.Hour})
 	appendTo(t, r.path, numbered("a", 0, 30)...)
 	r.start()
@@ -67,6 +68,7 @@ func TestDeletedFileSettledThenKill9CountsNoLostTail(t *testing.T) {
 // the deleted file and the restart counts a lost tail (issue 11 item 5:
 // "even after a clean SIGTERM").
 func TestDeletedRecreatedAtBarrierThenSigtermCountsNoLostTail(t *testing.T) {
+	t.Parallel()
 	hold := make(chan struct{})
 	r := newRig(t, "", rigOpts{strategy: file.Committed, batchLines: 1,
 		hold: map[string]chan struct{}{"a-00029": hold}})
@@ -101,6 +103,7 @@ func TestDeletedRecreatedAtBarrierThenSigtermCountsNoLostTail(t *testing.T) {
 // not the key), else the pointer keeps naming a file that is gone and the
 // next restart counts a lost tail, even after a clean stop.
 func TestDeletedFileKeptUnderNewKeyIsForgotten(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, "", rigOpts{strategy: file.Committed})
 	appendTo(t, r.path, numbered("a", 0, 30)...)
 	r.start()
@@ -146,6 +149,7 @@ func TestDeletedFileKeptUnderNewKeyIsForgotten(t *testing.T) {
 // allow, under another (feed, epoch, position) id that no sink (postgres'
 // inbox, nats' Msg-Id, webhook's Idempotency-Key) can recognise.
 func TestRenamedAwayFileLateLinesDeliveredOnce(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, "", rigOpts{strategy: file.Committed, rotateWait: 2 * time.Second})
 	appendTo(t, r.path, numbered("a", 0, 30)...)
 	r.start()
@@ -179,6 +183,7 @@ func TestRenamedAwayFileLateLinesDeliveredOnce(t *testing.T) {
 // settled feed killed -9 restarts with no lost tail, and the new file is
 // read from its start.
 func TestDeletedFileWithEmptySuccessorSettledThenKill9CountsNoLostTail(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, "", rigOpts{strategy: file.Committed, rotateWait: time.Hour})
 	appendTo(t, r.path, numbered("a", 0, 30)...)
 	r.start()
@@ -213,6 +218,7 @@ func TestDeletedFileWithEmptySuccessorSettledThenKill9CountsNoLostTail(t *testin
 // new file's barrier are downgraded, under an epoch of their own, and the
 // pointer stays on the new file.
 func TestRenamedAwayFileDowngradedOnceNewFileTakesPointer(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, "", rigOpts{strategy: file.Committed, rotateWait: 300 * time.Millisecond})
 	appendTo(t, r.path, numbered("a", 0, 5)...)
 	r.start()
@@ -252,6 +258,7 @@ func TestRenamedAwayFileDowngradedOnceNewFileTakesPointer(t *testing.T) {
 // empty record (README: a kill -9 before they are acknowledged loses them
 // uncounted).
 func TestDeletedFileLinesAfterForgetAreDowngraded(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, "", rigOpts{strategy: file.Committed, rotateWait: time.Hour})
 	appendTo(t, r.path, numbered("a", 0, 10)...)
 	w, err := os.OpenFile(r.path, os.O_WRONLY|os.O_APPEND, 0)
@@ -318,6 +325,7 @@ func (m *budgetMapping) Close() error { return nil }
 // (conservative: the feed never said settled). A failed msync heals: the
 // Reset is finished by the next Sync.
 func TestDeletedFileForgetResetCrashWindows(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name     string
 		flushes  int64 // flushes of the Reset that reach the disk
@@ -379,6 +387,7 @@ func TestDeletedFileForgetResetCrashWindows(t *testing.T) {
 // pointer (what was appended to it after the stop, positioned under its
 // epoch, once), then the new file from its start.
 func TestRenamedAwayFileHoldingPointerAtBarrierStopKeepsIt(t *testing.T) {
+	t.Parallel()
 	hold := make(chan struct{})
 	r := newRig(t, "", rigOpts{strategy: file.Committed, batchLines: 1, rotateWait: 2 * time.Second,
 		hold: map[string]chan struct{}{"kept-1": hold}})
@@ -424,6 +433,7 @@ func TestRenamedAwayFileHoldingPointerAtBarrierStopKeepsIt(t *testing.T) {
 // under the pointer's epoch) and renamed back to the path: it goes on at
 // its position under its epoch, never read again from its start.
 func TestRenamedAwayFileRenamedBackGoesOn(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, "", rigOpts{strategy: file.Committed, rotateWait: 200 * time.Millisecond})
 	appendTo(t, r.path, numbered("a", 0, 5)...)
 	r.start()

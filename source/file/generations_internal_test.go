@@ -8,6 +8,7 @@ import (
 // The default rotatedNames: the base name, '.' or '-', digits, a date, or
 // both, optionally ".gz"; configured globs replace it.
 func TestRotatedNameDefault(t *testing.T) {
+	t.Parallel()
 	s := New(Config{Path: "/var/log/app.log"}, nil)
 	for name, want := range map[string]bool{
 		"app.log.1": true, "app.log.12.gz": true, "app.log-20261201": true, "app.log-20261201.gz": true,
@@ -30,6 +31,7 @@ func TestRotatedNameDefault(t *testing.T) {
 
 // Ties of mtime: a higher number first, an earlier date first.
 func TestRankOrder(t *testing.T) {
+	t.Parallel()
 	names := []string{"app.log.1", "app.log.3.gz", "app.log.2", "app.log-2026-12-02", "app.log-20261201"}
 	slices.SortStableFunc(names, func(a, b string) int {
 		ra, rb := rankOf(a, "app.log"), rankOf(b, "app.log")

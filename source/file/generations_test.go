@@ -115,6 +115,7 @@ func missing(gs []got, want []string) int {
 // between. Both are read, oldest first, before app.log: nothing missing,
 // nothing counted lost.
 func TestRestartAfterTwoRotationsReadsTheMiddleGeneration(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, "", rigOpts{strategy: file.Committed})
 	e1 := firstRun(t, r, 50)
 
@@ -145,6 +146,7 @@ func TestRestartAfterTwoRotationsReadsTheMiddleGeneration(t *testing.T) {
 // counted lost), but app.log.1, written after it, is still read before
 // app.log.
 func TestRestartRotateOneReadsTheGenerationLeft(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, "", rigOpts{strategy: file.Committed})
 	firstRun(t, r, 50)
 
@@ -172,6 +174,7 @@ func TestRestartRotateOneReadsTheGenerationLeft(t *testing.T) {
 // fingerprint and read from the pointer's offset under the pointer's epoch,
 // positions those of the decompressed bytes.
 func TestRestartCopyTruncateCompressedReadsTheGz(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, "", rigOpts{strategy: file.Committed})
 	e1 := firstRun(t, r, 50)
 
@@ -204,6 +207,7 @@ func TestRestartCopyTruncateCompressedReadsTheGz(t *testing.T) {
 // Item 2, rename rotation + compress: the pointer's file is app.log.1.gz
 // now (no file with its key): found by the decompressed fingerprint alone.
 func TestRestartRenamedAndCompressedReadsTheGz(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, "", rigOpts{strategy: file.Committed})
 	e1 := firstRun(t, r, 50)
 
@@ -227,6 +231,7 @@ func TestRestartRenamedAndCompressedReadsTheGz(t *testing.T) {
 // Item 2, no copy anywhere: a truncation found at restart while the pointer
 // was past 0 counts one lost tail.
 func TestRestartTruncatedWithoutCopyCountsALostTail(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, "", rigOpts{strategy: file.Committed})
 	firstRun(t, r, 50)
 	appendTo(t, r.path, numbered("a", 50, 200)...)
@@ -248,6 +253,7 @@ func TestRestartTruncatedWithoutCopyCountsALostTail(t *testing.T) {
 // that does not end cleanly is skipped: a later generation compressed while
 // stopped and another being compressed at the restart.
 func TestRestartSkipsGzWithTwinOrTorn(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, "", rigOpts{strategy: file.Committed})
 	e1 := firstRun(t, r, 50)
 
@@ -296,6 +302,7 @@ func symlinkRig(t *testing.T, o rigOpts) (*rig, string) {
 // current.log.1 beside it, a new current.log created): the rotated file is
 // found beside the target, its unread tail is read.
 func TestRestartSymlinkTargetRotated(t *testing.T) {
+	t.Parallel()
 	r, target := symlinkRig(t, rigOpts{strategy: file.Committed})
 	e1 := firstRun(t, r, 50)
 
@@ -318,6 +325,7 @@ func TestRestartSymlinkTargetRotated(t *testing.T) {
 // the copy beside the target is read from what was consumed; nothing is
 // lost.
 func TestSymlinkCopyTruncateWhileBehind(t *testing.T) {
+	t.Parallel()
 	block := make(chan struct{})
 	r, target := symlinkRig(t, rigOpts{strategy: file.Committed, block: block})
 	pad := strings.Repeat("x", 90)
@@ -355,6 +363,7 @@ func TestSymlinkCopyTruncateWhileBehind(t *testing.T) {
 // the path names a file that is not the one expected next; the
 // generation written in between is found by the scan and queued before it.
 func TestSeveralRotationsBetweenTwoLooks(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, "", rigOpts{strategy: file.Committed, noNotify: true, poll: 1500 * time.Millisecond})
 	appendTo(t, r.path, numbered("a", 0, 50)...)
 	r.start()
@@ -386,6 +395,7 @@ func TestSeveralRotationsBetweenTwoLooks(t *testing.T) {
 // being copied in) is skipped, then read once it ends cleanly, beside the
 // current file (downgraded).
 func TestTornGzIsReadOnceComplete(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, "", rigOpts{strategy: file.Committed})
 	e1 := firstRun(t, r, 50)
 
@@ -443,6 +453,7 @@ func TestTornGzIsReadOnceComplete(t *testing.T) {
 // compressed (app.log.1 -> app.log.1.gz) is not read again at the next
 // rotation: the .gz is its twin by its first bytes.
 func TestCompressedGenerationNotReadTwiceWhileRunning(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, "", rigOpts{strategy: file.Committed, rotateWait: 50 * time.Millisecond})
 	appendTo(t, r.path, numbered("a", 0, 50)...)
 	r.start()
@@ -465,6 +476,7 @@ func TestCompressedGenerationNotReadTwiceWhileRunning(t *testing.T) {
 // logrotate dateext names (app.log-YYYYMMDD) are later generations by
 // default; other names are found through rotatedNames.
 func TestRestartGenerationNames(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name    string
 		rotated []string
@@ -500,6 +512,7 @@ func TestRestartGenerationNames(t *testing.T) {
 // reads the generations rotated since it was written before the file at
 // the path: the lines written and rotated while stopped are not skipped.
 func TestRestartEmptyRecordReadsGenerations(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, "", rigOpts{strategy: file.Committed})
 	appendTo(t, r.path)
 	r.start()
@@ -527,6 +540,7 @@ func TestRestartEmptyRecordReadsGenerations(t *testing.T) {
 // its decompressed fingerprint (its file key holds other, compressed bytes)
 // and goes on from the pointer under its epoch.
 func TestRestartInsideCompressedGeneration(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, "", rigOpts{strategy: file.Committed})
 	firstRun(t, r, 50)
 	appendTo(t, r.path, numbered("a", 50, 20)...)
@@ -586,6 +600,7 @@ func TestRestartInsideCompressedGeneration(t *testing.T) {
 // file created while stopped: the copy, found by its fingerprint alone, is
 // read from the pointer first.
 func TestRestartPointerFileCopiedAway(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, "", rigOpts{strategy: file.Committed})
 	e1 := firstRun(t, r, 50)
 	appendTo(t, r.path, numbered("a", 50, 20)...)
@@ -613,6 +628,7 @@ func TestRestartPointerFileCopiedAway(t *testing.T) {
 // A .gz that ended cleanly when found and is cut before it is read: what it
 // can no longer give is counted (lostTails, lostBytes), never green.
 func TestGzCutBeforeReadIsCounted(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, "", rigOpts{strategy: file.Committed})
 	firstRun(t, r, 50)
 	appendTo(t, r.path, numbered("a", 50, 20)...)
@@ -661,6 +677,7 @@ func TestGzCutBeforeReadIsCounted(t *testing.T) {
 // Item 15 through a symlink: the link's target rotated twice between two
 // looks; the generation in between is found beside the target.
 func TestSymlinkSeveralRotationsBetweenTwoLooks(t *testing.T) {
+	t.Parallel()
 	r, target := symlinkRig(t, rigOpts{strategy: file.Committed, noNotify: true, poll: 1500 * time.Millisecond})
 	appendTo(t, target, numbered("a", 0, 50)...)
 	r.start()

@@ -75,6 +75,7 @@ func expectAll(t *testing.T, r *rig, want ...[]string) {
 // lossless true. A file modified after the pointer's file was last is not
 // an earlier one, whatever its birth time: it is read.
 func TestRestartReadsCopytruncatedOriginalBornBeforeThePointersCopy(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	in := filepath.Join(dir, "app.log")
 	appendTo(t, in, numbered("a", 0, 200)...) // the original: born first

@@ -19,6 +19,7 @@ import (
 // applies to each file). Before, the pointer was counted gone
 // (lostTails 1) and a-5, a-6 were never read.
 func TestGlobAdoptByPathRenamedOutWhileStoppedTailReadFromRenamedFile(t *testing.T) {
+	t.Parallel()
 	dir, data, a := aLogIn(t, numbered("a", 5))
 	ig, stop := runGlobQuiet(t, filepath.Join(dir, "*.log"), data, 200*time.Millisecond)
 	if first, _ := ig.popEpochs(time.Second, true); len(first) != 5 {

@@ -16,6 +16,7 @@ import (
 // shows no pause for one stream's barrier; once it is crossed the detail
 // clears and the old epoch stays ended.
 func TestGlobStreamBarrierEndsItsEpochAndShows(t *testing.T) {
+	t.Parallel()
 	dir, data := t.TempDir(), t.TempDir()
 	z := filepath.Join(dir, "z.log")
 	writeLines(t, z, "a", 5)

@@ -58,6 +58,7 @@ func mustRename(t *testing.T, from, to string) {
 // reads the 2 lines beside the path and counts nothing (before: lostTails
 // 1, the 2 lines never read).
 func TestGlobPointersFileRenamedBesideAnEmptyPathIsReadOn(t *testing.T) {
+	t.Parallel()
 	pattern, data, w := besideNoFileRun(t)
 	appendTo(t, w, numbered("tail", 2))
 	mustRename(t, w, w+".1")
@@ -85,6 +86,7 @@ func TestGlobPointersFileRenamedBesideAnEmptyPathIsReadOn(t *testing.T) {
 // generation born after it (w.log.1), named by nothing, is read from its
 // start.
 func TestGlobGenerationAfterThePointersFileWithAnEmptyPathIsRead(t *testing.T) {
+	t.Parallel()
 	pattern, data, w := besideNoFileRun(t)
 	mustRename(t, w, w+".1")
 	time.Sleep(20 * time.Millisecond)
@@ -113,6 +115,7 @@ func TestGlobGenerationAfterThePointersFileWithAnEmptyPathIsRead(t *testing.T) {
 // While down, w.log got a line and was deleted (not renamed): nothing beside
 // the path has its key — counted gone, as before.
 func TestGlobPointersFileDeletedWithAnEmptyPathIsCounted(t *testing.T) {
+	t.Parallel()
 	pattern, data, w := besideNoFileRun(t)
 	appendTo(t, w, numbered("tail", 1))
 	if err := os.Remove(w); err != nil {

@@ -27,6 +27,7 @@ import (
 // and lets a scan look before the source goes on. Rounds repeat until the
 // file system gives the freed inode to the new file.
 func TestGlobFileOnInodeFreedByClosingStreamIsRead(t *testing.T) {
+	t.Parallel()
 	dir, data := t.TempDir(), t.TempDir()
 	a := filepath.Join(dir, "a.log")
 	if err := os.WriteFile(a, []byte(numbered("a00", 3)), 0o600); err != nil {

@@ -20,6 +20,7 @@ import (
 // source's look): until the stream's first commit its copy was read as a
 // new file, every old line delivered twice.
 func TestGlobCopytruncateBeforeFirstCommitNotReadAgain(t *testing.T) {
+	t.Parallel()
 	content, n := pastFingerprint()
 	dir, data, a := aLogIn(t, content)
 	ig, stop := runGlobCfg(t, filepath.Join(dir, "*.log"), data, time.Second, func(c *GlobConfig) {

@@ -22,6 +22,7 @@ import (
 // generation", §7 "lossless is true only while tailfeed can show that no
 // line was skipped").
 func TestGlobEmptySuccessorRotatedWhileDownIsRead(t *testing.T) {
+	t.Parallel()
 	// open: the old file's stream still open at the rotation (its source
 	// follows the rename, reads the file to its end and lets it go:
 	// WaitingForFile); closed: closed as inactive before it (the scan finds
@@ -94,6 +95,7 @@ func emptySuccessorRotatedWhileDown(t *testing.T, open bool) {
 // tailfeed is stopped is then not counted "gone while stopped" (a false
 // lostTails for a file read to its end).
 func TestGlobEmptySuccessorKeptPointerForgottenOnceItCommits(t *testing.T) {
+	t.Parallel()
 	dir, data := t.TempDir(), t.TempDir()
 	pattern := filepath.Join(dir, "*.log")
 	w := filepath.Join(dir, "w.log")

@@ -15,6 +15,7 @@ import (
 // not to read it any more, as with a changed path (DESIGN §12). Before, it
 // was taken for a file gone while stopped: lostTails 1.
 func TestGlobExcludedAtRestartIsNoLoss(t *testing.T) {
+	t.Parallel()
 	for _, unread := range []bool{false, true} {
 		dir, data, a := aLogIn(t, numbered("a", 3))
 		b := filepath.Join(dir, "b.log")

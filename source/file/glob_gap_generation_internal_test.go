@@ -23,6 +23,7 @@ import (
 // path (a pointer of its own); at the next start the older file is out of
 // the glob beside the path. readGaps reads the generation from its start.
 func TestGlobGenerationBetweenTwoPointersFilesIsReadAtStart(t *testing.T) {
+	t.Parallel()
 	dir, data := t.TempDir(), t.TempDir()
 	pattern := filepath.Join(dir, "*.log")
 	w, x := filepath.Join(dir, "w.log"), filepath.Join(dir, "x.log")

@@ -23,6 +23,7 @@ import (
 // its path and opens its own file where it went (ownAt). DESIGN §4 "Restart
 // after rotation: every generation still on disk … read".
 func TestGlobGenOwnStreamMovedBeforeItStartsReadsTheGenerations(t *testing.T) {
+	t.Parallel()
 	dir, data := t.TempDir(), t.TempDir()
 	pattern := filepath.Join(dir, "*.log")
 	a, w := filepath.Join(dir, "a.log"), filepath.Join(dir, "w.log")

@@ -20,6 +20,7 @@ import (
 // "adopted" and a "reset" epoch for the same file key 2–9 ms apart,
 // duplicates in exactlyOnce output and a false lostTails at a later start).
 func TestGlobGenOwnStreamWaitingIsNotTakenForInodeReuse(t *testing.T) {
+	t.Parallel()
 	dir, data := t.TempDir(), t.TempDir()
 	pattern := filepath.Join(dir, "*.log")
 	a, w := filepath.Join(dir, "a.log"), filepath.Join(dir, "w.log")

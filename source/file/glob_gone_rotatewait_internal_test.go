@@ -20,6 +20,7 @@ import (
 // name it by a path the glob does not track (found in the fifteenth
 // session).
 func TestGlobRenamedOutReadForRotateWaitNotClosedAsInactive(t *testing.T) {
+	t.Parallel()
 	dir, data, path := aLogIn(t, numbered("line", 5))
 	pattern := filepath.Join(dir, "*.log")
 	ig, stop := runGlobWith(t, pattern, data, 5*time.Second, func(c *GlobConfig) {

@@ -15,6 +15,7 @@ import (
 // — not the empty record's made-up key, no path and offset 0 (DESIGN §10
 // "files", GONE).
 func TestGlobGoneWhileStoppedRowNamesTheFile(t *testing.T) {
+	t.Parallel()
 	dir, data, a := aLogIn(t, numbered("a", 3))
 	ig, stop := runGlobCfg(t, filepath.Join(dir, "*.log"), data, 200*time.Millisecond, nil)
 	if got, _ := ig.popEpochs(time.Second, true); strings.Join(got, ",") != "a-0,a-1,a-2" {

@@ -20,6 +20,7 @@ import (
 // for the CI failure of TestAud7EDeletedClosedFileCountedLost; this one
 // held).
 func TestGlobFileDeletedWhileItsStreamStopsIsForgotten(t *testing.T) {
+	t.Parallel()
 	dir, data, path := aLogIn(t, numbered("line", 5))
 	pattern := filepath.Join(dir, "*.log")
 	ig, stop := runGlobWith(t, pattern, data, 5*time.Second, func(c *GlobConfig) {
@@ -61,6 +62,7 @@ func TestGlobFileDeletedWhileItsStreamStopsIsForgotten(t *testing.T) {
 // out of the glob or deleted while its stream was closing: its last 45
 // bytes … were never read", every line delivered, lossless false).
 func TestGlobFileRenamedOutWhileItsStreamStopsIsReadBeside(t *testing.T) {
+	t.Parallel()
 	// owing: the drain gives up first, the stream closes owing its commit
 	// and the acknowledgements come after (settleOwed reads beside);
 	// deleted: then a.log.1 is deleted before they come — the tail is read

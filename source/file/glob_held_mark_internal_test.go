@@ -34,6 +34,7 @@ import (
 // may have been written to before it was deleted — one lost tail, for B
 // (review 14a G's class), none for A.
 func TestRev13BBCleanStopWhileKeptThenRotatedWhileStopped(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []string{"rotate1", "rotate1-newinode", "nocreate", "kill", "next-gone"} {
 		t.Run(mode, func(t *testing.T) { cleanStopKeptRotated(t, mode) })
 	}
@@ -133,6 +134,7 @@ func readEpochLines(t *testing.T, data string) []pointer.EpochLine {
 // record in that run and lost later counts (here: A found beside the path,
 // as held, a line appended to it while stopped; the restart reads it).
 func TestGlobHeldMarkVoidedAtTheStartThatFindsIt(t *testing.T) {
+	t.Parallel()
 	dir, data := t.TempDir(), t.TempDir()
 	w, rec := heldRun(t, dir, data, false)
 	f, err := os.OpenFile(w+".1", os.O_APPEND|os.O_WRONLY, 0)
@@ -169,6 +171,7 @@ func TestGlobHeldMarkVoidedAtTheStartThatFindsIt(t *testing.T) {
 // growth, as a file renamed out of the glob is); the test queues it as
 // any path that starts it again would.
 func TestGlobHeldMarkVoidedWhenTheStreamStartsAgain(t *testing.T) {
+	t.Parallel()
 	dir, data := t.TempDir(), t.TempDir()
 	w := filepath.Join(dir, "w.log")
 	if err := os.WriteFile(w, []byte(numbered("first", 2)), 0o600); err != nil {
@@ -212,6 +215,7 @@ func TestGlobHeldMarkVoidedWhenTheStreamStartsAgain(t *testing.T) {
 // duplicates, allowed, DESIGN §4 "never a gap"), and counts nothing —
 // silent before the held line named B.
 func TestGlobHeldNextWithItsOwnPointerCountedOnce(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []string{"old", "fresh"} {
 		t.Run(mode, func(t *testing.T) { heldNextOwnPointer(t, mode) })
 	}

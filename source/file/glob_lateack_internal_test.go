@@ -20,6 +20,7 @@ import (
 // The manager being busy (holding g.mu) is simulated by the test holding
 // g.mu between the close and the acknowledgement.
 func TestGlobLateAckBeforeClosedIsCommitted(t *testing.T) {
+	t.Parallel()
 	ig := startInternalGlob(t, 300*time.Millisecond, 200*time.Millisecond)
 	g, q, pub := ig.g, ig.q, ig.pub
 	taken := ig.take(t)

@@ -16,6 +16,7 @@ import (
 // oversized counts such lines, not pieces) — the new source must know it
 // resumes inside an oversized line.
 func TestGlobResumeInsideAnOversizedLineCountsItOnce(t *testing.T) {
+	t.Parallel()
 	dir, data := t.TempDir(), t.TempDir()
 	a := filepath.Join(dir, "a.log")
 	if err := os.WriteFile(a, []byte(strings.Repeat("A", 20)), 0o600); err != nil {

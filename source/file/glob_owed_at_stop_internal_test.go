@@ -17,6 +17,7 @@ import (
 // line — not b.log again from its start (duplicates after a clean stop;
 // DESIGN §2 at-least-once allows duplicates only after a crash).
 func TestGlobOwedCommitAtStopFollowsARenamedFile(t *testing.T) {
+	t.Parallel()
 	dir, data, path := aLogIn(t, numbered("line", 5))
 	pattern := filepath.Join(dir, "*.log")
 	ig, stopRun, stop := runGlobOn(t, pattern, data)
@@ -64,6 +65,7 @@ func TestGlobOwedCommitAtStopFollowsARenamedFile(t *testing.T) {
 // it: the line is read by nobody, so it is counted (DESIGN §10: a file that
 // disappears with an unread tail counts in lostTails).
 func TestGlobFileMovedOutAsItsStreamOpensIsCounted(t *testing.T) {
+	t.Parallel()
 	dir, data, path := aLogIn(t, numbered("line", 5))
 	out := filepath.Join(dir, "out")
 	if err := os.Mkdir(out, 0o700); err != nil {

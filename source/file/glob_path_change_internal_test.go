@@ -17,6 +17,7 @@ import (
 // path starts as a new feed; §7 lossless: nothing was skipped). Before,
 // the file was taken for one gone while stopped: lostTails 1 each.
 func TestGlobPathChangedAtRestartIsNoLoss(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name   string
 		unread bool

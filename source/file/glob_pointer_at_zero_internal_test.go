@@ -68,6 +68,7 @@ func emptyFileKilled(t *testing.T, older string) (pattern, data, w string, ino u
 // the stream's source, pinned to its file, read no epochs line, took the
 // record for an unused one and adopted the new w.log into its epoch.
 func TestGlobEmptyFilesPointerAtZeroRotatedWhileDownIsRead(t *testing.T) {
+	t.Parallel()
 	pattern, data, w, _, epoch := emptyFileKilled(t, "")
 	appendTo(t, w, numbered("first", 4))
 	if err := os.Rename(w, w+".1"); err != nil {
@@ -99,6 +100,7 @@ func TestGlobEmptyFilesPointerAtZeroRotatedWhileDownIsRead(t *testing.T) {
 // the gone file's epoch, which would let an exactlyOnce sink skip its first
 // bytes.
 func TestGlobEmptyFilesPointerAtZeroDeletedWhileDownIsCounted(t *testing.T) {
+	t.Parallel()
 	pattern, data, w, _, epoch := emptyFileKilled(t, "")
 	appendTo(t, w, numbered("first", 4))
 	// The new file made beside and renamed over the old one: another inode.
@@ -126,6 +128,7 @@ func TestGlobEmptyFilesPointerAtZeroDeletedWhileDownIsCounted(t *testing.T) {
 // exactlyOnce sink would skip the bytes it holds of the deleted one), but
 // as a later generation under a new epoch, and the deleted file counted.
 func TestGlobEmptyFilesPointerAtZeroInodeReusedBesideIsAnotherFile(t *testing.T) {
+	t.Parallel()
 	pattern, data, w, ino, epoch := emptyFileKilled(t, "")
 	if err := os.Remove(w); err != nil {
 		t.Fatal(err)
@@ -170,6 +173,7 @@ func TestGlobEmptyFilesPointerAtZeroInodeReusedBesideIsAnotherFile(t *testing.T)
 // uncounted. Born after the pointer file was last written, it is another
 // file: read whole under a new epoch, the deleted file counted.
 func TestGlobEmptyFilesPointerAtZeroInodeReusedAtPathIsAnotherFile(t *testing.T) {
+	t.Parallel()
 	pattern, data, w, ino, epoch := emptyFileKilled(t, "")
 	if err := os.Remove(w); err != nil {
 		t.Fatal(err)

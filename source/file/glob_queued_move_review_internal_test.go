@@ -137,6 +137,7 @@ func (ig *internalGlob) popEpochs(d time.Duration, ack bool) (lines []string, ep
 // epoch (truncation, replacement); §3 a replaced input resets under a new
 // epoch; §4 "Nothing green over a loss".
 func TestGlobRewrittenBeforeFirstCommitThenStoppedKeepsNoOldEpoch(t *testing.T) {
+	t.Parallel()
 	dir, data, path := aLogIn(t, numbered("line", 5))
 	ig, stop := runGlobQuiet(t, filepath.Join(dir, "*.log"), data, 200*time.Millisecond)
 	old, oldEpochs := ig.popEpochs(time.Second, false)
@@ -199,6 +200,7 @@ func TestGlobRewrittenBeforeFirstCommitThenStoppedKeepsNoOldEpoch(t *testing.T) 
 // ca9d31f the pointer named no file, sameFile took the file as the same,
 // and only the old stream read it (from its start, replaced).
 func TestGlobQueuedOwingRewrittenInPlaceIsReadOnce(t *testing.T) {
+	t.Parallel()
 	ig := startInternalGlob(t, 50*time.Millisecond, 300*time.Millisecond)
 	path := filepath.Join(filepath.Dir(ig.g.cfg.Stream.Path), "a.log")
 	n := ig.take(t) // not acknowledged: the drain is cut short, it owes
@@ -248,6 +250,7 @@ func TestGlobQueuedOwingRewrittenInPlaceIsReadOnce(t *testing.T) {
 // with no crash (DESIGN §10: one stream per file; a deleted file's key is
 // retired, the new file a stream of its own).
 func TestGlobQueuedStreamDeletedAndRecreatedBeforeItsTurnIsReadOnce(t *testing.T) {
+	t.Parallel()
 	dir, data := t.TempDir(), t.TempDir()
 	for _, n := range []string{"a", "b"} {
 		var sb strings.Builder
@@ -315,6 +318,7 @@ func TestGlobQueuedStreamDeletedAndRecreatedBeforeItsTurnIsReadOnce(t *testing.T
 // acknowledged. (Renamed to a name sorting after a.log, the new stream is
 // made before the old one is followed and waits for it.)
 func TestGlobQueuedStreamRotatedWithinGlobHoldsTheNewFileAtItsPath(t *testing.T) {
+	t.Parallel()
 	ig := startInternalGlob(t, 50*time.Millisecond, 300*time.Millisecond)
 	dir := filepath.Dir(ig.g.cfg.Stream.Path)
 	path := filepath.Join(dir, "a.log")
@@ -356,6 +360,7 @@ func TestGlobQueuedStreamRotatedWithinGlobHoldsTheNewFileAtItsPath(t *testing.T)
 // its size when first matched, END_OF_STREAM when all are done; a file
 // that disappears with an unread tail counts in lostTails.
 func TestGlobOnceQueuedFileDeletedBeforeItsTurnEnds(t *testing.T) {
+	t.Parallel()
 	dir, data := t.TempDir(), t.TempDir()
 	for _, n := range []string{"a", "b"} {
 		var sb strings.Builder
@@ -421,6 +426,7 @@ func TestGlobOnceQueuedFileDeletedBeforeItsTurnEnds(t *testing.T) {
 // stream (and it reads its file); §7 state: CAUGHT_UP only when every
 // tracked file is read to its end.
 func TestGlobFileMovedAsItsStreamOpensIsRead(t *testing.T) {
+	t.Parallel()
 	dir, data := t.TempDir(), t.TempDir()
 	bp, cp := filepath.Join(dir, "b.log"), filepath.Join(dir, "c.log")
 	var sb strings.Builder
@@ -475,6 +481,7 @@ func TestGlobFileMovedAsItsStreamOpensIsRead(t *testing.T) {
 // renamed within the glob (into another matched directory too, README) is
 // followed.
 func TestGlobQueuedStreamMovedAsItStartsIsNotALoss(t *testing.T) {
+	t.Parallel()
 	dir, data := t.TempDir(), t.TempDir()
 	for _, d := range []string{"x", "y"} {
 		if err := os.Mkdir(filepath.Join(dir, d), 0o700); err != nil {
@@ -526,6 +533,7 @@ func TestGlobQueuedStreamMovedAsItStartsIsNotALoss(t *testing.T) {
 // lossless. DESIGN §10: a file that disappears with an unread tail counts
 // in lostTails; §4 "Nothing green over a loss".
 func TestGlobQueuedNeverReadFileDeletedIsCounted(t *testing.T) {
+	t.Parallel()
 	dir, data := t.TempDir(), t.TempDir()
 	for _, n := range []string{"a", "b"} {
 		var sb strings.Builder
@@ -577,6 +585,7 @@ func TestGlobQueuedNeverReadFileDeletedIsCounted(t *testing.T) {
 // its two). DESIGN §10: a copy is read from the old offset under the old
 // stream; otherwise a new stream from its start — never not at all.
 func TestGlobCopyOfClosedNeverCommittedStreamIsRead(t *testing.T) {
+	t.Parallel()
 	ig := startInternalGlob(t, 50*time.Millisecond, 300*time.Millisecond)
 	dir := filepath.Dir(ig.g.cfg.Stream.Path)
 	path := filepath.Join(dir, "a.log")
@@ -634,6 +643,7 @@ func TestGlobCopyOfClosedNeverCommittedStreamIsRead(t *testing.T) {
 // whatever the path names now), §4 epoch barrier (a rewritten file is read
 // from its start under a new epoch).
 func TestGlobRewrittenAtBarrierThenPreemptedOwingReadsNewContentWhole(t *testing.T) {
+	t.Parallel()
 	dir, data, path := aLogIn(t, numbered("line", 5))
 	ig, _ := runGlobWith(t, filepath.Join(dir, "*.log"), data, 200*time.Millisecond,
 		func(c *GlobConfig) { c.MaxOpenFiles = 3 },
@@ -685,6 +695,7 @@ func TestGlobRewrittenAtBarrierThenPreemptedOwingReadsNewContentWhole(t *testing
 // when it changes (identity re-checked) — reading on, as §2 delivers each
 // line once when nothing crashed.
 func TestGlobEarliestReopenedStreamReadsOn(t *testing.T) {
+	t.Parallel()
 	dir, data, path := aLogIn(t, "old-0\nold-1\n")
 	ig, _ := runGlobCfg(t, filepath.Join(dir, "*.log"), data, 200*time.Millisecond, func(c *GlobConfig) {
 		c.Stream.Strategy = Earliest
@@ -715,6 +726,7 @@ func TestGlobEarliestReopenedStreamReadsOn(t *testing.T) {
 // end (their end at the start); §4 LATEST starts at the end and tails:
 // what is written after the start is delivered.
 func TestGlobLatestQueuedStreamKeepsLinesWrittenAfterStart(t *testing.T) {
+	t.Parallel()
 	dir, data := t.TempDir(), t.TempDir()
 	for _, n := range []string{"a", "b"} {
 		if err := os.WriteFile(filepath.Join(dir, n+".log"), []byte(n+"-old\n"), 0o600); err != nil {

@@ -49,6 +49,7 @@ func (ig *internalGlob) queuedOwing(t *testing.T, line string) (*gstream, uint64
 // once more (loseTail: lostTails + 1). One file, one tail: DESIGN §4
 // counts a lost tail once ("`lostTails` 1, once").
 func TestGlobQueuedStreamDeletedTailCountedOnce(t *testing.T) {
+	t.Parallel()
 	ig := startInternalGlob(t, 50*time.Millisecond, 300*time.Millisecond)
 	const line = "written-while-closing\n"
 	s, n := ig.queuedOwing(t, line)
@@ -80,6 +81,7 @@ func TestGlobQueuedStreamDeletedTailCountedOnce(t *testing.T) {
 // nothing lost (DESIGN §4 "Nothing green over a loss" counts losses, not
 // lines that were read).
 func TestGlobQueuedStreamRenamedOutThenReadIsNotALoss(t *testing.T) {
+	t.Parallel()
 	ig := startInternalGlob(t, 50*time.Millisecond, 300*time.Millisecond)
 	const line = "written-while-closing\n"
 	s, n := ig.queuedOwing(t, line)
@@ -115,6 +117,7 @@ func TestGlobQueuedStreamRenamedOutThenReadIsNotALoss(t *testing.T) {
 // lostTails; §4 "Nothing green over a loss"). The stream waits for the
 // scan instead, which finds the file gone and counts its tail.
 func TestGlobQueuedStreamDeletedBeforeAnyScanThenStartedIsCounted(t *testing.T) {
+	t.Parallel()
 	ig := startInternalGlob(t, 50*time.Millisecond, 300*time.Millisecond)
 	path := filepath.Join(filepath.Dir(ig.g.cfg.Stream.Path), "a.log")
 	const line = "written-while-closing\n"
@@ -155,6 +158,7 @@ func TestGlobQueuedStreamDeletedBeforeAnyScanThenStartedIsCounted(t *testing.T) 
 // and closed"); back in as c.log, it follows its file and reads on from its
 // pointer — the line once, nothing twice.
 func TestGlobQueuedStreamRenamedOutAndBackInIsNotALoss(t *testing.T) {
+	t.Parallel()
 	ig := startInternalGlob(t, 50*time.Millisecond, 300*time.Millisecond)
 	const line = "written-while-closing\n"
 	s, n := ig.queuedOwing(t, line)

@@ -20,6 +20,7 @@ import (
 // BEHIND (open, so ready, but never settled) until the start is over
 // (STARTING so long kept /readyz at 503: review 16a C).
 func TestGlobNotSettledUntilGoneWhileStoppedTracked(t *testing.T) {
+	t.Parallel()
 	dir, data, _ := aLogIn(t, numbered("a", 5))
 	b := filepath.Join(dir, "b.log")
 	if err := os.WriteFile(b, []byte(numbered("b", 5)), 0o600); err != nil {

@@ -16,6 +16,7 @@ import (
 // read from the old offset under the old stream): only the appended line
 // is delivered, not the old ones again.
 func TestGlobRenameIntoPlaceOverClosedStream(t *testing.T) {
+	t.Parallel()
 	dir, data, tmpDir := t.TempDir(), t.TempDir(), t.TempDir()
 	a := filepath.Join(dir, "a.log")
 	writeLines(t, a, "a", 2)
@@ -50,6 +51,7 @@ func TestGlobRenameIntoPlaceOverClosedStream(t *testing.T) {
 // fingerprint grows at commit while it covers < 4 KiB and the file is
 // longer).
 func TestGlobFingerprintGrowsAfterTheFileIsClosed(t *testing.T) {
+	t.Parallel()
 	dir, data := t.TempDir(), t.TempDir()
 	b, c := filepath.Join(dir, "b.log"), filepath.Join(dir, "c.log")
 	writeLines(t, b, "b", 2) // 8 bytes

@@ -24,6 +24,7 @@ import (
 // counts nothing either. Before, countGone counted it gone while stopped
 // (lostTails 1) and a-5 was never read.
 func TestGlobRenamedOutBeforeStopReadBesidePathAtRestart(t *testing.T) {
+	t.Parallel()
 	dir, data, a := aLogIn(t, numbered("a", 5))
 	pattern := filepath.Join(dir, "*.log")
 	longWait := func(c *GlobConfig) { c.Stream.RotateWait = 10 * time.Second }
@@ -82,6 +83,7 @@ func TestGlobRenamedOutBeforeStopReadBesidePathAtRestart(t *testing.T) {
 // renamed out with no byte past its pointer yet was forgotten at once, and
 // a-5 was neither delivered nor counted.
 func TestGlobClosedRenamedOutThenAppendedIsRead(t *testing.T) {
+	t.Parallel()
 	dir, data, a := aLogIn(t, numbered("a", 5))
 	pattern := filepath.Join(dir, "*.log")
 	ig, stop := runGlobCfg(t, pattern, data, time.Second, func(c *GlobConfig) {

@@ -18,6 +18,7 @@ import (
 // a.log's line is published only after every line a.1.log held past its
 // pointer was delivered (and acknowledged).
 func TestGlobRestartNewFileAtPathWaitsForTheOldFilesTail(t *testing.T) {
+	t.Parallel()
 	dir, data := t.TempDir(), t.TempDir()
 	a := filepath.Join(dir, "a.log")
 	if err := os.WriteFile(a, []byte("old-00000\n"), 0o600); err != nil {

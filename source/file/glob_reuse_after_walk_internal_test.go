@@ -23,6 +23,7 @@ import (
 // 120 runs under load before the fix). The pointer must record that nothing
 // of the deleted file is pending, and the new file must be read whole.
 func TestGlobInodeReusedBetweenWalkAndLookIsForgotten(t *testing.T) {
+	t.Parallel()
 	dir, data, path := aLogIn(t, numbered("line", 5))
 	pattern := filepath.Join(dir, "*.log")
 	var armed atomic.Bool

@@ -28,6 +28,7 @@ import (
 // the pointer FILE was made (for g0) and was refused as "born after its
 // pointer": lostTails 1 and "g1-3" never delivered.
 func TestGlobReusedPointerLaterGenerationFoundBeside(t *testing.T) {
+	t.Parallel()
 	dir, data, a := aLogIn(t, numbered("g0", 3))
 	pattern := filepath.Join(dir, "*.log")
 	cfg := func(c *GlobConfig) { c.Stream.RotateWait = time.Minute }
@@ -126,6 +127,7 @@ func TestGlobReusedPointerLaterGenerationFoundBeside(t *testing.T) {
 // copy bound under the epoch, or no epochs file) falls back to the
 // pointer file's last write, never to its creation.
 func TestGlobTakenOrFallsBackToPointerMtime(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	p := filepath.Join(dir, "0000000000000001.ptr")
 	if err := os.WriteFile(p, make([]byte, pointer.Size), 0o600); err != nil {

@@ -25,6 +25,7 @@ import (
 // "f.size == s.size && f.mod == s.mod" keeps it the stream's after the
 // close: its lines are never read, the feed CAUGHT_UP.
 func TestRev17AAFileOnInodeFreedBeforeAnyScanSawTheDeletionIsRead(t *testing.T) {
+	t.Parallel()
 	for attempt := 1; attempt <= 5; attempt++ {
 		if rev17aReused(t, attempt, false) {
 			return
@@ -45,6 +46,7 @@ func TestRev17AAFileOnInodeFreedBeforeAnyScanSawTheDeletionIsRead(t *testing.T) 
 // any birth time or first-byte check: its lines are never read, the feed
 // CAUGHT_UP.
 func TestRev17ABSameSizeSameMtimeFileOnFreedInodeIsRead(t *testing.T) {
+	t.Parallel()
 	for attempt := 1; attempt <= 5; attempt++ {
 		if rev17aReused(t, attempt, true) {
 			return

@@ -85,6 +85,7 @@ func ownOpenStream(t *testing.T, ig *internalGlob, path string) *Source {
 // Pre-existing: fails the same way without ca90b00 (the fix does not cover
 // a source closed by the glob while it reads its file's copy).
 func TestOwnCutFileDroppedWhenStreamPreemptedOnItsCopyCountsFalseLoss(t *testing.T) {
+	t.Parallel()
 	dir, data, a := aLogIn(t, numbered("a", 5))
 	ig, _ := runGlobCfg(t, filepath.Join(dir, "*.log"), data, 200*time.Millisecond, func(c *GlobConfig) {
 		c.MaxOpenFiles = 3
@@ -138,6 +139,7 @@ func TestOwnCutFileDroppedWhenStreamPreemptedOnItsCopyCountsFalseLoss(t *testing
 // Pre-existing (readCopy's Bind predates ca90b00); ca90b00 makes the copy
 // the stream's file until its switch, the window in which this happens.
 func TestOwnRestartWhileReadingCopyWithCopysKeyInPointerLosesCopyTail(t *testing.T) {
+	t.Parallel()
 	dir, data, a := aLogIn(t, numbered("a", 5))
 	ig, stop := runGlobCfg(t, filepath.Join(dir, "*.log"), data, 200*time.Millisecond, func(c *GlobConfig) {
 		c.Stream.RotateWait = 3 * time.Second
@@ -199,6 +201,7 @@ func TestOwnRestartWhileReadingCopyWithCopysKeyInPointerLosesCopyTail(t *testing
 // restart. Expected: 0, b-1 delivered once. Pre-existing (fails without
 // ca90b00 too).
 func TestOwnStopWhileCutFileQueuedBehindReadCopyCountsFalseLossAtRestart(t *testing.T) {
+	t.Parallel()
 	dir, data, a := aLogIn(t, numbered("a", 5))
 	ig, stop := runGlobCfg(t, filepath.Join(dir, "*.log"), data, 200*time.Millisecond, func(c *GlobConfig) {
 		c.Stream.RotateWait = 3 * time.Second
@@ -242,6 +245,7 @@ func TestOwnStopWhileCutFileQueuedBehindReadCopyCountsFalseLossAtRestart(t *test
 // so §10's start rule "a new key whose first bytes match a stream whose file
 // is now shorter than its offset is that stream's copy" cannot apply either).
 func TestOwnCopyInGlobTakenByItsStreamIsReadAgainAfterCleanRestart(t *testing.T) {
+	t.Parallel()
 	dir, data, a := aLogIn(t, numbered("a", 6))
 	ig, stop := runGlobQuiet(t, filepath.Join(dir, "*.log"), data, 200*time.Millisecond)
 	if first, _ := ig.popEpochs(time.Second, true); len(first) != 6 {
@@ -299,6 +303,7 @@ func TestOwnCopyInGlobTakenByItsStreamIsReadAgainAfterCleanRestart(t *testing.T)
 // every missing line counted (lostTails ≥ 1), or none missing.
 // Pre-existing (fails without ca90b00 too).
 func TestOwnStreamPreemptedOnItsCopyThenCopyDeletedLosesCopyTailUncounted(t *testing.T) {
+	t.Parallel()
 	dir, data, a := aLogIn(t, numbered("a", 5))
 	ig, _ := runGlobCfg(t, filepath.Join(dir, "*.log"), data, 200*time.Millisecond, func(c *GlobConfig) {
 		c.MaxOpenFiles = 3
@@ -378,6 +383,7 @@ func TestOwnStreamPreemptedOnItsCopyThenCopyDeletedLosesCopyTailUncounted(t *tes
 // a-5, a-6 (again), b-1; lostTails 0. Pre-existing (fails without ca90b00
 // too); the window is the whole time the copy's lines are unacknowledged.
 func TestOwnKillWhileCutFileWaitsAtBarrierLosesCopysUnacknowledgedLines(t *testing.T) {
+	t.Parallel()
 	dir, data, a := aLogIn(t, numbered("a", 5))
 	ig, stop := runGlobQuiet(t, filepath.Join(dir, "*.log"), data, 200*time.Millisecond)
 	if first, _ := ig.popEpochs(time.Second, true); len(first) != 5 {
@@ -426,6 +432,7 @@ func TestOwnKillWhileCutFileWaitsAtBarrierLosesCopysUnacknowledgedLines(t *testi
 // each file). Observed: b-1 only, lostTails 1. Expected: a-5, a-6, b-1,
 // lostTails 0. Pre-existing (not touched by ca90b00).
 func TestOwnGlobCopytruncateWhileStoppedCopyBesidePathIsNotRead(t *testing.T) {
+	t.Parallel()
 	dir, data, a := aLogIn(t, numbered("a", 5))
 	ig, stop := runGlobQuiet(t, filepath.Join(dir, "*.log"), data, 200*time.Millisecond)
 	if first, _ := ig.popEpochs(time.Second, true); len(first) != 5 {
@@ -475,6 +482,7 @@ func TestOwnGlobCopytruncateWhileStoppedCopyBesidePathIsNotRead(t *testing.T) {
 // or counted in lostTails. Pre-existing (fails without ca90b00 too: the
 // Reset onto an empty file is the same).
 func TestOwnResetOntoEmptyCutFileThenCopytruncateWhileStoppedReusesEpoch(t *testing.T) {
+	t.Parallel()
 	dir, data, a := aLogIn(t, numbered("a", 5))
 	ig, stop := runGlobQuiet(t, filepath.Join(dir, "*.log"), data, 200*time.Millisecond)
 	if first, _ := ig.popEpochs(time.Second, true); len(first) != 5 {

@@ -31,6 +31,7 @@ import (
 // copy is found by its content — the fingerprint — not by its size and
 // mtime), §4 "Nothing green over a loss", §2.
 func TestGlobNeverReadFileCutWithNoCopyIsCountedDespiteBusyNeighbour(t *testing.T) {
+	t.Parallel()
 	dir, data := t.TempDir(), t.TempDir()
 	var bLines []string
 	for _, n := range []string{"a", "b"} {
@@ -103,6 +104,7 @@ func TestGlobNeverReadFileCutWithNoCopyIsCountedDespiteBusyNeighbour(t *testing.
 // loss" (a truncation with no copy read counts size last seen − read
 // position), §10 (a copy is read from the old offset), §2.
 func TestGlobNeverReadFileCopytruncatedOutOfGlobIsReadOrCounted(t *testing.T) {
+	t.Parallel()
 	dir, data := t.TempDir(), t.TempDir()
 	for _, n := range []string{"a", "b"} {
 		if err := os.WriteFile(filepath.Join(dir, n+".log"), []byte(numbered(n, 5)), 0o600); err != nil {
@@ -167,6 +169,7 @@ func TestGlobNeverReadFileCopytruncatedOutOfGlobIsReadOrCounted(t *testing.T) {
 // which counted every such cut: copyNearby fixes only copies with a new
 // mtime.)
 func TestGlobNeverReadFileCopiedWithItsTimesIntoGlobIsNotALoss(t *testing.T) {
+	t.Parallel()
 	dir, data := t.TempDir(), t.TempDir()
 	hourAgo := time.Now().Add(-time.Hour)
 	for _, n := range []string{"a", "b"} {
@@ -241,6 +244,7 @@ func TestGlobNeverReadFileCopiedWithItsTimesIntoGlobIsNotALoss(t *testing.T) {
 // dec2e's parent: each line once.) §2 (no duplicate without a crash),
 // §10 (truncated within the hold: the copy).
 func TestGlobHeldCopyOfStoppingOriginalIsNotReadAgain(t *testing.T) {
+	t.Parallel()
 	dir, data, a := aLogIn(t, numbered("a", 5))
 	ig, _ := runGlobCfg(t, filepath.Join(dir, "*.log"), data, 200*time.Millisecond, func(c *GlobConfig) { c.CloseInactive = 300 * time.Millisecond })
 	seen := map[string]int{}

@@ -31,6 +31,7 @@ import (
 // crashed; §10 the commit rule per stream, a rename within the glob keeps
 // the stream.
 func TestGlobOwedCommitMadeAtCleanStopAfterRenameWithinGlob(t *testing.T) {
+	t.Parallel()
 	dir, data := t.TempDir(), t.TempDir()
 	a := filepath.Join(dir, "a.log")
 	if err := os.WriteFile(a, []byte("a-0\na-1\na-2\na-3\na-4\n"), 0o600); err != nil {
@@ -95,6 +96,7 @@ func TestGlobOwedCommitMadeAtCleanStopAfterRenameWithinGlob(t *testing.T) {
 // §10 LATEST's end is that of the files present at start — the file that
 // was there is gone; "Nothing green over a loss".
 func TestGlobLatestQueuedTruncatedBeforeFirstTurnReadsNewLines(t *testing.T) {
+	t.Parallel()
 	dir, data := t.TempDir(), t.TempDir()
 	for _, n := range []string{"a", "b"} {
 		if err := os.WriteFile(filepath.Join(dir, n+".log"), []byte(n+"-old\n"), 0o600); err != nil {
@@ -133,6 +135,7 @@ func TestGlobLatestQueuedTruncatedBeforeFirstTurnReadsNewLines(t *testing.T) {
 // new epoch (the same-first-bytes blind spot is for a truncation nobody saw
 // between two looks); "Nothing green over a loss".
 func TestGlobEarliestResumeAfterSeenTruncationReadsFromStart(t *testing.T) {
+	t.Parallel()
 	ig, slow, a, b, sa, sb, first := twoClosedEarliest(t, "banner\n", "b-0\n")
 	slow.Store(true)
 	appendTo(t, b, "b-1\n") // b.log's stream opens again, slowly: it holds the slot
@@ -162,6 +165,7 @@ func TestGlobEarliestResumeAfterSeenTruncationReadsFromStart(t *testing.T) {
 // target rotated) is a rotation, the old target read to its end; §10 a
 // file renamed out of the glob is read to its end.
 func TestGlobQueuedSymlinkedFileRotatedIsReadBesideTarget(t *testing.T) {
+	t.Parallel()
 	dir, data := t.TempDir(), t.TempDir()
 	cont, pods := filepath.Join(dir, "containers"), filepath.Join(dir, "pods")
 	for _, d := range []string{cont, pods} {
@@ -221,6 +225,7 @@ func TestGlobQueuedSymlinkedFileRotatedIsReadBesideTarget(t *testing.T) {
 // path — a new file at a path is published after every line of the file
 // previously at that path is acknowledged.
 func TestGlobRenamedWithinGlobNewFileInLaterScanWaitsForBarrier(t *testing.T) {
+	t.Parallel()
 	dir, data, path := aLogIn(t, "a-0\na-1\na-2\na-3\na-4\n")
 	ig, _ := runGlobQuiet(t, filepath.Join(dir, "*.log"), data, 200*time.Millisecond)
 	n := ig.take(t) // not acknowledged
@@ -262,6 +267,7 @@ func TestGlobRenamedWithinGlobNewFileInLaterScanWaitsForBarrier(t *testing.T) {
 // replacement *within* the glob before a scan.) The glob knows b.log's size
 // at its last look: a file with the key but another size is not it.
 func TestGlobQueuedUnreadDeletedInodeReusedOutsideGlobIsNotRead(t *testing.T) {
+	t.Parallel()
 	dir, data := t.TempDir(), t.TempDir()
 	for _, n := range []string{"a", "b"} {
 		var sb []byte
@@ -328,6 +334,7 @@ func TestGlobQueuedUnreadDeletedInodeReusedOutsideGlobIsNotRead(t *testing.T) {
 // no crash. DESIGN §10: a rename within the glob keeps the stream (no
 // re-read); §2 each line once when nothing crashed.
 func TestGlobEarliestRenamedWithinGlobReadsOnNotAgain(t *testing.T) {
+	t.Parallel()
 	dir, data, path := aLogIn(t, "old-0\nold-1\n")
 	ig, _ := runGlobCfg(t, filepath.Join(dir, "*.log"), data, 200*time.Millisecond, func(c *GlobConfig) {
 		c.Stream.Strategy = Earliest
@@ -366,6 +373,7 @@ func TestGlobEarliestRenamedWithinGlobReadsOnNotAgain(t *testing.T) {
 // nobody. DESIGN §10: LATEST reads files present at start from their end
 // (the end at the start: 0 here); §4 LATEST starts at the end and tails.
 func TestGlobLatestEmptyAtStartQueuedKeepsLinesWrittenAfterStart(t *testing.T) {
+	t.Parallel()
 	dir, data := t.TempDir(), t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "a.log"), []byte("a-old\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -406,6 +414,7 @@ func TestGlobLatestEmptyAtStartQueuedKeepsLinesWrittenAfterStart(t *testing.T) {
 // open at the deletion (closed()'s leftUnread) and when it was closed as
 // inactive first (scan's).
 func TestGlobLatestIdleFileDeletedIsNotALoss(t *testing.T) {
+	t.Parallel()
 	for _, closeFirst := range []bool{false, true} {
 		t.Run(fmt.Sprintf("closedFirst=%v", closeFirst), func(t *testing.T) {
 			dir, data := t.TempDir(), t.TempDir()
@@ -453,6 +462,7 @@ func TestGlobLatestIdleFileDeletedIsNotALoss(t *testing.T) {
 // stream again: the five lines must not come again (no crash). DESIGN §10
 // a rename within the glob keeps the stream; §2 once when nothing crashed.
 func TestGlobOwedAfterRenameWithinGlobNoReaderIsNotReadAgain(t *testing.T) {
+	t.Parallel()
 	dir, data, path := aLogIn(t, "a-0\na-1\na-2\na-3\na-4\n")
 	ig, _ := runGlobWith(t, filepath.Join(dir, "*.log"), data, 200*time.Millisecond, func(c *GlobConfig) { c.MaxOpenFiles = 3 },
 		func(g *Glob) { g.drainBound = 300 * time.Millisecond })
@@ -498,6 +508,7 @@ func TestGlobOwedAfterRenameWithinGlobNoReaderIsNotReadAgain(t *testing.T) {
 // counted by nobody. DESIGN §10 a file that disappears with an unread tail
 // counts in lostTails; §4 "Nothing green over a loss".
 func TestGlobNotFoundSourceThenScanGoneCountsTail(t *testing.T) {
+	t.Parallel()
 	dir, other, data := t.TempDir(), t.TempDir(), t.TempDir()
 	path := filepath.Join(dir, "a.log")
 	if err := os.WriteFile(path, []byte("a-0\n"), 0o600); err != nil {
@@ -543,6 +554,7 @@ func TestGlobNotFoundSourceThenScanGoneCountsTail(t *testing.T) {
 // when opened again; §2 once when nothing crashed; §4 LATEST starts at the
 // end.
 func TestGlobLatestReopenedAfterFirstTurnReadsOn(t *testing.T) {
+	t.Parallel()
 	dir, data, path := aLogIn(t, "old-0\n")
 	ig, _ := runGlobCfg(t, filepath.Join(dir, "*.log"), data, 200*time.Millisecond, func(c *GlobConfig) {
 		c.Stream.Strategy = Latest
@@ -575,6 +587,7 @@ func TestGlobLatestReopenedAfterFirstTurnReadsOn(t *testing.T) {
 // are delivered. DESIGN §4 LATEST starts at the end and tails; §10 a file
 // renamed out of the glob is read to its end (from where its stream was).
 func TestGlobLatestIdleFileRenamedOutIsNotReadFromStart(t *testing.T) {
+	t.Parallel()
 	dir, data, path := aLogIn(t, "old-0\nold-1\nold-2\n")
 	ig, _ := runGlobCfg(t, filepath.Join(dir, "*.log"), data, 200*time.Millisecond, func(c *GlobConfig) {
 		c.Stream.Strategy = Latest
@@ -611,6 +624,7 @@ func TestGlobLatestIdleFileRenamedOutIsNotReadFromStart(t *testing.T) {
 // that disappears with an unread tail counts in lostTails; §4 "Nothing
 // green over a loss".
 func TestGlobEarliestQueuedRenamedOutBesidePathIsRead(t *testing.T) {
+	t.Parallel()
 	ig, slow, a, b, sa, sb, first := twoClosedEarliest(t, "a-0\n", "b-0\n")
 	slow.Store(true)
 	appendTo(t, b, "b-1\n") // b.log's stream opens again, slowly: it holds the slot
@@ -639,6 +653,7 @@ func TestGlobEarliestQueuedRenamedOutBesidePathIsRead(t *testing.T) {
 // crash. DESIGN §10: a key is retired once its file was seen deleted, or
 // renamed out *and closed*; a rename out of the glob is read to its end.
 func TestGlobRenamedOutAndBackWhileOpenIsNotReadAgain(t *testing.T) {
+	t.Parallel()
 	dir, data, path := aLogIn(t, "a-0\na-1\na-2\na-3\na-4\n")
 	ig, _ := runGlobWith(t, filepath.Join(dir, "*.log"), data, 200*time.Millisecond, func(c *GlobConfig) {
 		c.Stream.RotateWait = 2 * time.Second
@@ -673,6 +688,7 @@ func TestGlobRenamedOutAndBackWhileOpenIsNotReadAgain(t *testing.T) {
 // delivered. DESIGN §4 LATEST starts at the end; §10 files present at start
 // are read from their end, a rename within the glob keeps the stream.
 func TestGlobLatestMovedAtFirstOpenStaysAtEnd(t *testing.T) {
+	t.Parallel()
 	dir, data := t.TempDir(), t.TempDir()
 	path, c := filepath.Join(dir, "a.log"), filepath.Join(dir, "c.log")
 	if err := os.WriteFile(path, []byte("old-0\nold-1\nold-2\n"), 0o600); err != nil {
@@ -714,6 +730,7 @@ func TestGlobLatestMovedAtFirstOpenStaysAtEnd(t *testing.T) {
 // all are done; a file that disappears with an unread tail counts in
 // lostTails; a rename out of the glob is read to its end.
 func TestGlobOnceTouchedQueuedRenamedOutEnds(t *testing.T) {
+	t.Parallel()
 	for _, deleted := range []bool{false, true} {
 		t.Run(fmt.Sprintf("deleted=%v", deleted), func(t *testing.T) { onceTouchedQueuedGone(t, deleted) })
 	}

@@ -29,6 +29,7 @@ import (
 // pointer streams (noteTail) count nothing here. README: "a partial last
 // line with no newline is never a loss".
 func TestGlobEarliestNoPointerDeletedWithPartialLastLineIsNoLoss(t *testing.T) {
+	t.Parallel()
 	dir, data := t.TempDir(), t.TempDir()
 	a := filepath.Join(dir, "a.log")
 	if err := os.WriteFile(a, []byte("l-0\nl-1\npartial"), 0o600); err != nil {
@@ -74,6 +75,7 @@ func TestGlobEarliestNoPointerDeletedWithPartialLastLineIsNoLoss(t *testing.T) {
 // over a loss" counts bytes known to be gone, and §2: a line delivered is
 // not lost; feed.status would report lossless false with nothing lost.
 func TestGlobEarliestNoPointerTruncatedRegrownDeletedIsNoLoss(t *testing.T) {
+	t.Parallel()
 	dir, data := t.TempDir(), t.TempDir()
 	a := filepath.Join(dir, "a.log")
 	var sb strings.Builder
@@ -134,6 +136,7 @@ func TestGlobEarliestNoPointerTruncatedRegrownDeletedIsNoLoss(t *testing.T) {
 // ONCE_EARLIEST reads every file matched at start to its size when first
 // matched (stat at start); §4 ONCE_EARLIEST reads to the file's size at open.
 func TestGlobOnceEarliestResumedStopsAtSizeWhenFirstMatched(t *testing.T) {
+	t.Parallel()
 	dir, data := t.TempDir(), t.TempDir()
 	a, b := filepath.Join(dir, "a.log"), filepath.Join(dir, "b.log")
 	if err := os.WriteFile(a, []byte("a-0\na-1\na-2\n"), 0o600); err != nil {
@@ -180,6 +183,7 @@ func TestGlobOnceEarliestResumedStopsAtSizeWhenFirstMatched(t *testing.T) {
 // one that disappears with an unread tail counts in lostTails (§4 "Nothing
 // green over a loss"); no stream restarts forever.
 func TestGlobTouchedStreamGoneWithUnboundPointerIsNotRestartedForever(t *testing.T) {
+	t.Parallel()
 	dir, data := t.TempDir(), t.TempDir()
 	a := filepath.Join(dir, "a.log")
 	if err := os.WriteFile(a, []byte("l-0\nl-1\n"), 0o600); err != nil {
@@ -236,6 +240,7 @@ func TestGlobTouchedStreamGoneWithUnboundPointerIsNotRestartedForever(t *testing
 // reads every file matched at start to its size when first matched; §4
 // lostBytes counts the bytes known to be gone (of what was to be read).
 func TestGlobOnceEarliestQueuedDeletedCountsOnlyItsSizeAtStart(t *testing.T) {
+	t.Parallel()
 	dir, data := t.TempDir(), t.TempDir()
 	a, b := filepath.Join(dir, "a.log"), filepath.Join(dir, "b.log")
 	if err := os.WriteFile(a, []byte("a-0\n"), 0o600); err != nil {
@@ -285,6 +290,7 @@ func TestGlobOnceEarliestQueuedDeletedCountsOnlyItsSizeAtStart(t *testing.T) {
 // meanwhile the new file is its copy, read from the old offset under the
 // old stream; §2 each line once when nothing crashed.
 func TestGlobEarliestNoPointerCopytruncateCopyNotReadAgain(t *testing.T) {
+	t.Parallel()
 	dir, data := t.TempDir(), t.TempDir()
 	a := filepath.Join(dir, "a.log")
 	content := "c-0\nc-1\nc-2\n"
@@ -332,6 +338,7 @@ func TestGlobEarliestNoPointerCopytruncateCopyNotReadAgain(t *testing.T) {
 // beside a path where nothing is, is now read there from the pointer
 // (review 15b C): l-2 delivered, nothing lost.
 func TestGlobOwedCommitAtCloseBoundToNoFileStillCountsAtRestart(t *testing.T) {
+	t.Parallel()
 	dir, data := t.TempDir(), t.TempDir()
 	a := filepath.Join(dir, "a.log")
 	if err := os.WriteFile(a, []byte("l-0\nl-1\n"), 0o600); err != nil {
@@ -420,6 +427,7 @@ func TestGlobOwedCommitAtCloseBoundToNoFileStillCountsAtRestart(t *testing.T) {
 // other first bytes is a replacement, read from its start; lines written
 // after the start are delivered (§2 never lose a line).
 func TestGlobLatestQueuedRewrittenInPlaceReadsNewContentWhole(t *testing.T) {
+	t.Parallel()
 	dir, data := t.TempDir(), t.TempDir()
 	bp := filepath.Join(dir, "b.log")
 	if err := os.WriteFile(filepath.Join(dir, "a.log"), []byte("a-old\n"), 0o600); err != nil {
@@ -473,6 +481,7 @@ func TestGlobLatestQueuedRewrittenInPlaceReadsNewContentWhole(t *testing.T) {
 // delivered twice with no crash. DESIGN §2 (each line once when nothing
 // crashed), §4 (late lines of a left file are delivered downgraded, once).
 func TestGlobEarliestNoPointerRenamedOutLateLineNotDeliveredTwice(t *testing.T) {
+	t.Parallel()
 	dir, data := t.TempDir(), t.TempDir()
 	a := filepath.Join(dir, "a.log")
 	if err := os.WriteFile(a, []byte("l-0\n"), 0o600); err != nil {
@@ -518,6 +527,7 @@ func TestGlobEarliestNoPointerRenamedOutLateLineNotDeliveredTwice(t *testing.T) 
 // with no copy found counts size last seen − read position in lostBytes
 // and one lost tail when that is positive.
 func TestGlobEarliestNoPointerSeenTruncationBeforeTurnCountsUnreadBytes(t *testing.T) {
+	t.Parallel()
 	dir, data := t.TempDir(), t.TempDir()
 	a, b := filepath.Join(dir, "a.log"), filepath.Join(dir, "b.log")
 	if err := os.WriteFile(a, []byte("a-0\n"), 0o600); err != nil {

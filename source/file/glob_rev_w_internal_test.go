@@ -27,6 +27,7 @@ import (
 // delivered is never counted lost (lossless false over no loss is a lie in
 // feed.status).
 func TestGlobEarliestNoPointerTruncatedWhileReopenedReadIsNoLoss(t *testing.T) {
+	t.Parallel()
 	dir, data, path := aLogIn(t, "a-0\n")
 	ig, _ := runGlobCfg(t, filepath.Join(dir, "*.log"), data, 200*time.Millisecond, func(c *GlobConfig) {
 		c.Stream.Strategy = Earliest
@@ -81,6 +82,7 @@ func TestGlobEarliestNoPointerTruncatedWhileReopenedReadIsNoLoss(t *testing.T) {
 // tracked file is truncated meanwhile it is its copy, not read again; §2
 // each line once when nothing crashed.
 func TestGlobEarliestNoPointerCopytruncateThenAppendCopyNotReadAgain(t *testing.T) {
+	t.Parallel()
 	content := "c-0\nc-1\nc-2\n"
 	dir, data, a := aLogIn(t, content)
 	ig, _ := runGlobCfg(t, filepath.Join(dir, "*.log"), data, 200*time.Millisecond, func(c *GlobConfig) {
@@ -118,6 +120,7 @@ func TestGlobEarliestNoPointerCopytruncateThenAppendCopyNotReadAgain(t *testing.
 // a loss: `lostBytes` counts the bytes known to be gone; an unterminated
 // line is not a loss only while it is unterminated.
 func TestGlobEarliestNoPointerPartialLineEndedThenDeletedCountsWholeLine(t *testing.T) {
+	t.Parallel()
 	ig, slow, a, b, sa, sb, first := twoClosedEarliest(t, "a-0\npart", "b-0\n")
 	if r := sa.resume; r.Offset != 4 || r.Size != 8 {
 		t.Fatalf("a.log's resume point %+v, want offset 4 size 8", *r)
@@ -156,6 +159,7 @@ func TestGlobEarliestNoPointerPartialLineEndedThenDeletedCountsWholeLine(t *test
 // Forgetting: a file that disappears with an unread tail counts in
 // lostTails as in §4; §4 Nothing green over a loss.
 func TestGlobTouchedStreamMovedAwayWithUnboundPointerCountsSeenTail(t *testing.T) {
+	t.Parallel()
 	dir, data := t.TempDir(), t.TempDir()
 	away := t.TempDir()
 	a := filepath.Join(dir, "a.log")
@@ -206,6 +210,7 @@ func TestGlobTouchedStreamMovedAwayWithUnboundPointerCountsSeenTail(t *testing.T
 // reads files present at start from their end at the start (what is
 // written after the start is delivered).
 func TestGlobLatestQueuedRewrittenSameSizeReadsNewContent(t *testing.T) {
+	t.Parallel()
 	dir, data := t.TempDir(), t.TempDir()
 	bp := filepath.Join(dir, "b.log")
 	if err := os.WriteFile(filepath.Join(dir, "a.log"), []byte("a-old\n"), 0o600); err != nil {
@@ -242,6 +247,7 @@ func TestGlobLatestQueuedRewrittenSameSizeReadsNewContent(t *testing.T) {
 // disagree on what was due. DESIGN §10: ONCE_EARLIEST reads every file
 // matched at start to its size when first matched (stat at start).
 func TestGlobOnceEarliestQueuedGrownBeforeFirstTurnStopsAtSizeAtStart(t *testing.T) {
+	t.Parallel()
 	dir, data := t.TempDir(), t.TempDir()
 	a, b := filepath.Join(dir, "a.log"), filepath.Join(dir, "b.log")
 	if err := os.WriteFile(a, []byte("a-0\n"), 0o600); err != nil {
@@ -280,6 +286,7 @@ func TestGlobOnceEarliestQueuedGrownBeforeFirstTurnStopsAtSizeAtStart(t *testing
 // truncation counts size last seen − read position: 12 − 8); §10 a file
 // that loses its unread tail counts in lostTails.
 func TestGlobEarliestNoPointerTailWrittenWhileStoppingThenTruncatedIsCounted(t *testing.T) {
+	t.Parallel()
 	ig, slow, a, b, sa, sb, first := twoClosedEarliest(t, "a-0\n", "b-0\n")
 	appendTo(t, a, "a-1\n")
 	var taken []string
@@ -332,6 +339,7 @@ func TestGlobEarliestNoPointerTailWrittenWhileStoppingThenTruncatedIsCounted(t *
 // copy is read from the old offset under the old stream; §2 never lose a
 // line.
 func TestGlobEarliestNoPointerClosedCopytruncatedCopyTailIsRead(t *testing.T) {
+	t.Parallel()
 	ig, slow, a, b, sa, sb, first := twoClosedEarliest(t, "a-0\n", "b-0\n")
 	slow.Store(true)
 	appendTo(t, b, "b-1\n") // b.log's stream opens again, slowly: it holds the slot
@@ -375,6 +383,7 @@ func TestGlobEarliestNoPointerClosedCopytruncatedCopyTailIsRead(t *testing.T) {
 // a loss: a replacement counts the bytes seen past the read position;
 // §4 Same-size rewrites / replacement.
 func TestGlobEarliestNoPointerRewrittenLargerBeforeTurnCountsUnreadBytes(t *testing.T) {
+	t.Parallel()
 	dir, data := t.TempDir(), t.TempDir()
 	a, b := filepath.Join(dir, "a.log"), filepath.Join(dir, "b.log")
 	if err := os.WriteFile(a, []byte("a-0\n"), 0o600); err != nil {
@@ -425,6 +434,7 @@ func TestGlobEarliestNoPointerRewrittenLargerBeforeTurnCountsUnreadBytes(t *test
 // is held back and, the original truncated meanwhile, is its copy, not
 // read again; §2 each line once when nothing crashed.
 func TestGlobEarliestNoPointerCopyShorterThanGrownHeadReadAgainNotLost(t *testing.T) {
+	t.Parallel()
 	content := "c-0\nc-1\nc-2\n"
 	dir, data, a := aLogIn(t, content)
 	ig, _ := runGlobCfg(t, filepath.Join(dir, "*.log"), data, 200*time.Millisecond, func(c *GlobConfig) {
@@ -474,6 +484,7 @@ func TestGlobEarliestNoPointerCopyShorterThanGrownHeadReadAgainNotLost(t *testin
 // bytes than its resume point's, reads the file from its start — and a-1,
 // seen by the glob and never read, must be counted by it.
 func TestGlobEarliestNoPointerRewrittenWhileItsStreamOpensCountsUnreadBytes(t *testing.T) {
+	t.Parallel()
 	ig, slow, a, _, sa, _, first := twoClosedEarliest(t, "a-0\n", "b-0\n")
 	slow.Store(true)
 	appendTo(t, a, "a-1\n")
@@ -537,6 +548,7 @@ func copytruncateAfterReadOn(t *testing.T, content, more string, cfg func(*GlobC
 // grown head (its fingerprint) is read as a file of its own — duplicates,
 // never a loss.
 func TestGlobCommittedCopyShorterThanGrownHeadReadAgainNotLost(t *testing.T) {
+	t.Parallel()
 	got, tails, bytes := copytruncateAfterReadOn(t, "c-0\nc-1\nc-2\n", "c-3\n", nil)
 	if !slices.Equal(got, []string{"c-0", "c-1", "c-2"}) || tails != 0 || bytes != 0 {
 		t.Errorf("a 12-byte copy of a.log (16 bytes read and acknowledged) after a copytruncate: delivered %q, lostTails %d lostBytes %d; want it read once whole (shorter than the fingerprint: no proof it is a copy), nothing lost", got, tails, bytes)
@@ -547,6 +559,7 @@ func TestGlobCommittedCopyShorterThanGrownHeadReadAgainNotLost(t *testing.T) {
 // source had consumed (it read on after the copy was taken) holds nothing
 // unread: not read again, with or without a pointer.
 func TestGlobCopyShorterThanConsumedNotReadAgain(t *testing.T) {
+	t.Parallel()
 	content, _ := pastFingerprint()
 	for _, withPtr := range []bool{true, false} {
 		t.Run(fmt.Sprintf("pointer=%v", withPtr), func(t *testing.T) {

@@ -27,6 +27,7 @@ import (
 // end; a file that disappears with an unread tail counts in lostTails
 // (§4 "nothing green over a loss"; §2 never lose a line silently).
 func TestGlobOwedCommitBoundBesideThenForgottenLosesTailUncounted(t *testing.T) {
+	t.Parallel()
 	dir, data := t.TempDir(), t.TempDir()
 	a := filepath.Join(dir, "a.log")
 	if err := os.WriteFile(a, []byte("l-0\nl-1\n"), 0o600); err != nil {
@@ -86,6 +87,7 @@ func TestGlobOwedCommitBoundBesideThenForgottenLosesTailUncounted(t *testing.T) 
 // renamed out of the glob is read to its end (rotateWaitMillis after its
 // last growth), then closed.
 func TestGlobQueuedRenamedOutFoundBesideReadToEndCountedAtRestart(t *testing.T) {
+	t.Parallel()
 	dir, data := t.TempDir(), t.TempDir()
 	a := filepath.Join(dir, "a.log")
 	if err := os.WriteFile(a, []byte("l-0\nl-1\n"), 0o600); err != nil {
@@ -147,6 +149,7 @@ func TestGlobQueuedRenamedOutFoundBesideReadToEndCountedAtRestart(t *testing.T) 
 // DESIGN §10: a file that disappears with an unread tail counts in
 // lostTails; §4 nothing green over a loss.
 func TestGlobClosedCommittedRenamedOutAfterAppendLosesTailUncounted(t *testing.T) {
+	t.Parallel()
 	dir, data := t.TempDir(), t.TempDir()
 	a := filepath.Join(dir, "a.log")
 	if err := os.WriteFile(a, []byte("l-0\nl-1\n"), 0o600); err != nil {
@@ -194,6 +197,7 @@ func TestGlobClosedCommittedRenamedOutAfterAppendLosesTailUncounted(t *testing.T
 // its end; a file that disappears with an unread tail counts in lostTails;
 // §2 / §4: no line lost silently, nothing green over a loss.
 func TestGlobQueuedRenamedOutFoundBesideStoppedBeforeTurnLostUncounted(t *testing.T) {
+	t.Parallel()
 	dir, data := t.TempDir(), t.TempDir()
 	a := filepath.Join(dir, "a.log")
 	if err := os.WriteFile(a, []byte("l-0\nl-1\n"), 0o600); err != nil {

@@ -33,6 +33,7 @@ import (
 // (its first bytes match a tracked file's fingerprint); §4 "Nothing green
 // over a loss"; §2 never a gap.
 func TestGlobNewFileStartingWithRotatedFilesHeaderIsRead(t *testing.T) {
+	t.Parallel()
 	dir, data, a := aLogIn(t, "#hdr\nold-1\nold-2\n")
 	// Discovery by rescan (a file system without events, or events lost):
 	// the scan sees the rotation whole, before the old file's source (its
@@ -98,6 +99,7 @@ func TestGlobNewFileStartingWithRotatedFilesHeaderIsRead(t *testing.T) {
 // bytes match a tracked file's fingerprint; a shorter file matches no
 // fingerprint), §4 "Nothing green over a loss".
 func TestGlobNewFileOfAnotherWriterWithSameHeaderIsRead(t *testing.T) {
+	t.Parallel()
 	dir, data, a := aLogIn(t, "#hdr\nold-1\nold-2\n")
 	ig, _ := runGlobCfg(t, filepath.Join(dir, "*.log"), data, 200*time.Millisecond, func(c *GlobConfig) {
 		c.Stream.RotateWait = time.Second
@@ -150,6 +152,7 @@ func TestGlobNewFileOfAnotherWriterWithSameHeaderIsRead(t *testing.T) {
 // and nothing counted (README "Identity": decided, the review's reading of
 // DESIGN §10 "Streams" was "not read again").
 func TestGlobEarliestNoPointerShortCopyOfClosedOriginalReadAgainNotLost(t *testing.T) {
+	t.Parallel()
 	content := "c-0\nc-1\nc-2\n"
 	dir, data, a := aLogIn(t, content)
 	ig, _ := runGlobCfg(t, filepath.Join(dir, "*.log"), data, 200*time.Millisecond, func(c *GlobConfig) {
@@ -215,6 +218,7 @@ func TestGlobEarliestNoPointerShortCopyOfClosedOriginalReadAgainNotLost(t *testi
 // previously at that path is acknowledged) and the README's "Order across a
 // restart" (dec2b: the per-path order holds across a restart).
 func TestGlobRestartOrderFileRotatedBeforeItsFirstTurnStaysFirst(t *testing.T) {
+	t.Parallel()
 	dir, data := t.TempDir(), t.TempDir()
 	a, b := filepath.Join(dir, "a.log"), filepath.Join(dir, "b.log")
 	old := filepath.Join(dir, "old", "a.log")
@@ -313,6 +317,7 @@ func TestGlobRestartOrderFileRotatedBeforeItsFirstTurnStaysFirst(t *testing.T) {
 // "Nothing green over a loss" (lostBytes: the bytes known to be gone); §10
 // ONCE_EARLIEST reads every file to its size when first matched.
 func TestGlobOnceEarliestRewriteCountsOnlyBytesDueAtStart(t *testing.T) {
+	t.Parallel()
 	dir, data := t.TempDir(), t.TempDir()
 	a, b := filepath.Join(dir, "a.log"), filepath.Join(dir, "b.log")
 	var sb strings.Builder
@@ -380,6 +385,7 @@ func TestGlobOnceEarliestRewriteCountsOnlyBytesDueAtStart(t *testing.T) {
 // it. §4 reads the later generations (rotatedNames, by mtime) between the
 // pointer's generation and the file at the path.
 func TestGlobRestartOrderGenerationBornWhileStoppedKeepsItsPlace(t *testing.T) {
+	t.Parallel()
 	// a.1.log, a.2.log: generations of a.log by the feed's rotatedNames
 	// (the default names a.log.1, a.log.2: TestGlobRestartOrderDefaultRotatedNames).
 	got := twoRotationsWhileStopped(t, "*.log", "a.2.log", "a.1.log", func(c *GlobConfig) {
@@ -437,6 +443,7 @@ func twoRotationsWhileStopped(t *testing.T, pattern, older, middle string, cfg f
 // holding nothing unread, and the glob does not read it. Then a line is
 // appended to a.1.log: a.1.log is read whole.
 func TestGlobFileTakenForACopyThatChangesIsRead(t *testing.T) {
+	t.Parallel()
 	content, n := pastFingerprint()
 	dir, data, a := aLogIn(t, content)
 	ig, _ := runGlobCfg(t, filepath.Join(dir, "*.log"), data, 200*time.Millisecond, nil)
@@ -485,6 +492,7 @@ func TestGlobFileTakenForACopyThatChangesIsRead(t *testing.T) {
 // restart a.log's generations come out oldest first, the file at the path
 // last.
 func TestGlobRestartOrderDefaultRotatedNames(t *testing.T) {
+	t.Parallel()
 	got := twoRotationsWhileStopped(t, "a.log*", "a.log.2", "a.log.1", func(c *GlobConfig) {
 		c.MaxOpenFiles = 3 // one slot: the queue's order decides
 	})
@@ -497,6 +505,7 @@ func TestGlobRestartOrderDefaultRotatedNames(t *testing.T) {
 // look: a file that took the path since (renamed or replaced there) says
 // nothing about the stream's file — no rewrite, no loss counted for it.
 func TestGlobRewriteCheckIgnoresAnotherFileAtThePath(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	p := filepath.Join(dir, "a.log")
 	if err := os.WriteFile(p, []byte("a-0\n"), 0o600); err != nil {

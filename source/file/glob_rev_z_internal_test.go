@@ -32,6 +32,7 @@ import (
 // fingerprint; a 5-byte file matches no 17-byte fingerprint), §4 "Nothing
 // green over a loss", §2 never a gap.
 func TestGlobTruncatedFileTakesOtherWritersHeaderFileForItsShortCopy(t *testing.T) {
+	t.Parallel()
 	dir, data, a := aLogIn(t, "#hdr\nold-1\nold-2\n")
 	ig, _ := runGlobCfg(t, filepath.Join(dir, "*.log"), data, 200*time.Millisecond, func(c *GlobConfig) {
 		c.Stream.RotateWait = time.Second
@@ -92,6 +93,7 @@ func TestGlobTruncatedFileTakesOtherWritersHeaderFileForItsShortCopy(t *testing.
 // last commit; the only other re-delivery is a restored sink's catch-up
 // (§11). §4 "Appending, or changing file times, never resets".
 func TestGlobCopyWhoseMtimeIsTouchedIsNotReadAgain(t *testing.T) {
+	t.Parallel()
 	dir, data, a := aLogIn(t, "l-0\nl-1\nl-2\n")
 	ig, _ := runGlobCfg(t, filepath.Join(dir, "*.log"), data, 200*time.Millisecond, nil)
 	first, _ := ig.popEpochs(time.Second, true)
@@ -138,6 +140,7 @@ func TestGlobCopyWhoseMtimeIsTouchedIsNotReadAgain(t *testing.T) {
 // restored sink's catch-up); §10 "Streams" (a copy is read from the old
 // offset under the old stream, not as a new stream).
 func TestGlobShortCopyFoundByItsSourceBeforeTheScanIsNotReadAgain(t *testing.T) {
+	t.Parallel()
 	// (Reworked by the lead: since review 7 only a copy at least as long as
 	// the fingerprint is ever taken for one, so the file is 5,000 bytes.)
 	content, n := pastFingerprint()
@@ -199,6 +202,7 @@ func TestGlobShortCopyFoundByItsSourceBeforeTheScanIsNotReadAgain(t *testing.T) 
 // files at other paths are not held and interleave (README "Order across a
 // restart": files first matched under other paths are not held).
 func TestGlobRestartOrderDoesNotHoldAPathBehindAnotherPathsGeneration(t *testing.T) {
+	t.Parallel()
 	dir, data, a := aLogIn(t, "a-0\n")
 	pattern := filepath.Join(dir, "*")
 	set := func(c *GlobConfig) { c.Stream.RotatedNames = []string{"*.old"} }
@@ -267,6 +271,7 @@ func TestGlobRestartOrderDoesNotHoldAPathBehindAnotherPathsGeneration(t *testing
 // bytes match a tracked file's fingerprint, that file truncated meanwhile,
 // is its copy).
 func TestGlobCopySeenWhileBeingWrittenIsReadAtMostOnce(t *testing.T) {
+	t.Parallel()
 	dir, data, a := aLogIn(t, "l-0\nl-1\nl-2\n")
 	ig, _ := runGlobCfg(t, filepath.Join(dir, "*.log"), data, 200*time.Millisecond, func(c *GlobConfig) {
 		c.Stream.NoNotify = true
@@ -331,6 +336,7 @@ func TestGlobCopySeenWhileBeingWrittenIsReadAtMostOnce(t *testing.T) {
 // start, its 1,000 lines delivered a second time without a crash. DESIGN
 // §2 (duplicates only after a crash).
 func TestGlobCopyDecidedBeforeTheScanSawItWholeIsNotReadAgain(t *testing.T) {
+	t.Parallel()
 	content := numbered("line", 1000)
 	dir, data, a := aLogIn(t, content)
 	ig, _ := runGlobCfg(t, filepath.Join(dir, "*.log"), data, 200*time.Millisecond, func(c *GlobConfig) {
@@ -392,6 +398,7 @@ func TestGlobCopyDecidedBeforeTheScanSawItWholeIsNotReadAgain(t *testing.T) {
 // so nothing of it is owed by a copy), §4 "Nothing green over a loss",
 // §2 never a gap.
 func TestGlobNewFileAfterHeaderOnlyFileRotatedOutIsRead(t *testing.T) {
+	t.Parallel()
 	dir, data, a := aLogIn(t, "#hdr\n")
 	ig, _ := runGlobCfg(t, filepath.Join(dir, "*.log"), data, 200*time.Millisecond, nil)
 	if got, _ := ig.popEpochs(time.Second, true); !slices.Equal(got, []string{"#hdr"}) {
@@ -442,6 +449,7 @@ func TestGlobNewFileAfterHeaderOnlyFileRotatedOutIsRead(t *testing.T) {
 // truncation with no copy found counts size last seen − read position in
 // lostBytes and one lost tail when positive; §10 per stream.
 func TestGlobQueuedNeverReadFileTruncatedBeforeItsTurnIsCounted(t *testing.T) {
+	t.Parallel()
 	dir, data := t.TempDir(), t.TempDir()
 	a, b := filepath.Join(dir, "a.log"), filepath.Join(dir, "b.log")
 	if err := os.WriteFile(b, []byte("b-0\n"), 0o600); err != nil {
@@ -494,6 +502,7 @@ func TestGlobQueuedNeverReadFileTruncatedBeforeItsTurnIsCounted(t *testing.T) {
 // DESIGN §10 "Status": a glob feed is CAUGHT_UP when every tracked file is
 // read to its end; §7 (CAUGHT_UP/settled mean nothing is left to read).
 func TestGlobFileHeldAsPossibleCopyIsNotCaughtUp(t *testing.T) {
+	t.Parallel()
 	dir, data, a := aLogIn(t, "#hdr\nold-1\nold-2\n")
 	ig, _ := runGlobCfg(t, filepath.Join(dir, "*.log"), data, 200*time.Millisecond, func(c *GlobConfig) {
 		c.Stream.RotateWait = 2 * time.Second

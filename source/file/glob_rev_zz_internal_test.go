@@ -30,6 +30,7 @@ import (
 // copy only for the bytes it is short of); §10 a copy is read (here as a new
 // stream, from its start). A false loss is a status lie (the brief, §2).
 func TestGlobNeverReadFileCopytruncatedIntoGlobIsNotALoss(t *testing.T) {
+	t.Parallel()
 	dir, data := t.TempDir(), t.TempDir()
 	var bLines []string
 	for _, n := range []string{"a", "b"} {
@@ -103,6 +104,7 @@ func TestGlobNeverReadFileCopytruncatedIntoGlobIsNotALoss(t *testing.T) {
 // reusing a deleted file's inode with other content is read from its
 // start"); §2 never a gap.
 func TestGlobNewFileReusingTakenCopysInodeIsRead(t *testing.T) {
+	t.Parallel()
 	dir, data, a := aLogIn(t, numbered("a", 5))
 	ig, _ := runGlobQuiet(t, filepath.Join(dir, "*.log"), data, 200*time.Millisecond)
 	first, _ := ig.popEpochs(time.Second, true)
@@ -230,6 +232,7 @@ func copyOpen(path string) bool {
 // 8730b2d, where filesBehind is 0 too: dec2d's "a held file is behind"
 // stops short of a held file that went away.)
 func TestGlobHeldFileDeletedWithinHoldIsNotCaughtUpLossless(t *testing.T) {
+	t.Parallel()
 	dir, data, a := aLogIn(t, numbered("a", 5))
 	ig, _ := runGlobCfg(t, filepath.Join(dir, "*.log"), data, 200*time.Millisecond, func(c *GlobConfig) { c.Stream.RotateWait = time.Second })
 	first, _ := ig.popEpochs(time.Second, true)
@@ -285,6 +288,7 @@ func TestGlobHeldFileDeletedWithinHoldIsNotCaughtUpLossless(t *testing.T) {
 // file, read from its start), §10 (a file taken for a copy that changes is
 // no snapshot), §4 "Nothing green over a loss".
 func TestGlobFileTakenForACopyRewrittenShorterIsRead(t *testing.T) {
+	t.Parallel()
 	copyRewrittenInPlace(t, "z-0\nz-1\n")
 }
 
@@ -298,6 +302,7 @@ func TestGlobFileTakenForACopyRewrittenShorterIsRead(t *testing.T) {
 // settled, never read. (Before dec2d an mtime change revived it.) DESIGN §3: "when the size or mtime changed
 // since the last check, re-verify the fingerprint".
 func TestGlobFileTakenForACopyRewrittenSameSizeIsRead(t *testing.T) {
+	t.Parallel()
 	copyRewrittenInPlace(t, "z-0\nz-1\nz-2\nz-3\nz-4\n")
 }
 
@@ -368,6 +373,7 @@ func copyRewrittenInPlace(t *testing.T, lines string) {
 // DESIGN §10 status (filesBehind: files with bytes not read), §2 (no
 // stall; status never lies).
 func TestGlobFileTakenForACopyTouchedSettles(t *testing.T) {
+	t.Parallel()
 	dir, data, a := aLogIn(t, numbered("a", 5))
 	ig, _ := runGlobQuiet(t, filepath.Join(dir, "*.log"), data, 200*time.Millisecond)
 	first, _ := ig.popEpochs(time.Second, true)
@@ -420,6 +426,7 @@ func TestGlobFileTakenForACopyTouchedSettles(t *testing.T) {
 // too: the CopiesRead decision, and the "original truncated" one after it,
 // are older; dec2d's CopyKey is what tells the two files apart.)
 func TestGlobHeldFileNotTheCopyTakenIsRead(t *testing.T) {
+	t.Parallel()
 	dir, data, a := aLogIn(t, "== service start ==\n")
 	ig, _ := runGlobCfg(t, filepath.Join(dir, "*.log"), data, 200*time.Millisecond, func(c *GlobConfig) { c.Stream.RotateWait = time.Second })
 	first, _ := ig.popEpochs(time.Second, true)
@@ -475,6 +482,7 @@ func TestGlobHeldFileNotTheCopyTakenIsRead(t *testing.T) {
 // older but written to right now and larger, is no copy — the cut file's
 // bytes are counted lost (DESIGN §4: a truncation "with no copy found").
 func TestGlobNeverReadFileCutBesideABusyOlderLogIsCounted(t *testing.T) {
+	t.Parallel()
 	dir, data := t.TempDir(), t.TempDir()
 	a, b, busy := filepath.Join(dir, "a.log"), filepath.Join(dir, "b.log"), filepath.Join(dir, "busy.txt")
 	if err := os.WriteFile(busy, []byte(numbered("busy", 50)), 0o600); err != nil {
@@ -524,6 +532,7 @@ func TestGlobNeverReadFileCutBesideABusyOlderLogIsCounted(t *testing.T) {
 // (ownCutFile). Lines written to it afterwards are delivered once, and a
 // restart neither delivers anything again nor counts a loss.
 func TestGlobCopytruncateCopyReadThenDeletedIsNotALossAtReopen(t *testing.T) {
+	t.Parallel()
 	dir, data, a := aLogIn(t, numbered("a", 5))
 	ig, stop := runGlobQuiet(t, filepath.Join(dir, "*.log"), data, 200*time.Millisecond)
 	first, _ := ig.popEpochs(time.Second, true)

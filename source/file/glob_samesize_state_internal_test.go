@@ -15,6 +15,7 @@ import (
 // state and a.log's row said CAUGHT_UP: only a size past the read
 // position counted.
 func TestGlobSameSizeRewriteNotCaughtUpBeforeTheCheck(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []string{"same-size", "shorter"} {
 		t.Run(mode, func(t *testing.T) {
 			_, data, a := aLogIn(t, numbered("a", 3))

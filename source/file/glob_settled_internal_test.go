@@ -25,6 +25,7 @@ import (
 // keeps the stream's PollAcks (the start of its commitStep) waiting, exactly
 // as a not-yet-scheduled stream goroutine would be.
 func TestGlobSettledOnlyAfterStreamTookItsAck(t *testing.T) {
+	t.Parallel()
 	ig := startInternalGlob(t, time.Minute, 0)
 	g, q, pub := ig.g, ig.q, ig.pub
 	taken := ig.take(t) // the five lines, not acknowledged

@@ -104,6 +104,7 @@ func (r *speedRig) waitFor(n int64, d time.Duration) bool {
 // file (one to see the stream caught up, one to start the next after it
 // closed), so 16 small files through one slot took 4–8 s.
 func TestGlobSlotHandOverIsPrompt(t *testing.T) {
+	t.Parallel()
 	dir, data := t.TempDir(), t.TempDir()
 	const files, per = 16, 20
 	for i := range files {
@@ -129,6 +130,7 @@ func TestGlobSlotHandOverIsPrompt(t *testing.T) {
 // new files spend most of its CPU parsing it (quadratic: each new stream
 // appends to it). The epochs file is a FIFO here: reading it would block.
 func TestEmptyRecordReopenReadsNoEpochsFile(t *testing.T) {
+	t.Parallel()
 	dir, data := t.TempDir(), t.TempDir()
 	epochs := filepath.Join(data, "f.epochs")
 	ptrPath := filepath.Join(data, "f.ptr")
@@ -210,6 +212,7 @@ func (m *countingMap) Flush() error {
 // acknowledgement (kill -9 keeps it), and synced within commitSyncMillis once
 // every line is acknowledged, and at close.
 func TestGlobStreamSyncsLessWhileBehind(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	in := filepath.Join(dir, "app.log")
 	writeLines(t, in, "l", 3000)
@@ -285,6 +288,7 @@ func TestGlobStreamSyncsLessWhileBehind(t *testing.T) {
 // no line was published under it: the next start removes it, without a
 // WARN. It used to stay forever, WARNed as unreadable at every start.
 func TestGlobRemovesNeverWrittenPointers(t *testing.T) {
+	t.Parallel()
 	dir, data := t.TempDir(), t.TempDir()
 	writeLines(t, filepath.Join(dir, "a.log"), "a", 3)
 	ptrs := filepath.Join(data, "feeds", "f")

@@ -28,6 +28,7 @@ import (
 // from there, once; nothing is counted lost (DESIGN §4 "Nothing green over
 // a loss"; §10 a file renamed within the glob is followed).
 func TestGlobQueuedStreamRenamedWithinGlobBeforeScanIsNotALoss(t *testing.T) {
+	t.Parallel()
 	ig := startInternalGlob(t, 50*time.Millisecond, 300*time.Millisecond)
 	dir := filepath.Dir(ig.g.cfg.Stream.Path)
 	path := filepath.Join(dir, "a.log")
@@ -114,6 +115,7 @@ func runGlobOn(t *testing.T, pattern, data string) (ig *internalGlob, stopRun, s
 // counts in lostTails; §4 "Nothing green over a loss"). a8babb1's scan
 // counted it.
 func TestGlobQueuedStreamDeletedThenStoppedBeforeItStartsIsCounted(t *testing.T) {
+	t.Parallel()
 	dir, data, path := aLogIn(t, numbered("line", 5))
 	ig, stopRun, stop := runGlobOn(t, filepath.Join(dir, "*.log"), data)
 	n := ig.take(t) // not acknowledged: the drain is cut short, it owes
@@ -153,6 +155,7 @@ func TestGlobQueuedStreamDeletedThenStoppedBeforeItStartsIsCounted(t *testing.T)
 // "Nothing green over a loss"; §10 a file renamed within the glob is
 // followed).
 func TestGlobQueuedStreamMovedToAnotherMatchedDirIsNotALoss(t *testing.T) {
+	t.Parallel()
 	dir, data := t.TempDir(), t.TempDir()
 	for _, d := range []string{"x", "y"} {
 		if err := os.Mkdir(filepath.Join(dir, d), 0o700); err != nil {

@@ -96,6 +96,7 @@ func (ig *internalGlob) checkBehind(t *testing.T, why string) {
 // saw the change (s.reopen) and DESIGN §10 is CAUGHT_UP only when every
 // tracked file is read to its end. Before f128221: BEHIND.
 func TestStoppingStreamTruncatedAndRewrittenIsBehind(t *testing.T) {
+	t.Parallel()
 	ig := startInternalGlob(t, 50*time.Millisecond, 10*time.Second)
 	n := ig.take(t) // popped, not acknowledged: the drain waits
 	s := ig.stoppingStream(t)
@@ -118,6 +119,7 @@ func TestStoppingStreamTruncatedAndRewrittenIsBehind(t *testing.T) {
 // end. The new rule stats the (missing) path, finds nothing and reports
 // CAUGHT_UP, filesBehind 0. Before f128221: BEHIND.
 func TestStoppingStreamDeletedAndWrittenIsBehind(t *testing.T) {
+	t.Parallel()
 	ig := startInternalGlob(t, 50*time.Millisecond, 10*time.Second)
 	n := ig.take(t)
 	s := ig.stoppingStream(t)
@@ -139,6 +141,7 @@ func TestStoppingStreamDeletedAndWrittenIsBehind(t *testing.T) {
 // a.log waits for bytes and is not behind). DESIGN §7: the path must name
 // the open file, else BEHIND. Before f128221: BEHIND.
 func TestStoppingStreamRotatedOutAndWrittenIsBehind(t *testing.T) {
+	t.Parallel()
 	ig := startInternalGlob(t, 50*time.Millisecond, 10*time.Second)
 	n := ig.take(t)
 	s := ig.stoppingStream(t)
@@ -170,6 +173,7 @@ func TestStoppingStreamRotatedOutAndWrittenIsBehind(t *testing.T) {
 // §10: a file renamed out of the glob is read to its end, then closed; one
 // that disappears with an unread tail counts in lostTails.
 func TestStoppingStreamRotatedOutLastLineIsReadOrCounted(t *testing.T) {
+	t.Parallel()
 	ig := startInternalGlob(t, 50*time.Millisecond, 10*time.Second)
 	n := ig.take(t)
 	s := ig.stoppingStream(t)

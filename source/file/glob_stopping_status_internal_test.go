@@ -15,6 +15,7 @@ import (
 // filesBehind jump back up by the hundreds of files it had just finished.
 // The feed is still not settled (CommitOK) until the stream's final commit.
 func TestStoppingStreamReadToItsEndIsNotBehind(t *testing.T) {
+	t.Parallel()
 	ig := startInternalGlob(t, 50*time.Millisecond, 10*time.Second)
 	n := ig.take(t) // popped, not acknowledged: the drain waits
 	s := ig.stoppingStream(t)
@@ -44,6 +45,7 @@ func TestStoppingStreamReadToItsEndIsNotBehind(t *testing.T) {
 // the descriptor was closed with the line unread and nothing counted
 // (settled and lossless).
 func TestStoppingStreamDeletedAndWrittenCountsItsTail(t *testing.T) {
+	t.Parallel()
 	ig := startInternalGlob(t, 50*time.Millisecond, 10*time.Second)
 	n := ig.take(t)
 	s := ig.stoppingStream(t)

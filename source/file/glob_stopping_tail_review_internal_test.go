@@ -54,6 +54,7 @@ func (ig *internalGlob) popAll(d time.Duration) int {
 // scan's "not matched any more" branch counts it: lostTails 1, lostBytes 8,
 // feed lossy and exit 1 for a file nothing was lost from.
 func TestGlobClosedStreamPartialLastLineDeletedIsNotALoss(t *testing.T) {
+	t.Parallel()
 	ig := startInternalGlob(t, 50*time.Millisecond, 10*time.Second)
 	path := filepath.Join(filepath.Dir(ig.g.cfg.Stream.Path), "a.log")
 	n := ig.take(t)
@@ -93,6 +94,7 @@ func TestGlobClosedStreamPartialLastLineDeletedIsNotALoss(t *testing.T) {
 // closed() counted the line lost; the retired key read the file again from
 // its start).
 func TestStoppingStreamRenamedOutAndBackInIsNotALoss(t *testing.T) {
+	t.Parallel()
 	ig := startInternalGlob(t, 50*time.Millisecond, 10*time.Second)
 	n := ig.take(t)
 	s := ig.stoppingStream(t)
@@ -127,6 +129,7 @@ func TestStoppingStreamRenamedOutAndBackInIsNotALoss(t *testing.T) {
 // closed() (and now in loseTailLocked): a data race on the counters a
 // lossy feed is judged by. Fails under -race.
 func TestGlobLostTailsReadWhileAStreamClosesIsNotARace(t *testing.T) {
+	t.Parallel()
 	ig := startInternalGlob(t, 50*time.Millisecond, 10*time.Second)
 	n := ig.take(t)
 	s := ig.stoppingStream(t)
@@ -161,6 +164,7 @@ func TestGlobLostTailsReadWhileAStreamClosesIsNotARace(t *testing.T) {
 // made. The line is read by nobody: DESIGN §10, a file that disappears with
 // an unread tail counts in lostTails.
 func TestStoppingStreamQueuedOwingDeletedWithItsTailIsCounted(t *testing.T) {
+	t.Parallel()
 	ig := startInternalGlob(t, 50*time.Millisecond, 300*time.Millisecond)
 	n := ig.take(t)
 	s := ig.stoppingStream(t)

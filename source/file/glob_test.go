@@ -17,6 +17,7 @@ import (
 )
 
 func TestPatternMatch(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		pat, name string
 		want      bool
@@ -198,6 +199,7 @@ func writeLines(t *testing.T, path, tag string, n int) {
 }
 
 func TestGlobNestedNewFilesBoundedOpen(t *testing.T) {
+	t.Parallel()
 	dir, data := t.TempDir(), t.TempDir()
 	for i := 0; i < 40; i++ {
 		writeLines(t, filepath.Join(dir, fmt.Sprintf("d%d", i%4), fmt.Sprintf("f%d.log", i)), fmt.Sprintf("f%d", i), 50)
@@ -236,6 +238,7 @@ func TestGlobNestedNewFilesBoundedOpen(t *testing.T) {
 }
 
 func TestGlobRenameTinyFileForget(t *testing.T) {
+	t.Parallel()
 	dir, data := t.TempDir(), t.TempDir()
 	a := filepath.Join(dir, "a.log")
 	writeLines(t, a, "a", 10)
@@ -273,6 +276,7 @@ func TestGlobRenameTinyFileForget(t *testing.T) {
 // A closed stream's file (same inode) rewritten with other first bytes is
 // a new stream read from its start; a deleted file's key is retired.
 func TestGlobSameKeyOtherContent(t *testing.T) {
+	t.Parallel()
 	dir, data := t.TempDir(), t.TempDir()
 	p := filepath.Join(dir, "x.log")
 	writeLines(t, p, "old", 5)
@@ -300,6 +304,7 @@ func TestGlobSameKeyOtherContent(t *testing.T) {
 // after forgetAfter (300 ms here), never while a line of it is
 // unacknowledged.
 func TestGlobForgetWaitsForAcks(t *testing.T) {
+	t.Parallel()
 	dir, data := t.TempDir(), t.TempDir()
 	keep, gone := filepath.Join(dir, "keep.log"), filepath.Join(dir, "gone.log")
 	writeLines(t, keep, "keep", 3)
@@ -338,6 +343,7 @@ func TestGlobForgetWaitsForAcks(t *testing.T) {
 // waits for the only slot) is read on when its turn comes again, though it
 // does not change any more.
 func TestGlobPreemptedStreamResumes(t *testing.T) {
+	t.Parallel()
 	dir, data := t.TempDir(), t.TempDir()
 	writeLines(t, filepath.Join(dir, "a.log"), "a", 20000)
 	writeLines(t, filepath.Join(dir, "b.log"), "b", 20000)
@@ -363,6 +369,7 @@ func TestGlobPreemptedStreamResumes(t *testing.T) {
 
 // A glob stream's buffer starts small and grows for a long line.
 func TestGlobLongLine(t *testing.T) {
+	t.Parallel()
 	dir, data := t.TempDir(), t.TempDir()
 	long := strings.Repeat("z", 700<<10)
 	os.WriteFile(filepath.Join(dir, "l.log"), []byte("a\n"+long+"\nb\n"), 0o644)
@@ -388,6 +395,7 @@ func ptrDir(s file.Strategy, data string) string {
 // ONCE_EARLIEST on a glob: every file matched at start read to its size,
 // later files ignored, END_OF_STREAM once all are done.
 func TestGlobOnceEarliest(t *testing.T) {
+	t.Parallel()
 	dir, data := t.TempDir(), t.TempDir()
 	for i := 0; i < 5; i++ {
 		writeLines(t, filepath.Join(dir, fmt.Sprintf("f%d.log", i)), fmt.Sprintf("f%d", i), 20)
@@ -412,6 +420,7 @@ func TestGlobOnceEarliest(t *testing.T) {
 // after every line of the file previously there is acknowledged; other
 // paths are not held.
 func TestGlobPathBarrier(t *testing.T) {
+	t.Parallel()
 	dir, data := t.TempDir(), t.TempDir()
 	app, other := filepath.Join(dir, "app.log"), filepath.Join(dir, "other.log")
 	writeLines(t, app, "old", 5)
@@ -466,6 +475,7 @@ func TestGlobDirRecreated(t *testing.T) {
 // read again; the original's stream reads on. A new file with another
 // file's first bytes whose original stays is read after the hold.
 func TestGlobCopyTruncate(t *testing.T) {
+	t.Parallel()
 	dir, data := t.TempDir(), t.TempDir()
 	app := filepath.Join(dir, "app.log")
 	writeLines(t, app, "a", 10)

@@ -18,6 +18,7 @@ import (
 // and a further restart counts nothing again. Before, nothing recorded it:
 // b.log's lines were lost with the feed lossless.
 func TestGlobWaitingFileDeletedWhileStoppedIsCounted(t *testing.T) {
+	t.Parallel()
 	dir, data, a := aLogIn(t, numbered("a", 10000))
 	b := filepath.Join(dir, "b.log")
 	bLines := numbered("b", 3)

@@ -16,6 +16,7 @@ import (
 // its last terminator (DESIGN §4 "right now"). Before, a closed file's
 // counted nothing.
 func TestGlobUnterminatedKeptWhenClosed(t *testing.T) {
+	t.Parallel()
 	dir, data := t.TempDir(), t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "a.log"), []byte("a 0\na 1\nxyz"), 0o600); err != nil {
 		t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 // (DESIGN §4 "Nothing green over a loss"; the README's overcount), where
 // with fsnotify it is not (rev16c_a).
 func TestGlobWatchedOutGoneWithoutNotifyCounted(t *testing.T) {
+	t.Parallel()
 	dir, data := t.TempDir(), t.TempDir()
 	pattern := filepath.Join(dir, "*.log")
 	w := filepath.Join(dir, "w.log")

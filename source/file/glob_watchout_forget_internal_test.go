@@ -17,6 +17,7 @@ import (
 // longer tracked. DESIGN §10 "Forgetting" (a finished file's pointer) and
 // "read to its end (rotateWaitMillis after its last growth), then closed".
 func TestGlobWatchedOutFileNotForgottenWhileWatched(t *testing.T) {
+	t.Parallel()
 	dir, data := t.TempDir(), t.TempDir()
 	pattern := filepath.Join(dir, "*.log")
 	a, w := filepath.Join(dir, "a.log"), filepath.Join(dir, "w.log")

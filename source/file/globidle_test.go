@@ -20,6 +20,7 @@ import (
 // file, parsed the whole epochs file (10,000 lines for 10,000 streams, per
 // reopen).
 func TestPinnedEmptyPointerReadsOnlyItsFile(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ptrPath := filepath.Join(dir, "app.ptr")
 	p, err := pointer.Open(ptrPath, pointer.Options{EpochsPath: filepath.Join(dir, "app.epochs")})

@@ -15,6 +15,7 @@ import (
 // over the new content (a crash before the barrier's Reset would leave a
 // record whose fingerprint describes bytes the epoch never had).
 func TestTruncationStopsFingerprintGrowth(t *testing.T) {
+	t.Parallel()
 	h1, h2 := make(chan struct{}), make(chan struct{})
 	r := newRig(t, "", rigOpts{strategy: file.Committed, batchLines: 1,
 		hold: map[string]chan struct{}{"a-00010": h1, "a-00280": h2}})

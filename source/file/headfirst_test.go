@@ -20,6 +20,7 @@ import (
 // <position> stays unique"). headFirst stores (epoch, 0, first bytes) and
 // msyncs it before the epoch's first batch goes out.
 func TestEpochOnEmptyFileRecordsFirstBytesBeforeItsFirstLine(t *testing.T) {
+	t.Parallel()
 	hold := make(chan struct{})
 	notify := make(chan time.Time, 64)
 	r := newRig(t, "", rigOpts{strategy: file.Committed, hold: map[string]chan struct{}{"b-00000": hold}, notify: notify})

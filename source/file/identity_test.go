@@ -86,6 +86,7 @@ func (fd *idFeed) start(content []byte, offset int64) pointer.Record {
 }
 
 func TestCheckVerdicts(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		content []byte
@@ -173,6 +174,7 @@ func TestCheckVerdicts(t *testing.T) {
 // KeptNewKey keeps offset and epoch and the next store records the new key;
 // the run after that sees the same key again.
 func TestCheckNewKeyIsRecordedAtNextStore(t *testing.T) {
+	t.Parallel()
 	fd := newIDFeed(t)
 	first := fd.start(idLines, 14)
 	tmp := filepath.Join(fd.dir, "copy")
@@ -194,6 +196,7 @@ func TestCheckNewKeyIsRecordedAtNextStore(t *testing.T) {
 // from the path: a file renamed away and replaced is still the same open
 // file.
 func TestCheckReadsTheDescriptorNotThePath(t *testing.T) {
+	t.Parallel()
 	fd := newIDFeed(t)
 	fd.start(idLines, 14)
 	f, key, size := idOpenInput(t, fd.in)
@@ -209,6 +212,7 @@ func TestCheckReadsTheDescriptorNotThePath(t *testing.T) {
 // With a fingerprint of 0 bytes (empty file at the time), only the key and
 // size decide.
 func TestCheckEmptyFingerprint(t *testing.T) {
+	t.Parallel()
 	fd := newIDFeed(t)
 	fd.write(nil)
 	p := fd.open(pointer.Options{})
@@ -243,6 +247,7 @@ func TestCheckEmptyFingerprint(t *testing.T) {
 // The resets the check decides (replaced, truncated) are recorded in the
 // epochs file with their reason and the new file's identity.
 func TestCheckResetsAreInTheEpochsFile(t *testing.T) {
+	t.Parallel()
 	fd := newIDFeed(t)
 	epochs := filepath.Join(fd.dir, "app.epochs")
 	fd.write([]byte("abc\n"))
@@ -268,6 +273,7 @@ func TestCheckResetsAreInTheEpochsFile(t *testing.T) {
 }
 
 func TestVerdictString(t *testing.T) {
+	t.Parallel()
 	for v, want := range map[Verdict]string{Kept: "kept", KeptNewKey: "rekeyed", Replaced: "replaced",
 		Truncated: "truncated", Adopted: "adopted", 0: "verdict(0)"} {
 		if v.String() != want {

@@ -50,6 +50,7 @@ func keptMidLine(t *testing.T) (*rig, *os.File) {
 // copier: the old file's line "xyw" is delivered whole (downgraded), never
 // cut to "w"; the new file's "xy" once.
 func TestRevSameContentPartialLineOfOldFile(t *testing.T) {
+	t.Parallel()
 	r, app := keptMidLine(t)
 	if _, err := app.WriteString("w\nz\n"); err != nil {
 		t.Fatal(err)
@@ -76,6 +77,7 @@ func TestRevSameContentPartialLineOfOldFile(t *testing.T) {
 // the old file's line "xy" is the new file's line at the same offset,
 // delivered once (from the new file).
 func TestKeptSameLineLeftToNewFile(t *testing.T) {
+	t.Parallel()
 	r, app := keptMidLine(t)
 	if _, err := app.WriteString("\nz\n"); err != nil {
 		t.Fatal(err)

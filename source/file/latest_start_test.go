@@ -19,6 +19,7 @@ import (
 // the file, its rest delivered as a line of its own ("-end"), or as an empty
 // line when its terminator came next.
 func TestLatestStartInsideALineBeingWritten(t *testing.T) {
+	t.Parallel()
 	x := func(n int) string { return strings.Repeat("x", n) }
 	for _, tc := range []struct {
 		name      string

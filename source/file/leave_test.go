@@ -31,6 +31,7 @@ func (r *rig) waitLine(line string) got {
 // Rename rotation: the last line of the rotated file is published before
 // the switch, under its epoch with its position.
 func TestLoneCRLastLineOfRotatedFileIsDelivered(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, "", rigOpts{strategy: file.Committed, rotateWait: 200 * time.Millisecond})
 	if err := os.WriteFile(r.path, []byte("a1\ra2\ra3\r"), 0o644); err != nil {
 		t.Fatal(err)
@@ -58,6 +59,7 @@ func TestLoneCRLastLineOfRotatedFileIsDelivered(t *testing.T) {
 // Deletion: the open file is closed rotateWait after the path went missing;
 // its last line comes first.
 func TestLoneCRLastLineOfDeletedFileIsDelivered(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, "", rigOpts{strategy: file.Committed, rotateWait: 200 * time.Millisecond})
 	if err := os.WriteFile(r.path, []byte("a1\ra2\r"), 0o644); err != nil {
 		t.Fatal(err)
@@ -85,6 +87,7 @@ func TestLoneCRLastLineOfDeletedFileIsDelivered(t *testing.T) {
 // Truncation in place with no copy: the lines read before the truncation
 // are published, the last one too.
 func TestLoneCRLastLineOfTruncatedFileIsDelivered(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, "", rigOpts{strategy: file.Committed})
 	if err := os.WriteFile(r.path, []byte("a1\ra2\r"), 0o644); err != nil {
 		t.Fatal(err)
@@ -109,6 +112,7 @@ func TestLoneCRLastLineOfTruncatedFileIsDelivered(t *testing.T) {
 // written after a '\r' whose line was taken completes that terminator (no
 // empty line).
 func TestLoneCRLastLineOfOldFileAtClose(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, "", rigOpts{strategy: file.Committed, rotateWait: 200 * time.Millisecond})
 	if err := os.WriteFile(r.path, []byte("a1\ra2\r"), 0o644); err != nil {
 		t.Fatal(err)

@@ -24,6 +24,7 @@ import (
 // afterwards is taken for "replaced in place": every line of the new file
 // is delivered a second time under yet another epoch.
 func TestRewriteOfTheNextFileBeforeTheBarrierIsNotDeliveredTwice(t *testing.T) {
+	t.Parallel()
 	hold := make(chan struct{})
 	r := newRig(t, "", rigOpts{strategy: file.Committed, noNotify: true, poll: time.Second,
 		hold: map[string]chan struct{}{"a-00004": hold}})
@@ -77,6 +78,7 @@ func TestRewriteOfTheNextFileBeforeTheBarrierIsNotDeliveredTwice(t *testing.T) {
 // seen as "replaced in place" and read again from 0: those lines are
 // delivered twice, the first of them cut.
 func TestRegrowthAfterTruncationIsCheckedBeforeItIsRead(t *testing.T) {
+	t.Parallel()
 	hold := make(chan struct{})
 	r := newRig(t, "", rigOpts{strategy: file.Committed, noNotify: true, poll: 2 * time.Second,
 		hold: map[string]chan struct{}{"a-00004": hold}})
@@ -117,6 +119,7 @@ func TestRegrowthAfterTruncationIsCheckedBeforeItIsRead(t *testing.T) {
 // source's goroutine in open(2) for good: it reads nothing more, and its
 // stop (SIGTERM) never returns.
 func TestFindCopyNeverBlocksOnAFIFOSwappedIn(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, "", rigOpts{strategy: file.Earliest})
 	reg, fifo := r.dir+"/another.log", r.dir+"/another.tmp"
 	if err := os.WriteFile(reg, []byte(strings.Repeat("z", 64<<10)), 0o644); err != nil {
@@ -197,6 +200,7 @@ func TestFindCopyNeverBlocksOnAFIFOSwappedIn(t *testing.T) {
 // counts what was seen of it as lost under the epoch its new content is then
 // read under (never epoch 0, which names nothing).
 func TestQueuedFileRewrittenBeforeReadCountsItsLossUnderItsEpoch(t *testing.T) {
+	t.Parallel()
 	hold := make(chan struct{})
 	losses := &lossLog{}
 	r := newRig(t, "", rigOpts{strategy: file.Committed, noNotify: true, onLoss: losses.add,
@@ -234,6 +238,7 @@ func TestQueuedFileRewrittenBeforeReadCountsItsLossUnderItsEpoch(t *testing.T) {
 // is read first, under the new epoch, then the rewritten file from 0: every
 // line once, nothing lost.
 func TestRewriteOfTheNextFileBeforeTheBarrierReadsItsCopyFirst(t *testing.T) {
+	t.Parallel()
 	hold := make(chan struct{})
 	r := newRig(t, "", rigOpts{strategy: file.Committed, noNotify: true, poll: time.Second,
 		hold: map[string]chan struct{}{"a-00004": hold}})
@@ -276,6 +281,7 @@ func TestRewriteOfTheNextFileBeforeTheBarrierReadsItsCopyFirst(t *testing.T) {
 // (plus a line) goes on at the same position, its first line not delivered
 // again (e2e TestContractRotation "same content under a new file key").
 func TestFileAppearedAtThePathKeepsItsPositionOverASameContentCopy(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, "", rigOpts{strategy: file.Committed})
 	appendTo(t, r.path, numbered("a", 0, 3)...)
 	r.start()

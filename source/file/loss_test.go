@@ -32,6 +32,7 @@ func (l *lossLog) all() []file.Loss {
 // nothing of it is pending (an empty record under a new epoch, written to
 // the epochs file too), and a restart that cannot find it loses nothing.
 func TestDeletedFullyReadFileIsNotALostTail(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, "", rigOpts{strategy: file.Committed})
 	appendTo(t, r.path, numbered("a", 0, 30)...)
 	r.start()
@@ -81,6 +82,7 @@ func TestDeletedFullyReadFileIsNotALostTail(t *testing.T) {
 // the stop closes it, with every line acknowledged, and the pointer then
 // records that nothing of it is pending.
 func TestDeletedFullyReadFileStoppedBeforeClose(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, "", rigOpts{strategy: file.Committed, rotateWait: time.Hour})
 	appendTo(t, r.path, numbered("a", 0, 30)...)
 	r.start()
@@ -105,6 +107,7 @@ func TestDeletedFullyReadFileStoppedBeforeClose(t *testing.T) {
 // pointer when it is closed: a restart finds it by its key and reads the
 // lines appended to it meanwhile, positioned.
 func TestRenamedAwayFileIsNotForgotten(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, "", rigOpts{strategy: file.Committed})
 	appendTo(t, r.path, numbered("a", 0, 30)...)
 	r.start()
@@ -133,6 +136,7 @@ func TestRenamedAwayFileIsNotForgotten(t *testing.T) {
 // forgotten: that line may never reach a subscriber, and a restart that
 // cannot find the file counts the tail.
 func TestDeletedFileWithUnacknowledgedLineStaysInPointer(t *testing.T) {
+	t.Parallel()
 	hold := make(chan struct{})
 	r := newRig(t, "", rigOpts{strategy: file.Committed, batchLines: 1, rotateWait: 100 * time.Millisecond,
 		hold: map[string]chan struct{}{"a-00029": hold}})
@@ -160,6 +164,7 @@ func TestDeletedFileWithUnacknowledgedLineStaysInPointer(t *testing.T) {
 // clean stop: lines written after the stop may have been in the part that
 // was cut. The file is read from its start under a new epoch.
 func TestTruncatedWhileStoppedCountsLostTail(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name    string
 		rewrite func(t *testing.T, path string)
@@ -212,6 +217,7 @@ func TestTruncatedWhileStoppedCountsLostTail(t *testing.T) {
 
 // A truncation at restart with the copy in the directory loses nothing.
 func TestTruncatedWhileStoppedWithCopyCountsNothing(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, "", rigOpts{strategy: file.Committed})
 	appendTo(t, r.path, numbered("a", 0, 50)...)
 	r.start()
@@ -234,6 +240,7 @@ func TestTruncatedWhileStoppedWithCopyCountsNothing(t *testing.T) {
 // old file's nor the new one's, never in a pointer) and their real byte
 // position in the old file, so <feed>:<epoch>:<position> stays unique.
 func TestDowngradedLinesHaveAnEpochOfTheirOwn(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, "", rigOpts{strategy: file.Committed, rotateWait: 3 * time.Second})
 	appendTo(t, r.path, numbered("a", 0, 5)...)
 	r.start()

@@ -69,6 +69,7 @@ func truncateWhilePaused(t *testing.T, copy bool) *rig {
 // turned out to hold: one lost tail, 160 lost bytes (DESIGN §4 "Nothing
 // green over a loss").
 func TestLiveCopyTruncateCountsBytesMissingFromCopy(t *testing.T) {
+	t.Parallel()
 	r := truncateWhilePaused(t, true)
 	if !r.warned("reading its copy") {
 		t.Fatalf("the copy was not read:\n%s", tailOf(r.logs.String(), 20))
@@ -86,6 +87,7 @@ func TestLiveCopyTruncateCountsBytesMissingFromCopy(t *testing.T) {
 // position are gone: one lost tail, size last seen − read position in
 // lostBytes.
 func TestLiveTruncationWithoutCopyCountsUnreadBytes(t *testing.T) {
+	t.Parallel()
 	r := truncateWhilePaused(t, false)
 	if r.src.LostTails() != 1 || r.src.LostBytes() != 160 {
 		t.Fatalf("lostTails %d lostBytes %d, want 1 and 160", r.src.LostTails(), r.src.LostBytes())

@@ -75,6 +75,7 @@ func movedThenExcluded(t *testing.T, between func(dir string)) (got map[string]i
 // excludes: not read any more, no loss (before the fix: lostTails 1, 3 of 3
 // runs).
 func TestMovedWithinGlobThenExcludedIsNoLoss(t *testing.T) {
+	t.Parallel()
 	got, tails, bytes, detail := movedThenExcluded(t, nil)
 	wantLines(t, got, "k-2")
 	if tails != 0 || bytes != 0 {
@@ -85,6 +86,7 @@ func TestMovedWithinGlobThenExcludedIsNoLoss(t *testing.T) {
 // The moved list names z.txt, but z.txt is deleted while stopped: gone, its
 // lines appended before the stop unread — counted as before.
 func TestMovedWithinGlobThenDeletedStillCounts(t *testing.T) {
+	t.Parallel()
 	_, tails, _, detail := movedThenExcluded(t, func(dir string) {
 		if err := os.Remove(filepath.Join(dir, "z.txt")); err != nil {
 			t.Fatal(err)
@@ -99,6 +101,7 @@ func TestMovedWithinGlobThenDeletedStillCounts(t *testing.T) {
 // the same name: the list's entry names the old file's first bytes —
 // counted as before.
 func TestMovedWithinGlobThenReplacedStillCounts(t *testing.T) {
+	t.Parallel()
 	_, tails, _, detail := movedThenExcluded(t, func(dir string) {
 		z := filepath.Join(dir, "z.txt")
 		if err := os.Remove(z); err != nil {
@@ -117,6 +120,7 @@ func TestMovedWithinGlobThenReplacedStillCounts(t *testing.T) {
 // z.txt; nothing tells the second rename from a rotation — counted as
 // without the list (the conservative side).
 func TestMovedWithinGlobThenMovedAgainStillCounts(t *testing.T) {
+	t.Parallel()
 	_, tails, _, detail := movedThenExcluded(t, func(dir string) {
 		if err := os.Rename(filepath.Join(dir, "z.txt"), filepath.Join(dir, "y.txt")); err != nil {
 			t.Fatal(err)
@@ -131,6 +135,7 @@ func TestMovedWithinGlobThenMovedAgainStillCounts(t *testing.T) {
 // overcount the README states), and a list left by an earlier stop is not
 // taken for this run's.
 func TestMovedWithinGlobThenKillCountsAsBefore(t *testing.T) {
+	t.Parallel()
 	dir, data, a := aLogIn(t, numbered("a", 3))
 	z := filepath.Join(dir, "z.txt")
 	ig, kill, _ := runGlobKill(t, filepath.Join(dir, "*"), data, time.Second, nil, nil)

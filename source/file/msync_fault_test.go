@@ -162,6 +162,7 @@ func appendNumbered(t *testing.T, path, prefix string, n int) []string {
 // re-delivers from the last synced commit, so no line is skipped after the
 // restart.
 func TestPointerMsyncFailure(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	in := filepath.Join(dir, "app.log")
 	var failing atomic.Bool
@@ -227,6 +228,7 @@ func TestPointerMsyncFailure(t *testing.T) {
 // record in memory already holds the first bytes, and a retry must not take
 // that for done (it published the line with nothing on disk).
 func TestHeadFirstMsyncFailureHoldsTheEpochsFirstLine(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	in := filepath.Join(dir, "app.log")
 	var failing atomic.Bool

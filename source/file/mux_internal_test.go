@@ -16,6 +16,7 @@ import (
 // each woke for every batch any of them published, to read its file's end
 // again.
 func TestMuxWakesOnlyTheStreamsConcerned(t *testing.T) {
+	t.Parallel()
 	q := feed.NewQueue("q", 4, 1<<20, overload.Policy{Kind: overload.Pause})
 	pub := feed.NewPublisher("f", []*feed.Queue{q}, 65536, 4)
 	m := newMux(pub)

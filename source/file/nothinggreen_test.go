@@ -45,6 +45,7 @@ func gzipTo(t *testing.T, src, dst string) {
 // pointer file's mtime) reads app.log.1.gz again from its start. DESIGN §2:
 // duplicates only after a crash.
 func TestForgottenFileGzNotReadAgainAfterCleanStop(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, "", rigOpts{strategy: file.Committed, rotateWait: time.Hour})
 	appendTo(t, r.path, numbered("a", 0, 50)...)
 	r.start()
@@ -82,6 +83,7 @@ func TestForgottenFileGzNotReadAgainAfterCleanStop(t *testing.T) {
 // ledger entry for one loss, and a feed turned lossy again after its loss
 // was acknowledged.
 func TestLostTailCountedOnceAcrossRestarts(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, "", rigOpts{strategy: file.Committed})
 	appendTo(t, r.path, numbered("a", 0, 20)...)
 	r.start()
@@ -121,6 +123,7 @@ func TestLostTailCountedOnceAcrossRestarts(t *testing.T) {
 // last saw the file at its read position nothing is counted: lossless with
 // 30 lines missing that are on disk.
 func TestLiveCopytruncateCompressReadsGzCopy(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, "", rigOpts{strategy: file.Committed, noNotify: true, poll: 1500 * time.Millisecond})
 	appendTo(t, r.path, numbered("a", 0, 20)...)
 	var losses lossLog
@@ -162,6 +165,7 @@ func TestLiveCopytruncateCompressReadsGzCopy(t *testing.T) {
 // rotated file's tail is read, the feed is FAILED, the stop works, and a
 // regular file replacing the FIFO is read from its start.
 func TestFifoAtRestartReadsRotatedTailAndRecovers(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, "", rigOpts{strategy: file.Committed})
 	appendTo(t, r.path, numbered("a", 0, 10)...)
 	r.start()
@@ -209,6 +213,7 @@ func TestFifoAtRestartReadsRotatedTailAndRecovers(t *testing.T) {
 // nothing in the state knows it: the feed reports CAUGHT_UP with nothing
 // pending (settled) while a generation's lines are unread.
 func TestTornGzKeepsFeedBehind(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, "", rigOpts{strategy: file.Committed})
 	appendTo(t, r.path, numbered("a", 0, 10)...)
 	r.start()
@@ -251,6 +256,7 @@ func TestTornGzKeepsFeedBehind(t *testing.T) {
 // is read once, none lost. copytruncate + compress + delaycompress, two runs while stopped: the first
 // copy ends up as app.log.2.gz, the second copy is app.log.1.
 func TestCopytruncateTwiceWhileStoppedGzLosesNothing(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, "", rigOpts{strategy: file.Committed})
 	appendTo(t, r.path, numbered("a", 0, 10)...)
 	r.start()
@@ -290,6 +296,7 @@ func TestCopytruncateTwiceWhileStoppedGzLosesNothing(t *testing.T) {
 // and the feed, BEHIND while it waited, is CAUGHT_UP again (lossy).
 // Regression (review of issue 11, D4).
 func TestTornGzGoneCountsLostTail(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, "", rigOpts{strategy: file.Committed})
 	appendTo(t, r.path, numbered("a", 0, 10)...)
 	r.start()
@@ -331,6 +338,7 @@ func TestTornGzGoneCountsLostTail(t *testing.T) {
 // (copytruncate + compress). Regression (review of issue 11, D3 extended to
 // rewrittenUnread).
 func TestQueuedFileCopytruncateCompressReadsGzCopy(t *testing.T) {
+	t.Parallel()
 	block := make(chan struct{})
 	r := newRig(t, "", rigOpts{strategy: file.Committed, block: block})
 	appendTo(t, r.path, numbered("a", 0, 3000)...)
@@ -375,6 +383,7 @@ func TestQueuedFileCopytruncateCompressReadsGzCopy(t *testing.T) {
 // generations (the bound on what it remembers drops files no longer on
 // disk first, never one still there). Regression (review of issue 11, S4).
 func TestSeenGenerationsNotReadAgainInALargeDirectory(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, "", rigOpts{strategy: file.Committed})
 	for i := 1; i <= 4200; i++ {
 		if err := os.WriteFile(fmt.Sprintf("%s.%d", r.path, i), []byte(fmt.Sprintf("old-%05d\n", i)), 0o644); err != nil {
@@ -403,6 +412,7 @@ func TestSeenGenerationsNotReadAgainInALargeDirectory(t *testing.T) {
 // unread tail lost at once, then reads it from the pointer, positioned.
 // Regression (review of issue 11, S1).
 func TestTornPointerGzAtRestartIsAwaitedNotCounted(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, "", rigOpts{strategy: file.Committed})
 	appendTo(t, r.path, numbered("a", 0, 10)...)
 	r.start()
@@ -449,6 +459,7 @@ func TestTornPointerGzAtRestartIsAwaitedNotCounted(t *testing.T) {
 // epoch, so a kill -9 between the two counts the loss again at the next
 // start (two entries), never not at all.
 func TestLossAtStartRecordedBeforeThePointerMoves(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		cut  func(t *testing.T, path string)

@@ -49,6 +49,7 @@ func (r *rig) stopWithin(d time.Duration) {
 // once when told to, and leaves FAILED by itself once a regular file is
 // there.
 func TestFIFOAtPathFailsWithoutBlocking(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, "", rigOpts{strategy: file.Committed})
 	if err := syscall.Mkfifo(r.path, 0o644); err != nil {
 		t.Fatal(err)
@@ -96,6 +97,7 @@ func TestFIFOAtPathFailsWithoutBlocking(t *testing.T) {
 // (no reset retried at every poll), and it recovers by itself when the
 // directory gives way to a regular file.
 func TestDirectoryAppearingAtPathFailsOnceAndRecovers(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, "", rigOpts{strategy: file.Committed})
 	appendTo(t, r.path, numbered("a", 0, 10)...)
 	r.start()
@@ -142,6 +144,7 @@ func TestDirectoryAppearingAtPathFailsOnceAndRecovers(t *testing.T) {
 // A FIFO, a symlink loop, a device or a socket appearing at the path while
 // running: FAILED with the reason, logged once, the stop prompt.
 func TestPathBecomingNotRegularFails(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name, why string
 		make      func(path string) error
@@ -187,6 +190,7 @@ func TestPathBecomingNotRegularFails(t *testing.T) {
 // tail found at the same start; once a regular file is there, the lost
 // tail's detail (which stays until the next restart) is back.
 func TestFIFOAtPathDetailOverLostTail(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, "", rigOpts{strategy: file.Committed})
 	appendTo(t, r.path, numbered("a", 0, 5)...)
 	r.start()
@@ -225,6 +229,7 @@ func TestFIFOAtPathDetailOverLostTail(t *testing.T) {
 // keeps being replaced while it is opened) is retried at every look, like a
 // missing or a bad path; the source never stops for good.
 func TestPathChangingWhileOpenedAtStartIsRetried(t *testing.T) {
+	t.Parallel()
 	var calls int
 	var r *rig
 	r = newRig(t, "", rigOpts{strategy: file.Committed, openHook: func() {
@@ -253,6 +258,7 @@ func TestPathChangingWhileOpenedAtStartIsRetried(t *testing.T) {
 // from before is still read (a rotation left it): the detail says so, not
 // "waiting for a file".
 func TestPathGoneAfterFailureWhileFileOpenSaysItIsRead(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, "", rigOpts{strategy: file.Earliest, rotateWait: 10 * time.Second})
 	appendTo(t, r.path, numbered("a", 0, 3)...)
 	r.start()
@@ -286,6 +292,7 @@ func TestPathGoneAfterFailureWhileFileOpenSaysItIsRead(t *testing.T) {
 // stopping it: once a readable file is there it is read. After a FIFO, the
 // detail moves from the FIFO to the open error.
 func TestRegularFileThatCannotBeOpenedFailsAndRecovers(t *testing.T) {
+	t.Parallel()
 	const unreadable = "/proc/sys/vm/drop_caches"
 	if f, err := os.Open(unreadable); err == nil || !errors.Is(err, fs.ErrPermission) {
 		if f != nil {

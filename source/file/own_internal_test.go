@@ -14,6 +14,7 @@ import (
 // the daemon's own outputs (by path, by identity through a symlink; a
 // declared directory holding the input is ignored).
 func TestFindCopyRules(t *testing.T) {
+	t.Parallel()
 	content := []byte("line-1\nline-2\nline-3\n")
 	trunc := time.Now().Add(-time.Hour) // when the truncation was noticed
 	cases := []struct {
@@ -72,6 +73,7 @@ func TestFindCopyRules(t *testing.T) {
 // A file under a declared directory that does not hold the input (dataDir
 // next to the input's directory) is skipped.
 func TestFindCopySkipsFilesUnderDataDir(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	dir := filepath.Join(root, "logs")
 	data := filepath.Join(root, "logs", "state")

@@ -26,6 +26,7 @@ import (
 // where its lines ended then (grown since: read again — duplicates, never
 // the late lines lost).
 func TestPrevGenTellsAFileReadToItsEnd(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	p := filepath.Join(dir, "w.log.1")
 	body := []byte("f1-0\nf1-1\n")
@@ -63,6 +64,7 @@ func TestPrevGenTellsAFileReadToItsEnd(t *testing.T) {
 // keeps w.log.1 (its key, first bytes, its end) for the stream's next
 // source.
 func TestGlobKeepsTheFilesASourceSwitchedAwayFrom(t *testing.T) {
+	t.Parallel()
 	dir, data, _, w := genOwnStopped(t, 2)
 	ig, stop := runGlobWith(t, filepath.Join(dir, "*.log"), data, time.Second, func(c *GlobConfig) {
 		c.CloseInactive = 100 * time.Millisecond

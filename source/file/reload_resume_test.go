@@ -42,6 +42,7 @@ func resumeRig(t *testing.T, dir string, st file.Strategy, resume *file.Resume, 
 }
 
 func TestReloadResumeLatest(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	path := dir + "/app.log"
 	appendTo(t, path, "before")
@@ -68,6 +69,7 @@ func TestReloadResumeLatest(t *testing.T) {
 }
 
 func TestReloadResumeLatestReplacedStartsAtEnd(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	path := dir + "/app.log"
 	appendTo(t, path, "before")
@@ -91,6 +93,7 @@ func TestReloadResumeLatestReplacedStartsAtEnd(t *testing.T) {
 }
 
 func TestReloadResumeEarliestAndOnce(t *testing.T) {
+	t.Parallel()
 	for _, st := range []file.Strategy{file.Earliest, file.OnceEarliest} {
 		t.Run(st.String(), func(t *testing.T) {
 			dir := t.TempDir()
@@ -123,6 +126,7 @@ func TestReloadResumeEarliestAndOnce(t *testing.T) {
 // its unread lines are read first from the renamed file (found by its key
 // and first bytes), then the new file from its start.
 func TestReloadResumeRotatedReadsPreviousFileFirst(t *testing.T) {
+	t.Parallel()
 	for _, st := range []file.Strategy{file.Earliest, file.Latest} {
 		t.Run(st.String(), func(t *testing.T) {
 			dir := t.TempDir()
@@ -163,6 +167,7 @@ func TestReloadResumeRotatedReadsPreviousFileFirst(t *testing.T) {
 // previous source saw past the resume point (published, not acknowledged:
 // the reload moved the resume point back): counted lost, not a silent gap.
 func TestReloadResumeRotatedGoneCountsLoss(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	path := dir + "/app.log"
 	appendTo(t, path, "a1", "a2")
@@ -192,6 +197,7 @@ func TestReloadResumeRotatedGoneCountsLoss(t *testing.T) {
 // before the restarted source opens: it is read from its start, as the
 // waiting source would have.
 func TestReloadResumeLatestWaitingReadsAppearedFileFromStart(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	path := dir + "/app.log"
 	r := newRig(t, dir, rigOpts{strategy: file.Latest}).start()
@@ -214,6 +220,7 @@ func TestReloadResumeLatestWaitingReadsAppearedFileFromStart(t *testing.T) {
 // finished on an empty file; bytes appended later are not read by the
 // restarted source (its once-read ended at 0).
 func TestReloadResumeOnceEarliestEmptyStaysFinished(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	path := dir + "/app.log"
 	appendTo(t, path)

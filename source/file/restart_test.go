@@ -18,6 +18,7 @@ import (
 // start A.1 is read from X to its end first (same epoch, positions going
 // on), then A from its start under a new epoch.
 func TestRestartAfterRotation(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, "", rigOpts{strategy: file.Committed})
 	appendTo(t, r.path, numbered("a", 0, 50)...)
 	r.start()
@@ -67,6 +68,7 @@ func TestRestartAfterRotation(t *testing.T) {
 // from its start under a new epoch; the detail stays until the next
 // restart.
 func TestRestartAfterRotationFileGone(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, "", rigOpts{strategy: file.Committed})
 	appendTo(t, r.path, numbered("a", 0, 50)...)
 	r.start()
@@ -117,6 +119,7 @@ func TestRestartAfterRotationFileGone(t *testing.T) {
 // Nothing is delivered twice, every truncation is detected, and the daemon
 // keeps tailing the file: every line after the last truncation arrives.
 func TestCopyTruncateUnderLoad(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, "", rigOpts{strategy: file.Committed})
 	f, err := os.OpenFile(r.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
@@ -218,6 +221,7 @@ func warnCount(log, s string) int {
 // under the old epoch and at the old positions, then the truncated file
 // from its start under a new epoch.
 func TestCopyTruncateWhileBehindReadsTheCopy(t *testing.T) {
+	t.Parallel()
 	block := make(chan struct{})
 	r := newRig(t, "", rigOpts{strategy: file.Committed, block: block})
 	appendTo(t, r.path, numbered("a", 0, 3000)...)
@@ -258,6 +262,7 @@ func TestCopyTruncateWhileBehindReadsTheCopy(t *testing.T) {
 // shorter than the offset, but its copy holds the unread tail: read from the
 // pointer to the copy's end first, then the file from its start.
 func TestCopyTruncateWhileStopped(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, "", rigOpts{strategy: file.Committed})
 	appendTo(t, r.path, numbered("a", 0, 50)...)
 	r.start()
@@ -294,6 +299,7 @@ func TestCopyTruncateWhileStopped(t *testing.T) {
 // queued behind the first copy before it was read. Its copy is queued before
 // it, so the three contents arrive whole, in order, each once.
 func TestCopyTruncateTwiceWhileBehind(t *testing.T) {
+	t.Parallel()
 	block := make(chan struct{})
 	r := newRig(t, "", rigOpts{strategy: file.Committed, block: block})
 	appendTo(t, r.path, numbered("a", 0, 3000)...)

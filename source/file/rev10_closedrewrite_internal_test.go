@@ -36,6 +36,7 @@ import (
 // when it restarts (`> app.log`, O_TRUNC) is common: each such restart of
 // an inactive file makes a glob feed lossy.
 func TestRev10FixedAClosedFileRewrittenInPlaceCountsAPhantomLoss(t *testing.T) {
+	t.Parallel()
 	ig := startInternalGlob(t, 300*time.Millisecond, 5*time.Second)
 	dir := filepath.Dir(ig.g.cfg.Stream.Path)
 	a := filepath.Join(dir, "a.log")

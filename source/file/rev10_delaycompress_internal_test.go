@@ -59,6 +59,7 @@ func rev10Gzip(t *testing.T, src, dst string) {
 // apart (line-0…4 and r0-new-* twice even with nothing appended; that probe
 // passes on 2e136fb^). On the parent this test loses 6 lines uncounted.
 func TestRev10FixedGClosedCopytruncateDelaycompress(t *testing.T) {
+	t.Parallel()
 	rev10Compress(t, true, 1200*time.Millisecond, true)
 }
 
@@ -71,6 +72,7 @@ func TestRev10FixedGClosedCopytruncateDelaycompress(t *testing.T) {
 // taken for a later generation". Same mtimeSlack condition as TestRev10FixedG.
 // (Parent: 3 lines missing uncounted and 2 twice.)
 func TestRev10FixedHClosedCopytruncateCompress(t *testing.T) {
+	t.Parallel()
 	rev10Compress(t, false, 1200*time.Millisecond, true)
 }
 

@@ -39,6 +39,7 @@ import (
 // seen past what was read, nothing when the file was read to its end, its
 // TestRev10FixedA — fails for an owing stream.)
 func TestRev10BFixedBCutWhileOwingCountsDeliveredBytesLost(t *testing.T) {
+	t.Parallel()
 	ig, a, n := rev10bClosedOwing(t)
 	if err := os.WriteFile(a, []byte("n-0\nn-1\n"), 0o600); err != nil { // O_TRUNC: in place
 		t.Fatal(err)
@@ -84,6 +85,7 @@ func TestRev10BFixedBCutWhileOwingCountsDeliveredBytesLost(t *testing.T) {
 // lostBytes 21 — and those 21 are the three lines that WERE delivered
 // (TestRev10BFixedB), so the real 504-byte loss counts nothing in lostBytes.
 func TestRev10BFixedGSecondCutWhileHeldNotCounted(t *testing.T) {
+	t.Parallel()
 	ig, a, n := rev10bClosedOwing(t)
 	if err := os.WriteFile(a, []byte("n-0\n"), 0o600); err != nil { // cut #1
 		t.Fatal(err)
@@ -154,6 +156,7 @@ func TestRev10BFixedGSecondCutWhileHeldNotCounted(t *testing.T) {
 // from the size seen after the cut (4). Probably as before the diff (no
 // cutUnread then); the diff records the amount and drops it.
 func TestRev10BFixedHCutThenDeletedWhileHeldNotCounted(t *testing.T) {
+	t.Parallel()
 	ig, a, n := rev10bClosedOwing(t)
 	var lost []string
 	for i := range 10 {

@@ -40,6 +40,7 @@ import (
 // round-0 copy); the kept copies show {HeadLen:0 Size:0} for the short
 // copy.
 func TestRev10BFixedCShortCopyGzReadAgain(t *testing.T) {
+	t.Parallel()
 	ig := startInternalGlob(t, 300*time.Millisecond, 5*time.Second)
 	dir := filepath.Dir(ig.g.cfg.Stream.Path)
 	a := filepath.Join(dir, "a.log")

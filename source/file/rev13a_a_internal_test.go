@@ -31,6 +31,7 @@ import (
 // come a moment later (deletion seen by walk and look), the key is retired
 // and the new file read whole: the race changes the outcome.
 func TestRev13AInodeReusedAfterWalkWithSameHeadIsReadWhole(t *testing.T) {
+	t.Parallel()
 	var hb strings.Builder
 	for i := 0; hb.Len() < 4200; i++ {
 		hb.WriteString("# banner: app v1.2.3 format=ts,level,msg fields=" + strings.Repeat("x", 40) + "\n")

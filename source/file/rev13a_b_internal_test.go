@@ -32,6 +32,7 @@ import (
 // disappears with an unread tail counts in lostTails"; §2: never lose a
 // line silently.
 func TestRev13ARenamedOutWhileStoppingThenWrittenIsRead(t *testing.T) {
+	t.Parallel()
 	dir, data, path := aLogIn(t, numbered("line", 5))
 	pattern := filepath.Join(dir, "*.log")
 	ig, stop := runGlobWith(t, pattern, data, 5*time.Second, func(c *GlobConfig) {

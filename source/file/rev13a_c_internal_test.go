@@ -122,6 +122,7 @@ func wantLines(t *testing.T, got map[string]int, want ...string) {
 // path), w.log's 12 bytes counted once; a restart afterwards reads and
 // counts nothing more.
 func TestRev13AGenOwnWaitingFileDeletedLosesOldTailSilently(t *testing.T) {
+	t.Parallel()
 	ig, dir, data, stop := genOwnWaiting(t, func(_, w string) {
 		if err := os.Remove(w); err != nil {
 			t.Fatal(err)
@@ -145,6 +146,7 @@ func TestRev13AGenOwnWaitingFileDeletedLosesOldTailSilently(t *testing.T) {
 // (lostTails 2); the bytes are w.log's 12 — w.log.1, never matched by the
 // glob, was gone before anything looked at its size.
 func TestRev13AGenOwnWaitingBothDeletedCountsBoth(t *testing.T) {
+	t.Parallel()
 	ig, _, _, stop := genOwnWaiting(t, func(_, w string) {
 		for _, p := range []string{w, w + ".1"} {
 			if err := os.Remove(p); err != nil {
@@ -163,6 +165,7 @@ func TestRev13AGenOwnWaitingBothDeletedCountsBoth(t *testing.T) {
 // The waiting file renamed out of the glob beside its path: nothing lost,
 // the pointer's tail first, then the file where it went.
 func TestRev13AGenOwnWaitingFileRenamedOutIsRead(t *testing.T) {
+	t.Parallel()
 	ig, _, _, stop := genOwnWaiting(t, func(_, w string) {
 		if err := os.Rename(w, w+".0"); err != nil {
 			t.Fatal(err)
@@ -182,6 +185,7 @@ func TestRev13AGenOwnWaitingFileRenamedOutIsRead(t *testing.T) {
 // stream closes — not let go as read (the pointer names w.log.1, so the
 // stream is no longer "unread") — and a restart counts nothing more.
 func TestRev13AGenOwnFileGoneAsItsSourceOpensIsCounted(t *testing.T) {
+	t.Parallel()
 	dir, data := t.TempDir(), t.TempDir()
 	pattern := filepath.Join(dir, "*.log")
 	w := filepath.Join(dir, "w.log")
@@ -255,6 +259,7 @@ func rotateNumbered(t *testing.T, w, body string) {
 // generation after it and its own file (followed to its new name, its
 // source looked for generations beside w.log.1 and never read the m-lines).
 func TestRev13AGenOwnWaitingFileRotatedAgainReadsEveryGeneration(t *testing.T) {
+	t.Parallel()
 	ig, _, _, stop := genOwnWaitingAfter(t, func(w string) {
 		// A second rotation while stopped: the pointer's file to
 		// w.log.2, a generation with m-lines at w.log.1, the n-lines

@@ -29,6 +29,7 @@ import (
 // lostTails counts a tail nobody reads; the promise: never report a loss
 // that did not happen.
 func TestRev13AQueuedOwingRenamedOutTailIsNotCountedLost(t *testing.T) {
+	t.Parallel()
 	dir, data, path := aLogIn(t, numbered("line", 5))
 	pattern := filepath.Join(dir, "*.log")
 	ig, stop := runGlobWith(t, pattern, data, 5*time.Second, func(c *GlobConfig) {

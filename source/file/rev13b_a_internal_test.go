@@ -29,6 +29,7 @@ import (
 // on disk … read every later generation" and §7 "lossless is true only
 // while tailfeed can show that no line was skipped".
 func TestRev13BATwoEmptyRotationsWhileRunningThenRotatedWhileDown(t *testing.T) {
+	t.Parallel()
 	dir, data := t.TempDir(), t.TempDir()
 	pattern := filepath.Join(dir, "*.log")
 	w := filepath.Join(dir, "w.log")

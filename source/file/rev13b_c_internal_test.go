@@ -51,6 +51,7 @@ func keptFor(t *testing.T, pattern, data, w string) (*internalGlob, *gstream, fu
 // skipped" read with §10's "Forgetting": a file read to its end and gone
 // is not pending). Seen 3 of 3 runs.
 func TestRev13BCEmptySuccessorDeletedKeepsPointer(t *testing.T) {
+	t.Parallel()
 	dir, data := t.TempDir(), t.TempDir()
 	pattern := filepath.Join(dir, "*.log")
 	w := filepath.Join(dir, "w.log")

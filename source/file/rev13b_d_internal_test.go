@@ -35,6 +35,7 @@ import (
 // its pointer was not reset either — the same false loss by another path,
 // cause not isolated (the message says which path a run took).
 func TestRev13BDCleanStopRightAfterSuccessorCommitKeepsPointer(t *testing.T) {
+	t.Parallel()
 	dir, data := t.TempDir(), t.TempDir()
 	pattern := filepath.Join(dir, "*.log")
 	w := filepath.Join(dir, "w.log")

@@ -29,6 +29,7 @@ import (
 // Observed: lostTails 0, w.log.1's 2 lines re-read; 3 of 3 runs. At the
 // commit before the change (7921d24) this test passes (lostTails 1).
 func TestRev14AEmptyPointerFileDeletedWithOlderGenerationBesideIsSilentLoss(t *testing.T) {
+	t.Parallel()
 	pattern, data, w, _, _ := emptyFileKilled(t, numbered("older", 2))
 	appendTo(t, w, numbered("first", 3))
 	// The new w.log made before the old one is deleted: another inode (no

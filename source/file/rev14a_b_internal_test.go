@@ -40,6 +40,7 @@ import (
 // the inode was reused (skips when the file system gives it to no new
 // file, or reports no birth time).
 func TestRev14BKeyedEmptyRecordInodeReusedAtPathReadUnderOldEpoch(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	data := t.TempDir()
 	pattern := filepath.Join(dir, "*.log")

@@ -41,6 +41,7 @@ import (
 // with its first bytes (Named) and finds the .gz.)
 // Observed: w.log.1.gz's lines delivered under a new epoch; 3 of 3 runs.
 func TestRev14CUncommittedPointerGzippedWhileDownReadUnderNewEpoch(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	data := t.TempDir()
 	pattern := filepath.Join(dir, "*.log")

@@ -34,6 +34,7 @@ import (
 // later generation"). At 7921d24 (before the change) this test passes.
 // Observed: zero-0, zero-1 delivered again; 3 of 3 runs.
 func TestRev14DCutPointerFileDeletedRereadsLiveCopytruncateCopy(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	data := t.TempDir()
 	pattern := filepath.Join(dir, "*.log")

@@ -28,6 +28,7 @@ import (
 // (lostTails is the count of files whose tail is lost: 1 file, counted 2).
 // Observed: lostTails 2 after the new w.log's first write; 3 of 3 runs.
 func TestRev14EGoneKeyKeptCountsTheLossAgainWhenTheEmptyNewFileIsWritten(t *testing.T) {
+	t.Parallel()
 	pattern, data, w, _, _ := emptyFileKilled(t, "")
 	appendTo(t, w, numbered("first", 3))
 	if err := os.WriteFile(w+".new", nil, 0o600); err != nil {

@@ -30,6 +30,7 @@ import (
 // runs. Now the held line names B's key, and the restart, finding no file
 // of that key beside w.log, counts B gone: lostTails 1.
 func TestRev14GHeldEmptyPointerSuccessorDeletedWhileDownIsCounted(t *testing.T) {
+	t.Parallel()
 	dir, data := t.TempDir(), t.TempDir()
 	pattern := filepath.Join(dir, "*.log")
 	w := filepath.Join(dir, "w.log")

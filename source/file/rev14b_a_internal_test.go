@@ -42,6 +42,7 @@ import (
 // the same at 7921d24 (1 run of 1): pre-existing, not from this change, but
 // on the path the change works on (a genOwn stream resumed after a move).
 func TestRev14BGenOwnPreemptedOnALaterGenerationThenMovedOutCountsALoss(t *testing.T) {
+	t.Parallel()
 	dir, data := t.TempDir(), t.TempDir()
 	pattern := filepath.Join(dir, "*.log")
 	a, w := filepath.Join(dir, "a.log"), filepath.Join(dir, "w.log")

@@ -35,6 +35,7 @@ import (
 // once, but F3's 3 lines never delivered and lostTails 2 (another bug the
 // diff removed).
 func TestRev15AAGenerationDeletedWhilePreemptedThenOwnFileMovedOutIsCountedWithItsBytes(t *testing.T) {
+	t.Parallel()
 	dir, data := t.TempDir(), t.TempDir()
 	pattern := filepath.Join(dir, "*.log")
 	a, w := filepath.Join(dir, "a.log"), filepath.Join(dir, "w.log")

@@ -31,6 +31,7 @@ import (
 // counted, running or after the restart); at a9dcbba (before the diff) the
 // same test passes (1 of 1: the restart counts the file gone).
 func TestRev15ABPreemptedGoneStreamForgetsFileStillWrittenWithinRotateWait(t *testing.T) {
+	t.Parallel()
 	dir, other, data := t.TempDir(), t.TempDir(), t.TempDir()
 	pattern := filepath.Join(dir, "*.log")
 	a, w := filepath.Join(dir, "a.log"), filepath.Join(dir, "w.log")

@@ -89,5 +89,6 @@ func rev15aStopAfterRenameWhileStopping(t *testing.T, kill bool) {
 }
 
 func TestRev15ACStopAfterRenameWhileStopping(t *testing.T) {
+	t.Parallel()
 	rev15aStopAfterRenameWhileStopping(t, false)
 }

@@ -28,6 +28,7 @@ import (
 // the natural guard for it.
 // Observed at 57e01b4: 5 runs of 5 failed.
 func TestRev15ADScanReadBesideThenCleanStopForgetsPointer(t *testing.T) {
+	t.Parallel()
 	dir, data, path := aLogIn(t, numbered("line", 5))
 	pattern := filepath.Join(dir, "*.log")
 	ig, stop := runGlobWith(t, pattern, data, 2*time.Second, func(c *GlobConfig) {

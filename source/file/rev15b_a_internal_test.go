@@ -42,6 +42,7 @@ import (
 // rotateWait condition) the pointer was let go. So c879b1a brings 13b D
 // back for every stream preempted within rotateWait of its last growth.
 func TestRev15BAPreemptedGoneStreamPointerNeverLetGoAfterRotateWait(t *testing.T) {
+	t.Parallel()
 	dir, other, data := t.TempDir(), t.TempDir(), t.TempDir()
 	pattern := filepath.Join(dir, "*.log")
 	a, w := filepath.Join(dir, "a.log"), filepath.Join(dir, "w.log")

@@ -43,6 +43,7 @@ import (
 // (the route in is 57e01b4's readBeside, the exit is the unconditioned
 // beside branch).
 func TestRev15BBPreemptedBesideStreamForgetsFileStillWrittenWithinRotateWait(t *testing.T) {
+	t.Parallel()
 	dir, data := t.TempDir(), t.TempDir()
 	pattern := filepath.Join(dir, "*.log")
 	a, w := filepath.Join(dir, "a.log"), filepath.Join(dir, "w.log")

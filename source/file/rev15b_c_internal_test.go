@@ -48,6 +48,7 @@ import (
 // stop right after the scan saw w.log gone) — so vs a9dcbba it is not
 // worse, vs the round before it is.
 func TestRev15BCStopWhileReadBesideThenRestartCountsPresentFileLost(t *testing.T) {
+	t.Parallel()
 	dir, data := t.TempDir(), t.TempDir()
 	pattern := filepath.Join(dir, "*.log")
 	a, w := filepath.Join(dir, "a.log"), filepath.Join(dir, "w.log")

@@ -33,6 +33,7 @@ import (
 // delivered ~6.7 s after its append (once the writer stopped and the gone
 // file was quiet for rotateWait); at 3a17f1e it passes (~20 ms).
 func TestRev16AAGoneStreamStillWrittenStarvesWaitingFile(t *testing.T) {
+	t.Parallel()
 	dir, data := t.TempDir(), t.TempDir()
 	pattern := filepath.Join(dir, "*.log")
 	a, w := filepath.Join(dir, "a.log"), filepath.Join(dir, "w.log")
@@ -107,6 +108,7 @@ func TestRev16AAGoneStreamStillWrittenStarvesWaitingFile(t *testing.T) {
 // Expected: n-1, n-2 delivered, lostTails 0. Observed at 13fc8d0: not
 // delivered, lostTails 1 (5 of 5); at 3a17f1e passes.
 func TestRev16AAStarvedNewFileDeletedBeforeItsTurnIsLost(t *testing.T) {
+	t.Parallel()
 	dir, data := t.TempDir(), t.TempDir()
 	pattern := filepath.Join(dir, "*.log")
 	a, w, n := filepath.Join(dir, "a.log"), filepath.Join(dir, "w.log"), filepath.Join(dir, "n.log")

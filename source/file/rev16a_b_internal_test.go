@@ -51,6 +51,7 @@ import (
 // moment, not the hole (forgetClosed refuses an owing stream, settleOwed
 // forgets only a file no longer at s.path).
 func TestRev16ABPreemptedQuietBesideStreamOwingKeepsPointerCountedLost(t *testing.T) {
+	t.Parallel()
 	dir, data := t.TempDir(), t.TempDir()
 	pattern := filepath.Join(dir, "*.log")
 	a, w := filepath.Join(dir, "a.log"), filepath.Join(dir, "w.log")

@@ -42,6 +42,7 @@ import (
 // (not state/readiness) until logStart, or track the gone rows before
 // counting them.
 func TestRev16ACStartingWhileFilesReadUntilGonePointersCounted(t *testing.T) {
+	t.Parallel()
 	dir, data, a := aLogIn(t, numbered("a", 5))
 	pattern := filepath.Join(dir, "*.log")
 	var gone []string

@@ -107,6 +107,7 @@ func watchedOutCfg(t *testing.T, rw time.Duration, set func(*GlobConfig)) (ig *i
 // (the check runs microseconds after the append; lookWatched runs once a
 // second). 5 of 5 here.
 func TestRev16BAWatchedFileGrownReportsCaughtUp(t *testing.T) {
+	t.Parallel()
 	ig, s, _, moved, stop := watchedOut(t, 3*time.Second)
 	defer stop()
 	appendTo(t, moved, "w-5\n")

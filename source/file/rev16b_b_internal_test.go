@@ -36,6 +36,7 @@ import (
 // lostTails 0, CAUGHT_UP: 5 of 5 (skips if housekeeping looked within the
 // 5 ms between the append and the deletion).
 func TestRev16BBWatchedFileGrownThenDeletedIsLostUncounted(t *testing.T) {
+	t.Parallel()
 	ig, s, _, moved, stop := watchedOut(t, 3*time.Second)
 	defer stop()
 	appendTo(t, moved, "w-5\n")

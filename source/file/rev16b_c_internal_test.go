@@ -39,6 +39,7 @@ import (
 // 16 bytes skipped): 6 of 6 here (ext4, the inode reused; skips
 // otherwise).
 func TestRev16BCWatchedFileDeletedKeyNotRetiredInodeReuseSkipsNewFile(t *testing.T) {
+	t.Parallel()
 	ig, s, a, moved, stop := watchedOut(t, 3*time.Second)
 	defer stop()
 	ig.g.mu.Lock()

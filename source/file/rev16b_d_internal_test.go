@@ -37,6 +37,7 @@ import (
 // (right after the writer stopped), 4 of 4. With acknowledgements at once
 // (TestRev16AA*) it passes: the Pending() gate is what holds the slot.
 func TestRev16BDGoneStreamWithSlowAcksStarvesWaitingFile(t *testing.T) {
+	t.Parallel()
 	dir, data := t.TempDir(), t.TempDir()
 	pattern := filepath.Join(dir, "*.log")
 	a, w := filepath.Join(dir, "a.log"), filepath.Join(dir, "w.log")

@@ -37,6 +37,7 @@ import (
 // not skip s.watching; lookWatched (glob.go:2925-2929) does not check
 // that s is still tracked (g.byKey[s.key] == s) before enqueue.
 func TestRev16BEWatchedStreamForgottenThenGrownReadAgainFromStart(t *testing.T) {
+	t.Parallel()
 	ig, s, _, moved, stop := watchedOutCfg(t, 4*time.Second, func(c *GlobConfig) { c.ForgetAfter = 1500 * time.Millisecond })
 	defer stop()
 	ig.g.mu.Lock()

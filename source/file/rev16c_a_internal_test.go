@@ -27,6 +27,7 @@ import (
 // lostBytes 0 (detail "went before its next look"); the new w.log's lines
 // are delivered once. Fails 4 of 4 runs.
 func TestRev16CALogrotateCompressCountsLoss(t *testing.T) {
+	t.Parallel()
 	dir, data := t.TempDir(), t.TempDir()
 	pattern := filepath.Join(dir, "*.log")
 	w := filepath.Join(dir, "w.log")

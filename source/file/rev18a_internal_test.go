@@ -122,6 +122,7 @@ func keyOf(f found) uint64 {
 // stream). Before 7807992, "at its path, never moved, size and mtime
 // unchanged" kept it the stream's own.
 func TestRev18AARotationBetweenWalkAndLookRereadsRotatedFile(t *testing.T) {
+	t.Parallel()
 	got, ig := rev18aRotateAfterWalk(t, "*.log*", "a.log.1", "")
 	again := 0
 	for i := range 5 {
@@ -151,6 +152,7 @@ func TestRev18AARotationBetweenWalkAndLookRereadsRotatedFile(t *testing.T) {
 // 7807992 the stream was kept (size and mtime unchanged at the walk) and
 // the next scan read a.log.1 beside its path from its pointer.
 func TestRev18ABRotationOutOfGlobBetweenWalkAndLookRereadsFile(t *testing.T) {
+	t.Parallel()
 	got, ig := rev18aRotateAfterWalk(t, "*.log", "a.log.1", numbered("more", 2))
 	tails, bytes, detail := ig.lost()
 	again := 0
@@ -188,6 +190,7 @@ func TestRev18ABRotationOutOfGlobBetweenWalkAndLookRereadsFile(t *testing.T) {
 // within the glob keeps the stream). Before 7807992 the stream was kept
 // (at its path, size and mtime unchanged) and followed to b.log.1.
 func TestRev18ACOnceEarliestQueuedFileRotatedBetweenWalkAndLookIsLost(t *testing.T) {
+	t.Parallel()
 	got, st, tails, bytes, detail := rev18aQueuedRotatedAfterWalk(t, true)
 	for i := range 5 {
 		if l := "b-" + itoa(i); got[l] != 1 {
@@ -206,6 +209,7 @@ func TestRev18ACOnceEarliestQueuedFileRotatedBetweenWalkAndLookIsLost(t *testing
 // be true" works both ways — lostTails names a file whose lines were all
 // delivered).
 func TestRev18AFQueuedFileRotatedBetweenWalkAndLookCountedLostYetRead(t *testing.T) {
+	t.Parallel()
 	got, st, tails, bytes, detail := rev18aQueuedRotatedAfterWalk(t, false)
 	for i := range 5 {
 		if l := "b-" + itoa(i); got[l] != 1 {
@@ -272,6 +276,7 @@ func rev18aQueuedRotatedAfterWalk(t *testing.T, once bool) (got map[string]int, 
 // as review 17a B.) The file system gives the freed inode to the next
 // file only sometimes: the test skips when it never did in 12 rounds.
 func TestRev18ADFileOnAdoptedFilesFreedInodeIsRead(t *testing.T) {
+	t.Parallel()
 	for attempt := 1; attempt <= 12; attempt++ {
 		if rev18aAdoptedReused(t, attempt) {
 			return
@@ -420,6 +425,7 @@ func rev18aAdoptedReused(t *testing.T, attempt int) bool {
 // private mount namespace, unshare -m, to mount the overlay; skipped where
 // that is not allowed.)
 func TestRev18AEOverlayCopyUpRereadsAppendedFile(t *testing.T) {
+	t.Parallel()
 	if os.Getenv("REV18A_OVL") == "" {
 		rev18aInMountNS(t, "TestRev18AEOverlayCopyUpRereadsAppendedFile")
 		return

@@ -56,6 +56,7 @@ var rev18bHeader = func() string {
 // (in the hook after a scan's walk, which listed the old a.log: the events
 // they raise bring the next scan).
 func TestRev18BASameBannerFileOnFreedInodeSameSizeMtimeIsRead(t *testing.T) {
+	t.Parallel()
 	rev18bRounds(t, true)
 }
 
@@ -63,6 +64,7 @@ func TestRev18BASameBannerFileOnFreedInodeSameSizeMtimeIsRead(t *testing.T) {
 // differ): the pointer's first bytes keep it the stream's (glob.go 1388),
 // which reads on from the old offset — only its fourth line.
 func TestRev18BA2SameBannerLongerFileOnFreedInodeIsRead(t *testing.T) {
+	t.Parallel()
 	rev18bRounds(t, false)
 }
 
@@ -253,6 +255,7 @@ func rev18bAppend(t *testing.T, path, line string) {
 // pointer's), so, its size changed, it falls to the last birth check
 // (1420-1421), which says no as well. 1ee853f's fix of 18a E covers streams with a pointer only.
 func TestRev18BBOverlayCopyUpRereadsAppendedFileWithoutPointer(t *testing.T) {
+	t.Parallel()
 	if os.Getenv("REV18A_OVL") == "" {
 		rev18aInMountNS(t, "TestRev18BBOverlayCopyUpRereadsAppendedFileWithoutPointer")
 		return
@@ -302,6 +305,7 @@ func TestRev18BBOverlayCopyUpRereadsAppendedFileWithoutPointer(t *testing.T) {
 // again: b.log, matched at start, is never read (DESIGN §10: ONCE_EARLIEST
 // reads every file matched at start to its size).
 func TestRev18BCOverlayCopyUpOfQueuedFileCountedLostYetRead(t *testing.T) {
+	t.Parallel()
 	if os.Getenv("REV18A_OVL") == "" {
 		rev18aInMountNS(t, "TestRev18BCOverlayCopyUpOfQueuedFileCountedLostYetRead")
 		return
@@ -318,6 +322,7 @@ func TestRev18BCOverlayCopyUpOfQueuedFileCountedLostYetRead(t *testing.T) {
 }
 
 func TestRev18BC2OverlayCopyUpOfQueuedFileOnceEarliestIsLost(t *testing.T) {
+	t.Parallel()
 	if os.Getenv("REV18A_OVL") == "" {
 		rev18aInMountNS(t, "TestRev18BC2OverlayCopyUpOfQueuedFileOnceEarliestIsLost")
 		return
@@ -384,6 +389,7 @@ func rev18bQueuedCopiedUp(t *testing.T, once bool) (got map[string]int, st State
 // ONCE_EARLIEST (D2): no stream is made again, b.log.1's lines (matched at
 // start, within the glob) are never delivered.
 func TestRev18BDQueuedFileGrownUnseenRotatedBetweenWalkAndLookCountedLost(t *testing.T) {
+	t.Parallel()
 	got, st, tails, bytes, detail := rev18bQueuedGrownRotated(t, false)
 	for i := range 6 {
 		if l := "b-" + itoa(i); got[l] != 1 {
@@ -396,6 +402,7 @@ func TestRev18BDQueuedFileGrownUnseenRotatedBetweenWalkAndLookCountedLost(t *tes
 }
 
 func TestRev18BD2OnceEarliestQueuedFileGrownUnseenRotatedBetweenWalkAndLookIsLost(t *testing.T) {
+	t.Parallel()
 	got, st, tails, bytes, detail := rev18bQueuedGrownRotated(t, true)
 	for i := range 5 {
 		if l := "b-" + itoa(i); got[l] != 1 {
@@ -460,6 +467,7 @@ func rev18bQueuedGrownRotated(t *testing.T, once bool) (got map[string]int, st S
 // birth for the pointer's first bytes (glob.go 1349, 1426-1431), and the
 // new file is read on from the old offset: its lines are never delivered.
 func TestRev18BA3UnlistedSameBannerFileOnFreedInodeIsRead(t *testing.T) {
+	t.Parallel()
 	for attempt := 1; attempt <= 8; attempt++ {
 		if rev18bUnlisted(t) {
 			return

@@ -16,6 +16,7 @@ import (
 // session: the file at the path, read from its start by its stream, now
 // bounds the gaps).
 func TestRev18CBGapBeforeAnEmptyBoundNewFileIsRead(t *testing.T) {
+	t.Parallel()
 	r := emptyBoundRig(t, 0)
 	time.Sleep(20 * time.Millisecond)
 	r.write(r.w, numbered("gb", 3)) // the application writes (in place)
@@ -32,6 +33,7 @@ func TestRev18CBGapBeforeAnEmptyBoundNewFileIsRead(t *testing.T) {
 // bound it: the gap generation is read all the same, and a fourth start
 // reads nothing again.
 func TestRev18CBGapBeforeAnEmptyBoundNewFileStillEmptyIsReadOnce(t *testing.T) {
+	t.Parallel()
 	r := emptyBoundRig(t, 0)
 	r.rename(r.x, r.w+".2")
 	got, tails, _, _ := r.run(2*time.Second, nil)
@@ -53,6 +55,7 @@ func TestRev18CBGapBeforeAnEmptyBoundNewFileStillEmptyIsReadOnce(t *testing.T) {
 // (parked until the twentieth session: readGaps lists the target's
 // directory too, under the target's name).
 func TestRev18CESymlinkedPathGapBesideTheTargetIsRead(t *testing.T) {
+	t.Parallel()
 	d, tdir, data := t.TempDir(), t.TempDir(), t.TempDir()
 	pattern := filepath.Join(d, "*.log")
 	w, x := filepath.Join(d, "w.log"), filepath.Join(d, "x.log")

@@ -94,6 +94,7 @@ func gapRig(t *testing.T, older, gap, newer string) (r *rev18cRig, third map[str
 // begins too. readGap takes the gap for "a copy of a pointer's file" and
 // reads nothing: its lines are never delivered, lossless.
 func TestRev18CAGapSharingTheNewFilesHeaderIsLost(t *testing.T) {
+	t.Parallel()
 	const hdr = "time,level,msg\n"
 	_, got, tails, bytes, detail := gapRig(t, hdr+numbered("ga", 3), hdr+numbered("gap", 3), hdr)
 	for i := range 3 {
@@ -111,6 +112,7 @@ func TestRev18CAGapSharingTheNewFilesHeaderIsLost(t *testing.T) {
 // takes for "read (or adopted) by a stream before": the gap generation is
 // read by nobody, nothing counted.
 func TestRev18CDGapOnAReusedInodeOfAnEmptyNamedFileIsLost(t *testing.T) {
+	t.Parallel()
 	r := newRev18cRig(t)
 	v := filepath.Join(r.dir, "v.log")
 	r.write(r.w, numbered("ga", 3))
@@ -183,6 +185,7 @@ func rev18cKey(t *testing.T, p string) uint64 {
 // offset, at its end.) The gap's lines are read again too (never
 // committed: allowed).
 func TestRev18CFGapStreamKilledThenRotationReadsThePathsFileAgain(t *testing.T) {
+	t.Parallel()
 	r := newRev18cRig(t)
 	r.write(r.w, numbered("ga", 3))
 	if birthTimeTarget(r.w).IsZero() {

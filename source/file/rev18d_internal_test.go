@@ -25,6 +25,7 @@ import (
 // its end. (With O, the one written last, A is read from its end and B,
 // modified more than mtimeSlack before A, is not a later generation.)
 func TestRev18DALatestBornPointerRereadsAnOlderFileWrittenLater(t *testing.T) {
+	t.Parallel()
 	r := newRev18cRig(t)
 	r.write(r.w, numbered("ga", 3))
 	if birthTimeTarget(r.w).IsZero() {

@@ -35,6 +35,7 @@ import (
 // Observed: the late line not delivered, lostTails 0; 3 of 3 runs (with
 // the held check in loseTail disabled: lostTails 1).
 func TestRev19AAHeldFileFoundAtStartThenDeletedBeforeReadIsSilent(t *testing.T) {
+	t.Parallel()
 	dir, data := t.TempDir(), t.TempDir()
 	w, _ := heldRun(t, dir, data, false)
 	appendTo(t, w+".1", "late-line-in-A\n") // written while tailfeed is stopped
@@ -112,6 +113,7 @@ func mustInspectPtrs(t *testing.T, data string) map[string]pointer.Record {
 // lostTails 2 for one lost file. lostTails counts files (DESIGN §4, §7).
 // Observed: lostTails 2; 3 of 3 runs (without countNextGone: 1).
 func TestRev19ABSuccessorWithOwnPointerDeletedCountedTwice(t *testing.T) {
+	t.Parallel()
 	dir, data := t.TempDir(), t.TempDir()
 	pattern := filepath.Join(dir, "*.log")
 	w := filepath.Join(dir, "w.log")
@@ -182,6 +184,7 @@ func TestRev19ABSuccessorWithOwnPointerDeletedCountedTwice(t *testing.T) {
 // the fix misses. Observed: lostTails 0, 3 of 3 runs (without the rewind
 // the same test counts lostTails 1).
 func TestRev19ACCatchUpRewindHidesSuccessorLoss(t *testing.T) {
+	t.Parallel()
 	dir, data := t.TempDir(), t.TempDir()
 	w, rec := heldRun(t, dir, data, true)
 	pattern := filepath.Join(dir, "*.log")
@@ -247,6 +250,7 @@ func TestRev19ACCatchUpRewindHidesSuccessorLoss(t *testing.T) {
 // Observed: nothing delivered, lostTails 0 (clean stop and kill); 3 of 3
 // runs (with the held check in loseTail disabled: lostTails 1).
 func TestRev19ADEmptyHeldFileGoneSuccessorRotatedUnread(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []string{"clean", "kill"} {
 		t.Run(mode, func(t *testing.T) { emptyHeldRotated(t, mode == "kill") })
 	}
@@ -305,6 +309,7 @@ func emptyHeldRotated(t *testing.T, kill bool) {
 // Observed: nothing delivered, lostTails 0; 3 of 3 runs (without
 // countGone's held case: lostTails 1).
 func TestRev19AENocreateRotationSuccessorLinesUnread(t *testing.T) {
+	t.Parallel()
 	dir, data := t.TempDir(), t.TempDir()
 	w, _ := heldRun(t, dir, data, false)
 	appendTo(t, w, numbered("second", 3))       // B written to while down
@@ -338,6 +343,7 @@ func TestRev19AENocreateRotationSuccessorLinesUnread(t *testing.T) {
 // ran and saw it empty, not while it was stopped.
 // Observed: lostTails 1; 3 of 3 runs (without countNextGone: 0).
 func TestRev19AFSuccessorDeletedWhileRunningFalseLoss(t *testing.T) {
+	t.Parallel()
 	dir, data := t.TempDir(), t.TempDir()
 	pattern := filepath.Join(dir, "*.log")
 	w := filepath.Join(dir, "w.log")

@@ -53,6 +53,7 @@ func fileKey19b(p string) uint64 {
 // start counted lostTails 1.
 // Observed: lostTails 0, nothing delivered, both modes; 3 of 3 runs.
 func TestRev19BACatchUpRewindOfGoneHeldFileIsSilent(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []string{"rotate1", "nocreate"} {
 		t.Run(mode, func(t *testing.T) {
 			dir, data := t.TempDir(), t.TempDir()
@@ -123,6 +124,7 @@ func TestRev19BACatchUpRewindOfGoneHeldFileIsSilent(t *testing.T) {
 // born after the mark; Found does not.
 // Observed (C on A's inode): nothing delivered, lostTails 1; 3 of 3 runs.
 func TestRev19BBEmptyHeldFileInodeReusedSuccessorUnread(t *testing.T) {
+	t.Parallel()
 	for i := range 6 {
 		var reused bool
 		var lines []string
@@ -190,6 +192,7 @@ func TestRev19BBEmptyHeldFileInodeReusedSuccessorUnread(t *testing.T) {
 // only over a real loss). The same on a plain path passes (19a F).
 // Observed (C on B's inode): lostTails 1; 3 of 3 runs.
 func TestRev19BCSymlinkedPathSuccessorRecreatedFalseLoss(t *testing.T) {
+	t.Parallel()
 	for i := range 6 {
 		var reused bool
 		var got int
@@ -273,6 +276,7 @@ func TestRev19BCSymlinkedPathSuccessorRecreatedFalseLoss(t *testing.T) {
 // counts files).
 // Observed: nothing delivered, lostTails 1; 3 of 3 runs.
 func TestRev19BDLateLineInHeldFileSkipsSuccessor(t *testing.T) {
+	t.Parallel()
 	dir, data := t.TempDir(), t.TempDir()
 	w, _ := heldRun(t, dir, data, false)
 	appendTo(t, w+".1", "late-in-A\n")    // A written to while down
@@ -315,6 +319,7 @@ func TestRev19BDLateLineInHeldFileSkipsSuccessor(t *testing.T) {
 // on countGone's path). DESIGN §4 "Nothing green over a loss".
 // Observed: lostTails 1 (B' only), the late line not delivered; 3 of 3 runs.
 func TestRev19BEFoundHeldFileDeletedBeforeCountGoneIsSilent(t *testing.T) {
+	t.Parallel()
 	dir, data := t.TempDir(), t.TempDir()
 	w, x := filepath.Join(dir, "w.log"), filepath.Join(dir, "x.log")
 	for _, p := range []string{w, x} {
@@ -389,6 +394,7 @@ func TestRev19BEFoundHeldFileDeletedBeforeCountGoneIsSilent(t *testing.T) {
 // forgetAfter after the rotation).
 // Observed: the new w.log's 2 lines, lostTails 0; 3 of 3 runs.
 func TestRev19BFHeldPointerForgottenSuccessorLossSilent(t *testing.T) {
+	t.Parallel()
 	dir, data := t.TempDir(), t.TempDir()
 	pattern := filepath.Join(dir, "*.log")
 	w := filepath.Join(dir, "w.log")

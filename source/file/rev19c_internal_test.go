@@ -41,6 +41,7 @@ import (
 // Observed (new file on A's inode): the late line not delivered, lostTails
 // 1 (B' only); 3 of 3 runs, reuse on the first try each time.
 func TestRev19CAFoundHeldFileDeletedInodeReusedBeforeCountGoneIsSilent(t *testing.T) {
+	t.Parallel()
 	for i := range 8 {
 		var reused bool
 		var lines []string

@@ -33,6 +33,7 @@ import (
 // no-file case without asking whether its first path is still matched,
 // and readGaps then reads every generation born after it beside the path).
 func TestRev20ADNarrowedGlobReadsItsFormerFileBesideAnEmptyPath(t *testing.T) {
+	t.Parallel()
 	pattern, data, w := besideNoFileRun(t)
 	appendTo(t, w, numbered("tail", 2))
 	mustRename(t, w, w+".1")
@@ -72,6 +73,7 @@ func TestRev20ADNarrowedGlobReadsItsFormerFileBesideAnEmptyPath(t *testing.T) {
 // window, is retried). Since: readGaps bounds the gaps by the instant
 // besideAtStart found nothing at the path.
 func TestRev20AEFileAtThePathDuringTheStartHidesTheGap(t *testing.T) {
+	t.Parallel()
 	for round := 0; round < 2; round++ {
 		dir, data := t.TempDir(), t.TempDir()
 		w := filepath.Join(dir, "w.log")
@@ -157,6 +159,7 @@ func TestRev20AEFileAtThePathDuringTheStartHidesTheGap(t *testing.T) {
 //
 // Expected: every gc-, y2-, gb-, gap- line once. Observed before the fix: see the review 20a note (3 of 3 failed).
 func TestRev20AGLaterGenerationOfAnEmptyBoundFileIsReadTwice(t *testing.T) {
+	t.Parallel()
 	r := emptyBoundRig(t, 0)
 	time.Sleep(2500 * time.Millisecond) // past the generation scan's 2 s slack
 	r.write(r.w, numbered("gb", 3))     // the application writes (in place)

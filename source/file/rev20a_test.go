@@ -24,6 +24,7 @@ import (
 //
 // Expected: commitFailures 1 (or Close's error). Observed before the fix: see the review 20a note (3 of 3 failed).
 func TestRev20AFFailedMsyncOfTheStopsFingerprintGrowthIsNotCounted(t *testing.T) {
+	t.Parallel()
 	var m *budgetMapping
 	r := newRig(t, "", rigOpts{strategy: file.Committed,
 		ptrMap: func(f *os.File) (pointer.Mapping, error) {

@@ -39,6 +39,7 @@ import (
 // delivered once, 3 of 3 passed. (With Z deleted before Y2 is written,
 // Y2 takes Z's inode; y2- is then missed before the change too, 2 of 3.)
 func TestRev20CBGapGenerationHiddenWhenTheAdoptedGoneFileIsDeleted(t *testing.T) {
+	t.Parallel()
 	r := emptyBoundRig(t, 2500*time.Millisecond)
 	time.Sleep(2500 * time.Millisecond)
 	r.write(r.w, numbered("gb", 3))

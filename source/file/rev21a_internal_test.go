@@ -91,6 +91,7 @@ func createOnKey(t *testing.T, w string, k uint64, content string) bool {
 // renamed out of the glob is read to its end, then closed, GONE "read to
 // its end, waiting to be forgotten".
 func TestRev21AAOwnLostStreamsPointerFileReadThenDeletedWhileStoppedIsNoLoss(t *testing.T) {
+	t.Parallel()
 	ig, dir, data, stop := genOwnWaiting(t, func(_, w string) {
 		if err := os.Remove(w); err != nil {
 			t.Fatal(err)
@@ -139,6 +140,7 @@ func TestRev21AAOwnLostStreamsPointerFileReadThenDeletedWhileStoppedIsNoLoss(t *
 // (README: a waiting file's inode given to a file born after it — "the
 // waiting one is counted lost").
 func TestRev21ABOwnFileDeletedAndInodeReusedAtPathLosesBothSilently(t *testing.T) {
+	t.Parallel()
 	rw := &reuseWalk{}
 	ig, dir, _, release, _, stop := genOwnHeld(t, func(g *Glob) { g.afterWalk = rw.hook })
 	defer stop()
@@ -274,6 +276,7 @@ func genOwnHeld(t *testing.T, pre func(*Glob)) (ig *internalGlob, dir, data stri
 // neither delivered nor counted, in either run. DESIGN §2/§4: never lose a
 // line silently; §10: a file renamed out of the glob is read to its end.
 func TestRev21ACOwnFileRenamedOutThenCleanStopBeforeItsTurnIsLostSilently(t *testing.T) {
+	t.Parallel()
 	ig, dir, data, release, _, stop := genOwnHeld(t, nil)
 	ig.g.mu.Lock()
 	ig.g.maxSlots = 0 // w.log's stream never starts in this run
@@ -323,6 +326,7 @@ func TestRev21ACOwnFileRenamedOutThenCleanStopBeforeItsTurnIsLostSilently(t *tes
 // first bytes is a new stream (inode reuse), read once; §2: a line is
 // delivered twice only after a crash.
 func TestRev21ADOwnLostStreamReadsNewFileOnItsFreedInode(t *testing.T) {
+	t.Parallel()
 	var reused atomic.Bool
 	var bornAt atomic.Int64
 	var wpath atomic.Value
@@ -402,6 +406,7 @@ func TestRev21ADOwnLostStreamReadsNewFileOnItsFreedInode(t *testing.T) {
 // reuse), read once; §2: never lose a line silently; a line delivered
 // twice only after a crash.
 func TestRev21AETouchedGenOwnInodeReusedAtPathReadsNewFileTwiceUncounted(t *testing.T) {
+	t.Parallel()
 	const n = 6000
 	dir, data, a, w := genOwnStopped(t, n)
 	pattern := filepath.Join(dir, "*.log")
@@ -496,6 +501,7 @@ func TestRev21AETouchedGenOwnInodeReusedAtPathReadsNewFileTwiceUncounted(t *test
 // (lossless only while tailfeed can show no line was skipped); §10: a file
 // that disappears with an unread tail counts in lostTails.
 func TestRev21AFOwedGenOwnOwnFileDeletedThenStopNeverCounted(t *testing.T) {
+	t.Parallel()
 	const n = 6000
 	dir, data, a, w := genOwnStopped(t, n)
 	pattern := filepath.Join(dir, "*.log")
@@ -553,6 +559,7 @@ func TestRev21AFOwedGenOwnOwnFileDeletedThenStopNeverCounted(t *testing.T) {
 // scan counts w.log whole (ownLost) and the stream reads w.log.1 on from
 // its pointer: every tail line once, w.log's 12 bytes counted once.
 func TestRev21AGenOwnTouchedQueuedOwnFileDeletedReadsOnAndCounts(t *testing.T) {
+	t.Parallel()
 	const n = 6000
 	dir, data, a, w := genOwnStopped(t, n)
 	pattern := filepath.Join(dir, "*.log")
@@ -630,6 +637,7 @@ func TestRev21AGenOwnTouchedQueuedOwnFileDeletedReadsOnAndCounts(t *testing.T) {
 // deleted; the acknowledgements arrive: the owed commit is made, w.log
 // counted once, and the stream reads w.log.1 on: every tail line once.
 func TestRev21AGenOwnOwedOwnFileDeletedThenAckedReadsOn(t *testing.T) {
+	t.Parallel()
 	const n = 6000
 	dir, data, a, w := genOwnStopped(t, n)
 	pattern := filepath.Join(dir, "*.log")

@@ -126,6 +126,7 @@ func sumLost(igs ...*internalGlob) (tails, bytes uint64, detail string) {
 // path is published after the previous file there; §2: never lose a line.
 // (Passes at b15953d, where the stream followed its file to w.log.old.)
 func TestRev21BHOwnFileRenamedOutAndNewFileAtPathStreamLoops(t *testing.T) {
+	t.Parallel()
 	ig, dir, _, release, _, stop := genOwnHeld(t, nil)
 	defer stop()
 	ig.g.mu.Lock()
@@ -170,6 +171,7 @@ func TestRev21BHOwnFileRenamedOutAndNewFileAtPathStreamLoops(t *testing.T) {
 // "Nothing green over a loss". (Also fails at b15953d: 21a C's fix does
 // not cover this name.)
 func TestRev21BIOwnFileOlderRenamedOutRotatedThenStopIsLostSilently(t *testing.T) {
+	t.Parallel()
 	ig, dir, data, _, stop := genOwnOld(t)
 	w := filepath.Join(dir, "w.log")
 	ig.rotateOwnOut(t, w)
@@ -204,6 +206,7 @@ func TestRev21BIOwnFileOlderRenamedOutRotatedThenStopIsLostSilently(t *testing.T
 // (a rename keeps the stream); §2: a line is delivered twice only after a
 // crash.
 func TestRev21BJOwnLostStreamReadsLaterFileOfAnotherStream(t *testing.T) {
+	t.Parallel()
 	ig, dir, _, release, _, stop := genOwnHeld(t, nil)
 	defer stop()
 	ig.g.mu.Lock()
@@ -282,6 +285,7 @@ func TestRev21BJOwnLostStreamReadsLaterFileOfAnotherStream(t *testing.T) {
 // (At b15953d: no loop, but f-0, f-1 delivered twice — the reading of a
 // later stream's file as a generation predates the change.)
 func TestRev21BKOwnFileRotatedTwiceWhileWaitingStreamLoops(t *testing.T) {
+	t.Parallel()
 	ig, dir, _, release, _, stop := genOwnHeld(t, nil)
 	defer stop()
 	ig.g.mu.Lock()
@@ -332,6 +336,7 @@ func TestRev21BKOwnFileRotatedTwiceWhileWaitingStreamLoops(t *testing.T) {
 // twice only after a crash; §10: each file is one stream. (At b15953d the
 // n-lines are read once; f-0, f-1 twice already.)
 func TestRev21BLOwnFileRotatedTwiceTwoSlotsDeliversTwice(t *testing.T) {
+	t.Parallel()
 	ig, dir, _, release, _, stop := genOwnHeld(t, nil)
 	defer stop()
 	ig.g.mu.Lock()

@@ -24,6 +24,7 @@ import (
 // then acknowledged: w.log.1's tail is read on to its end, every line
 // once, w.log's 12 bytes counted once.
 func TestRev21BPassOwedGenOwnInodeReusedAtPathReadsOn(t *testing.T) {
+	t.Parallel()
 	const n = 6000
 	dir, data, a, w := genOwnStopped(t, n)
 	pattern := filepath.Join(dir, "*.log")
@@ -109,6 +110,7 @@ func TestRev21BPassOwedGenOwnInodeReusedAtPathReadsOn(t *testing.T) {
 // delivered, and nothing counted but w.log's 12 bytes (w.log.1's unread
 // bytes at the stop are not a loss: the pointer names them).
 func TestRev21BPassOwnLostStreamStoppedMidTailCountsOnlyOwnFile(t *testing.T) {
+	t.Parallel()
 	const n = 100000
 	dir, data, _, w := genOwnStopped(t, n)
 	pattern := filepath.Join(dir, "*.log")
@@ -193,6 +195,7 @@ func TestRev21BPassOwnLostStreamStoppedMidTailCountsOnlyOwnFile(t *testing.T) {
 // (Close leaves the own file uncounted: a rotated name); the restart reads
 // w.log.2's tail and w.log.1 (the own file), nothing lost. Passes.
 func TestRev21BOwnFileRotatedNoNewFileThenStopIsReadAtRestart(t *testing.T) {
+	t.Parallel()
 	ig, dir, data, release, _, stop := genOwnHeld(t, nil)
 	ig.g.mu.Lock()
 	ig.g.maxSlots = 0
@@ -260,5 +263,11 @@ func rev21bRotatedThenDown(t *testing.T, useKill bool) {
 		t.Errorf("lostTails %d+%d lostBytes %d (%q): want nothing", t0, t3, b3, d)
 	}
 }
-func TestRev21BOwnFileRotatedThenStopIsReadAtRestart(t *testing.T) { rev21bRotatedThenDown(t, false) }
-func TestRev21BOwnFileRotatedThenKillIsReadAtRestart(t *testing.T) { rev21bRotatedThenDown(t, true) }
+func TestRev21BOwnFileRotatedThenStopIsReadAtRestart(t *testing.T) {
+	t.Parallel()
+	rev21bRotatedThenDown(t, false)
+}
+func TestRev21BOwnFileRotatedThenKillIsReadAtRestart(t *testing.T) {
+	t.Parallel()
+	rev21bRotatedThenDown(t, true)
+}

@@ -61,6 +61,7 @@ func (ig *internalGlob) slots(n int) {
 // Ruled out (passes): the own file, found at w.log.old (ownAt), is renamed
 // on to w.log.bak before the stream's turn — the scan finds it again there.
 func TestRev21CPassOwnAtRenamedAgainBeforeTurn(t *testing.T) {
+	t.Parallel()
 	ig, dir, _, stop := rev21cOwnOut(t, true)
 	defer stop()
 	w := filepath.Join(dir, "w.log")
@@ -87,6 +88,7 @@ func TestRev21CPassOwnAtRenamedAgainBeforeTurn(t *testing.T) {
 // never catches up. DESIGN §2: never lose a line silently; §10: a rename
 // within the glob keeps the stream, every file read to its end.
 func TestRev21CAOwnAtStaleOwnFileRenamedBackToPathNeverRead(t *testing.T) {
+	t.Parallel()
 	ig, dir, _, stop := rev21cOwnOut(t, false)
 	defer stop()
 	w := filepath.Join(dir, "w.log")
@@ -109,6 +111,7 @@ func TestRev21CAOwnAtStaleOwnFileRenamedBackToPathNeverRead(t *testing.T) {
 // holding the slot — the n-lines (x.log) and the new w.log's f-lines are
 // never delivered nor counted; the feed never settles. DESIGN §2, §10.
 func TestRev21CBOwnAtStaleOwnFileRenamedIntoGlobNeverRead(t *testing.T) {
+	t.Parallel()
 	ig, dir, _, stop := rev21cOwnOut(t, true)
 	defer stop()
 	w := filepath.Join(dir, "w.log")
@@ -127,6 +130,7 @@ func TestRev21CBOwnAtStaleOwnFileRenamedIntoGlobNeverRead(t *testing.T) {
 // Ruled out (passes): the own file at ownAt is deleted before the turn:
 // counted once (12 bytes), the tail and the new w.log read.
 func TestRev21CPassOwnAtDeletedBeforeTurn(t *testing.T) {
+	t.Parallel()
 	ig, dir, _, stop := rev21cOwnOut(t, true)
 	defer stop()
 	w := filepath.Join(dir, "w.log")
@@ -188,6 +192,7 @@ func rev21cOpenHeld(t *testing.T, mid func(dir, w string)) (ig *internalGlob, di
 // Ruled out (passes): the genOwn source stats w.log (its own file), and
 // w.log is renamed out to w.log.old before the open.
 func TestRev21CPassOwnFileRenamedOutDuringOpen(t *testing.T) {
+	t.Parallel()
 	ig, _, _, stop := rev21cOpenHeld(t, func(dir, w string) {
 		if err := os.Rename(w, w+".old"); err != nil {
 			t.Fatal(err)
@@ -203,6 +208,7 @@ func TestRev21CPassOwnFileRenamedOutDuringOpen(t *testing.T) {
 
 // Ruled out (passes): the same with a new w.log (f-lines) made at once.
 func TestRev21CPassOwnFileRenamedOutAndNewFileDuringOpen(t *testing.T) {
+	t.Parallel()
 	ig, _, _, stop := rev21cOpenHeld(t, func(dir, w string) {
 		if err := os.Rename(w, w+".old"); err != nil {
 			t.Fatal(err)
@@ -222,6 +228,7 @@ func TestRev21CPassOwnFileRenamedOutAndNewFileDuringOpen(t *testing.T) {
 // Ruled out (passes): the same with a logrotate rotation (the own file to
 // w.log.1, a later generation; the pointer's file to w.log.2; a new w.log).
 func TestRev21CPassOwnFileRotatedDuringOpen(t *testing.T) {
+	t.Parallel()
 	ig, _, _, stop := rev21cOpenHeld(t, func(dir, w string) {
 		rotateNumbered(t, w, numbered("f", 2))
 	})
@@ -237,6 +244,7 @@ func TestRev21CPassOwnFileRotatedDuringOpen(t *testing.T) {
 // w.log.bak, and the new w.log (its own stream F) renamed to w.log.old —
 // the stale name now another stream's file; a new w.log (g-lines).
 func TestRev21CPassOwnAtNameTakenByAnotherStreamsFile(t *testing.T) {
+	t.Parallel()
 	ig, dir, _, stop := rev21cOwnOut(t, true)
 	defer stop()
 	w := filepath.Join(dir, "w.log")
@@ -263,6 +271,7 @@ func TestRev21CPassOwnAtNameTakenByAnotherStreamsFile(t *testing.T) {
 // rotated to w.log.1 — F's key is not in the source's otherKeys snapshot,
 // but the source has ended by then and F's lines are read once.
 func TestRev21CPassRunningOwnLostSourceLaterStreamsFile(t *testing.T) {
+	t.Parallel()
 	ig, dir, _, release, _, stop := genOwnHeld(t, func(g *Glob) { g.cfg.Stream.RotateWait = 3 * time.Second })
 	defer stop()
 	ig.slots(0)
@@ -316,6 +325,7 @@ func TestRev21CPassRunningOwnLostSourceLaterStreamsFile(t *testing.T) {
 // Ruled out (passes): the genOwn source stats w.log, and w.log is renamed
 // within the glob to x.log before the open; a new w.log (f-lines).
 func TestRev21CPassOwnFileRenamedWithinGlobDuringOpen(t *testing.T) {
+	t.Parallel()
 	ig, _, _, stop := rev21cOpenHeld(t, func(dir, w string) {
 		if err := os.Rename(w, filepath.Join(dir, "x.log")); err != nil {
 			t.Fatal(err)
@@ -346,6 +356,7 @@ func TestRev21CPassOwnFileRenamedWithinGlobDuringOpen(t *testing.T) {
 // file to the restart when a stream of the same first path, given a gone
 // file's pointer, will read it as a later generation (readAsGeneration).
 func TestRev21CCTwoRotationsThenStopCountsFileTheRestartReads(t *testing.T) {
+	t.Parallel()
 	ig, dir, data, release, _, stop := genOwnHeld(t, nil)
 	ig.slots(0)
 	release()
@@ -393,6 +404,7 @@ func TestRev21CCTwoRotationsThenStopCountsFileTheRestartReads(t *testing.T) {
 // — never a gap. Fixed in the twenty-second session: the running unread list
 // names such an own file at once (Out), and the restart counts it.
 func TestRev21CDOwnFileRenamedOutThenKillIsLostSilently(t *testing.T) {
+	t.Parallel()
 	ig, dir, data, _, kill, _ := rev21cOwnOutKill(t, true)
 	kill()
 	ig3, stop3 := runGlobWith(t, filepath.Join(dir, "*.log"), data, time.Second, nil, nil)
@@ -415,6 +427,7 @@ func TestRev21CDOwnFileRenamedOutThenKillIsLostSilently(t *testing.T) {
 // (older than the pointer's file − 2 s): the n-lines are neither delivered
 // nor counted. DESIGN §2: after a crash, never a gap. Fixed with D.
 func TestRev21CEOlderOwnFileRotatedOutThenKillIsLostSilently(t *testing.T) {
+	t.Parallel()
 	ig, dir, data, kill, _ := genOwnOld(t)
 	ig.rotateOwnOut(t, filepath.Join(dir, "w.log"))
 	kill()
@@ -433,6 +446,7 @@ func TestRev21CEOlderOwnFileRotatedOutThenKillIsLostSilently(t *testing.T) {
 // drops it — counted once over both runs (12 bytes), not again at the
 // restart.
 func TestRev21CPassOwnOutListedThenStopCountsOnce(t *testing.T) {
+	t.Parallel()
 	ig, dir, data, _, _, stop := rev21cOwnOutKill(t, true)
 	time.Sleep(300 * time.Millisecond) // a housekeeping pass wrote the list
 	stop()
@@ -450,6 +464,7 @@ func TestRev21CPassOwnOutListedThenStopCountsOnce(t *testing.T) {
 // the restart counts nothing (the list dropped it once the pointer named
 // it, or skips it as a pointer's file), and every line came once.
 func TestRev21CPassOwnOutListedThenReadThenKillCountsNothing(t *testing.T) {
+	t.Parallel()
 	ig, dir, data, _, kill, _ := rev21cOwnOutKill(t, true)
 	time.Sleep(300 * time.Millisecond)
 	ig.slots(1)

@@ -34,6 +34,7 @@ import (
 // (foreign lines, or the file at the path read twice), and the real loss is
 // not counted: lossless stays true.
 func TestRevGapsGenerationGoneInodeReusedOpensAnotherFile(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	in := filepath.Join(dir, "app.log")
 	s, gens := revGapsScan(t, in, "cur\n", ".1", []byte("one\n"))
@@ -85,6 +86,7 @@ func TestRevGapsGenerationGoneInodeReusedOpensAnotherFile(t *testing.T) {
 // queues it as the generation (read from 0 under a generation's epoch, the
 // file at the path), and no loss is counted.
 func TestRevGapsLogrotateCreateReusesDeletedGenerationsInode(t *testing.T) {
+	t.Parallel()
 	in := filepath.Join(t.TempDir(), "app.log")
 	s, gens := revGapsScan(t, in, "cur-0\n", ".1", []byte("gen-1\n"))
 	if len(gens) != 1 {
@@ -161,6 +163,7 @@ func inoOf(t *testing.T, p string) uint64 {
 // the empty .gz counts one lost tail and the feed shows lossless false over
 // no loss — the scan had its decompressed size (dsize 0) at hand.
 func TestRevGapsEmptyGzGoneBetweenScanAndOpenIsNoLoss(t *testing.T) {
+	t.Parallel()
 	var buf bytes.Buffer
 	zw := gzip.NewWriter(&buf)
 	if err := zw.Close(); err != nil { // an empty log, compressed

@@ -21,6 +21,7 @@ import (
 // again". Observed: after the clean restart a-1.log is read again from its
 // start. Expected: nothing delivered again.
 func TestRevLead3CopyWithPartialLastLineReadAgainAfterCleanRestart(t *testing.T) {
+	t.Parallel()
 	dir, data, a := aLogIn(t, numbered("a", 6)+"a-6")
 	ig, stop := runGlobQuiet(t, filepath.Join(dir, "*.log"), data, 200*time.Millisecond)
 	first, _ := ig.popEpochs(time.Second, true)
@@ -63,6 +64,7 @@ func TestRevLead3CopyWithPartialLastLineReadAgainAfterCleanRestart(t *testing.T)
 // under the old stream"); §2: after a clean stop nothing is delivered
 // again. Was: a-0..a-4 delivered a second time. Expected: a-5, b-1 only.
 func TestRevLead3CopytruncateWhileStoppedCopyInGlobReadFromStart(t *testing.T) {
+	t.Parallel()
 	dir, data, a := aLogIn(t, numbered("a", 5))
 	ig, stop := runGlobQuiet(t, filepath.Join(dir, "*.log"), data, 200*time.Millisecond)
 	if first, _ := ig.popEpochs(time.Second, true); len(first) != 5 {
@@ -100,6 +102,7 @@ func TestRevLead3CopytruncateWhileStoppedCopyInGlobReadFromStart(t *testing.T) {
 // taking a.log's pointer would skip its first lines uncounted (review of
 // the withdrawn adoptCopies, rev_lead4).
 func TestRevLead3DeletedFileSharingFirstBytesIsNotACopy(t *testing.T) {
+	t.Parallel()
 	dir, data, a := aLogIn(t, numbered("h", 5))
 	ig, stop := runGlobQuiet(t, filepath.Join(dir, "*.log"), data, 200*time.Millisecond)
 	if first, _ := ig.popEpochs(time.Second, true); len(first) != 5 {

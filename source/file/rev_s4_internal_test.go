@@ -67,6 +67,7 @@ func firstRun(t *testing.T, pattern, data string, want int) {
 // "that stream's copy ... read from the old offset under the old stream".
 // Observed: a-0..a-4 delivered again in run 3. Expected: nothing.
 func TestRevS4AdoptedCopyWithNothingNewReadAgainAtTheNextRestart(t *testing.T) {
+	t.Parallel()
 	adoptedCopyAcrossTwoRestarts(t, "", "b-0")
 }
 
@@ -77,6 +78,7 @@ func TestRevS4AdoptedCopyWithNothingNewReadAgainAtTheNextRestart(t *testing.T) {
 // past the old offset meanwhile, must deliver nothing. DESIGN §2.
 // Observed / expected: see the failure message.
 func TestRevS4AdoptedCopyReadOnReadAgainAtTheNextRestart(t *testing.T) {
+	t.Parallel()
 	adoptedCopyAcrossTwoRestarts(t, "a-5\n", "a-5,b-0")
 }
 
@@ -128,6 +130,7 @@ func adoptedCopyAcrossTwoRestarts(t *testing.T, extra, want2 string) {
 // the bytes it committed — is gone from a.log, whatever a.log's size now).
 // Observed: a-0..a-4 delivered again. Expected: a-5, then b-0..b-9.
 func TestRevS4CutFileGrownPastOffsetWhileStoppedCopyReadFromStart(t *testing.T) {
+	t.Parallel()
 	dir, data, a := aLogIn(t, numbered("a", 5))
 	pattern := filepath.Join(dir, "*.log")
 	firstRun(t, pattern, data, 5)
@@ -179,6 +182,7 @@ func gzipTo(t *testing.T, src, dst string) {
 // delivered, lostTails 1. Expected: a-5, b-0..b-2, c-0, c-1, each once,
 // lostTails 0 (severity: a counted loss of a line still on disk).
 func TestRevS4GenerationMatchedPointersFileCompressedTailLost(t *testing.T) {
+	t.Parallel()
 	dir, data, a := aLogIn(t, numbered("a", 5))
 	pattern := filepath.Join(dir, "a.log*")
 	excl := func(c *GlobConfig) { c.Exclude = []string{filepath.Join(dir, "*.gz")} }
@@ -215,6 +219,7 @@ func TestRevS4GenerationMatchedPointersFileCompressedTailLost(t *testing.T) {
 // Observed: c-0 before b-0 (or interleaved). Expected: b-0, b-1, b-2, then
 // c-0, c-1.
 func TestRevS4GenerationsRotatedWhileStoppedOutOfOrder(t *testing.T) {
+	t.Parallel()
 	dir, data, a := aLogIn(t, numbered("a", 5))
 	pattern := filepath.Join(dir, "a.log*")
 	firstRun(t, pattern, data, 5)
@@ -274,6 +279,7 @@ func rotateTwiceWhileStopped(t *testing.T, a string, drop func(one string)) {
 // lostTails 0; b.log's header missing. Expected: a-0..a-2, a-3, and all of
 // b.log (its header included) — or at least the loss counted.
 func TestRevS4CopyRuleTakesAnUnrelatedFileSharingTheHeader(t *testing.T) {
+	t.Parallel()
 	sharedHeaderCopytruncate(t, "a.log", "b.log", false)
 }
 
@@ -325,6 +331,7 @@ func (m *cleanAfterErrorMapping) Close() error { return nil }
 // Expected: the on-disk record holds the first bytes before b-0 is
 // published.
 func TestRevS4HeadFirstRetriesTheMsyncAlone(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	in := filepath.Join(dir, "app.log")
 	ptrPath := filepath.Join(dir, "app.ptr")
@@ -425,6 +432,7 @@ func TestRevS4HeadFirstRetriesTheMsyncAlone(t *testing.T) {
 // a-5 only; after a stop, the lines not finished). Observed: a-0..a-4
 // delivered again. Expected: a-5, then b-0..b-9.
 func TestRevS4AdoptedCopyUnacknowledgedAtStopReadFromStartNextTime(t *testing.T) {
+	t.Parallel()
 	dir, data, a := aLogIn(t, numbered("a", 5))
 	pattern := filepath.Join(dir, "*.log")
 	firstRun(t, pattern, data, 5)
@@ -463,6 +471,7 @@ func TestRevS4AdoptedCopyUnacknowledgedAtStopReadFromStartNextTime(t *testing.T)
 // delivered and committed in run 1; lossless false, a losses.jsonl entry).
 // Expected: lostTails 0 in run 2 and run 3, nothing delivered again.
 func TestRevS4AdoptedCopyDeletedWhileRunningCountedLost(t *testing.T) {
+	t.Parallel()
 	dir, data, a := aLogIn(t, numbered("a", 5))
 	pattern := filepath.Join(dir, "*.log")
 	firstRun(t, pattern, data, 5)
@@ -497,6 +506,7 @@ func TestRevS4AdoptedCopyDeletedWhileRunningCountedLost(t *testing.T) {
 // its whole size lost. DESIGN §4/§7: a file read, committed, then deleted
 // is no lost tail (lostTails 1 turned the feed red over nothing).
 func TestRevS4CaughtUpAtRestartThenDeletedIsNotALoss(t *testing.T) {
+	t.Parallel()
 	dir, data, a := aLogIn(t, numbered("a", 5))
 	pattern := filepath.Join(dir, "*.log")
 	firstRun(t, pattern, data, 5)

@@ -36,6 +36,7 @@ import (
 // header never delivered, lostTails 0. Expected: a-0..a-3 and all of
 // app-error.log (header included) — or at least the loss counted.
 func TestRevS5SameStemUnrelatedFileTakenForCutFilesCopy(t *testing.T) {
+	t.Parallel()
 	sharedHeaderCopytruncate(t, "app.log", "app-error.log", true)
 }
 
@@ -93,6 +94,7 @@ func sharedHeaderCopytruncate(t *testing.T, name, other string, orCounted bool) 
 // DESIGN §4 "Nothing green over a loss". Observed: lostTails 0 (lossless
 // true over three lines gone). Expected: lostTails 1.
 func TestRevS5SameStemUnrelatedFileHidesDeletedFilesLoss(t *testing.T) {
+	t.Parallel()
 	dir, data, a := headerCommitted(t, "app.log")
 	appendTo(t, a, numbered("a", 3))
 	if err := os.WriteFile(filepath.Join(dir, "app-error.log"), []byte(csvHeader+numbered("e", 2)), 0o600); err != nil {
@@ -168,6 +170,7 @@ func waitFor5(t *testing.T, what string, d time.Duration, cond func() bool) {
 // after the disk healed. Expected: the new key committed and synced, the
 // feed settled.
 func TestRevS5KeptNewKeyCommitFailureNeverRetried(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	in := filepath.Join(dir, "app.log")
 	ptrPath := filepath.Join(dir, "app.ptr")
@@ -238,6 +241,7 @@ func TestRevS5KeptNewKeyCommitFailureNeverRetried(t *testing.T) {
 // DESIGN §4 "Nothing green over a loss". Observed: lostTails 0. Expected:
 // lostTails 1, and the new app.log read whole (header, n-0, n-1).
 func TestRevS5NewFileAtPathSharingHeaderHidesGoneFilesLoss(t *testing.T) {
+	t.Parallel()
 	dir, data, a := headerCommitted(t, "app.log")
 	pattern := filepath.Join(dir, "*.log")
 	hdr := csvHeader
@@ -281,6 +285,7 @@ func TestRevS5NewFileAtPathSharingHeaderHidesGoneFilesLoss(t *testing.T) {
 // delivered twice in the same run. Expected: a-5 once (with a-0..a-4 from
 // backup.log's own stream, n-0, n-1).
 func TestRevS5AdoptedSourceReadsGlobMatchedCopyOfAnotherName(t *testing.T) {
+	t.Parallel()
 	dir, data := t.TempDir(), t.TempDir()
 	a := filepath.Join(dir, "app.log")
 	if err := os.WriteFile(a, []byte(numbered("a", 5)), 0o600); err != nil {
@@ -332,6 +337,7 @@ func TestRevS5AdoptedSourceReadsGlobMatchedCopyOfAnotherName(t *testing.T) {
 // session) "the new file's stream does not read them again". Expected:
 // b-0..b-2 once each.
 func TestRevS5GenOwnSourceRestartedReadsMatchedGenerationAgain(t *testing.T) {
+	t.Parallel()
 	dir, data, a := aLogIn(t, numbered("a", 5))
 	z := filepath.Join(dir, "a.logz")
 	if err := os.WriteFile(z, []byte(numbered("z", 3)), 0o600); err != nil {
@@ -441,6 +447,7 @@ func itoa(i int) string {
 // CopyInGlobReadFromStart holds for an unrenamed file). Expected: a-5 then
 // n-0.
 func TestRevS5CopyOfRenamedFileOrderedAfterCutFile(t *testing.T) {
+	t.Parallel()
 	dir, data, a := aLogIn(t, numbered("a", 5))
 	pattern := filepath.Join(dir, "*.log")
 	ig, stop := runGlobQuiet(t, pattern, data, 200*time.Millisecond)

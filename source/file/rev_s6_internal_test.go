@@ -31,6 +31,7 @@ import (
 // green over a loss" (nothing was lost). Observed: b-0..b-3 delivered,
 // lostTails 1. Expected: b-3 only, lostTails 0.
 func TestRevS6AdoptedStreamRenameIntoPlaceWhileClosedReadAgain(t *testing.T) {
+	t.Parallel()
 	dir, data, a := aLogIn(t, numbered("a", 5))
 	pattern := filepath.Join(dir, "*.log")
 	firstRun(t, pattern, data, 5)
@@ -79,6 +80,7 @@ func TestRevS6AdoptedStreamRenameIntoPlaceWhileClosedReadAgain(t *testing.T) {
 // copy"; DESIGN §4 "Nothing green over a loss". Observed: lostTails 0.
 // Expected: lostTails 1.
 func TestRevS6CustomRotatedNamesTakeAnotherFilesGenerationForACopy(t *testing.T) {
+	t.Parallel()
 	const hdr = "time,level,msg\n"
 	dir, data := t.TempDir(), t.TempDir()
 	a := filepath.Join(dir, "app.log")
@@ -137,6 +139,7 @@ func renameIntoPlace(t *testing.T, path, more string) {
 // DESIGN §10 (a copy is read from the old offset under the old stream),
 // §2 (no duplicate without a crash). Expected: n-3 only.
 func TestRevS6CopytruncateOfClosedStreamCopyMatchedAfterIt(t *testing.T) {
+	t.Parallel()
 	dir, data, a := aLogIn(t, numbered("n", 3))
 	inactive := func(c *GlobConfig) { c.CloseInactive = 300 * time.Millisecond }
 	ig, _ := runGlobCfg(t, filepath.Join(dir, "a.log*"), data, 200*time.Millisecond, inactive)

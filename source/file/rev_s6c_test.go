@@ -22,6 +22,7 @@ import (
 // Expected: nothing after the last "\n" is delivered, unterminated 27.
 // Observed: "0123456789" and "ABCDEFGHIJ" are delivered as lines.
 func TestRevS6cResumedOnceReadOfShrunkFileDeliversTailPieces(t *testing.T) {
+	t.Parallel()
 	head := strings.Repeat("012345678\n", 500) // 5,000 bytes: past the 4 KiB fingerprint
 	tail := "0123456789ABCDEFGHIJxyzzyQQQ"     // 28 bytes, no terminator
 	r := onceRead(t, "", head+tail, nil)

@@ -36,6 +36,7 @@ import (
 // the file and its birth time is after the scan's start); the assertion
 // itself is deterministic.
 func TestRevS6dGenerationCreatedDuringTheScanIsRejectedUnderItsOwnName(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	a := filepath.Join(root, "a") // where the configured path (a symlink) is
 	b := filepath.Join(root, "b") // where it points

@@ -21,6 +21,7 @@ import (
 // 3-byte fragment "xyz" is delivered as the line and `oversized` is 1 for a
 // line shorter than maxLineBytes.
 func TestRevS7aLatestLongLineUnderMaxLine(t *testing.T) {
+	t.Parallel()
 	line := strings.Repeat("x", 64<<20+10)
 	r := newRig(t, "", rigOpts{strategy: file.Latest, maxLine: 128 << 20})
 	if err := os.WriteFile(r.path, []byte("old\n"+line), 0o644); err != nil {

@@ -28,6 +28,7 @@ import (
 // lostTails 1, lostBytes its size. Observed: lostTails 0 across both runs,
 // the feed lossless with b.log's lines never delivered.
 func TestRevS7bWaitingFileDeletedJustBeforeStopIsCounted(t *testing.T) {
+	t.Parallel()
 	dir, data, a := aLogIn(t, numbered("a", 10000))
 	b := filepath.Join(dir, "b.log")
 	bLines := numbered("b", 3)
@@ -74,6 +75,7 @@ func TestRevS7bWaitingFileDeletedJustBeforeStopIsCounted(t *testing.T) {
 // Expected: lostTails 0 (nothing gone: the operator's choice). Observed:
 // lostTails 1, lostBytes 12 ("tracked and never read ... is gone").
 func TestRevS7bUnreadListFileExcludedAtRestartIsNoLoss(t *testing.T) {
+	t.Parallel()
 	dir, data, a := aLogIn(t, numbered("a", 10000))
 	b := filepath.Join(dir, "b.log")
 	if err := os.WriteFile(b, []byte(numbered("b", 3)), 0o600); err != nil {
@@ -124,6 +126,7 @@ func TestRevS7bUnreadListFileExcludedAtRestartIsNoLoss(t *testing.T) {
 // while stopped counted (lostTails 1, as countGone does without a file
 // beside). Observed: "other-3" delivered, lostTails 0.
 func TestRevS7bBesideAtStartTakesAFileBornLater(t *testing.T) {
+	t.Parallel()
 	dir, data, a := aLogIn(t, numbered("x", 3))
 	pattern := filepath.Join(dir, "*.log")
 	cfg := func(c *GlobConfig) { c.Stream.RotateWait = time.Minute }

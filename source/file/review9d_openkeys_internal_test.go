@@ -17,6 +17,7 @@ import (
 // closed as inactive, must hold nothing: a count left over would make
 // sameFile take another file with a reused inode for the stream's own.
 func TestRev9DOKOpenKeysCountedToZeroAfterCopytruncate(t *testing.T) {
+	t.Parallel()
 	ig := startInternalGlob(t, 1500*time.Millisecond, 5*time.Second)
 	dir := filepath.Dir(ig.g.cfg.Stream.Path)
 	a := filepath.Join(dir, "a.log")

@@ -20,6 +20,7 @@ import (
 // delivered once; each generation's positioned lines carry one epoch of
 // their own and the exact offset after the line in that file.
 func TestRenameRotationWhileWriting(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, "", rigOpts{strategy: file.Committed})
 	w := testutil.StartWriter(t, r.path)
 	r.start()
@@ -98,6 +99,7 @@ func TestRenameRotationWhileWriting(t *testing.T) {
 // under a new epoch, nothing from before is delivered again, the reason is
 // a WARN and the feed's detail.
 func TestTruncateInPlaceThenAppend(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, "", rigOpts{strategy: file.Committed})
 	appendTo(t, r.path, numbered("before", 0, 100)...)
 	r.start()
@@ -136,6 +138,7 @@ func TestTruncateInPlaceThenAppend(t *testing.T) {
 // Content rewritten in place, longer than what was read (so only the
 // fingerprint can tell): read again from the start under a new epoch.
 func TestReplacedInPlaceLonger(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, "", rigOpts{strategy: file.Earliest})
 	appendTo(t, r.path, numbered("old", 0, 20)...)
 	r.start()
@@ -172,6 +175,7 @@ func TestReplacedInPlaceLonger(t *testing.T) {
 // reach the new epoch's pointer (every record seen under the new epoch holds
 // 0 or an offset after one of the new file's lines).
 func TestRenameOverWithSlowSubscriber(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, "", rigOpts{strategy: file.Committed, delay: 2 * time.Millisecond, batchLines: 16})
 	appendTo(t, r.path, numbered("a", 0, 150)...)
 	r.start()
@@ -259,6 +263,7 @@ func TestRenameOverWithSlowSubscriber(t *testing.T) {
 // rotateWait the feed is WAITING_FOR_FILE; a new file at the path is picked
 // up without a restart, from its start under a new epoch.
 func TestDeleteWaitRecreate(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, "", rigOpts{strategy: file.Committed})
 	appendTo(t, r.path, numbered("a", 0, 10)...)
 	r.start()
@@ -299,6 +304,7 @@ func TestDeleteWaitRecreate(t *testing.T) {
 // never labelled with another file's identity, and its lines carry its own
 // offsets.
 func TestOpenRace(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	var races atomic.Int32
 	var swap atomic.Pointer[[]string] // the next hook call renames this content onto the path
@@ -371,6 +377,7 @@ func keyOf(t testing.TB, path string) uint64 {
 // Acceptance 8: bytes appended to the old file after the switch are
 // delivered without a position and counted; they move no pointer.
 func TestAppendToOldFileAfterSwitchIsDowngraded(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, "", rigOpts{strategy: file.Committed, rotateWait: 3 * time.Second})
 	appendTo(t, r.path, numbered("a", 0, 5)...)
 	r.start()
@@ -408,6 +415,7 @@ func TestAppendToOldFileAfterSwitchIsDowngraded(t *testing.T) {
 // line stays its own, completed there later it is delivered (downgraded),
 // and the new file's first line is delivered alone.
 func TestPartialLineNotGluedAcrossRotation(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, "", rigOpts{strategy: file.Earliest, rotateWait: 3 * time.Second})
 	if err := os.WriteFile(r.path, []byte("x-1\npart"), 0o644); err != nil {
 		t.Fatal(err)
@@ -435,6 +443,7 @@ func TestPartialLineNotGluedAcrossRotation(t *testing.T) {
 // bytes plus appended ones onto the path) while tailing keeps the epoch and
 // the position, with a WARN; the partial line is read once, from its start.
 func TestSameContentNewKeyKeepsEpoch(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, "", rigOpts{strategy: file.Committed})
 	appendTo(t, r.path, numbered("a", 0, 30)...)
 	f, _ := os.OpenFile(r.path, os.O_WRONLY|os.O_APPEND, 0)
@@ -487,6 +496,7 @@ func TestSameContentNewKeyKeepsEpoch(t *testing.T) {
 // its new lines are delivered downgraded, under an epoch of their own so
 // that no (epoch, position) names two lines.
 func TestSameContentNewKeyWatchesOldFile(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, "", rigOpts{strategy: file.Committed, rotateWait: 2 * time.Second})
 	appendTo(t, r.path, numbered("a", 0, 10)...)
 	app, err := os.OpenFile(r.path, os.O_WRONLY|os.O_APPEND, 0) // the application's descriptor
@@ -564,6 +574,7 @@ func TestStopLeavesNoGoroutine(t *testing.T) {
 // feed paused) the file is rotated twice; once it runs again, the three
 // generations arrive whole and in order, each under its own epoch.
 func TestRotationsWhilePausedQueueInOrder(t *testing.T) {
+	t.Parallel()
 	block := make(chan struct{})
 	r := newRig(t, "", rigOpts{strategy: file.Committed, block: block, rotateWait: 5 * time.Second})
 	appendTo(t, r.path, numbered("g0", 0, 2000)...)
@@ -606,6 +617,7 @@ func TestRotationsWhilePausedQueueInOrder(t *testing.T) {
 // directory and the file appear and are picked up (the watch is added once
 // the directory exists).
 func TestDirectoryCreatedLater(t *testing.T) {
+	t.Parallel()
 	base := t.TempDir()
 	dir := base + "/later"
 	r := newRig(t, base, rigOpts{strategy: file.Earliest})
@@ -627,6 +639,7 @@ func TestDirectoryCreatedLater(t *testing.T) {
 // A path that is a symlink (as in /var/log/containers) follows its target
 // through a rename rotation of the target.
 func TestSymlinkedPathFollowsRotation(t *testing.T) {
+	t.Parallel()
 	base := t.TempDir()
 	target := base + "/real"
 	if err := os.Mkdir(target, 0o755); err != nil {
@@ -663,6 +676,7 @@ func TestSymlinkedPathFollowsRotation(t *testing.T) {
 // the feed reports paused, with the barrier as the reason; once the
 // barrier is crossed it no longer is.
 func TestEpochBarrierReportsPaused(t *testing.T) {
+	t.Parallel()
 	block := make(chan struct{})
 	r := newRig(t, "", rigOpts{strategy: file.Committed, block: block})
 	var unblock sync.Once

@@ -17,6 +17,7 @@ import (
 // slot) never switched to its empty file and the feed never settled
 // (audit 7 C, eighteenth session).
 func TestRotatedWhileStoppedEmptyNewFileSwitchedOnceOldFileQuiet(t *testing.T) {
+	t.Parallel()
 	r2 := restartAfterRotationToEmpty(t, time.Minute)
 	r2.waitFor("the switch to the empty new file", 5*time.Second, func() bool {
 		return strings.Contains(r2.logs.String(), "switching to the next file")
@@ -32,6 +33,7 @@ func TestRotatedWhileStoppedEmptyNewFileSwitchedOnceOldFileQuiet(t *testing.T) {
 // finishing with it, so the empty new file waits rotateWait from that
 // write (not switched at once).
 func TestRotatedWhileStoppedEmptyNewFileWaitsWhileOldFileFresh(t *testing.T) {
+	t.Parallel()
 	r2 := restartAfterRotationToEmpty(t, 0)
 	r2.waitFor("the new file queued", 5*time.Second, func() bool {
 		return strings.Contains(r2.logs.String(), "queued behind the open one")

@@ -22,6 +22,7 @@ import (
 // exactlyOnce output). Until the pointer names F3 itself, F3 is told by
 // birth time: born before the glob first saw the stream, it is its file.
 func TestSameFileGenOwnStreamWhosePointerNamesALaterGeneration(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	f2 := filepath.Join(dir, "w.log.1")
 	f3 := filepath.Join(dir, "w.log")

@@ -20,6 +20,7 @@ import (
 // only while the source holds it open; otherwise the first bytes tell
 // (DESIGN §10: the same key with other first bytes is a new stream).
 func TestSameFileTellsAReusedKeyByItsFirstBytes(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	oldBody := []byte("f020-0\nf020-1\nf020-2\n")
 	old := filepath.Join(dir, "f020.log")
@@ -77,6 +78,7 @@ func TestSameFileTellsAReusedKeyByItsFirstBytes(t *testing.T) {
 // (EARLIEST, LATEST) or the deleted waiting file's bytes were never
 // counted.
 func TestSameFileWithoutAPointerOrAFirstRead(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	oldBody := []byte("o-0\no-1\n")
 	neu := filepath.Join(dir, "n.log")
@@ -123,6 +125,7 @@ func TestSameFileWithoutAPointerOrAFirstRead(t *testing.T) {
 // copy) and compared the renamed file with the copy's first bytes: a new
 // stream, its lines delivered twice.
 func TestSameFileHeldBehindACopy(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	cp := filepath.Join(dir, "a.log.1")
 	if err := os.WriteFile(cp, []byte("a-0\na-1\n"), 0o600); err != nil {
@@ -161,6 +164,7 @@ func TestSameFileHeldBehindACopy(t *testing.T) {
 // through the descriptor it kept (DESIGN §7: an fstat must show nothing
 // past the read position). OpenFileGrown fstats the source's descriptor.
 func TestOpenFileGrownFstatsTheDescriptor(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	p := filepath.Join(dir, "a.log")
 	if err := os.WriteFile(p, []byte("x\n"), 0o600); err != nil {

@@ -18,6 +18,7 @@ import (
 // only (no fsnotify), so that no look falls between the truncate and the
 // write, which would see a plain truncation.
 func TestSameSizeTruncateRewriteIsReplacement(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, "", rigOpts{strategy: file.Committed, noNotify: true, poll: 300 * time.Millisecond})
 	appendTo(t, r.path, numbered("old", 0, 20)...)
 	r.start()
@@ -61,6 +62,7 @@ func TestSameSizeTruncateRewriteIsReplacement(t *testing.T) {
 // is read again from its start under a new epoch (the unchanged rest is
 // delivered again: a duplicate, never a gap).
 func TestInPlaceOverwriteSameSizeIsReplacement(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, "", rigOpts{strategy: file.Earliest})
 	appendTo(t, r.path, numbered("aaa", 0, 20)...)
 	r.start()

@@ -137,6 +137,7 @@ func toksString(ts []splitTok) string {
 }
 
 func TestSplit(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name      string
 		maxLine   int
@@ -219,6 +220,7 @@ func TestSplit(t *testing.T) {
 }
 
 func TestSplitChunks(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name      string
 		maxLine   int
@@ -265,6 +267,7 @@ func splitOnce(s *Splitter, buf string, off int, base int64, final bool, maxLine
 }
 
 func TestSplitLimits(t *testing.T) {
+	t.Parallel()
 	type call struct {
 		off                int
 		reset              bool // out.Reset() before the call
@@ -342,6 +345,7 @@ func TestSplitLimits(t *testing.T) {
 }
 
 func TestSplitOffsetAndBase(t *testing.T) {
+	t.Parallel()
 	s := Splitter{MaxLine: 64}
 	var out Found
 	next := s.Split([]byte("XXab\ncd\r\n"), 2, 1000, false, math.MaxInt, math.MaxInt, &out)
@@ -376,6 +380,7 @@ func TestSplitNoAllocation(t *testing.T) {
 }
 
 func TestSplitBadMaxLinePanics(t *testing.T) {
+	t.Parallel()
 	defer func() {
 		if recover() == nil {
 			t.Fatal("Split with MaxLine 0 did not panic")
@@ -388,6 +393,7 @@ func TestSplitBadMaxLinePanics(t *testing.T) {
 // TestSplitLongLines runs the fuzz checks on lines around and beyond the scan windows, with
 // terminators (and "\r\n" halves) on either side of window ends, with and without pieces.
 func TestSplitLongLines(t *testing.T) {
+	t.Parallel()
 	const w, m = minScan, maxScan
 	lens := []int{0, 1, w - 1, w, w + 1, 3*w - 1, 3 * w, 3*w + 1, m - 1, m, m + 1, 2*m + 1, 3*m + 5}
 	terms := []string{"\n", "\r\n", "\r", "\r\r\n", "\n\r"}
@@ -532,6 +538,7 @@ func BenchmarkSplit1MLines(b *testing.B) {
 // while splitting one), reusing what giveFound put back; giveFound leaves
 // its owner empty (a stopped glob stream's storage goes to the next one).
 func TestTakeFoundGiveFound(t *testing.T) {
+	t.Parallel()
 	f := takeFound(512)
 	if f.Len() != 0 || cap(f.Starts) < 512 || cap(f.Lens) < 512 || cap(f.Ends) < 512 {
 		t.Fatalf("takeFound(512): len %d, caps %d %d %d", f.Len(), cap(f.Starts), cap(f.Lens), cap(f.Ends))

@@ -83,6 +83,7 @@ func checkExactlyOnce(t *testing.T, g []got, want []string, ends []int64) {
 // Every read strategy, behind a publish step that refuses every other call:
 // each line is delivered exactly once, in order, at its byte position.
 func TestStrategiesWithRefusingPublish(t *testing.T) {
+	t.Parallel()
 	before, head, beforeEnds := mixedLines(0, 700, 0)
 	after, tail, afterEnds := mixedLines(700, 300, int64(len(head)))
 	for _, tc := range []struct {

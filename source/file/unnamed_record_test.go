@@ -24,6 +24,7 @@ import (
 // read as a later generation under a new epoch: every exactlyOnce sink got
 // its lines twice.
 func TestUnnamedRecordResumesRotatedFileUnderItsEpoch(t *testing.T) {
+	t.Parallel()
 	for _, newAtPath := range []bool{true, false} {
 		name := "nothing at the path"
 		if newAtPath {

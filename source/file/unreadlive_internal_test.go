@@ -20,6 +20,7 @@ import (
 // already counted, once more (the review's suspicion of the eighth
 // session, untested then).
 func TestLiveUnreadKeyReusedIsWrittenAgain(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ptrs := filepath.Join(dir, "ptrs")
 	if err := os.Mkdir(ptrs, 0o700); err != nil {

@@ -21,6 +21,7 @@ func refLastTermEnd(data []byte, lo, hi int) int {
 // lastTermEnd finds the end of the last terminator in a range however far
 // back it lies (across its growing backward chunks), '\r' and '\n' alike.
 func TestLastTermEnd(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(7, 11))
 	path := filepath.Join(t.TempDir(), "f")
 	for _, size := range []int{0, 1, 2, 4095, 4096, 4097, 12287, 12288, 40000, 600000} {
@@ -56,6 +57,7 @@ func TestLastTermEnd(t *testing.T) {
 // The Splitter knows where the line at its offset began whenever pieces of
 // it were taken (mid, lineFrom), and only then, whatever the chunking.
 func TestSplitterKnowsLongLineStart(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(3, 5))
 	for iter := range 300 {
 		maxLine := 1 + rng.IntN(12)

@@ -53,6 +53,7 @@ func checkLines(t *testing.T, gs []got, want []string, ends []int64) {
 // line — and counts those bytes in unterminated. "\r\n" is one terminator;
 // a final lone '\r' is a terminator for a once-read.
 func TestOnceReadDeliversNothingAfterLastTerminator(t *testing.T) {
+	t.Parallel()
 	long := strings.Repeat("0123456789", 2000) // 20,000 bytes: several backward scan chunks
 	for _, tc := range []struct {
 		name      string
@@ -88,6 +89,7 @@ func TestOnceReadDeliversNothingAfterLastTerminator(t *testing.T) {
 // reload) still reads only to the last terminator and still counts the
 // bytes after it: its resume point holds the size it reads to.
 func TestOnceReadResumedKeepsItsUnterminatedTail(t *testing.T) {
+	t.Parallel()
 	r := onceRead(t, "", "abc\n"+untermTail, nil)
 	rp := r.src.ResumePoint()
 	if rp == nil {
@@ -108,6 +110,7 @@ func TestOnceReadResumedKeepsItsUnterminatedTail(t *testing.T) {
 // it is written, and unterminated is the bytes after the last terminator
 // right now: the pieces already delivered count.
 func TestTailingUnterminatedCountsDeliveredPieces(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, "", rigOpts{strategy: file.Earliest, maxLine: 10})
 	if err := os.WriteFile(r.path, []byte("abc\n"+untermTail), 0o644); err != nil {
 		t.Fatal(err)
@@ -136,6 +139,7 @@ func TestTailingUnterminatedCountsDeliveredPieces(t *testing.T) {
 // an earlier run delivered (a COMMITTED restart at the pointer; a reload's
 // resume point) counts that line's bytes from its start in unterminated.
 func TestStartInsideLongLineCountsItsPieces(t *testing.T) {
+	t.Parallel()
 	for _, st := range []file.Strategy{file.Committed, file.Earliest} {
 		t.Run(st.String(), func(t *testing.T) {
 			r := newRig(t, "", rigOpts{strategy: st, maxLine: 10})
