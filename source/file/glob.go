@@ -4756,8 +4756,14 @@ func (g *Glob) Close() error {
 			// restart finds it only as a generation of its path, under a
 			// rotated name beside it (the pointer names another file);
 			// under any other name, no restart knows it (review 21a C).
-			if p := g.findBeside(s); p == "" || !g.laterGeneration(s, p) {
+			// Beside the path, it is named in the unread list (ownOut),
+			// and the next start reads it as a later generation or counts
+			// it, as it is then: written to while stopped, an older file
+			// becomes one (review 22b G: counted here, then read).
+			if p := g.findBeside(s); p == "" {
 				g.ownGone(s)
+			} else {
+				s.ownAt = p
 			}
 			continue
 		}
@@ -4817,6 +4823,14 @@ type unreadEntry struct {
 	// names it, and it is no later generation of that pointer's file) nor,
 	// without the list, knows it (review 21c D, E).
 	Out bool `json:"out,omitempty"`
+	// First, Ptr, with Out: the path the stream was first matched under
+	// and its pointer file — the next start reads the file as a later
+	// generation of the pointer's file when it is one then
+	// (laterGeneration), and counts it only when it is not: written to
+	// while tailfeed was down, an older own file becomes one (review 22b
+	// A, G).
+	First string `json:"first,omitempty"`
+	Ptr   string `json:"ptr,omitempty"`
 
 	s *gstream // the stream it was taken from (the running list: a key reused by another file is another entry)
 }
@@ -4843,7 +4857,10 @@ func (g *Glob) waitingAtStop() []unreadEntry {
 			out = append(out, unreadEntry{Key: s.key, Size: n, Path: s.path})
 		}
 	}
-	return out
+	// Own files out of the glob beside the path (ownOut): the next start
+	// decides (countUnreadGone) — also those of streams owing a commit,
+	// which no queue holds (review 22b I).
+	return append(out, g.ownOutEntries()...)
 }
 
 // writeUnreadList stores the unread list (none: removes an old one).
@@ -4917,6 +4934,21 @@ func (g *Glob) countUnreadGone() {
 			// tells where it went and what of it is unread (countGone).
 			continue
 		}
+		size := uint64(w.Size)
+		if w.Out && !w.Gone {
+			if w.Ptr != "" && g.laterGeneration(&gstream{first: w.First, ptrPath: w.Ptr}, w.Path) {
+				// The own file of a stream given the previous run's
+				// pointer of its path, beside that path: the stream's
+				// source reads it as a later generation of the pointer's
+				// file at this start (resumeRotated).
+				continue
+			}
+			if exists(w.Path, w.Key) && (w.FPLen == 0 || globHeadMatches(w.Path, rec)) {
+				if st, err := os.Stat(w.Path); err == nil && st.Size() > w.Size {
+					size = uint64(st.Size()) // grown while down (review 22b H)
+				}
+			}
+		}
 		if excl, _ := g.unmatchedAt(w.Path, rec); !w.Gone && !w.Out && w.FPLen > 0 && excl {
 			// Still at its path, which the config no longer matches
 			// (an exclude, a changed or narrowed path): the operator's
@@ -4925,13 +4957,13 @@ func (g *Glob) countUnreadGone() {
 				"path", w.Path, "unreadBytes", w.Size)
 			continue
 		}
-		detail := fmt.Sprintf("glob file %s, tracked and never read when tailfeed stopped, is gone: its %d bytes were never read", w.Path, w.Size)
+		detail := fmt.Sprintf("glob file %s, tracked and never read when tailfeed stopped, is gone: its %d bytes were never read", w.Path, size)
 		if w.Out {
-			detail = fmt.Sprintf("glob file %s, renamed out of the glob before its stream read it (it was to read the previous run's file of its path first), was not read before tailfeed was killed: its %d bytes were never read",
-				w.Path, w.Size)
+			detail = fmt.Sprintf("glob file %s, renamed out of the glob before its stream read it (it was to read the previous run's file of its path first), was not read before tailfeed stopped and is no later generation of that file: its %d bytes were never read",
+				w.Path, size)
 		}
 		g.mu.Lock()
-		g.countLossLocked(1, uint64(w.Size), 0, detail)
+		g.countLossLocked(1, size, 0, detail)
 		g.mu.Unlock()
 	}
 	g.flushLosses()

@@ -803,8 +803,11 @@ func (s *Source) resumeRotated(f *os.File, dev, ino uint64) bool {
 			return m(gf.path) || (!gf.gz && s.cfg.otherKeys[pointer.FileKey(gf.dev, gf.ino)])
 		})
 	}
-	if g == nil && rec.FileKey == 0 && rec.FPLen == 0 && len(gens) > 0 {
+	if len(gens) > 0 {
 		// (Only with a generation to drop: it reads the whole epochs file.)
+		// Also for a record naming a file: the file the pointer moved off
+		// to it is no later generation of it (review 22b F: the older
+		// generation, within mtimeSlack, was read again from its start).
 		gens = s.dropForgotten(rec, gens)
 	}
 	if deferLost && len(gens) == 0 {
@@ -953,9 +956,13 @@ func (s *Source) loseTail(rec pointer.Record, detail string) {
 	s.lostTail = true
 }
 
-// dropForgotten leaves out of gens, found at start for an empty record
-// (ref: the pointer file's mtime, the moment it was emptied), the file the
-// record was emptied for: a file forgotten once every line of it was
+// dropForgotten leaves out of gens, found at start, the file the record's
+// epoch moved the pointer off (its epochs line names it): for an empty
+// record (ref: the pointer file's mtime, the moment it was emptied) the
+// file it was emptied for; for a record naming a file, the file read and
+// committed to its end before it (a Reset at the epoch barrier), which is
+// older, never a later generation of it, though within mtimeSlack (review
+// 22b F). For an empty record: a file forgotten once every line of it was
 // committed (or one whose tail was counted lost) that was compressed or
 // copied under a generation's name within mtimeSlack of the Reset is not a
 // later generation (D1: read again from its start after a clean stop). It

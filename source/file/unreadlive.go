@@ -56,10 +56,17 @@ func (g *Glob) waitingNow() []unreadEntry {
 			out = append(out, unreadEntry{Key: s.key, Size: n, Path: s.path, s: s})
 		}
 	}
+	return append(out, g.ownOutEntries()...)
+}
+
+// ownOutEntries are the unread list's entries (Out) of the own files out of
+// the glob (ownOut), with their stream's first path and pointer. Under mu.
+func (g *Glob) ownOutEntries() []unreadEntry {
+	var out []unreadEntry
 	for k, s := range g.byKey {
 		if k == s.key && g.ownOut(s) {
 			if n := g.seenEnd(s); n > 0 {
-				out = append(out, unreadEntry{Key: s.key, Size: n, Path: s.ownAt, Out: true, s: s})
+				out = append(out, unreadEntry{Key: s.key, Size: n, Path: s.ownAt, Out: true, First: s.first, Ptr: s.ptrPath, s: s})
 			}
 		}
 	}
@@ -67,11 +74,12 @@ func (g *Glob) waitingNow() []unreadEntry {
 }
 
 // ownOut: s's own file left the glob for s.ownAt before its source reached
-// it, and no start reads it there: not a later generation of the file s's
-// pointer names (laterGeneration), so a kill -9 before its turn would leave
-// it unread and, unlisted, uncounted (a stop counts it: Close). Under mu.
+// it: no pointer names it, so the unread list does (Out) — while running
+// for a kill -9, and at the stop — and the next start reads it as a later
+// generation of the pointer's file or counts it, as it finds it then
+// (countUnreadGone). Under mu.
 func (g *Glob) ownOut(s *gstream) bool {
-	return s.gone && s.ownAt != "" && !s.ownRead && g.ownAfterGone(s) && !g.matched(s.ownAt) && !g.laterGeneration(s, s.ownAt)
+	return s.gone && s.ownAt != "" && !s.ownRead && g.ownAfterGone(s) && !g.matched(s.ownAt)
 }
 
 // liveUnreadDue decides, at a housekeeping pass, whether the list on disk
