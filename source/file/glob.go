@@ -2204,20 +2204,7 @@ const copiesWindow = time.Minute
 
 // trimGens is trimCopies for the files a source switched away from.
 func trimGens(gs []GenDone) []GenDone {
-	if len(gs) <= maxCopiesKept {
-		return gs
-	}
-	var last time.Time
-	for _, g := range gs {
-		if g.At.After(last) {
-			last = g.At
-		}
-	}
-	n := 0
-	for len(gs)-n > maxCopiesKept && last.Sub(gs[n].At) > copiesWindow {
-		n++
-	}
-	return slices.Delete(gs, 0, n)
+	return trimTaken(gs, func(g GenDone) time.Time { return g.At })
 }
 
 // noteGens keeps the files src switched away from in s.gens (an entry of
@@ -2237,27 +2224,34 @@ func (s *gstream) noteGens(src *Source) {
 // trimCopies drops the oldest of cs (in the order taken) past
 // maxCopiesKept that were taken more than copiesWindow before the last.
 func trimCopies(cs []CopyTaken) []CopyTaken {
-	if len(cs) <= maxCopiesKept {
-		return cs
+	return trimTaken(cs, func(c CopyTaken) time.Time { return c.At })
+}
+
+// trimTaken drops the oldest of xs (in the order taken; at tells when)
+// past maxCopiesKept that were taken more than copiesWindow before the
+// last one.
+func trimTaken[T any](xs []T, at func(T) time.Time) []T {
+	if len(xs) <= maxCopiesKept {
+		return xs
 	}
 	var last time.Time
-	for _, c := range cs {
-		if c.At.After(last) {
-			last = c.At
+	for _, x := range xs {
+		if t := at(x); t.After(last) {
+			last = t
 		}
 	}
 	n := 0
-	for len(cs)-n > maxCopiesKept && last.Sub(cs[n].At) > copiesWindow {
+	for len(xs)-n > maxCopiesKept && last.Sub(at(xs[n])) > copiesWindow {
 		n++
 	}
-	return slices.Delete(cs, 0, n)
+	return slices.Delete(xs, 0, n)
 }
 
-// noteCopy keeps the copies src took in s.copies (trimCopies). A copy is told by its key, first bytes and size: a later
-// copy given an earlier, deleted one's inode (logrotate's compress removed
-// it) is another copy, whose first bytes and size tell its own compressed
-// twin (prevCopyGz); the same copy taken again by a later source is kept
-// once. Every copy, not only the last: a source open across several
+// noteCopy keeps the copies src took in s.copies (trimCopies). A copy is
+// told by its key, first bytes and size: a later copy given an earlier,
+// deleted one's inode (logrotate's compress removed it) is another copy,
+// whose first bytes and size tell its own compressed twin (prevCopyGz);
+// the same copy taken again by a later source is kept once. Every copy, not only the last: a source open across several
 // copytruncates took one per truncation, and a later source must not read
 // any of them again as a later generation (audit 7 A).
 func (s *gstream) noteCopy(src *Source) {
@@ -4893,19 +4887,24 @@ func (g *Glob) storeUnreadList(ws []unreadEntry) bool {
 		b.Write(line)
 		b.WriteByte('\n')
 	}
-	if b.Len() == 0 {
-		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
-			g.log.Warn("cannot remove the glob's unread list", "path", path, "error", err)
-			return false
-		}
-		return true
-	}
-	if err := fileutil.WriteAtomic(path, b.Bytes()); err != nil {
+	if err := storeList(path, b.Bytes()); err != nil {
 		g.log.Error("cannot write the glob's unread list: a file never read and deleted while stopped will not be counted",
 			"path", path, "error", err)
 		return false
 	}
 	return true
+}
+
+// storeList writes one of the glob's lists (JSON lines) at path,
+// atomically; an empty one removes the file.
+func storeList(path string, data []byte) error {
+	if len(data) == 0 {
+		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		return nil
+	}
+	return fileutil.WriteAtomic(path, data)
 }
 
 // countUnreadGone, at the start, counts every file of the unread list a

@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 
-	"tailfeed/internal/fileutil"
 	"tailfeed/pointer"
 )
 
@@ -83,13 +82,7 @@ func (g *Glob) writeMovedList(ms []movedAt) {
 		b.Write(line)
 		b.WriteByte('\n')
 	}
-	if b.Len() == 0 {
-		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
-			g.log.Warn("cannot remove the glob's moved list", "path", path, "error", err)
-		}
-		return
-	}
-	if err := fileutil.WriteAtomic(path, b.Bytes()); err != nil {
+	if err := storeList(path, b.Bytes()); err != nil {
 		g.log.Warn("cannot write the glob's moved list: a file renamed within the glob that the config no longer matches at the next start will be counted gone",
 			"path", path, "error", err)
 	}
