@@ -2871,6 +2871,13 @@ func (g *Glob) readAsGeneration(s *gstream) bool {
 	return false
 }
 
+// ptrFileAt: the file the pointer at ptrPath names (its key and first
+// bytes) is at path.
+func (g *Glob) ptrFileAt(ptrPath, path string) bool {
+	rec, err := pointer.Inspect(ptrPath)
+	return err == nil && rec.FileKey != 0 && exists(path, rec.FileKey) && (rec.FPLen == 0 || globHeadMatches(path, rec))
+}
+
 // otherKeys is the keys of the files of the streams other than s the glob
 // tracks beside s's first path, out of the glob (Config.otherKeys). Under
 // mu.
@@ -4935,11 +4942,13 @@ func (g *Glob) countUnreadGone() {
 		}
 		size := uint64(w.Size)
 		if w.Out && !w.Gone {
-			if w.Ptr != "" && g.laterGeneration(&gstream{first: w.First, ptrPath: w.Ptr}, w.Path) {
+			if w.Ptr != "" && g.laterGeneration(&gstream{first: w.First, ptrPath: w.Ptr}, w.Path) && !g.ptrFileAt(w.Ptr, w.First) {
 				// The own file of a stream given the previous run's
 				// pointer of its path, beside that path: the stream's
 				// source reads it as a later generation of the pointer's
-				// file at this start (resumeRotated).
+				// file at this start (resumeRotated) — unless that file is
+				// back at the path, where its source reads it on and
+				// looks for no generation (review 22c C).
 				continue
 			}
 			if exists(w.Path, w.Key) && (w.FPLen == 0 || globHeadMatches(w.Path, rec)) {

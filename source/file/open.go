@@ -962,7 +962,8 @@ func (s *Source) loseTail(rec pointer.Record, detail string) {
 // file it was emptied for; for a record naming a file, the file read and
 // committed to its end before it (a Reset at the epoch barrier), which is
 // older, never a later generation of it, though within mtimeSlack (review
-// 22b F). For an empty record: a file forgotten once every line of it was
+// 22b F) — that file by its key only (a later generation may share its
+// first bytes: review 22c A, B). For an empty record: a file forgotten once every line of it was
 // committed (or one whose tail was counted lost) that was compressed or
 // copied under a generation's name within mtimeSlack of the Reset is not a
 // later generation (D1: read again from its start after a clean stop). It
@@ -978,7 +979,18 @@ func (s *Source) dropForgotten(rec pointer.Record, gens []genFile) []genFile {
 	if !ok || left.PrevFPLen == 0 {
 		return gens
 	}
+	empty := rec.FileKey == 0 && rec.FPLen == 0
+	if !empty && left.PrevFileKey == 0 {
+		return gens
+	}
 	return slices.DeleteFunc(gens, func(g genFile) bool {
+		if !empty && (g.gz || pointer.FileKey(g.dev, g.ino) != left.PrevFileKey) {
+			// A record naming a file: only the file left itself (its
+			// key, renamed on), never another generation that shares
+			// its first bytes (review 22c A, B: a later file with the
+			// same first 4 KiB, or the same content, was dropped unread).
+			return false
+		}
 		head, size := g.head, g.dsize
 		if !g.gz {
 			b, err := readHead(g.path)
