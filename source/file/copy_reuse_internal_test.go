@@ -30,7 +30,6 @@ func TestNoteCopyKeepsALaterCopyOnAReusedKey(t *testing.T) {
 		{Key: 7, At: at.Add(time.Second), HeadLen: 18, Head: 2, Size: 18},
 	} {
 		src := &Source{}
-		src.copyTaken.Store(&c)
 		src.copiesTaken.Store(&[]CopyTaken{c})
 		s.noteCopy(src)
 		t.Logf("after %d: %+v", i, s.copies)

@@ -344,7 +344,7 @@ func TestRev22ABNinthCopyOfOneOpenSourceReadAgain(t *testing.T) {
 
 // TestRev22APassLaterCopyOnReusedKeyKeptThroughTookCopy is
 // TestNoteCopyKeepsALaterCopyOnAReusedKey (copy_reuse_internal_test.go)
-// through Source.tookCopy: that test stores Source.copyTaken directly,
+// through Source.tookCopy: that test stored Source.copyTaken directly (since gone),
 // which noteCopy no longer reads (CopiesTaken), so it now fails with
 // copies = [] — a stale test, not the product: through tookCopy a later
 // copy on an earlier copy's key is kept beside it.

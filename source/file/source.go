@@ -264,11 +264,10 @@ type Source struct {
 	// copiesRead counts the copies (copytruncate) this source went on
 	// reading its file's tail from (CopiesRead).
 	copiesRead atomic.Uint64
-	// copyTaken: the last copy of its file it took (readCopy: one it
-	// read on from, or one holding nothing unread), and when; copiesTaken,
-	// all of them (trimCopies), oldest first (a source open across several
-	// copytruncates takes one per truncation).
-	copyTaken   atomic.Pointer[CopyTaken]
+	// copiesTaken: the copies of its file it took (readCopy: one it read
+	// on from, or one holding nothing unread), and when, oldest first
+	// (trimCopies; a source open across several copytruncates takes one
+	// per truncation).
 	copiesTaken atomic.Pointer[[]CopyTaken]
 	// gensDone: the files the source switched away from (retire), with
 	// where their lines ended (GensDone).
@@ -874,7 +873,14 @@ type CopyTaken struct {
 
 // CopyKey is the file key of the last copy the source took and when (nil:
 // none). Safe from any goroutine.
-func (s *Source) CopyKey() *CopyTaken { return s.copyTaken.Load() }
+func (s *Source) CopyKey() *CopyTaken {
+	cs := s.CopiesTaken()
+	if len(cs) == 0 {
+		return nil
+	}
+	t := cs[len(cs)-1]
+	return &t
+}
 
 // CopiesTaken are the copies the source took (trimCopies), oldest first
 // (nil: none); the slice is never changed after it is returned.
@@ -946,7 +952,6 @@ func (s *Source) noteDone(r *reader, update bool) {
 // its first bytes' fingerprint and its size, 0 when not known).
 func (s *Source) tookCopy(key, epoch uint64, headLen int, head uint64, size int64) {
 	t := CopyTaken{Key: key, At: time.Now(), Epoch: epoch, HeadLen: headLen, Head: head, Size: size}
-	s.copyTaken.Store(&t)
 	all := trimCopies(append(slices.Clone(s.CopiesTaken()), t))
 	s.copiesTaken.Store(&all)
 }
