@@ -464,7 +464,8 @@
 //     there the same way before anything is counted; a generation beside
 //     that path born between its file and the file the path's pointer
 //     names, that no pointer or epochs line names, is read from its start
-//     as a stream of its own (readGaps). At Close, an owed commit's file is followed through the
+//     as a stream of its own (readGaps), or counted once compressed
+//     (countGzGap: a glob reads no .gz from its start). At Close, an owed commit's file is followed through the
 //     glob or beside its path (finalScan), and a file found out of the
 //     glob that no pointer names and nobody read is counted.
 //

@@ -3946,9 +3946,10 @@ func (g *Glob) besideAtStart(l loaded, taken func(loaded) time.Time) (ok bool, a
 // killed or reloaded; audit 7 C). Each such file is read from its start
 // as a file of its own, beside the path (DESIGN §4: every generation still
 // on disk is read; twice is a duplicate, never a gap). Only where the file
-// system tells birth times, plain files (not .gz), not matched by the
-// glob, none of the pointers' files or a copy of them (their whole
-// fingerprint, or the whole file). Manager goroutine, before logStart.
+// system tells birth times, plain files, not matched by the glob, none of
+// the pointers' files or a copy of them (their whole fingerprint, or the
+// whole file); such a generation compressed since is counted instead
+// (countGzGap). Manager goroutine, before logStart.
 func (g *Glob) readGaps(besides []takenBeside) {
 	if len(besides) == 0 {
 		return
@@ -4073,12 +4074,16 @@ func (g *Glob) readGaps(besides []takenBeside) {
 			for _, e := range ents {
 				name := e.Name()
 				p := filepath.Join(dir, name)
-				if !e.Type().IsRegular() || strings.HasSuffix(name, ".gz") || !sameStem(name, base) ||
+				if !e.Type().IsRegular() || !sameStem(name, base) ||
 					!isRotatedName(g.cfg.Stream.RotatedNames, name, base) || g.pat.Match(p) || g.own(p) {
 					continue
 				}
 				if named == nil {
 					named = g.epochsNamed()
+				}
+				if strings.HasSuffix(name, ".gz") {
+					g.countGzGap(p, first, b.low, upMod, recs, named)
+					continue
 				}
 				g.readGap(p, first, b.low, upBorn, upMod, recs, named)
 			}
@@ -4119,6 +4124,52 @@ func (g *Glob) readGap(p, first string, low, upBorn, upMod time.Time, recs []poi
 		g.log.Warn("a generation beside a glob path that no pointer or epochs line names was born after a pointer's file (and before the next one's, if any): read from its start",
 			"path", p, "first", first, "size", st.Size())
 	}
+}
+
+// countGzGap counts the .gz at p as a gap generation of first that nobody
+// reads (readGaps) when it is one: compressed after its rotation (logrotate's
+// compress without delaycompress) before the start that would have read it
+// as a plain file. Its birth time is the compression's, so it is told by
+// its last write instead (gzip keeps the file's mtime): after the earliest
+// file taken beside the path (low) and before the path's file was last
+// written (upMod). Its decompressed first bytes are those of no file the
+// epochs file names (read or adopted by a stream before, a compressed copy
+// of one) and no pointer's file; a .gz whose plain twin is beside it is the
+// twin's (read as a plain gap generation when it is one), and one that does
+// not end cleanly is still being written. A glob stream reads no .gz from
+// its start (only a source's generations through gzip, DESIGN §4), so its
+// lines are counted (lostTails + 1, lostBytes its decompressed size, named
+// in detail) instead of lost silently (review 18c C; §4 Nothing green over a
+// loss). Manager goroutine, at the start.
+func (g *Glob) countGzGap(p, first string, low, upMod time.Time, recs []pointer.Record, named map[uint64][]namedAs) {
+	if _, err := os.Lstat(strings.TrimSuffix(p, ".gz")); err == nil {
+		return
+	}
+	st, err := os.Stat(p)
+	if err != nil || !st.Mode().IsRegular() || !st.ModTime().After(low) || !st.ModTime().Before(upMod) {
+		return
+	}
+	head, dsize, ok := inspectGz(p)
+	if !ok || dsize == 0 {
+		return
+	}
+	for _, ns := range named {
+		for _, r := range ns {
+			if headMatches(head, r.FPLen, r.FP) {
+				return // its content was read (or adopted) by a stream before
+			}
+		}
+	}
+	for _, r := range recs {
+		if headMatches(head, r.FPLen, r.FP) {
+			return // a compressed copy of a pointer's file
+		}
+	}
+	d := fmt.Sprintf("glob file %s, a generation rotated out beside %s after a pointer's file and compressed before any stream read it, is not read (a glob reads no .gz from its start): its %d decompressed bytes are lost",
+		p, first, dsize)
+	g.mu.Lock()
+	g.countLossLocked(1, uint64(dsize), 0, d)
+	g.mu.Unlock()
 }
 
 // takenBeside is a previous run's pointer besideAtStart took beside its
