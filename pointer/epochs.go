@@ -63,7 +63,12 @@ import (
 //	          an empty record (fileKey 0) under a new epoch (DESIGN §4)
 //	lost      the file's unread tail was counted lost at start (ledger
 //	          first) and nothing else was opened: an empty record under a
-//	          new epoch, so that the next start does not count it again
+//	          new epoch, so that the next start does not count it again.
+//	          With a file key and no previous epoch, written by a glob
+//	          feed's start, not a pointer: a compressed generation nobody
+//	          read, counted lost (fileKey, fingerprint: the .gz and its
+//	          first decompressed bytes; an epoch no pointer holds), so
+//	          that the next start does not count it again
 //	held      the record's file was read to its end and closed with every
 //	          line committed, out of the glob beside its path, and the
 //	          record keeps naming it (same epoch) as the record of the

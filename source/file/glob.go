@@ -3998,6 +3998,7 @@ func (g *Glob) readGaps(besides []takenBeside) {
 		g.mu.Unlock()
 		var rec pointer.Record
 		var upBorn, upMod time.Time
+		genScan := false // the path's source reads the later generations of the file bounding the gaps (resumeRotated)
 		switch {
 		case ok:
 			var err error
@@ -4018,6 +4019,7 @@ func (g *Glob) readGaps(besides []takenBeside) {
 				gone = g.keyBeside(first, pointer.Record{FileKey: atGone})
 			}
 			if gone != nil {
+				genScan = true
 				upBorn = birthTime(gone)
 				if st, err := gone.Stat(); err == nil {
 					upMod = st.ModTime()
@@ -4034,6 +4036,7 @@ func (g *Glob) readGaps(besides []takenBeside) {
 			} else if rec.FileKey == 0 || rec.FPLen == 0 {
 				continue
 			} else if f := g.keyBeside(first, rec); f != nil {
+				genScan = true
 				upBorn = birthTime(f)
 				if st, err := f.Stat(); err == nil {
 					upMod = st.ModTime()
@@ -4082,7 +4085,7 @@ func (g *Glob) readGaps(besides []takenBeside) {
 					named = g.epochsNamed()
 				}
 				if strings.HasSuffix(name, ".gz") {
-					g.countGzGap(p, first, b.low, upMod, recs, named)
+					g.countGzGap(p, first, b.low, upMod, genScan, recs, named)
 					continue
 				}
 				g.readGap(p, first, b.low, upBorn, upMod, recs, named)
@@ -4129,39 +4132,66 @@ func (g *Glob) readGap(p, first string, low, upBorn, upMod time.Time, recs []poi
 // countGzGap counts the .gz at p as a gap generation of first that nobody
 // reads (readGaps) when it is one: compressed after its rotation (logrotate's
 // compress without delaycompress) before the start that would have read it
-// as a plain file. Its birth time is the compression's, so it is told by
-// its last write instead (gzip keeps the file's mtime): after the earliest
-// file taken beside the path (low) and before the path's file was last
-// written (upMod). Its decompressed first bytes are those of no file the
-// epochs file names (read or adopted by a stream before, a compressed copy
-// of one) and no pointer's file; a .gz whose plain twin is beside it is the
-// twin's (read as a plain gap generation when it is one), and one that does
-// not end cleanly is still being written. A glob stream reads no .gz from
-// its start (only a source's generations through gzip, DESIGN §4), so its
-// lines are counted (lostTails + 1, lostBytes its decompressed size, named
-// in detail) instead of lost silently (review 18c C; §4 Nothing green over a
-// loss). Manager goroutine, at the start.
-func (g *Glob) countGzGap(p, first string, low, upMod time.Time, recs []pointer.Record, named map[uint64][]namedAs) {
+// as a plain file. A glob stream reads no .gz from its start (only a
+// source's later generations, through gzip: DESIGN §4), so its lines are
+// counted — lostTails + 1, lostBytes its decompressed size, named in
+// detail — instead of lost silently (review 18c C; §4 Nothing green over a
+// loss). Its birth time is the compression's, so it is told by its last
+// write instead (gzip keeps the file's mtime): after the earliest file taken
+// beside the path (low) and before the path's file was last written
+// (upMod), but not within mtimeSlack of that where the path's pointer names
+// a file rotated away from the path (genScan): the path's source reads such
+// a file as a later generation of that one (review 23a D). Not a gap:
+// a .gz whose plain twin is beside it (the twin's), one that does not end
+// cleanly (still being written), one the epochs file names under its own
+// key (counted at an earlier start: below; review 23a C), and one whose
+// decompressed bytes are a file some stream read — by a pointer's or an
+// epochs line's whole fingerprint, or the whole file: a shorter match is a
+// shared header (a CSV header, a banner), not that file (review 23a A, B;
+// readGap's rule, review 18c A). Once the ledger holds the loss, an epochs
+// line "lost" names the .gz (its key and decompressed first bytes, under an
+// epoch no pointer holds), so that the next start does not count it again;
+// a kill -9 in between counts it twice, never not at all. Manager
+// goroutine, at the start.
+func (g *Glob) countGzGap(p, first string, low, upMod time.Time, genScan bool, recs []pointer.Record, named map[uint64][]namedAs) {
 	if _, err := os.Lstat(strings.TrimSuffix(p, ".gz")); err == nil {
 		return
 	}
-	st, err := os.Stat(p)
-	if err != nil || !st.Mode().IsRegular() || !st.ModTime().After(low) || !st.ModTime().Before(upMod) {
+	f, err := fileutil.OpenRegular(p)
+	if err != nil {
 		return
+	}
+	dev, ino, kerr := fileutil.DevIno(f)
+	st, serr := f.Stat()
+	f.Close()
+	if kerr != nil || serr != nil || !st.ModTime().After(low) || !st.ModTime().Before(upMod) {
+		return
+	}
+	if genScan && !st.ModTime().Before(upMod.Add(-mtimeSlack)) {
+		return // a later generation of the path's pointer's file: its source reads it
 	}
 	head, dsize, ok := inspectGz(p)
 	if !ok || dsize == 0 {
 		return
 	}
+	k := pointer.FileKey(dev, ino)
+	for _, r := range named[k] {
+		if headMatches(head, r.FPLen, r.FP) {
+			return // counted at an earlier start (or read under this key)
+		}
+	}
+	whole := func(fpLen, fp uint64) bool {
+		return (fpLen == pointer.MaxFingerprint || fpLen == uint64(dsize)) && headMatches(head, fpLen, fp)
+	}
 	for _, ns := range named {
 		for _, r := range ns {
-			if headMatches(head, r.FPLen, r.FP) {
+			if whole(r.FPLen, r.FP) {
 				return // its content was read (or adopted) by a stream before
 			}
 		}
 	}
 	for _, r := range recs {
-		if headMatches(head, r.FPLen, r.FP) {
+		if whole(r.FPLen, r.FP) {
 			return // a compressed copy of a pointer's file
 		}
 	}
@@ -4170,6 +4200,18 @@ func (g *Glob) countGzGap(p, first string, low, upMod time.Time, recs []pointer.
 	g.mu.Lock()
 	g.countLossLocked(1, uint64(dsize), 0, d)
 	g.mu.Unlock()
+	g.flushLosses() // the ledger entry, before the line that says it is counted
+	fpLen := uint64(len(head))
+	l := pointer.EpochLine{Epoch: pointer.NewEpoch(), FileKey: k, FPLen: fpLen, FP: pointer.Fingerprint(head),
+		Path: p, Time: time.Now(), Reason: "lost"}
+	if g.cfg.EpochsPath == "" {
+		return
+	}
+	if err := appendEpochs(g.cfg.EpochsPath, []pointer.EpochLine{l}); err != nil {
+		g.log.Warn("cannot note the counted compressed generation in the epochs file; the next start may count it again", "path", p, "error", err)
+		return
+	}
+	named[k] = append(named[k], namedAs{FPLen: fpLen, FP: l.FP, at: l.Time})
 }
 
 // takenBeside is a previous run's pointer besideAtStart took beside its
