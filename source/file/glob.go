@@ -3998,7 +3998,8 @@ func (g *Glob) readGaps(besides []takenBeside) {
 		g.mu.Unlock()
 		var rec pointer.Record
 		var upBorn, upMod time.Time
-		genScan := false // the path's source reads the later generations of the file bounding the gaps (resumeRotated)
+		genScan := false        // the path's source reads the later generations of the file bounding the gaps (resumeRotated)
+		var cut *pointer.Record // the path's pointer, its file at the path cut: its source reads a copy of it
 		switch {
 		case ok:
 			var err error
@@ -4032,6 +4033,9 @@ func (g *Glob) readGaps(besides []takenBeside) {
 				upBorn = birthTimeTarget(first)
 				if st, err := os.Stat(first); err == nil {
 					upMod = st.ModTime()
+					if rec.FileKey == atKey && rec.FPLen > 0 && (st.Size() < rec.Offset || !globHeadMatches(first, rec)) {
+						cut = &rec
+					}
 				}
 			} else if rec.FileKey == 0 || rec.FPLen == 0 {
 				continue
@@ -4085,7 +4089,7 @@ func (g *Glob) readGaps(besides []takenBeside) {
 					named = g.epochsNamed()
 				}
 				if strings.HasSuffix(name, ".gz") {
-					g.countGzGap(p, first, b.low, upMod, genScan, recs, named)
+					g.countGzGap(p, first, b.low, upBorn, upMod, genScan, cut, recs, named)
 					continue
 				}
 				g.readGap(p, first, b.low, upBorn, upMod, recs, named)
@@ -4110,9 +4114,10 @@ func (g *Glob) readGap(p, first string, low, upBorn, upMod time.Time, recs []poi
 	}
 	k := pointer.FileKey(dev, ino)
 	for _, r := range named[k] {
-		// A line with no first bytes names this file only if written
-		// after its birth (else another file on the inode: review 18c D).
-		if (r.FPLen == 0 && r.at.After(bt)) || (r.FPLen > 0 && r.FPLen <= uint64(st.Size()) && headIs(f, int(r.FPLen), r.FP)) {
+		// A line names this file only if written after its birth (else
+		// another file on the inode: review 18c D; a counted .gz's "lost"
+		// line, review 23b C).
+		if r.at.After(bt) && (r.FPLen == 0 || (r.FPLen <= uint64(st.Size()) && headIs(f, int(r.FPLen), r.FP))) {
 			return // read (or adopted) by a stream before
 		}
 	}
@@ -4130,30 +4135,34 @@ func (g *Glob) readGap(p, first string, low, upBorn, upMod time.Time, recs []poi
 }
 
 // countGzGap counts the .gz at p as a gap generation of first that nobody
-// reads (readGaps) when it is one: compressed after its rotation (logrotate's
-// compress without delaycompress) before the start that would have read it
-// as a plain file. A glob stream reads no .gz from its start (only a
-// source's later generations, through gzip: DESIGN §4), so its lines are
-// counted — lostTails + 1, lostBytes its decompressed size, named in
+// reads (readGaps) when it is one: compressed after its rotation
+// (logrotate's compress without delaycompress) before the start that would
+// have read it as a plain file. A glob stream reads no .gz from its start
+// (only a source's later generations, through gzip: DESIGN §4), so its lines
+// are counted — lostTails + 1, lostBytes its decompressed size, named in
 // detail — instead of lost silently (review 18c C; §4 Nothing green over a
 // loss). Its birth time is the compression's, so it is told by its last
 // write instead (gzip keeps the file's mtime): after the earliest file taken
-// beside the path (low) and before the path's file was last written
-// (upMod), but not within mtimeSlack of that where the path's pointer names
-// a file rotated away from the path (genScan): the path's source reads such
-// a file as a later generation of that one (review 23a D). Not a gap:
-// a .gz whose plain twin is beside it (the twin's), one that does not end
-// cleanly (still being written), one the epochs file names under its own
-// key (counted at an earlier start: below; review 23a C), and one whose
-// decompressed bytes are a file some stream read — by a pointer's or an
-// epochs line's whole fingerprint, or the whole file: a shorter match is a
-// shared header (a CSV header, a banner), not that file (review 23a A, B;
-// readGap's rule, review 18c A). Once the ledger holds the loss, an epochs
-// line "lost" names the .gz (its key and decompressed first bytes, under an
-// epoch no pointer holds), so that the next start does not count it again;
-// a kill -9 in between counts it twice, never not at all. Manager
-// goroutine, at the start.
-func (g *Glob) countGzGap(p, first string, low, upMod time.Time, genScan bool, recs []pointer.Record, named map[uint64][]namedAs) {
+// beside the path (low) and before the path's file was last written (upMod),
+// but not within mtimeSlack of that where the path's pointer names a file
+// rotated away from the path (genScan) unless born before that file
+// (upBorn): the path's source reads such a file as a later generation of
+// that one (its scan's rule; review 23a D, 23b D). Not a gap either: a
+// compressed copy of the path's file cut while stopped (cut: its source
+// reads it from the pointer; review 23b B), and: a .gz whose plain twin is
+// beside it (the twin's), one that does not end cleanly (still being
+// written), one the epochs file names under its own key (counted at an
+// earlier start: below; review 23a C; a line written before its birth names
+// another file on its inode, review 23b C), and one whose decompressed bytes
+// are a file some stream read — by a pointer's or an epochs line's whole
+// fingerprint, or the whole file: a shorter match is a shared header (a CSV
+// header, a banner), not that file (review 23a A, B; readGap's rule, review
+// 18c A; another counted .gz's line names no read content, review 23b F).
+// Once the ledger holds the loss, an epochs line "lost" names the .gz (its
+// key and decompressed first bytes, under an epoch no pointer holds), so
+// that the next start does not count it again; a kill -9 in between counts
+// it twice, never not at all. Manager goroutine, at the start.
+func (g *Glob) countGzGap(p, first string, low, upBorn, upMod time.Time, genScan bool, cut *pointer.Record, recs []pointer.Record, named map[uint64][]namedAs) {
 	if _, err := os.Lstat(strings.TrimSuffix(p, ".gz")); err == nil {
 		return
 	}
@@ -4163,20 +4172,29 @@ func (g *Glob) countGzGap(p, first string, low, upMod time.Time, genScan bool, r
 	}
 	dev, ino, kerr := fileutil.DevIno(f)
 	st, serr := f.Stat()
+	born := birthTime(f)
 	f.Close()
 	if kerr != nil || serr != nil || !st.ModTime().After(low) || !st.ModTime().Before(upMod) {
 		return
 	}
-	if genScan && !st.ModTime().Before(upMod.Add(-mtimeSlack)) {
-		return // a later generation of the path's pointer's file: its source reads it
+	if genScan && !st.ModTime().Before(upMod.Add(-mtimeSlack)) && (upBorn.IsZero() || born.IsZero() || !born.Before(upBorn)) {
+		// A later generation of the path's pointer's file (its source's
+		// scan: modified within mtimeSlack of it, and not born before it
+		// — review 23b D): read there.
+		return
 	}
 	head, dsize, ok := inspectGz(p)
 	if !ok || dsize == 0 {
 		return
 	}
+	if cut != nil && headMatches(head, cut.FPLen, cut.FP) && dsize >= cut.Offset {
+		return // a compressed copy of the path's file, cut: its source reads it from the pointer (review 23b B)
+	}
 	k := pointer.FileKey(dev, ino)
 	for _, r := range named[k] {
-		if headMatches(head, r.FPLen, r.FP) {
+		// (A line written before its birth names another file on the
+		// inode: review 23b C.)
+		if (born.IsZero() || r.at.After(born)) && headMatches(head, r.FPLen, r.FP) {
 			return // counted at an earlier start (or read under this key)
 		}
 	}
@@ -4185,7 +4203,7 @@ func (g *Glob) countGzGap(p, first string, low, upMod time.Time, genScan bool, r
 	}
 	for _, ns := range named {
 		for _, r := range ns {
-			if whole(r.FPLen, r.FP) {
+			if !r.counted && whole(r.FPLen, r.FP) {
 				return // its content was read (or adopted) by a stream before
 			}
 		}
@@ -4211,7 +4229,7 @@ func (g *Glob) countGzGap(p, first string, low, upMod time.Time, genScan bool, r
 		g.log.Warn("cannot note the counted compressed generation in the epochs file; the next start may count it again", "path", p, "error", err)
 		return
 	}
-	named[k] = append(named[k], namedAs{FPLen: fpLen, FP: l.FP, at: l.Time})
+	named[k] = append(named[k], namedAs{FPLen: fpLen, FP: l.FP, at: l.Time, counted: true})
 }
 
 // takenBeside is a previous run's pointer besideAtStart took beside its
@@ -4300,6 +4318,9 @@ func (g *Glob) readNext(l loaded) {
 type namedAs struct {
 	FPLen, FP uint64
 	at        time.Time
+	// counted: a "lost" line naming a compressed generation counted lost
+	// (countGzGap), not a file any stream read.
+	counted bool
 }
 
 // epochsNamed maps each file key the epochs file names (a line's file, or
@@ -4312,7 +4333,8 @@ func (g *Glob) epochsNamed() map[uint64][]namedAs {
 	lines, _ := pointer.ReadEpochs(g.cfg.EpochsPath) // what parsed; adoptedEpochs warns
 	for _, l := range lines {
 		if l.FileKey != 0 && !markLine(l) {
-			out[l.FileKey] = append(out[l.FileKey], namedAs{FPLen: l.FPLen, FP: l.FP, at: l.Time})
+			out[l.FileKey] = append(out[l.FileKey], namedAs{FPLen: l.FPLen, FP: l.FP, at: l.Time,
+				counted: l.Reason == "lost" && l.PrevEpoch == 0})
 		}
 		if l.PrevFileKey != 0 {
 			out[l.PrevFileKey] = append(out[l.PrevFileKey], namedAs{FPLen: l.PrevFPLen, FP: l.PrevFP, at: l.Time})
