@@ -3998,7 +3998,11 @@ func (g *Glob) readGaps(besides []takenBeside) {
 		g.mu.Unlock()
 		var rec pointer.Record
 		var upBorn, upMod time.Time
-		genScan := false        // the path's source reads the later generations of the file bounding the gaps (resumeRotated)
+		// The path's source reads the later generations of a file
+		// (resumeRotated, or after a cut file's copy): those modified from
+		// genRef − mtimeSlack on, and not born before genBorn unless
+		// modified from genRef on (scanGenerations). Zero: none.
+		var genRef, genBorn time.Time
 		var cut *pointer.Record // the path's pointer, its file at the path cut: its source reads a copy of it
 		switch {
 		case ok:
@@ -4020,12 +4024,12 @@ func (g *Glob) readGaps(besides []takenBeside) {
 				gone = g.keyBeside(first, pointer.Record{FileKey: atGone})
 			}
 			if gone != nil {
-				genScan = true
 				upBorn = birthTime(gone)
 				if st, err := gone.Stat(); err == nil {
 					upMod = st.ModTime()
 				}
 				gone.Close()
+				genRef, genBorn = upMod, upBorn
 			} else if rec.FileKey == atKey || (rec.FileKey == 0 && rec.Offset == 0) {
 				// (Also when the gone file is not beside the path any
 				// more: its source counts it and reads no generation
@@ -4040,12 +4044,12 @@ func (g *Glob) readGaps(besides []takenBeside) {
 			} else if rec.FileKey == 0 || rec.FPLen == 0 {
 				continue
 			} else if f := g.keyBeside(first, rec); f != nil {
-				genScan = true
 				upBorn = birthTime(f)
 				if st, err := f.Stat(); err == nil {
 					upMod = st.ModTime()
 				}
 				f.Close()
+				genRef, genBorn = upMod, upBorn
 			}
 		case !b.alone.IsZero():
 			// No file at the path when besideAtStart looked (review 15b
@@ -4072,6 +4076,21 @@ func (g *Glob) readGaps(besides []takenBeside) {
 		if t, link := resolveLink(first); link {
 			places = append(places, [2]string{filepath.Dir(t), filepath.Base(t)})
 		}
+		cutCopy := ""
+		if cut != nil {
+			// Its source reads the copy findGzCopy picks (the last written
+			// of those with the pointer's first bytes and at least its
+			// offset), then the generations after it; without one, those
+			// after its pointer file's last commit (review 23c A, B, D).
+			var mod time.Time
+			cutCopy, mod = g.gzCopyOf(places, *cut)
+			if cutCopy == "" {
+				if st, err := os.Stat(atPtr); err == nil {
+					mod = st.ModTime()
+				}
+			}
+			genRef, genBorn = mod, time.Time{}
+		}
 		for _, pl := range places {
 			dir, base := pl[0], pl[1]
 			ents, err := os.ReadDir(dir)
@@ -4089,7 +4108,7 @@ func (g *Glob) readGaps(besides []takenBeside) {
 					named = g.epochsNamed()
 				}
 				if strings.HasSuffix(name, ".gz") {
-					g.countGzGap(p, first, b.low, upBorn, upMod, genScan, cut, recs, named)
+					g.countGzGap(p, first, b.low, upMod, genRef, genBorn, cutCopy, recs, named)
 					continue
 				}
 				g.readGap(p, first, b.low, upBorn, upMod, recs, named)
@@ -4143,26 +4162,27 @@ func (g *Glob) readGap(p, first string, low, upBorn, upMod time.Time, recs []poi
 // detail — instead of lost silently (review 18c C; §4 Nothing green over a
 // loss). Its birth time is the compression's, so it is told by its last
 // write instead (gzip keeps the file's mtime): after the earliest file taken
-// beside the path (low) and before the path's file was last written (upMod),
-// but not within mtimeSlack of that where the path's pointer names a file
-// rotated away from the path (genScan) unless born before that file
-// (upBorn): the path's source reads such a file as a later generation of
-// that one (its scan's rule; review 23a D, 23b D). Not a gap either: a
-// compressed copy of the path's file cut while stopped (cut: its source
-// reads it from the pointer; review 23b B), and: a .gz whose plain twin is
-// beside it (the twin's), one that does not end cleanly (still being
-// written), one the epochs file names under its own key (counted at an
-// earlier start: below; review 23a C; a line written before its birth names
-// another file on its inode, review 23b C), and one whose decompressed bytes
-// are a file some stream read — by a pointer's or an epochs line's whole
-// fingerprint, or the whole file: a shorter match is a shared header (a CSV
+// beside the path (low) and before the path's file was last written (upMod).
+// Not a gap: a later generation the path's source reads (genRef, genBorn:
+// its scan's window after its pointer's file rotated away, or after the copy
+// of its file cut while stopped; review 23a D, 23b D, 23c B, D); that copy
+// itself (cutCopy: read from the pointer; review 23b B, 23c A); a .gz whose
+// plain twin is beside it (the twin's); one that does not end cleanly (still
+// being written); one the epochs file names under its own key (counted at an
+// earlier start: below; review 23a C — a line written before its birth names
+// another file on its inode, review 23b C); and one whose decompressed bytes
+// are a file some stream read, by a pointer's or an epochs line's whole
+// fingerprint or the whole file: a shorter match is a shared header (a CSV
 // header, a banner), not that file (review 23a A, B; readGap's rule, review
 // 18c A; another counted .gz's line names no read content, review 23b F).
 // Once the ledger holds the loss, an epochs line "lost" names the .gz (its
 // key and decompressed first bytes, under an epoch no pointer holds), so
 // that the next start does not count it again; a kill -9 in between counts
 // it twice, never not at all. Manager goroutine, at the start.
-func (g *Glob) countGzGap(p, first string, low, upBorn, upMod time.Time, genScan bool, cut *pointer.Record, recs []pointer.Record, named map[uint64][]namedAs) {
+func (g *Glob) countGzGap(p, first string, low, upMod, genRef, genBorn time.Time, cutCopy string, recs []pointer.Record, named map[uint64][]namedAs) {
+	if p == cutCopy {
+		return // the path's file cut while stopped: its source reads this copy from the pointer (review 23b B)
+	}
 	if _, err := os.Lstat(strings.TrimSuffix(p, ".gz")); err == nil {
 		return
 	}
@@ -4177,18 +4197,15 @@ func (g *Glob) countGzGap(p, first string, low, upBorn, upMod time.Time, genScan
 	if kerr != nil || serr != nil || !st.ModTime().After(low) || !st.ModTime().Before(upMod) {
 		return
 	}
-	if genScan && !st.ModTime().Before(upMod.Add(-mtimeSlack)) && (upBorn.IsZero() || born.IsZero() || !born.Before(upBorn)) {
-		// A later generation of the path's pointer's file (its source's
-		// scan: modified within mtimeSlack of it, and not born before it
-		// — review 23b D): read there.
+	if m := st.ModTime(); !genRef.IsZero() && !m.Before(genRef.Add(-mtimeSlack)) &&
+		(genBorn.IsZero() || born.IsZero() || !born.Before(genBorn) || !m.Before(genRef)) {
+		// A later generation the path's source reads (its scan's rule:
+		// review 23a D, 23b D, 23c B, D).
 		return
 	}
 	head, dsize, ok := inspectGz(p)
 	if !ok || dsize == 0 {
 		return
-	}
-	if cut != nil && headMatches(head, cut.FPLen, cut.FP) && dsize >= cut.Offset {
-		return // a compressed copy of the path's file, cut: its source reads it from the pointer (review 23b B)
 	}
 	k := pointer.FileKey(dev, ino)
 	for _, r := range named[k] {
@@ -4230,6 +4247,42 @@ func (g *Glob) countGzGap(p, first string, low, upBorn, upMod time.Time, genScan
 		return
 	}
 	named[k] = append(named[k], namedAs{FPLen: fpLen, FP: l.FP, at: l.Time, counted: true})
+}
+
+// gzCopyOf is the compressed copy of rec's file a source finds beside the
+// path (findGzCopy): of the .gz generations in places whose decompressed
+// first bytes are rec's and that hold at least its offset, the last
+// written; "" when none. Its mtime with it.
+func (g *Glob) gzCopyOf(places [][2]string, rec pointer.Record) (string, time.Time) {
+	var best string
+	var bestMod time.Time
+	for _, pl := range places {
+		dir, base := pl[0], pl[1]
+		ents, err := os.ReadDir(dir)
+		if err != nil {
+			continue
+		}
+		for _, e := range ents {
+			name := e.Name()
+			p := filepath.Join(dir, name)
+			if !e.Type().IsRegular() || !strings.HasSuffix(name, ".gz") || !sameStem(name, base) ||
+				!isRotatedName(g.cfg.Stream.RotatedNames, name, base) || g.own(p) {
+				continue
+			}
+			if head, ok := gzHead(p); !ok || !headMatches(head, rec.FPLen, rec.FP) {
+				continue
+			}
+			st, err := os.Stat(p)
+			if err != nil || (best != "" && st.ModTime().Before(bestMod)) {
+				continue
+			}
+			if _, dsize, ok := inspectGz(p); !ok || dsize < max(rec.Offset, int64(rec.FPLen)) {
+				continue
+			}
+			best, bestMod = p, st.ModTime()
+		}
+	}
+	return best, bestMod
 }
 
 // takenBeside is a previous run's pointer besideAtStart took beside its
@@ -4332,11 +4385,21 @@ func (g *Glob) epochsNamed() map[uint64][]namedAs {
 	}
 	lines, _ := pointer.ReadEpochs(g.cfg.EpochsPath) // what parsed; adoptedEpochs warns
 	for _, l := range lines {
+		if !l.Time.Before(g.startAt) {
+			// Written at this start (countGone's "lost" and "forgotten"
+			// resets): about files gone or not read any more, no file a
+			// stream read — on a reused inode another file (review 23c F).
+			continue
+		}
 		if l.FileKey != 0 && !markLine(l) {
 			out[l.FileKey] = append(out[l.FileKey], namedAs{FPLen: l.FPLen, FP: l.FP, at: l.Time,
 				counted: l.Reason == "lost" && l.PrevEpoch == 0})
 		}
-		if l.PrevFileKey != 0 {
+		if l.PrevFileKey != 0 && l.Reason != "lost" {
+			// (A "lost" line's previous record is a file whose tail was
+			// counted lost, gone when the line was written: no content
+			// read, and its key on a later file another file's —
+			// review 23c F.)
 			out[l.PrevFileKey] = append(out[l.PrevFileKey], namedAs{FPLen: l.PrevFPLen, FP: l.PrevFP, at: l.Time})
 		}
 	}
