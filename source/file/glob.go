@@ -4078,42 +4078,35 @@ func (g *Glob) readGaps(besides []takenBeside) {
 		}
 		cutCopy := ""
 		if cut != nil {
-			// Its source reads the copy findGzCopy picks (the last written
-			// of those with the pointer's first bytes and at least its
-			// offset), then the generations after it; without one, those
-			// after its pointer file's last commit (review 23c A, B, D).
-			var mod time.Time
-			cutCopy, mod = g.gzCopyOf(places, *cut)
-			if cutCopy == "" {
+			// Its source reads the copy findCopy picks, else the one
+			// findGzCopy picks (the last written of those with the
+			// pointer's first bytes and at least its offset), then the
+			// generations after it; without one, those after its pointer
+			// file's last commit (review 23c A, B, D; 23d B).
+			mod, plain := g.plainCopyOf(places, *cut, atKey)
+			if !plain {
+				cutCopy, mod = g.gzCopyOf(places, *cut)
+			}
+			if !plain && cutCopy == "" {
 				if st, err := os.Stat(atPtr); err == nil {
 					mod = st.ModTime()
 				}
 			}
 			genRef, genBorn = mod, time.Time{}
 		}
-		for _, pl := range places {
-			dir, base := pl[0], pl[1]
-			ents, err := os.ReadDir(dir)
-			if err != nil {
-				continue
+		g.eachRotated(places, func(p, name string) {
+			if g.pat.Match(p) {
+				return
 			}
-			for _, e := range ents {
-				name := e.Name()
-				p := filepath.Join(dir, name)
-				if !e.Type().IsRegular() || !sameStem(name, base) ||
-					!isRotatedName(g.cfg.Stream.RotatedNames, name, base) || g.pat.Match(p) || g.own(p) {
-					continue
-				}
-				if named == nil {
-					named = g.epochsNamed()
-				}
-				if strings.HasSuffix(name, ".gz") {
-					g.countGzGap(p, first, b.low, upMod, genRef, genBorn, cutCopy, recs, named)
-					continue
-				}
-				g.readGap(p, first, b.low, upBorn, upMod, recs, named)
+			if named == nil {
+				named = g.epochsNamed()
 			}
-		}
+			if strings.HasSuffix(name, ".gz") {
+				g.countGzGap(p, first, b.low, upMod, genRef, genBorn, cutCopy, recs, named)
+				return
+			}
+			g.readGap(p, first, b.low, upBorn, upMod, recs, named)
+		})
 	}
 }
 
@@ -4136,7 +4129,7 @@ func (g *Glob) readGap(p, first string, low, upBorn, upMod time.Time, recs []poi
 		// A line names this file only if written after its birth (else
 		// another file on the inode: review 18c D; a counted .gz's "lost"
 		// line, review 23b C).
-		if r.at.After(bt) && (r.FPLen == 0 || (r.FPLen <= uint64(st.Size()) && headIs(f, int(r.FPLen), r.FP))) {
+		if !r.contentOnly && r.at.After(bt) && (r.FPLen == 0 || (r.FPLen <= uint64(st.Size()) && headIs(f, int(r.FPLen), r.FP))) {
 			return // read (or adopted) by a stream before
 		}
 	}
@@ -4211,7 +4204,7 @@ func (g *Glob) countGzGap(p, first string, low, upMod, genRef, genBorn time.Time
 	for _, r := range named[k] {
 		// (A line written before its birth names another file on the
 		// inode: review 23b C.)
-		if (born.IsZero() || r.at.After(born)) && headMatches(head, r.FPLen, r.FP) {
+		if !r.contentOnly && (born.IsZero() || r.at.After(born)) && headMatches(head, r.FPLen, r.FP) {
 			return // counted at an earlier start (or read under this key)
 		}
 	}
@@ -4249,13 +4242,10 @@ func (g *Glob) countGzGap(p, first string, low, upMod, genRef, genBorn time.Time
 	named[k] = append(named[k], namedAs{FPLen: fpLen, FP: l.FP, at: l.Time, counted: true})
 }
 
-// gzCopyOf is the compressed copy of rec's file a source finds beside the
-// path (findGzCopy): of the .gz generations in places whose decompressed
-// first bytes are rec's and that hold at least its offset, the last
-// written; "" when none. Its mtime with it.
-func (g *Glob) gzCopyOf(places [][2]string, rec pointer.Record) (string, time.Time) {
-	var best string
-	var bestMod time.Time
+// eachRotated calls fn for every regular file of places (directory, base
+// name) named as a generation of that base name (rotatedNames), not one of
+// tailfeed's own files, in directory order.
+func (g *Glob) eachRotated(places [][2]string, fn func(p, name string)) {
 	for _, pl := range places {
 		dir, base := pl[0], pl[1]
 		ents, err := os.ReadDir(dir)
@@ -4265,23 +4255,69 @@ func (g *Glob) gzCopyOf(places [][2]string, rec pointer.Record) (string, time.Ti
 		for _, e := range ents {
 			name := e.Name()
 			p := filepath.Join(dir, name)
-			if !e.Type().IsRegular() || !strings.HasSuffix(name, ".gz") || !sameStem(name, base) ||
-				!isRotatedName(g.cfg.Stream.RotatedNames, name, base) || g.own(p) {
-				continue
+			if e.Type().IsRegular() && sameStem(name, base) && isRotatedName(g.cfg.Stream.RotatedNames, name, base) && !g.own(p) {
+				fn(p, name)
 			}
-			if head, ok := gzHead(p); !ok || !headMatches(head, rec.FPLen, rec.FP) {
-				continue
-			}
-			st, err := os.Stat(p)
-			if err != nil || (best != "" && st.ModTime().Before(bestMod)) {
-				continue
-			}
-			if _, dsize, ok := inspectGz(p); !ok || dsize < max(rec.Offset, int64(rec.FPLen)) {
-				continue
-			}
-			best, bestMod = p, st.ModTime()
 		}
 	}
+}
+
+// plainCopyOf: a plain copy of rec's file is beside the path, as findCopy
+// finds one (any regular file of the places' directories but the glob's
+// own, tailfeed's outputs and the file at the path, key atKey, holding at
+// least rec's offset and its first bytes); the last written one's mtime.
+func (g *Glob) plainCopyOf(places [][2]string, rec pointer.Record, atKey uint64) (time.Time, bool) {
+	var best time.Time
+	found := false
+	now := time.Now()
+	for _, pl := range places {
+		dir := pl[0]
+		ents, err := os.ReadDir(dir)
+		if err != nil {
+			continue
+		}
+		for _, e := range ents {
+			p := filepath.Join(dir, e.Name())
+			if !e.Type().IsRegular() || g.matched(p) || g.own(p) {
+				continue
+			}
+			info, err := e.Info()
+			if err != nil || info.Size() < max(rec.Offset, int64(rec.FPLen)) || info.ModTime().After(now) ||
+				(found && !info.ModTime().After(best)) {
+				continue
+			}
+			if dev, ino, err := fileutil.DevInoPath(p); err != nil || pointer.FileKey(dev, ino) == atKey || !globHeadMatches(p, rec) {
+				continue
+			}
+			best, found = info.ModTime(), true
+		}
+	}
+	return best, found
+}
+
+// gzCopyOf is the compressed copy of rec's file a source finds beside the
+// path (findGzCopy): of the .gz generations in places whose decompressed
+// first bytes are rec's and that hold at least its offset, the last
+// written; "" when none. Its mtime with it.
+func (g *Glob) gzCopyOf(places [][2]string, rec pointer.Record) (string, time.Time) {
+	var best string
+	var bestMod time.Time
+	g.eachRotated(places, func(p, name string) {
+		if !strings.HasSuffix(name, ".gz") {
+			return
+		}
+		if head, ok := gzHead(p); !ok || !headMatches(head, rec.FPLen, rec.FP) {
+			return
+		}
+		st, err := os.Stat(p)
+		if err != nil || (best != "" && st.ModTime().Before(bestMod)) {
+			return
+		}
+		if _, dsize, ok := inspectGz(p); !ok || dsize < max(rec.Offset, int64(rec.FPLen)) {
+			return
+		}
+		best, bestMod = p, st.ModTime()
+	})
 	return best, bestMod
 }
 
@@ -4374,6 +4410,11 @@ type namedAs struct {
 	// counted: a "lost" line naming a compressed generation counted lost
 	// (countGzGap), not a file any stream read.
 	counted bool
+	// contentOnly: a line written at this start (countGone's resets), or
+	// a "lost" line's previous record (a file gone when it was written):
+	// its first bytes name content a stream read, its key no file on disk
+	// now — on a reused inode another file (review 23c F, 23d A, C).
+	contentOnly bool
 }
 
 // epochsNamed maps each file key the epochs file names (a line's file, or
@@ -4385,22 +4426,14 @@ func (g *Glob) epochsNamed() map[uint64][]namedAs {
 	}
 	lines, _ := pointer.ReadEpochs(g.cfg.EpochsPath) // what parsed; adoptedEpochs warns
 	for _, l := range lines {
-		if !l.Time.Before(g.startAt) {
-			// Written at this start (countGone's "lost" and "forgotten"
-			// resets): about files gone or not read any more, no file a
-			// stream read — on a reused inode another file (review 23c F).
-			continue
-		}
+		now := !l.Time.Before(g.startAt) // (countGone's "lost" and "forgotten" resets)
 		if l.FileKey != 0 && !markLine(l) {
 			out[l.FileKey] = append(out[l.FileKey], namedAs{FPLen: l.FPLen, FP: l.FP, at: l.Time,
-				counted: l.Reason == "lost" && l.PrevEpoch == 0})
+				counted: l.Reason == "lost" && l.PrevEpoch == 0, contentOnly: now})
 		}
-		if l.PrevFileKey != 0 && l.Reason != "lost" {
-			// (A "lost" line's previous record is a file whose tail was
-			// counted lost, gone when the line was written: no content
-			// read, and its key on a later file another file's —
-			// review 23c F.)
-			out[l.PrevFileKey] = append(out[l.PrevFileKey], namedAs{FPLen: l.PrevFPLen, FP: l.PrevFP, at: l.Time})
+		if l.PrevFileKey != 0 {
+			out[l.PrevFileKey] = append(out[l.PrevFileKey], namedAs{FPLen: l.PrevFPLen, FP: l.PrevFP, at: l.Time,
+				contentOnly: now || l.Reason == "lost"})
 		}
 	}
 	return out
