@@ -4211,11 +4211,20 @@ func (g *Glob) countGzGap(p, first string, low, upMod, genRef, genBorn time.Time
 	whole := func(fpLen, fp uint64) bool {
 		return (fpLen == pointer.MaxFingerprint || fpLen == uint64(dsize)) && headMatches(head, fpLen, fp)
 	}
+	from := int64(-1) // read to there by a stream, then grown (below)
 	for _, ns := range named {
 		for _, r := range ns {
-			if !r.counted && whole(r.FPLen, r.FP) {
-				return // its content was read (or adopted) by a stream before
+			if r.counted || !whole(r.FPLen, r.FP) {
+				continue
 			}
+			if r.readTo >= 0 && dsize > r.readTo {
+				// A file read to its end and let go as such ("forgotten":
+				// nothing pending), grown since and compressed: what it
+				// holds past that end nobody read (review 23e A).
+				from = max(from, r.readTo)
+				continue
+			}
+			return // its content was read (or adopted) by a stream before
 		}
 	}
 	for _, r := range recs {
@@ -4223,10 +4232,16 @@ func (g *Glob) countGzGap(p, first string, low, upMod, genRef, genBorn time.Time
 			return // a compressed copy of a pointer's file
 		}
 	}
+	n := dsize
 	d := fmt.Sprintf("glob file %s, a generation rotated out beside %s after a pointer's file and compressed before any stream read it, is not read (a glob reads no .gz from its start): its %d decompressed bytes are lost",
 		p, first, dsize)
+	if from >= 0 {
+		n = dsize - from
+		d = fmt.Sprintf("glob file %s, beside %s, holds a file read to offset %d and let go, grown since and compressed while stopped (a glob reads no .gz from its start): its %d decompressed bytes from offset %d are lost",
+			p, first, from, n, from)
+	}
 	g.mu.Lock()
-	g.countLossLocked(1, uint64(dsize), 0, d)
+	g.countLossLocked(1, uint64(n), 0, d)
 	g.mu.Unlock()
 	g.flushLosses() // the ledger entry, before the line that says it is counted
 	fpLen := uint64(len(head))
@@ -4239,7 +4254,7 @@ func (g *Glob) countGzGap(p, first string, low, upMod, genRef, genBorn time.Time
 		g.log.Warn("cannot note the counted compressed generation in the epochs file; the next start may count it again", "path", p, "error", err)
 		return
 	}
-	named[k] = append(named[k], namedAs{FPLen: fpLen, FP: l.FP, at: l.Time, counted: true})
+	named[k] = append(named[k], namedAs{FPLen: fpLen, FP: l.FP, at: l.Time, counted: true, readTo: -1})
 }
 
 // eachRotated calls fn for every regular file of places (directory, base
@@ -4415,6 +4430,9 @@ type namedAs struct {
 	// its first bytes name content a stream read, its key no file on disk
 	// now — on a reused inode another file (review 23c F, 23d A, C).
 	contentOnly bool
+	// readTo, on a "forgotten" line's previous record: the offset its
+	// file was read and committed to (nothing pending then); -1 otherwise.
+	readTo int64
 }
 
 // epochsNamed maps each file key the epochs file names (a line's file, or
@@ -4429,11 +4447,15 @@ func (g *Glob) epochsNamed() map[uint64][]namedAs {
 		now := !l.Time.Before(g.startAt) // (countGone's "lost" and "forgotten" resets)
 		if l.FileKey != 0 && !markLine(l) {
 			out[l.FileKey] = append(out[l.FileKey], namedAs{FPLen: l.FPLen, FP: l.FP, at: l.Time,
-				counted: l.Reason == "lost" && l.PrevEpoch == 0, contentOnly: now})
+				counted: l.Reason == "lost" && l.PrevEpoch == 0, contentOnly: now, readTo: -1})
 		}
 		if l.PrevFileKey != 0 {
+			to := int64(-1)
+			if l.Reason == "forgotten" {
+				to = l.PrevOffset
+			}
 			out[l.PrevFileKey] = append(out[l.PrevFileKey], namedAs{FPLen: l.PrevFPLen, FP: l.PrevFP, at: l.Time,
-				contentOnly: now || l.Reason == "lost"})
+				contentOnly: now || l.Reason == "lost", readTo: to})
 		}
 	}
 	return out
