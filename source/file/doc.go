@@ -465,9 +465,10 @@
 //     that path born between its file and the file the path's pointer
 //     names, that no pointer or epochs line names, is read from its start
 //     as a stream of its own (readGaps), or counted once compressed
-//     (countGzGap: a glob reads no .gz from its start). At Close, an owed commit's file is followed through the
-//     glob or beside its path (finalScan), and a file found out of the
-//     glob that no pointer names and nobody read is counted.
+//     (countGzGap: a glob reads no .gz from its start). At Close, an owed
+//     commit's file is followed through the glob or beside its path
+//     (finalScan), and a file found out of the glob that no pointer names
+//     and nobody read is counted.
 //
 //     Without pointers (EARLIEST, LATEST, ONCE_EARLIEST) the glob keeps
 //     each stream's Resume point (where its last source stopped, the first
