@@ -3949,7 +3949,9 @@ func (g *Glob) besideAtStart(l loaded, taken func(loaded) time.Time) (ok bool, a
 // system tells birth times, plain files, not matched by the glob, none of
 // the pointers' files or a copy of them (their whole fingerprint, or the
 // whole file); such a generation compressed since is counted instead
-// (countGzGap). Manager goroutine, before logStart.
+// (countGzGap), also where the path's pointer's own file was compressed
+// too (found by its first bytes; its mtime bounds them; review 23c C).
+// Manager goroutine, before logStart.
 func (g *Glob) readGaps(besides []takenBeside) {
 	if len(besides) == 0 {
 		return
@@ -4004,6 +4006,15 @@ func (g *Glob) readGaps(besides []takenBeside) {
 		// modified from genRef on (scanGenerations). Zero: none.
 		var genRef, genBorn time.Time
 		var cut *pointer.Record // the path's pointer, its file at the path cut: its source reads a copy of it
+		// Beside the path, and beside a symlinked path's final target
+		// under the target's name (the generations a rotation of the
+		// target makes; review 18c E).
+		places := [][2]string{{filepath.Dir(first), filepath.Base(first)}}
+		if t, link := resolveLink(first); link {
+			places = append(places, [2]string{filepath.Dir(t), filepath.Base(t)})
+		}
+		cutCopy := ""
+		gzOnly := false // no birth bound: only compressed gaps (countGzGap) are told
 		switch {
 		case ok:
 			var err error
@@ -4050,6 +4061,19 @@ func (g *Glob) readGaps(besides []takenBeside) {
 				}
 				f.Close()
 				genRef, genBorn = upMod, upBorn
+			} else if gz, mod := g.gzCopyOf(places, rec); gz != "" {
+				// Its file compressed too while stopped (logrotate's
+				// compress without delaycompress; review 23c C): a .gz has
+				// a key of its own, so it is found by its first bytes, as
+				// its source finds it (findGzCopy) and reads it from the
+				// pointer, then the generations modified from its mtime
+				// (gzip keeps it: the file's last write) less mtimeSlack
+				// on. Its birth is not known (the .gz's is the
+				// compression's): a plain generation is not told from a
+				// later one by it, so only the compressed ones, which
+				// that compression made too, are looked at.
+				upMod, gzOnly, cutCopy = mod, true, gz
+				genRef, genBorn = mod, time.Time{}
 			}
 		case !b.alone.IsZero():
 			// No file at the path when besideAtStart looked (review 15b
@@ -4062,21 +4086,13 @@ func (g *Glob) readGaps(besides []takenBeside) {
 		default:
 			continue
 		}
-		if upBorn.IsZero() || upMod.IsZero() || !b.low.Before(upBorn) {
+		if upMod.IsZero() || (gzOnly && !b.low.Before(upMod)) || (!gzOnly && (upBorn.IsZero() || !b.low.Before(upBorn))) {
 			continue
 		}
 		recs := b.recs
 		if rec.FileKey != 0 {
 			recs = append([]pointer.Record{rec}, recs...)
 		}
-		// Beside the path, and beside a symlinked path's final target
-		// under the target's name (the generations a rotation of the
-		// target makes; review 18c E).
-		places := [][2]string{{filepath.Dir(first), filepath.Base(first)}}
-		if t, link := resolveLink(first); link {
-			places = append(places, [2]string{filepath.Dir(t), filepath.Base(t)})
-		}
-		cutCopy := ""
 		if cut != nil {
 			// Its source reads the copy findCopy picks, else the one
 			// findGzCopy picks (the last written of those with the
@@ -4105,7 +4121,9 @@ func (g *Glob) readGaps(besides []takenBeside) {
 				g.countGzGap(p, first, b.low, upMod, genRef, genBorn, cutCopy, recs, named)
 				return
 			}
-			g.readGap(p, first, b.low, upBorn, upMod, recs, named)
+			if !gzOnly {
+				g.readGap(p, first, b.low, upBorn, upMod, recs, named)
+			}
 		})
 	}
 }
