@@ -51,29 +51,10 @@ func gzipLikeGzip(t *testing.T, src, dst string, keep bool) {
 }
 
 // rev18cGzGap runs the gap scenario of gapRig with the gap generation
-// compressed before the third start; before, if set, runs just before the
-// gap is compressed. It returns the rig and what the third start
-// delivered and counted.
-func rev18cGzGap(t *testing.T, gap string, before func(r *rev18cRig)) (*rev18cRig, map[string]int, uint64, uint64, string) {
-	r := newRev18cRig(t)
-	r.write(r.w, numbered("ga", 3))
-	if birthTimeTarget(r.w).IsZero() {
-		t.Skip("no birth times: readGaps does not run (README)")
-	}
-	r.run(1500*time.Millisecond, nil)
-	r.rename(r.w, r.x)
-	time.Sleep(20 * time.Millisecond)
-	r.write(r.w+".1", gap)
-	time.Sleep(20 * time.Millisecond)
-	r.write(r.w, numbered("gb", 3))
-	r.run(1500*time.Millisecond, nil)
-	r.rename(r.x, r.w+".2")
-	if before != nil {
-		before(r)
-	}
-	gzipLikeGzip(t, r.w+".1", r.w+".1.gz", false)
-	got, tails, bytes, detail := r.run(2*time.Second, nil)
-	return r, got, tails, bytes, detail
+// compressed before the third start. It returns the rig and what the third
+// start delivered and counted.
+func rev18cGzGap(t *testing.T, gap string) (*rev18cRig, map[string]int, uint64, uint64, string) {
+	return rev23aGz(t, numbered("ga", 3), gap, numbered("gb", 3), nil, 2*time.Second)
 }
 
 // The compressed gap generation is counted: lostTails 1, lostBytes its
@@ -81,7 +62,7 @@ func rev18cGzGap(t *testing.T, gap string, before func(r *rev18cRig)) (*rev18cRi
 func TestRev18CCCompressedGapGenerationIsCounted(t *testing.T) {
 	t.Parallel()
 	gap := numbered("gap", 3)
-	r, got, tails, bytes, detail := rev18cGzGap(t, gap, nil)
+	r, got, tails, bytes, detail := rev18cGzGap(t, gap)
 	for i := range 3 {
 		if l := fmt.Sprintf("gap-%d", i); got[l] != 0 {
 			t.Errorf("%s delivered %d times: a .gz is not read from its start (delivered %v)", l, got[l], got)
@@ -92,9 +73,7 @@ func TestRev18CCCompressedGapGenerationIsCounted(t *testing.T) {
 			len(gap), r.w+".1.gz", tails, bytes, detail)
 	}
 	got, tails, bytes, detail = r.run(1500*time.Millisecond, nil)
-	if tails != 0 || bytes != 0 {
-		t.Errorf("a fourth start counted again: lostTails %d lostBytes %d %q (delivered %v)", tails, bytes, detail, got)
-	}
+	wantNotCounted(t, tails, bytes, "a fourth start counted again: lostTails %d lostBytes %d %q (delivered %v)", tails, bytes, detail, got)
 }
 
 // A .gz of lines a stream read before (the gap's content is the older
@@ -102,10 +81,8 @@ func TestRev18CCCompressedGapGenerationIsCounted(t *testing.T) {
 // is not counted.
 func TestRev18CCCompressedCopyOfReadFileNotCounted(t *testing.T) {
 	t.Parallel()
-	_, got, tails, bytes, detail := rev18cGzGap(t, numbered("ga", 3), nil)
-	if tails != 0 || bytes != 0 {
-		t.Errorf("a compressed copy of lines read before was counted: lostTails %d lostBytes %d %q (delivered %v)", tails, bytes, detail, got)
-	}
+	_, got, tails, bytes, detail := rev18cGzGap(t, numbered("ga", 3))
+	wantNotCounted(t, tails, bytes, "a compressed copy of lines read before was counted: lostTails %d lostBytes %d %q (delivered %v)", tails, bytes, detail, got)
 }
 
 // A .gz whose plain twin is beside it (compressed, the plain file not
@@ -114,28 +91,14 @@ func TestRev18CCCompressedCopyOfReadFileNotCounted(t *testing.T) {
 func TestRev18CCGzWithPlainTwinLeftToTheTwin(t *testing.T) {
 	t.Parallel()
 	r := newRev18cRig(t)
-	r.write(r.w, numbered("ga", 3))
-	if birthTimeTarget(r.w).IsZero() {
-		t.Skip("no birth times: readGaps does not run (README)")
-	}
-	r.run(1500*time.Millisecond, nil)
-	r.rename(r.w, r.x)
-	time.Sleep(20 * time.Millisecond)
-	r.write(r.w+".1", numbered("gap", 3))
-	time.Sleep(20 * time.Millisecond)
-	r.write(r.w, numbered("gb", 3))
-	r.run(1500*time.Millisecond, nil)
-	r.rename(r.x, r.w+".2")
-	gzipLikeGzip(t, r.w+".1", r.w+".1.gz", true)
-	got, tails, bytes, detail := r.run(2*time.Second, nil)
+	r.firstStart(numbered("ga", 3), nil)
+	got, tails, bytes, detail := r.compressedGapStart(numbered("gap", 3), numbered("gb", 3), true, 2*time.Second)
 	for i := range 3 {
 		if l := fmt.Sprintf("gap-%d", i); got[l] != 1 {
 			t.Errorf("%s delivered %d times, want once from the plain twin (delivered %v)", l, got[l], got)
 		}
 	}
-	if tails != 0 || bytes != 0 {
-		t.Errorf("the .gz of a plain twin was counted: lostTails %d lostBytes %d %q", tails, bytes, detail)
-	}
+	wantNotCounted(t, tails, bytes, "the .gz of a plain twin was counted: lostTails %d lostBytes %d %q", tails, bytes, detail)
 }
 
 // With nothing at the path (logrotate renamed it, the application has not
@@ -145,21 +108,14 @@ func TestRev18CCGzWithPlainTwinLeftToTheTwin(t *testing.T) {
 func TestRev18CCCompressedGapNothingAtPath(t *testing.T) {
 	t.Parallel()
 	r := newRev18cRig(t)
-	r.write(r.w, numbered("ga", 3))
-	if birthTimeTarget(r.w).IsZero() {
-		t.Skip("no birth times: readGaps does not run (README)")
-	}
-	r.run(1500*time.Millisecond, nil)
+	r.firstStart(numbered("ga", 3), nil)
 	r.rename(r.w, r.w+".2")
 	time.Sleep(20 * time.Millisecond)
 	gap := numbered("gap", 3)
 	r.write(r.w+".1", gap)
 	gzipLikeGzip(t, r.w+".1", r.w+".1.gz", false)
 	got, tails, bytes, detail := r.run(2*time.Second, nil)
-	delivered := 0
-	for i := range 3 {
-		delivered += got[fmt.Sprintf("gap-%d", i)]
-	}
+	delivered := rev23bGapLines(got, "gap", 3)
 	t.Logf("delivered %d lostTails %d lostBytes %d %q", delivered, tails, bytes, detail)
 	switch {
 	case delivered == 3 && tails == 0:

@@ -4,36 +4,192 @@ package file
 // a glob path is counted, once, instead of lost silently.
 
 import (
-	"fmt"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"tailfeed/pointer"
 )
 
-// rev23aGz builds the gap scenario of rev18cGzGap with the contents given
-// (older: x.log's, then w.log.2; gap: w.log.1, compressed to w.log.1.gz
-// before the third start; newer: the new w.log) and runs the third start
-// for third.
+// rev23aGz builds the gap scenario of gapRig with the gap generation
+// compressed before the third start, with the contents given (older:
+// x.log's, then w.log.2, and extra, if set, writing the feed's other files
+// before the first start; gap: w.log.1, compressed to w.log.1.gz; newer:
+// the new w.log), and runs the third start for third.
 func rev23aGz(t *testing.T, older, gap, newer string, extra func(r *rev18cRig), third time.Duration) (*rev18cRig, map[string]int, uint64, uint64, string) {
 	r := newRev18cRig(t)
+	r.firstStart(older, extra)
+	got, tails, bytes, detail := r.compressedGapStart(gap, newer, false, third)
+	return r, got, tails, bytes, detail
+}
+
+// The steps the compressed gap scenarios of reviews 18c and 23 share, on
+// the rig of review 18c: a first start reads w.log (pointer O); w.log is
+// renamed within the glob to x.log and a new w.log (P's file) made, with
+// or without a gap generation w.log.1 between them; while stopped, x.log
+// goes out beside the path (readGaps runs), files are compressed, grown,
+// copied and cut; a later start is run and what it delivered and counted
+// lost looked at.
+
+// firstStart writes older to w.log — then, where also is set, the feed's
+// other files — skips where the file system keeps no birth times (readGaps
+// does not run) and runs the first start: its pointer O takes w.log.
+func (r *rev18cRig) firstStart(older string, also func(r *rev18cRig)) {
+	r.t.Helper()
 	r.write(r.w, older)
-	if extra != nil {
-		extra(r)
+	if also != nil {
+		also(r)
 	}
 	if birthTimeTarget(r.w).IsZero() {
-		t.Skip("no birth times: readGaps does not run (README)")
+		r.t.Skip("no birth times: readGaps does not run (README)")
 	}
 	r.run(1500*time.Millisecond, nil)
+}
+
+// rotate renames w.log to to and, 20 ms later, makes a new w.log holding
+// newer.
+func (r *rev18cRig) rotate(to, newer string) {
+	r.t.Helper()
+	r.rename(r.w, to)
+	time.Sleep(20 * time.Millisecond)
+	r.write(r.w, newer)
+}
+
+// rotateWithGap renames w.log (O's file) to x.log within the glob and
+// writes the gap generation w.log.1 (gap) beside the path 20 ms later and
+// the new w.log (newer, P's file) 20 ms after that. It returns the moment
+// of the gap's last write.
+func (r *rev18cRig) rotateWithGap(gap, newer string) time.Time {
+	r.t.Helper()
 	r.rename(r.w, r.x)
 	time.Sleep(20 * time.Millisecond)
 	r.write(r.w+".1", gap)
+	gapMod := time.Now()
 	time.Sleep(20 * time.Millisecond)
 	r.write(r.w, newer)
+	return gapMod
+}
+
+// secondStartReadsW runs the second start for d and skips unless it
+// delivered the new w.log's lines (gb-0 to gb-2), each once.
+func (r *rev18cRig) secondStartReadsW(d time.Duration) {
+	r.t.Helper()
+	got2, _, _, _ := r.run(d, nil)
+	if rev23bGapLines(got2, "gb", 3) != 3 {
+		r.t.Skipf("the second start did not read w.log (delivered %v)", got2)
+	}
+}
+
+// newNoGapRig is a rig with no gap generation: after the first start
+// w.log (O's file) is renamed to x.log and the new w.log (P's file) made
+// 20 ms later; it skips unless the second start (1.5 s) reads it.
+func newNoGapRig(t *testing.T) *rev18cRig {
+	r := newRev18cRig(t)
+	r.firstStart(numbered("ga", 3), nil)
+	r.rotate(r.x, numbered("gb", 3))
+	r.secondStartReadsW(1500 * time.Millisecond)
+	return r
+}
+
+// compressedGapStart is the gap scenario after the first start: the gap
+// w.log.1 and the new w.log written (rotateWithGap), the second start,
+// then, while stopped, x.log out beside the path (w.log.2) and the gap
+// compressed to w.log.1.gz (its plain file kept if keep: gzip between its
+// write and its unlink); it runs the third start for third.
+func (r *rev18cRig) compressedGapStart(gap, newer string, keep bool, third time.Duration) (map[string]int, uint64, uint64, string) {
+	r.t.Helper()
+	r.rotateWithGap(gap, newer)
 	r.run(1500*time.Millisecond, nil)
 	r.rename(r.x, r.w+".2")
-	gzipLikeGzip(t, r.w+".1", r.w+".1.gz", false)
-	got, tails, bytes, detail := r.run(third, nil)
-	return r, got, tails, bytes, detail
+	gzipLikeGzip(r.t, r.w+".1", r.w+".1.gz", keep)
+	return r.run(third, nil)
+}
+
+// copytruncate is logrotate's copytruncate while stopped: w.log grows by
+// tail (if any), is copied to to, beforeCut (if set) runs, w.log is cut
+// and the copy compressed to to+".gz" unless plain (delaycompress). It
+// returns the bytes copied.
+func (r *rev18cRig) copytruncate(tail, to string, plain bool, beforeCut func()) []byte {
+	r.t.Helper()
+	if tail != "" {
+		rev23dAppend(r.t, r.w, tail)
+	}
+	data, err := os.ReadFile(r.w)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	r.write(to, string(data))
+	if beforeCut != nil {
+		beforeCut()
+	}
+	if err := os.Truncate(r.w, 0); err != nil {
+		r.t.Fatal(err)
+	}
+	if !plain {
+		gzipLikeGzip(r.t, to, to+".gz", false)
+	}
+	return data
+}
+
+// writeOn is the application writing s to w.log 50 ms after a cut.
+func (r *rev18cRig) writeOn(s string) {
+	r.t.Helper()
+	time.Sleep(50 * time.Millisecond)
+	rev23dAppend(r.t, r.w, s)
+}
+
+// startLogged runs a start for 2 s and logs, as the start named which,
+// how many of the lines prefix-0 to prefix-2 it delivered (where prefix
+// is set) and what it counted lost.
+func (r *rev18cRig) startLogged(which, prefix string) (got map[string]int, delivered int, tails, bytes uint64, detail string) {
+	r.t.Helper()
+	got, tails, bytes, detail = r.run(2*time.Second, nil)
+	if prefix == "" {
+		r.t.Logf("%s start: lostTails %d lostBytes %d %q (delivered %v)", which, tails, bytes, detail, got)
+		return got, 0, tails, bytes, detail
+	}
+	delivered = rev23bGapLines(got, prefix, 3)
+	r.t.Logf("%s start: %s lines delivered %d; lostTails %d lostBytes %d %q (delivered %v)", which, prefix, delivered, tails, bytes, detail, got)
+	return got, delivered, tails, bytes, detail
+}
+
+// logEpochs logs every line of the feed's epochs file.
+func (r *rev18cRig) logEpochs() {
+	r.t.Helper()
+	lines, _ := pointer.ReadEpochs(filepath.Join(r.data, "feeds", "f.epochs"))
+	for _, l := range lines {
+		r.t.Logf("epochs: %s key %x fpLen %d prevKey %x prevFPLen %d %s", l.Reason, l.FileKey, l.FPLen, l.PrevFileKey, l.PrevFPLen, l.Path)
+	}
+}
+
+// The checks on a start: each fails the test with the message given
+// (format and args) where it does not hold.
+
+// wantNotCounted: the start counted nothing lost.
+func wantNotCounted(t *testing.T, tails, bytes uint64, format string, args ...any) {
+	t.Helper()
+	if tails != 0 || bytes != 0 {
+		t.Errorf(format, args...)
+	}
+}
+
+// wantReadOrCounted: the lines looked for were delivered or something was
+// counted lost (not neither: a loss no count names).
+func wantReadOrCounted(t *testing.T, delivered int, tails uint64, format string, args ...any) {
+	t.Helper()
+	if delivered == 0 && tails == 0 {
+		t.Errorf(format, args...)
+	}
+}
+
+// wantNotReadAndCounted: the lines looked for were not both delivered and
+// counted lost (DESIGN §4: a loss only where a line was skipped).
+func wantNotReadAndCounted(t *testing.T, delivered int, tails uint64, format string, args ...any) {
+	t.Helper()
+	if delivered > 0 && tails > 0 {
+		t.Errorf(format, args...)
+	}
 }
 
 // A: every generation begins with the same header line; the new w.log
@@ -47,14 +203,8 @@ func TestRev23AACompressedGapSharingTheNewFilesHeaderIsLostSilently(t *testing.T
 	const hdr = "time,level,msg\n"
 	gap := hdr + numbered("gap", 3)
 	r, got, tails, bytes, detail := rev23aGz(t, hdr+numbered("ga", 3), gap, hdr, nil, 2*time.Second)
-	delivered := 0
-	for i := range 3 {
-		delivered += got[fmt.Sprintf("gap-%d", i)]
-	}
-	if delivered == 0 && tails == 0 {
-		t.Errorf("the compressed gap %s (%d bytes) is neither read nor counted: lostTails %d lostBytes %d %q (delivered %v)",
-			r.w+".1.gz", len(gap), tails, bytes, detail, got)
-	}
+	wantReadOrCounted(t, rev23bGapLines(got, "gap", 3), tails, "the compressed gap %s (%d bytes) is neither read nor counted: lostTails %d lostBytes %d %q (delivered %v)",
+		r.w+".1.gz", len(gap), tails, bytes, detail, got)
 }
 
 // B: another file of the feed (z.log, another service writing the same
@@ -70,14 +220,8 @@ func TestRev23ABCompressedGapSharingAnotherFilesHeaderIsLostSilently(t *testing.
 	r, got, tails, bytes, detail := rev23aGz(t, numbered("ga", 3), gap, numbered("gb", 3), func(r *rev18cRig) {
 		r.write(filepath.Join(r.dir, "z.log"), hdr)
 	}, 2*time.Second)
-	delivered := 0
-	for i := range 3 {
-		delivered += got[fmt.Sprintf("gap-%d", i)]
-	}
-	if delivered == 0 && tails == 0 {
-		t.Errorf("the compressed gap %s (%d bytes) is neither read nor counted: lostTails %d lostBytes %d %q (delivered %v)",
-			r.w+".1.gz", len(gap), tails, bytes, detail, got)
-	}
+	wantReadOrCounted(t, rev23bGapLines(got, "gap", 3), tails, "the compressed gap %s (%d bytes) is neither read nor counted: lostTails %d lostBytes %d %q (delivered %v)",
+		r.w+".1.gz", len(gap), tails, bytes, detail, got)
 }
 
 // C: the third start counts the compressed gap and is stopped cleanly
@@ -109,34 +253,15 @@ func TestRev23ACCleanStopSoonAfterTheStartCountsTheGapAgain(t *testing.T) {
 func TestRev23ADCompressedGapReadAsALaterGenerationIsCountedLost(t *testing.T) {
 	t.Parallel()
 	r := newRev18cRig(t)
-	r.write(r.w, numbered("ga", 3))
-	if birthTimeTarget(r.w).IsZero() {
-		t.Skip("no birth times: readGaps does not run (README)")
-	}
-	r.run(1500*time.Millisecond, nil)
-	r.rename(r.w, r.x)
-	time.Sleep(20 * time.Millisecond)
+	r.firstStart(numbered("ga", 3), nil)
 	gap := numbered("gap", 3)
-	r.write(r.w+".1", gap)
-	time.Sleep(20 * time.Millisecond)
-	r.write(r.w, numbered("gb", 3))
+	r.rotateWithGap(gap, numbered("gb", 3))
 	r.run(1500*time.Millisecond, nil)
 	r.rename(r.x, r.w+".2")
-	r.rename(r.w, r.w+".3")
-	time.Sleep(20 * time.Millisecond)
-	r.write(r.w, numbered("gc", 3))
+	r.rotate(r.w+".3", numbered("gc", 3))
 	gzipLikeGzip(t, r.w+".1", r.w+".1.gz", false)
-	got, tails, bytes, detail := r.run(2*time.Second, nil)
-	delivered := 0
-	for i := range 3 {
-		delivered += got[fmt.Sprintf("gap-%d", i)]
-	}
-	t.Logf("delivered %d gap lines; lostTails %d lostBytes %d %q (delivered %v)", delivered, tails, bytes, detail, got)
-	if delivered > 0 && tails > 0 {
-		t.Errorf("the compressed gap's lines were delivered (%d) and counted lost: lostTails %d lostBytes %d %q (delivered %v)",
-			delivered, tails, bytes, detail, got)
-	}
-	if delivered == 0 && tails == 0 {
-		t.Errorf("the compressed gap neither read nor counted (delivered %v)", got)
-	}
+	got, delivered, tails, bytes, detail := r.startLogged("third", "gap")
+	wantNotReadAndCounted(t, delivered, tails, "the compressed gap's lines were delivered (%d) and counted lost: lostTails %d lostBytes %d %q (delivered %v)",
+		delivered, tails, bytes, detail, got)
+	wantReadOrCounted(t, delivered, tails, "the compressed gap neither read nor counted (delivered %v)", got)
 }

@@ -37,46 +37,13 @@ func rev23bGapLines(got map[string]int, prefix string, n int) int {
 // lines read before the stop are counted lost too.
 func TestRev23BBCompressedCopytruncateCopyReadByThePathsSourceIsCountedLost(t *testing.T) {
 	t.Parallel()
-	r := newRev18cRig(t)
-	r.write(r.w, numbered("ga", 3))
-	if birthTimeTarget(r.w).IsZero() {
-		t.Skip("no birth times: readGaps does not run (README)")
-	}
-	r.run(1500*time.Millisecond, nil)
-	r.rename(r.w, r.x)
-	time.Sleep(20 * time.Millisecond)
-	r.write(r.w, numbered("gb", 3))
-	got2, _, _, _ := r.run(1500*time.Millisecond, nil)
-	if rev23bGapLines(got2, "gb", 3) != 3 {
-		t.Skipf("the second start did not read w.log (delivered %v)", got2)
-	}
+	r := newNoGapRig(t)
 	// While stopped: O's file out beside the path; w.log grows, is copied,
 	// cut and written on; the copy compressed.
 	r.rename(r.x, r.w+".2")
-	f, err := os.OpenFile(r.w, os.O_APPEND|os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.WriteString(numbered("tail", 3))
-	f.Close()
-	data, err := os.ReadFile(r.w)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.write(r.w+".1", string(data))
-	if err := os.Truncate(r.w, 0); err != nil {
-		t.Fatal(err)
-	}
-	gzipLikeGzip(t, r.w+".1", r.w+".1.gz", false)
-	time.Sleep(50 * time.Millisecond)
-	f, err = os.OpenFile(r.w, os.O_APPEND|os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.WriteString(numbered("gc", 3))
-	f.Close()
-	got, tails, bytes, detail := r.run(2*time.Second, nil)
-	t.Logf("third start: lostTails %d lostBytes %d %q (delivered %v)", tails, bytes, detail, got)
+	data := r.copytruncate(numbered("tail", 3), r.w+".1", false, nil)
+	r.writeOn(numbered("gc", 3))
+	got, _, tails, bytes, detail := r.startLogged("third", "")
 	if tail := rev23bGapLines(got, "tail", 3); tail > 0 && tails > 0 && strings.Contains(detail, ".gz") {
 		t.Errorf("the copytruncate copy %s was read by w.log's source (its tail delivered %d times) and counted lost as a gap generation: lostTails %d lostBytes %d (all %d decompressed bytes, %d of them delivered at the second start) %q",
 			r.w+".1.gz", tail, tails, bytes, len(data), len(numbered("gb", 3)), detail)
@@ -135,13 +102,9 @@ func TestRev23BCLostLineNamesAPlainGapOnTheGzsReusedInode(t *testing.T) {
 	}
 	time.Sleep(20 * time.Millisecond)
 	r.rename(r.w, r.w+".3")
-	got, tails, bytes, detail := r.run(2*time.Second, nil)
-	delivered := rev23bGapLines(got, "late", 3)
-	t.Logf("fourth start: lostTails %d lostBytes %d %q (delivered %v)", tails, bytes, detail, got)
-	if delivered == 0 && tails == 0 {
-		t.Errorf("w.log.1 (%d bytes, born after the .gz counted at the third start was expired, on its inode) is neither read nor counted: the epochs line \"lost\" of the .gz named it (delivered %v; lostTails %d lostBytes %d %q)",
-			len(late), got, tails, bytes, detail)
-	}
+	got, delivered, tails, bytes, detail := r.startLogged("fourth", "late")
+	wantReadOrCounted(t, delivered, tails, "w.log.1 (%d bytes, born after the .gz counted at the third start was expired, on its inode) is neither read nor counted: the epochs line \"lost\" of the .gz named it (delivered %v; lostTails %d lostBytes %d %q)",
+		len(late), got, tails, bytes, detail)
 }
 
 // D: the gap w.log.1 is compressed at once (logrotate's compress without
@@ -158,11 +121,7 @@ func TestRev23BCLostLineNamesAPlainGapOnTheGzsReusedInode(t *testing.T) {
 func TestRev23BDGzBornBeforeThePointersFileWithinTheSlackIsLostSilently(t *testing.T) {
 	t.Parallel()
 	r := newRev18cRig(t)
-	r.write(r.w, numbered("ga", 3))
-	if birthTimeTarget(r.w).IsZero() {
-		t.Skip("no birth times: readGaps does not run (README)")
-	}
-	r.run(1500*time.Millisecond, nil)
+	r.firstStart(numbered("ga", 3), nil)
 	r.rename(r.w, r.x)
 	time.Sleep(20 * time.Millisecond)
 	gap := numbered("gap", 3)
@@ -172,16 +131,10 @@ func TestRev23BDGzBornBeforeThePointersFileWithinTheSlackIsLostSilently(t *testi
 	r.write(r.w, numbered("gb", 3))
 	r.run(1500*time.Millisecond, nil)
 	r.rename(r.x, r.w+".2")
-	r.rename(r.w, r.w+".3")
-	time.Sleep(20 * time.Millisecond)
-	r.write(r.w, numbered("gc", 3))
-	got, tails, bytes, detail := r.run(2*time.Second, nil)
-	delivered := rev23bGapLines(got, "gap", 3)
-	t.Logf("third start: delivered %d gap lines; lostTails %d lostBytes %d %q (delivered %v)", delivered, tails, bytes, detail, got)
-	if delivered == 0 && tails == 0 {
-		t.Errorf("the compressed gap %s (%d bytes) is neither read nor counted: lostTails %d lostBytes %d %q (delivered %v)",
-			r.w+".1.gz", len(gap), tails, bytes, detail, got)
-	}
+	r.rotate(r.w+".3", numbered("gc", 3))
+	got, delivered, tails, bytes, detail := r.startLogged("third", "gap")
+	wantReadOrCounted(t, delivered, tails, "the compressed gap %s (%d bytes) is neither read nor counted: lostTails %d lostBytes %d %q (delivered %v)",
+		r.w+".1.gz", len(gap), tails, bytes, detail, got)
 }
 
 // F: two gap generations between x.log (O's file) and the new w.log hold
@@ -195,11 +148,7 @@ func TestRev23BFTwoCompressedGapsWithTheSameBytesCountedOnce(t *testing.T) {
 	t.Parallel()
 	const banner = "=== app started ===\n"
 	r := newRev18cRig(t)
-	r.write(r.w, numbered("ga", 3))
-	if birthTimeTarget(r.w).IsZero() {
-		t.Skip("no birth times: readGaps does not run (README)")
-	}
-	r.run(1500*time.Millisecond, nil)
+	r.firstStart(numbered("ga", 3), nil)
 	r.rename(r.w, r.x)
 	time.Sleep(20 * time.Millisecond)
 	r.write(r.w+".3", banner)
@@ -211,8 +160,7 @@ func TestRev23BFTwoCompressedGapsWithTheSameBytesCountedOnce(t *testing.T) {
 	r.rename(r.x, r.w+".2")
 	gzipLikeGzip(t, r.w+".3", r.w+".3.gz", false)
 	gzipLikeGzip(t, r.w+".1", r.w+".1.gz", false)
-	got, tails, bytes, detail := r.run(2*time.Second, nil)
-	t.Logf("third start: lostTails %d lostBytes %d %q (delivered %v)", tails, bytes, detail, got)
+	got, _, tails, bytes, detail := r.startLogged("third", "")
 	if got[strings.TrimSuffix(banner, "\n")] == 0 && (tails != 2 || bytes != 2*uint64(len(banner))) {
 		t.Errorf("two compressed gap generations (w.log.1.gz, w.log.3.gz, %d bytes each, read by no stream) counted as lostTails %d lostBytes %d %q, want lostTails 2 lostBytes %d (delivered %v)",
 			len(banner), tails, bytes, detail, 2*len(banner), got)

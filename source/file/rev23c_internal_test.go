@@ -31,17 +31,9 @@ func TestRev23CACutPathFileHidesACompressedGapSharingItsHeader(t *testing.T) {
 	t.Parallel()
 	const hdr = "time,level,msg\n"
 	r := newRev18cRig(t)
-	r.write(r.w, numbered("ga", 3)) // (written before the header was: no copy of P's file by its first bytes)
-	if birthTimeTarget(r.w).IsZero() {
-		t.Skip("no birth times: readGaps does not run (README)")
-	}
-	r.run(1500*time.Millisecond, nil)
-	r.rename(r.w, r.x)
-	time.Sleep(20 * time.Millisecond)
+	r.firstStart(numbered("ga", 3), nil) // (written before the header was: no copy of P's file by its first bytes)
 	gap := hdr + numbered("gap", 3)
-	r.write(r.w+".1", gap)
-	time.Sleep(20 * time.Millisecond)
-	r.write(r.w, hdr)
+	r.rotateWithGap(gap, hdr)
 	got2, _, _, _ := r.run(1500*time.Millisecond, nil)
 	if got2[strings.TrimSuffix(hdr, "\n")] == 0 {
 		t.Skipf("the second start did not read w.log's header (delivered %v)", got2)
@@ -50,36 +42,12 @@ func TestRev23CACutPathFileHidesACompressedGapSharingItsHeader(t *testing.T) {
 	r.rename(r.x, r.w+".2")
 	gzipLikeGzip(t, r.w+".1", r.w+".1.gz", false)
 	time.Sleep(mtimeSlack + 200*time.Millisecond) // the copy is made later than the gap's slack
-	f, err := os.OpenFile(r.w, os.O_APPEND|os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.WriteString(numbered("tail", 3))
-	f.Close()
-	data, err := os.ReadFile(r.w)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.write(r.w+".4", string(data))
-	if err := os.Truncate(r.w, 0); err != nil {
-		t.Fatal(err)
-	}
-	gzipLikeGzip(t, r.w+".4", r.w+".4.gz", false)
-	time.Sleep(50 * time.Millisecond)
-	f, err = os.OpenFile(r.w, os.O_APPEND|os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.WriteString(numbered("gc", 3))
-	f.Close()
-	got, tails, bytes, detail := r.run(2*time.Second, nil)
-	delivered := rev23bGapLines(got, "gap", 3)
-	t.Logf("third start: gap lines delivered %d, tail lines %d; lostTails %d lostBytes %d %q (delivered %v)",
-		delivered, rev23bGapLines(got, "tail", 3), tails, bytes, detail, got)
-	if delivered == 0 && tails == 0 {
-		t.Errorf("the compressed gap %s (%d decompressed bytes, read by no stream) is neither read nor counted: it shares the cut path file's header, its pointer's only first bytes (lostTails %d lostBytes %d %q; delivered %v)",
-			r.w+".1.gz", len(gap), tails, bytes, detail, got)
-	}
+	r.copytruncate(numbered("tail", 3), r.w+".4", false, nil)
+	r.writeOn(numbered("gc", 3))
+	got, delivered, tails, bytes, detail := r.startLogged("third", "gap")
+	t.Logf("third start: tail lines delivered %d", rev23bGapLines(got, "tail", 3))
+	wantReadOrCounted(t, delivered, tails, "the compressed gap %s (%d decompressed bytes, read by no stream) is neither read nor counted: it shares the cut path file's header, its pointer's only first bytes (lostTails %d lostBytes %d %q; delivered %v)",
+		r.w+".1.gz", len(gap), tails, bytes, detail, got)
 }
 
 // B: as 23b B (copytruncate + compress while stopped), with a gap
@@ -98,61 +66,23 @@ func TestRev23CACutPathFileHidesACompressedGapSharingItsHeader(t *testing.T) {
 func TestRev23CBGapReadAfterTheCutPathFilesCopyIsCountedLost(t *testing.T) {
 	t.Parallel()
 	r := newRev18cRig(t)
-	r.write(r.w, numbered("ga", 3))
-	if birthTimeTarget(r.w).IsZero() {
-		t.Skip("no birth times: readGaps does not run (README)")
-	}
-	r.run(1500*time.Millisecond, nil)
-	r.rename(r.w, r.x)
-	time.Sleep(20 * time.Millisecond)
-	gap := numbered("gap", 3)
-	r.write(r.w+".1", gap)
-	gapMod := time.Now()
-	time.Sleep(20 * time.Millisecond)
-	r.write(r.w, numbered("gb", 3))
-	got2, _, _, _ := r.run(1200*time.Millisecond, nil)
-	if rev23bGapLines(got2, "gb", 3) != 3 {
-		t.Skipf("the second start did not read w.log (delivered %v)", got2)
-	}
+	r.firstStart(numbered("ga", 3), nil)
+	gapMod := r.rotateWithGap(numbered("gap", 3), numbered("gb", 3))
+	r.secondStartReadsW(1200 * time.Millisecond)
 	// While stopped.
 	r.rename(r.x, r.w+".2")
 	gzipLikeGzip(t, r.w+".1", r.w+".1.gz", false)
-	f, err := os.OpenFile(r.w, os.O_APPEND|os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.WriteString(numbered("tail", 3))
-	f.Close()
-	data, err := os.ReadFile(r.w)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.write(r.w+".4", string(data))
-	if time.Since(gapMod) > mtimeSlack-200*time.Millisecond {
-		t.Skipf("the copy was made %v after the gap's last write, not within mtimeSlack", time.Since(gapMod))
-	}
-	if err := os.Truncate(r.w, 0); err != nil {
-		t.Fatal(err)
-	}
-	gzipLikeGzip(t, r.w+".4", r.w+".4.gz", false)
-	time.Sleep(50 * time.Millisecond)
-	f, err = os.OpenFile(r.w, os.O_APPEND|os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.WriteString(numbered("gc", 3))
-	f.Close()
-	got, tails, bytes, detail := r.run(2*time.Second, nil)
-	delivered := rev23bGapLines(got, "gap", 3)
-	t.Logf("third start: gap lines delivered %d, tail lines %d; lostTails %d lostBytes %d %q (delivered %v)",
-		delivered, rev23bGapLines(got, "tail", 3), tails, bytes, detail, got)
-	if delivered > 0 && tails > 0 {
-		t.Errorf("the compressed gap %s was read by w.log's source after its cut file's copy (its lines delivered %d times) and counted lost: lostTails %d lostBytes %d %q (delivered %v)",
-			r.w+".1.gz", delivered, tails, bytes, detail, got)
-	}
-	if delivered == 0 && tails == 0 {
-		t.Errorf("the compressed gap %s neither read nor counted (delivered %v)", r.w+".1.gz", got)
-	}
+	r.copytruncate(numbered("tail", 3), r.w+".4", false, func() {
+		if time.Since(gapMod) > mtimeSlack-200*time.Millisecond {
+			t.Skipf("the copy was made %v after the gap's last write, not within mtimeSlack", time.Since(gapMod))
+		}
+	})
+	r.writeOn(numbered("gc", 3))
+	got, delivered, tails, bytes, detail := r.startLogged("third", "gap")
+	t.Logf("third start: tail lines delivered %d", rev23bGapLines(got, "tail", 3))
+	wantNotReadAndCounted(t, delivered, tails, "the compressed gap %s was read by w.log's source after its cut file's copy (its lines delivered %d times) and counted lost: lostTails %d lostBytes %d %q (delivered %v)",
+		r.w+".1.gz", delivered, tails, bytes, detail, got)
+	wantReadOrCounted(t, delivered, tails, "the compressed gap %s neither read nor counted (delivered %v)", r.w+".1.gz", got)
 }
 
 // D: B's root without a gap generation and without timing: two
@@ -169,55 +99,19 @@ func TestRev23CBGapReadAfterTheCutPathFilesCopyIsCountedLost(t *testing.T) {
 // although its lines are delivered.
 func TestRev23CDSecondCopytruncateCopyReadAndCountedLost(t *testing.T) {
 	t.Parallel()
-	r := newRev18cRig(t)
-	r.write(r.w, numbered("ga", 3))
-	if birthTimeTarget(r.w).IsZero() {
-		t.Skip("no birth times: readGaps does not run (README)")
-	}
-	r.run(1500*time.Millisecond, nil)
-	r.rename(r.w, r.x)
-	time.Sleep(20 * time.Millisecond)
-	r.write(r.w, numbered("gb", 3))
-	got2, _, _, _ := r.run(1500*time.Millisecond, nil)
-	if rev23bGapLines(got2, "gb", 3) != 3 {
-		t.Skipf("the second start did not read w.log (delivered %v)", got2)
-	}
+	r := newNoGapRig(t)
 	// While stopped.
 	r.rename(r.x, r.w+".9")
-	appendTo := func(s string) {
-		f, err := os.OpenFile(r.w, os.O_APPEND|os.O_WRONLY, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		f.WriteString(s)
-		f.Close()
-	}
-	copytruncate := func(to string) {
-		data, err := os.ReadFile(r.w)
-		if err != nil {
-			t.Fatal(err)
-		}
-		r.write(to, string(data))
-		if err := os.Truncate(r.w, 0); err != nil {
-			t.Fatal(err)
-		}
-		gzipLikeGzip(t, to, to+".gz", false)
-	}
-	appendTo(numbered("tail1", 3))
-	copytruncate(r.w + ".1")
-	time.Sleep(50 * time.Millisecond)
-	appendTo(numbered("tail2", 3))
+	r.copytruncate(numbered("tail1", 3), r.w+".1", false, nil)
+	r.writeOn(numbered("tail2", 3))
 	r.rename(r.w+".1.gz", r.w+".2.gz")
-	copytruncate(r.w + ".1")
-	time.Sleep(50 * time.Millisecond)
-	appendTo(numbered("gc", 3))
+	r.copytruncate("", r.w+".1", false, nil)
+	r.writeOn(numbered("gc", 3))
 	got, tails, bytes, detail := r.run(2*time.Second, nil)
 	t1, t2 := rev23bGapLines(got, "tail1", 3), rev23bGapLines(got, "tail2", 3)
 	t.Logf("third start: tail1 delivered %d, tail2 %d; lostTails %d lostBytes %d %q (delivered %v)", t1, t2, tails, bytes, detail, got)
-	if t2 > 0 && tails > 0 {
-		t.Errorf("the second copytruncate copy %s was read by w.log's source (tail2 delivered %d times) and counted lost: lostTails %d lostBytes %d %q (delivered %v)",
-			r.w+".1.gz", t2, tails, bytes, detail, got)
-	}
+	wantNotReadAndCounted(t, t2, tails, "the second copytruncate copy %s was read by w.log's source (tail2 delivered %d times) and counted lost: lostTails %d lostBytes %d %q (delivered %v)",
+		r.w+".1.gz", t2, tails, bytes, detail, got)
 }
 
 // F: z.log, another file of the feed in the same CSV format, held only its
@@ -235,12 +129,7 @@ func TestRev23CFLineMovingAGonePointerOffNamesTheGapOnItsReusedInode(t *testing.
 	const hdr = "time,level,msg\n"
 	r := newRev18cRig(t)
 	z := filepath.Join(r.dir, "z.log")
-	r.write(r.w, numbered("ga", 3))
-	r.write(z, hdr)
-	if birthTimeTarget(r.w).IsZero() {
-		t.Skip("no birth times: readGaps does not run (README)")
-	}
-	r.run(1500*time.Millisecond, nil)
+	r.firstStart(numbered("ga", 3), func(r *rev18cRig) { r.write(z, hdr) })
 	zKey := rev18cKey(t, z)
 	r.rename(r.w, r.x)
 	if err := os.Remove(z); err != nil {
@@ -286,11 +175,7 @@ func TestRev23CFLineMovingAGonePointerOffNamesTheGapOnItsReusedInode(t *testing.
 		t.Skipf("no epochs line names z.log's key after the gap's birth: %+v", lines)
 	}
 	r.rename(r.x, r.w+".2")
-	got, tails, bytes, detail := r.run(2*time.Second, nil)
-	delivered := rev23bGapLines(got, "gap", 3)
-	t.Logf("third start: gap lines delivered %d; lostTails %d lostBytes %d %q (delivered %v)", delivered, tails, bytes, detail, got)
-	if delivered == 0 && tails == 0 {
-		t.Errorf("the gap generation %s (%d bytes, on deleted z.log's inode) is neither read nor counted: the line moving z.log's pointer off its gone file named it (lostTails %d lostBytes %d %q; delivered %v)",
-			r.w+".1", len(gap), tails, bytes, detail, got)
-	}
+	got, delivered, tails, bytes, detail := r.startLogged("third", "gap")
+	wantReadOrCounted(t, delivered, tails, "the gap generation %s (%d bytes, on deleted z.log's inode) is neither read nor counted: the line moving z.log's pointer off its gone file named it (lostTails %d lostBytes %d %q; delivered %v)",
+		r.w+".1", len(gap), tails, bytes, detail, got)
 }

@@ -26,6 +26,52 @@ func rev23dAppend(t *testing.T, p, s string) {
 	f.Close()
 }
 
+// heldReadToItsEnd is the layout of C (and 23e A) after the first start:
+// w.log (O's file) renamed to x.log, the new w.log (H's file) bound while
+// short, then grown past 4 KiB (its record names its whole first 4 KiB)
+// and rotated live to w.log.1 with an empty w.log made; H's stream reads
+// it to its end, commits and closes, and its pointer is held for the
+// empty file; then the glob is stopped. It skips unless H's pointer names
+// H's whole first 4 KiB at its end.
+func (r *rev18cRig) heldReadToItsEnd() {
+	t := r.t
+	t.Helper()
+	r.rotate(r.x, numbered("ha", 3))
+	ig, _, stop := runGlobOn(t, r.pattern, r.data)
+	ig.popAll(time.Second)
+	big := numbered("big", 600)
+	rev23dAppend(t, r.w, big)
+	ig.popAll(time.Second)
+	time.Sleep(300 * time.Millisecond)
+	h := ig.rotateToEmpty(t, r.w, "H's stream read, committed, closed", func(s *gstream) bool { return s.st == stClosed && s.owe == nil })
+	ig.popAll(500 * time.Millisecond)
+	time.Sleep(300 * time.Millisecond)
+	stop()
+	rec, err := pointer.Inspect(h.ptrPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.FPLen != pointer.MaxFingerprint || rec.Offset != int64(len(numbered("ha", 3))+len(big)) {
+		t.Skipf("H's pointer does not name its whole first 4 KiB at its end: %+v", rec)
+	}
+}
+
+// heldCompressedStart: while stopped after heldReadToItsEnd, O's x.log
+// goes out beside the path (w.log.9), H's file is shifted and compressed
+// (w.log.2.gz) and the empty w.log goes to w.log.1 (nocreate): nothing at
+// the path. It runs the third start for 2 s, logs the epochs file and
+// returns what the start delivered and counted lost.
+func (r *rev18cRig) heldCompressedStart() (map[string]int, uint64, uint64, string) {
+	r.t.Helper()
+	r.rename(r.x, r.w+".9")
+	r.rename(r.w+".1", r.w+".2")
+	gzipLikeGzip(r.t, r.w+".2", r.w+".2.gz", false)
+	r.rename(r.w, r.w+".1")
+	got, tails, bytes, detail := r.run(2*time.Second, nil)
+	r.logEpochs()
+	return got, tails, bytes, detail
+}
+
 // A: 23b E's layout, O's file past 4 KiB. O's file (w.log, then x.log in
 // the glob) is bound while short (its epochs line names 15 bytes), then
 // grows past 4 KiB and is read to its end: its record names its whole
@@ -42,21 +88,13 @@ func TestRev23DAOlderPointersWholeFingerprintFileCompressedCountedTwice(t *testi
 	t.Parallel()
 	r := newRev18cRig(t)
 	y := filepath.Join(r.dir, "y.log")
-	r.write(r.w, numbered("ga", 3))
-	if birthTimeTarget(r.w).IsZero() {
-		t.Skip("no birth times: readGaps does not run (README)")
-	}
-	r.run(1500*time.Millisecond, nil)
+	r.firstStart(numbered("ga", 3), nil)
 	big := numbered("big", 600)
 	rev23dAppend(t, r.w, big)
 	r.run(1500*time.Millisecond, nil)
-	r.rename(r.w, r.x)
-	time.Sleep(20 * time.Millisecond)
-	r.write(r.w, numbered("gb", 3))
+	r.rotate(r.x, numbered("gb", 3))
 	r.run(1500*time.Millisecond, nil)
-	r.rename(r.w, y)
-	time.Sleep(20 * time.Millisecond)
-	r.write(r.w, numbered("gc", 3))
+	r.rotate(y, numbered("gc", 3))
 	r.run(1500*time.Millisecond, nil)
 	// While stopped.
 	time.Sleep(20 * time.Millisecond)
@@ -67,10 +105,7 @@ func TestRev23DAOlderPointersWholeFingerprintFileCompressedCountedTwice(t *testi
 	time.Sleep(20 * time.Millisecond)
 	rev23dAppend(t, r.w, numbered("gd", 3))
 	got, tails, bytes, detail := r.run(2*time.Second, nil)
-	lines, _ := pointer.ReadEpochs(filepath.Join(r.data, "feeds", "f.epochs"))
-	for _, l := range lines {
-		t.Logf("epochs: %s key %x fpLen %d prevKey %x prevFPLen %d %s", l.Reason, l.FileKey, l.FPLen, l.PrevFileKey, l.PrevFPLen, l.Path)
-	}
+	r.logEpochs()
 	t.Logf("fifth start: tail delivered %d; lostTails %d lostBytes %d %q (delivered %d distinct lines)",
 		rev23bGapLines(got, "tail", 3), tails, bytes, detail, len(got))
 	if strings.Contains(detail, "w.log.3.gz") || tails > 1 {
@@ -95,22 +130,10 @@ func TestRev23DAOlderPointersWholeFingerprintFileCompressedCountedTwice(t *testi
 func TestRev23DBPlainCopyOfCutPathFileLeavesCompressedGapUncounted(t *testing.T) {
 	t.Parallel()
 	r := newRev18cRig(t)
-	r.write(r.w, numbered("ga", 3))
-	if birthTimeTarget(r.w).IsZero() {
-		t.Skip("no birth times: readGaps does not run (README)")
-	}
-	r.run(1500*time.Millisecond, nil)
-	r.rename(r.w, r.x)
-	time.Sleep(20 * time.Millisecond)
+	r.firstStart(numbered("ga", 3), nil)
 	gap := numbered("gap", 3)
-	r.write(r.w+".1", gap)
-	gapMod := time.Now()
-	time.Sleep(20 * time.Millisecond)
-	r.write(r.w, numbered("gb", 3))
-	got2, _, _, _ := r.run(1200*time.Millisecond, nil)
-	if rev23bGapLines(got2, "gb", 3) != 3 {
-		t.Skipf("the second start did not read w.log (delivered %v)", got2)
-	}
+	gapMod := r.rotateWithGap(gap, numbered("gb", 3))
+	r.secondStartReadsW(1200 * time.Millisecond)
 	ptrs, _ := filepath.Glob(filepath.Join(r.data, "feeds", "f", "*.ptr"))
 	var ptrMod time.Time
 	for _, p := range ptrs {
@@ -125,25 +148,13 @@ func TestRev23DBPlainCopyOfCutPathFileLeavesCompressedGapUncounted(t *testing.T)
 	r.rename(r.x, r.w+".9")
 	r.rename(r.w+".1", r.w+".2")
 	gzipLikeGzip(t, r.w+".2", r.w+".2.gz", false)
-	rev23dAppend(t, r.w, numbered("tail", 3))
-	data, err := os.ReadFile(r.w)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.write(r.w+".1", string(data)) // the plain copy (delaycompress)
-	if err := os.Truncate(r.w, 0); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(50 * time.Millisecond)
-	rev23dAppend(t, r.w, numbered("gc", 3))
-	got, tails, bytes, detail := r.run(2*time.Second, nil)
-	delivered := rev23bGapLines(got, "gap", 3)
-	t.Logf("third start: gap lines delivered %d, tail lines %d; lostTails %d lostBytes %d %q (newest pointer mtime %v after the gap's write; delivered %v)",
-		delivered, rev23bGapLines(got, "tail", 3), tails, bytes, detail, ptrMod.Sub(gapMod), got)
-	if delivered == 0 && tails == 0 {
-		t.Errorf("the compressed gap %s (%d decompressed bytes, read by no stream) is neither read nor counted: the cut path file's source read its plain copy %s and the generations after it, gzCopyOf found no .gz copy and left the gap to that source by the pointer file's mtime (lostTails %d lostBytes %d %q; delivered %v)",
-			r.w+".2.gz", len(gap), r.w+".1", tails, bytes, detail, got)
-	}
+	r.copytruncate(numbered("tail", 3), r.w+".1", true, nil) // the plain copy (delaycompress)
+	r.writeOn(numbered("gc", 3))
+	got, delivered, tails, bytes, detail := r.startLogged("third", "gap")
+	t.Logf("third start: tail lines delivered %d; newest pointer mtime %v after the gap's write",
+		rev23bGapLines(got, "tail", 3), ptrMod.Sub(gapMod))
+	wantReadOrCounted(t, delivered, tails, "the compressed gap %s (%d decompressed bytes, read by no stream) is neither read nor counted: the cut path file's source read its plain copy %s and the generations after it, gzCopyOf found no .gz copy and left the gap to that source by the pointer file's mtime (lostTails %d lostBytes %d %q; delivered %v)",
+		r.w+".2.gz", len(gap), r.w+".1", tails, bytes, detail, got)
 }
 
 // C: as A, with no loss at all: the "forgotten" line countGone writes at
@@ -163,41 +174,10 @@ func TestRev23DBPlainCopyOfCutPathFileLeavesCompressedGapUncounted(t *testing.T)
 func TestRev23DCHeldFileReadToItsEndCompressedCountedLost(t *testing.T) {
 	t.Parallel()
 	r := newRev18cRig(t)
-	r.write(r.w, numbered("ga", 3))
-	if birthTimeTarget(r.w).IsZero() {
-		t.Skip("no birth times: readGaps does not run (README)")
-	}
-	r.run(1500*time.Millisecond, nil)
-	r.rename(r.w, r.x)
-	time.Sleep(20 * time.Millisecond)
-	r.write(r.w, numbered("ha", 3))
-	ig, _, stop := runGlobOn(t, r.pattern, r.data)
-	ig.popAll(time.Second)
-	big := numbered("big", 600)
-	rev23dAppend(t, r.w, big)
-	ig.popAll(time.Second)
-	time.Sleep(300 * time.Millisecond)
-	h := ig.rotateToEmpty(t, r.w, "H's stream read, committed, closed", func(s *gstream) bool { return s.st == stClosed && s.owe == nil })
-	ig.popAll(500 * time.Millisecond)
-	time.Sleep(300 * time.Millisecond)
-	stop()
-	rec, err := pointer.Inspect(h.ptrPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if rec.FPLen != pointer.MaxFingerprint || rec.Offset != int64(len(numbered("ha", 3))+len(big)) {
-		t.Skipf("H's pointer does not name its whole first 4 KiB at its end: %+v", rec)
-	}
+	r.firstStart(numbered("ga", 3), nil)
+	r.heldReadToItsEnd()
 	// While stopped.
-	r.rename(r.x, r.w+".9")
-	r.rename(r.w+".1", r.w+".2")
-	gzipLikeGzip(t, r.w+".2", r.w+".2.gz", false)
-	r.rename(r.w, r.w+".1")
-	got, tails, bytes, detail := r.run(2*time.Second, nil)
-	lines, _ := pointer.ReadEpochs(filepath.Join(r.data, "feeds", "f.epochs"))
-	for _, l := range lines {
-		t.Logf("epochs: %s key %x fpLen %d prevKey %x prevFPLen %d %s", l.Reason, l.FileKey, l.FPLen, l.PrevFileKey, l.PrevFPLen, l.Path)
-	}
+	got, tails, bytes, detail := r.heldCompressedStart()
 	t.Logf("third start: lostTails %d lostBytes %d %q (delivered %d distinct lines)", tails, bytes, detail, len(got))
 	if tails > 0 || strings.Contains(detail, "w.log.2.gz") {
 		t.Errorf("H's file, read to its end and committed (held), compressed while stopped (w.log.2.gz), is counted lost as a gap generation: lostTails %d lostBytes %d %q",

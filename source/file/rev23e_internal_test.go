@@ -6,12 +6,8 @@ package file
 // tried: its gap was read, no loss.)
 
 import (
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
-
-	"tailfeed/pointer"
 )
 
 // A: 23d C's layout, H's file written to after its stream closed it. H's
@@ -31,43 +27,12 @@ import (
 func TestRev23EAHeldFileGrownAfterCloseCompressedTailSilentlyLost(t *testing.T) {
 	t.Parallel()
 	r := newRev18cRig(t)
-	r.write(r.w, numbered("ga", 3))
-	if birthTimeTarget(r.w).IsZero() {
-		t.Skip("no birth times: readGaps does not run (README)")
-	}
-	r.run(1500*time.Millisecond, nil)
-	r.rename(r.w, r.x)
-	time.Sleep(20 * time.Millisecond)
-	r.write(r.w, numbered("ha", 3))
-	ig, _, stop := runGlobOn(t, r.pattern, r.data)
-	ig.popAll(time.Second)
-	big := numbered("big", 600)
-	rev23dAppend(t, r.w, big)
-	ig.popAll(time.Second)
-	time.Sleep(300 * time.Millisecond)
-	h := ig.rotateToEmpty(t, r.w, "H's stream read, committed, closed", func(s *gstream) bool { return s.st == stClosed && s.owe == nil })
-	ig.popAll(500 * time.Millisecond)
-	time.Sleep(300 * time.Millisecond)
-	stop()
-	rec, err := pointer.Inspect(h.ptrPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if rec.FPLen != pointer.MaxFingerprint || rec.Offset != int64(len(numbered("ha", 3))+len(big)) {
-		t.Skipf("H's pointer does not name its whole first 4 KiB at its end: %+v", rec)
-	}
+	r.firstStart(numbered("ga", 3), nil)
+	r.heldReadToItsEnd()
 	// While stopped.
 	late := numbered("late", 3)
 	rev23dAppend(t, r.w+".1", late)
-	r.rename(r.x, r.w+".9")
-	r.rename(r.w+".1", r.w+".2")
-	gzipLikeGzip(t, r.w+".2", r.w+".2.gz", false)
-	r.rename(r.w, r.w+".1")
-	got, tails, bytes, detail := r.run(2*time.Second, nil)
-	lines, _ := pointer.ReadEpochs(filepath.Join(r.data, "feeds", "f.epochs"))
-	for _, l := range lines {
-		t.Logf("epochs: %s key %x fpLen %d prevKey %x prevFPLen %d %s", l.Reason, l.FileKey, l.FPLen, l.PrevFileKey, l.PrevFPLen, l.Path)
-	}
+	got, tails, bytes, detail := r.heldCompressedStart()
 	delivered := rev23bGapLines(got, "late", 3)
 	t.Logf("third start: late lines delivered %d; lostTails %d lostBytes %d %q (delivered %d distinct lines)", delivered, tails, bytes, detail, len(got))
 	if delivered == 0 && tails == 0 && !strings.Contains(detail, "w.log.2.gz") {
