@@ -4061,19 +4061,32 @@ func (g *Glob) readGaps(besides []takenBeside) {
 				}
 				f.Close()
 				genRef, genBorn = upMod, upBorn
-			} else if gz, mod := g.gzCopyOf(places, rec); gz != "" {
+			} else if gz, gzMod := g.gzCopyOf(places, rec); gz != "" {
 				// Its file compressed too while stopped (logrotate's
 				// compress without delaycompress; review 23c C): a .gz has
-				// a key of its own, so it is found by its first bytes, as
-				// its source finds it (findGzCopy) and reads it from the
-				// pointer, then the generations modified from its mtime
-				// (gzip keeps it: the file's last write) less mtimeSlack
-				// on. Its birth is not known (the .gz's is the
-				// compression's): a plain generation is not told from a
-				// later one by it, so only the compressed ones, which
-				// that compression made too, are looked at.
-				upMod, gzOnly, cutCopy = mod, true, gz
-				genRef, genBorn = mod, time.Time{}
+				// a key of its own, so it is found by its first bytes; its
+				// mtime (gzip keeps it) is the file's last write. Its
+				// source reads a copy from the pointer (copyAt: a plain
+				// one findCopy picks — a shared header, review 24a A —
+				// else the one findGzCopy picks), then the generations
+				// modified from that copy's mtime less mtimeSlack on. Its
+				// birth is not known (the .gz's is the compression's): a
+				// plain generation is not told from a later one by it, so
+				// only the compressed ones, which that compression made
+				// too, are looked at (a plain twin of one: countGzGap).
+				upMod, gzOnly, genBorn = gzMod, true, time.Time{}
+				if mod, plain := g.plainCopyOf(places, rec, atKey); plain {
+					// A plain file written after the .gz's file taken for
+					// the copy (a later generation sharing a short head):
+					// the .gz, and what was compressed between them, is
+					// read by nobody — counted (review 24a B).
+					genRef = mod
+					if mod.After(gzMod) {
+						upMod = mod
+					}
+				} else {
+					genRef, cutCopy = gzMod, gz
+				}
 			}
 		case !b.alone.IsZero():
 			// No file at the path when besideAtStart looked (review 15b
@@ -4118,7 +4131,7 @@ func (g *Glob) readGaps(besides []takenBeside) {
 				named = g.epochsNamed()
 			}
 			if strings.HasSuffix(name, ".gz") {
-				g.countGzGap(p, first, b.low, upMod, genRef, genBorn, cutCopy, recs, named)
+				g.countGzGap(p, first, b.low, upMod, genRef, genBorn, cutCopy, gzOnly, recs, named)
 				return
 			}
 			if !gzOnly {
@@ -4178,7 +4191,8 @@ func (g *Glob) readGap(p, first string, low, upBorn, upMod time.Time, recs []poi
 // its scan's window after its pointer's file rotated away, or after the copy
 // of its file cut while stopped; review 23a D, 23b D, 23c B, D); that copy
 // itself (cutCopy: read from the pointer; review 23b B, 23c A); a .gz whose
-// plain twin is beside it (the twin's); one that does not end cleanly (still
+// plain twin is beside it (the twin's — read here instead, readGzTwin, with
+// readTwin: readGaps reads no plain gap then, review 24a C); one that does not end cleanly (still
 // being written); one the epochs file names under its own key (counted at an
 // earlier start: below; review 23a C — a line written before its birth names
 // another file on its inode, review 23b C); and one whose decompressed bytes
@@ -4190,12 +4204,17 @@ func (g *Glob) readGap(p, first string, low, upBorn, upMod time.Time, recs []poi
 // key and decompressed first bytes, under an epoch no pointer holds), so
 // that the next start does not count it again; a kill -9 in between counts
 // it twice, never not at all. Manager goroutine, at the start.
-func (g *Glob) countGzGap(p, first string, low, upMod, genRef, genBorn time.Time, cutCopy string, recs []pointer.Record, named map[uint64][]namedAs) {
+func (g *Glob) countGzGap(p, first string, low, upMod, genRef, genBorn time.Time, cutCopy string, readTwin bool, recs []pointer.Record, named map[uint64][]namedAs) {
 	if p == cutCopy {
 		return // the path's file cut while stopped: its source reads this copy from the pointer (review 23b B)
 	}
-	if _, err := os.Lstat(strings.TrimSuffix(p, ".gz")); err == nil {
-		return
+	twin := strings.TrimSuffix(p, ".gz")
+	if _, err := os.Lstat(twin); err == nil {
+		if !readTwin {
+			return
+		}
+	} else {
+		twin = ""
 	}
 	f, err := fileutil.OpenRegular(p)
 	if err != nil {
@@ -4250,6 +4269,10 @@ func (g *Glob) countGzGap(p, first string, low, upMod, genRef, genBorn time.Time
 			return // a compressed copy of a pointer's file
 		}
 	}
+	if twin != "" && from < 0 {
+		g.readGzTwin(twin, first, head)
+		return
+	}
 	n := dsize
 	d := fmt.Sprintf("glob file %s, a generation rotated out beside %s after a pointer's file and compressed before any stream read it, is not read (a glob reads no .gz from its start): its %d decompressed bytes are lost",
 		p, first, dsize)
@@ -4273,6 +4296,30 @@ func (g *Glob) countGzGap(p, first string, low, upMod, genRef, genBorn time.Time
 		return
 	}
 	named[k] = append(named[k], namedAs{FPLen: fpLen, FP: l.FP, at: l.Time, counted: true, readTo: -1})
+}
+
+// readGzTwin queues the plain twin of a compressed gap generation whose
+// first bytes are head (its compressor has not unlinked it yet, or keeps
+// it) to be read from its start, as readGap queues a plain gap: where the
+// path's pointer's file was compressed too, no plain file is told a gap by
+// its birth (readGaps: gzOnly), but the twin is the .gz's content (review
+// 24a C).
+func (g *Glob) readGzTwin(p, first string, head []byte) {
+	f, err := fileutil.OpenRegular(p)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	dev, ino, err := fileutil.DevIno(f)
+	st, serr := f.Stat()
+	if err != nil || serr != nil || st.Size() < int64(len(head)) ||
+		!headIs(f, len(head), pointer.Fingerprint(head)) {
+		return
+	}
+	if g.queueBeside(p, first, pointer.FileKey(dev, ino), st) {
+		g.log.Warn("a compressed generation beside a glob path that no pointer or epochs line names, written after a pointer's file, still has its plain file: that is read from its start",
+			"path", p, "first", first, "size", st.Size())
+	}
 }
 
 // eachRotated calls fn for every regular file of places (directory, base
