@@ -4123,6 +4123,7 @@ func (g *Glob) readGaps(besides []takenBeside) {
 			}
 			genRef, genBorn = mod, time.Time{}
 		}
+		twinDone := map[string]bool{} // a .gz looked at through its plain twin (gapTwin)
 		g.eachRotated(places, func(p, name string) {
 			if g.pat.Match(p) {
 				return
@@ -4131,11 +4132,16 @@ func (g *Glob) readGaps(besides []takenBeside) {
 				named = g.epochsNamed()
 			}
 			if strings.HasSuffix(name, ".gz") {
-				g.countGzGap(p, first, b.low, upMod, genRef, genBorn, cutCopy, gzOnly, recs, named)
+				if !twinDone[p] {
+					g.countGzGap(p, first, b.low, upMod, genRef, genBorn, cutCopy, recs, named)
+				}
 				return
 			}
 			if !gzOnly {
 				g.readGap(p, first, b.low, upBorn, upMod, recs, named)
+			} else if _, err := os.Lstat(p + ".gz"); err == nil && p+".gz" != cutCopy {
+				twinDone[p+".gz"] = true
+				g.gapTwin(p, first, b.low, upMod, genRef, genBorn, recs, named)
 			}
 		})
 	}
@@ -4204,17 +4210,12 @@ func (g *Glob) readGap(p, first string, low, upBorn, upMod time.Time, recs []poi
 // key and decompressed first bytes, under an epoch no pointer holds), so
 // that the next start does not count it again; a kill -9 in between counts
 // it twice, never not at all. Manager goroutine, at the start.
-func (g *Glob) countGzGap(p, first string, low, upMod, genRef, genBorn time.Time, cutCopy string, readTwin bool, recs []pointer.Record, named map[uint64][]namedAs) {
+func (g *Glob) countGzGap(p, first string, low, upMod, genRef, genBorn time.Time, cutCopy string, recs []pointer.Record, named map[uint64][]namedAs) {
 	if p == cutCopy {
 		return // the path's file cut while stopped: its source reads this copy from the pointer (review 23b B)
 	}
-	twin := strings.TrimSuffix(p, ".gz")
-	if _, err := os.Lstat(twin); err == nil {
-		if !readTwin {
-			return
-		}
-	} else {
-		twin = ""
+	if _, err := os.Lstat(strings.TrimSuffix(p, ".gz")); err == nil {
+		return // its plain twin's (readGap, or gapTwin)
 	}
 	f, err := fileutil.OpenRegular(p)
 	if err != nil {
@@ -4224,100 +4225,166 @@ func (g *Glob) countGzGap(p, first string, low, upMod, genRef, genBorn time.Time
 	st, serr := f.Stat()
 	born := birthTime(f)
 	f.Close()
-	if kerr != nil || serr != nil || !st.ModTime().After(low) || !st.ModTime().Before(upMod) {
+	if kerr != nil || serr != nil {
 		return
 	}
-	if m := st.ModTime(); !genRef.IsZero() && !m.Before(genRef.Add(-mtimeSlack)) &&
-		(genBorn.IsZero() || born.IsZero() || !born.Before(genBorn) || !m.Before(genRef)) {
-		// A later generation the path's source reads (its scan's rule:
-		// review 23a D, 23b D, 23c B, D).
+	gf := gapFile{p: p, k: pointer.FileKey(dev, ino), mod: st.ModTime(), born: born, gz: true}
+	if !gf.inWindow(low, upMod, genRef, genBorn) {
 		return
 	}
 	head, dsize, ok := inspectGz(p)
-	if !ok || dsize == 0 {
+	if !ok {
 		return
 	}
-	k := pointer.FileKey(dev, ino)
-	for _, r := range named[k] {
-		// (A line written before its birth names another file on the
-		// inode: review 23b C.)
-		if !r.contentOnly && (born.IsZero() || r.at.After(born)) && headMatches(head, r.FPLen, r.FP) {
-			return // counted at an earlier start (or read under this key)
+	gf.head, gf.size = head, dsize
+	if from, ok := gf.unread(recs, named); ok {
+		g.countGap(gf, first, from, named)
+	}
+}
+
+// gapFile is a generation beside a glob path looked at as a gap
+// (countGzGap, gapTwin): its key, last write, birth (zero: not known),
+// first bytes and size — a .gz's decompressed ones.
+type gapFile struct {
+	p         string
+	k         uint64
+	mod, born time.Time
+	head      []byte
+	size      int64
+	gz        bool
+}
+
+// inWindow: last written after the earliest file taken beside the path
+// (low) and before the path's file was (upMod), and not a later generation
+// the path's source reads (genRef, genBorn: its scan's rule; review 23a D,
+// 23b D, 23c B, D).
+func (f gapFile) inWindow(low, upMod, genRef, genBorn time.Time) bool {
+	m := f.mod
+	if !m.After(low) || !m.Before(upMod) {
+		return false
+	}
+	return genRef.IsZero() || m.Before(genRef.Add(-mtimeSlack)) ||
+		!(genBorn.IsZero() || f.born.IsZero() || !f.born.Before(genBorn) || !m.Before(genRef))
+}
+
+// unread: f holds bytes no stream read — from offset from on (-1: all of
+// them) — unless the epochs file names it under its own key (counted at an
+// earlier start, or read; a line written before its birth names another
+// file on its inode, review 23b C) or its bytes are a file some stream
+// read, by a pointer's or an epochs line's whole fingerprint or the whole
+// file (a shorter match is a shared header: review 18c A, 23a A, B; another
+// counted file's line names no read content, review 23b F). A file read to
+// its end and let go as such ("forgotten": nothing pending), grown since:
+// what it holds past that end (review 23e A).
+func (f gapFile) unread(recs []pointer.Record, named map[uint64][]namedAs) (int64, bool) {
+	if f.size == 0 {
+		return 0, false
+	}
+	for _, r := range named[f.k] {
+		if !r.contentOnly && (f.born.IsZero() || r.at.After(f.born)) && headMatches(f.head, r.FPLen, r.FP) {
+			return 0, false // counted at an earlier start (or read under this key)
 		}
 	}
 	whole := func(fpLen, fp uint64) bool {
-		return (fpLen == pointer.MaxFingerprint || fpLen == uint64(dsize)) && headMatches(head, fpLen, fp)
+		return (fpLen == pointer.MaxFingerprint || fpLen == uint64(f.size)) && headMatches(f.head, fpLen, fp)
 	}
-	from := int64(-1) // read to there by a stream, then grown (below)
+	from := int64(-1)
 	for _, ns := range named {
 		for _, r := range ns {
 			if r.counted || !whole(r.FPLen, r.FP) {
 				continue
 			}
-			if r.readTo >= 0 && dsize > r.readTo {
-				// A file read to its end and let go as such ("forgotten":
-				// nothing pending), grown since and compressed: what it
-				// holds past that end nobody read (review 23e A).
+			if r.readTo >= 0 && f.size > r.readTo {
 				from = max(from, r.readTo)
 				continue
 			}
-			return // its content was read (or adopted) by a stream before
+			return 0, false // its content was read (or adopted) by a stream before
 		}
 	}
 	for _, r := range recs {
 		if whole(r.FPLen, r.FP) {
-			return // a compressed copy of a pointer's file
+			return 0, false // a copy of a pointer's file
 		}
 	}
-	if twin != "" && from < 0 {
-		g.readGzTwin(twin, first, head)
-		return
-	}
-	n := dsize
+	return from, true
+}
+
+// countGap counts the gap f of first lost — lostTails + 1, lostBytes its
+// size from from (all of it when from < 0), named in detail — and, once the
+// ledger holds it, appends an epochs line "lost" naming it (its key and
+// first bytes, under an epoch no pointer holds) so that the next start does
+// not count it again (a kill -9 in between counts it twice, never not at
+// all).
+func (g *Glob) countGap(f gapFile, first string, from int64, named map[uint64][]namedAs) {
+	n := f.size
 	d := fmt.Sprintf("glob file %s, a generation rotated out beside %s after a pointer's file and compressed before any stream read it, is not read (a glob reads no .gz from its start): its %d decompressed bytes are lost",
-		p, first, dsize)
+		f.p, first, n)
 	if from >= 0 {
-		n = dsize - from
-		d = fmt.Sprintf("glob file %s, beside %s, holds a file read to offset %d and let go, grown since and compressed while stopped (a glob reads no .gz from its start): its %d decompressed bytes from offset %d are lost",
-			p, first, from, n, from)
+		n = f.size - from
+		how, what := "compressed while stopped (a glob reads no .gz from its start)", "decompressed bytes"
+		if !f.gz {
+			how, what = "being compressed (its .gz beside it)", "bytes"
+		}
+		d = fmt.Sprintf("glob file %s, beside %s, holds a file read to offset %d and let go, grown since and %s: its %d %s from offset %d are lost",
+			f.p, first, from, how, n, what, from)
 	}
 	g.mu.Lock()
 	g.countLossLocked(1, uint64(n), 0, d)
 	g.mu.Unlock()
 	g.flushLosses() // the ledger entry, before the line that says it is counted
-	fpLen := uint64(len(head))
-	l := pointer.EpochLine{Epoch: pointer.NewEpoch(), FileKey: k, FPLen: fpLen, FP: pointer.Fingerprint(head),
-		Path: p, Time: time.Now(), Reason: "lost"}
+	fpLen := uint64(len(f.head))
+	l := pointer.EpochLine{Epoch: pointer.NewEpoch(), FileKey: f.k, FPLen: fpLen, FP: pointer.Fingerprint(f.head),
+		Path: f.p, Time: time.Now(), Reason: "lost"}
 	if g.cfg.EpochsPath == "" {
 		return
 	}
 	if err := appendEpochs(g.cfg.EpochsPath, []pointer.EpochLine{l}); err != nil {
-		g.log.Warn("cannot note the counted compressed generation in the epochs file; the next start may count it again", "path", p, "error", err)
+		g.log.Warn("cannot note the counted generation in the epochs file; the next start may count it again", "path", f.p, "error", err)
 		return
 	}
-	named[k] = append(named[k], namedAs{FPLen: fpLen, FP: l.FP, at: l.Time, counted: true, readTo: -1})
+	named[f.k] = append(named[f.k], namedAs{FPLen: fpLen, FP: l.FP, at: l.Time, counted: true, readTo: -1})
 }
 
-// readGzTwin queues the plain twin of a compressed gap generation whose
-// first bytes are head (its compressor has not unlinked it yet, or keeps
-// it) to be read from its start, as readGap queues a plain gap: where the
-// path's pointer's file was compressed too, no plain file is told a gap by
-// its birth (readGaps: gzOnly), but the twin is the .gz's content (review
-// 24a C).
-func (g *Glob) readGzTwin(p, first string, head []byte) {
+// gapTwin looks at the plain file p beside first whose compressed twin
+// p.gz is beside it too (its compressor still running, or keeping it)
+// where readGaps tells only compressed gaps (gzOnly: the path's pointer's
+// file compressed, no birth bound): the twin is the .gz's content, told by
+// the .gz's rules from its own last write, birth and bytes — the .gz may
+// still be torn (review 24b B). A gap is read from its start (queued as
+// readGap queues one; review 24a C); one read to an end before and grown
+// since is counted from there. Gone when looked at (gzip unlinked it: review
+// 24b A), the .gz is looked at instead.
+func (g *Glob) gapTwin(p, first string, low, upMod, genRef, genBorn time.Time, recs []pointer.Record, named map[uint64][]namedAs) {
 	f, err := fileutil.OpenRegular(p)
 	if err != nil {
+		g.countGzGap(p+".gz", first, low, upMod, genRef, genBorn, "", recs, named)
 		return
 	}
 	defer f.Close()
-	dev, ino, err := fileutil.DevIno(f)
+	dev, ino, kerr := fileutil.DevIno(f)
 	st, serr := f.Stat()
-	if err != nil || serr != nil || st.Size() < int64(len(head)) ||
-		!headIs(f, len(head), pointer.Fingerprint(head)) {
+	if kerr != nil || serr != nil {
 		return
 	}
-	if g.queueBeside(p, first, pointer.FileKey(dev, ino), st) {
-		g.log.Warn("a compressed generation beside a glob path that no pointer or epochs line names, written after a pointer's file, still has its plain file: that is read from its start",
+	gf := gapFile{p: p, k: pointer.FileKey(dev, ino), mod: st.ModTime(), born: birthTime(f), size: st.Size()}
+	if !gf.inWindow(low, upMod, genRef, genBorn) {
+		return
+	}
+	head := make([]byte, min(st.Size(), pointer.MaxFingerprint))
+	if n, err := f.ReadAt(head, 0); n != len(head) && !errors.Is(err, io.EOF) {
+		return
+	}
+	gf.head = head
+	from, ok := gf.unread(recs, named)
+	if !ok {
+		return
+	}
+	if from >= 0 {
+		g.countGap(gf, first, from, named)
+		return
+	}
+	if g.queueBeside(p, first, gf.k, st) {
+		g.log.Warn("a generation beside a glob path that no pointer or epochs line names, written after a pointer's file and being compressed (its .gz beside it), is read from its start",
 			"path", p, "first", first, "size", st.Size())
 	}
 }
