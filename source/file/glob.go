@@ -4073,7 +4073,7 @@ func (g *Glob) readGaps(besides []takenBeside) {
 				// birth is not known (the .gz's is the compression's): a
 				// plain generation is not told from a later one by it, so
 				// only the compressed ones, which that compression made
-				// too, are looked at (a plain twin of one: countGzGap).
+				// too, are looked at (a plain twin of one: gapTwin).
 				upMod, gzOnly, genBorn = gzMod, true, time.Time{}
 				if mod, plain := g.plainCopyOf(places, rec, atKey); plain {
 					// A plain file written after the .gz's file taken for
@@ -4123,7 +4123,6 @@ func (g *Glob) readGaps(besides []takenBeside) {
 			}
 			genRef, genBorn = mod, time.Time{}
 		}
-		twinDone := map[string]bool{} // a .gz looked at through its plain twin (gapTwin)
 		g.eachRotated(places, func(p, name string) {
 			if g.pat.Match(p) {
 				return
@@ -4131,20 +4130,55 @@ func (g *Glob) readGaps(besides []takenBeside) {
 			if named == nil {
 				named = g.epochsNamed()
 			}
-			if strings.HasSuffix(name, ".gz") {
-				if !twinDone[p] {
-					g.countGzGap(p, first, b.low, upMod, genRef, genBorn, cutCopy, recs, named)
+			if !strings.HasSuffix(name, ".gz") {
+				if !gzOnly {
+					g.readGap(p, first, b.low, upBorn, upMod, recs, named)
 				}
 				return
 			}
-			if !gzOnly {
-				g.readGap(p, first, b.low, upBorn, upMod, recs, named)
-			} else if _, err := os.Lstat(p + ".gz"); err == nil && p+".gz" != cutCopy {
-				twinDone[p+".gz"] = true
-				g.gapTwin(p, first, b.low, upMod, genRef, genBorn, recs, named)
+			if p == cutCopy {
+				return // the path's file cut while stopped: its source reads this copy from the pointer (review 23b B)
 			}
+			if twin := gzTwin(p); twin != "" && g.pat.Match(twin) {
+				return // a glob file's: its stream reads it
+			} else if twin != "" {
+				// Its compressor still running (or keeping the file): its
+				// content is the twin's, looked at instead — also when
+				// the twin's name is no generation name (review 24c C).
+				if gzOnly {
+					g.gapTwin(twin, first, b.low, upMod, genRef, genBorn, recs, named)
+				} else {
+					g.readGap(twin, first, b.low, upBorn, upMod, recs, named)
+				}
+				return
+			}
+			g.countGzGap(p, first, b.low, upMod, genRef, genBorn, recs, named)
 		})
 	}
+}
+
+// gzTwin is the plain twin of the .gz at p — the file of its name without
+// ".gz", holding the first bytes the .gz decompresses to as far as both go
+// (or the .gz too short to tell: its compressor has just begun) — or "".
+// Another file of that name (a later generation, the path's pointer's own
+// file) is no twin: the .gz is a generation of its own (review 24c B).
+func gzTwin(p string) string {
+	twin := strings.TrimSuffix(p, ".gz")
+	f, err := fileutil.OpenRegular(twin)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	head, ok := gzHead(p)
+	if !ok || len(head) == 0 {
+		return twin
+	}
+	b := make([]byte, len(head))
+	n, _ := f.ReadAt(b, 0)
+	if n == 0 || !bytes.Equal(b[:n], head[:n]) {
+		return ""
+	}
+	return twin
 }
 
 // readGap queues the file at p as a gap generation of first (readGaps)
@@ -4197,9 +4231,9 @@ func (g *Glob) readGap(p, first string, low, upBorn, upMod time.Time, recs []poi
 // its scan's window after its pointer's file rotated away, or after the copy
 // of its file cut while stopped; review 23a D, 23b D, 23c B, D); that copy
 // itself (cutCopy: read from the pointer; review 23b B, 23c A); a .gz whose
-// plain twin is beside it (the twin's — read here instead, readGzTwin, with
-// readTwin: readGaps reads no plain gap then, review 24a C); one that does not end cleanly (still
-// being written); one the epochs file names under its own key (counted at an
+// plain twin is beside it (gzTwin: readGaps looks at the twin instead, by
+// readGap's rules or gapTwin's; review 24a C, 24c B, C); one that does not
+// end cleanly (still being written); one the epochs file names under its own key (counted at an
 // earlier start: below; review 23a C — a line written before its birth names
 // another file on its inode, review 23b C); and one whose decompressed bytes
 // are a file some stream read, by a pointer's or an epochs line's whole
@@ -4210,13 +4244,7 @@ func (g *Glob) readGap(p, first string, low, upBorn, upMod time.Time, recs []poi
 // key and decompressed first bytes, under an epoch no pointer holds), so
 // that the next start does not count it again; a kill -9 in between counts
 // it twice, never not at all. Manager goroutine, at the start.
-func (g *Glob) countGzGap(p, first string, low, upMod, genRef, genBorn time.Time, cutCopy string, recs []pointer.Record, named map[uint64][]namedAs) {
-	if p == cutCopy {
-		return // the path's file cut while stopped: its source reads this copy from the pointer (review 23b B)
-	}
-	if _, err := os.Lstat(strings.TrimSuffix(p, ".gz")); err == nil {
-		return // its plain twin's (readGap, or gapTwin)
-	}
+func (g *Glob) countGzGap(p, first string, low, upMod, genRef, genBorn time.Time, recs []pointer.Record, named map[uint64][]namedAs) {
 	f, err := fileutil.OpenRegular(p)
 	if err != nil {
 		return
@@ -4315,7 +4343,7 @@ func (f gapFile) unread(recs []pointer.Record, named map[uint64][]namedAs) (int6
 // first bytes, under an epoch no pointer holds) so that the next start does
 // not count it again (a kill -9 in between counts it twice, never not at
 // all).
-func (g *Glob) countGap(f gapFile, first string, from int64, named map[uint64][]namedAs) {
+func (g *Glob) countGap(f gapFile, first string, from int64, named map[uint64][]namedAs, also ...uint64) {
 	n := f.size
 	d := fmt.Sprintf("glob file %s, a generation rotated out beside %s after a pointer's file and compressed before any stream read it, is not read (a glob reads no .gz from its start): its %d decompressed bytes are lost",
 		f.p, first, n)
@@ -4332,32 +4360,37 @@ func (g *Glob) countGap(f gapFile, first string, from int64, named map[uint64][]
 	g.countLossLocked(1, uint64(n), 0, d)
 	g.mu.Unlock()
 	g.flushLosses() // the ledger entry, before the line that says it is counted
-	fpLen := uint64(len(f.head))
-	l := pointer.EpochLine{Epoch: pointer.NewEpoch(), FileKey: f.k, FPLen: fpLen, FP: pointer.Fingerprint(f.head),
-		Path: f.p, Time: time.Now(), Reason: "lost"}
+	fpLen, fp, now := uint64(len(f.head)), pointer.Fingerprint(f.head), time.Now()
+	var ls []pointer.EpochLine
+	for _, k := range append([]uint64{f.k}, also...) {
+		ls = append(ls, pointer.EpochLine{Epoch: pointer.NewEpoch(), FileKey: k, FPLen: fpLen, FP: fp,
+			Path: f.p, Time: now, Reason: "lost"})
+	}
 	if g.cfg.EpochsPath == "" {
 		return
 	}
-	if err := appendEpochs(g.cfg.EpochsPath, []pointer.EpochLine{l}); err != nil {
+	if err := appendEpochs(g.cfg.EpochsPath, ls); err != nil {
 		g.log.Warn("cannot note the counted generation in the epochs file; the next start may count it again", "path", f.p, "error", err)
 		return
 	}
-	named[f.k] = append(named[f.k], namedAs{FPLen: fpLen, FP: l.FP, at: l.Time, counted: true, readTo: -1})
+	for _, l := range ls {
+		named[l.FileKey] = append(named[l.FileKey], namedAs{FPLen: fpLen, FP: fp, at: now, counted: true, readTo: -1})
+	}
 }
 
-// gapTwin looks at the plain file p beside first whose compressed twin
-// p.gz is beside it too (its compressor still running, or keeping it)
-// where readGaps tells only compressed gaps (gzOnly: the path's pointer's
-// file compressed, no birth bound): the twin is the .gz's content, told by
-// the .gz's rules from its own last write, birth and bytes — the .gz may
-// still be torn (review 24b B). A gap is read from its start (queued as
-// readGap queues one; review 24a C); one read to an end before and grown
-// since is counted from there. Gone when looked at (gzip unlinked it: review
-// 24b A), the .gz is looked at instead.
+// gapTwin looks at the plain twin p (gzTwin) of a .gz beside first — its
+// compressor still running, or keeping it — where readGaps tells only
+// compressed gaps (gzOnly: the path's pointer's file compressed, no birth
+// bound): the twin is the .gz's content, told by the .gz's rules from its
+// own last write, birth and bytes — the .gz may still be torn (review 24b
+// B). A gap is read from its start (queued as readGap queues one; review
+// 24a C); one read to an end before and grown since is counted from there,
+// under the .gz's key too (review 24c A). Gone when looked at (gzip
+// unlinked it: review 24b A), the .gz is looked at instead.
 func (g *Glob) gapTwin(p, first string, low, upMod, genRef, genBorn time.Time, recs []pointer.Record, named map[uint64][]namedAs) {
 	f, err := fileutil.OpenRegular(p)
 	if err != nil {
-		g.countGzGap(p+".gz", first, low, upMod, genRef, genBorn, "", recs, named)
+		g.countGzGap(p+".gz", first, low, upMod, genRef, genBorn, recs, named)
 		return
 	}
 	defer f.Close()
@@ -4380,7 +4413,13 @@ func (g *Glob) gapTwin(p, first string, low, upMod, genRef, genBorn time.Time, r
 		return
 	}
 	if from >= 0 {
-		g.countGap(gf, first, from, named)
+		// Counted under the .gz's key too: once gzip unlinks the twin,
+		// the .gz names the same bytes (review 24c A).
+		var also []uint64
+		if dev, ino, err := fileutil.DevInoPath(p + ".gz"); err == nil {
+			also = append(also, pointer.FileKey(dev, ino))
+		}
+		g.countGap(gf, first, from, named, also...)
 		return
 	}
 	if g.queueBeside(p, first, gf.k, st) {
