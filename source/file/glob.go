@@ -4132,7 +4132,7 @@ func (g *Glob) readGaps(besides []takenBeside) {
 			}
 			if !strings.HasSuffix(name, ".gz") {
 				if !gzOnly {
-					g.readGap(p, first, b.low, upBorn, upMod, recs, named)
+					g.readGap(p, first, b.low, upBorn, upMod, genRef, genBorn, recs, named)
 				}
 				return
 			}
@@ -4148,20 +4148,29 @@ func (g *Glob) readGaps(besides []takenBeside) {
 				if gzOnly {
 					g.gapTwin(twin, first, b.low, upMod, genRef, genBorn, recs, named)
 				} else {
-					g.readGap(twin, first, b.low, upBorn, upMod, recs, named)
+					g.readGap(twin, first, b.low, upBorn, upMod, genRef, genBorn, recs, named)
 				}
 				return
 			}
-			g.countGzGap(p, first, b.low, upMod, genRef, genBorn, recs, named)
+			ref := genRef
+			if _, err := os.Lstat(strings.TrimSuffix(p, ".gz")); err == nil {
+				// Another file of its name is beside it: the path's
+				// source takes that for its twin and reads no such .gz
+				// as a later generation (scanGenerations; review 24d B).
+				ref = time.Time{}
+			}
+			g.countGzGap(p, first, b.low, upMod, ref, genBorn, recs, named)
 		})
 	}
 }
 
 // gzTwin is the plain twin of the .gz at p — the file of its name without
-// ".gz", holding the first bytes the .gz decompresses to as far as both go
-// (or the .gz too short to tell: its compressor has just begun) — or "".
-// Another file of that name (a later generation, the path's pointer's own
-// file) is no twin: the .gz is a generation of its own (review 24c B).
+// ".gz", holding every first byte the .gz decompresses to (its first 4 KiB,
+// or all of it; any file of that name while the .gz is too short to tell:
+// its compressor has just begun) — or "". Another file of that name (a
+// later generation, the path's pointer's own file, one sharing only a
+// header with it) is no twin: the .gz is a generation of its own (review
+// 24c B, 24d A).
 func gzTwin(p string) string {
 	twin := strings.TrimSuffix(p, ".gz")
 	f, err := fileutil.OpenRegular(twin)
@@ -4174,8 +4183,7 @@ func gzTwin(p string) string {
 		return twin
 	}
 	b := make([]byte, len(head))
-	n, _ := f.ReadAt(b, 0)
-	if n == 0 || !bytes.Equal(b[:n], head[:n]) {
+	if n, _ := f.ReadAt(b, 0); n != len(b) || !bytes.Equal(b, head) {
 		return ""
 	}
 	return twin
@@ -4183,7 +4191,7 @@ func gzTwin(p string) string {
 
 // readGap queues the file at p as a gap generation of first (readGaps)
 // when it is one.
-func (g *Glob) readGap(p, first string, low, upBorn, upMod time.Time, recs []pointer.Record, named map[uint64][]namedAs) {
+func (g *Glob) readGap(p, first string, low, upBorn, upMod, genRef, genBorn time.Time, recs []pointer.Record, named map[uint64][]namedAs) {
 	f, err := fileutil.OpenRegular(p)
 	if err != nil {
 		return
@@ -4193,6 +4201,12 @@ func (g *Glob) readGap(p, first string, low, upBorn, upMod time.Time, recs []poi
 	st, serr := f.Stat()
 	bt := birthTime(f)
 	if err != nil || serr != nil || st.Size() == 0 || bt.IsZero() || !bt.After(low) || !bt.Before(upBorn) || !st.ModTime().Before(upMod) {
+		return
+	}
+	if !(gapFile{mod: st.ModTime(), born: bt}).inWindow(low, upMod, genRef, genBorn) {
+		// A later generation the path's source reads (after the copy of
+		// its file cut while stopped: born before the path's new file;
+		// review 24d E — it was read twice).
 		return
 	}
 	k := pointer.FileKey(dev, ino)
