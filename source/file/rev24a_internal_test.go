@@ -32,22 +32,93 @@ func rev24aAppend(t *testing.T, p, s string) {
 // lines, P's file) read by the second start.
 func rev24aRig(t *testing.T) *rev18cRig {
 	t.Helper()
-	r := newRev18cRig(t)
-	r.write(r.w, numbered("ga", 3))
-	if birthTimeTarget(r.w).IsZero() {
-		t.Skip("no birth times: readGaps does not run (README)")
-	}
-	r.run(1500*time.Millisecond, nil)
-	r.rename(r.w, r.x)
-	time.Sleep(20 * time.Millisecond)
-	r.write(r.w+".1", numbered("gap", 3))
-	time.Sleep(mtimeSlack + 200*time.Millisecond)
-	r.write(r.w, numbered("gb", 3))
-	got, _, _, _ := r.run(1500*time.Millisecond, nil)
+	r, got := rev24aGapRig(t, "", numbered("gb", 3))
 	if n := rev23bGapLines(got, "gb", 3); n != 3 {
 		t.Fatalf("the second start delivered %d of w.log's 3 lines (delivered %v)", n, got)
 	}
 	return r
+}
+
+// rev24aGapRig builds the first two starts of rev24aRig's scenario with
+// every generation beginning with hdr: w.log (hdr + 3 "ga" lines, O's
+// file) read (firstStart); renamed to x.log, 20 ms later the gap w.log.1
+// (hdr + 3 "gap" lines) written, then, more than mtimeSlack later, the new
+// w.log (p, P's file) read by the second start (1.5 s). It returns what
+// the second start delivered.
+func rev24aGapRig(t *testing.T, hdr, p string) (*rev18cRig, map[string]int) {
+	t.Helper()
+	r := newRev18cRig(t)
+	r.firstStart(hdr+numbered("ga", 3), nil)
+	r.rename(r.w, r.x)
+	time.Sleep(20 * time.Millisecond)
+	r.write(r.w+".1", hdr+numbered("gap", 3))
+	time.Sleep(mtimeSlack + 200*time.Millisecond)
+	r.write(r.w, p)
+	got, _, _, _ := r.run(1500*time.Millisecond, nil)
+	return r, got
+}
+
+// rev24aGzOnly is rev24aRig, then, while stopped: x.log (O's file) out
+// beside the path (w.log.2), the gap compressed (w.log.1.gz; its plain
+// twin kept if keep), w.log (P's file) rotated to w.log.3 (a new w.log
+// with 3 "gc" lines 20 ms later) and compressed: P's file is gzOnly.
+func rev24aGzOnly(t *testing.T, keep bool) *rev18cRig {
+	t.Helper()
+	r := rev24aRig(t)
+	r.rename(r.x, r.w+".2")
+	gzipLikeGzip(t, r.w+".1", r.w+".1.gz", keep)
+	r.rotate(r.w+".3", numbered("gc", 3)) // (before w.log.3 is removed: not on its inode)
+	gzipLikeGzip(t, r.w+".3", r.w+".3.gz", false)
+	return r
+}
+
+// rev24aNoGapSecond: w.log (3 "ga" lines, O's file) read (firstStart);
+// renamed to x.log and, more than mtimeSlack later, the new w.log (3 "gb"
+// lines, P's file) made; the second start run (1.5 s). It returns what
+// the second start delivered.
+func rev24aNoGapSecond(t *testing.T) (*rev18cRig, map[string]int) {
+	t.Helper()
+	r := newRev18cRig(t)
+	r.firstStart(numbered("ga", 3), nil)
+	r.rename(r.w, r.x)
+	time.Sleep(mtimeSlack + 200*time.Millisecond)
+	r.write(r.w, numbered("gb", 3))
+	got, _, _, _ := r.run(1500*time.Millisecond, nil)
+	return r, got
+}
+
+// laterGenerationCompressed, after rev24aNoGapSecond, while stopped: x.log
+// out beside the path (w.log.2), P's file grown ("gb-3"), rotated to
+// w.log.3 and, more than mtimeSlack later, a later generation (2 "gd"
+// lines) written; w.log.3 compressed, the later generation rotated to
+// w.log.4 (a new w.log, 3 "gc" lines, 20 ms later) and compressed.
+func (r *rev18cRig) laterGenerationCompressed() {
+	r.t.Helper()
+	r.rename(r.x, r.w+".2")
+	rev24aAppend(r.t, r.w, "gb-3\n")
+	r.rename(r.w, r.w+".3")
+	time.Sleep(mtimeSlack + 200*time.Millisecond)
+	r.write(r.w, numbered("gd", 2)) // the later generation
+	gzipLikeGzip(r.t, r.w+".3", r.w+".3.gz", false)
+	r.rotate(r.w+".4", numbered("gc", 3))
+	gzipLikeGzip(r.t, r.w+".4", r.w+".4.gz", false)
+}
+
+// startFor runs a start for d and logs, as the start named which, what it
+// delivered and counted lost.
+func (r *rev18cRig) startFor(which string, d time.Duration) (map[string]int, uint64, uint64, string) {
+	r.t.Helper()
+	got, tails, bytes, detail := r.run(d, nil)
+	r.t.Logf("%s start: lostTails %d lostBytes %d %q (delivered %v)", which, tails, bytes, detail, got)
+	return got, tails, bytes, detail
+}
+
+// wantNothing: the start counted nothing lost and delivered nothing.
+func wantNothing(t *testing.T, got map[string]int, tails, bytes uint64, format string, args ...any) {
+	t.Helper()
+	if tails != 0 || bytes != 0 || len(got) != 0 {
+		t.Errorf(format, args...)
+	}
 }
 
 // While stopped: x.log (O's file) goes out beside the path (w.log.2), the
@@ -58,15 +129,8 @@ func rev24aRig(t *testing.T) *rev18cRig {
 // it) is not counted; every "gc" line is delivered once.
 func TestRev24ACompressedGapCountedWhenThePointersFileIsCompressedToo(t *testing.T) {
 	t.Parallel()
-	r := rev24aRig(t)
-	r.rename(r.x, r.w+".2")
-	gzipLikeGzip(t, r.w+".1", r.w+".1.gz", false)
-	r.rename(r.w, r.w+".3")
-	time.Sleep(20 * time.Millisecond)
-	r.write(r.w, numbered("gc", 3)) // (before w.log.3 is removed: not on its inode)
-	gzipLikeGzip(t, r.w+".3", r.w+".3.gz", false)
-	got, tails, bytes, detail := r.run(2*time.Second, nil)
-	t.Logf("third start: lostTails %d lostBytes %d %q (delivered %v)", tails, bytes, detail, got)
+	r := rev24aGzOnly(t, false)
+	got, tails, bytes, detail := r.startFor("third", 2*time.Second)
 	gap := len(numbered("gap", 3))
 	if tails != 1 || bytes != uint64(gap) {
 		t.Errorf("the compressed gap w.log.1.gz (%d decompressed bytes, read by no stream): lostTails %d lostBytes %d, want 1 and %d (%q)",
@@ -79,10 +143,8 @@ func TestRev24ACompressedGapCountedWhenThePointersFileIsCompressedToo(t *testing
 		t.Errorf("the third start delivered %v, want each gc line once and nothing else", got)
 	}
 	got, tails, bytes, detail = r.run(1500*time.Millisecond, nil)
-	if tails != 0 || bytes != 0 || len(got) != 0 {
-		t.Errorf("a fourth start counted lostTails %d lostBytes %d %q and delivered %v, want nothing (the gap was counted at the third)",
-			tails, bytes, detail, got)
-	}
+	wantNothing(t, got, tails, bytes, "a fourth start counted lostTails %d lostBytes %d %q and delivered %v, want nothing (the gap was counted at the third)",
+		tails, bytes, detail, got)
 }
 
 // The same without a gap, and P's file grown while stopped before it is
@@ -92,32 +154,12 @@ func TestRev24ACompressedGapCountedWhenThePointersFileIsCompressedToo(t *testing
 // neither .gz is a gap.
 func TestRev24ACompressedPointersFileAndLaterGenerationNotCounted(t *testing.T) {
 	t.Parallel()
-	r := newRev18cRig(t)
-	r.write(r.w, numbered("ga", 3))
-	if birthTimeTarget(r.w).IsZero() {
-		t.Skip("no birth times: readGaps does not run (README)")
-	}
-	r.run(1500*time.Millisecond, nil)
-	r.rename(r.w, r.x)
-	time.Sleep(mtimeSlack + 200*time.Millisecond)
-	r.write(r.w, numbered("gb", 3))
-	got, _, _, _ := r.run(1500*time.Millisecond, nil)
+	r, got := rev24aNoGapSecond(t)
 	if n := rev23bGapLines(got, "gb", 3); n != 3 {
 		t.Fatalf("the second start delivered %d of w.log's 3 lines (delivered %v)", n, got)
 	}
-	// While stopped.
-	r.rename(r.x, r.w+".2")
-	rev24aAppend(t, r.w, "gb-3\n")
-	r.rename(r.w, r.w+".3")
-	time.Sleep(mtimeSlack + 200*time.Millisecond)
-	r.write(r.w, numbered("gd", 2)) // the later generation
-	gzipLikeGzip(t, r.w+".3", r.w+".3.gz", false)
-	r.rename(r.w, r.w+".4")
-	time.Sleep(20 * time.Millisecond)
-	r.write(r.w, numbered("gc", 3))
-	gzipLikeGzip(t, r.w+".4", r.w+".4.gz", false)
-	got, tails, bytes, detail := r.run(2*time.Second, nil)
-	t.Logf("third start: lostTails %d lostBytes %d %q (delivered %v)", tails, bytes, detail, got)
+	r.laterGenerationCompressed() // while stopped
+	got, tails, bytes, detail := r.startFor("third", 2*time.Second)
 	if tails != 0 || bytes != 0 {
 		t.Errorf("lostTails %d lostBytes %d %q: P's own .gz and its later generation are read by its source, no gap", tails, bytes, detail)
 	}

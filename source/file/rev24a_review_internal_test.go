@@ -32,37 +32,18 @@ const rev24arHdr = "time,level,msg\n" // every generation begins with it (a CSV 
 // window from the plain copy findCopy would take.
 func TestRev24ARSharedHeaderPlainCopyPickedBySourceGapDeliveredAndCounted(t *testing.T) {
 	t.Parallel()
-	r := newRev18cRig(t)
-	r.write(r.w, rev24arHdr+numbered("ga", 3))
-	if birthTimeTarget(r.w).IsZero() {
-		t.Skip("no birth times: readGaps does not run (README)")
-	}
-	r.run(1500*time.Millisecond, nil)
-	r.rename(r.w, r.x)
-	time.Sleep(20 * time.Millisecond)
-	gap := rev24arHdr + numbered("gap", 3)
-	r.write(r.w+".1", gap)
-	time.Sleep(mtimeSlack + 200*time.Millisecond)
-	r.write(r.w, rev24arHdr) // P's file: only its header at the second start
-	r.run(1500*time.Millisecond, nil)
+	r, _ := rev24aGapRig(t, rev24arHdr, rev24arHdr) // P's file: only its header at the second start
 	// While stopped.
 	r.rename(r.x, r.w+".2")
 	gzipLikeGzip(t, r.w+".1", r.w+".1.gz", false)
 	rev24aAppend(t, r.w, numbered("gb", 3))
-	r.rename(r.w, r.w+".3")
-	time.Sleep(20 * time.Millisecond)
-	r.write(r.w, rev24arHdr+numbered("gc", 3))
+	r.rotate(r.w+".3", rev24arHdr+numbered("gc", 3))
 	gzipLikeGzip(t, r.w+".3", r.w+".3.gz", false)
-	got, tails, bytes, detail := r.run(2500*time.Millisecond, nil)
-	t.Logf("third start: lostTails %d lostBytes %d %q (delivered %v)", tails, bytes, detail, got)
+	got, tails, bytes, detail := r.startFor("third", 2500*time.Millisecond)
 	delivered := rev23bGapLines(got, "gap", 3)
-	if delivered > 0 && tails > 0 {
-		t.Errorf("the gap w.log.1.gz is delivered (%d of its 3 lines, by the path's source, which took O's w.log.2 for P's plain copy and read the later generations from its mtime) and counted lost as well: lostTails %d lostBytes %d %q (overcount)",
-			delivered, tails, bytes, detail)
-	}
-	if delivered == 0 && tails == 0 {
-		t.Errorf("the gap w.log.1.gz is neither read nor counted (delivered %v)", got)
-	}
+	wantNotReadAndCounted(t, delivered, tails, "the gap w.log.1.gz is delivered (%d of its 3 lines, by the path's source, which took O's w.log.2 for P's plain copy and read the later generations from its mtime) and counted lost as well: lostTails %d lostBytes %d %q (overcount)",
+		delivered, tails, bytes, detail)
+	wantReadOrCounted(t, delivered, tails, "the gap w.log.1.gz is neither read nor counted (delivered %v)", got)
 }
 
 // B: the same shared header, with a plain generation newer than P's .gz
@@ -79,35 +60,8 @@ func TestRev24ARSharedHeaderPlainCopyPickedBySourceGapDeliveredAndCounted(t *tes
 // the bound is the later of L and the .gz, the window L's: both counted.
 func TestRev24ARSharedHeaderNewerPlainCopyPickedBySourceGzLostSilently(t *testing.T) {
 	t.Parallel()
-	r := newRev18cRig(t)
-	r.write(r.w, rev24arHdr+numbered("ga", 3))
-	if birthTimeTarget(r.w).IsZero() {
-		t.Skip("no birth times: readGaps does not run (README)")
-	}
-	r.run(1500*time.Millisecond, nil)
-	r.rename(r.w, r.x)
-	time.Sleep(20 * time.Millisecond)
-	r.write(r.w+".1", rev24arHdr+numbered("gap", 2))
-	time.Sleep(20 * time.Millisecond)
-	r.write(r.w, rev24arHdr) // P's file: only its header at the second start
-	r.run(1500*time.Millisecond, nil)
-	// While stopped.
-	r.rename(r.x, r.w+".2")
-	rev24aAppend(t, r.w+".1", "gap-2\n") // the gap's last write...
-	time.Sleep(300 * time.Millisecond)
-	rev24aAppend(t, r.w, numbered("gb", 3)) // ...within mtimeSlack before P's
-	gzipLikeGzip(t, r.w+".1", r.w+".1.gz", false)
-	r.rename(r.w, r.w+".3")
-	time.Sleep(20 * time.Millisecond)
-	r.write(r.w, rev24arHdr)
-	gzipLikeGzip(t, r.w+".3", r.w+".3.gz", false)
-	time.Sleep(mtimeSlack + 300*time.Millisecond)
-	rev24aAppend(t, r.w, numbered("gd", 3)) // L
-	r.rename(r.w, r.w+".4")                 // (not compressed yet)
-	time.Sleep(20 * time.Millisecond)
-	r.write(r.w, rev24arHdr+numbered("gc", 3))
-	got, tails, bytes, detail := r.run(2500*time.Millisecond, nil)
-	t.Logf("third start: lostTails %d lostBytes %d %q (delivered %v)", tails, bytes, detail, got)
+	r := rev24arNewerPlainCopy(t)
+	got, tails, _, detail := r.startFor("third", 2500*time.Millisecond)
 	gb, gaps := rev23bGapLines(got, "gb", 3), rev23bGapLines(got, "gap", 3)
 	unread := uint64(0) // each file nobody read is counted once, one read is not
 	if gb == 0 {
@@ -125,6 +79,40 @@ func TestRev24ARSharedHeaderNewerPlainCopyPickedBySourceGzLostSilently(t *testin
 	}
 }
 
+// rev24arNewerPlainCopy builds B's scenario up to its third start: every
+// generation begins with rev24arHdr; w.log (O's file) read (firstStart),
+// renamed to x.log; 20 ms later the gap w.log.1 (2 "gap" lines) and 20 ms
+// after that P's w.log (only its header) read by the second start. While
+// stopped: x.log out beside the path (w.log.2); the gap's last write
+// (gap-2) 300 ms before P's ("gb" lines); the gap compressed; P's file
+// rotated to w.log.3 (a header-only w.log 20 ms later) and compressed;
+// more than mtimeSlack later L ("gd" lines) written to w.log and rotated
+// to the plain w.log.4 (not compressed yet), a new w.log ("gc") 20 ms
+// later.
+func rev24arNewerPlainCopy(t *testing.T) *rev18cRig {
+	t.Helper()
+	r := newRev18cRig(t)
+	r.firstStart(rev24arHdr+numbered("ga", 3), nil)
+	r.rename(r.w, r.x)
+	time.Sleep(20 * time.Millisecond)
+	r.write(r.w+".1", rev24arHdr+numbered("gap", 2))
+	time.Sleep(20 * time.Millisecond)
+	r.write(r.w, rev24arHdr) // P's file: only its header at the second start
+	r.run(1500*time.Millisecond, nil)
+	// While stopped.
+	r.rename(r.x, r.w+".2")
+	rev24aAppend(t, r.w+".1", "gap-2\n") // the gap's last write...
+	time.Sleep(300 * time.Millisecond)
+	rev24aAppend(t, r.w, numbered("gb", 3)) // ...within mtimeSlack before P's
+	gzipLikeGzip(t, r.w+".1", r.w+".1.gz", false)
+	r.rotate(r.w+".3", rev24arHdr)
+	gzipLikeGzip(t, r.w+".3", r.w+".3.gz", false)
+	time.Sleep(mtimeSlack + 300*time.Millisecond)
+	rev24aAppend(t, r.w, numbered("gd", 3))          // L
+	r.rotate(r.w+".4", rev24arHdr+numbered("gc", 3)) // (not compressed yet)
+	return r
+}
+
 // C: the scenario of TestRev24ACompressedGapCountedWhenThePointersFileIsCompressedToo,
 // the gap's compression not finished at the third start (its .gz written
 // whole, its plain file not unlinked yet — or gzip -k, logrotate's
@@ -136,15 +124,8 @@ func TestRev24ARSharedHeaderNewerPlainCopyPickedBySourceGzLostSilently(t *testin
 // that is a gap is read (readGzTwin).
 func TestRev24ARGapWithPlainTwinNeitherReadNorCountedWhenPsFileIsCompressed(t *testing.T) {
 	t.Parallel()
-	r := rev24aRig(t)
-	r.rename(r.x, r.w+".2")
-	gzipLikeGzip(t, r.w+".1", r.w+".1.gz", true) // the plain twin still there
-	r.rename(r.w, r.w+".3")
-	time.Sleep(20 * time.Millisecond)
-	r.write(r.w, numbered("gc", 3))
-	gzipLikeGzip(t, r.w+".3", r.w+".3.gz", false)
-	got, tails, bytes, detail := r.run(2*time.Second, nil)
-	t.Logf("third start: lostTails %d lostBytes %d %q (delivered %v)", tails, bytes, detail, got)
+	r := rev24aGzOnly(t, true) // the plain twin still there
+	got, tails, _, detail := r.startFor("third", 2*time.Second)
 	if n := rev23bGapLines(got, "gap", 3); n > 0 || tails > 0 {
 		if n > 0 && (n != 3 || tails != 0) {
 			t.Errorf("the gap's plain twin read: %d of its 3 lines delivered, lostTails %d %q, want 3 and 0", n, tails, detail)
@@ -155,8 +136,7 @@ func TestRev24ARGapWithPlainTwinNeitherReadNorCountedWhenPsFileIsCompressed(t *t
 	if err := os.Remove(r.w + ".1"); err != nil {
 		t.Fatal(err)
 	}
-	got4, tails4, bytes4, detail4 := r.run(2*time.Second, nil)
-	t.Logf("fourth start: lostTails %d lostBytes %d %q (delivered %v)", tails4, bytes4, detail4, got4)
+	got4, tails4, _, _ := r.startFor("fourth", 2*time.Second)
 	if n := rev23bGapLines(got4, "gap", 3); n == 0 && tails4 == 0 {
 		t.Errorf("the gap (w.log.1, compressed to w.log.1.gz, plain twin unlinked only after the third start) is neither read nor counted at the third start (lostTails %d, delivered %v) nor at the fourth (lostTails %d, delivered %v)",
 			tails, got, tails4, got4)

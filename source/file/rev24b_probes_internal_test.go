@@ -18,19 +18,25 @@ import (
 // start reads the twin (gapTwin).
 func rev24bTwinThird(t *testing.T) *rev18cRig {
 	t.Helper()
-	r := rev24aRig(t)
-	r.rename(r.x, r.w+".2")
-	gzipLikeGzip(t, r.w+".1", r.w+".1.gz", true) // the plain twin still there
-	r.rename(r.w, r.w+".3")
-	time.Sleep(20 * time.Millisecond)
-	r.write(r.w, numbered("gc", 3))
-	gzipLikeGzip(t, r.w+".3", r.w+".3.gz", false)
-	got, tails, bytes, detail := r.run(2*time.Second, nil)
-	t.Logf("third start: lostTails %d lostBytes %d %q (delivered %v)", tails, bytes, detail, got)
+	r := rev24aGzOnly(t, true) // the plain twin still there
+	got, tails, _, detail := r.startFor("third", 2*time.Second)
 	if n := rev23bGapLines(got, "gap", 3); n != 3 || tails != 0 {
 		t.Fatalf("third start: the twin not read once (%d gap lines, lostTails %d %q)", n, tails, detail)
 	}
 	return r
+}
+
+// pathCompressedAgain, after rev24bTwinThird, while stopped: more than
+// mtimeSlack later the path's file (gc) grows ("gc-3"), is rotated to
+// w.log.4 (a new w.log, 3 "gd" lines, 20 ms later) and compressed; the
+// fourth start is run for 2.5 s.
+func (r *rev18cRig) pathCompressedAgain() (map[string]int, uint64, uint64, string) {
+	r.t.Helper()
+	time.Sleep(mtimeSlack + 200*time.Millisecond)
+	rev24aAppend(r.t, r.w, "gc-3\n")
+	r.rotate(r.w+".4", numbered("gd", 3))
+	gzipLikeGzip(r.t, r.w+".4", r.w+".4.gz", false)
+	return r.startFor("fourth", 2500*time.Millisecond)
 }
 
 // The twin read at the third start; gzip unlinks it after. A fourth
@@ -41,23 +47,17 @@ func TestRev24BRProbeTwinReadThenUnlinkedFourthStart(t *testing.T) {
 	if err := os.Remove(r.w + ".1"); err != nil {
 		t.Fatal(err)
 	}
-	got, tails, bytes, detail := r.run(2*time.Second, nil)
-	t.Logf("fourth start: lostTails %d lostBytes %d %q (delivered %v)", tails, bytes, detail, got)
-	if tails != 0 || bytes != 0 || len(got) != 0 {
-		t.Errorf("fourth start: lostTails %d lostBytes %d %q, delivered %v; want nothing (the gap was read from its twin at the third start)",
-			tails, bytes, detail, got)
-	}
+	got, tails, bytes, detail := r.startFor("fourth", 2*time.Second)
+	wantNothing(t, got, tails, bytes, "fourth start: lostTails %d lostBytes %d %q, delivered %v; want nothing (the gap was read from its twin at the third start)",
+		tails, bytes, detail, got)
 }
 
 // The twin kept (gzip -k): a fourth start reads nothing again.
 func TestRev24BRProbeTwinReadAndKeptFourthStart(t *testing.T) {
 	t.Parallel()
 	r := rev24bTwinThird(t)
-	got, tails, bytes, detail := r.run(2*time.Second, nil)
-	t.Logf("fourth start: lostTails %d lostBytes %d %q (delivered %v)", tails, bytes, detail, got)
-	if tails != 0 || bytes != 0 || len(got) != 0 {
-		t.Errorf("fourth start: lostTails %d lostBytes %d %q, delivered %v; want nothing", tails, bytes, detail, got)
-	}
+	got, tails, bytes, detail := r.startFor("fourth", 2*time.Second)
+	wantNothing(t, got, tails, bytes, "fourth start: lostTails %d lostBytes %d %q, delivered %v; want nothing", tails, bytes, detail, got)
 }
 
 // The twin read at the third start and unlinked; the path's file (gc)
@@ -70,14 +70,7 @@ func TestRev24BRProbeTwinReadThenPathCompressedAgain(t *testing.T) {
 	if err := os.Remove(r.w + ".1"); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(mtimeSlack + 200*time.Millisecond)
-	rev24aAppend(t, r.w, "gc-3\n")
-	r.rename(r.w, r.w+".4")
-	time.Sleep(20 * time.Millisecond)
-	r.write(r.w, numbered("gd", 3))
-	gzipLikeGzip(t, r.w+".4", r.w+".4.gz", false)
-	got, tails, bytes, detail := r.run(2500*time.Millisecond, nil)
-	t.Logf("fourth start: lostTails %d lostBytes %d %q (delivered %v)", tails, bytes, detail, got)
+	got, tails, bytes, detail := r.pathCompressedAgain()
 	if tails != 0 || bytes != 0 {
 		t.Errorf("fourth start: lostTails %d lostBytes %d %q; want 0 (the gap was read from its twin at the third start)", tails, bytes, detail)
 	}
@@ -93,35 +86,14 @@ func TestRev24BRProbeTwinReadThenPathCompressedAgain(t *testing.T) {
 // fourth start with nothing changed: nothing counted, nothing delivered.
 func TestRev24BRProbeLaterGenerationFourthStart(t *testing.T) {
 	t.Parallel()
-	r := newRev18cRig(t)
-	r.write(r.w, numbered("ga", 3))
-	if birthTimeTarget(r.w).IsZero() {
-		t.Skip("no birth times: readGaps does not run (README)")
+	r, got2 := rev24aNoGapSecond(t)
+	if rev23bGapLines(got2, "gb", 3) != 3 {
+		t.Fatalf("second start: %v", got2)
 	}
-	r.run(1500*time.Millisecond, nil)
-	r.rename(r.w, r.x)
-	time.Sleep(mtimeSlack + 200*time.Millisecond)
-	r.write(r.w, numbered("gb", 3))
-	if got, _, _, _ := r.run(1500*time.Millisecond, nil); rev23bGapLines(got, "gb", 3) != 3 {
-		t.Fatalf("second start: %v", got)
-	}
-	r.rename(r.x, r.w+".2")
-	rev24aAppend(t, r.w, "gb-3\n")
-	r.rename(r.w, r.w+".3")
-	time.Sleep(mtimeSlack + 200*time.Millisecond)
-	r.write(r.w, numbered("gd", 2))
-	gzipLikeGzip(t, r.w+".3", r.w+".3.gz", false)
-	r.rename(r.w, r.w+".4")
-	time.Sleep(20 * time.Millisecond)
-	r.write(r.w, numbered("gc", 3))
-	gzipLikeGzip(t, r.w+".4", r.w+".4.gz", false)
-	got, tails, bytes, detail := r.run(2*time.Second, nil)
-	t.Logf("third start: lostTails %d lostBytes %d %q (delivered %v)", tails, bytes, detail, got)
-	got, tails, bytes, detail = r.run(2*time.Second, nil)
-	t.Logf("fourth start: lostTails %d lostBytes %d %q (delivered %v)", tails, bytes, detail, got)
-	if tails != 0 || bytes != 0 || len(got) != 0 {
-		t.Errorf("fourth start: lostTails %d lostBytes %d %q, delivered %v; want nothing", tails, bytes, detail, got)
-	}
+	r.laterGenerationCompressed()
+	r.startFor("third", 2*time.Second)
+	got, tails, bytes, detail := r.startFor("fourth", 2*time.Second)
+	wantNothing(t, got, tails, bytes, "fourth start: lostTails %d lostBytes %d %q, delivered %v; want nothing", tails, bytes, detail, got)
 }
 
 // The twin read at the third start and kept (gzip -k, or gzip not done);
@@ -130,14 +102,7 @@ func TestRev24BRProbeLaterGenerationFourthStart(t *testing.T) {
 func TestRev24BRProbeTwinKeptThenPathCompressedAgain(t *testing.T) {
 	t.Parallel()
 	r := rev24bTwinThird(t)
-	time.Sleep(mtimeSlack + 200*time.Millisecond)
-	rev24aAppend(t, r.w, "gc-3\n")
-	r.rename(r.w, r.w+".4")
-	time.Sleep(20 * time.Millisecond)
-	r.write(r.w, numbered("gd", 3))
-	gzipLikeGzip(t, r.w+".4", r.w+".4.gz", false)
-	got, tails, bytes, detail := r.run(2500*time.Millisecond, nil)
-	t.Logf("fourth start: lostTails %d lostBytes %d %q (delivered %v)", tails, bytes, detail, got)
+	got, tails, bytes, detail := r.pathCompressedAgain()
 	if tails != 0 || bytes != 0 {
 		t.Errorf("fourth start: lostTails %d lostBytes %d %q; want 0", tails, bytes, detail)
 	}
@@ -161,43 +126,13 @@ func TestRev24BRProbeTwinKeptThenPathCompressedAgain(t *testing.T) {
 // its .gz is not counted, nothing is delivered again.
 func TestRev24BRProbePlainCopyReadThenCompressedCountedAtNextStart(t *testing.T) {
 	t.Parallel()
-	r := newRev18cRig(t)
-	r.write(r.w, rev24arHdr+numbered("ga", 3))
-	if birthTimeTarget(r.w).IsZero() {
-		t.Skip("no birth times: readGaps does not run (README)")
-	}
-	r.run(1500*time.Millisecond, nil)
-	r.rename(r.w, r.x)
-	time.Sleep(20 * time.Millisecond)
-	r.write(r.w+".1", rev24arHdr+numbered("gap", 2))
-	time.Sleep(20 * time.Millisecond)
-	r.write(r.w, rev24arHdr)
-	r.run(1500*time.Millisecond, nil)
-	// While stopped.
-	r.rename(r.x, r.w+".2")
-	rev24aAppend(t, r.w+".1", "gap-2\n")
-	time.Sleep(300 * time.Millisecond)
-	rev24aAppend(t, r.w, numbered("gb", 3))
-	gzipLikeGzip(t, r.w+".1", r.w+".1.gz", false)
-	r.rename(r.w, r.w+".3")
-	time.Sleep(20 * time.Millisecond)
-	r.write(r.w, rev24arHdr)
-	gzipLikeGzip(t, r.w+".3", r.w+".3.gz", false)
-	time.Sleep(mtimeSlack + 300*time.Millisecond)
-	rev24aAppend(t, r.w, numbered("gd", 3)) // L
-	r.rename(r.w, r.w+".4")
-	time.Sleep(20 * time.Millisecond)
-	r.write(r.w, rev24arHdr+numbered("gc", 3))
-	got, tails, bytes, detail := r.run(2500*time.Millisecond, nil)
-	t.Logf("third start: lostTails %d lostBytes %d %q (delivered %v)", tails, bytes, detail, got)
+	r := rev24arNewerPlainCopy(t)
+	got, _, _, _ := r.startFor("third", 2500*time.Millisecond)
 	if gd := rev23bGapLines(got, "gd", 3); gd != 3 {
 		t.Fatalf("L's lines delivered %d times at the third start, want 3 (delivered %v)", gd, got)
 	}
 	gzipLikeGzip(t, r.w+".4", r.w+".4.gz", false)
-	got, tails, bytes, detail = r.run(2*time.Second, nil)
-	t.Logf("fourth start: lostTails %d lostBytes %d %q (delivered %v)", tails, bytes, detail, got)
-	if tails != 0 || bytes != 0 || len(got) != 0 {
-		t.Errorf("fourth start: lostTails %d lostBytes %d %q, delivered %v; want nothing (L's lines were delivered at the third start)",
-			tails, bytes, detail, got)
-	}
+	got, tails, bytes, detail := r.startFor("fourth", 2*time.Second)
+	wantNothing(t, got, tails, bytes, "fourth start: lostTails %d lostBytes %d %q, delivered %v; want nothing (L's lines were delivered at the third start)",
+		tails, bytes, detail, got)
 }

@@ -133,9 +133,46 @@ func TestRev24CRTwinCountedFromOffsetCountedAgainOnceOnlyItsGzRemains(t *testing
 func rev24crGapCompressed(t *testing.T) *rev18cRig {
 	t.Helper()
 	r := rev24aRig(t)
-	r.rename(r.x, r.w+".3")
-	gzipLikeGzip(t, r.w+".1", r.w+".1.gz", false)
+	r.gapCompressedBeside(r.w + ".3")
 	return r
+}
+
+// gapCompressedBeside, while stopped: x.log (O's file) out beside the
+// path (to) and the gap compressed (w.log.1.gz, its plain file removed).
+func (r *rev18cRig) gapCompressedBeside(to string) {
+	r.t.Helper()
+	r.rename(r.x, to)
+	gzipLikeGzip(r.t, r.w+".1", r.w+".1.gz", false)
+}
+
+// laterPlainBesideGz, while stopped: P's file rotated to w.log.2 and
+// compressed (gzOnly); more than mtimeSlack later a later generation L
+// (l) written to w.log and rotated to the plain w.log.1 (beside the gap's
+// w.log.1.gz), a new w.log (newer) 20 ms later.
+func (r *rev18cRig) laterPlainBesideGz(l, newer string) {
+	r.t.Helper()
+	r.rename(r.w, r.w+".2")
+	gzipLikeGzip(r.t, r.w+".2", r.w+".2.gz", false) // P compressed: gzOnly
+	time.Sleep(mtimeSlack + 200*time.Millisecond)
+	r.write(r.w, l)           // L
+	r.rotate(r.w+".1", newer) // L plain, beside the gap's w.log.1.gz
+}
+
+// wantGapReadOrCountedOnce: the gap's 3 lines were delivered, or its gap
+// bytes counted lost once.
+func wantGapReadOrCountedOnce(t *testing.T, got map[string]int, tails, bytes uint64, gap int, format string, args ...any) {
+	t.Helper()
+	if n := rev23bGapLines(got, "gap", 3); n == 0 && (tails != 1 || bytes != uint64(gap)) {
+		t.Errorf(format, args...)
+	}
+}
+
+// wantGcOnce: the start delivered gc-0 to gc-2 once.
+func wantGcOnce(t *testing.T, got map[string]int) {
+	t.Helper()
+	if rev23bGapLines(got, "gc", 3) != 3 {
+		t.Errorf("third start delivered %v, want gc-0..2 once", got)
+	}
 }
 
 // B (gzOnly): the compressed gap G (w.log.1.gz) is left beside the path
@@ -154,20 +191,11 @@ func rev24crGapCompressed(t *testing.T) *rev18cRig {
 func TestRev24CRGzOnlyGapBesideAPlainNonTwinOfItsNameSilentlyLost(t *testing.T) {
 	t.Parallel()
 	r := rev24crGapCompressed(t)
-	r.rename(r.w, r.w+".2")
-	gzipLikeGzip(t, r.w+".2", r.w+".2.gz", false) // P compressed: gzOnly
-	time.Sleep(mtimeSlack + 200*time.Millisecond)
-	r.write(r.w, numbered("gd", 3)) // L
-	r.rename(r.w, r.w+".1")         // plain, beside G's w.log.1.gz
-	time.Sleep(20 * time.Millisecond)
-	r.write(r.w, numbered("gc", 3))
-	got, tails, bytes, detail := r.run(2500*time.Millisecond, nil)
-	t.Logf("third start: lostTails %d lostBytes %d %q (delivered %v)", tails, bytes, detail, got)
+	r.laterPlainBesideGz(numbered("gd", 3), numbered("gc", 3)) // L plain, beside G's w.log.1.gz
+	got, tails, bytes, detail := r.startFor("third", 2500*time.Millisecond)
 	gap := len(numbered("gap", 3))
-	if n := rev23bGapLines(got, "gap", 3); n == 0 && (tails != 1 || bytes != uint64(gap)) {
-		t.Errorf("the compressed gap w.log.1.gz (%d decompressed bytes, read by no stream) beside a plain w.log.1 that is not its twin: neither read nor counted (lostTails %d lostBytes %d %q)",
-			gap, tails, bytes, detail)
-	}
+	wantGapReadOrCountedOnce(t, got, tails, bytes, gap, "the compressed gap w.log.1.gz (%d decompressed bytes, read by no stream) beside a plain w.log.1 that is not its twin: neither read nor counted (lostTails %d lostBytes %d %q)",
+		gap, tails, bytes, detail)
 	if rev23bGapLines(got, "gd", 3) != 3 || rev23bGapLines(got, "gc", 3) != 3 {
 		t.Errorf("third start delivered %v, want gd-0..2 and gc-0..2 once", got)
 	}
@@ -182,19 +210,12 @@ func TestRev24CRGzOnlyGapBesideAPlainNonTwinOfItsNameSilentlyLost(t *testing.T) 
 func TestRev24CRGapBesideThePointersPlainFileOfItsNameSilentlyLost(t *testing.T) {
 	t.Parallel()
 	r := rev24crGapCompressed(t)
-	r.rename(r.w, r.w+".1") // P, plain (delaycompress)
-	time.Sleep(20 * time.Millisecond)
-	r.write(r.w, numbered("gc", 3))
-	got, tails, bytes, detail := r.run(2500*time.Millisecond, nil)
-	t.Logf("third start: lostTails %d lostBytes %d %q (delivered %v)", tails, bytes, detail, got)
+	r.rotate(r.w+".1", numbered("gc", 3)) // P, plain (delaycompress)
+	got, tails, bytes, detail := r.startFor("third", 2500*time.Millisecond)
 	gap := len(numbered("gap", 3))
-	if n := rev23bGapLines(got, "gap", 3); n == 0 && (tails != 1 || bytes != uint64(gap)) {
-		t.Errorf("the compressed gap w.log.1.gz (%d decompressed bytes, read by no stream) beside P's plain w.log.1: neither read nor counted (lostTails %d lostBytes %d %q)",
-			gap, tails, bytes, detail)
-	}
-	if rev23bGapLines(got, "gc", 3) != 3 {
-		t.Errorf("third start delivered %v, want gc-0..2 once", got)
-	}
+	wantGapReadOrCountedOnce(t, got, tails, bytes, gap, "the compressed gap w.log.1.gz (%d decompressed bytes, read by no stream) beside P's plain w.log.1: neither read nor counted (lostTails %d lostBytes %d %q)",
+		gap, tails, bytes, detail)
+	wantGcOnce(t, got)
 }
 
 // rev24crRunNames is rev18cRig.run with the stream's rotatedNames set
@@ -252,21 +273,11 @@ func (r *rev18cRig) rev24crRunNames(names []string, d time.Duration) (map[string
 // countGzGap (readTwin) went on and read the twin (readGzTwin).
 func TestRev24CRGzOnlyTwinNotAGenerationNameGapNeitherReadNorCounted(t *testing.T) {
 	t.Parallel()
-	r := rev24aRig(t)
-	r.rename(r.x, r.w+".2")
-	gzipLikeGzip(t, r.w+".1", r.w+".1.gz", true) // the plain twin still there
-	r.rename(r.w, r.w+".3")
-	time.Sleep(20 * time.Millisecond)
-	r.write(r.w, numbered("gc", 3))
-	gzipLikeGzip(t, r.w+".3", r.w+".3.gz", false)
+	r := rev24aGzOnly(t, true) // the plain twin still there
 	got, tails, bytes, detail := r.rev24crRunNames([]string{"w.log.*.gz"}, 2500*time.Millisecond)
 	t.Logf("third start: lostTails %d lostBytes %d %q (delivered %v)", tails, bytes, detail, got)
 	gap := len(numbered("gap", 3))
-	if n := rev23bGapLines(got, "gap", 3); n == 0 && (tails != 1 || bytes != uint64(gap)) {
-		t.Errorf("the compressed gap w.log.1.gz (%d decompressed bytes) with its plain twin beside it, rotatedNames listing .gz names only: neither read nor counted (lostTails %d lostBytes %d %q)",
-			gap, tails, bytes, detail)
-	}
-	if rev23bGapLines(got, "gc", 3) != 3 {
-		t.Errorf("third start delivered %v, want gc-0..2 once", got)
-	}
+	wantGapReadOrCountedOnce(t, got, tails, bytes, gap, "the compressed gap w.log.1.gz (%d decompressed bytes) with its plain twin beside it, rotatedNames listing .gz names only: neither read nor counted (lostTails %d lostBytes %d %q)",
+		gap, tails, bytes, detail)
+	wantGcOnce(t, got)
 }

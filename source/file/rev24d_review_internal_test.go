@@ -20,18 +20,7 @@ import (
 // (P's file: pHdr) read by the second start.
 func rev24drRig(t *testing.T, hdr, p string) *rev18cRig {
 	t.Helper()
-	r := newRev18cRig(t)
-	r.write(r.w, hdr+numbered("ga", 3))
-	if birthTimeTarget(r.w).IsZero() {
-		t.Skip("no birth times: readGaps does not run (README)")
-	}
-	r.run(1500*time.Millisecond, nil)
-	r.rename(r.w, r.x)
-	time.Sleep(20 * time.Millisecond)
-	r.write(r.w+".1", hdr+numbered("gap", 3))
-	time.Sleep(mtimeSlack + 200*time.Millisecond)
-	r.write(r.w, p)
-	r.run(1500*time.Millisecond, nil)
+	r, _ := rev24aGapRig(t, hdr, p)
 	return r
 }
 
@@ -52,21 +41,13 @@ const rev24drHdr = "time,level,msg\n"
 func TestRev24DRSharedHeaderPlainFileTakenForTheGzTwinGapSilentlyLost(t *testing.T) {
 	t.Parallel()
 	r := rev24drRig(t, rev24drHdr, rev24drHdr)
-	r.rename(r.x, r.w+".3")
-	gzipLikeGzip(t, r.w+".1", r.w+".1.gz", false)
-	r.rename(r.w, r.w+".1") // P, plain (delaycompress), its name the gap's .gz's less .gz
-	time.Sleep(20 * time.Millisecond)
-	r.write(r.w, rev24drHdr+numbered("gc", 3))
-	got, tails, bytes, detail := r.run(2500*time.Millisecond, nil)
-	t.Logf("third start: lostTails %d lostBytes %d %q (delivered %v)", tails, bytes, detail, got)
+	r.gapCompressedBeside(r.w + ".3")
+	r.rotate(r.w+".1", rev24drHdr+numbered("gc", 3)) // P, plain (delaycompress), its name the gap's .gz's less .gz
+	got, tails, bytes, detail := r.startFor("third", 2500*time.Millisecond)
 	gap := len(rev24drHdr + numbered("gap", 3))
-	if n := rev23bGapLines(got, "gap", 3); n == 0 && (tails != 1 || bytes != uint64(gap)) {
-		t.Errorf("the compressed gap w.log.1.gz (%d decompressed bytes, read by no stream) beside P's plain w.log.1 holding only the shared header: neither read nor counted (lostTails %d lostBytes %d %q)",
-			gap, tails, bytes, detail)
-	}
-	if rev23bGapLines(got, "gc", 3) != 3 {
-		t.Errorf("third start delivered %v, want gc-0..2 once", got)
-	}
+	wantGapReadOrCountedOnce(t, got, tails, bytes, gap, "the compressed gap w.log.1.gz (%d decompressed bytes, read by no stream) beside P's plain w.log.1 holding only the shared header: neither read nor counted (lostTails %d lostBytes %d %q)",
+		gap, tails, bytes, detail)
+	wantGcOnce(t, got)
 }
 
 // A' (gzOnly; review 24c B with a shared header): P's file compressed
@@ -80,25 +61,13 @@ func TestRev24DRSharedHeaderPlainFileTakenForTheGzTwinGapSilentlyLost(t *testing
 func TestRev24DRGzOnlySharedHeaderLaterGenerationTakenForTwinGapSilentlyLost(t *testing.T) {
 	t.Parallel()
 	r := rev24drRig(t, rev24drHdr, rev24drHdr+numbered("gb", 3))
-	r.rename(r.x, r.w+".3")
-	gzipLikeGzip(t, r.w+".1", r.w+".1.gz", false)
-	r.rename(r.w, r.w+".2")
-	gzipLikeGzip(t, r.w+".2", r.w+".2.gz", false) // P compressed: gzOnly
-	time.Sleep(mtimeSlack + 200*time.Millisecond)
-	r.write(r.w, rev24drHdr) // L: its header only
-	r.rename(r.w, r.w+".1")  // plain, beside the gap's w.log.1.gz
-	time.Sleep(20 * time.Millisecond)
-	r.write(r.w, rev24drHdr+numbered("gc", 3))
-	got, tails, bytes, detail := r.run(2500*time.Millisecond, nil)
-	t.Logf("third start: lostTails %d lostBytes %d %q (delivered %v)", tails, bytes, detail, got)
+	r.gapCompressedBeside(r.w + ".3")
+	r.laterPlainBesideGz(rev24drHdr, rev24drHdr+numbered("gc", 3)) // L: its header only
+	got, tails, bytes, detail := r.startFor("third", 2500*time.Millisecond)
 	gap := len(rev24drHdr + numbered("gap", 3))
-	if n := rev23bGapLines(got, "gap", 3); n == 0 && (tails != 1 || bytes != uint64(gap)) {
-		t.Errorf("the compressed gap w.log.1.gz (%d decompressed bytes, read by no stream) beside a later header-only plain w.log.1 (not its twin): neither read nor counted (lostTails %d lostBytes %d %q)",
-			gap, tails, bytes, detail)
-	}
-	if rev23bGapLines(got, "gc", 3) != 3 {
-		t.Errorf("third start delivered %v, want gc-0..2 once", got)
-	}
+	wantGapReadOrCountedOnce(t, got, tails, bytes, gap, "the compressed gap w.log.1.gz (%d decompressed bytes, read by no stream) beside a later header-only plain w.log.1 (not its twin): neither read nor counted (lostTails %d lostBytes %d %q)",
+		gap, tails, bytes, detail)
+	wantGcOnce(t, got)
 }
 
 // B, the part readGaps can tell (fixed with the review), and E (found
@@ -117,32 +86,18 @@ func TestRev24DRGzOnlySharedHeaderLaterGenerationTakenForTwinGapSilentlyLost(t *
 func TestRev24DRGapInTheSourcesWindowBesideANonTwinPlainOfItsNameCounted(t *testing.T) {
 	t.Parallel()
 	r := newRev18cRig(t)
-	r.write(r.w, numbered("ga", 3))
-	if birthTimeTarget(r.w).IsZero() {
-		t.Skip("no birth times: readGaps does not run (README)")
-	}
-	r.run(1500*time.Millisecond, nil)
+	r.firstStart(numbered("ga", 3), nil)
 	time.Sleep(mtimeSlack) // O's file well before P's window
-	r.rename(r.w, r.x)
-	time.Sleep(20 * time.Millisecond)
-	r.write(r.w+".1", numbered("gap", 3))
-	time.Sleep(20 * time.Millisecond)
-	r.write(r.w, numbered("gb", 3))
+	r.rotateWithGap(numbered("gap", 3), numbered("gb", 3))
 	if got, _, _, _ := r.run(1500*time.Millisecond, nil); rev23bGapLines(got, "gb", 3) != 3 {
 		t.Fatalf("the second start did not read w.log once (delivered %v)", got)
 	}
 	// While stopped.
-	r.rename(r.x, r.w+".3")
-	gzipLikeGzip(t, r.w+".1", r.w+".1.gz", false)
-	r.rename(r.w, r.w+".2")
-	time.Sleep(20 * time.Millisecond)
-	r.write(r.w, numbered("ge", 3)) // M
+	r.gapCompressedBeside(r.w + ".3")
+	r.rotate(r.w+".2", numbered("ge", 3)) // M
 	gzipLikeGzip(t, r.w+".2", r.w+".2.gz", false)
-	r.rename(r.w, r.w+".1") // plain, beside G's .gz
-	time.Sleep(20 * time.Millisecond)
-	r.write(r.w, numbered("gc", 3))
-	got, tails, bytes, detail := r.run(2500*time.Millisecond, nil)
-	t.Logf("third start: lostTails %d lostBytes %d %q (delivered %v)", tails, bytes, detail, got)
+	r.rotate(r.w+".1", numbered("gc", 3)) // M plain, beside G's .gz
+	got, tails, bytes, detail := r.startFor("third", 2500*time.Millisecond)
 	gap := len(numbered("gap", 3))
 	if n := rev23bGapLines(got, "gap", 3); n != 0 || tails != 1 || bytes != uint64(gap) {
 		t.Errorf("the gap w.log.1.gz beside a plain w.log.1 that is not its twin: %d of its lines delivered, lostTails %d lostBytes %d %q; want it counted once (%d bytes), not read",
