@@ -4496,29 +4496,55 @@ func (g *Glob) plainCopyOf(places [][2]string, rec pointer.Record, atKey uint64)
 }
 
 // gzCopyOf is the compressed copy of rec's file a source finds beside the
-// path (findGzCopy): of the .gz generations in places whose decompressed
+// path (findGzCopy, through scanGenerations: any rotatedNames match, not
+// only one of the path's stem, and none with a plain file of its name —
+// review 24e A, B): of the .gz generations in places whose decompressed
 // first bytes are rec's and that hold at least its offset, the last
 // written; "" when none. Its mtime with it.
 func (g *Glob) gzCopyOf(places [][2]string, rec pointer.Record) (string, time.Time) {
 	var best string
 	var bestMod time.Time
-	g.eachRotated(places, func(p, name string) {
-		if !strings.HasSuffix(name, ".gz") {
-			return
+	if rec.FPLen == 0 {
+		return "", time.Time{}
+	}
+	for _, pl := range places {
+		dir, base := pl[0], pl[1]
+		ents, err := os.ReadDir(dir)
+		if err != nil {
+			continue
 		}
-		if head, ok := gzHead(p); !ok || !headMatches(head, rec.FPLen, rec.FP) {
-			return
+		for _, e := range ents {
+			name := e.Name()
+			p := filepath.Join(dir, name)
+			if !e.Type().IsRegular() || !strings.HasSuffix(name, ".gz") || !isRotatedName(g.cfg.Stream.RotatedNames, name, base) || g.own(p) {
+				continue
+			}
+			if _, err := os.Lstat(strings.TrimSuffix(p, ".gz")); err == nil {
+				continue // the source reads a plain file of its name instead
+			}
+			if st, ok := g.gzCopyCandidate(p, rec, best, bestMod); ok {
+				best, bestMod = p, st
+			}
 		}
-		st, err := os.Stat(p)
-		if err != nil || (best != "" && st.ModTime().Before(bestMod)) {
-			return
-		}
-		if _, dsize, ok := inspectGz(p); !ok || dsize < max(rec.Offset, int64(rec.FPLen)) {
-			return
-		}
-		best, bestMod = p, st.ModTime()
-	})
+	}
 	return best, bestMod
+}
+
+// gzCopyCandidate: the .gz at p decompresses to rec's first bytes and at
+// least its offset, and was last written no earlier than best (bestMod);
+// its mtime.
+func (g *Glob) gzCopyCandidate(p string, rec pointer.Record, best string, bestMod time.Time) (time.Time, bool) {
+	if head, ok := gzHead(p); !ok || !headMatches(head, rec.FPLen, rec.FP) {
+		return time.Time{}, false
+	}
+	st, err := os.Stat(p)
+	if err != nil || (best != "" && st.ModTime().Before(bestMod)) {
+		return time.Time{}, false
+	}
+	if _, dsize, ok := inspectGz(p); !ok || dsize < max(rec.Offset, int64(rec.FPLen)) {
+		return time.Time{}, false
+	}
+	return st.ModTime(), true
 }
 
 // takenBeside is a previous run's pointer besideAtStart took beside its
