@@ -4497,8 +4497,8 @@ func (g *Glob) plainCopyOf(places [][2]string, rec pointer.Record, atKey uint64)
 
 // gzCopyOf is the compressed copy of rec's file a source finds beside the
 // path (findGzCopy, through scanGenerations: any rotatedNames match, not
-// only one of the path's stem, and none with a plain file of its name —
-// review 24e A, B): of the .gz generations in places whose decompressed
+// only one of the path's stem, a file once under the first of its names,
+// and none with a plain file of its name — review 24e A, B, 24f A): of the .gz generations in places whose decompressed
 // first bytes are rec's and that hold at least its offset, the last
 // written; "" when none. Its mtime with it.
 func (g *Glob) gzCopyOf(places [][2]string, rec pointer.Record) (string, time.Time) {
@@ -4507,6 +4507,7 @@ func (g *Glob) gzCopyOf(places [][2]string, rec pointer.Record) (string, time.Ti
 	if rec.FPLen == 0 {
 		return "", time.Time{}
 	}
+	seen := map[[2]uint64]bool{} // (the source's scan takes a file once, under its first name listed: review 24f A)
 	for _, pl := range places {
 		dir, base := pl[0], pl[1]
 		ents, err := os.ReadDir(dir)
@@ -4516,7 +4517,15 @@ func (g *Glob) gzCopyOf(places [][2]string, rec pointer.Record) (string, time.Ti
 		for _, e := range ents {
 			name := e.Name()
 			p := filepath.Join(dir, name)
-			if !e.Type().IsRegular() || !strings.HasSuffix(name, ".gz") || !isRotatedName(g.cfg.Stream.RotatedNames, name, base) || g.own(p) {
+			if !e.Type().IsRegular() || !isRotatedName(g.cfg.Stream.RotatedNames, name, base) || g.own(p) {
+				continue
+			}
+			dev, ino, err := fileutil.DevInoPath(p)
+			if err != nil || seen[[2]uint64{dev, ino}] {
+				continue
+			}
+			seen[[2]uint64{dev, ino}] = true
+			if !strings.HasSuffix(name, ".gz") {
 				continue
 			}
 			if _, err := os.Lstat(strings.TrimSuffix(p, ".gz")); err == nil {
