@@ -4247,9 +4247,10 @@ func (g *Glob) readGap(p, first string, low, upBorn, upMod, genRef, genBorn time
 // itself (cutCopy: read from the pointer; review 23b B, 23c A); a .gz whose
 // plain twin is beside it (gzTwin: readGaps looks at the twin instead, by
 // readGap's rules or gapTwin's; review 24a C, 24c B, C); one that does not
-// end cleanly (still being written); one the epochs file names under its own key (counted at an
-// earlier start: below; review 23a C — a line written before its birth names
-// another file on its inode, review 23b C); and one whose decompressed bytes
+// end cleanly (still being written); one the epochs file names under its
+// own key (counted at an earlier start: below; review 23a C — a line
+// written before its birth names another file on its inode, review 23b C);
+// and one whose decompressed bytes
 // are a file some stream read, by a pointer's or an epochs line's whole
 // fingerprint or the whole file: a shorter match is a shared header (a CSV
 // header, a banner), not that file (review 23a A, B; readGap's rule, review
@@ -4443,9 +4444,16 @@ func (g *Glob) gapTwin(p, first string, low, upMod, genRef, genBorn time.Time, r
 }
 
 // eachRotated calls fn for every regular file of places (directory, base
-// name) named as a generation of that base name (rotatedNames), not one of
-// tailfeed's own files, in directory order.
+// name) named as a generation of that base name (rotatedNames) and
+// beginning with its stem, not one of tailfeed's own files, in directory
+// order.
 func (g *Glob) eachRotated(places [][2]string, fn func(p, name string)) {
+	g.eachRotatedName(places, true, fn)
+}
+
+// eachRotatedName is eachRotated; with stem false, any rotatedNames match
+// (as the source's scanGenerations lists them).
+func (g *Glob) eachRotatedName(places [][2]string, stem bool, fn func(p, name string)) {
 	for _, pl := range places {
 		dir, base := pl[0], pl[1]
 		ents, err := os.ReadDir(dir)
@@ -4455,7 +4463,7 @@ func (g *Glob) eachRotated(places [][2]string, fn func(p, name string)) {
 		for _, e := range ents {
 			name := e.Name()
 			p := filepath.Join(dir, name)
-			if e.Type().IsRegular() && sameStem(name, base) && isRotatedName(g.cfg.Stream.RotatedNames, name, base) && !g.own(p) {
+			if e.Type().IsRegular() && (!stem || sameStem(name, base)) && isRotatedName(g.cfg.Stream.RotatedNames, name, base) && !g.own(p) {
 				fn(p, name)
 			}
 		}
@@ -4498,62 +4506,42 @@ func (g *Glob) plainCopyOf(places [][2]string, rec pointer.Record, atKey uint64)
 // gzCopyOf is the compressed copy of rec's file a source finds beside the
 // path (findGzCopy, through scanGenerations: any rotatedNames match, not
 // only one of the path's stem, a file once under the first of its names,
-// and none with a plain file of its name — review 24e A, B, 24f A): of the .gz generations in places whose decompressed
-// first bytes are rec's and that hold at least its offset, the last
-// written; "" when none. Its mtime with it.
+// and none with a plain file of its name — review 24e A, B, 24f A): of the
+// .gz generations in places whose decompressed first bytes are rec's and
+// that hold at least its offset, the last written; "" when none. Its mtime
+// with it.
 func (g *Glob) gzCopyOf(places [][2]string, rec pointer.Record) (string, time.Time) {
 	var best string
 	var bestMod time.Time
 	if rec.FPLen == 0 {
 		return "", time.Time{}
 	}
-	seen := map[[2]uint64]bool{} // (the source's scan takes a file once, under its first name listed: review 24f A)
-	for _, pl := range places {
-		dir, base := pl[0], pl[1]
-		ents, err := os.ReadDir(dir)
-		if err != nil {
-			continue
+	seen := map[[2]uint64]bool{}
+	g.eachRotatedName(places, false, func(p, name string) {
+		dev, ino, err := fileutil.DevInoPath(p)
+		if err != nil || seen[[2]uint64{dev, ino}] {
+			return
 		}
-		for _, e := range ents {
-			name := e.Name()
-			p := filepath.Join(dir, name)
-			if !e.Type().IsRegular() || !isRotatedName(g.cfg.Stream.RotatedNames, name, base) || g.own(p) {
-				continue
-			}
-			dev, ino, err := fileutil.DevInoPath(p)
-			if err != nil || seen[[2]uint64{dev, ino}] {
-				continue
-			}
-			seen[[2]uint64{dev, ino}] = true
-			if !strings.HasSuffix(name, ".gz") {
-				continue
-			}
-			if _, err := os.Lstat(strings.TrimSuffix(p, ".gz")); err == nil {
-				continue // the source reads a plain file of its name instead
-			}
-			if st, ok := g.gzCopyCandidate(p, rec, best, bestMod); ok {
-				best, bestMod = p, st
-			}
+		seen[[2]uint64{dev, ino}] = true
+		if !strings.HasSuffix(name, ".gz") {
+			return
 		}
-	}
+		if _, err := os.Lstat(strings.TrimSuffix(p, ".gz")); err == nil {
+			return // the source reads a plain file of its name instead
+		}
+		if head, ok := gzHead(p); !ok || !headMatches(head, rec.FPLen, rec.FP) {
+			return
+		}
+		st, err := os.Stat(p)
+		if err != nil || (best != "" && st.ModTime().Before(bestMod)) {
+			return
+		}
+		if _, dsize, ok := inspectGz(p); !ok || dsize < max(rec.Offset, int64(rec.FPLen)) {
+			return
+		}
+		best, bestMod = p, st.ModTime()
+	})
 	return best, bestMod
-}
-
-// gzCopyCandidate: the .gz at p decompresses to rec's first bytes and at
-// least its offset, and was last written no earlier than best (bestMod);
-// its mtime.
-func (g *Glob) gzCopyCandidate(p string, rec pointer.Record, best string, bestMod time.Time) (time.Time, bool) {
-	if head, ok := gzHead(p); !ok || !headMatches(head, rec.FPLen, rec.FP) {
-		return time.Time{}, false
-	}
-	st, err := os.Stat(p)
-	if err != nil || (best != "" && st.ModTime().Before(bestMod)) {
-		return time.Time{}, false
-	}
-	if _, dsize, ok := inspectGz(p); !ok || dsize < max(rec.Offset, int64(rec.FPLen)) {
-		return time.Time{}, false
-	}
-	return st.ModTime(), true
 }
 
 // takenBeside is a previous run's pointer besideAtStart took beside its
