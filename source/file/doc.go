@@ -210,7 +210,10 @@
 //	   too late to bound; a copytruncate's original, born before its
 //	   copies, refilled after them, is modified later: read), other
 //	   than the pointer's generation and the file at the path; a .gz whose
-//	   plain twin exists, or that does not end cleanly, is left out. They are
+//	   plain twin is read instead (the file of its name holding every first
+//	   byte it decompresses to, a generation name or a glob file: another
+//	   file of its name, or a twin nobody reads, leaves it in), or that
+//	   does not end cleanly, is left out. They are
 //	   queued oldest first (ties by rank: a higher number, an earlier date
 //	   first), each read from 0 under a new epoch behind the barrier, then
 //	   the file at the path. With no pointer's generation, the first of them

@@ -266,6 +266,37 @@ func (s *Source) scanGenerations(ref, born time.Time, skip func(dev, ino uint64)
 	return out
 }
 
+// twinReadInstead: the .gz at p is left out of the generations for its
+// plain twin (gzTwin: the file of its name holding every first byte the
+// .gz has), read instead — as a generation (its name is one beside the
+// input, rotatedNames) or by a glob stream (the glob matches it). Another
+// file of its name (a later generation, one sharing only a header) is no
+// twin: the .gz is a generation of its own (review 24d B). Nor is a twin
+// nobody reads (rotatedNames naming only .gz files, the glob not matching
+// it): the .gz is read (review 24d D). Before, any file of its name left
+// the .gz out, and such a generation was read by nobody.
+func (s *Source) twinReadInstead(p string) bool {
+	var dirs [][2]string
+	for _, gd := range s.genDirs() {
+		dirs = append(dirs, [2]string{gd.dir, gd.base})
+	}
+	return twinRead(p, s.cfg.RotatedNames, dirs, s.cfg.GlobMatched)
+}
+
+// twinRead is twinReadInstead for the generation directories dirs
+// (directory, base name), rotatedNames globs and a glob's matcher (nil:
+// none); readGaps asks it for the path's source.
+func twinRead(p string, globs []string, dirs [][2]string, matched func(string) bool) bool {
+	twin := strings.TrimSuffix(p, ".gz")
+	read := matched != nil && matched(twin)
+	for _, d := range dirs {
+		if d[0] == filepath.Dir(p) && isRotatedName(globs, filepath.Base(twin), d[1]) {
+			read = true
+		}
+	}
+	return read && gzTwin(p) != ""
+}
+
 // scanTries bounds scanGenerations' looks while rotations keep running.
 const scanTries = 5
 
@@ -345,7 +376,7 @@ func (s *Source) scanGenerationsOnce(ref, born time.Time, skip func(dev, ino uin
 			}
 			g := genFile{path: p, dev: dev, ino: ino, mod: info.ModTime(), rank: rankOf(name, gd.base), found: info.Size(), scanned: now}
 			if strings.HasSuffix(name, ".gz") {
-				if _, err := os.Lstat(strings.TrimSuffix(p, ".gz")); err == nil {
+				if s.twinReadInstead(p) {
 					s.log.Debug("a compressed generation's plain twin still exists; reading the twin", "file", p)
 					continue
 				}
@@ -774,10 +805,7 @@ func (s *Source) retryTorn() {
 		s.tornN.Store(int32(len(s.torn)))
 	}()
 	for _, g := range s.torn {
-		plain := false
-		if _, err := os.Lstat(strings.TrimSuffix(g.path, ".gz")); err == nil {
-			plain = true
-		}
+		plain := s.twinReadInstead(g.path)
 		dev, ino, err := fileutil.DevInoPath(g.path)
 		if err != nil || dev != g.dev || ino != g.ino {
 			if p, ok := s.genMoved(g); ok && !plain {

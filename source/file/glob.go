@@ -4152,14 +4152,9 @@ func (g *Glob) readGaps(besides []takenBeside) {
 				}
 				return
 			}
-			ref := genRef
-			if _, err := os.Lstat(strings.TrimSuffix(p, ".gz")); err == nil {
-				// Another file of its name is beside it: the path's
-				// source takes that for its twin and reads no such .gz
-				// as a later generation (scanGenerations; review 24d B).
-				ref = time.Time{}
-			}
-			g.countGzGap(p, first, b.low, upMod, ref, genBorn, recs, named)
+			// (Another file of its name beside it, no twin: the path's
+			// source reads it as a generation of its own — review 24d B.)
+			g.countGzGap(p, first, b.low, upMod, genRef, genBorn, recs, named)
 		})
 	}
 }
@@ -4506,7 +4501,8 @@ func (g *Glob) plainCopyOf(places [][2]string, rec pointer.Record, atKey uint64)
 // gzCopyOf is the compressed copy of rec's file a source finds beside the
 // path (findGzCopy, through scanGenerations: any rotatedNames match, not
 // only one of the path's stem, a file once under the first of its names,
-// and none with a plain file of its name — review 24e A, B, 24f A): of the
+// and none left for a plain twin read instead, twinRead — review 24e A, B,
+// 24f A, 24d B, D): of the
 // .gz generations in places whose decompressed first bytes are rec's and
 // that hold at least its offset, the last written; "" when none. Its mtime
 // with it.
@@ -4526,8 +4522,8 @@ func (g *Glob) gzCopyOf(places [][2]string, rec pointer.Record) (string, time.Ti
 		if !strings.HasSuffix(name, ".gz") {
 			return
 		}
-		if _, err := os.Lstat(strings.TrimSuffix(p, ".gz")); err == nil {
-			return // the source reads a plain file of its name instead
+		if twinRead(p, g.cfg.Stream.RotatedNames, places, g.matched) {
+			return // the source reads its plain twin instead
 		}
 		if head, ok := gzHead(p); !ok || !headMatches(head, rec.FPLen, rec.FP) {
 			return

@@ -1043,7 +1043,7 @@ func (s *Source) awaitTornPointerGen(ctx context.Context) {
 					continue
 				}
 				p := filepath.Join(gd.dir, name)
-				if _, err := os.Lstat(strings.TrimSuffix(p, ".gz")); err == nil {
+				if s.twinReadInstead(p) {
 					continue // its plain twin is read
 				}
 				st, err := os.Stat(p)
