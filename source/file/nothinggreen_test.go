@@ -18,6 +18,16 @@ import (
 // compress does) and removes src.
 func gzipTo(t *testing.T, src, dst string) {
 	t.Helper()
+	gzipKeep(t, src, dst)
+	if err := os.Remove(src); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// gzipKeep writes the content of src compressed to dst, src kept (gzip -k,
+// or gzip before its unlink).
+func gzipKeep(t *testing.T, src, dst string) {
+	t.Helper()
 	data, err := os.ReadFile(src)
 	if err != nil {
 		t.Fatal(err)
@@ -27,9 +37,6 @@ func gzipTo(t *testing.T, src, dst string) {
 	zw.Write(data)
 	zw.Close()
 	if err := os.WriteFile(dst, b.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Remove(src); err != nil {
 		t.Fatal(err)
 	}
 }

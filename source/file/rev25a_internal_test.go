@@ -31,17 +31,7 @@ import (
 // bounds it.)
 func TestRev24DRGzOnlyLaterGzBesideANonTwinPlainOfItsNameRead(t *testing.T) {
 	t.Parallel()
-	r := rev24aRig(t)
-	r.rename(r.x, r.w+".3")
-	if err := os.Remove(r.w + ".1"); err != nil { // no gap here
-		t.Fatal(err)
-	}
-	r.rename(r.w, r.w+".2")
-	gzipLikeGzip(t, r.w+".2", r.w+".2.gz", false) // P compressed: gzOnly
-	time.Sleep(mtimeSlack + 200*time.Millisecond)
-	r.write(r.w, numbered("gd", 3)) // L
-	r.rename(r.w, r.w+".1")
-	gzipLikeGzip(t, r.w+".1", r.w+".1.gz", false) // L compressed
+	r := rev25aLaterGz(t, false) // L compressed
 	time.Sleep(20 * time.Millisecond)
 	r.write(r.w, numbered("ge", 3)) // M
 	r.rename(r.w, r.w+".1")         // plain, beside L's .gz (delaycompress)
@@ -75,17 +65,7 @@ func TestRev24DRGzOnlyLaterGzBesideANonTwinPlainOfItsNameRead(t *testing.T) {
 // once, nothing counted.
 func TestRev24DRGzOnlyLaterGenerationTwinNotAGenerationNameRead(t *testing.T) {
 	t.Parallel()
-	r := rev24aRig(t)
-	r.rename(r.x, r.w+".3")
-	if err := os.Remove(r.w + ".1"); err != nil { // no gap here
-		t.Fatal(err)
-	}
-	r.rename(r.w, r.w+".2")
-	gzipLikeGzip(t, r.w+".2", r.w+".2.gz", false) // P compressed: gzOnly
-	time.Sleep(mtimeSlack + 200*time.Millisecond)
-	r.write(r.w, numbered("gd", 3)) // L
-	r.rename(r.w, r.w+".1")
-	gzipLikeGzip(t, r.w+".1", r.w+".1.gz", true) // L being compressed: its twin still there
+	r := rev25aLaterGz(t, true) // L being compressed: its twin still there
 	time.Sleep(20 * time.Millisecond)
 	r.write(r.w, numbered("gc", 3))
 	go func() {
@@ -102,4 +82,24 @@ func TestRev24DRGzOnlyLaterGenerationTwinNotAGenerationNameRead(t *testing.T) {
 	if rev23bGapLines(got, "gc", 3) != 3 {
 		t.Errorf("third start delivered %v, want gc-0..2 once", got)
 	}
+}
+
+// rev25aLaterGz: rev24aRig after its second start, stopped, with O's file
+// out beside the path (w.log.3), no gap, P's file rotated and compressed
+// (w.log.2.gz: gzOnly), and — past P's .gz's mtime by more than
+// mtimeSlack — a later generation L ("gd" lines) rotated to w.log.1 and
+// compressed to w.log.1.gz, its plain twin kept when keep.
+func rev25aLaterGz(t *testing.T, keep bool) *rev18cRig {
+	r := rev24aRig(t)
+	r.rename(r.x, r.w+".3")
+	if err := os.Remove(r.w + ".1"); err != nil { // no gap here
+		t.Fatal(err)
+	}
+	r.rename(r.w, r.w+".2")
+	gzipLikeGzip(t, r.w+".2", r.w+".2.gz", false) // P compressed: gzOnly
+	time.Sleep(mtimeSlack + 200*time.Millisecond)
+	r.write(r.w, numbered("gd", 3)) // L
+	r.rename(r.w, r.w+".1")
+	gzipLikeGzip(t, r.w+".1", r.w+".1.gz", keep)
+	return r
 }

@@ -1,9 +1,6 @@
 package file_test
 
 import (
-	"bytes"
-	"compress/gzip"
-	"os"
 	"testing"
 	"time"
 
@@ -64,17 +61,7 @@ func TestRestartGzWhoseTwinIsNoGenerationNameIsRead(t *testing.T) {
 	gzipFile(t, r.path+".2")
 	appendTo(t, r.path, numbered("m", 0, 30)...)
 	mustRename(t, r.path, r.path+".1")
-	data, err := os.ReadFile(r.path + ".1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var b bytes.Buffer
-	w := gzip.NewWriter(&b)
-	w.Write(data)
-	w.Close()
-	if err := os.WriteFile(r.path+".1.gz", b.Bytes(), 0o644); err != nil { // app.log.1 kept
-		t.Fatal(err)
-	}
+	gzipKeep(t, r.path+".1", r.path+".1.gz")
 	appendTo(t, r.path, numbered("b", 0, 10)...)
 
 	r2 := newRig(t, r.dir, o).start()
