@@ -275,22 +275,33 @@ func (s *Source) scanGenerations(ref, born time.Time, skip func(dev, ino uint64)
 // nobody reads (rotatedNames naming only .gz files, the glob not matching
 // it): the .gz is read (review 24d D). Before, any file of its name left
 // the .gz out, and such a generation was read by nobody.
-func (s *Source) twinReadInstead(p string) bool {
+//
+// held names the files the source reads otherwise (nil: none): the
+// pointer's own file found by its key, the file at the path, one it holds.
+// A twin that is one of them is read instead whatever its name (review 25a
+// A: rotatedNames naming only .gz files, the pointer's file rotated beside
+// the path and being compressed — its .gz was read again, whole).
+func (s *Source) twinReadInstead(p string, held func(dev, ino uint64) bool) bool {
 	var dirs [][2]string
 	for _, gd := range s.genDirs() {
 		dirs = append(dirs, [2]string{gd.dir, gd.base})
 	}
-	return twinRead(p, s.cfg.RotatedNames, dirs, s.cfg.GlobMatched)
+	return twinRead(p, s.cfg.RotatedNames, dirs, s.cfg.GlobMatched, held)
 }
 
 // twinRead is twinReadInstead for the generation directories dirs
-// (directory, base name), rotatedNames globs and a glob's matcher (nil:
-// none); readGaps asks it for the path's source.
-func twinRead(p string, globs []string, dirs [][2]string, matched func(string) bool) bool {
+// (directory, base name), rotatedNames globs, a glob's matcher (nil: none)
+// and held; readGaps asks it for the path's source.
+func twinRead(p string, globs []string, dirs [][2]string, matched func(string) bool, held func(dev, ino uint64) bool) bool {
 	twin := strings.TrimSuffix(p, ".gz")
 	read := matched != nil && matched(twin)
 	for _, d := range dirs {
 		if d[0] == filepath.Dir(p) && isRotatedName(globs, filepath.Base(twin), d[1]) {
+			read = true
+		}
+	}
+	if !read && held != nil {
+		if dev, ino, err := fileutil.DevInoPath(twin); err == nil && held(dev, ino) {
 			read = true
 		}
 	}
@@ -376,7 +387,7 @@ func (s *Source) scanGenerationsOnce(ref, born time.Time, skip func(dev, ino uin
 			}
 			g := genFile{path: p, dev: dev, ino: ino, mod: info.ModTime(), rank: rankOf(name, gd.base), found: info.Size(), scanned: now}
 			if strings.HasSuffix(name, ".gz") {
-				if s.twinReadInstead(p) {
+				if s.twinReadInstead(p, skip) {
 					s.log.Debug("a compressed generation's plain twin still exists; reading the twin", "file", p)
 					continue
 				}
@@ -637,7 +648,8 @@ func (s *Source) noteSeen() {
 			return
 		}
 		id := [2]uint64{r.dev, r.ino}
-		if sg, ok := s.genSeen[id]; !ok || r.gz != nil {
+		if sg, ok := s.genSeen[id]; !ok || r.gz != nil || uint64(r.fpLen) > sg.fpLen {
+			// (A longer fingerprint than noted: the file grew since.)
 			s.genSeen[id] = seenGen{uint64(r.fpLen), r.fp, look}
 		} else {
 			sg.look = look
@@ -680,6 +692,26 @@ func (s *Source) noteSeen() {
 			}
 			delete(s.genSeen, k)
 		}
+	}
+}
+
+// seenAtClose records in the seen catalogue the first bytes r's descriptor
+// holds as it is closed for good: a file that grew after noteSeen took its
+// fingerprint (written on after its rotation was seen, a short file read
+// on) kept that shorter one, and a .gz of it made later matched none — the
+// whole generation was read again as one never seen (review 25a D, D', F).
+func (s *Source) seenAtClose(r *reader) {
+	if s.genSeen == nil || r.gz != nil || r.f == nil {
+		return
+	}
+	b := make([]byte, pointer.MaxFingerprint)
+	n, err := r.f.ReadAt(b, 0)
+	if n == 0 || (err != nil && !errors.Is(err, io.EOF)) {
+		return
+	}
+	id := [2]uint64{r.dev, r.ino}
+	if sg, ok := s.genSeen[id]; !ok || uint64(n) > sg.fpLen {
+		s.genSeen[id] = seenGen{uint64(n), pointer.Fingerprint(b[:n]), max(sg.look, s.seenLook)}
 	}
 }
 
@@ -805,18 +837,21 @@ func (s *Source) retryTorn() {
 		s.tornN.Store(int32(len(s.torn)))
 	}()
 	for _, g := range s.torn {
-		plain := s.twinReadInstead(g.path)
 		dev, ino, err := fileutil.DevInoPath(g.path)
 		if err != nil || dev != g.dev || ino != g.ino {
-			if p, ok := s.genMoved(g); ok && !plain {
+			// Renamed on (logrotate's shift): followed to its new name,
+			// its twin looked for there at the next poll — not at its old
+			// name, which may name the next generation by now (review 25a
+			// B, B2: it was taken for the twin and dropped, uncounted).
+			if p, ok := s.genMoved(g); ok {
 				g.path = p
 				keep = append(keep, g)
-			} else if !plain {
+			} else if !s.twinReadInstead(g.path, s.known) {
 				s.loseTorn(g, "a compressed generation that did not end cleanly is gone; its lines were never read")
 			}
 			continue
 		}
-		if plain || s.known(dev, ino) {
+		if s.twinReadInstead(g.path, s.known) || s.known(dev, ino) {
 			continue // its twin is the generation, or the source holds it
 		}
 		head, dsize, ok := inspectGz(g.path)

@@ -4145,6 +4145,13 @@ func (g *Glob) readGaps(besides []takenBeside) {
 				// Its compressor still running (or keeping the file): its
 				// content is the twin's, looked at instead — also when
 				// the twin's name is no generation name (review 24c C).
+				// But a twin the path's source does not read instead
+				// leaves the .gz to that source's own scan: in its window
+				// (by the .gz's times), the source reads the .gz (review
+				// 25a C: the twin, born before, was read here as a gap too).
+				if !twinRead(p, g.cfg.Stream.RotatedNames, places, g.matched, nil) && gzInSourceWindow(p, genRef, genBorn) {
+					return
+				}
 				if gzOnly {
 					g.gapTwin(twin, first, b.low, upMod, genRef, genBorn, recs, named)
 				} else {
@@ -4301,8 +4308,31 @@ func (f gapFile) inWindow(low, upMod, genRef, genBorn time.Time) bool {
 	if !m.After(low) || !m.Before(upMod) {
 		return false
 	}
-	return genRef.IsZero() || m.Before(genRef.Add(-mtimeSlack)) ||
-		!(genBorn.IsZero() || f.born.IsZero() || !f.born.Before(genBorn) || !m.Before(genRef))
+	return !f.sourceReads(genRef, genBorn)
+}
+
+// sourceReads: f is a later generation the path's source reads, by its
+// scan's window (genRef, genBorn: scanGenerations' ref and born; a zero
+// genRef: the source reads none).
+func (f gapFile) sourceReads(genRef, genBorn time.Time) bool {
+	m := f.mod
+	return !genRef.IsZero() && !m.Before(genRef.Add(-mtimeSlack)) &&
+		(genBorn.IsZero() || f.born.IsZero() || !f.born.Before(genBorn) || !m.Before(genRef))
+}
+
+// gzInSourceWindow: the .gz at p is in the path's source's window
+// (gapFile.sourceReads, by the .gz's own times).
+func gzInSourceWindow(p string, genRef, genBorn time.Time) bool {
+	f, err := fileutil.OpenRegular(p)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return false
+	}
+	return gapFile{mod: st.ModTime(), born: birthTime(f)}.sourceReads(genRef, genBorn)
 }
 
 // unread: f holds bytes no stream read — from offset from on (-1: all of
@@ -4522,7 +4552,7 @@ func (g *Glob) gzCopyOf(places [][2]string, rec pointer.Record) (string, time.Ti
 		if !strings.HasSuffix(name, ".gz") {
 			return
 		}
-		if twinRead(p, g.cfg.Stream.RotatedNames, places, g.matched) {
+		if twinRead(p, g.cfg.Stream.RotatedNames, places, g.matched, func(dev, ino uint64) bool { return pointer.FileKey(dev, ino) == rec.FileKey }) {
 			return // the source reads its plain twin instead
 		}
 		if head, ok := gzHead(p); !ok || !headMatches(head, rec.FPLen, rec.FP) {

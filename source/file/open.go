@@ -1043,8 +1043,8 @@ func (s *Source) awaitTornPointerGen(ctx context.Context) {
 					continue
 				}
 				p := filepath.Join(gd.dir, name)
-				if s.twinReadInstead(p) {
-					continue // its plain twin is read
+				if s.twinReadInstead(p, func(dev, ino uint64) bool { return pointer.FileKey(dev, ino) == rec.FileKey }) {
+					continue // its plain twin is read (the pointer's own file, found by its key, too)
 				}
 				st, err := os.Stat(p)
 				if err != nil {

@@ -676,6 +676,7 @@ func (s *Source) pollOld() bool {
 			// never ended.
 			if filled = s.fillFrom(r, true); !filled {
 				s.noteClosed(r)
+				s.seenAtClose(r)
 				s.moveResume(r)
 				s.noteDone(r, true)
 				r.close()
