@@ -246,16 +246,20 @@
 //	   queued: reference the newest file held (its mtime at the last look),
 //	   and only generations the source never saw (genSeen: the identities of
 //	   every generation present at open and at each such scan, of every file
-//	   it held, and the first bytes of each plain one, so a .gz of a file it
-//	   saw is its twin and skipped). They are queued before the file at the
+//	   it held, and the first bytes of each plain one — taken again when a
+//	   file held is closed for good, and when a held file's fingerprint
+//	   grew — so a .gz of a file it saw is its twin and skipped). They are
+//	   queued before the file at the
 //	   path. The same runs when a file appears at the path while none is
 //	   open. A .gz skipped because it did not end cleanly is looked at again
 //	   at every poll; once whole it is read beside the current file as a
 //	   switched-away file is (its place in the order is past): downgraded,
 //	   under an epoch of its own. While one is waited for the feed is BEHIND
 //	   (never CAUGHT_UP nor WAITING_FOR_FILE, so never settled; the report
-//	   sees TornPending). One that is gone with no plain twin (not renamed
-//	   to another generation name), or that does not grow for
+//	   sees TornPending). Renamed on (logrotate's shift) it is followed to
+//	   its new name, its twin looked for there. One that is gone with no
+//	   plain twin (not renamed to another generation name), or that does
+//	   not grow for
 //	   max(rotateWaitMillis, 10 s) while still torn, counts one lost tail
 //	   (lostBytes unknown) and is no longer waited for: if it ends cleanly
 //	   later it is not read (counted, never silent).
