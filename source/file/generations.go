@@ -286,7 +286,7 @@ func (s *Source) twinReadInstead(p string, held func(dev, ino uint64) bool) bool
 	for _, gd := range s.genDirs() {
 		dirs = append(dirs, [2]string{gd.dir, gd.base})
 	}
-	return twinRead(p, s.cfg.RotatedNames, dirs, s.cfg.GlobMatched, held)
+	return twinRead(p, s.cfg.RotatedNames, dirs, s.cfg.globFiles, held)
 }
 
 // twinRead is twinReadInstead for the generation directories dirs
@@ -823,12 +823,13 @@ func (s *Source) noteTorn(g genFile) {
 const tornWait = 10 * time.Second
 
 // retryTorn looks again at the .gz generations that did not end cleanly:
-// one that does now, still the same file, with no plain twin and not the
-// twin of a file the source holds, is read beside the current file like a
-// switched-away file (its lines late and downgraded, never lost). One that
-// is gone with no plain twin, or that stayed torn for rotateWait (at least
-// tornWait) after it last grew, is counted lost (DESIGN §4 "Nothing green over a loss"): its
-// lines were never read. Until then the feed is not CAUGHT_UP.
+// one that does now, still the same file (or followed to its new name),
+// not held and not the twin of a file the source holds (by first bytes),
+// is read beside the current file like a switched-away file (its lines
+// late and downgraded, never lost). One that is gone with no plain twin
+// read instead, or that stayed torn for rotateWait (at least tornWait)
+// after it last grew, is counted lost (DESIGN §4 "Nothing green over a
+// loss"): its lines were never read. Until then the feed is not CAUGHT_UP.
 func (s *Source) retryTorn() {
 	keep := s.torn[:0]
 	defer func() {
@@ -851,9 +852,14 @@ func (s *Source) retryTorn() {
 			}
 			continue
 		}
-		if s.twinReadInstead(g.path, s.known) || s.known(dev, ino) {
-			continue // its twin is the generation, or the source holds it
+		if s.known(dev, ino) {
+			continue // the source holds it
 		}
+		// (No twin is looked for here: noted torn, it had none read
+		// instead, and a compressor makes a .gz from a file already there
+		// — a file of its name made since is another generation, review
+		// 25b D: taken for its twin while the .gz was too short to tell,
+		// the torn one was dropped, uncounted.)
 		head, dsize, ok := inspectGz(g.path)
 		if !ok {
 			if st, err := os.Stat(g.path); err == nil && st.Size() != g.size {

@@ -1933,6 +1933,28 @@ func tookIt(t *CopyTaken, s *gstream) bool {
 	return s.seenAt.Sub(t.At) < time.Minute
 }
 
+// tookAsCopy: s's file (held back as a possible copy of c's) is a copy
+// one of c's sources took — its current one's or an earlier one's
+// (gstream.copies), by tookIt — or, s's file gone (gone: gzip unlinked
+// it), a copy taken within a minute of s being seen holding as many bytes
+// as s did at the last look: its compressed twin. Why, or "".
+func tookAsCopy(c, s *gstream, gone bool) string {
+	takes := slices.Clone(c.copies)
+	if c.src != nil {
+		takes = append(takes, c.src.CopiesTaken()...)
+	}
+	for i := range takes {
+		t := &takes[i]
+		if tookIt(t, s) {
+			return "its original's stream read its tail from it"
+		}
+		if gone && t.Key != s.key && s.size > 0 && t.Size == s.size && t.At.Sub(s.seenAt).Abs() < time.Minute {
+			return "its original's stream read its tail from its compressed twin"
+		}
+	}
+	return ""
+}
+
 // decideHeld ends the hold of a possible copy once it is due; true while
 // it is still held.
 func (g *Glob) decideHeld(s *gstream, now time.Time) bool {
@@ -1970,13 +1992,16 @@ func (g *Glob) decideHeld(s *gstream, now time.Time) bool {
 		g.enqueue(s)
 		return false
 	}
+	if why := tookAsCopy(c, s, serr != nil); why != "" {
+		// Its original's streams took it for a copy (or, this one gone,
+		// its compressed twin) — also just before the look that held it
+		// back, or by a source closed since (review 25b H: read as a file
+		// of its own, or counted lost once gzip unlinked it).
+		return asCopy(why)
+	}
 	if t := tookSince(c, s.heldUntil.Add(-g.cfg.Stream.RotateWait)); t != nil {
 		// Its original's source found it truncated and took a copy
-		// meanwhile: this one (not read again), or another (this one is
-		// a file of its own).
-		if tookIt(t, s) {
-			return asCopy("its original's stream read its tail from it")
-		}
+		// meanwhile: another one (this one is a file of its own).
 		g.enqueue(s)
 		return false
 	}
@@ -2281,6 +2306,7 @@ func (g *Glob) start(ctx context.Context, s *gstream, ahead *createdAhead, atPat
 	c := g.cfg.Stream
 	c.held = s.heldMark // a mark found at this start (one written in this run was voided)
 	c.Path, c.DeliveryPath, c.Pinned, c.PinKey, c.PinGone = s.path, s.first, true, s.key, s.gone
+	c.globFiles = g.matched
 	if s.genOwn {
 		c.GlobMatched, c.GoneKey, c.GoneEpoch = g.matched, s.goneKey, s.goneEp // also when started again (preempted)
 		c.ownGone = s.ownLost

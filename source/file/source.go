@@ -101,6 +101,11 @@ type Config struct {
 	// other streams when the source started (followed out of the glob
 	// beside the path, say): never read here as later generations.
 	otherKeys map[uint64]bool
+	// globFiles, for every glob stream: does the glob read the file at
+	// this path as a stream of its own? A .gz whose plain twin it reads is
+	// no generation of this source (twinReadInstead; review 25b G: an
+	// ordinary stream read it again as a later generation).
+	globFiles func(path string) bool
 	// RotatedNames are globs over base names (filepath.Match) that the
 	// input's rotated generations match, beside the path and beside a
 	// symlinked path's final target. Empty: the input's base name, then '.'
