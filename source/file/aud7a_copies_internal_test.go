@@ -93,7 +93,7 @@ func TestNoteCopyKeepsEveryCopyOfOneSource(t *testing.T) {
 	src := &Source{}
 	n := maxCopiesKept + 2
 	for i := range n {
-		src.tookCopy(uint64(100+i), 1, 10, uint64(i), int64(10+i))
+		src.tookCopy(uint64(100+i), 1, 10, uint64(i), int64(10+i), time.Time{})
 	}
 	var s gstream
 	s.noteCopy(src)

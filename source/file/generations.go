@@ -171,6 +171,11 @@ type genFile struct {
 	scanned  time.Time // when the directory listing that found it began
 	size     int64     // torn: the compressed size last seen
 	grewAt   time.Time // torn: when it was first seen or last grew
+	// heldTwin, torn: the identity of a file of its name the source read
+	// when it was noted torn, too short then to tell whether it is its
+	// twin (zero: none). Gone with that file still there, it was that
+	// file's compressor's output, removed (gzip failing: review 25b A3).
+	heldTwin [2]uint64
 }
 
 // gzHead decompresses the first bytes of the .gz at path (up to
@@ -300,12 +305,30 @@ func twinRead(p string, globs []string, dirs [][2]string, matched func(string) b
 			read = true
 		}
 	}
-	if !read && held != nil {
+	t, told := gzTwinTold(p)
+	if !read && held != nil && told {
+		// (Only a twin told by its bytes: while the .gz is too short to
+		// tell, a file the source read of its name may be another one —
+		// review 25c F; the .gz is noted torn and looked at again.)
 		if dev, ino, err := fileutil.DevInoPath(twin); err == nil && held(dev, ino) {
 			read = true
 		}
 	}
-	return read && gzTwin(p) != ""
+	return read && t != ""
+}
+
+// untoldTwin is the identity of the file of the .gz at p's name when held
+// rejects it (a file the source reads) and the .gz is too short to tell
+// whether it is its twin; zero otherwise.
+func untoldTwin(p string, held func(dev, ino uint64) bool) [2]uint64 {
+	twin := strings.TrimSuffix(p, ".gz")
+	if t, told := gzTwinTold(p); t == "" || told || held == nil {
+		return [2]uint64{}
+	}
+	if dev, ino, err := fileutil.DevInoPath(twin); err == nil && held(dev, ino) {
+		return [2]uint64{dev, ino}
+	}
+	return [2]uint64{}
 }
 
 // scanTries bounds scanGenerations' looks while rotations keep running.
@@ -393,12 +416,14 @@ func (s *Source) scanGenerationsOnce(ref, born time.Time, skip func(dev, ino uin
 				}
 				if head, ok := gzHead(p); !ok || (skipGz != nil && skipGz(head)) {
 					if !ok {
+						g.heldTwin = untoldTwin(p, skip)
 						s.noteTorn(g)
 					}
 					continue
 				}
 				head, dsize, ok := inspectGz(p)
 				if !ok {
+					g.heldTwin = untoldTwin(p, skip)
 					s.noteTorn(g)
 					continue
 				}
@@ -620,6 +645,43 @@ type seenGen struct {
 	fpLen uint64 // plain files: their first bytes' fingerprint; 0 for .gz
 	fp    uint64
 	look  uint64 // the last noteSeen that found it (held, or on disk)
+	// fpLen0, fp0: its first bytes as first noted, when the file grew
+	// since (0: not taken again): a .gz of it made then — a copytruncate
+	// copy shorter than what was read, compressed — is its twin too
+	// (review 25c D).
+	fpLen0, fp0 uint64
+}
+
+// seeFP notes (fpLen, fp) as the first bytes of the file id, keeping the
+// first ones noted when they differ.
+func (s *Source) seeFP(id [2]uint64, fpLen, fp, look uint64) {
+	sg, ok := s.genSeen[id]
+	n := seenGen{fpLen: fpLen, fp: fp, look: look, fpLen0: sg.fpLen0, fp0: sg.fp0}
+	if ok && sg.fpLen0 == 0 && sg.fpLen > 0 && (sg.fpLen != fpLen || sg.fp != fp) {
+		n.fpLen0, n.fp0 = sg.fpLen, sg.fp
+	}
+	s.genSeen[id] = n
+}
+
+// seenHead: a file whose (decompressed) first bytes are head is a twin of
+// a file the source holds or saw — the same first bytes, covering as much
+// as it has (or the whole fingerprint); with first (a .gz), also of the
+// first bytes a seen file had when first noted.
+func (s *Source) seenHead(head []byte, first bool) bool {
+	full := func(fpLen uint64, fp uint64) bool {
+		return (fpLen == uint64(len(head)) || fpLen == pointer.MaxFingerprint) && headMatches(head, fpLen, fp)
+	}
+	for _, sg := range s.genSeen {
+		if full(sg.fpLen, sg.fp) || (first && sg.fpLen0 > 0 && full(sg.fpLen0, sg.fp0)) {
+			return true
+		}
+	}
+	for _, r := range append(append([]*reader{s.cur}, s.next...), s.old...) {
+		if r != nil && full(uint64(r.fpLen), r.fp) {
+			return true
+		}
+	}
+	return false
 }
 
 // seenCap bounds genSeen: past it, entries of files no longer held nor on
@@ -650,7 +712,7 @@ func (s *Source) noteSeen() {
 		id := [2]uint64{r.dev, r.ino}
 		if sg, ok := s.genSeen[id]; !ok || r.gz != nil || uint64(r.fpLen) > sg.fpLen {
 			// (A longer fingerprint than noted: the file grew since.)
-			s.genSeen[id] = seenGen{uint64(r.fpLen), r.fp, look}
+			s.seeFP(id, uint64(r.fpLen), r.fp, look)
 		} else {
 			sg.look = look
 			s.genSeen[id] = sg
@@ -672,11 +734,11 @@ func (s *Source) noteSeen() {
 		}
 		// A plain one's first bytes as they are now: a .gz of it
 		// appearing later is its twin.
-		sg := seenGen{look: look}
+		var fpLen, fp uint64
 		if b, err := readHead(p); err == nil && len(b) > 0 {
-			sg.fpLen, sg.fp = uint64(len(b)), pointer.Fingerprint(b)
+			fpLen, fp = uint64(len(b)), pointer.Fingerprint(b)
 		}
-		s.genSeen[id] = sg
+		s.seeFP(id, fpLen, fp, look)
 	}
 	if len(s.genSeen) > seenCap { // a directory of many rotations: keep it bounded
 		gone := make([][2]uint64, 0, len(s.genSeen))
@@ -711,7 +773,7 @@ func (s *Source) seenAtClose(r *reader) {
 	}
 	id := [2]uint64{r.dev, r.ino}
 	if sg, ok := s.genSeen[id]; !ok || uint64(n) > sg.fpLen {
-		s.genSeen[id] = seenGen{uint64(n), pointer.Fingerprint(b[:n]), max(sg.look, s.seenLook)}
+		s.seeFP(id, uint64(n), pointer.Fingerprint(b[:n]), max(sg.look, s.seenLook))
 	}
 }
 
@@ -750,25 +812,7 @@ func (s *Source) queueLater(fdev, fino uint64) {
 		_, ok := s.genSeen[[2]uint64{dev, ino}]
 		return ok
 	}
-	skipGz := func(head []byte) bool {
-		full := func(fpLen uint64, fp uint64) bool {
-			// A twin: the same first bytes, covering as much as the .gz has
-			// (or the whole fingerprint).
-			return (fpLen == uint64(len(head)) || fpLen == pointer.MaxFingerprint) && headMatches(head, fpLen, fp)
-		}
-		for _, sg := range s.genSeen {
-			if full(sg.fpLen, sg.fp) {
-				return true
-			}
-		}
-		for _, r := range append(append([]*reader{s.cur}, s.next...), s.old...) {
-			if r != nil && full(uint64(r.fpLen), r.fp) {
-				return true
-			}
-		}
-		return false
-	}
-	gens := s.scanGenerations(ref, time.Time{}, skip, skipGz)
+	gens := s.scanGenerations(ref, time.Time{}, skip, func(head []byte) bool { return s.seenHead(head, true) })
 	// A plain file whose first bytes are those of a file the source holds
 	// or saw (the same rule as for a .gz: the whole fingerprint, or the
 	// whole file) is a copy of it (cp, copytruncate), never a later
@@ -779,7 +823,7 @@ func (s *Source) queueLater(fdev, fino uint64) {
 			return false
 		}
 		head, err := readHead(g.path)
-		if err != nil || len(head) == 0 || !skipGz(head) {
+		if err != nil || len(head) == 0 || !s.seenHead(head, false) {
 			return false
 		}
 		s.log.Info("a file beside the input is a copy of one the source holds or saw; not read as a generation", "file", g.path)
@@ -844,10 +888,13 @@ func (s *Source) retryTorn() {
 			// its twin looked for there at the next poll — not at its old
 			// name, which may name the next generation by now (review 25a
 			// B, B2: it was taken for the twin and dropped, uncounted).
+			// Gone: a file of its name now is no twin read instead (noted
+			// torn, it had none; review 25c E, E2: a generation rotated to
+			// that name was taken for one and the loss went uncounted).
 			if p, ok := s.genMoved(g); ok {
 				g.path = p
 				keep = append(keep, g)
-			} else if !s.twinReadInstead(g.path, s.known) {
+			} else if dev, ino, err := fileutil.DevInoPath(strings.TrimSuffix(g.path, ".gz")); g.heldTwin == ([2]uint64{}) || err != nil || g.heldTwin != [2]uint64{dev, ino} {
 				s.loseTorn(g, "a compressed generation that did not end cleanly is gone; its lines were never read")
 			}
 			continue
@@ -872,13 +919,10 @@ func (s *Source) retryTorn() {
 			keep = append(keep, g)
 			continue
 		}
-		twin := false
-		for _, r := range append(append([]*reader{s.cur}, s.next...), s.old...) {
-			if r != nil && (uint64(r.fpLen) == uint64(len(head)) || r.fpLen == pointer.MaxFingerprint) && headMatches(head, uint64(r.fpLen), r.fp) {
-				twin = true
-			}
-		}
-		if twin {
+		if s.seenHead(head, true) {
+			// The twin of a file the source holds, or held and closed
+			// since (review 25b A2: a .gz too short to tell when scanned,
+			// finished after its twin was read and closed).
 			continue
 		}
 		g.gz, g.head, g.dsize = true, head, dsize

@@ -334,6 +334,12 @@ type gstream struct {
 	// original (no pointer, closed) was seen truncated while it was held.
 	heldCopies uint64
 	handoff    *Resume
+	// onRetired: made for a key whose file was seen deleted (retired): a
+	// copy taken of that key before it was seen is another file.
+	onRetired bool
+	// heldBorn: its file's birth time when it was held back (zero: not
+	// known), to tell it from a later file on its inode (tookIt).
+	heldBorn time.Time
 	// isCopy: done as a copy of another stream's file; if it grows or
 	// its first bytes change later it is no snapshot but a file of its
 	// own, read from its start. copyHeadLen, copyHead: its first bytes'
@@ -1023,6 +1029,7 @@ func (g *Glob) scan(ctx context.Context) {
 			g.ghosts++
 			g.byKey[1<<63|g.ghosts] = s
 		}
+		onRetired := g.retired[k]
 		delete(g.retired, k) // a new stream from here on
 		carried, isCarried := g.cfg.Resumes[k]
 		isCarried = isCarried && !g.started
@@ -1037,7 +1044,7 @@ func (g *Glob) scan(ctx context.Context) {
 			prev = g.vacated[f.path]
 		}
 		delete(g.vacated, f.path)
-		s := &gstream{path: f.path, first: f.path, key: k, size: f.size, mod: f.mod, activeAt: now, seenAt: now, startSize: f.size}
+		s := &gstream{path: f.path, first: f.path, key: k, size: f.size, mod: f.mod, activeAt: now, seenAt: now, startSize: f.size, onRetired: onRetired}
 		if ptr, first, off := g.ptrFor(k, f); ptr != "" {
 			s.ptrPath, s.ptrOff = ptr, off
 			if first != "" {
@@ -1637,6 +1644,7 @@ func (g *Glob) admit(s *gstream, f found, now time.Time) {
 			return
 		}
 		s.copyOf, s.heldUntil = c, now.Add(g.cfg.Stream.RotateWait)
+		s.heldBorn = birthTimePath(f.path)
 		if c.src != nil {
 			s.heldCopies = c.src.CopiesRead()
 		}
@@ -1927,33 +1935,44 @@ func tookIt(t *CopyTaken, s *gstream) bool {
 	if t == nil || t.Key != s.key {
 		return false
 	}
+	if !t.Born.IsZero() && !s.heldBorn.IsZero() {
+		// Both births known: the same file only if born together (its
+		// own gone since, another file on its inode was taken).
+		return t.Born.Equal(s.heldBorn)
+	}
 	if born := birthTimePath(s.path); !born.IsZero() {
 		return !born.After(t.At)
 	}
 	return s.seenAt.Sub(t.At) < time.Minute
 }
 
-// tookAsCopy: s's file (held back as a possible copy of c's) is a copy
-// one of c's sources took — its current one's or an earlier one's
-// (gstream.copies), by tookIt — or, s's file gone (gone: gzip unlinked
-// it), a copy taken within a minute of s being seen holding as many bytes
-// as s did at the last look: its compressed twin. Why, or "".
-func tookAsCopy(c, s *gstream, gone bool) string {
+// tookAsCopy: s's file (held back from since as a possible copy of c's)
+// is a copy one of c's sources took — its current one or one closed since
+// (gstream.copies) — by tookIt, taken since the hold began or within
+// copyTakeSlack before it (the take and the look that held it back at the
+// same moment: review 25b H), never before s's file was seen when its key
+// had been retired (another file on a deleted copy's inode: review 25c
+// B).
+func tookAsCopy(c, s *gstream, since time.Time) bool {
 	takes := slices.Clone(c.copies)
 	if c.src != nil {
 		takes = append(takes, c.src.CopiesTaken()...)
 	}
 	for i := range takes {
 		t := &takes[i]
-		if tookIt(t, s) {
-			return "its original's stream read its tail from it"
+		if t.At.Before(since.Add(-copyTakeSlack)) || (s.onRetired && t.At.Before(s.seenAt)) {
+			continue
 		}
-		if gone && t.Key != s.key && s.size > 0 && t.Size == s.size && t.At.Sub(s.seenAt).Abs() < time.Minute {
-			return "its original's stream read its tail from its compressed twin"
+		if tookIt(t, s) {
+			return true
 		}
 	}
-	return ""
+	return false
 }
+
+// copyTakeSlack: how long before a new file was held back as a possible
+// copy its original's source may have taken it.
+const copyTakeSlack = time.Second
 
 // decideHeld ends the hold of a possible copy once it is due; true while
 // it is still held.
@@ -1992,12 +2011,12 @@ func (g *Glob) decideHeld(s *gstream, now time.Time) bool {
 		g.enqueue(s)
 		return false
 	}
-	if why := tookAsCopy(c, s, serr != nil); why != "" {
-		// Its original's streams took it for a copy (or, this one gone,
-		// its compressed twin) — also just before the look that held it
-		// back, or by a source closed since (review 25b H: read as a file
-		// of its own, or counted lost once gzip unlinked it).
-		return asCopy(why)
+	if tookAsCopy(c, s, s.heldUntil.Add(-g.cfg.Stream.RotateWait)) {
+		// Its original's streams took it for a copy — also just before
+		// the look that held it back, or by a source closed since (review
+		// 25b H: read as a file of its own, or counted lost once gzip
+		// unlinked it).
+		return asCopy("its original's stream read its tail from it")
 	}
 	if t := tookSince(c, s.heldUntil.Add(-g.cfg.Stream.RotateWait)); t != nil {
 		// Its original's source found it truncated and took a copy
@@ -4200,21 +4219,28 @@ func (g *Glob) readGaps(besides []takenBeside) {
 // header with it) is no twin: the .gz is a generation of its own (review
 // 24c B, 24d A).
 func gzTwin(p string) string {
+	t, _ := gzTwinTold(p)
+	return t
+}
+
+// gzTwinTold is gzTwin, and whether the twin was told by its bytes (false:
+// the .gz too short to tell).
+func gzTwinTold(p string) (string, bool) {
 	twin := strings.TrimSuffix(p, ".gz")
 	f, err := fileutil.OpenRegular(twin)
 	if err != nil {
-		return ""
+		return "", false
 	}
 	defer f.Close()
 	head, ok := gzHead(p)
 	if !ok || len(head) == 0 {
-		return twin
+		return twin, false
 	}
 	b := make([]byte, len(head))
 	if n, _ := f.ReadAt(b, 0); n != len(b) || !bytes.Equal(b, head) {
-		return ""
+		return "", false
 	}
-	return twin
+	return twin, true
 }
 
 // readGap queues the file at p as a gap generation of first (readGaps)

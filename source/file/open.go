@@ -858,12 +858,12 @@ func (s *Source) copyAt(rec pointer.Record, skip func(dev, ino uint64) bool) *re
 	if c, dev, ino := s.findCopy(int(rec.FPLen), rec.FP, rec.Offset, time.Now(), skip); c != nil {
 		if g := s.resumeAt(c, dev, ino, rec); g != nil {
 			g.snapshot(g.lastSize)
-			s.tookCopy(g.key, rec.Epoch, g.fpLen, g.fp, g.lastSize)
+			s.tookCopy(g.key, rec.Epoch, g.fpLen, g.fp, g.lastSize, birthTime(g.f))
 			return g
 		}
 	}
 	if g := s.findGzCopy(rec, skip); g != nil {
-		s.tookCopy(g.key, rec.Epoch, g.fpLen, g.fp, g.limit)
+		s.tookCopy(g.key, rec.Epoch, g.fpLen, g.fp, g.limit, birthTime(g.f))
 		return g
 	}
 	return nil

@@ -357,7 +357,7 @@ func TestRev22APassLaterCopyOnReusedKeyKeptThroughTookCopy(t *testing.T) {
 		{Key: 7, HeadLen: 18, Head: 2, Size: 18},
 	} {
 		src := &Source{}
-		src.tookCopy(c.Key, c.Epoch, c.HeadLen, c.Head, c.Size)
+		src.tookCopy(c.Key, c.Epoch, c.HeadLen, c.Head, c.Size, c.Born)
 		s.noteCopy(src)
 	}
 	if len(s.copies) != 2 || s.copies[1].Size != 18 {

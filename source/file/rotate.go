@@ -278,18 +278,18 @@ func (s *Source) readCopy(r *reader, why string) bool {
 		c.seek(r.consumed())
 		st, err := cf.Stat()
 		if err != nil {
-			s.tookCopy(pointer.FileKey(dev, ino), r.epoch, 0, 0, 0)
+			s.tookCopy(pointer.FileKey(dev, ino), r.epoch, 0, 0, 0, birthTime(cf))
 			c.close()
 			return false
 		}
 		size = st.Size()
-		s.tookCopy(pointer.FileKey(dev, ino), r.epoch, r.fpLen, r.fp, size)
+		s.tookCopy(pointer.FileKey(dev, ino), r.epoch, r.fpLen, r.fp, size, birthTime(cf))
 		c.lastSize, c.lastMod = st.Size(), st.ModTime()
 		c.snapshot(st.Size())
 	} else if c = s.findGzCopy(pointer.Record{FPLen: uint64(r.fpLen), FP: r.fp, Offset: r.consumed()}, s.known); c != nil {
 		// copytruncate + compress: the copy is already app.log.1.gz.
 		size = c.limit
-		s.tookCopy(c.key, r.epoch, c.fpLen, c.fp, size)
+		s.tookCopy(c.key, r.epoch, c.fpLen, c.fp, size, birthTime(c.f))
 	} else {
 		if key, size, ok := s.findShortCopy(r, r.consumed(), time.Now()); ok {
 			// A copy taken before this source read on holds nothing it
@@ -297,7 +297,7 @@ func (s *Source) readCopy(r *reader, why string) bool {
 			// file's copy (the glob does not read it again: CopiesRead,
 			// CopyKey).
 			s.log.Info("input truncated; its copy holds nothing unread", "path", s.cfg.Path, "offset", r.consumed())
-			s.tookCopy(key, r.epoch, r.fpLen, r.fp, size) // its first bytes are r's
+			s.tookCopy(key, r.epoch, r.fpLen, r.fp, size, time.Time{}) // its first bytes are r's
 			s.copiesRead.Add(1)
 		}
 		return false

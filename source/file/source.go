@@ -874,6 +874,10 @@ type CopyTaken struct {
 	HeadLen int
 	Head    uint64
 	Size    int64
+	// Born: its birth time (zero: not known); a file on its inode born
+	// otherwise is another (review 25c A: a held-back file deleted, its
+	// inode given to the copy taken meanwhile).
+	Born time.Time
 }
 
 // CopyKey is the file key of the last copy the source took and when (nil:
@@ -955,8 +959,8 @@ func (s *Source) noteDone(r *reader, update bool) {
 
 // tookCopy records the copy of key the source took (headLen, head, size:
 // its first bytes' fingerprint and its size, 0 when not known).
-func (s *Source) tookCopy(key, epoch uint64, headLen int, head uint64, size int64) {
-	t := CopyTaken{Key: key, At: time.Now(), Epoch: epoch, HeadLen: headLen, Head: head, Size: size}
+func (s *Source) tookCopy(key, epoch uint64, headLen int, head uint64, size int64, born time.Time) {
+	t := CopyTaken{Key: key, At: time.Now(), Epoch: epoch, HeadLen: headLen, Head: head, Size: size, Born: born}
 	all := trimCopies(append(slices.Clone(s.CopiesTaken()), t))
 	s.copiesTaken.Store(&all)
 }
