@@ -247,8 +247,8 @@
 //	   and only generations the source never saw (genSeen: the identities of
 //	   every generation present at open and at each such scan, of every file
 //	   it held, and the first bytes of each plain one — taken again when a
-//	   file held is closed for good, and when a held file's fingerprint
-//	   grew — so a .gz of a file it saw is its twin and skipped). They are
+//	   file held is closed for good — so a .gz of a file it saw is its twin
+//	   and skipped). They are
 //	   queued before the file at the
 //	   path. The same runs when a file appears at the path while none is
 //	   open. A .gz skipped because it did not end cleanly is looked at again

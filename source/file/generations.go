@@ -645,34 +645,17 @@ type seenGen struct {
 	fpLen uint64 // plain files: their first bytes' fingerprint; 0 for .gz
 	fp    uint64
 	look  uint64 // the last noteSeen that found it (held, or on disk)
-	// fpLen0, fp0: its first bytes as first noted, when the file grew
-	// since (0: not taken again): a .gz of it made then — a copytruncate
-	// copy shorter than what was read, compressed — is its twin too
-	// (review 25c D).
-	fpLen0, fp0 uint64
-}
-
-// seeFP notes (fpLen, fp) as the first bytes of the file id, keeping the
-// first ones noted when they differ.
-func (s *Source) seeFP(id [2]uint64, fpLen, fp, look uint64) {
-	sg, ok := s.genSeen[id]
-	n := seenGen{fpLen: fpLen, fp: fp, look: look, fpLen0: sg.fpLen0, fp0: sg.fp0}
-	if ok && sg.fpLen0 == 0 && sg.fpLen > 0 && (sg.fpLen != fpLen || sg.fp != fp) {
-		n.fpLen0, n.fp0 = sg.fpLen, sg.fp
-	}
-	s.genSeen[id] = n
 }
 
 // seenHead: a file whose (decompressed) first bytes are head is a twin of
 // a file the source holds or saw — the same first bytes, covering as much
-// as it has (or the whole fingerprint); with first (a .gz), also of the
-// first bytes a seen file had when first noted.
-func (s *Source) seenHead(head []byte, first bool) bool {
+// as it has (or the whole fingerprint).
+func (s *Source) seenHead(head []byte) bool {
 	full := func(fpLen uint64, fp uint64) bool {
 		return (fpLen == uint64(len(head)) || fpLen == pointer.MaxFingerprint) && headMatches(head, fpLen, fp)
 	}
 	for _, sg := range s.genSeen {
-		if full(sg.fpLen, sg.fp) || (first && sg.fpLen0 > 0 && full(sg.fpLen0, sg.fp0)) {
+		if full(sg.fpLen, sg.fp) {
 			return true
 		}
 	}
@@ -710,9 +693,8 @@ func (s *Source) noteSeen() {
 			return
 		}
 		id := [2]uint64{r.dev, r.ino}
-		if sg, ok := s.genSeen[id]; !ok || r.gz != nil || uint64(r.fpLen) > sg.fpLen {
-			// (A longer fingerprint than noted: the file grew since.)
-			s.seeFP(id, uint64(r.fpLen), r.fp, look)
+		if sg, ok := s.genSeen[id]; !ok || r.gz != nil {
+			s.genSeen[id] = seenGen{uint64(r.fpLen), r.fp, look}
 		} else {
 			sg.look = look
 			s.genSeen[id] = sg
@@ -734,11 +716,11 @@ func (s *Source) noteSeen() {
 		}
 		// A plain one's first bytes as they are now: a .gz of it
 		// appearing later is its twin.
-		var fpLen, fp uint64
+		sg := seenGen{look: look}
 		if b, err := readHead(p); err == nil && len(b) > 0 {
-			fpLen, fp = uint64(len(b)), pointer.Fingerprint(b)
+			sg.fpLen, sg.fp = uint64(len(b)), pointer.Fingerprint(b)
 		}
-		s.seeFP(id, fpLen, fp, look)
+		s.genSeen[id] = sg
 	}
 	if len(s.genSeen) > seenCap { // a directory of many rotations: keep it bounded
 		gone := make([][2]uint64, 0, len(s.genSeen))
@@ -773,7 +755,7 @@ func (s *Source) seenAtClose(r *reader) {
 	}
 	id := [2]uint64{r.dev, r.ino}
 	if sg, ok := s.genSeen[id]; !ok || uint64(n) > sg.fpLen {
-		s.seeFP(id, uint64(n), pointer.Fingerprint(b[:n]), max(sg.look, s.seenLook))
+		s.genSeen[id] = seenGen{uint64(n), pointer.Fingerprint(b[:n]), max(sg.look, s.seenLook)}
 	}
 }
 
@@ -812,7 +794,7 @@ func (s *Source) queueLater(fdev, fino uint64) {
 		_, ok := s.genSeen[[2]uint64{dev, ino}]
 		return ok
 	}
-	gens := s.scanGenerations(ref, time.Time{}, skip, func(head []byte) bool { return s.seenHead(head, true) })
+	gens := s.scanGenerations(ref, time.Time{}, skip, func(head []byte) bool { return s.seenHead(head) })
 	// A plain file whose first bytes are those of a file the source holds
 	// or saw (the same rule as for a .gz: the whole fingerprint, or the
 	// whole file) is a copy of it (cp, copytruncate), never a later
@@ -823,7 +805,7 @@ func (s *Source) queueLater(fdev, fino uint64) {
 			return false
 		}
 		head, err := readHead(g.path)
-		if err != nil || len(head) == 0 || !s.seenHead(head, false) {
+		if err != nil || len(head) == 0 || !s.seenHead(head) {
 			return false
 		}
 		s.log.Info("a file beside the input is a copy of one the source holds or saw; not read as a generation", "file", g.path)
@@ -906,20 +888,41 @@ func (s *Source) retryTorn() {
 		// instead, and a compressor makes a .gz from a file already there
 		// — a file of its name made since is another generation, review
 		// 25b D: taken for its twin while the .gz was too short to tell,
-		// the torn one was dropped, uncounted.)
+		// the torn one was dropped, uncounted.) But one noted too short to
+		// tell beside a file the source read (heldTwin) is told by its
+		// bytes once it has some: that file's twin, it is dropped; not,
+		// heldTwin is let go (review 25d C2: deleted later, it went
+		// uncounted).
+		if g.heldTwin != ([2]uint64{}) {
+			if t, told := gzTwinTold(g.path); t == "" {
+				g.heldTwin = [2]uint64{}
+			} else if told {
+				if dev, ino, err := fileutil.DevInoPath(t); err == nil && g.heldTwin == [2]uint64{dev, ino} {
+					continue // the file the source read is its twin
+				}
+				g.heldTwin = [2]uint64{}
+			}
+		}
 		head, dsize, ok := inspectGz(g.path)
 		if !ok {
 			if st, err := os.Stat(g.path); err == nil && st.Size() != g.size {
 				g.size, g.grewAt = st.Size(), time.Now()
 			}
 			if time.Since(g.grewAt) >= max(s.cfg.RotateWait, tornWait) {
+				if dev, ino, err := fileutil.DevInoPath(strings.TrimSuffix(g.path, ".gz")); err == nil && g.heldTwin != ([2]uint64{}) && g.heldTwin == [2]uint64{dev, ino} {
+					// Never told, beside the file the source read: its
+					// compressor stopped (killed) before its first write
+					// (review 25d B: counted lost over no loss).
+					s.log.Info("a compressed generation stayed empty beside the plain file of its name, which was read; its compressor stopped", "file", g.path)
+					continue
+				}
 				s.loseTorn(g, "a compressed generation stayed torn (it does not end cleanly, no growth for rotateWaitMillis and at least 10 s); its lines are not read")
 				continue
 			}
 			keep = append(keep, g)
 			continue
 		}
-		if s.seenHead(head, true) {
+		if s.seenHead(head) {
 			// The twin of a file the source holds, or held and closed
 			// since (review 25b A2: a .gz too short to tell when scanned,
 			// finished after its twin was read and closed).

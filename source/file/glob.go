@@ -1909,7 +1909,10 @@ func (g *Glob) markCopy(s, c *gstream) {
 // copy at a truncation (Source.CopyKey), or nil.
 func (g *Glob) tookForCopy(s *gstream) *gstream {
 	for _, c := range g.byKey {
-		if c != s && c.src != nil && tookIt(c.src.CopyKey(), s) {
+		// (A stream closed since its source took it too: gstream.copies —
+		// review 25d D, a rescan meeting the copy only after the stream
+		// that took it closed read it again.)
+		if c != s && (c.src != nil || len(c.copies) > 0) && tookAsCopy(c, s, time.Time{}) {
 			return c
 		}
 	}
@@ -1946,10 +1949,10 @@ func tookIt(t *CopyTaken, s *gstream) bool {
 	return s.seenAt.Sub(t.At) < time.Minute
 }
 
-// tookAsCopy: s's file (held back from since as a possible copy of c's)
-// is a copy one of c's sources took — its current one or one closed since
-// (gstream.copies) — by tookIt, taken since the hold began or within
-// copyTakeSlack before it (the take and the look that held it back at the
+// tookAsCopy: s's file (held back from since as a possible copy of c's;
+// zero: not held) is a copy one of c's sources took — its current one or
+// one closed since (gstream.copies) — by tookIt, taken since the hold began
+// or within copyTakeSlack before it (the take and the look that held it back at the
 // same moment: review 25b H), never before s's file was seen when its key
 // had been retired (another file on a deleted copy's inode: review 25c
 // B).
@@ -1960,7 +1963,7 @@ func tookAsCopy(c, s *gstream, since time.Time) bool {
 	}
 	for i := range takes {
 		t := &takes[i]
-		if t.At.Before(since.Add(-copyTakeSlack)) || (s.onRetired && t.At.Before(s.seenAt)) {
+		if (!since.IsZero() && t.At.Before(since.Add(-copyTakeSlack))) || (s.onRetired && t.At.Before(s.seenAt)) {
 			continue
 		}
 		if tookIt(t, s) {

@@ -6,8 +6,7 @@ package file_test
 // source reads by its key — the pointer's own file — is read instead, the
 // .gz left out), B, B2 (retryTorn follows a torn .gz renamed on before it
 // looks for a twin), D, D', F (the seen catalogue takes a file's first bytes
-// again when it is closed for good, and a longer fingerprint of a held
-// file at each noteSeen); C in rev25a_review_internal_test.go; E parked
+// again when it is closed for good); C in rev25a_review_internal_test.go; E parked
 // (open_rev25a_test.go). Probes marked as such.
 
 import (

@@ -3,8 +3,9 @@ package file_test
 // Review 25c, the source side (the seen catalogue, retryTorn, the twin
 // rule's held files). Glob-side findings: rev25c_review_internal_test.go.
 // Each failed on the reviewed code (a54cbb9); fixed in the twenty-fifth
-// session: D (the seen catalogue keeps a file's first bytes as first noted
-// beside the refreshed ones, seenGen.fp0), E, E2 (a torn .gz gone, not
+// session: D (noteSeen's refresh of a held file's fingerprint, which made
+// it, taken out again — fp0, tried first, skipped a header-only
+// generation: review 25d A), E, E2 (a torn .gz gone, not
 // renamed on, is counted — a file of its name then is no twin read
 // instead — unless it is the file the source read beside it when it was
 // noted too short to tell: heldTwin, gzip failing), F (a held file is
