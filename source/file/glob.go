@@ -4226,8 +4226,11 @@ func gzTwin(p string) string {
 	return t
 }
 
-// gzTwinTold is gzTwin, and whether the twin was told by its bytes (false:
-// the .gz too short to tell).
+// gzTwinTold is gzTwin, and whether the twin was told by its bytes: the
+// .gz's decompressed first bytes cover the twin's (all of them, or 4 KiB),
+// or the .gz is whole. False: too short to tell — a prefix of a .gz still
+// being written may be a header every generation starts with (review 25e
+// B, B2).
 func gzTwinTold(p string) (string, bool) {
 	twin := strings.TrimSuffix(p, ".gz")
 	f, err := fileutil.OpenRegular(twin)
@@ -4242,6 +4245,16 @@ func gzTwinTold(p string) (string, bool) {
 	b := make([]byte, len(head))
 	if n, _ := f.ReadAt(b, 0); n != len(b) || !bytes.Equal(b, head) {
 		return "", false
+	}
+	if len(head) < pointer.MaxFingerprint {
+		if st, err := f.Stat(); err != nil || st.Size() > int64(len(head)) {
+			// Shorter than the twin: told only when the .gz is whole (a
+			// snapshot of the twin's first bytes: gzip -k while the
+			// application wrote on, review 25a A2), not while it grows.
+			if _, dsize, whole := inspectGz(p); !whole || dsize != int64(len(head)) {
+				return twin, false
+			}
+		}
 	}
 	return twin, true
 }
