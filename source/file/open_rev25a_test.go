@@ -45,9 +45,7 @@ func TestRev25AREHeaderOnlyGzBesideALaterPlainWithTheHeaderSilentlyLost(t *testi
 	mustRename(t, r.path, r.path+".1") // plain, beside L's .gz
 	appendTo(t, r.path, numbered("b", 0, 10)...)
 
-	r2 := newRig(t, r.dir, o).start()
-	r2.waitLines(61)
-	r2.waitSettled()
+	r2 := rev25Restart(t, r, o, 61)
 	time.Sleep(300 * time.Millisecond)
 	gs := r2.rec.all()
 	if n := counts(gs)[hdr]; n != 2 && r2.src.LostTails() == 0 {

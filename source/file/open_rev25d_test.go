@@ -61,22 +61,9 @@ func TestRev25DRCTornGzBesideAReadNamesakeDeletedUncounted(t *testing.T) {
 // or c's): read again as a later generation, b-0..9 delivered twice.
 func TestRev25DRESecondCopytruncateShortCopysGzReadAgain(t *testing.T) {
 	t.Parallel()
-	r := newRig(t, "", rigOpts{strategy: file.Committed, rotateWait: 50 * time.Millisecond, rotated: []string{"app.log.*.gz"}})
-	appendTo(t, r.path, numbered("a", 0, 10)...)
-	r.start()
-	r.waitLines(10)
-	r.waitSettled()
+	r := rev25Running(t, rigOpts{strategy: file.Committed, rotateWait: 50 * time.Millisecond, rotated: []string{"app.log.*.gz"}}, numbered("a", 0, 10))
 	cycle := func(p string, n int) {
-		data, err := os.ReadFile(r.path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(r.path+".1", data, 0o644); err != nil { // logrotate's copy
-			t.Fatal(err)
-		}
-		appendTo(t, r.path, numbered(p, 10, 2)...) // written before the cut
-		r.waitLines(n + 2)
-		r.waitSettled()
+		rev25CopyBeforeCut(t, r, p, n)
 		if err := os.Truncate(r.path, 0); err != nil {
 			t.Fatal(err)
 		}

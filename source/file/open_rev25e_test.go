@@ -13,9 +13,6 @@ package file_test
 import (
 	"os"
 	"testing"
-	"time"
-
-	"tailfeed/source/file"
 )
 
 // A (older: fails at d78bdda and 79154bc too — the seen catalogue's
@@ -44,42 +41,13 @@ import (
 func TestRev25ERAHeaderOnlyGzTakenForAClosedHeaderOnlyFile(t *testing.T) {
 	t.Parallel()
 	const hdr = "# app started"
-	r := newRig(t, "", rigOpts{strategy: file.Committed, noNotify: true, poll: 1500 * time.Millisecond, rotateWait: 100 * time.Millisecond})
-	appendTo(t, r.path, numbered("a", 0, 10)...)
-	r.start()
-	r.waitLines(10)
-	r.waitSettled()
+	r := rev25HeaderRig(t, hdr) // A rotated, B: its header only, for good
 
-	mustRename(t, r.path, r.path+"-20261201") // A
-	appendTo(t, r.path, hdr)                  // B: its header only, for good
-	r.waitLines(11)
-	r.waitSettled()
-
-	mustRename(t, r.path, r.path+"-20261202") // B
-	if err := os.WriteFile(r.path, rev25eLines(append([]string{"# app started, pid 7"}, numbered("c", 0, 10)...)...), 0o644); err != nil {
-		t.Fatal(err) // C
-	}
-	r.waitLines(22)
-	r.waitSettled()
-	time.Sleep(2 * time.Second) // B read to its end and closed; just after a look
-	r.waitSettled()
+	rev25RotateBMakeC(t, r, "# app started, pid 7", 22) // B rotated, C made; B read to its end and closed, just after a look
 
 	// Two rotations between two looks, compress without delaycompress.
-	c := r.path + "-20261203"
-	mustRename(t, r.path, c)
-	gzipTo(t, c, c+".gz")
-	rev25eWriteGz(t, r.path+"-20261204.gz", rev25eLines(hdr)) // D: its header only, rotated and compressed
-	if err := os.WriteFile(r.path+".new", rev25eLines(append([]string{"# app started, pid 9"}, numbered("e", 0, 10)...)...), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	mustRename(t, r.path+".new", r.path) // E
-	r.waitLines(33)
-	time.Sleep(2 * r.opts.poll)
-	r.waitSettled()
-	gs := r.rec.all()
-	if testing.Verbose() {
-		t.Logf("log:\n%s", r.logs.String())
-	}
+	rev25TwoRotationsBetweenLooks(t, r, hdr, "# app started, pid 9")
+	gs := rev25SlowLooks(t, r, 33)
 	if n := counts(gs)[hdr]; n != 2 && r.src.LostTails() == 0 {
 		t.Errorf("%q delivered %d times (want 2: B, D), lostTails 0 (lossless): app.log-20261204.gz, a header-only generation, taken for a .gz of the closed header-only B and skipped", hdr, n)
 	}
@@ -106,16 +74,7 @@ func TestRev25ERAHeaderOnlyGzTakenForAClosedHeaderOnlyFile(t *testing.T) {
 func TestRev25ERA2HeaderOnlyGzTakenForAHeldFilesFirstNotedBytes(t *testing.T) {
 	t.Parallel()
 	const hdr = "# app started"
-	r := newRig(t, "", rigOpts{strategy: file.Committed, noNotify: true, poll: 1500 * time.Millisecond, rotateWait: 100 * time.Millisecond})
-	appendTo(t, r.path, numbered("a", 0, 10)...)
-	r.start()
-	r.waitLines(10)
-	r.waitSettled()
-
-	mustRename(t, r.path, r.path+"-20261201") // A
-	appendTo(t, r.path, hdr)                  // B: its header only so far
-	r.waitLines(11)
-	r.waitSettled()
+	r := rev25HeaderRig(t, hdr) // A rotated, B: its header only so far
 	appendTo(t, r.path, numbered("b", 0, 10)...)
 	r.waitLines(21)
 	r.waitSettled()
@@ -125,21 +84,15 @@ func TestRev25ERA2HeaderOnlyGzTakenForAHeldFilesFirstNotedBytes(t *testing.T) {
 	mustRename(t, r.path, r.path+"-20261202") // B
 	appendTo(t, r.path+"-20261202", numbered("b", 10, 5)...)
 	d := r.path + "-20261203"
-	if err := os.WriteFile(d, rev25eLines(hdr), 0o644); err != nil {
+	if err := os.WriteFile(d, rev25Lines(hdr), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	gzipTo(t, d, d+".gz")
-	if err := os.WriteFile(r.path+".new", rev25eLines(append([]string{"# app started, pid 9"}, numbered("e", 0, 10)...)...), 0o644); err != nil {
+	if err := os.WriteFile(r.path+".new", rev25Lines(append([]string{"# app started, pid 9"}, numbered("e", 0, 10)...)...), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	mustRename(t, r.path+".new", r.path) // E
-	r.waitLines(37)
-	time.Sleep(2 * r.opts.poll)
-	r.waitSettled()
-	gs := r.rec.all()
-	if testing.Verbose() {
-		t.Logf("log:\n%s", r.logs.String())
-	}
+	gs := rev25SlowLooks(t, r, 37)
 	if n := counts(gs)[hdr]; n != 2 && r.src.LostTails() == 0 {
 		t.Errorf("%q delivered %d times (want 2: B, D), lostTails 0 (lossless): app.log-20261203.gz, a header-only generation, taken for a .gz of the held B by its first-noted bytes and skipped", hdr, n)
 	}

@@ -13,6 +13,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -27,6 +28,295 @@ func rev25aGz(t *testing.T, data []byte) []byte {
 	w.Write(data)
 	w.Close()
 	return b.Bytes()
+}
+
+// rev25WriteGz writes data gzip-compressed to dst.
+func rev25WriteGz(t *testing.T, dst string, data []byte) {
+	t.Helper()
+	if err := os.WriteFile(dst, rev25aGz(t, data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// rev25Lines is lines joined, each ended by "\n".
+func rev25Lines(lines ...string) []byte {
+	return []byte(strings.Join(lines, "\n") + "\n")
+}
+
+// rev25AppendBytes appends b to the file at path (a compressor writing
+// on; its write's error ignored, as the tests always did).
+func rev25AppendBytes(t *testing.T, path string, b []byte) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Write(b)
+	f.Close()
+}
+
+// rev25Running is a rig with o on app.log holding lines, started, every
+// line delivered and settled.
+func rev25Running(t *testing.T, o rigOpts, lines []string) *rig {
+	t.Helper()
+	r := newRig(t, "", o)
+	appendTo(t, r.path, lines...)
+	r.start()
+	r.waitLines(len(lines))
+	r.waitSettled()
+	return r
+}
+
+// rev25CreateGz creates path (O_EXCL: a compressor's output begun) and
+// writes first to it (nothing when empty); it is closed at the test's end
+// if the test does not close it.
+func rev25CreateGz(t *testing.T, path string, first []byte) *os.File {
+	t.Helper()
+	gz, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { gz.Close() })
+	if len(first) > 0 {
+		if _, err := gz.Write(first); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return gz
+}
+
+// rev25ZDelivered is how many of the 3 "z" lines (z-0..2) r delivered,
+// counting repeats.
+func rev25ZDelivered(r *rig) int {
+	c := counts(r.rec.all())
+	return c["z-00000"] + c["z-00001"] + c["z-00002"]
+}
+
+// rev25TwoGens: a running rig (rotatedNames "app.log.*.gz") on A (10 "a"
+// lines, each after the line hdr when hdr is not empty), A rotated to
+// app.log.1 and B (the same with "b" lines) made at app.log, delivered,
+// then 300 ms: A read to its end and closed.
+func rev25TwoGens(t *testing.T, hdr string) *rig {
+	t.Helper()
+	var pre []string
+	if hdr != "" {
+		pre = []string{hdr}
+	}
+	r := rev25Running(t, rigOpts{strategy: file.Committed, rotateWait: 100 * time.Millisecond, rotated: []string{"app.log.*.gz"}}, append(pre, numbered("a", 0, 10)...))
+	mustRename(t, r.path, r.path+".1") // A
+	appendTo(t, r.path, append(pre, numbered("b", 0, 10)...)...)
+	r.waitLines(2 * (len(pre) + 10))
+	r.waitSettled()
+	time.Sleep(300 * time.Millisecond) // A read to its end and closed
+	return r
+}
+
+// rev25ThirdGen rotates rev25TwoGens' B to app.log.3 and makes C (hdr, if
+// not empty, and 10 "c" lines) at app.log, delivered, then 300 ms: the
+// scan seen.
+func rev25ThirdGen(t *testing.T, r *rig, hdr string) {
+	t.Helper()
+	var pre []string
+	if hdr != "" {
+		pre = []string{hdr}
+	}
+	mustRename(t, r.path, r.path+".3") // B
+	appendTo(t, r.path, append(pre, numbered("c", 0, 10)...)...)
+	r.waitLines(3 * (len(pre) + 10))
+	time.Sleep(300 * time.Millisecond)
+}
+
+// rev25HeaderRig: a running rig (no inotify, a 1.5 s poll, default
+// rotatedNames) on 10 "a" lines; A rotated to app.log-20261201 and B made
+// at app.log holding only the line hdr, delivered and settled.
+func rev25HeaderRig(t *testing.T, hdr string) *rig {
+	t.Helper()
+	r := rev25Running(t, rigOpts{strategy: file.Committed, noNotify: true, poll: 1500 * time.Millisecond, rotateWait: 100 * time.Millisecond}, numbered("a", 0, 10))
+
+	mustRename(t, r.path, r.path+"-20261201") // A
+	appendTo(t, r.path, hdr)                  // B: its header only (so far)
+	r.waitLines(11)
+	r.waitSettled()
+	return r
+}
+
+// rev25TwoRotationsBetweenLooks: logrotate twice between two looks,
+// compress without delaycompress: C (at app.log) to app.log-20261203.gz;
+// D, the line hdr only, to app.log-20261204.gz; E (the line eHdr and 10
+// "e" lines) at app.log.
+func rev25TwoRotationsBetweenLooks(t *testing.T, r *rig, hdr, eHdr string) {
+	t.Helper()
+	c := r.path + "-20261203"
+	mustRename(t, r.path, c)
+	gzipTo(t, c, c+".gz")
+	rev25WriteGz(t, r.path+"-20261204.gz", rev25Lines(hdr)) // D: its header only, rotated and compressed
+	if err := os.WriteFile(r.path+".new", rev25Lines(append([]string{eHdr}, numbered("e", 0, 10)...)...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mustRename(t, r.path+".new", r.path) // E
+}
+
+// rev25aPointerGzAtRestart: a first run on app.log (o, 50 lines
+// committed), then, stopped, 20 more "a" lines, app.log rotated to
+// app.log.1 and gzip running on it (app.log.1.gz half written, the plain
+// app.log.1 beside it), 10 "b" lines at app.log; the restart's rig
+// started and its 30 lines waited for. It returns both rigs, the whole
+// .gz and firstRun's epoch.
+func rev25aPointerGzAtRestart(t *testing.T, o rigOpts) (r, r2 *rig, gz []byte, e1 uint64) {
+	t.Helper()
+	r = newRig(t, "", o)
+	e1 = firstRun(t, r, 50)
+
+	appendTo(t, r.path, numbered("a", 50, 20)...)
+	mustRename(t, r.path, r.path+".1")
+	data, err := os.ReadFile(r.path + ".1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gz = rev25aGz(t, data)
+	if err := os.WriteFile(r.path+".1.gz", gz[:len(gz)/2], 0o644); err != nil { // gzip running
+		t.Fatal(err)
+	}
+	appendTo(t, r.path, numbered("b", 0, 10)...)
+
+	r2 = newRig(t, r.dir, o).start()
+	r2.waitLines(30)
+	return r, r2, gz, e1
+}
+
+// rev25aGzipDone finishes rev25aPointerGzAtRestart's gzip: the rest of gz
+// written to app.log.1.gz, its input app.log.1 unlinked.
+func rev25aGzipDone(t *testing.T, r *rig, gz []byte) {
+	t.Helper()
+	rev25AppendBytes(t, r.path+".1.gz", gz[len(gz)/2:])
+	if err := os.Remove(r.path + ".1"); err != nil { // gzip done: its input unlinked
+		t.Fatal(err)
+	}
+}
+
+// rev25aTornAtRestart: a first run on app.log (o, 50 lines committed),
+// then, stopped, 20 more "a" lines, app.log rotated to app.log.2, a torn
+// app.log.1.gz (the first half of 100 "m" lines' gzip, no plain file of
+// its name), 10 "b" lines at app.log; the restart delivers a-50..69 and
+// b-0..9 and notes the torn .gz. It returns both rigs and the whole .gz.
+func rev25aTornAtRestart(t *testing.T, o rigOpts) (r, r2 *rig, gz []byte) {
+	t.Helper()
+	r = newRig(t, "", o)
+	e1 := firstRun(t, r, 50)
+
+	appendTo(t, r.path, numbered("a", 50, 20)...)
+	mustRename(t, r.path, r.path+".2")
+	gz = rev25aGz(t, rev25Lines(numbered("m", 0, 100)...))
+	if err := os.WriteFile(r.path+".1.gz", gz[:len(gz)/2], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	appendTo(t, r.path, numbered("b", 0, 10)...)
+
+	r2 = newRig(t, r.dir, o).start()
+	r2.waitLines(30)
+	time.Sleep(300 * time.Millisecond) // the torn .gz noted, retried at every poll
+	expectRuns(t, r2.rec.all(), e1, run{numbered("a", 50, 20), nil}, run{numbered("b", 0, 10), nil})
+	return r, r2, gz
+}
+
+// rev25aShift is logrotate's shift after rev25aTornAtRestart: app.log.2
+// to app.log.3, the torn app.log.1.gz to app.log.2.gz, app.log to a plain
+// app.log.1.
+func rev25aShift(t *testing.T, r *rig) {
+	t.Helper()
+	mustRename(t, r.path+".2", r.path+".3")
+	mustRename(t, r.path+".1.gz", r.path+".2.gz")
+	mustRename(t, r.path, r.path+".1")
+}
+
+// rev25GzThenPlainOfItsName: with the source stopped, 20 more "a" lines
+// (a-50..69) at p, p rotated to p.1 and compressed (p.1.gz), 30 "m"
+// lines at a new p, which 20 ms later is rotated to a plain p.1 beside
+// the .gz of its name (delaycompress switched on).
+func rev25GzThenPlainOfItsName(t *testing.T, p string) {
+	t.Helper()
+	appendTo(t, p, numbered("a", 50, 20)...)
+	mustRename(t, p, p+".1")
+	gzipFile(t, p+".1")
+	appendTo(t, p, numbered("m", 0, 30)...)
+	time.Sleep(20 * time.Millisecond)
+	mustRename(t, p, p+".1") // plain, beside the .gz of its name
+}
+
+// rev25Restart starts a rig with o on r's directory (a restart), waits
+// for n lines and settles.
+func rev25Restart(t *testing.T, r *rig, o rigOpts, n int) *rig {
+	t.Helper()
+	r2 := newRig(t, r.dir, o).start()
+	r2.waitLines(n)
+	r2.waitSettled()
+	return r2
+}
+
+// rev25aNextGen writes 10 "c" lines at app.log after a rotation, waits for
+// r2's 40 lines and 600 ms: retryTorn ran several polls.
+func rev25aNextGen(t *testing.T, r, r2 *rig) {
+	t.Helper()
+	appendTo(t, r.path, numbered("c", 0, 10)...)
+	r2.waitLines(40)
+	time.Sleep(600 * time.Millisecond) // retryTorn ran several polls
+}
+
+// rev25SlowLooks waits for r's n lines, two polls and its settling, and
+// returns what it delivered (its log shown when verbose).
+func rev25SlowLooks(t *testing.T, r *rig, n int) []got {
+	t.Helper()
+	r.waitLines(n)
+	time.Sleep(2 * r.opts.poll)
+	r.waitSettled()
+	gs := r.rec.all()
+	if testing.Verbose() {
+		t.Logf("log:\n%s", r.logs.String())
+	}
+	return gs
+}
+
+// rev25RotateBMakeC rotates rev25HeaderRig's B to app.log-20261202 and
+// makes C (the line cHdr and 10 "c" lines) at app.log; once n lines are
+// delivered, settled, 2 s (B read to its end and closed; just after a
+// look), settled again.
+func rev25RotateBMakeC(t *testing.T, r *rig, cHdr string, n int) {
+	t.Helper()
+	mustRename(t, r.path, r.path+"-20261202") // B
+	if err := os.WriteFile(r.path, rev25Lines(append([]string{cHdr}, numbered("c", 0, 10)...)...), 0o644); err != nil {
+		t.Fatal(err) // C
+	}
+	r.waitLines(n)
+	r.waitSettled()
+	time.Sleep(2 * time.Second) // B read to its end and closed; just after a look
+	r.waitSettled()
+}
+
+// rev25CopyBeforeCut is the first half of logrotate's copytruncate while
+// r runs: app.log's bytes copied to app.log.1, then 2 more lines of
+// prefix p (p-10, p-11) written before the cut, delivered (n before
+// them), settled.
+func rev25CopyBeforeCut(t *testing.T, r *rig, p string, n int) {
+	t.Helper()
+	data, err := os.ReadFile(r.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(r.path+".1", data, 0o644); err != nil { // logrotate's copy
+		t.Fatal(err)
+	}
+	appendTo(t, r.path, numbered(p, 10, 2)...) // written before the cut
+	r.waitLines(n + 2)
+	r.waitSettled()
+}
+
+// rev25aWaitTornRead waits up to 3 s for r2 to deliver m-00099 (the torn
+// generation's last line) or to count a lost tail.
+func rev25aWaitTornRead(r2 *rig) {
+	deadline := time.Now().Add(3 * time.Second)
+	for time.Now().Before(deadline) && counts(r2.rec.all())["m-00099"] == 0 && r2.src.LostTails() == 0 {
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // A (NEW with this change: a duplicate where there was none): rotatedNames
@@ -49,33 +339,9 @@ func rev25aGz(t *testing.T, data []byte) []byte {
 func TestRev25ARAGzOnlyNamesPointersFileCompressedAtRestartReadTwice(t *testing.T) {
 	t.Parallel()
 	o := rigOpts{strategy: file.Committed, rotated: []string{"app.log.*.gz"}}
-	r := newRig(t, "", o)
-	e1 := firstRun(t, r, 50)
-
-	appendTo(t, r.path, numbered("a", 50, 20)...)
-	mustRename(t, r.path, r.path+".1")
-	data, err := os.ReadFile(r.path + ".1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	gz := rev25aGz(t, data)
-	if err := os.WriteFile(r.path+".1.gz", gz[:len(gz)/2], 0o644); err != nil { // gzip running
-		t.Fatal(err)
-	}
-	appendTo(t, r.path, numbered("b", 0, 10)...)
-
-	r2 := newRig(t, r.dir, o).start()
-	r2.waitLines(30)
+	r, r2, gz, e1 := rev25aPointerGzAtRestart(t, o)
 	time.Sleep(600 * time.Millisecond) // app.log.1 read and closed (rotateWait 300 ms)
-	f, err := os.OpenFile(r.path+".1.gz", os.O_WRONLY|os.O_APPEND, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.Write(gz[len(gz)/2:])
-	f.Close()
-	if err := os.Remove(r.path + ".1"); err != nil { // gzip done: its input unlinked
-		t.Fatal(err)
-	}
+	rev25aGzipDone(t, r, gz)
 	r2.waitSettled()
 	time.Sleep(700 * time.Millisecond)
 	gs := r2.rec.all()
@@ -108,14 +374,10 @@ func TestRev25ARA2GzOnlyNamesPointersFileGzipKeptShorterReadTwice(t *testing.T) 
 	}
 	appendTo(t, r.path, numbered("a", 60, 10)...) // written after the compressor read the file
 	mustRename(t, r.path, r.path+".1")
-	if err := os.WriteFile(r.path+".1.gz", rev25aGz(t, data), 0o644); err != nil { // app.log.1 kept
-		t.Fatal(err)
-	}
+	rev25WriteGz(t, r.path+".1.gz", data) // app.log.1 kept
 	appendTo(t, r.path, numbered("b", 0, 10)...)
 
-	r2 := newRig(t, r.dir, o).start()
-	r2.waitLines(30)
-	r2.waitSettled()
+	r2 := rev25Restart(t, r, o, 30)
 	time.Sleep(500 * time.Millisecond)
 	gs := r2.rec.all()
 	if c := counts(gs); c["a-00000"] != 0 || c["a-00050"] != 1 || len(gs) != 30 {
@@ -141,43 +403,13 @@ func TestRev25ARA2GzOnlyNamesPointersFileGzipKeptShorterReadTwice(t *testing.T) 
 func TestRev25ARBTornGzMovedOnBesideANewPlainOfItsOldNameDropped(t *testing.T) {
 	t.Parallel()
 	o := rigOpts{strategy: file.Committed}
-	r := newRig(t, "", o)
-	e1 := firstRun(t, r, 50)
-
-	appendTo(t, r.path, numbered("a", 50, 20)...)
-	mustRename(t, r.path, r.path+".2")
-	var plain bytes.Buffer
-	for _, l := range numbered("m", 0, 100) {
-		plain.WriteString(l + "\n")
-	}
-	gz := rev25aGz(t, plain.Bytes())
-	if err := os.WriteFile(r.path+".1.gz", gz[:len(gz)/2], 0o644); err != nil {
-		t.Fatal(err)
-	}
-	appendTo(t, r.path, numbered("b", 0, 10)...)
-
-	r2 := newRig(t, r.dir, o).start()
-	r2.waitLines(30)
-	time.Sleep(300 * time.Millisecond) // the torn .gz noted, retried at every poll
-	expectRuns(t, r2.rec.all(), e1, run{numbered("a", 50, 20), nil}, run{numbered("b", 0, 10), nil})
+	r, r2, gz := rev25aTornAtRestart(t, o)
 
 	// logrotate (compress off): shift, then the live file to a plain .1.
-	mustRename(t, r.path+".2", r.path+".3")
-	mustRename(t, r.path+".1.gz", r.path+".2.gz")
-	mustRename(t, r.path, r.path+".1")
-	appendTo(t, r.path, numbered("c", 0, 10)...)
-	r2.waitLines(40)
-	time.Sleep(600 * time.Millisecond) // retryTorn ran several polls
-	f, err := os.OpenFile(r.path+".2.gz", os.O_WRONLY|os.O_APPEND, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.Write(gz[len(gz)/2:]) // the compressor finishes it
-	f.Close()
-	deadline := time.Now().Add(3 * time.Second)
-	for time.Now().Before(deadline) && counts(r2.rec.all())["m-00099"] == 0 && r2.src.LostTails() == 0 {
-		time.Sleep(20 * time.Millisecond)
-	}
+	rev25aShift(t, r)
+	rev25aNextGen(t, r, r2)
+	rev25AppendBytes(t, r.path+".2.gz", gz[len(gz)/2:]) // the compressor finishes it
+	rev25aWaitTornRead(r2)
 	c := counts(r2.rec.all())
 	if c["m-00000"] == 0 && r2.src.LostTails() == 0 {
 		t.Fatalf("the torn generation (100 lines), moved on to app.log.2.gz beside a new plain app.log.1 and then finished: not read (m-0 %d times) and not counted (lostTails %d, detail %q)",
@@ -196,17 +428,10 @@ func TestRev25ARProbeSymlinkTargetGzBesideANonTwinPlainRead(t *testing.T) {
 	r, target := symlinkRig(t, rigOpts{strategy: file.Committed})
 	e1 := firstRun(t, r, 50)
 
-	appendTo(t, target, numbered("a", 50, 20)...)
-	mustRename(t, target, target+".1")
-	gzipFile(t, target+".1")
-	appendTo(t, target, numbered("m", 0, 30)...)
-	time.Sleep(20 * time.Millisecond)
-	mustRename(t, target, target+".1") // plain, beside the .gz of its name
+	rev25GzThenPlainOfItsName(t, target)
 	appendTo(t, target, numbered("b", 0, 10)...)
 
-	r2 := newRig(t, r.dir, rigOpts{strategy: file.Committed}).start()
-	r2.waitLines(60)
-	r2.waitSettled()
+	r2 := rev25Restart(t, r, rigOpts{strategy: file.Committed}, 60)
 	time.Sleep(300 * time.Millisecond)
 	expectRuns(t, r2.rec.all(), e1,
 		run{numbered("a", 50, 20), nil},
@@ -363,53 +588,21 @@ func TestRev25ARFNocreateCompressedGenerationReadAgainWhenThePathReappears(t *te
 func TestRev25ARB2TornGzShiftedWhileTheNextIsCompressedDropped(t *testing.T) {
 	t.Parallel()
 	o := rigOpts{strategy: file.Committed}
-	r := newRig(t, "", o)
-	e1 := firstRun(t, r, 50)
-
-	appendTo(t, r.path, numbered("a", 50, 20)...)
-	mustRename(t, r.path, r.path+".2")
-	var plain bytes.Buffer
-	for _, l := range numbered("m", 0, 100) {
-		plain.WriteString(l + "\n")
-	}
-	gz := rev25aGz(t, plain.Bytes())
-	if err := os.WriteFile(r.path+".1.gz", gz[:len(gz)/2], 0o644); err != nil {
-		t.Fatal(err)
-	}
-	appendTo(t, r.path, numbered("b", 0, 10)...)
-
-	r2 := newRig(t, r.dir, o).start()
-	r2.waitLines(30)
-	time.Sleep(300 * time.Millisecond) // the torn .gz noted, retried at every poll
-	expectRuns(t, r2.rec.all(), e1, run{numbered("a", 50, 20), nil}, run{numbered("b", 0, 10), nil})
+	r, r2, gz := rev25aTornAtRestart(t, o)
 
 	// logrotate (compress): shift, rotate, gzip running on app.log.1.
-	mustRename(t, r.path+".2", r.path+".3")
-	mustRename(t, r.path+".1.gz", r.path+".2.gz")
-	mustRename(t, r.path, r.path+".1")
+	rev25aShift(t, r)
 	data, err := os.ReadFile(r.path + ".1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(r.path+".1.gz", rev25aGz(t, data), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	appendTo(t, r.path, numbered("c", 0, 10)...)
-	r2.waitLines(40)
-	time.Sleep(600 * time.Millisecond)               // retryTorn ran several polls
+	rev25WriteGz(t, r.path+".1.gz", data)
+	rev25aNextGen(t, r, r2)
 	if err := os.Remove(r.path + ".1"); err != nil { // gzip done
 		t.Fatal(err)
 	}
-	f, err := os.OpenFile(r.path+".2.gz", os.O_WRONLY|os.O_APPEND, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.Write(gz[len(gz)/2:]) // the torn one's rest (it could as well stay torn)
-	f.Close()
-	deadline := time.Now().Add(3 * time.Second)
-	for time.Now().Before(deadline) && counts(r2.rec.all())["m-00099"] == 0 && r2.src.LostTails() == 0 {
-		time.Sleep(20 * time.Millisecond)
-	}
+	rev25AppendBytes(t, r.path+".2.gz", gz[len(gz)/2:]) // the torn one's rest (it could as well stay torn)
+	rev25aWaitTornRead(r2)
 	c := counts(r2.rec.all())
 	if c["m-00000"] == 0 && r2.src.LostTails() == 0 {
 		t.Fatalf("the torn generation (100 lines), shifted to app.log.2.gz while the next one was compressed to app.log.1.gz: not read (m-0 %d times) and not counted (lostTails %d, detail %q)",
@@ -425,33 +618,9 @@ func TestRev25ARB2TornGzShiftedWhileTheNextIsCompressedDropped(t *testing.T) {
 func TestRev25ARProbeDefaultNamesPointersFileCompressedAtRestartReadOnce(t *testing.T) {
 	t.Parallel()
 	o := rigOpts{strategy: file.Committed}
-	r := newRig(t, "", o)
-	e1 := firstRun(t, r, 50)
-
-	appendTo(t, r.path, numbered("a", 50, 20)...)
-	mustRename(t, r.path, r.path+".1")
-	data, err := os.ReadFile(r.path + ".1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	gz := rev25aGz(t, data)
-	if err := os.WriteFile(r.path+".1.gz", gz[:len(gz)/2], 0o644); err != nil {
-		t.Fatal(err)
-	}
-	appendTo(t, r.path, numbered("b", 0, 10)...)
-
-	r2 := newRig(t, r.dir, o).start()
-	r2.waitLines(30)
+	r, r2, gz, e1 := rev25aPointerGzAtRestart(t, o)
 	time.Sleep(600 * time.Millisecond)
-	f, err := os.OpenFile(r.path+".1.gz", os.O_WRONLY|os.O_APPEND, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.Write(gz[len(gz)/2:])
-	f.Close()
-	if err := os.Remove(r.path + ".1"); err != nil {
-		t.Fatal(err)
-	}
+	rev25aGzipDone(t, r, gz)
 	r2.waitSettled()
 	time.Sleep(700 * time.Millisecond)
 	expectRuns(t, r2.rec.all(), e1, run{numbered("a", 50, 20), nil}, run{numbered("b", 0, 10), nil})

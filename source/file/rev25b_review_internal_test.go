@@ -15,7 +15,6 @@ package file
 import (
 	"bytes"
 	"compress/gzip"
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -25,9 +24,6 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
-
-	"tailfeed/feed"
-	"tailfeed/overload"
 )
 
 // rev25bLog: the glob's log, to the test's output when REV25B_LOG is set.
@@ -50,32 +46,21 @@ func rev25bRunGlob(t *testing.T, pattern, data string, exclude, names []string, 
 // (d counts from its end).
 func rev25bRunGlobMid(t *testing.T, pattern, data string, exclude, names []string, d time.Duration, mid func()) (map[string]int, uint64, uint64, string) {
 	t.Helper()
-	ig := &internalGlob{ptrDir: filepath.Join(data, "feeds", "f")}
-	ig.q = feed.NewQueue("rec", 4096, 8<<20, overload.Policy{Kind: overload.Pause})
-	ig.pub = feed.NewPublisher("f", []*feed.Queue{ig.q}, 65536, 512)
-	g, err := NewGlob(GlobConfig{
-		Stream: Config{Feed: "f", Path: pattern, Strategy: Committed, Poll: 50 * time.Millisecond,
-			RotateWait: 200 * time.Millisecond, CommitSync: 5 * time.Millisecond, BatchLines: 512, Outputs: []string{data},
-			RotatedNames: names, Logger: rev25bLog(t)},
-		Exclude:       exclude,
-		PointerDir:    ig.ptrDir,
-		EpochsPath:    filepath.Join(data, "feeds", "f.epochs"),
-		ScanInterval:  100 * time.Millisecond,
-		MaxOpenFiles:  16,
-		CloseInactive: 50 * time.Millisecond,
-		ForgetAfter:   time.Minute,
-	}, ig.pub)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g.drainBound = 300 * time.Millisecond
-	ig.g = g
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		g.Run(ctx)
-	}()
+	return rev25RunGlobSet(t, pattern, data, d, mid, func(c *GlobConfig) {
+		c.Stream.RotatedNames = names
+		c.Stream.Logger = rev25bLog(t)
+		c.Exclude = exclude
+		c.CloseInactive = 50 * time.Millisecond
+	})
+}
+
+// rev25RunGlobSet runs runGlobWith's glob over pattern with data (its
+// config changed by set; drainBound 300 ms), consuming what it delivers;
+// mid (if set) runs while the glob runs, then d passes; the glob is
+// stopped (drained for up to 5 s). What it delivered and counted lost.
+func rev25RunGlobSet(t *testing.T, pattern, data string, d time.Duration, mid func(), set func(*GlobConfig)) (map[string]int, uint64, uint64, string) {
+	t.Helper()
+	ig, stop := runGlobWith(t, pattern, data, 5*time.Second, set, func(g *Glob) { g.drainBound = 300 * time.Millisecond })
 	c := ig.consumeAll()
 	if mid != nil {
 		mid()
@@ -83,13 +68,38 @@ func rev25bRunGlobMid(t *testing.T, pattern, data string, exclude, names []strin
 	time.Sleep(d)
 	got := c()
 	tails, bytes, detail := ig.lost()
-	cancel()
-	<-done
-	dctx, cc := context.WithTimeout(context.Background(), 5*time.Second)
-	g.Drain(dctx)
-	cc()
-	g.Close()
+	stop()
 	return got, tails, bytes, detail
+}
+
+// rev25CopyTruncate is logrotate's copytruncate of w: its bytes copied
+// to cp (mode 0600), then w cut to nothing.
+func rev25CopyTruncate(t *testing.T, w, cp string) {
+	t.Helper()
+	data0, err := os.ReadFile(w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cp, data0, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(w, 0); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// rev25GlobGa: a glob directory dir holding w.log (3 "ga" lines, its path
+// w) and a data directory; the pattern "dir/*" and its exclude
+// "dir/*.gz".
+func rev25GlobGa(t *testing.T) (dir, data, pattern string, exclude []string, w string) {
+	t.Helper()
+	dir, data = t.TempDir(), t.TempDir()
+	pattern, exclude = filepath.Join(dir, "*"), []string{filepath.Join(dir, "*.gz")}
+	w = filepath.Join(dir, "w.log")
+	if err := os.WriteFile(w, []byte(numbered("ga", 3)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return dir, data, pattern, exclude, w
 }
 
 // G probe (passes): the glob's twin rule against a cut stream's source.
@@ -165,16 +175,7 @@ func rev25bCutBesideGlobTwin(t *testing.T, hdr, hdr2 string) map[string]int {
 	}
 	gzipLikeGzip(t, w1, w1+".gz", true) // being compressed: its twin still there
 	// copytruncate with compress: the copy w.log.2, compressed.
-	data0, err := os.ReadFile(w)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(w+".2", data0, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Truncate(w, 0); err != nil {
-		t.Fatal(err)
-	}
+	rev25CopyTruncate(t, w, w+".2")
 	gzipLikeGzip(t, w+".2", w+".2.gz", false)
 	rev24aAppend(t, w, hdr2+numbered("gb", 2)) // shorter than before the cut
 	got, tails, bytes, detail := rev25bRunGlob(t, pattern, data, exclude, names, 2*time.Second)
@@ -261,24 +262,10 @@ func rev25bGzipBytes(t *testing.T, data []byte, dst string) {
 // offset 0 were never read": lostTails 1, lostBytes 15 over no loss.
 func TestRev25BRHRunningCopytruncateCompressHeldCopyCountedLost(t *testing.T) {
 	t.Parallel()
-	dir, data := t.TempDir(), t.TempDir()
-	pattern, exclude := filepath.Join(dir, "*"), []string{filepath.Join(dir, "*.gz")}
-	w := filepath.Join(dir, "w.log")
-	if err := os.WriteFile(w, []byte(numbered("ga", 3)), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	_, data, pattern, exclude, w := rev25GlobGa(t)
 	got, tails, lbytes, detail := rev25bRunGlobMid(t, pattern, data, exclude, nil, 3*time.Second, func() {
 		time.Sleep(800 * time.Millisecond) // read, committed, closed (closeInactive 50 ms)
-		data0, err := os.ReadFile(w)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(w+".2", data0, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Truncate(w, 0); err != nil {
-			t.Fatal(err)
-		}
+		rev25CopyTruncate(t, w, w+".2")
 		rev24aAppend(t, w, numbered("gb", 2))
 		time.Sleep(20 * time.Millisecond)
 		gzipLikeGzip(t, w+".2", w+".2.gz", false)

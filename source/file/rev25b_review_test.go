@@ -43,6 +43,99 @@ func rev25bGz(t *testing.T, data []byte, cut int) (full []byte, torn int) {
 	return b.Bytes(), torn
 }
 
+// rev25bGzJustBegun: a running rig (rotatedNames "app.log.*.gz") whose
+// A (1,000 "a" lines, every one delivered) is renamed to app.log.1, gzip
+// beginning app.log.1.gz (created, nothing written yet), then 10 "b"
+// lines at a new app.log, delivered.
+func rev25bGzJustBegun(t *testing.T) *rig {
+	t.Helper()
+	o := rigOpts{strategy: file.Committed, rotated: []string{"app.log.*.gz"}, rotateWait: 100 * time.Millisecond}
+	r := rev25Running(t, o, numbered("a", 0, 1000))
+
+	mustRename(t, r.path, r.path+".1")
+	if err := os.WriteFile(r.path+".1.gz", nil, 0o644); err != nil { // gzip begun
+		t.Fatal(err)
+	}
+	appendTo(t, r.path, numbered("b", 0, 10)...)
+	r.waitLines(1010)
+	return r
+}
+
+// rev25bGzipWhileHeld: A's scenario (rotatedNames "app.log.*.gz",
+// running): A (1,000 "a" lines, delivered) renamed to app.log.1 while gzip
+// writes app.log.1.gz — the stream's first cut bytes sync-flushed when
+// flushed, else nothing yet — and 10 "b" lines at a new app.log,
+// delivered; 500 ms later (A read to its end, switched from, closed) gzip
+// finishes and unlinks app.log.1; a second, then settled.
+func rev25bGzipWhileHeld(t *testing.T, cut int, flushed bool) *rig {
+	t.Helper()
+	o := rigOpts{strategy: file.Committed, rotated: []string{"app.log.*.gz"}, rotateWait: 100 * time.Millisecond}
+	r := rev25Running(t, o, numbered("a", 0, 1000))
+
+	data, err := os.ReadFile(r.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	full, torn := rev25bGz(t, data, cut)
+	if !flushed {
+		torn = 0
+	}
+	mustRename(t, r.path, r.path+".1")
+	gz := rev25CreateGz(t, r.path+".1.gz", full[:torn])
+	appendTo(t, r.path, numbered("b", 0, 10)...)
+	r.waitLines(1010)
+	time.Sleep(500 * time.Millisecond)               // A read to its end, switched from, closed
+	if _, err := gz.Write(full[torn:]); err != nil { // gzip finishes
+		t.Fatal(err)
+	}
+	gz.Close()
+	if err := os.Remove(r.path + ".1"); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second)
+	r.waitSettled()
+	return r
+}
+
+// rev25bMakeC makes C (10 "c" lines) at app.log after rev25bGrownThenCompressed's
+// next rotation, waits for its 50 lines, a second and the settling; what
+// r delivered.
+func rev25bMakeC(t *testing.T, r *rig) []got {
+	t.Helper()
+	appendTo(t, r.path, numbered("c", 0, 10)...)
+	r.waitLines(50)
+	time.Sleep(time.Second)
+	r.waitSettled()
+	return r.rec.all()
+}
+
+// rev25bTornBeside: a running rig (default rotatedNames) on 10 "a" lines;
+// app.log.1.gz created beside the input holding first (a .gz being
+// written in: closed at the test's end), then A rotated to app.log.2 and B
+// (10 "b" lines) made at app.log and delivered, 200 ms for the scan.
+func rev25bTornBeside(t *testing.T, first []byte) (*rig, *os.File) {
+	t.Helper()
+	r := rev25Running(t, rigOpts{strategy: file.Committed, rotateWait: 100 * time.Millisecond}, numbered("a", 0, 10))
+
+	gz := rev25CreateGz(t, r.path+".1.gz", first)
+	mustRename(t, r.path, r.path+".2")
+	appendTo(t, r.path, numbered("b", 0, 10)...)
+	r.waitLines(20)
+	time.Sleep(200 * time.Millisecond)
+	return r, gz
+}
+
+// rev25bGzEnds writes rest to gz (its writer finishing it), closes it and
+// waits a second.
+func rev25bGzEnds(t *testing.T, gz *os.File, rest []byte) {
+	t.Helper()
+	if _, err := gz.Write(rest); err != nil {
+		t.Fatal(err)
+	}
+	gz.Close()
+	time.Sleep(time.Second)
+}
+
 // rev25bDup lists the lines delivered more than once.
 func rev25bDup(gs []got) []string {
 	var out []string
@@ -73,39 +166,7 @@ func rev25bDup(gs []got) []string {
 // and the scan after gzip finished matched its full head to A: read once.
 func TestRev25BRAGzOnlyNamesRunningCompressTornReadAgainAfterItsTwinClosed(t *testing.T) {
 	t.Parallel()
-	o := rigOpts{strategy: file.Committed, rotated: []string{"app.log.*.gz"}, rotateWait: 100 * time.Millisecond}
-	r := newRig(t, "", o)
-	appendTo(t, r.path, numbered("a", 0, 1000)...)
-	r.start()
-	r.waitLines(1000)
-	r.waitSettled()
-
-	data, err := os.ReadFile(r.path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	full, torn := rev25bGz(t, data, 1000)
-	mustRename(t, r.path, r.path+".1")
-	gz, err := os.OpenFile(r.path+".1.gz", os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer gz.Close()
-	if _, err := gz.Write(full[:torn]); err != nil { // gzip running
-		t.Fatal(err)
-	}
-	appendTo(t, r.path, numbered("b", 0, 10)...)
-	r.waitLines(1010)
-	time.Sleep(500 * time.Millisecond)               // A read to its end, switched from, closed
-	if _, err := gz.Write(full[torn:]); err != nil { // gzip finishes
-		t.Fatal(err)
-	}
-	gz.Close()
-	if err := os.Remove(r.path + ".1"); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(time.Second)
-	r.waitSettled()
+	r := rev25bGzipWhileHeld(t, 1000, true) // gzip running, its first 1,000 bytes flushed
 	gs := r.rec.all()
 	if d := rev25bDup(gs); len(d) > 0 || len(gs) != 1010 {
 		t.Errorf("%d lines delivered (want 1010), %d of them more than once (e.g. %q): app.log.1.gz, A compressed while the source held A, read again once gzip finished",
@@ -158,11 +219,7 @@ func TestRev25BRBRunningGzOfAGrownGenerationBesideANonTwinNamesakeReadTwice(t *t
 	t.Parallel()
 	r := rev25bGrownThenCompressed(t)
 	mustRename(t, r.path, r.path+".1") // B, plain, beside A's .gz (delaycompress)
-	appendTo(t, r.path, numbered("c", 0, 10)...)
-	r.waitLines(50)
-	time.Sleep(time.Second)
-	r.waitSettled()
-	gs := r.rec.all()
+	gs := rev25bMakeC(t, r)
 	if d := rev25bDup(gs); len(d) > 0 || len(gs) != 50 {
 		t.Errorf("%d lines delivered (want 50), %d of them more than once (e.g. %q): app.log.1.gz (A, read while running) read again as a later generation beside the non-twin app.log.1",
 			len(gs), len(d), d[:min(3, len(d))])
@@ -185,11 +242,7 @@ func TestRev25BRCRunningGzOfAGrownGenerationShiftedReadTwice(t *testing.T) {
 	r := rev25bGrownThenCompressed(t)
 	mustRename(t, r.path+".1.gz", r.path+".2.gz")
 	mustRename(t, r.path, r.path+".1")
-	appendTo(t, r.path, numbered("c", 0, 10)...)
-	r.waitLines(50)
-	time.Sleep(time.Second)
-	r.waitSettled()
-	gs := r.rec.all()
+	gs := rev25bMakeC(t, r)
 	if d := rev25bDup(gs); len(d) > 0 || len(gs) != 50 {
 		t.Errorf("%d lines delivered (want 50), %d of them more than once (e.g. %q): app.log.2.gz (A, read while running) read again as a later generation",
 			len(gs), len(d), d[:min(3, len(d))])
@@ -208,36 +261,7 @@ func TestRev25BRCRunningGzOfAGrownGenerationShiftedReadTwice(t *testing.T) {
 // the current file: A's lines twice.
 func TestRev25BRA2GzOnlyNamesRunningCompressJustBegunReadAgain(t *testing.T) {
 	t.Parallel()
-	o := rigOpts{strategy: file.Committed, rotated: []string{"app.log.*.gz"}, rotateWait: 100 * time.Millisecond}
-	r := newRig(t, "", o)
-	appendTo(t, r.path, numbered("a", 0, 1000)...)
-	r.start()
-	r.waitLines(1000)
-	r.waitSettled()
-
-	data, err := os.ReadFile(r.path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	full, _ := rev25bGz(t, data, 0)
-	mustRename(t, r.path, r.path+".1")
-	gz, err := os.OpenFile(r.path+".1.gz", os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644) // gzip begun, nothing written
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer gz.Close()
-	appendTo(t, r.path, numbered("b", 0, 10)...)
-	r.waitLines(1010)
-	time.Sleep(500 * time.Millisecond)        // A read to its end, switched from, closed
-	if _, err := gz.Write(full); err != nil { // gzip finishes
-		t.Fatal(err)
-	}
-	gz.Close()
-	if err := os.Remove(r.path + ".1"); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(time.Second)
-	r.waitSettled()
+	r := rev25bGzipWhileHeld(t, 0, false) // gzip begun, nothing written
 	gs := r.rec.all()
 	if d := rev25bDup(gs); len(d) > 0 || len(gs) != 1010 {
 		t.Errorf("%d lines delivered (want 1010), %d of them more than once (e.g. %q): app.log.1.gz, A compressed while the source held A, read again once gzip finished",
@@ -262,19 +286,7 @@ func TestRev25BRA2GzOnlyNamesRunningCompressJustBegunReadAgain(t *testing.T) {
 // dropped uncounted).
 func TestRev25BRA3GzOnlyNamesRunningCompressFailsCountedLostOverNoLoss(t *testing.T) {
 	t.Parallel()
-	o := rigOpts{strategy: file.Committed, rotated: []string{"app.log.*.gz"}, rotateWait: 100 * time.Millisecond}
-	r := newRig(t, "", o)
-	appendTo(t, r.path, numbered("a", 0, 1000)...)
-	r.start()
-	r.waitLines(1000)
-	r.waitSettled()
-
-	mustRename(t, r.path, r.path+".1")
-	if err := os.WriteFile(r.path+".1.gz", nil, 0o644); err != nil { // gzip begun
-		t.Fatal(err)
-	}
-	appendTo(t, r.path, numbered("b", 0, 10)...)
-	r.waitLines(1010)
+	r := rev25bGzJustBegun(t)
 	time.Sleep(300 * time.Millisecond)
 	if err := os.Remove(r.path + ".1.gz"); err != nil { // gzip failed: its output removed, app.log.1 kept
 		t.Fatal(err)
@@ -305,44 +317,14 @@ func TestRev25BRA3GzOnlyNamesRunningCompressFailsCountedLostOverNoLoss(t *testin
 // identity), nothing is counted, lossless.
 func TestRev25BRDTornGzNamesakeAppearsDroppedSilentlyLost(t *testing.T) {
 	t.Parallel()
-	r := newRig(t, "", rigOpts{strategy: file.Committed, rotateWait: 100 * time.Millisecond})
-	appendTo(t, r.path, numbered("a", 0, 10)...)
-	r.start()
-	r.waitLines(10)
-	r.waitSettled()
-
-	var z bytes.Buffer
-	for _, l := range numbered("z", 0, 3) {
-		z.WriteString(l + "\n")
-	}
-	var gzb bytes.Buffer
-	w := gzip.NewWriter(&gzb)
-	w.Write(z.Bytes())
-	w.Close()
-	full := gzb.Bytes()
-	gz, err := os.OpenFile(r.path+".1.gz", os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer gz.Close()
-	if _, err := gz.Write(full[:10]); err != nil { // the gzip header only
-		t.Fatal(err)
-	}
-	mustRename(t, r.path, r.path+".2")
-	appendTo(t, r.path, numbered("b", 0, 10)...)
-	r.waitLines(20)
-	time.Sleep(200 * time.Millisecond)
-	mustRename(t, r.path, r.path+".1") // B beside the torn .gz
+	full := rev25aGz(t, rev25Lines(numbered("z", 0, 3)...))
+	r, gz := rev25bTornBeside(t, full[:10]) // the gzip header only
+	mustRename(t, r.path, r.path+".1")      // B beside the torn .gz
 	appendTo(t, r.path, numbered("c", 0, 10)...)
 	r.waitLines(30)
 	time.Sleep(300 * time.Millisecond)
-	if _, err := gz.Write(full[10:]); err != nil {
-		t.Fatal(err)
-	}
-	gz.Close()
-	time.Sleep(time.Second)
-	c := counts(r.rec.all())
-	if n := c["z-00000"] + c["z-00001"] + c["z-00002"]; n != 3 && r.src.LostTails() == 0 {
+	rev25bGzEnds(t, gz, full[10:])
+	if n := rev25ZDelivered(r); n != 3 && r.src.LostTails() == 0 {
 		t.Errorf("app.log.1.gz (3 lines, torn when scanned, a plain app.log.1 made beside it before it ended): %d of its lines delivered, lostTails 0 (lossless)", n)
 	}
 }
@@ -354,40 +336,14 @@ func TestRev25BRDTornGzNamesakeAppearsDroppedSilentlyLost(t *testing.T) {
 // its name): lost silently.
 func TestRev25BRDProbeTornGzNonTwinNamesakeAppearsRead(t *testing.T) {
 	t.Parallel()
-	r := newRig(t, "", rigOpts{strategy: file.Committed, rotateWait: 100 * time.Millisecond})
-	appendTo(t, r.path, numbered("a", 0, 10)...)
-	r.start()
-	r.waitLines(10)
-	r.waitSettled()
-
-	var z bytes.Buffer
-	for _, l := range numbered("z", 0, 3) {
-		z.WriteString(l + "\n")
-	}
-	full, head := rev25bGz(t, z.Bytes(), len("z-00000\n"))
-	gz, err := os.OpenFile(r.path+".1.gz", os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer gz.Close()
-	if _, err := gz.Write(full[:head]); err != nil { // its first line flushed
-		t.Fatal(err)
-	}
-	mustRename(t, r.path, r.path+".2")
-	appendTo(t, r.path, numbered("b", 0, 10)...)
-	r.waitLines(20)
-	time.Sleep(200 * time.Millisecond)
-	mustRename(t, r.path, r.path+".1") // B beside the torn .gz
+	full, head := rev25bGz(t, rev25Lines(numbered("z", 0, 3)...), len("z-00000\n"))
+	r, gz := rev25bTornBeside(t, full[:head]) // its first line flushed
+	mustRename(t, r.path, r.path+".1")        // B beside the torn .gz
 	appendTo(t, r.path, numbered("c", 0, 10)...)
 	r.waitLines(30)
 	time.Sleep(300 * time.Millisecond)
-	if _, err := gz.Write(full[head:]); err != nil {
-		t.Fatal(err)
-	}
-	gz.Close()
-	time.Sleep(time.Second)
-	c := counts(r.rec.all())
-	if n := c["z-00000"] + c["z-00001"] + c["z-00002"]; n != 3 && r.src.LostTails() == 0 {
+	rev25bGzEnds(t, gz, full[head:])
+	if n := rev25ZDelivered(r); n != 3 && r.src.LostTails() == 0 {
 		t.Errorf("app.log.1.gz (3 lines, torn when scanned, a plain app.log.1 made beside it before it ended): %d of its lines delivered, lostTails 0 (lossless)", n)
 	}
 }
@@ -407,41 +363,15 @@ func TestRev25BRDProbeTornGzNonTwinNamesakeAppearsRead(t *testing.T) {
 // the same .gz beside a non-twin B is kept and read.)
 func TestRev25BRETornGzRotatedOnBesideANewNamesakeDroppedSilentlyLost(t *testing.T) {
 	t.Parallel()
-	r := newRig(t, "", rigOpts{strategy: file.Committed, rotateWait: 100 * time.Millisecond})
-	appendTo(t, r.path, numbered("a", 0, 10)...)
-	r.start()
-	r.waitLines(10)
-	r.waitSettled()
-
-	var z bytes.Buffer
-	for _, l := range numbered("z", 0, 3) {
-		z.WriteString(l + "\n")
-	}
-	full, head := rev25bGz(t, z.Bytes(), len("z-00000\n"))
-	gz, err := os.OpenFile(r.path+".1.gz", os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer gz.Close()
-	if _, err := gz.Write(full[:head]); err != nil { // its first line flushed
-		t.Fatal(err)
-	}
-	mustRename(t, r.path, r.path+".2")
-	appendTo(t, r.path, numbered("b", 0, 10)...)
-	r.waitLines(20)
-	time.Sleep(200 * time.Millisecond)
+	full, head := rev25bGz(t, rev25Lines(numbered("z", 0, 3)...), len("z-00000\n"))
+	r, gz := rev25bTornBeside(t, full[:head])     // its first line flushed
 	mustRename(t, r.path+".1.gz", r.path+".3.gz") // shifted on, still being written
 	mustRename(t, r.path, r.path+".1")            // B
 	appendTo(t, r.path, numbered("c", 0, 10)...)
 	r.waitLines(30)
 	time.Sleep(300 * time.Millisecond)
-	if _, err := gz.Write(full[head:]); err != nil {
-		t.Fatal(err)
-	}
-	gz.Close()
-	time.Sleep(time.Second)
-	c := counts(r.rec.all())
-	if n := c["z-00000"] + c["z-00001"] + c["z-00002"]; n != 3 && r.src.LostTails() == 0 {
+	rev25bGzEnds(t, gz, full[head:])
+	if n := rev25ZDelivered(r); n != 3 && r.src.LostTails() == 0 {
 		t.Errorf("app.log.1.gz (3 lines, torn when scanned, shifted to app.log.3.gz and a plain app.log.1 made before it ended): %d of its lines delivered, lostTails 0 (lossless)", n)
 	}
 }

@@ -37,12 +37,8 @@ import (
 // lostTails 1, 20 bytes.)
 func TestRev25CRAHeldNewFileGoneTakenForTheCompressedTwinOfAnotherCopy(t *testing.T) {
 	t.Parallel()
-	dir, data := t.TempDir(), t.TempDir()
-	pattern, exclude := filepath.Join(dir, "*"), []string{filepath.Join(dir, "*.gz")}
-	w, x := filepath.Join(dir, "w.log"), filepath.Join(dir, "w.log.x")
-	if err := os.WriteFile(w, []byte(numbered("ga", 3)), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	dir, data, pattern, exclude, w := rev25GlobGa(t)
+	x := filepath.Join(dir, "w.log.x")
 	got, tails, lbytes, detail := rev25bRunGlobMid(t, pattern, data, exclude, nil, 3*time.Second, func() {
 		time.Sleep(800 * time.Millisecond) // read, committed, closed (closeInactive 50 ms)
 		if err := os.WriteFile(x, []byte(numbered("ga", 3)+"gx-0\n"), 0o600); err != nil {
@@ -53,16 +49,7 @@ func TestRev25CRAHeldNewFileGoneTakenForTheCompressedTwinOfAnotherCopy(t *testin
 			t.Fatal(err)
 		}
 		rev24aAppend(t, w, "gy-0\n")
-		data0, err := os.ReadFile(w)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(w+".3", data0, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Truncate(w, 0); err != nil {
-			t.Fatal(err)
-		}
+		rev25CopyTruncate(t, w, w+".3")
 		rev24aAppend(t, w, numbered("gb", 2))
 	})
 	t.Logf("run: lostTails %d lostBytes %d %q (delivered %v)", tails, lbytes, detail, got)
@@ -112,16 +99,7 @@ func TestRev25CRBNewFileOnAFormerCopysInodeTakenForThatCopyNoBirthTimes(t *testi
 	const hdr = "# app started\n"
 	got, tails, lbytes, detail := rev25bRunGlobMid(t, pattern, data, exclude, nil, 3*time.Second, func() {
 		time.Sleep(800 * time.Millisecond) // read, committed, closed (closeInactive 50 ms)
-		data0, err := os.ReadFile(w)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(w1, data0, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Truncate(w, 0); err != nil {
-			t.Fatal(err)
-		}
+		rev25CopyTruncate(t, w, w1)
 		rev24aAppend(t, w, hdr)
 		time.Sleep(700 * time.Millisecond) // w.log.1 held back, taken by w.log's source, decided a copy
 		// The inode w.log.1 had, reused by a new file (as ext4 and

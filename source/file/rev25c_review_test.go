@@ -13,7 +13,6 @@ package file_test
 // whole .gz whose first bytes are a seen file's, seenHead).
 
 import (
-	"bytes"
 	"os"
 	"testing"
 	"time"
@@ -36,11 +35,7 @@ import (
 // skipped, every line delivered once.
 func TestRev25CRProbeCopytruncateOriginalRefreshedSeenCopysGzNotReadAgain(t *testing.T) {
 	t.Parallel()
-	r := newRig(t, "", rigOpts{strategy: file.Committed, rotateWait: 50 * time.Millisecond, rotated: []string{"app.log.*.gz"}})
-	appendTo(t, r.path, numbered("a", 0, 10)...)
-	r.start()
-	r.waitLines(10)
-	r.waitSettled()
+	r := rev25Running(t, rigOpts{strategy: file.Committed, rotateWait: 50 * time.Millisecond, rotated: []string{"app.log.*.gz"}}, numbered("a", 0, 10))
 	copyTruncate(t, r.path, r.path+".1")
 	time.Sleep(300 * time.Millisecond) // the cut seen
 	appendTo(t, r.path, numbered("b", 0, 30)...)
@@ -94,21 +89,8 @@ func TestRev25CRDCopytruncateShortCopysGzReadAgainAfterSeenRefresh(t *testing.T)
 // copy compressed before the cut (logrotate's compress run before the
 // truncation is seen).
 func rev25cShortCopyGz(t *testing.T, names []string, gzFirst bool) {
-	r := newRig(t, "", rigOpts{strategy: file.Committed, rotateWait: 50 * time.Millisecond, rotated: names})
-	appendTo(t, r.path, numbered("a", 0, 10)...)
-	r.start()
-	r.waitLines(10)
-	r.waitSettled()
-	data, err := os.ReadFile(r.path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(r.path+".1", data, 0o644); err != nil { // logrotate's copy
-		t.Fatal(err)
-	}
-	appendTo(t, r.path, numbered("a", 10, 2)...) // written before the cut
-	r.waitLines(12)
-	r.waitSettled()
+	r := rev25Running(t, rigOpts{strategy: file.Committed, rotateWait: 50 * time.Millisecond, rotated: names}, numbered("a", 0, 10))
+	rev25CopyBeforeCut(t, r, "a", 10)
 	if gzFirst {
 		gzipTo(t, r.path+".1", r.path+".1.gz")
 	}
@@ -157,16 +139,8 @@ func TestRev25CRProbeDefaultNamesShortCopysGzNotReadAgain(t *testing.T) {
 // were never read — one lost tail to count, DESIGN §4 "Nothing green over
 // a loss". It returns the lost tails counted and the z lines delivered.
 func rev25cTornGzGone(t *testing.T, names []string) (uint64, int) {
-	r := newRig(t, "", rigOpts{strategy: file.Committed, rotateWait: 100 * time.Millisecond, rotated: names})
-	appendTo(t, r.path, numbered("a", 0, 10)...)
-	r.start()
-	r.waitLines(10)
-	r.waitSettled()
-	var z bytes.Buffer
-	for _, l := range numbered("z", 0, 3) {
-		z.WriteString(l + "\n")
-	}
-	full, head := rev25bGz(t, z.Bytes(), len("z-00000\n"))
+	r := rev25Running(t, rigOpts{strategy: file.Committed, rotateWait: 100 * time.Millisecond, rotated: names}, numbered("a", 0, 10))
+	full, head := rev25bGz(t, rev25Lines(numbered("z", 0, 3)...), len("z-00000\n"))
 	if err := os.WriteFile(r.path+".1.gz", full[:head], 0o644); err != nil { // its first line flushed
 		t.Fatal(err)
 	}
@@ -184,8 +158,7 @@ func rev25cTornGzGone(t *testing.T, names []string) (uint64, int) {
 	if testing.Verbose() {
 		t.Logf("log:\n%s", r.logs.String())
 	}
-	c := counts(r.rec.all())
-	return r.src.LostTails(), c["z-00000"] + c["z-00001"] + c["z-00002"]
+	return r.src.LostTails(), rev25ZDelivered(r)
 }
 
 // E (new with this diff: twinReadInstead's held — retryTorn passes
@@ -235,33 +208,10 @@ func TestRev25CRE2TornGzGoneBesideANamesakeGenerationDroppedUncounted(t *testing
 // noted torn and read once it ended cleanly.
 func TestRev25CRFTornGzBesideASeenNamesakeLeftOutUncounted(t *testing.T) {
 	t.Parallel()
-	r := newRig(t, "", rigOpts{strategy: file.Committed, rotateWait: 100 * time.Millisecond, rotated: []string{"app.log.*.gz"}})
-	appendTo(t, r.path, numbered("a", 0, 10)...)
-	r.start()
-	r.waitLines(10)
-	r.waitSettled()
-	mustRename(t, r.path, r.path+".1") // A
-	appendTo(t, r.path, numbered("b", 0, 10)...)
-	r.waitLines(20)
-	r.waitSettled()
-	time.Sleep(300 * time.Millisecond) // A read to its end and closed
-	var z bytes.Buffer
-	for _, l := range numbered("z", 0, 3) {
-		z.WriteString(l + "\n")
-	}
-	full, _ := rev25bGz(t, z.Bytes(), 1)
-	gz, err := os.OpenFile(r.path+".1.gz", os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer gz.Close()
-	if _, err := gz.Write(full[:10]); err != nil { // the gzip header only
-		t.Fatal(err)
-	}
-	mustRename(t, r.path, r.path+".3") // B
-	appendTo(t, r.path, numbered("c", 0, 10)...)
-	r.waitLines(30)
-	time.Sleep(300 * time.Millisecond)
+	r := rev25TwoGens(t, "")
+	full, _ := rev25bGz(t, rev25Lines(numbered("z", 0, 3)...), 1)
+	gz := rev25CreateGz(t, r.path+".1.gz", full[:10]) // the gzip header only
+	rev25ThirdGen(t, r, "")
 	if _, err := gz.Write(full[10:]); err != nil {
 		t.Fatal(err)
 	}
@@ -273,8 +223,7 @@ func TestRev25CRFTornGzBesideASeenNamesakeLeftOutUncounted(t *testing.T) {
 	if testing.Verbose() {
 		t.Logf("log:\n%s", r.logs.String())
 	}
-	c := counts(r.rec.all())
-	if n := c["z-00000"] + c["z-00001"] + c["z-00002"]; n != 3 && r.src.LostTails() == 0 {
+	if n := rev25ZDelivered(r); n != 3 && r.src.LostTails() == 0 {
 		t.Errorf("app.log.1.gz (3 lines, being written in when the rotation's scan found it beside a plain app.log.1 the source had read): %d of its lines delivered, lostTails 0 (lossless)", n)
 	}
 }

@@ -8,60 +8,22 @@ package file
 // (gstream.copies) too.
 
 import (
-	"context"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
-
-	"tailfeed/feed"
-	"tailfeed/overload"
 )
 
 // rev25dRunGlob is rev25bRunGlobMid with the glob's fsnotify off (noNotify:
 // discovery by rescan only, every scan) and closeInactive inactive.
 func rev25dRunGlob(t *testing.T, pattern, data string, exclude []string, noNotify bool, scan, inactive, d time.Duration, mid func()) (map[string]int, uint64, uint64, string) {
 	t.Helper()
-	ig := &internalGlob{ptrDir: filepath.Join(data, "feeds", "f")}
-	ig.q = feed.NewQueue("rec", 4096, 8<<20, overload.Policy{Kind: overload.Pause})
-	ig.pub = feed.NewPublisher("f", []*feed.Queue{ig.q}, 65536, 512)
-	g, err := NewGlob(GlobConfig{
-		Stream: Config{Feed: "f", Path: pattern, Strategy: Committed, Poll: 50 * time.Millisecond,
-			RotateWait: 200 * time.Millisecond, CommitSync: 5 * time.Millisecond, BatchLines: 512, Outputs: []string{data},
-			Logger: rev25bLog(t), NoNotify: noNotify},
-		Exclude:       exclude,
-		PointerDir:    ig.ptrDir,
-		EpochsPath:    filepath.Join(data, "feeds", "f.epochs"),
-		ScanInterval:  scan,
-		MaxOpenFiles:  16,
-		CloseInactive: inactive,
-		ForgetAfter:   time.Minute,
-	}, ig.pub)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g.drainBound = 300 * time.Millisecond
-	ig.g = g
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		g.Run(ctx)
-	}()
-	c := ig.consumeAll()
-	if mid != nil {
-		mid()
-	}
-	time.Sleep(d)
-	got := c()
-	tails, bytes, detail := ig.lost()
-	cancel()
-	<-done
-	dctx, cc := context.WithTimeout(context.Background(), 5*time.Second)
-	g.Drain(dctx)
-	cc()
-	g.Close()
-	return got, tails, bytes, detail
+	return rev25RunGlobSet(t, pattern, data, d, mid, func(c *GlobConfig) {
+		c.Stream.Logger = rev25bLog(t)
+		c.Stream.NoNotify = noNotify
+		c.Exclude = exclude
+		c.ScanInterval = scan
+		c.CloseInactive = inactive
+	})
 }
 
 // D (older: fails at a54cbb9, 7caa5d4 and d78bdda too — the latest patch's copyTakeSlack is not
@@ -87,24 +49,11 @@ func rev25dRunGlob(t *testing.T, pattern, data string, exclude []string, noNotif
 // before the hold began.)
 func TestRev25DRDCopyTakenBeforeARescanMetItReadAgain(t *testing.T) {
 	t.Parallel()
-	dir, data := t.TempDir(), t.TempDir()
-	pattern, exclude := filepath.Join(dir, "*"), []string{filepath.Join(dir, "*.gz")}
-	w, w1 := filepath.Join(dir, "w.log"), filepath.Join(dir, "w.log.1")
-	if err := os.WriteFile(w, []byte(numbered("ga", 3)), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	dir, data, pattern, exclude, w := rev25GlobGa(t)
+	w1 := filepath.Join(dir, "w.log.1")
 	got, tails, lbytes, detail := rev25dRunGlob(t, pattern, data, exclude, true, 3*time.Second, 700*time.Millisecond, 5*time.Second, func() {
 		time.Sleep(300 * time.Millisecond) // read and committed, its stream open; the next scan 2.7 s away
-		data0, err := os.ReadFile(w)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(w1, data0, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Truncate(w, 0); err != nil {
-			t.Fatal(err)
-		}
+		rev25CopyTruncate(t, w, w1)
 	})
 	t.Logf("run: lostTails %d lostBytes %d %q (delivered %v)", tails, lbytes, detail, got)
 	if got["ga-0"] != 1 || got["ga-2"] != 1 {

@@ -17,32 +17,10 @@ package file_test
 // compressed, read again).
 
 import (
-	"bytes"
-	"compress/gzip"
 	"os"
-	"strings"
 	"testing"
 	"time"
-
-	"tailfeed/source/file"
 )
-
-// rev25dWriteGz writes data compressed to dst.
-func rev25dWriteGz(t *testing.T, dst string, data []byte) {
-	t.Helper()
-	var b bytes.Buffer
-	zw := gzip.NewWriter(&b)
-	zw.Write(data)
-	zw.Close()
-	if err := os.WriteFile(dst, b.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// rev25dLines is lines joined, each ended by "\n".
-func rev25dLines(lines ...string) []byte {
-	return []byte(strings.Join(lines, "\n") + "\n")
-}
 
 // A (new with the latest patch: seenHead's first, the seen catalogue's
 // first-noted bytes fp0 matched against a .gz; a silent loss; passes at
@@ -72,45 +50,16 @@ func rev25dLines(lines ...string) []byte {
 func TestRev25DRAHeaderOnlyGenerationsGzTakenForAFirstNotedHeaderSkipped(t *testing.T) {
 	t.Parallel()
 	const hdr = "# app started"
-	r := newRig(t, "", rigOpts{strategy: file.Committed, noNotify: true, poll: 1500 * time.Millisecond, rotateWait: 100 * time.Millisecond})
-	appendTo(t, r.path, numbered("a", 0, 10)...)
-	r.start()
-	r.waitLines(10)
-	r.waitSettled()
-
-	mustRename(t, r.path, r.path+"-20261201") // A
-	appendTo(t, r.path, hdr)                  // B: its header only so far
-	r.waitLines(11)
-	r.waitSettled()
+	r := rev25HeaderRig(t, hdr) // A rotated, B: its header only so far
 	appendTo(t, r.path, numbered("b", 0, 10)...)
 	r.waitLines(21)
 	r.waitSettled()
 
-	mustRename(t, r.path, r.path+"-20261202") // B
-	if err := os.WriteFile(r.path, rev25dLines(append([]string{hdr}, numbered("c", 0, 10)...)...), 0o644); err != nil {
-		t.Fatal(err) // C
-	}
-	r.waitLines(32)
-	r.waitSettled()
-	time.Sleep(2 * time.Second) // B read to its end and closed; just after a look
-	r.waitSettled()
+	rev25RotateBMakeC(t, r, hdr, 32) // B rotated, C made; B read to its end and closed, just after a look
 
 	// Two rotations between two looks, compress without delaycompress.
-	c := r.path + "-20261203"
-	mustRename(t, r.path, c)
-	gzipTo(t, c, c+".gz")
-	rev25dWriteGz(t, r.path+"-20261204.gz", rev25dLines(hdr)) // D: its header only, rotated and compressed
-	if err := os.WriteFile(r.path+".new", rev25dLines(append([]string{hdr}, numbered("e", 0, 10)...)...), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	mustRename(t, r.path+".new", r.path) // E
-	r.waitLines(43)
-	time.Sleep(2 * r.opts.poll)
-	r.waitSettled()
-	gs := r.rec.all()
-	if testing.Verbose() {
-		t.Logf("log:\n%s", r.logs.String())
-	}
+	rev25TwoRotationsBetweenLooks(t, r, hdr, hdr)
+	gs := rev25SlowLooks(t, r, 43)
 	if n := counts(gs)[hdr]; n != 4 && r.src.LostTails() == 0 {
 		t.Errorf("%q delivered %d times (want 4: B, C, D, E), lostTails 0 (lossless): app.log-20261204.gz, a header-only generation, taken for a .gz of B by B's first-noted bytes and skipped", hdr, n)
 	}
@@ -140,19 +89,7 @@ func TestRev25DRAHeaderOnlyGenerationsGzTakenForAFirstNotedHeaderSkipped(t *test
 // can: the .gz's only possible content is the twin's, read.
 func TestRev25DRBGzOnlyNamesCompressKilledTwinReadCountedLost(t *testing.T) {
 	t.Parallel()
-	o := rigOpts{strategy: file.Committed, rotated: []string{"app.log.*.gz"}, rotateWait: 100 * time.Millisecond}
-	r := newRig(t, "", o)
-	appendTo(t, r.path, numbered("a", 0, 1000)...)
-	r.start()
-	r.waitLines(1000)
-	r.waitSettled()
-
-	mustRename(t, r.path, r.path+".1")
-	if err := os.WriteFile(r.path+".1.gz", nil, 0o644); err != nil { // gzip begun, then killed
-		t.Fatal(err)
-	}
-	appendTo(t, r.path, numbered("b", 0, 10)...)
-	r.waitLines(1010)
+	r := rev25bGzJustBegun(t)    // gzip begun, then killed
 	time.Sleep(12 * time.Second) // past tornWait
 	r.waitSettled()
 	gs := r.rec.all()
@@ -179,28 +116,12 @@ func TestRev25DRC2TornGzToldNoTwinThenDeletedUncounted(t *testing.T) {
 // rev25dTornBesideReadNamesakeDeleted: C's scenario; told: the .gz's first
 // line flushed before it is deleted.
 func rev25dTornBesideReadNamesakeDeleted(t *testing.T, told bool) {
-	r := newRig(t, "", rigOpts{strategy: file.Committed, rotateWait: 100 * time.Millisecond, rotated: []string{"app.log.*.gz"}})
-	appendTo(t, r.path, numbered("a", 0, 10)...)
-	r.start()
-	r.waitLines(10)
-	r.waitSettled()
-	mustRename(t, r.path, r.path+".1") // A
-	appendTo(t, r.path, numbered("b", 0, 10)...)
-	r.waitLines(20)
-	r.waitSettled()
-	time.Sleep(300 * time.Millisecond) // A read to its end and closed
-	var z bytes.Buffer
-	for _, l := range numbered("z", 0, 3) {
-		z.WriteString(l + "\n")
-	}
-	full, torn := rev25bGz(t, z.Bytes(), len("z-00000\n"))
+	r := rev25TwoGens(t, "")
+	full, torn := rev25bGz(t, rev25Lines(numbered("z", 0, 3)...), len("z-00000\n"))
 	if err := os.WriteFile(r.path+".1.gz", full[:10], 0o644); err != nil { // the gzip header only
 		t.Fatal(err)
 	}
-	mustRename(t, r.path, r.path+".3") // B
-	appendTo(t, r.path, numbered("c", 0, 10)...)
-	r.waitLines(30)
-	time.Sleep(300 * time.Millisecond) // the scan noted the .gz torn
+	rev25ThirdGen(t, r, "") // B rotated, C; the scan noted the .gz torn
 	if told {
 		if err := os.WriteFile(r.path+".1.gz", full[:torn], 0o644); err != nil { // its first line flushed (same inode)
 			t.Fatal(err)
@@ -215,8 +136,7 @@ func rev25dTornBesideReadNamesakeDeleted(t *testing.T, told bool) {
 	if testing.Verbose() {
 		t.Logf("log:\n%s", r.logs.String())
 	}
-	c := counts(r.rec.all())
-	if n := c["z-00000"] + c["z-00001"] + c["z-00002"]; n != 3 && r.src.LostTails() == 0 {
+	if n := rev25ZDelivered(r); n != 3 && r.src.LostTails() == 0 {
 		t.Errorf("app.log.1.gz (3 lines, being written in beside the read app.log.1, then deleted unfinished): %d of its lines delivered, lostTails 0 (lossless)", n)
 	}
 }

@@ -11,32 +11,10 @@ package file_test
 // header-only file) parked: open_rev25e_test.go.
 
 import (
-	"bytes"
-	"compress/gzip"
 	"os"
-	"strings"
 	"testing"
 	"time"
-
-	"tailfeed/source/file"
 )
-
-// rev25eWriteGz writes data compressed to dst.
-func rev25eWriteGz(t *testing.T, dst string, data []byte) {
-	t.Helper()
-	var b bytes.Buffer
-	zw := gzip.NewWriter(&b)
-	zw.Write(data)
-	zw.Close()
-	if err := os.WriteFile(dst, b.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// rev25eLines is lines joined, each ended by "\n".
-func rev25eLines(lines ...string) []byte {
-	return []byte(strings.Join(lines, "\n") + "\n")
-}
 
 // B (new with the latest round — passes with retryTorn's told-twin
 // "continue" disabled: retryTorn's heldTwin told by bytes — passes
@@ -79,17 +57,8 @@ func TestRev25ERB2TornGzAtTheScanToldTwinByAHeaderPrefix(t *testing.T) {
 // flushed when the scan meets the .gz.
 func rev25eTornHeaderPrefix(t *testing.T, atScan bool) {
 	const hdr = "# app started"
-	r := newRig(t, "", rigOpts{strategy: file.Committed, rotateWait: 100 * time.Millisecond, rotated: []string{"app.log.*.gz"}})
-	appendTo(t, r.path, append([]string{hdr}, numbered("a", 0, 10)...)...)
-	r.start()
-	r.waitLines(11)
-	r.waitSettled()
-	mustRename(t, r.path, r.path+".1") // A
-	appendTo(t, r.path, append([]string{hdr}, numbered("b", 0, 10)...)...)
-	r.waitLines(22)
-	r.waitSettled()
-	time.Sleep(300 * time.Millisecond) // A read to its end and closed
-	z := rev25eLines(append([]string{hdr}, numbered("z", 0, 3)...)...)
+	r := rev25TwoGens(t, hdr)
+	z := rev25Lines(append([]string{hdr}, numbered("z", 0, 3)...)...)
 	full, torn := rev25bGz(t, z, len(hdr)+1)
 	first := full[:10] // the gzip header only
 	if atScan {
@@ -98,10 +67,7 @@ func rev25eTornHeaderPrefix(t *testing.T, atScan bool) {
 	if err := os.WriteFile(r.path+".1.gz", first, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	mustRename(t, r.path, r.path+".3") // B
-	appendTo(t, r.path, append([]string{hdr}, numbered("c", 0, 10)...)...)
-	r.waitLines(33)
-	time.Sleep(300 * time.Millisecond)                                       // the scan noted the .gz torn
+	rev25ThirdGen(t, r, hdr)                                                 // B rotated, C; the scan noted the .gz torn
 	if err := os.WriteFile(r.path+".1.gz", full[:torn], 0o644); err != nil { // its first line (the header) flushed (same inode)
 		t.Fatal(err)
 	}
@@ -114,8 +80,7 @@ func rev25eTornHeaderPrefix(t *testing.T, atScan bool) {
 	if testing.Verbose() {
 		t.Logf("log:\n%s", r.logs.String())
 	}
-	c := counts(r.rec.all())
-	if n := c["z-00000"] + c["z-00001"] + c["z-00002"]; n != 3 && r.src.LostTails() == 0 {
+	if n := rev25ZDelivered(r); n != 3 && r.src.LostTails() == 0 {
 		t.Errorf("app.log.1.gz (header + 3 z lines, written beside the read app.log.1, completed): %d of its z lines delivered, lostTails 0 (lossless)", n)
 	}
 }
@@ -128,25 +93,13 @@ func rev25eTornHeaderPrefix(t *testing.T, atScan bool) {
 func TestRev25ERProbeStreamingCompressorOfTheReadFile(t *testing.T) {
 	t.Parallel()
 	const hdr = "# app started"
-	r := newRig(t, "", rigOpts{strategy: file.Committed, rotateWait: 100 * time.Millisecond, rotated: []string{"app.log.*.gz"}})
 	a := append([]string{hdr}, numbered("a", 0, 10)...)
-	appendTo(t, r.path, a...)
-	r.start()
-	r.waitLines(11)
-	r.waitSettled()
-	mustRename(t, r.path, r.path+".1") // A
-	appendTo(t, r.path, append([]string{hdr}, numbered("b", 0, 10)...)...)
-	r.waitLines(22)
-	r.waitSettled()
-	time.Sleep(300 * time.Millisecond)
-	full, torn := rev25bGz(t, rev25eLines(a...), len(hdr)+1)
+	r := rev25TwoGens(t, hdr)
+	full, torn := rev25bGz(t, rev25Lines(a...), len(hdr)+1)
 	if err := os.WriteFile(r.path+".1.gz", full[:10], 0o644); err != nil {
 		t.Fatal(err)
 	}
-	mustRename(t, r.path, r.path+".3") // B
-	appendTo(t, r.path, append([]string{hdr}, numbered("c", 0, 10)...)...)
-	r.waitLines(33)
-	time.Sleep(300 * time.Millisecond)
+	rev25ThirdGen(t, r, hdr)
 	if err := os.WriteFile(r.path+".1.gz", full[:torn], 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -23,18 +23,11 @@ func TestRestartGzBesideAnotherGenerationOfItsNameIsRead(t *testing.T) {
 	r := newRig(t, "", rigOpts{strategy: file.Committed})
 	e1 := firstRun(t, r, 50)
 
-	appendTo(t, r.path, numbered("a", 50, 20)...)
-	mustRename(t, r.path, r.path+".1")
-	gzipFile(t, r.path+".1") // the pointer's file: app.log.1.gz
-	appendTo(t, r.path, numbered("m", 0, 30)...)
-	time.Sleep(20 * time.Millisecond)
-	mustRename(t, r.path, r.path+".1") // plain, beside the .gz of its name
+	rev25GzThenPlainOfItsName(t, r.path) // the pointer's file: app.log.1.gz; then a plain app.log.1
 	ends := lineEnds(t, r.path+".1")
 	appendTo(t, r.path, numbered("b", 0, 10)...)
 
-	r2 := newRig(t, r.dir, rigOpts{strategy: file.Committed}).start()
-	r2.waitLines(60)
-	r2.waitSettled()
+	r2 := rev25Restart(t, r, rigOpts{strategy: file.Committed}, 60)
 	time.Sleep(200 * time.Millisecond)
 	expectRuns(t, r2.rec.all(), e1,
 		run{numbered("a", 50, 20), nil},
@@ -64,9 +57,7 @@ func TestRestartGzWhoseTwinIsNoGenerationNameIsRead(t *testing.T) {
 	gzipKeep(t, r.path+".1", r.path+".1.gz")
 	appendTo(t, r.path, numbered("b", 0, 10)...)
 
-	r2 := newRig(t, r.dir, o).start()
-	r2.waitLines(60)
-	r2.waitSettled()
+	r2 := rev25Restart(t, r, o, 60)
 	time.Sleep(200 * time.Millisecond)
 	expectRuns(t, r2.rec.all(), e1,
 		run{numbered("a", 50, 20), nil},
