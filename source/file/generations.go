@@ -173,9 +173,12 @@ type genFile struct {
 	grewAt   time.Time // torn: when it was first seen or last grew
 	// heldTwin, torn: the identity of a file of its name the source read
 	// when it was noted torn, too short then to tell whether it is its
-	// twin (zero: none). Gone with that file still there, it was that
-	// file's compressor's output, removed (gzip failing: review 25b A3).
+	// twin (zero: none, or let go since: its bytes are not that file's);
+	// twinPath, twinHead: that file's name then and its first bytes (up to
+	// 4 KiB), taken again at every look while it is there (followTwin).
 	heldTwin [2]uint64
+	twinPath string
+	twinHead []byte
 }
 
 // gzHead decompresses the first bytes of the .gz at path (up to
@@ -331,6 +334,37 @@ func untoldTwin(p string, held func(dev, ino uint64) bool) [2]uint64 {
 	return [2]uint64{}
 }
 
+// noteTwin records id (untoldTwin; zero: none) as g's heldTwin, with the
+// first bytes of the file of g's name.
+func (g *genFile) noteTwin(id [2]uint64) {
+	if id == ([2]uint64{}) {
+		return
+	}
+	g.heldTwin, g.twinPath = id, strings.TrimSuffix(g.path, ".gz")
+	g.followTwin()
+}
+
+// followTwin takes heldTwin's first bytes again while it is at twinPath
+// (grown since: a longer prefix), and lets heldTwin go once g's
+// decompressed bytes so far are not all its first bytes.
+func (g *genFile) followTwin() {
+	if g.heldTwin == ([2]uint64{}) {
+		return
+	}
+	if dev, ino, err := fileutil.DevInoPath(g.twinPath); err == nil && g.heldTwin == [2]uint64{dev, ino} {
+		if b, err := readHead(g.twinPath); err == nil && len(b) >= len(g.twinHead) {
+			g.twinHead = b
+		}
+	}
+	head, ok := gzHead(g.path)
+	if !ok || len(head) == 0 {
+		return // nothing decompressible yet: nothing to tell
+	}
+	if !bytes.HasPrefix(g.twinHead, head) && !(len(g.twinHead) == pointer.MaxFingerprint && bytes.HasPrefix(head, g.twinHead)) {
+		g.heldTwin, g.twinPath, g.twinHead = [2]uint64{}, "", nil
+	}
+}
+
 // scanTries bounds scanGenerations' looks while rotations keep running.
 const scanTries = 5
 
@@ -416,14 +450,14 @@ func (s *Source) scanGenerationsOnce(ref, born time.Time, skip func(dev, ino uin
 				}
 				if head, ok := gzHead(p); !ok || (skipGz != nil && skipGz(head)) {
 					if !ok {
-						g.heldTwin = untoldTwin(p, skip)
+						g.noteTwin(untoldTwin(p, skip))
 						s.noteTorn(g)
 					}
 					continue
 				}
 				head, dsize, ok := inspectGz(p)
 				if !ok {
-					g.heldTwin = untoldTwin(p, skip)
+					g.noteTwin(untoldTwin(p, skip))
 					s.noteTorn(g)
 					continue
 				}
@@ -873,10 +907,13 @@ func (s *Source) retryTorn() {
 			// Gone: a file of its name now is no twin read instead (noted
 			// torn, it had none; review 25c E, E2: a generation rotated to
 			// that name was taken for one and the loss went uncounted).
+			// One whose bytes so far were all the read file's beside it
+			// (heldTwin, twinHead) was that file's compressor's output,
+			// removed (gzip failing: review 25b A3).
 			if p, ok := s.genMoved(g); ok {
 				g.path = p
 				keep = append(keep, g)
-			} else if dev, ino, err := fileutil.DevInoPath(strings.TrimSuffix(g.path, ".gz")); g.heldTwin == ([2]uint64{}) || err != nil || g.heldTwin != [2]uint64{dev, ino} {
+			} else if g.heldTwin == ([2]uint64{}) {
 				s.loseTorn(g, "a compressed generation that did not end cleanly is gone; its lines were never read")
 			}
 			continue
@@ -889,31 +926,24 @@ func (s *Source) retryTorn() {
 		// — a file of its name made since is another generation, review
 		// 25b D: taken for its twin while the .gz was too short to tell,
 		// the torn one was dropped, uncounted.) But one noted too short to
-		// tell beside a file the source read (heldTwin) is told by its
-		// bytes once it has some: that file's twin, it is dropped; not,
-		// heldTwin is let go (review 25d C2: deleted later, it went
-		// uncounted).
-		if g.heldTwin != ([2]uint64{}) {
-			if t, told := gzTwinTold(g.path); t == "" {
-				g.heldTwin = [2]uint64{}
-			} else if told {
-				if dev, ino, err := fileutil.DevInoPath(t); err == nil && g.heldTwin == [2]uint64{dev, ino} {
-					continue // the file the source read is its twin
-				}
-				g.heldTwin = [2]uint64{}
-			}
-		}
+		// tell beside a file the source read (heldTwin) is held against
+		// that file's first bytes (twinHead, taken again while it is
+		// there, grown or not): while its bytes are all that file's, it is
+		// that file's compressor's output (its input unlinked or not when
+		// it ends: review 25f A, A2 — read again, the file having grown);
+		// once they are not, heldTwin is let go (review 25d C2).
+		g.followTwin()
 		head, dsize, ok := inspectGz(g.path)
 		if !ok {
 			if st, err := os.Stat(g.path); err == nil && st.Size() != g.size {
 				g.size, g.grewAt = st.Size(), time.Now()
 			}
 			if time.Since(g.grewAt) >= max(s.cfg.RotateWait, tornWait) {
-				if dev, ino, err := fileutil.DevInoPath(strings.TrimSuffix(g.path, ".gz")); err == nil && g.heldTwin != ([2]uint64{}) && g.heldTwin == [2]uint64{dev, ino} {
-					// Never told, beside the file the source read: its
-					// compressor stopped (killed) before its first write
-					// (review 25d B: counted lost over no loss).
-					s.log.Info("a compressed generation stayed empty beside the plain file of its name, which was read; its compressor stopped", "file", g.path)
+				if g.heldTwin != ([2]uint64{}) {
+					// Its bytes so far all the read file's: its compressor
+					// stopped (killed), shifted on since or not (review 25d
+					// B, 25f C, C2: counted lost over no loss).
+					s.log.Info("a compressed generation stayed torn, its bytes so far those of the plain file of its name, which was read; its compressor stopped", "file", g.path)
 					continue
 				}
 				s.loseTorn(g, "a compressed generation stayed torn (it does not end cleanly, no growth for rotateWaitMillis and at least 10 s); its lines are not read")
@@ -921,6 +951,9 @@ func (s *Source) retryTorn() {
 			}
 			keep = append(keep, g)
 			continue
+		}
+		if g.heldTwin != ([2]uint64{}) {
+			continue // whole, every byte the read file's: its compressed copy
 		}
 		if s.seenHead(head) {
 			// The twin of a file the source holds, or held and closed

@@ -1043,8 +1043,15 @@ func (s *Source) awaitTornPointerGen(ctx context.Context) {
 					continue
 				}
 				p := filepath.Join(gd.dir, name)
-				if s.twinReadInstead(p, func(dev, ino uint64) bool { return pointer.FileKey(dev, ino) == rec.FileKey }) {
-					continue // its plain twin is read (the pointer's own file, found by its key, too)
+				if s.twinReadInstead(p, nil) {
+					continue // its plain twin is read
+				}
+				if dev, ino, err := fileutil.DevInoPath(strings.TrimSuffix(p, ".gz")); err == nil && pointer.FileKey(dev, ino) == rec.FileKey {
+					// The pointer's own file beside it (found by its key):
+					// read from there, whatever the .gz turns out to be
+					// (review 25f B: waited for as if the tail were only in
+					// it).
+					continue
 				}
 				st, err := os.Stat(p)
 				if err != nil {
