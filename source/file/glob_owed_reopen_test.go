@@ -14,7 +14,6 @@ import (
 // a second time, with no crash, while their first copies still wait for
 // their acknowledgement.
 func TestGlobOwedStreamReopenedWithoutRedelivery(t *testing.T) {
-	t.Parallel()
 	r, a := closedOwing(t)
 	defer r.stop()
 	writeLines(t, a, "b", 2) // grows: reopened
