@@ -886,10 +886,13 @@ const tornWait = 10 * time.Second
 // one that does now, still the same file (or followed to its new name),
 // not held and not the twin of a file the source holds (by first bytes),
 // is read beside the current file like a switched-away file (its lines
-// late and downgraded, never lost). One that is gone with no plain twin
-// read instead, or that stayed torn for rotateWait (at least tornWait)
-// after it last grew, is counted lost (DESIGN §4 "Nothing green over a
-// loss"): its lines were never read. Until then the feed is not CAUGHT_UP.
+// late and downgraded, never lost). One that is gone (not renamed on), or
+// that stayed torn for rotateWait (at least tornWait) after it last grew,
+// is counted lost (DESIGN §4 "Nothing green over a loss"): its lines were
+// never read — unless its bytes so far were all those of the read file of
+// its name beside it (heldTwin: that file's compressor's output; whole, it
+// is dropped as that file's copy too). Until then the feed is not
+// CAUGHT_UP.
 func (s *Source) retryTorn() {
 	keep := s.torn[:0]
 	defer func() {
