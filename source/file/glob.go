@@ -1963,7 +1963,7 @@ func tookAsCopy(c, s *gstream, since time.Time) bool {
 	}
 	for i := range takes {
 		t := &takes[i]
-		if (!since.IsZero() && t.At.Before(since.Add(-copyTakeSlack))) || (s.onRetired && t.At.Before(s.seenAt)) {
+		if (!since.IsZero() && t.At.Before(since.Add(-copyTakeSlack))) || (s.onRetired && t.At.Before(s.seenAt.Add(-copyTakeSlack))) {
 			continue
 		}
 		if tookIt(t, s) {
