@@ -1953,9 +1953,10 @@ func tookIt(t *CopyTaken, s *gstream) bool {
 // zero: not held) is a copy one of c's sources took — its current one or
 // one closed since (gstream.copies) — by tookIt, taken since the hold began
 // or within copyTakeSlack before it (the take and the look that held it back at the
-// same moment: review 25b H), never before s's file was seen when its key
-// had been retired (another file on a deleted copy's inode: review 25c
-// B).
+// same moment: review 25b H), and — its key retired before it was seen —
+// not more than copyTakeSlack before it was seen (another file on a
+// deleted copy's inode: review 25c B; a copy the source takes at the
+// truncation is met by the glob's look just after).
 func tookAsCopy(c, s *gstream, since time.Time) bool {
 	takes := slices.Clone(c.copies)
 	if c.src != nil {
