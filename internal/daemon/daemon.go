@@ -523,7 +523,9 @@ func (d *Daemon) newServer(cfg *config.Config) *http.Server {
 
 func (d *Daemon) serve(srv *http.Server, ln net.Listener) {
 	go func() {
-		if err := status.Serve(srv, ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		// (net.ErrClosed: a reload switching status.tls closed this
+		// server's descriptor of the socket; the next server serves it.)
+		if err := status.Serve(srv, ln); err != nil && !errors.Is(err, http.ErrServerClosed) && !errors.Is(err, net.ErrClosed) {
 			d.log.Error("status server stopped", "error", err)
 		}
 	}()

@@ -193,23 +193,40 @@ func (d *Daemon) reload() error {
 	probs = append(probs, d.pathProblems(cfg)...)
 	// Other status.tls files are loaded before anything changes (a pair
 	// that does not load fails the reload) and served once it succeeded.
+	// Turned on or off, the listener's protocol changes: a new server
+	// (newTLS; nil: plain HTTP) takes the listening socket over (below).
 	var certs *tlsconfig.Staged
+	var newTLS *tlsconfig.Server
+	toggled := false
 	if ot, nt := old.Status.TLS, cfg.Status.TLS; !partial && (ot.CertFile != nt.CertFile || ot.KeyFile != nt.KeyFile || ot.ClientCAFile != nt.ClientCAFile) {
-		if (ot.CertFile == "") != (nt.CertFile == "") {
-			probs.configErr(d, nt.Line, "status.tls",
-				errors.New("cannot be turned on or off at a reload (the listener's protocol changes; restart to do it)"))
-		} else if certs, err = d.tls.Stage(nt.CertFile, nt.KeyFile, nt.ClientCAFile); err != nil {
-			probs.configErr(d, nt.Line, "status.tls", err)
+		switch {
+		case (ot.CertFile == "") != (nt.CertFile == ""):
+			toggled = true
+			if nt.CertFile != "" {
+				if newTLS, err = tlsconfig.NewServer(nt.CertFile, nt.KeyFile, nt.ClientCAFile, d.log.Named("http")); err != nil {
+					probs.configErr(d, nt.Line, "status.tls", err)
+				}
+			}
+		default:
+			if certs, err = d.tls.Stage(nt.CertFile, nt.KeyFile, nt.ClientCAFile); err != nil {
+				probs.configErr(d, nt.Line, "status.tls", err)
+			}
 		}
 	}
 	if err := probs.err(); err != nil {
 		return err
 	}
 	var ln net.Listener
+	sameSocket := false // ln is the running listener's socket (a TLS switch at the same address)
 	if cfg.Status.Listen != old.Status.Listen {
 		if ln, err = net.Listen("tcp", cfg.Status.Listen); err != nil {
 			return fmt.Errorf("status listen %s: %w", cfg.Status.Listen, err)
 		}
+	} else if toggled {
+		if ln, err = dupListener(d.ln); err != nil {
+			return fmt.Errorf("status.tls: the listener cannot be switched: %w", err)
+		}
+		sameSocket = true
 	}
 
 	oldFeeds := map[string]*Feed{}
@@ -351,12 +368,19 @@ func (d *Daemon) reload() error {
 		}
 	}
 	d.recordLossesBy(time.Now().Add(ledgerStopWait)) // the stopped feeds' last deltas (a hung ledger: not waited for)
-	if d.runCtx.Err() != nil {
-		// The daemon is stopping: the stopped feeds made their final
-		// commit; the others are Stop's. Nothing new is built. What the
-		// stopped feeds' subscribers finished is kept, as Stop keeps it.
+	// overtaken ends a reload the daemon's stop overtook: the stopped feeds
+	// made their final commit; the others are Stop's. Nothing new is
+	// started. What the stopped feeds' subscribers finished is kept, as
+	// Stop keeps it. rolledBack: the reload had failed and undone what the
+	// stops changed (the old config's feeds and processors, none removed).
+	overtaken := func(rolledBack bool) error {
+		d.mu.Lock()
+		d.cfg = old
+		d.mu.Unlock()
 		for _, st := range stops {
-			if newFeeds[st.f.cfg.Name] != nil {
+			if rolledBack {
+				d.keepFinished(st.f, nil)
+			} else if newFeeds[st.f.cfg.Name] != nil {
 				d.keepFinished(st.f, st.removed)
 			}
 		}
@@ -372,8 +396,13 @@ func (d *Daemon) reload() error {
 		if ln != nil {
 			ln.Close()
 		}
-		d.giveUpAside(gaveUp, nil) // what was moved aside stays there
+		if !rolledBack {
+			d.giveUpAside(gaveUp, nil) // what was moved aside stays there
+		}
 		return errors.New("the daemon stopped during the reload")
+	}
+	if d.runCtx.Err() != nil {
+		return overtaken(false)
 	}
 	// Build what is new or changed, on the new config; start it only once
 	// all of it built.
@@ -383,7 +412,10 @@ func (d *Daemon) reload() error {
 	var built map[string]*Feed
 	err = asideErr
 	if err == nil {
-		built, err = d.buildFeeds(cfg, oldFeeds, stopped, false)
+		var stop bool
+		if built, err, stop = d.buildFeedsUnlessStopped(cfg, oldFeeds, stopped, false); stop {
+			return overtaken(false)
+		}
 	}
 	if err != nil {
 		// Run on unchanged: undo what the stops changed on disk and
@@ -397,7 +429,10 @@ func (d *Daemon) reload() error {
 		d.mu.Lock()
 		d.cfg = old
 		d.mu.Unlock()
-		built, _ = d.buildFeeds(old, oldFeeds, stopped, true)
+		var stop bool
+		if built, _, stop = d.buildFeedsUnlessStopped(old, oldFeeds, stopped, true); stop {
+			return overtaken(true)
+		}
 		if ln != nil {
 			ln.Close()
 			ln = nil
@@ -456,12 +491,25 @@ func (d *Daemon) reload() error {
 	d.feeds = feeds
 	if ln != nil {
 		oldSrv = d.srv
+		if toggled {
+			d.tls = newTLS
+		}
+		if sameSocket {
+			// The old server stops accepting (its descriptor of the socket
+			// closed; what it serves now finishes, below) before the new
+			// one accepts: a connection meanwhile waits in the backlog.
+			d.ln.Close()
+		}
 		d.srv, d.ln = d.newServer(cfg), ln
 		d.serve(d.srv, ln)
 	}
 	d.mu.Unlock()
 	if oldSrv != nil {
-		d.log.Info("status server moved", "from", old.Status.Listen, "to", ln.Addr().String())
+		if sameSocket {
+			d.log.Info("status server switched", "listen", ln.Addr().String(), "scheme", d.Scheme())
+		} else {
+			d.log.Info("status server moved", "from", old.Status.Listen, "to", ln.Addr().String())
+		}
 		// The reload request itself may be on the old server: shut it down
 		// once this handler returned.
 		go func() {
@@ -478,6 +526,49 @@ func (d *Daemon) reload() error {
 // what its subscribers finished. Unless all is set, the first failure
 // closes what was built and is returned; with all set, a feed that does not
 // build is logged and left out (the rollback of a failed reload).
+// dupListener is another listener on ln's socket (its own descriptor:
+// closing ln leaves the socket listening through it).
+func dupListener(ln net.Listener) (net.Listener, error) {
+	tl, ok := ln.(*net.TCPListener)
+	if !ok {
+		return nil, fmt.Errorf("not a TCP listener (%T)", ln)
+	}
+	f, err := tl.File()
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return net.FileListener(f)
+}
+
+// buildFeedsUnlessStopped is buildFeeds, given up when the daemon's stop
+// begins before it returned (a sink whose engine does not answer can take
+// its timeoutMillis to build: DESIGN §12 bounds the stop, not the build;
+// what the build still makes is closed once it returned): stop true.
+func (d *Daemon) buildFeedsUnlessStopped(cfg *config.Config, oldFeeds, stopped map[string]*Feed, all bool) (map[string]*Feed, error, bool) {
+	type result struct {
+		built map[string]*Feed
+		err   error
+	}
+	done := make(chan result, 1)
+	go func() {
+		built, err := d.buildFeeds(cfg, oldFeeds, stopped, all)
+		done <- result{built, err}
+	}()
+	select {
+	case r := <-done:
+		return r.built, r.err, false
+	case <-d.runCtx.Done():
+		go func() {
+			r := <-done
+			for _, f := range r.built {
+				f.close()
+			}
+		}()
+		return nil, nil, true
+	}
+}
+
 func (d *Daemon) buildFeeds(cfg *config.Config, oldFeeds, stopped map[string]*Feed, all bool) (map[string]*Feed, error) {
 	built := map[string]*Feed{}
 	var firstErr error
@@ -1199,6 +1290,12 @@ type carried struct {
 	seq, commitFailures uint64
 	failures            map[string]uint64 // per subscriber
 	dispatched          map[string]uint64 // per pointer-holding subscriber: its ack point at the earlier instance's stop
+	// base is, per subscriber that joined at a reload this run, the
+	// sequences its feed published before it joined: it was given none of
+	// them (DESIGN §7: position and dispatched count the lines given to
+	// its queue this run; §12: a new processor subscribes from the next
+	// line). Absent: a subscriber since the run's start (0).
+	base map[string]uint64
 	acked               uint64            // the acknowledged sequence the earlier instance reported at its stop
 }
 
@@ -1221,7 +1318,14 @@ func (c *carried) reportedDispatched(name string, own uint64) uint64 {
 	if was, ok := c.dispatched[name]; ok && own == 0 {
 		return was
 	}
-	return own + c.seq
+	return own + c.before(name)
+}
+
+// before is what a subscriber's own counts in this instance (its queue's
+// lines) are numbered on from: the sequences the earlier instances
+// published after it joined.
+func (c *carried) before(name string) uint64 {
+	return c.seq - min(c.base[name], c.seq)
 }
 
 // inherit carries the stopped instance's counters and acknowledged losses.
@@ -1276,6 +1380,17 @@ func (f *Feed) inherit(old *Feed) {
 			}
 		}
 	}
+	c.base = map[string]uint64{}
+	for _, g := range f.groups {
+		n := g.Name()
+		if slices.ContainsFunc(old.groups, func(og *processor.Group) bool { return og.Name() == n }) {
+			if b, ok := old.carry.base[n]; ok {
+				c.base[n] = b
+			}
+		} else {
+			c.base[n] = c.seq // new at this reload
+		}
+	}
 	c.commitFailures = old.carry.commitFailures + old.src.CommitFailures()
 	c.failures = map[string]uint64{}
 	for k, v := range old.carry.failures {
@@ -1310,7 +1425,7 @@ func (f *Feed) addCarry(s *status.FeedSnapshot) {
 	}
 	s.Acknowledged = c.reportedAcked(s.Acknowledged)
 	for i := range s.Subscribers {
-		s.Subscribers[i].Position += c.seq
+		s.Subscribers[i].Position += c.before(s.Subscribers[i].Queue)
 		s.Subscribers[i].Dispatched = c.reportedDispatched(s.Subscribers[i].Queue, s.Subscribers[i].Dispatched)
 	}
 	s.Carry.Released += f.orphanReleased.Load() // a removed processor's dead letters purged (orphans.go)

@@ -73,7 +73,8 @@ func TestReloadAppliesStatusAndLog(t *testing.T) {
 // A reload that names other status.tls files loads them first: a pair
 // that does not load fails the reload (400 at status.tls's line) and the
 // old certificate stays; a pair that loads is served from the next
-// handshake. Turning status.tls off at a reload is an error (restart).
+// handshake. Turning status.tls off (then on) at a reload switches the
+// same address's protocol.
 func TestReloadOtherCertificateFiles(t *testing.T) {
 	dir := t.TempDir()
 	caOne, caTwo := tlstest.NewCA(t, "one"), tlstest.NewCA(t, "two")
@@ -135,11 +136,41 @@ func TestReloadOtherCertificateFiles(t *testing.T) {
 	if err := serves(caOne); err == nil {
 		t.Fatal("after the reload, the old certificate is still served")
 	}
+	// Turned off: the same address serves plain HTTP, HTTPS no more.
 	e.rewrite(reloadBase)
-	if code, body := post(); code != http.StatusBadRequest || !strings.Contains(body, "turned on or off") {
+	if code, body := post(); code != http.StatusOK {
 		t.Fatalf("reload turning status.tls off: %d %s", code, body)
 	}
-	if err := serves(caTwo); err != nil {
-		t.Fatalf("after the refused reload, HTTPS: %v", err)
+	if err := serves(caTwo); err == nil {
+		t.Fatal("after the reload turning status.tls off, HTTPS is still served")
+	}
+	plain := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	resp, err := plain.Get("http://" + e.d.Addr() + "/livez")
+	if err != nil {
+		t.Fatalf("after the reload turning status.tls off, plain HTTP: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("after the reload turning status.tls off, /livez: %d", resp.StatusCode)
+	}
+	// And on again (one.crt/one.key): HTTPS with that certificate.
+	e.rewrite(withTLS("one.crt", "one.key"))
+	req, _ := http.NewRequest(http.MethodPost, "http://"+e.d.Addr()+"/admin/reload", nil)
+	req.Header.Set("Authorization", "Bearer sesame")
+	if resp, err = plain.Do(req); err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("reload turning status.tls on: %d", resp.StatusCode)
+	}
+	if err := serves(caOne); err != nil {
+		t.Fatalf("after the reload turning status.tls on, HTTPS: %v", err)
+	}
+	if resp, err := plain.Get("http://" + e.d.Addr() + "/livez"); err == nil {
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			t.Fatal("after the reload turning status.tls on, plain HTTP is still served")
+		}
 	}
 }

@@ -235,7 +235,7 @@ func (f *Feed) metrics() status.FeedMetrics {
 			s.Dispatched = q.Finished()
 		}
 		s.Dispatched = f.carry.reportedDispatched(q.Name, s.Dispatched) // a reload's restart numbers on (reload.go carried)
-		s.Position, s.Depth, s.Failures = q.Position()+f.carry.seq, q.Depth(), g.Failures()+f.carry.failures[q.Name]
+		s.Position, s.Depth, s.Failures = q.Position()+f.carry.before(q.Name), q.Depth(), g.Failures()+f.carry.failures[q.Name]
 		st, _ := q.State()
 		s.Held = st == feed.Fenced || st == feed.Dead
 		m.Subscribers = append(m.Subscribers, s)
