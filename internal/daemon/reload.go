@@ -1295,8 +1295,8 @@ type carried struct {
 	// them (DESIGN §7: position and dispatched count the lines given to
 	// its queue this run; §12: a new processor subscribes from the next
 	// line). Absent: a subscriber since the run's start (0).
-	base map[string]uint64
-	acked               uint64            // the acknowledged sequence the earlier instance reported at its stop
+	base  map[string]uint64
+	acked uint64 // the acknowledged sequence the earlier instance reported at its stop
 }
 
 // reportedAcked is the acknowledged sequence feed.status and /metrics
