@@ -1930,33 +1930,69 @@ func tookSince(c *gstream, when time.Time) *CopyTaken {
 	return nil
 }
 
-// tookIt: t is s's file taken for a copy — its key, and the file born
-// before it was taken (a file born later reuses a deleted copy's inode: a
-// new file); where no birth time is known, first seen within a minute of
-// the take.
-func tookIt(t *CopyTaken, s *gstream) bool {
-	if t == nil || t.Key != s.key {
-		return false
+// tookIt: t is s's file taken for a copy — its key, its first bytes still
+// the take's (t.Head: another file on a freed copy's inode starts
+// otherwise; review 26a A, A2), and the file born when the take's was (a
+// file born otherwise reuses a deleted copy's inode: a new file) or, the
+// take's birth not known, born before it was taken; where no birth time
+// is known, first seen within a minute of the take. byBirth: birth times
+// told it.
+func tookIt(t *CopyTaken, s *gstream) (ok, byBirth bool) {
+	if t == nil || t.Key != s.key || !headStill(t, s.path) {
+		return false, false
 	}
-	if !t.Born.IsZero() && !s.heldBorn.IsZero() {
-		// Both births known: the same file only if born together (its
-		// own gone since, another file on its inode was taken).
-		return t.Born.Equal(s.heldBorn)
+	born := s.heldBorn
+	if born.IsZero() {
+		born = birthTimePath(s.path)
 	}
-	if born := birthTimePath(s.path); !born.IsZero() {
-		return !born.After(t.At)
+	if !born.IsZero() {
+		if !t.Born.IsZero() {
+			// Both births known: the same file only if born together (its
+			// own gone since, another file on its inode was taken).
+			return t.Born.Equal(born), true
+		}
+		return !born.After(t.At), true
 	}
-	return s.seenAt.Sub(t.At) < time.Minute
+	return s.seenAt.Sub(t.At) < time.Minute, false
+}
+
+// headStill: the file at path still starts with the first bytes t's file
+// had when taken (t.HeadLen, t.Head; decompressed for a .gz copy) — true
+// where that is not known (no head recorded, the file not readable now),
+// false only where its first bytes are others.
+func headStill(t *CopyTaken, path string) bool {
+	if t.HeadLen <= 0 {
+		return true
+	}
+	fh, err := fileutil.OpenRegular(path)
+	if err != nil {
+		return true
+	}
+	b := make([]byte, t.HeadLen)
+	n, err := fh.ReadAt(b, 0)
+	fh.Close()
+	if err != nil && !errors.Is(err, io.EOF) {
+		return true
+	}
+	if n == t.HeadLen && pointer.Fingerprint(b) == t.Head {
+		return true
+	}
+	if head, ok := gzHead(path); ok && len(head) >= t.HeadLen && pointer.Fingerprint(head[:t.HeadLen]) == t.Head {
+		return true // a .gz copy (findGzCopy): its decompressed bytes
+	}
+	return false
 }
 
 // tookAsCopy: s's file (held back from since as a possible copy of c's;
 // zero: not held) is a copy one of c's sources took — its current one or
 // one closed since (gstream.copies) — by tookIt, taken since the hold began
 // or within copyTakeSlack before it (the take and the look that held it back at the
-// same moment: review 25b H), and — its key retired before it was seen —
-// not more than copyTakeSlack before it was seen (another file on a
-// deleted copy's inode: review 25c B; a copy the source takes at the
-// truncation is met by the glob's look just after).
+// same moment: review 25b H), and — its key retired before it was seen,
+// and no birth times to tell the files on its inode apart — not more than
+// copyTakeSlack before it was seen (another file on a deleted copy's
+// inode: review 25c B; a copy the source takes at the truncation is met by
+// the glob's look just after; with birth times a copy met later is still
+// it: review 26a B).
 func tookAsCopy(c, s *gstream, since time.Time) bool {
 	takes := slices.Clone(c.copies)
 	if c.src != nil {
@@ -1964,10 +2000,11 @@ func tookAsCopy(c, s *gstream, since time.Time) bool {
 	}
 	for i := range takes {
 		t := &takes[i]
-		if (!since.IsZero() && t.At.Before(since.Add(-copyTakeSlack))) || (s.onRetired && t.At.Before(s.seenAt.Add(-copyTakeSlack))) {
+		if !since.IsZero() && t.At.Before(since.Add(-copyTakeSlack)) {
 			continue
 		}
-		if tookIt(t, s) {
+		ok, byBirth := tookIt(t, s)
+		if ok && (byBirth || !s.onRetired || !t.At.Before(s.seenAt.Add(-copyTakeSlack))) {
 			return true
 		}
 	}
