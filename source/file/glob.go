@@ -2595,6 +2595,13 @@ func (g *Glob) closed(s *gstream) {
 	}
 	s.src0dropped = src.dropped
 	ended := src.State() == WaitingForFile // pinned: read to its end, gone from its path
+	if ended {
+		// Its path names another file or none: a scan marks it gone and
+		// finds a file there since (an fsnotify event naming an open
+		// stream's path only woke the stream: audit 8c, a deleted file
+		// shown CLOSED and a recreated one unread until the next rescan).
+		g.scanDue.Store(true)
+	}
 	g.setOwe(s, nil)
 	// Lines unacknowledged, a failed last commit, or acknowledgements the
 	// mux handed to the stream after its source's final commit (between
@@ -3540,6 +3547,7 @@ func (g *Glob) loadPointers() {
 	var adopted map[uint64]pointer.EpochLine
 	var firsts map[uint64]string
 	var marks map[uint64]pointer.EpochLine
+	var left map[uint64]pointer.EpochLine
 	for _, e := range ents {
 		p := filepath.Join(g.cfg.PointerDir, e.Name())
 		if strings.HasPrefix(e.Name(), "new-") && strings.HasSuffix(e.Name(), ".tmp") {
@@ -3605,6 +3613,26 @@ func (g *Glob) loadPointers() {
 			// Finished and forgotten by its source: deleted after forgetAfter.
 			g.ghosts++
 			s.key = 1<<63 | 1<<62 | g.ghosts
+			if g.cfg.EpochsPath != "" {
+				// Files shows the file it was (audit 8c: a GONE row lost
+				// its path and key at a restart): the epochs line that
+				// left it for this empty record names its key, the epoch
+				// and end it was read under and to, and its first epoch's
+				// line its path.
+				if firsts == nil {
+					firsts, marks = g.firstPaths()
+				}
+				if left == nil {
+					left = g.leftFor()
+				}
+				if l, ok := left[rec.Epoch]; ok {
+					s.shownKey, s.readEpoch, s.readEnd = l.PrevFileKey, l.PrevEpoch, l.PrevOffset
+					name, _ := strconv.ParseUint(strings.TrimSuffix(e.Name(), ".ptr"), 16, 64)
+					if s.path = firsts[name]; s.path == "" {
+						s.path = firsts[l.PrevEpoch]
+					}
+				}
+			}
 		}
 		g.loaded = append(g.loaded, loaded{s: s, rec: rec})
 	}
@@ -3748,6 +3776,20 @@ func (g *Glob) firstPaths() (map[uint64]string, map[uint64]pointer.EpochLine) {
 		}
 	}
 	return out, pointer.HeldMarks(lines)
+}
+
+// leftFor maps each epoch a pointer was moved to off a file (its reset to
+// the empty record: "forgotten", "lost") to the epochs line that did it,
+// the last one per epoch.
+func (g *Glob) leftFor() map[uint64]pointer.EpochLine {
+	out := map[uint64]pointer.EpochLine{}
+	lines, _ := pointer.ReadEpochs(g.cfg.EpochsPath)
+	for _, l := range lines {
+		if l.PrevFileKey != 0 && l.PrevEpoch != 0 && l.FileKey == 0 {
+			out[l.Epoch] = l
+		}
+	}
+	return out
 }
 
 // unmatchedAt: the file of rec (its key, its first bytes) is still at p,
