@@ -374,9 +374,11 @@ func (d *Daemon) reload() error {
 	// Stop keeps it. rolledBack: the reload had failed and undone what the
 	// stops changed (the old config's feeds and processors, none removed).
 	overtaken := func(rolledBack bool) error {
-		d.mu.Lock()
-		d.cfg = old
-		d.mu.Unlock()
+		if d.cfg != old { // (this goroutine is d.cfg's only writer)
+			d.mu.Lock()
+			d.cfg = old
+			d.mu.Unlock()
+		}
 		for _, st := range stops {
 			if rolledBack {
 				d.keepFinished(st.f, nil)
