@@ -257,7 +257,7 @@ func NewWithOptions(cfg *config.Config, log hclog.Logger, opts Options) (*Daemon
 	d.orphans = newOrphanLedgers(cfg.DataDir, log.Named("dlq"))
 	d.orphans.refresh(cfg)
 	for _, fc := range cfg.Feeds {
-		f, err := d.buildFeed(fc)
+		f, err := d.buildFeed(cfg, fc)
 		if err != nil {
 			d.closeAll()
 			return nil, err
@@ -292,14 +292,14 @@ func (d *Daemon) dataDirErr(err error) error {
 	return &ConfigError{Loc: d.configLoc(d.cfg.DataDirLine), Key: "dataDir", Err: err}
 }
 
-func (d *Daemon) buildFeed(fc *config.Feed) (*Feed, error) {
+func (d *Daemon) buildFeed(cfg *config.Config, fc *config.Feed) (*Feed, error) {
 	log := d.log.Named(fc.Name)
 	strat, err := file.ParseStrategy(fc.ReadStrategy)
 	if err != nil {
 		return nil, err
 	}
 	f := &Feed{cfg: fc, strat: strat, policy: fc.Built.Overload, log: log, runDone: make(chan struct{}),
-		ledger: d.losses, recorded: map[subLoss]uint64{}, dataDir: d.cfg.DataDir, orphans: d.orphans, released: d.released}
+		ledger: d.losses, recorded: map[subLoss]uint64{}, dataDir: cfg.DataDir, orphans: d.orphans, released: d.released}
 	// A batch may fill a queue (DESIGN §5): fewer, larger hand-offs and
 	// writes; the source publishes the next one as soon as a group takes it.
 	// Never more lines than the window holds: the publisher lets a batch
@@ -309,7 +309,7 @@ func (d *Daemon) buildFeed(fc *config.Feed) (*Feed, error) {
 	batchBytes := max(1, fc.QueueBytes)
 	var procs []*config.Processor
 	var queues []*feed.Queue
-	for _, pc := range d.cfg.Processors {
+	for _, pc := range cfg.Processors {
 		if pc.Feed != fc.Name {
 			continue
 		}
@@ -323,7 +323,7 @@ func (d *Daemon) buildFeed(fc *config.Feed) (*Feed, error) {
 	f.pub.SetLossCount(d.lossCount(f))
 	d.applyHolds(f)
 	for i, pc := range procs {
-		g, c, err := d.buildGroup(f, pc, queues[i], log)
+		g, c, err := d.buildGroup(cfg, f, pc, queues[i], log)
 		if err != nil {
 			f.close()
 			return nil, err
@@ -343,22 +343,22 @@ func (d *Daemon) buildFeed(fc *config.Feed) (*Feed, error) {
 		CommitSync:   fc.Built.CommitSync,
 		Logger:       log,
 		NoNotify:     noFSNotify(),
-		Outputs:      d.ownOutputs(),
-		OutputFiles:  stdoutFiles(d.cfg),
+		Outputs:      d.ownOutputs(cfg),
+		OutputFiles:  stdoutFiles(cfg),
 		OnLoss:       d.onLoss(fc.Name),
 		RotatedNames: fc.RotatedNames,
 	}
 	if config.IsGlob(fc.Path) {
-		if err := d.buildGlob(f, fc, stream, log); err != nil {
+		if err := d.buildGlob(cfg, f, fc, stream, log); err != nil {
 			f.close()
 			return nil, err
 		}
 		return f, nil
 	}
 	if strat == file.Committed {
-		p, err := pointer.Open(datadir.Pointer(d.cfg.DataDir, fc.Name), pointer.Options{
+		p, err := pointer.Open(datadir.Pointer(cfg.DataDir, fc.Name), pointer.Options{
 			Logger:     log,
-			EpochsPath: datadir.Epochs(d.cfg.DataDir, fc.Name),
+			EpochsPath: datadir.Epochs(cfg.DataDir, fc.Name),
 			Input:      fc.Path,
 		})
 		if err != nil {
@@ -375,9 +375,9 @@ func (d *Daemon) buildFeed(fc *config.Feed) (*Feed, error) {
 
 // ownOutputs lists what the daemon writes itself (every file sink's output,
 // dataDir): a source never takes one for its input's rotated file or copy.
-func (d *Daemon) ownOutputs() []string {
-	out := []string{d.cfg.DataDir}
-	for _, pc := range d.cfg.Processors {
+func (d *Daemon) ownOutputs(cfg *config.Config) []string {
+	out := []string{cfg.DataDir}
+	for _, pc := range cfg.Processors {
 		if p := pc.OutputPath(); p != "" {
 			out = append(out, p)
 		}
@@ -404,7 +404,7 @@ func stdoutFiles(cfg *config.Config) []file.FileID {
 	return nil
 }
 
-func (d *Daemon) buildGroup(f *Feed, pc *config.Processor, q *feed.Queue, log hclog.Logger) (*processor.Group, processor.Closer, error) {
+func (d *Daemon) buildGroup(cfg *config.Config, f *Feed, pc *config.Processor, q *feed.Queue, log hclog.Logger) (*processor.Group, processor.Closer, error) {
 	typ, ok := sink.Lookup(pc.Type)
 	if !ok && d.opts.Processors[pc.Name] == nil {
 		return nil, nil, fmt.Errorf("processor %s: type %s is not available yet", pc.Name, pc.Type)
@@ -453,14 +453,14 @@ func (d *Daemon) buildGroup(f *Feed, pc *config.Processor, q *feed.Queue, log hc
 		// before it (markStop; DESIGN §2: re-delivery only after a crash).
 		gc.Skip = d.holds.keptMarks(f.cfg.Name, pc.Name)
 	}
-	if gc.Ledger, err = d.openLedger(pc, log); err != nil {
+	if gc.Ledger, err = d.openLedger(cfg, pc, log); err != nil {
 		return nil, nil, err
 	}
 	g := processor.NewGroup(gc)
 	if build := d.opts.Processors[pc.Name]; build != nil {
 		return d.buildCustom(g, pc, build)
 	}
-	p, err := typ.New(sink.Env{Group: g, Config: pc, Feed: f.cfg, Publisher: f.pub, DataDir: d.cfg.DataDir, Instance: d.cfg.Instance,
+	p, err := typ.New(sink.Env{Group: g, Config: pc, Feed: f.cfg, Publisher: f.pub, DataDir: cfg.DataDir, Instance: cfg.Instance,
 		Logger: log.Named(pc.Name), Previous: d.prev[pc.Name]})
 	if err != nil {
 		return nil, nil, fmt.Errorf("processor %s: %w", pc.Name, err)

@@ -16,8 +16,8 @@ import (
 // openLedger opens dataDir/dlq/<processor>.jsonl. Every processor has one,
 // whatever its onFailure: entries left by an earlier config still count
 // (lossless false) and can be replayed or purged.
-func (d *Daemon) openLedger(pc *config.Processor, log hclog.Logger) (*processor.Ledger, error) {
-	l, err := processor.OpenLedger(datadir.DeadLetters(d.cfg.DataDir, pc.Name), log.Named(pc.Name))
+func (d *Daemon) openLedger(cfg *config.Config, pc *config.Processor, log hclog.Logger) (*processor.Ledger, error) {
+	l, err := processor.OpenLedger(datadir.DeadLetters(cfg.DataDir, pc.Name), log.Named(pc.Name))
 	if err != nil {
 		return nil, fmt.Errorf("processor %s: %w", pc.Name, err)
 	}

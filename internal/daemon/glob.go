@@ -41,7 +41,7 @@ var (
 
 // buildGlob makes a glob feed's source: one stream per matched file, each
 // with its pointer under dataDir/feeds/<feed>/ when COMMITTED.
-func (d *Daemon) buildGlob(f *Feed, fc *config.Feed, stream file.Config, log hclog.Logger) error {
+func (d *Daemon) buildGlob(cfg *config.Config, f *Feed, fc *config.Feed, stream file.Config, log hclog.Logger) error {
 	gc := file.GlobConfig{
 		Stream:        stream,
 		Exclude:       fc.Exclude,
@@ -52,8 +52,8 @@ func (d *Daemon) buildGlob(f *Feed, fc *config.Feed, stream file.Config, log hcl
 		Resumes:       d.resumes, // a feed restarted by a reload (reload.go)
 	}
 	if f.strat == file.Committed {
-		gc.PointerDir = datadir.GlobPointers(d.cfg.DataDir, fc.Name)
-		gc.EpochsPath = datadir.Epochs(d.cfg.DataDir, fc.Name)
+		gc.PointerDir = datadir.GlobPointers(cfg.DataDir, fc.Name)
+		gc.EpochsPath = datadir.Epochs(cfg.DataDir, fc.Name)
 	}
 	g, err := file.NewGlob(gc, f.pub)
 	if err != nil {

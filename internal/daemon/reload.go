@@ -493,6 +493,10 @@ func (d *Daemon) reload() error {
 	d.feeds = feeds
 	if ln != nil {
 		oldSrv = d.srv
+		// No request after this one on the old server's connections: the
+		// reload's answer closes its connection, idle ones close now (a
+		// client kept alive would go on with the old protocol or address).
+		oldSrv.SetKeepAlivesEnabled(false)
 		if toggled {
 			d.tls = newTLS
 		}
@@ -584,7 +588,7 @@ func (d *Daemon) buildFeeds(cfg *config.Config, oldFeeds, stopped map[string]*Fe
 			d.prev = prevSinksOf(f, fc)
 			d.resume, d.resumes = resumeFor(f, fc, procsOf(cfg, fc.Name))
 		}
-		nf, err := d.buildFeed(fc)
+		nf, err := d.buildFeed(cfg, fc)
 		d.skips, d.prev, d.resume, d.resumes = nil, nil, nil, nil
 		if err != nil {
 			err = fmt.Errorf("feed %s: %w", fc.Name, err)
