@@ -581,7 +581,7 @@ func (d *Daemon) Stop() error {
 	// DESIGN §12: a stop ends within shutdownTimeoutMillis plus 2 s; the
 	// losses ledger gets what is left of that (ledgerStopBy).
 	hardBy := time.Now().Add(d.config().Built.ShutdownTimeout + 2*time.Second) // (a reload may be setting d.cfg)
-	d.reloadMu.Lock() // a reload in progress finishes first
+	d.reloadMu.Lock()                                                          // a reload in progress finishes first
 	defer d.reloadMu.Unlock()
 	if d.stopped {
 		return nil // stopped already: Stop is idempotent
