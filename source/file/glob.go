@@ -1644,7 +1644,7 @@ func (g *Glob) admit(s *gstream, f found, now time.Time) {
 			return
 		}
 		s.copyOf, s.heldUntil = c, now.Add(g.cfg.Stream.RotateWait)
-		s.heldBorn = birthTimePath(f.path)
+		s.heldBorn = birthTimeTarget(f.path) // (a symlink matched: its target's, as the take's)
 		if c.src != nil {
 			s.heldCopies = c.src.CopiesRead()
 		}
@@ -1943,7 +1943,7 @@ func tookIt(t *CopyTaken, s *gstream) (ok, byBirth bool) {
 	}
 	born := s.heldBorn
 	if born.IsZero() {
-		born = birthTimePath(s.path)
+		born = birthTimeTarget(s.path) // a symlink's target's (review 26c B)
 	}
 	if !born.IsZero() {
 		if !t.Born.IsZero() {
@@ -1975,6 +1975,12 @@ func headStill(t *CopyTaken, path string) bool {
 		return true
 	}
 	if n == t.HeadLen && pointer.Fingerprint(b) == t.Head {
+		// Longer than the copy was when taken: another file starting
+		// with its few first bytes (a header line: review 26c A), or the
+		// copy written to since — no snapshot either way.
+		if st, err := os.Stat(path); err == nil && t.Size > 0 && st.Size() > t.Size {
+			return false
+		}
 		return true
 	}
 	if head, ok := gzHead(path); ok && len(head) >= t.HeadLen && pointer.Fingerprint(head[:t.HeadLen]) == t.Head {
