@@ -2601,11 +2601,13 @@ func (g *Glob) closed(s *gstream) {
 	}
 	s.src0dropped = src.dropped
 	ended := src.State() == WaitingForFile // pinned: read to its end, gone from its path
-	if ended {
+	if ended && !s.gone {
 		// Its path names another file or none: a scan marks it gone and
 		// finds a file there since (an fsnotify event naming an open
 		// stream's path only woke the stream: audit 8c, a deleted file
 		// shown CLOSED and a recreated one unread until the next rescan).
+		// Not for one a scan marked gone already: a rotation of many
+		// files closes them one by one (review 26d B: a scan each).
 		g.scanDue.Store(true)
 	}
 	g.setOwe(s, nil)
