@@ -160,8 +160,13 @@ func (c *Count) ProcessBatch(_ context.Context, b *feed.Batch) (int, error) {
 		pos = a.Position
 	}
 	glob := c.cfg.Glob[b.Feed]
-	if glob {
-		epoch, pos, _ = c.appliedFor(b)
+	if e, p, ok := c.appliedFor(b); ok || glob {
+		// b's own epoch's entry: a single-file feed's older generation
+		// read again for another sink's catch-up is skipped by its own
+		// entry, not counted again against the newest (audit 8e); none
+		// (a state written before single-file feeds kept them): the
+		// feed's last applied line.
+		epoch, pos = e, p
 	}
 	changed := false
 	for i, l := range b.Lines {
@@ -180,9 +185,7 @@ func (c *Count) ProcessBatch(_ context.Context, b *feed.Batch) (int, error) {
 	// replayed dead letter (not positioned).
 	if b.Positioned && b.Done() > 0 && (b.Epoch != epoch || b.Done() > pos) {
 		c.feeds[b.Feed] = CountApplied{Epoch: fmt.Sprintf("%016x", b.Epoch), Position: b.Done()}
-		if glob {
-			c.noteEpoch(b)
-		}
+		c.noteEpoch(b)
 		changed = true
 	}
 	mark := c.cfg.Checkpoint.Mark()

@@ -10,15 +10,17 @@ import (
 // Per-epoch applied positions (DESIGN §10 "Sinks and streams"): a glob
 // feed's files interleave, so a count keeps, besides the last applied line
 // per feed (Feeds), the position after the last applied line of every epoch
-// of a glob feed (Epochs: feed → epoch as 16 hex → position), and skips a
-// re-delivered line by its own epoch's entry. At most maxEpochs entries per
+// (Epochs: feed → epoch as 16 hex → position), and skips a re-delivered
+// line by its own epoch's entry. A single-file feed keeps them too: another
+// sink's catch-up from an older generation (DESIGN §11) re-reads lines of
+// older epochs. At most maxEpochs entries per
 // feed are kept: past that an arbitrary one is dropped (its re-deliveries,
 // should any come, are counted again: an overcount, never a miss).
 
 const maxEpochs = 4000
 
-// appliedFor is the position recorded for b's epoch in a glob feed (ok
-// false: none), under c.mu.
+// appliedFor is the position recorded for b's epoch (ok false: none),
+// under c.mu.
 func (c *Count) appliedFor(b *feed.Batch) (epoch uint64, pos int64, ok bool) {
 	m := c.epochs[b.Feed]
 	if m == nil {

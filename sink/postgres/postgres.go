@@ -297,7 +297,7 @@ func (s *Sink) connect(ctx context.Context) error {
 	s.drop()
 	c, has, err := s.open(ctx)
 	if err != nil {
-		return err
+		return setupError{err}
 	}
 	s.conn, s.hasMarks = c, has
 	clear(s.record) // the table may have been restored meanwhile
@@ -527,9 +527,21 @@ SELECT epoch, (SELECT max(position) FROM ` + s.table + ` WHERE instance = $1 AND
 
 var _ processor.DoneThrougher = (*Sink)(nil)
 
+// setupError is a failure to connect or to make the tables: never the
+// rows' (a role refused CONNECT or CREATE is an unavailable engine, retried
+// at the cap whatever onFailure says: DESIGN §11; audit 8e).
+type setupError struct{ err error }
+
+func (e setupError) Error() string { return e.err.Error() }
+func (e setupError) Unwrap() error { return e.err }
+
 // rejected reports whether the server refused the rows themselves (onFailure
 // applies) rather than being unavailable (retried at the cap).
 func rejected(err error) bool {
+	var se setupError
+	if errors.As(err, &se) {
+		return false
+	}
 	var pe *pgconn.PgError
 	if !errors.As(err, &pe) || len(pe.Code) != 5 {
 		return false
