@@ -235,4 +235,3 @@ func TestRev26DRProbeDeletedOwingThenAckedNotLostAtRestart(t *testing.T) {
 		t.Errorf("run 2: lostTails %d rows %+v", tails, rows2)
 	}
 }
-

@@ -22,6 +22,18 @@ func (s *Source) atEnd() bool {
 		if s.fillFrom(r, true) {
 			return true
 		}
+		if r.gz == nil && r.limit >= 0 && r.readPos() < r.limit {
+			// Its end came before the size it had at open: cut short
+			// while it was read (DESIGN §4 "Nothing green over a loss";
+			// audit 8d) — the bytes between are gone, counted once.
+			lost := r.limit - r.readPos()
+			msg := fmt.Sprintf("input %s cut short while read once: it ended at %d of the %d bytes it had at open; the %d bytes past are lost",
+				s.cfg.Path, r.readPos(), r.limit, lost)
+			s.log.Warn(msg, "path", s.cfg.Path, "read", r.readPos(), "atOpen", r.limit, "lostBytes", lost)
+			s.setDetail(msg)
+			s.lose(1, uint64(lost), r.epoch, msg)
+			r.limit, r.past = r.readPos(), 0
+		}
 		s.unterminated.Store(r.unterminated())
 		s.setState(EndOfStream)
 		return false
@@ -233,6 +245,17 @@ func (s *Source) changed(r *reader) string {
 	}
 	if !same {
 		return "replaced in place (first bytes changed)"
+	}
+	if size < r.lastSize && r.gone == "" {
+		// Cut short, still past what was read, its first bytes kept: the
+		// same file read on, but the bytes seen past its new end are gone
+		// (DESIGN §4 "Nothing green over a loss"; audit 8d).
+		lost := r.lastSize - size
+		msg := fmt.Sprintf("input %s cut short to %d bytes (last seen at %d, read to %d); the %d bytes seen past its new end are lost",
+			s.cfg.Path, size, r.lastSize, r.readPos(), lost)
+		s.log.Warn(msg, "path", s.cfg.Path, "size", size, "seen", r.lastSize, "read", r.readPos(), "lostBytes", lost)
+		s.setDetail(msg)
+		s.lose(1, uint64(lost), r.epoch, msg)
 	}
 	r.lastSize, r.lastMod = size, time.Unix(0, mod)
 	return ""
