@@ -380,7 +380,7 @@ func (s *Sink) try(ctx context.Context, b *feed.Batch) (int, error) {
 		if !ok {
 			var err error
 			if applied, err = s.readRecord(ctx, b.Feed, epoch); err != nil {
-				return 0, err
+				return 0, setupError{err} // the sink's own record, no row's (review 26e D)
 			}
 			s.record[k] = applied
 		}
@@ -527,8 +527,9 @@ SELECT epoch, (SELECT max(position) FROM ` + s.table + ` WHERE instance = $1 AND
 
 var _ processor.DoneThrougher = (*Sink)(nil)
 
-// setupError is a failure to connect or to make the tables: never the
-// rows' (a role refused CONNECT or CREATE is an unavailable engine, retried
+// setupError is a failure to connect, to make the tables or to read the
+// sink's record: never the rows' (a role refused CONNECT, CREATE or SELECT
+// is an unavailable engine, retried
 // at the cap whatever onFailure says: DESIGN §11; audit 8e).
 type setupError struct{ err error }
 

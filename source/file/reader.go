@@ -37,6 +37,7 @@ type reader struct {
 	base       int64
 	start, end int
 	limit      int64 // once-reads: stop at this offset; -1 to tail
+	onceCut    int64 // once-reads: bytes of its size at open gone before it read them (onceEnd), for atEnd to count
 	from       int64 // where the source began reading it (startFile; else 0)
 	split      Splitter
 	// past: a once-read's bytes after its last terminator, from limit (moved
@@ -181,6 +182,7 @@ func (r *reader) onceEnd() {
 		// Shrunk since the size was taken (a resumed once-read's Limit):
 		// its bytes past the end are gone, and a scan from there would
 		// fail at once and leave the tail to the splitter's pieces.
+		r.onceCut += r.limit - max(st.Size(), from)
 		r.limit = max(st.Size(), from)
 	}
 	if r.limit <= from {

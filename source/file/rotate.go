@@ -22,17 +22,18 @@ func (s *Source) atEnd() bool {
 		if s.fillFrom(r, true) {
 			return true
 		}
-		if r.gz == nil && r.limit >= 0 && r.readPos() < r.limit {
-			// Its end came before the size it had at open: cut short
-			// while it was read (DESIGN §4 "Nothing green over a loss";
-			// audit 8d) — the bytes between are gone, counted once.
-			lost := r.limit - r.readPos()
+		if r.gz == nil && r.limit >= 0 && (r.readPos() < r.limit || r.onceCut > 0) {
+			// Its end came before the size it had at open (or a resumed
+			// read's: onceCut): cut short while it was read (DESIGN §4
+			// "Nothing green over a loss"; audit 8d, review 26e C) — the
+			// bytes between are gone, counted once.
+			lost := max(r.limit-r.readPos(), 0) + r.onceCut
 			msg := fmt.Sprintf("input %s cut short while read once: it ended at %d of the %d bytes it had at open; the %d bytes past are lost",
-				s.cfg.Path, r.readPos(), r.limit, lost)
-			s.log.Warn(msg, "path", s.cfg.Path, "read", r.readPos(), "atOpen", r.limit, "lostBytes", lost)
+				s.cfg.Path, r.readPos(), r.readPos()+lost, lost)
+			s.log.Warn(msg, "path", s.cfg.Path, "read", r.readPos(), "atOpen", r.readPos()+lost, "lostBytes", lost)
 			s.setDetail(msg)
 			s.lose(1, uint64(lost), r.epoch, msg)
-			r.limit, r.past = r.readPos(), 0
+			r.limit, r.past, r.onceCut = r.readPos(), 0, 0
 		}
 		s.unterminated.Store(r.unterminated())
 		s.setState(EndOfStream)
@@ -251,6 +252,9 @@ func (s *Source) changed(r *reader) string {
 		// same file read on, but the bytes seen past its new end are gone
 		// (DESIGN §4 "Nothing green over a loss"; audit 8d).
 		lost := r.lastSize - size
+		if r.epoch == 0 {
+			r.epoch = pointer.NewEpoch() // a queued file: its loss is named by the epoch its lines get (as rewrittenUnread; review 26e A)
+		}
 		msg := fmt.Sprintf("input %s cut short to %d bytes (last seen at %d, read to %d); the %d bytes seen past its new end are lost",
 			s.cfg.Path, size, r.lastSize, r.readPos(), lost)
 		s.log.Warn(msg, "path", s.cfg.Path, "size", size, "seen", r.lastSize, "read", r.readPos(), "lostBytes", lost)
