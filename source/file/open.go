@@ -277,6 +277,9 @@ func (s *Source) startFile(f *os.File, dev, ino uint64) error {
 			r.split.setLong(c.InLong)
 			if s.cfg.Strategy == OnceEarliest && (c.Limit > 0 || c.HeadLen == 0) {
 				r.limit = c.Limit // its size when first opened (0: it was empty)
+				if c.Past > 0 {
+					r.onceTerm = c.Limit - c.Past
+				}
 			}
 		} else if c != nil && s.cfg.ResumeUnread > 0 {
 			// Rewritten or cut while its stream waited, after the glob

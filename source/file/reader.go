@@ -38,6 +38,7 @@ type reader struct {
 	start, end int
 	limit      int64 // once-reads: stop at this offset; -1 to tail
 	onceCut    int64 // once-reads: bytes of its size at open gone before it read them (onceEnd), for atEnd to count
+	onceTerm   int64 // a resumed once-read: the end of its last line when first opened (0: its limit)
 	from       int64 // where the source began reading it (startFile; else 0)
 	split      Splitter
 	// past: a once-read's bytes after its last terminator, from limit (moved
@@ -182,7 +183,11 @@ func (r *reader) onceEnd() {
 		// Shrunk since the size was taken (a resumed once-read's Limit):
 		// its bytes past the end are gone, and a scan from there would
 		// fail at once and leave the tail to the splitter's pieces.
-		r.onceCut += r.limit - max(st.Size(), from)
+		end := r.limit
+		if r.onceTerm > 0 && r.onceTerm < end {
+			end = r.onceTerm // the bytes after its last line were never to be delivered (review 26f A)
+		}
+		r.onceCut += max(end-max(st.Size(), from), 0)
 		r.limit = max(st.Size(), from)
 	}
 	if r.limit <= from {

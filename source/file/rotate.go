@@ -252,12 +252,16 @@ func (s *Source) changed(r *reader) string {
 		// same file read on, but the bytes seen past its new end are gone
 		// (DESIGN §4 "Nothing green over a loss"; audit 8d).
 		lost := r.lastSize - size
-		if r.epoch == 0 {
-			r.epoch = pointer.NewEpoch() // a queued file: its loss is named by the epoch its lines get (as rewrittenUnread; review 26e A)
-		}
 		msg := fmt.Sprintf("input %s cut short to %d bytes (last seen at %d, read to %d); the %d bytes seen past its new end are lost",
 			s.cfg.Path, size, r.lastSize, r.readPos(), lost)
 		s.log.Warn(msg, "path", s.cfg.Path, "size", size, "seen", r.lastSize, "read", r.readPos(), "lostBytes", lost)
+		if r.epoch == 0 {
+			// A queued file: its loss is named by the epoch its lines get
+			// at the switch (as rewrittenUnread's; review 26e A) — unless
+			// the switch finds it carries on the current file's content
+			// (review 26f B, parked).
+			r.epoch = pointer.NewEpoch()
+		}
 		s.setDetail(msg)
 		s.lose(1, uint64(lost), r.epoch, msg)
 	}

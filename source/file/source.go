@@ -645,8 +645,9 @@ type Resume struct {
 	// the bytes past Offset up to it were read, an unterminated last line
 	// (a loss only if the file grew past it since: the line was ended).
 	Size int64
-	// Limit is ONCE_EARLIEST's end (its size when first opened), 0: none.
-	Limit int64
+	// Limit is ONCE_EARLIEST's end (its size when first opened), 0: none;
+	// Past the bytes of it after its last line's end (not delivered).
+	Limit, Past int64
 	// InLong: Offset is inside a line longer than maxLineBytes whose
 	// first pieces were delivered (the rest ends that line: oversized
 	// counts it then).
@@ -817,7 +818,7 @@ func (s *Source) noteHead(r *reader) {
 		if s.dropped {
 			at, long = s.droppedFrom, s.droppedLong
 		}
-		s.resume = &Resume{Epoch: r.epoch, Offset: at, HeadLen: r.fpLen, Head: r.fp, Size: min(r.readTo(), readerSize(r)), Limit: max(r.limit+r.past, 0), InLong: long,
+		s.resume = &Resume{Epoch: r.epoch, Offset: at, HeadLen: r.fpLen, Head: r.fp, Size: min(r.readTo(), readerSize(r)), Limit: max(r.limit+r.past, 0), Past: r.past, InLong: long,
 			Key: r.key, From: min(r.from, at), End: readerSize(r)}
 		s.resumeOf = r
 	}
