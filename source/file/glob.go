@@ -1938,12 +1938,18 @@ func tookSince(c *gstream, when time.Time) *CopyTaken {
 // is known, first seen within a minute of the take. byBirth: birth times
 // told it.
 func tookIt(t *CopyTaken, s *gstream) (ok, byBirth bool) {
-	if t == nil || t.Key != s.key || !headStill(t, s.path) {
+	if t == nil || t.Key != s.key {
 		return false, false
 	}
 	born := s.heldBorn
 	if born.IsZero() {
 		born = birthTimeTarget(s.path) // a symlink's target's (review 26c B)
+	}
+	// Its size is looked at only where no birth time tells: a copy grows
+	// after the take when lines still land in it (its source reads them
+	// on: TestAuditFilesCopyListedWithEpochZero).
+	if !headStill(t, s.path, born.IsZero()) {
+		return false, false
 	}
 	if !born.IsZero() {
 		if !t.Born.IsZero() {
@@ -1957,10 +1963,10 @@ func tookIt(t *CopyTaken, s *gstream) (ok, byBirth bool) {
 }
 
 // headStill: the file at path still starts with the first bytes t's file
-// had when taken (t.HeadLen, t.Head; decompressed for a .gz copy) — true
+// had when taken (sized: and is no longer than it was then) (t.HeadLen, t.Head; decompressed for a .gz copy) — true
 // where that is not known (no head recorded, the file not readable now),
 // false only where its first bytes are others.
-func headStill(t *CopyTaken, path string) bool {
+func headStill(t *CopyTaken, path string, sized bool) bool {
 	if t.HeadLen <= 0 {
 		return true
 	}
@@ -1978,7 +1984,7 @@ func headStill(t *CopyTaken, path string) bool {
 		// Longer than the copy was when taken: another file starting
 		// with its few first bytes (a header line: review 26c A), or the
 		// copy written to since — no snapshot either way.
-		if st, err := os.Stat(path); err == nil && t.Size > 0 && st.Size() > t.Size {
+		if st, err := os.Stat(path); err == nil && sized && t.Size > 0 && st.Size() > t.Size {
 			return false
 		}
 		return true
