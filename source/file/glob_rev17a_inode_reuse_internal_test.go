@@ -148,6 +148,9 @@ func rev17aReused(t *testing.T, attempt int, sameMtime bool) bool {
 		t.Fatal(err)
 	}
 	oldMod = st.ModTime()
+	ig.g.mu.Lock()
+	s0 := ig.g.byKey[k] // a.log's stream
+	ig.g.mu.Unlock()
 	armed.Store(k)
 	if err := os.Remove(a); err != nil {
 		t.Fatal(err)
@@ -165,8 +168,10 @@ func rev17aReused(t *testing.T, attempt int, sameMtime bool) bool {
 	}
 	if sameMtime {
 		ig.waitFor(t, "a.log's old stream closed", func() bool {
+			// (Or already gone from the key: its close asks for a scan,
+			// which may have met the new file on its inode first.)
 			s := ig.g.byKey[k]
-			return s != nil && s.st == stClosed
+			return s == nil || s != s0 || s.st == stClosed
 		})
 		time.Sleep(500 * time.Millisecond)
 		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("kick-%d", attempt)), nil, 0o600); err != nil {
