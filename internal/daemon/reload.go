@@ -527,11 +527,6 @@ func (d *Daemon) reload() error {
 	return firstErr
 }
 
-// buildFeeds builds (does not start) every feed of cfg that is new or was
-// stopped, each inheriting its stopped instance's counters and skipping
-// what its subscribers finished. Unless all is set, the first failure
-// closes what was built and is returned; with all set, a feed that does not
-// build is logged and left out (the rollback of a failed reload).
 // dupListener is another listener on ln's socket (its own descriptor:
 // closing ln leaves the socket listening through it).
 func dupListener(ln net.Listener) (net.Listener, error) {
@@ -575,6 +570,11 @@ func (d *Daemon) buildFeedsUnlessStopped(cfg *config.Config, oldFeeds, stopped m
 	}
 }
 
+// buildFeeds builds (does not start) every feed of cfg that is new or was
+// stopped, each inheriting its stopped instance's counters and skipping
+// what its subscribers finished. Unless all is set, the first failure
+// closes what was built and is returned; with all set, a feed that does not
+// build is logged and left out (the rollback of a failed reload).
 func (d *Daemon) buildFeeds(cfg *config.Config, oldFeeds, stopped map[string]*Feed, all bool) (map[string]*Feed, error) {
 	built := map[string]*Feed{}
 	var firstErr error
