@@ -580,8 +580,9 @@ func (f *Feed) start(ctx context.Context) {
 func (d *Daemon) Stop() error {
 	// DESIGN §12: a stop ends within shutdownTimeoutMillis plus 2 s; the
 	// losses ledger gets what is left of that (ledgerStopBy).
-	hardBy := time.Now().Add(d.config().Built.ShutdownTimeout + 2*time.Second) // (a reload may be setting d.cfg)
-	d.reloadMu.Lock()                                                          // a reload in progress finishes first
+	// (d.config(): a reload the stop overtakes may be setting d.cfg.)
+	hardBy := time.Now().Add(d.config().Built.ShutdownTimeout + 2*time.Second)
+	d.reloadMu.Lock() // a reload in progress finishes first
 	defer d.reloadMu.Unlock()
 	if d.stopped {
 		return nil // stopped already: Stop is idempotent

@@ -119,24 +119,7 @@ func OpenCount(cfg CountConfig) (*Count, error) {
 			return nil, err
 		}
 	}
-	// A feed's last applied line is its epoch's entry too (a state an
-	// older tailfeed wrote kept entries for glob feeds only): an older
-	// generation's catch-up moving the feed record back must not forget
-	// it (review 26e B).
-	for f, a := range c.feeds {
-		e, err := strconv.ParseUint(a.Epoch, 16, 64)
-		if err != nil || e == 0 || a.Position <= 0 {
-			continue
-		}
-		m := c.epochs[f]
-		if m == nil {
-			m = map[string]int64{}
-			c.epochs[f] = m
-		}
-		if k := fmt.Sprintf("%016x", e); m[k] < a.Position {
-			m[k] = a.Position
-		}
-	}
+	c.seedEpochs()
 	c.marks = c.feedMarks(cfg.Feed)
 	cfg.Checkpoint.Hold()
 	return c, nil

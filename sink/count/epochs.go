@@ -32,17 +32,40 @@ func (c *Count) appliedFor(b *feed.Batch) (epoch uint64, pos int64, ok bool) {
 
 // noteEpoch records b's last position under its epoch, under c.mu.
 func (c *Count) noteEpoch(b *feed.Batch) {
-	m := c.epochs[b.Feed]
-	if m == nil {
-		m = map[string]int64{}
-		c.epochs[b.Feed] = m
-	}
+	m := c.epochsOf(b.Feed)
 	m[fmt.Sprintf("%016x", b.Epoch)] = b.Done()
 	for k := range m {
 		if len(m) <= maxEpochs {
 			break
 		}
 		delete(m, k)
+	}
+}
+
+// epochsOf is feed's per-epoch table, made when it has none.
+func (c *Count) epochsOf(feed string) map[string]int64 {
+	m := c.epochs[feed]
+	if m == nil {
+		m = map[string]int64{}
+		c.epochs[feed] = m
+	}
+	return m
+}
+
+// seedEpochs makes each feed's last applied line its epoch's entry too (a
+// state an older tailfeed wrote kept entries for glob feeds only): an
+// older generation's catch-up moving the feed record back must not forget
+// it (review 26e B).
+func (c *Count) seedEpochs() {
+	for f, a := range c.feeds {
+		e, err := strconv.ParseUint(a.Epoch, 16, 64)
+		if err != nil || e == 0 || a.Position <= 0 {
+			continue
+		}
+		m := c.epochsOf(f)
+		if k := fmt.Sprintf("%016x", e); m[k] < a.Position {
+			m[k] = a.Position
+		}
 	}
 }
 

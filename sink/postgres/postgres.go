@@ -529,8 +529,8 @@ var _ processor.DoneThrougher = (*Sink)(nil)
 
 // setupError is a failure to connect, to make the tables or to read the
 // sink's record: never the rows' (a role refused CONNECT, CREATE or SELECT
-// is an unavailable engine, retried
-// at the cap whatever onFailure says: DESIGN §11; audit 8e).
+// is an unavailable engine, retried at the cap whatever onFailure says:
+// DESIGN §11; audit 8e).
 type setupError struct{ err error }
 
 func (e setupError) Error() string { return e.err.Error() }

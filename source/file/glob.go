@@ -1963,9 +1963,9 @@ func tookIt(t *CopyTaken, s *gstream) (ok, byBirth bool) {
 }
 
 // headStill: the file at path still starts with the first bytes t's file
-// had when taken (sized: and is no longer than it was then) (t.HeadLen, t.Head; decompressed for a .gz copy) — true
-// where that is not known (no head recorded, the file not readable now),
-// false only where its first bytes are others.
+// had when taken (t.HeadLen, t.Head; decompressed for a .gz copy) and,
+// sized, is no longer than it was then — true where that is not known (no
+// head recorded, the file not readable now), false only where it is not.
 func headStill(t *CopyTaken, path string, sized bool) bool {
 	if t.HeadLen <= 0 {
 		return true
@@ -1974,9 +1974,9 @@ func headStill(t *CopyTaken, path string, sized bool) bool {
 	if err != nil {
 		return true
 	}
+	defer fh.Close()
 	b := make([]byte, t.HeadLen)
 	n, err := fh.ReadAt(b, 0)
-	fh.Close()
 	if err != nil && !errors.Is(err, io.EOF) {
 		return true
 	}
@@ -1984,10 +1984,8 @@ func headStill(t *CopyTaken, path string, sized bool) bool {
 		// Longer than the copy was when taken: another file starting
 		// with its few first bytes (a header line: review 26c A), or the
 		// copy written to since — no snapshot either way.
-		if st, err := os.Stat(path); err == nil && sized && t.Size > 0 && st.Size() > t.Size {
-			return false
-		}
-		return true
+		st, err := fh.Stat()
+		return err != nil || !sized || t.Size <= 0 || st.Size() <= t.Size
 	}
 	if head, ok := gzHead(path); ok && len(head) >= t.HeadLen && pointer.Fingerprint(head[:t.HeadLen]) == t.Head {
 		return true // a .gz copy (findGzCopy): its decompressed bytes
@@ -3559,9 +3557,7 @@ func (g *Glob) loadPointers() {
 		return
 	}
 	var adopted map[uint64]pointer.EpochLine
-	var firsts map[uint64]string
-	var marks map[uint64]pointer.EpochLine
-	var left map[uint64]pointer.EpochLine
+	var idx *epochsIndex // read at the first pointer that needs it
 	for _, e := range ents {
 		p := filepath.Join(g.cfg.PointerDir, e.Name())
 		if strings.HasPrefix(e.Name(), "new-") && strings.HasSuffix(e.Name(), ".tmp") {
@@ -3596,15 +3592,15 @@ func (g *Glob) loadPointers() {
 			}
 		}
 		s := &gstream{ptrPath: p, key: rec.FileKey, offset: rec.Offset, epoch: rec.Epoch, commits: rec.Commits, gone: true, goneAt: time.Now()}
-		if rec.FileKey != 0 && g.cfg.EpochsPath != "" {
+		if idx == nil && g.cfg.EpochsPath != "" {
+			idx = g.readEpochsIndex()
+		}
+		if rec.FileKey != 0 && idx != nil {
 			// Delivery.Path stays the path the stream was first matched
 			// under (DESIGN §10), across restarts: the epochs file's first
 			// line naming a file for the pointer's first epoch (its name),
 			// else for its current one.
-			if firsts == nil {
-				firsts, marks = g.firstPaths()
-			}
-			if m, ok := marks[rec.Epoch]; ok && m.FileKey == rec.FileKey {
+			if m, ok := idx.marks[rec.Epoch]; ok && m.FileKey == rec.FileKey {
 				// (Its end may be past the record's offset now: a restored
 				// sink's catch-up rewound the pointer. The mark then says
 				// nothing of the file — names — but its empty file is
@@ -3612,10 +3608,7 @@ func (g *Glob) loadPointers() {
 				s.heldMark = heldMark{Epoch: rec.Epoch, Key: rec.FileKey, End: m.End, FPLen: m.FPLen, FP: m.FP,
 					Next: m.NextKey, At: m.Time}
 			}
-			name, _ := strconv.ParseUint(strings.TrimSuffix(e.Name(), ".ptr"), 16, 64)
-			if s.first = firsts[name]; s.first == "" {
-				s.first = firsts[rec.Epoch]
-			}
+			s.first = idx.first(e.Name(), rec.Epoch)
 		}
 		if rec.FileKey != 0 {
 			if g.ptrKeys == nil {
@@ -3627,25 +3620,14 @@ func (g *Glob) loadPointers() {
 			// Finished and forgotten by its source: deleted after forgetAfter.
 			g.ghosts++
 			s.key = 1<<63 | 1<<62 | g.ghosts
-			if g.cfg.EpochsPath != "" {
+			if l, ok := idx.leftLine(rec.Epoch); ok {
 				// Files shows the file it was (audit 8c: a GONE row lost
 				// its path and key at a restart): the epochs line that
 				// left it for this empty record names its key, the epoch
 				// and end it was read under and to, and its first epoch's
 				// line its path.
-				if firsts == nil {
-					firsts, marks = g.firstPaths()
-				}
-				if left == nil {
-					left = g.leftFor()
-				}
-				if l, ok := left[rec.Epoch]; ok {
-					s.shownKey, s.readEpoch, s.readEnd = l.PrevFileKey, l.PrevEpoch, l.PrevOffset
-					name, _ := strconv.ParseUint(strings.TrimSuffix(e.Name(), ".ptr"), 16, 64)
-					if s.path = firsts[name]; s.path == "" {
-						s.path = firsts[l.PrevEpoch]
-					}
-				}
+				s.shownKey, s.readEpoch, s.readEnd = l.PrevFileKey, l.PrevEpoch, l.PrevOffset
+				s.path = idx.first(e.Name(), l.PrevEpoch)
 			}
 		}
 		g.loaded = append(g.loaded, loaded{s: s, rec: rec})
@@ -3778,32 +3760,50 @@ func (g *Glob) adoptedEpochs() map[uint64]pointer.EpochLine {
 	return out
 }
 
-// firstPaths maps each epoch to the path of its first line in the epochs
-// file that names a file; and each epoch whose last line is a "held" one
-// to that line (pointer.HeldMarks).
-func (g *Glob) firstPaths() (map[uint64]string, map[uint64]pointer.EpochLine) {
-	out := map[uint64]string{}
-	lines, _ := pointer.ReadEpochs(g.cfg.EpochsPath) // what parsed; adoptedEpochs warns
-	for _, l := range lines {
-		if _, ok := out[l.Epoch]; !ok && l.Path != "" {
-			out[l.Epoch] = l.Path
-		}
-	}
-	return out, pointer.HeldMarks(lines)
+// epochsIndex is what loadPointers takes from the epochs file, read once:
+// each epoch's first path (the path of its first line naming a file), each
+// epoch whose last line is a "held" one (pointer.HeldMarks), and each
+// epoch a pointer was moved to off a file (its reset to the empty record:
+// "forgotten", "lost") with the last line that did it.
+type epochsIndex struct {
+	firsts map[uint64]string
+	marks  map[uint64]pointer.EpochLine
+	left   map[uint64]pointer.EpochLine
 }
 
-// leftFor maps each epoch a pointer was moved to off a file (its reset to
-// the empty record: "forgotten", "lost") to the epochs line that did it,
-// the last one per epoch.
-func (g *Glob) leftFor() map[uint64]pointer.EpochLine {
-	out := map[uint64]pointer.EpochLine{}
-	lines, _ := pointer.ReadEpochs(g.cfg.EpochsPath)
+func (g *Glob) readEpochsIndex() *epochsIndex {
+	x := &epochsIndex{firsts: map[uint64]string{}, left: map[uint64]pointer.EpochLine{}}
+	lines, _ := pointer.ReadEpochs(g.cfg.EpochsPath) // what parsed; adoptedEpochs warns
 	for _, l := range lines {
+		if _, ok := x.firsts[l.Epoch]; !ok && l.Path != "" {
+			x.firsts[l.Epoch] = l.Path
+		}
 		if l.PrevFileKey != 0 && l.PrevEpoch != 0 && l.FileKey == 0 {
-			out[l.Epoch] = l
+			x.left[l.Epoch] = l
 		}
 	}
-	return out
+	x.marks = pointer.HeldMarks(lines)
+	return x
+}
+
+// leftLine is the line that moved a pointer to epoch off a file (x nil:
+// no epochs file).
+func (x *epochsIndex) leftLine(epoch uint64) (pointer.EpochLine, bool) {
+	if x == nil {
+		return pointer.EpochLine{}, false
+	}
+	l, ok := x.left[epoch]
+	return l, ok
+}
+
+// first is the path the pointer file named name was first matched under:
+// its first epoch's (the file's name), else that of epoch.
+func (x *epochsIndex) first(name string, epoch uint64) string {
+	n, _ := strconv.ParseUint(strings.TrimSuffix(name, ".ptr"), 16, 64)
+	if p := x.firsts[n]; p != "" {
+		return p
+	}
+	return x.firsts[epoch]
 }
 
 // unmatchedAt: the file of rec (its key, its first bytes) is still at p,
