@@ -200,6 +200,9 @@ func (p *Publisher) TryPublish(b *Batch) bool {
 			if k := n - q.skipped(b); k > 0 {
 				q.Counters.Refused.Add(uint64(k))
 				q.NoteLoss()
+				if q.onRefuse != nil && b.Positioned && b.Start >= 0 {
+					q.onRefuse(b.Epoch, b.Start, b.Ends[n-1])
+				}
 			}
 		}
 		p.end[i] = p.start[i] + decisions[i]*uint64(n)

@@ -78,6 +78,9 @@ type Queue struct {
 	// this instance gave the queue again. Both read by the publisher only.
 	pubOld   map[uint64]int64
 	oldGiven atomic.Uint64
+	// onRefuse (SetOnRefuse), when set, records the range of a positioned
+	// batch refused to the queue; called by the publisher only.
+	onRefuse func(epoch uint64, after, through int64)
 
 	capLines, capBytes int
 
@@ -333,6 +336,16 @@ func (q *Queue) LeftAtStop(n uint64) { q.left.Add(n); q.NoteLoss() }
 // refusal at the publish does not count it. Call before anything
 // publishes.
 func (q *Queue) SetPublishSkip(marks []Mark) { q.pubSkip = MarksByEpoch(marks) }
+
+// SetOnRefuse gives the queue a recorder of the lines refused to it
+// (BLOCK_WITH_DEADLINE): the epoch, the end of the line before the refused
+// batch and the end of its last line, called before the publish returns.
+// DESIGN §5: a refusal "does not hold the pointer" for the queue — so a
+// sink's done-through mark (§11) must pass the refused lines as it passes
+// released ones, or a start after a refused tail took the sink for a
+// restored one behind the pointer and had the whole feed read the tail
+// again. Call before anything publishes.
+func (q *Queue) SetOnRefuse(f func(epoch uint64, after, through int64)) { q.onRefuse = f }
 
 // SetPublishOld gives the queue where the feed's earlier instances (before
 // a reload) published through, per epoch: OldGiven counts the lines at or

@@ -57,7 +57,9 @@ type GroupConfig struct {
 	// through the one ending at through. The daemon keeps them, so that the
 	// processor's done-through mark passes them at the next start (DESIGN
 	// §11: its record advances over lines it was released from) when it
-	// reaches after. Called on the group goroutine.
+	// reaches after. Called on the group goroutine; for a sink with a
+	// record (DoneThrougher) also by the publisher for lines refused to
+	// the queue (feed.Queue.SetOnRefuse).
 	OnRelease func(epoch uint64, after, through int64)
 }
 
@@ -135,16 +137,31 @@ func NewGroup(cfg GroupConfig) *Group {
 	if cfg.Queue != nil && len(cfg.Skip) > 0 {
 		cfg.Queue.SetPublishSkip(cfg.Skip) // a drop or refusal of a line it skips counts nothing
 	}
-	return &Group{cfg: cfg, q: cfg.Queue, log: cfg.Logger.Named(cfg.Name), done: make(chan struct{}),
+	g := &Group{cfg: cfg, q: cfg.Queue, log: cfg.Logger.Named(cfg.Name), done: make(chan struct{}),
 		releases: make(chan *ReleaseRequest), replays: make(chan *replayReq), dlq: dlq, skip: feed.MarksByEpoch(cfg.Skip)}
+	g.recordRefusals()
+	return g
+}
+
+// recordRefusals has the lines refused to a sink with a record
+// (DoneThrougher) recorded as released ones are (OnRelease), so that its
+// done-through mark passes them (feed.Queue.SetOnRefuse). Called when the
+// processor is set, before anything publishes.
+func (g *Group) recordRefusals() {
+	if g.q == nil || g.cfg.OnRelease == nil {
+		return
+	}
+	if _, ok := g.Sink().(DoneThrougher); ok {
+		g.q.SetOnRefuse(g.cfg.OnRelease)
+	}
 }
 
 // SetBatchProcessor sets the processor after the group was made (a sink
 // that takes the group as its Checkpoint). Call before Start.
-func (g *Group) SetBatchProcessor(b BatchProcessor) { g.cfg.Batch = b }
+func (g *Group) SetBatchProcessor(b BatchProcessor) { g.cfg.Batch = b; g.recordRefusals() }
 
 // SetProcessor likewise sets a per-line processor.
-func (g *Group) SetProcessor(p Processor) { g.cfg.Processor = p }
+func (g *Group) SetProcessor(p Processor) { g.cfg.Processor = p; g.recordRefusals() }
 
 // Queue is the group's queue.
 func (g *Group) Queue() *feed.Queue { return g.q }

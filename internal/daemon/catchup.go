@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"tailfeed/feed"
 	"tailfeed/internal/catchup"
 	"tailfeed/internal/datadir"
 	"tailfeed/pointer"
@@ -65,7 +66,12 @@ func (f *Feed) catchUp(ctx context.Context, dataDir string) {
 			// feed restarted by one: the lines through its skip marks
 			// (one per epoch: a glob's streams) are finished without it —
 			// it re-reads nothing of them (DESIGN §12), so its record is
-			// never "behind" them.
+			// never "behind" them. Kept as released ranges too: the skip
+			// marks last only this build, and the next start, after a
+			// clean stop before the sink applied a later line, would take
+			// its record for a restored one and have the feed re-read
+			// them (audit 9A).
+			f.keepSkips(g.Name(), marks, sms)
 			for _, sm := range sms {
 				if sm.OK {
 					marks = append(marks, processor.Mark{Epoch: sm.Epoch, Position: sm.Position})
@@ -353,6 +359,32 @@ func (f *Feed) streamsGone(epochs string, held map[uint64]bool, sinks []catchup.
 			f.countLoss(1, uint64(l.PrevOffset-m.Position), m.Epoch, fmt.Sprintf(
 				"catch-up of sink %s: it lacks the lines of %s (epoch %016x) from position %d to %d, and that file is gone from the input "+
 					"(deleted, forgotten, or truncated or replaced): lost for it", s.Name, cmp.Or(path[m.Epoch], "a glob file"), m.Epoch, m.Position, l.PrevOffset))
+		}
+	}
+}
+
+// keepSkips records in released.json, for a sink with a record (marks) that
+// starts with skip marks sms, the lines each skip mark passes that its
+// record does not: from its mark of that epoch (none: the epoch's start)
+// through the skip mark. released.apply moves the record over them at a
+// later start only while it is still at or past that mark (a sink restored
+// to an earlier point is still caught up).
+func (f *Feed) keepSkips(sub string, marks []processor.Mark, sms []feed.Mark) {
+	for _, sm := range sms {
+		if !sm.OK {
+			continue
+		}
+		after, found := int64(0), false
+		for _, m := range marks {
+			if m.Epoch == sm.Epoch {
+				after, found = max(after, m.Position), true
+			}
+		}
+		if found && after >= sm.Position {
+			continue
+		}
+		if err := f.released.add(f.cfg.Name, sub, sm.Epoch, after, sm.Position); err != nil {
+			f.log.Warn("could not record the lines a re-added subscriber skips; a later start may deliver them again (duplicates)", "subscriber", sub, "error", err)
 		}
 	}
 }
