@@ -1296,13 +1296,21 @@ type carried struct {
 	seq, commitFailures uint64
 	failures            map[string]uint64 // per subscriber
 	dispatched          map[string]uint64 // per pointer-holding subscriber: its ack point at the earlier instance's stop
-	// base is, per subscriber that joined at a reload this run, the
-	// sequences its feed published before it joined: it was given none of
-	// them (DESIGN §7: position and dispatched count the lines given to
-	// its queue this run; §12: a new processor subscribes from the next
-	// line). Absent: a subscriber since the run's start (0).
-	base  map[string]uint64
-	acked uint64 // the acknowledged sequence the earlier instance reported at its stop
+	acked               uint64            // the acknowledged sequence the earlier instance reported at its stop
+	// given is, per subscriber kept from the earlier instance, the
+	// position it reported at its stop (the lines given to its queue this
+	// run): its position in this instance numbers on from it (DESIGN §7:
+	// position and dispatched count the lines given to its queue this run;
+	// a processor new at a reload has none, §12: it subscribes from the
+	// next line). Not the sequences published since it joined: a refusing
+	// (BLOCK_WITH_DEADLINE) or best-effort subscriber was not given every
+	// line (audit 9B).
+	given map[string]uint64
+	// commits is the commit counter of the pointer an earlier instance
+	// renamed aside at a change of path: feed.status's pointer.commits and
+	// tailfeed_feed_commits_total number on from it (DESIGN §12: counters
+	// are never reset by a reload).
+	commits uint64
 }
 
 // reportedAcked is the acknowledged sequence feed.status and /metrics
@@ -1328,10 +1336,10 @@ func (c *carried) reportedDispatched(name string, own uint64) uint64 {
 }
 
 // before is what a subscriber's own counts in this instance (its queue's
-// lines) are numbered on from: the sequences the earlier instances
-// published after it joined.
+// lines) are numbered on from: the lines the earlier instances gave its
+// queue (none for a subscriber new at the last reload).
 func (c *carried) before(name string) uint64 {
-	return c.seq - min(c.base[name], c.seq)
+	return c.given[name]
 }
 
 // inherit carries the stopped instance's counters and acknowledged losses.
@@ -1386,16 +1394,20 @@ func (f *Feed) inherit(old *Feed) {
 			}
 		}
 	}
-	c.base = map[string]uint64{}
-	for _, g := range f.groups {
-		n := g.Name()
-		if slices.ContainsFunc(old.groups, func(og *processor.Group) bool { return og.Name() == n }) {
-			if b, ok := old.carry.base[n]; ok {
-				c.base[n] = b
-			}
-		} else {
-			c.base[n] = c.seq // new at this reload
+	c.given = map[string]uint64{}
+	for _, g := range old.groups {
+		i := slices.IndexFunc(s.Subscribers, func(sub status.SubscriberSnapshot) bool { return sub.Queue == g.Name() })
+		if i < 0 {
+			continue
 		}
+		// (A best-effort subscriber's dispatched numbers on from it too:
+		// what it had not finished at the stop was counted dropped then,
+		// and is owed no more — its queue is drained.)
+		c.given[g.Name()] = s.Subscribers[i].Position
+	}
+	c.commits = old.carry.commits
+	if old.cfg.Path != f.cfg.Path && s.Pointer != nil {
+		c.commits = s.Pointer.Commits // its pointer was renamed aside; s's count includes old.carry's
 	}
 	c.commitFailures = old.carry.commitFailures + old.src.CommitFailures()
 	c.failures = map[string]uint64{}
@@ -1428,6 +1440,7 @@ func (f *Feed) addCarry(s *status.FeedSnapshot) {
 	if s.Pointer != nil {
 		s.Pointer.SyncedSeq = max(s.Pointer.SyncedSeq, c.seq)
 		s.Pointer.CommitFailures += c.commitFailures
+		s.Pointer.Commits += c.commits
 	}
 	s.Acknowledged = c.reportedAcked(s.Acknowledged)
 	for i := range s.Subscribers {

@@ -226,7 +226,7 @@ func (f *Feed) metrics() status.FeedMetrics {
 	}
 	if f.ptr != nil {
 		rec := f.ptr.Record()
-		m.Pointer = &status.PointerMetrics{Commits: rec.Commits, Offset: rec.Offset, Epoch: rec.Epoch, SourceEpoch: src.Epoch()}
+		m.Pointer = &status.PointerMetrics{Commits: rec.Commits + f.carry.commits, Offset: rec.Offset, Epoch: rec.Epoch, SourceEpoch: src.Epoch()}
 	}
 	for _, g := range f.groups {
 		q := g.Queue()
@@ -237,7 +237,7 @@ func (f *Feed) metrics() status.FeedMetrics {
 		s.Dispatched = f.carry.reportedDispatched(q.Name, s.Dispatched) // a reload's restart numbers on (reload.go carried)
 		s.Position, s.Depth, s.Failures = q.Position()+f.carry.before(q.Name), q.Depth(), g.Failures()+f.carry.failures[q.Name]
 		st, _ := q.State()
-		s.Held = st == feed.Fenced || st == feed.Dead
+		s.Held = (st == feed.Fenced || st == feed.Dead) && !q.BestEffort() // a best-effort subscriber never holds the pointer (DESIGN §5)
 		m.Subscribers = append(m.Subscribers, s)
 	}
 	return m
