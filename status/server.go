@@ -6,11 +6,13 @@ import (
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log"
 	"net"
 	"net/http"
 	"path"
+	"reflect"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -434,7 +436,80 @@ func DecodeJSON(w http.ResponseWriter, body []byte, v any) bool {
 		WriteError(w, http.StatusBadRequest, "bad JSON body: trailing data")
 		return false
 	}
+	if err := exactKeys(body, reflect.TypeOf(v)); err != nil {
+		WriteError(w, http.StatusBadRequest, "bad JSON body: "+err.Error())
+		return false
+	}
 	return true
+}
+
+// exactKeys rejects an object key that names a field of t only when case
+// is ignored: encoding/json matches keys case-insensitively, even with
+// DisallowUnknownFields, but the contract's field names are exact (DESIGN
+// §7: unknown fields → 400) — {"DELIVERYID": …} is not {"deliveryId": …}.
+// body has been decoded into t already, so its shape fits t.
+func exactKeys(body []byte, t reflect.Type) error {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		var m map[string]json.RawMessage
+		if json.Unmarshal(body, &m) != nil {
+			return nil // null
+		}
+		fields := map[string]reflect.Type{}
+		jsonFields(t, fields)
+		for k, raw := range m {
+			ft, ok := fields[k]
+			if !ok {
+				return fmt.Errorf("json: unknown field %q", k)
+			}
+			if err := exactKeys(raw, ft); err != nil {
+				return err
+			}
+		}
+	case reflect.Slice, reflect.Array:
+		var a []json.RawMessage
+		if json.Unmarshal(body, &a) != nil {
+			return nil
+		}
+		for _, raw := range a {
+			if err := exactKeys(raw, t.Elem()); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// jsonFields adds t's JSON field names (embedded structs' fields too) and
+// their types to out.
+func jsonFields(t reflect.Type, out map[string]reflect.Type) {
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "-" {
+			continue
+		}
+		if f.Anonymous && name == "" {
+			ft := f.Type
+			if ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			if ft.Kind() == reflect.Struct {
+				jsonFields(ft, out)
+				continue
+			}
+		}
+		if !f.IsExported() {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		out[name] = f.Type
+	}
 }
 
 // bodyReadTimeout bounds the time a handler waits for a request body
