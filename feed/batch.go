@@ -42,6 +42,14 @@ type Batch struct {
 	origin *Batch // the batch a Share view shows (nil: b is not a view)
 }
 
+// Placed reports whether Ends are the lines' real byte positions in their
+// file: positioned lines, and downgraded ones (DESIGN §4: late lines of an
+// old file keep "their real byte position in the old file" under an epoch
+// of their own), which the feed published (FirstSeq set). Not a dead-letter
+// replay's lines (published by no one). Positioned alone tells whether
+// OnComplete and AlreadyApplied may use the position.
+func (b *Batch) Placed() bool { return b.Positioned || b.FirstSeq != 0 }
+
 var batchPool = sync.Pool{New: func() any { return new(Batch) }}
 
 // NewBatch returns an empty batch from the pool.

@@ -449,7 +449,7 @@ func (s *Sink) message(b *feed.Batch, subj, epoch string, i int) *nats.Msg {
 	m.Header[HeaderFeed] = []string{b.Feed}
 	m.Header[HeaderEpoch] = []string{epoch}
 	m.Header[HeaderPath] = []string{b.Path}
-	if b.Positioned {
+	if b.Placed() { // downgraded lines too: their id is unique (audit 9E)
 		pos := strconv.FormatInt(b.Ends[i], 10)
 		m.Header[HeaderPosition] = []string{pos}
 		m.Header[jetstream.MsgIDHeader] = []string{s.cfg.Instance + ":" + b.Feed + ":" + epoch + ":" + pos}
@@ -601,7 +601,7 @@ func (s *Sink) heldOlder(b *feed.Batch, i int, rec *record) bool {
 	return b.Positioned && rec.has && rec.feed == b.Feed && s.held.Covers(rec.epoch, b.Epoch, b.Ends[i])
 }
 
-// setApplied puts on m, a message without a position (a dead-letter
+// setApplied puts on m, a message of lines not Positioned (a dead-letter
 // replay, a downgraded line), the sink's done-through mark on subj: the
 // record rec or, when the side record's entry for subj is still tied to
 // rec (lines finished without a message after it: a dead-lettered tail),
@@ -625,6 +625,13 @@ func (s *Sink) setApplied(m *nats.Msg, b *feed.Batch, subj string, rec *record) 
 		}
 	}
 	if !next.has {
+		if b.Placed() {
+			// A downgraded line carries its own tailfeed-position (DESIGN
+			// §4: its real position, under an epoch never in a pointer):
+			// marked, so that it is not read as the record.
+			m.Header[HeaderAppliedEpoch] = []string{"none"}
+			m.Header[HeaderAppliedPosition] = []string{"none"}
+		}
 		return nil
 	}
 	m.Header[HeaderAppliedEpoch] = []string{fmt.Sprintf("%016x", next.epoch)}
@@ -834,7 +841,10 @@ func (s *Sink) record(ctx context.Context, subj string) (*record, error) {
 		r.seq = m.Sequence
 		ep, err1 := strconv.ParseUint(m.Header.Get(HeaderEpoch), 16, 64)
 		pos, err2 := strconv.ParseInt(m.Header.Get(HeaderPosition), 10, 64)
-		if m.Header.Get(HeaderPosition) == "" { // a line without a position: the record it carried
+		if m.Header.Get(HeaderPosition) == "" || m.Header.Get(HeaderAppliedEpoch) != "" {
+			// A line without a position (a replay) or downgraded (its
+			// position is in an epoch of its own): the record it carried
+			// ("none": none).
 			ep, err1 = strconv.ParseUint(m.Header.Get(HeaderAppliedEpoch), 16, 64)
 			pos, err2 = strconv.ParseInt(m.Header.Get(HeaderAppliedPosition), 10, 64)
 		}

@@ -295,7 +295,7 @@ func (s *Sink) newLineMsg(b *feed.Batch, subj, epoch string) *lineMsg {
 		HeaderEpoch:    {epoch},
 		HeaderPath:     {b.Path},
 	}
-	if b.Positioned {
+	if b.Placed() { // downgraded lines too: their id is unique (audit 9E)
 		l.m.Header[HeaderPosition] = l.pos
 		l.m.Header[jetstream.MsgIDHeader] = l.id
 		l.idPfx = s.cfg.Instance + ":" + b.Feed + ":" + epoch + ":"
