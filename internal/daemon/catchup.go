@@ -249,10 +249,15 @@ func doneThrough(ctx context.Context, g *processor.Group, dt processor.DoneThrou
 			return nil, false
 		}
 		g.HoldFence(fmt.Errorf("reading its stored record for the catch-up at start: %w", err))
-		select {
-		case <-ctx.Done():
+		// A release asked meanwhile (POST /admin/release) is answered at
+		// once: nothing was delivered yet, so it gives up nothing (audit
+		// 9E: it went unanswered until its 30 s bound, then 503).
+		req, ok := g.Wait(ctx, g.Retry().Backoff(attempt))
+		if !ok {
 			return nil, false
-		case <-time.After(g.Retry().Backoff(attempt)):
+		}
+		if req != nil {
+			g.GiveUp(req, 0)
 		}
 	}
 }

@@ -419,8 +419,21 @@ func (s *Sink) ProcessBatch(ctx context.Context, b *feed.Batch) (int, error) {
 			if ctx.Err() != nil {
 				return from, ctx.Err()
 			}
+			var rel released
+			if errors.As(err, &rel) {
+				s.log.Warn("kafka lines released on purpose", "lines", n-from)
+				s.h.GiveUpTail(rel.req, uint64(n-from))
+				return n, nil
+			}
 			if Rejected(err) {
 				return from, err
+			}
+			if staleTopic(err) {
+				// The topic was deleted (and maybe made again): kgo keeps
+				// the old topic id for the life of the client, so a new
+				// client, which checks (or creates) the topic first, is
+				// the only way on (audit 9E).
+				s.reset()
 			}
 		}
 		if ctx.Err() != nil {
@@ -523,6 +536,26 @@ func Rejected(err error) bool {
 	return false
 }
 
+// staleTopic reports whether err says the broker does not know the topic
+// (or its id) the client produces to.
+func staleTopic(err error) bool {
+	return errors.Is(err, kerr.UnknownTopicID) || errors.Is(err, kerr.UnknownTopicOrPartition)
+}
+
+// released is produce's error when a release (POST /admin/release) was
+// asked while it waited for the brokers: the batch's unacknowledged lines
+// are given up.
+type released struct {
+	req      *processor.ReleaseRequest
+	resolved bool // every record acknowledged or failed (else none counts as done)
+}
+
+func (released) Error() string { return "released on purpose while waiting for the brokers" }
+
+// releasePoll is how often produce, waiting for the brokers while fenced,
+// looks for a release request.
+const releasePoll = 50 * time.Millisecond
+
 // build fills the records of lines from.. of b. Per record it writes only
 // what differs: the line, the position (formatted into the per-batch
 // arena) and the record itself; the four constant headers (instance, feed,
@@ -588,6 +621,20 @@ func (s *Sink) send(ctx context.Context, b *feed.Batch, from int, end int64) (in
 		return 0, s.sendTxn(ctx, b, ptrs, end)
 	}
 	failed, err := s.produce(ctx, ptrs)
+	var rel released
+	if errors.As(err, &rel) {
+		// Released: the leading lines the brokers acknowledged before are
+		// done, the rest given up.
+		if !rel.resolved {
+			return 0, err
+		}
+		for i, p := range ptrs {
+			if _, bad := failed[p]; bad {
+				return i, err
+			}
+		}
+		return len(ptrs), err
+	}
 	if err != nil {
 		return 0, err
 	}
@@ -640,6 +687,7 @@ func (s *Sink) produce(ctx context.Context, ptrs []*kgo.Record) (map[*kgo.Record
 	go cl.Flush(ctx) //nolint:errcheck // the promises carry the outcome
 	timer := time.NewTimer(s.cfg.Timeout)
 	defer timer.Stop()
+	var poll <-chan time.Time // while fenced: a release is taken (Host.Wait), not left waiting for the brokers
 	for {
 		select {
 		case <-done:
@@ -651,6 +699,25 @@ func (s *Sink) produce(ctx context.Context, ptrs []*kgo.Record) (map[*kgo.Record
 			s.h.Fence(s.wrap(fmt.Errorf("no acknowledgement for %d records within %s, waiting for the brokers%s",
 				left.Load(), s.cfg.Timeout, s.lastConnErr())))
 			timer.Reset(s.cfg.Timeout)
+			if poll == nil {
+				t := time.NewTicker(releasePoll)
+				defer t.Stop()
+				poll = t.C
+			}
+		case <-poll:
+			req, _ := s.h.Wait(ctx, time.Millisecond)
+			if req == nil {
+				continue
+			}
+			s.reset() // fails what kgo still holds: those lines are given up
+			select {
+			case <-done:
+			case <-time.After(s.cfg.Timeout):
+				return nil, released{req: req} // which were acknowledged is not known: none done
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			return failed, released{req: req, resolved: true}
 		case <-ctx.Done():
 			s.reset() // fails what kgo still holds: no record outlives the batch's lines
 			select {
