@@ -218,6 +218,18 @@ func (s *Sink) openRecord() error {
 		}
 		s.size, s.synced = to, to
 	}
+	if _, ok := rec.f.Newest(); !ok {
+		// No record yet: store one for the output as it is (its length,
+		// no epoch: no mark, never "behind"), synced, before any delivery.
+		// Else what this run writes before its first store (an interval's
+		// first flush) looked, after a kill -9, like output that was there
+		// before, and the re-delivered lines went after it: every one of
+		// them twice (audit 9C). With it, the open truncates back to it.
+		if err := rec.store(applied{Length: s.size}, true); err != nil {
+			rec.f.Close()
+			return fmt.Errorf("store %s: %w", rec.f.Path(), err)
+		}
+	}
 	if fellBack {
 		// Store the record chosen (synced, whatever the fsync policy)
 		// before any delivery: left on disk, the stale newest slot would

@@ -75,9 +75,12 @@ func TestExactlyOnceFallbackStoresOverTheLongSlot(t *testing.T) {
 		name    string
 		batches [][]string // each batch from where the previous ended
 		long    int        // the slot that ends up too long
+		keep    int64      // the output length the other slot covers
 	}{
-		{"long slot B", [][]string{{"aa", "bb"}, {"cc", "dd", "ee"}}, 1},
-		{"long slot A", [][]string{{"aa", "bb"}, {"cc"}, {"dd", "ee"}}, 0},
+		// The open of a new output stores its first record (slot A), so
+		// the batches' records go B, A, B, …
+		{"long slot A", [][]string{{"aa", "bb"}, {"cc", "dd", "ee"}}, 0, 6},
+		{"long slot B", [][]string{{"aa", "bb"}, {"cc"}, {"dd", "ee"}}, 1, 9},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEOSink(t, FsyncNever)
@@ -92,11 +95,7 @@ func TestExactlyOnceFallbackStoresOverTheLongSlot(t *testing.T) {
 			s.Close()
 			// Keep what the slot in force after the fallback covers.
 			good := readSlots(t, e.rec)[1-tc.long]
-			keep := int64(6)
-			if tc.long == 0 {
-				keep = 9
-			}
-			if err := os.Truncate(e.out, keep); err != nil {
+			if err := os.Truncate(e.out, tc.keep); err != nil {
 				t.Fatal(err)
 			}
 			// Open stores the record it fell back to (a copy of the slot in
@@ -115,8 +114,8 @@ func TestExactlyOnceFallbackStoresOverTheLongSlot(t *testing.T) {
 			tear(t, e.rec, 1-tc.long)
 			s = e.openSink()
 			defer s.Close()
-			if s.applied.Length != keep || s.applied.Epoch != 1 {
-				t.Fatalf("after a torn store: applied %+v, want the kept slot (length %d)", s.applied, keep)
+			if s.applied.Length != tc.keep || s.applied.Epoch != 1 {
+				t.Fatalf("after a torn store: applied %+v, want the kept slot (length %d)", s.applied, tc.keep)
 			}
 		})
 	}
@@ -142,5 +141,28 @@ func tear(t *testing.T, path string, i int) {
 	defer f.Close()
 	if _, err := f.WriteAt([]byte("garbage"), int64(i*recSlotB+20)); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A new output's first record is stored at open, so a crash before the
+// first store (fsync interval: the store waits for the flush) leaves a
+// record the reopen truncates the output back to: the re-delivered lines
+// are written once, not after a copy of themselves (audit 9C: every line
+// of the first second twice after a kill -9).
+func TestExactlyOnceNewOutputRecordStoredAtOpen(t *testing.T) {
+	e := newEOSink(t, FsyncInterval)
+	s := e.openSink()
+	mustProcess(t, s, eoBatch(1, 0, "aa", "bb"))
+	// A kill -9 now: the output holds the lines, no store happened since
+	// the open. (s is left unclosed, as the process would be.)
+	s2 := e.openSink()
+	defer s2.Close()
+	if s2.size != 0 {
+		t.Fatalf("reopened after a crash before the first flush: output size %d, want it truncated to 0", s2.size)
+	}
+	mustProcess(t, s2, eoBatch(1, 0, "aa", "bb"))
+	s2.Close()
+	if got, _ := os.ReadFile(e.out); string(got) != "aa\nbb\n" {
+		t.Fatalf("output %q, want each line once", got)
 	}
 }
