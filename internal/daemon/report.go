@@ -181,7 +181,11 @@ func (d *Daemon) readyFeeds() []status.ReadyFeed {
 	out := make([]status.ReadyFeed, 0, 0)
 	for _, f := range d.feedList() {
 		st := f.src.State()
-		out = append(out, status.ReadyFeed{Feed: f.cfg.Name, State: st.String(), Open: st != file.Starting && st != file.Failed})
+		open := st != file.Starting && st != file.Failed
+		if o, ok := f.src.(interface{ Opened() bool }); ok && o.Opened() {
+			open = true // opened, then failed before a check looked (audit 9C)
+		}
+		out = append(out, status.ReadyFeed{Feed: f.cfg.Name, State: st.String(), Open: open})
 	}
 	return out
 }

@@ -12,6 +12,12 @@ func (s *Source) State() State {
 	return State(s.state.Load())
 }
 
+// Opened reports whether the source ever opened its file or waited for
+// one (a state past STARTING, not FAILED): /readyz's rule (DESIGN §12
+// "Health") latched where it happens, so a feed that opens and fails
+// before a readiness check looks still counts as having opened.
+func (s *Source) Opened() bool { return s.opened.Load() }
+
 // Epoch is the current file's epoch.
 func (s *Source) Epoch() uint64 { return s.epoch.Load() }
 

@@ -323,6 +323,7 @@ type Source struct {
 	seenLook uint64       // noteSeen calls, for the age of genSeen's entries
 
 	state          atomic.Int32
+	opened         atomic.Bool // latched: the state was once past STARTING and not FAILED (Opened)
 	epoch          atomic.Uint64
 	forgot         atomic.Pointer[[2]uint64] // forgetStep: {the epoch forgotten, the empty record's} (ReadEpoch)
 	detail         atomic.Pointer[string]
@@ -756,6 +757,9 @@ func (s *Source) fail(err error) {
 }
 
 func (s *Source) setState(st State) {
+	if st != Starting && st != Failed {
+		s.opened.Store(true)
+	}
 	if old := State(s.state.Swap(int32(st))); old != st && s.cfg.OnRest != nil && st.resting() {
 		s.cfg.OnRest()
 	}
