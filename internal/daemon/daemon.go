@@ -12,13 +12,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -242,17 +245,17 @@ func NewWithOptions(cfg *config.Config, log hclog.Logger, opts Options) (*Daemon
 	losses, err := openLossLedger(cfg.DataDir, log.Named("losses"), opts.WrapLossFile)
 	if err != nil {
 		d.closeAll()
-		return nil, err
+		return nil, d.dataDirFault(err)
 	}
 	d.losses = losses
 	d.rl.loadedAt = time.Now()
 	if d.holds, err = openHolds(cfg.DataDir); err != nil {
 		d.closeAll()
-		return nil, err
+		return nil, d.dataDirFault(err)
 	}
 	if d.released, err = openReleased(cfg.DataDir); err != nil {
 		d.closeAll()
-		return nil, err
+		return nil, d.dataDirFault(err)
 	}
 	d.orphans = newOrphanLedgers(cfg.DataDir, log.Named("dlq"))
 	d.orphans.refresh(cfg)
@@ -260,7 +263,7 @@ func NewWithOptions(cfg *config.Config, log hclog.Logger, opts Options) (*Daemon
 		f, err := d.buildFeed(cfg, fc)
 		if err != nil {
 			d.closeAll()
-			return nil, err
+			return nil, d.dataDirFault(err)
 		}
 		d.feeds = append(d.feeds, f)
 	}
@@ -284,6 +287,23 @@ func (d *Daemon) configLoc(line int) string {
 		loc = fmt.Sprintf("%s:%d", loc, line)
 	}
 	return loc
+}
+
+// dataDirFault is dataDirErr for an error about a file under dataDir that
+// cannot be opened, created or written (a pointer, the losses ledger, a
+// state file or a dead-letter ledger that is a directory, say): DESIGN §9,
+// run exits 2 "when dataDir cannot be created or written" (audit 9C: exit
+// 1). A lock another process holds stays a runtime failure (exit 1).
+func (d *Daemon) dataDirFault(err error) error {
+	var pe *fs.PathError
+	if errors.Is(err, ErrConfig) || !errors.As(err, &pe) || errors.Is(err, syscall.EWOULDBLOCK) {
+		return err
+	}
+	rel, rerr := filepath.Rel(d.cfg.DataDir, pe.Path)
+	if rerr != nil || rel == ".." || strings.HasPrefix(rel, "../") || filepath.IsAbs(rel) {
+		return err
+	}
+	return d.dataDirErr(err)
 }
 
 // dataDirErr names the config file as its other errors do (as given on
