@@ -150,6 +150,7 @@ func (s *Source) forgetStep() {
 		return
 	}
 	s.forget = nil
+	s.forgotKey.Store(rec.FileKey)
 	next := pointer.NewEpoch()
 	err := s.ptr.Reset(next, nil, 0)
 	// Done or owed, the mapping holds the empty record: the deleted file's

@@ -12,6 +12,11 @@ func (s *Source) State() State {
 	return State(s.state.Load())
 }
 
+// ForgotKey is the file key of the file whose pointer the source reset to
+// the empty record (forgetStep: deleted after every line of it was
+// committed); 0: none.
+func (s *Source) ForgotKey() uint64 { return s.forgotKey.Load() }
+
 // Opened reports whether the source ever opened its file or waited for
 // one (a state past STARTING, not FAILED): /readyz's rule (DESIGN §12
 // "Health") latched where it happens, so a feed that opens and fails

@@ -2575,7 +2575,9 @@ func (g *Glob) closed(s *gstream) {
 	if src.ptr != nil {
 		rec := src.ptr.Record()
 		s.commits, s.fpLen, s.fp = rec.Commits, rec.FPLen, rec.FP
-		if s.genOwn && rec.FileKey == s.key {
+		if s.genOwn && (rec.FileKey == s.key || src.ForgotKey() == s.key) {
+			// (Or it read its own file to its end and forgot it: the
+			// pointer holds the empty record now — audit 9D.)
 			s.ownRead = true
 		}
 	}
@@ -2918,12 +2920,13 @@ func (g *Glob) ownGone(s *gstream) {
 }
 
 // ownAfterGone: s was given a gone file's pointer at the start
-// (adoptByPath) and its own file is not counted yet (ownLost) while the
+// (adoptByPath), its own file is not counted yet (ownLost) nor was it
+// reached by a source of s (ownRead), while the
 // pointer names another file — the gone one, or a later generation its
 // source read after it — or, bound while empty, none: its source has not
 // reached its own file. Under mu.
 func (g *Glob) ownAfterGone(s *gstream) bool {
-	return s.genOwn && !s.ownLost && s.ptrPath != "" && !s.done && !g.pointerNames(s)
+	return s.genOwn && !s.ownLost && !s.ownRead && s.ptrPath != "" && !s.done && !g.pointerNames(s)
 }
 
 // laterGeneration: the file at p, beside s's first path, is one a start

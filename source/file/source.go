@@ -326,6 +326,7 @@ type Source struct {
 	opened         atomic.Bool // latched: the state was once past STARTING and not FAILED (Opened)
 	epoch          atomic.Uint64
 	forgot         atomic.Pointer[[2]uint64] // forgetStep: {the epoch forgotten, the empty record's} (ReadEpoch)
+	forgotKey      atomic.Uint64             // forgetStep: the file key of the file forgotten (ForgotKey)
 	detail         atomic.Pointer[string]
 	oversized      atomic.Uint64
 	unterminated   atomic.Int64
