@@ -499,6 +499,7 @@ func (s *Source) checkPointer(r *reader, size int64) error {
 	rec := s.ptr.Record()
 	r.epoch, s.ptrEpoch = rec.Epoch, rec.Epoch
 	r.seek(rec.Offset)
+	r.committedMid()
 	switch v {
 	case Replaced, Truncated:
 		if !counted {
@@ -1172,6 +1173,7 @@ func (s *Source) resumeAt(old *os.File, dev, ino uint64, rec pointer.Record) *re
 	r := s.newReader(old, dev, ino)
 	r.epoch, s.ptrEpoch = rec.Epoch, rec.Epoch
 	r.seek(rec.Offset)
+	r.committedMid()
 	r.lastSize, r.lastMod = st.Size(), st.ModTime()
 	r.refreshFingerprint(st.Size())
 	return r

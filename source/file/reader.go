@@ -136,6 +136,18 @@ func (r *reader) seek(off int64) {
 	r.split.setLong(r.split.inLong)
 }
 
+// committedMid: r was positioned at a committed offset; inside a line,
+// that offset is the end of a piece of an oversized line (only a piece
+// ends inside a line), so the rest of the line ends it and it is counted
+// once in oversized (DESIGN §4: "counts such lines (not pieces)") — a
+// stream reopened, or a restart, inside such a line counted nothing
+// (audit 9D).
+func (r *reader) committedMid() {
+	if r.split.mid {
+		r.split.setLong(true)
+	}
+}
+
 // readPos is the offset of the next byte to read from the file.
 func (r *reader) readPos() int64 { return r.base + int64(r.end) }
 
