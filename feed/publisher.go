@@ -189,6 +189,15 @@ func (p *Publisher) TryPublish(b *Batch) bool {
 		case overload.Accept:
 			decisions[i] = 1
 			take++
+			if q.onAccept != nil && b.Positioned && b.Start >= 0 {
+				if k := q.skipped(b); k < n {
+					from := b.Start
+					if k > 0 {
+						from = b.Ends[k-1]
+					}
+					q.onAccept(b.Epoch, from, b.Ends[n-1])
+				}
+			}
 		case overload.Drop:
 			decisions[i] = 0
 			if k := n - q.skipped(b); k > 0 { // a line its group skips is finished, not lost

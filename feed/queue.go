@@ -81,6 +81,10 @@ type Queue struct {
 	// onRefuse (SetOnRefuse), when set, records the range of a positioned
 	// batch refused to the queue; called by the publisher only.
 	onRefuse func(epoch uint64, after, through int64)
+	// onAccept (SetOnAccept), when set, is told the range of a positioned
+	// batch given to the queue (past the lines its group skips); called by
+	// the publisher only.
+	onAccept func(epoch uint64, after, through int64)
 
 	capLines, capBytes int
 
@@ -346,6 +350,16 @@ func (q *Queue) SetPublishSkip(marks []Mark) { q.pubSkip = MarksByEpoch(marks) }
 // restored one behind the pointer and had the whole feed read the tail
 // again. Call before anything publishes.
 func (q *Queue) SetOnRefuse(f func(epoch uint64, after, through int64)) { q.onRefuse = f }
+
+// SetOnAccept gives the queue a watcher of the lines given to it: the
+// epoch, the end of the line before the first line its group does not
+// skip, and the end of the batch's last line, called before the batch is
+// queued. A range recorded earlier as given up for the queue's sink
+// (refused, released, skipped) that such lines overlap is stale: the sink
+// has them now, and its own record is what tells how far it got (review
+// 27a RA: a stale range moved a restored sink's mark past lines it lacked).
+// Call before anything publishes.
+func (q *Queue) SetOnAccept(f func(epoch uint64, after, through int64)) { q.onAccept = f }
 
 // SetPublishOld gives the queue where the feed's earlier instances (before
 // a reload) published through, per epoch: OldGiven counts the lines at or

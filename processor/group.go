@@ -61,6 +61,11 @@ type GroupConfig struct {
 	// record (DoneThrougher) also by the publisher for lines refused to
 	// the queue (feed.Queue.SetOnRefuse).
 	OnRelease func(epoch uint64, after, through int64)
+	// OnGiven, optional, for a sink with a record (DoneThrougher): told by
+	// the publisher the range of each positioned batch given to the queue
+	// (feed.Queue.SetOnAccept), so that a range OnRelease recorded that
+	// those lines overlap is dropped.
+	OnGiven func(epoch uint64, after, through int64)
 }
 
 // Group is one subscriber: it reads its queue on one goroutine and runs the
@@ -153,6 +158,9 @@ func (g *Group) recordRefusals() {
 	}
 	if _, ok := g.Sink().(DoneThrougher); ok {
 		g.q.SetOnRefuse(g.cfg.OnRelease)
+		if g.cfg.OnGiven != nil {
+			g.q.SetOnAccept(g.cfg.OnGiven)
+		}
 	}
 }
 

@@ -455,6 +455,11 @@ func (d *Daemon) buildGroup(cfg *config.Config, f *Feed, pc *config.Processor, q
 			log.Warn("could not record the released lines; a start may deliver them again (duplicates)", "error", err)
 		}
 	}
+	gc.OnGiven = func(epoch uint64, after, through int64) {
+		if err := d.released.dropOverlap(feedName, sub, epoch, after, through); err != nil {
+			log.Warn("could not drop the given-up lines the sink was given again; a sink restored later may not be caught up over them", "error", err)
+		}
+	}
 	switch skip, own := d.skips[pc.Name]; {
 	case own:
 		// A kept or changed processor of a feed restarted by a reload
