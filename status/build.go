@@ -97,10 +97,6 @@ func Build(s FeedSnapshot) FeedReport {
 	if len(stalled) > 0 {
 		r := strings.Join(stalled, "; ")
 		fr.Stalled = &r
-		// DESIGN §5 Holds: "the feed pauses reading" — paused now, also
-		// while nothing new has come for the source to hold back (audit
-		// 9B: a caught-up feed stalled by a hold said paused false).
-		fr.Paused = true
 	}
 	committed := pointerRow(&fr, s.Pointer)
 	subtractBase(&fr, s.Base)

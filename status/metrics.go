@@ -144,7 +144,7 @@ func (c collector) collect(ch chan<- prometheus.Metric, f FeedMetrics) {
 	counter(mReleased, float64(fr.Released))
 	counter(mPauses, float64(f.Pauses))
 	counter(mPauseSeconds, f.PausedSeconds)
-	gauge(mPaused, b2f(f.Paused || fr.Stalled != nil)) // a hold pauses reading (feed.status's paused)
+	gauge(mPaused, b2f(f.Paused))
 	gauge(mStalled, b2f(fr.Stalled != nil))
 	gauge(mSettled, b2f(fr.Settled))
 	gauge(mLossless, b2f(fr.Lossless))
