@@ -293,10 +293,11 @@ func (d *Daemon) configLoc(line int) string {
 // cannot be opened, created or written (a pointer, the losses ledger, a
 // state file or a dead-letter ledger that is a directory, say): DESIGN §9,
 // run exits 2 "when dataDir cannot be created or written" (audit 9C: exit
-// 1). A lock another process holds stays a runtime failure (exit 1).
+// 1). A lock another process holds stays a runtime failure (exit 1), as
+// does running out of descriptors or memory (dataDirErrno).
 func (d *Daemon) dataDirFault(err error) error {
 	var pe *fs.PathError
-	if errors.Is(err, ErrConfig) || !errors.As(err, &pe) || errors.Is(err, syscall.EWOULDBLOCK) {
+	if errors.Is(err, ErrConfig) || !errors.As(err, &pe) || !dataDirErrno(err) {
 		return err
 	}
 	rel, rerr := filepath.Rel(d.cfg.DataDir, pe.Path)
@@ -304,6 +305,20 @@ func (d *Daemon) dataDirFault(err error) error {
 		return err
 	}
 	return d.dataDirErr(err)
+}
+
+// dataDirErrno: err says what is in dataDir cannot be used (a directory
+// where a file belongs or the reverse, no permission, a read-only or full
+// file system, a symlink loop), not that the process ran short (EMFILE,
+// ENOMEM: runtime failures, exit 1 — review 27b RA) or the disk failed.
+func dataDirErrno(err error) bool {
+	for _, e := range []syscall.Errno{syscall.EISDIR, syscall.ENOTDIR, syscall.EACCES, syscall.EPERM,
+		syscall.EROFS, syscall.ENOSPC, syscall.EDQUOT, syscall.ELOOP, syscall.ENAMETOOLONG, syscall.EEXIST} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
 }
 
 // dataDirErr names the config file as its other errors do (as given on
