@@ -123,7 +123,7 @@ func newReader(f *os.File, dev, ino uint64, bufSize, maxLine int) *reader {
 func (r *reader) seek(off int64) {
 	r.base, r.start, r.end = off, 0, 0
 	r.crTaken = false
-	r.split.mid = false
+	r.split.mid, r.split.longBefore = false, false
 	if off > 0 {
 		var b [1]byte
 		if n, _ := r.f.ReadAt(b[:], off-1); n == 1 {
@@ -143,9 +143,7 @@ func (r *reader) seek(off int64) {
 // stream reopened, or a restart, inside such a line counted nothing
 // (audit 9D).
 func (r *reader) committedMid() {
-	if r.split.mid {
-		r.split.setLong(true)
-	}
+	r.split.longBefore = r.split.mid // counted only: leaveToTwin still hands a copy-up its last line (review 27b RC)
 }
 
 // readPos is the offset of the next byte to read from the file.

@@ -103,6 +103,11 @@ type Splitter struct {
 	// test it cost when it was inLong's alone.
 	mid      bool
 	lineFrom int64
+	// longBefore: the reader was positioned at a committed offset inside
+	// the current line (reader.committedMid): pieces of it were delivered
+	// before, so its end counts it in Oversized — for the count only (not
+	// inLong: a line continued so is delivered as if read from its start).
+	longBefore bool
 }
 
 // setLong sets inLong (a resume point inside an oversized line whose first pieces were
@@ -200,8 +205,8 @@ func (s *Splitter) Split(buf []byte, off int, base int64, final bool, maxLines, 
 			s.inLong = true
 		} else if s.mid {
 			s.mid = false
-			if s.inLong {
-				s.inLong = false
+			if s.inLong || s.longBefore {
+				s.inLong, s.longBefore = false, false
 				out.Oversized++
 			}
 		}
