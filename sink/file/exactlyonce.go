@@ -194,6 +194,9 @@ func (s *Sink) openRecord() error {
 	if s.cfg.PerEpoch {
 		return s.openRecord2()
 	}
+	if err := s.dropLayout2(); err != nil {
+		return err
+	}
 	rec, err := loadRecord(s.cfg.Record, s.cfg.OpenRecord)
 	if err != nil {
 		return err

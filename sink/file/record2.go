@@ -9,6 +9,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"tailfeed/feed"
+	"tailfeed/internal/slotrec"
 )
 
 // The exactlyOnce record per epoch (layout 2, DESIGN §10 "Sinks and
@@ -272,5 +273,42 @@ func (r *epochRecord) store(length int64, sync bool) error {
 		}
 	}
 	r.newest, r.counter, r.length = to, r.counter+1, length
+	return nil
+}
+
+// dropLayout2 clears, for a single-file feed, a record a glob feed wrote
+// (layout 2) before it is read: a single-file feed does not read layout 2
+// (docs/formats.md), and the layout 1 slots under it are older than it —
+// the glob's first store goes to copy B and leaves slot B (byte 512)
+// behind copy A's used bytes, so a later single-file open took that stale
+// slot and cut acknowledged lines from the output (audit 10A). Both
+// layouts' headers are zeroed and synced: the sink then has no record
+// (duplicates, never a gap) and stores one for the output as it is before
+// any delivery. A kill -9 in between leaves no record either.
+func (s *Sink) dropLayout2() error {
+	rec, err := loadRecord2(s.cfg.Record, s.cfg.OpenRecord)
+	if err != nil {
+		return err
+	}
+	defer rec.f.Close()
+	if rec.copies[0] == nil && rec.copies[1] == nil {
+		return nil
+	}
+	if s.cfg.Logger != nil {
+		s.cfg.Logger.Warn("exactlyOnce record was written for a glob feed (layout 2): a single-file feed starts without one (lines may be written again, never a gap)",
+			"record", s.cfg.Record)
+	}
+	zero := make([]byte, recSlotB+slotrec.SlotLen)
+	if _, err := rec.f.WriteAt(zero, 0); err != nil {
+		return fmt.Errorf("clear layout 2 record %s: %w", s.cfg.Record, err)
+	}
+	if rec.copies[1] != nil {
+		if _, err := rec.f.WriteAt(zero[:rec2Header], rec2Copy); err != nil {
+			return fmt.Errorf("clear layout 2 record %s: %w", s.cfg.Record, err)
+		}
+	}
+	if err := rec.f.Sync(); err != nil {
+		return fmt.Errorf("fsync %s: %w", s.cfg.Record, err)
+	}
 	return nil
 }

@@ -299,6 +299,9 @@ func (k *whBook) close() error {
 func openBook(cfg WebhookConfig, log hclog.Logger) (*whBook, error) {
 	k := &whBook{perEpoch: cfg.PerEpoch, ent: map[uint64]*whEntry{}, committed: cfg.Committed, sweepAt: wh2Sweep, log: log}
 	if !cfg.PerEpoch {
+		if err := dropWH2(cfg.Record, cfg.OpenRecord, log); err != nil {
+			return nil, err
+		}
 		rec, ok, err := loadWH(cfg.Record, cfg.OpenRecord)
 		if err != nil {
 			return nil, err
@@ -545,5 +548,48 @@ func (r *whRecord2) store(ent map[uint64]*whEntry) error {
 		return fmt.Errorf("fsync webhook record %s: %w", r.path, err)
 	}
 	r.newest, r.counter, r.size = to, r.counter+1, size
+	return nil
+}
+
+// dropWH2 clears, for a single-file feed, a record a glob feed wrote
+// (layout 2) before it is read: a single-file feed does not read layout 2
+// (docs/formats.md), and a layout 1 slot left under it (slot B, past copy
+// A's used bytes) is older than it (audit 10A, found on the exactlyOnce
+// file sink's record of the same design). Every valid copy's header and
+// both layout 1 slots are zeroed and synced: the sink starts without a
+// record (lines may be sent again, under new keys — never a gap).
+func dropWH2(path string, open func(string) (slotrec.RecordFile, error), log hclog.Logger) error {
+	r, img, _, _, err := loadWH2(path, open)
+	if err != nil {
+		return err
+	}
+	defer r.f.Close()
+	if img == nil { // no layout 2 copy (a layout 1 record, or none)
+		return nil
+	}
+	log.Warn("webhook record was written for a glob feed (layout 2): a single-file feed starts without one (lines may be sent again, under new keys)",
+		"record", path)
+	zero := make([]byte, slotrec.SlotB+slotrec.SlotLen)
+	if _, err := r.f.WriteAt(zero, 0); err != nil {
+		return fmt.Errorf("clear layout 2 webhook record %s: %w", path, err)
+	}
+	for off := int64(wh2Copy); off <= wh2MaxCopy; off *= 2 {
+		_, _, size, there, err := r.readCopy(off)
+		if err != nil {
+			return err
+		}
+		if !there {
+			break
+		}
+		if size != off {
+			continue
+		}
+		if _, err := r.f.WriteAt(zero[:wh2Header], off); err != nil {
+			return fmt.Errorf("clear layout 2 webhook record %s: %w", path, err)
+		}
+	}
+	if err := r.f.Sync(); err != nil {
+		return fmt.Errorf("fsync %s: %w", path, err)
+	}
 	return nil
 }
