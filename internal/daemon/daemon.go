@@ -257,8 +257,19 @@ func NewWithOptions(cfg *config.Config, log hclog.Logger, opts Options) (*Daemon
 		d.closeAll()
 		return nil, d.dataDirFault(err)
 	}
+	// A processor whose target changed while tailfeed was stopped starts
+	// as new, as at a reload (targets.go).
+	gaveUp, err := d.startAside(cfg)
+	if err == nil {
+		err = d.stampTargets(cfg)
+	}
+	if err != nil {
+		d.closeAll()
+		return nil, d.dataDirFault(err)
+	}
 	d.orphans = newOrphanLedgers(cfg.DataDir, log.Named("dlq"))
 	d.orphans.refresh(cfg)
+	built := map[string]*Feed{}
 	for _, fc := range cfg.Feeds {
 		f, err := d.buildFeed(cfg, fc)
 		if err != nil {
@@ -266,7 +277,9 @@ func NewWithOptions(cfg *config.Config, log hclog.Logger, opts Options) (*Daemon
 			return nil, d.dataDirFault(err)
 		}
 		d.feeds = append(d.feeds, f)
+		built[fc.Name] = f
 	}
+	d.giveUpAside(gaveUp, built)
 	ln, err := net.Listen("tcp", cfg.Status.Listen)
 	if err != nil {
 		d.closeAll()

@@ -234,3 +234,17 @@ func (o orphanDLQ) Replay(_ context.Context, _ int) (processor.ReplayResult, err
 	return processor.ReplayResult{Remaining: o.l.Len()}, fmt.Errorf("%w: processor %s is not configured; there is nothing to replay its dead letters into (add it back under this name, or purge them: DELETE /admin/dlq/%s)",
 		processor.ErrNotConfigured, o.name, o.name)
 }
+
+// entries is the number of entries in the ledger of processor name, a
+// processor the running config does not name (0: none, or it is named).
+func (o *orphanLedgers) entries(name string) int {
+	if o == nil {
+		return 0
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if l := o.byName[name]; l != nil {
+		return l.Len()
+	}
+	return 0
+}

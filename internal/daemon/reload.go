@@ -403,6 +403,39 @@ func (d *Daemon) reload() error {
 		}
 		return errors.New("the daemon stopped during the reload")
 	}
+	// A processor the old config did not name (added, or added back) whose
+	// stamp names another target: its state is another target's (targets.go).
+	for _, pc := range cfg.Processors {
+		if procNamed(old, pc.Name) {
+			continue
+		}
+		if got, err := readStamp(cfg.DataDir, pc.Name); err != nil || got == "" || got == targetStamp(pc) {
+			continue
+		}
+		n := uint64(d.orphans.entries(pc.Name))
+		var gone *asideLoss
+		u := d.moveStateAside(pc.Name, func(dir string) error {
+			if n == 0 {
+				return nil
+			}
+			g := &asideLoss{feed: pc.Feed, proc: pc.Name, dir: dir, lines: n}
+			e, err := d.appendAsideLoss(g)
+			if err != nil {
+				if asideErr == nil {
+					asideErr = fmt.Errorf("processor %s: its dead letters cannot be given up: %w", pc.Name, err)
+				}
+				return err
+			}
+			g.entry, gone = e, g
+			return nil
+		})
+		if u != nil {
+			undo = append(undo, u)
+		}
+		if gone != nil {
+			gaveUp = append(gaveUp, *gone)
+		}
+	}
 	if d.runCtx.Err() != nil {
 		return overtaken(false)
 	}
@@ -443,6 +476,11 @@ func (d *Daemon) reload() error {
 	}
 	if cfg != old {
 		d.giveUpAside(gaveUp, built)
+		// Before the new processors write under their targets: a start
+		// compares with these stamps (targets.go).
+		if err := d.stampTargets(cfg); err != nil {
+			d.log.Error("reload: the processors' targets cannot be stamped; a start may take a changed one's state for another target's", "error", err)
+		}
 	}
 	var feeds []*Feed
 	for _, fc := range cfg.Feeds {
@@ -1021,12 +1059,12 @@ func (d *Daemon) moveStateAside(name string, ahead func(dir string) error) func(
 	}
 	dir := datadir.StateAside(d.cfg.DataDir, name, time.Now().UTC().Format("20060102T150405.000000000Z"))
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		d.log.Error("reload: state not moved aside", "processor", name, "error", err)
+		d.log.Error("state not moved aside", "processor", name, "error", err)
 		return nil
 	}
 	if ahead != nil && slices.Contains(files, datadir.DeadLetters(d.cfg.DataDir, name)) {
 		if err := ahead(dir); err != nil {
-			d.log.Error("reload: state not moved aside: the loss of its dead letters cannot be recorded", "processor", name, "error", err)
+			d.log.Error("state not moved aside: the loss of its dead letters cannot be recorded", "processor", name, "error", err)
 			os.Remove(dir)
 			return nil
 		}
@@ -1034,7 +1072,7 @@ func (d *Daemon) moveStateAside(name string, ahead func(dir string) error) func(
 	var moved []string
 	for _, p := range files {
 		if err := os.Rename(p, filepath.Join(dir, asideName[p])); err != nil {
-			d.log.Error("reload: state not moved aside", "processor", name, "file", p, "error", err)
+			d.log.Error("state not moved aside", "processor", name, "file", p, "error", err)
 		} else {
 			moved = append(moved, p)
 		}
@@ -1242,6 +1280,16 @@ func procsOf(cfg *config.Config, feed string) []*config.Processor {
 		}
 	}
 	return out
+}
+
+// procNamed reports whether cfg names a processor name (on any feed).
+func procNamed(cfg *config.Config, name string) bool {
+	for _, pc := range cfg.Processors {
+		if pc.Name == name {
+			return true
+		}
+	}
+	return false
 }
 
 func findProc(cfg *config.Config, feed, name string) *config.Processor {

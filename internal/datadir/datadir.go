@@ -15,7 +15,8 @@
 //	<dataDir>/state/removed.json     removed subscribers' holds (DESIGN §12 "Reload") and kept marks
 //	<dataDir>/state/released.json    lines a subscriber was released from while its sink could not record them
 //	<dataDir>/state/<processor>.rec  also a nats sink's JSON side record
-//	<dataDir>/state/<processor>.<time>.old/  a changed processor's state moved aside at a reload
+//	<dataDir>/state/<processor>.<time>.old/  a changed processor's state moved aside (a reload, or a start)
+//	<dataDir>/state/targets/<processor>.target the target a processor's state belongs to (a hash)
 //	<dataDir>/feeds/<feed>.ptr.<epoch>.old   a feed's pointer moved aside when its path changed
 //	<dataDir>/feeds/<feed>.epochs.<epoch>.old its epoch history, moved aside with it
 //
@@ -98,6 +99,16 @@ func CountState(dataDir, processor string) string {
 
 // CountDir is the directory of the count states under dataDir/state.
 const CountDir = "count"
+
+// Target is dataDir/state/targets/<processor>.target: a hash of the
+// target (type and sink target) the processor's durable state belongs to,
+// so that a start finds a target changed while tailfeed was stopped.
+func Target(dataDir, processor string) string {
+	return filepath.Join(dataDir, State, TargetDir, processor+".target")
+}
+
+// TargetDir is the directory of the target stamps under dataDir/state.
+const TargetDir = "targets"
 
 // CountStateOld is where a count processor's state was kept before
 // CountState (none for the names the daemon's own files have).
