@@ -66,7 +66,7 @@ func (p *Pull) adopt(prev *Pull) {
 		}
 		e := new(pullEntry)
 		*e = *old
-		e.through, e.rank, e.ridx, e.tidx = 0, 0, -1, -1
+		e.through, e.rank, e.ridx, e.tidx, e.slot = 0, 0, -1, -1, false
 		if live {
 			// The same deadline on this instance's clock.
 			e.due = p.clock(prev.t0.Add(time.Duration(old.due)))

@@ -52,6 +52,13 @@ func (p *Pull) checkInvariants() error {
 				return fmt.Errorf("out entry with %d live slots", liveSlots[e])
 			}
 		}
+		if e.slot {
+			// A timed-out delivery waiting its backoff step keeps its slot.
+			out++
+			if e.state != pullDelayed {
+				return fmt.Errorf("entry in state %d keeps an in-flight slot", e.state)
+			}
+		}
 		if e.hasID {
 			ids++
 			if p.byID.get(&e.id) != e {
@@ -81,7 +88,8 @@ func (p *Pull) checkInvariants() error {
 // random pulls, ACKs, NACKs, ACK timeouts, late ACKs, releases, and (with
 // deadLetter) replays and purges on a real group; after every step the
 // FIFOs, heaps, id table and counters agree: out (InFlight) is the number
-// of deliveries out with exactly one live deadline slot each, the id table
+// of deliveries out with exactly one live deadline slot each, plus the
+// timed-out ones waiting their backoff step (they keep their slot), the id table
 // holds exactly the entries with a valid id and finds each, held counts the
 // held lines, no done entry keeps an id, and the durable mark is before the
 // first line not done. Passes.

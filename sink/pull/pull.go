@@ -134,6 +134,10 @@ type pullEntry struct {
 	hasID   bool
 	held    bool // out of attempts under hold
 	replay  bool // a replayed dead letter (through 0)
+	// slot: a delivery that timed out keeps its in-flight slot while it
+	// waits its backoff step (its late ACK still counts): maxInFlight
+	// holds, and new lines do not take the slot its redelivery needs.
+	slot bool
 }
 
 // lineSource is what the lines of a batch share.
@@ -577,6 +581,7 @@ func (p *Pull) unlink(e *pullEntry) {
 	if e.state == pullOut {
 		p.out--
 	}
+	p.freeSlot(e)
 	if e.tidx >= 0 {
 		heap.Remove(&p.timers, int(e.tidx))
 	}
@@ -585,10 +590,19 @@ func (p *Pull) unlink(e *pullEntry) {
 	}
 }
 
+// freeSlot gives up the in-flight slot a timed-out delivery kept.
+func (p *Pull) freeSlot(e *pullEntry) {
+	if e.slot {
+		e.slot = false
+		p.out--
+	}
+}
+
 // finish marks e done (acknowledged, dead-lettered or released); err is a
 // replay's failure.
 func (p *Pull) finish(e *pullEntry, err error) {
 	p.dropID(e)
+	p.freeSlot(e)
 	e.state = pullDone
 	if e.held {
 		e.held = false

@@ -39,7 +39,7 @@ func (p *Pull) expire(now time.Time) {
 		p.outq[p.outHead] = outSlot{}
 		p.outHead++
 		if live {
-			p.out--
+			s.e.slot = true // out counts it until its redelivery (or its late ACK)
 			p.fail(s.e, now, fmt.Errorf("not acknowledged within %v", p.ackTimeout), false)
 			changed = true
 		}
@@ -50,6 +50,9 @@ func (p *Pull) expire(now time.Time) {
 	for len(p.timers) > 0 && p.timers[0].due <= p.clock(now) {
 		e := heap.Pop(&p.timers).(*pullEntry)
 		if e.state == pullDelayed {
+			// Ready first among the ready lines (redeliveries come first):
+			// the slot it kept is its own at the next handout.
+			p.freeSlot(e)
 			e.state = pullReady
 			heap.Push(&p.ready, e)
 		}
@@ -95,6 +98,7 @@ func (p *Pull) fail(e *pullEntry, now time.Time, err error, nacked bool) {
 	if !e.replay && int(e.attempt) >= p.retry.Attempts {
 		if p.onFailure == processor.DeadLetter {
 			p.dropID(e)
+			p.freeSlot(e)
 			e.state = pullDying
 			p.dying = append(p.dying, e)
 			kickChan(p.kick)
