@@ -3,6 +3,7 @@ package pointer
 import (
 	"bufio"
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"strconv"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"tailfeed/internal/fileutil"
 )
@@ -173,6 +175,10 @@ type epochJSON struct {
 	FPLen   uint64 `json:"fingerprintLength"`
 	FP      string `json:"fingerprint"`
 	Path    string `json:"path"`
+	// PathB64 is the path's exact bytes when they are not valid UTF-8: JSON
+	// puts U+FFFD for each bad byte, and a glob stream took that other path
+	// (its Delivery.Path, nats subjects) after a restart (audit 10B).
+	PathB64 string `json:"pathBase64,omitempty"`
 	Time    string `json:"time"`
 	Reason  string `json:"reason"`
 	Prev    string `json:"previousEpoch,omitempty"`
@@ -203,6 +209,9 @@ func epochLineJSON(l EpochLine) ([]byte, error) {
 	j := epochJSON{V: EpochsFormat,
 		Epoch: hex(l.Epoch), FileKey: hex(l.FileKey), FPLen: l.FPLen, FP: hex(l.FP),
 		Path: l.Path, Time: l.Time.UTC().Format(time.RFC3339Nano), Reason: l.Reason,
+	}
+	if !utf8.ValidString(l.Path) {
+		j.PathB64 = base64.StdEncoding.EncodeToString([]byte(l.Path))
 	}
 	if l.PrevEpoch != 0 {
 		j.Prev, j.PrevOff = hex(l.PrevEpoch), &l.PrevOffset
@@ -419,6 +428,13 @@ func parseEpochLine(raw []byte) (EpochLine, error) {
 		return l, fmt.Errorf("time: %w", err)
 	}
 	l.FPLen, l.Path, l.Reason = j.FPLen, j.Path, j.Reason
+	if j.PathB64 != "" {
+		p, err := base64.StdEncoding.DecodeString(j.PathB64)
+		if err != nil {
+			return l, fmt.Errorf("pathBase64: %w", err)
+		}
+		l.Path = string(p)
+	}
 	if j.Prev != "" {
 		if l.PrevEpoch, err = parseHex("previousEpoch", j.Prev); err != nil {
 			return l, err

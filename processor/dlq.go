@@ -15,6 +15,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -74,9 +75,13 @@ var ErrLedgerVersion = errors.New("processor: dead-letter ledger format newer th
 
 // DeadLetterEntry is one ledger line.
 type DeadLetterEntry struct {
-	V          int    `json:"v"` // format version; 0 (absent) reads as 1
-	Feed       string `json:"feed"`
-	Path       string `json:"path,omitempty"`
+	V    int    `json:"v"` // format version; 0 (absent) reads as 1
+	Feed string `json:"feed"`
+	Path string `json:"path,omitempty"`
+	// PathBase64 is the path's exact bytes when they are not valid UTF-8
+	// (a glob's file named so): JSON would put U+FFFD for each bad byte,
+	// and a replay would carry another path (audit 10B). Absent otherwise.
+	PathBase64 string `json:"pathBase64,omitempty"`
 	Epoch      string `json:"epoch"` // 16 lowercase hex digits
 	Position   int64  `json:"position"`
 	Positioned bool   `json:"positioned"`
@@ -210,6 +215,11 @@ func (l *Ledger) add(raw []byte) {
 	if err := json.Unmarshal(raw, &e); err == nil {
 		if line, err := base64.StdEncoding.DecodeString(e.LineBase64); err == nil {
 			if ep, err := strconv.ParseUint(e.Epoch, 16, 64); err == nil {
+				if e.PathBase64 != "" {
+					if p, err := base64.StdEncoding.DecodeString(e.PathBase64); err == nil {
+						e.Path = string(p)
+					}
+				}
 				le.e, le.line = &e, line
 				le.key = ledgerKey{e.Feed, ep, e.Position}
 			}
@@ -295,6 +305,9 @@ func (l *Ledger) DeadLetterRequest(d *feed.Delivery, attempts int, lastErr error
 		Time: time.Now().UTC().Format(time.RFC3339Nano),
 		Line: string(d.Line), LineBase64: base64.StdEncoding.EncodeToString(d.Line),
 		Request: request, RequestLines: requestLines,
+	}
+	if !utf8.ValidString(d.Path) {
+		e.PathBase64 = base64.StdEncoding.EncodeToString([]byte(d.Path))
 	}
 	raw, err := json.Marshal(e)
 	if err != nil {

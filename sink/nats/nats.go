@@ -3,8 +3,9 @@
 //
 // Each message's body is the raw line; its subject is the configured
 // template with {instance}, {feed}, {path} and {epoch} filled in ({path}
-// without its leading '/', every '/', '.', space, '*' and '>' made '_', so
-// it stays one subject token: /var/log/app.log gives var_log_app_log;
+// without its leading '/', every '/', '.', space, '*' and '>' made '_', a
+// byte that is not UTF-8 written %XX, so it stays one subject token:
+// /var/log/app.log gives var_log_app_log;
 // {epoch} is 16 lowercase hex digits). Headers: Nats-Msg-Id
 // `<instance>:<feed>:<epoch>:<position>` (the stream drops a re-publish
 // within its duplicate window) and tailfeed-instance, tailfeed-feed,
@@ -96,6 +97,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/nats-io/nats.go"
@@ -433,15 +435,29 @@ func PathToken(p string) string {
 	if p == "" {
 		return "_"
 	}
-	b := []byte(p)
-	for i, c := range b {
-		switch c {
-		case '/', '.', ' ', '\t', '*', '>', '\r', '\n':
-			b[i] = '_'
+	b := make([]byte, 0, len(p))
+	for i := 0; i < len(p); {
+		r, n := utf8.DecodeRuneInString(p[i:])
+		if r == utf8.RuneError && n <= 1 {
+			// A byte that is not UTF-8 as %XX: the server's JSON API
+			// (the subjects the sink's record is read from) would give
+			// U+FFFD back, another subject (audit 10B).
+			b = append(b, '%', hexDigits[p[i]>>4], hexDigits[p[i]&15])
+			i++
+			continue
 		}
+		switch c := p[i]; c {
+		case '/', '.', ' ', '\t', '*', '>', '\r', '\n':
+			b = append(b, '_')
+		default:
+			b = append(b, p[i:i+n]...)
+		}
+		i += n
 	}
 	return string(b)
 }
+
+const hexDigits = "0123456789ABCDEF"
 
 func (s *Sink) message(b *feed.Batch, subj, epoch string, i int) *nats.Msg {
 	m := &nats.Msg{Subject: subj, Data: b.Lines[i], Header: make(nats.Header, 6)}
