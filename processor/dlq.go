@@ -164,7 +164,7 @@ func OpenLedger(path string, log hclog.Logger) (*Ledger, error) {
 		return nil, fmt.Errorf("read dead-letter ledger %s: %w", path, err)
 	}
 	if i := bytes.LastIndexByte(data, '\n'); i+1 < len(data) {
-		log.Warn("dead-letter ledger ends in a torn entry; cutting it off (its line is delivered again)",
+		log.Warn("dead-letter ledger ends in a torn entry; cutting it off (a crash tears only an entry whose line the pointer has not passed: it is delivered again)",
 			"path", path, "bytes", len(data)-i-1)
 		data = data[:i+1]
 		if err := os.Truncate(path, int64(len(data))); err != nil {

@@ -205,6 +205,10 @@ func (s *Sink) openRecord() error {
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
+	if rec.f.Damaged() {
+		log.Warn("exactlyOnce record has no valid slot; starting without one (lines may be written again, never a gap)",
+			"record", s.cfg.Record)
+	}
 	to, fellBack := rec.reconcile(s.size, log)
 	if to >= 0 {
 		log.Info("truncating the output to its exactlyOnce record (an unrecorded tail will be delivered again)",
