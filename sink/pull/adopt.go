@@ -73,6 +73,7 @@ func (p *Pull) adopt(prev *Pull) {
 			p.byID.put(e)
 			p.out++
 			p.unacked++
+			p.ubytes += len(e.line)
 			out = append(out, e)
 		}
 		if p.adopted == nil {

@@ -51,6 +51,7 @@ func open(env sink.Env) (any, error) {
 		Group:       env.Group,
 		AckTimeout:  time.Duration(env.Config.AckTimeoutMillis) * time.Millisecond,
 		MaxInFlight: env.Config.MaxInFlight,
+		MaxBytes:    env.Feed.QueueBytes,
 		Previous:    prev, // a reload restarted the feed: deliveries in flight stay valid
 	})
 }

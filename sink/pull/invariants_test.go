@@ -78,6 +78,15 @@ func (p *Pull) checkInvariants() error {
 	if k := p.head; k < len(p.order) && p.durable >= p.order[k].through {
 		return fmt.Errorf("durable %d at/after first undone through %d", p.durable, p.order[k].through)
 	}
+	ub := 0
+	for _, e := range p.order[p.head:] {
+		if e.state != pullDone {
+			ub += len(e.line)
+		}
+	}
+	if ub != p.ubytes {
+		return fmt.Errorf("bytes of the lines not done %d, counted %d", ub, p.ubytes)
+	}
 	if out != p.out || ids != p.byID.n || held != p.held {
 		return fmt.Errorf("out %d/%d ids %d/%d held %d/%d", out, p.out, ids, p.byID.n, held, p.held)
 	}
