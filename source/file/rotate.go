@@ -37,9 +37,11 @@ func (s *Source) atEnd() bool {
 		}
 		s.unterminated.Store(r.unterminated())
 		s.setState(EndOfStream)
+		s.closeOnceRead(r)
 		return false
 	case OnceLatest:
 		s.setState(EndOfStream)
+		s.closeOnceRead(r)
 		return false
 	}
 	if !s.checked {
@@ -880,4 +882,17 @@ func later(a, b time.Time) time.Time {
 		return a
 	}
 	return b
+}
+
+// closeOnceRead closes a once-read's file at END_OF_STREAM: nothing more is
+// read from it (its pointer keeps its identity), and a file deleted after
+// it was read must not stay pinned on disk for the daemon's life (audit
+// 10C: 8 MiB held "(deleted)"; a glob's once-read streams are closed
+// already). Its last size stays known (readerSize).
+func (s *Source) closeOnceRead(r *reader) {
+	if r.f == nil || r.gz != nil || s.cfg.Pinned {
+		return // a glob stream is closed by its glob, once acknowledged (its inode held till then)
+	}
+	r.lastSize = readerSize(r)
+	r.close()
 }
