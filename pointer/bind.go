@@ -42,12 +42,20 @@ func (p *Pointer) Adopt(f io.ReaderAt, fileKey uint64) error {
 	// epochs file's tail (a glob start did, once per new stream).
 	fresh := p.unadopted
 	p.unadopted = false
-	if err != nil || fresh || !p.adoptedBefore(adopted, head[:n]) {
+	p.named = false
+	before, named := false, uint64(0)
+	if err == nil && !fresh {
+		before, named = p.adoptedBefore(adopted, head[:n])
+	}
+	if !before {
 		// An "adopted" line keeps the epoch (its "created" line is
 		// written): a failure is logged and the line is not retried.
 		if p.logEpoch(adopted, "adopted", r) != nil {
 			p.owedLines = nil
+		} else {
+			named = adopted.FPLen
 		}
 	}
+	p.named = named > 0
 	return nil
 }

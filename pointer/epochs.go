@@ -618,11 +618,15 @@ func (p *Pointer) Named(epoch uint64) (EpochLine, bool) {
 // adoptedBefore reports whether the epochs file's last line already names
 // the file a is adopting: the same epoch, file key and path, and a
 // fingerprint that the input's first bytes (head) still match (it may have
-// grown since). Called with p.mu held.
-func (p *Pointer) adoptedBefore(a Record, head []byte) bool {
+// grown since), and the length of the first bytes that line names. Called
+// with p.mu held.
+func (p *Pointer) adoptedBefore(a Record, head []byte) (bool, uint64) {
 	l, ok := readLastLine(p.epochs)
-	return ok && l.Epoch == a.Epoch && l.FileKey == a.FileKey && l.Path == p.input &&
-		l.FPLen <= uint64(len(head)) && Fingerprint(head[:l.FPLen]) == l.FP
+	if ok && l.Epoch == a.Epoch && l.FileKey == a.FileKey && l.Path == p.input &&
+		l.FPLen <= uint64(len(head)) && Fingerprint(head[:l.FPLen]) == l.FP {
+		return true, l.FPLen
+	}
+	return false, 0
 }
 
 // readLastLine is lastEpochLine (a test counts the reads).

@@ -72,6 +72,10 @@ type Pointer struct {
 	// unadopted: Open created the file and no Adopt ran yet (the epochs
 	// file holds no adopted line of its epoch).
 	unadopted bool
+	// named: the epochs file names the record's file with some of its
+	// first bytes (Adopt wrote or found such a line for the epoch): a
+	// record with no identity yet is told from another file by them.
+	named bool
 
 	cur Record      // newest stored record (maybe not yet synced)
 	key uint64      // file key the next record carries
@@ -292,3 +296,15 @@ func (p *Pointer) Close() error {
 
 // hex formats an epoch, key or fingerprint as 16 lowercase hex digits.
 func hex(v uint64) string { return fmt.Sprintf("%016x", v) }
+
+// HeadNamed reports whether the epochs file names the file of the record's
+// epoch with some of its first bytes (Adopt wrote or found such a line in
+// this process). A record with no identity whose file was adopted while
+// empty is not: the source stores the record with the first bytes before
+// its first line goes out (audit 10E: a copytruncate before the first
+// commit gave the new lines the old epoch's positions).
+func (p *Pointer) HeadNamed() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.named
+}

@@ -234,11 +234,15 @@ func (s *Source) headFirst() bool {
 		return true
 	}
 	owed := s.headOwed == b.Epoch // stored by an earlier try whose msync failed
-	if rec := s.ptr.Record(); !owed && (rec.Epoch != b.Epoch || rec.FPLen > 0 || rec.Offset > 0 || rec.FileKey == 0) {
+	if rec := s.ptr.Record(); !owed && (rec.Epoch != b.Epoch || rec.FPLen > 0 || rec.Offset > 0 || rec.FileKey == 0 && s.ptr.HeadNamed()) {
 		// A record naming no file yet (a new pointer, never committed):
 		// the epochs file's line written ahead names its file and first
 		// bytes (adopted), and its first commit binds it (a glob stream
-		// may close owing it: settleOwed).
+		// may close owing it: settleOwed). Not when that line names no
+		// first bytes (adopted while empty): a copytruncate before the
+		// first commit then read the new lines under the old epoch and
+		// positions, skipped by an exactlyOnce sink as applied (audit
+		// 10E) — the record is stored with them first, as after a Reset.
 		s.headDone = b.Epoch
 		return true
 	}
