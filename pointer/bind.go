@@ -26,6 +26,7 @@ func (p *Pointer) Adopt(f io.ReaderAt, fileKey uint64) error {
 	}
 	p.src, p.key = f, fileKey
 	if p.epochs == "" {
+		p.named = true // no epochs file: nothing a restart compares with (as before)
 		return nil
 	}
 	r := p.cur

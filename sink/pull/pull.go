@@ -287,7 +287,15 @@ func (p *Pull) ProcessBatch(ctx context.Context, b *feed.Batch) (int, error) {
 		e.ridx, e.tidx = -1, -1
 	}
 	p.mu.Lock()
-	for (p.unacked >= p.maxInFlight || p.maxBytes > 0 && p.unacked > 0 && p.ubytes+size > p.maxBytes) && !p.closed {
+	need := size // the bytes b adds to ubytes: an adopted line's are counted already (review 28a A)
+	if len(p.adopted) > 0 && b.Positioned && p.maxBytes > 0 {
+		for i, line := range b.Lines {
+			if _, ok := p.adopted[adoptKey{b.Epoch, b.Ends[i]}]; ok && (want == nil || want[i]) {
+				need -= len(line)
+			}
+		}
+	}
+	for (p.unacked >= p.maxInFlight || p.maxBytes > 0 && p.unacked > 0 && p.ubytes+need > p.maxBytes) && !p.closed {
 		ch := p.sig
 		p.mu.Unlock()
 		select {

@@ -216,6 +216,16 @@ func (p *Pull) ReleaseHold() (uint64, bool) {
 			n++
 		}
 	}
+	// An adopted delivery (a reload restarted the feed) not yet placed in
+	// order — its re-read batch waits for room — is held too (review 28a
+	// A): finished here, the batch that places it skips it as done.
+	for _, e := range p.adopted {
+		if e.held && e.state != pullDone && e.state != pullDying {
+			p.unlink(e)
+			p.finish(e, nil)
+			n++
+		}
+	}
 	if n > 0 {
 		p.h.ReleaseHeld(n) // counted before the ack point passes them
 		p.advance()
