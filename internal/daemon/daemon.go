@@ -258,14 +258,18 @@ func NewWithOptions(cfg *config.Config, log hclog.Logger, opts Options) (*Daemon
 		return nil, d.dataDirFault(err)
 	}
 	// A processor whose target changed while tailfeed was stopped starts
-	// as new, as at a reload (targets.go).
-	gaveUp, err := d.startAside(cfg)
-	if err == nil {
-		err = d.stampTargets(cfg)
-	}
+	// as new, as at a reload (targets.go). A start that fails after it
+	// moves the state back and withdraws what it gave up, as a reload
+	// rolled back does (review 28a B), and stamps nothing.
+	back, gaveUp, err := d.startAside(cfg)
 	if err != nil {
 		d.closeAll()
 		return nil, d.dataDirFault(err)
+	}
+	fail := func(err error) (*Daemon, error) {
+		back() // (the losses ledger still open to withdraw from)
+		d.closeAll()
+		return nil, err
 	}
 	d.orphans = newOrphanLedgers(cfg.DataDir, log.Named("dlq"))
 	d.orphans.refresh(cfg)
@@ -273,19 +277,20 @@ func NewWithOptions(cfg *config.Config, log hclog.Logger, opts Options) (*Daemon
 	for _, fc := range cfg.Feeds {
 		f, err := d.buildFeed(cfg, fc)
 		if err != nil {
-			d.closeAll()
-			return nil, d.dataDirFault(err)
+			return fail(d.dataDirFault(err))
 		}
 		d.feeds = append(d.feeds, f)
 		built[fc.Name] = f
 	}
-	d.giveUpAside(gaveUp, built)
 	ln, err := net.Listen("tcp", cfg.Status.Listen)
 	if err != nil {
-		d.closeAll()
-		return nil, fmt.Errorf("status listen %s: %w", cfg.Status.Listen, err)
+		return fail(fmt.Errorf("status listen %s: %w", cfg.Status.Listen, err))
 	}
 	d.ln = ln
+	if _, err := d.restamp(cfg); err != nil {
+		return fail(d.dataDirFault(err))
+	}
+	d.giveUpAside(gaveUp, built)
 	return d, nil
 }
 

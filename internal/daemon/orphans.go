@@ -235,16 +235,17 @@ func (o orphanDLQ) Replay(_ context.Context, _ int) (processor.ReplayResult, err
 		processor.ErrNotConfigured, o.name, o.name)
 }
 
-// entries is the number of entries in the ledger of processor name, a
-// processor the running config does not name (0: none, or it is named).
-func (o *orphanLedgers) entries(name string) int {
+// feedsOf is the entries per feed of the ledger of processor name, a
+// processor the running config does not name (nil: none, or it is named).
+func (o *orphanLedgers) feedsOf(name string) map[string]int {
 	if o == nil {
-		return 0
+		return nil
 	}
 	o.mu.Lock()
-	defer o.mu.Unlock()
-	if l := o.byName[name]; l != nil {
-		return l.Len()
+	l := o.byName[name]
+	o.mu.Unlock()
+	if l == nil {
+		return nil
 	}
-	return 0
+	return l.Feeds()
 }

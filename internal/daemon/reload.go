@@ -337,33 +337,25 @@ func (d *Daemon) reload() error {
 		}
 		for _, pc := range procsOf(old, f.cfg.Name) {
 			if npc := findProc(cfg, fc.Name, pc.Name); npc != nil && targetChanged(pc, npc) {
-				n := ledgered(f, pc.Name)
-				var gone *asideLoss
-				u := d.moveStateAside(pc.Name, func(dir string) error {
-					if n == 0 {
-						return nil
-					}
-					// Written ahead: a kill -9 once the ledger is
-					// aside must not leave the feed green. When the
-					// losses ledger does not take it, nothing moves
-					// and the reload is rolled back.
-					g := &asideLoss{feed: fc.Name, proc: pc.Name, dir: dir, lines: n, epoch: f.src.Epoch()}
-					e, err := d.appendAsideLoss(g)
-					if err != nil {
-						if asideErr == nil {
-							asideErr = fmt.Errorf("processor %s: its dead letters cannot be given up: %w", pc.Name, err)
+				// Dead letters given up written ahead: a kill -9 once the
+				// ledger is aside must not leave the feed green. When the
+				// losses ledger does not take them, nothing moves and the
+				// reload is rolled back.
+				ep := f.src.Epoch()
+				u, gone, err := d.moveAsideGivingUp(cfg, pc.Name, fc.Name, ledgerFeeds(f, pc.Name),
+					func(feed string) uint64 {
+						if feed == fc.Name {
+							return ep
 						}
-						return err
-					}
-					g.entry, gone = e, g
-					return nil
-				})
+						return 0
+					}, "")
+				if err != nil && asideErr == nil {
+					asideErr = fmt.Errorf("processor %s: its dead letters cannot be given up: %w", pc.Name, err)
+				}
 				if u != nil {
 					undo = append(undo, u)
 				}
-				if gone != nil {
-					gaveUp = append(gaveUp, *gone)
-				}
+				gaveUp = append(gaveUp, gone...)
 			}
 		}
 	}
@@ -403,38 +395,37 @@ func (d *Daemon) reload() error {
 		}
 		return errors.New("the daemon stopped during the reload")
 	}
-	// A processor the old config did not name (added, or added back) whose
-	// stamp names another target: its state is another target's (targets.go).
+	// A processor the old config did not name on its feed (added, added
+	// back, or moved from another feed) whose stamp names another target:
+	// its state is another target's (targets.go; review 28a C). Then the
+	// stamps of the new config, before anything new writes (review 28a F:
+	// a stamp not written rolls the reload back).
 	for _, pc := range cfg.Processors {
-		if procNamed(old, pc.Name) {
-			continue
+		if findProc(old, pc.Feed, pc.Name) != nil {
+			continue // on the same feed: targetChanged above
 		}
 		if got, err := readStamp(cfg.DataDir, pc.Name); err != nil || got == "" || got == targetStamp(pc) {
 			continue
 		}
-		n := uint64(d.orphans.entries(pc.Name))
-		var gone *asideLoss
-		u := d.moveStateAside(pc.Name, func(dir string) error {
-			if n == 0 {
-				return nil
+		byFeed := d.orphans.feedsOf(pc.Name)
+		for _, opc := range old.Processors {
+			if opc.Name == pc.Name {
+				byFeed = ledgerFeeds(stopped[opc.Feed], pc.Name)
 			}
-			g := &asideLoss{feed: pc.Feed, proc: pc.Name, dir: dir, lines: n}
-			e, err := d.appendAsideLoss(g)
-			if err != nil {
-				if asideErr == nil {
-					asideErr = fmt.Errorf("processor %s: its dead letters cannot be given up: %w", pc.Name, err)
-				}
-				return err
-			}
-			g.entry, gone = e, g
-			return nil
-		})
+		}
+		u, gone, err := d.moveAsideGivingUp(cfg, pc.Name, pc.Feed, byFeed, nil, "")
+		if err != nil && asideErr == nil {
+			asideErr = fmt.Errorf("processor %s: its dead letters cannot be given up: %w", pc.Name, err)
+		}
 		if u != nil {
 			undo = append(undo, u)
 		}
-		if gone != nil {
-			gaveUp = append(gaveUp, *gone)
-		}
+		gaveUp = append(gaveUp, gone...)
+	}
+	if asideErr == nil {
+		u, err := d.restamp(cfg)
+		undo = append(undo, u)
+		asideErr = err
 	}
 	if d.runCtx.Err() != nil {
 		return overtaken(false)
@@ -476,11 +467,6 @@ func (d *Daemon) reload() error {
 	}
 	if cfg != old {
 		d.giveUpAside(gaveUp, built)
-		// Before the new processors write under their targets: a start
-		// compares with these stamps (targets.go).
-		if err := d.stampTargets(cfg); err != nil {
-			d.log.Error("reload: the processors' targets cannot be stamped; a start may take a changed one's state for another target's", "error", err)
-		}
 	}
 	var feeds []*Feed
 	for _, fc := range cfg.Feeds {
