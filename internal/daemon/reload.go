@@ -466,7 +466,18 @@ func (d *Daemon) reload() error {
 		cfg, firstErr = old, err
 	}
 	if cfg != old {
-		d.giveUpAside(gaveUp, built)
+		// Counted in released of the feed each entry names: one this
+		// reload rebuilt, or one it left running (review 28c A).
+		counted := maps.Clone(built)
+		if counted == nil {
+			counted = map[string]*Feed{}
+		}
+		for name, f := range oldFeeds {
+			if stopped[name] == nil && counted[name] == nil {
+				counted[name] = f
+			}
+		}
+		d.giveUpAside(gaveUp, counted)
 	}
 	var feeds []*Feed
 	for _, fc := range cfg.Feeds {
@@ -1221,7 +1232,7 @@ func (d *Daemon) giveUpAside(gone []asideLoss, built map[string]*Feed) {
 		if nf := built[g.feed]; nf != nil {
 			nf.asideReleased.Add(g.lines)
 		}
-		if g.detail != "" {
+		if g.dir == "" {
 			d.log.Warn("lines of the old path given up at a path change: counted in released (losses.jsonl) until DELETE /admin/losses/"+g.feed,
 				"feed", g.feed, "processor", g.proc, "lines", g.lines)
 			continue
