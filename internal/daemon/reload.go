@@ -1279,16 +1279,6 @@ func procsOf(cfg *config.Config, feed string) []*config.Processor {
 	return out
 }
 
-// procNamed reports whether cfg names a processor name (on any feed).
-func procNamed(cfg *config.Config, name string) bool {
-	for _, pc := range cfg.Processors {
-		if pc.Name == name {
-			return true
-		}
-	}
-	return false
-}
-
 func findProc(cfg *config.Config, feed, name string) *config.Processor {
 	for _, pc := range procsOf(cfg, feed) {
 		if pc.Name == name {
