@@ -110,6 +110,7 @@ func aud10AEOFile(name, path string) string {
 // path (internal/daemon/reload.go moveStateAside); the sink's open
 // (sink/file/exactlyonce.go) truncates any output longer than the record.
 func TestAud10AXEOFileNewPathAtRestartTruncatesForeignFile(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, aud10ACfg("", aud10AEOFile("out", "./out1.log")))
 	appendTo(t, e.path("in.log"), "a\nb\nc\n")
 	d := e.start()
@@ -147,6 +148,7 @@ func TestAud10AXEOFileNewPathAtRestartTruncatesForeignFile(t *testing.T) {
 // above by a reload: the record is moved aside (DESIGN §12) and the
 // foreign file keeps its content.
 func TestAud10AOKEOFileNewPathAtReloadKeepsForeignFile(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, aud10ACfg("", aud10AEOFile("out", "./out1.log")))
 	appendTo(t, e.path("in.log"), "a\nb\nc\n")
 	d := e.start()
@@ -201,6 +203,7 @@ processors:
 // feed app at all; then app is configured again: the hold must still be
 // there (stalled, pointer at 0), and releasing it counts 3 in `released`.
 func TestAud10AOKHoldSurvivesRunWithoutFeed(t *testing.T) {
+	t.Parallel()
 	withP := aud10ACfg("", aud10AFile("out", "app", "./out.log")+aud10ADeadHook("p", "hold"))
 	without := aud10ACfg("", aud10AFile("out", "app", "./out.log"))
 	e := newEnv(t, withP)
@@ -248,6 +251,7 @@ func TestAud10AOKHoldSurvivesRunWithoutFeed(t *testing.T) {
 // (a reload, or a restart on another file) is no feed any more: its
 // entries stay in the ledger, for a feed of that name added back".
 func TestAud10AOKLossesSurviveRunWithoutFeed(t *testing.T) {
+	t.Parallel()
 	withP := aud10ACfg("", aud10AFile("out", "app", "./out.log")+aud10ADeadHook("p", "hold"))
 	e := newEnv(t, withP)
 	appendTo(t, e.path("in.log"), "a\nb\n")
@@ -285,6 +289,7 @@ func TestAud10AOKLossesSurviveRunWithoutFeed(t *testing.T) {
 // restarts." A processor with one dead letter is removed from the config
 // while the daemon is stopped (no reload): the next start still counts it.
 func TestAud10AOKDeadLettersOfProcessorRemovedBetweenRuns(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, aud10ACfg("", aud10AFile("out", "app", "./out.log")+aud10ADeadHook("p", "deadLetter")))
 	appendTo(t, e.path("in.log"), "a\n")
 	d := e.start()
@@ -307,6 +312,7 @@ func TestAud10AOKDeadLettersOfProcessorRemovedBetweenRuns(t *testing.T) {
 // keeps a hold of 2 lines (DESIGN §12), kept across a restart, and the
 // release counts 2 in `released`.
 func TestAud10AOKHolderRemovedByReloadHolds(t *testing.T) {
+	t.Parallel()
 	withP := aud10ACfg("", aud10AFile("out", "app", "./out.log")+aud10ADeadHook("p", "hold"))
 	without := aud10ACfg("", aud10AFile("out", "app", "./out.log"))
 	e := newEnv(t, withP)
@@ -340,6 +346,7 @@ func TestAud10AOKHolderRemovedByReloadHolds(t *testing.T) {
 // does not take the file sink's record (state/p.rec) for its own (a WARN,
 // no record) and posts the line appended meanwhile.
 func TestAud10AOKTypeChangeFileToWebhookAtRestart(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, aud10ACfg("", aud10AEOFile("p", "./p.log")))
 	appendTo(t, e.path("in.log"), "a\nb\n")
 	d := e.start()
@@ -378,6 +385,7 @@ func TestAud10AOKTypeChangeFileToWebhookAtRestart(t *testing.T) {
 // (A reload adding it back would re-read nothing: §12; DESIGN gives the
 // two answers on purpose.)
 func TestAud10AOKEOReaddedBetweenRunsCaughtUp(t *testing.T) {
+	t.Parallel()
 	both := aud10ACfg("", aud10AFile("out", "app", "./out.log")+aud10AEOFile("eo", "./eo.log"))
 	e := newEnv(t, both)
 	appendTo(t, e.path("in.log"), "a\nb\n")
@@ -438,6 +446,7 @@ func TestAud10AOKEOReaddedBetweenRunsCaughtUp(t *testing.T) {
 // a newer layout-2 copy (written by record2.go for the glob) supersedes
 // them; reconcile (exactlyonce.go:142) then truncates to the stale slot.
 func TestAud10AXGlobBackToSingleTruncatesAckedOutput(t *testing.T) {
+	t.Parallel()
 	single := aud10ACfg("", aud10AEOFile("eo", "./eo.log"))
 	glob := strings.Replace(single, "path: ./in.log", "path: ./in*.log", 1)
 	e := newEnv(t, single)
@@ -485,6 +494,7 @@ func TestAud10AXGlobBackToSingleTruncatesAckedOutput(t *testing.T) {
 // acknowledged under the glob, are gone, `released` 0, lossless true.
 // Same suspected cause (sink/file/exactlyonce.go:123 loadRecord).
 func TestAud10AXGlobBackToSingleByReloadTruncatesAckedOutput(t *testing.T) {
+	t.Parallel()
 	single := aud10ACfg("", aud10AEOFile("eo", "./eo.log"))
 	glob := strings.Replace(single, "path: ./in.log", "path: ./in*.log", 1)
 	e := newEnv(t, single)
@@ -536,6 +546,7 @@ processors:
 // sink q added at a restart to a feed with 200 committed lines gets only
 // the line appended after; the pointer and `pointer show` agree.
 func TestAud10AOKNewProcessorAtRestartStartsAtPointer(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, aud10ACfg("", aud10AFile("out", "app", "./out.log")))
 	var hist strings.Builder
 	for i := 0; i < 200; i++ {
@@ -571,6 +582,7 @@ func TestAud10AOKNewProcessorAtRestartStartsAtPointer(t *testing.T) {
 // one run (its pointer file stays) resumes at its pointer when configured
 // again: the lines appended meanwhile are delivered once, nothing twice.
 func TestAud10AOKFeedRemovedThenAddedBack(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, aud10ACfg("", aud10AFile("out", "app", "./out.log")))
 	appendTo(t, e.path("in.log"), "a\nb\n")
 	appendTo(t, e.path("other-in.log"), "x\n")
@@ -605,6 +617,7 @@ func TestAud10AOKFeedRemovedThenAddedBack(t *testing.T) {
 // feeds/app.epochs byte for byte; the COMMITTED run after them resumes at
 // the pointer (duplicates of what they delivered, never a gap).
 func TestAud10AOKOtherStrategiesLeaveThePointer(t *testing.T) {
+	t.Parallel()
 	base := aud10ACfg("", aud10AFile("out", "app", "./out.log"))
 	e := newEnv(t, base)
 	appendTo(t, e.path("in.log"), "a\nb\n")
@@ -670,6 +683,7 @@ func TestAud10AOKOtherStrategiesLeaveThePointer(t *testing.T) {
 // reload, reload.go:339); sink/file/exactlyonce.go:142 reconcile then
 // treats the new path as the old output cut short.
 func TestAud10AXEOFileNewPathAtRestartFalseLossAndReRead(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, aud10ACfg("", aud10AFile("out", "app", "./out.log")+aud10AEOFile("eo", "./eo1.log")))
 	d := e.start()
 	for i, s := range []string{"a\n", "b\n", "c\n"} {
@@ -702,6 +716,7 @@ func TestAud10AXEOFileNewPathAtRestartFalseLossAndReRead(t *testing.T) {
 // TestAud10AOKEOFileNewEmptyPathAtReload: the same change by a reload:
 // the record moved aside, eo2.log gets only d, nothing re-read, lossless.
 func TestAud10AOKEOFileNewEmptyPathAtReload(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, aud10ACfg("", aud10AFile("out", "app", "./out.log")+aud10AEOFile("eo", "./eo1.log")))
 	d := e.start()
 	for i, s := range []string{"a\n", "b\n", "c\n"} {
@@ -727,6 +742,7 @@ func TestAud10AOKEOFileNewEmptyPathAtReload(t *testing.T) {
 // x, y); configured again, eo ends a b c x y z once each, lossless (the
 // plain sink gets c x y again: duplicates, never a gap).
 func TestAud10AOKEOReaddedAfterRotation(t *testing.T) {
+	t.Parallel()
 	both := aud10ACfg("    rotateWaitMillis: 300\n", aud10AFile("out", "app", "./out.log")+aud10AEOFile("eo", "./eo.log"))
 	e := newEnv(t, both)
 	appendTo(t, e.path("in.log"), "a\nb\n")

@@ -206,6 +206,7 @@ func aud10BJoin(lines []string) []byte {
 // kill -9 and the same lines again: exactlyOnce output still byte-exact,
 // count keys keep counting after the state was read back.
 func TestAud10BOKOddBytesEverySink(t *testing.T) {
+	t.Parallel()
 	h := aud10BNewHook(t)
 	e := newEnv(t, fmt.Sprintf(aud10BSinksCfg, h.srv.URL))
 	in := e.path("in.log")
@@ -387,6 +388,7 @@ processors:
 // of odd lines is dead-lettered, then replayed to a receiver that accepts
 // it: lineBase64 gives back every byte, under the original key.
 func TestAud10BOKDeadLetterReplayExactBytes(t *testing.T) {
+	t.Parallel()
 	h := aud10BNewHook(t)
 	h.setStatus(400)
 	e := newEnv(t, fmt.Sprintf(aud10BDLQCfg, h.srv.URL))
@@ -456,6 +458,7 @@ processors:
 // nats body "the raw line": NUL, 0xFF, overlong, surrogate, CR-split lines,
 // a split 4-byte rune, the empty line, byte for byte with their positions.
 func TestAud10BOKOddBytesEngines(t *testing.T) {
+	t.Parallel()
 	c := pgtest.Start(t, pgtest.Options{})
 	srv, js := startNats(t)
 	e := newEnv(t, strings.NewReplacer("{{DSN}}", c.DSN("sslmode=disable"), "{{NATS}}", srv.URL()).Replace(aud10BEnginesCfg))
@@ -556,6 +559,7 @@ func aud10BPieces(lines []string, ends []int64, max int) ([]string, []int64, int
 // cut in the middle, CRLF, empty line): the pieces' raw bytes and
 // positions, and the file sink's bytes.
 func TestAud10BOKTinyMaxLineBytes(t *testing.T) {
+	t.Parallel()
 	for _, max := range []int{1, 2, 3} {
 		t.Run(fmt.Sprint(max), func(t *testing.T) {
 			cfg := strings.Replace(aud10BRotCfg, "maxLineBytes: 8", fmt.Sprintf("maxLineBytes: %d", max), 1)
@@ -657,6 +661,7 @@ processors:
 // file's. (The same lossy path is compared with the input at
 // pointer/epochs.go:608.)
 func TestAud10BXGlobPathMangledAfterRestart(t *testing.T) {
+	t.Parallel()
 	srv, js := startNats(t)
 	e := newEnv(t, strings.NewReplacer("{{NATS}}", srv.URL()).Replace(aud10BGlobNatsCfg))
 	os.MkdirAll(e.path("logs"), 0o755)
@@ -794,6 +799,7 @@ func aud10BNatsKill(t *testing.T, name string) []string {
 // TestAud10BOKNatsKillSkipsApplied — control for
 // TestAud10BXGlobNatsInvalidNameDuplicates: the same run over plain.log.
 func TestAud10BOKNatsKillSkipsApplied(t *testing.T) {
+	t.Parallel()
 	got := aud10BNatsKill(t, "plain.log")
 	if len(got) != 3 {
 		t.Errorf("stream holds %v, want l1, l2, l3 once each", got)
@@ -823,6 +829,7 @@ func TestAud10BOKNatsKillSkipsApplied(t *testing.T) {
 // stream.Info WithSubjectFilter), which reports the raw subject mangled
 // too, so the sink finds no record and republishes.
 func TestAud10BXGlobNatsInvalidNameDuplicates(t *testing.T) {
+	t.Parallel()
 	got := aud10BNatsKill(t, "a\xff.log")
 	if len(got) != 3 {
 		t.Errorf("exactlyOnce nats stream after kill -9 holds %d messages %q, want l1, l2, l3 once each (plain.log: 3)", len(got), got)
@@ -853,6 +860,7 @@ func aud10BWaitOut(t *testing.T, e *env, suffix string) {
 // the old file's line after the switch: never glued to the new file,
 // delivered whole (downgraded), the \r\n one terminator, `oversized` once.
 func TestAud10BOKRotatedPartialTails(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name, old, late      string
 		atSwitch, end        string
@@ -898,6 +906,7 @@ func TestAud10BOKRotatedPartialTails(t *testing.T) {
 // glued to other bytes across a reopen": truncation, deletion and
 // replacement of a file ending in "x\r" or in "part".
 func TestAud10BOKLeftFileTails(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct{ name, old, how, next, want string }{
 		{"cr-trunc", "a\nx\r", "trunc", "b\n", "a\nx\nb\n"},
 		{"cr-delete", "a\nx\r", "delete", "b\n", "a\nx\nb\n"},
@@ -944,6 +953,7 @@ func TestAud10BOKLeftFileTails(t *testing.T) {
 // partial line shows that many bytes of lag"): CRLF, lone \r, a 20-byte
 // line in 8-byte pieces, NUL/0xFF, and a last line "part\r" still open.
 func TestAud10BOKCountersAgree(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, strings.Replace(aud10BRotCfg, "  token: "+ctToken+"\n", "", 1))
 	in := e.path("in.log")
 	os.WriteFile(in, nil, 0o644)
@@ -986,6 +996,7 @@ func TestAud10BOKCountersAgree(t *testing.T) {
 // line goes alone)": lines whose JSON is six times their size (0xFF → \ufffd,
 // NUL → \u0000, < & > escaped) never make a body over batchMaxBytes.
 func TestAud10BOKWebhookBodyBytesEscaped(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct{ name, line, extra string }{
 		{"ff", strings.Repeat("\xff", 20), ""},
 		{"html", strings.Repeat("<&>", 7), ""},
@@ -1019,6 +1030,7 @@ func TestAud10BOKWebhookBodyBytesEscaped(t *testing.T) {
 // line in the new run's `oversized` …; `unterminated` counts all of it
 // (pieces delivered, also by an earlier run, included) until it ends".
 func TestAud10BOKRestartInsideLongLine(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name, first, rest, out string
 		unt                    int64
@@ -1065,6 +1077,7 @@ func TestAud10BOKRestartInsideLongLine(t *testing.T) {
 // `key` group over invalid UTF-8 (README "keys are text (an invalid UTF-8
 // byte becomes U+FFFD)").
 func TestAud10BOKFiltersOnOddLines(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, aud10BFilterCfg)
 	data := "abc\r\nabd\rab1\n\xff\xfe x\n\xef\xbf\xbd y\nn\x00l z\n\n\r\nrune\xf0\x9f\x98\x80 q\n\xff\xfe x\n"
 	os.WriteFile(e.path("in.log"), []byte(data), 0o644)
@@ -1096,6 +1109,7 @@ func TestAud10BOKFiltersOnOddLines(t *testing.T) {
 // `LATEST` starts at the end: a partial last line at start is delivered
 // whole once ended (a split rune, a pending \r), never as a fragment.
 func TestAud10BOKOnceAndLatestEdges(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		in, out   string
 		seq, over uint64
@@ -1148,6 +1162,7 @@ func TestAud10BOKOnceAndLatestEdges(t *testing.T) {
 // delivers x; its writer then appends "\n" (the \r's other half) and a
 // line; the restart reads the line, and no empty line for the "\n".
 func TestAud10BOKRenamedAwayCRNotAnEmptyLine(t *testing.T) {
+	t.Parallel()
 	for _, kill := range []bool{false, true} {
 		t.Run(fmt.Sprintf("kill=%v", kill), func(t *testing.T) {
 			e := newEnv(t, aud10BRotCfg)
@@ -1212,6 +1227,7 @@ processors:
 // and the replay builds its batch from it (processor/dlq_replay.go:276/287
 // `Path: u[0].entry.Path`).
 func TestAud10BXDeadLetterReplayInvalidNamePath(t *testing.T) {
+	t.Parallel()
 	srv := natstest.Start(t, natstest.Options{})
 	_, js := srv.Connect(t)
 	ctx := context.Background()
@@ -1278,6 +1294,7 @@ processors:
 // each; the exactlyOnce output equals a clean run's pieces and the counts
 // equal theirs.
 func TestAud10BOKKill9OddBytesExactlyOnce(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, aud10BKillCfg)
 	in := e.path("in.log")
 	os.WriteFile(in, nil, 0o644)
@@ -1366,6 +1383,7 @@ processors:
 // the epochs file's JSON, source/file/glob.go:3614). Expected: one path for
 // every row of a file.
 func TestAud10BXGlobPathPostgresAfterRestart(t *testing.T) {
+	t.Parallel()
 	c := pgtest.Start(t, pgtest.Options{})
 	e := newEnv(t, strings.NewReplacer("{{DSN}}", c.DSN("sslmode=disable")).Replace(aud10BGlobPgCfg))
 	os.MkdirAll(e.path("logs"), 0o755)

@@ -178,7 +178,7 @@ func TestAud10COKRenameRotationsKeepNoDescriptors(t *testing.T) {
 	d.stop()
 }
 
-// TestAud10COKCopytruncateKeepsNoDescriptors: 40 copytruncate rotations
+// TestAud10COKCopytruncateKeepsNoDescriptors: 20 copytruncate rotations
 // (copy app.log to app.log.1, truncate app.log): no descriptor piles up.
 func TestAud10COKCopytruncateKeepsNoDescriptors(t *testing.T) {
 	e := newEnv(t, fmt.Sprintf(aud10CSingleConfig, 20, ""))
@@ -191,7 +191,7 @@ func TestAud10COKCopytruncateKeepsNoDescriptors(t *testing.T) {
 	aud10CWaitLines(t, out, 1, 30*time.Second)
 	base := len(aud10CFDLinks(d.pid()))
 	want := 1
-	for i := 0; i < 40; i++ {
+	for i := 0; i < 20; i++ {
 		appendTo(t, app, fmt.Sprintf("c%d a\nc%d b\n", i, i))
 		want += 2
 		aud10CWaitLines(t, out, want, 30*time.Second)
@@ -222,7 +222,7 @@ func TestAud10COKCopytruncateKeepsNoDescriptors(t *testing.T) {
 		return n <= 1
 	})
 	after := len(aud10CFDLinks(d.pid()))
-	t.Logf("descriptors: %d before, %d after 40 copytruncates (input: %v)", base, after, hits)
+	t.Logf("descriptors: %d before, %d after 20 copytruncates (input: %v)", base, after, hits)
 	if after > base+3 {
 		t.Fatalf("descriptors grew from %d to %d:\n%s", base, after, strings.Join(aud10CFDLinks(d.pid()), "\n"))
 	}
@@ -1091,7 +1091,7 @@ func aud10CDeletedFDs(pid int, dir string) []string {
 // TestAud10COKDeletedInputReleased: DESIGN §4 "A missing path is not a
 // change (rotation in progress): keep reading the open file; once it is
 // read to its end and `rotateWaitMillis` has passed with no growth, close
-// it." 12 times: 1 MiB written, delivered, the file deleted (no new file
+// it." 6 times: 1 MiB written, delivered, the file deleted (no new file
 // for a while): the daemon's descriptor on the deleted file (which pins
 // its disk space) is gone within rotateWaitMillis (200 ms) + a few polls;
 // then a new file at the path is read from its start.
@@ -1105,7 +1105,7 @@ func TestAud10COKDeletedInputReleased(t *testing.T) {
 	out := e.path("out.log")
 	want := 0
 	var worst time.Duration
-	for i := 0; i < 12; i++ {
+	for i := 0; i < 6; i++ {
 		aud10CWriteMB(t, app, 1, 1024)
 		want += 1024
 		aud10CWaitLines(t, out, want, 30*time.Second)

@@ -31,6 +31,7 @@ processors:
 // (audit 10A: a target changed between runs kept, or applied, the old
 // target's state). The same url at the next start keeps what it finds.
 func TestRev28TargetChangedWhileStoppedMovesStateAside(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, rev28Cfg("http://127.0.0.1:1/in"))
 	appendTo(t, e.path("in.log"), "a\nb\n")
 	d := e.start()
@@ -83,6 +84,7 @@ func rev28Reload(t *testing.T, e *env, d *daemon, text string) {
 // a target changed in place (DESIGN §12) — the stamp tells the two targets
 // apart where the old config no longer names the processor.
 func TestRev28ReaddedWithOtherTargetAtReloadMovesStateAside(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, rev28Cfg("http://127.0.0.1:1/in"))
 	appendTo(t, e.path("in.log"), "a\nb\n")
 	d := e.start()

@@ -33,6 +33,7 @@ func rev28AHook(port int) string {
 // though no tailfeed ever ran on the changed config. A reload that fails
 // undoes the move (DESIGN §12: the daemon "runs on unchanged").
 func TestRev28ABFailedStartGivesUpDeadLetters(t *testing.T) {
+	t.Parallel()
 	good := aud10AFile("out", "app", "./out.log") + rev28AHook(1)
 	e := newEnv(t, aud10ACfg("", good))
 	appendTo(t, e.path("in.log"), "a\n")
@@ -79,6 +80,7 @@ func TestRev28ABFailedStartGivesUpDeadLetters(t *testing.T) {
 // loop skips a processor the old config named on any feed) and then stamps
 // the new target over the old one, so not even a restart catches it.
 func TestRev28ACMovedToOtherFeedWithNewPathByReload(t *testing.T) {
+	t.Parallel()
 	two := func(feed, path string) string {
 		return `dataDir: ./state
 status: {listen: "` + addrPlaceholder + `", token: ` + ctToken + `}
@@ -147,6 +149,7 @@ processors:
 // /admin/dlq counts a purged entry "in released of the feed each entry
 // named" (README).
 func TestRev28ADGivenUpOnOtherFeedLeavesOwnFeedLossless(t *testing.T) {
+	t.Parallel()
 	hook := func(feed string, port int) string {
 		return fmt.Sprintf("  - {name: p, feed: %s, type: webhook, url: \"http://127.0.0.1:%d/in\", timeoutMillis: 200, onFailure: deadLetter, retry: {initialMillis: 10, maxMillis: 20, attempts: 2}}\n", feed, port)
 	}
@@ -174,6 +177,7 @@ func TestRev28ADGivenUpOnOtherFeedLeavesOwnFeedLossless(t *testing.T) {
 // given up (README §Reload: counted in released, lossless false,
 // deadLettered drops).
 func TestRev28AEReaddedByReloadWithNewURL(t *testing.T) {
+	t.Parallel()
 	base := aud10AFile("out", "app", "./out.log")
 	e := newEnv(t, aud10ACfg("", base+rev28AHook(1)))
 	appendTo(t, e.path("in.log"), "a\n")
@@ -210,6 +214,7 @@ func TestRev28AEReaddedByReloadWithNewURL(t *testing.T) {
 // dead letter still counted); once it can, the reload goes through and a
 // restart keeps what p did under the new url.
 func TestRev28AFUnstampedReloadLosesNewTargetsDeadLetters(t *testing.T) {
+	t.Parallel()
 	base := aud10AFile("out", "app", "./out.log")
 	e := newEnv(t, aud10ACfg("", base+rev28AHook(1)))
 	appendTo(t, e.path("in.log"), "a\n")
@@ -257,6 +262,7 @@ func TestRev28AFUnstampedReloadLosesNewTargetsDeadLetters(t *testing.T) {
 // new url, kill -9; the start on the same config keeps that dead letter
 // and gives nothing up again (released counts the first only, once).
 func TestRev28AGKillAfterReloadKeepsNewTargetsState(t *testing.T) {
+	t.Parallel()
 	base := aud10AFile("out", "app", "./out.log")
 	e := newEnv(t, aud10ACfg("", base+rev28AHook(1)))
 	appendTo(t, e.path("in.log"), "a\n")
@@ -285,6 +291,7 @@ func TestRev28AGKillAfterReloadKeepsNewTargetsState(t *testing.T) {
 // webhook under onFailure hold (initial 10 ms, max 400 ms) gets the
 // request again at the cap only (every gap at least 300 ms).
 func TestRev28AHPoisonUnderHoldAtCap(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	var times []time.Time
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -323,6 +330,7 @@ func TestRev28AHPoisonUnderHoldAtCap(t *testing.T) {
 // stamp is what a start now compares; DESIGN §2: no acknowledged line is
 // lost).
 func TestRev28AIExactlyOnceOffThenOnCutsAckedLines(t *testing.T) {
+	t.Parallel()
 	eo := func(on bool) string {
 		return fmt.Sprintf("  - {name: out, feed: app, type: file, exactlyOnce: %v, path: ./out.log}\n", on)
 	}
@@ -360,6 +368,7 @@ func TestRev28AIExactlyOnceOffThenOnCutsAckedLines(t *testing.T) {
 // single → glob → single between runs (exactlyOnce file sink, same path):
 // every line acknowledged in a glob run stays in the output.
 func TestRev28AJGlobSingleTwiceKeepsAckedOutput(t *testing.T) {
+	t.Parallel()
 	single := aud10ACfg("", aud10AEOFile("eo", "./eo.log"))
 	glob := strings.Replace(single, "path: ./in.log", "path: ./in*.log", 1)
 	e := newEnv(t, single)

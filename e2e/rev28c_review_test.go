@@ -24,6 +24,7 @@ func rev28CHook(feed string, port int) string {
 // giveUpAside has no instance of app to count it in: app's released stays
 // 0 while losses.jsonl holds released 1 for it; a restart shows 1.
 func TestRev28CAGivenUpForUnrebuiltFeedNotInReleased(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, rev28ATwoFeeds(rev28CHook("app", 1)))
 	appendTo(t, e.path("in.log"), "a\n")
 	appendTo(t, e.path("in2.log"), "")
@@ -57,6 +58,7 @@ func TestRev28CAGivenUpForUnrebuiltFeedNotInReleased(t *testing.T) {
 // place of the one moved back: back on the config that ran, out gets only
 // the new line.
 func TestRev28CBFailedStartKeepsRecord(t *testing.T) {
+	t.Parallel()
 	good := aud10AFile("out", "app", "./out.log")
 	e := newEnv(t, aud10ACfg("", good))
 	appendTo(t, e.path("in.log"), "a\nb\nc\n")
@@ -100,6 +102,7 @@ func TestRev28CBFailedStartKeepsRecord(t *testing.T) {
 // released 0, no entry in losses.jsonl) and its old stamp too (a restart
 // on the config that runs keeps the dead letter).
 func TestRev28CCBuildFailureAfterRestampRollsBack(t *testing.T) {
+	t.Parallel()
 	base := aud10AFile("out", "app", "./out.log")
 	e := newEnv(t, aud10ACfg("", base+rev28AHook(1)))
 	appendTo(t, e.path("in.log"), "a\n")
@@ -139,6 +142,7 @@ func TestRev28CCBuildFailureAfterRestampRollsBack(t *testing.T) {
 // line of app) to app2 and changes its url: the dead letter is given up
 // once, counted in app's released, app lossless false.
 func TestRev28CDMovedWithNewURL(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, rev28ATwoFeeds(rev28CHook("app", 1)))
 	appendTo(t, e.path("in.log"), "a\n")
 	appendTo(t, e.path("in2.log"), "")
@@ -163,6 +167,7 @@ func TestRev28CDMovedWithNewURL(t *testing.T) {
 // in losses.jsonl naming app) but app, not rebuilt by that reload, does
 // not count it in released while its deadLettered drops.
 func TestRev28CEOrphanAddedOnOtherFeedWithNewURL(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, rev28ATwoFeeds(rev28CHook("app", 1)))
 	appendTo(t, e.path("in.log"), "a\n")
 	appendTo(t, e.path("in2.log"), "")
@@ -190,6 +195,7 @@ func TestRev28CEOrphanAddedOnOtherFeedWithNewURL(t *testing.T) {
 // the config that ran, out.log gets only the new line and p keeps its
 // dead letter, losses.jsonl empty.
 func TestRev28CFFailedStartKeepsExactlyOnceRecord(t *testing.T) {
+	t.Parallel()
 	good := aud10AEOFile("out", "./out.log") + rev28AHook(1)
 	e := newEnv(t, aud10ACfg("", good))
 	appendTo(t, e.path("in.log"), "a\nb\nc\n")
@@ -236,6 +242,7 @@ func TestRev28CFFailedStartKeepsExactlyOnceRecord(t *testing.T) {
 // is a line of app; p moved (same url) to app2; then a reload removes app
 // and changes p's url: the dead letter is counted in app2's released.
 func TestRev28CGReloadRemovesFeedTheDeadLettersName(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, rev28ATwoFeeds(rev28CHook("app", 1)))
 	appendTo(t, e.path("in.log"), "a\n")
 	appendTo(t, e.path("in2.log"), "")
@@ -272,6 +279,7 @@ processors:
 // each counted in released of the feed it names; a restart gives up
 // nothing more.
 func TestRev28CHSwapNamesAcrossFeeds(t *testing.T) {
+	t.Parallel()
 	hook := func(name, feed string, port int) string {
 		return fmt.Sprintf("  - {name: %s, feed: %s, type: webhook, url: \"http://127.0.0.1:%d/in\", timeoutMillis: 200, onFailure: deadLetter, retry: {initialMillis: 10, maxMillis: 20, attempts: 2}}\n", name, feed, port)
 	}
@@ -302,6 +310,7 @@ func TestRev28CHSwapNamesAcrossFeeds(t *testing.T) {
 // pointer cannot be opened: rolled back, p keeps its dead letter on app,
 // losses.jsonl is empty, and a restart on the config that runs keeps it.
 func TestRev28CKMovedWithNewURLRolledBack(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, rev28ATwoFeeds(rev28CHook("app", 1)))
 	appendTo(t, e.path("in.log"), "a\n")
 	appendTo(t, e.path("in2.log"), "")
@@ -337,6 +346,7 @@ func TestRev28CKMovedWithNewURLRolledBack(t *testing.T) {
 // changed while stopped and its stamp cannot be written: the start fails;
 // back on the config that ran p keeps its dead letter, losses.jsonl empty.
 func TestRev28CLStartWithStampUnwritableChangesNothing(t *testing.T) {
+	t.Parallel()
 	base := aud10AFile("out", "app", "./out.log")
 	good := aud10ACfg("", base+rev28AHook(1))
 	e := newEnv(t, good)
