@@ -688,7 +688,7 @@ func (s *Source) resumeRotated(f *os.File, dev, ino uint64) bool {
 				s.log.Info("glob file truncated or rewritten while its stream was closed, read to where it was seen last; reading it from its start under a new epoch",
 					"path", s.cfg.Path, "offset", rec.Offset)
 			}
-		} else if rec.Offset > 0 || rec.FPLen > 0 {
+		} else if rec.Offset > 0 || rec.FPLen > 0 && !s.cfg.Pinned {
 			// (Offset 0 with first bytes: never committed, its file
 			// adopted with content — those bytes and what followed them
 			// were never acknowledged, and no copy holds them: audit 10E.)
