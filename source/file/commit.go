@@ -234,7 +234,7 @@ func (s *Source) headFirst() bool {
 		return true
 	}
 	owed := s.headOwed == b.Epoch // stored by an earlier try whose msync failed
-	if rec := s.ptr.Record(); !owed && (rec.Epoch != b.Epoch || rec.FPLen > 0 || rec.Offset > 0 || rec.FileKey == 0 && (s.cfg.Pinned || s.ptr.HeadNamed())) {
+	if rec := s.ptr.Record(); !owed && (rec.Epoch != b.Epoch || rec.FPLen > 0 || rec.Offset > 0 || rec.FileKey == 0 && s.ptr.HeadNamed()) {
 		// A record naming no file yet (a new pointer, never committed):
 		// the epochs file's line written ahead names its file and first
 		// bytes (adopted), and its first commit binds it (a glob stream
@@ -243,8 +243,9 @@ func (s *Source) headFirst() bool {
 		// first commit then read the new lines under the old epoch and
 		// positions, skipped by an exactlyOnce sink as applied (audit
 		// 10E) — the record is stored with them first, as after a Reset.
-		// (Single-file feeds: a glob stream keeps its earlier handling,
-		// which its copytruncate tests hold under load.)
+		// A glob stream's too: its restart takes the pointer by key and
+		// first bytes, and a record naming none matched the rewritten
+		// file (TestS29GlobAdoptedEmptyKill9Copytruncate).
 		s.headDone = b.Epoch
 		return true
 	}

@@ -688,10 +688,12 @@ func (s *Source) resumeRotated(f *os.File, dev, ino uint64) bool {
 				s.log.Info("glob file truncated or rewritten while its stream was closed, read to where it was seen last; reading it from its start under a new epoch",
 					"path", s.cfg.Path, "offset", rec.Offset)
 			}
-		} else if rec.Offset > 0 || rec.FPLen > 0 && !s.cfg.Pinned {
+		} else if rec.Offset > 0 || rec.FPLen > 0 && (!s.cfg.Pinned || !s.cfg.prevSource) {
 			// (Offset 0 with first bytes: never committed, its file
 			// adopted with content — those bytes and what followed them
-			// were never acknowledged, and no copy holds them: audit 10E.)
+			// were never acknowledged, and no copy holds them: audit 10E.
+			// A glob stream's first source in this run only: a later one
+			// finds a cut the glob saw live, cutSeen above.)
 			s.loseTail(rec, fmt.Sprintf("input %s was truncated or rewritten while stopped (pointer offset %d) and no copy was found: "+
 				"lines written after the last commit may be lost; reading it from its start under a new epoch", s.cfg.Path, rec.Offset))
 		}
