@@ -230,8 +230,11 @@ func (s *Source) settleSync() {
 // retries).
 func (s *Source) headFirst() bool {
 	b := s.pending
-	if s.ptr == nil || !b.Positioned || b.Epoch != s.ptrEpoch || s.headDone == b.Epoch {
+	if s.ptr == nil || !b.Positioned || b.Epoch != s.ptrEpoch {
 		return true
+	}
+	if s.headDone == b.Epoch {
+		return s.headGrow(b)
 	}
 	owed := s.headOwed == b.Epoch // stored by an earlier try whose msync failed
 	if rec := s.ptr.Record(); !owed && (rec.Epoch != b.Epoch || rec.FPLen > 0 || rec.Offset > 0 || rec.FileKey == 0 && s.ptr.HeadNamed()) {
@@ -272,5 +275,43 @@ func (s *Source) headFirst() bool {
 	s.commitOK.Store(true)
 	s.headOwed = 0
 	s.headDone = b.Epoch
+	return true
+}
+
+// headGrow keeps the record's first bytes ahead of what is published under
+// its epoch: a batch ending past them, while they are fewer than the file's
+// first pointer.MaxFingerprint bytes, has the record stored again at its
+// offset with the fingerprint grown over what the file holds now, and
+// msynced, before it goes out. Otherwise a short first batch (a banner
+// line) left a record whose few first bytes a file rewritten while
+// tailfeed was stopped (kill -9, then a copytruncate, the banner written
+// again) still matched: the restart took it for the pointer's file and
+// read its new lines under the old epoch and positions — an exactlyOnce
+// sink skipped them as applied, and the copy holding the old lines was
+// never read (review 29a). One msync per such batch, only within a file's
+// first 4 KiB. False when the msync failed (as headFirst).
+func (s *Source) headGrow(b *feed.Batch) bool {
+	rec := s.ptr.Record()
+	if len(b.Ends) == 0 || rec.Epoch != b.Epoch || rec.FileKey == 0 || rec.FPLen >= pointer.MaxFingerprint ||
+		b.Ends[len(b.Ends)-1] <= int64(rec.FPLen) {
+		return true
+	}
+	s.collectSync(true)
+	// (Stored again on a retry after a failed msync, as headFirst; Sync
+	// is a no-op when nothing grew: the file's first bytes changed, which
+	// its identity check decides.)
+	err := s.ptr.Store(rec.Offset)
+	if err == nil {
+		s.ioBegin(nil)
+		err = s.ptr.Sync()
+		s.ioEnd()
+	}
+	if err != nil {
+		s.commitFailures.Add(1)
+		s.commitOK.Store(false)
+		s.log.Error("pointer: recording the file's first bytes before its next lines failed; retrying", "error", err)
+		return false
+	}
+	s.commitOK.Store(true)
 	return true
 }

@@ -5066,7 +5066,12 @@ func (g *Glob) adoptByPath(made []*gstream) {
 func (g *Glob) adoptCopies(made []*gstream) {
 	for i := 0; i < len(g.loaded); i++ {
 		l := g.loaded[i]
-		if l.rec.FileKey == 0 || l.rec.Offset == 0 || l.rec.FPLen == 0 {
+		if l.rec.FileKey == 0 || l.rec.FPLen == 0 {
+			// (Offset 0 with first bytes: never committed, its lines
+			// perhaps published under its epoch — the copy is read from
+			// 0 under it, an exactlyOnce sink skipping what it applied;
+			// read as a file gone while stopped it was read again under
+			// a new epoch, review 29a.)
 			continue
 		}
 		p, ok := g.keys[l.rec.FileKey]
