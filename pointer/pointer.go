@@ -74,8 +74,10 @@ type Pointer struct {
 	unadopted bool
 	// named: the epochs file names the record's file with some of its
 	// first bytes (Adopt wrote or found such a line for the epoch): a
-	// record with no identity yet is told from another file by them.
-	named bool
+	// record with no identity yet is told from another file by them;
+	// namedLen: how many (MaxFingerprint without an epochs file).
+	named    bool
+	namedLen uint64
 
 	cur Record      // newest stored record (maybe not yet synced)
 	key uint64      // file key the next record carries
@@ -307,4 +309,13 @@ func (p *Pointer) HeadNamed() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.named
+}
+
+// HeadNamedLen is how many first bytes of the record's file the epochs
+// file names for a record with no identity yet (HeadNamed; 0: none, or no
+// Adopt in this process; MaxFingerprint without an epochs file).
+func (p *Pointer) HeadNamedLen() uint64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.namedLen
 }

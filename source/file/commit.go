@@ -292,8 +292,14 @@ func (s *Source) headFirst() bool {
 // first 4 KiB. False when the msync failed (as headFirst).
 func (s *Source) headGrow(b *feed.Batch) bool {
 	rec := s.ptr.Record()
-	if len(b.Ends) == 0 || rec.Epoch != b.Epoch || rec.FileKey == 0 || rec.FPLen >= pointer.MaxFingerprint ||
-		b.Ends[len(b.Ends)-1] <= int64(rec.FPLen) {
+	have := rec.FPLen
+	if rec.FileKey == 0 {
+		// No identity yet: the epochs file's adopted line names the first
+		// bytes (a file adopted with content); the store binds it.
+		have = s.ptr.HeadNamedLen()
+	}
+	if len(b.Ends) == 0 || rec.Epoch != b.Epoch || have >= pointer.MaxFingerprint ||
+		b.Ends[len(b.Ends)-1] <= int64(have) {
 		return true
 	}
 	s.collectSync(true)

@@ -688,12 +688,15 @@ func (s *Source) resumeRotated(f *os.File, dev, ino uint64) bool {
 				s.log.Info("glob file truncated or rewritten while its stream was closed, read to where it was seen last; reading it from its start under a new epoch",
 					"path", s.cfg.Path, "offset", rec.Offset)
 			}
-		} else if rec.Offset > 0 || rec.FPLen > 0 && (!s.cfg.Pinned || !s.cfg.prevSource) {
+		} else if rec.Offset > 0 || rec.FPLen > 0 {
 			// (Offset 0 with first bytes: never committed, its file
-			// adopted with content — those bytes and what followed them
-			// were never acknowledged, and no copy holds them: audit 10E.
-			// A glob stream's first source in this run only: a later one
-			// finds a cut the glob saw live, cutSeen above.)
+			// adopted with content or its first bytes stored before its
+			// first line — those bytes and what followed them were never
+			// acknowledged, and no copy holds them: audit 10E. Also for a
+			// glob stream's later source in the run, the cut seen live or
+			// not: what the glob saw past its read position does not tell
+			// a batch read and dropped unpublished at its stop, review
+			// 29b.)
 			s.loseTail(rec, fmt.Sprintf("input %s was truncated or rewritten while stopped (pointer offset %d) and no copy was found: "+
 				"lines written after the last commit may be lost; reading it from its start under a new epoch", s.cfg.Path, rec.Offset))
 		}
