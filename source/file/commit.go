@@ -3,6 +3,7 @@ package file
 import (
 	"context"
 	"errors"
+	"math"
 	"time"
 
 	"tailfeed/feed"
@@ -281,16 +282,29 @@ func (s *Source) headFirst() bool {
 // headGrow keeps the record's first bytes ahead of what is published under
 // its epoch: a batch ending past them, while they are fewer than the file's
 // first pointer.MaxFingerprint bytes, has the record stored again at its
-// offset with the fingerprint grown over what the file holds now, and
-// msynced, before it goes out. Otherwise a short first batch (a banner
-// line) left a record whose few first bytes a file rewritten while
-// tailfeed was stopped (kill -9, then a copytruncate, the banner written
-// again) still matched: the restart took it for the pointer's file and
-// read its new lines under the old epoch and positions — an exactlyOnce
-// sink skipped them as applied, and the copy holding the old lines was
-// never read (review 29a). One msync per such batch, only within a file's
-// first 4 KiB. False when the msync failed (as headFirst).
+// offset with the fingerprint grown over what the file holds now, before it
+// goes out. Otherwise a short first batch (a banner line) left a record
+// whose few first bytes a file rewritten while tailfeed was stopped (kill
+// -9, then a copytruncate, the banner written again) still matched: the
+// restart took it for the pointer's file and read its new lines under the
+// old epoch and positions — an exactlyOnce sink skipped them as applied,
+// and the copy holding the old lines was never read (reviews 29a, 29b).
+// The store goes into the shared mapping, which a kill -9 leaves in the
+// page cache; the next commit's msync makes it durable. Not while an msync
+// runs (reading never waits for one: the next batch grows them), nor after
+// a failed store (counted; the commit path reports it).
 func (s *Source) headGrow(b *feed.Batch) bool {
+	if len(b.Ends) == 0 {
+		return true
+	}
+	end := b.Ends[len(b.Ends)-1]
+	if s.grownEpoch == b.Epoch && end <= s.grownTo {
+		return true // covered (cheap: most batches, most files)
+	}
+	// (Before the pointer is touched: a running msync holds its lock.)
+	if s.collectSync(false); s.commit.inFlight {
+		return true
+	}
 	rec := s.ptr.Record()
 	have := rec.FPLen
 	if rec.FileKey == 0 {
@@ -298,26 +312,23 @@ func (s *Source) headGrow(b *feed.Batch) bool {
 		// bytes (a file adopted with content); the store binds it.
 		have = s.ptr.HeadNamedLen()
 	}
-	if len(b.Ends) == 0 || rec.Epoch != b.Epoch || have >= pointer.MaxFingerprint ||
-		b.Ends[len(b.Ends)-1] <= int64(have) {
+	if rec.Epoch != b.Epoch {
 		return true
 	}
-	s.collectSync(true)
-	// (Stored again on a retry after a failed msync, as headFirst; Sync
-	// is a no-op when nothing grew: the file's first bytes changed, which
-	// its identity check decides.)
-	err := s.ptr.Store(rec.Offset)
-	if err == nil {
-		s.ioBegin(nil)
-		err = s.ptr.Sync()
-		s.ioEnd()
+	if have < pointer.MaxFingerprint && end > int64(have) {
+		if err := s.ptr.Store(rec.Offset); err != nil {
+			s.commitFailures.Add(1)
+			s.commitOK.Store(false)
+			s.log.Error("pointer: recording the file's first bytes before its next lines failed", "error", err)
+			return true
+		}
+		if rec = s.ptr.Record(); rec.FileKey != 0 {
+			have = rec.FPLen
+		}
 	}
-	if err != nil {
-		s.commitFailures.Add(1)
-		s.commitOK.Store(false)
-		s.log.Error("pointer: recording the file's first bytes before its next lines failed; retrying", "error", err)
-		return false
+	s.grownEpoch, s.grownTo = b.Epoch, int64(have)
+	if have >= pointer.MaxFingerprint {
+		s.grownTo = math.MaxInt64
 	}
-	s.commitOK.Store(true)
 	return true
 }

@@ -303,11 +303,15 @@ type Source struct {
 	// own file (noteTail): the glob hands it to the stream's next source
 	// (Config.genTail).
 	closeGen genTail
-	closing  bool     // Close runs
-	headDone uint64   // the pointer epoch headFirst last made sure of (0: none)
-	headOwed uint64   // the epoch whose first-bytes record is stored but not yet msynced (0: none)
-	resuming bool     // in resumeRotated: copies the glob matches are not looked at (Config.GlobMatched)
-	catchUp  *CatchUp // the daemon put the pointer back to an older epoch (SetCatchUp)
+	closing  bool   // Close runs
+	headDone uint64 // the pointer epoch headFirst last made sure of (0: none)
+	headOwed uint64 // the epoch whose first-bytes record is stored but not yet msynced (0: none)
+	// grownEpoch, grownTo: under grownEpoch the record's first bytes cover
+	// the file up to grownTo (headGrow; MaxInt64: the whole fingerprint).
+	grownEpoch uint64
+	grownTo    int64
+	resuming   bool     // in resumeRotated: copies the glob matches are not looked at (Config.GlobMatched)
+	catchUp    *CatchUp // the daemon put the pointer back to an older epoch (SetCatchUp)
 
 	watchDirs   []watchDir
 	watchWarned bool
