@@ -5086,6 +5086,13 @@ func (g *Glob) adoptCopies(made []*gstream) {
 				!globHeadMatches(s.path, l.rec) || !g.copyName(p, s.path, l.rec) {
 				continue
 			}
+			if l.rec.Offset == 0 && (filepath.Dir(s.path) != filepath.Dir(p) || !g.copyNamed(filepath.Base(s.path), filepath.Base(p))) {
+				// At offset 0 no file is shorter than the offset: only one
+				// named as logrotate names p's copies, beside it, is taken
+				// (another file sharing a header line is a new stream:
+				// review 29c).
+				continue
+			}
 			g.loaded = append(g.loaded[:i], g.loaded[i+1:]...)
 			i--
 			s.ptrPath, s.copyFor = l.s.ptrPath, p
