@@ -5086,11 +5086,12 @@ func (g *Glob) adoptCopies(made []*gstream) {
 				!globHeadMatches(s.path, l.rec) || !g.copyName(p, s.path, l.rec) {
 				continue
 			}
-			if l.rec.Offset == 0 && (filepath.Dir(s.path) != filepath.Dir(p) || !g.copyNamed(filepath.Base(s.path), filepath.Base(p))) {
+			if l.rec.Offset == 0 && (filepath.Dir(s.path) != filepath.Dir(p) || !copyNamedStrict(filepath.Base(s.path), filepath.Base(p))) {
 				// At offset 0 no file is shorter than the offset: only one
-				// named as logrotate names p's copies, beside it, is taken
-				// (another file sharing a header line is a new stream:
-				// review 29c).
+				// named as logrotate names p's copies by default, beside
+				// it, is taken (another file sharing a header line is a new
+				// stream: review 29c; custom rotatedNames match by stem,
+				// app-api-1.log for app.log: review 29d).
 				continue
 			}
 			g.loaded = append(g.loaded[:i], g.loaded[i+1:]...)
@@ -5176,6 +5177,22 @@ func (g *Glob) copyName(first, path string, rec pointer.Record) bool {
 // a dateext or number before its extension.
 func (g *Glob) copyNamed(name, base string) bool {
 	if isRotatedName(g.cfg.Stream.RotatedNames, name, base) && sameStem(name, base) {
+		return true
+	}
+	ext := filepath.Ext(base)
+	stem := strings.TrimSuffix(base, ext)
+	if ext == "" || stem == "" || !strings.HasPrefix(name, stem) || !strings.HasSuffix(name, ext) || len(name) <= len(base) {
+		return false
+	}
+	return defaultSuffix.MatchString(name[len(stem) : len(name)-len(ext)])
+}
+
+// copyNamedStrict: name is base followed by a default rotated suffix
+// (app.log.1, app.log-20261206, app.log.1.gz), or base's stem, such a
+// suffix and its extension (app-20261206.log, app.1.log) — the names
+// logrotate gives base's copies, whatever rotatedNames says.
+func copyNamedStrict(name, base string) bool {
+	if strings.HasPrefix(name, base) && defaultSuffix.MatchString(name[len(base):]) {
 		return true
 	}
 	ext := filepath.Ext(base)
