@@ -249,9 +249,11 @@ func (s *Source) headFirst() bool {
 		// 10E) — the record is stored with them first, as after a Reset.
 		// A glob stream's too: its restart takes the pointer by key and
 		// first bytes, and a record naming none matched the rewritten
-		// file (TestS29GlobAdoptedEmptyKill9Copytruncate).
+		// file (TestGlobAdoptedEmptyKill9CopytruncateNewEpoch). The first
+		// bytes named go with the first batch too: it may end past them
+		// (the file grew between its adoption and the read).
 		s.headDone = b.Epoch
-		return true
+		return s.headGrow(b)
 	}
 	s.collectSync(true)
 	// Stored again on a retry too: after a failed msync the pages may be
