@@ -26,7 +26,7 @@ func (p *Pointer) Adopt(f io.ReaderAt, fileKey uint64) error {
 	}
 	p.src, p.key = f, fileKey
 	if p.epochs == "" {
-		p.named, p.namedLen = true, MaxFingerprint // no epochs file: nothing a restart compares with (as before)
+		p.namedLen = MaxFingerprint // no epochs file: nothing a restart compares with (as before)
 		return nil
 	}
 	r := p.cur
@@ -43,7 +43,7 @@ func (p *Pointer) Adopt(f io.ReaderAt, fileKey uint64) error {
 	// epochs file's tail (a glob start did, once per new stream).
 	fresh := p.unadopted
 	p.unadopted = false
-	p.named, p.namedLen = false, 0
+	p.namedLen = 0
 	before, named := false, uint64(0)
 	if err == nil && !fresh {
 		before, named = p.adoptedBefore(adopted, head[:n])
@@ -57,6 +57,6 @@ func (p *Pointer) Adopt(f io.ReaderAt, fileKey uint64) error {
 			named = adopted.FPLen
 		}
 	}
-	p.named, p.namedLen = named > 0, named
+	p.namedLen = named
 	return nil
 }

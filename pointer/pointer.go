@@ -72,11 +72,10 @@ type Pointer struct {
 	// unadopted: Open created the file and no Adopt ran yet (the epochs
 	// file holds no adopted line of its epoch).
 	unadopted bool
-	// named: the epochs file names the record's file with some of its
-	// first bytes (Adopt wrote or found such a line for the epoch): a
-	// record with no identity yet is told from another file by them;
-	// namedLen: how many (MaxFingerprint without an epochs file).
-	named    bool
+	// namedLen: how many first bytes of the record's file the epochs file
+	// names (Adopt wrote or found such a line for the epoch): a record with
+	// no identity yet is told from another file by them (MaxFingerprint
+	// without an epochs file; 0: none).
 	namedLen uint64
 
 	cur Record      // newest stored record (maybe not yet synced)
@@ -308,7 +307,7 @@ func hex(v uint64) string { return fmt.Sprintf("%016x", v) }
 func (p *Pointer) HeadNamed() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.named
+	return p.namedLen > 0
 }
 
 // HeadNamedLen is how many first bytes of the record's file the epochs

@@ -5179,6 +5179,13 @@ func (g *Glob) copyNamed(name, base string) bool {
 	if isRotatedName(g.cfg.Stream.RotatedNames, name, base) && sameStem(name, base) {
 		return true
 	}
+	return extKeptNamed(name, base)
+}
+
+// extKeptNamed: name is base's stem, a default rotated suffix (a number, a
+// date) and base's extension (app-20261206.log, app.1.log: dateext with
+// the extension kept).
+func extKeptNamed(name, base string) bool {
 	ext := filepath.Ext(base)
 	stem := strings.TrimSuffix(base, ext)
 	if ext == "" || stem == "" || !strings.HasPrefix(name, stem) || !strings.HasSuffix(name, ext) || len(name) <= len(base) {
@@ -5192,15 +5199,7 @@ func (g *Glob) copyNamed(name, base string) bool {
 // suffix and its extension (app-20261206.log, app.1.log) — the names
 // logrotate gives base's copies, whatever rotatedNames says.
 func copyNamedStrict(name, base string) bool {
-	if strings.HasPrefix(name, base) && defaultSuffix.MatchString(name[len(base):]) {
-		return true
-	}
-	ext := filepath.Ext(base)
-	stem := strings.TrimSuffix(base, ext)
-	if ext == "" || stem == "" || !strings.HasPrefix(name, stem) || !strings.HasSuffix(name, ext) || len(name) <= len(base) {
-		return false
-	}
-	return defaultSuffix.MatchString(name[len(stem) : len(name)-len(ext)])
+	return strings.HasPrefix(name, base) && defaultSuffix.MatchString(name[len(base):]) || extKeptNamed(name, base)
 }
 
 // headLines counts the line terminators in path's first n bytes.
