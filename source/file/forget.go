@@ -149,6 +149,23 @@ func (s *Source) forgetStep() {
 		s.forgetDue.Store(false)
 		return
 	}
+	if s.cfg.holdDeleted != nil && s.cfg.holdDeleted(rec) {
+		// A glob stream whose path now holds a live rotation's empty new
+		// file: the record is kept as the only one of that path's
+		// generations (the glob's forgetOrHold marks it held or forgets
+		// it as the stream closes). Reset here, a kill -9 before that
+		// file gets a pointer of its own, then lines written to it and
+		// rotated away while tailfeed is down, lost them uncounted (audit
+		// 11a: logrotate's compress deletes the renamed file at once).
+		if r != nil {
+			r.noForget = true
+		}
+		s.forget = nil
+		s.forgetDue.Store(false)
+		s.log.Info("input file deleted after every line of it was committed; its pointer is kept for the empty new file at its path",
+			"path", s.cfg.Path, "end", end)
+		return
+	}
 	s.forget = nil
 	s.forgotKey.Store(rec.FileKey)
 	next := pointer.NewEpoch()

@@ -286,7 +286,6 @@ type gstream struct {
 	watchWrote  *atomic.Bool
 	watchErrs   uint64
 	watchGoneAt time.Time
-	heldAt      string    // held: where its file is, beside its path
 	heldUntil   time.Time // until when
 	fpLen, fp   uint64    // the pointer's fingerprint when closed
 	done        bool      // ONCE_EARLIEST: read to its size and closed for good
@@ -2377,6 +2376,8 @@ func (g *Glob) start(ctx context.Context, s *gstream, ahead *createdAhead, atPat
 	c.held = s.heldMark // a mark found at this start (one written in this run was voided)
 	c.Path, c.DeliveryPath, c.Pinned, c.PinKey, c.PinGone = s.path, s.first, true, s.key, s.gone
 	c.globFiles = g.matched
+	first, key := s.first, s.key
+	c.holdDeleted = func(rec pointer.Record) bool { return g.holdDeleted(first, key, rec) }
 	if s.genOwn {
 		c.GlobMatched, c.GoneKey, c.GoneEpoch = g.matched, s.goneKey, s.goneEp // also when started again (preempted)
 		c.ownGone = s.ownLost
@@ -2744,7 +2745,7 @@ func (g *Glob) closed(s *gstream) {
 		}
 	}
 	if s.gone && !exists(s.path, s.key) && (ended || g.caughtUpOut(s, src)) {
-		g.forgetOrHold(s, g.findBeside(s))
+		g.forgetOrHold(s)
 	} else if s.gone && exists(s.path, s.key) && !g.matched(s.path) {
 		switch {
 		case s.behind || s.src0dropped || s.tailSize > s.tailEnd:
@@ -2765,7 +2766,7 @@ func (g *Glob) closed(s *gstream) {
 			// was stopped, as after a kill -9 (review 15a C, D; a start
 			// with no file at the path it left counts it gone instead:
 			// an overcount, open_rev15b_c).
-			g.forgetOrHold(s, s.path)
+			g.forgetOrHold(s)
 			if g.byKey[s.key] == s {
 				g.retired[s.key] = true
 			}
@@ -3468,7 +3469,7 @@ func (g *Glob) lookWatched(now time.Time) {
 			g.enqueue(s)
 		case now.Sub(s.activeAt) >= g.cfg.Stream.RotateWait:
 			g.unwatch(s)
-			g.forgetOrHold(s, s.path)
+			g.forgetOrHold(s)
 			if g.byKey[s.key] == s {
 				g.retired[s.key] = true
 			}
@@ -5641,18 +5642,20 @@ func (g *Glob) countUnreadGone() {
 }
 
 // forgetOrHold forgets s's pointer (forgetClosed: its file read to its
-// end, gone from the glob), unless its file is beside its path (at, "" if
-// deleted) and the file now at the path s's file left is empty with no
-// pointer yet (a live rotation's new file): s's pointer is then the only
-// record of the path's generations, and a restart after that new file was
-// written to and rotated away while tailfeed was down finds it through
-// this one (adoptByPath gives it to the file then at the path, whose
-// source reads the later generations beside it; audit 7 D). Kept until
-// forgetHeld lets it go.
-func (g *Glob) forgetOrHold(s *gstream, at string) {
-	if at != "" && !s.held {
+// end, gone from the glob), unless the file now at the path s's file left
+// is empty with no pointer yet (a live rotation's new file): s's pointer
+// is then the only record of the path's generations, and a restart after
+// that new file was written to and rotated away while tailfeed was down
+// finds it through this one (adoptByPath gives it to the file then at the
+// path, whose source reads the later generations beside it; audit 7 D).
+// Also when s's file is deleted (logrotate's compress with no
+// delaycompress: its source kept the record, Config.holdDeleted; audit
+// 11a): the held line tells a restart that it was read to its end. Kept
+// until forgetHeld lets it go.
+func (g *Glob) forgetOrHold(s *gstream) {
+	if !s.held {
 		if ok, next := g.emptySuccessor(s); ok {
-			s.held, s.heldAt = true, at
+			s.held = true
 			g.heldForget = append(g.heldForget, s)
 			g.markHeld(s, next)
 			return
@@ -5686,14 +5689,10 @@ func (g *Glob) markHeld(s *gstream, next uint64) {
 	if err != nil || rec.Offset != s.offset {
 		return
 	}
-	switch {
-	case rec.FileKey == 0 && rec.FPLen == 0 && rec.Offset == 0 && s.key != 0:
-		rec.FileKey, rec.FP = s.key, pointer.Fingerprint(nil) // bound while empty, never committed
-	case rec.FileKey == 0 || rec.FileKey != s.key:
+	l, ok := heldLine(rec, s.key, s.first, next)
+	if !ok {
 		return
 	}
-	l := pointer.EpochLine{Epoch: rec.Epoch, FileKey: rec.FileKey, FPLen: rec.FPLen, FP: rec.FP,
-		Path: s.first, Time: time.Now(), Reason: pointer.ReasonHeld, End: rec.Offset, NextKey: next}
 	if err := appendEpoch(g.cfg.EpochsPath, l); err != nil {
 		g.log.Warn("cannot mark a held pointer's file as read to its end; a restart that finds it gone counts it lost",
 			"pointer", s.ptrPath, "error", err)
@@ -5701,6 +5700,50 @@ func (g *Glob) markHeld(s *gstream, next uint64) {
 	}
 	s.heldMark = heldMark{Epoch: rec.Epoch, Key: rec.FileKey, End: rec.Offset, FPLen: rec.FPLen, FP: rec.FP, Next: next, At: l.Time}
 	s.heldLive = true
+}
+
+// heldLine is the "held" epochs line of rec, the pointer of the stream
+// of key first matched at first, kept for the empty file next at that
+// path (markHeld); false when rec names another file.
+func heldLine(rec pointer.Record, key uint64, first string, next uint64) (pointer.EpochLine, bool) {
+	switch {
+	case rec.FileKey == 0 && rec.FPLen == 0 && rec.Offset == 0 && key != 0:
+		rec.FileKey, rec.FP = key, pointer.Fingerprint(nil) // bound while empty, never committed
+	case rec.FileKey == 0 || rec.FileKey != key:
+		return pointer.EpochLine{}, false
+	}
+	return pointer.EpochLine{Epoch: rec.Epoch, FileKey: rec.FileKey, FPLen: rec.FPLen, FP: rec.FP,
+		Path: first, Time: time.Now(), Reason: pointer.ReasonHeld, End: rec.Offset, NextKey: next}, true
+}
+
+// holdDeleted is a glob stream's Config.holdDeleted (its source's
+// goroutine, no lock): the stream of key, first matched at first, whose
+// file is deleted, read to its end and committed (rec), keeps its record
+// when the file now at first is another, empty one — a live rotation's new
+// file (logrotate's compress deleted the renamed one at once). Its "held"
+// line is written now: a stop or a kill -9 before the glob books the
+// stream closed (forgetOrHold, which marks it again) finds the record
+// named as read to its end, not a file gone with its tail (audit 11a).
+func (g *Glob) holdDeleted(first string, key uint64, rec pointer.Record) bool {
+	size, _, err := statSizeMod(first)
+	if err != nil || size != 0 {
+		return false
+	}
+	dev, ino, err := fileutil.DevInoPath(first)
+	if err != nil {
+		return false
+	}
+	next := pointer.FileKey(dev, ino)
+	if next == key {
+		return false
+	}
+	if l, ok := heldLine(rec, key, first, next); ok && g.cfg.EpochsPath != "" {
+		if err := appendEpoch(g.cfg.EpochsPath, l); err != nil {
+			g.log.Warn("cannot mark a kept pointer's deleted file as read to its end; a restart that finds it gone counts it lost",
+				"path", first, "error", err)
+		}
+	}
+	return true
 }
 
 // voidHeld appends an "unheld" line for s's held mark written in this run:
@@ -5745,18 +5788,19 @@ func (g *Glob) emptySuccessor(s *gstream) (bool, uint64) {
 
 // forgetHeld forgets (forgetClosed) the pointers forgetOrHold kept: once
 // the file at the path their file left has a pointer holding a commit (it
-// records the path's generations from there), once the kept file is gone
-// from beside its path (read to its end, nothing of it pending), or when
-// the stream is not closed any more (started again: its next close
-// decides). Under mu.
+// records the path's generations from there), once that path is empty, or
+// when the stream is not closed any more (started again: its next close
+// decides). Not when the kept file is deleted or rotated on: read to its
+// end, it is no loss (its held line), and the record is still the path's
+// (audit 11a: forgotten then, the empty file's lines were lost uncounted
+// across a kill -9 and rotations while tailfeed was down). Under mu.
 func (g *Glob) forgetHeld() {
 	keep := g.heldForget[:0]
 	for _, s := range g.heldForget {
 		switch n := g.byPath[s.first]; {
 		case s.st != stClosed:
-			s.held, s.heldAt = false, ""
+			s.held = false
 			continue
-		case !exists(s.heldAt, s.key):
 		case (n == nil || n == s || n.gone) && !anyFileAt(s.first):
 			// The empty new file it was kept for is gone (deleted while
 			// empty): nothing at the path to follow.
@@ -5770,7 +5814,7 @@ func (g *Glob) forgetHeld() {
 			keep = append(keep, s)
 			continue
 		}
-		s.held, s.heldAt = false, ""
+		s.held = false
 		g.forgetClosed(s, false)
 	}
 	clear(g.heldForget[len(keep):])

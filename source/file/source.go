@@ -106,6 +106,12 @@ type Config struct {
 	// no generation of this source (twinReadInstead; review 25b G: an
 	// ordinary stream read it again as a later generation).
 	globFiles func(path string) bool
+	// holdDeleted, for every glob stream: is the file now at the stream's
+	// path another one, empty (a live rotation's new file)? Then the
+	// pointer's file, deleted, read to its end and committed (the record),
+	// is not forgotten here (forgetStep): the glob keeps the record as the
+	// path's (Glob.holdDeleted marks it held).
+	holdDeleted func(rec pointer.Record) bool
 	// RotatedNames are globs over base names (filepath.Match) that the
 	// input's rotated generations match, beside the path and beside a
 	// symlinked path's final target. Empty: the input's base name, then '.'
