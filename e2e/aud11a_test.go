@@ -20,15 +20,15 @@ package e2e
 // regressions. AUD11A_KILLS sets the kills per scenario (default 8; the
 // audit ran 30), AUD11A_SEED the seed, AUD11A_GZ=1 adds logrotate
 // `compress` without `delaycompress` (create and copytruncate) to the
-// property test (it then hits the finding below now and then),
+// property test (it hit the finding below now and then, until its fix),
 // AUD11A_KEEP=DIR keeps every run's daemon log and the epochs file.
 //
-// Finding: TestAud11AXGlobEmptyNewFileGzRotatedWhileDown — a glob feed,
-// logrotate create+compress: the new file after a live rotation is still
-// empty at a kill -9; lines written to it and a second rotation while down
-// are lost (13 of 28 lines, on disk in .gz generations) with lossless true.
-//
-// Run the findings: go test ./e2e -run 'TestAud11AX' -count=1
+// Finding (fixed in the thirtieth session; its test is now
+// TestGlobEmptyNewFileGzRotatedWhileDown in glob_held_deleted_test.go): a
+// glob feed, logrotate create+compress: the new file after a live rotation
+// is still empty at a kill -9; lines written to it and a second rotation
+// while down were lost (13 of 28 lines, on disk in .gz generations) with
+// lossless true.
 
 import (
 	"bytes"
@@ -448,8 +448,8 @@ func aud11ARun(t *testing.T, sc aud11AScenario) (problems []string) {
 	w.add("a.log", "create", false)
 	w.add("sub/b.log", "copytruncate", false)
 	// create/copytruncate + compress without delaycompress: only with
-	// AUD11A_GZ=1 (they hit TestAud11AXGlobEmptyNewFileGzRotatedWhileDown
-	// now and then).
+	// AUD11A_GZ=1 (they hit the finding fixed in the thirtieth session,
+	// TestGlobEmptyNewFileGzRotatedWhileDown, now and then).
 	rMode, tMode := "create", "copytruncate"
 	if os.Getenv("AUD11A_GZ") != "" {
 		rMode, tMode = "create-gz", "copytruncate-gz"
