@@ -3691,11 +3691,15 @@ func (g *Glob) voidLoadedHeld() {
 // never not at all. Not looked for elsewhere: moved to another directory
 // (or compressed: a .gz has another key) it is counted (an overcount). One
 // that got a pointer of its own before the stop (opened with its first
-// bytes, nothing committed before the kept pointer was let go) is counted
-// here too — that pointer, bound while the file was empty, names no first
-// bytes, and its source would take an older file beside the path for a
-// later generation and count nothing — and that pointer's record is marked
-// so that it is not counted again.
+// bytes, nothing committed before the kept pointer was let go) is left to
+// that pointer when its record names the file's first bytes (stored, or
+// its "adopted" line's): its source finds the file by them beside the path
+// (a .gz too) and reads it, or counts it gone (review of audit 11a's fix:
+// counted here, a compressed one read from its .gz all the same was an
+// overcount). Its record naming no first bytes (bound while the file was
+// empty), it is counted here — its source would take an older file beside
+// the path for a later generation and count nothing — and that pointer's
+// record is marked so that it is not counted again.
 func (g *Glob) countNextGone() {
 	for _, l := range g.loaded {
 		m := l.s.heldMark
@@ -3704,6 +3708,11 @@ func (g *Glob) countNextGone() {
 		}
 		if f := g.keyBesideBefore(l.s.first, pointer.Record{FileKey: m.Next}, m.At); f != nil {
 			f.Close()
+			continue
+		}
+		if slices.ContainsFunc(g.loaded, func(o loaded) bool {
+			return o.rec.FileKey == m.Next && o.rec.FPLen > 0 && o.s.heldMark.Epoch == 0
+		}) {
 			continue
 		}
 		detail := fmt.Sprintf("glob file %s, a rotation's newer file at that path with no line of it committed yet, is gone while stopped: its lines, if any, are lost",
