@@ -157,9 +157,17 @@ func (s *Source) forgetStep() {
 		// file gets a pointer of its own, then lines written to it and
 		// rotated away while tailfeed is down, lost them uncounted (audit
 		// 11a: logrotate's compress deletes the renamed file at once).
+		// Lines the application still appends to the deleted file through
+		// its descriptor are read downgraded, as after the Reset: the
+		// record stays at the end the held line names (its first bytes
+		// those a .gz made of the file holds; review 30b: read on
+		// positioned, the record outgrew the .gz, which a restart then
+		// read again as a later generation).
 		if r != nil {
 			r.noForget = true
+			r.epoch, r.positioned = pointer.NewEpoch(), false
 		}
+		s.keptDeleted = true
 		s.forget = nil
 		s.forgetDue.Store(false)
 		s.log.Info("input file deleted after every line of it was committed; its pointer is kept for the empty new file at its path",

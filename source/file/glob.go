@@ -287,6 +287,9 @@ type gstream struct {
 	watchErrs   uint64
 	watchGoneAt time.Time
 	heldUntil   time.Time // until when
+	// hookHeld: the "held" line its source's holdDeleted wrote (set on
+	// the source's goroutine), until markHeld takes it or voidHeld voids it.
+	hookHeld atomic.Pointer[pointer.EpochLine]
 	fpLen, fp   uint64    // the pointer's fingerprint when closed
 	done        bool      // ONCE_EARLIEST: read to its size and closed for good
 	owe         *owed     // closed with lines unacknowledged (a drain cut short): the commit they owe
@@ -2377,7 +2380,7 @@ func (g *Glob) start(ctx context.Context, s *gstream, ahead *createdAhead, atPat
 	c.Path, c.DeliveryPath, c.Pinned, c.PinKey, c.PinGone = s.path, s.first, true, s.key, s.gone
 	c.globFiles = g.matched
 	first, key := s.first, s.key
-	c.holdDeleted = func(rec pointer.Record) bool { return g.holdDeleted(first, key, rec) }
+	c.holdDeleted = func(rec pointer.Record) bool { return g.holdDeleted(s, first, key, rec) }
 	if s.genOwn {
 		c.GlobMatched, c.GoneKey, c.GoneEpoch = g.matched, s.goneKey, s.goneEp // also when started again (preempted)
 		c.ownGone = s.ownLost
@@ -2583,6 +2586,11 @@ func (g *Glob) closed(s *gstream) {
 		}
 	}
 	s.offset = src.ReadPos()
+	if src.keptDeleted && src.ptr != nil {
+		// Its pointer kept at the deleted file's end (holdDeleted): lines
+		// read after that were downgraded; the record is where it ends.
+		s.offset = src.ptr.Record().Offset
+	}
 	s.epoch = src.Epoch()
 	s.readHeadLen, s.readHead, _ = src.HeadRead(s.epoch)
 	s.noteCopy(src)
@@ -5664,6 +5672,21 @@ func (g *Glob) countUnreadGone() {
 func (g *Glob) forgetOrHold(s *gstream) {
 	if !s.held {
 		if ok, next := g.emptySuccessor(s); ok {
+			if i := slices.IndexFunc(g.heldForget, func(h *gstream) bool { return h != s && h.first == s.first }); i >= 0 {
+				// One record of a path's generations is enough: the
+				// newer one (its file left the path later) stays, unless
+				// nothing of the newer one was committed — an idle
+				// application's empty files rotated in turn (review 30b:
+				// one pointer kept per rotation, without bound).
+				h := g.heldForget[i]
+				if s.offset == 0 || !s.goneAt.After(h.goneAt) {
+					g.forgetClosed(s, false)
+					return
+				}
+				g.heldForget = slices.Delete(g.heldForget, i, i+1)
+				h.held = false
+				g.forgetClosed(h, false)
+			}
 			s.held = true
 			g.heldForget = append(g.heldForget, s)
 			g.markHeld(s, next)
@@ -5702,7 +5725,9 @@ func (g *Glob) markHeld(s *gstream, next uint64) {
 	if !ok {
 		return
 	}
-	if err := appendEpoch(g.cfg.EpochsPath, l); err != nil {
+	if h := s.hookHeld.Swap(nil); h != nil && sameHeld(*h, l) {
+		l = *h // written by the stream's source already (holdDeleted)
+	} else if err := appendEpoch(g.cfg.EpochsPath, l); err != nil {
 		g.log.Warn("cannot mark a held pointer's file as read to its end; a restart that finds it gone counts it lost",
 			"pointer", s.ptrPath, "error", err)
 		return
@@ -5733,7 +5758,7 @@ func heldLine(rec pointer.Record, key uint64, first string, next uint64) (pointe
 // line is written now: a stop or a kill -9 before the glob books the
 // stream closed (forgetOrHold, which marks it again) finds the record
 // named as read to its end, not a file gone with its tail (audit 11a).
-func (g *Glob) holdDeleted(first string, key uint64, rec pointer.Record) bool {
+func (g *Glob) holdDeleted(s *gstream, first string, key uint64, rec pointer.Record) bool {
 	size, _, err := statSizeMod(first)
 	if err != nil || size != 0 {
 		return false
@@ -5750,9 +5775,18 @@ func (g *Glob) holdDeleted(first string, key uint64, rec pointer.Record) bool {
 		if err := appendEpoch(g.cfg.EpochsPath, l); err != nil {
 			g.log.Warn("cannot mark a kept pointer's deleted file as read to its end; a restart that finds it gone counts it lost",
 				"path", first, "error", err)
+		} else {
+			s.hookHeld.Store(&l) // markHeld takes it instead of writing it again
 		}
 	}
 	return true
+}
+
+// sameHeld: a and b mark the same record read to the same end for the
+// same empty file.
+func sameHeld(a, b pointer.EpochLine) bool {
+	return a.Epoch == b.Epoch && a.FileKey == b.FileKey && a.FPLen == b.FPLen && a.FP == b.FP &&
+		a.End == b.End && a.NextKey == b.NextKey && a.Path == b.Path
 }
 
 // voidHeld appends an "unheld" line for s's held mark written in this run:
@@ -5761,6 +5795,12 @@ func (g *Glob) holdDeleted(first string, key uint64, rec pointer.Record) bool {
 // (the caller retries): read on under a live mark, a kill and a deletion
 // while stopped would lose lines unsaid.
 func (g *Glob) voidHeld(s *gstream) error {
+	if h := s.hookHeld.Load(); h != nil && !s.heldLive {
+		// Written by its source (holdDeleted) and never taken as the
+		// stream's mark: voided as well.
+		s.heldMark = heldMark{Epoch: h.Epoch, Key: h.FileKey, FPLen: h.FPLen, FP: h.FP}
+		s.heldLive = true
+	}
 	if !s.heldLive {
 		return nil
 	}
@@ -5771,6 +5811,7 @@ func (g *Glob) voidHeld(s *gstream) error {
 		return fmt.Errorf("epochs file %s: voiding the held line of epoch %s: %w", g.cfg.EpochsPath, hex16(m.Epoch), err)
 	}
 	s.heldMark, s.heldLive = heldMark{}, false
+	s.hookHeld.Store(nil)
 	return nil
 }
 

@@ -348,6 +348,7 @@ type Source struct {
 	commitOK       atomic.Bool   // the last commit attempt succeeded and is synced
 	dirty          atomic.Bool   // a stored record waits for its msync
 	forgetDue      atomic.Bool   // the pointer still names a deleted file that is to be forgotten
+	keptDeleted    bool          // forgetStep kept the record of the deleted file (Config.holdDeleted); read by the glob once the source ended
 	linesRead      atomic.Uint64
 	bytesRead      atomic.Uint64
 	readPos        atomic.Int64 // offset read up to in the current file
