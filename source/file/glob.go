@@ -287,12 +287,14 @@ type gstream struct {
 	watchErrs   uint64
 	watchGoneAt time.Time
 	heldUntil   time.Time // until when
-	// hookHeld: the "held" line its source's holdDeleted wrote (set on
-	// the source's goroutine), until markHeld takes it or voidHeld voids it.
-	hookHeld atomic.Pointer[pointer.EpochLine]
 	fpLen, fp   uint64    // the pointer's fingerprint when closed
 	done        bool      // ONCE_EARLIEST: read to its size and closed for good
 	owe         *owed     // closed with lines unacknowledged (a drain cut short): the commit they owe
+
+	// hookHeld: the "held" line its source's holdDeleted wrote (set on
+	// the source's goroutine), until markHeld takes it or voidHeld voids it.
+	hookHeld atomic.Pointer[pointer.EpochLine]
+
 	// tailEnd < tailSize: its file held bytes past what its stream
 	// published when the stream closed (Source.closeSize, closeEnd);
 	// read when it is opened again, counted lost if the file turns out
