@@ -3534,7 +3534,14 @@ func (g *Glob) forgetClosed(s *gstream, atScan bool) {
 	// (Its own file counted gone unread, ownLost: the record names the
 	// file beside the path its source read last — the pointer's file, or
 	// a later generation — read to its end, committed: review 21a A.)
-	if err != nil || (rec.FileKey != s.key && !(s.ownLost && rec.FileKey != 0)) || rec.Offset != s.offset {
+	// (Bound while its file was empty and never committed — the record
+	// names no file on disk, its epochs line does — nothing of it is
+	// pending either: reset too, else a held line its source wrote for it
+	// stayed good for a restart, and its record the path's (review 30a:
+	// counted once more per such record, or read a later generation's
+	// committed lines again).
+	boundEmpty := err == nil && rec.FileKey == 0 && rec.FPLen == 0 && rec.Offset == 0 && s.offset == 0 && rec.Epoch == s.epoch
+	if err != nil || (rec.FileKey != s.key && !(s.ownLost && rec.FileKey != 0) && !boundEmpty) || rec.Offset != s.offset {
 		return
 	}
 	p, err := pointer.Open(s.ptrPath, pointer.Options{Logger: g.log, EpochsPath: g.cfg.EpochsPath})
