@@ -575,8 +575,20 @@ func rev29BLiveThenKill(t *testing.T, body string) {
 		}
 	}
 	p.mu.Unlock()
-	if !f.Lossless || f.LostTails != 0 {
-		t.Errorf("want lossless true; got lossless %v lostTails %d detail %v", f.Lossless, f.LostTails, f.Detail)
+	wantTails := uint64(0)
+	if strings.Contains(body, "create") && strings.Contains(body, "compress") && !strings.Contains(body, "delaycompress") {
+		// Since the thirtieth session the old file's pointer is kept for
+		// the empty new one (deleted at once by gzip; audit 11a), and a
+		// restart that finds the new file's key gone into its .gz counts
+		// it (README: "compressed, it is counted too: an overcount"):
+		// its lines are read from the .gz all the same (checked above).
+		// Left to the new file's own pointer instead, a file sharing its
+		// first bytes was taken for it and its lines lost uncounted
+		// (review 30c).
+		wantTails = 1
+	}
+	if f.LostTails != wantTails || f.Lossless != (wantTails == 0) {
+		t.Errorf("want lostTails %d; got lossless %v lostTails %d detail %v", wantTails, f.Lossless, f.LostTails, f.Detail)
 	}
 	t.Logf("pointers left %+v", left)
 }

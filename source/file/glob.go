@@ -3348,7 +3348,11 @@ func (g *Glob) housekeep(ctx context.Context) {
 		case st == WaitingForFile && s.sp.Pending() == 0:
 			// Pinned: its file is read to its end and gone from the path.
 			g.stop(s)
-		case st == CaughtUp && !s.gone && now.Sub(s.activeAt) >= g.cfg.CloseInactive:
+		case st == CaughtUp && !s.gone && now.Sub(s.activeAt) >= g.cfg.CloseInactive && !s.src.queuedAtRest.Load():
+			// (Not while files wait behind the open one for its
+			// rotateWaitMillis: closed then, nothing reopened it and the
+			// later generations a restart found were never read — review
+			// 13b A's test, closeInactiveMillis 50 < rotateWaitMillis 200.)
 			g.stop(s)
 		case st == CaughtUp && s.gone && s.sp.Pending() == 0 && now.Sub(s.activeAt) >= g.cfg.Stream.RotateWait:
 			// Read where it went out of the glob: done rotateWait after
@@ -3534,14 +3538,24 @@ func (g *Glob) forgetClosed(s *gstream, atScan bool) {
 	// (Its own file counted gone unread, ownLost: the record names the
 	// file beside the path its source read last — the pointer's file, or
 	// a later generation — read to its end, committed: review 21a A.)
-	// (Bound while its file was empty and never committed — the record
-	// names no file on disk, its epochs line does — nothing of it is
-	// pending either: reset too, else a held line its source wrote for it
-	// stayed good for a restart, and its record the path's (review 30a:
-	// counted once more per such record, or read a later generation's
-	// committed lines again).
-	boundEmpty := err == nil && rec.FileKey == 0 && rec.FPLen == 0 && rec.Offset == 0 && s.offset == 0 && rec.Epoch == s.epoch
-	if err != nil || (rec.FileKey != s.key && !(s.ownLost && rec.FileKey != 0) && !boundEmpty) || rec.Offset != s.offset {
+	if err == nil && rec.FileKey == 0 && rec.FPLen == 0 && rec.Offset == 0 && s.offset == 0 && rec.Epoch == s.epoch && s.key != 0 {
+		// Bound while its file was empty and never committed (the record
+		// names no file on disk, its epochs line does): nothing of it was
+		// ever pending. Its pointer goes: kept, a held line its source
+		// wrote for it stayed good for a restart and its record the
+		// path's (review 30a: a loss counted once more per such record,
+		// or a later generation's committed lines read again); reset, a
+		// restart kept its empty record as a gone stream of the path that
+		// held the path's stream back (review 13b A's test).
+		if err := os.Remove(s.ptrPath); err != nil && !errors.Is(err, os.ErrNotExist) {
+			g.log.Warn("cannot delete the pointer of a glob file gone before a line of it was read", "path", s.path, "pointer", s.ptrPath, "error", err)
+			return
+		}
+		g.log.Info("closed glob file gone before a line of it was read; its pointer is deleted", "path", s.path, "pointer", s.ptrPath)
+		s.ptrPath = ""
+		return
+	}
+	if err != nil || (rec.FileKey != s.key && !(s.ownLost && rec.FileKey != 0)) || rec.Offset != s.offset {
 		return
 	}
 	p, err := pointer.Open(s.ptrPath, pointer.Options{Logger: g.log, EpochsPath: g.cfg.EpochsPath})
@@ -3708,15 +3722,16 @@ func (g *Glob) voidLoadedHeld() {
 // never not at all. Not looked for elsewhere: moved to another directory
 // (or compressed: a .gz has another key) it is counted (an overcount). One
 // that got a pointer of its own before the stop (opened with its first
-// bytes, nothing committed before the kept pointer was let go) is left to
-// that pointer when its record names the file's first bytes (stored, or
-// its "adopted" line's): its source finds the file by them beside the path
-// (a .gz too) and reads it, or counts it gone (review of audit 11a's fix:
-// counted here, a compressed one read from its .gz all the same was an
-// overcount). Its record naming no first bytes (bound while the file was
-// empty), it is counted here — its source would take an older file beside
-// the path for a later generation and count nothing — and that pointer's
-// record is marked so that it is not counted again.
+// bytes, nothing committed before the kept pointer was let go) is counted
+// here too — that pointer, bound while the file was empty, names no first
+// bytes, and its source would take an older file beside the path for a
+// later generation and count nothing — and that pointer's record is marked
+// so that it is not counted again. Also when that pointer names first
+// bytes (its lines delivered, none committed, and the file compressed
+// while tailfeed was down: read from its .gz and counted, an overcount):
+// left to that pointer, a file of the same first bytes beside the path (a
+// banner line every generation starts with) or on its reused inode was
+// taken for it and its lines were lost uncounted (review 30c).
 func (g *Glob) countNextGone() {
 	for _, l := range g.loaded {
 		m := l.s.heldMark
@@ -3727,9 +3742,11 @@ func (g *Glob) countNextGone() {
 			f.Close()
 			continue
 		}
-		if slices.ContainsFunc(g.loaded, func(o loaded) bool {
-			return o.rec.FileKey == m.Next && o.rec.FPLen > 0 && o.s.heldMark.Epoch == 0
-		}) {
+		if slices.ContainsFunc(g.loaded, func(o loaded) bool { return o.rec.FileKey == m.Next && o.rec.Offset > 0 }) {
+			// Its own pointer holds a commit (the kept one would have been
+			// let go at the next housekeeping): that record is found or
+			// counted as any committed one (review 30a: counted here too,
+			// its lines all read from its .gz).
 			continue
 		}
 		detail := fmt.Sprintf("glob file %s, a rotation's newer file at that path with no line of it committed yet, is gone while stopped: its lines, if any, are lost",

@@ -94,6 +94,7 @@ func (s *Source) atEnd() bool {
 		s.setState(Behind)
 		return false
 	}
+	s.queuedAtRest.Store(len(s.next) > 0)
 	s.setState(CaughtUp)
 	return false
 }

@@ -349,6 +349,7 @@ type Source struct {
 	dirty          atomic.Bool   // a stored record waits for its msync
 	forgetDue      atomic.Bool   // the pointer still names a deleted file that is to be forgotten
 	keptDeleted    bool          // forgetStep kept the record of the deleted file (Config.holdDeleted); read by the glob once the source ended
+	queuedAtRest   atomic.Bool   // CAUGHT_UP with files queued behind the open one (their switch waits for rotateWait)
 	linesRead      atomic.Uint64
 	bytesRead      atomic.Uint64
 	readPos        atomic.Int64 // offset read up to in the current file
