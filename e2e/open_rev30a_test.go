@@ -76,7 +76,7 @@ func TestRev30AXAppendToDeletedAfterHoldStop(t *testing.T) {
 // Observed on c4743fd: F's 5 lines, every one committed before the stop,
 // read again under a new epoch (E's stale record, bound while empty and
 // never reset, was given to the new a.log) — fixed in the thirtieth
-// session: forgetClosed resets a record bound while empty. Observed now,
+// session: forgetClosed lets go of a record bound while empty. Observed now,
 // as before c4743fd (verified by the reviewer, diff reversed): the 4 lines
 // of the a.log made and rotated away while tailfeed was stopped
 // (#000015…#000018, in a.log.1.gz) are neither read nor counted, lossless
