@@ -638,6 +638,18 @@ func (s *Source) resumeRotated(f *os.File, dev, ino uint64) bool {
 		// inode: it existed before its pointer took it, so one born after
 		// the pointer file was last written is another file.
 		bornBy = s.ptrModTime()
+		if m := s.cfg.held; m.Found && m.Epoch == rec.Epoch && m.Key == rec.FileKey && m.End == rec.Offset && m.At.After(bornBy) {
+			// Unless the glob's held mark for the record, written later,
+			// found it (voidLoadedHeld: a file of its key beside the path
+			// born before the mark — the mark moved on to the files its
+			// key named, remarkHeld) and so names nothing: bounded by the
+			// pointer file, that file was taken for another and the
+			// record's tail counted lost over nothing lost (an idle
+			// application's empty files rotated in turn on reused inodes:
+			// CI's TestRev30BOKManyHeldRestart). Read from the record's
+			// offset — 0, no first bytes — it loses nothing either way.
+			bornBy = m.At
+		}
 	}
 	adopted := s.adoptedGone(rec)
 	s.resuming = adopted
@@ -821,6 +833,13 @@ func (s *Source) resumeRotated(f *os.File, dev, ino uint64) bool {
 		// to it is no later generation of it (review 22b F: the older
 		// generation, within mtimeSlack, was read again from its start).
 		gens = s.dropForgotten(rec, gens)
+		if g != nil {
+			gens = s.dropLeftGzOlder(rec, g.f.Name(), gens)
+		} else if s.heldGone {
+			if p := s.heldNextAt(); p != "" {
+				gens = s.dropLeftGzOlder(rec, p, gens)
+			}
+		}
 	}
 	if deferLost && len(gens) == 0 {
 		// No generation beside the path: the adopted file is gone.
@@ -1019,6 +1038,83 @@ func (s *Source) dropForgotten(rec pointer.Record, gens []genFile) []genFile {
 			"file", g.path, "end", left.PrevOffset)
 		return true
 	})
+}
+
+// dropLeftGzOlder drops from gens a compressed generation that holds
+// exactly the file the pointer's epoch moved it off (its first bytes, its
+// size the committed end: every line of it committed) and is named older
+// than name: the pointer's generation found beside the path (logrotate's
+// numbers — app.log.2.gz before app.log.1 — or dates), or, the record's
+// file gone and held (nothing of it pending), where the empty file its
+// glob kept it for is now (heldNextAt: later than the record's file, which
+// is later than the file left; at the path, every rotated name is older).
+// Compressed after
+// the pointer moved on (delaycompress compresses it at the rotation after)
+// by a compressor that gives the .gz a new mtime (a rotation script's
+// gzip -c), or by logrotate (which keeps the original's mtime) when its
+// last write was within mtimeSlack of the reference, it was queued as a
+// later generation: read again whole (every line of it delivered twice,
+// exactlyOnce sinks too, as its epoch was new) at a restart whose pointer
+// still named a file after it — a kill or a stop within rotateWait of a
+// single-file feed's rotation, or a glob's held record (thirty-first
+// session). A later generation — another file
+// of the same bytes (review 22c B: a job's log that holds the same line
+// each time) — is never named older than g; the name's order is trusted
+// only between names of one kind (numbers, or dates).
+func (s *Source) dropLeftGzOlder(rec pointer.Record, name string, gens []genFile) []genFile {
+	left, ok := s.ptr.Left(rec.Epoch)
+	if !ok || left.PrevFPLen == 0 || left.PrevOffset <= 0 {
+		return gens
+	}
+	var gr rank
+	ranked, atPath := false, false
+	for _, gd := range s.genDirs() {
+		switch {
+		case filepath.Dir(name) != gd.dir:
+			continue
+		case filepath.Base(name) == gd.base:
+			atPath = true
+		case s.rotatedName(filepath.Base(name), gd.base):
+			gr, ranked = rankOf(filepath.Base(name), gd.base), true
+		default:
+			continue
+		}
+		break
+	}
+	if !ranked && !atPath {
+		return gens
+	}
+	return slices.DeleteFunc(gens, func(x genFile) bool {
+		if !x.gz || x.dsize != left.PrevOffset || !headMatches(x.head, left.PrevFPLen, left.PrevFP) {
+			return false
+		}
+		if !atPath && ((x.rank.date == "") != (gr.date == "") || !x.rank.before(gr)) {
+			return false
+		}
+		s.log.Info("a compressed generation named before the pointer's file holds the file the pointer moved off it (every line of it committed); not read again",
+			"file", x.path, "before", name, "end", left.PrevOffset)
+		return true
+	})
+}
+
+// heldNextAt names where the empty file the glob's held mark for the
+// record was kept for (heldMark.Next) is now — at the path or beside it,
+// found by its key and born before the mark (one born after it is another
+// file on its inode); "" when it is not found.
+func (s *Source) heldNextAt() string {
+	m := s.cfg.held
+	if m.Next == 0 {
+		return ""
+	}
+	f, _, _ := s.findByKey(pointer.Record{FileKey: m.Next}, func(uint64, uint64) bool { return false })
+	if f == nil {
+		return ""
+	}
+	defer f.Close()
+	if bornLater(f, m.At) {
+		return ""
+	}
+	return f.Name()
 }
 
 // awaitTornPointerGen runs before open: when the pointer's generation is,
