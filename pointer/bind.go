@@ -12,6 +12,15 @@ func (p *Pointer) Bind(f io.ReaderAt, fileKey uint64) {
 	p.src, p.key = f, fileKey
 }
 
+// Unadopted: Open created the pointer file and no Adopt has run since —
+// nothing on disk names the file it was created for yet (its record and
+// its epochs lines name none).
+func (p *Pointer) Unadopted() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.unadopted
+}
+
 // Adopt binds a record that has no identity yet (never committed: file
 // key, fingerprint length and offset all 0) to its first input f with
 // fileKey, keeping its epoch, and appends an "adopted" line naming f to the

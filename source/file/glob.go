@@ -1174,6 +1174,9 @@ func (g *Glob) scan(ctx context.Context) {
 	for _, s := range g.queue {
 		s.awaitScan = false // followed, at its path again, or gone
 	}
+	if !g.started {
+		g.startUnreadLocked() // before the first stream starts
+	}
 	g.schedule(ctx)
 }
 
@@ -5549,7 +5552,10 @@ func (g *Glob) waitingAtStop() []unreadEntry {
 	}
 	var out []unreadEntry
 	for k, s := range g.byKey {
-		if k != s.key || s.gone || s.ptrPath != "" || s.st == stOpen || s.st == stStopping || !g.unread(s) {
+		if k != s.key || s.gone || ((s.ptrPath != "" || s.st == stOpen || s.st == stStopping) && !unadopted(s)) || !g.unread(s) {
+			// (A stream whose new pointer names no file yet is listed:
+			// stopped before its source adopted its file, nothing else
+			// on disk names it — startUnread.)
 			continue
 		}
 		if n := g.seenEnd(s); n > 0 {
@@ -5679,6 +5685,12 @@ func (g *Glob) countUnreadGone() {
 		g.mu.Unlock()
 	}
 	g.flushLosses()
+	g.mu.Lock()
+	live := len(g.live.written) > 0
+	g.mu.Unlock()
+	if live {
+		return // the start's list (startUnreadLocked): the running list writes it again
+	}
 	if err := os.Remove(path); err != nil {
 		g.log.Warn("cannot remove the glob's unread list; the next start may count its files again", "path", path, "error", err)
 	}

@@ -1,6 +1,10 @@
 package file
 
 import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"slices"
 	"time"
 )
@@ -35,6 +39,9 @@ type liveUnread struct {
 	fps      map[uint64]liveHead    // first bytes looked at for an entry
 	pending  time.Time              // since when an addition waits to be written
 	lastSize time.Time              // the last write for growth alone
+	// startDone: the first scan wrote its list (startUnreadLocked); stale:
+	// the file on disk still holds the previous run's entries too.
+	startDone, stale bool
 }
 
 // liveHead is the first bytes looked at for a listed stream's file.
@@ -45,11 +52,23 @@ type liveHead struct {
 
 // waitingNow is every tracked file in the glob never read, with no pointer
 // and bytes seen — the list's entries while running (no loss counted: the
-// glob counts a waiting file found deleted). Under mu.
-func (g *Glob) waitingNow() []unreadEntry {
+// glob counts a waiting file found deleted). Also a started stream whose
+// new pointer names no file yet (unadopted) when all is true (the start's
+// list, startUnread) or the list on disk names it already: until its
+// "adopted" line is on disk, a kill -9 leaves nothing else naming its file
+// (the pointer file removed as never written, or a record naming none).
+// Under mu.
+func (g *Glob) waitingNow(all bool) []unreadEntry {
 	var out []unreadEntry
 	for k, s := range g.byKey {
-		if k != s.key || s.gone || s.ptrPath != "" || s.st == stOpen || s.st == stStopping || !g.unread(s) {
+		if k != s.key || s.gone {
+			continue
+		}
+		if s.ptrPath != "" || s.st == stOpen || s.st == stStopping {
+			if (!all && !g.listedLive(k)) || !unadopted(s) || !g.unread(s) {
+				continue
+			}
+		} else if !g.unread(s) {
 			continue
 		}
 		if n := g.seenEnd(s); n > 0 {
@@ -57,6 +76,61 @@ func (g *Glob) waitingNow() []unreadEntry {
 		}
 	}
 	return append(out, g.ownOutEntries()...)
+}
+
+// unadopted: s's source has not opened its pointer yet, or opened a new
+// one that no Adopt has named a file in (pointer.Unadopted). Under mu
+// (src.ptr is set under it).
+func unadopted(s *gstream) bool {
+	return s.src == nil || s.src.ptr == nil || s.src.ptr.Unadopted()
+}
+
+// startUnreadLocked writes, in the first scan before any stream starts,
+// the unread list of every file that scan found with bytes and nothing on
+// disk naming it (the streams it queues; none has its pointer adopted yet):
+// a kill -9 within unreadListDelay of the start, before a stream's first
+// open, left no trace of its file, and one rotated or deleted while
+// tailfeed was down had its lines never read and nothing counted (the kill
+// -9 property run, seed 1796536884841194830: a.log's first 8 lines,
+// lossless true; thirty-first session). The previous run's entries are
+// kept in it, before these (countUnreadGone reads them after the scan,
+// these skipped as found in the glob); the first housekeeping pass writes
+// the running list again without them (stale). Under mu (one write at the
+// start, the scan waits for it).
+func (g *Glob) startUnreadLocked() {
+	lu := &g.live
+	if lu.startDone || g.cfg.PointerDir == "" || g.final {
+		return
+	}
+	lu.startDone = true
+	keep := g.liveHeads(g.waitingNow(true))
+	if len(keep) == 0 {
+		return
+	}
+	path := filepath.Join(g.cfg.PointerDir, unreadListName)
+	var b bytes.Buffer
+	if old, err := os.ReadFile(path); err == nil && len(old) > 0 {
+		b.Write(old)
+		if old[len(old)-1] != '\n' {
+			b.WriteByte('\n')
+		}
+	}
+	for _, w := range keep {
+		if line, err := json.Marshal(w); err == nil {
+			b.Write(line)
+			b.WriteByte('\n')
+		}
+	}
+	if err := storeList(path, b.Bytes()); err != nil {
+		g.log.Error("cannot write the glob's unread list at the start: a file never read and rotated or deleted while stopped after a kill -9 will not be counted",
+			"path", path, "error", err)
+		return
+	}
+	lu.written = make(map[uint64]unreadEntry, len(keep))
+	for _, w := range keep {
+		lu.written[w.Key] = w
+	}
+	lu.stale = true
 }
 
 // ownOutEntries are the unread list's entries (Out) of the own files out of
@@ -90,7 +164,7 @@ func (g *Glob) liveUnreadDue(now time.Time) ([]unreadEntry, bool) {
 		return nil, false
 	}
 	lu := &g.live
-	cur := g.waitingNow()
+	cur := g.waitingNow(false)
 	// urgent: an own file out of the glob (ownOut) is listed at once, not
 	// after unreadListDelay: it is rare, and it waits for nothing to come.
 	added, dropped, grown, urgent := false, false, false, false
@@ -111,7 +185,9 @@ func (g *Glob) liveUnreadDue(now time.Time) ([]unreadEntry, bool) {
 			grown = true
 		}
 	}
-	if len(lu.written) > len(cur) {
+	if len(lu.written) > len(cur) || lu.stale {
+		// (stale: the start's list still holds the previous run's
+		// entries, startUnreadLocked.)
 		dropped = true
 	} else if !added {
 		// Same count, none added: nothing dropped either.
@@ -160,6 +236,29 @@ func (g *Glob) liveUnreadDue(now time.Time) ([]unreadEntry, bool) {
 // mu; after liveUnreadDue) and records what it holds.
 func (g *Glob) writeLiveUnread(ws []unreadEntry) {
 	lu := &g.live
+	keep := g.liveHeads(ws)
+	if !g.storeUnreadList(keep) {
+		return // the old list stays; the next pass tries again
+	}
+	g.mu.Lock()
+	lu.stale = false
+	lu.written = make(map[uint64]unreadEntry, len(keep))
+	for _, w := range keep {
+		lu.written[w.Key] = w
+	}
+	for k := range lu.fps {
+		if _, ok := lu.written[k]; !ok {
+			delete(lu.fps, k)
+		}
+	}
+	g.mu.Unlock()
+}
+
+// liveHeads gives ws's entries their first bytes (looked at once per
+// listed file, again when it is another file or shorter) and leaves out a
+// file gone since the pass looked (the glob counts it). Manager goroutine.
+func (g *Glob) liveHeads(ws []unreadEntry) []unreadEntry {
+	lu := &g.live
 	if lu.fps == nil {
 		lu.fps = map[uint64]liveHead{}
 	}
@@ -181,20 +280,7 @@ func (g *Glob) writeLiveUnread(ws []unreadEntry) {
 		w.FPLen, w.FP = int(h.n), h.fp
 		keep = append(keep, w)
 	}
-	if !g.storeUnreadList(keep) {
-		return // the old list stays; the next pass tries again
-	}
-	g.mu.Lock()
-	lu.written = make(map[uint64]unreadEntry, len(keep))
-	for _, w := range keep {
-		lu.written[w.Key] = w
-	}
-	for k := range lu.fps {
-		if _, ok := lu.written[k]; !ok {
-			delete(lu.fps, k)
-		}
-	}
-	g.mu.Unlock()
+	return keep
 }
 
 // listedLive: the list on disk may name key (forget keeps that stream's
