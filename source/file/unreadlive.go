@@ -52,20 +52,18 @@ type liveHead struct {
 
 // waitingNow is every tracked file in the glob never read, with no pointer
 // and bytes seen — the list's entries while running (no loss counted: the
-// glob counts a waiting file found deleted). Also a started stream whose
-// new pointer names no file yet (unadopted) when all is true (the start's
-// list, startUnread) or the list on disk names it already: until its
+// glob counts a waiting file found deleted). Also a listed stream started
+// since whose new pointer names no file yet (unadopted): until its
 // "adopted" line is on disk, a kill -9 leaves nothing else naming its file
-// (the pointer file removed as never written, or a record naming none).
-// Under mu.
-func (g *Glob) waitingNow(all bool) []unreadEntry {
+// (the pointer file removed as never written). Under mu.
+func (g *Glob) waitingNow() []unreadEntry {
 	var out []unreadEntry
 	for k, s := range g.byKey {
 		if k != s.key || s.gone {
 			continue
 		}
 		if s.ptrPath != "" || s.st == stOpen || s.st == stStopping {
-			if (!all && !g.listedLive(k)) || !unadopted(s) || !g.unread(s) {
+			if !g.listedLive(k) || !unadopted(s) || !g.unread(s) {
 				continue
 			}
 		} else if !g.unread(s) {
@@ -78,16 +76,17 @@ func (g *Glob) waitingNow(all bool) []unreadEntry {
 	return append(out, g.ownOutEntries()...)
 }
 
-// unadopted: s's source has not opened its pointer yet, or opened a new
-// one that no Adopt has named a file in (pointer.Unadopted). Under mu
-// (src.ptr is set under it).
+// unadopted: s's source, started in this run, has not opened its pointer
+// yet, or opened a new one that no Adopt has named a file in
+// (pointer.Unadopted). Never started in this run, its pointer file (if
+// any) is a previous run's, on disk. Under mu (src.ptr is set under it).
 func unadopted(s *gstream) bool {
-	return s.src == nil || s.src.ptr == nil || s.src.ptr.Unadopted()
+	return s.src != nil && (s.src.ptr == nil || s.src.ptr.Unadopted())
 }
 
 // startUnreadLocked writes, in the first scan before any stream starts,
 // the unread list of every file that scan found with bytes and nothing on
-// disk naming it (the streams it queues; none has its pointer adopted yet):
+// disk naming it (the streams it queues, none started yet):
 // a kill -9 within unreadListDelay of the start, before a stream's first
 // open, left no trace of its file, and one rotated or deleted while
 // tailfeed was down had its lines never read and nothing counted (the kill
@@ -103,7 +102,7 @@ func (g *Glob) startUnreadLocked() {
 		return
 	}
 	lu.startDone = true
-	keep := g.liveHeads(g.waitingNow(true))
+	keep := g.liveHeads(g.waitingNow())
 	if len(keep) == 0 {
 		return
 	}
@@ -164,7 +163,7 @@ func (g *Glob) liveUnreadDue(now time.Time) ([]unreadEntry, bool) {
 		return nil, false
 	}
 	lu := &g.live
-	cur := g.waitingNow(false)
+	cur := g.waitingNow()
 	// urgent: an own file out of the glob (ownOut) is listed at once, not
 	// after unreadListDelay: it is rare, and it waits for nothing to come.
 	added, dropped, grown, urgent := false, false, false, false
