@@ -834,11 +834,9 @@ func (s *Source) resumeRotated(f *os.File, dev, ino uint64) bool {
 		// generation, within mtimeSlack, was read again from its start).
 		gens = s.dropForgotten(rec, gens)
 		if g != nil {
-			gens = s.dropLeftGzOlder(rec, g.f.Name(), gens)
+			gens = s.dropLeftGzOlder(rec, g.f.Name(), ref, gens)
 		} else if s.heldGone {
-			if p := s.heldNextAt(); p != "" {
-				gens = s.dropLeftGzOlder(rec, p, gens)
-			}
+			gens = s.dropLeftGzOlder(rec, s.heldNextAt(), ref, gens)
 		}
 	}
 	if deferLost && len(gens) == 0 {
@@ -1042,33 +1040,35 @@ func (s *Source) dropForgotten(rec pointer.Record, gens []genFile) []genFile {
 
 // dropLeftGzOlder drops from gens a compressed generation that holds
 // exactly the file the pointer's epoch moved it off (its first bytes, its
-// size the committed end: every line of it committed) and is named older
+// size the committed end: every line of it committed), modified before the
+// reference ref — queued only by DESIGN §4's 2 s slack — and named older
 // than name: the pointer's generation found beside the path (logrotate's
-// numbers — app.log.2.gz before app.log.1 — or dates), or, the record's
-// file gone and held (nothing of it pending), where the empty file its
-// glob kept it for is now (heldNextAt: later than the record's file, which
-// is later than the file left; at the path, every rotated name is older).
-// Compressed after
-// the pointer moved on (delaycompress compresses it at the rotation after)
-// by a compressor that gives the .gz a new mtime (a rotation script's
-// gzip -c), or by logrotate (which keeps the original's mtime) when its
-// last write was within mtimeSlack of the reference, it was queued as a
-// later generation: read again whole (every line of it delivered twice,
-// exactlyOnce sinks too, as its epoch was new) at a restart whose pointer
-// still named a file after it — a kill or a stop within rotateWait of a
-// single-file feed's rotation, or a glob's held record (thirty-first
-// session). A later generation — another file
-// of the same bytes (review 22c B: a job's log that holds the same line
-// each time) — is never named older than g; the name's order is trusted
-// only between names of one kind (numbers, or dates).
-func (s *Source) dropLeftGzOlder(rec pointer.Record, name string, gens []genFile) []genFile {
+// numbers — app.log.2.gz before app.log.1 — or dates, compared only
+// between names of one kind), or, the record's file gone and held (nothing
+// of it pending), where the empty file its glob kept it for is now
+// (heldNextAt; at the path, every rotated name is older); name "" (that
+// file gone too): the held record's pointer was last written before that
+// file got a byte, so no later generation was modified before ref. That
+// .gz is the file read already, compressed after the pointer left it
+// (delaycompress, the compressor keeping its mtime): read again whole it
+// delivered every line of it twice, exactlyOnce sinks too (its epoch was
+// new), at a restart whose pointer still named a file after it — a kill or
+// a stop within rotateWait of a single-file feed's rotation, or a glob's
+// held record (thirty-first session). One modified at or after ref (a
+// later generation with the same lines, review 31a: a job's log written
+// again, a scheme where a higher number is newer, a copytruncate's copy)
+// is read.
+func (s *Source) dropLeftGzOlder(rec pointer.Record, name string, ref time.Time, gens []genFile) []genFile {
 	left, ok := s.ptr.Left(rec.Epoch)
-	if !ok || left.PrevFPLen == 0 || left.PrevOffset <= 0 {
+	if !ok || left.PrevFPLen == 0 || left.PrevOffset <= 0 || ref.IsZero() {
 		return gens
 	}
 	var gr rank
-	ranked, atPath := false, false
+	ranked, atPath := false, name == ""
 	for _, gd := range s.genDirs() {
+		if name == "" {
+			break
+		}
 		switch {
 		case filepath.Dir(name) != gd.dir:
 			continue
@@ -1085,13 +1085,13 @@ func (s *Source) dropLeftGzOlder(rec pointer.Record, name string, gens []genFile
 		return gens
 	}
 	return slices.DeleteFunc(gens, func(x genFile) bool {
-		if !x.gz || x.dsize != left.PrevOffset || !headMatches(x.head, left.PrevFPLen, left.PrevFP) {
+		if !x.gz || !x.mod.Before(ref) || x.dsize != left.PrevOffset || !headMatches(x.head, left.PrevFPLen, left.PrevFP) {
 			return false
 		}
-		if !atPath && ((x.rank.date == "") != (gr.date == "") || !x.rank.before(gr)) {
+		if ranked && ((x.rank.date == "") != (gr.date == "") || !x.rank.before(gr)) {
 			return false
 		}
-		s.log.Info("a compressed generation named before the pointer's file holds the file the pointer moved off it (every line of it committed); not read again",
+		s.log.Info("a compressed generation modified before the pointer's file and named before it holds the file the pointer moved off it (every line of it committed); not read again",
 			"file", x.path, "before", name, "end", left.PrevOffset)
 		return true
 	})
