@@ -5624,6 +5624,69 @@ func storeList(path string, data []byte) error {
 	return fileutil.WriteAtomic(path, data)
 }
 
+// readListedBeside: w, a file of the unread list the start did not find in
+// the glob, is beside its path under a name the glob does not match (its
+// key and first bytes: renamed out by a rotation while tailfeed was down —
+// a kill -9 as soon as the start was ready, the file's stream not opened
+// yet): tracked as a stream gone from the glob and read from its start, as
+// a file renamed out of the glob while running is (DESIGN §10 "A file
+// renamed out of the glob is read to its end"), not counted lost.
+// Manager goroutine, without mu.
+//
+// Not found by its key, a copy of it beside its path (a copytruncate
+// while tailfeed was down: a logrotate name of it, not matched by the
+// glob, holding its first bytes and at least the size listed) is read the
+// same way. A compressed one (a .gz) is not read: counted, as before.
+func (g *Glob) readListedBeside(w unreadEntry, rec pointer.Record) bool {
+	f, k := g.keyBeside(w.Path, rec), w.Key
+	if f == nil {
+		f, k = g.listedCopyBeside(w, rec)
+	}
+	if f == nil {
+		return false
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil || g.matched(f.Name()) || !g.queueBeside(f.Name(), w.Path, k, st) {
+		return false
+	}
+	g.log.Info("glob file tracked and never read when tailfeed stopped was renamed out of the glob, or copied, while it was down: read from its start where it is",
+		"path", f.Name(), "first", w.Path, "size", st.Size())
+	return true
+}
+
+// listedCopyBeside opens a copy of the unread list's file w beside its
+// path (readListedBeside), with its key; nil when there is none.
+func (g *Glob) listedCopyBeside(w unreadEntry, rec pointer.Record) (*os.File, uint64) {
+	dir, base := filepath.Dir(w.Path), filepath.Base(w.Path)
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, 0
+	}
+	for _, e := range ents {
+		name := e.Name()
+		if !e.Type().IsRegular() || strings.HasSuffix(name, ".gz") || !copyNamedStrict(name, base) {
+			continue
+		}
+		p := filepath.Join(dir, name)
+		if g.matched(p) || g.own(p) {
+			continue
+		}
+		f, err := fileutil.OpenRegular(p)
+		if err != nil {
+			continue
+		}
+		st, serr := f.Stat()
+		dev, ino, derr := fileutil.DevIno(f)
+		if serr != nil || derr != nil || st.Size() < w.Size || !globHeadMatches(p, rec) {
+			f.Close()
+			continue
+		}
+		return f, pointer.FileKey(dev, ino)
+	}
+	return nil, 0
+}
+
 // countUnreadGone, at the start, counts every file of the unread list a
 // stop left that the first scan did not find in the glob (its key with its
 // first bytes): deleted or moved away while stopped, none of it ever read
@@ -5667,6 +5730,9 @@ func (g *Glob) countUnreadGone() {
 				}
 			}
 		}
+		if !w.Gone && !w.Out && w.FPLen > 0 && g.readListedBeside(w, rec) {
+			continue
+		}
 		if excl, _ := g.unmatchedAt(w.Path, rec); !w.Gone && !w.Out && w.FPLen > 0 && excl {
 			// Still at its path, which the config no longer matches
 			// (an exclude, a changed or narrowed path): the operator's
@@ -5686,10 +5752,23 @@ func (g *Glob) countUnreadGone() {
 	}
 	g.flushLosses()
 	g.mu.Lock()
-	live := len(g.live.written) > 0
+	var live []unreadEntry
+	for _, w := range g.live.written {
+		live = append(live, w)
+	}
 	g.mu.Unlock()
-	if live {
-		return // the start's list (startUnreadLocked): the running list writes it again
+	if len(live) > 0 {
+		// The start's list (startUnreadLocked) without the previous run's
+		// entries, at once: left until the first housekeeping pass, a
+		// kill -9 meanwhile had the next start count those counted here
+		// again (review 31a). (A kill between the count and this write
+		// counts them again, never not at all.)
+		if g.storeUnreadList(live) {
+			g.mu.Lock()
+			g.live.stale = false
+			g.mu.Unlock()
+		}
+		return
 	}
 	if err := os.Remove(path); err != nil {
 		g.log.Warn("cannot remove the glob's unread list; the next start may count its files again", "path", path, "error", err)
