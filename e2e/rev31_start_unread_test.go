@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -130,8 +131,15 @@ processors:
 	d = e.start()
 	r := d.waitFor("settled", 60*time.Second, func(r *report) bool { return r.Settled })
 	got := map[string]int{}
+	var order []string // the key's lines in the sink's order
 	for _, l := range rev31Lines(e.path("out/once.jsonl")) {
 		got[l]++
+		if strings.HasPrefix(l, key+" #") {
+			order = append(order, l)
+		}
+	}
+	if !slices.IsSorted(order) {
+		t.Errorf("%s's lines out of order (DESIGN §10 Order: the file previously at the path first): %v", key, order)
 	}
 	var miss []string
 	for i := range 5 {

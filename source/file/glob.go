@@ -193,8 +193,11 @@ type Glob struct {
 	keyMu    sync.Mutex
 	readKeys map[uint64]bool
 
-	live    liveUnread      // the unread list kept while running (unreadlive.go; under mu)
-	ptrKeys map[uint64]bool // the file keys the pointers found at the start name
+	live liveUnread // the unread list kept while running (unreadlive.go; under mu)
+	// listedRead: keys of the previous run's unread list the first scan
+	// found beside their path and read there (readListedBeside).
+	listedRead map[uint64]bool
+	ptrKeys    map[uint64]bool // the file keys the pointers found at the start name
 
 	detail string // the last loss CountLoss counted (under mu)
 	lossQ  []Loss // losses counted under mu, for OnLoss (countLossLocked, flushLosses)
@@ -1175,7 +1178,8 @@ func (g *Glob) scan(ctx context.Context) {
 		s.awaitScan = false // followed, at its path again, or gone
 	}
 	if !g.started {
-		g.startUnreadLocked() // before the first stream starts
+		g.readListedBesideAll() // the previous run's list, before the start's own
+		g.startUnreadLocked()   // before the first stream starts
 	}
 	g.schedule(ctx)
 }
@@ -4801,17 +4805,22 @@ func noFileAt(path string) bool {
 // to be read from its start (its Delivery.Path first's); false when a
 // stream or a pointer has that key already.
 func (g *Glob) queueBeside(p, first string, k uint64, st os.FileInfo) bool {
-	now := time.Now()
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	return g.queueBesideLocked(p, first, k, st) != nil
+}
+
+// queueBesideLocked is queueBeside under mu; the stream, nil when none.
+func (g *Glob) queueBesideLocked(p, first string, k uint64, st os.FileInfo) *gstream {
+	now := time.Now()
 	if g.byKey[k] != nil || g.ptrKeys[k] {
-		return false
+		return nil
 	}
 	s := &gstream{path: p, first: first, key: k, size: st.Size(), mod: st.ModTime().UnixNano(), activeAt: now, seenAt: now,
 		startSize: st.Size(), gone: true, goneAt: now}
 	g.byKey[k] = s
 	g.enqueue(s)
-	return true
+	return s
 }
 
 // heldDone: l's held mark names its record, and its file is gone, or
@@ -5624,19 +5633,19 @@ func storeList(path string, data []byte) error {
 	return fileutil.WriteAtomic(path, data)
 }
 
-// readListedBeside: w, a file of the unread list the start did not find in
-// the glob, is beside its path under a name the glob does not match (its
-// key and first bytes: renamed out by a rotation while tailfeed was down —
-// a kill -9 as soon as the start was ready, the file's stream not opened
-// yet): tracked as a stream gone from the glob and read from its start, as
-// a file renamed out of the glob while running is (DESIGN §10 "A file
-// renamed out of the glob is read to its end"), not counted lost.
-// Manager goroutine, without mu.
-//
-// Not found by its key, a copy of it beside its path (a copytruncate
-// while tailfeed was down: a logrotate name of it, not matched by the
-// glob, holding its first bytes and at least the size listed) is read the
-// same way. A compressed one (a .gz) is not read: counted, as before.
+// readListedBeside: w, a file of the previous run's unread list the first
+// scan did not find in the glob, is beside its path under a name the glob
+// does not match (its key and first bytes: renamed out by a rotation while
+// tailfeed was down — a kill -9 as soon as the start was ready, the file's
+// stream not opened yet) or copied there (a copytruncate while tailfeed was
+// down: a logrotate name of it, not matched by the glob, holding its first
+// bytes and at least the size listed): tracked as a stream gone from the
+// glob and read from its start, as a file renamed out of the glob while
+// running is (DESIGN §10 "A file renamed out of the glob is read to its
+// end"), not counted lost; the new file at its path (a stream new at this
+// start) is published after it (DESIGN §10 Order). A compressed one (a
+// .gz) is not read: countUnreadGone counts it. At the first scan, before
+// it schedules; under mu.
 func (g *Glob) readListedBeside(w unreadEntry, rec pointer.Record) bool {
 	f, k := g.keyBeside(w.Path, rec), w.Key
 	if f == nil {
@@ -5647,12 +5656,48 @@ func (g *Glob) readListedBeside(w unreadEntry, rec pointer.Record) bool {
 	}
 	defer f.Close()
 	st, err := f.Stat()
-	if err != nil || g.matched(f.Name()) || !g.queueBeside(f.Name(), w.Path, k, st) {
+	if err != nil || g.matched(f.Name()) {
 		return false
 	}
+	b := g.queueBesideLocked(f.Name(), w.Path, k, st)
+	if b == nil {
+		return false
+	}
+	if at := g.byPath[w.Path]; at != nil && at != b && at.after == nil && at.ptrPath == "" && at.st != stOpen {
+		at.after = b
+	}
+	if g.listedRead == nil {
+		g.listedRead = map[uint64]bool{}
+	}
+	g.listedRead[w.Key] = true
 	g.log.Info("glob file tracked and never read when tailfeed stopped was renamed out of the glob, or copied, while it was down: read from its start where it is",
 		"path", f.Name(), "first", w.Path, "size", st.Size())
 	return true
+}
+
+// readListedBesideAll, at the first scan before it schedules (under mu),
+// reads the previous run's unread list and gives each file of it the scan
+// did not find in the glob, and that no pointer names, to
+// readListedBeside; countUnreadGone decides about the rest after the scan.
+func (g *Glob) readListedBesideAll() {
+	if g.cfg.PointerDir == "" {
+		return
+	}
+	data, err := os.ReadFile(filepath.Join(g.cfg.PointerDir, unreadListName))
+	if err != nil {
+		return
+	}
+	for _, line := range bytes.Split(data, []byte{'\n'}) {
+		var w unreadEntry
+		if len(line) == 0 || json.Unmarshal(line, &w) != nil || w.Key == 0 || w.Gone || w.Out || w.FPLen == 0 || g.ptrKeys[w.Key] || g.listedRead[w.Key] {
+			continue
+		}
+		rec := pointer.Record{FileKey: w.Key, FPLen: uint64(w.FPLen), FP: w.FP}
+		if p, ok := g.keys[w.Key]; ok && globHeadMatches(p, rec) {
+			continue // still in the glob: read now
+		}
+		g.readListedBeside(w, rec)
+	}
 }
 
 // listedCopyBeside opens a copy of the unread list's file w beside its
@@ -5730,8 +5775,8 @@ func (g *Glob) countUnreadGone() {
 				}
 			}
 		}
-		if !w.Gone && !w.Out && w.FPLen > 0 && g.readListedBeside(w, rec) {
-			continue
+		if g.listedRead[w.Key] {
+			continue // found beside its path by the first scan and read there (readListedBeside)
 		}
 		if excl, _ := g.unmatchedAt(w.Path, rec); !w.Gone && !w.Out && w.FPLen > 0 && excl {
 			// Still at its path, which the config no longer matches
