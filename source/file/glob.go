@@ -317,7 +317,12 @@ type gstream struct {
 	// sources do not take files the glob matches for the pointer's file or
 	// a later generation (streams of their own; restartOrder publishes the
 	// generations beside its path first).
-	genOwn  bool
+	genOwn bool
+	// listed: the previous run's unread-list entry this stream, queued by
+	// the first scan for the file found beside the entry's path
+	// (readListedBeside), reads: kept in the list until its pointer names
+	// the file (a kill -9 before left nothing else naming it; review 31b).
+	listed  *unreadEntry
 	goneKey uint64 // with genOwn: the gone file's key its pointer named
 	goneEp  uint64 // with genOwn: its pointer's epoch then
 	// ownLost: with genOwn, its own file left the glob before its source
@@ -5646,10 +5651,10 @@ func storeList(path string, data []byte) error {
 // start) is published after it (DESIGN §10 Order). A compressed one (a
 // .gz) is not read: countUnreadGone counts it. At the first scan, before
 // it schedules; under mu.
-func (g *Glob) readListedBeside(w unreadEntry, rec pointer.Record) bool {
+func (g *Glob) readListedBeside(w unreadEntry, rec pointer.Record, listAt time.Time) bool {
 	f, k := g.keyBeside(w.Path, rec), w.Key
 	if f == nil {
-		f, k = g.listedCopyBeside(w, rec)
+		f, k = g.listedCopyBeside(w, rec, listAt)
 	}
 	if f == nil {
 		return false
@@ -5663,6 +5668,9 @@ func (g *Glob) readListedBeside(w unreadEntry, rec pointer.Record) bool {
 	if b == nil {
 		return false
 	}
+	e := w
+	e.s = b
+	b.listed = &e
 	if at := g.byPath[w.Path]; at != nil && at != b && at.after == nil && at.ptrPath == "" && at.st != stOpen {
 		at.after = b
 	}
@@ -5683,7 +5691,12 @@ func (g *Glob) readListedBesideAll() {
 	if g.cfg.PointerDir == "" {
 		return
 	}
-	data, err := os.ReadFile(filepath.Join(g.cfg.PointerDir, unreadListName))
+	path := filepath.Join(g.cfg.PointerDir, unreadListName)
+	st, err := os.Stat(path)
+	if err != nil {
+		return
+	}
+	data, err := os.ReadFile(path)
 	if err != nil {
 		return
 	}
@@ -5696,13 +5709,18 @@ func (g *Glob) readListedBesideAll() {
 		if p, ok := g.keys[w.Key]; ok && globHeadMatches(p, rec) {
 			continue // still in the glob: read now
 		}
-		g.readListedBeside(w, rec)
+		g.readListedBeside(w, rec, st.ModTime())
 	}
 }
 
 // listedCopyBeside opens a copy of the unread list's file w beside its
-// path (readListedBeside), with its key; nil when there is none.
-func (g *Glob) listedCopyBeside(w unreadEntry, rec pointer.Record) (*os.File, uint64) {
+// path (readListedBeside), with its key; nil when there is none. A copy is
+// born after the list was last written (listAt; birth times known): an
+// older file of a logrotate name that shares the listed first bytes (a
+// banner every file starts with, the listed file holding no more) is
+// another generation, read before or never the list's (review 31b: read
+// again whole, the listed file's deletion not counted).
+func (g *Glob) listedCopyBeside(w unreadEntry, rec pointer.Record, listAt time.Time) (*os.File, uint64) {
 	dir, base := filepath.Dir(w.Path), filepath.Base(w.Path)
 	ents, err := os.ReadDir(dir)
 	if err != nil {
@@ -5723,7 +5741,7 @@ func (g *Glob) listedCopyBeside(w unreadEntry, rec pointer.Record) (*os.File, ui
 		}
 		st, serr := f.Stat()
 		dev, ino, derr := fileutil.DevIno(f)
-		if serr != nil || derr != nil || st.Size() < w.Size || !globHeadMatches(p, rec) {
+		if b := birthTime(f); b.IsZero() || !b.After(listAt) || serr != nil || derr != nil || st.Size() < w.Size || !globHeadMatches(p, rec) {
 			f.Close()
 			continue
 		}

@@ -834,9 +834,9 @@ func (s *Source) resumeRotated(f *os.File, dev, ino uint64) bool {
 		// generation, within mtimeSlack, was read again from its start).
 		gens = s.dropForgotten(rec, gens)
 		if g != nil {
-			gens = s.dropLeftGzOlder(rec, g.f.Name(), ref, gens)
+			gens = s.dropLeftGzOlder(rec, g.f.Name(), gens)
 		} else if s.heldGone {
-			gens = s.dropLeftGzOlder(rec, s.heldNextAt(), ref, gens)
+			gens = s.dropLeftGzOlder(rec, s.heldNextAt(), gens)
 		}
 	}
 	if deferLost && len(gens) == 0 {
@@ -1040,27 +1040,30 @@ func (s *Source) dropForgotten(rec pointer.Record, gens []genFile) []genFile {
 
 // dropLeftGzOlder drops from gens a compressed generation that holds
 // exactly the file the pointer's epoch moved it off (its first bytes, its
-// size the committed end: every line of it committed), modified before the
-// reference ref — queued only by DESIGN §4's 2 s slack — and named older
-// than name: the pointer's generation found beside the path (logrotate's
-// numbers — app.log.2.gz before app.log.1 — or dates, compared only
-// between names of one kind), or, the record's file gone and held (nothing
-// of it pending), where the empty file its glob kept it for is now
-// (heldNextAt; at the path, every rotated name is older); name "" (that
-// file gone too): the held record's pointer was last written before that
-// file got a byte, so no later generation was modified before ref. That
-// .gz is the file read already, compressed after the pointer left it
-// (delaycompress, the compressor keeping its mtime): read again whole it
-// delivered every line of it twice, exactlyOnce sinks too (its epoch was
-// new), at a restart whose pointer still named a file after it — a kill or
-// a stop within rotateWait of a single-file feed's rotation, or a glob's
-// held record (thirty-first session). One modified at or after ref (a
-// later generation with the same lines, review 31a: a job's log written
-// again, a scheme where a higher number is newer, a copytruncate's copy)
-// is read.
-func (s *Source) dropLeftGzOlder(rec pointer.Record, name string, ref time.Time, gens []genFile) []genFile {
+// size the committed end: every line of it committed), last modified no
+// later than the pointer moved off it (the epochs line's time: no byte of
+// it was written after — its late lines read, the switch made), and named
+// older than name: the pointer's generation found beside the path
+// (logrotate's numbers — app.log.2.gz before app.log.1 — or dates,
+// compared only between names of one kind), or, the record's file gone
+// and held (nothing of it pending), where the empty file its glob kept it
+// for is now (heldNextAt; at the path, every rotated name is older); name
+// "" (that file gone too): no later generation was written before the
+// pointer left the file. That .gz is the file read already, compressed with
+// its mtime kept after the pointer left it (delaycompress): read again
+// whole, as a later generation within DESIGN §4's 2 s of the reference or
+// after it (a late line written to it after its successor was made, review
+// 31b), it delivered every line of it twice, exactlyOnce sinks too (its
+// epoch was new), at a restart whose pointer still named a file after it —
+// a kill or a stop within rotateWait of a single-file feed's rotation, or a
+// glob's held record (thirty-first session). One modified after the
+// pointer left that file (a later generation with the same lines, review
+// 31a: a job's log written again, a scheme where a higher number is newer,
+// a copytruncate's copy of lines written while tailfeed was down; or a
+// compressor that gives the .gz a new mtime: a duplicate) is read.
+func (s *Source) dropLeftGzOlder(rec pointer.Record, name string, gens []genFile) []genFile {
 	left, ok := s.ptr.Left(rec.Epoch)
-	if !ok || left.PrevFPLen == 0 || left.PrevOffset <= 0 || ref.IsZero() {
+	if !ok || left.PrevFPLen == 0 || left.PrevOffset <= 0 || left.Time.IsZero() {
 		return gens
 	}
 	var gr rank
@@ -1085,13 +1088,13 @@ func (s *Source) dropLeftGzOlder(rec pointer.Record, name string, ref time.Time,
 		return gens
 	}
 	return slices.DeleteFunc(gens, func(x genFile) bool {
-		if !x.gz || !x.mod.Before(ref) || x.dsize != left.PrevOffset || !headMatches(x.head, left.PrevFPLen, left.PrevFP) {
+		if !x.gz || x.mod.After(left.Time) || x.dsize != left.PrevOffset || !headMatches(x.head, left.PrevFPLen, left.PrevFP) {
 			return false
 		}
 		if ranked && ((x.rank.date == "") != (gr.date == "") || !x.rank.before(gr)) {
 			return false
 		}
-		s.log.Info("a compressed generation modified before the pointer's file and named before it holds the file the pointer moved off it (every line of it committed); not read again",
+		s.log.Info("a compressed generation named before the pointer's file holds the file the pointer moved off it, unchanged since (every line of it committed); not read again",
 			"file", x.path, "before", name, "end", left.PrevOffset)
 		return true
 	})

@@ -59,7 +59,19 @@ type liveHead struct {
 func (g *Glob) waitingNow() []unreadEntry {
 	var out []unreadEntry
 	for k, s := range g.byKey {
-		if k != s.key || s.gone {
+		if k != s.key {
+			continue
+		}
+		if s.listed != nil {
+			// The previous run's entry, as it was (its path, key and
+			// first bytes: a restart finds the file beside that path
+			// again), until this run's pointer names the file.
+			if !s.touched && (s.src == nil || unadopted(s)) {
+				out = append(out, *s.listed)
+			}
+			continue
+		}
+		if s.gone {
 			continue
 		}
 		if s.ptrPath != "" || s.st == stOpen || s.st == stStopping {
@@ -263,6 +275,10 @@ func (g *Glob) liveHeads(ws []unreadEntry) []unreadEntry {
 	}
 	var keep []unreadEntry
 	for _, w := range ws {
+		if w.s != nil && w.s.listed != nil {
+			keep = append(keep, w) // the previous run's entry as it was (waitingNow)
+			continue
+		}
 		h, ok := lu.fps[w.Key]
 		ok = ok && h.s == w.s
 		if old, listed := lu.written[w.Key]; listed && w.Size < old.Size {
