@@ -506,6 +506,18 @@ func rev31AHeldIdle(t *testing.T, n int, kill, overcount bool, down func(g *rev3
 	g.settle(t, d, "restart", nil)
 	time.Sleep(500 * time.Millisecond)
 	f, _, _ := rev30BFiles(t, d)
+	if kill && !f.Lossless && !overcount {
+		// A kill -9 while the last rotated-out empty file's stream is
+		// still open (CI load) has the start count its pointer's file
+		// "gone while stopped" (README: its tail "if any"): not this
+		// test's overcount; any other count is.
+		overcount = true
+		for _, l := range rev31ALossesNaming(g.e, "") {
+			if !strings.Contains(l, "glob file gone while stopped (pointer") {
+				overcount = false
+			}
+		}
+	}
 	if dup, miss := g.once(); (!f.Lossless && !overcount) || f.LostTails > 1 || len(dup)+len(miss) > 0 {
 		t.Errorf("lossless %v lostTails %d twice %v missing %v (ls %v)\n%s", f.Lossless, f.LostTails, dup, miss, rev30BLs(g.e.path("logs")), d.log())
 	}
