@@ -105,9 +105,9 @@ func unadopted(s *gstream) bool {
 // -9 property run, seed 1796536884841194830: a.log's first 8 lines,
 // lossless true; thirty-first session). The previous run's entries are
 // kept in it, before these (countUnreadGone reads them after the scan,
-// these skipped as found in the glob); the first housekeeping pass writes
-// the running list again without them (stale). Under mu (one write at the
-// start, the scan waits for it).
+// these skipped as found in the glob, and writes the list again without
+// them; stale until then). Under mu (one write at the start, the scan
+// waits for it).
 func (g *Glob) startUnreadLocked() {
 	lu := &g.live
 	if lu.startDone || g.cfg.PointerDir == "" || g.final {
