@@ -3053,6 +3053,7 @@ func (g *Glob) neverRead(s *gstream) {
 		}
 	}
 	s.tailEnd, s.tailSize = 0, 0 // counted here, not again by loseTailLocked
+	s.listed = nil               // nor by the next start from the unread list (review 31c)
 	if n := end - from; n > 0 {
 		g.countLossLocked(1, uint64(n), s.epoch, fmt.Sprintf("glob file %s renamed out of the glob or deleted before its stream read it to its end: its %d bytes from offset %d were never read",
 			s.path, n, from))
@@ -5669,7 +5670,7 @@ func (g *Glob) readListedBeside(w unreadEntry, rec pointer.Record, listAt time.T
 		return false
 	}
 	e := w
-	e.s = b
+	e.Key, e.s = k, b // a copy by its own key: the original's may be the path's stream's (review 31c)
 	b.listed = &e
 	if at := g.byPath[w.Path]; at != nil && at != b && at.after == nil && at.ptrPath == "" && at.st != stOpen {
 		at.after = b
@@ -5677,7 +5678,7 @@ func (g *Glob) readListedBeside(w unreadEntry, rec pointer.Record, listAt time.T
 	if g.listedRead == nil {
 		g.listedRead = map[uint64]bool{}
 	}
-	g.listedRead[w.Key] = true
+	g.listedRead[w.Key], g.listedRead[k] = true, true // (k: a copy's, as the start's list names it)
 	g.log.Info("glob file tracked and never read when tailfeed stopped was renamed out of the glob, or copied, while it was down: read from its start where it is",
 		"path", f.Name(), "first", w.Path, "size", st.Size())
 	return true
@@ -5721,7 +5722,18 @@ func (g *Glob) readListedBesideAll() {
 // another generation, read before or never the list's (review 31b: read
 // again whole, the listed file's deletion not counted).
 func (g *Glob) listedCopyBeside(w unreadEntry, rec pointer.Record, listAt time.Time) (*os.File, uint64) {
-	dir, base := filepath.Dir(w.Path), filepath.Base(w.Path)
+	if f, k := g.listedCopyIn(filepath.Dir(w.Path), filepath.Base(w.Path), w, rec, listAt); f != nil {
+		return f, k
+	}
+	if t, link := resolveLink(w.Path); link {
+		// Beside a symlinked path's final target (DESIGN §4), review 31c.
+		return g.listedCopyIn(filepath.Dir(t), filepath.Base(t), w, rec, listAt)
+	}
+	return nil, 0
+}
+
+// listedCopyIn is listedCopyBeside in dir, for copies of base.
+func (g *Glob) listedCopyIn(dir, base string, w unreadEntry, rec pointer.Record, listAt time.Time) (*os.File, uint64) {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, 0

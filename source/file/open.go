@@ -1042,7 +1042,8 @@ func (s *Source) dropForgotten(rec pointer.Record, gens []genFile) []genFile {
 // exactly the file the pointer's epoch moved it off (its first bytes, its
 // size the committed end: every line of it committed), last modified no
 // later than the pointer moved off it (the epochs line's time: no byte of
-// it was written after — its late lines read, the switch made), and named
+// it was written after — its late lines read, the switch made) and made
+// after it (its compression; birth times known), and named
 // older than name: the pointer's generation found beside the path
 // (logrotate's numbers — app.log.2.gz before app.log.1 — or dates,
 // compared only between names of one kind), or, the record's file gone
@@ -1089,6 +1090,14 @@ func (s *Source) dropLeftGzOlder(rec pointer.Record, name string, gens []genFile
 	}
 	return slices.DeleteFunc(gens, func(x genFile) bool {
 		if !x.gz || x.mod.After(left.Time) || x.dsize != left.PrevOffset || !headMatches(x.head, left.PrevFPLen, left.PrevFP) {
+			return false
+		}
+		if b := birthTimePath(x.path); b.IsZero() || !b.After(left.Time) {
+			// Made before the pointer moved off that file (or not
+			// known): not its compression after the move — a later
+			// generation written while tailfeed was down, the move made
+			// at a start (review 31c: dropped unread under a scheme
+			// where a higher number is newer).
 			return false
 		}
 		if ranked && ((x.rank.date == "") != (gr.date == "") || !x.rank.before(gr)) {
