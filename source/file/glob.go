@@ -5567,7 +5567,8 @@ func (g *Glob) waitingAtStop() []unreadEntry {
 	}
 	var out []unreadEntry
 	for k, s := range g.byKey {
-		if k != s.key || s.gone || ((s.ptrPath != "" || s.st == stOpen || s.st == stStopping) && !unadopted(s)) || !g.unread(s) {
+		started := s.ptrPath != "" || s.st == stOpen || s.st == stStopping
+		if k != s.key || s.gone || (started && !unadopted(s)) || !g.unread(s) {
 			// (A stream whose new pointer names no file yet is listed:
 			// stopped before its source adopted its file, nothing else
 			// on disk names it — startUnread.)
@@ -5575,6 +5576,12 @@ func (g *Glob) waitingAtStop() []unreadEntry {
 		}
 		if n := g.seenEnd(s); n > 0 {
 			if !exists(s.path, s.key) {
+				if started {
+					// Its stream's close counts it (as before such a
+					// stream was listed: CI, TestRevS7bWaitingFileDeleted…
+					// counted it twice).
+					continue
+				}
 				// Deleted since the last look, none of it read: no
 				// restart would know it, so it counts now.
 				g.countLossLocked(1, uint64(n), s.epoch, fmt.Sprintf("glob file %s, waiting for its first turn, was deleted before the stop: its %d bytes were never read", s.path, n))
