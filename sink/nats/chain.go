@@ -208,6 +208,11 @@ func (s *Sink) publishFast(ctx context.Context, b *feed.Batch, subj, epoch strin
 	if err != nil {
 		return fail(err)
 	}
+	if st.storeFail > 0 {
+		// The final reply's count does not say which lines were stored
+		// around the failed one: the subject is read back (fail).
+		return fail(st.err)
+	}
 	switch {
 	case st.dup:
 		// A batch answered as a duplicate of its first line (the server
@@ -320,7 +325,14 @@ func (s *Sink) fastClassify(e *jetstream.APIError) error {
 // waitFast reads the batch's replies until ok() holds, the batch ended,
 // or no reply came for the timeout, the connection was lost, or ctx ended.
 func (s *Sink) waitFast(ctx context.Context, a *acker, gen uint64, base, subj string, st *fastState, t **time.Timer, ok func() bool) error {
-	if ok() || st.done || st.gone {
+	// After a store failure inside the batch the server goes on with its
+	// later messages: the batch's end is waited for (its final reply, or
+	// the timeout), so that the subject read back next holds all the
+	// batch stored — read before, it could end before the failed line
+	// and clear the suspicion while later lines were still being stored
+	// (the chain then skipped the failed line as applied: lost).
+	end := func() bool { return (ok() || st.done || st.gone) && (st.storeFail == 0 || st.done) }
+	if end() {
 		return nil
 	}
 	if *t == nil {
@@ -335,6 +347,9 @@ func (s *Sink) waitFast(ctx context.Context, a *acker, gen uint64, base, subj st
 			s.takeFast(m, base, st)
 		case <-(*t).C:
 			if st.replies == seen {
+				if st.storeFail > 0 {
+					return nil // no end after the store failure: st.err tells why
+				}
 				return s.unavailable(fmt.Errorf("nats publish to %s: no ack in %v", s.shown, s.cfg.Timeout))
 			}
 			seen = st.replies
@@ -343,7 +358,7 @@ func (s *Sink) waitFast(ctx context.Context, a *acker, gen uint64, base, subj st
 		case <-ctx.Done():
 			return ctx.Err()
 		}
-		if ok() || st.done || st.gone {
+		if end() {
 			return nil
 		}
 		if err := s.deniedSince(s.deny, subj); err != nil {
