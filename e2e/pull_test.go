@@ -93,6 +93,27 @@ func (d *daemon) pullN(n int, within time.Duration) []event {
 	return evs
 }
 
+// pullTimed pulls until n events came, and gives for each the times its
+// request was sent and answered: the server handed it out between the two.
+func (d *daemon) pullTimed(n int, within time.Duration) (evs []event, sent, answered []time.Time) {
+	d.t.Helper()
+	deadline := time.Now().Add(within)
+	for len(evs) < n {
+		if time.Now().After(deadline) {
+			d.t.Fatalf("pulled %d events, want %d", len(evs), n)
+		}
+		t0 := time.Now()
+		got := d.pull(min(500, n-len(evs)), time.Second)
+		t1 := time.Now()
+		for range got {
+			sent = append(sent, t0)
+			answered = append(answered, t1)
+		}
+		evs = append(evs, got...)
+	}
+	return evs, sent, answered
+}
+
 // ack acknowledges evs with one batch ACK and returns the ids it did not know.
 func (d *daemon) ack(evs []event) []string {
 	d.t.Helper()
@@ -193,8 +214,11 @@ func TestPullUnackedLinesComeBack(t *testing.T) {
 			}
 		}
 	}()
-	first := d.pullN(1000, 20*time.Second)
-	handed := time.Now()
+	// Each line's first delivery is handed out after the request that
+	// returned it was sent, and its redelivery before the request that
+	// returns it answers: that span bounds the server's wait from above,
+	// so a span under the timeout is an early redelivery whatever the load.
+	first, sent, _ := d.pullTimed(1000, 20*time.Second)
 	var even, odd []event
 	for i, ev := range first {
 		checkEvent(t, in, ev, i, 1)
@@ -206,16 +230,16 @@ func TestPullUnackedLinesComeBack(t *testing.T) {
 	}
 	d.ack(even)
 	// The odd lines come back, after the timeout, with attempt 2.
-	again := d.pullN(500, 20*time.Second)
-	if waited := time.Since(handed); waited < timeout {
-		t.Fatalf("redelivered %v after the first delivery, before the %v ack timeout", waited, timeout)
-	}
+	again, _, answered := d.pullTimed(500, 20*time.Second)
 	// Redeliveries come in no set order (each waits its own jittered step).
 	back := map[int]bool{}
-	for _, ev := range again {
+	for k, ev := range again {
 		i, ok := in.lookup(ev.Line)
 		if !ok || i%2 == 0 || back[i] {
 			t.Fatalf("redelivery %+v: not an unacknowledged line, or twice", ev)
+		}
+		if waited := answered[k].Sub(sent[i]); waited < timeout {
+			t.Fatalf("line %d redelivered at most %v after its first delivery, before the %v ack timeout", i, waited, timeout)
 		}
 		back[i] = true
 		checkEvent(t, in, ev, i, 2)
