@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -126,6 +127,9 @@ type Glob struct {
 
 	drainBound time.Duration         // how long a stopping stream waits for its lines' acknowledgements
 	afterWalk  func([]found)         // tests: runs between a scan's walk and its look at what it listed
+	beforeWalk func()                // tests: runs before each walk
+	startWalk  func([]found)         // tests: runs after each of the start's walks, before walkAtStart looks at it
+	afterOrder func([]*gstream)      // tests: runs (under mu) with the streams a scan made, once it ordered them, before it schedules
 	owed       map[*gstream]struct{} // the closed (or queued) streams that owe a commit (settleOwed)
 
 	// opening bounds the pointer I/O waiting for the disk at once across
@@ -180,7 +184,12 @@ type Glob struct {
 	// (awaitScan): Run scans at its next pass.
 	scanDue atomic.Bool
 	final   bool // Close's last settleOwed pass: no scan comes (under mu)
-	closing bool // Close runs: a stream closed now closes for the stop (under mu)
+	// firstScanStep, when set (tests), is called by the first scan under
+	// mu after it found the files: with 0 before it looks for the
+	// previous run's listed files, with 1 before it writes the start's
+	// unread list — the windows in which a file it found may go.
+	firstScanStep func(step int)
+	closing       bool // Close runs: a stream closed now closes for the stop (under mu)
 	// vacated: paths a stream left (renamed within the glob) while it may
 	// still hold a new file there back (the per-path barrier): a rotation
 	// within the glob whose new file shows up at a later scan (or sorts
@@ -196,8 +205,14 @@ type Glob struct {
 	live liveUnread // the unread list kept while running (unreadlive.go; under mu)
 	// listedRead: keys of the previous run's unread list the first scan
 	// found beside their path and read there (readListedBeside).
-	listedRead map[uint64]bool
-	ptrKeys    map[uint64]bool // the file keys the pointers found at the start name
+	listedRead  map[uint64]bool
+	bornAtStart map[uint64]int64 // the first scan's listed files' birth times by key, until readListedBesideAll
+	// listedAtStart: the keys the previous run's unread list names (keysAtStart), until readListedBesideAll.
+	listedAtStart map[uint64]bool
+	// listedInGlob: keys of the previous run's unread list the first scan
+	// found in the glob (their streams decide: readListedBesideAll).
+	listedInGlob map[uint64]bool
+	ptrKeys      map[uint64]bool // the file keys the pointers found at the start name
 
 	detail string // the last loss CountLoss counted (under mu)
 	lossQ  []Loss // losses counted under mu, for OnLoss (countLossLocked, flushLosses)
@@ -333,6 +348,13 @@ type gstream struct {
 	// (renamed out of the glob) before its source reached it: its next
 	// source opens it there (Config.ownAt); s.path stays.
 	ownAt string
+	// leftFrom: its file, never read, left the glob while its stream
+	// waited (leftUnread) from this path for s.path beside it: the unread
+	// list names it under leftFrom (a restart after a kill -9 or a stop
+	// finds it beside that path by its key and first bytes and reads it,
+	// the new file at that path after it), until its stream's pointer
+	// does. Only while s.gone.
+	leftFrom string
 	// ownRead: with genOwn, a source of it reached its own file (its
 	// pointer named the file at a close): from then on an ownAt is no
 	// file left unread (ownOut), whatever the pointer names later (the
@@ -524,6 +546,7 @@ func (g *Glob) Run(ctx context.Context) error {
 		g.flushLosses() // counted under mu since the last pass (countLossLocked)
 		if g.scanDue.Swap(false) {
 			g.scan(ctx) // a queued stream waits to know where its file went
+			g.liveUnreadNow()
 		}
 		select {
 		case <-ctx.Done():
@@ -531,8 +554,11 @@ func (g *Glob) Run(ctx context.Context) error {
 			return nil
 		case <-scanT.C:
 			g.scan(ctx)
+			g.liveUnreadNow()
 		case <-g.kick:
-			g.drainEvents(ctx)
+			if g.drainEvents(ctx) {
+				g.liveUnreadNow()
+			}
 		case s := <-g.stopped:
 			g.closed(s)
 			g.handOver(ctx) // its slot is free
@@ -573,7 +599,9 @@ func (g *Glob) forward(w *fsnotify.Watcher) {
 	}
 }
 
-func (g *Glob) drainEvents(ctx context.Context) {
+// drainEvents handles the pending fsnotify events and reports whether it
+// rescanned.
+func (g *Glob) drainEvents(ctx context.Context) bool {
 	rescan := false
 	for {
 		select {
@@ -622,6 +650,7 @@ func (g *Glob) drainEvents(ctx context.Context) {
 	if rescan {
 		g.scan(ctx)
 	}
+	return rescan
 }
 
 // lookAt checks a tracked stream's file at its path (an fsnotify event
@@ -681,6 +710,9 @@ func (g *Glob) excluded(p string) bool {
 // walk lists the matching files below root, watching every directory that
 // may hold matches (symlinked directories are not descended).
 func (g *Glob) walk() []found {
+	if g.beforeWalk != nil {
+		g.beforeWalk()
+	}
 	out := make([]found, 0, g.lastWalk)
 	var st statScratch
 	g.walkGen++
@@ -763,6 +795,7 @@ func (g *Glob) walk() []found {
 					continue // deleted since the listing: gone, not skipped
 				}
 				err = errDangling // a symlink to nothing: skipped
+				g.linkDangling(p, reals)
 			}
 			if err != nil || !regular {
 				g.skip(p, isDir, err)
@@ -867,6 +900,65 @@ func (g *Glob) linkOwn(p string, dev, ino uint64, reals []string) bool {
 	return own
 }
 
+// linkDangling notes the matched dangling symlink p: the directory where
+// its target would be made is watched, so the target's creation is an
+// event (a rescan) and not a wait for scanIntervalMillis — a link made
+// before the file it names (an application's current.log made at its
+// deployment, the file at its first write). Where it would lead is found
+// again at each walk (a link retargeted); a target under the daemon's
+// outputs or dataDir is not watched (the walk skips it once it exists).
+func (g *Glob) linkDangling(p string, reals []string) {
+	target := danglingTarget(p)
+	if target != "" && (g.own(target) || ownPath(reals, target)) {
+		target = ""
+	}
+	if g.links == nil {
+		g.links = map[string]linkSeen{}
+	}
+	if old, ok := g.links[p]; ok && old.target != target {
+		g.unlinkTarget(p, old.target)
+	}
+	// dev and ino 0 (no file): linkOwn resolves it again once it reaches one.
+	g.links[p] = linkSeen{gen: g.walkGen, target: target}
+	if target != "" {
+		g.watchTarget(p, target)
+	}
+}
+
+// danglingTarget is where the dangling symlink p would lead: its links
+// followed (40 at most, the kernel's limit) to the first name that does
+// not exist, that name's directory resolved; "" when that directory does
+// not exist either or the chain loops.
+func danglingTarget(p string) string {
+	cur := p
+	for range 40 {
+		fi, err := os.Lstat(cur)
+		if errors.Is(err, fs.ErrNotExist) {
+			d, err := filepath.EvalSymlinks(filepath.Dir(cur))
+			if err != nil {
+				return ""
+			}
+			return filepath.Join(d, filepath.Base(cur))
+		}
+		if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+			return "" // not dangling (any more)
+		}
+		to, err := os.Readlink(cur)
+		if err != nil {
+			return ""
+		}
+		if !filepath.IsAbs(to) {
+			d, err := filepath.EvalSymlinks(filepath.Dir(cur))
+			if err != nil {
+				return ""
+			}
+			to = filepath.Join(d, to)
+		}
+		cur = to
+	}
+	return ""
+}
+
 // watchTarget watches the directory of the matched symlink p's target
 // (outside the glob's watched directories, a write there sends no event
 // the glob's own watches see: a rewrite of the target would wait for the
@@ -962,9 +1054,114 @@ func (g *Glob) skip(p string, isDir bool, err error) {
 	g.log.Warn("glob match skipped: not a regular file", "path", p, "why", why)
 }
 
+// walkAtStart is the first scan's walk. A walk is no snapshot: it reads
+// a directory, then stats each name, and a rotation in between (p.log
+// renamed p.log.5, a new p.log made after) leaves the renamed file in no
+// list — read before the rename, p.log's stat names the new file, or none
+// yet; p.log.5 is not in the names read. At the start a pointer whose file
+// no list holds is taken for a file gone while stopped: counted lost and
+// its pointer given to the file at its path, and the next look, finding
+// the file in the glob, read it again from its start (the thirty-sixth
+// session's kill -9 rotation soak under load: a whole generation twice in
+// the exactlyOnce output, a false lostTails). So while the walk misses
+// some of the pointers' files, the directories are walked again (twice at
+// most), and the walk missing the fewest is taken: a file rotated out of
+// the glob while tailfeed was down costs one more walk at the start.
+//
+// A walk that met a file born after it began (birth times, where the file
+// system tells them) raced a change of the directories: a rotation's new
+// file stat'ed at the path whose old file was renamed after the directory
+// was read. It is walked again too (twice at most), and the later walk
+// taken: the next look would find the renamed file new, with no barrier
+// before the path's new file.
+func (g *Glob) walkAtStart() []found {
+	want := g.keysAtStart()
+	walk := func() []found {
+		l := g.walk()
+		if g.startWalk != nil {
+			g.startWalk(l)
+		}
+		return l
+	}
+	at := time.Now()
+	list := walk()
+	missing, raced := keysMissing(want, list), bornSince(list, at)
+	for i := 0; i < 2 && (missing > 0 || raced); i++ {
+		at = time.Now()
+		again := walk()
+		m, r := keysMissing(want, again), bornSince(again, at)
+		if m > missing {
+			break // (a change since: the earlier walk is no worse)
+		}
+		improved := m < missing
+		list, missing, raced = again, m, r
+		if !improved && !r {
+			break // the same keys missing, no race: gone for good
+		}
+	}
+	return list
+}
+
+// bornSince: a file of list was born at or after at — less a margin: the
+// file system stamps births with a coarse clock, a tick behind.
+func bornSince(list []found, at time.Time) bool {
+	t := at.Add(-10 * time.Millisecond).UnixNano()
+	for _, f := range list {
+		if f.born >= t {
+			return true
+		}
+	}
+	return false
+}
+
+// keysAtStart is the file keys the start expects in the glob: those the
+// pointers found name, and those of the previous run's unread list (a
+// listed file the walk missed was counted gone while stopped, then read
+// when the next look found it: a false lostTails in the same soak).
+func (g *Glob) keysAtStart() map[uint64]bool {
+	want := maps.Clone(g.ptrKeys)
+	if g.cfg.PointerDir == "" {
+		return want
+	}
+	ws, _ := readUnreadList(filepath.Join(g.cfg.PointerDir, unreadListName))
+	for _, w := range ws {
+		if w.Gone || w.Out {
+			continue // (Out: listed beside its path, out of the glob)
+		}
+		if want == nil {
+			want = map[uint64]bool{}
+		}
+		want[w.Key] = true
+		if g.listedAtStart == nil {
+			g.listedAtStart = map[uint64]bool{}
+		}
+		g.listedAtStart[w.Key] = true
+	}
+	return want
+}
+
+// keysMissing is how many of want are not in list.
+func keysMissing(want map[uint64]bool, list []found) int {
+	if len(want) == 0 {
+		return 0
+	}
+	in := make(map[uint64]bool, len(want))
+	for _, f := range list {
+		if k := pointer.FileKey(f.dev, f.ino); want[k] {
+			in[k] = true
+		}
+	}
+	return len(want) - len(in)
+}
+
 // scan matches the pattern and reconciles the tracked streams with it.
 func (g *Glob) scan(ctx context.Context) {
-	list := g.walk()
+	var list []found
+	if !g.started { // (written by this goroutine only)
+		list = g.walkAtStart()
+	} else {
+		list = g.walk()
+	}
 	if g.afterWalk != nil {
 		g.afterWalk(list)
 	}
@@ -983,8 +1180,14 @@ func (g *Glob) scan(ctx context.Context) {
 			continue // the same file under several paths: the first in sort order
 		}
 		keys[k] = f.path
+		if !g.started && f.born != 0 && g.listedAtStart[k] {
+			if g.bornAtStart == nil {
+				g.bornAtStart = map[uint64]int64{}
+			}
+			g.bornAtStart[k] = f.born // (readListedBesideAll; dropped after it)
+		}
 	}
-	var made []*gstream // at the start: the streams this scan makes
+	var made []*gstream // the streams this scan makes
 	for _, f := range list {
 		k := pointer.FileKey(f.dev, f.ino)
 		if keys[k] != f.path {
@@ -1003,6 +1206,7 @@ func (g *Glob) scan(ctx context.Context) {
 			}
 			s.gone, s.unlisted = false, false
 			s.ownAt = "" // back in the glob: its file is at s.path (review 21c A, B)
+			s.leftFrom = ""
 			g.seen(s, f, now)
 			continue
 		}
@@ -1074,14 +1278,18 @@ func (g *Glob) scan(ctx context.Context) {
 			// first turn from growth (one read per file, at start).
 			s.endHeadLen, s.endHead = headOfPath(f.path)
 		}
-		if prev != nil && prev != s && (prev.st != stClosed || prev.gone || prev.owe != nil) {
+		if prev != nil && prev != s {
+			// Also behind a closed one with nothing owed (barrierDone
+			// says so while it stays closed): this look may find its file
+			// grown under a new name later in its list (p.log.6 sorts
+			// after p.log) and queue it again — the new file then waits
+			// for it (the soak of the thirty-sixth session: a last burst
+			// published after the next file's first lines).
 			s.after = prev
 		}
 		g.byKey[k] = s
 		g.byPath[f.path] = s
-		if !g.started {
-			made = append(made, s)
-		}
+		made = append(made, s)
 		if isCarried && carried.Copy {
 			g.markCopy(s, nil) // a copy its previous glob did not read: not read (unless it changes)
 			continue
@@ -1092,6 +1300,11 @@ func (g *Glob) scan(ctx context.Context) {
 		g.adoptCopies(made)
 		g.adoptByPath(made)
 		g.restartOrder(made)
+	} else {
+		g.runningOrder(made)
+	}
+	if g.afterOrder != nil {
+		g.afterOrder(made)
 	}
 	// Tracked streams whose file is not matched any more.
 	for k, s := range g.byKey {
@@ -1174,7 +1387,12 @@ func (g *Glob) scan(ctx context.Context) {
 		}
 	}
 	for p, s := range g.vacated {
-		if s.st == stClosed && s.owe == nil {
+		// Kept for a closed stream with nothing owed while it still
+		// tracks its file elsewhere: its writer may append to it through
+		// its descriptor before it makes the path's new file, and the
+		// new file then waits for it (s.after; review 36 E). Dropped once
+		// no stream is to wait for.
+		if s.st == stClosed && s.owe == nil && (s.done || s.gone || s.path == p || g.byKey[s.key] != s) {
 			delete(g.vacated, p) // nothing left to wait for
 		}
 	}
@@ -1183,8 +1401,15 @@ func (g *Glob) scan(ctx context.Context) {
 		s.awaitScan = false // followed, at its path again, or gone
 	}
 	if !g.started {
+		if g.firstScanStep != nil {
+			g.firstScanStep(0)
+		}
 		g.readListedBesideAll() // the previous run's list, before the start's own
-		g.startUnreadLocked()   // before the first stream starts
+		g.bornAtStart, g.listedAtStart = nil, nil
+		if g.firstScanStep != nil {
+			g.firstScanStep(1)
+		}
+		g.startUnreadLocked() // before the first stream starts
 	}
 	g.schedule(ctx)
 }
@@ -1227,13 +1452,50 @@ func (g *Glob) restartOrder(made []*gstream) {
 			away[s.first] = append(away[s.first], s)
 		}
 	}
+	// Also a path no stream is away from whose generations are in the
+	// glob: each of them found by this start at its own name — new, or
+	// with a pointer of its own made there by a run that found it there
+	// (read in part, or not at all: adopted, then a kill -9) — is ordered
+	// all the same (the thirty-sixth session's soak: such a generation,
+	// its own pointer made at p.log.9, read after p.log.10 to p.log.15).
+	// (By directory and stem: a start with thousands of files costs a
+	// map, not their square; a stem shared by more than maxStemOrder of
+	// them is no rotation's.)
+	stems := map[stemKey][]*gstream{}
+	for _, s := range made {
+		if s.first == s.path {
+			k := stemOf(s.path)
+			stems[k] = append(stems[k], s)
+		}
+	}
+	for _, at := range made {
+		if _, ok := away[at.path]; ok || at.first != at.path || at.copyFor != "" || at.genOwn {
+			continue
+		}
+		cs := stems[stemOf(at.path)]
+		if len(cs) < 2 || len(cs) > maxStemOrder {
+			continue
+		}
+		base := filepath.Base(at.path)
+		for _, s := range cs {
+			if name := filepath.Base(s.path); s != at && sameStem(name, base) && isRotatedName(g.cfg.Stream.RotatedNames, name, base) {
+				if away == nil {
+					away = map[string][]*gstream{}
+				}
+				away[at.path] = nil
+				break
+			}
+		}
+	}
 	for p, ss := range away {
-		dir, base := filepath.Dir(p), filepath.Base(p)
-		for _, s := range made {
+		base := filepath.Base(p)
+		for _, s := range stems[stemOf(p)] { // (first matched at their own paths, in p's directory)
 			name := filepath.Base(s.path)
-			if _, head := away[s.path]; !head && s.first == s.path && s.ptrPath == "" && filepath.Dir(s.path) == dir &&
-				sameStem(name, base) && isRotatedName(g.cfg.Stream.RotatedNames, name, base) {
-				ss = append(ss, s) // born and rotated while stopped: no pointer names p
+			if _, head := away[s.path]; !head && sameStem(name, base) && isRotatedName(g.cfg.Stream.RotatedNames, name, base) {
+				// Born and rotated while stopped (no pointer names p), or
+				// given a pointer of its own where it is now by a run that
+				// found it there.
+				ss = append(ss, s)
 			}
 		}
 		slices.SortStableFunc(ss, func(a, b *gstream) int { return cmp.Compare(a.mod, b.mod) })
@@ -1247,6 +1509,116 @@ func (g *Glob) restartOrder(made []*gstream) {
 		}
 	}
 }
+
+// runningOrder keeps the per-path order (DESIGN §10 "Order") of the
+// generations one look finds new while running: two rotations or more
+// since the last look (p.log renamed p.log.7 and a new p.log made, while
+// p.log's stream read what is p.log.6 now) leave files under the path's
+// rotated names that no look saw at the path, so no barrier named them —
+// the new p.log waited for p.log's previous stream only, and p.log.7 for
+// nothing (the thirty-sixth session's soak under load: a generation
+// published whole before the one before it). Each such new file, queued,
+// with no pointer, in the directory of a new file at a path whose previous
+// stream it waits for, under one of that path's rotatedNames, goes between
+// the two, oldest first by mtime (as restartOrder orders the generations
+// rotated while tailfeed was down). Under mu.
+func (g *Glob) runningOrder(made []*gstream) {
+	if len(made) < 2 {
+		return
+	}
+	// The candidates by directory and stem (sameStem): one look making
+	// thousands of new files costs a map, not their square — and a stem
+	// shared by more than maxStemOrder of them is no rotation's (left
+	// unordered).
+	// free: s waits for nothing now — no barrier, or one already lifted
+	// (a new file at a path a closed, finished stream held before the
+	// look followed that stream away: logrotate's numbered shift,
+	// p.log.1 → p.log.2 before p.log → p.log.1; review 36b 1).
+	free := func(s *gstream) bool { return s.after == nil || g.barrierDone(s.after) }
+	var cands map[stemKey][]*gstream
+	for _, s := range made {
+		if s.st == stQueued && free(s) && !s.done && s.copyOf == nil && s.ptrPath == "" && s.first == s.path {
+			if cands == nil {
+				cands = map[stemKey][]*gstream{}
+			}
+			k := stemOf(s.path)
+			cands[k] = append(cands[k], s)
+		}
+	}
+	var awayAt map[string]*gstream // first path → the newest stream first matched there, now elsewhere (built once)
+	for _, n := range made {
+		// (Any new file at a path: also one empty at this look — logrotate's
+		// create — or held back as a possible copy; when it is queued
+		// later it waits all the same: review 36b 2.)
+		if n.first != n.path || n.done {
+			continue
+		}
+		base := filepath.Base(n.path)
+		cs := cands[stemOf(n.path)]
+		if len(cs) > maxStemOrder {
+			continue
+		}
+		var gens []*gstream
+		for _, s := range cs {
+			name := filepath.Base(s.path)
+			if s != n && free(s) && sameStem(name, base) && isRotatedName(g.cfg.Stream.RotatedNames, name, base) &&
+				!waitsFor(n.after, s) {
+				gens = append(gens, s)
+			}
+		}
+		if len(gens) == 0 {
+			continue
+		}
+		slices.SortStableFunc(gens, func(a, b *gstream) int { return cmp.Compare(a.mod, b.mod) })
+		prev := n.after
+		if prev == nil {
+			// No stream was at the path (the start's walk missed the
+			// path's file as it was rotated): the newest stream first
+			// matched there and now elsewhere goes before them.
+			if awayAt == nil {
+				awayAt = map[string]*gstream{}
+				inMade := make(map[*gstream]bool, len(made))
+				for _, m := range made {
+					inMade[m] = true
+				}
+				for _, o := range g.byKey {
+					if o.first != o.path && !o.done && !inMade[o] {
+						if q := awayAt[o.first]; q == nil || o.mod > q.mod {
+							awayAt[o.first] = o
+						}
+					}
+				}
+			}
+			if o := awayAt[n.path]; o != nil && !waitsFor(o, n) && !slices.ContainsFunc(gens, func(x *gstream) bool { return waitsFor(o, x) }) {
+				prev = o
+			}
+		}
+		for _, s := range gens {
+			s.after, prev = prev, s
+		}
+		n.after = prev
+	}
+}
+
+// stemKey is the bucket restartOrder and runningOrder look for a path's
+// generations in: the directory, and the name up to its first '.', '-' or
+// '_' — a prefix of every name sameStem takes for a generation of it
+// (messages-20261201 for messages, app-20261201.log for app.log).
+type stemKey struct{ dir, stem string }
+
+func stemOf(p string) stemKey {
+	name := filepath.Base(p)
+	if i := strings.IndexAny(name, ".-_"); i >= 0 {
+		name = name[:i]
+	}
+	return stemKey{filepath.Dir(p), name}
+}
+
+// maxStemOrder bounds the files of one directory and stem that
+// restartOrder and runningOrder order as one path's generations: more is
+// no rotation's (a directory of app.1.log … app.9999.log), left unordered
+// rather than looked at in pairs.
+const maxStemOrder = 512
 
 // sameStem: name begins with base's name up to its first dot, then '.',
 // '-' or '_' (a generation of base, not of another file a rotatedNames
@@ -2199,8 +2571,18 @@ func (g *Glob) barrierDone(p *gstream) bool {
 	case stStopping:
 		return false
 	}
+	// CAUGHT_UP is the state its source set at its last look: bytes
+	// appended since (a writer's last lines before it rotated) are not
+	// read yet, and the next file at the path waits for them (CI,
+	// TestAud3GOKKill9ExactlyOnceRotationsBounded: a generation's last
+	// burst published after the next generation's first lines). The
+	// position before the state, as the report reads them (setFile).
+	pos := p.src.ReadPos()
 	st := p.src.State()
-	return p.sp.Pending() == 0 && (st == CaughtUp || st == WaitingForFile)
+	if p.sp.Pending() != 0 {
+		return false
+	}
+	return (st == WaitingForFile || st == CaughtUp) && !p.src.OpenFileGrown(pos)
 }
 
 // preempt stops caught-up streams (or ones that ran a full turn) so that
@@ -2574,6 +2956,12 @@ func (g *Glob) closed(s *gstream) {
 		}
 	}
 	s.genTail = src.closeGen
+	if src.closeUntaken {
+		// A line read and never taken (the run ended between a read and
+		// the split, after stop sampled CAUGHT_UP): not read, whatever
+		// the read position says — another turn reads it (review 37 2).
+		s.behind = true
+	}
 	switch {
 	case src.closeSize > src.closeEnd:
 		s.tailEnd, s.tailSize = src.closeEnd, src.closeSize
@@ -2600,6 +2988,9 @@ func (g *Glob) closed(s *gstream) {
 		}
 	}
 	s.offset = src.ReadPos()
+	if src.closeUntaken && src.closeTaken < s.offset {
+		s.offset = src.closeTaken // the line read and never taken is not read (review 37b 1)
+	}
 	if src.keptDeleted && src.ptr != nil {
 		// Its pointer kept at the deleted file's end (holdDeleted): lines
 		// read after that were downgraded; the record is where it ends.
@@ -2864,6 +3255,7 @@ func (g *Glob) loseTailLocked(s *gstream) {
 	g.countLossLocked(1, n, s.epoch, fmt.Sprintf("glob file %s renamed out of the glob or deleted while its stream was closing: its last %d bytes (offset %d to %d) were never read",
 		s.path, n, s.tailEnd, s.tailSize))
 	s.tailEnd, s.tailSize = 0, 0
+	s.behind = false // what it had not read is counted: nothing else is owed (review 37b 7)
 }
 
 // unread: s's file was never read by a stream of this glob — no pointer
@@ -2911,11 +3303,59 @@ func (g *Glob) leftUnread(s *gstream) bool {
 	}
 	if p := g.findBeside(s); p != "" {
 		g.log.Debug("file renamed out of the glob before any of it was read; read where it is", "from", s.path, "to", p)
+		if g.matched(s.path) {
+			s.leftFrom = s.path
+		}
 		s.path = p
 		return true
 	}
 	g.neverRead(s)
 	return false
+}
+
+// leftBeside: s's file, never read, is out of the glob beside a path of
+// it, waiting to be read there — it left the glob while its stream waited
+// (leftUnread: leftFrom), or the previous run's unread list named it and
+// this start found it there (readListedBeside: listed). The unread list
+// names it under that path (besidePath) until its stream's pointer does,
+// while running and at a stop (which counted it lost before: a kill -9
+// left it listed, the next start read it). Not one a stream of its first
+// path, given a gone file's pointer, reads as a later generation of that
+// file (readAsGeneration): listed, it would be read twice. Under mu.
+func (g *Glob) leftBeside(s *gstream) bool {
+	return s.gone && (s.leftFrom != "" || s.listed != nil) && !g.matched(s.path) && g.unread(s) && !g.readAsGeneration(s)
+}
+
+// followBeside: a leftBeside stream's file not at s.path any more (renamed
+// again while it waited: the next rotation) is looked for again beside the
+// path the list names it under, and s.path follows it; false when it is
+// nowhere there (its stream's next start finds it gone and counts it).
+// Under mu.
+// back: it is there under a name the glob matches (renamed back into the
+// glob): neither listed nor counted at a stop, the next start's scan finds
+// it in the glob and reads it (review 32c B: counted lost, then read).
+func (g *Glob) followBeside(s *gstream) (ok, back bool) {
+	if exists(s.path, s.key) {
+		return true, false
+	}
+	p := g.findBesideAt(besidePath(s), s)
+	switch {
+	case p == "":
+		return false, false
+	case g.matched(p):
+		return false, true
+	}
+	s.path = p
+	return true, false
+}
+
+// besidePath is the path the unread list names a leftBeside stream's file
+// under.
+func besidePath(s *gstream) string {
+	if s.listed != nil {
+		return s.listed.Path
+	}
+	return s.leftFrom
 }
 
 // ownBesideOrGone: s's own file (ownAfterGone) left the glob; found beside
@@ -3065,7 +3505,12 @@ func (g *Glob) neverRead(s *gstream) {
 // target leaves it): its path, or "". A file born after the glob first saw
 // s's is not it (its inode reused by a new file).
 func (g *Glob) findBeside(s *gstream) string {
-	f := g.keyBeside(s.path, pointer.Record{FileKey: s.key})
+	return g.findBesideAt(s.path, s)
+}
+
+// findBesideAt is findBeside beside path.
+func (g *Glob) findBesideAt(path string, s *gstream) string {
+	f := g.keyBeside(path, pointer.Record{FileKey: s.key})
 	if f == nil {
 		return ""
 	}
@@ -5490,6 +5935,11 @@ func (g *Glob) Close() error {
 			}
 			continue
 		}
+		if s.gone && g.leftBeside(s) {
+			if ok, back := g.followBeside(s); ok || back {
+				continue // the unread list names it (waitingAtStop), or it is back in the glob: the next start reads it
+			}
+		}
 		if s.gone && !g.matched(s.path) && g.unread(s) && !g.readAsGeneration(s) {
 			// Found out of the glob beside its path, never read, and no
 			// pointer names it: a restart will not know it.
@@ -5530,6 +5980,28 @@ func (g *Glob) Close() error {
 // find (countUnreadGone) and removes it. A kill -9 writes none.
 const unreadListName = "unread.list"
 
+// readUnreadList reads the unread list at path: its entries in order, a
+// line that does not parse or names no key left out. The start reads it
+// three times: for the keys its walk must find (keysAtStart), for the
+// files to read beside their paths (readListedBesideAll) and, after the
+// first scan wrote this run's entries into it, for those gone while
+// stopped (countUnreadGone).
+func readUnreadList(path string) ([]unreadEntry, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var ws []unreadEntry
+	for _, line := range bytes.Split(data, []byte{'\n'}) {
+		var w unreadEntry
+		if len(line) == 0 || json.Unmarshal(line, &w) != nil || w.Key == 0 {
+			continue
+		}
+		ws = append(ws, w)
+	}
+	return ws, nil
+}
+
 // unreadEntry is one file of the unread list: its key, first bytes (as at
 // the stop), the size the glob last saw and its path.
 type unreadEntry struct {
@@ -5556,6 +6028,18 @@ type unreadEntry struct {
 	Ptr   string `json:"ptr,omitempty"`
 
 	s *gstream // the stream it was taken from (the running list: a key reused by another file is another entry)
+	// head: where the file is now when that is not Path (a file that left
+	// the glob while waiting, listed under the path it left: leftFrom);
+	// its first bytes are read there.
+	head string
+}
+
+// headPath is where w's first bytes are read: the file's name now.
+func (w unreadEntry) headPath() string {
+	if w.head != "" {
+		return w.head
+	}
+	return w.Path
 }
 
 // waitingAtStop is, at Close, every tracked file in the glob never read
@@ -5568,13 +6052,35 @@ func (g *Glob) waitingAtStop() []unreadEntry {
 	var out []unreadEntry
 	for k, s := range g.byKey {
 		started := s.ptrPath != "" || s.st == stOpen || s.st == stStopping
-		if k != s.key || s.gone || (started && !unadopted(s)) || !g.unread(s) {
+		if k == s.key && s.listed != nil && !s.touched && (s.src == nil || unadopted(s)) && !g.leftBeside(s) && g.unread(s) && g.readAsGeneration(s) {
+			// The previous run's listed file a stream of its first path
+			// reads as a later generation (not counted by Close): listed
+			// as the running list names it (waitingNow), so that the next
+			// start counts it when it is deleted meanwhile (review 32b
+			// F: neither listed nor counted, a silent loss).
+			if ok, _ := g.followBeside(s); ok {
+				e := *s.listed
+				e.head, e.s = s.path, nil
+				out = append(out, e)
+			}
+			continue
+		}
+		if k != s.key || (s.gone && !g.leftBeside(s)) || (started && !unadopted(s)) || !g.unread(s) {
 			// (A stream whose new pointer names no file yet is listed:
 			// stopped before its source adopted its file, nothing else
 			// on disk names it — startUnread.)
 			continue
 		}
 		if n := g.seenEnd(s); n > 0 {
+			if s.gone {
+				// Left the glob for s.path beside the path it left, never
+				// read: listed under that path while it is there (Close
+				// counted it otherwise).
+				if ok, _ := g.followBeside(s); ok {
+					out = append(out, unreadEntry{Key: s.key, Size: n, Path: besidePath(s), head: s.path})
+				}
+				continue
+			}
 			if !exists(s.path, s.key) {
 				if started {
 					// Its stream's close counts it (as before such a
@@ -5604,8 +6110,13 @@ func (g *Glob) writeUnreadList(ws []unreadEntry) {
 	}
 	for i := range ws {
 		w := &ws[i]
-		if exists(w.Path, w.Key) {
-			w.FPLen, w.FP = headOfPath(w.Path)
+		if exists(w.headPath(), w.Key) {
+			w.FPLen, w.FP = headOfPath(w.headPath())
+			if st, err := os.Stat(w.headPath()); err == nil && w.head != "" && st.Size() > w.Size && !g.bounded() {
+				// A file beside its path, grown since the glob last
+				// looked: its size now (review 32b E).
+				w.Size = st.Size()
+			}
 		} else {
 			w.Gone = true // deleted since waitingAtStop looked: the next start counts it
 		}
@@ -5659,36 +6170,98 @@ func storeList(path string, data []byte) error {
 // start) is published after it (DESIGN §10 Order). A compressed one (a
 // .gz) is not read: countUnreadGone counts it. At the first scan, before
 // it schedules; under mu.
-func (g *Glob) readListedBeside(w unreadEntry, rec pointer.Record, listAt time.Time) bool {
+func (g *Glob) readListedBeside(w unreadEntry, rec pointer.Record, listAt time.Time) *gstream {
 	f, k := g.keyBeside(w.Path, rec), w.Key
 	if f == nil {
 		f, k = g.listedCopyBeside(w, rec, listAt)
 	}
 	if f == nil {
-		return false
+		return nil
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil || g.matched(f.Name()) {
-		return false
+		return nil
+	}
+	if f.Name() == w.Path {
+		// Still at its path, which the config no longer matches (an
+		// exclude, a narrowed path): countUnreadGone's rule, the
+		// operator's choice not to read it (review 32b D).
+		return nil
 	}
 	b := g.queueBesideLocked(f.Name(), w.Path, k, st)
 	if b == nil {
-		return false
+		return nil
+	}
+	if cut := w.Size - st.Size(); cut > 0 {
+		// Shorter than listed, its first bytes the same: cut while
+		// tailfeed was down, its bytes from its size on to the listed
+		// size were never read (review 32b B).
+		g.countLossLocked(1, uint64(cut), 0, fmt.Sprintf("glob file %s (listed unread as %s) is %d bytes shorter than when tailfeed stopped: bytes %d to %d were never read",
+			f.Name(), w.Path, cut, st.Size(), w.Size))
 	}
 	e := w
 	e.Key, e.s = k, b // a copy by its own key: the original's may be the path's stream's (review 31c)
 	b.listed = &e
-	if at := g.byPath[w.Path]; at != nil && at != b && at.after == nil && at.ptrPath == "" && at.st != stOpen {
-		at.after = b
-	}
 	if g.listedRead == nil {
 		g.listedRead = map[uint64]bool{}
 	}
 	g.listedRead[w.Key], g.listedRead[k] = true, true // (k: a copy's, as the start's list names it)
 	g.log.Info("glob file tracked and never read when tailfeed stopped was renamed out of the glob, or copied, while it was down: read from its start where it is",
 		"path", f.Name(), "first", w.Path, "size", st.Size())
-	return true
+	return b
+}
+
+// listedOrder keeps the order per path (DESIGN §10 "Order") of the files
+// readListedBeside and listedGapsLocked queued, by the path their list
+// entries name: oldest first by mtime, ties by rotation rank (review 32b
+// A) — two generations of one path listed across two kills (review 31c) —,
+// then the file at
+// that path, when it waits for nothing
+// else and has no pointer (a pointer's source reads the generations beside
+// its path itself). Under mu.
+func (g *Glob) listedOrder(by map[string][]*gstream) {
+	for p, bs := range by {
+		base, tbase := filepath.Base(p), ""
+		if t, link := resolveLink(p); link {
+			tbase = filepath.Base(t) // generations beside a symlinked path's target are named after it (§4 Symlinks)
+		}
+		rankIn := func(s *gstream) rank {
+			name := filepath.Base(s.path)
+			if tbase != "" && strings.HasPrefix(name, tbase) && !strings.HasPrefix(name, base) {
+				return rankOf(name, tbase)
+			}
+			return rankOf(name, base)
+		}
+		// By last write: a copy (copytruncate) is born after the file it
+		// was cut from, whose new bytes are later (review 34b C: birth
+		// order put them first); a late write to a rotated file moves it
+		// after the next generation (review 34a C, kept open).
+		slices.SortStableFunc(bs, func(a, b *gstream) int {
+			if c := cmp.Compare(a.mod, b.mod); c != 0 {
+				return c
+			}
+			// The same mtime (a rotation's renames keep it, copies
+			// take it): by rotation rank, as generations are (§4).
+			ra, rb := rankIn(a), rankIn(b)
+			switch {
+			case ra.before(rb):
+				return -1
+			case rb.before(ra):
+				return 1
+			}
+			return 0
+		})
+		for i := 1; i < len(bs); i++ {
+			if bs[i].after == nil && !waitsFor(bs[i-1], bs[i]) {
+				bs[i].after = bs[i-1]
+			}
+		}
+		last := bs[len(bs)-1]
+		if at := g.byPath[p]; at != nil && !slices.Contains(bs, at) && at.after == nil && at.ptrPath == "" && at.st != stOpen && !waitsFor(last, at) {
+			at.after = last
+		}
+	}
 }
 
 // readListedBesideAll, at the first scan before it schedules (under mu),
@@ -5704,21 +6277,189 @@ func (g *Glob) readListedBesideAll() {
 	if err != nil {
 		return
 	}
-	data, err := os.ReadFile(path)
+	ws, err := readUnreadList(path)
 	if err != nil {
 		return
 	}
-	for _, line := range bytes.Split(data, []byte{'\n'}) {
-		var w unreadEntry
-		if len(line) == 0 || json.Unmarshal(line, &w) != nil || w.Key == 0 || w.Gone || w.Out || w.FPLen == 0 || g.ptrKeys[w.Key] || g.listedRead[w.Key] {
+	var by map[string][]*gstream   // the entries' paths → the files queued beside them
+	var copyOf map[*gstream]uint64 // those found as copies → the listed file's own key
+	for _, w := range ws {
+		if w.Gone || w.Out || w.FPLen == 0 || g.ptrKeys[w.Key] || g.listedRead[w.Key] {
 			continue
 		}
 		rec := pointer.Record{FileKey: w.Key, FPLen: uint64(w.FPLen), FP: w.FP}
-		if p, ok := g.keys[w.Key]; ok && globHeadMatches(p, rec) {
-			continue // still in the glob: read now
+		if p, ok := g.keys[w.Key]; ok && (globHeadMatches(p, rec) || (!exists(p, w.Key) && g.bornAtStart[w.Key] != 0 && g.bornAtStart[w.Key] <= st.ModTime().UnixNano())) {
+			// Still in the glob: read now. Or found there by this scan
+			// and gone from its path since (deleted, renamed): its
+			// stream follows it or counts it when the glob sees it go
+			// (neverRead), so countUnreadGone must not count it too
+			// (CI, TestRev32AOKDeletedAfterFirstScan: counted twice; a
+			// rename out of the glob counted lost and read) — when the
+			// file the scan found was born before the list was written:
+			// born after, it is another file on the listed one's inode,
+			// which is gone (review 36 D); with no birth time to tell,
+			// countUnreadGone counts it as before (a real loss never
+			// uncounted: review 36b 5 — counted twice, or lost and read,
+			// instead).
+			if g.listedInGlob == nil {
+				g.listedInGlob = map[uint64]bool{}
+			}
+			g.listedInGlob[w.Key] = true
+			continue
 		}
-		g.readListedBeside(w, rec, st.ModTime())
+		if b := g.readListedBeside(w, rec, st.ModTime()); b != nil {
+			if by == nil {
+				by = map[string][]*gstream{}
+			}
+			by[w.Path] = append(by[w.Path], b)
+			if b.key != w.Key {
+				if copyOf == nil {
+					copyOf = map[*gstream]uint64{}
+				}
+				copyOf[b] = w.Key // a copy (copytruncate while down): the listed file's key
+			}
+		}
 	}
+	g.listedGapsLocked(by, copyOf)
+	g.listedOrder(by)
+}
+
+// listedGapsLocked, after readListedBesideAll found the previous run's
+// listed files beside their paths (by: path → those streams), reads the
+// generations born at such a path while tailfeed was down after them: a
+// path whose file waited for its first turn has no pointer, so no source
+// reads the generations after it (DESIGN §4 reads them after a pointer's
+// file), and two rotations while down left one beside the path that no
+// list names — read by nobody, counted by nobody (the gap kept open in the
+// thirty-third session). Each plain file named as a generation of the path
+// (rotatedNames), not in the glob (an excluded one included, as the listed
+// file beside is: review 34a E), born after the earliest listed file and
+// before the file at the path (any time, with nothing there or when that
+// file is older: cut in place by copytruncate, the listed ones its
+// copies) is read from its start as a file of its own beside the path —
+// whatever its last write (its writer may write on through its descriptor
+// after the rotation: review 34a A) and its size (an empty one may be
+// written still: 34a F) — and the listed file's own inode when the start
+// read a copy of it for it (cut in place, written again, then rotated:
+// 34b B) — unless it is a second exact copy of a listed file read as a
+// copy (same size, same bytes; a shared header is no copy, nor the same
+// lines in a file found beside by its own key: 34a B, 34b A), a key a
+// previous run's pointer names (its source's, or another file on a deleted
+// pointer file's inode: not read, review 34a D kept open), or read before
+// (the epochs file). It goes in by[path], so that listedOrder chains it before the
+// file at the path (§10 Order). Only where the file system tells birth
+// times, as readGaps; a path whose file has a pointer is left to that
+// pointer's source and to readGaps; a .gz of such a generation is not
+// read (a glob reads no .gz from its start) — the stated limit. Under mu.
+func (g *Glob) listedGapsLocked(by map[string][]*gstream, copyOf map[*gstream]uint64) {
+	var named map[uint64][]namedAs
+	for first, bs := range by {
+		if at := g.byPath[first]; at != nil && at.ptrPath != "" {
+			continue
+		}
+		var low time.Time
+		for _, b := range bs {
+			bt := birthTimePath(b.path)
+			if bt.IsZero() {
+				low = time.Time{}
+				break
+			}
+			if low.IsZero() || bt.Before(low) {
+				low = bt
+			}
+		}
+		if low.IsZero() {
+			continue
+		}
+		upBorn := time.Now() // nothing at the path: any generation after low
+		if _, err := os.Stat(first); err == nil {
+			upBorn = birthTimeTarget(first)
+			if upBorn.IsZero() {
+				continue
+			}
+			if !upBorn.After(low) {
+				// The file at the path is older than the listed files
+				// beside it: they are copies (copytruncate while down),
+				// it was cut in place — the generations copied after
+				// them, any birth.
+				upBorn = time.Now()
+			}
+		}
+		places := [][2]string{{filepath.Dir(first), filepath.Base(first)}}
+		if t, link := resolveLink(first); link {
+			places = append(places, [2]string{filepath.Dir(t), filepath.Base(t)})
+		}
+		g.eachRotated(places, func(p, name string) {
+			if g.matched(p) || strings.HasSuffix(name, ".gz") {
+				return
+			}
+			f, err := fileutil.OpenRegular(p)
+			if err != nil {
+				return
+			}
+			defer f.Close()
+			dev, ino, kerr := fileutil.DevIno(f)
+			st, serr := f.Stat()
+			bt := birthTime(f)
+			if kerr != nil || serr != nil {
+				return
+			}
+			k := pointer.FileKey(dev, ino)
+			if g.byKey[k] != nil || g.ptrKeys[k] {
+				return // tracked, or a previous run's pointer's key (queueBesideLocked takes neither)
+			}
+			cut := false // the listed file's own inode, its copy read for it: cut in place, written again, rotated (review 34b B)
+			for _, b := range bs {
+				cut = cut || copyOf[b] == k
+			}
+			if !cut && (bt.IsZero() || !bt.After(low) || !bt.Before(upBorn)) {
+				return
+			}
+			for _, b := range bs {
+				if copyOf[b] != 0 && sameBytes(f, st.Size(), b.path) {
+					return // a second copy of a listed file read as its copy (the same bytes, review 34b A)
+				}
+			}
+			if named == nil {
+				named = g.epochsNamed()
+			}
+			for _, r := range named[k] {
+				if !cut && !r.contentOnly && r.at.After(bt) && (r.FPLen == 0 || (r.FPLen <= uint64(st.Size()) && headIs(f, int(r.FPLen), r.FP))) {
+					return // read (or adopted) by a stream before
+				}
+			}
+			if b := g.queueBesideLocked(p, first, k, st); b != nil {
+				by[first] = append(by[first], b)
+				g.log.Info("a generation born beside a glob path while tailfeed was down, after the path's file that waited for its first turn: read from its start",
+					"path", p, "first", first, "size", st.Size())
+			}
+		})
+	}
+}
+
+// sameBytes: f (size bytes) holds exactly the bytes of the file at path.
+func sameBytes(f *os.File, size int64, path string) bool {
+	o, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer o.Close()
+	if st, err := o.Stat(); err != nil || st.Size() != size {
+		return false
+	}
+	a, b := make([]byte, 64<<10), make([]byte, 64<<10)
+	for off := int64(0); off < size; {
+		n, err := f.ReadAt(a, off)
+		m, _ := o.ReadAt(b[:n], off)
+		if n == 0 || m != n || !bytes.Equal(a[:n], b[:n]) {
+			return false
+		}
+		off += int64(n)
+		if err != nil && off < size {
+			return false
+		}
+	}
+	return true
 }
 
 // listedCopyBeside opens a copy of the unread list's file w beside its
@@ -5776,18 +6517,32 @@ func (g *Glob) listedCopyIn(dir, base string, w unreadEntry, rec pointer.Record,
 // Manager goroutine, after the first scan.
 func (g *Glob) countUnreadGone() {
 	path := filepath.Join(g.cfg.PointerDir, unreadListName)
-	data, err := os.ReadFile(path)
+	ws, err := readUnreadList(path)
 	if err != nil {
 		return
 	}
-	for _, line := range bytes.Split(data, []byte{'\n'}) {
-		var w unreadEntry
-		if len(line) == 0 || json.Unmarshal(line, &w) != nil || w.Key == 0 {
+	// This run's own entries (startUnreadLocked wrote them after the
+	// previous run's): their streams decide about their files. A file
+	// renamed out or deleted between the first scan and this look is not
+	// "gone while stopped" (review 32: a waiting file renamed out of the
+	// glob at once after the start was counted here and read beside its
+	// path too).
+	g.mu.Lock()
+	own := maps.Clone(g.live.written)
+	g.mu.Unlock()
+	for _, w := range ws {
+		if o, ok := own[w.Key]; ok && !w.Gone && !w.Out && o.FPLen == w.FPLen && o.FP == w.FP && o.Path == w.Path {
 			continue
 		}
 		rec := pointer.Record{FileKey: w.Key, FPLen: uint64(w.FPLen), FP: w.FP}
-		if p, ok := g.keys[w.Key]; !w.Gone && ok && (w.FPLen == 0 || globHeadMatches(p, rec)) {
-			continue // still in the glob: read now
+		if p, ok := g.keys[w.Key]; !w.Gone && ok && (w.FPLen == 0 || g.listedInGlob[w.Key] || globHeadMatches(p, rec)) {
+			// Still in the glob: read now; or found in it by the first
+			// scan (readListedBesideAll) and gone from its path since:
+			// its stream decides. (Not told apart: a file on the listed
+			// one's inode, made while tailfeed was down and gone right
+			// after the start — its stream counts its own bytes, the
+			// listed file's go uncounted; the feed is lossy all the same.)
+			continue
 		}
 		if !w.Gone && g.ptrKeys[w.Key] {
 			// Listed while running, then given its pointer before a

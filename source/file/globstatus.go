@@ -130,7 +130,9 @@ func (g *Glob) behindLocked(s *gstream) bool {
 		// (grown, cut, rewritten, renamed or deleted since: a scan saw a
 		// change, another file or none at the path) is behind. Settled
 		// waits for its final commit all the same (commitOKLocked).
-		if s.behind || s.reopen || !exists(s.path, s.key) {
+		if s.behind || s.reopen || s.src.exitUntaken.Load() || !exists(s.path, s.key) {
+			// (exitUntaken: its run ended with a line read and never
+			// taken — its read position counts it: review 37b 6.)
 			return true
 		}
 		size, _, err := reportStat(s.path)

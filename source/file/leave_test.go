@@ -16,8 +16,14 @@ import (
 func (r *rig) waitLine(line string) got {
 	r.t.Helper()
 	var g got
-	r.waitFor("line "+line, 10*time.Second, func() bool {
-		for _, d := range r.rec.all() {
+	seen := 0
+	// Only the deliveries since the last poll are looked at: copying all of
+	// them (15,000 in TestGzCutBeforeReadIsCounted) every 5 ms under -race
+	// held the recorder's lock against the source's deliveries; in CI the
+	// wait's 10 s ran out with the line not yet recorded. 30 s now.
+	r.waitFor("line "+line, 30*time.Second, func() bool {
+		for _, d := range r.rec.since(seen) {
+			seen++
 			if d.Line == line {
 				g = d
 				return true

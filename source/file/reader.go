@@ -211,6 +211,39 @@ func (r *reader) onceEnd() {
 	r.limit = at
 }
 
+// lineUntaken reports whether the bytes r read past consumed() hold a
+// line (or a piece of an oversized one) the splitter would take: read and
+// never taken (its source's run ended between a read and the split), not
+// an unterminated last line. The splitter is asked on a copy of its state:
+// a trailing '\r' is held while tailing (a "\r\n"'s possible first half)
+// and a line end for a once-read at its limit; a line longer than
+// maxLineBytes gives pieces.
+func (r *reader) lineUntaken() bool {
+	start := r.start
+	if r.crTaken && start < r.end && r.buf[start] == '\n' {
+		start++ // the second half of a "\r\n" whose line was taken
+	}
+	if start >= r.end {
+		return false
+	}
+	probe := r.split
+	var found Found
+	final := r.limit >= 0 && r.readPos() >= r.limit
+	probe.Split(r.buf[:r.end], start, r.base, final, 1, math.MaxInt, &found)
+	return found.Len() > 0
+}
+
+// heldTo is how far r has read its file as a resume point tells it
+// (Resume.Size): readTo, or consumed() when a line it read was never
+// taken — the bytes past consumed() are then unread, not an unterminated
+// line.
+func (r *reader) heldTo() int64 {
+	if r.lineUntaken() {
+		return r.consumed()
+	}
+	return r.readTo()
+}
+
 // readTo is how far r has read its file: its read position, or, for a
 // once-read read to its limit, the size it read to (the bytes after its
 // last terminator were looked at: an unterminated line, never a loss).

@@ -261,10 +261,18 @@ func (c *recorder) len() int {
 	return len(c.got)
 }
 
-func (c *recorder) all() []got {
+// since is a copy of the deliveries from the i-th on.
+func (c *recorder) since(i int) []got {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return append([]got(nil), c.got...)
+	if i >= len(c.got) {
+		return nil
+	}
+	return append([]got(nil), c.got[i:]...)
+}
+
+func (c *recorder) all() []got {
+	return c.since(0)
 }
 
 // syncBuf is a goroutine-safe log sink.

@@ -7,26 +7,34 @@ import (
 	"path/filepath"
 	"slices"
 	"time"
+
+	"tailfeed/pointer"
 )
 
 // The unread list kept while running (unreadListName). The stop's list
 // (Close) is exact; a kill -9 writes nothing at its end, so the list is
-// also kept while running: a file in the glob waiting for its first turn
-// for longer than unreadListDelay is named in it within a housekeeping
-// pass, and dropped from it once it has a pointer (or is gone, counted by
-// the glob). A restart after a kill -9 then counts such a file deleted
-// while tailfeed was down, as after a stop. What it cannot see: a file
-// found and deleted within unreadListDelay of a kill -9 (not listed yet),
-// and lostBytes short of what a listed file grew by since the last write
+// also kept while running: a file in the glob waiting for a slot (its
+// stream never started in this run) is named in it by the scan that finds
+// it or the next housekeeping pass (listAtOnce). An entry is
+// dropped once its file has a pointer (or is gone, counted by the glob;
+// one renamed out of the glob while it waits, read beside the path it
+// left, stays named under that path: leftBeside). A restart after a kill
+// -9 then finds such a file beside its path, or counts it deleted while
+// tailfeed was down, as after a stop. What it cannot see: a file found and
+// renamed out of the glob or deleted between its scan and the list's
+// write, a kill -9 in between (not listed yet); a file born and rotated
+// away while tailfeed was down at a path whose earlier files were never
+// read (no pointer names that path's files: see the README); and
+// lostBytes short of what a listed file grew by since the last write
 // (sizes are written again at most every unreadListResize). A listed file
 // that got its pointer just before the kill is not counted: the start
 // skips an entry whose key a pointer names. One deleted while running and
 // counted then, the kill coming before the list drops it, counts again at
 // the restart (an overcount, not a gap).
 
-// unreadListDelay: a file must wait this long for its first turn before
-// the list names it. A start that reads every file present within it
-// (the common case, however many) writes no list at all.
+// unreadListDelay paces the list's writes for entries not listed at once
+// (listAtOnce): a file whose first bytes could not be read is tried again
+// this long after.
 const unreadListDelay = time.Second
 
 // unreadListResize: how often the list is written again only because a
@@ -35,10 +43,14 @@ const unreadListResize = 5 * time.Second
 
 // liveUnread is the running list's state (manager goroutine, under mu).
 type liveUnread struct {
-	written  map[uint64]unreadEntry // the list on disk, by key
-	fps      map[uint64]liveHead    // first bytes looked at for an entry
-	pending  time.Time              // since when an addition waits to be written
-	lastSize time.Time              // the last write for growth alone
+	written map[uint64]unreadEntry // the list on disk, by key
+	fps     map[uint64]liveHead    // first bytes looked at for an entry
+	// noHead: the entries whose first bytes the last write could not read
+	// (left out of it): not listed at once again, or every pass would
+	// write the whole list for them; retried every unreadListDelay.
+	noHead   map[uint64]*gstream
+	pending  time.Time // since when an addition waits to be written
+	lastSize time.Time // the last write for growth alone
 	// startDone: the first scan wrote its list (startUnreadLocked); stale:
 	// the file on disk still holds the previous run's entries too.
 	startDone, stale bool
@@ -71,7 +83,7 @@ func (g *Glob) waitingNow() []unreadEntry {
 			}
 			continue
 		}
-		if s.gone {
+		if s.gone && !g.leftBeside(s) {
 			continue
 		}
 		if s.ptrPath != "" || s.st == stOpen || s.st == stStopping {
@@ -82,7 +94,16 @@ func (g *Glob) waitingNow() []unreadEntry {
 			continue
 		}
 		if n := g.seenEnd(s); n > 0 {
-			out = append(out, unreadEntry{Key: s.key, Size: n, Path: s.path, s: s})
+			w := unreadEntry{Key: s.key, Size: n, Path: s.path, s: s}
+			if s.gone {
+				// Left the glob while it waited, read beside the path it
+				// left (leftBeside): listed under that path, as before,
+				// so that a restart after a kill -9 finds it beside it
+				// (followed there when renamed again meanwhile).
+				g.followBeside(s) // (not found: listed as it was; back in the glob: the scan takes it)
+				w.Path, w.head = besidePath(s), s.path
+			}
+			out = append(out, w)
 		}
 	}
 	return append(out, g.ownOutEntries()...)
@@ -182,7 +203,7 @@ func (g *Glob) liveUnreadDue(now time.Time) ([]unreadEntry, bool) {
 	for _, w := range cur {
 		old, ok := lu.written[w.Key]
 		switch {
-		case !ok && w.Out:
+		case !ok && listAtOnce(w) && lu.noHead[w.Key] != w.s:
 			urgent = true
 		case !ok:
 			added = true
@@ -232,7 +253,7 @@ func (g *Glob) liveUnreadDue(now time.Time) ([]unreadEntry, bool) {
 		// Written now for a drop or growth: the additions still wait.
 		cur = slices.DeleteFunc(cur, func(w unreadEntry) bool {
 			_, ok := lu.written[w.Key]
-			return !ok && !w.Out
+			return !ok && (!listAtOnce(w) || lu.noHead[w.Key] == w.s)
 		})
 	} else {
 		lu.pending = time.Time{}
@@ -241,6 +262,42 @@ func (g *Glob) liveUnreadDue(now time.Time) ([]unreadEntry, bool) {
 		lu.lastSize = now
 	}
 	return cur, true
+}
+
+// listAtOnce: w is named in the list at the first pass that sees it, not
+// after unreadListDelay — an own file out of the glob (Out), and a file
+// waiting for a slot whose stream never started in this run (queued, or
+// renamed out of the glob while queued: leftBeside), which is every new
+// entry: waitingNow names a started stream only while the list already
+// does. A queued file waits for a slot as long as the open streams keep
+// them, and a rotation while tailfeed is down renames it out of the glob
+// with nothing on disk naming it: under a kill -9 every 1–2 s and
+// rotations every 350 ms, the delay left whole generations of a writer
+// waiting behind busier ones never listed, never read and never counted
+// (aud7 C, seed 1796559392325910795: 9 of w2's 17 generations, lossless
+// true). A start with a thousand new files writes its list once, at its
+// first scan (startUnreadLocked). unreadListDelay now paces only the
+// retries of an entry whose first bytes could not be read (noHead) and a
+// previous run's entry the start could not write.
+func listAtOnce(w unreadEntry) bool {
+	return w.Out || (w.s != nil && w.s.src == nil && w.s.listed == nil)
+}
+
+// liveUnreadNow writes the running list when a scan changed it in a way
+// that cannot wait for the next housekeeping pass (listAtOnce): the scan
+// that finds a new file queued behind the open ones lists it at once.
+// Manager goroutine.
+func (g *Glob) liveUnreadNow() {
+	g.mu.Lock()
+	if !g.started {
+		g.mu.Unlock()
+		return
+	}
+	list, write := g.liveUnreadDue(time.Now())
+	g.mu.Unlock()
+	if write {
+		g.writeLiveUnread(list)
+	}
 }
 
 // writeLiveUnread writes the running list (manager goroutine, without
@@ -273,6 +330,7 @@ func (g *Glob) liveHeads(ws []unreadEntry) []unreadEntry {
 	if lu.fps == nil {
 		lu.fps = map[uint64]liveHead{}
 	}
+	lu.noHead = nil
 	var keep []unreadEntry
 	for _, w := range ws {
 		if w.s != nil && w.s.listed != nil {
@@ -284,10 +342,23 @@ func (g *Glob) liveHeads(ws []unreadEntry) []unreadEntry {
 		if old, listed := lu.written[w.Key]; listed && w.Size < old.Size {
 			ok = false // shorter than when listed: its first bytes may be new
 		}
+		if ok && h.n < pointer.MaxFingerprint && uint64(w.Size) > h.n {
+			// Grown past the first bytes looked at: listed by the scan
+			// that found it (listAtOnce), they were often a partial
+			// first line — a restart's identity check resting on a few
+			// bytes (review 33a A). Read again with the size's write.
+			ok = false
+		}
 		if !ok {
-			n, fp := headOfPath(w.Path)
+			n, fp := headOfPath(w.headPath())
 			if n == 0 {
-				continue // gone since the pass looked: the glob counts it
+				// Gone since the pass looked (the glob counts it), or
+				// unreadable: left out, retried unhurried (noHead).
+				if lu.noHead == nil {
+					lu.noHead = map[uint64]*gstream{}
+				}
+				lu.noHead[w.Key] = w.s
+				continue
 			}
 			h = liveHead{s: w.s, n: uint64(n), fp: fp}
 			lu.fps[w.Key] = h

@@ -21,11 +21,8 @@ import (
 // session, untested then).
 func TestLiveUnreadKeyReusedIsWrittenAgain(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	ptrs := filepath.Join(dir, "ptrs")
-	if err := os.Mkdir(ptrs, 0o700); err != nil {
-		t.Fatal(err)
-	}
+	g, dir := newListGlob(t)
+	ptrs := g.cfg.PointerDir
 	a, b := filepath.Join(dir, "a.log"), filepath.Join(dir, "b.log")
 	if err := os.WriteFile(a, []byte("aaaa 1\naaaa 2\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -34,12 +31,13 @@ func TestLiveUnreadKeyReusedIsWrittenAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	const key = 42
-	g := &Glob{cfg: GlobConfig{PointerDir: ptrs}, log: hclog.NewNullLogger(), byKey: map[uint64]*gstream{}}
 	sa := &gstream{path: a, key: key, st: stQueued, size: 14}
 	g.byKey[key] = sa
 	now := time.Now()
-	if _, ok := g.liveUnreadDue(now); ok {
-		t.Fatal("a file waiting for less than unreadListDelay listed")
+	// Waiting for a slot (never started): listed at the first pass
+	// (listAtOnce), not after unreadListDelay (aud7 C).
+	if ws, ok := g.liveUnreadDue(now); !ok || len(ws) != 1 {
+		t.Fatalf("a file waiting for a slot: due %v, %d entries at the first pass; want one", ok, len(ws))
 	}
 	ws, ok := g.liveUnreadDue(now.Add(2 * unreadListDelay))
 	if !ok || len(ws) != 1 {
@@ -62,4 +60,16 @@ func TestLiveUnreadKeyReusedIsWrittenAgain(t *testing.T) {
 	if got := g.live.written[key]; got.FP != want || got.Path != b {
 		t.Errorf("the list names %s with fp %x, want b.log's %x; on disk: %s", got.Path, got.FP, want, strings.TrimSpace(string(raw)))
 	}
+}
+
+// newListGlob is a bare Glob for the unread list's tests: a pointer
+// directory in a temporary dir (returned), no streams.
+func newListGlob(t *testing.T) (*Glob, string) {
+	t.Helper()
+	dir := t.TempDir()
+	ptrs := filepath.Join(dir, "ptrs")
+	if err := os.Mkdir(ptrs, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return &Glob{cfg: GlobConfig{PointerDir: ptrs}, log: hclog.NewNullLogger(), byKey: map[uint64]*gstream{}}, dir
 }
