@@ -184,11 +184,22 @@ func TestAud2XBlockWaitNotPaused(t *testing.T) {
 	in.appendLines(10)
 	d := e.start()
 	// The queue is full and the source waits for room: BEHIND, nothing refused yet.
-	r := d.waitFor("the source blocked on the full queue", 10*time.Second, func(r *report) bool {
+	// Blocked means the sequence stopped moving: under load a report can
+	// catch the source between its first batches, before the full queue
+	// stops it (CI: sequence 2, then 3).
+	var seq uint64
+	d.waitFor("the source blocked on the full queue", 10*time.Second, func(r *report) bool {
 		f := r.Feeds[0]
-		return f.State == "BEHIND" && f.Sequence > 0 && f.Sequence < 10 && f.Refused == 0
+		if !(f.State == "BEHIND" && f.Sequence > 0 && f.Sequence < 10 && f.Refused == 0) {
+			return false
+		}
+		if f.Sequence != seq {
+			seq = f.Sequence
+			time.Sleep(300 * time.Millisecond)
+			return false
+		}
+		return true
 	})
-	seq := r.Feeds[0].Sequence
 	time.Sleep(3 * time.Second)
 	r, raw := statusRaw(t, d)
 	f := r.Feeds[0]

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -213,21 +214,31 @@ processors:
 		want[tag] = b
 		total += strings.Count(string(b), "\n")
 	}
+	// debug (AUD4_DEBUG=dir): the epochs file, the input directory and
+	// every run's log, kept under dir/<test> for a failure to be read.
+	debug := func() {
+		dir := os.Getenv("AUD4_DEBUG")
+		if dir == "" {
+			return
+		}
+		dir = filepath.Join(dir, strings.ReplaceAll(t.Name(), "/", "_")+"-"+strconv.FormatInt(time.Now().UnixNano(), 36))
+		os.MkdirAll(dir, 0o755)
+		ep, _ := os.ReadFile(e.path("state/feeds/app.epochs"))
+		os.WriteFile(filepath.Join(dir, "epochs"), ep, 0o644)
+		ls, _ := exec.Command("ls", "-li", "--time-style=full-iso", in).CombinedOutput()
+		os.WriteFile(filepath.Join(dir, "ls"), ls, 0o644)
+		exec.Command("cp", "-a", e.path("state"), e.path("exact.log"), dir).Run()
+		for i, d := range e.runs {
+			os.WriteFile(filepath.Join(dir, fmt.Sprintf("run%d.log", i)), []byte(d.log()), 0o644)
+		}
+		t.Logf("debug files in %s", dir)
+	}
 	d := e.start()
 	r := d.waitSettled(120 * time.Second)
 	if !r.Lossless {
 		led, _ := os.ReadFile(e.path("state/losses.jsonl"))
 		t.Errorf("first settled report lossless false (lostTails %d lostBytes %d); losses.jsonl:\n%s", r.Feeds[0].LostTails, r.Feeds[0].LostBytes, led)
-		if os.Getenv("AUD4_DEBUG") != "" {
-			ep, _ := os.ReadFile(e.path("state/feeds/app.epochs"))
-			t.Logf("epochs:\n%s", ep)
-			ls, _ := exec.Command("ls", "-li", "--time-style=full-iso", in).CombinedOutput()
-			t.Logf("ls:\n%s", ls)
-			os.MkdirAll("/tmp/aud4g", 0o755)
-			for i, d := range e.runs {
-				os.WriteFile(fmt.Sprintf("/tmp/aud4g/run%d.log", i), []byte(d.log()), 0o644)
-			}
-		}
+		debug()
 	}
 	got := map[string][]byte{}
 	data, _ := os.ReadFile(exactPath)
@@ -294,6 +305,7 @@ processors:
 		for i := 1; i < len(o); i++ {
 			if o[i] <= o[i-1] {
 				t.Errorf("path p%d.log: generations in output order %v: a later generation's line before an earlier one's (per-path order)", p, o)
+				debug()
 				break
 			}
 		}

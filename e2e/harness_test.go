@@ -214,28 +214,44 @@ func (d *daemon) log() string {
 
 // waitReady polls /feed.status until it answers 200 or the process ends.
 func (d *daemon) waitReady(timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	for time.Now().Before(deadline) {
-		if d.exited() {
-			return fmt.Errorf("exited with code %d before it was ready", d.code)
-		}
-		if _, err := d.status(); err == nil {
-			return nil
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	return errors.New("not ready in time")
+	return d.waitAnswer(timeout, func() bool {
+		_, err := d.status()
+		return err == nil
+	})
 }
 
 // waitListening polls /healthz until it answers (any code) or the process ends.
 func (d *daemon) waitListening(timeout time.Duration) error {
+	return d.waitAnswer(timeout, func() bool {
+		code, _, err := d.get("/healthz")
+		return err == nil && code != 0
+	})
+}
+
+// waitAnswer polls answers until it is true of this daemon, or the process
+// ends. An answer alone may come from another process: the port freeAddr
+// chose can be taken by a daemon of another test binary (CI runs three)
+// before this one binds it, and this one then exits "address already in
+// use" (startWith starts it again) while the other answers. So an answer
+// counts once this daemon's log says it runs (it logs that after it bound
+// its listener), or — a config that logs above info — once it is still
+// alive a second after the first answer.
+func (d *daemon) waitAnswer(timeout time.Duration, answers func() bool) error {
 	deadline := time.Now().Add(timeout)
+	var first time.Time
 	for time.Now().Before(deadline) {
 		if d.exited() {
 			return fmt.Errorf("exited with code %d before it was ready", d.code)
 		}
-		if code, _, err := d.get("/healthz"); err == nil && code != 0 {
-			return nil
+		if answers() {
+			if strings.Contains(d.log(), "tailfeed running") {
+				return nil
+			}
+			if first.IsZero() {
+				first = time.Now()
+			} else if time.Since(first) > time.Second {
+				return nil
+			}
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

@@ -286,7 +286,7 @@ func TestRev31BOKBesideKilledMidReadResumed(t *testing.T) {
 	}
 	appendTo(t, z, "new #0\nnew #1\n")
 	d := e.start()
-	waitUntil(t, "some of z.log.1 in the sink", 60*time.Second, func() bool { return rev31BCounts(e)["z #000000"] > 0 })
+	waitUntil(t, "some of z.log.1 in the sink", 60*time.Second, appendedHolds(e.path("out/once.jsonl"), `"line":"z #000000"`))
 	d.kill()
 	if rev31BCounts(e)[fmt.Sprintf("z #%06d", many-1)] > 0 {
 		t.Skip("z.log.1 read whole before the kill")
