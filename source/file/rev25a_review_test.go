@@ -92,6 +92,18 @@ func rev25ZDelivered(r *rig) int {
 	return c["z-00000"] + c["z-00001"] + c["z-00002"]
 }
 
+// rev25WaitZ waits (10 s at most: a loaded CI is slow) until the 3 "z"
+// lines were delivered or a lost tail was counted, and returns the z lines
+// delivered. A silent loss is neither, so it still fails, 10 s later.
+func rev25WaitZ(r *rig) int {
+	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		if rev25ZDelivered(r) == 3 || r.src.LostTails() > 0 {
+			break
+		}
+	}
+	return rev25ZDelivered(r)
+}
+
 // rev25TwoGens: a running rig (rotatedNames "app.log.*.gz") on A (10 "a"
 // lines, each after the line hdr when hdr is not empty), A rotated to
 // app.log.1 and B (the same with "b" lines) made at app.log, delivered,

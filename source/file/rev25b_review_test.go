@@ -324,7 +324,7 @@ func TestRev25BRDTornGzNamesakeAppearsDroppedSilentlyLost(t *testing.T) {
 	r.waitLines(30)
 	time.Sleep(300 * time.Millisecond)
 	rev25bGzEnds(t, gz, full[10:])
-	if n := rev25ZDelivered(r); n != 3 && r.src.LostTails() == 0 {
+	if n := rev25WaitZ(r); n != 3 && r.src.LostTails() == 0 {
 		t.Errorf("app.log.1.gz (3 lines, torn when scanned, a plain app.log.1 made beside it before it ended): %d of its lines delivered, lostTails 0 (lossless)", n)
 	}
 }
@@ -343,7 +343,7 @@ func TestRev25BRDProbeTornGzNonTwinNamesakeAppearsRead(t *testing.T) {
 	r.waitLines(30)
 	time.Sleep(300 * time.Millisecond)
 	rev25bGzEnds(t, gz, full[head:])
-	if n := rev25ZDelivered(r); n != 3 && r.src.LostTails() == 0 {
+	if n := rev25WaitZ(r); n != 3 && r.src.LostTails() == 0 {
 		t.Errorf("app.log.1.gz (3 lines, torn when scanned, a plain app.log.1 made beside it before it ended): %d of its lines delivered, lostTails 0 (lossless)", n)
 	}
 }
@@ -371,7 +371,7 @@ func TestRev25BRETornGzRotatedOnBesideANewNamesakeDroppedSilentlyLost(t *testing
 	r.waitLines(30)
 	time.Sleep(300 * time.Millisecond)
 	rev25bGzEnds(t, gz, full[head:])
-	if n := rev25ZDelivered(r); n != 3 && r.src.LostTails() == 0 {
+	if n := rev25WaitZ(r); n != 3 && r.src.LostTails() == 0 {
 		t.Errorf("app.log.1.gz (3 lines, torn when scanned, shifted to app.log.3.gz and a plain app.log.1 made before it ended): %d of its lines delivered, lostTails 0 (lossless)", n)
 	}
 }

@@ -223,7 +223,7 @@ func TestRev25CRFTornGzBesideASeenNamesakeLeftOutUncounted(t *testing.T) {
 	if testing.Verbose() {
 		t.Logf("log:\n%s", r.logs.String())
 	}
-	if n := rev25ZDelivered(r); n != 3 && r.src.LostTails() == 0 {
+	if n := rev25WaitZ(r); n != 3 && r.src.LostTails() == 0 {
 		t.Errorf("app.log.1.gz (3 lines, being written in when the rotation's scan found it beside a plain app.log.1 the source had read): %d of its lines delivered, lostTails 0 (lossless)", n)
 	}
 }

@@ -136,7 +136,7 @@ func rev25dTornBesideReadNamesakeDeleted(t *testing.T, told bool) {
 	if testing.Verbose() {
 		t.Logf("log:\n%s", r.logs.String())
 	}
-	if n := rev25ZDelivered(r); n != 3 && r.src.LostTails() == 0 {
+	if n := rev25WaitZ(r); n != 3 && r.src.LostTails() == 0 {
 		t.Errorf("app.log.1.gz (3 lines, being written in beside the read app.log.1, then deleted unfinished): %d of its lines delivered, lostTails 0 (lossless)", n)
 	}
 }

@@ -80,7 +80,7 @@ func rev25eTornHeaderPrefix(t *testing.T, atScan bool) {
 	if testing.Verbose() {
 		t.Logf("log:\n%s", r.logs.String())
 	}
-	if n := rev25ZDelivered(r); n != 3 && r.src.LostTails() == 0 {
+	if n := rev25WaitZ(r); n != 3 && r.src.LostTails() == 0 {
 		t.Errorf("app.log.1.gz (header + 3 z lines, written beside the read app.log.1, completed): %d of its z lines delivered, lostTails 0 (lossless)", n)
 	}
 }

@@ -71,6 +71,8 @@ func newRig(t testing.TB, dir string, o rigOpts) *rig {
 	if dir == "" {
 		dir = t.TempDir()
 	}
+	r := &rig{t: t}
+	t.Cleanup(r.logOnFailure)
 	if o.poll == 0 {
 		o.poll = 50 * time.Millisecond
 	}
@@ -83,7 +85,21 @@ func newRig(t testing.TB, dir string, o rigOpts) *rig {
 	if o.maxLine == 0 {
 		o.maxLine = 1 << 16
 	}
-	return &rig{t: t, dir: dir, path: filepath.Join(dir, "app.log"), opts: o}
+	r.dir, r.path, r.opts = dir, filepath.Join(dir, "app.log"), o
+	return r
+}
+
+// logOnFailure prints the last run's source log (its tail) when the test
+// failed: a flake seen once in CI keeps its trace.
+func (r *rig) logOnFailure() {
+	if !r.t.Failed() || r.logs == nil {
+		return
+	}
+	l := r.logs.String()
+	if len(l) > 64<<10 {
+		l = "…" + l[len(l)-64<<10:]
+	}
+	r.t.Logf("source log (the last run):\n%s", l)
 }
 
 // start opens the pointer (COMMITTED) and runs the source and one group.
