@@ -384,8 +384,12 @@ func TestAud10COKAbandonedLongPollsLeaveNothing(t *testing.T) {
 	})
 	t0 := time.Now()
 	code, _, err := d.get("/healthz")
-	if err != nil || time.Since(t0) > 2*time.Second {
-		t.Fatalf("/healthz after abandoned polls: %d %v in %v", code, err, time.Since(t0))
+	took := time.Since(t0)
+	t.Logf("/healthz answered %d in %v", code, took)
+	// 2 s + 3 s of slack for scheduling on a loaded machine: still far
+	// below a /healthz starved by leftover connections.
+	if err != nil || took > 5*time.Second {
+		t.Fatalf("/healthz after abandoned polls: %d %v in %v", code, err, took)
 	}
 	t.Logf("fds %d -> %d, threads %d -> %d", fds0, fds1, thr0, aud10CProc(t, pid, "Threads"))
 	// a line appended now reaches a poller that stays
@@ -1120,7 +1124,8 @@ func TestAud10COKDeletedInputReleased(t *testing.T) {
 		worst = max(worst, time.Since(t0))
 	}
 	t.Logf("deleted input released after at most %v (rotateWaitMillis 200)", worst)
-	if worst > 3*time.Second {
+	// 3 s + 3 s of slack for scheduling on a loaded machine.
+	if worst > 6*time.Second {
 		t.Fatalf("a deleted, fully read input stayed open %v (rotateWaitMillis 200)", worst)
 	}
 	r := d.waitSettled(30 * time.Second)

@@ -341,8 +341,17 @@ func TestAud2OKPullAckPointInQueueOrder(t *testing.T) {
 		}
 	}
 	ackAll(t, d, acks)
-	time.Sleep(500 * time.Millisecond)
-	r, raw := statusRaw(t, d)
+	// Wait (up to 10 s) until the in-order ACKs of 1, 2, 3 are applied; then
+	// acknowledged and dispatched must be exactly 3 (the ACKs of 5 and 7
+	// wait for 4 and 6).
+	var r *report
+	var raw []byte
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		r, raw = statusRaw(t, d)
+		if f := r.Feeds[0]; (f.Acknowledged >= 3 && f.sub(t, "pl").Dispatched >= 3) || time.Now().After(deadline) {
+			break
+		}
+	}
 	f := r.Feeds[0]
 	if f.Acknowledged != 3 || f.sub(t, "pl").Dispatched != 3 || f.Settled {
 		t.Errorf("acks of 1,2,3,5,7: acknowledged %d dispatched %d settled %v, want 3 3 false\n%s", f.Acknowledged, f.sub(t, "pl").Dispatched, f.Settled, raw)

@@ -90,13 +90,13 @@ func aud4ReplaceLoop(t *testing.T, mode string) {
 		}
 		prev, reused := inodes[st.Ino]
 		inodes[st.Ino] = i
-		deadline := time.Now().Add(5 * time.Second)
+		deadline := time.Now().Add(20 * time.Second) // the fault: never read; 20 s for a loaded CI
 		for time.Now().Before(deadline) && len(perTag(t, out)[tag]) < 3 {
 			time.Sleep(5 * time.Millisecond)
 		}
 		if n := len(perTag(t, out)[tag]); n < 3 {
 			r, _ := d.status()
-			t.Fatalf("replacement %d (%s): the new a.log at the tracked path; %d of its 3 lines delivered after 5 s (five rescans); feed state %s settled %v lossless %v (its inode reused from replacement %d, a retired key: %v)", i, mode, n, r.Feeds[0].State, r.Settled, r.Lossless, prev, reused)
+			t.Fatalf("replacement %d (%s): the new a.log at the tracked path; %d of its 3 lines delivered after 20 s (twenty rescans); feed state %s settled %v lossless %v (its inode reused from replacement %d, a retired key: %v)", i, mode, n, r.Feeds[0].State, r.Settled, r.Lossless, prev, reused)
 		}
 		d.waitSettled(20 * time.Second)
 	}
@@ -132,13 +132,13 @@ func TestAud4GXNewNameWithRetiredInodeNeverRead(t *testing.T) {
 		if reused {
 			reuses++
 		}
-		deadline := time.Now().Add(5 * time.Second)
+		deadline := time.Now().Add(20 * time.Second) // the fault: never read; 20 s for a loaded CI
 		for time.Now().Before(deadline) && len(perTag(t, out)[tag]) < 3 {
 			time.Sleep(5 * time.Millisecond)
 		}
 		if n := len(perTag(t, out)[tag]); n < 3 {
 			r, _ := d.status()
-			t.Fatalf("new file %s.log: %d of its 3 lines delivered after 5 s (five rescans); feed state %s settled %v lossless %v (its inode was f%03d.log's, deleted after it was read: %v)", tag, n, r.Feeds[0].State, r.Settled, r.Lossless, prev, reused)
+			t.Fatalf("new file %s.log: %d of its 3 lines delivered after 20 s (twenty rescans); feed state %s settled %v lossless %v (its inode was f%03d.log's, deleted after it was read: %v)", tag, n, r.Feeds[0].State, r.Settled, r.Lossless, prev, reused)
 		}
 		d.waitSettled(20 * time.Second)
 		time.Sleep(20 * time.Millisecond)

@@ -161,8 +161,15 @@ func TestAud9AOKWindowFullPausesNotStalls(t *testing.T) {
 		t.Errorf("window 20 full: pendingAcks %d sequence %d paused %v stalled %v settled %v acknowledged %d; want 20 20 true null false 0\n%s",
 			f.PendingAcks, f.Sequence, f.Paused, f.Stalled, f.Settled, f.Acknowledged, raw)
 	}
-	if code, body := aud9AHealthz(t, d); code != http.StatusServiceUnavailable {
-		t.Errorf("/healthz after 1.5 s paused (stallAlertMillis 1000): %d %s, want 503", code, body)
+	// 503 once the feed has been paused for longer than stallAlertMillis
+	// (1 s): polled up to 10 s, as a loaded CI may see it later.
+	code, body := aud9AHealthz(t, d)
+	for end := time.Now().Add(10 * time.Second); code != http.StatusServiceUnavailable && time.Now().Before(end); {
+		time.Sleep(50 * time.Millisecond)
+		code, body = aud9AHealthz(t, d)
+	}
+	if code != http.StatusServiceUnavailable {
+		t.Errorf("/healthz while paused (stallAlertMillis 1000), polled for 10 s after 1.5 s paused: %d %s, want 503", code, body)
 	}
 	// Acknowledge all: the feed drains and settles at the end.
 	deadline := time.Now().Add(60 * time.Second)
@@ -270,6 +277,8 @@ func TestAud9AOKSpinOncePerEpisode(t *testing.T) {
 	in.appendLines(1)
 	d := e.start()
 	waitUntil(t, "line 1 in out.log", 30*time.Second, func() bool { return countLines(t, e.path("out.log"), 0) == 1 })
+	r0, _ := statusRaw(t, d)
+	pauses0 := r0.Feeds[0].Pauses
 	var lat []time.Duration
 	for i := 2; i <= 14; i++ {
 		t0 := time.Now()
@@ -277,17 +286,21 @@ func TestAud9AOKSpinOncePerEpisode(t *testing.T) {
 		waitUntil(t, fmt.Sprintf("line %d in out.log", i), 30*time.Second, func() bool { return countLines(t, e.path("out.log"), 0) == i })
 		lat = append(lat, time.Since(t0).Round(time.Millisecond))
 	}
-	t.Logf("latencies of lines 2..14: %v", lat)
+	r, raw := statusRaw(t, d)
+	// A spin waits the whole spinBoundMillis (3 s) for room in the tap's
+	// queue: a line counts as one when it took at least 2.9 s (2.5 s would
+	// count a delivery merely slowed by a loaded CI). The pause episodes
+	// meanwhile are logged beside.
 	spins := 0
 	for _, l := range lat {
-		if l >= 2500*time.Millisecond {
+		if l >= 2900*time.Millisecond {
 			spins++
 		}
 	}
+	t.Logf("latencies of lines 2..14: %v; pause episodes meanwhile %d", lat, r.Feeds[0].Pauses-pauses0)
 	if spins > 1 {
-		t.Errorf("%d lines waited a whole spin (≥ 2.5 s of spinBoundMillis 3000) although the tap's queue stayed full (one episode): %v", spins, lat)
+		t.Errorf("%d lines waited a whole spin (≥ 2.9 s of spinBoundMillis 3000) although the tap's queue stayed full (one episode): %v", spins, lat)
 	}
-	r, raw := statusRaw(t, d)
 	if f := r.Feeds[0]; f.Dropped == 0 || f.Dropped > 13 || f.Lossless {
 		t.Errorf("dropped %d lossless %v, want 1..13 and false\n%s", f.Dropped, f.Lossless, raw)
 	}

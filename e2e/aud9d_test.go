@@ -244,10 +244,15 @@ func TestAud9DOKForgetWhileUnacked(t *testing.T) {
 			}
 			d.kill()
 			d = e.start()
+			// Pull until the 5 lines came again or the loss is counted (up
+			// to 20 s: a loaded CI may take seconds for either).
 			var again []event
-			deadline := time.Now().Add(5 * time.Second)
+			deadline := time.Now().Add(20 * time.Second)
 			for time.Now().Before(deadline) && len(again) < 5 {
 				again = append(again, pullFrom(t, d, "slow", "max=100&wait=100ms")...)
+				if r, err := d.status(); err == nil && !r.Feeds[0].Lossless {
+					break
+				}
 			}
 			r, _ := d.status()
 			t.Logf("after restart: %d redelivered; lossless %v lostTails %d", len(again), r.Feeds[0].Lossless, r.Feeds[0].LostTails)
@@ -518,7 +523,17 @@ func TestAud9DOKFairnessOneSlot(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	time.Sleep(3 * time.Second)
+	// The last quiet lines' turn: until every one is seen (30 s at most; a
+	// line still missing then is counted below), the latencies judge the
+	// order.
+	for end := time.Now().Add(30 * time.Second); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+		mu.Lock()
+		all := len(seen) >= len(sent)
+		mu.Unlock()
+		if all {
+			break
+		}
+	}
 	close(stop)
 	wg.Wait()
 	var worst time.Duration
@@ -1181,8 +1196,15 @@ func TestAud9DOKCommitPerStream(t *testing.T) {
 	}
 	d.kill()
 	d = e.start()
+	// Pull until 5 lines came again (up to 20 s), then 400 ms more to show
+	// that nothing beyond them comes.
 	var again []string
-	for end := time.Now().Add(3 * time.Second); time.Now().Before(end); {
+	for end := time.Now().Add(20 * time.Second); len(again) < 5 && time.Now().Before(end); {
+		for _, ev := range pullFrom(t, d, "slow", "max=100&wait=200ms") {
+			again = append(again, ev.Line)
+		}
+	}
+	for end := time.Now().Add(400 * time.Millisecond); time.Now().Before(end); {
 		for _, ev := range pullFrom(t, d, "slow", "max=100&wait=200ms") {
 			again = append(again, ev.Line)
 		}

@@ -1275,6 +1275,11 @@ processors:
 
 // aud9EStopWithin SIGTERMs d and returns how long it took to exit, failing
 // t unless the exit code is 0.
+// aud9EStopBound: DESIGN's 3 s (shutdownTimeoutMillis 1 s + 2 s) and 3 s
+// for a loaded CI; the faults these tests guard waited for the sink's own
+// timeoutMillis (20 s).
+const aud9EStopBound = 6 * time.Second
+
 func aud9EStopWithin(t *testing.T, d *daemon) time.Duration {
 	t.Helper()
 	start := time.Now()
@@ -1312,8 +1317,8 @@ processors:
 		appendTo(t, e.path("in.log"), "three\nfour\n")
 		d.waitFor("held", 60*time.Second, func(r *report) bool { return r.feed(t, "app").Sequence == 4 })
 		time.Sleep(300 * time.Millisecond) // the lines reach the sink
-		if took := aud9EStopWithin(t, d); took > 4*time.Second {
-			t.Errorf("SIGTERM with the engine down: exit after %v, want within shutdownTimeoutMillis (1 s) + 2 s", took)
+		if took := aud9EStopWithin(t, d); took > aud9EStopBound {
+			t.Errorf("SIGTERM with the engine down: exit after %v, want within shutdownTimeoutMillis (1 s) + 2 s (checked with a loaded machine's 3 s more)", took)
 		}
 		up()
 		d = e.start()
@@ -1758,8 +1763,8 @@ processors:
 	in.appendLines(5)
 	d := e.start()
 	d.waitFor("pg stalled at start", 60*time.Second, func(r *report) bool { return r.feed(t, "app").Stalled != nil })
-	if took := aud9EStopWithin(t, d); took > 4*time.Second {
-		t.Errorf("SIGTERM while the record cannot be read: exit after %v, want within 3 s", took)
+	if took := aud9EStopWithin(t, d); took > aud9EStopBound {
+		t.Errorf("SIGTERM while the record cannot be read: exit after %v, want within 3 s (checked with a loaded machine's 3 s more)", took)
 	}
 	if after, _ := showPointer(t, e.path("state/feeds/app.ptr")); after.Offset != before.Offset || after.Epoch != before.Epoch {
 		t.Errorf("pointer moved while nothing was read: %+v -> %+v", before, after)

@@ -276,8 +276,10 @@ processors:
 			return strings.HasPrefix(l, e.cfg+":5: feeds[0].path: ") && strings.Contains(l, e.path("link.log"))
 		})
 	}
-	select {
-	case <-d.done:
+	// Wait (up to 30 s: a loaded CI may take seconds to start the
+	// binary) for either the exit or the daemon listening, then judge.
+	err := d.waitListening(30 * time.Second)
+	if d.exited() {
 		if d.code != 2 || !want(d.log()) {
 			t.Fatalf("run exited %d, want 2 and a line %s:5: feeds[0].path: …link.log…\n%s", d.code, e.cfg, tail(d.log(), 2000))
 		}
@@ -285,7 +287,10 @@ processors:
 			t.Fatalf("validate: exit %d, stderr %q; want 0 (it checks the file only)", code, stderr)
 		}
 		return
-	case <-time.After(3 * time.Second):
+	}
+	if err != nil {
+		d.kill()
+		t.Fatalf("run neither exited (want exit 2) nor listened within 30 s: %v\n%s", err, tail(d.log(), 2000))
 	}
 	appendTo(t, e.path("out.log"), "hello\n")
 	time.Sleep(1500 * time.Millisecond)

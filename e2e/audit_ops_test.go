@@ -244,14 +244,28 @@ processors:
 		return r.Settled && r.Feeds[0].Sequence == 3
 	})
 	auditOpsReload(t, e, d, ctToken, tmpl+"  - {name: added, feed: app, type: discard}\n")
+	// Pull until the three lines came or what did not come is counted
+	// dropped (up to 20 s: a loaded CI may take seconds), then 400 ms more
+	// to show that nothing beyond them comes.
 	var got []string
-	deadline := time.Now().Add(3 * time.Second)
-	for time.Now().Before(deadline) {
+	pull := func() int {
 		evs := pullFrom(t, d, "tap", "max=10&wait=200ms")
 		for _, ev := range evs {
 			got = append(got, ev.Line)
 		}
 		ackAllQuiet(t, d, evs)
+		return len(evs)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) && len(got) < 3 {
+		if pull() == 0 {
+			if r, err := d.status(); err == nil && r.Feeds[0].Dropped >= uint64(3-len(got)) && !r.Feeds[0].Lossless {
+				break
+			}
+		}
+	}
+	for end := time.Now().Add(400 * time.Millisecond); time.Now().Before(end); {
+		pull()
 	}
 	r, _ := statusRaw(t, d)
 	f := r.Feeds[0]

@@ -17,31 +17,53 @@ import (
 )
 
 func TestRev33WaitingNewFileListedAtOnce(t *testing.T) {
-	e := newEnv(t, rev31BManyTmpl)
-	rev31BFiller(t, e, 300)
-	d := e.start()
-	waitUntil(t, "the start over", 30*time.Second, func() bool { return strings.Contains(d.log(), "glob feed started") })
-	z := e.path("logs/z.log")
-	appendTo(t, z, "z #0\nz #1\nz #2\n")
-	k := fileKeyOf(t, z)
 	// Killed -9 as soon as the list names it, 800 ms after it appeared at
 	// the latest: a rescan on its event or a housekeeping pass (every
 	// pollIntervalMillis, 50) lists it now; before, the list waited a
-	// second (unreadListDelay) for a file waiting for a slot too.
+	// second (unreadListDelay) for a file waiting for a slot too. A loaded
+	// machine can miss 800 ms once; the fault missed it every time, so
+	// the case is tried three times and fails when each missed.
+	for try := 1; ; try++ {
+		e, z, listed := rev33ListedWithin(t, 800*time.Millisecond)
+		if !listed {
+			if try == 3 {
+				t.Fatal("z.log not in the unread list 800 ms after it appeared, three tries in a row")
+			}
+			continue
+		}
+		if rev31BCounts(e)["z #0"] > 0 {
+			t.Skip("z.log read before the kill: the case needs it still waiting")
+		}
+		if err := os.Rename(z, z+".1"); err != nil {
+			t.Fatal(err)
+		}
+		appendTo(t, z, "z #3\n")
+		rev33ReadOnce(t, e, "f0299 #2", "z.log", "z #0", "z #1", "z #2", "z #3")
+		return
+	}
+}
+
+// rev33ListedWithin starts a daemon on 300 filler files, makes z.log
+// (3 lines) once the start is over, and kills the daemon -9 as soon as
+// the unread list names z.log, or once within has passed.
+func rev33ListedWithin(t *testing.T, within time.Duration) (e *env, z string, listed bool) {
+	e = newEnv(t, rev31BManyTmpl)
+	rev31BFiller(t, e, 300)
+	d := e.start()
+	waitUntil(t, "the start over", 30*time.Second, func() bool { return strings.Contains(d.log(), "glob feed started") })
+	z = e.path("logs/z.log")
+	appendTo(t, z, "z #0\nz #1\nz #2\n")
+	k := fileKeyOf(t, z)
 	appeared := time.Now()
-	for !rev31BListed(t, e, k) && time.Since(appeared) < 800*time.Millisecond {
-		time.Sleep(5 * time.Millisecond)
+	for !listed && time.Since(appeared) < within {
+		listed = rev31BListed(t, e, k)
+		if !listed {
+			time.Sleep(5 * time.Millisecond)
+		}
 	}
-	t.Logf("z.log listed: %v, %v after it appeared", rev31BListed(t, e, k), time.Since(appeared).Round(time.Millisecond))
+	t.Logf("z.log listed: %v, %v after it appeared", listed, time.Since(appeared).Round(time.Millisecond))
 	d.kill()
-	if rev31BCounts(e)["z #0"] > 0 {
-		t.Skip("z.log read before the kill: the case needs it still waiting")
-	}
-	if err := os.Rename(z, z+".1"); err != nil {
-		t.Fatal(err)
-	}
-	appendTo(t, z, "z #3\n")
-	rev33ReadOnce(t, e, "f0299 #2", "z.log", "z #0", "z #1", "z #2", "z #3")
+	return e, z, listed
 }
 
 // rev33ReadOnce starts the daemon again, waits until the last filler line

@@ -16,19 +16,39 @@ func rev9bPull(t *testing.T, d *daemon, sub string, wait time.Duration) []event 
 	t.Helper()
 	var out []event
 	for end := time.Now().Add(wait); time.Now().Before(end); {
-		code, _, body := request(t, d, http.MethodGet, "/v1/pull/"+sub+"?max=100&wait=200ms", "", nil)
-		if code != http.StatusOK {
-			t.Fatalf("pull %s: %d %s", sub, code, body)
-		}
-		var r struct {
-			Events []event `json:"events"`
-		}
-		if err := json.Unmarshal(body, &r); err != nil {
-			t.Fatalf("pull %s: %v %s", sub, err, body)
-		}
-		out = append(out, r.Events...)
+		out = append(out, rev9bPullOnce(t, d, sub)...)
 	}
 	return out
+}
+
+// rev9bPullOnce is one pull of up to 100 lines from sub (no token), waiting
+// up to 200 ms.
+func rev9bPullOnce(t *testing.T, d *daemon, sub string) []event {
+	t.Helper()
+	code, _, body := request(t, d, http.MethodGet, "/v1/pull/"+sub+"?max=100&wait=200ms", "", nil)
+	if code != http.StatusOK {
+		t.Fatalf("pull %s: %d %s", sub, code, body)
+	}
+	var r struct {
+		Events []event `json:"events"`
+	}
+	if err := json.Unmarshal(body, &r); err != nil {
+		t.Fatalf("pull %s: %v %s", sub, err, body)
+	}
+	return r.Events
+}
+
+// rev9bPullN pulls from sub (no token) until at least n events came or
+// within passed (it does not fail: the caller judges what came), then pulls
+// for extra more, to show that nothing beyond them comes; it returns every
+// event pulled.
+func rev9bPullN(t *testing.T, d *daemon, sub string, n int, within, extra time.Duration) []event {
+	t.Helper()
+	var out []event
+	for end := time.Now().Add(within); len(out) < n && time.Now().Before(end); {
+		out = append(out, rev9bPullOnce(t, d, sub)...)
+	}
+	return append(out, rev9bPull(t, d, sub, extra)...)
 }
 
 // rev9bAck acknowledges evs (no token) and returns acked and unknown.
@@ -91,7 +111,7 @@ func TestRev9BOKGlobPullInFlightAcrossReload(t *testing.T) {
 	os.WriteFile(e.path("logs/one.log"), []byte("a\nb\n"), 0o644)
 	os.WriteFile(e.path("logs/two.log"), []byte("x\ny\n"), 0o644)
 	d := e.start()
-	evs := rev9bPull(t, d, "p", 600*time.Millisecond)
+	evs := rev9bPullN(t, d, "p", 4, 20*time.Second, 400*time.Millisecond)
 	if len(evs) != 4 {
 		t.Fatalf("pulled %q, want 4 lines", rev9bLines(evs))
 	}
@@ -113,7 +133,7 @@ func TestRev9BOKGlobPullInFlightAcrossReload(t *testing.T) {
 	n, unk := rev9bAck(t, d, later)
 	appendTo(t, e.path("logs/one.log"), "c\n")
 	appendTo(t, e.path("logs/two.log"), "z\n")
-	got := rev9bPull(t, d, "p", 1500*time.Millisecond)
+	got := rev9bPullN(t, d, "p", 2, 20*time.Second, 400*time.Millisecond)
 	rev9bAck(t, d, got)
 	lines := rev9bLines(got)
 	sort.Strings(lines)
@@ -438,7 +458,7 @@ func TestRev9BFixedGlobAddedBackSwallowsRewrittenLines(t *testing.T) {
 	}
 	appendTo(t, e.path("logs/one.log"), "d\n")
 	appendTo(t, e.path("logs/two.log"), "w\n")
-	got := rev9bPull(t, d, "p", 2*time.Second)
+	got := rev9bPullN(t, d, "p", strings.Count(want, ",")+1, 20*time.Second, 400*time.Millisecond)
 	rev9bAck(t, d, got)
 	lines := rev9bLines(got)
 	sort.Strings(lines)

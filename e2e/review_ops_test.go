@@ -65,20 +65,32 @@ processors:
 	time.Sleep(300 * time.Millisecond) // the rotation seen (polls run while paused)
 	auditOpsReload(t, e, d, ctToken, tmpl+"  - {name: added, feed: app, type: discard}\n")
 	got := map[string]int{}
-	deadline := time.Now().Add(6 * time.Second)
-	for time.Now().Before(deadline) {
+	missingLines := func() []string {
+		var missing []string
+		for i := 0; i < n; i++ {
+			if l := fmt.Sprintf("a%02d", i); got[l] == 0 {
+				missing = append(missing, l)
+			}
+		}
+		return missing
+	}
+	// Pull (maxInFlight 2: two lines a pull) until every line of in.log.1
+	// came or the loss is counted, up to 20 s: a loaded CI may take
+	// seconds for the 22 lines.
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) && len(missingLines()) > 0 {
 		evs := pullFrom(t, d, "c", "max=50&wait=200ms")
 		for _, ev := range evs {
 			got[ev.Line]++
 		}
 		ackAllQuiet(t, d, evs)
-	}
-	var missing []string
-	for i := 0; i < n; i++ {
-		if l := fmt.Sprintf("a%02d", i); got[l] == 0 {
-			missing = append(missing, l)
+		if len(evs) == 0 {
+			if r, err := d.status(); err == nil && (!r.Feeds[0].Lossless || r.Feeds[0].LostTails > 0 || r.Feeds[0].LostBytes > 0) {
+				break
+			}
 		}
 	}
+	missing := missingLines()
 	r, _ := statusRaw(t, d)
 	f := r.Feeds[0]
 	if len(missing) > 0 && f.Lossless && f.LostTails == 0 && f.LostBytes == 0 {

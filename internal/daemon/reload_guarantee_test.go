@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -154,56 +155,85 @@ func TestReloadRestartKeepsCounters(t *testing.T) {
 // A stop (SIGTERM) during a reload keeps the stop's bound,
 // shutdownTimeoutMillis + 2 s (DESIGN §12 "Signals"): the reload drains
 // the feeds it restarts together, and the stop cuts that drain short
-// (review 4: they drained one after the other, and the stop waited).
-const fourBlockedFeeds = `
+// (review 4: they drained one after the other, and the stop waited: ~4 s
+// for four feeds, one shutdownTimeoutMillis each).
+//
+// blockedN feeds, so that the fault (blockedN × 1 s, ~10 s) stays far
+// above the bounds below with their slack for a loaded machine.
+const blockedN = 10
+
+// blockedFeeds is the config of blockedN feeds f1…fN over one file, each
+// with a subscriber sN (built as a blocker: its lines never finish).
+func blockedFeeds() string {
+	var b strings.Builder
+	b.WriteString(`
 dataDir: %DIR%/state
 status: {listen: "127.0.0.1:0", token: sesame}
 shutdownTimeoutMillis: 1000
 feeds:
-  - {name: f1, path: %DIR%/app.log, pollIntervalMillis: 20}
-  - {name: f2, path: %DIR%/app.log, pollIntervalMillis: 20}
-  - {name: f3, path: %DIR%/app.log, pollIntervalMillis: 20}
-  - {name: f4, path: %DIR%/app.log, pollIntervalMillis: 20}
-processors:
-  - {name: s1, feed: f1, type: discard}
-  - {name: s2, feed: f2, type: discard}
-  - {name: s3, feed: f3, type: discard}
-  - {name: s4, feed: f4, type: discard}
-`
+`)
+	for i := 1; i <= blockedN; i++ {
+		fmt.Fprintf(&b, "  - {name: f%d, path: %%DIR%%/app.log, pollIntervalMillis: 20}\n", i)
+	}
+	b.WriteString("processors:\n")
+	for i := 1; i <= blockedN; i++ {
+		fmt.Fprintf(&b, "  - {name: s%d, feed: f%d, type: discard}\n", i, i)
+	}
+	return b.String()
+}
+
+// startBlocked starts blockedFeeds with every subscriber b, and waits
+// until each feed's subscriber holds its lines (so that a drain of each
+// lasts its whole shutdownTimeoutMillis).
+func startBlocked(t *testing.T, b *blocker) *env {
+	t.Helper()
+	builds := map[string]Build{}
+	for i := 1; i <= blockedN; i++ {
+		builds[fmt.Sprintf("s%d", i)] = b.build
+	}
+	e := start(t, blockedFeeds(), Options{Processors: builds})
+	e.appendLines("x1", "x2")
+	for end := time.Now().Add(10 * time.Second); b.entered.Load() < blockedN; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("%d of %d subscribers called after 10 s", b.entered.Load(), blockedN)
+		}
+	}
+	return e
+}
 
 func TestReloadStopDuringReloadKeepsBound(t *testing.T) {
-	base := fourBlockedFeeds
+	base := blockedFeeds()
 	b := newBlocker()
-	e := start(t, base, Options{Processors: map[string]Build{"s1": b.build, "s2": b.build, "s3": b.build, "s4": b.build}})
+	e := startBlocked(t, b)
 	defer close(b.open)
-	e.appendLines("x1", "x2")
-	time.Sleep(300 * time.Millisecond)
 	e.rewrite(strings.ReplaceAll(base, "pollIntervalMillis: 20", "pollIntervalMillis: 30"))
 	go e.reload()
 	time.Sleep(100 * time.Millisecond)
 	t0 := time.Now()
 	e.Stop() // SIGTERM: cancel, then Stop
-	if el := time.Since(t0); el > 3*time.Second {
-		t.Errorf("stop took %v; DESIGN bounds it by shutdownTimeoutMillis (1s) + 2s", el)
+	// 1 s + 2 s, and 3 s of slack for a loaded machine; draining the
+	// restarted feeds one after the other would take ~blockedN s.
+	if el := time.Since(t0); el > time.Second+2*time.Second+3*time.Second {
+		t.Errorf("stop took %v; DESIGN bounds it by shutdownTimeoutMillis (1s) + 2s (3 s of slack here; %d feeds drained one after the other: ~%d s)", el, blockedN, blockedN)
 	}
 }
 
 // A reload that restarts several feeds whose subscribers do not finish
 // drains them together: it takes one shutdownTimeoutMillis, not one each.
 func TestReloadDrainsRestartedFeedsTogether(t *testing.T) {
-	base := fourBlockedFeeds
+	base := blockedFeeds()
 	b := newBlocker()
-	e := start(t, base, Options{Processors: map[string]Build{"s1": b.build, "s2": b.build, "s3": b.build, "s4": b.build}})
+	e := startBlocked(t, b)
 	defer close(b.open)
-	e.appendLines("x1", "x2")
-	time.Sleep(300 * time.Millisecond)
 	e.rewrite(strings.ReplaceAll(base, "pollIntervalMillis: 20", "pollIntervalMillis: 30"))
 	t0 := time.Now()
 	if code, body := e.reload(); code != http.StatusOK {
 		t.Fatalf("reload: %d %s", code, body)
 	}
-	if el := time.Since(t0); el > 2500*time.Millisecond {
-		t.Errorf("reload took %v; four feeds drained within one shutdownTimeoutMillis (1s) should take about 1s", el)
+	// About 1 s; 2.5 s, and 3 s of slack for a loaded machine; one
+	// shutdownTimeoutMillis each would take ~blockedN s.
+	if el := time.Since(t0); el > 2500*time.Millisecond+3*time.Second {
+		t.Errorf("reload took %v; %d feeds drained within one shutdownTimeoutMillis (1s) should take about 1s (one each: ~%d s)", el, blockedN, blockedN)
 	}
 }
 

@@ -379,11 +379,13 @@ func TestRev9BOKStopWhileLedgerFails(t *testing.T) {
 	go func() { e.Stop(); close(done) }()
 	select {
 	case <-done:
-	case <-time.After(5 * time.Second):
-		t.Fatalf("Stop still running after 5 s while the losses ledger fails")
+	case <-time.After(15 * time.Second):
+		t.Fatalf("Stop still running after 15 s while the losses ledger fails")
 	}
-	if d := time.Since(start); d > 2300*time.Millisecond {
-		t.Errorf("Stop took %v with shutdownTimeoutMillis 300 (bound: + 2 s)", d)
+	// 300 ms + 2 s, and 3 s of slack for a loaded machine: a stop waiting
+	// for the loss sync (which never succeeds here) does not return.
+	if d := time.Since(start); d > 300*time.Millisecond+2*time.Second+3*time.Second {
+		t.Errorf("Stop took %v with shutdownTimeoutMillis 300 (bound: + 2 s, and 3 s of slack for a loaded machine)", d)
 	}
 	rec, err := pointer.Inspect(datadir.Pointer(filepath.Join(dir, "state"), "app"))
 	if err == nil && rec.Offset > 2*lineLen {

@@ -23,15 +23,17 @@ import (
 // message is skipped and counted in the final ack): lines counted stored
 // that the stream does not hold.
 //
-// The edge is made deterministic: a 2 s window; a-00000…a-00009 are
+// The edge is made deterministic: a 5 s window; a-00000…a-00009 are
 // stored, their ids left to expire, then a-00010…a-00019 are stored
-// (their ids in the window for 2 s more); the restore deletes a-00008…
+// (their ids in the window for 5 s more); the restore deletes a-00008…
 // a-00019, and the restart re-reads a-00008… at once: a-00008 goes alone
 // after the record read (stored: its id expired), a-00009 opens the next
 // fast batch (stored: expired too, so the batch goes on) and a-00010…
-// a-00019 follow in it.
+// a-00019 follow in it. The restart must come within the window of
+// a-00010…a-00019's storing (5 s, not less, so that a loaded machine
+// still makes it); when it did not, the edge was not tested: skipped.
 func TestExactlyOnceRestoreAtDuplicateWindowEdge(t *testing.T) {
-	const window = 2 * time.Second
+	const window = 5 * time.Second
 	srv := natstest.Start(t, natstest.Options{})
 	_, js := srv.Connect(t)
 	ctx := context.Background()
@@ -45,9 +47,12 @@ func TestExactlyOnceRestoreAtDuplicateWindowEdge(t *testing.T) {
 	r1.Publish(a[:10]...)
 	r1.WaitAck(10, 10*time.Second)
 	time.Sleep(window + 300*time.Millisecond) // a-00000…a-00009's ids expire
+	// Marked before a-00010…a-00019 can be stored: their ids stay in the
+	// window at least until stored+window (a mark after WaitAck could
+	// come late, and a restart past their expiry pass for one within it).
+	stored := time.Now()
 	r1.Publish(a[10:]...)
 	r1.WaitAck(20, 10*time.Second)
-	stored := time.Now()
 	r1.Cancel()
 	<-r1.G.Done()
 	r1.s.Close()
@@ -70,8 +75,11 @@ func TestExactlyOnceRestoreAtDuplicateWindowEdge(t *testing.T) {
 	bl := grouptest.Lines("b", 0, 5)
 	r2.Publish(bl...)
 	r2.WaitAck(17, 10*time.Second)
-	if time.Since(stored) >= window {
-		t.Fatalf("the re-read took %v, past the duplicate window (%v): the edge was not tested", time.Since(stored), window)
+	if el := time.Since(stored); el >= window {
+		// A precondition, not the product's fault: the machine was too
+		// slow for the restart to come while a-00010…a-00019's ids were in
+		// the window, so they were stored normally whatever the sink does.
+		t.Skipf("the restart and re-read took %v after a-00010…a-00019 were sent, past the duplicate window (%v): their ids may have expired, the window's edge was not tested (a loaded machine)", el, window)
 	}
 	got := bodies(natstest.Messages(t, js, "LOGS"))
 	want := append(append([]string{}, a...), bl...)

@@ -85,7 +85,13 @@ func TestExactlyOnceResumesBothWays(t *testing.T) {
 			r2.Publish(a[60:]...)
 			bl := grouptest.Lines("b", 0, 50)
 			r2.Publish(bl...)
-			r2.WaitAck(150, time.Second) // no timeout on the way (the sink's is 2 s)
+			// 10 s: 150 exactly-once lines through an in-process server in a
+			// race binary on a loaded machine. No timeout on the way (the
+			// sink's is 2 s): one would fail its batch's attempt.
+			r2.WaitAck(150, 10*time.Second)
+			if f := r2.G.Failures(); f != 0 {
+				t.Fatalf("%d failed attempts re-delivering a and sending b: want none (no timeout on the way)", f)
+			}
 			wantLines(t, bodies(natstest.Messages(t, js, "LOGS")), a, bl)
 
 			// c[0] stored behind the sink's back, then c comes.

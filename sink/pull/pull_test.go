@@ -111,9 +111,13 @@ func TestPullTimeoutRedeliversWithNextAttempt(t *testing.T) {
 	const timeout = 150 * time.Millisecond
 	r := newPullRig(t, processor.GroupConfig{Retry: slowRetry(6)}, timeout, 100)
 	r.Publish("a", "b")
+	// Marked before the pull that hands "a" out: the ack timeout runs from
+	// the hand-out, which cannot come before this mark (a mark after
+	// r.pull returned could come after it, and the span fall short of the
+	// timeout on a loaded machine though the redelivery was on time).
+	handed := time.Now()
 	evs := r.pull(2, false)
 	r.ack(evs[1])
-	handed := time.Now()
 	again := r.pull(1, false)
 	waited := time.Since(handed)
 	if again[0].Line != "a" || again[0].Attempt != 2 || again[0].DeliveryID == evs[0].DeliveryID {

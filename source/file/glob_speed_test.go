@@ -117,8 +117,9 @@ func TestGlobSlotHandOverIsPrompt(t *testing.T) {
 	if !r.waitFor(files*per, 10*time.Second) {
 		t.Fatalf("%d of %d lines after 10 s", r.lines.Load(), files*per)
 	}
-	if el := time.Since(start); el > 2*time.Second {
-		t.Fatalf("%d files through one slot took %v, want ≤ 2 s (a slot waits for the manager's tick)", files, el)
+	// 3.5 s: slack for a loaded machine, below the fault's 4–8 s.
+	if el := time.Since(start); el > 3500*time.Millisecond {
+		t.Fatalf("%d files through one slot took %v, want ≤ 3.5 s (a slot waits for the manager's tick: 4–8 s)", files, el)
 	}
 }
 

@@ -20,7 +20,7 @@ import (
 // first scan starts a.log's stream, which reads and delivers its new line
 // at once; then countGone handles the twenty pointers whose file is gone,
 // one at a time: each is counted (OnLoss — in the daemon an append to
-// losses.jsonl with its fsync, 50 ms each here as on a busy disk) and its
+// losses.jsonl with its fsync, 200 ms each here as on a busy disk) and its
 // pointer reset (an msync per slot and an fsynced epochs line). Since
 // 13fc8d0 the feed's State() is STARTING until all of that is done
 // (logStart), so /readyz — which asks State() alone (daemon readyFeeds:
@@ -34,7 +34,9 @@ import (
 // DESIGN §12 "Health": "/readyz answers 200 from the first moment every
 // feed has opened its file or is waiting for it".
 // Expected: not STARTING within 300 ms after a.log's new line was
-// delivered. Observed at 13fc8d0: STARTING ~1.06 s longer (20 × 50 ms),
+// delivered (checked within 2 s: slack for a loaded machine, against the
+// fault's 20 × 200 ms = ~4 s here). Observed at 13fc8d0 (with 50 ms each):
+// STARTING ~1.06 s longer (20 × 50 ms),
 // proportional to the gone files (without the 50 ms hook, ~10 ms for 20
 // files on this machine's disk: ~0.5 ms each). At 3a17f1e it passes, but
 // there the report at that moment was CAUGHT_UP with lostTails 1 of 20 and
@@ -70,7 +72,7 @@ func TestRev16ACStartingWhileFilesReadUntilGonePointersCounted(t *testing.T) {
 	appendTo(t, a, "a-new\n")
 
 	ig2, stop2 := runGlobCfg(t, pattern, data, time.Second, func(c *GlobConfig) {
-		c.Stream.OnLoss = func(Loss) { time.Sleep(50 * time.Millisecond) } // the ledger's fsync
+		c.Stream.OnLoss = func(Loss) { time.Sleep(200 * time.Millisecond) } // the ledger's fsync
 	})
 	defer stop2()
 	var delivered time.Time
@@ -94,7 +96,9 @@ func TestRev16ACStartingWhileFilesReadUntilGonePointersCounted(t *testing.T) {
 	})
 	tails, _, _ := ig2.lost()
 	t.Logf("state when a-new was delivered: %v; out of STARTING %v after it; lostTails %d", stAt, left, tails)
-	if left > 300*time.Millisecond {
+	// 2 s: slack for a loaded machine; STARTING until the 20 gone files are
+	// counted (the fault) is ~4 s.
+	if left > 2*time.Second {
 		t.Errorf("a.log open and its new line delivered, yet the feed STARTING (/readyz 503) for %v more while the start counted 20 files gone while stopped: want ready once its files are open (DESIGN §12 /readyz)", left)
 	}
 }

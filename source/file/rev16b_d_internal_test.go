@@ -36,6 +36,8 @@ import (
 // Expected: a-late delivered within 3 s of its append. Observed: ~5.9 s
 // (right after the writer stopped), 4 of 4. With acknowledgements at once
 // (TestRev16AA*) it passes: the Pending() gate is what holds the slot.
+// Here the writer writes for up to 12 s (stopped once a-late came), so the
+// fault is ~11.7 s, and the check allows 6 s: slack for a loaded machine.
 func TestRev16BDGoneStreamWithSlowAcksStarvesWaitingFile(t *testing.T) {
 	t.Parallel()
 	dir, data := t.TempDir(), t.TempDir()
@@ -123,26 +125,31 @@ func TestRev16BDGoneStreamWithSlowAcksStarvesWaitingFile(t *testing.T) {
 	defer func() { close(done); cw.Wait() }()
 	var wg sync.WaitGroup
 	wg.Add(1)
+	quit := make(chan struct{})
 	go func() { // the application writes on into the renamed file
 		defer wg.Done()
-		for i := 0; i < 60; i++ {
+		for i := 0; i < 120; i++ {
 			fd.WriteString("w-more\n")
-			time.Sleep(100 * time.Millisecond)
+			select {
+			case <-quit: // a-late came (or the wait ended): nothing more to show
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
 		}
 	}()
-	defer wg.Wait()
+	defer func() { close(quit); wg.Wait() }()
 	time.Sleep(300 * time.Millisecond)
 	appended := time.Now()
 	appendTo(t, a, "a-late\n") // a.log wants the only slot
-	for end := time.Now().Add(10 * time.Second); time.Now().Before(end) && lateAt.Load() == 0; {
+	for end := time.Now().Add(15 * time.Second); time.Now().Before(end) && lateAt.Load() == 0; {
 		time.Sleep(10 * time.Millisecond)
 	}
 	var at time.Duration
 	if n := lateAt.Load(); n != 0 {
 		at = time.Unix(0, n).Sub(appended)
 	}
-	t.Logf("a-late delivered after %v (0: not in 10 s); w-more lines delivered meanwhile: %d", at, more.Load())
-	if at == 0 || at > 3*time.Second {
-		t.Errorf("a.log's line waited %v for the only slot (0: not delivered in 10 s) while a file renamed out of the glob (w.log.1), written every 100 ms and its lines acknowledged 250 ms after delivery, held it: want it delivered within 3 s (round robin, a busy file never starves a quiet one)", at)
+	t.Logf("a-late delivered after %v (0: not in 15 s); w-more lines delivered meanwhile: %d", at, more.Load())
+	if at == 0 || at > 6*time.Second {
+		t.Errorf("a.log's line waited %v for the only slot (0: not delivered in 15 s) while a file renamed out of the glob (w.log.1), written every 100 ms and its lines acknowledged 250 ms after delivery, held it: want it delivered within 3 s, 6 s on a loaded machine (round robin, a busy file never starves a quiet one)", at)
 	}
 }

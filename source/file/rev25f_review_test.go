@@ -148,8 +148,10 @@ func rev25fRestartBesideTornGz(t *testing.T, empty bool) {
 		t.Logf("log:\n%s", r2.logs.String())
 	}
 	gs := r2.rec.all()
-	if took > 3*time.Second || len(gs) != 4 || r2.src.LostTails() != 0 {
-		t.Errorf("restart beside the pointer's own file and its stalled .gz: settled after %v (want < 3 s), %d lines (want 4), lostTails %d", took.Round(100*time.Millisecond), len(gs), r2.src.LostTails())
+	// 6 s: 3 s and slack for a loaded machine; the torn wait (the fault)
+	// keeps the feed BEHIND 10 s.
+	if took > 6*time.Second || len(gs) != 4 || r2.src.LostTails() != 0 {
+		t.Errorf("restart beside the pointer's own file and its stalled .gz: settled after %v (want < 3 s; 6 s on a loaded machine), %d lines (want 4), lostTails %d", took.Round(100*time.Millisecond), len(gs), r2.src.LostTails())
 	}
 }
 
