@@ -647,6 +647,9 @@ func (s *Source) findGzCopy(rec pointer.Record, skip func(dev, ino uint64) bool)
 		}
 	}
 	if best == nil {
+		best = s.ownGz(rec, skip)
+	}
+	if best == nil {
 		return nil
 	}
 	f, err := fileutil.OpenRegular(best.path)
@@ -664,6 +667,27 @@ func (s *Source) findGzCopy(rec pointer.Record, skip func(dev, ino uint64) bool)
 		return nil
 	}
 	return r
+}
+
+// ownGz is the compressed copy of the file at the input's own name,
+// "<path>.gz", when it holds rec's first bytes and its offset (nil: none).
+// No rotated name of the path covers it (".gz" alone is no generation
+// suffix), but a glob stream's path is its file's present name: a file
+// renamed out of the glob (app.log.1) and compressed at once by
+// logrotate's compress before its stream looked is app.log.1.gz. Before,
+// that copy was not found and the file's tail was counted lost, though
+// every line had been read (the thirty-eighth session's CI1).
+func (s *Source) ownGz(rec pointer.Record, skip func(dev, ino uint64) bool) *genFile {
+	p := s.cfg.Path + ".gz"
+	info, dev, ino, err := fileutil.StatDevIno(p)
+	if err != nil || !info.Mode().IsRegular() || skip(dev, ino) || s.outs.scan(filepath.Dir(p)).has(filepath.Dir(p), filepath.Base(p), dev, ino) {
+		return nil
+	}
+	head, dsize, ok := inspectGz(p)
+	if !ok || !headMatches(head, rec.FPLen, rec.FP) || dsize < max(rec.Offset, int64(rec.FPLen)) {
+		return nil
+	}
+	return &genFile{path: p, dev: dev, ino: ino, mod: info.ModTime(), found: info.Size(), scanned: time.Now(), gz: true, head: head, dsize: dsize}
 }
 
 // ptrModTime is the pointer file's mtime: its last commit.
