@@ -647,7 +647,7 @@ func (s *Source) findGzCopy(rec pointer.Record, skip func(dev, ino uint64) bool)
 		}
 	}
 	if best == nil {
-		best = s.ownGz(rec, skip)
+		best = s.committedGz(rec, skip)
 	}
 	if best == nil {
 		return nil
@@ -669,22 +669,41 @@ func (s *Source) findGzCopy(rec pointer.Record, skip func(dev, ino uint64) bool)
 	return r
 }
 
-// ownGz is the compressed copy of the file at the input's own name,
-// "<path>.gz", when it holds rec's first bytes and its offset (nil: none).
-// No rotated name of the path covers it (".gz" alone is no generation
-// suffix), but a glob stream's path is its file's present name: a file
-// renamed out of the glob (app.log.1) and compressed at once by
-// logrotate's compress before its stream looked is app.log.1.gz. Before,
-// that copy was not found and the file's tail was counted lost, though
-// every line had been read (the thirty-eighth session's CI1).
-func (s *Source) ownGz(rec pointer.Record, skip func(dev, ino uint64) bool) *genFile {
-	p := s.cfg.Path + ".gz"
-	info, dev, ino, err := fileutil.StatDevIno(p)
-	if err != nil || !info.Mode().IsRegular() || skip(dev, ino) || s.outs.scan(filepath.Dir(p)).has(filepath.Dir(p), filepath.Base(p), dev, ino) {
+// committedGz is "<path>.gz" when the input's file is gone and it holds
+// exactly what rec committed — its whole first bytes (the fingerprint covers
+// min(offset, 4 KiB)) and a decompressed size of rec.Offset — for a glob
+// stream whose file was renamed out of the glob (its path is the file's
+// present name, not the one it was matched under). logrotate's create +
+// compress renames app.log to app.log.1, compresses it to app.log.1.gz and
+// removes it within milliseconds; the rename restarts the file's stream
+// under app.log.1, and its source may look only after the removal. Its
+// compressed copy is under no rotated name of app.log.1 (".gz" alone is
+// no generation suffix), so the file was counted lost although every line
+// had been read and committed (the thirty-eighth session's CI1). Taken as
+// the file's copy it reads nothing (the glob then forgets the stream's
+// pointer: Glob.forgetClosed). Nil for a .gz holding more (lines written
+// after the commit: the tail is counted lost as before), or less, or
+// other first bytes: the next rotation's file compressed to that name is
+// another file (review 38 2), however short its shared header.
+func (s *Source) committedGz(rec pointer.Record, skip func(dev, ino uint64) bool) *genFile {
+	if !s.cfg.Pinned || s.cfg.DeliveryPath == "" || s.cfg.Path == s.cfg.DeliveryPath ||
+		rec.Offset <= 0 || rec.FPLen == 0 || int64(rec.FPLen) != min(rec.Offset, pointer.MaxFingerprint) {
 		return nil
 	}
+	p := s.cfg.Path + ".gz"
+	info, err := os.Lstat(p) // (not a symlink: the other searches skip them too)
+	if err != nil || !info.Mode().IsRegular() {
+		return nil
+	}
+	dev, ino, err := fileutil.DevInoPath(p)
+	if err != nil || skip(dev, ino) || s.outs.scan(filepath.Dir(p)).has(filepath.Dir(p), filepath.Base(p), dev, ino) {
+		return nil
+	}
+	if head, ok := gzHead(p); !ok || !headMatches(head, rec.FPLen, rec.FP) {
+		return nil // (gzHead first: an unrelated .gz is not decompressed whole)
+	}
 	head, dsize, ok := inspectGz(p)
-	if !ok || !headMatches(head, rec.FPLen, rec.FP) || dsize < max(rec.Offset, int64(rec.FPLen)) {
+	if !ok || dsize != rec.Offset {
 		return nil
 	}
 	return &genFile{path: p, dev: dev, ino: ino, mod: info.ModTime(), found: info.Size(), scanned: time.Now(), gz: true, head: head, dsize: dsize}
