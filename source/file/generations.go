@@ -639,6 +639,7 @@ func (s *Source) findGzCopy(rec pointer.Record, skip func(dev, ino uint64) bool)
 		return nil
 	}
 	var best *genFile
+	evidence := false
 	for _, g := range s.scanGenerations(time.Time{}, time.Time{}, skip, func(head []byte) bool {
 		return !headMatches(head, rec.FPLen, rec.FP)
 	}) {
@@ -648,6 +649,7 @@ func (s *Source) findGzCopy(rec pointer.Record, skip func(dev, ino uint64) bool)
 	}
 	if best == nil {
 		best = s.committedGz(rec, skip)
+		evidence = best != nil
 	}
 	if best == nil {
 		return nil
@@ -666,6 +668,7 @@ func (s *Source) findGzCopy(rec pointer.Record, skip func(dev, ino uint64) bool)
 		f.Close()
 		return nil
 	}
+	r.evidence = evidence
 	return r
 }
 
@@ -680,8 +683,12 @@ func (s *Source) findGzCopy(rec pointer.Record, skip func(dev, ino uint64) bool)
 // compressed copy is under no rotated name of app.log.1 (".gz" alone is
 // no generation suffix), so the file was counted lost although every line
 // had been read and committed (the thirty-eighth session's CI1). Taken as
-// the file's copy it reads nothing (the glob then forgets the stream's
-// pointer: Glob.forgetClosed). Nil for a .gz holding more (lines written
+// the file's copy it reads nothing, and the pointer is not bound to it
+// (reader.evidence): the record keeps naming the stream's own file, so
+// the glob forgets it, or holds it for the path's next file, as any file
+// gone after its last commit (review 38b 1: bound to the .gz, a pointer
+// held for logrotate's new empty file named no file of the stream, and a
+// restart after the .gz went counted it lost). Nil for a .gz holding more (lines written
 // after the commit: the tail is counted lost as before), or less, or
 // other first bytes: the next rotation's file compressed to that name is
 // another file (review 38 2), however short its shared header.

@@ -4013,13 +4013,7 @@ func (g *Glob) forgetClosed(s *gstream, atScan bool) {
 		s.ptrPath = ""
 		return
 	}
-	// (Or a copy its source took under the record's epoch and read to
-	// the end: its file renamed out of the glob and compressed at once,
-	// the .gz holding exactly what was committed — Source.committedGz;
-	// review 38 1: the pointer kept naming the .gz, and a restart counted
-	// the file gone while stopped.)
-	tookCopy := slices.ContainsFunc(s.copies, func(c CopyTaken) bool { return c.Key == rec.FileKey && c.Epoch == rec.Epoch })
-	if err != nil || (rec.FileKey != s.key && !(s.ownLost && rec.FileKey != 0) && !tookCopy) || rec.Offset != s.offset {
+	if err != nil || (rec.FileKey != s.key && !(s.ownLost && rec.FileKey != 0)) || rec.Offset != s.offset {
 		return
 	}
 	p, err := pointer.Open(s.ptrPath, pointer.Options{Logger: g.log, EpochsPath: g.cfg.EpochsPath})

@@ -870,7 +870,7 @@ func (s *Source) resumeRotated(f *os.File, dev, ino uint64) bool {
 		g.epoch = pointer.NewEpoch()
 		s.barrier = true
 		s.log.Info("reading a later generation of the input first", "file", g.f.Name())
-	} else {
+	} else if !g.evidence {
 		s.ptr.Bind(g.headSrc(), g.key)
 	}
 	s.cur = g

@@ -29,6 +29,10 @@ type reader struct {
 	key        uint64
 	epoch      uint64
 	positioned bool // false: lines are delivered without a position (appended after a switch)
+	// evidence: a compressed copy holding exactly what the pointer
+	// committed (Source.committedGz), opened only to show nothing is
+	// unread: the pointer is not bound to it.
+	evidence bool
 
 	buf        []byte  // nil while released (idle, see releaseBuf)
 	box        *[]byte // buf's box in the pool (pooled buffers)

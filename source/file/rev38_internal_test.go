@@ -23,17 +23,22 @@ import (
 // open hook does the compress and the removal between the source's stat
 // and its open, the widest form of that window.
 func TestRev38RenamedOutThenCompressedIsNoLoss(t *testing.T) {
-	for _, keep := range []bool{false, true} {
-		t.Run(fmt.Sprintf("gz kept %v", keep), func(t *testing.T) { rev38CompressedAtOnce(t, keep) })
+	for _, tc := range []struct {
+		create bool   // logrotate's create: a new empty app.log after the rename
+		after  string // once stopped: "keep" the .gz or "rm" it
+	}{{false, "rm"}, {false, "keep"}, {true, "keep"}, {true, "rm"}} {
+		t.Run(fmt.Sprintf("create %v then %s", tc.create, tc.after), func(t *testing.T) { rev38CompressedAtOnce(t, tc.create, tc.after) })
 	}
 }
 
-// rev38CompressedAtOnce runs the case, then stops cleanly, removes the .gz
-// unless keep (logrotate's rotate count), and starts again: nothing is
-// counted at the restart either (review 38: a first fix read the .gz as
-// the file's copy and left the pointer naming it, so the restart counted
-// the file gone while stopped).
-func rev38CompressedAtOnce(t *testing.T, keep bool) {
+// rev38CompressedAtOnce runs the case (with a new empty app.log after the
+// rename when create), then stops cleanly, does after, and starts again:
+// nothing is counted at the restart either (review 38: a first fix read
+// the .gz as the file's copy and left the pointer naming it, so the
+// restart counted the file gone while stopped; review 38b: with create the
+// pointer is held for the new file, and held naming the .gz it was counted
+// at a restart after the .gz went).
+func rev38CompressedAtOnce(t *testing.T, create bool, after string) {
 	root, state := t.TempDir(), t.TempDir()
 	logs := filepath.Join(root, "logs")
 	if err := os.Mkdir(logs, 0o755); err != nil {
@@ -80,6 +85,11 @@ func rev38CompressedAtOnce(t *testing.T, keep bool) {
 	if err := os.Rename(app, app+".1"); err != nil {
 		t.Fatal(err)
 	}
+	if create {
+		if err := os.WriteFile(app, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	ig.waitFor(t, "the rename's turn compressed app.log.1", func() bool { return compressed.Load() == 1 })
 	for l, n := range ig.popLines(time.Second) {
 		got[l] += n
@@ -88,7 +98,7 @@ func rev38CompressedAtOnce(t *testing.T, keep bool) {
 		t.Errorf("lostTails %d lostBytes %d (%q): want none (every line was read and committed; its copy is app.log.1.gz)", tails, bytes, detail)
 	}
 	stop()
-	if !keep {
+	if after != "keep" {
 		if err := os.Remove(app + ".1.gz"); err != nil {
 			t.Fatal(err)
 		}
