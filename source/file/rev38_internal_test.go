@@ -39,23 +39,10 @@ func TestRev38RenamedOutThenCompressedIsNoLoss(t *testing.T) {
 // pointer is held for the new file, and held naming the .gz it was counted
 // at a restart after the .gz went).
 func rev38CompressedAtOnce(t *testing.T, create bool, after string) {
-	root, state := t.TempDir(), t.TempDir()
-	logs := filepath.Join(root, "logs")
-	if err := os.Mkdir(logs, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	app := filepath.Join(logs, "app.log")
-	var armed atomic.Bool
-	var compressed atomic.Int32
-	ig, stop := runGlobCfg(t, filepath.Join(logs, "*.log"), state, time.Second, func(c *GlobConfig) {
-		c.CloseInactive = 200 * time.Millisecond
-		c.Stream.OpenHook = func() {
-			if _, err := os.Stat(app + ".1"); err == nil && armed.CompareAndSwap(true, false) {
-				gzipLikeGzip(t, app+".1", app+".1.gz", false)
-				compressed.Add(1)
-			}
-		}
+	ig, stop, state, app, armed, compressed := rev38Glob(t, func(app string) {
+		gzipLikeGzip(t, app+".1", app+".1.gz", false)
 	})
+	logs := filepath.Dir(app)
 	var lines []string
 	for i := range 20 {
 		lines = append(lines, fmt.Sprintf("a #%02d", i))
@@ -129,31 +116,17 @@ func rev38CompressedAtOnce(t *testing.T, create bool, after string) {
 // a .gz of exactly the committed size. (S1's own .gz, now app.log.2.gz, is
 // not looked for: S1 counts a lost tail, as before the fix.)
 func TestRev38NextRotationsGzIsNotTheCopy(t *testing.T) {
-	root, state := t.TempDir(), t.TempDir()
-	logs := filepath.Join(root, "logs")
-	if err := os.Mkdir(logs, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	app := filepath.Join(logs, "app.log")
-	var armed atomic.Bool
-	var fired atomic.Int32
-	ig, stop := runGlobCfg(t, filepath.Join(logs, "*.log"), state, time.Second, func(c *GlobConfig) {
-		c.CloseInactive = 200 * time.Millisecond
-		c.Stream.OpenHook = func() {
-			if _, err := os.Stat(app + ".1"); err == nil && armed.CompareAndSwap(true, false) {
-				gzipLikeGzip(t, app+".1", app+".1.gz", false)               // rotation 1's compress
-				if err := os.Rename(app+".1.gz", app+".2.gz"); err != nil { // rotation 2's shift
-					t.Error(err)
-				}
-				// The next file (S2: the same header, then lines), rotated
-				// out and compressed by rotation 2.
-				if err := os.WriteFile(app+".1", []byte("h\nb #0\nb #1\n"), 0o644); err != nil {
-					t.Error(err)
-				}
-				gzipLikeGzip(t, app+".1", app+".1.gz", false)
-				fired.Add(1)
-			}
+	ig, stop, _, app, armed, fired := rev38Glob(t, func(app string) {
+		gzipLikeGzip(t, app+".1", app+".1.gz", false)               // rotation 1's compress
+		if err := os.Rename(app+".1.gz", app+".2.gz"); err != nil { // rotation 2's shift
+			t.Error(err)
 		}
+		// The next file (S2: the same header, then lines), rotated out
+		// and compressed by rotation 2.
+		if err := os.WriteFile(app+".1", []byte("h\nb #0\nb #1\n"), 0o644); err != nil {
+			t.Error(err)
+		}
+		gzipLikeGzip(t, app+".1", app+".1.gz", false)
 	})
 	defer stop()
 	if err := os.WriteFile(app, []byte("h\n"), 0o644); err != nil {
@@ -190,4 +163,30 @@ func TestRev38NextRotationsGzIsNotTheCopy(t *testing.T) {
 	if got["b #0"] != 0 || got["b #1"] != 0 {
 		t.Errorf("S2's lines delivered under S1's epoch %x (%v): S2's app.log.1.gz taken for S1's copy", epochsOf["h"], epochsOf)
 	}
+}
+
+// rev38Glob runs a glob on logs/*.log (closeInactiveMillis 200) whose
+// open hook, once armed, runs rotate(app) the first time a source opens
+// while app.log.1 exists (between its stat and its open), then counts it
+// in fired. It returns the glob, its stop, the state dir and app.log.
+func rev38Glob(t *testing.T, rotate func(app string)) (ig *internalGlob, stop func(), state, app string, armed *atomic.Bool, fired *atomic.Int32) {
+	t.Helper()
+	root := t.TempDir()
+	state = t.TempDir()
+	logs := filepath.Join(root, "logs")
+	if err := os.Mkdir(logs, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	app = filepath.Join(logs, "app.log")
+	armed, fired = new(atomic.Bool), new(atomic.Int32)
+	ig, stop = runGlobCfg(t, filepath.Join(logs, "*.log"), state, time.Second, func(c *GlobConfig) {
+		c.CloseInactive = 200 * time.Millisecond
+		c.Stream.OpenHook = func() {
+			if _, err := os.Stat(app + ".1"); err == nil && armed.CompareAndSwap(true, false) {
+				rotate(app)
+				fired.Add(1)
+			}
+		}
+	})
+	return ig, stop, state, app, armed, fired
 }
