@@ -52,7 +52,17 @@ func TestRev32AOKLeftThenDeletedCountedOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitUntil(t, "the fillers read", 300*time.Second, func() bool { return rev31BCounts(e)["f1999 #2"] > 0 })
-	waitUntil(t, "z.log counted by the first run", 30*time.Second, func() bool { return len(rev31ALossesNaming(e, "z.log")) > 0 })
+	// (Or read: on a loaded machine z.log.1 can get its turn between the
+	// check above and the deletion — read to its end and committed,
+	// nothing lost, the case not set up; the thirty-eighth session's CI5.
+	// Neither read nor counted is the silent loss: a timeout.)
+	waitUntil(t, "z.log counted by the first run", 30*time.Second, func() bool {
+		return len(rev31ALossesNaming(e, "z.log")) > 0 || rev31BCounts(e)["z #0"] > 0
+	})
+	if len(rev31ALossesNaming(e, "z.log")) == 0 {
+		d.kill()
+		t.Skip("z.log.1 read before its deletion: the case needs it unread")
+	}
 	time.Sleep(3 * time.Second) // housekeeping passes: a list that drops it is written
 	t.Logf("list after the count, 3 s later: %s (key listed %v)", rev32AList(e), rev31BListed(t, e, k))
 	d.kill()
