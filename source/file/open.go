@@ -633,6 +633,29 @@ func (s *Source) resumeRotated(f *os.File, dev, ino uint64) bool {
 		}
 		gone0 = true
 	}
+	if rec.FileKey == 0 && rec.FPLen == 0 && rec.Offset == 0 && rec.Epoch != 0 && s.cfg.Pinned && !gone0 &&
+		!s.cfg.prevSource && f != nil && !s.ptr.Fresh() {
+		// A glob stream at the start given, by its file's key and first
+		// bytes, the pointer of its previous run that published lines
+		// and never committed (killed first): its file cut or rewritten
+		// in place between the glob's look and this open (copytruncate
+		// while tailfeed starts). Its epochs line names the file's first
+		// bytes: a copy holding them is the pointer's file, read from its
+		// start under the epoch (the sinks skip what they hold of it);
+		// none, the lines never read are lost, counted (below, as for a
+		// single-file feed: audit 10E). Before, checkPointer took the file
+		// at the path for another one and read it under a new epoch, and
+		// the copy's unread lines were lost uncounted (stop 46's CI,
+		// TestRev39NeverCommittedCopyTruncatedReadsTheCopy). Only when
+		// the first bytes differ: an unchanged file keeps the ordinary
+		// path (the epochs file is read once more for such a record, at
+		// the start only).
+		if l, ok := s.ptr.Named(rec.Epoch); ok && l.FPLen > 0 && l.FileKey == pointer.FileKey(dev, ino) {
+			if st, err := f.Stat(); err == nil && (st.Size() < int64(l.FPLen) || !headIs(f, int(l.FPLen), l.FP)) {
+				rec.FileKey, rec.FPLen, rec.FP = l.FileKey, l.FPLen, l.FP
+			}
+		}
+	}
 	if s.adoptedGone(rec) && rec.FPLen == 0 {
 		// No first bytes to tell the pointer's file from another on its
 		// inode: it existed before its pointer took it, so one born after
