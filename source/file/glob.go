@@ -3395,8 +3395,9 @@ func (g *Glob) ownAfterGone(s *gstream) bool {
 // laterGeneration: the file at p, beside s's first path, is one a start
 // reads as a later generation of the file s's pointer names (a genOwn
 // stream's source: resumeRotated) — a rotated name of the path, modified
-// no earlier than that file (its mtime, or the pointer file's when it is
-// not found) less mtimeSlack. Under mu.
+// no earlier than that file (its mtime, its .gz's when it was compressed
+// since, or the pointer file's when neither is found) less mtimeSlack.
+// Under mu.
 func (g *Glob) laterGeneration(s *gstream, p string) bool {
 	name, base := filepath.Base(p), filepath.Base(s.first)
 	if !sameStem(name, base) || !isRotatedName(g.cfg.Stream.RotatedNames, name, base) {
@@ -3413,6 +3414,17 @@ func (g *Glob) laterGeneration(s *gstream, p string) bool {
 				ref = fst.ModTime()
 			}
 			f.Close()
+		} else if rec.FPLen > 0 {
+			// Compressed since (a new key): its source reads the .gz
+			// holding its first bytes and offset (copyAt, findGzCopy) and
+			// takes the generations from that file's mtime.
+			places := [][2]string{{filepath.Dir(s.first), filepath.Base(s.first)}}
+			if t, link := resolveLink(s.first); link {
+				places = append(places, [2]string{filepath.Dir(t), filepath.Base(t)})
+			}
+			if gz, mod := g.gzCopyOf(places, rec); gz != "" {
+				ref = mod
+			}
 		}
 	}
 	if ref.IsZero() {
@@ -3440,6 +3452,38 @@ func (g *Glob) readAsGeneration(s *gstream) bool {
 		}
 	}
 	return false
+}
+
+// listedGzRead: a .gz beside the path the unread list's file w was first
+// matched under holds w's first bytes and at least its listed size
+// (gzCopyOf), and a stream of that path given the previous run's pointer at
+// this start reads it as a later generation of the pointer's file
+// (readAsGeneration's test, laterGeneration): that .gz, else "". Manager
+// goroutine, at the start.
+func (g *Glob) listedGzRead(w unreadEntry) string {
+	if w.Gone || w.FPLen <= 0 {
+		return ""
+	}
+	first := w.Path
+	if w.Out && w.First != "" {
+		first = w.First
+	}
+	places := [][2]string{{filepath.Dir(first), filepath.Base(first)}}
+	if t, link := resolveLink(first); link {
+		places = append(places, [2]string{filepath.Dir(t), filepath.Base(t)})
+	}
+	gz, _ := g.gzCopyOf(places, pointer.Record{FPLen: uint64(w.FPLen), FP: w.FP, Offset: w.Size})
+	if gz == "" {
+		return ""
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, q := range g.byKey {
+		if q.genOwn && q.first == first && q.ptrPath != "" && !q.done && !g.pointerNames(q) && g.laterGeneration(q, gz) {
+			return gz
+		}
+	}
+	return ""
 }
 
 // ptrFileAt: the file the pointer at ptrPath names (its key and first
@@ -5498,12 +5542,14 @@ func (g *Glob) adoptByPath(made []*gstream) {
 	if len(g.loaded) == 0 {
 		return
 	}
+	var taken map[[2]uint64]time.Time // takenAt, read once when needed
 	for _, s := range made {
 		if s.ptrPath != "" || s.first != s.path {
 			continue
 		}
 		best, byFile, allFound := -1, -1, true
 		var bestMod, bestFileMod time.Time
+		var notFound []int // candidates whose file is not beside the path by its key
 		for i, l := range g.loaded {
 			if l.rec.FileKey == 0 || l.s.first != s.path {
 				continue
@@ -5524,12 +5570,18 @@ func (g *Glob) adoptByPath(made []*gstream) {
 			}
 			if mod.IsZero() {
 				allFound = false
+				notFound = append(notFound, i)
 			} else if byFile < 0 || mod.After(bestFileMod) {
 				byFile, bestFileMod = i, mod
 			}
 		}
 		if best < 0 {
 			continue
+		}
+		if !allFound {
+			if i := g.olderCompressed(s.path, best, notFound, &taken); i >= 0 {
+				best = i
+			}
 		}
 		if allFound && byFile >= 0 {
 			// Every candidate's file is beside the path: the one written
@@ -5552,6 +5604,51 @@ func (g *Glob) adoptByPath(made []*gstream) {
 		g.log.Info("a previous run's pointer names no matched file; the file at its path takes it (its source looks for the pointer's file beside the path)",
 			"path", s.path, "pointer", l.s.ptrPath, "offset", l.rec.Offset, "fileKey", hex16(l.rec.FileKey))
 	}
+}
+
+// olderCompressed, for adoptByPath: of the candidates in notFound (their
+// files not beside path by key), the one that took its file first, when it
+// took it before the candidate at best did and a .gz beside the path holds
+// its first bytes and at least its offset (gzCopyOf): -1 otherwise. Such a
+// pointer names an older generation of the path, compressed since (logrotate
+// compress: a new key); given to countGone, its file was not found (a key
+// alone, besideAtStart) and its tail counted lost while it sat in the .gz,
+// and the generations between it and the newer pointer's file were read by
+// nobody (this session's soak of TestAud11AOKGlobKill9Property: 207 lines of
+// x/y/r.log missing, three lost tails, after a live rotation at a start
+// left two pointers at the path). Given to the file at the path, its source
+// reads the .gz from the pointer's offset, then every later generation
+// (resumeRotated); the newer pointers go to countGone as before (their files
+// read where they are, besideAtStart, and left out of the generations the
+// path's source reads: otherKeys). taken caches takenAt. Under mu.
+func (g *Glob) olderCompressed(path string, best int, notFound []int, taken *map[[2]uint64]time.Time) int {
+	if len(notFound) == 0 {
+		return -1
+	}
+	if *taken == nil {
+		*taken = g.takenAt()
+	}
+	bestAt := takenOr(*taken, g.loaded[best])
+	pick := -1
+	var pickAt time.Time
+	for _, i := range notFound {
+		at := takenOr(*taken, g.loaded[i])
+		if i == best || at.IsZero() || bestAt.IsZero() || !at.Before(bestAt) || (pick >= 0 && !at.Before(pickAt)) {
+			continue
+		}
+		pick, pickAt = i, at
+	}
+	if pick < 0 || g.loaded[pick].rec.FPLen == 0 {
+		return -1
+	}
+	places := [][2]string{{filepath.Dir(path), filepath.Base(path)}}
+	if t, link := resolveLink(path); link {
+		places = append(places, [2]string{filepath.Dir(t), filepath.Base(t)})
+	}
+	if gz, _ := g.gzCopyOf(places, g.loaded[pick].rec); gz == "" {
+		return -1
+	}
+	return pick
 }
 
 // adoptCopies, at the start, gives a previous run's pointer that no
@@ -6569,6 +6666,18 @@ func (g *Glob) countUnreadGone() {
 		}
 		if g.listedRead[w.Key] {
 			continue // found beside its path by the first scan and read there (readListedBeside)
+		}
+		if gz := g.listedGzRead(w); gz != "" {
+			// Renamed out of the glob and compressed while tailfeed was
+			// down (logrotate create + compress, two rotations): the
+			// stream of its path given the previous run's pointer reads
+			// the .gz as a later generation of that pointer's file
+			// (resumeRotated), as laterGeneration tells for a plain one
+			// (this session's soak of TestAud11AOKGlobKill9PropertyNoDeletes:
+			// x/y/r.log's 130 bytes counted lost, every line delivered).
+			g.log.Info("glob file tracked and never read when tailfeed stopped was compressed beside its path while it was down; its path's stream reads it as a later generation",
+				"path", w.Path, "gz", gz, "size", w.Size)
+			continue
 		}
 		if excl, _ := g.unmatchedAt(w.Path, rec); !w.Gone && !w.Out && w.FPLen > 0 && excl {
 			// Still at its path, which the config no longer matches
