@@ -6269,6 +6269,7 @@ func storeList(path string, data []byte) error {
 // it schedules; under mu.
 func (g *Glob) readListedBeside(w unreadEntry, rec pointer.Record, listAt time.Time) *gstream {
 	f, k := g.keyBeside(w.Path, rec), w.Key
+	byKey := f != nil
 	if f == nil {
 		f, k = g.listedCopyBeside(w, rec, listAt)
 	}
@@ -6284,6 +6285,25 @@ func (g *Glob) readListedBeside(w unreadEntry, rec pointer.Record, listAt time.T
 		// Still at its path, which the config no longer matches (an
 		// exclude, a narrowed path): countUnreadGone's rule, the
 		// operator's choice not to read it (review 32b D).
+		return nil
+	}
+	if at := g.byPath[w.Path]; byKey && st.Size() >= w.Size && at != nil && at.genOwn && at.ptrPath != "" && !at.done &&
+		!g.pointerNames(at) && g.laterGeneration(at, f.Name()) {
+		// The path's stream was given the previous run's pointer of the
+		// path, which names an older file: its source reads the files
+		// beside the path modified since that file as its later
+		// generations, oldest first (resumeRotated), this one among them
+		// — in the path's order (DESIGN §10 Order). Read here too, as a
+		// stream of its own, it was published while the source still read
+		// the older generations (this session's soak of
+		// TestAud11AOKGlobKill9PropertyNoDeletes: 379 lines of a.log out
+		// of order in the exactlyOnce output).
+		if g.listedRead == nil {
+			g.listedRead = map[uint64]bool{}
+		}
+		g.listedRead[w.Key] = true
+		g.log.Info("glob file tracked and never read when tailfeed stopped was renamed out of the glob while it was down; its path's stream reads it as a later generation",
+			"path", f.Name(), "first", w.Path, "size", st.Size())
 		return nil
 	}
 	b := g.queueBesideLocked(f.Name(), w.Path, k, st)
