@@ -3395,9 +3395,8 @@ func (g *Glob) ownAfterGone(s *gstream) bool {
 // laterGeneration: the file at p, beside s's first path, is one a start
 // reads as a later generation of the file s's pointer names (a genOwn
 // stream's source: resumeRotated) — a rotated name of the path, modified
-// no earlier than that file (its mtime, its .gz's when it was compressed
-// since, or the pointer file's when neither is found) less mtimeSlack.
-// Under mu.
+// no earlier than that file (its mtime, or the pointer file's when it is
+// not found) less mtimeSlack. Under mu.
 func (g *Glob) laterGeneration(s *gstream, p string) bool {
 	name, base := filepath.Base(p), filepath.Base(s.first)
 	if !sameStem(name, base) || !isRotatedName(g.cfg.Stream.RotatedNames, name, base) {
@@ -3414,17 +3413,6 @@ func (g *Glob) laterGeneration(s *gstream, p string) bool {
 				ref = fst.ModTime()
 			}
 			f.Close()
-		} else if rec.FPLen > 0 {
-			// Compressed since (a new key): its source reads the .gz
-			// holding its first bytes and offset (copyAt, findGzCopy) and
-			// takes the generations from that file's mtime.
-			places := [][2]string{{filepath.Dir(s.first), filepath.Base(s.first)}}
-			if t, link := resolveLink(s.first); link {
-				places = append(places, [2]string{filepath.Dir(t), filepath.Base(t)})
-			}
-			if gz, mod := g.gzCopyOf(places, rec); gz != "" {
-				ref = mod
-			}
 		}
 	}
 	if ref.IsZero() {
@@ -3433,6 +3421,48 @@ func (g *Glob) laterGeneration(s *gstream, p string) bool {
 			return false
 		}
 		ref = pst.ModTime()
+	}
+	return !st.ModTime().Before(ref.Add(-mtimeSlack))
+}
+
+// readsAsLater is laterGeneration where a start's decision not to read or
+// count a file rests on it (listedGzRead, readListedBeside): only when s's
+// pointer names a file with first bytes (not an empty record: its source
+// may count it lost and read no generation, forgetLost) that is found
+// beside s's first path as its source finds it — by its key, else a plain
+// copy (findCopy), else a .gz (findGzCopy) — and p, a rotated name of the
+// path, was modified no earlier than that file less mtimeSlack. Review 39
+// finding 2: laterGeneration's fallback to the pointer file's mtime let a
+// listed file go unread and uncounted. Under mu.
+func (g *Glob) readsAsLater(s *gstream, p string) bool {
+	name, base := filepath.Base(p), filepath.Base(s.first)
+	if !sameStem(name, base) || !isRotatedName(g.cfg.Stream.RotatedNames, name, base) {
+		return false
+	}
+	rec, err := pointer.Inspect(s.ptrPath)
+	if err != nil || rec.FileKey == 0 || rec.FPLen == 0 {
+		return false
+	}
+	var ref time.Time
+	if f := g.keyBeside(s.first, rec); f != nil {
+		if fst, err := f.Stat(); err == nil {
+			ref = fst.ModTime()
+		}
+		f.Close()
+	} else {
+		places := [][2]string{{filepath.Dir(s.first), filepath.Base(s.first)}}
+		if t, link := resolveLink(s.first); link {
+			places = append(places, [2]string{filepath.Dir(t), filepath.Base(t)})
+		}
+		if mod, ok := g.plainCopyOf(places, rec, s.key); ok {
+			ref = mod
+		} else if gz, mod := g.gzCopyOf(places, rec); gz != "" {
+			ref = mod
+		}
+	}
+	st, err := os.Stat(p)
+	if ref.IsZero() || err != nil {
+		return false
 	}
 	return !st.ModTime().Before(ref.Add(-mtimeSlack))
 }
@@ -3458,7 +3488,7 @@ func (g *Glob) readAsGeneration(s *gstream) bool {
 // matched under holds w's first bytes and at least its listed size
 // (gzCopyOf), and a stream of that path given the previous run's pointer at
 // this start reads it as a later generation of the pointer's file
-// (readAsGeneration's test, laterGeneration): that .gz, else "". Manager
+// (readsAsLater): that .gz, else "". Manager
 // goroutine, at the start.
 func (g *Glob) listedGzRead(w unreadEntry) string {
 	if w.Gone || w.FPLen <= 0 {
@@ -3479,7 +3509,7 @@ func (g *Glob) listedGzRead(w unreadEntry) string {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for _, q := range g.byKey {
-		if q.genOwn && q.first == first && q.ptrPath != "" && !q.done && !g.pointerNames(q) && g.laterGeneration(q, gz) {
+		if q.genOwn && q.first == first && q.ptrPath != "" && !q.done && !g.pointerNames(q) && g.readsAsLater(q, gz) {
 			return gz
 		}
 	}
@@ -5542,14 +5572,12 @@ func (g *Glob) adoptByPath(made []*gstream) {
 	if len(g.loaded) == 0 {
 		return
 	}
-	var taken map[[2]uint64]time.Time // takenAt, read once when needed
 	for _, s := range made {
 		if s.ptrPath != "" || s.first != s.path {
 			continue
 		}
 		best, byFile, allFound := -1, -1, true
 		var bestMod, bestFileMod time.Time
-		var notFound []int // candidates whose file is not beside the path by its key
 		for i, l := range g.loaded {
 			if l.rec.FileKey == 0 || l.s.first != s.path {
 				continue
@@ -5570,18 +5598,12 @@ func (g *Glob) adoptByPath(made []*gstream) {
 			}
 			if mod.IsZero() {
 				allFound = false
-				notFound = append(notFound, i)
 			} else if byFile < 0 || mod.After(bestFileMod) {
 				byFile, bestFileMod = i, mod
 			}
 		}
 		if best < 0 {
 			continue
-		}
-		if !allFound {
-			if i := g.olderCompressed(s.path, best, notFound, &taken); i >= 0 {
-				best = i
-			}
 		}
 		if allFound && byFile >= 0 {
 			// Every candidate's file is beside the path: the one written
@@ -5604,51 +5626,6 @@ func (g *Glob) adoptByPath(made []*gstream) {
 		g.log.Info("a previous run's pointer names no matched file; the file at its path takes it (its source looks for the pointer's file beside the path)",
 			"path", s.path, "pointer", l.s.ptrPath, "offset", l.rec.Offset, "fileKey", hex16(l.rec.FileKey))
 	}
-}
-
-// olderCompressed, for adoptByPath: of the candidates in notFound (their
-// files not beside path by key), the one that took its file first, when it
-// took it before the candidate at best did and a .gz beside the path holds
-// its first bytes and at least its offset (gzCopyOf): -1 otherwise. Such a
-// pointer names an older generation of the path, compressed since (logrotate
-// compress: a new key); given to countGone, its file was not found (a key
-// alone, besideAtStart) and its tail counted lost while it sat in the .gz,
-// and the generations between it and the newer pointer's file were read by
-// nobody (this session's soak of TestAud11AOKGlobKill9Property: 207 lines of
-// x/y/r.log missing, three lost tails, after a live rotation at a start
-// left two pointers at the path). Given to the file at the path, its source
-// reads the .gz from the pointer's offset, then every later generation
-// (resumeRotated); the newer pointers go to countGone as before (their files
-// read where they are, besideAtStart, and left out of the generations the
-// path's source reads: otherKeys). taken caches takenAt. Under mu.
-func (g *Glob) olderCompressed(path string, best int, notFound []int, taken *map[[2]uint64]time.Time) int {
-	if len(notFound) == 0 {
-		return -1
-	}
-	if *taken == nil {
-		*taken = g.takenAt()
-	}
-	bestAt := takenOr(*taken, g.loaded[best])
-	pick := -1
-	var pickAt time.Time
-	for _, i := range notFound {
-		at := takenOr(*taken, g.loaded[i])
-		if i == best || at.IsZero() || bestAt.IsZero() || !at.Before(bestAt) || (pick >= 0 && !at.Before(pickAt)) {
-			continue
-		}
-		pick, pickAt = i, at
-	}
-	if pick < 0 || g.loaded[pick].rec.FPLen == 0 {
-		return -1
-	}
-	places := [][2]string{{filepath.Dir(path), filepath.Base(path)}}
-	if t, link := resolveLink(path); link {
-		places = append(places, [2]string{filepath.Dir(t), filepath.Base(t)})
-	}
-	if gz, _ := g.gzCopyOf(places, g.loaded[pick].rec); gz == "" {
-		return -1
-	}
-	return pick
 }
 
 // adoptCopies, at the start, gives a previous run's pointer that no
@@ -6288,7 +6265,7 @@ func (g *Glob) readListedBeside(w unreadEntry, rec pointer.Record, listAt time.T
 		return nil
 	}
 	if at := g.byPath[w.Path]; byKey && st.Size() >= w.Size && at != nil && at.genOwn && at.ptrPath != "" && !at.done &&
-		!g.pointerNames(at) && g.laterGeneration(at, f.Name()) {
+		!g.pointerNames(at) && g.readsAsLater(at, f.Name()) {
 		// The path's stream was given the previous run's pointer of the
 		// path, which names an older file: its source reads the files
 		// beside the path modified since that file as its later

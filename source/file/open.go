@@ -634,7 +634,7 @@ func (s *Source) resumeRotated(f *os.File, dev, ino uint64) bool {
 		gone0 = true
 	}
 	if rec.FileKey == 0 && rec.FPLen == 0 && rec.Offset == 0 && rec.Epoch != 0 && s.cfg.Pinned && !gone0 &&
-		!s.cfg.prevSource && f != nil && !s.ptr.Fresh() {
+		s.cfg.globFiles != nil && !s.cfg.prevSource && f != nil && !s.ptr.Fresh() {
 		// A glob stream at the start given, by its file's key and first
 		// bytes, the pointer of its previous run that published lines
 		// and never committed (killed first): its file cut or rewritten
@@ -653,6 +653,12 @@ func (s *Source) resumeRotated(f *os.File, dev, ino uint64) bool {
 		if l, ok := s.ptr.Named(rec.Epoch); ok && l.FPLen > 0 && l.FileKey == pointer.FileKey(dev, ino) {
 			if st, err := f.Stat(); err == nil && (st.Size() < int64(l.FPLen) || !headIs(f, int(l.FPLen), l.FP)) {
 				rec.FileKey, rec.FPLen, rec.FP = l.FileKey, l.FPLen, l.FP
+				// Its copy is not a file the glob matches: one sharing
+				// only a header with it (the first bytes the epochs line
+				// names may be no more) is a stream of its own (review
+				// 39 finding 3; adoptCopies' rule, review 29c).
+				s.noGlobCopies = true
+				defer func() { s.noGlobCopies = false }()
 			}
 		}
 	}
@@ -1523,7 +1529,7 @@ func (s *Source) findCopyBy(notAfter time.Time, skip func(dev, ino uint64) bool,
 				(best != nil && !info.ModTime().After(bmod)) {
 				continue
 			}
-			if s.resuming && s.cfg.GlobMatched(filepath.Join(dir, e.Name())) {
+			if (s.resuming && s.cfg.GlobMatched(filepath.Join(dir, e.Name()))) || (s.noGlobCopies && s.cfg.globFiles(filepath.Join(dir, e.Name()))) {
 				continue // a stream of the glob's own (read there, from its start or adopted)
 			}
 			f, err := fileutil.OpenRegular(filepath.Join(dir, e.Name()))

@@ -328,8 +328,11 @@ type Source struct {
 	// the file up to grownTo (headGrow; MaxInt64: the whole fingerprint).
 	grownEpoch uint64
 	grownTo    int64
-	resuming   bool     // in resumeRotated: copies the glob matches are not looked at (Config.GlobMatched)
-	catchUp    *CatchUp // the daemon put the pointer back to an older epoch (SetCatchUp)
+	resuming   bool // in resumeRotated: copies the glob matches are not looked at (Config.GlobMatched)
+	// noGlobCopies: likewise, for a never-committed glob stream's file cut
+	// between the glob's look and its open (resumeRotated).
+	noGlobCopies bool
+	catchUp      *CatchUp // the daemon put the pointer back to an older epoch (SetCatchUp)
 
 	watchDirs   []watchDir
 	watchWarned bool
