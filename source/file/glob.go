@@ -3484,6 +3484,35 @@ func (g *Glob) readAsGeneration(s *gstream) bool {
 	return false
 }
 
+// committedGzBeside: a .gz beside l's first path (and a symlinked path's
+// target) holds the first bytes l's record names and decompresses to
+// exactly its committed offset — its file, compressed after it was read
+// and committed to its end: that .gz, else "". A record with no first
+// bytes or at offset 0 proves nothing. Manager goroutine, at the start.
+func (g *Glob) committedGzBeside(l loaded) string {
+	rec := l.rec
+	if l.s.first == "" || rec.FPLen == 0 || rec.Offset <= 0 || rec.Offset < int64(rec.FPLen) {
+		return ""
+	}
+	places := [][2]string{{filepath.Dir(l.s.first), filepath.Base(l.s.first)}}
+	if t, link := resolveLink(l.s.first); link {
+		places = append(places, [2]string{filepath.Dir(t), filepath.Base(t)})
+	}
+	var found string
+	g.eachRotatedName(places, false, func(p, name string) {
+		if found != "" || !strings.HasSuffix(name, ".gz") {
+			return
+		}
+		if head, ok := gzHead(p); !ok || !headMatches(head, rec.FPLen, rec.FP) {
+			return
+		}
+		if _, dsize, ok := inspectGz(p); ok && dsize == rec.Offset {
+			found = p
+		}
+	})
+	return found
+}
+
 // listedGzRead: a .gz beside the path the unread list's file w was first
 // matched under holds w's first bytes and at least its listed size
 // (gzCopyOf), and a stream of that path given the previous run's pointer at
@@ -4522,6 +4551,17 @@ func (g *Glob) countGone() {
 			reason = "forgotten"
 			g.log.Info("a glob file read to its end and closed before is gone; nothing of it was pending",
 				"path", l.s.first, "pointer", l.s.ptrPath, "offset", rec.Offset)
+			g.readNext(l)
+		case copyAt == "" && g.committedGzBeside(l) != "":
+			// Compressed beside its path since it was last read (logrotate
+			// compress), the .gz holding its first bytes and exactly its
+			// committed offset: every byte of it was read and committed,
+			// nothing unread (this session's soak: a file taken beside its
+			// path at a start, read to its end, then compressed, counted
+			// lost at the next start with every line delivered).
+			reason = "forgotten"
+			g.log.Info("a glob file gone while stopped was compressed beside its path holding exactly its committed bytes; nothing of it was unread",
+				"path", l.s.first, "gz", g.committedGzBeside(l), "pointer", l.s.ptrPath, "offset", rec.Offset)
 			g.readNext(l)
 		case copyAt == "":
 			g.readNext(l) // (its empty file, written and rotated beside the path: review 19b D)
