@@ -3485,13 +3485,18 @@ func (g *Glob) readAsGeneration(s *gstream) bool {
 }
 
 // committedGzBeside: a .gz beside l's first path (and a symlinked path's
-// target) holds the first bytes l's record names and decompresses to
-// exactly its committed offset — its file, compressed after it was read
-// and committed to its end: that .gz, else "". A record with no first
-// bytes or at offset 0 proves nothing. Manager goroutine, at the start.
-func (g *Glob) committedGzBeside(l loaded) string {
+// target) holds the first bytes l's record names, decompresses to exactly
+// its committed offset and was last written no earlier than the pointer
+// took its file (takenAt: gzip keeps the file's mtime) — its file,
+// compressed after it was read and committed to its end: that .gz, else
+// "". A record with no first bytes or at offset 0 proves nothing, nor an
+// older generation holding the same bytes (review 39b finding 1: an idle
+// day's header-only file, compressed days before, taken for a file
+// committed at its header whose later lines were lost with it). Manager
+// goroutine, at the start.
+func (g *Glob) committedGzBeside(l loaded, taken time.Time) string {
 	rec := l.rec
-	if l.s.first == "" || rec.FPLen == 0 || rec.Offset <= 0 || rec.Offset < int64(rec.FPLen) {
+	if l.s.first == "" || rec.FPLen == 0 || rec.Offset <= 0 || rec.Offset < int64(rec.FPLen) || taken.IsZero() {
 		return ""
 	}
 	places := [][2]string{{filepath.Dir(l.s.first), filepath.Base(l.s.first)}}
@@ -3504,6 +3509,9 @@ func (g *Glob) committedGzBeside(l loaded) string {
 			return
 		}
 		if head, ok := gzHead(p); !ok || !headMatches(head, rec.FPLen, rec.FP) {
+			return
+		}
+		if st, err := os.Stat(p); err != nil || st.ModTime().Before(taken) {
 			return
 		}
 		if _, dsize, ok := inspectGz(p); ok && dsize == rec.Offset {
@@ -4552,7 +4560,7 @@ func (g *Glob) countGone() {
 			g.log.Info("a glob file read to its end and closed before is gone; nothing of it was pending",
 				"path", l.s.first, "pointer", l.s.ptrPath, "offset", rec.Offset)
 			g.readNext(l)
-		case copyAt == "" && g.committedGzBeside(l) != "":
+		case copyAt == "" && g.committedGzBeside(l, taken(l)) != "":
 			// Compressed beside its path since it was last read (logrotate
 			// compress), the .gz holding its first bytes and exactly its
 			// committed offset: every byte of it was read and committed,
@@ -4561,7 +4569,7 @@ func (g *Glob) countGone() {
 			// lost at the next start with every line delivered).
 			reason = "forgotten"
 			g.log.Info("a glob file gone while stopped was compressed beside its path holding exactly its committed bytes; nothing of it was unread",
-				"path", l.s.first, "gz", g.committedGzBeside(l), "pointer", l.s.ptrPath, "offset", rec.Offset)
+				"path", l.s.first, "gz", g.committedGzBeside(l, taken(l)), "pointer", l.s.ptrPath, "offset", rec.Offset)
 			g.readNext(l)
 		case copyAt == "":
 			g.readNext(l) // (its empty file, written and rotated beside the path: review 19b D)

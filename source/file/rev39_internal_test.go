@@ -620,12 +620,19 @@ func TestRev39GoneWhileStoppedCompressedWithItsCommittedBytesIsNoLoss(t *testing
 	data := t.TempDir()
 	pattern := filepath.Join(dir, "*.log")
 	w := filepath.Join(dir, "w.log")
-	if err := os.WriteFile(w, []byte(numbered("a", 5)), 0o600); err != nil {
+	if err := os.WriteFile(w, []byte(numbered("a", 4)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	ig, kill, _ := runGlobKill(t, pattern, data, time.Second, func(c *GlobConfig) { c.Stream.RotateWait = time.Minute }, nil)
-	if got := ig.popLines(2 * time.Second); got["a-4"] == 0 {
+	if got := ig.popLines(2 * time.Second); got["a-3"] == 0 {
 		t.Fatalf("w.log's a-lines never delivered: %v", got)
+	}
+	// The application writes on after the file was taken (its .gz keeps
+	// that last write's mtime).
+	time.Sleep(50 * time.Millisecond)
+	appendTo(t, w, "a-4\n")
+	if got := ig.popLines(2 * time.Second); got["a-4"] == 0 {
+		t.Fatalf("w.log's a-4 never delivered: %v", got)
 	}
 	var xPtr string
 	ig.waitFor(t, "w.log committed to its end", func() bool {
@@ -668,5 +675,122 @@ func TestRev39GoneWhileStoppedCompressedWithItsCommittedBytesIsNoLoss(t *testing
 	}
 	if got["c-0"] == 0 || got["c-1"] == 0 || got["a-0"] != 0 {
 		t.Errorf("restart: delivered %q, want the c-lines (and no a-line again)", lines)
+	}
+}
+
+// Review 39b finding 3: the never-committed cut file's copy is a file the
+// glob matches (pattern w.log*: w.log.1 is a glob stream of its own). The
+// copy is read once, by its own stream, and nothing is counted lost. The
+// first version left glob files out of the copy search, counted the cut
+// lost and read the copy again as a later generation.
+func TestRev39NeverCommittedCutCopyMatchedByTheGlobIsReadOnce(t *testing.T) {
+	t.Parallel()
+	for _, atOpen := range []bool{false, true} {
+		name := "while down"
+		if atOpen {
+			name = "at the open"
+		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			_, data, w, _ := rev39PublishedNeverCommitted(t)
+			pattern := filepath.Join(filepath.Dir(w), "w.log*")
+			ig2, lines, _ := rev39Restart(t, pattern, data, w, false, false, atOpen)
+			tails, bytes, detail := ig2.lost()
+			got := map[string]int{}
+			for _, l := range lines {
+				got[l]++
+			}
+			for i := range 10 {
+				s := fmt.Sprintf("a-%d", i)
+				if got[s] == 0 || (i >= 5 && got[s] > 1) {
+					t.Errorf("%s delivered %d times, want once (a-0…a-4 at least once); delivered %q", s, got[s], lines)
+				}
+			}
+			if tails != 0 {
+				t.Errorf("lostTails %d lostBytes %d (%q), want 0: every a-line is in w.log.1, which the glob reads", tails, bytes, detail)
+			}
+		})
+	}
+}
+
+// Review 39b finding 1: X was committed at its header alone; renamed out,
+// five lines written to it while tailfeed was down, then deleted. An idle
+// day's generation compressed days before, w.log.4.gz, holds only that
+// header: it is no proof that nothing of X was unread (it was written
+// before X's pointer took X). X's tail is counted lost.
+func TestRev39OlderGzHoldingTheCommittedBytesIsNoProof(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	data := t.TempDir()
+	pattern := filepath.Join(dir, "*.log")
+	w := filepath.Join(dir, "w.log")
+	hdr := "tail-hdr\n"
+	if err := os.WriteFile(w+".4", []byte(hdr), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-96 * time.Hour)
+	if err := os.Chtimes(w+".4", old, old); err != nil {
+		t.Fatal(err)
+	}
+	rev39Gzip(t, w+".4", w+".4.gz")
+	if err := os.WriteFile(w, []byte(hdr), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ig, kill, _ := runGlobKill(t, pattern, data, time.Second, func(c *GlobConfig) { c.Stream.RotateWait = time.Minute }, nil)
+	if got := ig.popLines(2 * time.Second); got["tail-hdr"] == 0 {
+		t.Fatalf("X's header never delivered: %v", got)
+	}
+	var xPtr string
+	ig.waitFor(t, "X committed to its header", func() bool {
+		s := ig.g.byPath[w]
+		if s == nil || s.ptrPath == "" {
+			return false
+		}
+		xPtr = s.ptrPath
+		rec, err := pointer.Inspect(xPtr)
+		return err == nil && rec.Offset == int64(len(hdr))
+	})
+	if err := os.Rename(w, w+".1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(w, []byte("tail-y0\ntail-y1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got := ig.popLines(2 * time.Second); got["tail-y1"] == 0 {
+		t.Fatalf("Y never delivered: %v", got)
+	}
+	ig.waitFor(t, "Y committed with its own pointer", func() bool {
+		s := ig.g.byPath[w]
+		if s == nil || s.ptrPath == "" || s.ptrPath == xPtr {
+			return false
+		}
+		rec, err := pointer.Inspect(s.ptrPath)
+		return err == nil && rec.Offset == 16
+	})
+	kill()
+	data = rev22bCopyData(t, data)
+	if rec, err := pointer.Inspect(filepath.Join(data, "feeds", "f", filepath.Base(xPtr))); err != nil || rec.FileKey == 0 || rec.Offset != int64(len(hdr)) {
+		t.Skipf("set-up not reached: X's pointer %+v (%v)", rec, err)
+	}
+	appendTo(t, w+".1", numbered("a", 5))
+	if err := os.Remove(w + ".1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(w, w+".1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(w, []byte("tail-z0\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ig2, stop2 := runGlobWith(t, pattern, data, time.Second, func(c *GlobConfig) { c.Stream.Logger = rev25bLog(t) }, nil)
+	defer stop2()
+	lines := rev39PopUntil(ig2, "tail-z0")
+	tails, bytes, detail := ig2.lost()
+	got := map[string]int{}
+	for _, s := range lines {
+		got[s]++
+	}
+	if got["a-0"] == 0 && tails == 0 {
+		t.Errorf("X's five lines written after its last commit are gone with it, never delivered (%q), and nothing is counted: lostTails %d lostBytes %d (%q)", lines, tails, bytes, detail)
 	}
 }
