@@ -211,6 +211,40 @@ func TestRev39NeverCommittedCutNoCopyIsCounted(t *testing.T) {
 	}
 }
 
+// rev39TailCommittedAUnacked starts a glob on a dir holding w.log with
+// five tail-lines, takes them and acknowledges them until they are
+// committed, appends a-lines up to a-(n-1) and takes them unacknowledged
+// (a slow subscriber). It returns the pattern, the data dir, w.log's path
+// and the kill (the glob still running).
+func rev39TailCommittedAUnacked(t *testing.T, n int) (pattern, data, w string, kill func()) {
+	t.Helper()
+	dir := t.TempDir()
+	data = t.TempDir()
+	pattern = filepath.Join(dir, "*.log")
+	w = filepath.Join(dir, "w.log")
+	if err := os.WriteFile(w, []byte(numbered("tail", 5)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ig, kill, _ := runGlobKill(t, pattern, data, time.Second, nil, nil)
+	if got := ig.popNoAck(6*time.Second, "tail-4"); got["tail-4"] == 0 {
+		t.Fatalf("w.log's tail-lines never delivered: %v", got)
+	}
+	ig.waitFor(t, "w.log's first five lines committed", func() bool {
+		s := ig.g.byPath[w]
+		if s == nil || s.ptrPath == "" {
+			return false
+		}
+		rec, err := pointer.Inspect(s.ptrPath)
+		return err == nil && rec.Offset > 0
+	})
+	last := fmt.Sprintf("a-%d", n-1)
+	appendTo(t, w, numbered("a", n)[len(numbered("a", 5)):])
+	if got := ig.popNoAck(10*time.Second, last); got[last] == 0 {
+		t.Fatalf("w.log's a-lines never delivered: %v", got)
+	}
+	return pattern, data, w, kill
+}
+
 // rev39Gzip is logrotate's compress of p to to (a .gz holding p's bytes,
 // p's mtime kept, as gzip keeps it), p removed.
 func rev39Gzip(t *testing.T, p, to string) {
@@ -306,29 +340,7 @@ func rev39Rotate(t *testing.T, w string, gz bool, next string) {
 // 130 bytes counted, every line delivered).
 func TestRev39ListedFileCompressedWhileDownIsNotCounted(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	data := t.TempDir()
-	pattern := filepath.Join(dir, "*.log")
-	w := filepath.Join(dir, "w.log")
-	if err := os.WriteFile(w, []byte(numbered("tail", 5)), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	ig, kill, _ := runGlobKill(t, pattern, data, time.Second, nil, nil)
-	if got := ig.popNoAck(6*time.Second, "tail-4"); got["tail-4"] == 0 {
-		t.Fatalf("w.log's tail-lines never delivered: %v", got)
-	}
-	ig.waitFor(t, "w.log's first five lines committed", func() bool {
-		s := ig.g.byPath[w]
-		if s == nil || s.ptrPath == "" {
-			return false
-		}
-		rec, err := pointer.Inspect(s.ptrPath)
-		return err == nil && rec.Offset > 0
-	})
-	appendTo(t, w, numbered("a", 10)[len(numbered("a", 5)):])
-	if got := ig.popNoAck(6*time.Second, "a-9"); got["a-9"] == 0 {
-		t.Fatalf("w.log's a-lines never delivered: %v", got)
-	}
+	pattern, data, w, kill := rev39TailCommittedAUnacked(t, 10)
 	rev39Rotate(t, w, false, "b")
 	rev39WaitListed(t, data, w, 8)
 	kill()
@@ -371,32 +383,10 @@ func TestRev39ListedFileCompressedWhileDownIsNotCounted(t *testing.T) {
 // 379 lines of a.log out of order in the exactlyOnce output).
 func TestRev39ListedFileRenamedOutWhileDownKeepsThePathsOrder(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	data := t.TempDir()
-	pattern := filepath.Join(dir, "*.log")
-	w := filepath.Join(dir, "w.log")
-	if err := os.WriteFile(w, []byte(numbered("tail", 5)), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	ig, kill, _ := runGlobKill(t, pattern, data, time.Second, nil, nil)
-	if got := ig.popNoAck(6*time.Second, "tail-4"); got["tail-4"] == 0 {
-		t.Fatalf("w.log's tail-lines never delivered: %v", got)
-	}
-	ig.waitFor(t, "w.log's first five lines committed", func() bool {
-		s := ig.g.byPath[w]
-		if s == nil || s.ptrPath == "" {
-			return false
-		}
-		rec, err := pointer.Inspect(s.ptrPath)
-		return err == nil && rec.Offset > 0
-	})
 	// Many a-lines: the path's source is still reading them when a
 	// stream of the listed file's own would have published its lines.
 	const nA = 20000
-	appendTo(t, w, numbered("a", nA)[len(numbered("a", 5)):])
-	if got := ig.popNoAck(10*time.Second, fmt.Sprintf("a-%d", nA-1)); got[fmt.Sprintf("a-%d", nA-1)] == 0 {
-		t.Fatalf("w.log's a-lines never delivered: %v", got)
-	}
+	pattern, data, w, kill := rev39TailCommittedAUnacked(t, nA)
 	rev39Rotate(t, w, false, "b")
 	rev39WaitListed(t, data, w, 8)
 	kill()
