@@ -3425,48 +3425,6 @@ func (g *Glob) laterGeneration(s *gstream, p string) bool {
 	return !st.ModTime().Before(ref.Add(-mtimeSlack))
 }
 
-// readsAsLater is laterGeneration where a start's decision not to read or
-// count a file rests on it (listedGzRead, readListedBeside): only when s's
-// pointer names a file with first bytes (not an empty record: its source
-// may count it lost and read no generation, forgetLost) that is found
-// beside s's first path as its source finds it — by its key, else a plain
-// copy (findCopy), else a .gz (findGzCopy) — and p, a rotated name of the
-// path, was modified no earlier than that file less mtimeSlack. Review 39
-// finding 2: laterGeneration's fallback to the pointer file's mtime let a
-// listed file go unread and uncounted. Under mu.
-func (g *Glob) readsAsLater(s *gstream, p string) bool {
-	name, base := filepath.Base(p), filepath.Base(s.first)
-	if !sameStem(name, base) || !isRotatedName(g.cfg.Stream.RotatedNames, name, base) {
-		return false
-	}
-	rec, err := pointer.Inspect(s.ptrPath)
-	if err != nil || rec.FileKey == 0 || rec.FPLen == 0 {
-		return false
-	}
-	var ref time.Time
-	if f := g.keyBeside(s.first, rec); f != nil {
-		if fst, err := f.Stat(); err == nil {
-			ref = fst.ModTime()
-		}
-		f.Close()
-	} else {
-		places := [][2]string{{filepath.Dir(s.first), filepath.Base(s.first)}}
-		if t, link := resolveLink(s.first); link {
-			places = append(places, [2]string{filepath.Dir(t), filepath.Base(t)})
-		}
-		if mod, ok := g.plainCopyOf(places, rec, s.key); ok {
-			ref = mod
-		} else if gz, mod := g.gzCopyOf(places, rec); gz != "" {
-			ref = mod
-		}
-	}
-	st, err := os.Stat(p)
-	if ref.IsZero() || err != nil {
-		return false
-	}
-	return !st.ModTime().Before(ref.Add(-mtimeSlack))
-}
-
 // readAsGeneration: s's file, out of the glob beside s's first path,
 // is one the next start reads as a later generation of another stream's
 // pointer's file (laterGeneration): a stream of the same first path given
@@ -3519,38 +3477,6 @@ func (g *Glob) committedGzBeside(l loaded, taken time.Time) string {
 		}
 	})
 	return found
-}
-
-// listedGzRead: a .gz beside the path the unread list's file w was first
-// matched under holds w's first bytes and at least its listed size
-// (gzCopyOf), and a stream of that path given the previous run's pointer at
-// this start reads it as a later generation of the pointer's file
-// (readsAsLater): that .gz, else "". Manager
-// goroutine, at the start.
-func (g *Glob) listedGzRead(w unreadEntry) string {
-	if w.Gone || w.FPLen <= 0 {
-		return ""
-	}
-	first := w.Path
-	if w.Out && w.First != "" {
-		first = w.First
-	}
-	places := [][2]string{{filepath.Dir(first), filepath.Base(first)}}
-	if t, link := resolveLink(first); link {
-		places = append(places, [2]string{filepath.Dir(t), filepath.Base(t)})
-	}
-	gz, _ := g.gzCopyOf(places, pointer.Record{FPLen: uint64(w.FPLen), FP: w.FP, Offset: w.Size})
-	if gz == "" {
-		return ""
-	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	for _, q := range g.byKey {
-		if q.genOwn && q.first == first && q.ptrPath != "" && !q.done && !g.pointerNames(q) && g.readsAsLater(q, gz) {
-			return gz
-		}
-	}
-	return ""
 }
 
 // ptrFileAt: the file the pointer at ptrPath names (its key and first
@@ -6294,7 +6220,6 @@ func storeList(path string, data []byte) error {
 // it schedules; under mu.
 func (g *Glob) readListedBeside(w unreadEntry, rec pointer.Record, listAt time.Time) *gstream {
 	f, k := g.keyBeside(w.Path, rec), w.Key
-	byKey := f != nil
 	if f == nil {
 		f, k = g.listedCopyBeside(w, rec, listAt)
 	}
@@ -6310,25 +6235,6 @@ func (g *Glob) readListedBeside(w unreadEntry, rec pointer.Record, listAt time.T
 		// Still at its path, which the config no longer matches (an
 		// exclude, a narrowed path): countUnreadGone's rule, the
 		// operator's choice not to read it (review 32b D).
-		return nil
-	}
-	if at := g.byPath[w.Path]; byKey && st.Size() >= w.Size && at != nil && at.genOwn && at.ptrPath != "" && !at.done &&
-		!g.pointerNames(at) && g.readsAsLater(at, f.Name()) {
-		// The path's stream was given the previous run's pointer of the
-		// path, which names an older file: its source reads the files
-		// beside the path modified since that file as its later
-		// generations, oldest first (resumeRotated), this one among them
-		// — in the path's order (DESIGN §10 Order). Read here too, as a
-		// stream of its own, it was published while the source still read
-		// the older generations (this session's soak of
-		// TestAud11AOKGlobKill9PropertyNoDeletes: 379 lines of a.log out
-		// of order in the exactlyOnce output).
-		if g.listedRead == nil {
-			g.listedRead = map[uint64]bool{}
-		}
-		g.listedRead[w.Key] = true
-		g.log.Info("glob file tracked and never read when tailfeed stopped was renamed out of the glob while it was down; its path's stream reads it as a later generation",
-			"path", f.Name(), "first", w.Path, "size", st.Size())
 		return nil
 	}
 	b := g.queueBesideLocked(f.Name(), w.Path, k, st)
@@ -6711,18 +6617,6 @@ func (g *Glob) countUnreadGone() {
 		}
 		if g.listedRead[w.Key] {
 			continue // found beside its path by the first scan and read there (readListedBeside)
-		}
-		if gz := g.listedGzRead(w); gz != "" {
-			// Renamed out of the glob and compressed while tailfeed was
-			// down (logrotate create + compress, two rotations): the
-			// stream of its path given the previous run's pointer reads
-			// the .gz as a later generation of that pointer's file
-			// (resumeRotated), as laterGeneration tells for a plain one
-			// (this session's soak of TestAud11AOKGlobKill9PropertyNoDeletes:
-			// x/y/r.log's 130 bytes counted lost, every line delivered).
-			g.log.Info("glob file tracked and never read when tailfeed stopped was compressed beside its path while it was down; its path's stream reads it as a later generation",
-				"path", w.Path, "gz", gz, "size", w.Size)
-			continue
 		}
 		if excl, _ := g.unmatchedAt(w.Path, rec); !w.Gone && !w.Out && w.FPLen > 0 && excl {
 			// Still at its path, which the config no longer matches
