@@ -1,7 +1,6 @@
 package file
 
 import (
-	"compress/gzip"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -64,20 +63,7 @@ func rev39CopyTruncate(t *testing.T, w string, gz bool) {
 		t.Fatal(err)
 	}
 	if gz {
-		f, err := os.Create(w + ".1.gz")
-		if err != nil {
-			t.Fatal(err)
-		}
-		zw := gzip.NewWriter(f)
-		if _, err := zw.Write(b); err != nil {
-			t.Fatal(err)
-		}
-		if err := zw.Close(); err != nil {
-			t.Fatal(err)
-		}
-		if err := f.Close(); err != nil {
-			t.Fatal(err)
-		}
+		rev25bGzipBytes(t, b, w+".1.gz")
 	} else if err := os.WriteFile(w+".1", b, 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -223,20 +209,7 @@ func rev39Gzip(t *testing.T, p, to string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := os.Create(to)
-	if err != nil {
-		t.Fatal(err)
-	}
-	zw := gzip.NewWriter(f)
-	if _, err := zw.Write(b); err != nil {
-		t.Fatal(err)
-	}
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
+	rev25bGzipBytes(t, b, to)
 	if err := os.Chtimes(to, st.ModTime(), st.ModTime()); err != nil {
 		t.Fatal(err)
 	}
