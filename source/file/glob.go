@@ -205,8 +205,12 @@ type Glob struct {
 	live liveUnread // the unread list kept while running (unreadlive.go; under mu)
 	// listedRead: keys of the previous run's unread list the first scan
 	// found beside their path and read there (readListedBeside).
-	listedRead  map[uint64]bool
-	bornAtStart map[uint64]int64 // the first scan's listed files' birth times by key, until readListedBesideAll
+	listedRead map[uint64]bool
+	// handed: listed files the first scan handed to their path's stream
+	// (handed.go), until its pointer passes them.
+	handed      []*handedFile
+	resetOff    map[uint64]pointer.EpochLine // the epochs file's "reset" lines by the key they moved off (listedPassed)
+	bornAtStart map[uint64]int64             // the first scan's listed files' birth times by key, until readListedBesideAll
 	// listedAtStart: the keys the previous run's unread list names (keysAtStart), until readListedBesideAll.
 	listedAtStart map[uint64]bool
 	// listedInGlob: keys of the previous run's unread list the first scan
@@ -3819,6 +3823,7 @@ func (g *Glob) housekeep(ctx context.Context) {
 		return
 	}
 	g.lastHK = now
+	g.checkHanded()
 	for s := range g.owed {
 		if s.src == nil {
 			g.settleOwed(s) // closed, or queued for a slot
@@ -3877,6 +3882,10 @@ func (g *Glob) housekeep(ctx context.Context) {
 	list, write := g.liveUnreadDue(now)
 	g.mu.Unlock()
 	if write {
+		// A loss counted by this pass (checkHanded) is in the ledger
+		// before the list no longer names its file: a kill -9 between
+		// the two must not leave neither (review 40 finding 4).
+		g.flushLosses()
 		g.writeLiveUnread(list)
 	}
 }
@@ -6076,6 +6085,9 @@ type unreadEntry struct {
 	Ptr   string `json:"ptr,omitempty"`
 
 	s *gstream // the stream it was taken from (the running list: a key reused by another file is another entry)
+	// handed: the previous run's entry of a file handed to its path's
+	// stream (handed.go), listed as it was.
+	handed bool
 	// head: where the file is now when that is not Path (a file that left
 	// the glob while waiting, listed under the path it left: leftFrom);
 	// its first bytes are read there.
@@ -6146,7 +6158,18 @@ func (g *Glob) waitingAtStop() []unreadEntry {
 	}
 	// Own files out of the glob beside the path (ownOut): the next start
 	// decides (countUnreadGone) — also those of streams owing a commit,
-	// which no queue holds (review 22b I).
+	// which no queue holds (review 22b I). And the listed files handed to
+	// their path's stream and not passed yet (handed.go): the next start
+	// hands them over again, reads them, or counts them.
+	for _, h := range g.handed {
+		if passed, skipped := g.handedPassed(h); !h.passed && passed && !skipped {
+			h.passed = true
+		}
+		// (Skipped — its stream's source reached its own file without
+		// reading it: listed, the next start reads it beside its path as
+		// a stream of its own, or counts it gone; review 40 finding 2.)
+	}
+	out = append(out, g.handedEntries()...)
 	return append(out, g.ownOutEntries()...)
 }
 
@@ -6158,6 +6181,11 @@ func (g *Glob) writeUnreadList(ws []unreadEntry) {
 	}
 	for i := range ws {
 		w := &ws[i]
+		if w.handed {
+			// As the previous run listed it: the next start looks for it
+			// beside its path (or its .gz) and decides (handed.go).
+			continue
+		}
 		if exists(w.headPath(), w.Key) {
 			w.FPLen, w.FP = headOfPath(w.headPath())
 			if st, err := os.Stat(w.headPath()); err == nil && w.head != "" && st.Size() > w.Size && !g.bounded() {
@@ -6220,10 +6248,16 @@ func storeList(path string, data []byte) error {
 // it schedules; under mu.
 func (g *Glob) readListedBeside(w unreadEntry, rec pointer.Record, listAt time.Time) *gstream {
 	f, k := g.keyBeside(w.Path, rec), w.Key
+	byKey := f != nil
 	if f == nil {
 		f, k = g.listedCopyBeside(w, rec, listAt)
 	}
 	if f == nil {
+		// Compressed beside its path while tailfeed was down: read by
+		// the path's stream as a later generation (handed.go), or not
+		// read (a glob reads no .gz from its start): countUnreadGone
+		// counts it.
+		g.handOverListed(w, nil)
 		return nil
 	}
 	defer f.Close()
@@ -6236,6 +6270,9 @@ func (g *Glob) readListedBeside(w unreadEntry, rec pointer.Record, listAt time.T
 		// exclude, a narrowed path): countUnreadGone's rule, the
 		// operator's choice not to read it (review 32b D).
 		return nil
+	}
+	if byKey && g.handOverListed(w, f) {
+		return nil // read by its path's stream, in the path's order (handed.go)
 	}
 	b := g.queueBesideLocked(f.Name(), w.Path, k, st)
 	if b == nil {
@@ -6333,6 +6370,15 @@ func (g *Glob) readListedBesideAll() {
 	var copyOf map[*gstream]uint64 // those found as copies → the listed file's own key
 	for _, w := range ws {
 		if w.Gone || w.Out || w.FPLen == 0 || g.ptrKeys[w.Key] || g.listedRead[w.Key] {
+			continue
+		}
+		if g.listedPassed(w) {
+			// Read and committed by the stream it was handed to
+			// (handed.go): neither read again nor counted.
+			if g.listedRead == nil {
+				g.listedRead = map[uint64]bool{}
+			}
+			g.listedRead[w.Key] = true
 			continue
 		}
 		rec := pointer.Record{FileKey: w.Key, FPLen: uint64(w.FPLen), FP: w.FP}

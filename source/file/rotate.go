@@ -574,6 +574,12 @@ func (s *Source) switchTo() {
 		return
 	}
 	if old.gone != "" || old.copy {
+		if old.gz != nil {
+			// A compressed generation read to its end: noted as switched
+			// away from, as a plain one is (the glob tells by it that a
+			// listed file it handed to this stream was read: handed.go).
+			s.noteDone(old, false)
+		}
 		old.close()
 	} else {
 		s.retire(old)

@@ -106,6 +106,7 @@ func (g *Glob) waitingNow() []unreadEntry {
 			out = append(out, w)
 		}
 	}
+	out = append(out, g.handedEntries()...)
 	return append(out, g.ownOutEntries()...)
 }
 
@@ -333,7 +334,7 @@ func (g *Glob) liveHeads(ws []unreadEntry) []unreadEntry {
 	lu.noHead = nil
 	var keep []unreadEntry
 	for _, w := range ws {
-		if w.s != nil && w.s.listed != nil {
+		if (w.s != nil && w.s.listed != nil) || w.handed {
 			keep = append(keep, w) // the previous run's entry as it was (waitingNow)
 			continue
 		}
