@@ -162,28 +162,45 @@ func (g *Glob) handOverListed(w unreadEntry, f *os.File) bool {
 // from, the stream's own file among them): every line of h's file is
 // committed, or the pointer tells a restart where it is. Its pointer
 // forgotten (read to its end, or counted), the stream done: passed too.
-// skipped: the pointer names the stream's own file and no source of it
-// switched away from h's file (a .gz too: switchTo notes it) — read by
-// nobody (a generation scan that left it out, its pointer's file gone at
-// its open: review 40 findings 2, 3). Under mu.
+// skipped: the stream's source reached its own file (its pointer names it,
+// or it read it to its end and forgot it: the empty record) and no source
+// of it switched away from h's file (a .gz too: switchTo notes it) — read
+// by nobody (a generation scan that left it out, its pointer's file gone
+// at its open: review 40 findings 2, 3). Under mu.
 func (g *Glob) handedPassed(h *handedFile) (passed, skipped bool) {
 	at := h.at
-	rec, err := pointer.Inspect(at.ptrPath)
-	if err != nil {
-		return at.done && os.IsNotExist(err), false
-	}
-	if rec.FileKey == 0 {
-		return false, false
-	}
-	if rec.FileKey == h.key {
-		return true, false
-	}
 	gens := slices.Clone(at.gens)
+	ownForgot := false
 	if at.src != nil {
 		gens = append(gens, at.src.GensDone()...)
+		ownForgot = at.src.ForgotKey() == at.key
 	}
-	i := slices.IndexFunc(gens, func(d GenDone) bool { return d.Key == h.key })
-	if i < 0 {
+	// h's file by any key it was read under (its own, its .gz's) or by
+	// the first bytes it was listed with (compressed after the hand-over,
+	// read as a .gz: review 40b finding 3).
+	i := slices.IndexFunc(gens, func(d GenDone) bool {
+		return d.Key == h.key || d.Key == h.w.Key || (d.FPLen == h.w.FPLen && d.FP == h.w.FP && d.End >= h.w.Size)
+	})
+	rec, err := pointer.Inspect(at.ptrPath)
+	switch {
+	case err != nil:
+		if i >= 0 || (at.done && os.IsNotExist(err)) {
+			return true, false
+		}
+		return false, false
+	case rec.FileKey == 0:
+		// The empty record: its own file read to its end and forgotten
+		// (or a record a start found lost): the files switched away from
+		// tell (review 40b finding 1: an early return here left h listed,
+		// neither passed nor skipped, for the rest of the run).
+		if i >= 0 {
+			return true, false
+		}
+		own := at.ownRead || ownForgot
+		return own, own
+	case rec.FileKey == h.key || rec.FileKey == h.w.Key:
+		return true, false
+	case i < 0:
 		own := rec.FileKey == at.key
 		return own, own
 	}
@@ -270,12 +287,20 @@ func (g *Glob) handedEntries() []unreadEntry {
 // out of the path's order, but read), listed as the previous run's entry
 // until its pointer names it; a .gz, or one gone, is counted. Under mu.
 func (g *Glob) readHandedBeside(h *handedFile) {
+	if b := g.byKey[h.w.Key]; b != nil {
+		// Tracked by the glob already (back in the glob, a reload that
+		// widened it): its stream reads it (review 40b).
+		return
+	}
 	if h.key == h.w.Key {
 		if f := g.keyBeside(h.w.Path, pointer.Record{FileKey: h.w.Key, FPLen: uint64(h.w.FPLen), FP: h.w.FP}); f != nil {
 			st, err := f.Stat()
 			p := f.Name()
 			f.Close()
-			if err == nil && !g.matched(p) {
+			if err == nil && g.matched(p) {
+				return // in the glob: the next scan takes it as a file of its own
+			}
+			if err == nil {
 				if b := g.queueBesideLocked(p, h.w.Path, h.w.Key, st); b != nil {
 					e := h.w
 					e.s, e.handed = b, false
@@ -291,15 +316,20 @@ func (g *Glob) readHandedBeside(h *handedFile) {
 		h.w.Path, h.w.Size))
 }
 
-// listedPassed: the previous run's listed file w, found beside its path
-// by its key (or its .gz: gzCopyOf), was read to its end and every line of
-// it acknowledged by a stream it was handed to — the epochs file's "reset"
-// line moving that stream's pointer off it, with its first bytes and an
-// offset no smaller than its size now. A kill -9 after that pointer moved
-// on and before the list dropped the entry (a housekeeping pass later)
-// left the entry: read again from its start it was delivered twice and
-// after the path's newer file; compressed, it was counted lost though
-// read (review 40 finding 1). At the first scan, under mu.
+// listedPassed: the previous run's listed file w was read to its end and
+// every line of it acknowledged by a stream it was handed to — the epochs
+// file's "reset" line moving that stream's pointer off it (its own key, or
+// its .gz's), with its first bytes and an offset no smaller than its size
+// then (less maxUnendedTail, as readBeforeStart: a late write after the
+// switch; more than that and it is read again from its start, a
+// duplicate). Found beside its path by its key, by its .gz (compressed
+// while down, read as plain or as that .gz), or not at all (deleted while
+// down: the line's first bytes are the entry's). A kill -9 after that
+// pointer moved on and before the list dropped the entry (a housekeeping
+// pass later) left the entry: read again from its start it was delivered
+// twice and after the path's newer file; compressed or deleted, it was
+// counted lost though read (review 40 finding 1, 40b finding 2). At the
+// first scan, under mu.
 func (g *Glob) listedPassed(w unreadEntry) bool {
 	if g.cfg.EpochsPath == "" {
 		return false
@@ -313,26 +343,31 @@ func (g *Glob) listedPassed(w unreadEntry) bool {
 			}
 		}
 	}
+	own, ownOK := g.resetOff[w.Key]
+	covers := func(l pointer.EpochLine, size int64) bool { return size <= l.PrevOffset+maxUnendedTail }
 	rec := pointer.Record{FileKey: w.Key, FPLen: uint64(w.FPLen), FP: w.FP}
 	if f := g.keyBeside(w.Path, rec); f != nil {
 		defer f.Close()
-		l, ok := g.resetOff[w.Key]
 		st, err := f.Stat()
-		return ok && err == nil && st.Size() <= l.PrevOffset && uint64(st.Size()) >= l.PrevFPLen && headIs(f, int(l.PrevFPLen), l.PrevFP)
+		return ownOK && err == nil && covers(own, st.Size()) && uint64(st.Size()) >= own.PrevFPLen && headIs(f, int(own.PrevFPLen), own.PrevFP)
 	}
 	rec.Offset = w.Size
-	gz, _ := g.gzCopyOf(pathPlaces(w.Path), rec)
-	if gz == "" {
-		return false
+	if gz, _ := g.gzCopyOf(pathPlaces(w.Path), rec); gz != "" {
+		head, dsize, ok := inspectGz(gz)
+		if !ok {
+			return false
+		}
+		if ownOK && covers(own, dsize) && headMatches(head, own.PrevFPLen, own.PrevFP) {
+			return true // read as plain, compressed since
+		}
+		dev, ino, err := fileutil.DevInoPath(gz)
+		if err != nil {
+			return false
+		}
+		l, ok := g.resetOff[pointer.FileKey(dev, ino)]
+		return ok && covers(l, dsize) && headMatches(head, l.PrevFPLen, l.PrevFP)
 	}
-	dev, ino, err := fileutil.DevInoPath(gz)
-	if err != nil {
-		return false
-	}
-	l, ok := g.resetOff[pointer.FileKey(dev, ino)]
-	if !ok {
-		return false
-	}
-	head, dsize, gok := inspectGz(gz)
-	return gok && dsize <= l.PrevOffset && headMatches(head, l.PrevFPLen, l.PrevFP)
+	// Gone: the line moving a pointer off its key names its listed first
+	// bytes, at or past its listed size.
+	return ownOK && own.PrevFPLen == uint64(w.FPLen) && own.PrevFP == w.FP && own.PrevOffset >= w.Size
 }
