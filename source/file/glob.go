@@ -209,8 +209,8 @@ type Glob struct {
 	// handed: listed files the first scan handed to their path's stream
 	// (handed.go), until its pointer passes them.
 	handed      []*handedFile
-	resetOff    map[uint64]pointer.EpochLine // the epochs file's "reset" lines by the key they moved off (listedPassed)
-	bornAtStart map[uint64]int64             // the first scan's listed files' birth times by key, until readListedBesideAll
+	resetOff    map[uint64][]pointer.EpochLine // the epochs file's "reset" lines by the key they moved off (listedPassed)
+	bornAtStart map[uint64]int64               // the first scan's listed files' birth times by key, until readListedBesideAll
 	// listedAtStart: the keys the previous run's unread list names (keysAtStart), until readListedBesideAll.
 	listedAtStart map[uint64]bool
 	// listedInGlob: keys of the previous run's unread list the first scan
@@ -6085,8 +6085,17 @@ type unreadEntry struct {
 	Ptr   string `json:"ptr,omitempty"`
 
 	s *gstream // the stream it was taken from (the running list: a key reused by another file is another entry)
-	// handed: the previous run's entry of a file handed to its path's
-	// stream (handed.go), listed as it was.
+	// HandedAt, HandedKey: a file handed to its path's stream
+	// (handed.go): when it was first handed over (unix ns), and the key
+	// of the file that stream reads when not its own (its .gz). A start
+	// takes it for read and committed only on an epochs "reset" line
+	// written since, moving a pointer off one of those keys
+	// (listedPassed; review 40c: a line of an older file on a reused
+	// inode hid a file never read).
+	HandedAt  int64  `json:"handedAt,omitempty"`
+	HandedKey uint64 `json:"handedKey,omitempty"`
+	// handed: the entry of a handed file not passed yet, listed as the
+	// hand-over left it.
 	handed bool
 	// head: where the file is now when that is not Path (a file that left
 	// the glob while waiting, listed under the path it left: leftFrom);

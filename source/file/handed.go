@@ -147,6 +147,28 @@ func (g *Glob) handOverListed(w unreadEntry, f *os.File) bool {
 	}
 	e := w
 	e.s, e.head = nil, ""
+	if e.HandedAt == 0 {
+		e.HandedAt = time.Now().UnixNano()
+	}
+	e.HandedKey = 0
+	if key != w.Key {
+		e.HandedKey = key
+	}
+	// Its first bytes and size as the file holds them now (grown since it
+	// was listed: the source's reader fingerprints them so, and the
+	// switched-away files are matched by them — review 40c finding 3).
+	if f != nil {
+		b := make([]byte, pointer.MaxFingerprint)
+		if n, err := f.ReadAt(b, 0); n >= e.FPLen && (err == nil || n < len(b)) {
+			e.FPLen, e.FP = n, pointer.Fingerprint(b[:n])
+		}
+		if st, err := f.Stat(); err == nil && st.Size() > e.Size {
+			e.Size = st.Size()
+		}
+	} else if head, dsize, ok := inspectGz(p); ok && len(head) >= e.FPLen {
+		e.FPLen, e.FP = len(head), pointer.Fingerprint(head)
+		e.Size = max(e.Size, dsize)
+	}
 	g.handed = append(g.handed, &handedFile{w: e, key: key, at: at})
 	if g.listedRead == nil {
 		g.listedRead = map[uint64]bool{}
@@ -169,6 +191,11 @@ func (g *Glob) handOverListed(w unreadEntry, f *os.File) bool {
 // at its open: review 40 findings 2, 3). Under mu.
 func (g *Glob) handedPassed(h *handedFile) (passed, skipped bool) {
 	at := h.at
+	// The pointer before the switched-away files: a source notes a file
+	// there before its pointer moves off it, so read the other way round a
+	// switch in between showed the pointer moved and the file not read
+	// (review 40c finding 4).
+	rec, err := pointer.Inspect(at.ptrPath)
 	gens := slices.Clone(at.gens)
 	ownForgot := false
 	if at.src != nil {
@@ -181,7 +208,6 @@ func (g *Glob) handedPassed(h *handedFile) (passed, skipped bool) {
 	i := slices.IndexFunc(gens, func(d GenDone) bool {
 		return d.Key == h.key || d.Key == h.w.Key || (d.FPLen == h.w.FPLen && d.FP == h.w.FP && d.End >= h.w.Size)
 	})
-	rec, err := pointer.Inspect(at.ptrPath)
 	switch {
 	case err != nil:
 		if i >= 0 || (at.done && os.IsNotExist(err)) {
@@ -316,40 +342,66 @@ func (g *Glob) readHandedBeside(h *handedFile) {
 		h.w.Path, h.w.Size))
 }
 
-// listedPassed: the previous run's listed file w was read to its end and
-// every line of it acknowledged by a stream it was handed to — the epochs
-// file's "reset" line moving that stream's pointer off it (its own key, or
-// its .gz's), with its first bytes and an offset no smaller than its size
-// then (less maxUnendedTail, as readBeforeStart: a late write after the
-// switch; more than that and it is read again from its start, a
-// duplicate). Found beside its path by its key, by its .gz (compressed
-// while down, read as plain or as that .gz), or not at all (deleted while
-// down: the line's first bytes are the entry's). A kill -9 after that
-// pointer moved on and before the list dropped the entry (a housekeeping
-// pass later) left the entry: read again from its start it was delivered
-// twice and after the path's newer file; compressed or deleted, it was
-// counted lost though read (review 40 finding 1, 40b finding 2). At the
-// first scan, under mu.
+// listedPassed: the previous run's listed file w, handed to its path's
+// stream (HandedAt), was read to its end and every line of it
+// acknowledged — an epochs "reset" line written since the hand-over moves
+// a pointer off it (its own key, the .gz's it was handed as, or the .gz's
+// found now), with its first bytes, and at most maxUnendedTail past that
+// offset.
+// Found beside its path by its key, by its .gz (compressed while down), or
+// not at all (deleted while down: the line's offset at or past its listed
+// size). A kill -9 after that pointer moved on and before the list dropped
+// the entry (a housekeeping pass later) left the entry: read again from its
+// start it was delivered twice and after the path's newer file; compressed
+// or deleted, it was counted lost though read (review 40 finding 1, 40b
+// finding 2, 40c finding 2). Only handed files: a line left by an older
+// file on a reused inode, or before the hand-over, proves nothing (review
+// 40c finding 1). At the first scan, under mu.
 func (g *Glob) listedPassed(w unreadEntry) bool {
-	if g.cfg.EpochsPath == "" {
+	if g.cfg.EpochsPath == "" || w.HandedAt == 0 {
 		return false
 	}
 	if g.resetOff == nil {
-		g.resetOff = map[uint64]pointer.EpochLine{}
+		g.resetOff = map[uint64][]pointer.EpochLine{}
 		lines, _ := pointer.ReadEpochs(g.cfg.EpochsPath)
 		for _, l := range lines {
 			if l.Reason == "reset" && l.PrevEpoch != 0 && l.PrevFileKey != 0 && l.PrevFPLen > 0 {
-				g.resetOff[l.PrevFileKey] = l
+				g.resetOff[l.PrevFileKey] = append(g.resetOff[l.PrevFileKey], l)
 			}
 		}
 	}
-	own, ownOK := g.resetOff[w.Key]
-	covers := func(l pointer.EpochLine, size int64) bool { return size <= l.PrevOffset+maxUnendedTail }
+	since := time.Unix(0, w.HandedAt)
+	// lines: the reset lines since the hand-over moving a pointer off one
+	// of keys whose first bytes ok accepts.
+	lines := func(ok func(l pointer.EpochLine) bool, keys ...uint64) []pointer.EpochLine {
+		var out []pointer.EpochLine
+		for _, k := range keys {
+			if k == 0 {
+				continue
+			}
+			for _, l := range g.resetOff[k] {
+				if !l.Time.Before(since) && ok(l) {
+					out = append(out, l)
+				}
+			}
+		}
+		return out
+	}
 	rec := pointer.Record{FileKey: w.Key, FPLen: uint64(w.FPLen), FP: w.FP}
 	if f := g.keyBeside(w.Path, rec); f != nil {
 		defer f.Close()
 		st, err := f.Stat()
-		return ownOK && err == nil && covers(own, st.Size()) && uint64(st.Size()) >= own.PrevFPLen && headIs(f, int(own.PrevFPLen), own.PrevFP)
+		if err != nil {
+			return false
+		}
+		// (A late write past the line's offset, up to maxUnendedTail, as
+		// readBeforeStart allows for a copy: lines appended to a rotated
+		// file after its source moved off it and closed it are not read —
+		// README "What is lost": uncounted; read again from its start,
+		// its committed lines would come twice after a kill.)
+		return len(lines(func(l pointer.EpochLine) bool {
+			return uint64(st.Size()) >= l.PrevFPLen && st.Size() <= l.PrevOffset+maxUnendedTail && headIs(f, int(l.PrevFPLen), l.PrevFP)
+		}, w.Key)) > 0
 	}
 	rec.Offset = w.Size
 	if gz, _ := g.gzCopyOf(pathPlaces(w.Path), rec); gz != "" {
@@ -357,17 +409,17 @@ func (g *Glob) listedPassed(w unreadEntry) bool {
 		if !ok {
 			return false
 		}
-		if ownOK && covers(own, dsize) && headMatches(head, own.PrevFPLen, own.PrevFP) {
-			return true // read as plain, compressed since
+		var gzKey uint64
+		if dev, ino, err := fileutil.DevInoPath(gz); err == nil {
+			gzKey = pointer.FileKey(dev, ino)
 		}
-		dev, ino, err := fileutil.DevInoPath(gz)
-		if err != nil {
-			return false
-		}
-		l, ok := g.resetOff[pointer.FileKey(dev, ino)]
-		return ok && covers(l, dsize) && headMatches(head, l.PrevFPLen, l.PrevFP)
+		return len(lines(func(l pointer.EpochLine) bool {
+			return dsize <= l.PrevOffset && headMatches(head, l.PrevFPLen, l.PrevFP)
+		}, w.Key, w.HandedKey, gzKey)) > 0
 	}
-	// Gone: the line moving a pointer off its key names its listed first
-	// bytes, at or past its listed size.
-	return ownOK && own.PrevFPLen == uint64(w.FPLen) && own.PrevFP == w.FP && own.PrevOffset >= w.Size
+	// Gone: a line moving a pointer off it at or past its listed size,
+	// with its listed first bytes when the line's are as many.
+	return len(lines(func(l pointer.EpochLine) bool {
+		return l.PrevOffset >= w.Size && (l.PrevFPLen != uint64(w.FPLen) || l.PrevFP == w.FP)
+	}, w.Key, w.HandedKey)) > 0
 }
