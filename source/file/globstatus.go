@@ -79,6 +79,15 @@ func (g *Glob) stateLocked(c *GlobCounts) State {
 			return Behind
 		}
 	}
+	if n := g.handedPending(); n > 0 {
+		// (Read by its path's stream as a later generation: tracked and
+		// behind until that stream's pointer passes it; handed.go.)
+		behind = true
+		if c != nil {
+			c.Tracked += n
+			c.Behind += n
+		}
+	}
 	switch {
 	case !g.started:
 		return Starting

@@ -49,6 +49,9 @@ type handedFile struct {
 	// the source decides about the file (genUnread counts it gone).
 	opened bool
 	passed bool // at's pointer named it or a file after it; or it was counted
+	// read: seen among the files at's sources switched away from (sticky:
+	// that list keeps the last ones only, trimGens — review 40d finding 4).
+	read bool
 }
 
 // readsAsLater is laterGeneration where a start's decision not to read a
@@ -208,6 +211,13 @@ func (g *Glob) handedPassed(h *handedFile) (passed, skipped bool) {
 	i := slices.IndexFunc(gens, func(d GenDone) bool {
 		return d.Key == h.key || d.Key == h.w.Key || (d.FPLen == h.w.FPLen && d.FP == h.w.FP && d.End >= h.w.Size)
 	})
+	if i >= 0 {
+		h.read = true
+	} else if h.read {
+		// Switched away from, and trimmed from the list since: long
+		// passed unless the pointer still names it.
+		return true, false
+	}
 	switch {
 	case err != nil:
 		if i >= 0 || (at.done && os.IsNotExist(err)) {
@@ -266,6 +276,19 @@ func (g *Glob) checkHanded() {
 			continue
 		}
 		passed, skipped := g.handedPassed(h)
+		if skipped && h.key == h.w.Key {
+			// Compressed after the hand-over, its .gz read under a key the
+			// glob did not know: handedThere takes that key when the
+			// plain file is gone — look again (review 40d finding 1).
+			if g.handedThere(h); h.key != h.w.Key {
+				passed, skipped = g.handedPassed(h)
+			}
+		}
+		if !skipped && !passed && g.byKey[h.at.key] != h.at {
+			// Its stream forgotten (or its key another stream's) before
+			// its pointer passed it: nobody reads it as a generation now.
+			skipped = true
+		}
 		if skipped {
 			h.passed = true
 			g.readHandedBeside(h)
@@ -300,6 +323,9 @@ func (g *Glob) handedEntries() []unreadEntry {
 		if !h.passed {
 			e := h.w
 			e.handed = true
+			if h.key != h.w.Key {
+				e.HandedKey = h.key // (its .gz, found since the hand-over)
+			}
 			out = append(out, e)
 		}
 	}
@@ -418,8 +444,34 @@ func (g *Glob) listedPassed(w unreadEntry) bool {
 		}, w.Key, w.HandedKey, gzKey)) > 0
 	}
 	// Gone: a line moving a pointer off it at or past its listed size,
-	// with its listed first bytes when the line's are as many.
-	return len(lines(func(l pointer.EpochLine) bool {
+	// with its listed first bytes when the line's are as many; or, under
+	// any key (its .gz made and read after the last list write — review
+	// 40d finding 2), a line with exactly its listed first bytes.
+	if len(lines(func(l pointer.EpochLine) bool {
 		return l.PrevOffset >= w.Size && (l.PrevFPLen != uint64(w.FPLen) || l.PrevFP == w.FP)
-	}, w.Key, w.HandedKey)) > 0
+	}, w.Key, w.HandedKey)) > 0 {
+		return true
+	}
+	for _, ls := range g.resetOff {
+		for _, l := range ls {
+			if !l.Time.Before(since) && l.PrevOffset >= w.Size && l.PrevFPLen == uint64(w.FPLen) && l.PrevFP == w.FP {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// handedPending: a handed file its stream (still tracked) has not passed
+// yet: the feed is behind until then — caught up over it, it was settled
+// with the file unread, or before its loss was counted (review 40d finding
+// 3). Under mu.
+func (g *Glob) handedPending() int {
+	n := 0
+	for _, h := range g.handed {
+		if !h.passed && g.byKey[h.at.key] == h.at {
+			n++
+		}
+	}
+	return n
 }
