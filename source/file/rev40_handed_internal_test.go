@@ -354,29 +354,7 @@ func rev40KillPassed(t *testing.T, gz bool) {
 	ig2, kill2, _ := runGlobKill(t, pattern, data, time.Second, func(c *GlobConfig) { c.Stream.Logger = rev25bLog(t) }, nil)
 	got2 := map[string]int{}
 	var snap string
-	for end := time.Now().Add(10 * time.Second); time.Now().Before(end) && snap == ""; {
-		if b := ig2.q.TryPop(); b != nil {
-			for i := range b.Len() {
-				got2[string(b.Lines[i])]++
-			}
-			ig2.q.AddDispatched(uint64(b.Len()))
-			b.Release()
-			ig2.pub.Poke()
-		}
-		ig2.g.mu.Lock()
-		s := ig2.g.byPath[w]
-		var pp string
-		if s != nil {
-			pp = s.ptrPath
-		}
-		ig2.g.mu.Unlock()
-		if pp != "" {
-			if rec, err := pointer.Inspect(pp); err == nil && rec.FileKey == zKey {
-				snap = rev22bCopyData(t, data) // the kill -9, now
-			}
-		}
-		time.Sleep(time.Millisecond)
-	}
+	rev40AckUntilNamed(ig2, w, zKey, got2, func() { snap = rev22bCopyData(t, data) }) // (the kill -9, then)
 	if snap == "" {
 		t.Skip("pointer never named Z")
 	}
@@ -433,29 +411,7 @@ func rev40Skipped(t *testing.T, gz, stopQuick bool) {
 	ig2, stop2 := runGlobWith(t, pattern, data, time.Second, func(c *GlobConfig) { c.Stream.Logger = rev25bLog(t) }, nil)
 	got2 := map[string]int{}
 	named := false
-	for end := time.Now().Add(10 * time.Second); time.Now().Before(end) && !named; {
-		if b := ig2.q.TryPop(); b != nil {
-			for i := range b.Len() {
-				got2[string(b.Lines[i])]++
-			}
-			ig2.q.AddDispatched(uint64(b.Len()))
-			b.Release()
-			ig2.pub.Poke()
-		}
-		ig2.g.mu.Lock()
-		s := ig2.g.byPath[w]
-		var pp string
-		if s != nil {
-			pp = s.ptrPath
-		}
-		ig2.g.mu.Unlock()
-		if pp != "" {
-			if rec, err := pointer.Inspect(pp); err == nil && rec.FileKey == zKey {
-				named = true
-			}
-		}
-		time.Sleep(time.Millisecond)
-	}
+	named = rev40AckUntilNamed(ig2, w, zKey, got2, nil)
 	if !named {
 		t.Skip("pointer never named Z")
 	}
@@ -492,3 +448,36 @@ func rev40Skipped(t *testing.T, gz, stopQuick bool) {
 }
 
 func TestRev40HandedSkippedRunOn(t *testing.T) { rev40Skipped(t, false, false) }
+
+// rev40AckUntilNamed takes every batch ig delivers, acknowledging it and
+// counting its lines in got, until the pointer of the stream at path w
+// names key — then it calls at (when not nil: a kill's copy of the data
+// dir, say) and returns true — or 10 s pass.
+func rev40AckUntilNamed(ig *internalGlob, w string, key uint64, got map[string]int, at func()) bool {
+	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(time.Millisecond) {
+		if b := ig.q.TryPop(); b != nil {
+			for i := range b.Len() {
+				got[string(b.Lines[i])]++
+			}
+			ig.q.AddDispatched(uint64(b.Len()))
+			b.Release()
+			ig.pub.Poke()
+		}
+		ig.g.mu.Lock()
+		var pp string
+		if s := ig.g.byPath[w]; s != nil {
+			pp = s.ptrPath
+		}
+		ig.g.mu.Unlock()
+		if pp == "" {
+			continue
+		}
+		if rec, err := pointer.Inspect(pp); err == nil && rec.FileKey == key {
+			if at != nil {
+				at()
+			}
+			return true
+		}
+	}
+	return false
+}

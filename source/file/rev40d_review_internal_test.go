@@ -101,29 +101,7 @@ func TestRev40dCompressedAfterHandOverPassedThenDeletedWhileDown(t *testing.T) {
 	ig2, kill2, _ := runGlobKill(t, pattern, data, time.Second, func(c *GlobConfig) { c.Stream.Logger = rev25bLog(t) }, nil)
 	got2 := map[string]int{}
 	var snap string
-	for end := time.Now().Add(10 * time.Second); time.Now().Before(end) && snap == ""; {
-		if b := ig2.q.TryPop(); b != nil {
-			for i := range b.Len() {
-				got2[string(b.Lines[i])]++
-			}
-			ig2.q.AddDispatched(uint64(b.Len()))
-			b.Release()
-			ig2.pub.Poke()
-		}
-		ig2.g.mu.Lock()
-		s := ig2.g.byPath[w]
-		var pp string
-		if s != nil {
-			pp = s.ptrPath
-		}
-		ig2.g.mu.Unlock()
-		if pp != "" {
-			if rec, err := pointer.Inspect(pp); err == nil && rec.FileKey == zKey {
-				snap = rev22bCopyData(t, data)
-			}
-		}
-		time.Sleep(time.Millisecond)
-	}
+	rev40AckUntilNamed(ig2, w, zKey, got2, func() { snap = rev22bCopyData(t, data) }) // (the kill -9, then)
 	if snap == "" {
 		t.Skip("pointer never named Z")
 	}
