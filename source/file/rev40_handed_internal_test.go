@@ -285,34 +285,7 @@ func rev40SecondKill(t *testing.T, gz bool) {
 // Y -> w.log.2, W -> w.log.1 (or .gz), Z (c-lines) at w.log. Returns pattern, data, w.
 func rev40Setup(t *testing.T, nA int, gz bool) (pattern, data, w string) {
 	t.Helper()
-	dir := t.TempDir()
-	data = t.TempDir()
-	pattern = filepath.Join(dir, "*.log")
-	w = filepath.Join(dir, "w.log")
-	if err := os.WriteFile(w, []byte(numbered("tail", 5)), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	ig, kill, _ := runGlobKill(t, pattern, data, time.Second, nil, nil)
-	if got := ig.popNoAck(6*time.Second, "tail-4"); got["tail-4"] == 0 {
-		t.Fatalf("tail-lines never delivered: %v", got)
-	}
-	ig.waitFor(t, "tail committed", func() bool {
-		s := ig.g.byPath[w]
-		if s == nil || s.ptrPath == "" {
-			return false
-		}
-		rec, err := pointer.Inspect(s.ptrPath)
-		return err == nil && rec.Offset > 0
-	})
-	appendTo(t, w, numbered("a", nA)[len(numbered("a", 5)):])
-	last := "a-" + itoa(nA-1)
-	if got := ig.popNoAck(10*time.Second, last); got[last] == 0 {
-		t.Fatalf("a-lines never delivered: %v", got)
-	}
-	rev39Rotate(t, w, false, "b")
-	rev39WaitListed(t, data, w, 8)
-	kill()
-	data = rev22bCopyData(t, data)
+	pattern, data, w = rev40ListedAtKill(t, nA)
 	wp := w + ".1"
 	if gz {
 		os.Rename(w+".1", w+".2")
@@ -480,4 +453,17 @@ func rev40AckUntilNamed(ig *internalGlob, w string, key uint64, got map[string]i
 		}
 	}
 	return false
+}
+
+// rev40ListedAtKill is run 1 of the hand-over tests: rev39TailCommittedAUnacked
+// (Y = w.log: tail-lines committed, a-5…a-(nA-1) delivered unacknowledged),
+// Y rotated out and W (b-0, b-1) at w.log listed unread, then a kill -9;
+// the data dir as the kill left it.
+func rev40ListedAtKill(t *testing.T, nA int) (pattern, data, w string) {
+	t.Helper()
+	pattern, data, w, kill := rev39TailCommittedAUnacked(t, nA)
+	rev39Rotate(t, w, false, "b")
+	rev39WaitListed(t, data, w, 8)
+	kill()
+	return pattern, rev22bCopyData(t, data), w
 }

@@ -118,33 +118,7 @@ func TestRev40cGoneOldResetLineOnReusedInode(t *testing.T) {
 // for the listed file, the live rotation's new file.
 func rev40cSetupGrown(t *testing.T) (pattern, data, w string) {
 	t.Helper()
-	dir := t.TempDir()
-	data = t.TempDir()
-	pattern = filepath.Join(dir, "*.log")
-	w = filepath.Join(dir, "w.log")
-	if err := os.WriteFile(w, []byte(numbered("tail", 5)), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	ig, kill, _ := runGlobKill(t, pattern, data, time.Second, nil, nil)
-	if got := ig.popNoAck(6*time.Second, "tail-4"); got["tail-4"] == 0 {
-		t.Fatalf("tail-lines never delivered: %v", got)
-	}
-	ig.waitFor(t, "tail committed", func() bool {
-		s := ig.g.byPath[w]
-		if s == nil || s.ptrPath == "" {
-			return false
-		}
-		rec, err := pointer.Inspect(s.ptrPath)
-		return err == nil && rec.Offset > 0
-	})
-	appendTo(t, w, numbered("a", 10)[len(numbered("a", 5)):])
-	if got := ig.popNoAck(10*time.Second, "a-9"); got["a-9"] == 0 {
-		t.Fatalf("a-lines never delivered: %v", got)
-	}
-	rev39Rotate(t, w, false, "b")
-	rev39WaitListed(t, data, w, 8)
-	kill()
-	data = rev22bCopyData(t, data)
+	pattern, data, w = rev40ListedAtKill(t, 10)
 	appendTo(t, w, "b-2\n") // W grows after the list named it (8 bytes)
 	rev39Rotate(t, w, false, "c")
 	for i, p := range []string{w + ".2", w + ".1"} {
