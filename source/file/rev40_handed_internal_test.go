@@ -467,3 +467,36 @@ func rev40ListedAtKill(t *testing.T, nA int) (pattern, data, w string) {
 	kill()
 	return pattern, rev22bCopyData(t, data), w
 }
+
+// The path's own file (Z) deleted as tailfeed starts, before the path's
+// stream's source opens (review 40c (d) argued that source then reads the
+// pointer's file Y only, leaving the handed W pending — the feed BEHIND
+// until the stream's pointer is forgotten): W is read, nothing pending.
+func TestRev40HandedOwnFileGoneAtOpenStillRead(t *testing.T) {
+	t.Parallel()
+	pattern, data, w := rev40Setup(t, 10, false)
+	rev40DeleteYAtOpen(t, w) // (Z, at the path)
+	ig2, stop2 := runGlobWith(t, pattern, data, time.Second, func(c *GlobConfig) {
+		c.Stream.Logger = rev25bLog(t)
+		c.Stream.RotateWait = 200 * time.Millisecond
+	}, nil)
+	defer stop2()
+	got := map[string]int{}
+	var tails uint64
+	for end := time.Now().Add(8 * time.Second); time.Now().Before(end) && got["b-1"] == 0; {
+		l, _ := ig2.popEpochs(200*time.Millisecond, true)
+		for _, x := range l {
+			got[x]++
+		}
+		if tails, _, _ = ig2.lost(); tails > 1 {
+			break // (Y's tail, if any, and W's)
+		}
+	}
+	ig2.g.mu.Lock()
+	pending := ig2.g.handedPending()
+	ig2.g.mu.Unlock()
+	t.Logf("delivered %v; lostTails %d; handed pending %d", got, tails, pending)
+	if got["b-0"] == 0 && tails < 2 {
+		t.Errorf("W (b-0, b-1) neither read nor counted within 8 s (handed pending %d)", pending)
+	}
+}
