@@ -473,7 +473,7 @@ func rev40ListedAtKill(t *testing.T, nA int) (pattern, data, w string) {
 // pointer's file Y only, leaving the handed W pending — the feed BEHIND
 // until the stream's pointer is forgotten): W is read, nothing pending.
 func TestRev40HandedOwnFileGoneAtOpenStillRead(t *testing.T) {
-	t.Parallel()
+	// (Not parallel: rev40DeleteYAtOpen sets the package's openPointer.)
 	pattern, data, w := rev40Setup(t, 10, false)
 	rev40DeleteYAtOpen(t, w) // (Z, at the path)
 	ig2, stop2 := runGlobWith(t, pattern, data, time.Second, func(c *GlobConfig) {
