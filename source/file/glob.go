@@ -2531,7 +2531,7 @@ func (g *Glob) schedule(ctx context.Context) {
 			// acknowledged and committed (housekeep settles it): a new
 			// source reads from the pointer, which is behind the lines
 			// still in flight, and would publish them again.
-			if s.owe != nil || s.awaitScan || (s.after != nil && !g.barrierDone(s.after)) {
+			if s.owe != nil || s.awaitScan || (s.after != nil && !g.barrierPassed(s.after)) {
 				continue
 			}
 			// A file that left its path since the last scan waits for
@@ -2587,6 +2587,34 @@ func (g *Glob) barrierDone(p *gstream) bool {
 		return false
 	}
 	return (st == WaitingForFile || st == CaughtUp) && !p.src.OpenFileGrown(pos)
+}
+
+// barrierPassed: barrierDone, and p's file holds no last line ended by a
+// lone '\r' still to be taken: the next file waits at p's path, so p's
+// file is left and that line comes first (takeHeldCR asks for it; the
+// barrier passes once it is published and acknowledged).
+func (g *Glob) barrierPassed(p *gstream) bool {
+	return g.barrierDone(p) && !(p.st == stOpen && p.src.State() == CaughtUp && takeHeldCR(p))
+}
+
+// takeHeldCR: s's source, at its last look at its file's end, held a last
+// line ended by a lone '\r' (waiting for a byte that may make it "\r\n"):
+// the file is left — another file waits at its path (barrierPassed), or
+// it was read out of the glob and stayed quiet for rotateWaitMillis — so
+// the source is asked to take the '\r' as the line's end (DESIGN §4: "when
+// its file is left … the \r ends the line"), before the next file's lines
+// and before it is stopped (stopped first, the line waited for a byte that
+// never came: review 36 F), as a single-file feed's source does when it
+// switches away. A '\n' written after that completes the terminator and
+// is skipped. A file closed as inactive is not left (reopened when it
+// grows): its line stays held. True when asked: s is not done yet.
+func takeHeldCR(s *gstream) bool {
+	if s.src == nil || !s.src.crHeld.Load() {
+		return false
+	}
+	s.src.finalCR.Store(true)
+	poke(s.src.events)
+	return true
 }
 
 // preempt stops caught-up streams (or ones that ran a full turn) so that
@@ -3849,12 +3877,15 @@ func (g *Glob) housekeep(ctx context.Context) {
 			// Pinned: its file is read to its end and gone from the path.
 			g.stop(s)
 		case st == CaughtUp && !s.gone && now.Sub(s.activeAt) >= g.cfg.CloseInactive && !s.src.queuedAtRest.Load():
+			// (A last line ended by a lone '\r' stays held: the file is
+			// not left, its writer's next byte may make it "\r\n"; it
+			// is reopened when it grows.)
 			// (Not while files wait behind the open one for its
 			// rotateWaitMillis: closed then, nothing reopened it and the
 			// later generations a restart found were never read — review
 			// 13b A's test, closeInactiveMillis 50 < rotateWaitMillis 200.)
 			g.stop(s)
-		case st == CaughtUp && s.gone && s.sp.Pending() == 0 && now.Sub(s.activeAt) >= g.cfg.Stream.RotateWait:
+		case st == CaughtUp && s.gone && s.sp.Pending() == 0 && now.Sub(s.activeAt) >= g.cfg.Stream.RotateWait && !takeHeldCR(s):
 			// Read where it went out of the glob: done rotateWait after
 			// its last growth, as a file renamed out of the glob is —
 			// not closed as inactive before (a closeInactiveMillis

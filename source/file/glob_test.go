@@ -58,6 +58,7 @@ type globRig struct {
 	pub    *feed.Publisher
 	mu     sync.Mutex
 	lines  map[string][]string
+	order  []string // every line taken, in the order taken, as "path: line"
 	cancel context.CancelFunc
 	stopQ  context.CancelFunc
 	done   chan struct{}
@@ -107,6 +108,7 @@ func newGlobRigS(t *testing.T, dir, data, pattern string, maxOpen int, strat fil
 			r.mu.Lock()
 			for _, l := range b.Lines {
 				r.lines[b.Path] = append(r.lines[b.Path], string(l))
+				r.order = append(r.order, b.Path+": "+string(l))
 			}
 			r.mu.Unlock()
 			unacked += uint64(b.Len())

@@ -165,6 +165,22 @@ func (r *reader) unterminated() int64 {
 	return r.readPos() - r.lineStart() + r.past
 }
 
+// crHeld: the bytes r read past its last line taken are one line ended by
+// a lone '\r' as the last byte read — held while tailing (a "\r\n"'s
+// possible first half), taken by a final split.
+func (r *reader) crHeld() bool {
+	start := r.start
+	if r.crTaken && start < r.end && r.buf[start] == '\n' {
+		start++
+	}
+	if start >= r.end || r.buf[r.end-1] != '\r' {
+		return false
+	}
+	probe := r.split
+	var found Found
+	return probe.Split(r.buf[:r.end], start, r.base, true, math.MaxInt, math.MaxInt, &found) == r.end && found.Len() > 0
+}
+
 // lineStart is the file offset where the line at consumed() began: before
 // it when r is inside a line (pieces of it taken, or positioned inside it);
 // found once, by a scan back to the last terminator, when r was positioned

@@ -50,6 +50,10 @@ func (s *Source) atEnd() bool {
 			return true // a copy of it became current (readCopy): read it first
 		}
 	}
+	if s.finalCR.Swap(false) && r.crHeld() && s.fillFrom(r, true) {
+		return true // a last line ended by a lone '\r', taken as the glob asked
+	}
+	s.crHeld.Store(r.crHeld())
 	s.unterminated.Store(r.unterminated())
 	switch {
 	case len(s.next) > 0:
