@@ -144,6 +144,7 @@ func (s *Sink) publishFast(ctx context.Context, b *feed.Batch, subj, epoch strin
 		}
 	}()
 	fail := func(err error) (int, error) {
+		s.overloadedFast(subj, err)
 		if rec == nil {
 			return i + int(st.stored), err
 		}
@@ -592,6 +593,32 @@ func (s *Sink) removedAfter(ctx context.Context, subj string, rec *record) error
 }
 
 // lineByLine reports whether subj's lines go one at a time (sawRemoval).
+// overloadBackoff is how long a subject whose fast batch met the stream's
+// overload goes one message per round trip (overloadedFast).
+const overloadBackoff = 10 * time.Second
+
+// overloadedFast notes a fast batch that failed on the stream's overload
+// (429: its ingest queue full, a message dropped inside the batch). The
+// batch's end is then waited for — its final reply, or the timeout when
+// the server dropped that too — before the subject is read back, so under
+// a sustained overload each batch cost the timeout and stored a few lines
+// (2,000 lines took minutes in TestOverloadedExactlyOnceInOrder). For
+// overloadBackoff the subject goes one message per round trip, where a 429
+// fails one message at once and the retry goes on from it; then fast
+// batches again. A removal's longer one-by-one window is kept.
+func (s *Sink) overloadedFast(subj string, err error) {
+	var apiErr *jetstream.APIError
+	if !errors.As(err, &apiErr) || apiErr.Code != 429 {
+		return
+	}
+	if s.oneByOne == nil {
+		s.oneByOne = map[string]time.Time{}
+	}
+	if until := time.Now().Add(overloadBackoff); until.After(s.oneByOne[subj]) {
+		s.oneByOne[subj] = until
+	}
+}
+
 func (s *Sink) lineByLine(subj string) bool {
 	t, ok := s.oneByOne[subj]
 	if ok && time.Now().After(t) {

@@ -493,7 +493,7 @@ func (s *Sink) ProcessBatch(ctx context.Context, b *feed.Batch) (int, error) {
 	if s.cfg.ExactlyOnce {
 		return s.publishChained(ctx, b, subj, epoch)
 	}
-	if b.Positioned && s.fastBatches() {
+	if b.Positioned && s.fastBatches() && !s.lineByLine(subj) {
 		return s.publishFast(ctx, b, subj, epoch, nil, 0)
 	}
 	return s.publishAsync(ctx, b, subj, epoch)
