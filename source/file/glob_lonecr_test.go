@@ -8,6 +8,18 @@ import (
 	"time"
 )
 
+// loneCRRig runs a glob rig over a directory holding app.log, "a 0\n"
+// then a last line ended by a lone '\r' ("last\r").
+func loneCRRig(t *testing.T) (r *globRig, dir, app string) {
+	t.Helper()
+	dir = t.TempDir()
+	app = filepath.Join(dir, "app.log")
+	if err := os.WriteFile(app, []byte("a 0\nlast\r"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return newGlobRig(t, dir, t.TempDir(), filepath.Join(dir, "*.log"), 16), dir, app
+}
+
 // Review 36 F: a file whose last line ends in a lone '\r' (held while
 // tailing: it may be the first half of "\r\n") is rotated and a new file
 // takes its path. DESIGN §10 "Order": the old file at a path before the
@@ -19,12 +31,7 @@ func TestGlobLoneCRLastLineBeforeNextFile(t *testing.T) {
 	for _, to := range []string{"app.log.1", "app-1.log"} { // out of the glob, within it
 		t.Run(to, func(t *testing.T) {
 			t.Parallel()
-			dir, data := t.TempDir(), t.TempDir()
-			app := filepath.Join(dir, "app.log")
-			if err := os.WriteFile(app, []byte("a 0\nlast\r"), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			r := newGlobRig(t, dir, data, filepath.Join(dir, "*.log"), 16)
+			r, dir, app := loneCRRig(t)
 			defer r.stop()
 			r.waitLines(1, 10*time.Second)
 			time.Sleep(200 * time.Millisecond) // the stream caught up, "last\r" held
@@ -60,12 +67,7 @@ func TestGlobLoneCRLastLineBeforeNextFile(t *testing.T) {
 // completes the terminator: the line once, no empty line.
 func TestGlobLoneCRHeldByAFileClosedInactive(t *testing.T) {
 	t.Parallel()
-	dir, data := t.TempDir(), t.TempDir()
-	app := filepath.Join(dir, "app.log")
-	if err := os.WriteFile(app, []byte("a 0\nlast\r"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	r := newGlobRig(t, dir, data, filepath.Join(dir, "*.log"), 16)
+	r, _, app := loneCRRig(t)
 	defer r.stop()
 	r.waitLines(1, 10*time.Second)
 	time.Sleep(time.Second) // closed as inactive (300 ms)
@@ -96,12 +98,7 @@ func TestGlobLoneCRHeldByAFileClosedInactive(t *testing.T) {
 // quiet file out of the glob waits for that take).
 func TestGlobLoneCRLastLineOfAFileRenamedOutDelivered(t *testing.T) {
 	t.Parallel()
-	dir, data := t.TempDir(), t.TempDir()
-	app := filepath.Join(dir, "app.log")
-	if err := os.WriteFile(app, []byte("a 0\nlast\r"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	r := newGlobRig(t, dir, data, filepath.Join(dir, "*.log"), 16)
+	r, _, app := loneCRRig(t)
 	defer r.stop()
 	r.waitLines(1, 10*time.Second)
 	time.Sleep(200 * time.Millisecond)
