@@ -592,7 +592,6 @@ func (s *Sink) removedAfter(ctx context.Context, subj string, rec *record) error
 	return nil
 }
 
-// lineByLine reports whether subj's lines go one at a time (sawRemoval).
 // overloadBackoff is how long a subject whose fast batch met the stream's
 // overload goes one message per round trip (overloadedFast).
 const overloadBackoff = 10 * time.Second
@@ -619,6 +618,8 @@ func (s *Sink) overloadedFast(subj string, err error) {
 	}
 }
 
+// lineByLine reports whether subj's lines go one at a time (sawRemoval,
+// overloadedFast).
 func (s *Sink) lineByLine(subj string) bool {
 	t, ok := s.oneByOne[subj]
 	if ok && time.Now().After(t) {

@@ -50,10 +50,11 @@ func (s *Source) atEnd() bool {
 			return true // a copy of it became current (readCopy): read it first
 		}
 	}
-	if s.finalCR.Swap(false) && r.crHeld() && s.fillFrom(r, true) {
+	held := r.crHeld()
+	if s.finalCR.Swap(false) && held && s.fillFrom(r, true) {
 		return true // a last line ended by a lone '\r', taken as the glob asked
 	}
-	s.crHeld.Store(r.crHeld())
+	s.crHeld.Store(held)
 	s.unterminated.Store(r.unterminated())
 	switch {
 	case len(s.next) > 0:

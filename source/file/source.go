@@ -347,40 +347,42 @@ type Source struct {
 	tornN    atomic.Int32 // len(torn), for the report (TornPending)
 	seenLook uint64       // noteSeen calls, for the age of genSeen's entries
 
-	state        atomic.Int32
-	opened       atomic.Bool // latched: the state was once past STARTING and not FAILED (Opened)
-	epoch        atomic.Uint64
-	forgot       atomic.Pointer[[2]uint64] // forgetStep: {the epoch forgotten, the empty record's} (ReadEpoch)
-	forgotKey    atomic.Uint64             // forgetStep: the file key of the file forgotten (ForgotKey)
-	detail       atomic.Pointer[string]
-	oversized    atomic.Uint64
-	unterminated atomic.Int64
+	state          atomic.Int32
+	opened         atomic.Bool // latched: the state was once past STARTING and not FAILED (Opened)
+	epoch          atomic.Uint64
+	forgot         atomic.Pointer[[2]uint64] // forgetStep: {the epoch forgotten, the empty record's} (ReadEpoch)
+	forgotKey      atomic.Uint64             // forgetStep: the file key of the file forgotten (ForgotKey)
+	detail         atomic.Pointer[string]
+	oversized      atomic.Uint64
+	unterminated   atomic.Int64
+	downgraded     atomic.Uint64
+	lostTails      atomic.Uint64
+	lostBytes      atomic.Uint64
+	commitFailures atomic.Uint64
+	syncedSeq      atomic.Uint64 // acknowledged sequence the last synced commit covers
+	commitOK       atomic.Bool   // the last commit attempt succeeded and is synced
+	dirty          atomic.Bool   // a stored record waits for its msync
+	forgetDue      atomic.Bool   // the pointer still names a deleted file that is to be forgotten
+	keptDeleted    bool          // forgetStep kept the record of the deleted file (Config.holdDeleted); read by the glob once the source ended
+	queuedAtRest   atomic.Bool   // CAUGHT_UP with files queued behind the open one (their switch waits for rotateWait)
+	linesRead      atomic.Uint64
+	bytesRead      atomic.Uint64
+	readPos        atomic.Int64 // offset read up to in the current file
+	fileDev        atomic.Uint64
+	fileIno        atomic.Uint64
+	fileOpen       atomic.Bool
+	curFile        atomic.Pointer[os.File] // the open file's descriptor, for the report's fstat (OpenFileGrown)
+	fileEnded      atomic.Bool             // the open file is read to its end and the path is missing
+	verifiedMod    atomic.Int64            // the open file's mtime (UnixNano) at its last content check
+	pathFailed     atomic.Bool             // the path names no regular file: State is FAILED
+
 	// crHeld: at its last look at the end of its file, the source held a
 	// last line ended by a lone '\r' (a "\r\n"'s possible first half,
 	// waiting for the next byte). finalCR: the glob asks it to take that
-	// '\r' as the line's end at its next look (the file is left: another
-	// file took its path, or the glob closes it) — review 36 F.
+	// '\r' as the line's end at its next look (the file is left: a new
+	// file waits at its path, or it is out of the glob and quiet) —
+	// review 36 F.
 	crHeld, finalCR atomic.Bool
-	downgraded      atomic.Uint64
-	lostTails       atomic.Uint64
-	lostBytes       atomic.Uint64
-	commitFailures  atomic.Uint64
-	syncedSeq       atomic.Uint64 // acknowledged sequence the last synced commit covers
-	commitOK        atomic.Bool   // the last commit attempt succeeded and is synced
-	dirty           atomic.Bool   // a stored record waits for its msync
-	forgetDue       atomic.Bool   // the pointer still names a deleted file that is to be forgotten
-	keptDeleted     bool          // forgetStep kept the record of the deleted file (Config.holdDeleted); read by the glob once the source ended
-	queuedAtRest    atomic.Bool   // CAUGHT_UP with files queued behind the open one (their switch waits for rotateWait)
-	linesRead       atomic.Uint64
-	bytesRead       atomic.Uint64
-	readPos         atomic.Int64 // offset read up to in the current file
-	fileDev         atomic.Uint64
-	fileIno         atomic.Uint64
-	fileOpen        atomic.Bool
-	curFile         atomic.Pointer[os.File] // the open file's descriptor, for the report's fstat (OpenFileGrown)
-	fileEnded       atomic.Bool             // the open file is read to its end and the path is missing
-	verifiedMod     atomic.Int64            // the open file's mtime (UnixNano) at its last content check
-	pathFailed      atomic.Bool             // the path names no regular file: State is FAILED
 }
 
 // New makes a source publishing to pub.
