@@ -1,6 +1,7 @@
 package file
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -69,6 +70,14 @@ func (v Verdict) String() string {
 // is recorded before the pointer forgets the file, so a kill -9 between the
 // two counts it again at the restart rather than never.
 func checkIdentity(p *pointer.Pointer, f *os.File, fileKey uint64, size int64, log hclog.Logger, beforeReset func(Verdict, pointer.Record)) (Verdict, error) {
+	return checkIdentityHead(p, f, nil, fileKey, size, log, beforeReset)
+}
+
+// checkIdentityHead is checkIdentity judging by head, f's first bytes as
+// they were when size was taken (headStat), where it holds the pointer's
+// fingerprint length: the verdict is then about the content the size and
+// the reader's fingerprint describe, even when the file was cut since.
+func checkIdentityHead(p *pointer.Pointer, f *os.File, head []byte, fileKey uint64, size int64, log hclog.Logger, beforeReset func(Verdict, pointer.Record)) (Verdict, error) {
 	r := p.Record()
 	if r.FileKey == 0 && r.FPLen == 0 && r.Offset == 0 {
 		if err := p.Adopt(f, fileKey); err != nil {
@@ -77,7 +86,11 @@ func checkIdentity(p *pointer.Pointer, f *os.File, fileKey uint64, size int64, l
 		log.Debug("pointer adopted input", "path", p.Path(), "input", f.Name(), "epoch", hex16(r.Epoch))
 		return Adopted, nil
 	}
-	fpOK, err := sameHead(f, &r, size)
+	var src io.ReaderAt = f
+	if uint64(len(head)) >= r.FPLen {
+		src = bytes.NewReader(head)
+	}
+	fpOK, err := sameHead(src, &r, size)
 	if err != nil {
 		return 0, fmt.Errorf("pointer: check %s: %w", f.Name(), err)
 	}

@@ -248,16 +248,22 @@ func (s *Source) rotatedBeforeOpen() {
 // the read strategy.
 func (s *Source) startFile(f *os.File, dev, ino uint64) error {
 	r := s.newReader(f, dev, ino)
-	st, err := f.Stat()
+	// The first bytes and the size of one content; a cut after them is
+	// seen at the first read (openCheck) and its copy read from where the
+	// position below stands in the content they describe.
+	head, st, err := r.headStat(s.cfg.StartHook)
 	if err != nil {
 		r.close()
 		return err
 	}
 	size := st.Size()
-	r.lastSize, r.lastMod = size, st.ModTime()
+	if s.cfg.StartHook != nil {
+		s.cfg.StartHook("opened")
+	}
+	resumed := false // LATEST on from a reload's resume point
 	switch s.cfg.Strategy {
 	case Committed:
-		if err := s.checkPointer(r, size); err != nil {
+		if err := s.checkPointer(r, size, head); err != nil {
 			r.close()
 			return err
 		}
@@ -269,7 +275,7 @@ func (s *Source) startFile(f *os.File, dev, ino uint64) error {
 				r.limit = s.cfg.OnceLimit
 			}
 		}
-		if c := s.cfg.Resume; s.resumes(c, r, size) {
+		if c := s.cfg.Resume; s.resumes(c, r, size, head) {
 			// A glob stream reopened without a pointer: on from where
 			// its last source stopped (the same content), in its epoch.
 			r.epoch = c.Epoch
@@ -295,7 +301,8 @@ func (s *Source) startFile(f *os.File, dev, ino uint64) error {
 			r.onceEnd() // read only to just after the last terminator (§4)
 		}
 	case Latest:
-		if c := s.cfg.Resume; s.resumes(c, r, size) {
+		if c := s.cfg.Resume; s.resumes(c, r, size, head) {
+			resumed = true
 			// A feed restarted by a reload: on from where its previous
 			// instance stopped in the same file, in its epoch (the lines
 			// appended meanwhile are delivered).
@@ -315,7 +322,7 @@ func (s *Source) startFile(f *os.File, dev, ino uint64) error {
 		end := size
 		if s.cfg.HasEndAt && s.cfg.EndAt <= size {
 			end = s.cfg.EndAt // the end as the glob found it at its start
-			if s.cfg.EndHeadLen > 0 && !headIs(f, s.cfg.EndHeadLen, s.cfg.EndHead) {
+			if s.cfg.EndHeadLen > 0 && !headOf(head, f, s.cfg.EndHeadLen, s.cfg.EndHead) {
 				end = 0 // rewritten since the start: all of it is new
 			}
 		}
@@ -328,8 +335,17 @@ func (s *Source) startFile(f *os.File, dev, ino uint64) error {
 		r.seek(size)
 	}
 	r.from = r.consumed()
-	if _, err := r.refreshFingerprint(size); err != nil {
-		s.log.Warn("reading the fingerprint failed", "error", err)
+	if s.cfg.Strategy != Committed && s.cfg.Strategy != Earliest && !(s.cfg.Strategy == Latest && resumed) {
+		// LATEST's position is found by reading the file's last bytes
+		// (unless resumed), a once-read's end likewise: a cut since
+		// headStat is not told apart there, and its copy would be read
+		// from a position taken in the new content (review 42 R2-1, R2-6).
+		// Their first bytes are taken after the position, as before
+		// headStat.
+		r.fpLen, r.fp, r.openCheck = 0, 0, false
+		if _, err := r.refreshFingerprint(size); err != nil {
+			s.log.Warn("reading the fingerprint failed", "error", err)
+		}
 	}
 	s.cur = r
 	s.epoch.Store(r.epoch)
@@ -344,7 +360,7 @@ func (s *Source) startFile(f *os.File, dev, ino uint64) error {
 // was empty when it was left (no first bytes to tell it by) is the same
 // only by its key, at offset 0 (LATEST: what was appended since its
 // previous instance let it go is delivered).
-func (s *Source) resumes(c *Resume, r *reader, size int64) bool {
+func (s *Source) resumes(c *Resume, r *reader, size int64, head []byte) bool {
 	if c == nil || c.Offset > size || (c.Key != 0 && c.Key != r.key) {
 		return false
 	}
@@ -353,7 +369,16 @@ func (s *Source) resumes(c *Resume, r *reader, size int64) bool {
 		// stays finished at 0.
 		return c.Key != 0 && c.Offset == 0 && (s.cfg.Strategy == Latest || (s.cfg.Strategy == OnceEarliest && c.Limit == 0))
 	}
-	return headIs(r.f, c.HeadLen, c.Head)
+	return headOf(head, r.f, c.HeadLen, c.Head)
+}
+
+// headOf is headIs judged by head, the file's first bytes as headStat took
+// them, where it holds n bytes (f read otherwise).
+func headOf(head []byte, f *os.File, n int, fp uint64) bool {
+	if len(head) >= n {
+		return pointer.Fingerprint(head[:n]) == fp
+	}
+	return headIs(f, n, fp)
 }
 
 // resumeMoved handles the open of a feed restarted by a reload without a
@@ -415,7 +440,7 @@ func (s *Source) resumeMoved(f *os.File, dev, ino uint64) bool {
 // one lost tail, even after a clean stop: lines written after the stop may
 // have been in the part that was cut (DESIGN §4 "Nothing green over a
 // loss"). How many bytes is not known: lostBytes stays.
-func (s *Source) checkPointer(r *reader, size int64) error {
+func (s *Source) checkPointer(r *reader, size int64, head []byte) error {
 	counted := false
 	if rec := s.ptr.Record(); s.adoptedGone(rec) && rec.FileKey != r.key {
 		// A glob stream given a gone file's pointer at the start, its file
@@ -479,7 +504,7 @@ func (s *Source) checkPointer(r *reader, size int64) error {
 			}
 		}
 	}
-	v, err := checkIdentity(s.ptr, r.f, r.key, size, s.log, func(v Verdict, before pointer.Record) {
+	v, err := checkIdentityHead(s.ptr, r.f, head, r.key, size, s.log, func(v Verdict, before pointer.Record) {
 		// Counted before the Reset (S3): the ledger entry is fsynced while
 		// the pointer still names the cut file.
 		if before.Offset > 0 && (v == Truncated || r.key == before.FileKey) && !s.lostTail && !s.cutNoted && !s.heldGone {

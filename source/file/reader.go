@@ -65,6 +65,10 @@ type reader struct {
 	// copy: found as a copytruncate copy, a snapshot read up to the size
 	// it had when found, then closed (never watched as a switched-away file).
 	copy bool
+	// openCheck: the first read after the open is checked (Source.changed)
+	// before its lines are published, even within lastSize: the file may
+	// have been cut since its first bytes and size were taken (headStat).
+	openCheck bool
 	// crTaken: the last line taken ended at a trailing lone '\r' (the file
 	// was left for good, final); a '\n' read next completes that terminator.
 	crTaken bool
@@ -496,6 +500,48 @@ func (r *reader) refreshFingerprint(size int64) (bool, error) {
 	}
 	r.fpLen, r.fp = got, pointer.Fingerprint(b[:got])
 	return true, nil
+}
+
+// headStat takes r's first bytes (up to pointer.MaxFingerprint, as its
+// fingerprint) and its fstat so that both describe one content: the first
+// bytes are read before the stat and again after it, and the pair is kept
+// when the second read still begins with the first (a file growing
+// meanwhile is fine). A file cut between them (a copytruncate) is taken
+// again, up to 8 times; then the last pair stands. Read after the stat
+// alone, a cut in between left a reader that had seen N bytes with the
+// first bytes of the emptied file: its copy was not recognised and the N
+// bytes were counted lost though the copy held them (a kill -9 soak with
+// logrotate's copytruncate, forty-first session). It returns the first
+// bytes; hook (nil: none) runs right after each stat (tests).
+func (r *reader) headStat(hook func(string)) ([]byte, os.FileInfo, error) {
+	var b1, b2 [pointer.MaxFingerprint]byte
+	var head []byte
+	var st os.FileInfo
+	for try := 0; try < 8; try++ {
+		n1, err := r.f.ReadAt(b1[:], 0)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return nil, nil, err
+		}
+		if st, err = r.f.Stat(); err != nil {
+			return nil, nil, err
+		}
+		if hook != nil {
+			hook("stat")
+		}
+		n2, err := r.f.ReadAt(b2[:min(st.Size(), pointer.MaxFingerprint)], 0)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return nil, nil, err
+		}
+		head = b2[:n2]
+		if int64(n2) == min(st.Size(), pointer.MaxFingerprint) && n1 <= n2 && bytes.Equal(b1[:n1], b2[:n1]) {
+			break
+		}
+	}
+	head = append([]byte(nil), head...)
+	r.fpLen, r.fp = len(head), pointer.Fingerprint(head)
+	r.lastSize, r.lastMod = st.Size(), st.ModTime()
+	r.openCheck = true
+	return head, st, nil
 }
 
 // errPathChanged: the path named another file at every try of openStable.

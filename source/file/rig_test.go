@@ -37,6 +37,7 @@ type rigOpts struct {
 	ptrMap     func(*os.File) (pointer.Mapping, error)
 	batchLines int
 	openHook   func()
+	startHook  func(at string)                     // file.Config.StartHook
 	outputs    []string                            // file.Config.Outputs
 	hold       map[string]chan struct{}            // a line listed waits until its channel is closed
 	archive    string                              // the subscriber also appends every line to this file (as the file sink)
@@ -46,6 +47,7 @@ type rigOpts struct {
 	pinned     bool                                // file.Config.Pinned (a glob stream)
 	resume     *file.Resume                        // file.Config.Resume (a reload's)
 	maxLine    int                                 // file.Config.MaxLine (default 1<<16)
+	cfgMod     func(*file.Config)                  // changes the source's config last
 }
 
 type rig struct {
@@ -135,14 +137,18 @@ func (r *rig) start() *rig {
 	if r.opts.wrap != nil {
 		pub = r.opts.wrap(pub)
 	}
-	r.src = file.New(file.Config{
+	fc := file.Config{
 		Feed: "app", Path: r.path, Strategy: r.opts.strategy, MaxLine: r.opts.maxLine,
 		BatchLines: r.opts.batchLines, BatchBytes: 1 << 20,
 		Poll: r.opts.poll, RotateWait: r.opts.rotateWait, CommitSync: 5 * time.Millisecond,
-		Pointer: r.ptr, Logger: log, NoNotify: r.opts.noNotify, OpenHook: r.opts.openHook,
+		Pointer: r.ptr, Logger: log, NoNotify: r.opts.noNotify, OpenHook: r.opts.openHook, StartHook: r.opts.startHook,
 		Outputs: r.opts.outputs, OnLoss: r.opts.onLoss, RotatedNames: r.opts.rotated, Pinned: r.opts.pinned,
 		Resume: r.opts.resume,
-	}, pub)
+	}
+	if r.opts.cfgMod != nil {
+		r.opts.cfgMod(&fc)
+	}
+	r.src = file.New(fc, pub)
 	gctx, gstop := context.WithCancel(context.Background())
 	r.gstop = gstop
 	r.group.Start(gctx)

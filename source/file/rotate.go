@@ -402,10 +402,7 @@ func (s *Source) rewrittenUnread(nx *reader, why string) *reader {
 	// Nothing of it was read: all it held is in its copy or lost.
 	seen := nx.lastSize
 	nx.fpLen, nx.fp = 0, 0
-	if st, err := nx.f.Stat(); err == nil {
-		nx.refreshFingerprint(st.Size())
-		nx.lastSize, nx.lastMod = st.Size(), st.ModTime()
-	}
+	nx.headStat(nil)
 	var c *reader
 	var size int64 // the copy's (decompressed) size
 	if cf != nil {
@@ -477,10 +474,7 @@ func (s *Source) queued(dev, ino uint64) bool {
 func (s *Source) queueNext(f *os.File, dev, ino uint64) {
 	r := s.newReader(f, dev, ino)
 	r.queuedAt = time.Now()
-	if st, err := f.Stat(); err == nil {
-		r.refreshFingerprint(st.Size()) // to notice a truncation before it is read
-		r.lastSize, r.lastMod = st.Size(), st.ModTime()
-	}
+	r.headStat(nil) // to notice a truncation before it is read, one made meanwhile too
 	s.log.Info("input path names a new file; queued behind the open one", "path", s.cfg.Path, "queued", len(s.next)+1)
 	s.next = append(s.next, r)
 	s.watchAll.Store(true)

@@ -35,6 +35,10 @@ type Config struct {
 	// OpenHook runs between the stat and the open of the input (tests inject
 	// the open race through it).
 	OpenHook func()
+	// StartHook runs at the start-up open (tests cut or copy the file
+	// there): "stat" right after each fstat of the input's first bytes and
+	// size (headStat), "opened" after them, before the position is taken.
+	StartHook func(at string)
 	// PassHook runs at the top of each pass of the run's loop, after its
 	// check of the context (tests cancel the run there: that pass still
 	// polls and reads, and the run ends before the split).
@@ -1086,15 +1090,16 @@ func (s *Source) clearFile() {
 
 // unverifiedRead checks the current file when a read went past the size
 // its last check verified (once per read burst that crosses it, never per
-// line): a file truncated and written again longer than the read position
-// since would otherwise be read on from the old position under the old
-// epoch. True when the read was undone (never published) and the file
+// line), or is the first since its open (openCheck): a file truncated and
+// written again longer than the read position since would otherwise be
+// read on from the old position under the old epoch. True when the read was undone (never published) and the file
 // handled as changed (its copy read first, or marked gone).
 func (s *Source) unverifiedRead(n int) bool {
 	r := s.cur
-	if s.cfg.Strategy.Bounded() || r.gone != "" || r.copy || r.gz != nil || r.readPos() <= r.lastSize {
+	if s.cfg.Strategy.Bounded() || r.gone != "" || r.copy || r.gz != nil || (r.readPos() <= r.lastSize && !r.openCheck) {
 		return false
 	}
+	r.openCheck = false
 	why := s.changed(r)
 	if why == "" {
 		return false
