@@ -23,6 +23,18 @@ func r2Lines(gs []got) string {
 	return strings.Join(b, " ")
 }
 
+// startCutSettled starts r with the file at path copied and cut at stage
+// at of its open (then appended after the cut), and waits until it settled.
+func startCutSettled(t *testing.T, r *rig, path, at string, then []string) {
+	t.Helper()
+	hook, cut := cutOnce(t, path, at, then)
+	r.opts.startHook = hook
+	r.start()
+	r.waitFor("the cut", 10*time.Second, cut)
+	time.Sleep(500 * time.Millisecond)
+	r.waitSettled()
+}
+
 // b33 is n lines of 33 bytes.
 func b33(n int) []string {
 	var out []string
@@ -46,12 +58,7 @@ func TestR2LatestCutAfterHeadStatFragment(t *testing.T) {
 	r := newRig(t, t.TempDir(), rigOpts{strategy: file.Latest})
 	aLines(t, r.path, 400) // 8000 bytes
 	then := b33(300)       // 9900 bytes
-	hook, cut := cutOnce(t, r.path, "opened", then)
-	r.opts.startHook = hook
-	r.start()
-	r.waitFor("cut", 10*time.Second, cut)
-	time.Sleep(500 * time.Millisecond)
-	r.waitSettled()
+	startCutSettled(t, r, r.path, "opened", then)
 	for _, g := range r.rec.all() {
 		if !strings.HasPrefix(g.Line, "b-") {
 			t.Fatalf("LATEST delivered %q (pos %d) — not a line written after the start; all: %s", g.Line, g.Pos, r2Lines(r.rec.all()))
@@ -73,12 +80,7 @@ func TestR2ResumeEarliestCutAfterHeadStat(t *testing.T) {
 		t.Fatal("no resume point")
 	}
 	r2 := newRig(t, dir, rigOpts{strategy: file.Earliest, resume: rp})
-	hook, cut := cutOnce(t, path, "opened", nil)
-	r2.opts.startHook = hook
-	r2.start()
-	r2.waitFor("cut", 10*time.Second, cut)
-	time.Sleep(500 * time.Millisecond)
-	r2.waitSettled()
+	startCutSettled(t, r2, path, "opened", nil)
 	if n := r2.rec.len(); n != 0 || r2.src.LostTails() != 0 {
 		t.Fatalf("after a reload and a copytruncate in its open: %d lines delivered again (want 0; %s), lostTails %d lostBytes %d detail %q",
 			n, r2Lines(r2.rec.all()), r2.src.LostTails(), r2.src.LostBytes(), r2.src.Detail())
@@ -105,12 +107,7 @@ func TestR2ResumeLatestCutAfterHeadStat(t *testing.T) {
 	}
 	appendTo(t, path, "during-1", "during-2") // while the feed restarts
 	r2 := newRig(t, dir, rigOpts{strategy: file.Latest, resume: rp})
-	hook, cut := cutOnce(t, path, "opened", nil)
-	r2.opts.startHook = hook
-	r2.start()
-	r2.waitFor("cut", 10*time.Second, cut)
-	time.Sleep(500 * time.Millisecond)
-	r2.waitSettled()
+	startCutSettled(t, r2, path, "opened", nil)
 	l := strings.Join(lines(r2.rec.all()), ",")
 	if l != "during-1,during-2" {
 		t.Fatalf("restarted LATEST delivered %q, want during-1,during-2; lostTails %d lostBytes %d detail %q",
@@ -131,12 +128,7 @@ func TestR2LatestEndAtCutAfterHeadStat(t *testing.T) {
 		c.HasEndAt, c.EndAt = true, int64(len(b))
 		c.EndHeadLen, c.EndHead = 4096, pointer.Fingerprint(b[:4096])
 	}
-	hook, cut := cutOnce(t, r.path, "opened", nil)
-	r.opts.startHook = hook
-	r.start()
-	r.waitFor("cut", 10*time.Second, cut)
-	time.Sleep(500 * time.Millisecond)
-	r.waitSettled()
+	startCutSettled(t, r, r.path, "opened", nil)
 	if n := r.rec.len(); n != 0 {
 		t.Fatalf("LATEST delivered %d lines written before the start (%s); detail %q", n, r2Lines(r.rec.all()), r.src.Detail())
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -37,18 +38,16 @@ func aLines(t *testing.T, path string, n int) []string {
 // cutOnce returns a StartHook that, at stage at and once, copies the file
 // to path.1, truncates it and appends then (nil: nothing).
 func cutOnce(t *testing.T, path, at string, then []string) (func(string), func() bool) {
-	cut := false
+	var cut atomic.Bool // set by the source's goroutine, read by the test's
 	return func(stage string) {
-			if stage == at && !cut {
-				cut = true
-				copyTruncate(t, path, path+".1")
-				if len(then) > 0 {
-					appendTo(t, path, then...)
-				}
+		if stage == at && !cut.Load() {
+			copyTruncate(t, path, path+".1")
+			if len(then) > 0 {
+				appendTo(t, path, then...)
 			}
-		}, func() bool {
-			return cut
+			cut.Store(true)
 		}
+	}, cut.Load
 }
 
 // checkOnce fails unless gs is want in order, each once, with no
