@@ -122,7 +122,7 @@ func (s *Source) forgetStep() {
 			s.forgetDue.Store(wait)
 			return
 		}
-		epoch, end = r.epoch, r.consumed()
+		epoch, end = r.epoch, r.lineEnd()
 	case s.forget != nil && s.forget.epoch == s.ptrEpoch:
 		epoch, end = s.forget.epoch, s.forget.offset
 	default:
@@ -232,7 +232,7 @@ func (s *Source) noteClosed(r *reader) {
 	// descriptor holds now, read before the close; nothing later.
 	s.ptr.Bind(closedHead(r, s.ptr.Record().FPLen), r.key)
 	if ok, _ := forgettable(r); ok {
-		s.forget = &forget{epoch: r.epoch, offset: r.consumed()}
+		s.forget = &forget{epoch: r.epoch, offset: r.lineEnd()}
 		s.forgetDue.Store(true)
 	}
 }

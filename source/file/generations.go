@@ -167,6 +167,7 @@ type genFile struct {
 	gz       bool
 	head     []byte    // gz: the first decompressed bytes (up to MaxFingerprint)
 	dsize    int64     // gz: the decompressed size
+	last     [2]byte   // gz: the last two decompressed bytes
 	found    int64     // its size when found
 	scanned  time.Time // when the directory listing that found it began
 	size     int64     // torn: the compressed size last seen
@@ -207,26 +208,35 @@ func gzHead(path string) ([]byte, bool) {
 // cleanly (a .gz being written is skipped until the next look), with its
 // first decompressed bytes and its decompressed size.
 func inspectGz(path string) (head []byte, dsize int64, ok bool) {
+	hw, ok := readGz(path)
+	return hw.head, hw.n, ok
+}
+
+// readGz decompresses the .gz at path to its end (false: torn, or not
+// one).
+func readGz(path string) (headWriter, bool) {
+	var hw headWriter
 	f, err := fileutil.OpenRegular(path)
 	if err != nil {
-		return nil, 0, false
+		return hw, false
 	}
 	defer f.Close()
 	zr, err := gzip.NewReader(bufio.NewReaderSize(f, 64<<10))
 	if err != nil {
-		return nil, 0, false
+		return hw, false
 	}
 	defer zr.Close()
-	var hw headWriter
 	if _, err := io.Copy(&hw, zr); err != nil {
-		return nil, 0, false // io.ErrUnexpectedEOF: torn
+		return hw, false // io.ErrUnexpectedEOF: torn
 	}
-	return hw.head, hw.n, true
+	return hw, true
 }
 
-// headWriter keeps the first MaxFingerprint bytes written and counts all.
+// headWriter keeps the first MaxFingerprint bytes written and the last
+// two, and counts all.
 type headWriter struct {
 	head []byte
+	last [2]byte
 	n    int64
 }
 
@@ -234,8 +244,44 @@ func (w *headWriter) Write(b []byte) (int, error) {
 	if k := pointer.MaxFingerprint - len(w.head); k > 0 {
 		w.head = append(w.head, b[:min(k, len(b))]...)
 	}
+	switch {
+	case len(b) >= 2:
+		w.last = [2]byte{b[len(b)-2], b[len(b)-1]}
+	case len(b) == 1:
+		w.last = [2]byte{w.last[1], b[0]}
+	}
 	w.n += int64(len(b))
 	return len(b), nil
+}
+
+// endsAfterLine: a file of size bytes is read to its end by a pointer at
+// end, just after its last line: size is end, or end+1 with "\r\n" as its
+// last two bytes (tail gives them) — the '\n' completing a "\r\n" whose
+// line was taken at its '\r' (reader.nlTaken; review 41 F2: the pointer
+// stays after the line, DESIGN §3).
+func endsAfterLine(size, end int64, tail func() ([2]byte, bool)) bool {
+	if size == end {
+		return true
+	}
+	if size != end+1 || end < 1 {
+		return false
+	}
+	b, ok := tail()
+	return ok && b == [2]byte{'\r', '\n'}
+}
+
+// fileTail gives the two bytes of f before size (endsAfterLine).
+func fileTail(f io.ReaderAt, size int64) func() ([2]byte, bool) {
+	return func() ([2]byte, bool) {
+		var b [2]byte
+		n, _ := f.ReadAt(b[:], size-2)
+		return b, n == 2
+	}
+}
+
+// knownTail gives b (endsAfterLine: a .gz's last decompressed bytes).
+func knownTail(b [2]byte) func() ([2]byte, bool) {
+	return func() ([2]byte, bool) { return b, true }
 }
 
 // headMatches reports whether a fingerprint of fpLen bytes matches head,
@@ -455,13 +501,13 @@ func (s *Source) scanGenerationsOnce(ref, born time.Time, skip func(dev, ino uin
 					}
 					continue
 				}
-				head, dsize, ok := inspectGz(p)
+				hw, ok := readGz(p)
 				if !ok {
 					g.noteTwin(untoldTwin(p, skip))
 					s.noteTorn(g)
 					continue
 				}
-				g.gz, g.head, g.dsize = true, head, dsize
+				g.gz, g.head, g.dsize, g.last = true, hw.head, hw.n, hw.last
 			}
 			out = append(out, g)
 		}
@@ -986,7 +1032,7 @@ func (s *Source) retryTorn() {
 		// it ends: review 25f A, A2 — read again, the file having grown);
 		// once they are not, heldTwin is let go (review 25d C2).
 		g.followTwin()
-		head, dsize, ok := inspectGz(g.path)
+		hw, ok := readGz(g.path)
 		if !ok {
 			if st, err := os.Stat(g.path); err == nil && st.Size() != g.size {
 				g.size, g.grewAt = st.Size(), time.Now()
@@ -1008,13 +1054,13 @@ func (s *Source) retryTorn() {
 		if g.heldTwin != ([2]uint64{}) {
 			continue // whole, every byte the read file's: its compressed copy
 		}
-		if s.seenHead(head) {
+		if s.seenHead(hw.head) {
 			// The twin of a file the source holds, or held and closed
 			// since (review 25b A2: a .gz too short to tell when scanned,
 			// finished after its twin was read and closed).
 			continue
 		}
-		g.gz, g.head, g.dsize = true, head, dsize
+		g.gz, g.head, g.dsize, g.last = true, hw.head, hw.n, hw.last
 		r := s.openGen(g)
 		if r == nil {
 			continue

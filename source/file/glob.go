@@ -277,7 +277,11 @@ type gstream struct {
 	// not known).
 	readHeadLen int
 	readHead    uint64
-	reopen      bool     // changed while stopping: open again
+	reopen      bool // changed while stopping: open again
+	// nl: the byte before offset is the '\n' of a "\r\n" whose line its
+	// source took at the '\r' (Source.closeNL): the pointer, at that
+	// line's end, is one byte short of offset and covers it (lineEnd).
+	nl          bool
 	commits     uint64   // its pointer's commit counter when closed
 	behind      bool     // stopped with bytes unread: queued again once closed
 	src0dropped bool     // its source dropped a batch it never published: queued again
@@ -3019,14 +3023,14 @@ func (g *Glob) closed(s *gstream) {
 			s.ownRead = true
 		}
 	}
-	s.offset = src.ReadPos()
+	s.offset, s.nl = src.ReadPos(), src.closeNL
 	if src.closeUntaken && src.closeTaken < s.offset {
-		s.offset = src.closeTaken // the line read and never taken is not read (review 37b 1)
+		s.offset, s.nl = src.closeTaken, false // the line read and never taken is not read (review 37b 1)
 	}
 	if src.keptDeleted && src.ptr != nil {
 		// Its pointer kept at the deleted file's end (holdDeleted): lines
 		// read after that were downgraded; the record is where it ends.
-		s.offset = src.ptr.Record().Offset
+		s.offset, s.nl = src.ptr.Record().Offset, false
 	}
 	s.epoch = src.Epoch()
 	s.readHeadLen, s.readHead, _ = src.HeadRead(s.epoch)
@@ -3504,7 +3508,7 @@ func (g *Glob) committedGzBeside(l loaded, taken time.Time) string {
 		if st, err := os.Stat(p); err != nil || st.ModTime().Before(taken) {
 			return
 		}
-		if _, dsize, ok := inspectGz(p); ok && dsize == rec.Offset {
+		if hw, ok := readGz(p); ok && endsAfterLine(hw.n, rec.Offset, knownTail(hw.last)) {
 			found = p
 		}
 	})
@@ -4055,6 +4059,17 @@ func (g *Glob) forget(now time.Time) {
 	}
 }
 
+// lineEnd is where s's pointer records the end of its last line when
+// every line s's source read is committed: offset, or one byte before it
+// after a '\n' that completed a "\r\n" whose line was taken at its '\r'
+// (review 41 F2: the file is read to its end at offset).
+func (s *gstream) lineEnd() int64 {
+	if s.nl {
+		return s.offset - 1
+	}
+	return s.offset
+}
+
 // forgetClosed resets to the empty record the pointer of a closed stream
 // whose file is gone (deleted, or renamed out of the glob: its key is
 // retired, a file coming back is read from its start anyway) while the
@@ -4090,7 +4105,7 @@ func (g *Glob) forgetClosed(s *gstream, atScan bool) {
 		s.ptrPath = ""
 		return
 	}
-	if err != nil || (rec.FileKey != s.key && !(s.ownLost && rec.FileKey != 0)) || rec.Offset != s.offset {
+	if err != nil || (rec.FileKey != s.key && !(s.ownLost && rec.FileKey != 0)) || rec.Offset != s.lineEnd() {
 		return
 	}
 	p, err := pointer.Open(s.ptrPath, pointer.Options{Logger: g.log, EpochsPath: g.cfg.EpochsPath})
@@ -4107,7 +4122,7 @@ func (g *Glob) forgetClosed(s *gstream, atScan bool) {
 			if s.readEpoch == 0 {
 				s.readEpoch, s.readEnd = s.epoch, s.offset // Files
 			}
-			s.epoch, s.offset, s.fpLen, s.fp = next, 0, 0, 0
+			s.epoch, s.offset, s.nl, s.fpLen, s.fp = next, 0, false, 0, 0
 			g.log.Info("closed glob file gone after every line of it was committed; the pointer records that nothing of it is pending",
 				"path", s.path, "end", rec.Offset, "pointer", s.ptrPath)
 			return
@@ -4220,6 +4235,9 @@ func (g *Glob) voidLoadedHeld() {
 			if f := g.keyBesideBefore(l.s.first, l.rec, m.At); f != nil {
 				if st, err := f.Stat(); err == nil {
 					m.Found, m.FoundSize = true, st.Size()
+					if endsAfterLine(st.Size(), m.End, fileTail(f, st.Size())) {
+						m.FoundSize = m.End // read to its end (heldDone)
+					}
 				}
 				f.Close()
 			}
@@ -4569,7 +4587,7 @@ func (g *Glob) countGone() {
 				// Files shows the file as its stream read it: its key,
 				// the epoch and the end it was read under and to.
 				l.s.shownKey, l.s.readEpoch, l.s.readEnd = rec.FileKey, rec.Epoch, rec.Offset
-				l.s.key, l.s.epoch, l.s.offset = 1<<63|1<<62|g.ghosts, next, 0
+				l.s.key, l.s.epoch, l.s.offset, l.s.nl = 1<<63|1<<62|g.ghosts, next, 0, false
 				g.mu.Unlock()
 				continue
 			}
@@ -5381,7 +5399,7 @@ func (g *Glob) heldDone(l loaded) bool {
 	}
 	defer f.Close()
 	st, err := f.Stat()
-	return err == nil && st.Size() == m.End
+	return err == nil && endsAfterLine(st.Size(), m.End, fileTail(f, st.Size()))
 }
 
 // readNext, at the start, reads the empty file a held mark names
@@ -6806,7 +6824,7 @@ func (g *Glob) markHeld(s *gstream, next uint64) {
 		return
 	}
 	rec, err := pointer.Inspect(s.ptrPath)
-	if err != nil || rec.Offset != s.offset {
+	if err != nil || rec.Offset != s.lineEnd() {
 		return
 	}
 	l, ok := heldLine(rec, s.key, s.first, next)

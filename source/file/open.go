@@ -1110,16 +1110,21 @@ func (s *Source) dropForgotten(rec pointer.Record, gens []genFile) []genFile {
 			// same first 4 KiB, or the same content, was dropped unread).
 			return false
 		}
-		head, size := g.head, g.dsize
+		head, size, tail := g.head, g.dsize, knownTail(g.last)
 		if !g.gz {
 			b, err := readHead(g.path)
-			st, serr := os.Stat(g.path)
-			if err != nil || serr != nil {
+			f, ferr := fileutil.OpenRegular(g.path)
+			if err != nil || ferr != nil {
 				return false
 			}
-			head, size = b, st.Size()
+			defer f.Close()
+			st, serr := f.Stat()
+			if serr != nil {
+				return false
+			}
+			head, size, tail = b, st.Size(), fileTail(f, st.Size())
 		}
-		if size > left.PrevOffset || !headMatches(head, left.PrevFPLen, left.PrevFP) {
+		if (size > left.PrevOffset && !endsAfterLine(size, left.PrevOffset, tail)) || !headMatches(head, left.PrevFPLen, left.PrevFP) {
 			return false
 		}
 		s.log.Info("a generation is the file the pointer forgot (every line of it committed); not read again",

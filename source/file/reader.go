@@ -72,6 +72,9 @@ type reader struct {
 	// crTaken: the last line taken ended at a trailing lone '\r' (the file
 	// was left for good, final); a '\n' read next completes that terminator.
 	crTaken bool
+	// nlTaken: the last byte taken (just before consumed()) is such a '\n',
+	// skipped: the last line ends one byte before consumed() (lineEnd).
+	nlTaken bool
 	// twin: a retired file whose switch kept its epoch (same content under
 	// a new key, case D) with a partial line pending; twin is the new file's
 	// descriptor. The old file's first line, once ended, is left to the new
@@ -130,7 +133,7 @@ func newReader(f *os.File, dev, ino uint64, bufSize, maxLine int) *reader {
 // start (lineStart finds it when asked).
 func (r *reader) seek(off int64) {
 	r.base, r.start, r.end = off, 0, 0
-	r.crTaken = false
+	r.crTaken, r.nlTaken = false, false
 	r.split.mid, r.split.longBefore = false, false
 	if off > 0 {
 		var b [1]byte
@@ -312,9 +315,11 @@ func (r *reader) take(found *Found, final bool, maxLines, maxBytes int) {
 	if r.crTaken && r.start < r.end {
 		if r.buf[r.start] == '\n' {
 			r.start++ // the second half of a "\r\n" whose line was taken
+			r.nlTaken = true
 		}
 		r.crTaken = false
 	}
+	from := r.start
 	if r.twin != nil {
 		r.leaveToTwin(final)
 	}
@@ -332,6 +337,23 @@ func (r *reader) take(found *Found, final bool, maxLines, maxBytes int) {
 		r.crTaken = true
 	}
 	r.start = next
+	if r.start != from {
+		r.nlTaken = false // a line taken since (or left to the twin)
+	}
+}
+
+// lineEnd is the offset just after the last line taken: consumed(), or
+// one byte before it when the last byte taken is the '\n' that completed
+// a "\r\n" whose line was taken at its '\r' (nlTaken). The pointer
+// records that line's end (DESIGN §3: the offset after the last committed
+// line), and the file is read to its end at consumed(): a deleted file
+// whose pointer is at lineEnd, its size consumed(), has nothing pending
+// (review 41 F2).
+func (r *reader) lineEnd() int64 {
+	if r.nlTaken {
+		return r.consumed() - 1
+	}
+	return r.consumed()
 }
 
 // leaveToTwin skips r's first line when r.twin holds the same bytes, its

@@ -314,7 +314,7 @@ func (s *Source) readCopy(r *reader, why string) bool {
 	var size int64 // the copy's (decompressed) size
 	if cf, dev, ino := s.findCopy(r.fpLen, r.fp, r.consumed(), time.Now(), s.known); cf != nil {
 		c = s.newReader(cf, dev, ino)
-		c.seek(r.consumed())
+		c.seek(r.lineEnd()) // (after a skipped '\n', before it: skipped again, nlTaken kept)
 		st, err := cf.Stat()
 		if err != nil {
 			s.tookCopy(pointer.FileKey(dev, ino), r.epoch, 0, 0, 0, birthTime(cf))
@@ -550,9 +550,9 @@ func (s *Source) switchTo() {
 		s.log.Warn("input has a new file key but the same content; continuing at the same position",
 			"path", s.cfg.Path, "position", old.consumed())
 		nx.epoch = old.epoch
-		nx.seek(old.consumed())
+		nx.seek(old.lineEnd()) // (after a skipped '\n', before it: skipped again, nlTaken kept)
 		nx.fpLen, nx.fp = old.fpLen, old.fp
-		nx.crTaken = old.crTaken // a last line taken at a trailing '\r' before the switch
+		nx.crTaken = old.crTaken || old.nlTaken // a last line taken at a trailing '\r' before the switch
 		s.retireKept(old, nx)
 		s.cur = nx
 		s.setFile(nx)

@@ -318,6 +318,10 @@ type Source struct {
 	// from closeTaken, the end of the last line taken.
 	closeUntaken bool
 	closeTaken   int64
+	// closeNL: at Close, its file read to ReadPos and every line of it
+	// taken, the last byte the '\n' of a "\r\n" whose line was taken at
+	// its '\r' (reader.nlTaken): that line ends one byte before ReadPos.
+	closeNL bool
 	// exitUntaken: closeUntaken as its run ended (the glob's report of a
 	// stopping stream reads it while the drain runs).
 	exitUntaken atomic.Bool
@@ -612,6 +616,9 @@ func (s *Source) Close() error {
 		}
 		s.resume.Waiting = true
 	}
+	if r := s.ptrFile(); r != nil {
+		s.closeNL = r.nlTaken && r.consumed() == r.readPos() && r.readPos() == s.readPos.Load()
+	}
 	if r := s.cur; r != nil {
 		if s.closeUntaken = r.lineUntaken(); s.closeUntaken {
 			s.closeTaken = r.consumed()
@@ -744,7 +751,8 @@ type heldMark struct {
 	// first bytes when the start read the mark: read on, it may hold
 	// bytes past End by now, so the mark names nothing (review 19a A).
 	Found bool
-	// FoundSize: the size it was found with (Found).
+	// FoundSize: the size it was found with (Found); its End when it was
+	// read to its end there all the same (endsAfterLine).
 	FoundSize int64
 }
 
