@@ -455,6 +455,23 @@ func rev39WaitListed(t *testing.T, data, w string, size int64) {
 // delivered).
 func TestRev39GoneWhileStoppedCompressedWithItsCommittedBytesIsNoLoss(t *testing.T) {
 	t.Parallel()
+	rev39CompressedWhileDown(t, false)
+}
+
+// Review 43 F-B: the same with the first file's last line ended by a lone
+// '\r', taken when the path's new file waited for it, its '\n' appended
+// afterwards (read, skipped): the pointer stays at the line's end P, the
+// file (and its .gz) holds P+1 bytes. The .gz was not taken for the
+// committed file, and it was counted gone with its tail (lostTails 1)
+// though every byte of it was delivered.
+func TestLoneCRGoneWhileStoppedCompressedIsNoLoss(t *testing.T) {
+	t.Parallel()
+	rev39CompressedWhileDown(t, true)
+}
+
+// rev39CompressedWhileDown runs the case above; loneCR: w.log's last line
+// is "a-4\r", its '\n' written after the rotation took the line.
+func rev39CompressedWhileDown(t *testing.T, loneCR bool) {
 	dir := t.TempDir()
 	data := t.TempDir()
 	pattern := filepath.Join(dir, "*.log")
@@ -469,23 +486,50 @@ func TestRev39GoneWhileStoppedCompressedWithItsCommittedBytesIsNoLoss(t *testing
 	// The application writes on after the file was taken (its .gz keeps
 	// that last write's mtime).
 	time.Sleep(50 * time.Millisecond)
-	appendTo(t, w, "a-4\n")
-	if got := ig.popLines(2 * time.Second); got["a-4"] == 0 {
-		t.Fatalf("w.log's a-4 never delivered: %v", got)
+	wr, err := os.OpenFile(w, os.O_WRONLY|os.O_APPEND, 0) // the application's descriptor
+	if err != nil {
+		t.Fatal(err)
 	}
+	end := int64(len(numbered("a", 5))) // the end of a-4, its pointer's offset
 	var xPtr string
-	ig.waitFor(t, "w.log committed to its end", func() bool {
+	named := func() bool {
 		s := ig.g.byPath[w]
 		if s == nil || s.ptrPath == "" {
 			return false
 		}
 		xPtr = s.ptrPath
+		return true
+	}
+	committed := func() bool {
 		rec, err := pointer.Inspect(xPtr)
-		return err == nil && rec.Offset == int64(len(numbered("a", 5)))
-	})
+		return err == nil && rec.Offset == end
+	}
+	if loneCR {
+		wr.WriteString("a-4\r")
+		time.Sleep(300 * time.Millisecond) // read, the line held (a "\r\n"'s possible first half)
+		ig.waitFor(t, "w.log's pointer named", named)
+	} else {
+		wr.WriteString("a-4\n")
+		wr.Close()
+		if got := ig.popLines(2 * time.Second); got["a-4"] == 0 {
+			t.Fatalf("w.log's a-4 never delivered: %v", got)
+		}
+		ig.waitFor(t, "w.log committed to its end", func() bool { return named() && committed() })
+	}
 	rev39Rotate(t, w, false, "b")
-	if got := ig.popLines(2 * time.Second); got["b-1"] == 0 {
-		t.Fatalf("the new w.log's b-lines never delivered: %v", got)
+	got := ig.popLines(2 * time.Second)
+	if loneCR {
+		if got["a-4"] == 0 {
+			t.Fatalf("a-4 (ended by a lone '\\r') never delivered: %v", got)
+		}
+		wr.WriteString("\n") // completes the "\r\n" after its line was taken
+		wr.Close()
+		ig.waitFor(t, "w.log.1 committed to its last line", committed)
+	}
+	if got["b-1"] == 0 {
+		if got = ig.popLines(2 * time.Second); got["b-1"] == 0 {
+			t.Fatalf("the new w.log's b-lines never delivered: %v", got)
+		}
 	}
 	ig.waitFor(t, "the new w.log committed with a pointer of its own", func() bool {
 		s := ig.g.byPath[w]
@@ -495,6 +539,12 @@ func TestRev39GoneWhileStoppedCompressedWithItsCommittedBytesIsNoLoss(t *testing
 		rec, err := pointer.Inspect(s.ptrPath)
 		return err == nil && rec.Offset == int64(len(numbered("b", 2)))
 	})
+	if loneCR {
+		time.Sleep(500 * time.Millisecond) // the '\n' read
+		if ig.popLines(300 * time.Millisecond)[""] != 0 {
+			t.Fatal("an empty line for the '\\n'")
+		}
+	}
 	kill()
 	data = rev22bCopyData(t, data)
 	if rec, err := pointer.Inspect(filepath.Join(data, "feeds", "f", filepath.Base(xPtr))); err != nil || rec.FileKey == 0 {
@@ -523,11 +573,11 @@ func TestRev39GoneWhileStoppedCompressedWithItsCommittedBytesIsNoLoss(t *testing
 	if tails != 0 || bytes != 0 {
 		t.Errorf("restart: lostTails %d lostBytes %d (%q), want nothing: the first file's .gz holds exactly its committed bytes", tails, bytes, detail)
 	}
-	got := map[string]int{}
+	n := map[string]int{}
 	for _, s := range lines {
-		got[s]++
+		n[s]++
 	}
-	if got["c-0"] == 0 || got["c-1"] == 0 || got["a-0"] != 0 {
+	if n["c-0"] == 0 || n["c-1"] == 0 || n["a-0"] != 0 {
 		t.Errorf("restart: delivered %q, want the c-lines (and no a-line again)", lines)
 	}
 }
