@@ -209,7 +209,10 @@ func gzHead(path string) ([]byte, bool) {
 // first decompressed bytes and its decompressed size.
 func inspectGz(path string) (head []byte, dsize int64, ok bool) {
 	hw, ok := readGz(path)
-	return hw.head, hw.n, ok
+	if !ok {
+		return nil, 0, false
+	}
+	return hw.head, hw.n, true
 }
 
 // readGz decompresses the .gz at path to its end (false: torn, or not
