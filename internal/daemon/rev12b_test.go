@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"tailfeed/internal/fileutil"
 	"tailfeed/status"
 )
 
@@ -49,9 +50,9 @@ import (
 func TestRev12BAMarksDifferMissesASubscriberThatFinishedNothing(t *testing.T) {
 	const rounds, n = 60, 40
 	const lagLine = "  - {name: lag, feed: app, type: discard}\n"
-	bad := 0
+	bad, stalled := 0, 0
 	for r := 0; r < rounds; r++ {
-		dir := filepath.Join(t.TempDir(), fmt.Sprint(r))
+		dir := filepath.Join(t.TempDir(), fmt.Sprint(r, "-", stalled))
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			t.Fatal(err)
 		}
@@ -61,6 +62,21 @@ func TestRev12BAMarksDifferMissesASubscriberThatFinishedNothing(t *testing.T) {
 			return sub(t, f, "archive").Dispatched == n && sub(t, f, "lag").Position == n
 		})
 		e.Stop()
+		if rev12bStalled(t, filepath.Join(dir, "state", "feeds", "app.ptr")) {
+			// The stop went on without the source (it did not end its
+			// step within runWait: a machine stalled — the CI of the
+			// forty-third session, an fsync under the e2e shards' 200 MB
+			// writes): no drain, no kept marks, the next start reads
+			// again what archive finished, as Stop documents. Not this
+			// test's subject (the marks' map order); the round is run
+			// again.
+			stalled++
+			if stalled > rounds {
+				t.Fatalf("%d stops in a row went on without their source (stalled machine)", stalled)
+			}
+			r--
+			continue
+		}
 		kept, _ := os.ReadFile(filepath.Join(dir, "state", "state", "removed.json"))
 		if kept == nil {
 			kept, _ = os.ReadFile(filepath.Join(dir, "state", "removed.json"))
@@ -166,5 +182,28 @@ func TestRev12BCPathChangeToTheSameFileUnderLatestGivesUpUncounted(t *testing.T)
 	if len(rec.got()) < 41 && (f.Released != 40 || f.Lossless || ledgerAmount(t, dir, "released") != 40) {
 		t.Errorf("slow was given %d lines after the reload (%q…), never the 40 it had not finished; released %d, lossless %v, losses.jsonl released %d; want the 40 counted released, lossless false",
 			len(rec.got()), rec.got()[:min(3, len(rec.got()))], f.Released, f.Lossless, ledgerAmount(t, dir, "released"))
+	}
+}
+
+// rev12bStalled: a stop left the feed's source running (its pointer at
+// ptr still locked); it waits (30 s at most) for that source to end.
+func rev12bStalled(t *testing.T, ptr string) bool {
+	t.Helper()
+	f, err := os.Open(ptr)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	stalled := false
+	for end := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		err := fileutil.Lock(f)
+		if err == nil {
+			fileutil.Unlock(f)
+			return stalled
+		}
+		stalled = true
+		if time.Now().After(end) {
+			t.Fatalf("the stopped feed's pointer still locked after 30 s: %v", err)
+		}
 	}
 }
