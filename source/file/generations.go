@@ -910,9 +910,14 @@ func readHead(p string) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
+	return readHeadAt(f)
+}
+
+// readHeadAt reads the first bytes (up to MaxFingerprint) of f.
+func readHeadAt(f io.ReaderAt) ([]byte, error) {
 	b := make([]byte, pointer.MaxFingerprint)
-	n, err := io.ReadFull(f, b)
-	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+	n, err := f.ReadAt(b, 0)
+	if errors.Is(err, io.EOF) {
 		err = nil
 	}
 	return b[:n], err

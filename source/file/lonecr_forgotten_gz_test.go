@@ -52,9 +52,9 @@ func TestLoneCRForgottenFileGzNotReadAgain(t *testing.T) {
 			w.Close()
 			time.Sleep(100 * time.Millisecond) // the '\n' read; the left file still watched (rotateWait)
 			gzipTo(t, r.path+".1", r.path+".1.gz")
-			for end := time.Now().Add(3 * time.Second); time.Now().Before(end) && !strings.Contains(r.logs.String(), "nothing of it is pending"); {
-				time.Sleep(50 * time.Millisecond)
-			}
+			r.waitFor("the deleted file forgotten (read to its end, nothing of it pending)", 10*time.Second, func() bool {
+				return strings.Contains(r.logs.String(), "nothing of it is pending")
+			})
 			r.waitSettled()
 			r.stop()
 

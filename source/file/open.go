@@ -1112,14 +1112,14 @@ func (s *Source) dropForgotten(rec pointer.Record, gens []genFile) []genFile {
 		}
 		head, size, tail := g.head, g.dsize, knownTail(g.last)
 		if !g.gz {
-			b, err := readHead(g.path)
-			f, ferr := fileutil.OpenRegular(g.path)
-			if err != nil || ferr != nil {
+			f, err := fileutil.OpenRegular(g.path)
+			if err != nil {
 				return false
 			}
 			defer f.Close()
 			st, serr := f.Stat()
-			if serr != nil {
+			b, herr := readHeadAt(f)
+			if serr != nil || herr != nil {
 				return false
 			}
 			head, size, tail = b, st.Size(), fileTail(f, st.Size())
