@@ -647,12 +647,15 @@ func (d *Daemon) Stop() error {
 	}
 	d.stopped = true
 	// Sources have been told to stop through the Start context; wait,
-	// runWait at most: a source stuck in a step that does not return (its
-	// loss appended to a ledger whose fsync hangs) is left as it is — no
-	// drain, no final commit (its pointer stays where its last commit put
-	// it: the lines since are read again at the next start), logged.
+	// half of shutdownTimeoutMillis at most (runWait at least): a source
+	// in a slow step (a commit's fsync on a loaded disk) ends it and gets
+	// its drain and final commit, while the groups go on processing; one
+	// stuck in a step that does not return (its loss appended to a ledger
+	// whose fsync hangs) is left as it is — no drain, no final commit (its
+	// pointer stays where its last commit put it: the lines since are read
+	// again at the next start), logged.
 	stuck := map[*Feed]bool{}
-	runBy := earliest(time.Now().Add(runWait), hardBy.Add(-1500*time.Millisecond))
+	runBy := earliest(time.Now().Add(max(runWait, d.config().Built.ShutdownTimeout/2)), hardBy.Add(-1500*time.Millisecond))
 	for _, f := range d.feeds {
 		t := time.NewTimer(time.Until(runBy))
 		select {
@@ -785,9 +788,11 @@ func earliest(a, b time.Time) time.Time {
 	return a
 }
 
-// runWait is how long a stop waits for a feed's source to end its run
-// before it goes on without it (Stop). Part of the 2 s DESIGN §12
-// "Signals" allows past shutdownTimeoutMillis.
+// runWait is the least a stop waits for a feed's source to end its run
+// before it goes on without it (Stop: half of shutdownTimeoutMillis, at
+// least this, within the bound); a reload the stop cut short waits this
+// (awaitRun). Part of the 2 s DESIGN §12 "Signals" allows past
+// shutdownTimeoutMillis.
 const runWait = 500 * time.Millisecond
 
 // abandonAfter is how long a stop waits, once the drain is over (within
