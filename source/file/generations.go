@@ -10,6 +10,7 @@ import (
 	"io"
 	"io/fs"
 	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -191,7 +192,12 @@ func gzHead(path string) ([]byte, bool) {
 		return nil, false
 	}
 	defer f.Close()
-	zr, err := gzip.NewReader(bufio.NewReaderSize(f, 16<<10))
+	return gzHeadAt(f)
+}
+
+// gzHeadAt is gzHead of the .gz f (read from its start).
+func gzHeadAt(f io.ReaderAt) ([]byte, bool) {
+	zr, err := gzip.NewReader(bufio.NewReaderSize(io.NewSectionReader(f, 0, math.MaxInt64), 16<<10))
 	if err != nil {
 		return nil, false
 	}
@@ -218,13 +224,18 @@ func inspectGz(path string) (head []byte, dsize int64, ok bool) {
 // readGz decompresses the .gz at path to its end (false: torn, or not
 // one).
 func readGz(path string) (headWriter, bool) {
-	var hw headWriter
 	f, err := fileutil.OpenRegular(path)
 	if err != nil {
-		return hw, false
+		return headWriter{}, false
 	}
 	defer f.Close()
-	zr, err := gzip.NewReader(bufio.NewReaderSize(f, 64<<10))
+	return readGzAt(f)
+}
+
+// readGzAt is readGz of the .gz f (read from its start).
+func readGzAt(f io.ReaderAt) (headWriter, bool) {
+	var hw headWriter
+	zr, err := gzip.NewReader(bufio.NewReaderSize(io.NewSectionReader(f, 0, math.MaxInt64), 64<<10))
 	if err != nil {
 		return hw, false
 	}
@@ -385,28 +396,60 @@ func untoldTwin(p string, held func(dev, ino uint64) bool) [2]uint64 {
 
 // noteTwin records id (untoldTwin; zero: none) as g's heldTwin, with the
 // first bytes of the file of g's name.
-func (g *genFile) noteTwin(id [2]uint64) {
+func (s *Source) noteTwin(g *genFile, id [2]uint64) {
 	if id == ([2]uint64{}) {
 		return
 	}
 	g.heldTwin, g.twinPath = id, strings.TrimSuffix(g.path, ".gz")
-	g.followTwin()
+	s.followTwin(g)
 }
 
-// followTwin takes heldTwin's first bytes again while it is at twinPath
-// (grown since: a longer prefix), and lets heldTwin go once g's
-// decompressed bytes so far are not all its first bytes.
-func (g *genFile) followTwin() {
+// followTwin decompresses g's first bytes so far, then takes heldTwin's
+// first bytes again (twinHeadNow), and lets heldTwin go once g's bytes are
+// not all its first bytes (tellTwin).
+func (s *Source) followTwin(g *genFile) {
 	if g.heldTwin == ([2]uint64{}) {
 		return
 	}
-	if dev, ino, err := fileutil.DevInoPath(g.twinPath); err == nil && g.heldTwin == [2]uint64{dev, ino} {
-		if b, err := readHead(g.twinPath); err == nil && len(b) >= len(g.twinHead) {
+	head, ok := gzHead(g.path)
+	s.twinHeadNow(g)
+	if ok {
+		g.tellTwin(head)
+	}
+}
+
+// twinHeadNow takes heldTwin's first bytes (up to 4 KiB) again — from the
+// reader holding it, else at twinPath while that names it (one open, its
+// identity checked on the descriptor) — keeping a longer prefix. Taken after g's
+// bytes were read: a file a compressor reads only grows (an append between
+// that read and this one is in neither or in the twin only), so the twin's
+// first bytes then cover every byte its compressor read. Taken before
+// (review 44 F1, F2), a line appended to the twin after its first bytes
+// were taken and compressed with it made the whole .gz longer than them: let
+// go as not the twin's, and read beside it — its lines twice.
+func (s *Source) twinHeadNow(g *genFile) {
+	take := func(b []byte, err error) {
+		// Only a longer prefix: a file of its identity whose first bytes
+		// do not begin with those taken before is another file on its
+		// reused inode (the twin unlinked and closed, the path's next file
+		// made on it), not the twin grown.
+		if err == nil && len(b) >= len(g.twinHead) && bytes.HasPrefix(b, g.twinHead) {
 			g.twinHead = b
 		}
 	}
-	if head, ok := gzHead(g.path); ok {
-		g.tellTwin(head)
+	for _, r := range append(append([]*reader{s.cur}, s.next...), s.old...) {
+		if r != nil && r.f != nil && r.gz == nil && [2]uint64{r.dev, r.ino} == g.heldTwin {
+			take(readHeadAt(r.f))
+			return
+		}
+	}
+	f, err := fileutil.OpenRegular(g.twinPath)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	if dev, ino, err := fileutil.DevIno(f); err == nil && g.heldTwin == [2]uint64{dev, ino} {
+		take(readHeadAt(f))
 	}
 }
 
@@ -510,14 +553,14 @@ func (s *Source) scanGenerationsOnce(ref, born time.Time, skip func(dev, ino uin
 				}
 				if head, ok := gzHead(p); !ok || (skipGz != nil && skipGz(head)) {
 					if !ok {
-						g.noteTwin(untoldTwin(p, skip))
+						s.noteTwin(&g, untoldTwin(p, skip))
 						s.noteTorn(g)
 					}
 					continue
 				}
 				hw, ok := readGz(p)
 				if !ok {
-					g.noteTwin(untoldTwin(p, skip))
+					s.noteTwin(&g, untoldTwin(p, skip))
 					s.noteTorn(g)
 					continue
 				}
@@ -1050,15 +1093,35 @@ func (s *Source) retryTorn() {
 		// that file's compressor's output (its input unlinked or not when
 		// it ends: review 25f A, A2 — read again, the file having grown);
 		// once they are not, heldTwin is let go (review 25d C2).
-		g.followTwin()
+		// One descriptor for the looks that follow (review 44 F3: the
+		// path opened again for each, a shift in between gave the
+		// decompression another file than the identity checked).
+		f, err := fileutil.OpenRegular(g.path)
+		if err != nil {
+			keep = append(keep, g) // renamed or gone since: the next look
+			continue
+		}
+		if fdev, fino, err := fileutil.DevIno(f); err != nil || fdev != g.dev || fino != g.ino {
+			f.Close()
+			keep = append(keep, g)
+			continue
+		}
+		if g.heldTwin != ([2]uint64{}) {
+			head, ok := gzHeadAt(f)
+			s.twinHeadNow(&g)
+			if ok {
+				g.tellTwin(head)
+			}
+		}
 		if tornLooked != nil {
 			tornLooked(g.path)
 		}
-		hw, ok := readGz(g.path)
+		hw, ok := readGzAt(f)
 		if !ok {
-			if st, err := os.Stat(g.path); err == nil && st.Size() != g.size {
+			if st, err := f.Stat(); err == nil && st.Size() != g.size {
 				g.size, g.grewAt = st.Size(), time.Now()
 			}
+			f.Close()
 			if time.Since(g.grewAt) >= max(s.cfg.RotateWait, tornWait) {
 				if g.heldTwin != ([2]uint64{}) {
 					// Its bytes so far all the read file's: its compressor
@@ -1073,24 +1136,29 @@ func (s *Source) retryTorn() {
 			keep = append(keep, g)
 			continue
 		}
-		// Told again by the bytes just decompressed: the check above read
-		// the file at another instant (being written then, nothing yet
+		// Told again by the bytes just decompressed, against the twin's
+		// first bytes taken after them (twinHeadNow): the check above read
+		// the .gz at another instant (being written then, nothing yet
 		// decompressible or a prefix of the twin's; complete now with
 		// other lines, it was dropped as the twin's copy — CI of f1c560f,
 		// TestRev25ERB2TornGzAtTheScanToldTwinByAHeaderPrefix).
+		s.twinHeadNow(&g)
 		g.tellTwin(hw.head)
-		if g.heldTwin != ([2]uint64{}) {
-			continue // whole, every byte the read file's: its compressed copy
-		}
-		if s.seenHead(hw.head) {
-			// The twin of a file the source holds, or held and closed
+		if g.heldTwin != ([2]uint64{}) || s.seenHead(hw.head) {
+			// Whole, every byte the read file's: its compressed copy. Or
+			// the twin of a file the source holds, or held and closed
 			// since (review 25b A2: a .gz too short to tell when scanned,
 			// finished after its twin was read and closed).
+			f.Close()
 			continue
 		}
 		g.gz, g.head, g.dsize, g.last = true, hw.head, hw.n, hw.last
-		r := s.openGen(g)
-		if r == nil {
+		r, err := s.gzReader(f, g.dev, g.ino, hw.head, hw.n, 0)
+		if err != nil {
+			// (Counted, not dropped — review 44 F4: before, a generation
+			// that could not be opened here was skipped, uncounted.)
+			f.Close()
+			s.genUnread(g)
 			continue
 		}
 		// Its place in the order is past: it is read beside the current

@@ -1117,6 +1117,9 @@ func (s *Source) dropForgotten(rec pointer.Record, gens []genFile) []genFile {
 				return false
 			}
 			defer f.Close()
+			if dev, ino, err := fileutil.DevIno(f); err != nil || dev != g.dev || ino != g.ino {
+				return false // another file at its name by now: kept (read; at worst a duplicate)
+			}
 			st, serr := f.Stat()
 			b, herr := readHeadAt(f)
 			if serr != nil || herr != nil {

@@ -5,7 +5,7 @@ package file_test
 // Review 25g (the twenty-fifth session's latest change, 8992b23..cc9a398:
 // a torn .gz noted too short to tell beside a read file of its name is held
 // against that file's first bytes, twinHead, taken again while the file is
-// at twinPath — genFile.followTwin; whole with heldTwin still set, it is
+// at twinPath — Source.followTwin; whole with heldTwin still set, it is
 // dropped as that file's compressed copy).
 // go test -tags openfindings -count=1 -run 'TestRev25GR' ./source/file
 // All three parked in the twenty-fifth session: A and A2 are the header

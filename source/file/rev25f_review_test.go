@@ -8,7 +8,7 @@ package file_test
 // short to tell beside a read file of its name is held against that file's
 // first bytes, taken again while it is there: while its bytes are all that
 // file's it is its compressor's output — dropped once whole, or when it
-// stays torn or goes; once they are not, it is let go: genFile.followTwin).
+// stays torn or goes; once they are not, it is let go: Source.followTwin).
 // B, B2 parked (open_rev25f_test.go): the restart no longer waits in
 // awaitTornPointerGen, but the scan's torn wait keeps the feed BEHIND up to
 // 10 s when the pointer's own file's compressor was killed.

@@ -84,3 +84,67 @@ func TestTornGzCompletedBetweenTwinCheckAndReadIsRead(t *testing.T) {
 		t.Errorf("read as a .gz whose first bytes are %q, want its own", s.old[0].head)
 	}
 }
+
+// Review 44 F3: retryTorn checked a torn .gz's identity at its path, then
+// opened the path again to decompress it. A logrotate shift in between
+// (app.log.1.gz renamed to app.log.2.gz, a complete app.log.1.gz made)
+// gave the decompression the other file: taken for the torn one's
+// content, then not found as it (its first bytes differ), the torn .gz was
+// dropped — neither read nor counted. One descriptor now serves every look
+// of a pass: the torn one stays waited for (followed to its new name).
+func TestTornGzShiftedBetweenItsChecksStaysWaitedFor(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "app.log")
+	if err := os.WriteFile(in, []byte("c-0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gzOf := func(lines string, whole bool) []byte {
+		var b bytes.Buffer
+		zw := gzip.NewWriter(&b)
+		zw.Write([]byte(lines))
+		if !whole {
+			if err := zw.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			return b.Bytes()
+		}
+		if err := zw.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return b.Bytes()
+	}
+	gz := in + ".1.gz"
+	torn := gzOf("a-0\na-1\n", false)
+	if err := os.WriteFile(gz, torn, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dev, ino, err := fileutil.DevInoPath(gz)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := New(Config{Feed: "app", Path: in, Strategy: Committed, MaxLine: 1 << 16, RotatedNames: []string{"app.log.*.gz"}}, nil)
+	defer func() {
+		for _, r := range s.old {
+			r.close()
+		}
+	}()
+	s.torn = []genFile{{path: gz, dev: dev, ino: ino, size: int64(len(torn)), grewAt: time.Now()}}
+	tornLooked = func(p string) {
+		if err := os.Rename(p, in+".2.gz"); err != nil {
+			t.Error(err)
+		}
+		if err := os.WriteFile(p, gzOf("b-0\n", true), 0o644); err != nil {
+			t.Error(err)
+		}
+	}
+	defer func() { tornLooked = nil }()
+	s.retryTorn()
+	if len(s.torn) != 1 && s.LostTails() == 0 {
+		t.Fatalf("the torn app.log.1.gz, shifted to app.log.2.gz within the look (a complete .gz made at its name): %d torn, %d read, lostTails 0 — dropped, neither waited for nor counted", len(s.torn), len(s.old))
+	}
+	tornLooked = nil
+	s.retryTorn() // followed to its new name
+	if len(s.torn) != 1 || s.torn[0].path != in+".2.gz" {
+		t.Fatalf("next look: %d torn (%v), want it waited for at app.log.2.gz", len(s.torn), s.torn)
+	}
+}
