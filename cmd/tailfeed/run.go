@@ -201,8 +201,9 @@ func start(cfg *config.Config, log hclog.Logger, opts daemon.Options, sigs <-cha
 
 // securityWarnings logs at start what leaves the daemon open (DESIGN §12):
 // a status.listen that is not loopback with no token (anyone who reaches
-// the port may release backlogs and read dead letters), and a config file
-// that holds status.token and that every local user may read.
+// the port may release backlogs and read dead letters), and each secret
+// the config file holds literally (DESIGN §11), saying so when every local
+// user may read the file.
 func securityWarnings(cfg *config.Config, path string, tokenInFile bool, log hclog.Logger) {
 	if cfg.Status.Token == "" && !loopback(cfg.Status.Listen) {
 		log.Warn("status.listen is not a loopback address and no token is set: anyone who reaches it may use the admin and pull API; set status.token or TAILFEED_TOKEN",
@@ -212,16 +213,36 @@ func securityWarnings(cfg *config.Config, path string, tokenInFile bool, log hcl
 		log.Warn("status.listen is not a loopback address and status.tls is not set: tokens, pulled lines and dead letters cross the network in clear text; set status.tls",
 			"listen", cfg.Status.Listen)
 	}
-	fi, err := os.Stat(path)
-	if err != nil || fi.Mode().Perm()&0o004 == 0 {
-		return
+	// DESIGN §11: a literal secret (not a ${ENV} reference) is accepted
+	// with a WARN at start naming the key, never its value; a file every
+	// local user may read says so too (chmod o-r it).
+	mode := ""
+	if fi, err := os.Stat(path); err == nil && fi.Mode().Perm()&0o004 != 0 {
+		mode = fmt.Sprintf("%04o", fi.Mode().Perm())
 	}
 	if tokenInFile {
-		log.Warn("the config file holds status.token and is readable by every local user; chmod o-r it or pass the token in TAILFEED_TOKEN",
-			"config", path, "mode", fmt.Sprintf("%04o", fi.Mode().Perm()))
+		if mode != "" {
+			log.Warn("the config file holds status.token and is readable by every local user; chmod o-r it or pass the token in TAILFEED_TOKEN",
+				"config", path, "mode", mode, "key", "status.token")
+		} else {
+			log.Warn("a secret is written literally in the config file; prefer a ${ENV} reference or TAILFEED_TOKEN", "key", "status.token")
+		}
 	}
-	// DESIGN §11: a literal secret is accepted with a WARN naming the key;
-	// here when every local user may read it.
+	for _, k := range literalSecrets(cfg) {
+		if mode != "" {
+			log.Warn("the config file holds a secret and is readable by every local user; chmod o-r it",
+				"config", path, "mode", mode, "key", k)
+		} else {
+			log.Warn("a secret is written literally in the config file; prefer a ${ENV} reference", "key", k)
+		}
+	}
+}
+
+// literalSecrets names the keys of the webhook secrets the config file
+// holds literally: a url's userinfo and each sensitive header. (The
+// engine sinks warn of theirs as they are built: nats, kafka, postgres.)
+func literalSecrets(cfg *config.Config) []string {
+	var all []string
 	for i, p := range cfg.Processors {
 		var keys []string
 		// Values are looked at as the file wrote them: a secret that comes
@@ -236,11 +257,9 @@ func securityWarnings(cfg *config.Config, path string, tokenInFile bool, log hcl
 			}
 		}
 		sort.Strings(keys)
-		for _, k := range keys {
-			log.Warn("the config file holds a secret and is readable by every local user; chmod o-r it",
-				"config", path, "mode", fmt.Sprintf("%04o", fi.Mode().Perm()), "key", k)
-		}
+		all = append(all, keys...)
 	}
+	return all
 }
 
 // literalToken reports whether the config file itself holds status.token:

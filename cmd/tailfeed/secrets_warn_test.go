@@ -12,15 +12,17 @@ import (
 	"tailfeed/config"
 )
 
-// A literal secret in a config file every local user may read gets a WARN
-// at start naming its key (DESIGN §11), never its value: a webhook URL's
-// userinfo and a sensitive header; a plain header does not, nor does a
-// private file.
-func TestRunWarnsReadableLiteralSecrets(t *testing.T) {
-	for _, mode := range []os.FileMode{0o644, 0o640} {
+// A literal secret in the config file gets a WARN at start naming its key
+// (DESIGN §11: "a literal secret is accepted with a WARN at start naming
+// the key"), never its value: a webhook URL's userinfo and a sensitive
+// header, a plain header not; in a file every local user may read the WARN
+// says so (chmod o-r it); status.token likewise.
+func TestRunWarnsLiteralSecrets(t *testing.T) {
+	for _, mode := range []os.FileMode{0o644, 0o640, 0o600} {
 		dir := t.TempDir()
 		path := filepath.Join(dir, "tailfeed.yaml")
-		os.WriteFile(path, []byte(`feeds:
+		os.WriteFile(path, []byte(`status: {token: s3cr3ttok}
+feeds:
   - {name: app, path: /var/log/app.log}
 processors:
   - name: hook
@@ -35,17 +37,18 @@ processors:
 			t.Fatal(err)
 		}
 		var buf bytes.Buffer
-		securityWarnings(cfg, path, false, hclog.New(&hclog.LoggerOptions{Output: &buf}))
+		securityWarnings(cfg, path, literalToken(cfg), hclog.New(&hclog.LoggerOptions{Output: &buf}))
 		log := buf.String()
-		if strings.Contains(log, "pa55word") || strings.Contains(log, "k3yvalue") {
+		if strings.Contains(log, "pa55word") || strings.Contains(log, "k3yvalue") || strings.Contains(log, "s3cr3ttok") {
 			t.Fatalf("the WARN shows a secret:\n%s", log)
 		}
-		named := strings.Contains(log, "key=\"processors[0].url (its userinfo)\"") && strings.Contains(log, "key=processors[0].headers.X-Api-Key")
-		if mode == 0o644 && (!named || strings.Contains(log, "X-Source")) {
-			t.Errorf("mode 0644: log\n%s\nwants a WARN naming processors[0].url and headers.X-Api-Key only", log)
+		named := strings.Count(log, "[WARN]") == 3 && strings.Contains(log, "key=\"processors[0].url (its userinfo)\"") &&
+			strings.Contains(log, "key=processors[0].headers.X-Api-Key") && strings.Contains(log, "key=status.token")
+		if !named || strings.Contains(log, "X-Source") {
+			t.Errorf("mode %04o: log\n%s\nwants one WARN each naming status.token, processors[0].url and headers.X-Api-Key, nothing else", mode, log)
 		}
-		if mode == 0o640 && strings.Contains(log, "holds a secret") {
-			t.Errorf("mode 0640: log\n%s\nwants no WARN", log)
+		if readable := strings.Count(log, "readable by every local user") == 3; readable != (mode == 0o644) {
+			t.Errorf("mode %04o: log\n%s\nwants the WARNs to say the file is readable by every local user: %v", mode, log, mode == 0o644)
 		}
 	}
 }
