@@ -128,7 +128,8 @@ type Feed struct {
 
 	Overload Overload
 
-	Line int // line of the feed's entry
+	Line     int // line of the feed's entry
+	PathLine int // line of its path key (0: none)
 
 	Built FeedBuilt // typed values (see build)
 }

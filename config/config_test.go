@@ -50,6 +50,7 @@ func TestDefaults(t *testing.T) {
 		ScanIntervalMillis: 10000, MaxOpenFiles: 1024, CloseInactiveMillis: 300000, ForgetAfterMillis: 86400000,
 		Overload: config.Overload{Policy: "PAUSE", SpinBoundMillis: 10, BlockDeadlineMillis: 100},
 		Line:     2,
+		PathLine: 3,
 		Built:    defaultFeedBuilt,
 	}
 	if len(cfg.Feeds) != 1 || !reflect.DeepEqual(cfg.Feeds[0], wantFeed) {
@@ -104,6 +105,7 @@ func TestExampleConfig(t *testing.T) {
 	wantFeed := config.DefaultFeed()
 	wantFeed.Built = defaultFeedBuilt
 	wantFeed.Name, wantFeed.Path, wantFeed.Line = "app", filepath.Join(root, "var/demo/app.log"), cfg.Feeds[0].Line
+	wantFeed.PathLine = cfg.Feeds[0].PathLine
 	wantProc := config.DefaultProcessor()
 	wantProc.Built = defaultProcBuilt
 	wantProc.Name, wantProc.Feed, wantProc.Type, wantProc.Line = "archive", "app", "file", cfg.Processors[0].Line

@@ -203,7 +203,7 @@ func (d *decoder) feed(n *yaml.Node, path string) (*Feed, feedMeta) {
 	}
 	m.nameLine = d.entryName(o, "name", &f.Name)
 	if line, ok := o.filePath("path", &f.Path); ok {
-		m.pathLine = line
+		m.pathLine, f.PathLine = line, line
 	} else if line == 0 {
 		d.errorf(f.Line, "%s: missing path (the file to tail)", path)
 	}

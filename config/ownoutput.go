@@ -11,7 +11,7 @@ import (
 // on the file system (CheckOutputInputs).
 type OutputInput struct {
 	Feed int    // the index in Feeds (-1: a processor's path, CheckOutputOutputs)
-	Line int    // the feed's entry line
+	Line int    // the feed's path key line (its entry's when none)
 	Key  string // "feeds[i].path"
 	Msg  string // what is wrong, naming the path and the processor
 }
@@ -47,7 +47,7 @@ func CheckOutputInputs(cfg *Config) []OutputInput {
 				}
 			}
 			if same {
-				out = append(out, OutputInput{Feed: i, Line: f.Line, Key: fmt.Sprintf("feeds[%d].path", i), Msg: fmt.Sprintf(
+				out = append(out, OutputInput{Feed: i, Line: max(f.PathLine, f.Line), Key: fmt.Sprintf("feeds[%d].path", i), Msg: fmt.Sprintf(
 					"%s is %s, the output of %s processor %s (line %d); a feed cannot read what a sink writes",
 					f.Path, o, p.Type, describeProc(p, j), p.Line)})
 				break

@@ -11,7 +11,7 @@ import (
 
 // A single-file feed whose path is a file sink's output through a symlink
 // (also one that dangles: the output is created at run), a chain of them,
-// or a hard link is reported at the feed's line (DESIGN §10); another
+// or a hard link is reported at the feed's path line (DESIGN §10); another
 // file is not.
 func TestCheckOutputInputs(t *testing.T) {
 	const src = `dataDir: ./state
@@ -68,9 +68,9 @@ processors:
 				}
 				return
 			}
-			if len(bad) != 1 || bad[0].Line != 3 || bad[0].Key != "feeds[0].path" ||
+			if len(bad) != 1 || bad[0].Line != 4 || bad[0].Key != "feeds[0].path" ||
 				!strings.Contains(bad[0].Msg, filepath.Join(dir, "in.log")) || !strings.Contains(bad[0].Msg, `"out"`) {
-				t.Fatalf("got %+v, want one report at line 3 naming in.log and processor out", bad)
+				t.Fatalf("got %+v, want one report at line 4 (its path key) naming in.log and processor out", bad)
 			}
 		})
 	}

@@ -267,13 +267,13 @@ processors:
 		t.Fatal(err)
 	}
 	d := e.spawn()
-	// "FILE:LINE: feeds[0].path: …" at the feed's entry (line 5), naming
+	// "FILE:LINE: feeds[0].path: …" at the feed's path key (line 6), naming
 	// the feed's path. `validate` checks the file only (DESIGN §9: it
 	// looks at no path on disk), so it passes this config, as it passes a
 	// path that is a directory.
 	want := func(out string) bool {
 		return hasLine(out, func(l string) bool {
-			return strings.HasPrefix(l, e.cfg+":5: feeds[0].path: ") && strings.Contains(l, e.path("link.log"))
+			return strings.HasPrefix(l, e.cfg+":6: feeds[0].path: ") && strings.Contains(l, e.path("link.log"))
 		})
 	}
 	// Wait (up to 30 s: a loaded CI may take seconds to start the
@@ -281,7 +281,7 @@ processors:
 	err := d.waitListening(30 * time.Second)
 	if d.exited() {
 		if d.code != 2 || !want(d.log()) {
-			t.Fatalf("run exited %d, want 2 and a line %s:5: feeds[0].path: …link.log…\n%s", d.code, e.cfg, tail(d.log(), 2000))
+			t.Fatalf("run exited %d, want 2 and a line %s:6: feeds[0].path: …link.log…\n%s", d.code, e.cfg, tail(d.log(), 2000))
 		}
 		if _, stderr, code := cli(t, "validate", "--config", e.cfg); code != 0 {
 			t.Fatalf("validate: exit %d, stderr %q; want 0 (it checks the file only)", code, stderr)

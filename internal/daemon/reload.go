@@ -665,7 +665,7 @@ func (d *Daemon) pathProblems(cfg *config.Config) problems {
 			continue // a glob's matches are checked one by one (DESIGN §10)
 		}
 		if fi, err := os.Stat(fc.Path); err == nil && fi.IsDir() {
-			probs.configErr(d, fc.Line, fmt.Sprintf("feeds[%d].path", i),
+			probs.configErr(d, max(fc.PathLine, fc.Line), fmt.Sprintf("feeds[%d].path", i),
 				fmt.Errorf("%s is a directory; a feed tails one file (feed %q)", fc.Path, fc.Name))
 		}
 	}
@@ -711,7 +711,7 @@ func (d *Daemon) pathProblems(cfg *config.Config) problems {
 				continue
 			}
 			if dev, ino, err := fileutil.DevInoPath(fc.Path); err == nil && (file.FileID{Dev: dev, Ino: ino}) == so[0] {
-				probs.configErr(d, fc.Line, fmt.Sprintf("feeds[%d].path", i),
+				probs.configErr(d, max(fc.PathLine, fc.Line), fmt.Sprintf("feeds[%d].path", i),
 					fmt.Errorf("%s is tailfeed's standard output, which a stdout processor writes; a feed cannot read what a sink writes", fc.Path))
 			}
 		}
@@ -1245,16 +1245,86 @@ func (d *Daemon) giveUpAside(gone []asideLoss, built map[string]*Feed) {
 // sameFeed compares two feeds' settings (not their lines).
 func sameFeed(a, b *config.Feed) bool {
 	x, y := *a, *b
-	x.Line, y.Line = 0, 0
 	x.Built, y.Built = config.FeedBuilt{}, config.FeedBuilt{}
-	return reflect.DeepEqual(x, y)
+	return sameSettings(reflect.ValueOf(x), reflect.ValueOf(y))
 }
 
+// sameProcessor compares two processors' settings (not their lines).
 func sameProcessor(a, b *config.Processor) bool {
 	x, y := *a, *b
-	x.Line, y.Line = 0, 0
 	x.Built, y.Built = config.ProcessorBuilt{}, config.ProcessorBuilt{}
-	return reflect.DeepEqual(x, y)
+	return sameSettings(reflect.ValueOf(x), reflect.ValueOf(y))
+}
+
+// sameSettings is reflect.DeepEqual of two decoded config values (no
+// cycles) but for the line numbers they keep for their messages: an int
+// field named Line or ending in "Line"/"line" (the entry's, a file
+// processor's path key, a tls key, an engine sink's own keys). Compared
+// too, a comment or an entry added above a feed made every line after it
+// differ, and the reload restarted that feed (its lines published again
+// from its pointer) though nothing of it changed.
+func sameSettings(x, y reflect.Value) bool {
+	if x.IsValid() != y.IsValid() || (x.IsValid() && x.Type() != y.Type()) {
+		return false
+	}
+	if !x.IsValid() {
+		return true
+	}
+	switch x.Kind() {
+	case reflect.Pointer, reflect.Interface:
+		if x.IsNil() || y.IsNil() {
+			return x.IsNil() == y.IsNil()
+		}
+		return sameSettings(x.Elem(), y.Elem())
+	case reflect.Struct:
+		for i := range x.NumField() {
+			if f := x.Type().Field(i); f.Type.Kind() == reflect.Int && (f.Name == "Line" || strings.HasSuffix(f.Name, "Line") || strings.HasSuffix(f.Name, "line")) {
+				continue
+			}
+			if !sameSettings(x.Field(i), y.Field(i)) {
+				return false
+			}
+		}
+		return true
+	case reflect.Slice:
+		if x.IsNil() != y.IsNil() {
+			return false
+		}
+		fallthrough
+	case reflect.Array:
+		if x.Len() != y.Len() {
+			return false
+		}
+		for i := range x.Len() {
+			if !sameSettings(x.Index(i), y.Index(i)) {
+				return false
+			}
+		}
+		return true
+	case reflect.Map:
+		if x.IsNil() != y.IsNil() || x.Len() != y.Len() {
+			return false
+		}
+		for _, k := range x.MapKeys() {
+			if v := y.MapIndex(k); !v.IsValid() || !sameSettings(x.MapIndex(k), v) {
+				return false
+			}
+		}
+		return true
+	case reflect.Bool:
+		return x.Bool() == y.Bool()
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return x.Int() == y.Int()
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		return x.Uint() == y.Uint()
+	case reflect.Float32, reflect.Float64:
+		return x.Float() == y.Float()
+	case reflect.String:
+		return x.String() == y.String()
+	case reflect.Func, reflect.Chan, reflect.UnsafePointer:
+		return x.IsNil() && y.IsNil() // as reflect.DeepEqual: equal only when both nil
+	}
+	return false // complex: none in a config
 }
 
 func sameProcessors(a, b []*config.Processor) bool {

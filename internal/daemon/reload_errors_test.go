@@ -122,3 +122,29 @@ func TestStartListsEveryPathProblem(t *testing.T) {
 		t.Errorf("errors.As(*ConfigError) = %+v, want the first problem", ce)
 	}
 }
+
+// A feed path that is a directory is named at its path key's line, as
+// every other FILE:LINE error names its key's (DESIGN §9), not at the
+// feed's entry: here line 6, the entry on line 4.
+func TestStartNamesADirectoryPathAtItsLine(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "a"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "tailfeed.yaml")
+	os.WriteFile(path, []byte("dataDir: "+dir+"/state\nstatus: {listen: \"127.0.0.1:0\"}\nfeeds:\n"+
+		"  - name: a\n    pollIntervalMillis: 20\n    path: "+dir+"/a\nprocessors:\n"+
+		"  - {name: x, feed: a, type: discard}\n"), 0o600)
+	cfg, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := New(cfg, hclog.NewNullLogger())
+	if err == nil {
+		d.Close()
+		t.Fatal("New accepted a feed path that is a directory")
+	}
+	if msg := err.Error(); !strings.Contains(msg, "tailfeed.yaml:6: feeds[0].path: ") {
+		t.Errorf("the start error does not name the path key's line (6):\n%s", msg)
+	}
+}
