@@ -138,6 +138,12 @@ func TestDirectoryAppearingAtPathFailsOnceAndRecovers(t *testing.T) {
 	if r.src.State() != file.CaughtUp {
 		t.Fatalf("state %s", r.src.State())
 	}
+	// Nothing wrong any more: the detail is empty (null), as after a plain
+	// deletion and a new file. It used to keep "names nothing now; waiting
+	// for a file" — false once the new file was read.
+	if d := r.src.Detail(); d != "" {
+		t.Fatalf("detail %q after the path recovered and its new file was read, want none", d)
+	}
 	r.stopWithin(3 * time.Second)
 }
 
@@ -255,8 +261,8 @@ func TestPathChangingWhileOpenedAtStartIsRetried(t *testing.T) {
 }
 
 // S8: the path's failure ends with nothing at the path while the file open
-// from before is still read (a rotation left it): the detail says so, not
-// "waiting for a file".
+// from before is still read (a rotation left it): the detail does not say
+// "waiting for a file" (the log says it is read on; the detail is empty).
 func TestPathGoneAfterFailureWhileFileOpenSaysItIsRead(t *testing.T) {
 	t.Parallel()
 	r := newRig(t, "", rigOpts{strategy: file.Earliest, rotateWait: 10 * time.Second})

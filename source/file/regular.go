@@ -84,20 +84,22 @@ func (s *Source) pathBad(err error) {
 	s.pathFailed.Store(true)
 }
 
-// pathFine records that the path names a regular file (now says so) or
-// nothing: no longer FAILED. A lost tail's detail, overwritten by the
-// failure, comes back; otherwise the detail says what the path names now.
+// pathFine records that the path names a regular file (now says so, in
+// the log) or nothing: no longer FAILED. The failure's reason leaves the
+// detail: what the detail held before it comes back (null, or a lost
+// tail's), and a detail set since (a loss) stays. (What the path names now
+// was kept in the detail before: it stayed there, false, once the file that
+// appeared was read or the path changed again.)
 func (s *Source) pathFine(now string) {
 	if s.badPath == "" {
 		return
 	}
+	bad := s.badPath
 	s.badPath = ""
 	s.pathFailed.Store(false)
 	msg := "input path " + s.cfg.Path + " " + now
 	s.log.Info(msg, "path", s.cfg.Path)
-	if !s.lostTail {
-		s.detail.Store(&msg)
-	} else if s.detailBeforeBad != nil {
+	if d := s.detail.Load(); d != nil && *d == bad {
 		s.detail.Store(s.detailBeforeBad)
 	}
 	s.detailBeforeBad = nil
