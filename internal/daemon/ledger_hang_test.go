@@ -80,6 +80,7 @@ type hungLedger struct {
 	hang    *atomic.Bool
 	entered *atomic.Int32
 	release func()
+	tapOnce sync.Once
 }
 
 func newHungLedger(t *testing.T, cfgYAML string, procs map[string]Build) *hungLedger {
@@ -98,10 +99,13 @@ func newHungLedger(t *testing.T, cfgYAML string, procs map[string]Build) *hungLe
 			return hangingLossFile{f, h.hang, ch, h.entered}
 		},
 	})
-	t.Cleanup(func() { close(h.tap.open) })
+	t.Cleanup(h.openTap)
 	t.Cleanup(h.release) // before the daemon's stop (cleanups run last first)
 	return h
 }
+
+// openTap lets the blocked tap go on (once; also at the test's end).
+func (h *hungLedger) openTap() { h.tapOnce.Do(func() { close(h.tap.open) }) }
 
 // waitEntered waits up to 5 s for an fsync of the ledger to hang.
 func (h *hungLedger) waitEntered(t *testing.T, what string) {

@@ -139,7 +139,14 @@ func TestRev10FixedKStopDuringAReloadOnHungLedger(t *testing.T) {
 // through OnLoss, which hangs.
 func rev10TruncHung(t *testing.T) *hungLedger {
 	t.Helper()
-	h := newHungLedger(t, rev10TruncConfig, nil)
+	return rev10TruncHungOn(t, rev10TruncConfig)
+}
+
+// rev10TruncHungOn is rev10TruncHung on cfgYAML (rev10TruncConfig's feed
+// and tap).
+func rev10TruncHungOn(t *testing.T, cfgYAML string) *hungLedger {
+	t.Helper()
+	h := newHungLedger(t, cfgYAML, nil)
 	h.e.appendLines(numbered("t-", 0, 300000)...)
 	for by := time.Now().Add(5 * time.Second); h.tap.entered.Load() == 0 && time.Now().Before(by); {
 		time.Sleep(10 * time.Millisecond)

@@ -30,6 +30,43 @@ func twinGzip(t *testing.T, parts ...string) (full []byte, cut int) {
 	return b.Bytes(), cut
 }
 
+// heldTwinTorn makes a source reading twin (s.cur, beside the input in)
+// with the torn .gz gz (its first bytes torn) noted torn and held as the
+// twin's, looked at once (held, not read); the caller closes s.
+func heldTwinTorn(t *testing.T, in, twin, gz string, torn []byte) *Source {
+	t.Helper()
+	if err := os.WriteFile(gz, torn, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := New(Config{Feed: "app", Path: in, Strategy: Committed, MaxLine: 1 << 16, RotatedNames: []string{"app.log.*"}}, nil)
+	tdev, tino, _ := fileutil.DevInoPath(twin)
+	if s.cur = s.openGen(genFile{path: twin, dev: tdev, ino: tino}); s.cur == nil {
+		t.Fatal("twin not opened")
+	}
+	dev, ino, _ := fileutil.DevInoPath(gz)
+	g := genFile{path: gz, dev: dev, ino: ino, scanned: time.Now()}
+	s.noteTwin(&g, untoldTwin(gz, s.known))
+	if g.heldTwin == ([2]uint64{}) {
+		head, _ := gzHead(gz)
+		t.Fatalf("set-up: not held as the twin's (torn head %q)", head)
+	}
+	s.noteTorn(g)
+	s.retryTorn()
+	if len(s.torn) != 1 || s.torn[0].heldTwin == ([2]uint64{}) || len(s.old) != 0 {
+		t.Fatalf("first look: %d torn, %d read; want 1 held, none read", len(s.torn), len(s.old))
+	}
+	return s
+}
+
+// closeAll closes the source's readers (tests that made it by hand).
+func (s *Source) closeAll() {
+	for _, r := range append(append([]*reader{s.cur}, s.next...), s.old...) {
+		if r != nil {
+			r.close()
+		}
+	}
+}
+
 // Review 44 F1 (introduced by the first version of the re-check after the
 // decompression, 316d32c): the held twin (the read file, s.cur) is being compressed by gzip while
 // the application still appends to it. Its twinHead is taken in followTwin;
@@ -52,33 +89,8 @@ func TestTornGzTwinGrewBetweenItsHeadAndTheRead(t *testing.T) {
 				t.Fatal(err)
 			}
 			full, cut := twinGzip(t, "# app started\n", "b-0\n"+b)
-			gz := twin + ".gz"
-			if err := os.WriteFile(gz, full[:cut], 0o644); err != nil {
-				t.Fatal(err)
-			}
-			s := New(Config{Feed: "app", Path: in, Strategy: Committed, MaxLine: 1 << 16, RotatedNames: []string{"app.log.*"}}, nil)
-			tdev, tino, _ := fileutil.DevInoPath(twin)
-			cur := s.openGen(genFile{path: twin, dev: tdev, ino: tino})
-			if cur == nil {
-				t.Fatal("twin not opened")
-			}
-			s.cur = cur
-			defer func() {
-				for _, r := range append([]*reader{s.cur}, s.old...) {
-					r.close()
-				}
-			}()
-			dev, ino, _ := fileutil.DevInoPath(gz)
-			g := genFile{path: gz, dev: dev, ino: ino, scanned: time.Now()}
-			s.noteTwin(&g, untoldTwin(gz, s.known))
-			if g.heldTwin == ([2]uint64{}) {
-				t.Fatal("set-up: not held as the twin's")
-			}
-			s.noteTorn(g)
-			s.retryTorn()
-			if len(s.torn) != 1 || len(s.old) != 0 {
-				t.Fatalf("first look: %d torn, %d read", len(s.torn), len(s.old))
-			}
+			s := heldTwinTorn(t, in, twin, twin+".gz", full[:cut])
+			defer s.closeAll()
 			tornLooked = func(p string) {
 				// the app appends one line to the rotated file, gzip reads it and ends
 				f, err := os.OpenFile(twin, os.O_APPEND|os.O_WRONLY, 0)
@@ -124,25 +136,8 @@ func TestTornGzTwinGrewThenUnlinkedBetweenLooks(t *testing.T) {
 	}
 	full, cut := twinGzip(t, "# app started\n", "b-0\n"+b)
 	gz := twin + ".gz"
-	if err := os.WriteFile(gz, full[:cut], 0o644); err != nil {
-		t.Fatal(err)
-	}
-	s := New(Config{Feed: "app", Path: in, Strategy: Committed, MaxLine: 1 << 16, RotatedNames: []string{"app.log.*"}}, nil)
-	tdev, tino, _ := fileutil.DevInoPath(twin)
-	s.cur = s.openGen(genFile{path: twin, dev: tdev, ino: tino})
-	defer func() {
-		for _, r := range append([]*reader{s.cur}, s.old...) {
-			r.close()
-		}
-	}()
-	dev, ino, _ := fileutil.DevInoPath(gz)
-	g := genFile{path: gz, dev: dev, ino: ino, scanned: time.Now()}
-	s.noteTwin(&g, untoldTwin(gz, s.known))
-	s.noteTorn(g)
-	s.retryTorn()
-	if len(s.torn) != 1 || s.torn[0].heldTwin == ([2]uint64{}) || len(s.old) != 0 {
-		t.Fatalf("first look: %d torn, %d read", len(s.torn), len(s.old))
-	}
+	s := heldTwinTorn(t, in, twin, gz, full[:cut])
+	defer s.closeAll()
 	f, _ := os.OpenFile(twin, os.O_APPEND|os.O_WRONLY, 0)
 	f.Write([]byte(b))
 	f.Close()

@@ -7,9 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
-
-	"tailfeed/internal/fileutil"
 )
 
 // Review 44 checks: a real gzip's output of the held twin, seen torn
@@ -51,30 +48,8 @@ func TestTornGzRealGzipOfTheTwinDropped(t *testing.T) {
 				t.Fatal(err)
 			}
 			gz := twin + ".gz"
-			cut := min(len(full)/3, 40)
-			if err := os.WriteFile(gz, full[:cut], 0o644); err != nil {
-				t.Fatal(err)
-			}
-			s := New(Config{Feed: "app", Path: in, Strategy: Committed, MaxLine: 1 << 16, RotatedNames: []string{"app.log.*"}}, nil)
-			tdev, tino, _ := fileutil.DevInoPath(twin)
-			s.cur = s.openGen(genFile{path: twin, dev: tdev, ino: tino})
-			defer func() {
-				for _, r := range append([]*reader{s.cur}, s.old...) {
-					r.close()
-				}
-			}()
-			dev, ino, _ := fileutil.DevInoPath(gz)
-			g := genFile{path: gz, dev: dev, ino: ino, scanned: time.Now()}
-			s.noteTwin(&g, untoldTwin(gz, s.known))
-			if g.heldTwin == ([2]uint64{}) {
-				head, _ := gzHead(gz)
-				t.Fatalf("set-up: not held (torn head %q)", head)
-			}
-			s.noteTorn(g)
-			s.retryTorn()
-			if len(s.torn) != 1 || len(s.old) != 0 {
-				t.Fatalf("first look: %d torn, %d read", len(s.torn), len(s.old))
-			}
+			s := heldTwinTorn(t, in, twin, gz, full[:min(len(full)/3, 40)])
+			defer s.closeAll()
 			finish := func(p string) {
 				if err := os.WriteFile(p, full, 0o644); err != nil {
 					t.Error(err)
