@@ -90,3 +90,22 @@ processors:
 		t.Errorf("no WARN for the literal Authorization header:\n%s", log)
 	}
 }
+
+// run's literal-secret WARNs are the webhook's: a nats url's userinfo is
+// the nats sink's to warn of, as it is built (review 44b F2: it was
+// warned twice).
+func TestRunLiteralSecretsAreTheWebhooks(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tailfeed.yaml")
+	os.WriteFile(path, []byte(`feeds:
+  - {name: app, path: /var/log/app.log}
+processors:
+  - {name: nt, feed: app, type: nats, url: "nats://user:pa55@127.0.0.1:4222", stream: S, subject: "s.{instance}"}
+`), 0o600)
+	cfg, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if keys := literalSecrets(cfg); len(keys) != 0 {
+		t.Errorf("run warns of %v too; the nats sink warns of its url", keys)
+	}
+}

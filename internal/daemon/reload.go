@@ -1257,12 +1257,14 @@ func sameProcessor(a, b *config.Processor) bool {
 }
 
 // sameSettings is reflect.DeepEqual of two decoded config values (no
-// cycles) but for the line numbers they keep for their messages: an int
-// field named Line or ending in "Line"/"line" (the entry's, a file
-// processor's path key, a tls key, an engine sink's own keys). Compared
-// too, a comment or an entry added above a feed made every line after it
-// differ, and the reload restarted that feed (its lines published again
-// from its pointer) though nothing of it changed.
+// cycles) but for what they keep for their messages only: the line numbers
+// (an int field named Line or ending in "Line"/"line": the entry's, a file
+// processor's path key, a tls key, an engine sink's own keys) and the
+// fields tagged `reload:"-"` (an engine sink's key names, which hold the
+// processor's index: "processors[1].dsn"). Compared too, a comment or an
+// entry added above a feed made every line (or index) after it differ, and
+// the reload restarted that feed (its lines published again from its
+// pointer) though nothing of it changed.
 func sameSettings(x, y reflect.Value) bool {
 	if x.IsValid() != y.IsValid() || (x.IsValid() && x.Type() != y.Type()) {
 		return false
@@ -1278,7 +1280,8 @@ func sameSettings(x, y reflect.Value) bool {
 		return sameSettings(x.Elem(), y.Elem())
 	case reflect.Struct:
 		for i := range x.NumField() {
-			if f := x.Type().Field(i); f.Type.Kind() == reflect.Int && (f.Name == "Line" || strings.HasSuffix(f.Name, "Line") || strings.HasSuffix(f.Name, "line")) {
+			if f := x.Type().Field(i); f.Tag.Get("reload") == "-" ||
+				(f.Type.Kind() == reflect.Int && (strings.HasSuffix(f.Name, "Line") || strings.HasSuffix(f.Name, "line"))) {
 				continue
 			}
 			if !sameSettings(x.Field(i), y.Field(i)) {

@@ -55,7 +55,7 @@ type SASL struct {
 	// PasswordKey names the password (processors[0].sasl.password) when
 	// the file holds it literally, not as a ${VAR} reference: the WARN at
 	// start names it. "" otherwise.
-	PasswordKey string
+	PasswordKey string `reload:"-"`
 }
 
 // settings are pc's kafka settings (zero for another type's entry).

@@ -32,7 +32,7 @@ type Settings struct {
 	// Literal names the keys whose secret the file holds as written, not
 	// as a ${VAR} reference (processors[0].token, processors[0].url for
 	// its userinfo): a WARN at start names each.
-	Literal []string
+	Literal []string `reload:"-"`
 
 	streamLine, subjectLine, credsLine int
 }

@@ -30,7 +30,7 @@ type Settings struct {
 	PasswordLiteral bool
 	// DSNAt names the dsn key as config errors and the nats sink's
 	// warnings do (processors[i].dsn).
-	DSNAt string
+	DSNAt string `reload:"-"`
 
 	tableLine int // the line of table (config errors across entries)
 }
