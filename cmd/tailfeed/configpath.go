@@ -20,6 +20,11 @@ func configPath(flag string) (string, error) {
 		return flag, nil
 	}
 	if env := os.Getenv("TAILFEED_CONFIG"); env != "" {
+		if _, err := os.Stat(env); errors.Is(err, fs.ErrNotExist) {
+			// Said where the path came from (DESIGN §12: run says where it
+			// looked), never passed over for the defaults.
+			return "", fmt.Errorf("no config file: --config not given, and TAILFEED_CONFIG names %s, which does not exist", env)
+		}
 		return env, nil
 	}
 	for _, p := range defaultConfigs {

@@ -40,7 +40,7 @@ func TestConfigLookupOrder(t *testing.T) {
 		t.Fatalf("$TAILFEED_CONFIG: exit %d, stdout %q", code, out)
 	}
 	t.Setenv("TAILFEED_CONFIG", filepath.Join(dir, "missing.yaml"))
-	if code, _, stderr := validate(); code != 2 || !strings.Contains(stderr, "missing.yaml") {
+	if code, _, stderr := validate(); code != 2 || !strings.Contains(stderr, "TAILFEED_CONFIG names "+filepath.Join(dir, "missing.yaml")) {
 		t.Fatalf("$TAILFEED_CONFIG missing: exit %d, stderr %q (it is never passed over)", code, stderr)
 	}
 	if code, out, _ := validate("--config", other); code != 0 || !strings.Contains(out, other+": ok") {

@@ -24,6 +24,16 @@ func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer) ([]string, bo
 	}
 }
 
+// noArgs refuses positional arguments for a command that takes none
+// (false: a usage error, said on stderr; the caller exits 2).
+func noArgs(name string, pos []string, stderr io.Writer) bool {
+	if len(pos) == 0 {
+		return true
+	}
+	fmt.Fprintf(stderr, "tailfeed %s: unexpected argument %q (see tailfeed help %s)\n", name, pos[0], name)
+	return false
+}
+
 // requireConfig resolves the config file (configPath) into *path, or
 // prints where it looked.
 func requireConfig(name string, path *string, stderr io.Writer) bool {

@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -53,5 +55,33 @@ func TestHelpEveryCommand(t *testing.T) {
 	}
 	if code, _, _ := run("help", "nope"); code != 2 {
 		t.Errorf("help for an unknown command: exit %d, want 2", code)
+	}
+}
+
+// A command that takes no positional argument refuses one (exit 2, naming
+// it) rather than ignoring it: `tailfeed validate --config x.yaml extra`
+// exited 0, as did `tailfeed version extra` (a black-box probe of the
+// forty-fourth session).
+func TestExtraArgumentIsAUsageError(t *testing.T) {
+	run := func(args ...string) (int, string, string) {
+		var out, errb bytes.Buffer
+		code := mainWith(args, &out, &errb)
+		return code, out.String(), errb.String()
+	}
+	cfg := filepath.Join(t.TempDir(), "tailfeed.yaml")
+	os.WriteFile(cfg, []byte("feeds:\n  - {name: app, path: /var/log/app.log}\nprocessors:\n  - {name: p, feed: app, type: discard}\n"), 0o600)
+	for _, args := range [][]string{
+		{"version", "extra"},
+		{"validate", "--config", cfg, "extra"},
+		{"run", "--config", cfg, "extra"},
+		{"status", "--addr", "127.0.0.1:1", "extra"},
+	} {
+		code, _, stderr := run(args...)
+		if code != 2 || !strings.Contains(stderr, `unexpected argument "extra"`) {
+			t.Errorf("%v: exit %d, stderr %q; want 2 naming the argument", args, code, stderr)
+		}
+	}
+	if code, _, _ := run("validate", "--config", cfg); code != 0 {
+		t.Errorf("validate without the extra argument: exit %d", code)
 	}
 }

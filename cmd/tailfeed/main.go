@@ -48,6 +48,9 @@ func dispatch(args []string, stdout, stderr io.Writer) int {
 	case "pointer":
 		return cmdPointer(args[1:], stdout, stderr)
 	case "version", "--version", "-version":
+		if !noArgs("version", args[1:], stderr) {
+			return 2
+		}
 		fmt.Fprintf(stdout, "tailfeed %s\n", version)
 		return 0
 	case "help":

@@ -38,7 +38,7 @@ func cmdRun(args []string, stderr io.Writer) int {
 	defer signal.Stop(sigs)
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	path := fs.String("config", "", "the config file (default: $TAILFEED_CONFIG, else ./tailfeed.yaml, else /etc/tailfeed/tailfeed.yaml)")
-	if _, ok := parseFlags(fs, args, stderr); !ok || !requireConfig("run", path, stderr) {
+	if pos, ok := parseFlags(fs, args, stderr); !ok || !noArgs("run", pos, stderr) || !requireConfig("run", path, stderr) {
 		return 2
 	}
 	cfg, err := config.Load(*path)

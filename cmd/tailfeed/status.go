@@ -36,7 +36,7 @@ func cmdStatus(args []string, stdout, stderr io.Writer) int {
 	ca := fs.String("ca", "", "PEM CA file that verifies the daemon's certificate (status.tls); implies https")
 	cert := fs.String("cert", "", "PEM client certificate, for a daemon with status.tls.clientCAFile (with --key)")
 	key := fs.String("key", "", "PEM key of --cert")
-	if _, ok := parseFlags(fs, args, stderr); !ok {
+	if pos, ok := parseFlags(fs, args, stderr); !ok || !noArgs("status", pos, stderr) {
 		return exitUnreachable
 	}
 	secure := *ca != "" || *cert != "" || *key != ""

@@ -11,7 +11,7 @@ import (
 func cmdValidate(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("validate", flag.ContinueOnError)
 	path := fs.String("config", "", "the config file (default: $TAILFEED_CONFIG, else ./tailfeed.yaml, else /etc/tailfeed/tailfeed.yaml)")
-	if _, ok := parseFlags(fs, args, stderr); !ok || !requireConfig("validate", path, stderr) {
+	if pos, ok := parseFlags(fs, args, stderr); !ok || !noArgs("validate", pos, stderr) || !requireConfig("validate", path, stderr) {
 		return 2
 	}
 	cfg, err := config.Load(*path)
