@@ -102,3 +102,59 @@ func SensitiveHeader(name string) bool {
 	}
 	return false
 }
+
+// SensitiveParam reports whether a URL query parameter's value is a
+// credential (?token=…, ?api_key=…, ?sig=…): the header words, and a few
+// names of their own.
+func SensitiveParam(name string) bool {
+	switch strings.ToLower(name) {
+	case "sig", "pwd", "pass", "passwd", "pw":
+		return true
+	}
+	return SensitiveHeader(name)
+}
+
+// Query returns s, one URL as written, with the value of each sensitive
+// query parameter (SensitiveParam) replaced by Mask; the rest as it was.
+func Query(s string) string {
+	q := strings.IndexByte(s, '?')
+	if q < 0 {
+		return s
+	}
+	end := len(s)
+	if h := strings.IndexByte(s[q:], '#'); h >= 0 {
+		end = q + h
+	}
+	params := strings.Split(s[q+1:end], "&")
+	for i, p := range params {
+		k, _, ok := strings.Cut(p, "=")
+		if name, err := url.QueryUnescape(k); ok && err == nil && SensitiveParam(name) {
+			params[i] = k + "=" + Mask
+		}
+	}
+	return s[:q+1] + strings.Join(params, "&") + s[end:]
+}
+
+// QuerySecrets returns the values of the sensitive query parameters of s,
+// one URL, as written and as decoded (values under 4 bytes left out:
+// masking them everywhere garbles messages).
+func QuerySecrets(s string) []string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, p := range strings.Split(u.RawQuery, "&") {
+		k, v, ok := strings.Cut(p, "=")
+		if name, err := url.QueryUnescape(k); !ok || err != nil || !SensitiveParam(name) {
+			continue
+		}
+		if len(v) >= 4 {
+			out = append(out, v)
+		}
+		if d, err := url.QueryUnescape(v); err == nil && d != v && len(d) >= 4 {
+			out = append(out, d)
+		}
+	}
+	return out
+}

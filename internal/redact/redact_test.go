@@ -45,3 +45,31 @@ func TestRawURL(t *testing.T) {
 		}
 	}
 }
+
+// A credential in a URL's query (?token=…) is a secret too: masked by
+// Query, its values listed by QuerySecrets, the other parameters kept.
+func TestQuery(t *testing.T) {
+	for in, want := range map[string]string{
+		"http://h/in?token=QSECRET&a=b":         "http://h/in?token=***&a=b",
+		"http://h/in?a=b&api_key=k3y#frag":      "http://h/in?a=b&api_key=***#frag",
+		"http://h/in?sig=abcd&Signature=xyz1":   "http://h/in?sig=***&Signature=***",
+		"http://h/in?mail=a@b":                  "http://h/in?mail=a@b",
+		"http://h/in":                           "http://h/in",
+		"http://h/in?dd-api-key=k%2Fy&x":        "http://h/in?dd-api-key=***&x",
+		"https://***@h/in?access_token=tok3nXX": "https://***@h/in?access_token=***",
+	} {
+		if got := Query(in); got != want {
+			t.Errorf("Query(%q) = %q, want %q", in, got, want)
+		}
+	}
+	got := QuerySecrets("http://h/in?token=QSECRET&a=bbbbbb&dd-api-key=k%2Fyyy&sig=ab")
+	want := []string{"QSECRET", "k%2Fyyy", "k/yyy"}
+	if len(got) != len(want) {
+		t.Fatalf("QuerySecrets = %q, want %q", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("QuerySecrets = %q, want %q", got, want)
+		}
+	}
+}

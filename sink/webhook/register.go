@@ -26,7 +26,7 @@ func init() {
 		// package doc).
 		Config: config.SinkSpec{Decode: decode},
 		Describe: func(pc *config.Processor) []any {
-			return []any{"target", redact.RawURL(pc.URL)}
+			return []any{"target", redact.Query(redact.RawURL(pc.URL))}
 		},
 		Target: func(pc *config.Processor) string { return pc.URL }})
 }

@@ -34,6 +34,26 @@ func TestWebhookUserOnlyCredentialHidden(t *testing.T) {
 	}
 }
 
+// A credential in the URL's query (?token=…, as some ingest endpoints
+// take it) never shows in the fenced reason either: a black-box probe of
+// the forty-fourth session saw "http://***@127.0.0.1:…/ingest?token=QSECRET"
+// in logs, stalled, /healthz reasons and dead letters; the other
+// parameters stay.
+func TestWebhookQueryCredentialHidden(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		http.Error(w, "down", http.StatusInternalServerError)
+	}))
+	defer srv.Close()
+	r := newHookRig(t, t.TempDir(), processor.GroupConfig{Retry: grouptest.FastRetry(2)}, WebhookConfig{URL: srv.URL + "/ingest?token=QSECRETqq&src=app"})
+	r.Publish("a")
+	var why string
+	waitFor(t, "fenced", func() bool { st, w := r.Q.State(); why = w; return st == feed.Fenced })
+	if strings.Contains(why, "QSECRETqq") || !strings.Contains(why, "src=app") {
+		t.Fatalf("fenced reason %q: want the token masked, the other parameter shown", why)
+	}
+}
+
 // A receiver that echoes the token of a configured "Authorization: Bearer
 // <token>" header (not the whole header value) in its 401 body: the token
 // never shows in the fenced reason (review D6; the first version masked

@@ -166,7 +166,7 @@ func OpenWebhook(cfg WebhookConfig) (*Webhook, error) {
 		return nil, err
 	}
 	w := &Webhook{cfg: cfg, h: g, log: log, client: cfg.Client, book: book, carries: map[uint64]*whChunk{}, at: -1}
-	w.shown, w.hide = redact.URL(cfg.URL), webhookSecrets(cfg)
+	w.shown, w.hide = redact.Query(redact.URL(cfg.URL)), webhookSecrets(cfg)
 	if w.client == nil {
 		tr := http.DefaultTransport.(*http.Transport).Clone()
 		w.client = &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error {
@@ -523,6 +523,9 @@ func webhookSecrets(cfg WebhookConfig) []string {
 			}
 		}
 		add(base64.StdEncoding.EncodeToString([]byte(user+":"+pw)), 4) // Basic auth
+	}
+	for _, v := range redact.QuerySecrets(cfg.URL) {
+		add(v, 4) // ?token=… (a black-box probe found it in logs and dead letters)
 	}
 	for k, v := range cfg.Headers {
 		add(v, 4)
