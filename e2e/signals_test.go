@@ -12,7 +12,7 @@ import (
 
 // TestRunRefusesDirectoryPath: a feed path that is a directory passes
 // `validate` (it checks the file only) and is refused by `run` with exit 2,
-// "FILE:LINE: …" at the feed, naming the directory (DESIGN §12
+// "FILE:LINE: …" at the feed's path key, naming the directory (DESIGN §12
 // "Validation"); no LOCK is left behind.
 func TestRunRefusesDirectoryPath(t *testing.T) {
 	dir := t.TempDir()
@@ -26,7 +26,7 @@ func TestRunRefusesDirectoryPath(t *testing.T) {
 		t.Errorf("validate: exit %d, want 0: %s%s", code, out, stderr)
 	}
 	_, stderr, code := cli(t, "run", "--config", path)
-	loc := fmt.Sprintf("%s:%d: ", path, strings.Count(brokenBase[:strings.Index(brokenBase, "  - name: app")], "\n")+1)
+	loc := fmt.Sprintf("%s:%d: ", path, strings.Count(brokenBase[:strings.Index(brokenBase, "    path: ./in.log")], "\n")+1) // its path key's line
 	if code != 2 || !hasLine(stderr, func(l string) bool {
 		return strings.HasPrefix(l, loc) && strings.Contains(l, in) && strings.Contains(l, "is a directory")
 	}) {
