@@ -411,7 +411,20 @@ func (s *Source) followTwin(g *genFile) {
 	if g.heldTwin == ([2]uint64{}) {
 		return
 	}
-	head, ok := gzHead(g.path)
+	f, err := fileutil.OpenRegular(g.path)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	s.followTwinAt(g, f)
+}
+
+// followTwinAt is followTwin on f, the .gz of g already open.
+func (s *Source) followTwinAt(g *genFile, f io.ReaderAt) {
+	if g.heldTwin == ([2]uint64{}) {
+		return
+	}
+	head, ok := gzHeadAt(f)
 	s.twinHeadNow(g)
 	if ok {
 		g.tellTwin(head)
@@ -1106,13 +1119,7 @@ func (s *Source) retryTorn() {
 			keep = append(keep, g)
 			continue
 		}
-		if g.heldTwin != ([2]uint64{}) {
-			head, ok := gzHeadAt(f)
-			s.twinHeadNow(&g)
-			if ok {
-				g.tellTwin(head)
-			}
-		}
+		s.followTwinAt(&g, f)
 		if tornLooked != nil {
 			tornLooked(g.path)
 		}
